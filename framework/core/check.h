@@ -1,0 +1,64 @@
+/* Argument checks called by the generated bindings (framework/bindings/mkbindings.py).
+ * Each returns MPI_SUCCESS or an error code whose message names the function
+ * and the argument. */
+#ifndef KUMI_CHECK_H
+#define KUMI_CHECK_H
+
+#include "core/core.h"
+
+void kumi_chk_state_fail(const char *fn) __attribute__((noreturn));
+#define KUMI_CHECK_STATE(fn) do { \
+    if (__builtin_expect(kumi_state != KUMI_STATE_INIT, 0)) kumi_chk_state_fail(fn); } while (0)
+
+int kumi_chk_bad_comm(const char *fn, const char *arg, MPI_Comm h);
+int kumi_chk_bad_datatype(const char *fn, const char *arg, MPI_Datatype h);
+int kumi_chk_bad_op(const char *fn, const char *arg, MPI_Op h);
+int kumi_chk_bad_errhandler(const char *fn, const char *arg, MPI_Errhandler h);
+int kumi_chk_dt_usable_slow(const char *fn, const char *arg, const struct kumi_dt *dt);
+static inline int kumi_chk_dt_usable(const char *fn, const char *arg, const struct kumi_dt *dt)
+{
+    return __builtin_expect(dt->predefined || dt->committed, 1) ? MPI_SUCCESS
+                                                               : kumi_chk_dt_usable_slow(fn, arg, dt);
+}
+int kumi_chk_count_slow(const char *fn, const char *arg, MPI_Count n);
+static inline int kumi_chk_count(const char *fn, const char *arg, MPI_Count n)
+{
+    return __builtin_expect(n >= 0, 1) ? MPI_SUCCESS : kumi_chk_count_slow(fn, arg, n);
+}
+int kumi_chk_rank_slow(const char *fn, const char *arg, int r, const struct kumi_comm *c, int kind);
+static inline int kumi_chk_dest(const char *fn, const char *arg, int r, const struct kumi_comm *c)
+{
+    return __builtin_expect((unsigned)r < (unsigned)c->size || r == MPI_PROC_NULL, 1)
+        ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 0);
+}
+static inline int kumi_chk_source(const char *fn, const char *arg, int r, const struct kumi_comm *c)
+{
+    return __builtin_expect((unsigned)r < (unsigned)c->size || r == MPI_ANY_SOURCE || r == MPI_PROC_NULL, 1)
+        ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 1);
+}
+static inline int kumi_chk_root(const char *fn, const char *arg, int r, const struct kumi_comm *c)
+{
+    return __builtin_expect((unsigned)r < (unsigned)c->size, 1)
+        ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 2);
+}
+int kumi_chk_tag_slow(const char *fn, const char *arg, int tag, int recv);
+static inline int kumi_chk_tag(const char *fn, const char *arg, int tag, int recv)
+{
+    return __builtin_expect(tag >= 0 || (recv && tag == MPI_ANY_TAG), 1)
+        ? MPI_SUCCESS : kumi_chk_tag_slow(fn, arg, tag, recv);
+}
+int kumi_chk_op_dt(const char *fn, const struct kumi_op *op, const struct kumi_dt *dt);
+int kumi_chk_buf_slow(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt);
+static inline int kumi_chk_buf(const char *fn, const char *arg, const void *buf, MPI_Count count,
+                               const struct kumi_dt *dt)
+{
+    return __builtin_expect(buf != NULL || count == 0, 1) ? MPI_SUCCESS
+                                                          : kumi_chk_buf_slow(fn, arg, count, dt);
+}
+
+/* Names for messages. */
+const char *kumi_dt_name(const struct kumi_dt *dt);
+const char *kumi_op_name(const struct kumi_op *op);
+static inline struct kumi_errhandler *kumi_errh_get(MPI_Errhandler h) { return kumi_handle_obj(h, KUMI_MAGIC_ERRH); }
+
+#endif

@@ -1,0 +1,200 @@
+/* MPI_Init / MPI_Finalize / MPI_Abort and the glue to the rpim client.
+ *
+ * Start-up order: predefined objects; registry (components, parameters,
+ * MPI_COMPONENTS); rpim client (or singleton); request layer (transports
+ * publish addresses, fence, wire-up, per-peer transport); MPI_COMM_WORLD and
+ * MPI_COMM_SELF with their collectives. */
+#include "core/core.h"
+#include "registry/registry.h"
+#include <kumi/rpim.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void *kumi_predef[KUMI_PREDEF_MAX];
+enum kumi_state kumi_state = KUMI_STATE_PRE;
+int kumi_thread_level = MPI_THREAD_SINGLE;
+static pthread_t main_thread;
+
+extern int kumi_core_world_rank, kumi_core_world_size;
+int kumi_comm_init_predefined(void);
+void kumi_comm_finalize_predefined(void);
+void kumi_op_init(void);
+
+static const struct kumi_rpim_ops *rpim;          /* NULL: singleton */
+static struct kumi_comp_entry *rpim_entry;
+
+/* ------------------------------------------------ key-value exchange */
+struct kv { struct kv *next; char *key, *val; };
+static struct kv *local_kv;                       /* singleton's own table */
+
+int kumi_rpim_put(const char *key, const char *value)
+{
+    if (rpim) return rpim->put(key, value);
+    struct kv *e = malloc(sizeof *e);
+    if (!e || !(e->key = strdup(key)) || !(e->val = strdup(value))) {
+        free(e);
+        return kumi_error(MPI_ERR_NO_MEM, "out of memory in the key-value exchange");
+    }
+    e->next = local_kv;
+    local_kv = e;
+    return MPI_SUCCESS;
+}
+
+int kumi_rpim_get(int rank, const char *key, char *value, size_t valuelen)
+{
+    if (rpim) return rpim->get(rank, key, value, valuelen);
+    if (rank == 0)
+        for (struct kv *e = local_kv; e; e = e->next)
+            if (!strcmp(e->key, key)) {
+                snprintf(value, valuelen, "%s", e->val);
+                return MPI_SUCCESS;
+            }
+    return kumi_error(MPI_ERR_NAME, "key %s of rank %d not found", key, rank);
+}
+
+int kumi_rpim_fence(void)
+{
+    return rpim ? rpim->fence() : MPI_SUCCESS;
+}
+
+static void kv_clear(void)
+{
+    while (local_kv) {
+        struct kv *e = local_kv;
+        local_kv = e->next;
+        free(e->key);
+        free(e->val);
+        free(e);
+    }
+}
+
+/* --------------------------------------------------------------- abort */
+void kumi_abort_job(int errorcode, const char *msg)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (rpim) rpim->abort(errorcode, msg);
+    int st = errorcode & 0xff;
+    _exit(st ? st : 1);
+}
+
+static void init_fail(int code)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len;
+    kumi_mpi_error_string(code, msg, &len);
+    kumi_warn("MPI_Init failed: %s", msg);
+    kumi_abort_job(1, msg);
+}
+
+static int select_rpim(void)
+{
+    int n = 0;
+    struct kumi_comp_entry **list = kumi_registry_available("rpim", &n);
+    for (int i = 0; i < n; i++) {
+        const struct kumi_rpim_ops *ops = list[i]->comp->ops;
+        struct kumi_rpim_info info;
+        if (!ops || !ops->client_init || ops->client_init(&info) != KUMI_OK) continue;
+        rpim = ops;
+        rpim_entry = list[i];
+        list[i]->status = KUMI_COMP_SELECTED;
+        kumi_core_world_rank = info.rank;
+        kumi_core_world_size = info.size;
+        return MPI_SUCCESS;
+    }
+    const char *launcher = getenv("KUMI_RPIM");
+    if (getenv("KUMI_RANK"))
+        return kumi_error(MPI_ERR_OTHER, "started by mpiexec (rpim %s) but no rpim component could join the job",
+                          launcher ? launcher : "?");
+    kumi_core_world_rank = 0;      /* singleton */
+    kumi_core_world_size = 1;
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------- MPI functions */
+int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    (void)argc;
+    (void)argv;
+    if (kumi_state != KUMI_STATE_PRE)
+        kumi_err_fatal("MPI_Init: MPI is already %s", kumi_state == KUMI_STATE_INIT ? "initialized" : "finalized");
+    main_thread = pthread_self();
+    kumi_errh_init();
+    kumi_dt_init();
+    kumi_op_init();
+    const char *v = getenv("KUMI_VERBOSE");
+    if (v) kumi_verbose_level = atoi(v);
+
+    int rc = kumi_registry_open(1);
+    if (rc) init_fail(rc);
+    if ((rc = select_rpim())) init_fail(rc);
+    kumi_log(1, "rank %d of %d on %s (rpim %s)", kumi_core_world_rank, kumi_core_world_size, kumi_hostname(),
+             rpim_entry ? rpim_entry->comp->name : "singleton");
+    if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) init_fail(rc);
+    if ((rc = kumi_req_init())) init_fail(rc);
+    if ((rc = kumi_comm_init_predefined())) init_fail(rc);
+    kumi_param_warn_unknown();
+
+    kumi_thread_level = required <= MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
+    if (kumi_thread_level < MPI_THREAD_SINGLE) kumi_thread_level = MPI_THREAD_SINGLE;
+    if (provided) *provided = kumi_thread_level;
+    kumi_state = KUMI_STATE_INIT;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_init(int *argc, char ***argv)
+{
+    int provided;
+    return kumi_mpi_init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+}
+
+int kumi_mpi_finalize(void)
+{
+    struct kumi_comm *w = KUMI_COMM_WORLD;
+    int rc = w->coll.barrier((MPI_Comm)w);
+    kumi_req_finalize();
+    if (rpim && rpim->client_finalize) rpim->client_finalize();
+    kumi_comm_finalize_predefined();
+    kv_clear();
+    kumi_state = KUMI_STATE_FINALIZED;
+    return rc ? kumi_err_handle(NULL, rc) : MPI_SUCCESS;
+}
+
+int kumi_mpi_initialized(int *flag)
+{
+    if (!flag) return MPI_ERR_ARG;
+    *flag = kumi_state != KUMI_STATE_PRE;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_finalized(int *flag)
+{
+    if (!flag) return MPI_ERR_ARG;
+    *flag = kumi_state == KUMI_STATE_FINALIZED;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_abort(struct kumi_comm *comm, int errorcode)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "MPI_Abort(%s, %d) called by rank %d", comm->name[0] ? comm->name : "comm",
+             errorcode, kumi_core_world_rank);
+    kumi_abort_job(errorcode, msg);
+}
+
+int kumi_mpi_query_thread(int *provided)
+{
+    if (!provided) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Query_thread: argument provided is NULL"));
+    *provided = kumi_thread_level;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_is_thread_main(int *flag)
+{
+    if (!flag) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Is_thread_main: argument flag is NULL"));
+    *flag = pthread_equal(main_thread, pthread_self());
+    return MPI_SUCCESS;
+}

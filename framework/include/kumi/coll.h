@@ -1,0 +1,110 @@
+/* coll: collective operations, chosen per communicator.
+ *
+ * When a communicator is created, every available coll component's
+ * comm_query() is asked for a table; for each operation the provider with
+ * the highest priority wins (a NULL entry provides nothing).  The decision
+ * uses only data that is the same on every rank of the communicator.
+ *
+ * The entry points have the MPI signatures.  Arguments have been checked
+ * (handles valid, counts >= 0, root in range) before a component is called.
+ * Handles passed in may be predefined constants or object pointers; use the
+ * helper functions below to look inside them.  Return MPI_SUCCESS or an MPI
+ * error code (made with kumi_error); never invoke error handlers.
+ *
+ * Collective traffic travels in the communicator's collective context, so
+ * it never matches the application's point-to-point messages.  Components
+ * use tags >= 0 of their own choosing.
+ */
+#ifndef KUMI_COLL_H
+#define KUMI_COLL_H
+
+#include <kumi/kumi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kumi_coll_fns {
+    int (*barrier)(MPI_Comm comm);
+    int (*bcast)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
+    int (*gather)(const void *sbuf, int scount, MPI_Datatype sdt,
+                  void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+    int (*gatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
+                   void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+                   int root, MPI_Comm comm);
+    int (*scatter)(const void *sbuf, int scount, MPI_Datatype sdt,
+                   void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+    int (*scatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdt,
+                    void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+    int (*allgather)(const void *sbuf, int scount, MPI_Datatype sdt,
+                     void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*allgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
+                      void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+                      MPI_Comm comm);
+    int (*alltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
+                    void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
+                     void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+                     MPI_Comm comm);
+    int (*alltoallw)(const void *sbuf, const int scounts[], const int sdispls[], const MPI_Datatype sdts[],
+                     void *rbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rdts[],
+                     MPI_Comm comm);
+    int (*reduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  int root, MPI_Comm comm);
+    int (*allreduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                     MPI_Comm comm);
+    int (*reduce_scatter)(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+                          MPI_Op op, MPI_Comm comm);
+    int (*reduce_scatter_block)(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+                                MPI_Op op, MPI_Comm comm);
+    int (*scan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+    int (*exscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+};
+
+struct kumi_coll_ops {
+    /* Fill the operations this component provides for comm (leave others
+     * NULL) and set *priority (default: the component's priority parameter).
+     * Return KUMI_UNAVAILABLE to provide nothing for this communicator. */
+    int (*comm_query)(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns);
+};
+
+/* ---- helpers for collective components (exported by the core) ---- */
+
+KUMI_EXPORT int kumi_comm_rank(MPI_Comm comm);
+KUMI_EXPORT int kumi_comm_size(MPI_Comm comm);
+
+/* Datatypes: size in bytes of one element's data; lb and extent. */
+KUMI_EXPORT size_t kumi_dt_size(MPI_Datatype dt);
+KUMI_EXPORT void kumi_dt_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent);
+KUMI_EXPORT void kumi_dt_true_extent(MPI_Datatype dt, MPI_Aint *true_lb, MPI_Aint *true_extent);
+/* Local copy as a matched send/receive would do it (sizes must agree;
+ * MPI_ERR_TRUNCATE if the receive side is smaller). */
+KUMI_EXPORT int kumi_dt_copy(const void *sbuf, size_t scount, MPI_Datatype sdt,
+                             void *rbuf, size_t rcount, MPI_Datatype rdt);
+
+/* Reductions: inout[i] = in[i] op inout[i] for count elements of dt.
+ * MPI_ERR_OP if op is not defined for dt. */
+KUMI_EXPORT int kumi_op_reduce(MPI_Op op, const void *in, void *inout, size_t count, MPI_Datatype dt);
+KUMI_EXPORT int kumi_op_commutative(MPI_Op op);
+
+/* Point-to-point in the communicator's collective context.  A request
+ * completes through kumi_coll_wait / kumi_coll_waitall (which free it). */
+typedef struct kumi_req *kumi_coll_req;
+KUMI_EXPORT int kumi_coll_isend(const void *buf, size_t count, MPI_Datatype dt, int dest, int tag,
+                                MPI_Comm comm, kumi_coll_req *req);
+KUMI_EXPORT int kumi_coll_irecv(void *buf, size_t count, MPI_Datatype dt, int src, int tag,
+                                MPI_Comm comm, kumi_coll_req *req);
+KUMI_EXPORT int kumi_coll_wait(kumi_coll_req *req);
+KUMI_EXPORT int kumi_coll_waitall(int n, kumi_coll_req reqs[]);
+KUMI_EXPORT int kumi_coll_send(const void *buf, size_t count, MPI_Datatype dt, int dest, int tag,
+                               MPI_Comm comm);
+KUMI_EXPORT int kumi_coll_recv(void *buf, size_t count, MPI_Datatype dt, int src, int tag,
+                               MPI_Comm comm);
+KUMI_EXPORT int kumi_coll_sendrecv(const void *sbuf, size_t scount, MPI_Datatype sdt, int dest, int stag,
+                                   void *rbuf, size_t rcount, MPI_Datatype rdt, int src, int rtag,
+                                   MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

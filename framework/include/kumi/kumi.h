@@ -1,0 +1,49 @@
+/* Kumi: things every layer and component shares.
+ * Components include only framework/include/kumi/ headers (and mpi.h). */
+#ifndef KUMI_KUMI_H
+#define KUMI_KUMI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Symbols that components and tools may call; everything else in libmpi is hidden. */
+#define KUMI_EXPORT __attribute__((visibility("default")))
+#define KUMI_HIDDEN __attribute__((visibility("hidden")))
+
+#define KUMI_VERSION_STRING "0.1.0"
+
+/* Return values of framework/component hooks that are not MPI error codes. */
+#define KUMI_OK            0
+#define KUMI_UNAVAILABLE  (-1)   /* component cannot run here (reason given) */
+
+/* Diagnostics.  Nothing is printed in a normal run; KUMI_VERBOSE=N (or the
+ * parameter base_verbose) enables levels up to N. */
+KUMI_EXPORT extern int kumi_verbose_level;
+KUMI_EXPORT void kumi_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A message the user must see (error context): always printed on stderr,
+ * prefixed with "kumi[rank]: ". */
+KUMI_EXPORT void kumi_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Create an MPI error code of class `cls` that carries a detailed message
+ * (retrievable through MPI_Error_string).  fmt should name the function and
+ * the argument: "MPI_Send: invalid rank 7 in a communicator of size 4". */
+KUMI_EXPORT int kumi_error(int cls, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Identity of this process within the job (valid after MPI_Init began). */
+KUMI_EXPORT int kumi_world_rank(void);
+KUMI_EXPORT int kumi_world_size(void);
+KUMI_EXPORT const char *kumi_hostname(void);
+
+/* Monotonic time in seconds. */
+KUMI_EXPORT double kumi_time(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,113 @@
+/* p2p: transports that move bytes to a peer (self, shmem, tcp, ofi, impi).
+ *
+ * The request layer owns matching and protocols; a transport only moves
+ * headers and payloads between world ranks, in order per peer.
+ *
+ * Sending: the request layer fills a struct kumi_sendop (header + one
+ * contiguous payload) and calls ops->send(peer, op).  The transport owns op
+ * until it calls op->done(op) — at once if everything went out, or later from
+ * progress().  Messages to one peer must be delivered in the order send()
+ * was called.
+ *
+ * Receiving: when a header arrives the transport calls
+ * kumi_p2p_incoming(peer, hdr, &rx).  If the header carries a payload
+ * (hdr->paylen > 0) the request layer returns a struct kumi_rx that says
+ * where the bytes go; the transport writes the payload into
+ * rx->dst[rx->got ...] (bytes at offsets >= rx->cap are read and dropped:
+ * truncation), advances rx->got, and calls kumi_p2p_rx_done(rx) when
+ * got == len.  Between two calls into the transport, the request layer may
+ * change rx->dst and rx->cap (the early-match rule: a receive posted while
+ * its message is still arriving takes what has arrived and redirects the
+ * rest into the user buffer), so re-read them before every write.
+ */
+#ifndef KUMI_P2P_H
+#define KUMI_P2P_H
+
+#include <poll.h>
+#include <kumi/kumi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum kumi_hdr_kind {
+    KUMI_HDR_EAGER = 1,       /* whole message follows (paylen = len) */
+    KUMI_HDR_EAGER_SYNC,      /* same, sender waits for SYNC_ACK */
+    KUMI_HDR_RTS,             /* rendezvous request: len bytes wait at sender; sreq set */
+    KUMI_HDR_CTS,             /* receiver matched the RTS: sreq, rreq set */
+    KUMI_HDR_DATA,            /* rendezvous payload for rreq (paylen = bytes) */
+    KUMI_HDR_SYNC_ACK,        /* receiver matched an EAGER_SYNC: sreq set */
+    KUMI_HDR_CANCEL_REQ,      /* sender wants to cancel sreq (ctx, src, tag, seq identify it) */
+    KUMI_HDR_CANCEL_ACK,      /* answer: flags & KUMI_HDR_F_CANCELLED */
+    KUMI_HDR_CONTROL          /* framework-internal control (payload) */
+};
+
+#define KUMI_HDR_F_CANCELLED 0x01
+
+/* The wire header: 48 bytes, host byte order (homogeneous jobs; the impi
+ * transport converts at the cluster border). */
+struct kumi_hdr {
+    uint8_t  kind;            /* enum kumi_hdr_kind */
+    uint8_t  flags;
+    uint16_t reserved;
+    int32_t  ctx;             /* context id of the communicator (+1 for collectives) */
+    int32_t  src;             /* sender's rank in that communicator */
+    int32_t  tag;
+    uint32_t seq;             /* per (sender, receiver) sequence number */
+    uint32_t pad;
+    uint64_t len;             /* total message length in bytes */
+    uint64_t paylen;          /* bytes of payload that follow this header */
+    uint64_t sreq;            /* sender's request cookie */
+    uint64_t rreq;            /* receiver's request cookie */
+};
+
+struct kumi_sendop {
+    struct kumi_hdr hdr;
+    const void *payload;      /* hdr.paylen bytes, valid until done() */
+    void (*done)(struct kumi_sendop *op);
+    void *owner;              /* request layer's */
+    /* transport-private scratch */
+    struct kumi_sendop *tnext;
+    size_t toff;
+    void *tptr;
+};
+
+struct kumi_rx {
+    char *dst;                /* where payload offset 0 goes */
+    size_t cap;               /* bytes that fit at dst; the rest is dropped */
+    size_t len;               /* payload bytes expected */
+    size_t got;               /* payload bytes written so far (transport updates) */
+    void *owner;              /* request layer's */
+};
+
+struct kumi_p2p_ops {
+    /* After open: set up and publish this rank's address(es) with
+     * kumi_rpim_put("p2p.<name>.addr", ...) (keys are per rank). */
+    int (*init)(void);
+    /* After the fence: read peers' addresses (kumi_rpim_get). */
+    int (*wireup)(void);
+    /* 1 if this transport can reach world rank `peer`. */
+    int (*reaches)(int peer);
+    /* Largest message sent eagerly to `peer`. */
+    size_t (*eager_limit)(int peer);
+    /* Queue op for `peer`; connections open lazily on first use. Returns
+     * MPI_SUCCESS or an MPI error code (peer unreachable). */
+    int (*send)(int peer, struct kumi_sendop *op);
+    /* Move data without blocking; return >0 if anything happened. */
+    int (*progress)(void);
+    /* File descriptors to sleep on when there is nothing to do: fill up to
+     * max entries (events set as needed), return how many. */
+    int (*pollfds)(struct pollfd *fds, int max);
+    /* 1 while sends are queued (MPI_Finalize drains them before closing). */
+    int (*busy)(void);
+    void (*finalize)(void);
+};
+
+/* Upcalls into the request layer, for transports. */
+KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *hdr);
+KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

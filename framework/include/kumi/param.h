@@ -1,0 +1,63 @@
+/* Typed parameters: <framework>_<component>_<name>.
+ *
+ * Value sources, highest first: the environment variable
+ * KUMI_<FRAMEWORK>_<COMPONENT>_<NAME> (mpiexec --param name=value sets it for
+ * every rank), then ~/.kumi/params.conf, then $(sysconfdir)/kumi-params.conf
+ * (lines "name = value", # comments), then the default.
+ *
+ * Registration writes the current value into *storage at once, so a
+ * component reads its parameters from plain variables.  Framework-level
+ * parameters use component "base" (e.g. p2p_base_verbose), or framework
+ * "kumi" for global ones (kumi_base_verbose -> KUMI_KUMI_BASE_VERBOSE is
+ * awkward, so the registry also accepts KUMI_BASE_<NAME> for framework "kumi").
+ */
+#ifndef KUMI_PARAM_H
+#define KUMI_PARAM_H
+
+#include <kumi/kumi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum kumi_param_type {
+    KUMI_PARAM_INT,      /* long long */
+    KUMI_PARAM_SIZE,     /* size_t; accepts suffixes k, m, g (powers of 1024) */
+    KUMI_PARAM_BOOL,     /* int 0/1; accepts 1/0, yes/no, true/false, on/off */
+    KUMI_PARAM_DOUBLE,   /* double */
+    KUMI_PARAM_STRING    /* const char * (owned by the registry) */
+};
+
+/* Levels as in MPI_T: 1-3 user, 4-6 tuner, 7-9 developer. */
+#define KUMI_LEVEL_USER   1
+#define KUMI_LEVEL_TUNER  4
+#define KUMI_LEVEL_DEV    7
+
+enum kumi_param_source {
+    KUMI_PARAM_SRC_DEFAULT, KUMI_PARAM_SRC_FILE, KUMI_PARAM_SRC_ENV
+};
+
+/* Register a parameter and store its current value in *storage.
+ * Returns MPI_SUCCESS, or an error (bad value in the environment: the
+ * default is kept and a warning printed). Registering the same name twice
+ * returns the existing value. */
+KUMI_EXPORT int kumi_param_register_int(const char *fw, const char *comp, const char *name,
+                                        long long defval, const char *help, int level,
+                                        long long *storage);
+KUMI_EXPORT int kumi_param_register_size(const char *fw, const char *comp, const char *name,
+                                         size_t defval, const char *help, int level,
+                                         size_t *storage);
+KUMI_EXPORT int kumi_param_register_bool(const char *fw, const char *comp, const char *name,
+                                         int defval, const char *help, int level,
+                                         int *storage);
+KUMI_EXPORT int kumi_param_register_double(const char *fw, const char *comp, const char *name,
+                                           double defval, const char *help, int level,
+                                           double *storage);
+KUMI_EXPORT int kumi_param_register_string(const char *fw, const char *comp, const char *name,
+                                           const char *defval, const char *help, int level,
+                                           const char **storage);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

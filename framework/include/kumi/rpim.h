@@ -1,0 +1,79 @@
+/* rpim: process start (launch, wire-up, stdio, signals).
+ *
+ * Two sides share one component:
+ *  - launcher side, used by mpiexec: spawn one rank on a host;
+ *  - client side, used inside MPI_Init: learn rank/size, and a key-value
+ *    exchange (put, fence, get) held by the launcher, plus abort.
+ *
+ * Environment handed to every rank by mpiexec (the contract between
+ * mpiexec and rpim clients; a rank without KUMI_RANK is a singleton):
+ *   KUMI_RANK, KUMI_SIZE          rank and size of MPI_COMM_WORLD
+ *   KUMI_JOBID                    job identifier (decimal)
+ *   KUMI_CONTROL                  host:port of mpiexec's control listener
+ *   KUMI_JOB_SECRET               random hex key that the rank presents
+ *   KUMI_RPIM                     name of the rpim component that started it
+ */
+#ifndef KUMI_RPIM_H
+#define KUMI_RPIM_H
+
+#include <sys/types.h>
+#include <kumi/kumi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KUMI_KVS_KEY_MAX 256
+#define KUMI_KVS_VAL_MAX 1024
+
+struct kumi_rpim_info {
+    int rank;                  /* out */
+    int size;                  /* out */
+    long jobid;                /* out */
+};
+
+/* What mpiexec asks a launcher to start. */
+struct kumi_spawn {
+    int rank;
+    const char *host;          /* NULL or "localhost": this host */
+    char *const *argv;         /* program and its arguments */
+    char *const *envp;         /* full environment of the new rank */
+    int stdin_fd;              /* child's stdin (read end), or -1 for /dev/null */
+    int stdout_fd;             /* child's stdout (write end) */
+    int stderr_fd;             /* child's stderr (write end) */
+    const int *close_fds;      /* fds the child must close (other ranks' pipes) */
+    int nclose_fds;
+};
+
+struct kumi_rpim_ops {
+    /* ---- launcher side (mpiexec) ---- */
+    /* Start one rank; the child is the leader of its own process group.
+     * *pid receives the local process id that mpiexec waits for. */
+    int (*spawn)(const struct kumi_spawn *sp, pid_t *pid);
+
+    /* ---- client side (inside an MPI process) ---- */
+    /* Fill info if this process was started by this component (see the
+     * environment above); KUMI_UNAVAILABLE otherwise. */
+    int (*client_init)(struct kumi_rpim_info *info);
+    /* Key-value exchange: put before fence; after fence every rank can get
+     * every rank's keys.  Values are NUL-terminated strings. */
+    int (*put)(const char *key, const char *value);
+    int (*fence)(void);
+    int (*get)(int rank, const char *key, char *value, size_t valuelen);
+    /* Tell the launcher this job aborts with errorcode (message may be
+     * NULL); the launcher stops every rank. Returns after the launcher has
+     * been told (or could not be), the caller then exits. */
+    void (*abort)(int errorcode, const char *msg);
+    /* Orderly end of this rank (after MPI_Finalize's last communication). */
+    int (*client_finalize)(void);
+};
+
+/* Framework access to the selected rpim client (singleton jobs get a local
+ * table).  For use by transports at wire-up. */
+KUMI_EXPORT int kumi_rpim_put(const char *key, const char *value);
+KUMI_EXPORT int kumi_rpim_get(int rank, const char *key, char *value, size_t valuelen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,76 @@
+/* Component registry: discovery (libltdl), parameters, selection, listing.
+ * Private to the framework and the tools (mpiexec, kumi_info). */
+#ifndef KUMI_REGISTRY_H
+#define KUMI_REGISTRY_H
+
+#include <kumi/component.h>
+#include <kumi/param.h>
+
+enum kumi_comp_status {
+    KUMI_COMP_FOUND,          /* loaded, not yet opened */
+    KUMI_COMP_AVAILABLE,      /* opened; usable */
+    KUMI_COMP_SELECTED,       /* in use by this process (set by the framework that uses it) */
+    KUMI_COMP_UNAVAILABLE,    /* open() said no: reason */
+    KUMI_COMP_EXCLUDED,       /* MPI_COMPONENTS left it out */
+    KUMI_COMP_REFUSED         /* file refused (bad names / ABI version / duplicate): reason */
+};
+
+struct kumi_comp_entry {
+    const struct kumi_component *comp;   /* NULL when refused before reading it */
+    char framework[64], name[64];        /* from the file name if refused early */
+    char path[4096];                     /* file, or "(linked in)" */
+    enum kumi_comp_status status;
+    char reason[256];
+    long long priority;                  /* value of <fw>_<name>_priority */
+    void *handle;                        /* lt_dlhandle */
+};
+
+/* The frameworks this build knows, in listing order. */
+extern const char *const kumi_frameworks[];
+/* (added) kumi_frameworks[] ends with a NULL entry. */
+
+/* Discover and load every component (linked-in, $(pkglibdir),
+ * KUMI_COMPONENT_PATH), register their parameters (priority included) and
+ * parse MPI_COMPONENTS.  With do_open, call open() on each component that
+ * MPI_COMPONENTS keeps.  Returns MPI_SUCCESS, or an error code whose message
+ * explains a bad MPI_COMPONENTS (unknown framework or component: the message
+ * lists what exists).  Safe to call twice (second call is a no-op). */
+int kumi_registry_open(int do_open);
+void kumi_registry_close(void);
+
+/* All entries (for kumi_info), in framework then name order. */
+int kumi_registry_entries(struct kumi_comp_entry ***entries);
+
+/* The usable components of a framework in order of preference: the order
+ * given in MPI_COMPONENTS when the user listed them, else by priority
+ * (highest first).  *n receives the count; the array stays valid until close. */
+struct kumi_comp_entry **kumi_registry_available(const char *framework, int *n);
+
+/* Parameters, for kumi_info and mpiexec. */
+struct kumi_param_info {
+    char fullname[192];                  /* <fw>_<comp>_<name> */
+    const char *framework, *component, *name;
+    enum kumi_param_type type;
+    const char *help;
+    int level;
+    enum kumi_param_source source;
+    char source_detail[4096];            /* env var name or file path */
+    char value[1024];                    /* current value as text */
+    char defval[1024];
+};
+int kumi_param_count(void);
+int kumi_param_get_info(int i, struct kumi_param_info *info);
+/* Environment name of a parameter: KUMI_<FW>_<COMP>_<NAME> upper-cased. */
+void kumi_param_envname(const char *fullname, char *out, size_t outlen);
+/* Warn (once per process, only if KUMI_VERBOSE or on rank 0 of a job) about
+ * KUMI_* variables that name no registered parameter. */
+void kumi_param_warn_unknown(void);
+
+/* (added) The message of the last error kumi_registry_open returned ("" if
+ * none): lets tools print it without MPI_Init / MPI_Error_string. */
+const char *kumi_registry_error(void);
+/* (added) The parameter files consulted, in order (0: $(sysconfdir)/kumi-params.conf,
+ * 1: ~/.kumi/params.conf); NULL past the end or when HOME is unset. */
+const char *kumi_param_file_path(int i);
+
+#endif

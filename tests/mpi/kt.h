@@ -1,0 +1,37 @@
+/* kt.h: tiny assertion helpers for Kumi's MPI test programs.
+ * A failed check prints where and what, and the program exits 1
+ * (mpiexec then stops the job and returns non-zero). */
+#ifndef KT_H
+#define KT_H
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int kt_rank_(void)
+{
+    int init = 0, fin = 0, r = -1;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+#define KT_FAIL(...) do { \
+    fprintf(stderr, "FAIL rank %d %s:%d: ", kt_rank_(), __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); fflush(stderr); \
+    exit(1); } while (0)
+
+#define KT_CHECK(cond, ...) do { if (!(cond)) KT_FAIL("check `" #cond "` failed: " __VA_ARGS__); } while (0)
+#define KT_EQ_INT(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (a_ != b_) KT_FAIL("%s == %lld, expected %s == %lld", #a, a_, #b, b_); } while (0)
+#define KT_MPI(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) { \
+    char s_[MPI_MAX_ERROR_STRING]; int l_ = 0; MPI_Error_string(rc_, s_, &l_); \
+    KT_FAIL("%s returned %d: %s", #call, rc_, s_); } } while (0)
+/* Expect an MPI call to fail with error class cls (needs ERRORS_RETURN). */
+#define KT_ERRCLASS(call, cls) do { int rc_ = (call), c_ = -1; \
+    if (rc_ == MPI_SUCCESS) KT_FAIL("%s succeeded, expected error class %d", #call, (int)(cls)); \
+    MPI_Error_class(rc_, &c_); \
+    if (c_ != (cls)) { char s_[MPI_MAX_ERROR_STRING]; int l_ = 0; MPI_Error_string(rc_, s_, &l_); \
+        KT_FAIL("%s gave class %d (%s), expected %d", #call, c_, s_, (int)(cls)); } } while (0)
+#endif
