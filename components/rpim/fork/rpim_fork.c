@@ -1,0 +1,494 @@
+/* rpim/fork: start ranks on this host with fork/exec (launcher side, used by
+ * mpiexec), and the client side of mpiexec's control channel (used inside
+ * MPI_Init): HELLO with the job secret, key-value PUT / FENCE / get,
+ * ABORT and FINALIZE.
+ *
+ * Frames (the same as tools/mpiexec/mpiexec.h, which is authoritative; keep
+ * both in step): u32 len (big endian, bytes that follow), u8 type, payload;
+ * integers u32/i32 big endian; strings u32 length + bytes (no NUL).
+ *   HELLO 1 {secret[32], u32 rank, u32 pid}  -> HELLO_OK 0x81
+ *   PUT 2 {str key, str value}
+ *   FENCE 3 {}                               -> FENCE_DONE 0x83 {u32 n, n x {u32 rank, str key, str value}}
+ *   ABORT 4 {i32 code, str msg}              -> ABORT_OK 0x84
+ *   FINALIZE 5 {}                            -> FINALIZE_OK 0x85
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <mpi.h>
+#include <kumi/kumi.h>
+#include <kumi/component.h>
+#include <kumi/rpim.h>
+
+#define RF_HELLO        1
+#define RF_PUT          2
+#define RF_FENCE        3
+#define RF_ABORT        4
+#define RF_FINALIZE     5
+#define RF_HELLO_OK     0x81
+#define RF_FENCE_DONE   0x83
+#define RF_ABORT_OK     0x84
+#define RF_FINALIZE_OK  0x85
+#define RF_SECRET_LEN   32
+#define RF_MAX_REPLY    (512u * 1024 * 1024)   /* largest key table accepted */
+
+/* ------------------------------------------------------------ launcher */
+
+static void rpim_fork_child_fail(const struct kumi_spawn *sp, int err)
+{
+    char b[1024];
+    int n = snprintf(b, sizeof b, "mpiexec: rank %d: cannot execute '%s': %s\n", sp->rank,
+                     sp->argv && sp->argv[0] ? sp->argv[0] : "(null)", strerror(err));
+    if (n > (int)sizeof b - 1) n = (int)sizeof b - 1;
+    if (n > 0) {
+        ssize_t w = write(2, b, (size_t)n);
+        (void)w;
+    }
+    _exit(127);
+}
+
+static int rpim_fork_spawn(const struct kumi_spawn *sp, pid_t *pid)
+{
+    if (!sp || !pid || !sp->argv || !sp->argv[0]) return EINVAL;
+    if (sp->host && sp->host[0] && strcmp(sp->host, "localhost") != 0) return EHOSTUNREACH;
+    pid_t p = fork();
+    if (p < 0) return errno;
+    if (p == 0) {
+        /* the child: its own process group, clean signal state, its fds */
+        setpgid(0, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        int src[3] = { sp->stdin_fd, sp->stdout_fd, sp->stderr_fd };
+        if (src[0] < 0) {
+            src[0] = open("/dev/null", O_RDONLY);
+            if (src[0] < 0) rpim_fork_child_fail(sp, errno);
+        }
+        /* move sources out of 0..2 first so that no dup2 clobbers another */
+        for (int k = 0; k < 3; k++)
+            if (src[k] >= 0 && src[k] < 3 && src[k] != k) {
+                int n = fcntl(src[k], F_DUPFD, 3);
+                if (n < 0) rpim_fork_child_fail(sp, errno);
+                src[k] = n;
+            }
+        for (int k = 0; k < 3; k++) {
+            if (src[k] < 0) continue;          /* keep the inherited one */
+            if (src[k] == k) {
+                int fl = fcntl(k, F_GETFD);
+                if (fl >= 0) fcntl(k, F_SETFD, fl & ~FD_CLOEXEC);
+            } else if (dup2(src[k], k) < 0) {
+                rpim_fork_child_fail(sp, errno);
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            if (src[k] > 2) close(src[k]);
+        for (int i = 0; i < sp->nclose_fds; i++)
+            if (sp->close_fds && sp->close_fds[i] > 2) close(sp->close_fds[i]);
+        extern char **environ;
+        execve(sp->argv[0], sp->argv, sp->envp ? sp->envp : environ);
+        rpim_fork_child_fail(sp, errno);
+    }
+    /* both sides set the group, whichever runs first */
+    if (setpgid(p, p) < 0 && errno != EACCES && errno != ESRCH) {
+        /* the child does it itself; nothing to do */
+    }
+    *pid = p;
+    return 0;
+}
+
+/* ------------------------------------------------------------ client */
+
+struct rpim_fork_kv {
+    int rank;
+    char *key, *val;
+};
+
+static int rpim_fork_fd = -1;
+static int rpim_fork_rank = -1, rpim_fork_size = 0;
+static long rpim_fork_jobid;
+static struct rpim_fork_kv *rpim_fork_tab;
+static size_t rpim_fork_ntab, rpim_fork_captab;
+
+static void rpim_fork_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static uint32_t rpim_fork_get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int rpim_fork_write_all(const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = send(rpim_fork_fd, p, len, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                struct pollfd pf = { .fd = rpim_fork_fd, .events = POLLOUT };
+                poll(&pf, 1, 1000);
+                continue;
+            }
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Read exactly len bytes; timeout_ms < 0: wait as long as it takes.
+ * Returns 0, -1 (error/EOF), -2 (timeout). */
+static int rpim_fork_read_all(void *buf, size_t len, int timeout_ms)
+{
+    char *p = buf;
+    double end = timeout_ms >= 0 ? kumi_time() + timeout_ms / 1000.0 : 0;
+    while (len > 0) {
+        int t = -1;
+        if (timeout_ms >= 0) {
+            double left = end - kumi_time();
+            if (left <= 0) return -2;
+            t = (int)(left * 1000.0) + 1;
+        }
+        struct pollfd pf = { .fd = rpim_fork_fd, .events = POLLIN };
+        int n = poll(&pf, 1, t);
+        if (n < 0 && errno != EINTR) return -1;
+        if (n <= 0) continue;
+        ssize_t r = recv(rpim_fork_fd, p, len, 0);
+        if (r == 0) return -1;
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            return -1;
+        }
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Send a frame whose payload is the concatenation of the given pieces. */
+static int rpim_fork_send(int type, const void *payload, size_t plen)
+{
+    unsigned char h[5];
+    rpim_fork_u32(h, (uint32_t)(plen + 1));
+    h[4] = (unsigned char)type;
+    if (rpim_fork_write_all(h, 5) < 0) return -1;
+    if (plen && rpim_fork_write_all(payload, plen) < 0) return -1;
+    return 0;
+}
+
+/* Receive one frame of the expected type; *payload is malloc'ed. */
+static int rpim_fork_recv(int type, unsigned char **payload, size_t *plen, int timeout_ms)
+{
+    unsigned char h[5];
+    int rc = rpim_fork_read_all(h, 5, timeout_ms);
+    if (rc) return rc;
+    uint32_t len = rpim_fork_get_u32(h);
+    if (len < 1 || len > RF_MAX_REPLY || h[4] != type) return -1;
+    unsigned char *p = malloc(len);
+    if (!p) return -1;
+    if (len > 1 && (rc = rpim_fork_read_all(p, len - 1, timeout_ms < 0 ? -1 : timeout_ms + 60000))) {
+        free(p);
+        return rc;
+    }
+    if (payload) *payload = p;
+    else free(p);
+    if (plen) *plen = len - 1;
+    return 0;
+}
+
+static void rpim_fork_close(void)
+{
+    if (rpim_fork_fd >= 0) close(rpim_fork_fd);
+    rpim_fork_fd = -1;
+}
+
+static void rpim_fork_tab_clear(void)
+{
+    for (size_t i = 0; i < rpim_fork_ntab; i++) {
+        free(rpim_fork_tab[i].key);
+        free(rpim_fork_tab[i].val);
+    }
+    free(rpim_fork_tab);
+    rpim_fork_tab = NULL;
+    rpim_fork_ntab = rpim_fork_captab = 0;
+}
+
+/* Add or replace; takes ownership of key and val. */
+static int rpim_fork_tab_set(int rank, char *key, char *val)
+{
+    for (size_t i = 0; i < rpim_fork_ntab; i++)
+        if (rpim_fork_tab[i].rank == rank && strcmp(rpim_fork_tab[i].key, key) == 0) {
+            free(key);
+            free(rpim_fork_tab[i].val);
+            rpim_fork_tab[i].val = val;
+            return 0;
+        }
+    if (rpim_fork_ntab == rpim_fork_captab) {
+        size_t cap = rpim_fork_captab ? 2 * rpim_fork_captab : 64;
+        struct rpim_fork_kv *t = realloc(rpim_fork_tab, cap * sizeof *t);
+        if (!t) {
+            free(key);
+            free(val);
+            return -1;
+        }
+        rpim_fork_tab = t;
+        rpim_fork_captab = cap;
+    }
+    rpim_fork_tab[rpim_fork_ntab].rank = rank;
+    rpim_fork_tab[rpim_fork_ntab].key = key;
+    rpim_fork_tab[rpim_fork_ntab].val = val;
+    rpim_fork_ntab++;
+    return 0;
+}
+
+static int rpim_fork_env_long(const char *name, long lo, long hi, long *out)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int rpim_fork_client_init(struct kumi_rpim_info *info)
+{
+    if (!getenv("KUMI_RANK")) return KUMI_UNAVAILABLE;        /* a singleton */
+    const char *who = getenv("KUMI_RPIM");
+    if (who && strcmp(who, "fork") != 0) return KUMI_UNAVAILABLE;
+    if (rpim_fork_fd >= 0) {                                   /* already connected */
+        info->rank = rpim_fork_rank;
+        info->size = rpim_fork_size;
+        info->jobid = rpim_fork_jobid;
+        return MPI_SUCCESS;
+    }
+    long rank, size, jobid = 0;
+    if (rpim_fork_env_long("KUMI_SIZE", 1, INT_MAX, &size))
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_SIZE is missing or invalid (was this process started by mpiexec?)");
+    if (rpim_fork_env_long("KUMI_RANK", 0, size - 1, &rank))
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_RANK is invalid for KUMI_SIZE=%ld", size);
+    if (getenv("KUMI_JOBID") && rpim_fork_env_long("KUMI_JOBID", 0, LONG_MAX, &jobid))
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_JOBID is invalid");
+    const char *secret = getenv("KUMI_JOB_SECRET");
+    if (!secret || strlen(secret) != RF_SECRET_LEN)
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_JOB_SECRET is missing or invalid");
+    const char *ctl = getenv("KUMI_CONTROL");
+    const char *colon = ctl ? strrchr(ctl, ':') : NULL;
+    char host[64];
+    long port;
+    char *end;
+    if (!colon || (size_t)(colon - ctl) >= sizeof host ||
+        (errno = 0, port = strtol(colon + 1, &end, 10), errno || *end || port <= 0 || port > 65535))
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_CONTROL is missing or not host:port");
+    memcpy(host, ctl, (size_t)(colon - ctl));
+    host[colon - ctl] = 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_CONTROL host '%s' is not an IPv4 address", host);
+
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return kumi_error(MPI_ERR_OTHER, "MPI_Init: socket: %s", strerror(errno));
+    int rc;
+    do rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
+        int e = errno;
+        close(fd);
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: cannot connect to mpiexec at %s: %s", ctl, strerror(e));
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    rpim_fork_fd = fd;
+
+    unsigned char hello[RF_SECRET_LEN + 8];
+    memcpy(hello, secret, RF_SECRET_LEN);
+    rpim_fork_u32(hello + RF_SECRET_LEN, (uint32_t)rank);
+    rpim_fork_u32(hello + RF_SECRET_LEN + 4, (uint32_t)getpid());
+    if (rpim_fork_send(RF_HELLO, hello, sizeof hello) < 0 ||
+        (rc = rpim_fork_recv(RF_HELLO_OK, NULL, NULL, 120000)) != 0) {
+        rpim_fork_close();
+        return kumi_error(MPI_ERR_OTHER, "MPI_Init: mpiexec at %s %s", ctl,
+                          rc == -2 ? "did not answer" : "refused this process (wrong KUMI_JOB_SECRET or rank?)");
+    }
+    rpim_fork_rank = (int)rank;
+    rpim_fork_size = (int)size;
+    rpim_fork_jobid = jobid;
+    info->rank = (int)rank;
+    info->size = (int)size;
+    info->jobid = jobid;
+    return MPI_SUCCESS;
+}
+
+static int rpim_fork_put(const char *key, const char *value)
+{
+    if (rpim_fork_fd < 0) return kumi_error(MPI_ERR_OTHER, "rpim/fork put: not connected to mpiexec");
+    if (!key || !value) return kumi_error(MPI_ERR_ARG, "rpim/fork put: NULL key or value");
+    size_t kl = strlen(key), vl = strlen(value);
+    if (kl == 0 || kl >= KUMI_KVS_KEY_MAX)
+        return kumi_error(MPI_ERR_ARG, "rpim/fork put: key length %zu not in 1..%d", kl, KUMI_KVS_KEY_MAX - 1);
+    if (vl >= KUMI_KVS_VAL_MAX)
+        return kumi_error(MPI_ERR_ARG, "rpim/fork put: value of key '%s' longer than %d", key, KUMI_KVS_VAL_MAX - 1);
+    unsigned char *m = malloc(8 + kl + vl);
+    if (!m) return kumi_error(MPI_ERR_NO_MEM, "rpim/fork put: out of memory");
+    rpim_fork_u32(m, (uint32_t)kl);
+    memcpy(m + 4, key, kl);
+    rpim_fork_u32(m + 4 + kl, (uint32_t)vl);
+    memcpy(m + 8 + kl, value, vl);
+    int rc = rpim_fork_send(RF_PUT, m, 8 + kl + vl);
+    free(m);
+    if (rc < 0) return kumi_error(MPI_ERR_OTHER, "rpim/fork put: lost the connection to mpiexec");
+    /* our own keys are visible to get() at once */
+    char *k = strdup(key), *v = strdup(value);
+    if (!k || !v || rpim_fork_tab_set(rpim_fork_rank, k, v) < 0) {
+        if (k && !v) free(k);
+        if (v && !k) free(v);
+        return kumi_error(MPI_ERR_NO_MEM, "rpim/fork put: out of memory");
+    }
+    return MPI_SUCCESS;
+}
+
+static int rpim_fork_fence(void)
+{
+    if (rpim_fork_fd < 0) return kumi_error(MPI_ERR_OTHER, "rpim/fork fence: not connected to mpiexec");
+    unsigned char *p = NULL;
+    size_t n = 0;
+    if (rpim_fork_send(RF_FENCE, NULL, 0) < 0 || rpim_fork_recv(RF_FENCE_DONE, &p, &n, -1) != 0)
+        return kumi_error(MPI_ERR_OTHER, "rpim/fork fence: lost the connection to mpiexec");
+    /* the whole table replaces ours */
+    rpim_fork_tab_clear();
+    size_t pos = 0;
+    int bad = n < 4;
+    uint32_t count = bad ? 0 : rpim_fork_get_u32(p);
+    pos = 4;
+    for (uint32_t i = 0; i < count && !bad; i++) {
+        if (n - pos < 8) {
+            bad = 1;
+            break;
+        }
+        int r = (int)rpim_fork_get_u32(p + pos);
+        uint32_t kl = rpim_fork_get_u32(p + pos + 4);
+        pos += 8;
+        if (n - pos < (size_t)kl + 4) {
+            bad = 1;
+            break;
+        }
+        const unsigned char *k = p + pos;
+        pos += kl;
+        uint32_t vl = rpim_fork_get_u32(p + pos);
+        pos += 4;
+        if (n - pos < vl) {
+            bad = 1;
+            break;
+        }
+        char *ks = malloc((size_t)kl + 1), *vs = malloc((size_t)vl + 1);
+        if (!ks || !vs) {
+            free(ks);
+            free(vs);
+            bad = 1;
+            break;
+        }
+        memcpy(ks, k, kl);
+        ks[kl] = 0;
+        memcpy(vs, p + pos, vl);
+        vs[vl] = 0;
+        pos += vl;
+        if (rpim_fork_tab_set(r, ks, vs) < 0) bad = 1;
+    }
+    free(p);
+    if (bad) return kumi_error(MPI_ERR_OTHER, "rpim/fork fence: malformed key table from mpiexec");
+    return MPI_SUCCESS;
+}
+
+static int rpim_fork_get(int rank, const char *key, char *value, size_t valuelen)
+{
+    if (!key || !value) return kumi_error(MPI_ERR_ARG, "rpim/fork get: NULL key or value");
+    if (rank < 0 || (rpim_fork_size > 0 && rank >= rpim_fork_size))
+        return kumi_error(MPI_ERR_RANK, "rpim/fork get: invalid rank %d in a job of size %d", rank, rpim_fork_size);
+    for (size_t i = 0; i < rpim_fork_ntab; i++)
+        if (rpim_fork_tab[i].rank == rank && strcmp(rpim_fork_tab[i].key, key) == 0) {
+            size_t l = strlen(rpim_fork_tab[i].val);
+            if (l + 1 > valuelen)
+                return kumi_error(MPI_ERR_TRUNCATE, "rpim/fork get: value of '%s' from rank %d needs %zu bytes, buffer has %zu",
+                                  key, rank, l + 1, valuelen);
+            memcpy(value, rpim_fork_tab[i].val, l + 1);
+            return MPI_SUCCESS;
+        }
+    return kumi_error(MPI_ERR_OTHER, "rpim/fork get: rank %d has not put key '%s' (before the last fence)", rank, key);
+}
+
+static void rpim_fork_abort(int errorcode, const char *msg)
+{
+    if (rpim_fork_fd < 0) return;
+    size_t ml = msg ? strlen(msg) : 0;
+    if (ml > 4000) ml = 4000;
+    unsigned char m[4 + 4 + 4000];
+    rpim_fork_u32(m, (uint32_t)errorcode);
+    rpim_fork_u32(m + 4, (uint32_t)ml);
+    if (ml) memcpy(m + 8, msg, ml);
+    /* wait (briefly) until mpiexec has taken note, so it reports the abort
+     * rather than our exit */
+    if (rpim_fork_send(RF_ABORT, m, 8 + ml) == 0) rpim_fork_recv(RF_ABORT_OK, NULL, NULL, 2000);
+    rpim_fork_close();
+}
+
+static int rpim_fork_client_finalize(void)
+{
+    int rc = MPI_SUCCESS;
+    if (rpim_fork_fd >= 0) {
+        if (rpim_fork_send(RF_FINALIZE, NULL, 0) < 0 || rpim_fork_recv(RF_FINALIZE_OK, NULL, NULL, 60000) != 0)
+            rc = kumi_error(MPI_ERR_OTHER, "MPI_Finalize: lost the connection to mpiexec");
+        rpim_fork_close();
+    }
+    rpim_fork_tab_clear();
+    return rc;
+}
+
+static const struct kumi_rpim_ops rpim_fork_ops = {
+    .spawn = rpim_fork_spawn,
+    .client_init = rpim_fork_client_init,
+    .put = rpim_fork_put,
+    .fence = rpim_fork_fence,
+    .get = rpim_fork_get,
+    .abort = rpim_fork_abort,
+    .client_finalize = rpim_fork_client_finalize,
+};
+
+KUMI_EXPORT const struct kumi_component kumi_rpim_fork_component = {
+    .abi_version = KUMI_COMPONENT_ABI_VERSION,
+    .framework = "rpim",
+    .name = "fork",
+    .version = { 0, 1, 0 },
+    .description = "start processes on this host (fork/exec); key exchange through mpiexec",
+    .priority = 10,
+    .register_params = NULL,
+    .open = NULL,
+    .close = NULL,
+    .ops = &rpim_fork_ops,
+};

@@ -1,0 +1,435 @@
+/* mpiexec's control channel: a TCP listener on 127.0.0.1 (ephemeral port)
+ * to which every rank connects in MPI_Init (rpim client_init).  A rank first
+ * presents the job secret and its rank (HELLO); then it may PUT keys, FENCE
+ * (answered to every rank, with the whole key table, once all ranks fenced),
+ * ABORT and FINALIZE.  The frame format is described in mpiexec.h.
+ *
+ * Connections that do not present the secret in time, or send anything
+ * malformed, are closed and otherwise ignored: they cannot harm the job. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "mpiexec.h"
+
+static void *mx_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        mx_msg("out of memory");
+        exit(1);
+    }
+    return q;
+}
+
+static void buf_reserve(struct mx_buf *b, size_t more)
+{
+    if (b->len + more <= b->cap) return;
+    if (b->off > 0) {                      /* compact first */
+        memmove(b->data, b->data + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+        if (b->len + more <= b->cap) return;
+    }
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more) cap *= 2;
+    b->data = mx_xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+static void buf_put(struct mx_buf *b, const void *p, size_t n)
+{
+    buf_reserve(b, n);
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static void buf_u32(struct mx_buf *b, uint32_t v)
+{
+    unsigned char x[4] = { (unsigned char)(v >> 24), (unsigned char)(v >> 16),
+                           (unsigned char)(v >> 8), (unsigned char)v };
+    buf_put(b, x, 4);
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void buf_free(struct mx_buf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+/* Append a frame header for a message whose payload is plen bytes. */
+static void frame_begin(struct mx_buf *b, int type, size_t plen)
+{
+    buf_u32(b, (uint32_t)(plen + 1));
+    unsigned char t = (unsigned char)type;
+    buf_put(b, &t, 1);
+}
+
+/* Try to write what a connection has queued (non-blocking). */
+static void conn_flush(struct mx_conn *c)
+{
+    while (!c->dead && c->out.off < c->out.len) {
+        ssize_t w = send(c->fd, c->out.data + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+        if (w > 0) {
+            c->out.off += (size_t)w;
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return;
+        } else {
+            c->dead = 1;               /* peer gone */
+        }
+    }
+    if (c->out.off == c->out.len) c->out.off = c->out.len = 0;
+}
+
+static void conn_send_empty(struct mx_conn *c, int type)
+{
+    frame_begin(&c->out, type, 0);
+    conn_flush(c);
+}
+
+int mx_ctl_listen(struct mx_job *job)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        mx_msg("cannot create the control socket: %s", strerror(errno));
+        return -1;
+    }
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t al = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        listen(fd, job->n + 128 > 4096 ? 4096 : job->n + 128) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
+        mx_msg("cannot listen on 127.0.0.1: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    job->listen_fd = fd;
+    job->port = ntohs(a.sin_port);
+    return 0;
+}
+
+void mx_ctl_accept(struct mx_job *job, double now)
+{
+    for (;;) {
+        int fd = accept4(job->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            return;                    /* EAGAIN, or out of fds: try later */
+        }
+        if (job->nstrangers >= MX_MAX_STRANGERS) {
+            /* Flooded with connections that have not said who they are:
+             * refuse this one rather than run out of descriptors. */
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct mx_conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            return;
+        }
+        c->fd = fd;
+        c->rank = -1;
+        c->deadline = now + MX_HELLO_TIMEOUT;
+        c->next = job->conns;
+        job->conns = c;
+        job->nstrangers++;
+    }
+}
+
+short mx_ctl_events(const struct mx_conn *c)
+{
+    short ev = POLLIN;
+    if (c->out.off < c->out.len) ev |= POLLOUT;
+    return ev;
+}
+
+static void conn_kill(struct mx_job *job, struct mx_conn *c, const char *why)
+{
+    if (c->dead) return;
+    c->dead = 1;
+    if (c->rank >= 0) {
+        if (job->verbose)
+            mx_msg("control connection of rank %d closed%s%s", c->rank, why ? ": " : "", why ? why : "");
+        if (job->ranks[c->rank].conn == c) job->ranks[c->rank].conn = NULL;
+    } else if (job->verbose && why) {
+        mx_msg("ignoring a control connection: %s", why);
+    }
+}
+
+/* Table of every rank's keys, sent to every rank at the end of a fence. */
+static void fence_complete(struct mx_job *job)
+{
+    struct mx_buf tab = { 0 };
+    buf_u32(&tab, (uint32_t)job->nkv);
+    for (size_t i = 0; i < job->nkv; i++) {
+        struct mx_kv *kv = &job->kv[i];
+        buf_u32(&tab, (uint32_t)kv->rank);
+        buf_u32(&tab, (uint32_t)kv->klen);
+        buf_put(&tab, kv->key, kv->klen);
+        buf_u32(&tab, (uint32_t)kv->vlen);
+        buf_put(&tab, kv->val, kv->vlen);
+    }
+    job->fences_done++;
+    for (int r = 0; r < job->n; r++) {
+        struct mx_conn *c = job->ranks[r].conn;
+        if (!c || c->dead) continue;
+        frame_begin(&c->out, MX_MSG_FENCE_DONE, tab.len);
+        buf_put(&c->out, tab.data, tab.len);
+        conn_flush(c);
+    }
+    buf_free(&tab);
+    if (job->verbose > 1) mx_msg("fence %d complete (%zu keys)", job->fences_done, job->nkv);
+}
+
+static void check_fence(struct mx_job *job)
+{
+    for (;;) {
+        for (int r = 0; r < job->n; r++)
+            if (job->ranks[r].fences <= job->fences_done) return;
+        fence_complete(job);
+    }
+}
+
+static void kv_put(struct mx_job *job, int rank, const char *k, size_t kl, const char *v, size_t vl)
+{
+    for (size_t i = 0; i < job->nkv; i++) {
+        struct mx_kv *kv = &job->kv[i];
+        if (kv->rank == rank && kv->klen == kl && memcmp(kv->key, k, kl) == 0) {
+            free(kv->val);
+            kv->val = mx_xrealloc(NULL, vl);
+            memcpy(kv->val, v, vl);
+            kv->vlen = vl;
+            return;
+        }
+    }
+    if (job->nkv == job->capkv) {
+        job->capkv = job->capkv ? 2 * job->capkv : 64;
+        job->kv = mx_xrealloc(job->kv, job->capkv * sizeof *job->kv);
+    }
+    struct mx_kv *kv = &job->kv[job->nkv++];
+    kv->rank = rank;
+    kv->key = mx_xrealloc(NULL, kl);
+    memcpy(kv->key, k, kl);
+    kv->klen = kl;
+    kv->val = mx_xrealloc(NULL, vl);
+    memcpy(kv->val, v, vl);
+    kv->vlen = vl;
+}
+
+/* Read a string (u32 length + bytes) from p[0..n) at *pos. */
+static int get_str(const unsigned char *p, size_t n, size_t *pos, const char **s, size_t *sl, size_t max)
+{
+    if (n - *pos < 4) return -1;
+    uint32_t l = get_u32(p + *pos);
+    *pos += 4;
+    if (l > max || n - *pos < l) return -1;
+    *s = (const char *)p + *pos;
+    *sl = l;
+    *pos += l;
+    return 0;
+}
+
+static int secret_ok(const struct mx_job *job, const unsigned char *s)
+{
+    unsigned char d = 0;
+    for (int i = 0; i < MX_SECRET_LEN; i++) d |= (unsigned char)(s[i] ^ (unsigned char)job->secret[i]);
+    return d == 0;
+}
+
+/* Handle one complete frame; returns -1 to close the connection. */
+static int handle_frame(struct mx_job *job, struct mx_conn *c, int type, const unsigned char *p, size_t n)
+{
+    size_t pos = 0;
+    if (c->rank < 0) {
+        if (type != MX_MSG_HELLO || n != MX_SECRET_LEN + 8) return -1;
+        if (!secret_ok(job, p)) return -1;
+        uint32_t r = get_u32(p + MX_SECRET_LEN);
+        if (r >= (uint32_t)job->n) return -1;
+        struct mx_rank *rk = &job->ranks[r];
+        /* One connection per rank, from the process that mpiexec started. */
+        if (rk->conn || rk->connected) return -1;
+        /* The pid is informative only: a rank may run under a wrapper
+         * (time, strace, a shell) whose child is the MPI process. */
+        unsigned pid = get_u32(p + MX_SECRET_LEN + 4);
+        c->rank = (int)r;
+        rk->conn = c;
+        rk->connected = 1;
+        job->nstrangers--;
+        if (job->verbose > 1) mx_msg("rank %d connected (pid %u)", c->rank, pid);
+        conn_send_empty(c, MX_MSG_HELLO_OK);
+        return 0;
+    }
+    struct mx_rank *rk = &job->ranks[c->rank];
+    switch (type) {
+    case MX_MSG_PUT: {
+        const char *k, *v;
+        size_t kl, vl;
+        if (get_str(p, n, &pos, &k, &kl, MX_MAX_FRAME) || get_str(p, n, &pos, &v, &vl, MX_MAX_FRAME) ||
+            pos != n || kl == 0)
+            return -1;
+        kv_put(job, c->rank, k, kl, v, vl);
+        return 0;
+    }
+    case MX_MSG_FENCE:
+        if (n != 0) return -1;
+        rk->fences++;
+        check_fence(job);
+        return 0;
+    case MX_MSG_ABORT: {
+        const char *m;
+        size_t ml;
+        if (n < 4) return -1;
+        int code = (int32_t)get_u32(p);
+        pos = 4;
+        if (get_str(p, n, &pos, &m, &ml, MX_MAX_FRAME) || pos != n) return -1;
+        char *msg = mx_xrealloc(NULL, ml + 1);
+        memcpy(msg, m, ml);
+        msg[ml] = 0;
+        /* strip trailing newlines of the message */
+        while (ml > 0 && (msg[ml - 1] == '\n' || msg[ml - 1] == '\r')) msg[--ml] = 0;
+        conn_send_empty(c, MX_MSG_ABORT_OK);
+        mx_rank_aborted(job, c->rank, code, msg);
+        free(msg);
+        return 0;
+    }
+    case MX_MSG_FINALIZE:
+        if (n != 0) return -1;
+        rk->finalized = 1;
+        conn_send_empty(c, MX_MSG_FINALIZE_OK);
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* Parse every complete frame in the input buffer. */
+static void conn_parse(struct mx_job *job, struct mx_conn *c)
+{
+    while (!c->dead) {
+        size_t avail = c->in.len - c->in.off;
+        if (avail < 5) break;
+        const unsigned char *p = (const unsigned char *)c->in.data + c->in.off;
+        uint32_t len = get_u32(p);
+        size_t max = c->rank < 0 ? 1 + MX_SECRET_LEN + 8 : MX_MAX_FRAME;
+        if (len < 1 || len > max) {
+            conn_kill(job, c, "malformed frame");
+            return;
+        }
+        if (avail < 4 + (size_t)len) break;
+        int type = p[4];
+        c->in.off += 4 + (size_t)len;
+        if (handle_frame(job, c, type, p + 5, len - 1) < 0) {
+            conn_kill(job, c, c->rank < 0 ? "no valid HELLO (wrong secret or rank)" : "malformed message");
+            return;
+        }
+    }
+    if (c->in.off == c->in.len) c->in.off = c->in.len = 0;
+}
+
+/* Read what is there (non-blocking); returns 0 at EOF or error. */
+static int conn_read(struct mx_job *job, struct mx_conn *c)
+{
+    for (;;) {
+        buf_reserve(&c->in, 4096);
+        ssize_t r = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+        if (r > 0) {
+            c->in.len += (size_t)r;
+            conn_parse(job, c);
+            if (c->dead) return 0;
+            continue;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 1;
+        conn_kill(job, c, r == 0 ? NULL : strerror(errno));
+        return 0;
+    }
+}
+
+void mx_ctl_event(struct mx_job *job, struct mx_conn *c, short revents)
+{
+    if (c->dead) return;
+    if (revents & (POLLIN | POLLHUP | POLLERR)) conn_read(job, c);
+    if (!c->dead && (revents & POLLOUT)) conn_flush(c);
+    if (!c->dead && (revents & POLLNVAL)) conn_kill(job, c, "invalid descriptor");
+}
+
+void mx_ctl_drain_rank(struct mx_job *job, int rank)
+{
+    /* The rank's own connection... */
+    struct mx_conn *c = job->ranks[rank].conn;
+    if (c && !c->dead) conn_read(job, c);
+    /* ...and, in case it connected just before exiting, any connection that
+     * is waiting to be accepted or has not been read yet. */
+    if (!job->ranks[rank].connected) {
+        mx_ctl_accept(job, mx_now());
+        for (c = job->conns; c; c = c->next)
+            if (c->rank < 0 && !c->dead) conn_read(job, c);
+        c = job->ranks[rank].conn;
+        if (c && !c->dead) conn_read(job, c);
+    }
+}
+
+double mx_ctl_housekeeping(struct mx_job *job, double now)
+{
+    double next = 1e300;
+    struct mx_conn **pp = &job->conns;
+    while (*pp) {
+        struct mx_conn *c = *pp;
+        if (!c->dead && c->rank < 0) {
+            if (now >= c->deadline) conn_kill(job, c, "no HELLO in time");
+            else if (c->deadline < next) next = c->deadline;
+        }
+        if (c->dead) {
+            if (c->rank < 0) job->nstrangers--;
+            else if (job->ranks[c->rank].conn == c) job->ranks[c->rank].conn = NULL;
+            close(c->fd);
+            buf_free(&c->in);
+            buf_free(&c->out);
+            *pp = c->next;
+            free(c);
+            continue;
+        }
+        pp = &c->next;
+    }
+    return next;
+}
+
+void mx_ctl_close_all(struct mx_job *job)
+{
+    for (struct mx_conn *c = job->conns; c; c = c->next) c->dead = 1;
+    for (int r = 0; r < job->n; r++) job->ranks[r].conn = NULL;
+    mx_ctl_housekeeping(job, mx_now());
+    if (job->listen_fd >= 0) close(job->listen_fd);
+    job->listen_fd = -1;
+    for (size_t i = 0; i < job->nkv; i++) {
+        free(job->kv[i].key);
+        free(job->kv[i].val);
+    }
+    free(job->kv);
+    job->kv = NULL;
+    job->nkv = job->capkv = 0;
+}

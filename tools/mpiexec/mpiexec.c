@@ -1,0 +1,922 @@
+/* mpiexec (and mpirun, a symlink): start an MPI job on this host.
+ *
+ *   mpiexec [options] prog [args]
+ *
+ * Starts N ranks through the first usable rpim component (rpim/fork),
+ * each the leader of its own process group, with the environment of
+ * mpiexec plus the rpim contract variables (kumi/rpim.h).  One thread,
+ * one poll() loop over: a signalfd (SIGCHLD, SIGINT, SIGTERM, SIGHUP), the
+ * control listener and connections (control.c), every rank's stdout and
+ * stderr pipe, mpiexec's stdin (forwarded to rank 0), and the timers
+ * (--timeout, the grace period before SIGKILL, late HELLOs).
+ *
+ * Exit status: 0 when every rank exited 0 (after MPI_Finalize if it called
+ * MPI_Init); otherwise that of the first failure: the rank's exit status,
+ * 128+signal for a rank killed by a signal, the MPI_Abort error code (1 if
+ * that is 0 modulo 256), 1 for a rank that exited 0 without MPI_Finalize,
+ * 124 for --timeout, 128+signal when mpiexec itself got SIGINT/SIGTERM/SIGHUP,
+ * 127 when the program cannot be found, 126 when it is not executable,
+ * 1 for bad usage or a launch failure. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <mpi.h>
+#include <kumi/kumi.h>
+#include <kumi/rpim.h>
+#include "registry/registry.h"
+#include "mpiexec.h"
+
+extern char **environ;
+
+#define MX_LINE_MAX   (64 * 1024)   /* a longer line without '\n' is written in pieces */
+#define MX_KILL_GRACE 1.0           /* seconds between SIGTERM and SIGKILL */
+#define MX_PIPE_GRACE 1.0           /* seconds to wait for pipes after every rank exited */
+
+static struct mx_job job;
+
+static struct {
+    int np;
+    char **xvars; int nx;              /* -x NAME or NAME=value */
+    char **params; int nparams;        /* KUMI_NAME=value from --param */
+    double timeout;
+    int tag_output;
+    int stdin_none;
+    char **argv;                       /* program and arguments */
+} opt;
+
+/* job control state */
+static int stopping;                   /* the job is being stopped */
+static int exit_code = -1;             /* first failure, or -1 */
+static double kill_deadline;           /* SIGKILL time while stopping */
+static int killed_hard;
+static int out_broken[3];              /* mpiexec's stdout/stderr gone (EPIPE) */
+
+/* stdin forwarding to rank 0 */
+static int stdin_open;                 /* still reading fd 0 */
+static int stdin_pipe = -1;            /* write end to rank 0 */
+static char stdin_buf[65536];
+static size_t stdin_len, stdin_off;
+
+void mx_msg(const char *fmt, ...)
+{
+    char b[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof b - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n > sizeof b - 2) n = (int)sizeof b - 2;
+    b[n++] = '\n';
+    fputs("mpiexec: ", stderr);
+    fwrite(b, 1, (size_t)n, stderr);
+    fflush(stderr);
+}
+
+double mx_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "Usage: mpiexec [options] program [arguments]\n"
+        "Start an MPI job of N processes on this host.\n\n"
+        "  -n, -np, --np N      number of processes (default 1)\n"
+        "  -x NAME[=VALUE]      export NAME (with VALUE, or its current value) to the\n"
+        "                       processes; by default the whole environment is passed\n"
+        "  --param NAME=VALUE   set parameter NAME for the processes (environment\n"
+        "                       KUMI_<NAME in upper case>); see kumi_info --param\n"
+        "  --timeout S          stop the job after S seconds (exit status 124)\n"
+        "  --tag-output         prefix each output line with [jobid,rank]<stdout>: or <stderr>:\n"
+        "  --stdin none         do not forward stdin to rank 0 (it gets /dev/null)\n"
+        "  -h, --help           this help\n"
+        "  --version            print the version\n\n"
+        "stdin goes to rank 0, the other ranks read /dev/null.  stdout and stderr of\n"
+        "every rank are forwarded line by line.  The exit status is 0 when every rank\n"
+        "exited 0; when one fails (non-zero exit, signal, MPI_Abort) the others are\n"
+        "stopped and mpiexec returns its status (128+signal, the abort code).\n"
+        "Environment: KUMI_VERBOSE=1 prints the control address and job id.\n");
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+    fputs("mpiexec: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'mpiexec --help'.\n", stderr);
+    exit(1);
+}
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s);
+    if (!d) {
+        mx_msg("out of memory");
+        exit(1);
+    }
+    return d;
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) {
+        mx_msg("out of memory");
+        exit(1);
+    }
+    return p;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static void add_param(const char *name, const char *value)
+{
+    size_t nl = strlen(name);
+    if (nl == 0) die_usage("--param: empty parameter name%s", "");
+    char *e = xcalloc(1, 5 + nl + 1 + strlen(value) + 1);
+    memcpy(e, "KUMI_", 5);
+    for (size_t i = 0; i < nl; i++) {
+        char c = name[i];
+        if (!(c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+            die_usage("--param: invalid parameter name '%s'", name);
+        e[5 + i] = (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
+    }
+    e[5 + nl] = '=';
+    strcpy(e + 5 + nl + 1, value);
+    opt.params = realloc(opt.params, (size_t)(opt.nparams + 1) * sizeof *opt.params);
+    if (!opt.params) exit(1);
+    opt.params[opt.nparams++] = e;
+}
+
+/* Value of "--opt value" or "--opt=value" forms. */
+static const char *optval(int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    const char *eq = strchr(a, '=');
+    if (eq) return eq + 1;
+    if (*i + 1 >= argc) die_usage("option %s needs a value", a);
+    return argv[++*i];
+}
+
+static int is_opt(const char *a, const char *name)
+{
+    size_t nl = strlen(name);
+    return strncmp(a, name, nl) == 0 && (a[nl] == 0 || a[nl] == '=');
+}
+
+static void parse_args(int argc, char **argv)
+{
+    opt.np = 1;
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long v;
+        if (a[0] != '-') break;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (is_opt(a, "-n") || is_opt(a, "-np") || is_opt(a, "--np") || is_opt(a, "--n") || is_opt(a, "-c")) {
+            const char *s = optval(argc, argv, &i);
+            if (parse_int(s, 1, 1000000, &v)) die_usage("invalid number of processes '%s'", s);
+            opt.np = (int)v;
+        } else if (is_opt(a, "-x")) {
+            const char *s = optval(argc, argv, &i);
+            if (!s[0] || s[0] == '=') die_usage("-x: invalid variable '%s'", s);
+            opt.xvars = realloc(opt.xvars, (size_t)(opt.nx + 1) * sizeof *opt.xvars);
+            if (!opt.xvars) exit(1);
+            opt.xvars[opt.nx++] = xstrdup(s);
+        } else if (is_opt(a, "--param") || is_opt(a, "--mca")) {
+            const char *s = optval(argc, argv, &i);
+            const char *eq = strchr(s, '=');
+            if (eq) {
+                char *name = xstrdup(s);
+                name[eq - s] = 0;
+                add_param(name, eq + 1);
+                free(name);
+            } else {
+                if (i + 1 >= argc) die_usage("--param %s: needs NAME=VALUE", s);
+                add_param(s, argv[++i]);
+            }
+        } else if (is_opt(a, "--timeout")) {
+            const char *s = optval(argc, argv, &i);
+            char *end;
+            double t = strtod(s, &end);
+            if (end == s || *end || !(t > 0) || t > 1e9) die_usage("--timeout: invalid number of seconds '%s'", s);
+            opt.timeout = t;
+        } else if (strcmp(a, "--tag-output") == 0) {
+            opt.tag_output = 1;
+        } else if (is_opt(a, "--stdin")) {
+            const char *s = optval(argc, argv, &i);
+            if (strcmp(s, "none") == 0) opt.stdin_none = 1;
+            else if (strcmp(s, "0") == 0 || strcmp(s, "rank0") == 0) opt.stdin_none = 0;
+            else die_usage("--stdin: expected 'none' or '0', not '%s'", s);
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("mpiexec (Kumi) %s\n", KUMI_VERSION_STRING);
+            exit(0);
+        } else {
+            die_usage("unknown option '%s'", a);
+        }
+    }
+    if (i >= argc) die_usage("no program to run%s", "");
+    opt.argv = &argv[i];
+}
+
+/* Find the program like execvp does; exits 127 (not found) or 126. */
+static char *resolve_program(const char *prog)
+{
+    struct stat st;
+    if (strchr(prog, '/')) {
+        if (stat(prog, &st) < 0) {
+            mx_msg("cannot find program '%s': %s", prog, strerror(errno));
+            exit(127);
+        }
+        if (S_ISDIR(st.st_mode) || access(prog, X_OK) < 0) {
+            mx_msg("cannot execute '%s': %s", prog, S_ISDIR(st.st_mode) ? "Is a directory" : strerror(errno));
+            exit(126);
+        }
+        return xstrdup(prog);
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    int found_noexec = 0;
+    const char *p = path;
+    for (;;) {
+        const char *colon = strchr(p, ':');
+        size_t dl = colon ? (size_t)(colon - p) : strlen(p);
+        char *cand = xcalloc(1, dl + strlen(prog) + 3);
+        if (dl == 0) strcpy(cand, "./");   /* empty entry: current folder */
+        else {
+            memcpy(cand, p, dl);
+            cand[dl] = '/';
+        }
+        strcat(cand, prog);
+        if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            if (access(cand, X_OK) == 0) return cand;
+            found_noexec = 1;
+        }
+        free(cand);
+        if (!colon) break;
+        p = colon + 1;
+    }
+    if (found_noexec) {
+        mx_msg("cannot execute '%s': Permission denied", prog);
+        exit(126);
+    }
+    mx_msg("cannot find program '%s' in PATH", prog);
+    exit(127);
+}
+
+static int name_is(const char *entry, const char *name)
+{
+    size_t nl = strcspn(name, "=");
+    return strncmp(entry, name, nl) == 0 && entry[nl] == '=';
+}
+
+/* Environment of the ranks; *rank_slot receives the index of KUMI_RANK. */
+static char **build_env(const char *rpim_name, int *rank_slot)
+{
+    static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL",
+                                            "KUMI_JOB_SECRET", "KUMI_RPIM" };
+    const int nres = (int)(sizeof reserved / sizeof reserved[0]);
+    size_t ne = 0;
+    while (environ[ne]) ne++;
+    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 8, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < ne; i++) {
+        const char *e = environ[i];
+        int skip = 0;
+        for (int j = 0; j < nres && !skip; j++) skip = name_is(e, reserved[j]);
+        for (int j = 0; j < opt.nx && !skip; j++) skip = name_is(e, opt.xvars[j]);
+        for (int j = 0; j < opt.nparams && !skip; j++) skip = name_is(e, opt.params[j]);
+        if (!skip) env[k++] = (char *)e;
+    }
+    for (int j = 0; j < opt.nx; j++) {
+        const char *x = opt.xvars[j];
+        if (strchr(x, '=')) {
+            env[k++] = (char *)x;
+        } else {
+            const char *v = getenv(x);
+            if (!v) continue;              /* not set here: nothing to export */
+            char *e = xcalloc(1, strlen(x) + strlen(v) + 2);
+            sprintf(e, "%s=%s", x, v);
+            env[k++] = e;
+        }
+    }
+    for (int j = 0; j < opt.nparams; j++) env[k++] = opt.params[j];
+    char b[256];
+    snprintf(b, sizeof b, "KUMI_SIZE=%d", job.n);
+    env[k++] = xstrdup(b);
+    snprintf(b, sizeof b, "KUMI_JOBID=%ld", job.jobid);
+    env[k++] = xstrdup(b);
+    snprintf(b, sizeof b, "KUMI_CONTROL=127.0.0.1:%d", job.port);
+    env[k++] = xstrdup(b);
+    snprintf(b, sizeof b, "KUMI_JOB_SECRET=%s", job.secret);
+    env[k++] = xstrdup(b);
+    snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
+    env[k++] = xstrdup(b);
+    *rank_slot = (int)k;
+    env[k++] = NULL;                       /* KUMI_RANK, per rank */
+    env[k] = NULL;
+    return env;
+}
+
+static int make_secret(char *out)
+{
+    unsigned char r[MX_SECRET_LEN / 2];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t n = read(fd, r + got, sizeof r - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            close(fd);
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof r; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[MX_SECRET_LEN] = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+static void write_all(int fd, const struct iovec *iov0, int iovcnt)
+{
+    if (out_broken[fd]) return;
+    struct iovec iov[64];
+    if (iovcnt > 64) iovcnt = 64;
+    memcpy(iov, iov0, (size_t)iovcnt * sizeof *iov);
+    int i = 0;
+    while (i < iovcnt) {
+        ssize_t w = writev(fd, iov + i, iovcnt - i);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) {         /* our stdout is non-blocking (shared): wait */
+                struct pollfd p = { .fd = fd, .events = POLLOUT };
+                poll(&p, 1, 100);
+                continue;
+            }
+            out_broken[fd] = 1;            /* EPIPE or the like: drop output */
+            return;
+        }
+        size_t left = (size_t)w;
+        while (i < iovcnt && left >= iov[i].iov_len) {
+            left -= iov[i].iov_len;
+            i++;
+        }
+        if (i < iovcnt) {
+            iov[i].iov_base = (char *)iov[i].iov_base + left;
+            iov[i].iov_len -= left;
+        }
+    }
+}
+
+/* Write o->buf[0..len) of rank r: complete lines, possibly followed by a
+ * piece without '\n' (at EOF: ended with a newline when tagging; when the
+ * buffer is full: the line goes on in the next piece). */
+static void emit(int r, struct mx_out *o, size_t len, int at_eof)
+{
+    if (len == 0) return;
+    if (!opt.tag_output) {
+        struct iovec v = { o->buf, len };
+        write_all(o->which, &v, 1);
+        return;
+    }
+    char prefix[64];
+    int pl = snprintf(prefix, sizeof prefix, "[%ld,%d]<%s>: ", job.jobid, r, o->which == 1 ? "stdout" : "stderr");
+    static char newline[] = "\n";
+    struct iovec v[64];
+    int nv = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        char *nl = memchr(o->buf + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - o->buf) + 1 : len;
+        if (!o->midline) {
+            v[nv].iov_base = prefix;
+            v[nv].iov_len = (size_t)pl;
+            nv++;
+        }
+        v[nv].iov_base = o->buf + pos;
+        v[nv].iov_len = end - pos;
+        nv++;
+        if (nl) {
+            o->midline = 0;
+        } else if (at_eof) {
+            v[nv].iov_base = newline;
+            v[nv].iov_len = 1;
+            nv++;
+            o->midline = 0;
+        } else {
+            o->midline = 1;
+        }
+        pos = end;
+        if (nv >= 60) {
+            write_all(o->which, v, nv);
+            nv = 0;
+        }
+    }
+    if (nv) write_all(o->which, v, nv);
+}
+
+/* Emit complete lines of o; with at_eof, also the rest. */
+static void out_flush(int r, struct mx_out *o, int at_eof)
+{
+    if (o->len == 0) return;
+    size_t n = 0;
+    for (size_t i = o->len; i > 0; i--)
+        if (o->buf[i - 1] == '\n') {
+            n = i;
+            break;
+        }
+    if (at_eof || (n == 0 && o->len >= o->cap)) n = o->len;
+    if (n == 0) return;
+    emit(r, o, n, at_eof);
+    memmove(o->buf, o->buf + n, o->len - n);
+    o->len -= n;
+}
+
+/* Read what a rank's pipe holds now (bounded); closes it at EOF. */
+static void out_read(int r, struct mx_out *o, int drain)
+{
+    int rounds = drain ? 1 << 20 : 16;
+    while (o->fd >= 0 && rounds-- > 0) {
+        if (o->len == o->cap) out_flush(r, o, 0);
+        ssize_t n = read(o->fd, o->buf + o->len, o->cap - o->len);
+        if (n > 0) {
+            o->len += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        close(o->fd);                     /* EOF or error */
+        o->fd = -1;
+        out_flush(r, o, 1);
+        return;
+    }
+    out_flush(r, o, 0);
+}
+
+/* ------------------------------------------------------------ job control */
+
+static const char *rpim_name_used = "fork";
+
+static void signal_groups(int sig, int all)
+{
+    for (int r = 0; r < job.n; r++) {
+        struct mx_rank *rk = &job.ranks[r];
+        if (rk->pid <= 0) continue;
+        if (rk->state == MX_RANK_RUNNING || all) {
+            if (killpg(rk->pid, sig) < 0 && errno == ESRCH && rk->state == MX_RANK_RUNNING)
+                kill(rk->pid, sig);
+        }
+    }
+}
+
+static void stop_job(int code, int sig)
+{
+    if (stopping) return;
+    stopping = 1;
+    if (exit_code < 0) exit_code = code;
+    signal_groups(sig, 0);
+    kill_deadline = mx_now() + MX_KILL_GRACE;
+    /* stop forwarding stdin */
+    stdin_open = 0;
+    if (stdin_pipe >= 0) {
+        close(stdin_pipe);
+        stdin_pipe = -1;
+    }
+}
+
+void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
+{
+    (void)j;
+    if (stopping) return;
+    if (msg && msg[0]) mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d): %s", rank, code, msg);
+    else mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d)", rank, code);
+    int ec = code & 255;
+    stop_job(ec ? ec : 1, SIGTERM);
+}
+
+static void rank_exited(int r, int status)
+{
+    struct mx_rank *rk = &job.ranks[r];
+    rk->state = MX_RANK_EXITED;
+    rk->status = status;
+    /* What the rank wrote and sent before it exited comes first. */
+    out_read(r, &rk->out[0], 1);
+    out_read(r, &rk->out[1], 1);
+    mx_ctl_drain_rank(&job, r);
+    if (r == 0 && stdin_pipe >= 0) {
+        close(stdin_pipe);
+        stdin_pipe = -1;
+        stdin_open = 0;
+    }
+    if (stopping) return;
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        mx_msg("rank %d (pid %d) exited with status %d; stopping the job", r, (int)rk->pid, WEXITSTATUS(status));
+        stop_job(WEXITSTATUS(status), SIGTERM);
+    } else if (WIFSIGNALED(status)) {
+        int s = WTERMSIG(status);
+        mx_msg("rank %d (pid %d) was killed by signal %d (%s); stopping the job", r, (int)rk->pid, s, strsignal(s));
+        stop_job(128 + s, SIGTERM);
+    } else if (rk->connected && !rk->finalized) {
+        mx_msg("rank %d (pid %d) exited without calling MPI_Finalize; stopping the job", r, (int)rk->pid);
+        stop_job(1, SIGTERM);
+    } else if (job.verbose > 1) {
+        mx_msg("rank %d (pid %d) exited with status 0", r, (int)rk->pid);
+    }
+}
+
+static void reap(void)
+{
+    for (;;) {
+        int st;
+        pid_t p = waitpid(-1, &st, WNOHANG);
+        if (p < 0 && errno == EINTR) continue;
+        if (p <= 0) return;
+        for (int r = 0; r < job.n; r++)
+            if (job.ranks[r].pid == p && job.ranks[r].state == MX_RANK_RUNNING) {
+                rank_exited(r, st);
+                break;
+            }
+    }
+}
+
+static void got_signal(int sig)
+{
+    if (sig == SIGCHLD) return;
+    if (!stopping) {
+        mx_msg("received signal %d (%s); stopping the job", sig, strsignal(sig));
+        stop_job(128 + sig, sig);
+    } else if (!killed_hard) {
+        signal_groups(SIGKILL, 1);
+        killed_hard = 1;
+    }
+}
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static void set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* ------------------------------------------------------------ main loop */
+
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN };
+struct tag {
+    int kind, rank, which;
+    struct mx_conn *conn;
+};
+
+static int run_loop(int sigfd, double t_start)
+{
+    size_t cap = 16;
+    struct pollfd *pfd = xcalloc(cap, sizeof *pfd);
+    struct tag *tags = xcalloc(cap, sizeof *tags);
+    double all_exited_at = -1;
+
+    for (;;) {
+        double now = mx_now();
+        double next = mx_ctl_housekeeping(&job, now);
+
+        /* timers */
+        if (opt.timeout > 0 && !stopping) {
+            double dl = t_start + opt.timeout;
+            if (now >= dl) {
+                mx_msg("job timed out after %g seconds; stopping the job", opt.timeout);
+                stop_job(124, SIGTERM);
+            } else if (dl < next) next = dl;
+        }
+        if (stopping && !killed_hard) {
+            if (now >= kill_deadline) {
+                signal_groups(SIGKILL, 1);
+                killed_hard = 1;
+            } else if (kill_deadline < next) next = kill_deadline;
+        }
+
+        /* done? */
+        int running = 0, pipes_open = 0;
+        for (int r = 0; r < job.n; r++) {
+            if (job.ranks[r].state == MX_RANK_RUNNING) running++;
+            pipes_open += (job.ranks[r].out[0].fd >= 0) + (job.ranks[r].out[1].fd >= 0);
+        }
+        if (!running) {
+            if (all_exited_at < 0) all_exited_at = now;
+            if (!pipes_open) break;
+            /* Something (a child of a rank) still holds a pipe. */
+            if (now >= all_exited_at + MX_PIPE_GRACE) {
+                signal_groups(SIGKILL, 1);
+                for (int r = 0; r < job.n; r++)
+                    for (int w = 0; w < 2; w++) {
+                        struct mx_out *o = &job.ranks[r].out[w];
+                        out_read(r, o, 0);
+                        if (o->fd >= 0) {
+                            close(o->fd);
+                            o->fd = -1;
+                            out_flush(r, o, 1);
+                        }
+                    }
+                break;
+            }
+            if (all_exited_at + MX_PIPE_GRACE < next) next = all_exited_at + MX_PIPE_GRACE;
+        }
+
+        /* poll set */
+        size_t need = 4 + (size_t)job.n * 2 + 64;
+        for (struct mx_conn *c = job.conns; c; c = c->next) need++;
+        if (need > cap) {
+            cap = need * 2;
+            pfd = realloc(pfd, cap * sizeof *pfd);
+            tags = realloc(tags, cap * sizeof *tags);
+            if (!pfd || !tags) {
+                mx_msg("out of memory");
+                exit(1);
+            }
+        }
+        size_t np = 0;
+#define ADD(fd_, ev_, kind_, rank_, which_, conn_) do { \
+        pfd[np].fd = (fd_); pfd[np].events = (ev_); pfd[np].revents = 0; \
+        tags[np].kind = (kind_); tags[np].rank = (rank_); tags[np].which = (which_); tags[np].conn = (conn_); np++; } while (0)
+        ADD(sigfd, POLLIN, T_SIG, -1, 0, NULL);
+        if (job.listen_fd >= 0) ADD(job.listen_fd, POLLIN, T_LISTEN, -1, 0, NULL);
+        if (stdin_open && stdin_pipe >= 0 && stdin_off == stdin_len) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
+        if (stdin_pipe >= 0 && (stdin_off < stdin_len || !stdin_open))
+            ADD(stdin_pipe, stdin_off < stdin_len ? POLLOUT : 0, T_STDIN_PIPE, 0, 0, NULL);
+        for (int r = 0; r < job.n; r++)
+            for (int w = 0; w < 2; w++)
+                if (job.ranks[r].out[w].fd >= 0) ADD(job.ranks[r].out[w].fd, POLLIN, T_OUT, r, w, NULL);
+        for (struct mx_conn *c = job.conns; c; c = c->next)
+            if (!c->dead) ADD(c->fd, mx_ctl_events(c), T_CONN, c->rank, 0, c);
+#undef ADD
+
+        int tmo = -1;
+        if (next < 1e299) {
+            double d = (next - now) * 1000.0;
+            tmo = d <= 0 ? 0 : (d > 60000 ? 60000 : (int)d + 1);
+        }
+        int nr = poll(pfd, (nfds_t)np, tmo);
+        if (nr < 0) {
+            if (errno == EINTR) continue;
+            mx_msg("poll: %s", strerror(errno));
+            stop_job(1, SIGKILL);
+            continue;
+        }
+        now = mx_now();
+        for (size_t i = 0; i < np; i++) {
+            short re = pfd[i].revents;
+            if (!re) continue;
+            struct tag *t = &tags[i];
+            switch (t->kind) {
+            case T_SIG: {
+                struct signalfd_siginfo si;
+                int sigchld = 0;
+                while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    if (si.ssi_signo == SIGCHLD) sigchld = 1;
+                    else got_signal((int)si.ssi_signo);
+                }
+                if (sigchld) reap();
+                break;
+            }
+            case T_LISTEN:
+                mx_ctl_accept(&job, now);
+                break;
+            case T_STDIN: {
+                if (re & POLLNVAL) {
+                    stdin_open = 0;
+                } else {
+                    ssize_t n = read(0, stdin_buf, sizeof stdin_buf);
+                    if (n > 0) {
+                        stdin_len = (size_t)n;
+                        stdin_off = 0;
+                    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                        stdin_open = 0;
+                    }
+                }
+                if (!stdin_open && stdin_off == stdin_len && stdin_pipe >= 0) {
+                    close(stdin_pipe);
+                    stdin_pipe = -1;
+                }
+                break;
+            }
+            case T_STDIN_PIPE:
+                if (stdin_off < stdin_len && (re & POLLOUT)) {
+                    ssize_t w = write(stdin_pipe, stdin_buf + stdin_off, stdin_len - stdin_off);
+                    if (w > 0) stdin_off += (size_t)w;
+                    else if (w < 0 && errno != EINTR && errno != EAGAIN) re |= POLLERR;
+                }
+                if (re & (POLLERR | POLLHUP | POLLNVAL)) {    /* rank 0 closed its stdin */
+                    close(stdin_pipe);
+                    stdin_pipe = -1;
+                    stdin_open = 0;
+                    stdin_off = stdin_len = 0;
+                } else if (stdin_off == stdin_len) {
+                    stdin_off = stdin_len = 0;
+                    if (!stdin_open) {
+                        close(stdin_pipe);
+                        stdin_pipe = -1;
+                    }
+                }
+                break;
+            case T_OUT:
+                out_read(t->rank, &job.ranks[t->rank].out[t->which], 0);
+                break;
+            case T_CONN:
+                mx_ctl_event(&job, t->conn, re);
+                break;
+            }
+        }
+    }
+    free(pfd);
+    free(tags);
+    return exit_code < 0 ? 0 : exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    /* fds 0-2 must exist, so that no pipe or socket ends up there */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0) {
+            int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (n >= 0 && n != fd) {
+                dup2(n, fd);
+                close(n);
+            }
+        }
+    parse_args(argc, argv);
+    char *prog = resolve_program(opt.argv[0]);
+    raise_fd_limit();
+
+    const char *v = getenv("KUMI_VERBOSE");
+    job.verbose = v ? atoi(v) : 0;
+    job.n = opt.np;
+    job.jobid = (long)getpid();
+    job.listen_fd = -1;
+    job.ranks = xcalloc((size_t)job.n, sizeof *job.ranks);
+
+    /* the launcher */
+    int rc = kumi_registry_open(1), nrpim = 0;
+    struct kumi_comp_entry **rpims = kumi_registry_available("rpim", &nrpim);
+    const struct kumi_rpim_ops *ops = NULL;
+    for (int i = 0; i < nrpim && !ops; i++) {
+        const struct kumi_rpim_ops *o = rpims[i]->comp ? rpims[i]->comp->ops : NULL;
+        if (o && o->spawn) {
+            ops = o;
+            rpim_name_used = rpims[i]->comp->name;
+        }
+    }
+    if (!ops) {
+        char s[MPI_MAX_ERROR_STRING] = "";
+        int l = 0;
+        if (rc != MPI_SUCCESS) MPI_Error_string(rc, s, &l);
+        mx_msg("no process launcher (rpim component) is available%s%s; see kumi_info", rc ? ": " : "", s);
+        return 1;
+    }
+
+    if (make_secret(job.secret) < 0) {
+        mx_msg("cannot read /dev/urandom: %s", strerror(errno));
+        return 1;
+    }
+    if (mx_ctl_listen(&job) < 0) return 1;
+    if (job.verbose) mx_msg("job %ld: %d process%s of %s, control 127.0.0.1:%d", job.jobid, job.n,
+                            job.n == 1 ? "" : "es", prog, job.port);
+
+    /* signals: through a signalfd; children get a clean mask from spawn */
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGCHLD);
+    sigaddset(&ss, SIGTERM);
+    /* SIGINT and SIGHUP ignored when mpiexec started (a background job of
+     * a shell, nohup) stay ignored, as for any program */
+    static const int opt_sigs[] = { SIGINT, SIGHUP };
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        if (sigaction(opt_sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaddset(&ss, opt_sigs[i]);
+    }
+    sigprocmask(SIG_BLOCK, &ss, NULL);
+    int sigfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigfd < 0) {
+        mx_msg("signalfd: %s", strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    int rank_slot;
+    char **env = build_env(rpim_name_used, &rank_slot);
+    int nargs = 0;
+    while (opt.argv[nargs]) nargs++;
+    char **cargv = xcalloc((size_t)nargs + 1, sizeof *cargv);
+    cargv[0] = prog;
+    for (int i = 1; i < nargs; i++) cargv[i] = opt.argv[i];
+
+    stdin_open = !opt.stdin_none;
+    double t_start = mx_now();
+    for (int r = 0; r < job.n; r++) {
+        struct mx_rank *rk = &job.ranks[r];
+        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
+        for (int w = 0; w < 2; w++) {
+            rk->out[w].fd = -1;
+            rk->out[w].which = w + 1;
+            rk->out[w].cap = MX_LINE_MAX;
+            rk->out[w].buf = xcalloc(1, MX_LINE_MAX);
+        }
+        if (stopping) continue;
+        if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+            (r == 0 && stdin_open && pipe2(inp, O_CLOEXEC) < 0)) {
+            mx_msg("cannot start rank %d: pipe: %s", r, strerror(errno));
+            for (int k = 0; k < 2; k++) {
+                if (outp[k] >= 0) close(outp[k]);
+                if (errp[k] >= 0) close(errp[k]);
+            }
+            stop_job(1, SIGTERM);
+            continue;
+        }
+        char rb[32];
+        snprintf(rb, sizeof rb, "KUMI_RANK=%d", r);
+        env[rank_slot] = rb;
+        struct kumi_spawn sp = {
+            .rank = r, .host = NULL, .argv = cargv, .envp = env,
+            .stdin_fd = inp[0], .stdout_fd = outp[1], .stderr_fd = errp[1],
+            .close_fds = NULL, .nclose_fds = 0,
+        };
+        pid_t pid = -1;
+        int src = ops->spawn(&sp, &pid);
+        close(outp[1]);
+        close(errp[1]);
+        if (inp[0] >= 0) close(inp[0]);
+        if (src != 0 || pid <= 0) {
+            mx_msg("cannot start rank %d: %s", r, src > 0 && src < 4096 ? strerror(src) : "spawn failed");
+            close(outp[0]);
+            close(errp[0]);
+            if (inp[1] >= 0) close(inp[1]);
+            stop_job(1, SIGTERM);
+            continue;
+        }
+        rk->pid = pid;
+        rk->state = MX_RANK_RUNNING;
+        rk->out[0].fd = outp[0];
+        rk->out[1].fd = errp[0];
+        set_nonblock(outp[0]);
+        set_nonblock(errp[0]);
+        if (inp[1] >= 0) {
+            stdin_pipe = inp[1];
+            set_nonblock(stdin_pipe);
+        }
+    }
+    if (stdin_pipe < 0) stdin_open = 0;
+
+    int code = run_loop(sigfd, t_start);
+
+    mx_ctl_close_all(&job);
+    if (stdin_pipe >= 0) close(stdin_pipe);
+    close(sigfd);
+    if (job.verbose > 1) mx_msg("job %ld ends with status %d", job.jobid, code);
+    return code;
+}
