@@ -107,6 +107,10 @@ struct kumi_dt {
     bool committed;
     MPI_Datatype handle;
     const char *name;
+    /* derived types (MPI_Type_contiguous, MPI_Type_dup so far) */
+    int combiner;                   /* MPI_COMBINER_NAMED for predefined types */
+    struct kumi_dt *base;           /* the old type, retained */
+    size_t base_count;              /* base elements per element */
 };
 
 static inline struct kumi_dt *kumi_dt_get(MPI_Datatype h) { return kumi_handle_obj(h, KUMI_MAGIC_DT); }

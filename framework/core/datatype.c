@@ -124,6 +124,7 @@ void kumi_dt_init(void)
         d->committed = true;
         d->handle = p->h;
         d->name = p->name;
+        d->combiner = MPI_COMBINER_NAMED;
         pair_layout[i].ioff = p->ioff;
         pair_layout[i].vsize = p->vsize;
         kumi_predef[(uintptr_t)p->h] = d;
@@ -148,6 +149,10 @@ void kumi_dt_pack(const struct kumi_dt *dt, const void *buf, size_t count, void 
     const char *s = (const char *)buf + dt->true_lb;
     char *o = out;
     if (dt->contig) { memcpy(o, s, count * dt->size); return; }
+    if (dt->base) {                 /* contiguous / dup: count * base_count base elements */
+        kumi_dt_pack(dt->base, buf, count * dt->base_count, out);
+        return;
+    }
     const struct pair_layout *p = pair_of(dt);
     if (p) {
         for (size_t k = 0; k < count; k++, s += dt->extent, o += dt->size) {
@@ -164,6 +169,10 @@ void kumi_dt_unpack(const struct kumi_dt *dt, const void *in, size_t count, void
     char *d = (char *)buf + dt->true_lb;
     const char *i = in;
     if (dt->contig) { memcpy(d, i, count * dt->size); return; }
+    if (dt->base) {
+        kumi_dt_unpack(dt->base, in, count * dt->base_count, buf);
+        return;
+    }
     const struct pair_layout *p = pair_of(dt);
     if (p) {
         for (size_t k = 0; k < count; k++, d += dt->extent, i += dt->size) {
@@ -281,3 +290,78 @@ int kumi_mpi_get_address(const void *location, MPI_Aint *address)
 
 MPI_Aint kumi_mpi_aint_add(MPI_Aint base, MPI_Aint disp) { return base + disp; }
 MPI_Aint kumi_mpi_aint_diff(MPI_Aint addr1, MPI_Aint addr2) { return addr1 - addr2; }
+
+/* ------------------------------------------- derived types (first ones) */
+static int dt_new(struct kumi_dt *base, size_t n, int combiner, struct kumi_dt **out)
+{
+    struct kumi_dt *d = calloc(1, sizeof *d);
+    if (!d) return kumi_error(MPI_ERR_NO_MEM, "out of memory creating a datatype");
+    d->magic = KUMI_MAGIC_DT;
+    d->refcount = 1;
+    d->basic = KUMI_B_NONE;
+    d->size = n * base->size;
+    d->nelem = n * base->nelem;
+    d->lb = base->lb;
+    d->extent = (MPI_Aint)n * base->extent;
+    d->true_lb = base->true_lb;
+    d->true_extent = n ? (MPI_Aint)(n - 1) * base->extent + base->true_extent : 0;
+    /* n base elements form one block when the base has no holes */
+    d->contig = base->contig && (MPI_Aint)base->size == base->extent;
+    d->combiner = combiner;
+    d->base = base;
+    d->base_count = n;
+    base->refcount++;
+    d->handle = (MPI_Datatype)d;
+    *out = d;
+    return MPI_SUCCESS;
+}
+
+static void dt_release(struct kumi_dt *d)
+{
+    if (d->predefined || --d->refcount > 0) return;
+    struct kumi_dt *b = d->base;
+    d->magic = KUMI_MAGIC_DEAD;
+    free(d);
+    if (b) dt_release(b);
+}
+
+int kumi_mpi_type_contiguous(int count, struct kumi_dt *oldtype, MPI_Datatype *newtype)
+{
+    if (!newtype) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Type_contiguous: argument newtype is NULL"));
+    struct kumi_dt *d;
+    int rc = dt_new(oldtype, (size_t)count, MPI_COMBINER_CONTIGUOUS, &d);
+    if (rc) return kumi_err_handle(NULL, rc);
+    *newtype = d->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_type_dup(struct kumi_dt *oldtype, MPI_Datatype *newtype)
+{
+    if (!newtype) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Type_dup: argument newtype is NULL"));
+    struct kumi_dt *d;
+    int rc = dt_new(oldtype, 1, MPI_COMBINER_DUP, &d);
+    if (rc) return kumi_err_handle(NULL, rc);
+    d->basic = oldtype->basic;      /* same type map: predefined ops still apply */
+    d->committed = oldtype->committed || oldtype->predefined;
+    *newtype = d->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_type_commit(MPI_Datatype *datatype)
+{
+    struct kumi_dt *d = datatype ? kumi_dt_get(*datatype) : NULL;
+    if (!d) return kumi_err_handle(NULL, kumi_chk_bad_datatype("MPI_Type_commit", "datatype", datatype ? *datatype : NULL));
+    d->committed = true;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_type_free(MPI_Datatype *datatype)
+{
+    struct kumi_dt *d = datatype ? kumi_dt_get(*datatype) : NULL;
+    if (!d) return kumi_err_handle(NULL, kumi_chk_bad_datatype("MPI_Type_free", "datatype", datatype ? *datatype : NULL));
+    if (d->predefined)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_TYPE, "MPI_Type_free: cannot free the predefined datatype %s", d->name));
+    dt_release(d);
+    *datatype = MPI_DATATYPE_NULL;
+    return MPI_SUCCESS;
+}
