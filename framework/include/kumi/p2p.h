@@ -10,7 +10,7 @@
  * was called.
  *
  * Receiving: when a header arrives the transport calls
- * kumi_p2p_incoming(peer, hdr, &rx).  If the header carries a payload
+ * rx = kumi_p2p_incoming(peer, hdr).  If the header carries a payload
  * (hdr->paylen > 0) the request layer returns a struct kumi_rx that says
  * where the bytes go; the transport writes the payload into
  * rx->dst[rx->got ...] (bytes at offsets >= rx->cap are read and dropped:
@@ -44,7 +44,7 @@ enum kumi_hdr_kind {
 
 #define KUMI_HDR_F_CANCELLED 0x01
 
-/* The wire header: 48 bytes, host byte order (homogeneous jobs; the impi
+/* The wire header: 56 bytes, host byte order (homogeneous jobs; the impi
  * transport converts at the cluster border). */
 struct kumi_hdr {
     uint8_t  kind;            /* enum kumi_hdr_kind */
