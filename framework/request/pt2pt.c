@@ -1,0 +1,784 @@
+/* Point-to-point MPI functions (kumi_mpi_* implementations; the generated
+ * bindings have validated communicators, datatypes, counts, ranks and tags).
+ *
+ * Requests: MPI_Request is a pointer to struct kumi_req.  A non-persistent
+ * request is freed (handle set to MPI_REQUEST_NULL) when Wait/Test reports
+ * its completion; a persistent one becomes inactive.  Errors of a valid
+ * request go to its communicator's error handler; an invalid handle gives
+ * MPI_ERR_REQUEST through MPI_COMM_SELF's (kumi_err_handle(NULL, ...)). */
+#include "request/request.h"
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ helpers */
+static struct kumi_req *req_get(MPI_Request h)
+{
+    return kumi_handle_obj(h, KUMI_MAGIC_REQ);
+}
+
+static int bad_request(const char *fn, const char *arg, int i)
+{
+    if (i >= 0)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_REQUEST, "%s: invalid request in %s[%d]", fn, arg, i));
+    return kumi_err_handle(NULL, kumi_error(MPI_ERR_REQUEST, "%s: invalid request in argument %s", fn, arg));
+}
+
+static struct kumi_req *new_req(int kind, const char *fn, void *buf, int count, struct kumi_dt *dt,
+                                int peer, int tag, struct kumi_comm *comm)
+{
+    struct kumi_req *r = kumi_req_alloc(kind, comm, comm->ctx);
+    if (!r) return NULL;
+    r->fname = fn;
+    r->buf = buf;
+    r->count = (size_t)count;
+    r->dt = dt;
+    r->peer = peer;
+    r->tag = tag;
+    return r;
+}
+
+/* Buffered send of r's message: an internal request carries the copy in
+ * the attached buffer; r itself is complete at once. */
+static int bsend_start(struct kumi_req *r)
+{
+    r->active = true;
+    r->complete = true;
+    r->pending = 0;
+    kumi_status_empty(&r->status);
+    if (r->peer == MPI_PROC_NULL) return MPI_SUCCESS;
+    struct kumi_req *b = kumi_req_alloc(KUMI_REQ_SEND, r->comm, r->ctx);
+    if (!b) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", r->fname);
+    b->fname = r->fname;
+    b->internal = true;
+    b->buf = r->buf; b->count = r->count; b->dt = r->dt; b->peer = r->peer; b->tag = r->tag;
+    b->mode = KUMI_MODE_STD;
+    int rc = kumi_bsend_prepare(b);
+    if (rc) { kumi_req_free(b); return rc; }
+    b->user_freed = true;                        /* frees itself once sent */
+    rc = kumi_req_start_send(b);
+    if (rc) { kumi_req_free(b); return rc; }
+    return MPI_SUCCESS;
+}
+
+static int start_req(struct kumi_req *r)
+{
+    if (r->kind == KUMI_REQ_RECV) return kumi_req_start_recv(r);
+    if (r->mode == KUMI_MODE_BUFFERED) return bsend_start(r);
+    return kumi_req_start_send(r);
+}
+
+static int req_done(void *arg) { return ((struct kumi_req *)arg)->complete; }
+
+static void wait_req(struct kumi_req *r)
+{
+    if (!r->complete) kumi_progress_wait(req_done, r);
+}
+
+/* The error code for a completed request whose status holds an error. */
+static int req_error_code(const struct kumi_req *r, const char *fn)
+{
+    int e = r->status.MPI_ERROR;
+    if (e == MPI_ERR_TRUNCATE)
+        return kumi_error(MPI_ERR_TRUNCATE, "%s: message of %llu bytes from rank %d (tag %d) truncated: "
+                          "the receive buffer (argument count = %zu) holds %zu bytes",
+                          fn, (unsigned long long)r->msglen, r->status.MPI_SOURCE, r->status.MPI_TAG,
+                          r->count, r->rx.cap);
+    return e;
+}
+
+/* Report a complete request: status out, then free it (non-persistent) or
+ * make it inactive (persistent).  Returns its error code (no handler). */
+static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
+{
+    int code = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, fn);
+    if (st != MPI_STATUS_IGNORE) *st = r->status;
+    if (r->persistent) {
+        r->active = false;
+    } else {
+        kumi_req_free(r);
+        *h = MPI_REQUEST_NULL;
+    }
+    return code;
+}
+
+/* Same, but invokes the request's communicator's error handler. */
+static int consume_handle(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
+{
+    struct kumi_comm *c = r->comm;
+    if (c) c->refcount++;
+    int code = consume(h, r, st, fn);
+    if (code != MPI_SUCCESS) code = kumi_err_handle(c, code);
+    if (c) kumi_comm_release(c);
+    return code;
+}
+
+/* 1 if the handle is MPI_REQUEST_NULL or an inactive persistent request. */
+static int req_idle(MPI_Request h, struct kumi_req *r)
+{
+    return h == MPI_REQUEST_NULL || (r && !r->active);
+}
+
+/* Run a request to completion for a blocking call: returns the error. */
+static int blocking(struct kumi_req *r, MPI_Status *st)
+{
+    int rc = start_req(r);
+    if (rc) { kumi_req_free(r); return rc; }
+    wait_req(r);
+    rc = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, r->fname);
+    if (st != MPI_STATUS_IGNORE) *st = r->status;
+    kumi_req_free(r);
+    return rc;
+}
+
+static int nomem(const char *fn)
+{
+    return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
+}
+
+/* ------------------------------------------------------------ sends */
+static int send_blocking(const char *fn, int mode, const void *buf, int count, struct kumi_dt *dt,
+                         int dest, int tag, struct kumi_comm *comm)
+{
+    struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
+    if (!r) return nomem(fn);
+    r->internal = true;
+    r->mode = (uint8_t)mode;
+    if (mode == KUMI_MODE_BUFFERED) {
+        int rc = bsend_start(r);
+        kumi_req_free(r);
+        return rc;
+    }
+    return blocking(r, MPI_STATUS_IGNORE);
+}
+
+static int send_nb(const char *fn, int mode, bool persistent, const void *buf, int count,
+                   struct kumi_dt *dt, int dest, int tag, struct kumi_comm *comm, MPI_Request *request)
+{
+    struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
+    if (!r) return nomem(fn);
+    r->mode = (uint8_t)mode;
+    r->persistent = persistent;
+    if (!persistent) {
+        int rc = start_req(r);
+        if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; return rc; }
+    }
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_send(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Send", KUMI_MODE_STD, buf, count, datatype, dest, tag, comm);
+}
+
+int kumi_mpi_bsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Bsend", KUMI_MODE_BUFFERED, buf, count, datatype, dest, tag, comm);
+}
+
+int kumi_mpi_ssend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Ssend", KUMI_MODE_SYNC, buf, count, datatype, dest, tag, comm);
+}
+
+int kumi_mpi_rsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Rsend", KUMI_MODE_READY, buf, count, datatype, dest, tag, comm);
+}
+
+int kumi_mpi_isend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                   MPI_Request *request)
+{
+    return send_nb("MPI_Isend", KUMI_MODE_STD, false, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_ibsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                    MPI_Request *request)
+{
+    return send_nb("MPI_Ibsend", KUMI_MODE_BUFFERED, false, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_issend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                    MPI_Request *request)
+{
+    return send_nb("MPI_Issend", KUMI_MODE_SYNC, false, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_irsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                    MPI_Request *request)
+{
+    return send_nb("MPI_Irsend", KUMI_MODE_READY, false, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_send_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                       MPI_Request *request)
+{
+    return send_nb("MPI_Send_init", KUMI_MODE_STD, true, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_bsend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                        MPI_Request *request)
+{
+    return send_nb("MPI_Bsend_init", KUMI_MODE_BUFFERED, true, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_ssend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                        MPI_Request *request)
+{
+    return send_nb("MPI_Ssend_init", KUMI_MODE_SYNC, true, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_rsend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
+                        MPI_Request *request)
+{
+    return send_nb("MPI_Rsend_init", KUMI_MODE_READY, true, buf, count, datatype, dest, tag, comm, request);
+}
+
+/* ------------------------------------------------------------ receives */
+int kumi_mpi_recv(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
+                  MPI_Status *status)
+{
+    struct kumi_req *r = new_req(KUMI_REQ_RECV, "MPI_Recv", buf, count, datatype, source, tag, comm);
+    if (!r) return nomem("MPI_Recv");
+    r->internal = true;
+    return blocking(r, status);
+}
+
+int kumi_mpi_irecv(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
+                   MPI_Request *request)
+{
+    struct kumi_req *r = new_req(KUMI_REQ_RECV, "MPI_Irecv", buf, count, datatype, source, tag, comm);
+    if (!r) return nomem("MPI_Irecv");
+    int rc = kumi_req_start_recv(r);
+    if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; return rc; }
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_recv_init(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
+                       MPI_Request *request)
+{
+    struct kumi_req *r = new_req(KUMI_REQ_RECV, "MPI_Recv_init", buf, count, datatype, source, tag, comm);
+    if (!r) return nomem("MPI_Recv_init");
+    r->persistent = true;
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_sendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
+                      void *recvbuf, int recvcount, struct kumi_dt *recvtype, int source, int recvtag,
+                      struct kumi_comm *comm, MPI_Status *status)
+{
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm);
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Sendrecv", (void *)sendbuf, sendcount, sendtype, dest, sendtag, comm);
+    int rc, rc2;
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem("MPI_Sendrecv"); }
+    rr->internal = sr->internal = true;
+    rc = kumi_req_start_recv(rr);
+    if (rc) { kumi_req_free(rr); kumi_req_free(sr); return rc; }
+    rc = kumi_req_start_send(sr);
+    if (rc) {
+        kumi_req_cancel(rr);
+        wait_req(rr);
+        kumi_req_free(rr); kumi_req_free(sr);
+        return rc;
+    }
+    wait_req(sr);
+    wait_req(rr);
+    rc = sr->status.MPI_ERROR;
+    rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, "MPI_Sendrecv");
+    if (status != MPI_STATUS_IGNORE) *status = rr->status;
+    kumi_req_free(rr);
+    kumi_req_free(sr);
+    return rc ? rc : rc2;
+}
+
+int kumi_mpi_sendrecv_replace(void *buf, int count, struct kumi_dt *datatype, int dest, int sendtag,
+                              int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
+{
+    size_t bytes = (size_t)count * datatype->size;
+    struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
+    void *tmp = NULL;
+    int rc, rc2;
+    if (!bytet) return kumi_error(MPI_ERR_INTERN, "MPI_Sendrecv_replace: MPI_BYTE is not defined");
+    if (bytes) {
+        tmp = malloc(bytes);
+        if (!tmp) return kumi_error(MPI_ERR_NO_MEM, "MPI_Sendrecv_replace: out of memory (%zu bytes)", bytes);
+        kumi_dt_pack(datatype, buf, (size_t)count, tmp);
+    }
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Sendrecv_replace", tmp, 0, bytet, dest, sendtag, comm);
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Sendrecv_replace", buf, count, datatype, source, recvtag, comm);
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); return nomem("MPI_Sendrecv_replace"); }
+    sr->count = bytes;
+    rr->internal = sr->internal = true;
+    rc = kumi_req_start_recv(rr);
+    if (!rc) {
+        rc = kumi_req_start_send(sr);
+        if (rc) kumi_req_cancel(rr);
+        else wait_req(sr);
+    }
+    wait_req(rr);
+    rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, "MPI_Sendrecv_replace");
+    if (!rc) rc = sr->status.MPI_ERROR;
+    if (status != MPI_STATUS_IGNORE) *status = rr->status;
+    kumi_req_free(rr);
+    kumi_req_free(sr);
+    free(tmp);
+    return rc ? rc : rc2;
+}
+
+/* ------------------------------------------------------------ probe */
+static void status_of_ue(const struct kumi_ue *u, MPI_Status *st)
+{
+    if (st == MPI_STATUS_IGNORE) return;
+    kumi_status_empty(st);
+    st->MPI_SOURCE = u->hdr.src;
+    st->MPI_TAG = u->hdr.tag;
+    kumi_status_set_bytes(st, u->hdr.len);
+}
+
+static void status_proc_null(MPI_Status *st)
+{
+    if (st == MPI_STATUS_IGNORE) return;
+    kumi_status_empty(st);
+    st->MPI_SOURCE = MPI_PROC_NULL;
+    st->MPI_TAG = MPI_ANY_TAG;
+}
+
+struct probe_arg { int32_t ctx; int src, tag; struct kumi_ue *u; };
+static int probe_found(void *a)
+{
+    struct probe_arg *p = a;
+    p->u = kumi_match_unexpected(p->ctx, p->src, p->tag, 0);
+    return p->u != NULL;
+}
+
+static struct kumi_ue *probe(struct kumi_comm *comm, int source, int tag, bool block)
+{
+    struct probe_arg p = { comm->ctx, source, tag, NULL };
+    if (probe_found(&p)) return p.u;
+    if (block) { kumi_progress_wait(probe_found, &p); return p.u; }
+    kumi_progress(0);
+    probe_found(&p);
+    return p.u;
+}
+
+int kumi_mpi_probe(int source, int tag, struct kumi_comm *comm, MPI_Status *status)
+{
+    if (source == MPI_PROC_NULL) { status_proc_null(status); return MPI_SUCCESS; }
+    status_of_ue(probe(comm, source, tag, true), status);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_iprobe(int source, int tag, struct kumi_comm *comm, int *flag, MPI_Status *status)
+{
+    if (source == MPI_PROC_NULL) { *flag = 1; status_proc_null(status); return MPI_SUCCESS; }
+    struct kumi_ue *u = probe(comm, source, tag, false);
+    *flag = u != NULL;
+    if (u) status_of_ue(u, status);
+    return MPI_SUCCESS;
+}
+
+static MPI_Message make_msg(struct kumi_comm *comm, struct kumi_ue *u, const char *fn, int *rc)
+{
+    struct kumi_msg *m = calloc(1, sizeof *m);
+    *rc = MPI_SUCCESS;
+    if (!m) { *rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); return MPI_MESSAGE_NULL; }
+    kumi_match_ue_remove(u);
+    m->magic = KUMI_MAGIC_MSG;
+    m->ue = u;
+    m->comm = comm;
+    comm->refcount++;
+    return (MPI_Message)m;
+}
+
+int kumi_mpi_mprobe(int source, int tag, struct kumi_comm *comm, MPI_Message *message, MPI_Status *status)
+{
+    int rc;
+    if (source == MPI_PROC_NULL) { status_proc_null(status); *message = MPI_MESSAGE_NO_PROC; return MPI_SUCCESS; }
+    struct kumi_ue *u = probe(comm, source, tag, true);
+    status_of_ue(u, status);
+    *message = make_msg(comm, u, "MPI_Mprobe", &rc);
+    return rc;
+}
+
+int kumi_mpi_improbe(int source, int tag, struct kumi_comm *comm, int *flag, MPI_Message *message,
+                     MPI_Status *status)
+{
+    int rc = MPI_SUCCESS;
+    if (source == MPI_PROC_NULL) {
+        *flag = 1; status_proc_null(status); *message = MPI_MESSAGE_NO_PROC; return MPI_SUCCESS;
+    }
+    struct kumi_ue *u = probe(comm, source, tag, false);
+    *flag = u != NULL;
+    if (u) {
+        status_of_ue(u, status);
+        *message = make_msg(comm, u, "MPI_Improbe", &rc);
+    }
+    return rc;
+}
+
+/* Turn *message into a started receive request (or NULL for NO_PROC). */
+static int msg_recv(void *buf, int count, struct kumi_dt *dt, MPI_Message *message, const char *fn,
+                    struct kumi_req **out)
+{
+    *out = NULL;
+    if (!message)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: NULL pointer in argument message", fn));
+    if (*message == MPI_MESSAGE_NO_PROC) { *message = MPI_MESSAGE_NULL; return MPI_SUCCESS; }
+    struct kumi_msg *m = kumi_handle_obj(*message, KUMI_MAGIC_MSG);
+    if (!m)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_REQUEST, "%s: invalid message handle in argument message%s",
+                                                fn, *message == MPI_MESSAGE_NULL ? " (MPI_MESSAGE_NULL)" : ""));
+    if (count > 0 && !buf)
+        return kumi_err_handle(m->comm, kumi_error(MPI_ERR_BUFFER, "%s: NULL buffer with count %d", fn, count));
+    struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, count, dt, m->ue->hdr.src, m->ue->hdr.tag, m->comm);
+    if (!r) return kumi_err_handle(m->comm, nomem(fn));
+    int rc = kumi_req_start_recv_msg(r, m->ue);
+    if (rc) { kumi_req_free(r); return kumi_err_handle(m->comm, rc); }
+    kumi_comm_release(m->comm);
+    m->magic = KUMI_MAGIC_DEAD;
+    free(m);
+    *message = MPI_MESSAGE_NULL;
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_mrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Status *status)
+{
+    struct kumi_req *r;
+    int rc = msg_recv(buf, count, datatype, message, "MPI_Mrecv", &r);
+    if (rc) return rc;
+    if (!r) { status_proc_null(status); return MPI_SUCCESS; }
+    r->internal = true;
+    wait_req(r);
+    MPI_Request h = (MPI_Request)r;
+    return consume_handle(&h, r, status, "MPI_Mrecv");
+}
+
+int kumi_mpi_imrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Request *request)
+{
+    struct kumi_req *r;
+    int rc = msg_recv(buf, count, datatype, message, "MPI_Imrecv", &r);
+    if (rc) return rc;
+    if (!r) {
+        /* MPI_MESSAGE_NO_PROC: a request that is complete at once */
+        struct kumi_comm *c = KUMI_COMM_SELF;
+        r = new_req(KUMI_REQ_RECV, "MPI_Imrecv", buf, 0, datatype, MPI_PROC_NULL, MPI_ANY_TAG, c);
+        if (!r) return kumi_err_handle(NULL, nomem("MPI_Imrecv"));
+        kumi_req_start_recv(r);
+    }
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ wait / test */
+int kumi_mpi_wait(MPI_Request *request, MPI_Status *status)
+{
+    if (!request) return bad_request("MPI_Wait", "request", -1);
+    struct kumi_req *r = req_get(*request);
+    if (req_idle(*request, r)) { if (status != MPI_STATUS_IGNORE) kumi_status_empty(status); return MPI_SUCCESS; }
+    if (!r) return bad_request("MPI_Wait", "request", -1);
+    wait_req(r);
+    return consume_handle(request, r, status, "MPI_Wait");
+}
+
+int kumi_mpi_test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    if (!request) return bad_request("MPI_Test", "request", -1);
+    struct kumi_req *r = req_get(*request);
+    if (req_idle(*request, r)) {
+        *flag = 1;
+        if (status != MPI_STATUS_IGNORE) kumi_status_empty(status);
+        return MPI_SUCCESS;
+    }
+    if (!r) return bad_request("MPI_Test", "request", -1);
+    if (!r->complete) kumi_progress(0);
+    *flag = r->complete;
+    if (!r->complete) return MPI_SUCCESS;
+    return consume_handle(request, r, status, "MPI_Test");
+}
+
+/* Validate an array of requests; returns MPI_SUCCESS or the handled error. */
+static int check_array(int count, MPI_Request reqs[], const char *fn)
+{
+    if (count > 0 && !reqs)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: NULL array_of_requests with count %d", fn, count));
+    for (int i = 0; i < count; i++)
+        if (reqs[i] != MPI_REQUEST_NULL && !req_get(reqs[i])) return bad_request(fn, "array_of_requests", i);
+    return MPI_SUCCESS;
+}
+
+struct all_arg { int n; MPI_Request *reqs; };
+static int all_done(void *a)
+{
+    struct all_arg *p = a;
+    for (int i = 0; i < p->n; i++) {
+        struct kumi_req *r = (struct kumi_req *)p->reqs[i];
+        if (p->reqs[i] != MPI_REQUEST_NULL && r->active && !r->complete) return 0;
+    }
+    return 1;
+}
+static int any_done(void *a)
+{
+    struct all_arg *p = a;
+    int active = 0;
+    for (int i = 0; i < p->n; i++) {
+        struct kumi_req *r = (struct kumi_req *)p->reqs[i];
+        if (p->reqs[i] == MPI_REQUEST_NULL || !r->active) continue;
+        if (r->complete) return 1;
+        active++;
+    }
+    return active == 0;
+}
+
+/* Complete every finished request of the array into statuses (a status
+ * for each; MPI_ERROR set); for the ones in idx[0..n) only when idx given.
+ * Returns MPI_ERR_IN_STATUS (handled) if one failed. */
+static int finish_many(int count, MPI_Request reqs[], MPI_Status statuses[], const int *idx, int nidx,
+                       const char *fn, bool all_statuses)
+{
+    struct kumi_comm *ec = NULL;
+    int firsterr = MPI_SUCCESS, nerr = 0;
+    int n = idx ? nidx : count;
+    for (int k = 0; k < n; k++) {
+        int i = idx ? idx[k] : k;
+        MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[idx ? k : i];
+        struct kumi_req *r = req_get(reqs[i]);
+        if (req_idle(reqs[i], r)) {
+            if (st != MPI_STATUS_IGNORE) kumi_status_empty(st);
+            continue;
+        }
+        if (!r->complete) {             /* only Waitall/Testall get here: not yet */
+            if (st != MPI_STATUS_IGNORE && all_statuses) st->MPI_ERROR = MPI_ERR_PENDING;
+            continue;
+        }
+        if (r->status.MPI_ERROR != MPI_SUCCESS && !ec) { ec = r->comm; ec->refcount++; }
+        int code = consume(&reqs[i], r, st, fn);
+        if (code != MPI_SUCCESS) {
+            nerr++;
+            if (!firsterr) firsterr = code;
+            if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = code;
+        } else if (st != MPI_STATUS_IGNORE) {
+            st->MPI_ERROR = MPI_SUCCESS;
+        }
+    }
+    if (!nerr) return MPI_SUCCESS;
+    int code = statuses == MPI_STATUSES_IGNORE ? firsterr
+             : kumi_error(MPI_ERR_IN_STATUS, "%s: %d request(s) failed; see the MPI_ERROR field of the statuses", fn, nerr);
+    code = kumi_err_handle(ec, code);
+    if (ec) kumi_comm_release(ec);
+    return code;
+}
+
+int kumi_mpi_waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+{
+    int rc = check_array(count, array_of_requests, "MPI_Waitall");
+    if (rc) return rc;
+    struct all_arg a = { count, array_of_requests };
+    if (!all_done(&a)) kumi_progress_wait(all_done, &a);
+    return finish_many(count, array_of_requests, array_of_statuses, NULL, 0, "MPI_Waitall", true);
+}
+
+int kumi_mpi_testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
+{
+    int rc = check_array(count, array_of_requests, "MPI_Testall");
+    if (rc) return rc;
+    struct all_arg a = { count, array_of_requests };
+    if (!all_done(&a)) kumi_progress(0);
+    *flag = all_done(&a);
+    if (!*flag) return MPI_SUCCESS;
+    return finish_many(count, array_of_requests, array_of_statuses, NULL, 0, "MPI_Testall", true);
+}
+
+static int pick_any(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status, const char *fn)
+{
+    int active = 0;
+    for (int i = 0; i < count; i++) {
+        struct kumi_req *r = req_get(reqs[i]);
+        if (req_idle(reqs[i], r)) continue;
+        active++;
+        if (r->complete) {
+            *index = i;
+            *flag = 1;
+            return consume_handle(&reqs[i], r, status, fn);
+        }
+    }
+    *index = MPI_UNDEFINED;
+    *flag = active == 0;
+    if (*flag && status != MPI_STATUS_IGNORE) kumi_status_empty(status);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+{
+    int rc = check_array(count, array_of_requests, "MPI_Waitany"), flag;
+    if (rc) return rc;
+    struct all_arg a = { count, array_of_requests };
+    if (!any_done(&a)) kumi_progress_wait(any_done, &a);
+    return pick_any(count, array_of_requests, index, &flag, status, "MPI_Waitany");
+}
+
+int kumi_mpi_testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
+{
+    int rc = check_array(count, array_of_requests, "MPI_Testany");
+    if (rc) return rc;
+    struct all_arg a = { count, array_of_requests };
+    if (!any_done(&a)) kumi_progress(0);
+    return pick_any(count, array_of_requests, index, flag, status, "MPI_Testany");
+}
+
+static int some(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[],
+                const char *fn)
+{
+    int active = 0, n = 0;
+    for (int i = 0; i < incount; i++) {
+        struct kumi_req *r = req_get(reqs[i]);
+        if (req_idle(reqs[i], r)) continue;
+        active++;
+        if (r->complete) indices[n++] = i;
+    }
+    if (!active) { *outcount = MPI_UNDEFINED; return MPI_SUCCESS; }
+    *outcount = n;
+    if (!n) return MPI_SUCCESS;
+    return finish_many(incount, reqs, statuses, indices, n, fn, false);
+}
+
+int kumi_mpi_waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                      MPI_Status array_of_statuses[])
+{
+    int rc = check_array(incount, array_of_requests, "MPI_Waitsome");
+    if (rc) return rc;
+    struct all_arg a = { incount, array_of_requests };
+    if (!any_done(&a)) kumi_progress_wait(any_done, &a);
+    return some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, "MPI_Waitsome");
+}
+
+int kumi_mpi_testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                      MPI_Status array_of_statuses[])
+{
+    int rc = check_array(incount, array_of_requests, "MPI_Testsome");
+    if (rc) return rc;
+    struct all_arg a = { incount, array_of_requests };
+    if (!any_done(&a)) kumi_progress(0);
+    return some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, "MPI_Testsome");
+}
+
+/* ------------------------------------------------------------ request management */
+int kumi_mpi_cancel(MPI_Request *request)
+{
+    struct kumi_req *r = request ? req_get(*request) : NULL;
+    if (!r) return bad_request("MPI_Cancel", "request", -1);
+    int rc = kumi_req_cancel(r);
+    return rc ? kumi_err_handle(r->comm, rc) : MPI_SUCCESS;
+}
+
+int kumi_mpi_test_cancelled(const MPI_Status *status, int *flag)
+{
+    if (status == MPI_STATUS_IGNORE || !flag)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Test_cancelled: NULL pointer in argument %s",
+                                                !flag ? "flag" : "status"));
+    *flag = kumi_status_cancelled(status);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_request_free(MPI_Request *request)
+{
+    struct kumi_req *r = request ? req_get(*request) : NULL;
+    if (!r) return bad_request("MPI_Request_free", "request", -1);
+    kumi_req_release(r);
+    *request = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    struct kumi_req *r = req_get(request);
+    if (req_idle(request, r)) {
+        *flag = 1;
+        if (status != MPI_STATUS_IGNORE) kumi_status_empty(status);
+        return MPI_SUCCESS;
+    }
+    if (!r) return bad_request("MPI_Request_get_status", "request", -1);
+    if (!r->complete) kumi_progress(0);
+    *flag = r->complete;
+    if (r->complete && status != MPI_STATUS_IGNORE) *status = r->status;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_start(MPI_Request *request)
+{
+    struct kumi_req *r = request ? req_get(*request) : NULL;
+    if (!r) return bad_request("MPI_Start", "request", -1);
+    if (!r->persistent || r->active)
+        return kumi_err_handle(r->comm, kumi_error(MPI_ERR_REQUEST, "MPI_Start: the request is %s",
+                                                   r->persistent ? "already active" : "not persistent"));
+    int rc = start_req(r);
+    if (rc) { r->active = false; return kumi_err_handle(r->comm, rc); }
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_startall(int count, MPI_Request array_of_requests[])
+{
+    if (count > 0 && !array_of_requests)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Startall: NULL array_of_requests"));
+    for (int i = 0; i < count; i++) {
+        struct kumi_req *r = req_get(array_of_requests[i]);
+        if (!r) return bad_request("MPI_Startall", "array_of_requests", i);
+        if (!r->persistent || r->active)
+            return kumi_err_handle(r->comm, kumi_error(MPI_ERR_REQUEST, "MPI_Startall: array_of_requests[%d] is %s",
+                                                       i, r->persistent ? "already active" : "not persistent"));
+    }
+    for (int i = 0; i < count; i++) {
+        struct kumi_req *r = req_get(array_of_requests[i]);
+        int rc = start_req(r);
+        if (rc) { r->active = false; return kumi_err_handle(r->comm, rc); }
+    }
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ counts */
+static int64_t elements_of(const MPI_Status *st, const struct kumi_dt *dt)
+{
+    uint64_t bytes = kumi_status_bytes(st);
+    if (dt->size == 0) return 0;
+    size_t nel = dt->nelem ? dt->nelem : 1;
+    if (bytes % dt->size == 0) return (int64_t)(bytes / dt->size * nel);
+    if (dt->size % nel == 0) {               /* equal-sized basic elements */
+        size_t esz = dt->size / nel;
+        if (bytes % esz == 0) return (int64_t)(bytes / esz);
+    }
+    return MPI_UNDEFINED;
+}
+
+int kumi_mpi_get_count(const MPI_Status *status, struct kumi_dt *datatype, int *count)
+{
+    if (status == MPI_STATUS_IGNORE || !count)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Get_count: NULL pointer in argument %s",
+                                                !count ? "count" : "status"));
+    uint64_t bytes = kumi_status_bytes(status);
+    if (datatype->size == 0) { *count = 0; return MPI_SUCCESS; }
+    if (bytes % datatype->size || bytes / datatype->size > INT_MAX) *count = MPI_UNDEFINED;
+    else *count = (int)(bytes / datatype->size);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_get_elements(const MPI_Status *status, struct kumi_dt *datatype, int *count)
+{
+    if (status == MPI_STATUS_IGNORE || !count)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Get_elements: NULL pointer in argument %s",
+                                                !count ? "count" : "status"));
+    int64_t n = elements_of(status, datatype);
+    *count = (n == MPI_UNDEFINED || n > INT_MAX) ? MPI_UNDEFINED : (int)n;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_get_elements_x(const MPI_Status *status, struct kumi_dt *datatype, MPI_Count *count)
+{
+    if (status == MPI_STATUS_IGNORE || !count)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Get_elements_x: NULL pointer in argument %s",
+                                                !count ? "count" : "status"));
+    *count = (MPI_Count)elements_of(status, datatype);
+    return MPI_SUCCESS;
+}

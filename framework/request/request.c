@@ -1,0 +1,747 @@
+/* Request layer: transport selection, requests, protocols (eager,
+ * eager-sync, rendezvous, cancel), the upcalls from transports, and the
+ * point-to-point helpers for collective components (kumi/coll.h). */
+#include "request/request.h"
+#include "registry/registry.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TRANSPORTS 16
+
+static const struct kumi_p2p_ops **peer_ops;     /* per world rank */
+static struct kumi_comp_entry *tr_entry[MAX_TRANSPORTS];
+static const struct kumi_p2p_ops *tr_ops[MAX_TRANSPORTS];
+static int ntr;
+static int nworld;
+long kumi_req_inflight;
+
+/* ------------------------------------------------------------ statuses */
+void kumi_status_empty(MPI_Status *st)
+{
+    memset(st, 0, sizeof *st);
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->MPI_ERROR = MPI_SUCCESS;
+}
+
+static void status_proc_null(MPI_Status *st)
+{
+    memset(st, 0, sizeof *st);
+    st->MPI_SOURCE = MPI_PROC_NULL;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->MPI_ERROR = MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ requests */
+struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
+{
+    struct kumi_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->magic = KUMI_MAGIC_REQ;
+    r->kind = (uint8_t)kind;
+    r->comm = comm;
+    if (comm) comm->refcount++;
+    r->ctx = ctx;
+    r->wpeer = -1;
+    kumi_status_empty(&r->status);
+    return r;
+}
+
+void kumi_req_free(struct kumi_req *r)
+{
+    if (!r) return;
+    if (r->kind == KUMI_REQ_RECV) kumi_match_unpost(r);
+    if (r->bsend_seg) kumi_bsend_release(r);
+    free(r->pack);
+    r->pack = NULL;
+    if (r->comm) kumi_comm_release(r->comm);
+    r->magic = KUMI_MAGIC_DEAD;
+    free(r);
+}
+
+void kumi_req_check_complete(struct kumi_req *r)
+{
+    if (r->complete || r->pending > 0) return;
+    if (r->kind == KUMI_REQ_RECV && r->pack && r->dt && r->dt->size) {
+        size_t got = (size_t)kumi_status_bytes(&r->status);
+        kumi_dt_unpack(r->dt, r->pack, got / r->dt->size, r->buf);
+    }
+    if (r->kind == KUMI_REQ_SEND && r->pack && !r->bsend_seg) { free(r->pack); r->pack = NULL; }
+    if (r->bsend_seg) { kumi_bsend_release(r); r->pack = NULL; }
+    r->complete = true;
+    if (r->user_freed) kumi_req_free(r);
+}
+
+void kumi_req_release(struct kumi_req *r)
+{
+    if (r->complete || !r->active) kumi_req_free(r);
+    else r->user_freed = true;
+}
+
+/* ------------------------------------------------------------ sending */
+const struct kumi_p2p_ops *kumi_req_transport(int wpeer)
+{
+    return (wpeer >= 0 && wpeer < nworld) ? peer_ops[wpeer] : NULL;
+}
+
+/* Sends issued from inside an upcall (or while a flush runs) are deferred
+ * so that no transport is re-entered from its own callback. */
+struct defer { struct kumi_sendop *op; int wpeer; struct defer *next; };
+static struct defer *dq_head, *dq_tail;
+static int upcall_depth;
+static bool flushing;
+
+struct ctl { struct kumi_sendop op; };
+
+static void ctl_done(struct kumi_sendop *op)
+{
+    kumi_req_inflight--;
+    free(op->owner);
+}
+
+static int send_now(int wpeer, struct kumi_sendop *op)
+{
+    const struct kumi_p2p_ops *ops = kumi_req_transport(wpeer);
+    int rc;
+    if (!ops) return kumi_error(MPI_ERR_INTERN, "p2p: no transport for rank %d", wpeer);
+    kumi_req_inflight++;
+    rc = ops->send(wpeer, op);
+    if (rc != MPI_SUCCESS) kumi_req_inflight--;
+    return rc;
+}
+
+static void defer_send(int wpeer, struct kumi_sendop *op)
+{
+    struct defer *d = malloc(sizeof *d);
+    if (!d) { kumi_warn("p2p: out of memory queueing a message to rank %d", wpeer); return; }
+    d->op = op; d->wpeer = wpeer; d->next = NULL;
+    if (dq_tail) dq_tail->next = d; else dq_head = d;
+    dq_tail = d;
+}
+
+static void send_failed(struct kumi_sendop *op, int rc)
+{
+    if (op->done == ctl_done) {
+        kumi_warn("p2p: could not send a control message (error %d)", rc);
+        free(op->owner);
+        return;
+    }
+    struct kumi_req *r = op->owner;
+    if (r->status.MPI_ERROR == MPI_SUCCESS) r->status.MPI_ERROR = rc;
+    /* nothing more will arrive for this request */
+    r->pending = 0;
+    kumi_req_check_complete(r);
+}
+
+void kumi_req_flush_ctl(void)
+{
+    if (flushing || upcall_depth) return;
+    flushing = true;
+    while (dq_head) {
+        struct defer *d = dq_head;
+        dq_head = d->next;
+        if (!dq_head) dq_tail = NULL;
+        int rc = send_now(d->wpeer, d->op);
+        if (rc != MPI_SUCCESS) send_failed(d->op, rc);
+        free(d);
+    }
+    flushing = false;
+}
+
+int kumi_req_ctl_pending(void) { return dq_head != NULL; }
+
+void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr)
+{
+    struct ctl *c = calloc(1, sizeof *c);
+    if (!c) { kumi_warn("p2p: out of memory sending a control message"); return; }
+    c->op.hdr = *hdr;
+    c->op.done = ctl_done;
+    c->op.owner = c;
+    defer_send(wpeer, &c->op);
+    kumi_req_flush_ctl();
+}
+
+static void req_op_done(struct kumi_sendop *op)
+{
+    struct kumi_req *r = op->owner;
+    kumi_req_inflight--;
+    r->pending--;
+    kumi_req_check_complete(r);
+}
+
+int kumi_req_start_send(struct kumi_req *r)
+{
+    const void *payload = r->buf;
+    const struct kumi_p2p_ops *ops;
+    int rc;
+
+    r->active = true;
+    r->complete = false;
+    r->pending = 0;
+    r->cancel_sent = r->cts_seen = r->rndv = false;
+    kumi_status_empty(&r->status);
+    if (r->peer == MPI_PROC_NULL) {
+        status_proc_null(&r->status);
+        r->complete = true;
+        return MPI_SUCCESS;
+    }
+    r->bytes = r->count * r->dt->size;
+    if (r->bsend_seg || r->pack) {
+        payload = r->pack;                         /* bsend: packed in the attached buffer */
+    } else if (!r->dt->contig && r->bytes) {
+        r->pack = malloc(r->bytes);
+        if (!r->pack) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory packing %zu bytes", r->fname, r->bytes);
+        kumi_dt_pack(r->dt, r->buf, r->count, r->pack);
+        payload = r->pack;
+    }
+    r->wpeer = kumi_comm_world_rank(r->comm, r->peer);
+    ops = kumi_req_transport(r->wpeer);
+    if (!ops) return kumi_error(MPI_ERR_INTERN, "%s: no transport reaches rank %d", r->fname, r->peer);
+
+    memset(&r->op, 0, sizeof r->op);
+    struct kumi_hdr *h = &r->op.hdr;
+    h->ctx = r->ctx;
+    h->src = r->comm->rank;
+    h->tag = r->tag;
+    h->len = r->bytes;
+    h->sreq = (uint64_t)(uintptr_t)r;
+    r->op.done = req_op_done;
+    r->op.owner = r;
+    if (r->bytes <= ops->eager_limit(r->wpeer)) {
+        h->kind = r->mode == KUMI_MODE_SYNC ? KUMI_HDR_EAGER_SYNC : KUMI_HDR_EAGER;
+        h->paylen = r->bytes;
+        r->op.payload = payload;
+        r->pending = r->mode == KUMI_MODE_SYNC ? 2 : 1;
+    } else {
+        h->kind = KUMI_HDR_RTS;
+        h->paylen = 0;
+        r->rndv = true;
+        r->dop.payload = payload;
+        r->pending = 2;                            /* RTS sent, DATA sent */
+    }
+    h->seq = kumi_match_next_send_seq(r->wpeer);
+    r->seq = h->seq;
+    if (upcall_depth || flushing) {
+        defer_send(r->wpeer, &r->op);
+        return MPI_SUCCESS;
+    }
+    kumi_req_flush_ctl();                          /* keep order with deferred traffic */
+    rc = send_now(r->wpeer, &r->op);
+    if (rc != MPI_SUCCESS) {
+        r->pending = 0;
+        r->complete = true;
+        r->status.MPI_ERROR = rc;
+        return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ receiving */
+static void finish_recv(struct kumi_req *r, uint64_t len)
+{
+    uint64_t got = len < r->rx.cap ? len : r->rx.cap;
+    kumi_status_set_bytes(&r->status, got);
+    if (len > r->rx.cap && r->status.MPI_ERROR == MPI_SUCCESS)
+        r->status.MPI_ERROR = MPI_ERR_TRUNCATE;
+    r->pending--;
+    kumi_req_check_complete(r);
+}
+
+static void ue_free(struct kumi_ue *u)
+{
+    free(u->data);
+    u->magic = 0;
+    free(u);
+}
+
+static void send_sync_ack(int wpeer, const struct kumi_hdr *mh)
+{
+    struct kumi_hdr h;
+    memset(&h, 0, sizeof h);
+    h.kind = KUMI_HDR_SYNC_ACK;
+    h.ctx = mh->ctx; h.src = mh->src; h.tag = mh->tag; h.seq = mh->seq;
+    h.sreq = mh->sreq;
+    kumi_req_send_ctl(wpeer, &h);
+}
+
+static void send_cts(int wpeer, const struct kumi_hdr *mh, struct kumi_req *r)
+{
+    struct kumi_hdr h;
+    memset(&h, 0, sizeof h);
+    h.kind = KUMI_HDR_CTS;
+    h.ctx = mh->ctx; h.src = mh->src; h.tag = mh->tag; h.seq = mh->seq;
+    h.len = mh->len;
+    h.sreq = mh->sreq;
+    h.rreq = (uint64_t)(uintptr_t)r;
+    kumi_req_send_ctl(wpeer, &h);
+}
+
+/* A receive r (not in the posted queue) takes the unexpected message u,
+ * which the caller removed from the unexpected queue. */
+void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
+{
+    r->status.MPI_SOURCE = u->hdr.src;
+    r->status.MPI_TAG = u->hdr.tag;
+    r->msglen = u->hdr.len;
+    if (u->hdr.kind == KUMI_HDR_RTS) {
+        int wpeer = u->wpeer;
+        struct kumi_hdr mh = u->hdr;
+        r->rx.len = 0;
+        r->rx.got = 0;
+        ue_free(u);
+        send_cts(wpeer, &mh, r);
+        return;
+    }
+    if (u->hdr.kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(u->wpeer, &u->hdr);
+    if (u->arrived) {
+        size_t n = u->hdr.paylen < r->rx.cap ? u->hdr.paylen : r->rx.cap;
+        if (n) memcpy(r->rx.dst, u->data, n);
+        uint64_t len = u->hdr.len;
+        ue_free(u);
+        finish_recv(r, len);
+        return;
+    }
+    /* Early match: copy what has arrived, the rest lands in the user buffer. */
+    size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
+    if (n) memcpy(r->rx.dst, u->data, n);
+    u->rx.dst = r->rx.dst;
+    u->rx.cap = r->rx.cap;
+    free(u->data);
+    u->data = NULL;
+    u->req = r;
+    r->ue = u;
+}
+
+static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
+{
+    r->active = true;
+    r->complete = false;
+    r->pending = 1;
+    r->ue = NULL;
+    r->msglen = 0;
+    kumi_status_empty(&r->status);
+    if (r->peer == MPI_PROC_NULL && !msg) {
+        status_proc_null(&r->status);
+        r->pending = 0;
+        r->complete = true;
+        return MPI_SUCCESS;
+    }
+    r->bytes = r->count * r->dt->size;
+    if (!r->dt->contig && r->bytes) {
+        if (!r->pack) r->pack = malloc(r->bytes);
+        if (!r->pack) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (%zu bytes)", r->fname, r->bytes);
+        r->rx.dst = r->pack;
+    } else {
+        r->rx.dst = r->buf;
+    }
+    r->rx.cap = r->bytes;
+    r->rx.len = r->rx.got = 0;
+    r->rx.owner = r;
+    if (msg) {
+        kumi_req_recv_ue(r, msg);
+    } else {
+        struct kumi_ue *u = kumi_match_unexpected(r->ctx, r->peer, r->tag, 1);
+        if (u) kumi_req_recv_ue(r, u);
+        else kumi_match_post(r);
+    }
+    kumi_req_flush_ctl();
+    return MPI_SUCCESS;
+}
+
+int kumi_req_start_recv(struct kumi_req *r)
+{
+    return start_recv(r, NULL);
+}
+
+int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
+{
+    return start_recv(r, u);
+}
+
+/* ------------------------------------------------------------ cancel */
+int kumi_req_cancel(struct kumi_req *r)
+{
+    if (!r->active) return MPI_SUCCESS;
+    if (r->kind == KUMI_REQ_RECV) {
+        if (!r->complete && !r->ue && kumi_match_unpost(r)) {
+            r->status.MPI_internal[2] = 1;
+            kumi_status_set_bytes(&r->status, 0);
+            r->pending = 0;
+            kumi_req_check_complete(r);
+        }
+        return MPI_SUCCESS;
+    }
+    /* send */
+    if (r->peer == MPI_PROC_NULL || r->wpeer < 0 || r->cancel_sent || kumi_status_cancelled(&r->status))
+        return MPI_SUCCESS;
+    if (r->rndv && r->cts_seen) return MPI_SUCCESS;          /* matched: too late */
+    if (r->status.MPI_ERROR != MPI_SUCCESS) return MPI_SUCCESS;
+    if (r->mode == KUMI_MODE_SYNC && r->complete) return MPI_SUCCESS; /* ack came: matched */
+    if (r->rndv && r->complete) return MPI_SUCCESS;
+    struct kumi_hdr h;
+    memset(&h, 0, sizeof h);
+    h.kind = KUMI_HDR_CANCEL_REQ;
+    h.ctx = r->ctx; h.src = r->comm->rank; h.tag = r->tag; h.seq = r->seq;
+    h.len = r->bytes;
+    h.sreq = (uint64_t)(uintptr_t)r;
+    r->cancel_sent = true;
+    r->complete = false;                  /* not complete until the answer came */
+    r->pending++;
+    kumi_req_send_ctl(r->wpeer, &h);
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ upcalls */
+static struct kumi_rx discard_rx;        /* owner NULL: bytes dropped */
+
+static struct kumi_req *cookie_req(uint64_t c)
+{
+    struct kumi_req *r = (struct kumi_req *)(uintptr_t)c;
+    if (!r || ((uintptr_t)r & 7) || r->magic != KUMI_MAGIC_REQ) return NULL;
+    return r;
+}
+
+static void do_cts(struct kumi_req *s, const struct kumi_hdr *hdr)
+{
+    s->cts_seen = true;
+    memset(&s->dop.hdr, 0, sizeof s->dop.hdr);
+    s->dop.hdr.kind = KUMI_HDR_DATA;
+    s->dop.hdr.ctx = s->ctx;
+    s->dop.hdr.src = s->comm->rank;
+    s->dop.hdr.tag = s->tag;
+    s->dop.hdr.seq = s->seq;
+    s->dop.hdr.len = s->bytes;
+    s->dop.hdr.paylen = s->bytes;
+    s->dop.hdr.sreq = (uint64_t)(uintptr_t)s;
+    s->dop.hdr.rreq = hdr->rreq;
+    s->dop.done = req_op_done;
+    s->dop.owner = s;
+    defer_send(s->wpeer, &s->dop);
+}
+
+KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *hdr)
+{
+    struct kumi_rx *rx = NULL;
+    struct kumi_req *r;
+    upcall_depth++;
+    switch (hdr->kind) {
+    case KUMI_HDR_EAGER:
+    case KUMI_HDR_EAGER_SYNC:
+    case KUMI_HDR_RTS:
+        kumi_match_check_recv_seq(peer, hdr->seq);
+        r = kumi_match_posted(hdr);
+        if (r) {
+            r->status.MPI_SOURCE = hdr->src;
+            r->status.MPI_TAG = hdr->tag;
+            r->msglen = hdr->len;
+            if (hdr->kind == KUMI_HDR_RTS) {
+                send_cts(peer, hdr, r);
+            } else {
+                if (hdr->kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(peer, hdr);
+                if (hdr->paylen == 0) {
+                    finish_recv(r, hdr->len);
+                } else {
+                    r->rx.len = hdr->paylen;
+                    r->rx.got = 0;
+                    rx = &r->rx;
+                }
+            }
+        } else {
+            struct kumi_ue *u = calloc(1, sizeof *u);
+            if (!u) {
+                kumi_warn("p2p: out of memory for an unexpected message from rank %d; dropped", peer);
+                if (hdr->paylen) { discard_rx.dst = NULL; discard_rx.cap = 0; discard_rx.len = hdr->paylen;
+                                   discard_rx.got = 0; discard_rx.owner = NULL; rx = &discard_rx; }
+                break;
+            }
+            u->magic = KUMI_UE_MAGIC;
+            u->wpeer = peer;
+            u->hdr = *hdr;
+            u->rx.owner = u;
+            if (hdr->kind != KUMI_HDR_RTS && hdr->paylen > 0) {
+                u->data = malloc(hdr->paylen);
+                u->rx.dst = u->data;
+                u->rx.cap = u->data ? hdr->paylen : 0;
+                u->rx.len = hdr->paylen;
+                u->rx.got = 0;
+                rx = &u->rx;
+            } else {
+                u->arrived = true;
+            }
+            kumi_match_ue_append(u);
+        }
+        break;
+    case KUMI_HDR_DATA:
+        r = cookie_req(hdr->rreq);
+        if (!r || r->kind != KUMI_REQ_RECV) {
+            kumi_warn("p2p: DATA from rank %d for an unknown request", peer);
+            if (hdr->paylen) { discard_rx.dst = NULL; discard_rx.cap = 0; discard_rx.len = hdr->paylen;
+                               discard_rx.got = 0; discard_rx.owner = NULL; rx = &discard_rx; }
+            break;
+        }
+        if (hdr->paylen == 0) { finish_recv(r, r->msglen); break; }
+        r->rx.len = hdr->paylen;
+        r->rx.got = 0;
+        rx = &r->rx;
+        break;
+    case KUMI_HDR_CTS:
+        r = cookie_req(hdr->sreq);
+        if (r && r->kind == KUMI_REQ_SEND) do_cts(r, hdr);
+        else kumi_warn("p2p: CTS from rank %d for an unknown request", peer);
+        break;
+    case KUMI_HDR_SYNC_ACK:
+        r = cookie_req(hdr->sreq);
+        if (r && r->kind == KUMI_REQ_SEND) { r->pending--; kumi_req_check_complete(r); }
+        break;
+    case KUMI_HDR_CANCEL_REQ: {
+        struct kumi_hdr a;
+        struct kumi_ue *u = kumi_match_ue_find_cancel(peer, hdr->seq, hdr->sreq);
+        memset(&a, 0, sizeof a);
+        a.kind = KUMI_HDR_CANCEL_ACK;
+        a.ctx = hdr->ctx; a.src = hdr->src; a.tag = hdr->tag; a.seq = hdr->seq;
+        a.sreq = hdr->sreq;
+        if (u && u->arrived && !u->req) {
+            kumi_match_ue_remove(u);
+            ue_free(u);
+            a.flags |= KUMI_HDR_F_CANCELLED;
+        }
+        kumi_req_send_ctl(peer, &a);
+        break;
+    }
+    case KUMI_HDR_CANCEL_ACK:
+        r = cookie_req(hdr->sreq);
+        if (!r || r->kind != KUMI_REQ_SEND) break;
+        r->cancel_sent = false;
+        if (hdr->flags & KUMI_HDR_F_CANCELLED) {
+            r->status.MPI_internal[2] = 1;
+            if (r->rndv) r->pending--;                       /* no DATA will go */
+            else if (r->mode == KUMI_MODE_SYNC) r->pending--; /* no SYNC_ACK will come */
+        }
+        r->pending--;
+        kumi_req_check_complete(r);
+        break;
+    default:
+        if (hdr->paylen) {
+            discard_rx.dst = NULL; discard_rx.cap = 0; discard_rx.len = hdr->paylen;
+            discard_rx.got = 0; discard_rx.owner = NULL; rx = &discard_rx;
+        }
+        break;
+    }
+    upcall_depth--;
+    return rx;
+}
+
+KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx)
+{
+    void *o = rx ? rx->owner : NULL;
+    if (!o) return;
+    upcall_depth++;
+    if (*(uint32_t *)o == KUMI_UE_MAGIC) {
+        struct kumi_ue *u = o;
+        u->arrived = true;
+        if (u->req) {
+            struct kumi_req *r = u->req;
+            uint64_t len = u->hdr.len;
+            r->ue = NULL;
+            ue_free(u);
+            finish_recv(r, len);
+        }
+    } else if (*(uint32_t *)o == KUMI_MAGIC_REQ) {
+        struct kumi_req *r = o;
+        finish_recv(r, r->msglen);
+    }
+    upcall_depth--;
+}
+
+/* ------------------------------------------------------------ init / finalize */
+int kumi_req_init(void)
+{
+    int n = 0, i, p, rc;
+    struct kumi_comp_entry **av = kumi_registry_available("p2p", &n);
+    char names[512];
+
+    nworld = kumi_world_size();
+    ntr = 0;
+    names[0] = 0;
+    for (i = 0; av && i < n && ntr < MAX_TRANSPORTS; i++) {
+        const struct kumi_p2p_ops *ops = av[i]->comp ? av[i]->comp->ops : NULL;
+        if (!ops) continue;
+        rc = ops->init ? ops->init() : MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) {
+            kumi_log(1, "p2p: %s: init failed (%d), not used", av[i]->name, rc);
+            av[i]->status = KUMI_COMP_UNAVAILABLE;
+            snprintf(av[i]->reason, sizeof av[i]->reason, "init failed");
+            continue;
+        }
+        tr_entry[ntr] = av[i];
+        tr_ops[ntr++] = ops;
+    }
+    rc = kumi_rpim_fence();
+    if (rc != MPI_SUCCESS) return rc;
+    for (i = 0; i < ntr; i++) {
+        rc = tr_ops[i]->wireup ? tr_ops[i]->wireup() : MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) {
+            kumi_log(1, "p2p: %s: wireup failed (%d), not used", tr_entry[i]->name, rc);
+            tr_entry[i]->status = KUMI_COMP_UNAVAILABLE;
+            snprintf(tr_entry[i]->reason, sizeof tr_entry[i]->reason, "wireup failed");
+            memmove(&tr_entry[i], &tr_entry[i + 1], (size_t)(ntr - i - 1) * sizeof tr_entry[0]);
+            memmove(&tr_ops[i], &tr_ops[i + 1], (size_t)(ntr - i - 1) * sizeof tr_ops[0]);
+            ntr--; i--;
+        }
+    }
+    for (i = 0; i < ntr; i++) {
+        size_t l = strlen(names);
+        snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", tr_entry[i]->name);
+    }
+    if (!names[0]) snprintf(names, sizeof names, "none");
+
+    peer_ops = calloc((size_t)nworld, sizeof *peer_ops);
+    if (!peer_ops) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
+    bool used[MAX_TRANSPORTS] = { false };
+    for (p = 0; p < nworld; p++) {
+        for (i = 0; i < ntr; i++)
+            if (tr_ops[i]->reaches(p)) { peer_ops[p] = tr_ops[i]; used[i] = true; break; }
+        if (!peer_ops[p])
+            return kumi_error(MPI_ERR_OTHER, "MPI_Init: no transport reaches rank %d (p2p components in use: %s)",
+                              p, names);
+    }
+    for (i = 0; i < ntr; i++)
+        if (used[i]) tr_entry[i]->status = KUMI_COMP_SELECTED;
+    rc = kumi_match_init(nworld);
+    if (rc != MPI_SUCCESS) return rc;
+    /* Progress polls every initialized transport: a peer may reach us
+     * through one we do not use to reach it. */
+    return kumi_progress_setup(tr_ops, ntr);
+}
+
+static double drain_deadline;
+static int drained(void *arg)
+{
+    (void)arg;
+    if (kumi_req_inflight > 0 || kumi_req_ctl_pending()) goto busy;
+    for (int i = 0; i < ntr; i++)
+        if (tr_ops[i]->busy && tr_ops[i]->busy()) goto busy;
+    return 1;
+busy:
+    return kumi_time() > drain_deadline;
+}
+
+void kumi_req_finalize(void)
+{
+    drain_deadline = kumi_time() + 60.0;
+    kumi_progress_wait(drained, NULL);
+    for (int i = ntr - 1; i >= 0; i--)
+        if (tr_ops[i]->finalize) tr_ops[i]->finalize();
+    ntr = 0;
+    kumi_progress_setup(NULL, 0);
+    kumi_match_finalize();
+    free(peer_ops);
+    peer_ops = NULL;
+}
+
+/* ------------------------------------------------------------ collectives' p2p */
+static int coll_args(MPI_Comm comm, MPI_Datatype dt, struct kumi_comm **c, struct kumi_dt **d,
+                     const char *fn)
+{
+    *c = kumi_comm_get(comm);
+    if (!*c) return kumi_error(MPI_ERR_COMM, "%s: invalid communicator", fn);
+    *d = kumi_dt_get(dt);
+    if (!*d) return kumi_error(MPI_ERR_TYPE, "%s: invalid datatype", fn);
+    return MPI_SUCCESS;
+}
+
+KUMI_EXPORT int kumi_coll_isend(const void *buf, size_t count, MPI_Datatype dt, int dest, int tag,
+                                MPI_Comm comm, kumi_coll_req *req)
+{
+    struct kumi_comm *c; struct kumi_dt *d;
+    int rc = coll_args(comm, dt, &c, &d, "kumi_coll_isend");
+    *req = NULL;
+    if (rc) return rc;
+    if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->size))
+        return kumi_error(MPI_ERR_RANK, "kumi_coll_isend: invalid rank %d in a communicator of size %d", dest, c->size);
+    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_SEND, c, c->ctx + 1);
+    if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_isend: out of memory");
+    r->internal = true;
+    r->fname = "collective send";
+    r->buf = (void *)buf; r->count = count; r->dt = d; r->peer = dest; r->tag = tag;
+    rc = kumi_req_start_send(r);
+    if (rc) { kumi_req_free(r); return rc; }
+    *req = r;
+    return MPI_SUCCESS;
+}
+
+KUMI_EXPORT int kumi_coll_irecv(void *buf, size_t count, MPI_Datatype dt, int src, int tag,
+                                MPI_Comm comm, kumi_coll_req *req)
+{
+    struct kumi_comm *c; struct kumi_dt *d;
+    int rc = coll_args(comm, dt, &c, &d, "kumi_coll_irecv");
+    *req = NULL;
+    if (rc) return rc;
+    if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+        return kumi_error(MPI_ERR_RANK, "kumi_coll_irecv: invalid rank %d in a communicator of size %d", src, c->size);
+    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_RECV, c, c->ctx + 1);
+    if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_irecv: out of memory");
+    r->internal = true;
+    r->fname = "collective receive";
+    r->buf = buf; r->count = count; r->dt = d; r->peer = src; r->tag = tag;
+    rc = kumi_req_start_recv(r);
+    if (rc) { kumi_req_free(r); return rc; }
+    *req = r;
+    return MPI_SUCCESS;
+}
+
+static int coll_done(void *arg) { return ((struct kumi_req *)arg)->complete; }
+
+KUMI_EXPORT int kumi_coll_wait(kumi_coll_req *req)
+{
+    struct kumi_req *r = *req;
+    int rc;
+    if (!r) return MPI_SUCCESS;
+    if (!r->complete) kumi_progress_wait(coll_done, r);
+    rc = r->status.MPI_ERROR;
+    if (rc == MPI_ERR_TRUNCATE)
+        rc = kumi_error(MPI_ERR_TRUNCATE, "collective: message of %llu bytes truncated to %zu bytes",
+                        (unsigned long long)r->msglen, r->rx.cap);
+    kumi_req_free(r);
+    *req = NULL;
+    return rc;
+}
+
+KUMI_EXPORT int kumi_coll_waitall(int n, kumi_coll_req reqs[])
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < n; i++) {
+        int e = kumi_coll_wait(&reqs[i]);
+        if (e && !rc) rc = e;
+    }
+    return rc;
+}
+
+KUMI_EXPORT int kumi_coll_send(const void *buf, size_t count, MPI_Datatype dt, int dest, int tag,
+                               MPI_Comm comm)
+{
+    kumi_coll_req r;
+    int rc = kumi_coll_isend(buf, count, dt, dest, tag, comm, &r);
+    return rc ? rc : kumi_coll_wait(&r);
+}
+
+KUMI_EXPORT int kumi_coll_recv(void *buf, size_t count, MPI_Datatype dt, int src, int tag,
+                               MPI_Comm comm)
+{
+    kumi_coll_req r;
+    int rc = kumi_coll_irecv(buf, count, dt, src, tag, comm, &r);
+    return rc ? rc : kumi_coll_wait(&r);
+}
+
+KUMI_EXPORT int kumi_coll_sendrecv(const void *sbuf, size_t scount, MPI_Datatype sdt, int dest, int stag,
+                                   void *rbuf, size_t rcount, MPI_Datatype rdt, int src, int rtag,
+                                   MPI_Comm comm)
+{
+    kumi_coll_req r[2];
+    int rc = kumi_coll_irecv(rbuf, rcount, rdt, src, rtag, comm, &r[1]);
+    if (rc) return rc;
+    rc = kumi_coll_isend(sbuf, scount, sdt, dest, stag, comm, &r[0]);
+    if (rc) { kumi_req_cancel(r[1]); kumi_coll_wait(&r[1]); return rc; }
+    return kumi_coll_waitall(2, r);
+}

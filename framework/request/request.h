@@ -1,0 +1,160 @@
+/* Request layer: requests, matching (posted + unexpected queues), protocols
+ * (eager, eager-sync, rendezvous, cancel) and the progress engine.
+ * Private to the framework (core + request); components never see this.
+ *
+ * MPI_Status (32 bytes, standard ABI) as filled by this layer:
+ *   MPI_SOURCE, MPI_TAG, MPI_ERROR   as usual (MPI_ERROR: MPI_SUCCESS, or the
+ *                                    error class, e.g. MPI_ERR_TRUNCATE)
+ *   MPI_internal[0], [1]             received byte count, 64 bits
+ *                                    (low 32 bits in [0], high 32 bits in [1])
+ *   MPI_internal[2]                  1 if the request was cancelled
+ *   MPI_internal[3], [4]             unused (0)
+ *
+ * Protocols (see kumi/p2p.h for the wire header):
+ *   len <= eager_limit(peer): EAGER (payload follows the header), or
+ *     EAGER_SYNC for synchronous mode (receiver answers SYNC_ACK on match);
+ *   len >  eager_limit(peer): RTS (len, sreq); the receiver answers CTS
+ *     (sreq, rreq) when a receive matches; the sender sends DATA (rreq) with
+ *     the payload, which lands straight in the receive buffer.
+ *   Cancel of a send: CANCEL_REQ (ctx, src, tag, seq, sreq); the receiver
+ *     removes the message from its unexpected queue if it is still there and
+ *     fully arrived, and answers CANCEL_ACK (flags & KUMI_HDR_F_CANCELLED).
+ */
+#ifndef KUMI_REQUEST_H
+#define KUMI_REQUEST_H
+
+#include "core/core.h"
+#include <kumi/p2p.h>
+
+/* status helpers */
+static inline void kumi_status_set_bytes(MPI_Status *st, uint64_t n)
+{
+    st->MPI_internal[0] = (int)(uint32_t)(n & 0xffffffffu);
+    st->MPI_internal[1] = (int)(uint32_t)(n >> 32);
+}
+static inline uint64_t kumi_status_bytes(const MPI_Status *st)
+{
+    return (uint64_t)(uint32_t)st->MPI_internal[0] | ((uint64_t)(uint32_t)st->MPI_internal[1] << 32);
+}
+static inline int kumi_status_cancelled(const MPI_Status *st) { return st->MPI_internal[2] != 0; }
+/* The empty status: source ANY_SOURCE, tag ANY_TAG, no error, count 0. */
+void kumi_status_empty(MPI_Status *st);
+
+enum kumi_req_kind { KUMI_REQ_SEND = 1, KUMI_REQ_RECV };
+enum kumi_send_mode { KUMI_MODE_STD = 0, KUMI_MODE_SYNC, KUMI_MODE_BUFFERED, KUMI_MODE_READY };
+
+struct kumi_ue;
+
+struct kumi_req {
+    uint32_t magic;                 /* KUMI_MAGIC_REQ */
+    uint8_t kind;                   /* enum kumi_req_kind */
+    uint8_t mode;                   /* enum kumi_send_mode (sends) */
+    bool persistent;
+    bool active;                    /* started and not yet completed-and-waited */
+    bool complete;                  /* operation done; status valid */
+    bool user_freed;                /* MPI_Request_free'd: free when complete */
+    bool internal;                  /* no user handle (bsend, blocking calls) */
+    bool cancel_sent;               /* send: CANCEL_REQ went out, ack pending */
+    bool rndv;                      /* send: rendezvous protocol */
+    bool cts_seen;                  /* send: CTS arrived (matched) */
+    struct kumi_comm *comm;         /* holds a reference */
+    int32_t ctx;                    /* comm->ctx, or +1 for collective traffic */
+    const char *fname;              /* MPI function, for error messages */
+    /* arguments */
+    void *buf;
+    size_t count;
+    struct kumi_dt *dt;
+    int peer;                       /* comm rank (dest or source), may be ANY/PROC_NULL */
+    int tag;
+    /* derived */
+    size_t bytes;                   /* count * dt->size */
+    uint64_t msglen;                /* receive: length of the matched message */
+    void *pack;                     /* bounce buffer (non-contiguous type or bsend) */
+    int pending;                    /* sendops in flight + acks awaited */
+    MPI_Status status;
+    /* send side */
+    int wpeer;                      /* world rank of dest */
+    uint32_t seq;
+    struct kumi_sendop op;          /* EAGER / EAGER_SYNC / RTS */
+    struct kumi_sendop dop;         /* DATA */
+    void *bsend_seg;                /* bsend: segment of the attached buffer */
+    /* receive side */
+    struct kumi_rx rx;
+    struct kumi_ue *ue;             /* early match: message still arriving */
+    struct kumi_req *qnext, *qprev; /* posted queue */
+};
+
+/* An unexpected message (header arrived, no receive matched yet). */
+struct kumi_ue {
+    uint32_t magic;                 /* KUMI_UE_MAGIC */
+    int wpeer;                      /* world rank of the sender */
+    struct kumi_hdr hdr;
+    char *data;                     /* eager payload (malloc'd) */
+    struct kumi_rx rx;
+    bool arrived;                   /* all payload bytes are in */
+    bool queued;                    /* in the unexpected queue */
+    struct kumi_req *req;           /* early match: the receive that took it */
+    struct kumi_ue *next, *prev;
+};
+#define KUMI_UE_MAGIC 0x4b554e58u
+
+/* A matched-probed message (MPI_Mprobe). */
+struct kumi_msg {
+    uint32_t magic;                 /* KUMI_MAGIC_MSG */
+    struct kumi_ue *ue;
+    struct kumi_comm *comm;
+};
+
+/* ---- request.c ---- */
+struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx);
+void kumi_req_free(struct kumi_req *r);
+/* Start a send / receive prepared in r (args filled); r becomes active. */
+int kumi_req_start_send(struct kumi_req *r);
+int kumi_req_start_recv(struct kumi_req *r);
+/* Start receive r on the matched-probed message u (MPI_Mrecv). */
+int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u);
+/* r takes the unexpected message u (removed from the queue). */
+void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u);
+/* r's operation finished: status set, pending == 0. */
+void kumi_req_check_complete(struct kumi_req *r);
+/* Request_free semantics: free now if complete, else when it completes. */
+void kumi_req_release(struct kumi_req *r);
+/* Cancel (MPI_Cancel). */
+int kumi_req_cancel(struct kumi_req *r);
+/* Number of world peers; transport for a peer. */
+const struct kumi_p2p_ops *kumi_req_transport(int wpeer);
+/* Send a control header (CTS, SYNC_ACK, CANCEL_*): queued, flushed soon. */
+void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
+void kumi_req_flush_ctl(void);
+int kumi_req_ctl_pending(void);
+extern long kumi_req_inflight;      /* sendops handed to transports, not done */
+
+/* ---- match.c ---- */
+void kumi_match_post(struct kumi_req *r);           /* append to posted queue */
+int kumi_match_unpost(struct kumi_req *r);          /* remove if there: 1 */
+struct kumi_req *kumi_match_posted(const struct kumi_hdr *hdr);  /* find + remove */
+struct kumi_ue *kumi_match_unexpected(int32_t ctx, int src, int tag, int remove);
+void kumi_match_ue_append(struct kumi_ue *u);
+void kumi_match_ue_remove(struct kumi_ue *u);
+struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq);
+/* Sequence numbers per world peer (matchable messages). */
+uint32_t kumi_match_next_send_seq(int wpeer);
+void kumi_match_check_recv_seq(int wpeer, uint32_t seq);
+int kumi_match_init(int nworld);
+void kumi_match_finalize(void);
+
+/* ---- progress.c ---- */
+int kumi_progress_setup(const struct kumi_p2p_ops **ops, int n);
+/* Block (spin, yield, sleep) until *flag != 0 or done(arg) returns 1. */
+void kumi_progress_wait_flag(volatile bool *flag);
+void kumi_progress_wait(int (*done)(void *), void *arg);
+
+/* ---- pt2pt.c ---- */
+void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
+
+/* ---- bsend.c ---- */
+/* Copy the message into the attached buffer; r->pack/bsend_seg set. */
+int kumi_bsend_prepare(struct kumi_req *r);
+void kumi_bsend_release(struct kumi_req *r);
+
+#endif
