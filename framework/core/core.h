@@ -184,6 +184,7 @@ int kumi_rpim_fence(void);
 /* (implemented in framework/request) */
 int kumi_req_init(void);          /* after transports are wired up */
 void kumi_req_finalize(void);     /* drain sends */
+void kumi_progress_register_params(void);
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
 

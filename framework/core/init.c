@@ -114,6 +114,11 @@ static int select_rpim(void)
     return MPI_SUCCESS;
 }
 
+void kumi_framework_register_params(void)
+{
+    kumi_progress_register_params();
+}
+
 /* ------------------------------------------------------- MPI functions */
 int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
 {

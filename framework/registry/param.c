@@ -108,7 +108,8 @@ KUMI_EXPORT void kumi_param_envname(const char *fullname, char *out, size_t outl
 {
     if (!out || outlen == 0) return;
     size_t k = 0;
-    const char *pre = "KUMI_";
+    /* framework "kumi" (global parameters): kumi_base_verbose -> KUMI_BASE_VERBOSE */
+    const char *pre = fullname && strncmp(fullname, "kumi_", 5) == 0 ? "" : "KUMI_";
     for (; *pre && k + 1 < outlen; pre++) out[k++] = *pre;
     for (const char *p = fullname ? fullname : ""; *p && k + 1 < outlen; p++)
         out[k++] = (char)toupper((unsigned char)*p);
@@ -120,11 +121,6 @@ static int param_envnames(const struct param *p, char names[3][256])
 {
     int n = 0;
     kumi_param_envname(p->fullname, names[n++], sizeof names[0]);
-    if (strcmp(p->fw, "kumi") == 0 && p->comp[0]) {
-        char tmp[256];
-        snprintf(tmp, sizeof tmp, "%s_%s", p->comp, p->name);
-        kumi_param_envname(tmp, names[n++], sizeof names[0]);
-    }
     if (strcmp(p->fullname, "kumi_base_verbose") == 0) snprintf(names[n++], sizeof names[0], "KUMI_VERBOSE");
     return n;
 }

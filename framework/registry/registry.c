@@ -504,6 +504,7 @@ KUMI_EXPORT int kumi_registry_open(int do_open)
                                 "Diagnostic output level (0: none; also KUMI_VERBOSE)", KUMI_LEVEL_USER,
                                 &base_verbose);
         if (base_verbose > kumi_verbose_level) kumi_verbose_level = (int)base_verbose;
+        kumi_framework_register_params();
 #ifdef KUMI_WANT_DLOPEN
         load_all();
 #else

@@ -25,6 +25,10 @@ struct kumi_comp_entry {
     void *handle;                        /* lt_dlhandle */
 };
 
+/* Registers the parameters of the framework layers (core, request layer,
+ * progress engine) at registry open, so kumi_info lists them too. */
+void kumi_framework_register_params(void);
+
 /* The frameworks this build knows, in listing order. */
 extern const char *const kumi_frameworks[];
 /* (added) kumi_frameworks[] ends with a NULL entry. */

@@ -7,21 +7,36 @@
  * even if a transport forgets an fd).  That keeps latency low when a rank
  * has a core, and lets 8 or 64 ranks share 2 cores. */
 #include "request/request.h"
+#include <kumi/param.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 
-#define KUMI_SPIN_ROUNDS   300
-#define KUMI_YIELD_ROUNDS  200
-#define KUMI_SLEEP_MS      20
 #define KUMI_MAX_POLLFDS   1024
+
+/* Parameters kumi_base_progress_{spin,yield,sleep_ms} (KUMI_BASE_PROGRESS_SPIN, ...). */
+static long long spin_rounds = 300, yield_rounds = 200, sleep_ms = 20;
 
 static const struct kumi_p2p_ops *pops[16];
 static int npops;
 static struct pollfd *pfds;
 
+void kumi_progress_register_params(void)
+{
+    kumi_param_register_int("kumi", "base", "progress_spin", 300,
+                            "Polls of the transports a blocking wait makes before it yields the CPU",
+                            KUMI_LEVEL_TUNER, &spin_rounds);
+    kumi_param_register_int("kumi", "base", "progress_yield", 200,
+                            "Polls with sched_yield() between them before a blocking wait sleeps",
+                            KUMI_LEVEL_TUNER, &yield_rounds);
+    kumi_param_register_int("kumi", "base", "progress_sleep_ms", 20,
+                            "Longest sleep (ms) of a blocking wait in poll() on the transports' descriptors",
+                            KUMI_LEVEL_TUNER, &sleep_ms);
+}
+
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, int n)
 {
+    if (sleep_ms < 1) sleep_ms = 1;
     npops = 0;
     for (int i = 0; ops && i < n && i < 16; i++) pops[npops++] = ops[i];
     if (n > 0 && !pfds) pfds = malloc(KUMI_MAX_POLLFDS * sizeof *pfds);
@@ -47,7 +62,7 @@ static void sleep_on_fds(void)
                 int k = pops[i]->pollfds(pfds + nf, KUMI_MAX_POLLFDS - nf);
                 if (k > 0) nf += k;
             }
-    poll(nf ? pfds : NULL, (nfds_t)nf, KUMI_SLEEP_MS);
+    poll(nf ? pfds : NULL, (nfds_t)nf, (int)sleep_ms);
 }
 
 int kumi_progress(int blocking)
@@ -62,14 +77,14 @@ int kumi_progress(int blocking)
 
 void kumi_progress_wait(int (*done)(void *), void *arg)
 {
-    unsigned idle = 0;
+    long long idle = 0;
     kumi_req_flush_ctl();
     while (!done(arg)) {
         if (poll_once() > 0) { idle = 0; continue; }
         if (done(arg)) break;
         idle++;
-        if (idle < KUMI_SPIN_ROUNDS) continue;
-        if (idle < KUMI_SPIN_ROUNDS + KUMI_YIELD_ROUNDS) { sched_yield(); continue; }
+        if (idle < spin_rounds) continue;
+        if (idle < spin_rounds + yield_rounds) { sched_yield(); continue; }
         sleep_on_fds();
     }
 }

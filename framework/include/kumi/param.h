@@ -8,8 +8,8 @@
  * Registration writes the current value into *storage at once, so a
  * component reads its parameters from plain variables.  Framework-level
  * parameters use component "base" (e.g. p2p_base_verbose), or framework
- * "kumi" for global ones (kumi_base_verbose -> KUMI_KUMI_BASE_VERBOSE is
- * awkward, so the registry also accepts KUMI_BASE_<NAME> for framework "kumi").
+ * "kumi" for global ones, whose environment name does not repeat the prefix:
+ * kumi_base_verbose is set with KUMI_BASE_VERBOSE.
  */
 #ifndef KUMI_PARAM_H
 #define KUMI_PARAM_H
