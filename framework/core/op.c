@@ -99,22 +99,26 @@ typedef void (*op_kernel)(const void *in, void *inout, size_t n);
 
 #define KDEF(OP, KIND, T) DEF_KERNEL(OP, KIND, T)
 
+/* Which (op, element kind) pairs the standard defines: X(OP, KIND, C type). */
+#define FOR_OP_KINDS(X) \
+    FOR_INT(X, SUM) FOR_FLOAT(X, SUM) FOR_COMPLEX(X, SUM) \
+    FOR_INT(X, PROD) FOR_FLOAT(X, PROD) FOR_COMPLEX(X, PROD) \
+    FOR_INT(X, MAX) FOR_FLOAT(X, MAX) \
+    FOR_INT(X, MIN) FOR_FLOAT(X, MIN) \
+    FOR_INT(X, LAND) FOR_LOGICAL(X, LAND) \
+    FOR_INT(X, LOR) FOR_LOGICAL(X, LOR) \
+    FOR_INT(X, LXOR) FOR_LOGICAL(X, LXOR) \
+    FOR_INT(X, BAND) FOR_BYTE(X, BAND) \
+    FOR_INT(X, BOR) FOR_BYTE(X, BOR) \
+    FOR_INT(X, BXOR) FOR_BYTE(X, BXOR)
+
 /* The kernels are worth full vectorization (-O2's cheap cost model skips
  * loops that need an epilogue). */
 #pragma GCC push_options
 #pragma GCC optimize("O3")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wfloat-equal"
-FOR_INT(KDEF, SUM) FOR_FLOAT(KDEF, SUM) FOR_COMPLEX(KDEF, SUM)
-FOR_INT(KDEF, PROD) FOR_FLOAT(KDEF, PROD) FOR_COMPLEX(KDEF, PROD)
-FOR_INT(KDEF, MAX) FOR_FLOAT(KDEF, MAX)
-FOR_INT(KDEF, MIN) FOR_FLOAT(KDEF, MIN)
-FOR_INT(KDEF, LAND) FOR_LOGICAL(KDEF, LAND)
-FOR_INT(KDEF, LOR) FOR_LOGICAL(KDEF, LOR)
-FOR_INT(KDEF, LXOR) FOR_LOGICAL(KDEF, LXOR)
-FOR_INT(KDEF, BAND) FOR_BYTE(KDEF, BAND)
-FOR_INT(KDEF, BOR) FOR_BYTE(KDEF, BOR)
-FOR_INT(KDEF, BXOR) FOR_BYTE(KDEF, BXOR)
+FOR_OP_KINDS(KDEF)
 FOR_PAIR(DEF_PAIR)
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
@@ -125,16 +129,7 @@ FOR_PAIR(DEF_PAIR)
                            [K_MAXLOC][KUMI_B_##KIND] = k_MAXLOC_##KIND,
 
 static const op_kernel op_kernels[K_NOPS][KUMI_B_COUNT_] = {
-    FOR_INT(KENT, SUM) FOR_FLOAT(KENT, SUM) FOR_COMPLEX(KENT, SUM)
-    FOR_INT(KENT, PROD) FOR_FLOAT(KENT, PROD) FOR_COMPLEX(KENT, PROD)
-    FOR_INT(KENT, MAX) FOR_FLOAT(KENT, MAX)
-    FOR_INT(KENT, MIN) FOR_FLOAT(KENT, MIN)
-    FOR_INT(KENT, LAND) FOR_LOGICAL(KENT, LAND)
-    FOR_INT(KENT, LOR) FOR_LOGICAL(KENT, LOR)
-    FOR_INT(KENT, LXOR) FOR_LOGICAL(KENT, LXOR)
-    FOR_INT(KENT, BAND) FOR_BYTE(KENT, BAND)
-    FOR_INT(KENT, BOR) FOR_BYTE(KENT, BOR)
-    FOR_INT(KENT, BXOR) FOR_BYTE(KENT, BXOR)
+    FOR_OP_KINDS(KENT)
     FOR_PAIR(PENT)
 };
 

@@ -78,7 +78,7 @@ static char *xstrdup(const char *s)
     return d;
 }
 
-static const char *type_name(enum kumi_param_type t)
+KUMI_EXPORT const char *kumi_param_type_name(enum kumi_param_type t)
 {
     switch (t) {
     case KUMI_PARAM_INT: return "int";
@@ -333,7 +333,7 @@ static int param_register(const char *fw, const char *comp, const char *name, en
         int rc = MPI_SUCCESS;
         if (p->type != type)
             rc = kumi_error(MPI_ERR_ARG, "kumi_param_register: parameter %s registered again as %s (it is %s)",
-                            full, type_name(type), type_name(p->type));
+                            full, kumi_param_type_name(type), kumi_param_type_name(p->type));
         else
             store(p, storage);
         pthread_mutex_unlock(&param_lock);
@@ -383,9 +383,9 @@ static int param_register(const char *fw, const char *comp, const char *name, en
             value_text(type, &p->val, txt, sizeof txt);
             if (should_warn())
                 kumi_warn("%s:%d: bad value '%s' for parameter %s (expected %s); keeping %s",
-                          fentries[i].file, fentries[i].line, fentries[i].value, full, type_name(type), txt);
+                          fentries[i].file, fentries[i].line, fentries[i].value, full, kumi_param_type_name(type), txt);
             rc = kumi_error(MPI_ERR_ARG, "%s:%d: bad value '%s' for parameter %s (expected %s)",
-                            fentries[i].file, fentries[i].line, fentries[i].value, full, type_name(type));
+                            fentries[i].file, fentries[i].line, fentries[i].value, full, kumi_param_type_name(type));
         }
         break;
     }
@@ -406,9 +406,9 @@ static int param_register(const char *fw, const char *comp, const char *name, en
             value_text(type, &p->val, txt, sizeof txt);
             if (should_warn())
                 kumi_warn("bad value '%s' in %s (parameter %s expects %s); keeping %s", ev, names[k], full,
-                          type_name(type), txt);
+                          kumi_param_type_name(type), txt);
             rc = kumi_error(MPI_ERR_ARG, "bad value '%s' in %s (parameter %s expects %s)", ev, names[k], full,
-                            type_name(type));
+                            kumi_param_type_name(type));
         }
         break;
     }

@@ -63,6 +63,7 @@ struct kumi_param_info {
     char defval[1024];
 };
 int kumi_param_count(void);
+const char *kumi_param_type_name(enum kumi_param_type t);   /* "int", "size", ... */
 int kumi_param_get_info(int i, struct kumi_param_info *info);
 /* Environment name of a parameter: KUMI_<FW>_<COMP>_<NAME> upper-cased. */
 void kumi_param_envname(const char *fullname, char *out, size_t outlen);

@@ -41,8 +41,8 @@ if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; 
 fi
 if command -v mpicc.mpich >/dev/null && command -v mpirun.mpich >/dev/null; then
     mpicc.mpich -O2 -o "$work/pp_mpich" "$here/pingpong.c" && \
-    best env MPIR_CVAR_NOLOCAL=1 mpirun.mpich -n 2 "$work/pp_mpich" > "$work/mpich.txt" 2>/dev/null && \
-    peers+=("mpich:MPICH (nolocal: network path)")
+    best env UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1 mpirun.mpich -n 2 "$work/pp_mpich" > "$work/mpich.txt" 2>/dev/null && \
+    peers+=("mpich:MPICH (ucx tcp,self)")
 fi
 printf "%-10s %14s" "bytes" "Kumi tcp (us)"
 for p in "${peers[@]}"; do printf " %28s %8s" "${p#*:} (us)" "ratio"; done; echo

@@ -29,18 +29,6 @@ static const char *status_name(enum kumi_comp_status s)
     return "?";
 }
 
-static const char *type_name(enum kumi_param_type t)
-{
-    switch (t) {
-    case KUMI_PARAM_INT: return "int";
-    case KUMI_PARAM_SIZE: return "size";
-    case KUMI_PARAM_BOOL: return "bool";
-    case KUMI_PARAM_DOUBLE: return "double";
-    case KUMI_PARAM_STRING: return "string";
-    }
-    return "?";
-}
-
 static const char *source_name(enum kumi_param_source s)
 {
     switch (s) {
@@ -207,7 +195,7 @@ static void print_param(const struct kumi_param_info *p)
         kv(pfx, "value", p->value);
         kv(pfx, "source", source_name(p->source));
         if (p->source != KUMI_PARAM_SRC_DEFAULT) kv(pfx, "source_detail", p->source_detail);
-        kv(pfx, "type", type_name(p->type));
+        kv(pfx, "type", kumi_param_type_name(p->type));
         kv(pfx, "level", lvl);
         kv(pfx, "default", p->defval);
         kv(pfx, "envvar", env);
@@ -223,7 +211,7 @@ static void print_param(const struct kumi_param_info *p)
     else
         snprintf(src, sizeof src, "%s %s", source_name(p->source), p->source_detail);
     printf("%25s: parameter \"%s\" (current value: \"%s\", source: %s, level: %d %s, type: %s)\n", lbl,
-           p->fullname, p->value, src, p->level, level_name(p->level), type_name(p->type));
+           p->fullname, p->value, src, p->level, level_name(p->level), kumi_param_type_name(p->type));
     if (p->help && *p->help) printf("%25s  %s\n", "", p->help);
     printf("%25s  (environment %s, default \"%s\")\n", "", env, p->defval);
 }
