@@ -13,6 +13,7 @@ int main(int argc, char **argv)
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int n = 50000;                                   /* ints: rendezvous-sized */
     int *data = malloc(n * sizeof(int)), *r = malloc(n * sizeof(int));
+    for (int i = 0; i < n; i++) data[i] = rank * 1000003 + i;
     /* no buffer attached */
     KT_ERRCLASS(MPI_Bsend(data, 1, MPI_INT, right, 1, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     /* too small: one message of 100 ints needs 400 + MPI_BSEND_OVERHEAD */
@@ -22,6 +23,7 @@ int main(int argc, char **argv)
     KT_ERRCLASS(MPI_Bsend(data, 100, MPI_INT, right, 1, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     KT_MPI(MPI_Bsend(data, 10, MPI_INT, right, 2, MPI_COMM_WORLD));   /* fits */
     KT_MPI(MPI_Recv(r, 10, MPI_INT, left, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 10; i++) KT_EQ_INT(r[i], left * 1000003 + i);
     KT_MPI(MPI_Buffer_detach(&p, &sz));
     KT_CHECK(p == sbuf, "detach returns the buffer");
     KT_EQ_INT(sz, small);

@@ -12,7 +12,7 @@ int main(int argc, char **argv)
     const int lens[2] = { 16, 40000 };                 /* ints */
     for (int k = 0; k < 2; k++) {
         int n = lens[k], iters = k ? 100 : 2000;
-        int *s = malloc(n * sizeof(int)), *r = malloc(n * sizeof(int));
+        int *s = calloc(n, sizeof(int)), *r = malloc(n * sizeof(int));
         MPI_Request rq[2];
         MPI_Status st[2];
         KT_MPI(MPI_Recv_init(r, n, MPI_INT, left, 5, MPI_COMM_WORLD, &rq[0]));
