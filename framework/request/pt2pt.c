@@ -87,12 +87,22 @@ static int req_error_code(const struct kumi_req *r, const char *fn)
     return e;
 }
 
+/* Status out of a call that reports one request: every field but MPI_ERROR,
+ * which MPI leaves to the calls that return several statuses. */
+static void status_out(MPI_Status *st, const MPI_Status *from)
+{
+    if (st == MPI_STATUS_IGNORE) return;
+    int keep = st->MPI_ERROR;
+    *st = *from;
+    st->MPI_ERROR = keep;
+}
+
 /* Report a complete request: status out, then free it (non-persistent) or
  * make it inactive (persistent).  Returns its error code (no handler). */
 static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
     int code = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, fn);
-    if (st != MPI_STATUS_IGNORE) *st = r->status;
+    status_out(st, &r->status);
     if (r->persistent) {
         r->active = false;
     } else {
@@ -126,7 +136,7 @@ static int blocking(struct kumi_req *r, MPI_Status *st)
     if (rc) { kumi_req_free(r); return rc; }
     wait_req(r);
     rc = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, r->fname);
-    if (st != MPI_STATUS_IGNORE) *st = r->status;
+    status_out(st, &r->status);
     kumi_req_free(r);
     return rc;
 }
@@ -288,7 +298,7 @@ int kumi_mpi_sendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendty
     wait_req(rr);
     rc = sr->status.MPI_ERROR;
     rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, "MPI_Sendrecv");
-    if (status != MPI_STATUS_IGNORE) *status = rr->status;
+    status_out(status, &rr->status);
     kumi_req_free(rr);
     kumi_req_free(sr);
     return rc ? rc : rc2;
@@ -321,7 +331,7 @@ int kumi_mpi_sendrecv_replace(void *buf, int count, struct kumi_dt *datatype, in
     wait_req(rr);
     rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, "MPI_Sendrecv_replace");
     if (!rc) rc = sr->status.MPI_ERROR;
-    if (status != MPI_STATUS_IGNORE) *status = rr->status;
+    status_out(status, &rr->status);
     kumi_req_free(rr);
     kumi_req_free(sr);
     free(tmp);
@@ -703,7 +713,7 @@ int kumi_mpi_request_get_status(MPI_Request request, int *flag, MPI_Status *stat
     if (!r) return bad_request("MPI_Request_get_status", "request", -1);
     if (!r->complete) kumi_progress(0);
     *flag = r->complete;
-    if (r->complete && status != MPI_STATUS_IGNORE) *status = r->status;
+    if (r->complete) status_out(status, &r->status);
     return MPI_SUCCESS;
 }
 

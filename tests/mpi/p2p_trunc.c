@@ -21,13 +21,15 @@ int main(int argc, char **argv)
             /* blocking receive */
             KT_MPI(MPI_Isend(s, n, MPI_INT, peer, 1, MPI_COMM_WORLD, &sr));
             for (int i = 0; i < n; i++) r[i] = -1;
+            /* calls that report one status leave its MPI_ERROR field alone (MPI 4.1 sec. 3.2.5) */
+            st.MPI_ERROR = 12345;
             KT_ERRCLASS(MPI_Recv(r, n / 2, MPI_INT, peer, 1, MPI_COMM_WORLD, &st), MPI_ERR_TRUNCATE);
             for (int i = 0; i < n / 2; i++) KT_EQ_INT(r[i], i + 1000 * k);
             KT_EQ_INT(r[n / 2], -1);                 /* nothing written past the buffer */
             KT_EQ_INT(st.MPI_SOURCE, peer);
             KT_EQ_INT(st.MPI_TAG, 1);
-            int cls; MPI_Error_class(st.MPI_ERROR, &cls);
-            KT_EQ_INT(cls, MPI_ERR_TRUNCATE);
+            KT_EQ_INT(st.MPI_ERROR, 12345);
+            int cls;
             int cnt; MPI_Get_count(&st, MPI_INT, &cnt);
             KT_EQ_INT(cnt, n / 2);
             KT_MPI(MPI_Wait(&sr, MPI_STATUS_IGNORE));
@@ -35,10 +37,10 @@ int main(int argc, char **argv)
             KT_MPI(MPI_Irecv(r, n / 3, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &rr));
             MPI_Barrier(MPI_COMM_WORLD);
             KT_MPI(MPI_Isend(s, n, MPI_INT, peer, 2, MPI_COMM_WORLD, &sr));
+            st.MPI_ERROR = 54321;
             KT_ERRCLASS(MPI_Wait(&rr, &st), MPI_ERR_TRUNCATE);
             KT_CHECK(rr == MPI_REQUEST_NULL, "request freed after a failed wait");
-            MPI_Error_class(st.MPI_ERROR, &cls);
-            KT_EQ_INT(cls, MPI_ERR_TRUNCATE);
+            KT_EQ_INT(st.MPI_ERROR, 54321);
             MPI_Get_count(&st, MPI_INT, &cnt);
             KT_EQ_INT(cnt, n / 3);
             KT_EQ_INT(r[n / 3 - 1], n / 3 - 1 + 1000 * k);
