@@ -205,12 +205,21 @@ static void fence_complete(struct mx_job *job)
     if (job->verbose > 1) mx_msg("fence %d complete (%zu keys)", job->fences_done, job->nkv);
 }
 
-static void check_fence(struct mx_job *job)
+void mx_ctl_check_fence(struct mx_job *job)
 {
     for (;;) {
-        for (int r = 0; r < job->n; r++)
-            if (job->ranks[r].fences <= job->fences_done) return;
-        fence_complete(job);
+        int waiting = 0, missing = -1;
+        for (int r = 0; r < job->n; r++) {
+            if (job->ranks[r].fences > job->fences_done) waiting = 1;
+            else if (missing < 0 || job->ranks[r].state == MX_RANK_EXITED) missing = r;
+        }
+        if (missing < 0) {
+            fence_complete(job);
+            continue;
+        }
+        /* A rank that exited cannot join the fence the others wait in. */
+        if (waiting && job->ranks[missing].state == MX_RANK_EXITED) mx_fence_dead(missing);
+        return;
     }
 }
 
@@ -297,7 +306,7 @@ static int handle_frame(struct mx_job *job, struct mx_conn *c, int type, const u
     case MX_MSG_FENCE:
         if (n != 0) return -1;
         rk->fences++;
-        check_fence(job);
+        mx_ctl_check_fence(job);
         return 0;
     case MX_MSG_ABORT: {
         const char *m;

@@ -561,9 +561,18 @@ static void rank_exited(int r, int status)
     } else if (rk->connected && !rk->finalized) {
         mx_msg("rank %d (pid %d) exited without calling MPI_Finalize; stopping the job", r, (int)rk->pid);
         stop_job(1, SIGTERM);
-    } else if (job.verbose > 1) {
-        mx_msg("rank %d (pid %d) exited with status 0", r, (int)rk->pid);
+    } else {
+        if (job.verbose > 1) mx_msg("rank %d (pid %d) exited with status 0", r, (int)rk->pid);
+        mx_ctl_check_fence(&job);
     }
+}
+
+void mx_fence_dead(int r)
+{
+    if (stopping) return;
+    mx_msg("rank %d (pid %d) exited without %s while other ranks wait for it in MPI_Init; stopping the job",
+           r, (int)job.ranks[r].pid, job.ranks[r].connected ? "completing MPI_Init" : "calling MPI_Init");
+    stop_job(1, SIGTERM);
 }
 
 static void reap(void)

@@ -115,10 +115,14 @@ void mx_ctl_drain_rank(struct mx_job *job, int rank);
  * HELLO deadline (or a large value). */
 double mx_ctl_housekeeping(struct mx_job *job, double now);
 void mx_ctl_close_all(struct mx_job *job);
+/* Complete the fences every rank has entered; a fence that a rank which has
+ * already exited never entered stops the job (mx_fence_dead). */
+void mx_ctl_check_fence(struct mx_job *job);
 
 /* ---- mpiexec.c (called by control.c) ---- */
 double mx_now(void);
 void mx_rank_aborted(struct mx_job *job, int rank, int code, const char *msg);
 void mx_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mx_fence_dead(int rank);   /* rank exited while the others wait for it in a fence */
 
 #endif
