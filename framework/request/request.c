@@ -304,6 +304,8 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     }
     /* Early match: copy what has arrived, the rest lands in the user buffer. */
     size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
+    kumi_log(3, "early match: %zu of %llu bytes from rank %d had arrived", u->rx.got,
+             (unsigned long long)u->hdr.paylen, u->wpeer);
     if (n) memcpy(r->rx.dst, u->data, n);
     u->rx.dst = r->rx.dst;
     u->rx.cap = r->rx.cap;
