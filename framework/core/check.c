@@ -48,10 +48,11 @@ int kumi_chk_count_slow(const char *fn, const char *arg, MPI_Count n)
 int kumi_chk_rank_slow(const char *fn, const char *arg, int r, const struct kumi_comm *c, int kind)
 {
     if (kind == 2)
-        return kumi_error(MPI_ERR_ROOT, "%s: invalid root %d in a communicator of size %d (argument %s)",
-                          fn, r, c->size, arg);
-    return kumi_error(MPI_ERR_RANK, "%s: invalid rank %d in a communicator of size %d (argument %s)",
-                      fn, r, c->size, arg);
+        return kumi_error(MPI_ERR_ROOT, "%s: invalid root %d in a%s communicator of %ssize %d (argument %s)",
+                          fn, r, c->inter ? "n inter" : "", c->inter ? "remote " : "",
+                          c->inter ? c->remote_size : c->size, arg);
+    return kumi_error(MPI_ERR_RANK, "%s: invalid rank %d in a%s communicator of %ssize %d (argument %s)",
+                      fn, r, c->inter ? "n inter" : "", c->inter ? "remote " : "", kumi_comm_peer_size(c), arg);
 }
 int kumi_chk_tag_slow(const char *fn, const char *arg, int tag, int recv)
 {

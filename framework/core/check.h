@@ -28,16 +28,21 @@ static inline int kumi_chk_count(const char *fn, const char *arg, MPI_Count n)
 int kumi_chk_rank_slow(const char *fn, const char *arg, int r, const struct kumi_comm *c, int kind);
 static inline int kumi_chk_dest(const char *fn, const char *arg, int r, const struct kumi_comm *c)
 {
-    return __builtin_expect((unsigned)r < (unsigned)c->size || r == MPI_PROC_NULL, 1)
+    return __builtin_expect((unsigned)r < (unsigned)kumi_comm_peer_size(c) || r == MPI_PROC_NULL, 1)
         ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 0);
 }
 static inline int kumi_chk_source(const char *fn, const char *arg, int r, const struct kumi_comm *c)
 {
-    return __builtin_expect((unsigned)r < (unsigned)c->size || r == MPI_ANY_SOURCE || r == MPI_PROC_NULL, 1)
+    return __builtin_expect((unsigned)r < (unsigned)kumi_comm_peer_size(c) || r == MPI_ANY_SOURCE ||
+                            r == MPI_PROC_NULL, 1)
         ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 1);
 }
 static inline int kumi_chk_root(const char *fn, const char *arg, int r, const struct kumi_comm *c)
 {
+    /* intercommunicator: MPI_ROOT / MPI_PROC_NULL in the root group, a remote rank in the other */
+    if (__builtin_expect(c->inter, 0))
+        return r == MPI_ROOT || r == MPI_PROC_NULL || (unsigned)r < (unsigned)c->remote_size
+            ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 2);
     return __builtin_expect((unsigned)r < (unsigned)c->size, 1)
         ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 2);
 }

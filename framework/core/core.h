@@ -25,6 +25,9 @@ enum kumi_magic {
     KUMI_MAGIC_ERRH  = 0x4b455252,
     KUMI_MAGIC_REQ   = 0x4b524551,
     KUMI_MAGIC_MSG   = 0x4b4d5347,
+    KUMI_MAGIC_GROUP = 0x4b475250,
+    KUMI_MAGIC_INFO  = 0x4b494e46,
+    KUMI_MAGIC_SESSION = 0x4b534553,
     KUMI_MAGIC_DEAD  = 0x44454144
 };
 
@@ -53,6 +56,23 @@ struct kumi_errhandler {
 };
 enum { KUMI_ERRH_FATAL, KUMI_ERRH_ABORT, KUMI_ERRH_RETURN, KUMI_ERRH_USER };
 
+/* ---------------------------------------------------------------- groups */
+/* (framework/core/group.c) */
+struct kumi_group {
+    uint32_t magic;                 /* KUMI_MAGIC_GROUP */
+    int refcount;
+    int size;
+    int rank;                       /* this process's rank in the group, or MPI_UNDEFINED */
+    int *world;                     /* group rank -> world rank (NULL only for an empty group) */
+    bool predefined;                /* MPI_GROUP_EMPTY */
+    MPI_Group handle;
+};
+static inline struct kumi_group *kumi_group_get(MPI_Group h) { return kumi_handle_obj(h, KUMI_MAGIC_GROUP); }
+
+/* Attributes and info objects (framework/core/attr.c, info.c). */
+struct kumi_attr;
+struct kumi_info;
+
 /* --------------------------------------------------------- communicators */
 struct kumi_comm {
     uint32_t magic;
@@ -65,6 +85,15 @@ struct kumi_comm {
     MPI_Comm handle;                /* what the user holds */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
+    /* Intercommunicators: rank/size/world describe the local group; point-to-
+     * point addresses the remote group (kumi_comm_peer_world). */
+    bool inter;
+    int remote_size;
+    int *remote_world;              /* remote rank -> world rank */
+    struct kumi_comm *local_comm;   /* intracommunicator of the local group (collectives), or NULL */
+    void *topo;                     /* topology (framework/core/topo.c), NULL if none */
+    struct kumi_attr *attrs;        /* attributes (framework/core/attr.c) */
+    struct kumi_info *info;         /* hints set with Comm_set_info / dup_with_info, NULL if none */
 };
 
 extern struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
@@ -73,6 +102,13 @@ extern struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
 
 static inline struct kumi_comm *kumi_comm_get(MPI_Comm h) { return kumi_handle_obj(h, KUMI_MAGIC_COMM); }
 static inline int kumi_comm_world_rank(const struct kumi_comm *c, int r) { return c->world ? c->world[r] : r; }
+/* World rank of the peer that point-to-point rank r addresses (remote group of an intercommunicator). */
+static inline int kumi_comm_peer_world(const struct kumi_comm *c, int r)
+{
+    return c->inter ? c->remote_world[r] : kumi_comm_world_rank(c, r);
+}
+/* Number of ranks point-to-point can address (remote size of an intercommunicator). */
+static inline int kumi_comm_peer_size(const struct kumi_comm *c) { return c->inter ? c->remote_size : c->size; }
 
 /* ------------------------------------------------------------- datatypes */
 /* Basic element kinds, for reductions and MPI_Get_elements. */
@@ -105,6 +141,7 @@ struct kumi_dt {
     bool contig;                    /* data of count elements is one block of count*size bytes */
     bool predefined;
     bool committed;
+    struct kumi_attr *attrs;        /* attributes (framework/core/attr.c) */
     MPI_Datatype handle;
     const char *name;
     /* derived types (MPI_Type_contiguous, MPI_Type_dup so far) */
@@ -141,6 +178,15 @@ int kumi_op_apply(const struct kumi_op *op, const void *in, void *inout, size_t 
                   const struct kumi_dt *dt);
 /* Register the predefined ops in kumi_predef (called once by MPI_Init). */
 void kumi_op_init(void);
+
+/* ------------------------------------------------------------ attributes */
+/* Hooks the object code calls (framework/core/attr.c implements them):
+ * copy callbacks when a communicator/datatype is duplicated, delete callbacks
+ * when it is freed (and at MPI_Finalize: MPI_COMM_SELF first, then WORLD). */
+int kumi_attr_comm_dup(struct kumi_comm *oldc, struct kumi_comm *newc);
+int kumi_attr_comm_free(struct kumi_comm *c);
+int kumi_attr_type_dup(struct kumi_dt *oldt, struct kumi_dt *newt);
+int kumi_attr_type_free(struct kumi_dt *t);
 
 /* ---------------------------------------------------------------- errors */
 /* Invoke comm's error handler for code (a return of a failed MPI call);

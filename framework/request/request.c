@@ -195,7 +195,7 @@ int kumi_req_start_send(struct kumi_req *r)
         kumi_dt_pack(r->dt, r->buf, r->count, r->pack);
         payload = r->pack;
     }
-    r->wpeer = kumi_comm_world_rank(r->comm, r->peer);
+    r->wpeer = kumi_comm_peer_world(r->comm, r->peer);
     ops = kumi_req_transport(r->wpeer);
     if (!ops) return kumi_error(MPI_ERR_INTERN, "%s: no transport reaches rank %d", r->fname, r->peer);
 
