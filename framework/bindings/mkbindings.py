@@ -16,6 +16,9 @@ bindings.c:
     communicator's error handler;
   * MPI_<Name>: a weak alias of PMPI_<Name> (the profiling interface).
 
+At MPI_THREAD_MULTIPLE each entry point holds the library lock (kumi_lock)
+from after the state check to its return, error handler included.
+
 Input scalar handles become object pointers in the implementation's signature:
 MPI_Comm -> struct kumi_comm *, MPI_Datatype -> struct kumi_dt *,
 MPI_Op -> struct kumi_op *, MPI_Errhandler -> struct kumi_errhandler *.
@@ -42,6 +45,12 @@ ANYTIME = {
     'MPI_Get_library_version', 'MPI_Error_class', 'MPI_Error_string', 'MPI_Wtime',
     'MPI_Wtick', 'MPI_Abort', 'MPI_Query_thread', 'MPI_Abi_get_version', 'MPI_Abi_get_info',
     'MPI_Get_processor_name',
+}
+# Not under the library lock: they set the thread level, or only read constant state.
+NOLOCK = {
+    'MPI_Init', 'MPI_Init_thread', 'MPI_Initialized', 'MPI_Finalized', 'MPI_Query_thread',
+    'MPI_Is_thread_main', 'MPI_Get_version', 'MPI_Get_library_version', 'MPI_Abi_get_version',
+    'MPI_Session_init',
 }
 # Collectives whose buffers every rank uses (null-buffer check applies).
 SYMMETRIC_BUF = {'MPI_Bcast', 'MPI_Allreduce', 'MPI_Reduce_local', 'MPI_Scan', 'MPI_Exscan'}
@@ -199,18 +208,26 @@ def gen_binding(name, ret, params, kinds):
                         and cnt['type'] in ('int', 'MPI_Count'):
                     body.append('    if ((rc = kumi_chk_buf(kfn, "%s", %s, (MPI_Count)%s, %s))) goto fail;'
                                 % (p['name'], p['name'], cnt['name'], local[dt['name']]))
+    lock = base not in NOLOCK
+    if lock:
+        out.append('    kumi_lock();')
+    unlock = '    kumi_unlock();' if lock else None
     out += body
     args = ', '.join(local.get(p['name'], p['name']) for p in params)
     out.append('    rc = %s(%s);' % (iname, args))
     if kc:
-        out.append('    if (rc == MPI_SUCCESS) return rc;')
+        out.append('    if (rc == MPI_SUCCESS) {%s return rc; }' % (' kumi_unlock();' if lock else ''))
         out.append('fail:')
-        out.append('    return kumi_err_handle(%s, rc);' % kc)
-    else:
-        out.append('    return rc;')
-        if body:
-            out.append('fail:')
-            out.append('    return kumi_err_handle(NULL, rc);')
+        out.append('    rc = kumi_err_handle(%s, rc);' % kc)
+    elif body:
+        out.append('    if (rc == MPI_SUCCESS) {%s return rc; }' % (' kumi_unlock();' if lock else ''))
+        out.append('    goto done;')
+        out.append('fail:')
+        out.append('    rc = kumi_err_handle(NULL, rc);')
+        out.append('done:')
+    if unlock:
+        out.append(unlock)
+    out.append('    return rc;')
     out.append('}')
     out.append('KUMI_EXPORT %s %s(%s) __attribute__((weak, alias("P%s")));' % (ret, name, decl, name))
     out.append('')

@@ -205,6 +205,17 @@ enum kumi_state { KUMI_STATE_PRE = 0, KUMI_STATE_INIT, KUMI_STATE_FINALIZED };
 extern enum kumi_state kumi_state;
 extern int kumi_thread_level;
 
+/* The library lock (framework/core/lock.c), taken by the entry points only
+ * at MPI_THREAD_MULTIPLE.  Blocking waits release it while they yield or sleep:
+ *   int d = kumi_lock_release_all(); ...; kumi_lock_reacquire(d); */
+extern bool kumi_mt;
+void kumi_lock_slow(void);
+void kumi_unlock_slow(void);
+static inline void kumi_lock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_lock_slow(); }
+static inline void kumi_unlock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_unlock_slow(); }
+int kumi_lock_release_all(void);
+void kumi_lock_reacquire(int depth);
+
 /* Abort the whole job (MPI_Abort and fatal errors). */
 void kumi_abort_job(int errorcode, const char *msg) __attribute__((noreturn));
 

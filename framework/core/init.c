@@ -143,8 +143,12 @@ int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
     if ((rc = kumi_comm_init_predefined())) init_fail(rc);
     kumi_param_warn_unknown();
 
-    kumi_thread_level = required <= MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
-    if (kumi_thread_level < MPI_THREAD_SINGLE) kumi_thread_level = MPI_THREAD_SINGLE;
+    /* levels are ordered SINGLE < FUNNELED < SERIALIZED < MULTIPLE (the ABI's values are too) */
+    kumi_thread_level = required;
+    if (kumi_thread_level != MPI_THREAD_FUNNELED && kumi_thread_level != MPI_THREAD_SERIALIZED &&
+        kumi_thread_level != MPI_THREAD_MULTIPLE)
+        kumi_thread_level = required > MPI_THREAD_MULTIPLE ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
+    kumi_mt = kumi_thread_level == MPI_THREAD_MULTIPLE;
     if (provided) *provided = kumi_thread_level;
     kumi_state = KUMI_STATE_INIT;
     return MPI_SUCCESS;

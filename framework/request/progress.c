@@ -53,16 +53,26 @@ static int poll_once(void)
     return n;
 }
 
+/* Sleep until a transport's descriptor is ready (or the timeout).  At
+ * MPI_THREAD_MULTIPLE the library lock is released meanwhile, so each
+ * thread gathers its descriptors into its own buffer, and sleeps briefly:
+ * another thread may complete this one's request while it sleeps. */
 static void sleep_on_fds(void)
 {
+    static _Thread_local struct pollfd *mine;
+    struct pollfd *fds = kumi_mt ? mine : pfds;
+    if (kumi_mt && !mine && pfds) fds = mine = malloc(KUMI_MAX_POLLFDS * sizeof *mine);
     int nf = 0;
-    if (pfds)
+    if (fds)
         for (int i = 0; i < npops && nf < KUMI_MAX_POLLFDS; i++)
             if (pops[i]->pollfds) {
-                int k = pops[i]->pollfds(pfds + nf, KUMI_MAX_POLLFDS - nf);
+                int k = pops[i]->pollfds(fds + nf, KUMI_MAX_POLLFDS - nf);
                 if (k > 0) nf += k;
             }
-    poll(nf ? pfds : NULL, (nfds_t)nf, (int)sleep_ms);
+    int ms = kumi_mt && sleep_ms > 2 ? 2 : (int)sleep_ms;
+    int d = kumi_lock_release_all();
+    poll(nf ? fds : NULL, (nfds_t)nf, ms);
+    kumi_lock_reacquire(d);
 }
 
 int kumi_progress(int blocking)
@@ -83,8 +93,16 @@ void kumi_progress_wait(int (*done)(void *), void *arg)
         if (poll_once() > 0) { idle = 0; continue; }
         if (done(arg)) break;
         idle++;
-        if (idle < spin_rounds) continue;
-        if (idle < spin_rounds + yield_rounds) { sched_yield(); continue; }
+        if (idle < spin_rounds) {
+            if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* let other threads in */
+            continue;
+        }
+        if (idle < spin_rounds + yield_rounds) {
+            int d = kumi_lock_release_all();
+            sched_yield();
+            kumi_lock_reacquire(d);
+            continue;
+        }
         sleep_on_fds();
     }
 }
