@@ -33,6 +33,7 @@ static struct kumi_req *new_req(int kind, const char *fn, void *buf, int count, 
     r->buf = buf;
     r->count = (size_t)count;
     r->dt = dt;
+    kumi_dt_retain(dt);
     r->peer = peer;
     r->tag = tag;
     return r;
@@ -51,7 +52,7 @@ static int bsend_start(struct kumi_req *r)
     if (!b) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", r->fname);
     b->fname = r->fname;
     b->internal = true;
-    b->buf = r->buf; b->count = r->count; b->dt = r->dt; b->peer = r->peer; b->tag = r->tag;
+    b->buf = r->buf; b->count = r->count; b->dt = r->dt; kumi_dt_retain(b->dt); b->peer = r->peer; b->tag = r->tag;
     b->mode = KUMI_MODE_STD;
     int rc = kumi_bsend_prepare(b);
     if (rc) { kumi_req_free(b); return rc; }
@@ -336,6 +337,64 @@ int kumi_mpi_sendrecv_replace(void *buf, int count, struct kumi_dt *datatype, in
     kumi_req_free(sr);
     free(tmp);
     return rc ? rc : rc2;
+}
+
+/* MPI_Isendrecv(_replace): the receive is the user's request; the send is its
+ * internal partner, and the receive completes when both are done. */
+static int isendrecv(const char *fn, struct kumi_req *sr, struct kumi_req *rr, MPI_Request *request)
+{
+    sr->internal = true;
+    sr->parent = rr;
+    rr->partner = sr;
+    int rc = kumi_req_start_recv(rr);
+    if (!rc) {
+        rc = kumi_req_start_send(sr);
+        if (rc) {
+            sr->complete = true;           /* failed to start: nothing in flight */
+            kumi_req_cancel(rr);
+        }
+        /* the send may have completed at once (MPI_PROC_NULL) without telling its receive */
+        kumi_req_check_complete(rr);
+        if (rc) wait_req(rr);
+    }
+    if (rc) {
+        kumi_req_free(rr);
+        return rc;
+    }
+    *request = (MPI_Request)rr;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_isendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
+                       void *recvbuf, int recvcount, struct kumi_dt *recvtype, int source, int recvtag,
+                       struct kumi_comm *comm, MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Isendrecv: argument request is NULL");
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Isendrecv", (void *)sendbuf, sendcount, sendtype, dest,
+                                  sendtag, comm);
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Isendrecv", recvbuf, recvcount, recvtype, source,
+                                  recvtag, comm);
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem("MPI_Isendrecv"); }
+    return isendrecv("MPI_Isendrecv", sr, rr, request);
+}
+
+int kumi_mpi_isendrecv_replace(void *buf, int count, struct kumi_dt *datatype, int dest, int sendtag,
+                               int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Isendrecv_replace: argument request is NULL");
+    size_t bytes = (size_t)count * datatype->size;
+    struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
+    void *tmp = bytes ? malloc(bytes) : NULL;
+    if (bytes && !tmp)
+        return kumi_error(MPI_ERR_NO_MEM, "MPI_Isendrecv_replace: out of memory (%zu bytes)", bytes);
+    if (bytes) kumi_dt_pack(datatype, buf, (size_t)count, tmp);
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Isendrecv_replace", tmp, 0, bytet, dest, sendtag, comm);
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Isendrecv_replace", buf, count, datatype, source,
+                                  recvtag, comm);
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); return nomem("MPI_Isendrecv_replace"); }
+    sr->count = bytes;
+    rr->owned = tmp;                   /* the packed copy lives until the request is freed */
+    return isendrecv("MPI_Isendrecv_replace", sr, rr, request);
 }
 
 /* ------------------------------------------------------------ probe */
@@ -751,15 +810,7 @@ int kumi_mpi_startall(int count, MPI_Request array_of_requests[])
 /* ------------------------------------------------------------ counts */
 static int64_t elements_of(const MPI_Status *st, const struct kumi_dt *dt)
 {
-    uint64_t bytes = kumi_status_bytes(st);
-    if (dt->size == 0) return 0;
-    size_t nel = dt->nelem ? dt->nelem : 1;
-    if (bytes % dt->size == 0) return (int64_t)(bytes / dt->size * nel);
-    if (dt->size % nel == 0) {               /* equal-sized basic elements */
-        size_t esz = dt->size / nel;
-        if (bytes % esz == 0) return (int64_t)(bytes / esz);
-    }
-    return MPI_UNDEFINED;
+    return kumi_dt_elements(dt, kumi_status_bytes(st));   /* core/dt_pack.c */
 }
 
 int kumi_mpi_get_count(const MPI_Status *status, struct kumi_dt *datatype, int *count)

@@ -55,7 +55,13 @@ void kumi_req_free(struct kumi_req *r)
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
     r->pack = NULL;
+    if (r->partner) {
+        r->partner->parent = NULL;
+        kumi_req_free(r->partner);
+    }
+    free(r->owned);
     if (r->comm) kumi_comm_release(r->comm);
+    kumi_dt_release(r->dt);
     r->magic = KUMI_MAGIC_DEAD;
     free(r);
 }
@@ -63,13 +69,19 @@ void kumi_req_free(struct kumi_req *r)
 void kumi_req_check_complete(struct kumi_req *r)
 {
     if (r->complete || r->pending > 0) return;
+    if (r->partner && !r->partner->complete) return;   /* Isendrecv: the send is not done yet */
     if (r->kind == KUMI_REQ_RECV && r->pack && r->dt && r->dt->size) {
         size_t got = (size_t)kumi_status_bytes(&r->status);
-        kumi_dt_unpack(r->dt, r->pack, got / r->dt->size, r->buf);
+        kumi_dt_unpack_range(r->dt, r->pack, r->count, 0, got, r->buf);
     }
     if (r->kind == KUMI_REQ_SEND && r->pack && !r->bsend_seg) { free(r->pack); r->pack = NULL; }
     if (r->bsend_seg) { kumi_bsend_release(r); r->pack = NULL; }
+    if (r->partner && r->status.MPI_ERROR == MPI_SUCCESS) r->status.MPI_ERROR = r->partner->status.MPI_ERROR;
     r->complete = true;
+    if (r->parent) {                   /* Isendrecv's send: its receive may be complete now */
+        kumi_req_check_complete(r->parent);
+        return;                        /* freed with its parent */
+    }
     if (r->user_freed) kumi_req_free(r);
 }
 
@@ -183,7 +195,7 @@ int kumi_req_start_send(struct kumi_req *r)
     kumi_status_empty(&r->status);
     if (r->peer == MPI_PROC_NULL) {
         status_proc_null(&r->status);
-        r->complete = true;
+        kumi_req_check_complete(r);    /* pending is 0; also tells an Isendrecv's receive */
         return MPI_SUCCESS;
     }
     r->bytes = r->count * r->dt->size;
@@ -326,7 +338,7 @@ static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
     if (r->peer == MPI_PROC_NULL && !msg) {
         status_proc_null(&r->status);
         r->pending = 0;
-        r->complete = true;
+        kumi_req_check_complete(r);    /* an Isendrecv's receive also waits for its send */
         return MPI_SUCCESS;
     }
     r->bytes = r->count * r->dt->size;
@@ -660,13 +672,13 @@ KUMI_EXPORT int kumi_coll_isend(const void *buf, size_t count, MPI_Datatype dt, 
     int rc = coll_args(comm, dt, &c, &d, "kumi_coll_isend");
     *req = NULL;
     if (rc) return rc;
-    if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->size))
-        return kumi_error(MPI_ERR_RANK, "kumi_coll_isend: invalid rank %d in a communicator of size %d", dest, c->size);
+    if (dest != MPI_PROC_NULL && (dest < 0 || dest >= kumi_comm_peer_size(c)))
+        return kumi_error(MPI_ERR_RANK, "kumi_coll_isend: invalid rank %d in a communicator of size %d", dest, kumi_comm_peer_size(c));
     struct kumi_req *r = kumi_req_alloc(KUMI_REQ_SEND, c, c->ctx + 1);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_isend: out of memory");
     r->internal = true;
     r->fname = "collective send";
-    r->buf = (void *)buf; r->count = count; r->dt = d; r->peer = dest; r->tag = tag;
+    r->buf = (void *)buf; r->count = count; r->dt = d; kumi_dt_retain(d); r->peer = dest; r->tag = tag;
     rc = kumi_req_start_send(r);
     if (rc) { kumi_req_free(r); return rc; }
     *req = r;
@@ -680,13 +692,13 @@ KUMI_EXPORT int kumi_coll_irecv(void *buf, size_t count, MPI_Datatype dt, int sr
     int rc = coll_args(comm, dt, &c, &d, "kumi_coll_irecv");
     *req = NULL;
     if (rc) return rc;
-    if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
-        return kumi_error(MPI_ERR_RANK, "kumi_coll_irecv: invalid rank %d in a communicator of size %d", src, c->size);
+    if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= kumi_comm_peer_size(c)))
+        return kumi_error(MPI_ERR_RANK, "kumi_coll_irecv: invalid rank %d in a communicator of size %d", src, kumi_comm_peer_size(c));
     struct kumi_req *r = kumi_req_alloc(KUMI_REQ_RECV, c, c->ctx + 1);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_irecv: out of memory");
     r->internal = true;
     r->fname = "collective receive";
-    r->buf = buf; r->count = count; r->dt = d; r->peer = src; r->tag = tag;
+    r->buf = buf; r->count = count; r->dt = d; kumi_dt_retain(d); r->peer = src; r->tag = tag;
     rc = kumi_req_start_recv(r);
     if (rc) { kumi_req_free(r); return rc; }
     *req = r;

@@ -82,6 +82,11 @@ struct kumi_req {
     struct kumi_rx rx;
     struct kumi_ue *ue;             /* early match: message still arriving */
     struct kumi_req *qnext, *qprev; /* posted queue */
+    /* MPI_Isendrecv(_replace): the user's request is the receive; it owns an
+     * internal send (partner) and completes only when both are done. */
+    struct kumi_req *partner;       /* receive: its send */
+    struct kumi_req *parent;        /* send: the receive that owns it */
+    void *owned;                    /* freed with the request (Isendrecv_replace's copy) */
 };
 
 /* An unexpected message (header arrived, no receive matched yet). */
