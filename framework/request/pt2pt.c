@@ -843,3 +843,54 @@ int kumi_mpi_get_elements_x(const MPI_Status *status, struct kumi_dt *datatype, 
     *count = (MPI_Count)elements_of(status, datatype);
     return MPI_SUCCESS;
 }
+
+/* ------------------------------------------- MPI 5.0 status accessors */
+static int status_null(const char *fn)
+{
+    return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument status is NULL", fn));
+}
+
+int kumi_mpi_status_get_source(const MPI_Status *status, int *source)
+{
+    if (!status) return status_null("MPI_Status_get_source");
+    if (!source) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Status_get_source: argument source is NULL"));
+    *source = status->MPI_SOURCE;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_status_get_tag(const MPI_Status *status, int *tag)
+{
+    if (!status) return status_null("MPI_Status_get_tag");
+    if (!tag) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Status_get_tag: argument tag is NULL"));
+    *tag = status->MPI_TAG;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_status_get_error(const MPI_Status *status, int *error)
+{
+    if (!status) return status_null("MPI_Status_get_error");
+    if (!error) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Status_get_error: argument error is NULL"));
+    *error = status->MPI_ERROR;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_status_set_source(MPI_Status *status, int source)
+{
+    if (!status) return status_null("MPI_Status_set_source");
+    status->MPI_SOURCE = source;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_status_set_tag(MPI_Status *status, int tag)
+{
+    if (!status) return status_null("MPI_Status_set_tag");
+    status->MPI_TAG = tag;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_status_set_error(MPI_Status *status, int error)
+{
+    if (!status) return status_null("MPI_Status_set_error");
+    status->MPI_ERROR = error;
+    return MPI_SUCCESS;
+}
