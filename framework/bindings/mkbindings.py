@@ -45,6 +45,10 @@ ANYTIME = {
     'MPI_Get_library_version', 'MPI_Error_class', 'MPI_Error_string', 'MPI_Wtime',
     'MPI_Wtick', 'MPI_Abort', 'MPI_Query_thread', 'MPI_Abi_get_version', 'MPI_Abi_get_info',
     'MPI_Get_processor_name',
+    # MPI 4: info objects and sessions live outside the world model
+    'MPI_Info_create', 'MPI_Info_create_env', 'MPI_Info_delete', 'MPI_Info_dup', 'MPI_Info_free',
+    'MPI_Info_get', 'MPI_Info_get_nkeys', 'MPI_Info_get_nthkey', 'MPI_Info_get_string',
+    'MPI_Info_get_valuelen', 'MPI_Info_set',
 }
 # Not under the library lock: they set the thread level, or only read constant state.
 NOLOCK = {
@@ -162,6 +166,8 @@ def gen_binding(name, ret, params, kinds):
         if t == 'MPI_Comm' and comm_param is None:
             comm_param = p['name']
     out.append('    int rc = MPI_SUCCESS;')
+    # a datatype must be committed only where data moves (calls with a buffer argument)
+    moves_data = any(kinds.get(p['name'], '') in ('BUFFER', 'C_BUFFER', 'C_BUFFER2') for p in params)
     # communicator first: errors after it go to its handler
     order = sorted([p for p in params if p['name'] in local],
                    key=lambda p: 0 if p['type'] == 'MPI_Comm' else 1)
@@ -171,7 +177,7 @@ def gen_binding(name, ret, params, kinds):
         v = local[p['name']]
         body.append('    if (!(%s = %s(%s))) { rc = kumi_chk_bad_%s(kfn, "%s", %s); goto fail; }'
                     % (v, getter, p['name'], what, p['name'], p['name']))
-        if t == 'MPI_Datatype':
+        if t == 'MPI_Datatype' and moves_data:
             body.append('    if ((rc = kumi_chk_dt_usable(kfn, "%s", %s))) goto fail;' % (p['name'], v))
     kc = local.get(comm_param) if comm_param else None
     # scalar checks

@@ -1,6 +1,7 @@
 """Reading the MPI API data (shared by mkmpih.py and mkbindings.py).
 
-Errata: in the API data the large-count prototypes (c_large) lose the '*' of
+Errata: ERRATA below replaces prototypes the API data gets wrong.  And in
+the API data the large-count prototypes (c_large) lose the '*' of
 output parameters (e.g. "int MPI_Type_size_c(MPI_Datatype datatype,
 MPI_Count size)"; the standard has "MPI_Count *size").  fixed_large() restores
 it: a c_large parameter is a pointer when the same-named parameter of the
@@ -55,13 +56,21 @@ def fixed_large(c, c_large):
     return '%s %s(%s)' % (ret, name, ', '.join(param_text(p) for p in large))
 
 
+# Prototypes the API data gets wrong, corrected from the standard's text.
+ERRATA = {
+    'MPI_Info_create_env': 'int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info)',
+}
+
+
 def all_prototypes(api, abi):
     """[(c prototype text, c_params kinds by name)] for every procedure, corrected."""
     out = []
     for p in api['procedures']:
         kinds = {q['name']: q['kind'] for q in (p.get('c_params') or [])}
         if p.get('c'):
-            out.append((p['c'].replace('\\ldots', '...'), kinds))
+            c = p['c'].replace('\\ldots', '...')
+            name = c.split('(')[0].split()[-1]
+            out.append((ERRATA.get(name, c), kinds))
         if p.get('c_large'):
             out.append((fixed_large(p['c'], p['c_large']), kinds))
     for f in abi.get('functions_not_in_procedures_json', []):
