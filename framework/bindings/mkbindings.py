@@ -49,6 +49,9 @@ ANYTIME = {
     'MPI_Info_create', 'MPI_Info_create_env', 'MPI_Info_delete', 'MPI_Info_dup', 'MPI_Info_free',
     'MPI_Info_get', 'MPI_Info_get_nkeys', 'MPI_Info_get_nthkey', 'MPI_Info_get_string',
     'MPI_Info_get_valuelen', 'MPI_Info_set',
+    'MPI_Session_init', 'MPI_Session_finalize', 'MPI_Session_get_num_psets', 'MPI_Session_get_nth_pset',
+    'MPI_Session_get_pset_info', 'MPI_Session_get_info', 'MPI_Session_set_errhandler',
+    'MPI_Session_get_errhandler', 'MPI_Group_from_session_pset', 'MPI_Comm_create_from_group',
 }
 # Not under the library lock: they set the thread level, or only read constant state.
 NOLOCK = {
@@ -56,6 +59,8 @@ NOLOCK = {
     'MPI_Is_thread_main', 'MPI_Get_version', 'MPI_Get_library_version', 'MPI_Abi_get_version',
     'MPI_Session_init',
 }
+# Handle arguments that may be the null handle (resolved to NULL for the implementation).
+NULL_OK = {('MPI_Intercomm_create', 'peer_comm')}   # significant only at the local leader
 # Collectives whose buffers every rank uses (null-buffer check applies).
 SYMMETRIC_BUF = {'MPI_Bcast', 'MPI_Allreduce', 'MPI_Reduce_local', 'MPI_Scan', 'MPI_Exscan'}
 # Reductions: op must be defined for datatype.
@@ -175,8 +180,10 @@ def gen_binding(name, ret, params, kinds):
         t = p['type']
         ctype, getter, what = CONVERT[t]
         v = local[p['name']]
-        body.append('    if (!(%s = %s(%s))) { rc = kumi_chk_bad_%s(kfn, "%s", %s); goto fail; }'
-                    % (v, getter, p['name'], what, p['name'], p['name']))
+        null_ok = '' if (name, p['name']) not in NULL_OK else \
+            ' && %s != %s' % (p['name'], {'MPI_Comm': 'MPI_COMM_NULL'}[t])
+        body.append('    if (!(%s = %s(%s))%s) { rc = kumi_chk_bad_%s(kfn, "%s", %s); goto fail; }'
+                    % (v, getter, p['name'], null_ok, what, p['name'], p['name']))
         if t == 'MPI_Datatype' and moves_data:
             body.append('    if ((rc = kumi_chk_dt_usable(kfn, "%s", %s))) goto fail;' % (p['name'], v))
     kc = local.get(comm_param) if comm_param else None

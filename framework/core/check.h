@@ -8,7 +8,7 @@
 
 void kumi_chk_state_fail(const char *fn) __attribute__((noreturn));
 #define KUMI_CHECK_STATE(fn) do { \
-    if (__builtin_expect(kumi_state != KUMI_STATE_INIT, 0)) kumi_chk_state_fail(fn); } while (0)
+    if (__builtin_expect(kumi_state != KUMI_STATE_INIT && !kumi_sessions_active, 0)) kumi_chk_state_fail(fn); } while (0)
 
 int kumi_chk_bad_comm(const char *fn, const char *arg, MPI_Comm h);
 int kumi_chk_bad_datatype(const char *fn, const char *arg, MPI_Datatype h);

@@ -22,10 +22,18 @@
     X(reduce_scatter, "MPI_Reduce_scatter")                                      \
     X(reduce_scatter_block, "MPI_Reduce_scatter_block") X(scan, "MPI_Scan")      \
     X(exscan, "MPI_Exscan")
+/* Operations a communicator may lack (only topologies use them): picked, never required. */
+#define COLL_OPS_OPTIONAL(X)                                                     \
+    X(neighbor_allgather, "MPI_Neighbor_allgather")                              \
+    X(neighbor_allgatherv, "MPI_Neighbor_allgatherv")                            \
+    X(neighbor_alltoall, "MPI_Neighbor_alltoall")                                \
+    X(neighbor_alltoallv, "MPI_Neighbor_alltoallv")                              \
+    X(neighbor_alltoallw, "MPI_Neighbor_alltoallw")
 
 enum {
 #define COLL_IDX(f, name) COLL_I_##f,
     COLL_OPS(COLL_IDX)
+    COLL_OPS_OPTIONAL(COLL_IDX)
 #undef COLL_IDX
     COLL_NOPS
 };
@@ -60,6 +68,7 @@ int kumi_coll_select(struct kumi_comm *c)
             bestent[COLL_I_##fld] = ent;                                         \
         }
         COLL_OPS(COLL_PICK)
+        COLL_OPS_OPTIONAL(COLL_PICK)
 #undef COLL_PICK
     }
 
@@ -142,6 +151,29 @@ static int no_alias(const char *fname, const void *sbuf, const void *rbuf, int c
 
 #define TRY(x) do { int rc_ = (x); if (rc_ != MPI_SUCCESS) return rc_; } while (0)
 
+/* Intercommunicators (MPI 4.1 sec. 6.2.2): a rooted operation takes root =
+ * MPI_ROOT at the root, MPI_PROC_NULL in the rest of its group and the
+ * root's rank in the other group; arrays describe the remote group
+ * (kumi_comm_peer_size); MPI_IN_PLACE is not allowed; scan and exscan are
+ * not defined.  The root's buffer is rootbuf, the other group's leafbuf. */
+static int inter_rooted(const char *fname, int root, const char *rootarg, const void *rootbuf,
+                        const char *leafarg, const void *leafbuf)
+{
+    if (root == MPI_PROC_NULL) return MPI_SUCCESS;
+    if (root == MPI_ROOT) return no_in_place(fname, rootarg, rootbuf, " on an intercommunicator");
+    return no_in_place(fname, leafarg, leafbuf, " on an intercommunicator");
+}
+
+static int inter_no_in_place(const struct kumi_comm *comm, const char *fname, const void *sendbuf)
+{
+    return comm->inter ? no_in_place(fname, "sendbuf", sendbuf, " on an intercommunicator") : MPI_SUCCESS;
+}
+
+static int inter_undefined(const char *fname)
+{
+    return kumi_error(MPI_ERR_COMM, "%s: not defined on an intercommunicator (argument comm)", fname);
+}
+
 #define C(c) ((MPI_Comm)(c))
 #define D(d) ((MPI_Datatype)(d))
 #define O(o) ((MPI_Op)(o))
@@ -164,7 +196,9 @@ int kumi_mpi_gather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype
                     int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
 {
     FN_OR_FAIL(comm, gather, "MPI_Gather");
-    if (comm->rank == root) {
+    if (comm->inter) {
+        TRY(inter_rooted("MPI_Gather", root, "recvbuf", recvbuf, "sendbuf", sendbuf));
+    } else if (comm->rank == root) {
         TRY(no_in_place("MPI_Gather", "recvbuf", recvbuf, ""));
     } else {
         TRY(no_in_place("MPI_Gather", "sendbuf", sendbuf, " except at the root"));
@@ -178,7 +212,13 @@ int kumi_mpi_gatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtyp
                      struct kumi_comm *comm)
 {
     FN_OR_FAIL(comm, gatherv, "MPI_Gatherv");
-    if (comm->rank == root) {
+    if (comm->inter) {
+        TRY(inter_rooted("MPI_Gatherv", root, "recvbuf", recvbuf, "sendbuf", sendbuf));
+        if (root == MPI_ROOT) {
+            TRY(check_counts("MPI_Gatherv", "recvcounts", recvcounts, comm->remote_size));
+            TRY(check_displs("MPI_Gatherv", "displs", displs, comm->remote_size));
+        }
+    } else if (comm->rank == root) {
         TRY(no_in_place("MPI_Gatherv", "recvbuf", recvbuf, ""));
         TRY(check_counts("MPI_Gatherv", "recvcounts", recvcounts, comm->size));
         TRY(check_displs("MPI_Gatherv", "displs", displs, comm->size));
@@ -193,7 +233,9 @@ int kumi_mpi_scatter(const void *sendbuf, int sendcount, struct kumi_dt *sendtyp
                      int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
 {
     FN_OR_FAIL(comm, scatter, "MPI_Scatter");
-    if (comm->rank == root) {
+    if (comm->inter) {
+        TRY(inter_rooted("MPI_Scatter", root, "sendbuf", sendbuf, "recvbuf", recvbuf));
+    } else if (comm->rank == root) {
         TRY(no_in_place("MPI_Scatter", "sendbuf", sendbuf, ""));
     } else {
         TRY(no_in_place("MPI_Scatter", "recvbuf", recvbuf, " except at the root"));
@@ -207,7 +249,13 @@ int kumi_mpi_scatterv(const void *sendbuf, const int sendcounts[], const int dis
                       int root, struct kumi_comm *comm)
 {
     FN_OR_FAIL(comm, scatterv, "MPI_Scatterv");
-    if (comm->rank == root) {
+    if (comm->inter) {
+        TRY(inter_rooted("MPI_Scatterv", root, "sendbuf", sendbuf, "recvbuf", recvbuf));
+        if (root == MPI_ROOT) {
+            TRY(check_counts("MPI_Scatterv", "sendcounts", sendcounts, comm->remote_size));
+            TRY(check_displs("MPI_Scatterv", "displs", displs, comm->remote_size));
+        }
+    } else if (comm->rank == root) {
         TRY(no_in_place("MPI_Scatterv", "sendbuf", sendbuf, ""));
         TRY(check_counts("MPI_Scatterv", "sendcounts", sendcounts, comm->size));
         TRY(check_displs("MPI_Scatterv", "displs", displs, comm->size));
@@ -223,6 +271,7 @@ int kumi_mpi_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendt
 {
     FN_OR_FAIL(comm, allgather, "MPI_Allgather");
     TRY(no_in_place("MPI_Allgather", "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, "MPI_Allgather", sendbuf));
     return comm->coll.allgather(sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                 C(comm));
 }
@@ -233,8 +282,9 @@ int kumi_mpi_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *send
 {
     FN_OR_FAIL(comm, allgatherv, "MPI_Allgatherv");
     TRY(no_in_place("MPI_Allgatherv", "recvbuf", recvbuf, ""));
-    TRY(check_counts("MPI_Allgatherv", "recvcounts", recvcounts, comm->size));
-    TRY(check_displs("MPI_Allgatherv", "displs", displs, comm->size));
+    TRY(inter_no_in_place(comm, "MPI_Allgatherv", sendbuf));
+    TRY(check_counts("MPI_Allgatherv", "recvcounts", recvcounts, kumi_comm_peer_size(comm)));
+    TRY(check_displs("MPI_Allgatherv", "displs", displs, kumi_comm_peer_size(comm)));
     return comm->coll.allgatherv(sendbuf, sendcount, D(sendtype), recvbuf, recvcounts, displs,
                                  D(recvtype), C(comm));
 }
@@ -244,6 +294,7 @@ int kumi_mpi_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendty
 {
     FN_OR_FAIL(comm, alltoall, "MPI_Alltoall");
     TRY(no_in_place("MPI_Alltoall", "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, "MPI_Alltoall", sendbuf));
     return comm->coll.alltoall(sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                C(comm));
 }
@@ -254,12 +305,14 @@ int kumi_mpi_alltoallv(const void *sendbuf, const int sendcounts[], const int sd
 {
     FN_OR_FAIL(comm, alltoallv, "MPI_Alltoallv");
     TRY(no_in_place("MPI_Alltoallv", "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, "MPI_Alltoallv", sendbuf));
+    int n = kumi_comm_peer_size(comm);
     if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts("MPI_Alltoallv", "sendcounts", sendcounts, comm->size));
-        TRY(check_displs("MPI_Alltoallv", "sdispls", sdispls, comm->size));
+        TRY(check_counts("MPI_Alltoallv", "sendcounts", sendcounts, n));
+        TRY(check_displs("MPI_Alltoallv", "sdispls", sdispls, n));
     }
-    TRY(check_counts("MPI_Alltoallv", "recvcounts", recvcounts, comm->size));
-    TRY(check_displs("MPI_Alltoallv", "rdispls", rdispls, comm->size));
+    TRY(check_counts("MPI_Alltoallv", "recvcounts", recvcounts, n));
+    TRY(check_displs("MPI_Alltoallv", "rdispls", rdispls, n));
     return comm->coll.alltoallv(sendbuf, sendcounts, sdispls, D(sendtype), recvbuf, recvcounts,
                                 rdispls, D(recvtype), C(comm));
 }
@@ -270,14 +323,16 @@ int kumi_mpi_alltoallw(const void *sendbuf, const int sendcounts[], const int sd
 {
     FN_OR_FAIL(comm, alltoallw, "MPI_Alltoallw");
     TRY(no_in_place("MPI_Alltoallw", "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, "MPI_Alltoallw", sendbuf));
+    int n = kumi_comm_peer_size(comm);
     if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts("MPI_Alltoallw", "sendcounts", sendcounts, comm->size));
-        TRY(check_displs("MPI_Alltoallw", "sdispls", sdispls, comm->size));
-        TRY(check_types("MPI_Alltoallw", "sendtypes", sendtypes, comm->size));
+        TRY(check_counts("MPI_Alltoallw", "sendcounts", sendcounts, n));
+        TRY(check_displs("MPI_Alltoallw", "sdispls", sdispls, n));
+        TRY(check_types("MPI_Alltoallw", "sendtypes", sendtypes, n));
     }
-    TRY(check_counts("MPI_Alltoallw", "recvcounts", recvcounts, comm->size));
-    TRY(check_displs("MPI_Alltoallw", "rdispls", rdispls, comm->size));
-    TRY(check_types("MPI_Alltoallw", "recvtypes", recvtypes, comm->size));
+    TRY(check_counts("MPI_Alltoallw", "recvcounts", recvcounts, n));
+    TRY(check_displs("MPI_Alltoallw", "rdispls", rdispls, n));
+    TRY(check_types("MPI_Alltoallw", "recvtypes", recvtypes, n));
     return comm->coll.alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                 rdispls, recvtypes, C(comm));
 }
@@ -297,7 +352,9 @@ int kumi_mpi_reduce(const void *sendbuf, void *recvbuf, int count, struct kumi_d
 {
     FN_OR_FAIL(comm, reduce, "MPI_Reduce");
     TRY(check_op("MPI_Reduce", op, datatype));
-    if (comm->rank == root) {
+    if (comm->inter) {
+        TRY(inter_rooted("MPI_Reduce", root, "recvbuf", recvbuf, "sendbuf", sendbuf));
+    } else if (comm->rank == root) {
         TRY(no_in_place("MPI_Reduce", "recvbuf", recvbuf, ""));
         TRY(no_alias("MPI_Reduce", sendbuf, recvbuf, count, datatype));
     } else {
@@ -312,6 +369,7 @@ int kumi_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, struct kum
     FN_OR_FAIL(comm, allreduce, "MPI_Allreduce");
     TRY(check_op("MPI_Allreduce", op, datatype));
     TRY(no_in_place("MPI_Allreduce", "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, "MPI_Allreduce", sendbuf));
     TRY(no_alias("MPI_Allreduce", sendbuf, recvbuf, count, datatype));
     return comm->coll.allreduce(sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
@@ -322,6 +380,7 @@ int kumi_mpi_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvco
     FN_OR_FAIL(comm, reduce_scatter, "MPI_Reduce_scatter");
     TRY(check_op("MPI_Reduce_scatter", op, datatype));
     TRY(no_in_place("MPI_Reduce_scatter", "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, "MPI_Reduce_scatter", sendbuf));
     TRY(check_counts("MPI_Reduce_scatter", "recvcounts", recvcounts, comm->size));
     long long total = 0;
     for (int i = 0; i < comm->size; i++) total += recvcounts[i];
@@ -338,6 +397,7 @@ int kumi_mpi_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvco
     FN_OR_FAIL(comm, reduce_scatter_block, "MPI_Reduce_scatter_block");
     TRY(check_op("MPI_Reduce_scatter_block", op, datatype));
     TRY(no_in_place("MPI_Reduce_scatter_block", "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, "MPI_Reduce_scatter_block", sendbuf));
     if ((long long)recvcount * comm->size > INT32_MAX)
         return kumi_error(MPI_ERR_COUNT, "MPI_Reduce_scatter_block: recvcount %d times the "
                           "communicator size %d exceeds the largest int", recvcount, comm->size);
@@ -348,6 +408,7 @@ int kumi_mpi_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvco
 int kumi_mpi_scan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
                   struct kumi_op *op, struct kumi_comm *comm)
 {
+    if (comm->inter) return inter_undefined("MPI_Scan");
     FN_OR_FAIL(comm, scan, "MPI_Scan");
     TRY(check_op("MPI_Scan", op, datatype));
     TRY(no_in_place("MPI_Scan", "recvbuf", recvbuf, ""));
@@ -358,6 +419,7 @@ int kumi_mpi_scan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt 
 int kumi_mpi_exscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
                     struct kumi_op *op, struct kumi_comm *comm)
 {
+    if (comm->inter) return inter_undefined("MPI_Exscan");
     FN_OR_FAIL(comm, exscan, "MPI_Exscan");
     TRY(check_op("MPI_Exscan", op, datatype));
     TRY(no_in_place("MPI_Exscan", "recvbuf", recvbuf, ""));

@@ -1,50 +1,190 @@
-/* Communicators: MPI_COMM_WORLD, MPI_COMM_SELF, dup, split, free, compare,
- * names, and context-id agreement.
+/* Communicators: MPI_COMM_WORLD, MPI_COMM_SELF, dup (with info, idup),
+ * split, split_type, create, create_group, free, compare, names, info, and
+ * context-id agreement.
  *
  * Context ids come in pairs (ctx for point-to-point, ctx+1 for
- * collectives).  A new communicator's id is agreed over its parent: every
- * rank contributes its mask of free ids, an allreduce with MPI_BAND keeps the
- * ids free everywhere, and the lowest one is taken.  Disjoint communicators
- * created by one split share an id, which is safe: a process belongs to only
- * one of them. */
+ * collectives).  Pair 0 is MPI_COMM_WORLD, pair 1 MPI_COMM_SELF, pair 2 the
+ * hidden whole-job "bootstrap" communicator that carries the agreements of
+ * MPI_Comm_create_from_group (no parent communicator; usable before MPI_Init).
+ *
+ * A new id is agreed over the processes of the new communicator: each one
+ * contributes its mask of free pairs, a bitwise AND keeps the pairs free
+ * everywhere and the lowest one is taken.  Disjoint communicators created by
+ * one split share an id, which is safe: a process belongs to only one of them.
+ *
+ * Concurrent agreements (threads at MPI_THREAD_MULTIPLE; the library lock is
+ * released while a thread waits) must never pick the same pair on a process.
+ * So the mask is owned by one agreement at a time on each process: an
+ * agreement that does not own it contributes an all-zero mask and a "not
+ * owner" flag (the extra last word), every member sees that in the AND and
+ * the round is retried.  Ownership goes to the in-flight agreement with the
+ * lowest key (parent's context id, tag): the globally lowest one eventually
+ * owns the mask on all its members at once, so some agreement always
+ * succeeds and none starves (the scheme MPICH uses). */
 #include "core/core.h"
 #include "core/check.h"
+#include "request/request.h"
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef KUMI_HAVE_HWLOC
+#include <hwloc.h>
+#endif
 
 #define CTX_PAIRS 4096
 #define MASK_WORDS (CTX_PAIRS / 32)
+#define AGREE_WORDS (MASK_WORDS + 1)    /* + 1 word: "I contributed my real mask" */
+#define CTX_BOOT 4                      /* pair 2 */
+#define KEY_COMM 0xffffffffu            /* low key word of agreements over a whole parent */
 static uint32_t ctx_free[MASK_WORDS];   /* bit set: pair free */
 
+/* Agreements in flight on this process, and whether one owns the mask. */
+struct ctx_agreement { uint64_t key; struct ctx_agreement *next; };
+static struct ctx_agreement *inflight;
+static bool mask_owned;
+
 struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
+static struct kumi_comm boot_obj;       /* whole job, identity, ctx CTX_BOOT (never a user handle) */
 
 void kumi_comm_init_ctx(void)
 {
     for (int i = 0; i < MASK_WORDS; i++) ctx_free[i] = 0xffffffffu;
-    ctx_free[0] &= ~3u;   /* pair 0: world, pair 1: self */
+    ctx_free[0] &= ~7u;   /* pair 0: world, pair 1: self, pair 2: bootstrap */
+}
+
+static bool lowest_inflight(uint64_t key)
+{
+    for (struct ctx_agreement *a = inflight; a; a = a->next)
+        if (a->key < key) return false;
+    return true;
+}
+
+typedef int (*band_fn)(void *arg, const uint32_t *in, uint32_t *out, int n);
+
+static int ctx_agree(uint64_t key, band_fn band, void *arg, int32_t *ctx)
+{
+    struct ctx_agreement me = { key, inflight };
+    uint32_t in[AGREE_WORDS], out[AGREE_WORDS];
+    int rc;
+    inflight = &me;
+    for (int round = 0;; round++) {
+        bool mine = !mask_owned && lowest_inflight(key);
+        if (mine) {
+            mask_owned = true;
+            memcpy(in, ctx_free, sizeof ctx_free);
+            in[MASK_WORDS] = 1;
+        } else {
+            memset(in, 0, sizeof in);
+        }
+        rc = band(arg, in, out, AGREE_WORDS);
+        if (mine) mask_owned = false;
+        if (rc) break;
+        if (out[MASK_WORDS]) {          /* every member contributed its mask */
+            rc = kumi_error(MPI_ERR_INTERN, "no free context id left (%d communicators exist)", CTX_PAIRS);
+            for (int w = 0; w < MASK_WORDS; w++) {
+                if (!out[w]) continue;
+                int b = __builtin_ctz(out[w]);
+                ctx_free[w] &= ~(1u << b);
+                *ctx = (int32_t)(2 * (w * 32 + b));
+                rc = MPI_SUCCESS;
+                break;
+            }
+            break;
+        }
+        /* another agreement owned the mask somewhere: let it finish, retry */
+        if (round > 0) {
+            int d = kumi_lock_release_all();
+            sched_yield();
+            kumi_lock_reacquire(d);
+        }
+    }
+    struct ctx_agreement **pp = &inflight;
+    while (*pp != &me) pp = &(*pp)->next;
+    *pp = me.next;
+    return rc;
+}
+
+static int band_comm(void *arg, const uint32_t *in, uint32_t *out, int n)
+{
+    struct kumi_comm *c = arg;
+    return c->coll.allreduce(in, out, n, MPI_UINT32_T, MPI_BAND, (MPI_Comm)c);
 }
 
 int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx)
 {
-    uint32_t mask[MASK_WORDS];
-    int rc = parent->coll.allreduce(ctx_free, mask, MASK_WORDS, MPI_UINT32_T, MPI_BAND,
-                                    (MPI_Comm)parent);
-    if (rc) return rc;
-    for (int w = 0; w < MASK_WORDS; w++) {
-        if (!mask[w]) continue;
-        int b = __builtin_ctz(mask[w]);
-        ctx_free[w] &= ~(1u << b);
-        *ctx = (int32_t)(2 * (w * 32 + b));
-        return MPI_SUCCESS;
+    return ctx_agree(((uint64_t)(uint32_t)parent->ctx << 32) | KEY_COMM, band_comm, parent, ctx);
+}
+
+/* AND over the members of a group, by point-to-point in the carrier's
+ * collective context (binomial reduce to member 0, binomial broadcast back),
+ * with negative tags of their own (components use tags >= 0). */
+struct band_group {
+    struct kumi_comm *carrier;
+    int n, me;
+    int *peer;                          /* member -> carrier rank */
+    int tag;
+};
+
+static int band_group(void *arg, const uint32_t *in, uint32_t *out, int n)
+{
+    struct band_group *b = arg;
+    MPI_Comm cc = (MPI_Comm)b->carrier;
+    uint32_t tmp[AGREE_WORDS];
+    int rc = MPI_SUCCESS, mask;
+    memcpy(out, in, sizeof(uint32_t) * (size_t)n);
+    for (mask = 1; mask < b->n; mask <<= 1) {
+        if (b->me & mask) {
+            rc = kumi_coll_send(out, (size_t)n, MPI_UINT32_T, b->peer[b->me - mask], b->tag, cc);
+            break;
+        }
+        if (b->me + mask < b->n) {
+            rc = kumi_coll_recv(tmp, (size_t)n, MPI_UINT32_T, b->peer[b->me + mask], b->tag, cc);
+            if (rc) return rc;
+            for (int i = 0; i < n; i++) out[i] &= tmp[i];
+        }
     }
-    return kumi_error(MPI_ERR_INTERN, "no free context id left (%d communicators exist)", CTX_PAIRS);
+    if (rc) return rc;
+    /* broadcast from member 0: receive from the parent found above, send down */
+    if (b->me) rc = kumi_coll_recv(out, (size_t)n, MPI_UINT32_T, b->peer[b->me - mask], b->tag - 1, cc);
+    if (rc) return rc;
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (b->me + mask < b->n && !(b->me & mask) && (b->me & (mask - 1)) == 0) {
+            rc = kumi_coll_send(out, (size_t)n, MPI_UINT32_T, b->peer[b->me + mask], b->tag - 1, cc);
+            if (rc) return rc;
+        }
+    return MPI_SUCCESS;
+}
+
+int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, uint64_t key, int32_t *ctx)
+{
+    if (!carrier) carrier = &boot_obj;
+    if (g->rank == MPI_UNDEFINED)
+        return kumi_error(MPI_ERR_GROUP, "context id agreement: this process is not a member of the group");
+    struct band_group b = { carrier, g->size, g->rank, NULL, 0 };
+    b.peer = malloc(sizeof(int) * (size_t)g->size);
+    if (!b.peer) return kumi_error(MPI_ERR_NO_MEM, "out of memory agreeing on a context id");
+    for (int i = 0; i < g->size; i++) {
+        int r = carrier == &boot_obj ? g->world[i] : MPI_UNDEFINED;
+        if (carrier != &boot_obj)
+            for (int j = 0; j < carrier->size; j++)
+                if (kumi_comm_world_rank(carrier, j) == g->world[i]) { r = j; break; }
+        if (r == MPI_UNDEFINED) {
+            free(b.peer);
+            return kumi_error(MPI_ERR_GROUP, "group member %d (world rank %d) is not in the communicator", i, g->world[i]);
+        }
+        b.peer[i] = r;
+    }
+    b.tag = -(int)(8 + 2 * (uint32_t)(key & 0x1fffffff));
+    int rc = ctx_agree(key, band_group, &b, ctx);
+    free(b.peer);
+    return rc;
 }
 
 void kumi_ctx_free(int32_t ctx)
 {
     int pair = ctx / 2;
-    if (pair > 1 && pair < CTX_PAIRS) ctx_free[pair / 32] |= 1u << (pair % 32);
+    if (pair > 2 && pair < CTX_PAIRS) ctx_free[pair / 32] |= 1u << (pair % 32);
 }
 
 static void comm_setup(struct kumi_comm *c, int rank, int size, int *world, int32_t ctx,
@@ -75,6 +215,12 @@ int kumi_comm_init_predefined(void)
     kumi_comm_self_obj.handle = MPI_COMM_SELF;
     kumi_comm_self_obj.predefined = true;
     strcpy(kumi_comm_self_obj.name, "MPI_COMM_SELF");
+    memset(&boot_obj, 0, sizeof boot_obj);
+    comm_setup(&boot_obj, me, n, NULL, CTX_BOOT, kumi_errh_fatal);
+    boot_obj.handle = (MPI_Comm)&boot_obj;
+    boot_obj.predefined = true;
+    strcpy(boot_obj.name, "(bootstrap)");
+    kumi_group_init();
     kumi_predef[(uintptr_t)MPI_COMM_WORLD] = &kumi_comm_world_obj;
     kumi_predef[(uintptr_t)MPI_COMM_SELF] = &kumi_comm_self_obj;
     int rc = kumi_coll_select(&kumi_comm_world_obj);
@@ -104,8 +250,11 @@ int kumi_comm_create_obj(int rank, int size, int *world, int32_t ctx, struct kum
 void kumi_comm_release(struct kumi_comm *c)
 {
     if (--c->refcount > 0 || c->predefined) return;
+    if (c->inter) kumi_intercomm_release(c);
+    kumi_topo_free(c);
     kumi_ctx_free(c->ctx);
     kumi_errh_release(c->errh);
+    if (c->info) kumi_info_release(c->info);
     free(c->world);
     c->magic = KUMI_MAGIC_DEAD;
     free(c);
@@ -115,6 +264,7 @@ void kumi_comm_finalize_predefined(void)
 {
     kumi_errh_release(kumi_comm_world_obj.errh);
     kumi_errh_release(kumi_comm_self_obj.errh);
+    kumi_errh_release(boot_obj.errh);
     free(kumi_comm_self_obj.world);
     kumi_comm_self_obj.world = NULL;
 }
@@ -155,26 +305,129 @@ static int *copy_world(const struct kumi_comm *c)
     return w;
 }
 
-int kumi_mpi_comm_dup(struct kumi_comm *comm, MPI_Comm *newcomm)
+/* info objects (info.c) */
+static int info_copy(struct kumi_info *from, struct kumi_info **to, const char *fn)
 {
-    if (!newcomm) return kumi_error(MPI_ERR_ARG, "MPI_Comm_dup: argument newcomm is NULL");
-    int32_t ctx;
-    int rc = kumi_ctx_alloc(comm, &ctx);
+    *to = NULL;
+    if (!from) return MPI_SUCCESS;
+    if (!(*to = kumi_info_dup(from))) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory copying info", fn);
+    return MPI_SUCCESS;
+}
+
+static int get_info_arg(MPI_Info h, struct kumi_info **out, const char *fn)
+{
+    *out = NULL;
+    if (h == MPI_INFO_NULL) return MPI_SUCCESS;
+    if (!(*out = kumi_info_get(h)))
+        return kumi_error(MPI_ERR_INFO, "%s: argument info (%p) is not a valid info object", fn, (void *)h);
+    return MPI_SUCCESS;
+}
+
+/* Duplicate comm: new context, same group, attributes copied (copy
+ * callbacks), info hints = info (or comm's when use_comm_info). */
+static int comm_dup(struct kumi_comm *comm, struct kumi_info *info, bool use_comm_info, MPI_Comm *newcomm,
+                    const char *fn)
+{
+    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
+    if (comm->inter) return kumi_intercomm_dup(comm, use_comm_info ? comm->info : info, newcomm, fn);
+    struct kumi_info *ni;
+    int rc = info_copy(use_comm_info ? comm->info : info, &ni, fn);
     if (rc) return rc;
+    int32_t ctx;
+    rc = kumi_ctx_alloc(comm, &ctx);
+    if (rc) {
+        if (ni) kumi_info_release(ni);
+        return rc;
+    }
     int *w = NULL;
     if (comm->world || comm->size != kumi_world_size()) {
         if (!(w = copy_world(comm))) {
             kumi_ctx_free(ctx);
-            return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_dup: out of memory");
+            if (ni) kumi_info_release(ni);
+            return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
         }
     }
     struct kumi_comm *c;
     rc = kumi_comm_create_obj(comm->rank, comm->size, w, ctx, comm, &c);
     if (rc) {
         kumi_ctx_free(ctx);
+        if (ni) kumi_info_release(ni);
+        return rc;
+    }
+    c->info = ni;
+    rc = kumi_topo_dup(comm, c);
+    if (rc) {
+        kumi_comm_release(c);
+        return rc;
+    }
+    rc = kumi_attr_comm_dup(comm, c);
+    if (rc) {
+        kumi_comm_release(c);
         return rc;
     }
     *newcomm = c->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_comm_dup(struct kumi_comm *comm, MPI_Comm *newcomm)
+{
+    return comm_dup(comm, NULL, true, newcomm, "MPI_Comm_dup");
+}
+
+int kumi_mpi_comm_dup_with_info(struct kumi_comm *comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    struct kumi_info *i;
+    int rc = get_info_arg(info, &i, "MPI_Comm_dup_with_info");
+    return rc ? rc : comm_dup(comm, i, false, newcomm, "MPI_Comm_dup_with_info");
+}
+
+/* A request that is complete at once (the nonblocking duplications agree
+ * on the context id before they return). */
+static int done_request(struct kumi_comm *comm, MPI_Request *request, const char *fn)
+{
+    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_SEND, comm, comm->ctx);
+    if (!r) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
+    r->fname = fn;
+    r->peer = MPI_PROC_NULL;
+    r->active = true;
+    r->complete = true;
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_comm_idup(struct kumi_comm *comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Comm_idup: argument request is NULL");
+    int rc = comm_dup(comm, NULL, true, newcomm, "MPI_Comm_idup");
+    return rc ? rc : done_request(comm, request, "MPI_Comm_idup");
+}
+
+int kumi_mpi_comm_idup_with_info(struct kumi_comm *comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Comm_idup_with_info: argument request is NULL");
+    struct kumi_info *i;
+    int rc = get_info_arg(info, &i, "MPI_Comm_idup_with_info");
+    if (!rc) rc = comm_dup(comm, i, false, newcomm, "MPI_Comm_idup_with_info");
+    return rc ? rc : done_request(comm, request, "MPI_Comm_idup_with_info");
+}
+
+int kumi_mpi_comm_set_info(struct kumi_comm *comm, MPI_Info info)
+{
+    struct kumi_info *i, *ni;
+    int rc = get_info_arg(info, &i, "MPI_Comm_set_info");
+    if (!rc) rc = info_copy(i, &ni, "MPI_Comm_set_info");
+    if (rc) return rc;
+    if (comm->info) kumi_info_release(comm->info);
+    comm->info = ni;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_comm_get_info(struct kumi_comm *comm, MPI_Info *info_used)
+{
+    if (!info_used) return kumi_error(MPI_ERR_ARG, "MPI_Comm_get_info: argument info_used is NULL");
+    struct kumi_info *i = kumi_info_dup(comm->info);
+    if (!i) return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_get_info: out of memory");
+    *info_used = kumi_info_handle(i);
     return MPI_SUCCESS;
 }
 
@@ -189,6 +442,7 @@ static int split_cmp(const void *a, const void *b)
 
 int kumi_mpi_comm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *newcomm)
 {
+    if (comm->inter) return kumi_intercomm_split(comm, color, key, newcomm);
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "MPI_Comm_split: argument newcomm is NULL");
     if (color < 0 && color != MPI_UNDEFINED)
         return kumi_error(MPI_ERR_ARG, "MPI_Comm_split: invalid color %d (argument color must be non-negative or MPI_UNDEFINED)", color);
@@ -252,6 +506,8 @@ int kumi_mpi_comm_free(MPI_Comm *comm)
     if (!c) return kumi_err_handle(NULL, kumi_chk_bad_comm("MPI_Comm_free", "comm", *comm));
     if (c->predefined)
         return kumi_err_handle(c, kumi_error(MPI_ERR_COMM, "MPI_Comm_free: cannot free %s", c->name));
+    int rc = kumi_attr_comm_free(c);
+    if (rc) return kumi_err_handle(c, rc);
     kumi_comm_release(c);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
@@ -265,6 +521,7 @@ static int int_cmp(const void *x, const void *y)
 
 int kumi_mpi_comm_compare(struct kumi_comm *comm1, struct kumi_comm *comm2, int *result)
 {
+    if (comm1->inter || comm2->inter) return kumi_intercomm_compare(comm1, comm2, result);
     if (!result) return kumi_error(MPI_ERR_ARG, "MPI_Comm_compare: argument result is NULL");
     if (comm1 == comm2) { *result = MPI_IDENT; return MPI_SUCCESS; }
     if (comm1->size != comm2->size) { *result = MPI_UNEQUAL; return MPI_SUCCESS; }
@@ -300,4 +557,276 @@ int kumi_mpi_comm_get_name(struct kumi_comm *comm, char *comm_name, int *resultl
     snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", comm->name);
     *resultlen = (int)strlen(comm_name);
     return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------ create from groups */
+/* 1 if every member of g is a rank of comm. */
+static int group_in_comm(const struct kumi_group *g, const struct kumi_comm *comm)
+{
+    for (int i = 0; i < g->size; i++) {
+        int found = 0;
+        for (int j = 0; j < comm->size && !found; j++) found = kumi_comm_world_rank(comm, j) == g->world[i];
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* The communicator of group g (this process a member) with context ctx. */
+static int comm_of_group(const struct kumi_group *g, int32_t ctx, struct kumi_comm *parent,
+                         struct kumi_comm **out, const char *fn)
+{
+    int *w = malloc(sizeof(int) * (size_t)g->size);
+    if (!w) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    memcpy(w, g->world, sizeof(int) * (size_t)g->size);
+    return kumi_comm_create_obj(g->rank, g->size, w, ctx, parent, out);
+}
+
+int kumi_mpi_comm_create(struct kumi_comm *comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_create";
+    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
+    struct kumi_group *g = kumi_group_get(group);
+    if (!g) return kumi_error(MPI_ERR_GROUP, "%s: argument group is not a valid group", fn);
+    if (comm->inter) return kumi_intercomm_create_sub(comm, g, newcomm);
+    /* MPI-3: the groups may differ between ranks when they are disjoint;
+     * one agreement over comm gives all of them the same (safe) context. */
+    int bad = !group_in_comm(g, comm);
+    int32_t ctx;
+    int rc = kumi_ctx_alloc(comm, &ctx);
+    if (rc) return rc;
+    if (bad || g->rank == MPI_UNDEFINED) {
+        kumi_ctx_free(ctx);
+        *newcomm = MPI_COMM_NULL;
+        return bad ? kumi_error(MPI_ERR_GROUP, "%s: argument group is not a subset of the group of comm", fn)
+                   : MPI_SUCCESS;
+    }
+    struct kumi_comm *c;
+    rc = comm_of_group(g, ctx, comm, &c, fn);
+    if (rc) {
+        kumi_ctx_free(ctx);
+        return rc;
+    }
+    *newcomm = c->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_comm_create_group(struct kumi_comm *comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_create_group";
+    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
+    struct kumi_group *g = kumi_group_get(group);
+    if (!g) return kumi_error(MPI_ERR_GROUP, "%s: argument group is not a valid group", fn);
+    if (comm->inter) return kumi_error(MPI_ERR_COMM, "%s: intercommunicators are not supported here yet", fn);
+    if (!group_in_comm(g, comm))
+        return kumi_error(MPI_ERR_GROUP, "%s: argument group is not a subset of the group of comm", fn);
+    if (g->rank == MPI_UNDEFINED) {
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    int32_t ctx;
+    int rc = kumi_ctx_alloc_group(comm, g, ((uint64_t)(uint32_t)comm->ctx << 32) | (uint32_t)tag, &ctx);
+    if (rc) return rc;
+    struct kumi_comm *c;
+    rc = comm_of_group(g, ctx, comm, &c, fn);
+    if (rc) {
+        kumi_ctx_free(ctx);
+        return rc;
+    }
+    *newcomm = c->handle;
+    return MPI_SUCCESS;
+}
+
+/* Communicator of a group derived from a session (or any group), collective
+ * over the group only; agreed through the bootstrap communicator with a key
+ * made from the string tag. */
+int kumi_comm_from_group(struct kumi_group *g, const char *stringtag, struct kumi_info *info,
+                         struct kumi_errhandler *errh, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_create_from_group";
+    if (g->rank == MPI_UNDEFINED) {
+        *newcomm = MPI_COMM_NULL;
+        return kumi_error(MPI_ERR_GROUP, "%s: the calling process is not a member of argument group", fn);
+    }
+    uint32_t h = 2166136261u;                   /* FNV-1a of the tag */
+    for (const unsigned char *p = (const unsigned char *)stringtag; *p; p++) h = (h ^ *p) * 16777619u;
+    int32_t ctx;
+    int rc = kumi_ctx_alloc_group(NULL, g, ((uint64_t)CTX_BOOT << 32) | (h & 0x7fffffffu), &ctx);
+    if (rc) return rc;
+    struct kumi_info *ni;
+    rc = info_copy(info, &ni, fn);
+    if (rc) {
+        kumi_ctx_free(ctx);
+        return rc;
+    }
+    struct kumi_comm *c;
+    rc = comm_of_group(g, ctx, NULL, &c, fn);
+    if (rc) {
+        kumi_ctx_free(ctx);
+        if (ni) kumi_info_release(ni);
+        return rc;
+    }
+    c->info = ni;
+    if (errh) {
+        kumi_errh_retain(errh);
+        kumi_errh_release(c->errh);
+        c->errh = errh;
+    }
+    *newcomm = c->handle;
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------ split by type */
+#define SPLIT_STR 256
+
+/* color: the lowest comm rank whose string equals mine (s NULL: undefined).
+ * Also *nparts = number of distinct defined strings, *maxpart = largest part. */
+static int color_by_string(struct kumi_comm *comm, const char *s, int *color, int *nparts, int *maxpart)
+{
+    int n = comm->size;
+    char mine[SPLIT_STR];
+    memset(mine, 0, sizeof mine);
+    if (s) snprintf(mine + 1, sizeof mine - 1, "%s", s), mine[0] = 1;
+    char *all = malloc((size_t)n * SPLIT_STR);
+    if (!all) return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_split_type: out of memory");
+    int rc = comm->coll.allgather(mine, SPLIT_STR, MPI_CHAR, all, SPLIT_STR, MPI_CHAR, (MPI_Comm)comm);
+    if (rc) { free(all); return rc; }
+    *color = MPI_UNDEFINED;
+    *nparts = 0;
+    *maxpart = 0;
+    for (int r = 0; r < n; r++) {
+        const char *e = all + (size_t)r * SPLIT_STR;
+        if (!e[0]) continue;
+        int first = r, cnt = 0;
+        for (int q = 0; q < n; q++) {
+            const char *f = all + (size_t)q * SPLIT_STR;
+            if (f[0] && !strcmp(f + 1, e + 1)) {
+                if (q < first) first = q;
+                cnt++;
+            }
+        }
+        if (first == r) (*nparts)++;
+        if (cnt > *maxpart) *maxpart = cnt;
+        if (r == comm->rank) *color = first;
+    }
+    free(all);
+    return MPI_SUCCESS;
+}
+
+#ifdef KUMI_HAVE_HWLOC
+static hwloc_topology_t topo;
+static int topo_state;                          /* 0 not tried, 1 loaded, -1 failed */
+
+/* "host/type#index" of the object of hwloc type name that contains this
+ * process's binding into buf; 0 if there is none (unknown type, or the
+ * binding spans several such objects). */
+static int hw_where(const char *type, char *buf, size_t len)
+{
+    if (topo_state == 0) {
+        topo_state = -1;
+        if (hwloc_topology_init(&topo) == 0) {
+            if (hwloc_topology_load(topo) == 0) topo_state = 1;
+            else hwloc_topology_destroy(topo);
+        }
+    }
+    if (topo_state != 1) return 0;
+    hwloc_obj_type_t t;
+    if (hwloc_type_sscanf(type, &t, NULL, 0) != 0) return 0;
+    int depth = hwloc_get_type_depth(topo, t);
+    if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE) return 0;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set) return 0;
+    int found = 0;
+    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(set)) {
+        unsigned nobj = (unsigned)hwloc_get_nbobjs_by_depth(topo, depth);
+        for (unsigned i = 0; i < nobj; i++) {
+            hwloc_obj_t o = hwloc_get_obj_by_depth(topo, depth, i);
+            if (o && o->cpuset && hwloc_bitmap_isincluded(set, o->cpuset)) {
+                snprintf(buf, len, "%s/%s#%u", kumi_hostname(), type, o->logical_index);
+                found = 1;
+                break;
+            }
+        }
+    }
+    hwloc_bitmap_free(set);
+    return found;
+}
+#else
+static int hw_where(const char *type, char *buf, size_t len)
+{
+    (void)type; (void)buf; (void)len;
+    return 0;
+}
+#endif
+
+/* Where this process is at level type ("mpi_shared_memory": the host). */
+static const char *level_string(const char *type, char *buf, size_t len)
+{
+    if (!strcmp(type, "mpi_shared_memory")) {
+        snprintf(buf, len, "%s", kumi_hostname());
+        return buf;
+    }
+    return hw_where(type, buf, len) ? buf : NULL;
+}
+
+static int split_with_info(struct kumi_comm *comm, int color, int key, const char *level, MPI_Comm *newcomm)
+{
+    int rc = kumi_mpi_comm_split(comm, color, key, newcomm);
+    if (rc || *newcomm == MPI_COMM_NULL || !level) return rc;
+    struct kumi_comm *c = kumi_comm_get(*newcomm);
+    if (!c->info && !(c->info = kumi_info_dup(NULL))) return MPI_SUCCESS;
+    kumi_info_set_value(c->info, "mpi_hw_resource_type", level);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_split_type";
+    static const char *const unguided[] = {
+        "mpi_shared_memory", "Package", "NUMANode", "L3Cache", "L2Cache", "L1Cache", "Core", "PU" };
+    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
+    if (comm->inter) return kumi_error(MPI_ERR_COMM, "%s: intercommunicators are not supported here yet", fn);
+    struct kumi_info *inf;
+    int rc = get_info_arg(info, &inf, fn);
+    if (rc) return rc;
+    char buf[SPLIT_STR - 1];
+    int color, nparts, maxpart;
+    /* ranks passing MPI_UNDEFINED take part in the exchanges of the others' type */
+    int undef = split_type == MPI_UNDEFINED, type_all = split_type;
+    rc = comm->coll.allreduce(&split_type, &type_all, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
+    if (rc) return rc;
+    switch (type_all) {
+    case MPI_UNDEFINED:
+        return kumi_mpi_comm_split(comm, MPI_UNDEFINED, key, newcomm);
+    case MPI_COMM_TYPE_SHARED:
+        rc = color_by_string(comm, undef ? NULL : kumi_hostname(), &color, &nparts, &maxpart);
+        return rc ? rc : split_with_info(comm, color, key, "mpi_shared_memory", newcomm);
+    case MPI_COMM_TYPE_HW_GUIDED:
+    case MPI_COMM_TYPE_RESOURCE_GUIDED: {
+        const char *type = !undef && inf ? kumi_info_value(inf, "mpi_hw_resource_type") : NULL;
+        rc = color_by_string(comm, type ? level_string(type, buf, sizeof buf) : NULL, &color, &nparts, &maxpart);
+        return rc ? rc : split_with_info(comm, color, key, type, newcomm);
+    }
+    case MPI_COMM_TYPE_HW_UNGUIDED:
+        /* the first level (outermost first) that splits comm into strictly smaller parts */
+        for (size_t l = 0; l < sizeof unguided / sizeof *unguided; l++) {
+            rc = color_by_string(comm, undef ? NULL : level_string(unguided[l], buf, sizeof buf), &color, &nparts,
+                                 &maxpart);
+            if (rc) return rc;
+            if (nparts > 0 && maxpart < comm->size) return split_with_info(comm, color, key, unguided[l], newcomm);
+        }
+        return kumi_mpi_comm_split(comm, MPI_UNDEFINED, key, newcomm);
+    default:
+        /* still collective: the others wait in the split */
+        rc = kumi_mpi_comm_split(comm, MPI_UNDEFINED, key, newcomm);
+        return rc ? rc : kumi_error(MPI_ERR_ARG, "%s: invalid split_type %d", fn, split_type);
+    }
+}
+
+int kumi_comm_boot_barrier(void)
+{
+    if (!boot_obj.coll.barrier) {
+        int rc = kumi_coll_select(&boot_obj);
+        if (rc) return rc;
+    }
+    return boot_obj.coll.barrier((MPI_Comm)&boot_obj);
 }

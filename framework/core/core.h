@@ -53,8 +53,11 @@ struct kumi_errhandler {
     MPI_Comm_errhandler_function *fn;
     void *ctx;                      /* for foreign-ABI trampolines */
     MPI_Errhandler handle;
+    int objkind;                    /* user handlers: KUMI_ERRH_OBJ_COMM, _WIN, _FILE, _SESSION;
+                                       predefined ones: KUMI_ERRH_OBJ_ANY */
 };
 enum { KUMI_ERRH_FATAL, KUMI_ERRH_ABORT, KUMI_ERRH_RETURN, KUMI_ERRH_USER };
+enum { KUMI_ERRH_OBJ_ANY = 0, KUMI_ERRH_OBJ_COMM, KUMI_ERRH_OBJ_WIN, KUMI_ERRH_OBJ_FILE, KUMI_ERRH_OBJ_SESSION };
 
 /* ---------------------------------------------------------------- groups */
 /* (framework/core/group.c) */
@@ -68,6 +71,14 @@ struct kumi_group {
     MPI_Group handle;
 };
 static inline struct kumi_group *kumi_group_get(MPI_Group h) { return kumi_handle_obj(h, KUMI_MAGIC_GROUP); }
+struct kumi_comm;
+void kumi_group_init(void);                 /* registers MPI_GROUP_EMPTY */
+/* New group of world ranks world[0..n) (takes ownership; n == 0: MPI_GROUP_EMPTY
+ * with a reference); NULL when out of memory. */
+struct kumi_group *kumi_group_make(int n, int *world);
+void kumi_group_release(struct kumi_group *g);
+struct kumi_group *kumi_group_of_comm(const struct kumi_comm *c);   /* local group */
+int kumi_group_rank_of(const struct kumi_group *g, int world_rank); /* or MPI_UNDEFINED */
 
 /* Attributes and info objects (framework/core/attr.c, info.c). */
 struct kumi_attr;
@@ -146,9 +157,37 @@ struct kumi_dt {
     const char *name;
     /* derived types (MPI_Type_contiguous, MPI_Type_dup so far) */
     int combiner;                   /* MPI_COMBINER_NAMED for predefined types */
-    struct kumi_dt *base;           /* the old type, retained */
+    struct kumi_dt *base;           /* the old type (first of types[], which holds the reference) */
     size_t base_count;              /* base elements per element */
+    /* The pack engine (framework/core/dt_pack.c): the layout of one element,
+     * flattened at construction into segments packed one after another;
+     * element k of a buffer is at buf + k * extent. */
+    struct kumi_dt_seg *segs;
+    size_t nsegs;
+    struct kumi_dt_seg *osegs;      /* for reductions: runs of whole basic elements (pairs
+                                       with their padding); == segs unless basic_elem is a pair */
+    size_t nosegs;
+    struct kumi_dt_run *runs;       /* type signature: basic elements in packed order */
+    size_t nruns;
+    size_t xsize;                   /* bytes of one element in "external32" */
+    enum kumi_basic basic_elem;     /* the one basic kind of all elements (predefined ops), or NONE */
+    size_t align;                   /* alignment of the most aligned basic element */
+    bool explicit_bounds;           /* lb/ub set by MPI_Type_create_resized (here or in a part) */
+    bool large;                     /* made by a large-count (_c) constructor */
+    /* constructor arguments (MPI_Type_get_envelope / get_contents) */
+    int nints, naddrs, nlarge, ntypes;
+    int *ints;
+    MPI_Aint *addrs;
+    MPI_Count *lcounts;
+    struct kumi_dt **types;         /* retained */
 };
+
+/* A segment: count blocks of len bytes, block i at off + i * stride from the
+ * element's address. */
+struct kumi_dt_seg { MPI_Aint off; size_t len; size_t count; MPI_Aint stride; };
+/* A run of n basic elements of one predefined (non-pair) type, index leaf
+ * in the predefined table (for external32 and MPI_Get_elements). */
+struct kumi_dt_run { uint32_t leaf; uint32_t esize; size_t n; };
 
 static inline struct kumi_dt *kumi_dt_get(MPI_Datatype h) { return kumi_handle_obj(h, KUMI_MAGIC_DT); }
 
@@ -158,6 +197,16 @@ void kumi_dt_pack(const struct kumi_dt *dt, const void *buf, size_t count, void 
 void kumi_dt_unpack(const struct kumi_dt *dt, const void *in, size_t count, void *buf);
 
 void kumi_dt_init(void);          /* registers the predefined datatypes */
+
+/* Pack / unpack the packed bytes [off, off+len) of count elements (partial
+ * ranges for pipelining and short receives). */
+void kumi_dt_pack_range(const struct kumi_dt *dt, const void *buf, size_t count, size_t off, size_t len, void *out);
+void kumi_dt_unpack_range(const struct kumi_dt *dt, const void *in, size_t count, size_t off, size_t len, void *buf);
+/* References held by requests and derived datatypes. */
+void kumi_dt_retain(struct kumi_dt *dt);
+void kumi_dt_release(struct kumi_dt *dt);
+/* Complete basic elements in the first bytes of a message of type dt. */
+int64_t kumi_dt_elements(const struct kumi_dt *dt, uint64_t bytes);
 
 /* ------------------------------------------------------------ operations */
 struct kumi_op {
@@ -187,6 +236,51 @@ int kumi_attr_comm_dup(struct kumi_comm *oldc, struct kumi_comm *newc);
 int kumi_attr_comm_free(struct kumi_comm *c);
 int kumi_attr_type_dup(struct kumi_dt *oldt, struct kumi_dt *newt);
 int kumi_attr_type_free(struct kumi_dt *t);
+/* First thing in MPI_Finalize: delete the attributes of MPI_COMM_SELF, then
+ * of MPI_COMM_WORLD (delete callbacks run while MPI is still usable). */
+int kumi_attr_finalize(void);
+
+/* The machinery behind them, for any object kind (windows plug in here:
+ * MPI_Win_set_attr(win, k, v) is kumi_attr_set("MPI_Win_set_attr",
+ * &w->attrs, KUMI_ATTR_WIN, w->handle, k, v)).  Functions return MPI error
+ * codes whose message names fn; they do not call error handlers.  Keyvals of
+ * one kind cannot be used with another kind (MPI_ERR_KEYVAL).  Copy/delete
+ * functions are the standard's typed callbacks (MPI_Comm_copy_attr_function,
+ * MPI_Type_..., MPI_Win_...) cast to a generic pointer; the ABI constants 0
+ * (NULL_COPY / NULL_DELETE) and 1 (DUP_FN) are understood.  The predefined
+ * window keyvals (MPI_WIN_BASE ... MPI_WIN_MODEL) are the window code's to
+ * answer before calling kumi_attr_get; set/delete/free refuse them. */
+enum { KUMI_ATTR_COMM = 1, KUMI_ATTR_TYPE, KUMI_ATTR_WIN };
+typedef void (*kumi_attr_fn)(void);
+int kumi_attr_keyval_create(const char *fn, int kind, kumi_attr_fn copy_fn, kumi_attr_fn delete_fn,
+                            void *extra_state, int *keyval);
+int kumi_attr_keyval_free(const char *fn, int kind, int *keyval);
+int kumi_attr_set(const char *fn, struct kumi_attr **list, int kind, void *handle, int keyval, void *val);
+/* *flag = 0 when keyval has no value on the object. */
+int kumi_attr_get(const char *fn, struct kumi_attr *list, int kind, int keyval, void **val, int *flag);
+int kumi_attr_delete(const char *fn, struct kumi_attr **list, int kind, void *handle, int keyval);
+/* Copy callbacks of the attributes of old (handle oldh) into *to (empty); on failure *to is left empty. */
+int kumi_attr_copy_all(struct kumi_attr *from, int kind, void *oldh, struct kumi_attr **to);
+/* Delete callbacks of all attributes, most recently set first; stops at the first failing one
+ * (the attributes not yet deleted stay). */
+int kumi_attr_delete_all(struct kumi_attr **list, int kind, void *handle);
+/* 1 for the predefined communicator keyvals (MPI_TAG_UB ... MPI_UNIVERSE_SIZE), whose
+ * Comm_get_attr value is a pointer to an int (Fortran bindings return the int itself). */
+int kumi_attr_is_predefined(int keyval);
+
+/* ------------------------------------------------------------------ info */
+/* (framework/core/info.c) Opaque; an MPI_Info handle is a struct kumi_info *
+ * (MPI_INFO_ENV: the predefined object, filled at first use). */
+struct kumi_info *kumi_info_get(MPI_Info h);      /* NULL: MPI_INFO_NULL or not an info object */
+MPI_Info kumi_info_handle(const struct kumi_info *i);
+/* A new object with in's keys and values (in NULL: an empty one); NULL when out of memory. */
+struct kumi_info *kumi_info_dup(const struct kumi_info *in);
+void kumi_info_retain(struct kumi_info *i);
+void kumi_info_release(struct kumi_info *i);    /* NULL is ignored */
+/* The value of key, or NULL (valid until the object changes). */
+const char *kumi_info_value(const struct kumi_info *i, const char *key);
+/* Set key to value (MPI error code: MPI_ERR_INFO_KEY / _VALUE / MPI_ERR_NO_MEM). */
+int kumi_info_set_value(struct kumi_info *i, const char *key, const char *value);
 
 /* ---------------------------------------------------------------- errors */
 /* Invoke comm's error handler for code (a return of a failed MPI call);
@@ -199,6 +293,15 @@ void kumi_errh_init(void);        /* registers the predefined error handlers */
 void kumi_errh_retain(struct kumi_errhandler *e);
 void kumi_errh_release(struct kumi_errhandler *e);
 extern struct kumi_errhandler *kumi_errh_fatal;
+/* A user error handler for objects of kind objkind (KUMI_ERRH_OBJ_*): fn is the
+ * standard's MPI_Win_errhandler_function etc. cast to the comm one. */
+int kumi_errh_create(int objkind, MPI_Comm_errhandler_function *fn, struct kumi_errhandler **out);
+/* Invoke handler e of an object of kind objkind whose handle is handle (an
+ * MPI_Win, MPI_File, MPI_Session or MPI_Comm) for code; returns code (or does
+ * not return: fatal / abort).  kumi_err_handle is this for communicators. */
+int kumi_errh_invoke(struct kumi_errhandler *e, int objkind, void *handle, int code);
+/* 1 if e may be set on an object of kind objkind (predefined, or created for that kind). */
+int kumi_errh_fits(const struct kumi_errhandler *e, int objkind);
 
 /* --------------------------------------------------------------- library */
 enum kumi_state { KUMI_STATE_PRE = 0, KUMI_STATE_INIT, KUMI_STATE_FINALIZED };
@@ -221,13 +324,50 @@ void kumi_abort_job(int errorcode, const char *msg) __attribute__((noreturn));
 
 /* Context ids: allocate one (pair) agreed over parent, collectively. */
 int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
+/* Same, agreed over the members of group g only (g's world ranks must be
+ * ranks of carrier; carrier NULL: the whole job, usable before MPI_Init once
+ * the runtime is up).  key tells concurrent agreements apart (the same on
+ * every member; e.g. the tag of MPI_Comm_create_group). */
+int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, uint64_t key, int32_t *ctx);
 void kumi_ctx_free(int32_t ctx);
+
+/* ------------------------------------------------------------ sessions */
+/* (framework/core/session.c) */
+struct kumi_session {
+    uint32_t magic;                 /* KUMI_MAGIC_SESSION */
+    struct kumi_errhandler *errh;
+    struct kumi_info *info;         /* hints given to Session_init (+ thread_level), or NULL */
+    MPI_Session handle;
+};
+static inline struct kumi_session *kumi_session_get(MPI_Session h) { return kumi_handle_obj(h, KUMI_MAGIC_SESSION); }
+/* The runtime (registry, rpim, transports, predefined objects) is started by
+ * the first of MPI_Init / MPI_Session_init and stopped when the last of
+ * MPI_Finalize / MPI_Session_finalize ends (session.c keeps the count; init.c
+ * provides kumi_runtime_start / kumi_runtime_stop). */
+/* Number of open sessions: while > 0, MPI calls are valid outside MPI_Init ..
+ * MPI_Finalize (the generated state check must allow them). */
+extern int kumi_sessions_active;
+int kumi_runtime_acquire(void);
+int kumi_runtime_release(int barrier);   /* barrier: synchronise the job first if this stops it */
+int kumi_runtime_start(void);
+void kumi_runtime_stop(void);
+/* Communicator over group g (this process a member), collective over g only
+ * (MPI_Comm_create_from_group); errh NULL: MPI_ERRORS_ARE_FATAL. */
+int kumi_comm_from_group(struct kumi_group *g, const char *stringtag, struct kumi_info *info,
+                         struct kumi_errhandler *errh, MPI_Comm *newcomm);
+/* Barrier over the whole job through the bootstrap communicator (works without MPI_Init). */
+int kumi_comm_boot_barrier(void);
 
 /* Make a communicator object for ranks world[0..size) (takes ownership of
  * world, may be NULL for identity), choose its collectives. */
 int kumi_comm_create_obj(int rank, int size, int *world, int32_t ctx,
                          struct kumi_comm *parent, struct kumi_comm **out);
 void kumi_comm_release(struct kumi_comm *c);
+
+/* Topologies (framework/core/topo.c): give newc a copy of oldc's topology
+ * (MPI_Comm_dup / idup / dup_with_info); free c's topology (when c is freed). */
+int kumi_topo_dup(struct kumi_comm *oldc, struct kumi_comm *newc);
+void kumi_topo_free(struct kumi_comm *c);
 
 /* Selects collectives for c from the coll components (registry). */
 int kumi_coll_select(struct kumi_comm *c);
@@ -244,6 +384,18 @@ void kumi_req_finalize(void);     /* drain sends */
 void kumi_progress_register_params(void);
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
+
+/* ---------------------------------------------------- intercommunicators */
+/* (framework/core/intercomm.c) What comm.c / group.c call for c->inter. */
+/* MPI_Comm_dup(_with_info) / idup: info = the new communicator's hints (copied; NULL: none). */
+int kumi_intercomm_dup(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, const char *fn);
+int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *newcomm);
+/* MPI_Comm_create on an intercommunicator (group: a subgroup of the local group). */
+int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *group, MPI_Comm *newcomm);
+int kumi_intercomm_compare(struct kumi_comm *c1, struct kumi_comm *c2, int *result);
+/* Frees what an intercommunicator owns besides a communicator's fields (the
+ * remote group's ranks, local_comm); called by kumi_comm_release. */
+void kumi_intercomm_release(struct kumi_comm *c);
 
 /* Generated from the MPI API data: prototypes of every kumi_mpi_* implementation. */
 #include "kumi_impl.h"

@@ -4,7 +4,17 @@
  * of a ring of detailed messages: code = ((slot + 1) << 14) | class.  So
  * MPI_Error_class() is code & 0x3fff and MPI_Error_string() gives the
  * detailed message ("MPI_Send: invalid rank 7 in a communicator of size 4")
- * while it is still in the ring, the class's text afterwards. */
+ * while it is still in the ring, the class's text afterwards.
+ *
+ * User error classes and codes (MPI_Add_error_class/code) are the values
+ * KUMI_ERR_USER_BASE + i, i an index in a table that remembers, for each,
+ * its class and its string; they lie above MPI_ERR_LASTCODE and above every
+ * ring code, and the attribute MPI_LASTUSEDCODE is the largest one given out.
+ *
+ * Error handlers have a kind of object (comm, win, file, session) for the
+ * user's ones; the predefined ones fit every kind.  An error that belongs to
+ * no object goes to MPI_COMM_SELF's handler (MPI 4) once the program has set
+ * one there, else to MPI_COMM_WORLD's (what MPI-3 programs expect). */
 #include "core/core.h"
 #include "core/check.h"
 #include <stdio.h>
@@ -100,8 +110,45 @@ const char *kumi_err_class_name(int cls)
     return buf;
 }
 
+/* ------------------------------------------------ user classes and codes */
+#define KUMI_ERR_USER_BASE 0x01000000   /* above every ring code ((RING + 1) << 14) */
+struct uerr {
+    int cls;                /* the class of a code; a class: itself */
+    bool is_class;
+    bool live;              /* not removed */
+    char *str;              /* MPI_Add_error_string, or NULL */
+};
+static struct uerr *uerr;
+static int n_uerr, cap_uerr;
+/* Value of the MPI_LASTUSEDCODE attribute (framework/core/attr.c points at it). */
+int kumi_err_lastusedcode = MPI_ERR_LASTCODE;
+
+static struct uerr *user_entry(int code)
+{
+    if (code < KUMI_ERR_USER_BASE) return NULL;
+    int i = code - KUMI_ERR_USER_BASE;
+    return i < n_uerr && uerr[i].live ? &uerr[i] : NULL;
+}
+
+static int user_new(int cls, bool is_class, int *value)
+{
+    if (n_uerr == cap_uerr) {
+        int n = cap_uerr ? 2 * cap_uerr : 16;
+        struct uerr *u = realloc(uerr, sizeof *u * (size_t)n);
+        if (!u) return 0;
+        uerr = u;
+        cap_uerr = n;
+    }
+    int v = KUMI_ERR_USER_BASE + n_uerr;
+    uerr[n_uerr++] = (struct uerr){ .cls = is_class ? v : cls, .is_class = is_class, .live = true };
+    if (v > kumi_err_lastusedcode) kumi_err_lastusedcode = v;
+    *value = v;
+    return 1;
+}
+
 int kumi_error(int cls, const char *fmt, ...)
 {
+    if (cls < 0 || cls > CLASS_MASK) return cls;      /* a user class: no room for a message */
     unsigned slot = ring_next++ % RING;
     int code = (int)((slot + 1) << CLASS_BITS) | (cls & CLASS_MASK);
     va_list ap;
@@ -114,16 +161,28 @@ int kumi_error(int cls, const char *fmt, ...)
 
 static const char *code_message(int code)
 {
-    if (code > CLASS_MASK) {
+    if (code > CLASS_MASK && code < KUMI_ERR_USER_BASE) {
         unsigned slot = (unsigned)(code >> CLASS_BITS) - 1;
         if (slot < RING && ring[slot].code == code) return ring[slot].msg;
     }
     return NULL;
 }
 
+/* The class of code, or -1 if code is not an error code. */
 static int code_class(int code)
 {
-    return code < 0 ? -1 : (code & CLASS_MASK);
+    if (code < 0) return -1;
+    if (code >= KUMI_ERR_USER_BASE) {
+        struct uerr *u = user_entry(code);
+        return u ? u->cls : -1;
+    }
+    if (code > CLASS_MASK && (code >> CLASS_BITS) > RING) return -1;
+    return code & CLASS_MASK;
+}
+
+static bool predefined_class(int cls)
+{
+    return cls > 0 && cls < NCLASS && class_text[cls];
 }
 
 /* ------------------------------------------------------ error handlers */
@@ -146,42 +205,94 @@ void kumi_errh_init(void)
 void kumi_errh_retain(struct kumi_errhandler *e) { e->refcount++; }
 void kumi_errh_release(struct kumi_errhandler *e)
 {
-    if (--e->refcount == 0 && e->kind == KUMI_ERRH_USER) {
+    if (e->kind != KUMI_ERRH_USER) {
+        if (e->refcount > 1) e->refcount--;     /* predefined: never below 1 */
+        return;
+    }
+    if (--e->refcount == 0) {
         e->magic = KUMI_MAGIC_DEAD;
         free(e);
     }
+}
+
+int kumi_errh_create(int objkind, MPI_Comm_errhandler_function *fn, struct kumi_errhandler **out)
+{
+    struct kumi_errhandler *e = calloc(1, sizeof *e);
+    if (!e) return kumi_error(MPI_ERR_NO_MEM, "out of memory creating an error handler");
+    e->magic = KUMI_MAGIC_ERRH;
+    e->refcount = 1;
+    e->kind = KUMI_ERRH_USER;
+    e->objkind = objkind;
+    e->fn = fn;
+    e->handle = (MPI_Errhandler)e;
+    *out = e;
+    return MPI_SUCCESS;
+}
+
+int kumi_errh_fits(const struct kumi_errhandler *e, int objkind)
+{
+    return e->kind != KUMI_ERRH_USER || e->objkind == objkind;
 }
 
 static void describe(char *buf, size_t len, int code)
 {
     const char *m = code_message(code);
     int cls = code_class(code);
+    struct uerr *u = user_entry(code);
     if (m) snprintf(buf, len, "%s (%s)", m, kumi_err_class_name(cls));
+    else if (u) snprintf(buf, len, "%s (user error %s %d)", u->str ? u->str : "", u->is_class ? "class" : "code", code);
     else if (cls >= 0 && cls < NCLASS && class_text[cls]) snprintf(buf, len, "%s", class_text[cls]);
     else snprintf(buf, len, "error code %d", code);
 }
 
-int kumi_err_handle(struct kumi_comm *comm, int code)
+int kumi_errh_invoke(struct kumi_errhandler *e, int objkind, void *handle, int code)
 {
     if (code == MPI_SUCCESS) return code;
-    if (!comm) comm = kumi_state == KUMI_STATE_INIT ? KUMI_COMM_WORLD : NULL;
-    struct kumi_errhandler *e = comm ? comm->errh : &errh_fatal;
     switch (e->kind) {
     case KUMI_ERRH_RETURN:
         return code;
     case KUMI_ERRH_USER: {
-        MPI_Comm h = comm->handle;
         int c = code;
-        e->fn(&h, &c);
+        switch (objkind) {
+        case KUMI_ERRH_OBJ_WIN: {
+            MPI_Win h = handle;
+            ((MPI_Win_errhandler_function *)e->fn)(&h, &c);
+            break;
+        }
+        case KUMI_ERRH_OBJ_FILE: {
+            MPI_File h = handle;
+            ((MPI_File_errhandler_function *)e->fn)(&h, &c);
+            break;
+        }
+        case KUMI_ERRH_OBJ_SESSION: {
+            MPI_Session h = handle;
+            ((MPI_Session_errhandler_function *)e->fn)(&h, &c);
+            break;
+        }
+        default: {
+            MPI_Comm h = handle;
+            e->fn(&h, &c);
+        }
+        }
         return code;
     }
     default: {
         char buf[MPI_MAX_ERROR_STRING + 64];
         describe(buf, sizeof buf, code);
         kumi_warn("%s", buf);
-        kumi_abort_job(code_class(code) > 0 ? code_class(code) : 1, buf);
+        int cls = code_class(code);
+        kumi_abort_job(cls > 0 && cls <= CLASS_MASK ? cls : 1, buf);
     }
     }
+}
+
+int kumi_err_handle(struct kumi_comm *comm, int code)
+{
+    if (code == MPI_SUCCESS) return code;
+    if (!comm && kumi_state == KUMI_STATE_INIT)
+        comm = KUMI_COMM_SELF->errh != &errh_fatal ? KUMI_COMM_SELF : KUMI_COMM_WORLD;
+    if (!comm) return kumi_errh_invoke(&errh_fatal, KUMI_ERRH_OBJ_COMM, NULL, code);
+    return kumi_errh_invoke(comm->errh, KUMI_ERRH_OBJ_COMM, comm->handle, code);
 }
 
 void kumi_err_fatal(const char *fmt, ...)
@@ -201,8 +312,10 @@ void kumi_err_fatal(const char *fmt, ...)
 int kumi_mpi_error_class(int errorcode, int *errorclass)
 {
     int cls = code_class(errorcode);
-    if (cls < 0 || !errorclass)
+    if (cls < 0)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Error_class: invalid error code %d", errorcode));
+    if (!errorclass)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Error_class: argument errorclass is NULL"));
     *errorclass = cls;
     return MPI_SUCCESS;
 }
@@ -214,10 +327,91 @@ int kumi_mpi_error_string(int errorcode, char *string, int *resultlen)
                                                 string ? "resultlen" : "string"));
     const char *m = code_message(errorcode);
     int cls = code_class(errorcode);
+    struct uerr *u = user_entry(errorcode);
     if (m) snprintf(string, MPI_MAX_ERROR_STRING, "%s", m);
+    else if (u) snprintf(string, MPI_MAX_ERROR_STRING, "%s", u->str ? u->str : "");
     else if (cls >= 0 && cls < NCLASS && class_text[cls]) snprintf(string, MPI_MAX_ERROR_STRING, "%s", class_text[cls]);
     else return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Error_string: invalid error code %d", errorcode));
     *resultlen = (int)strlen(string);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_add_error_class(int *errorclass)
+{
+    if (!errorclass)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Add_error_class: argument errorclass is NULL"));
+    if (!user_new(0, true, errorclass))
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "MPI_Add_error_class: out of memory"));
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_add_error_code(int errorclass, int *errorcode)
+{
+    struct uerr *u = user_entry(errorclass);
+    if (!(u && u->is_class) && !predefined_class(errorclass))
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Add_error_code: argument errorclass %d is not an error class",
+                                                errorclass));
+    if (!errorcode)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Add_error_code: argument errorcode is NULL"));
+    if (!user_new(errorclass, false, errorcode))
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "MPI_Add_error_code: out of memory"));
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_add_error_string(int errorcode, const char *string)
+{
+    struct uerr *u = user_entry(errorcode);
+    if (!u)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Add_error_string: argument errorcode %d is not a "
+                                                "user-defined error code or class", errorcode));
+    if (!string)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Add_error_string: argument string is NULL"));
+    if (strlen(string) >= MPI_MAX_ERROR_STRING)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Add_error_string: argument string is longer than "
+                                                "MPI_MAX_ERROR_STRING-1 (%d) characters", MPI_MAX_ERROR_STRING - 1));
+    char *c = strdup(string);
+    if (!c) return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "MPI_Add_error_string: out of memory"));
+    free(u->str);
+    u->str = c;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_remove_error_class(int errorclass)
+{
+    struct uerr *u = user_entry(errorclass);
+    if (!u || !u->is_class)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_class: argument errorclass %d is not a "
+                                                "user-defined error class", errorclass));
+    for (int i = 0; i < n_uerr; i++)
+        if (uerr[i].live && !uerr[i].is_class && uerr[i].cls == errorclass)
+            return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_class: error class %d still has "
+                                                    "error code %d", errorclass, KUMI_ERR_USER_BASE + i));
+    free(u->str);
+    u->str = NULL;
+    u->live = false;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_remove_error_code(int errorcode)
+{
+    struct uerr *u = user_entry(errorcode);
+    if (!u || u->is_class)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_code: argument errorcode %d is not a "
+                                                "user-defined error code", errorcode));
+    free(u->str);
+    u->str = NULL;
+    u->live = false;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_remove_error_string(int errorcode)
+{
+    struct uerr *u = user_entry(errorcode);
+    if (!u)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_string: argument errorcode %d is not a "
+                                                "user-defined error code or class", errorcode));
+    free(u->str);
+    u->str = NULL;
     return MPI_SUCCESS;
 }
 
@@ -226,19 +420,17 @@ int kumi_mpi_comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandle
     if (!comm_errhandler_fn || !errhandler)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Comm_create_errhandler: argument %s is NULL",
                                                 errhandler ? "comm_errhandler_fn" : "errhandler"));
-    struct kumi_errhandler *e = calloc(1, sizeof *e);
-    if (!e) return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler: out of memory"));
-    e->magic = KUMI_MAGIC_ERRH;
-    e->refcount = 1;
-    e->kind = KUMI_ERRH_USER;
-    e->fn = comm_errhandler_fn;
-    e->handle = (MPI_Errhandler)e;
+    struct kumi_errhandler *e = NULL;
+    int rc = kumi_errh_create(KUMI_ERRH_OBJ_COMM, comm_errhandler_fn, &e);
+    if (rc) return kumi_err_handle(NULL, rc);
     *errhandler = e->handle;
     return MPI_SUCCESS;
 }
 
 int kumi_mpi_comm_set_errhandler(struct kumi_comm *comm, struct kumi_errhandler *errhandler)
 {
+    if (!kumi_errh_fits(errhandler, KUMI_ERRH_OBJ_COMM))
+        return kumi_error(MPI_ERR_ARG, "MPI_Comm_set_errhandler: argument errhandler was not created for communicators");
     kumi_errh_retain(errhandler);
     kumi_errh_release(comm->errh);
     comm->errh = errhandler;
@@ -253,23 +445,21 @@ int kumi_mpi_comm_get_errhandler(struct kumi_comm *comm, MPI_Errhandler *errhand
     return MPI_SUCCESS;
 }
 
+/* Marks the handler for deallocation: it goes when the last object using it
+ * does (each object holds a reference; so does each Comm_get_errhandler). */
 int kumi_mpi_errhandler_free(MPI_Errhandler *errhandler)
 {
     struct kumi_errhandler *e = errhandler ? kumi_errh_get(*errhandler) : NULL;
     if (!e)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Errhandler_free: argument errhandler is not a valid error handler"));
-    if (e->kind != KUMI_ERRH_USER) {
-        /* freeing a predefined handler obtained from Comm_get_errhandler is allowed: drop the reference */
-        if (e->refcount > 1) e->refcount--;
-    } else {
-        kumi_errh_release(e);
-    }
+    kumi_errh_release(e);      /* predefined handlers never go */
     *errhandler = MPI_ERRHANDLER_NULL;
     return MPI_SUCCESS;
 }
 
+/* Returns MPI_SUCCESS when the handler returns (MPI 4.1 sec. 9.3.5). */
 int kumi_mpi_comm_call_errhandler(struct kumi_comm *comm, int errorcode)
 {
-    kumi_err_handle(comm, errorcode);
+    kumi_errh_invoke(comm->errh, KUMI_ERRH_OBJ_COMM, comm->handle, errorcode);
     return MPI_SUCCESS;
 }

@@ -119,6 +119,39 @@ void kumi_framework_register_params(void)
     kumi_progress_register_params();
 }
 
+/* ------------------------------------------------------------ runtime */
+/* Start-up shared by MPI_Init and MPI_Session_init (called once, through
+ * kumi_runtime_acquire in session.c). */
+int kumi_runtime_start(void)
+{
+    kumi_errh_init();
+    kumi_dt_init();
+    kumi_op_init();
+    const char *v = getenv("KUMI_VERBOSE");
+    if (v) kumi_verbose_level = atoi(v);
+
+    int rc = kumi_registry_open(1);
+    if (!rc) rc = select_rpim();
+    if (rc) return rc;
+    kumi_log(1, "rank %d of %d on %s (rpim %s)", kumi_core_world_rank, kumi_core_world_size, kumi_hostname(),
+             rpim_entry ? rpim_entry->comp->name : "singleton");
+    if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) return rc;
+    if ((rc = kumi_req_init())) return rc;
+    if ((rc = kumi_comm_init_predefined())) return rc;
+    kumi_param_warn_unknown();
+    return MPI_SUCCESS;
+}
+
+/* Shut-down when the last of MPI_Finalize / MPI_Session_finalize ends (the
+ * caller has synchronised the job). */
+void kumi_runtime_stop(void)
+{
+    kumi_req_finalize();
+    if (rpim && rpim->client_finalize) rpim->client_finalize();
+    kumi_comm_finalize_predefined();
+    kv_clear();
+}
+
 /* ------------------------------------------------------- MPI functions */
 int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
 {
@@ -127,21 +160,8 @@ int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
     if (kumi_state != KUMI_STATE_PRE)
         kumi_err_fatal("MPI_Init: MPI is already %s", kumi_state == KUMI_STATE_INIT ? "initialized" : "finalized");
     main_thread = pthread_self();
-    kumi_errh_init();
-    kumi_dt_init();
-    kumi_op_init();
-    const char *v = getenv("KUMI_VERBOSE");
-    if (v) kumi_verbose_level = atoi(v);
-
-    int rc = kumi_registry_open(1);
+    int rc = kumi_runtime_acquire();      /* starts the runtime unless a session did */
     if (rc) init_fail(rc);
-    if ((rc = select_rpim())) init_fail(rc);
-    kumi_log(1, "rank %d of %d on %s (rpim %s)", kumi_core_world_rank, kumi_core_world_size, kumi_hostname(),
-             rpim_entry ? rpim_entry->comp->name : "singleton");
-    if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) init_fail(rc);
-    if ((rc = kumi_req_init())) init_fail(rc);
-    if ((rc = kumi_comm_init_predefined())) init_fail(rc);
-    kumi_param_warn_unknown();
 
     /* levels are ordered SINGLE < FUNNELED < SERIALIZED < MULTIPLE (the ABI's values are too) */
     kumi_thread_level = required;
@@ -163,11 +183,12 @@ int kumi_mpi_init(int *argc, char ***argv)
 int kumi_mpi_finalize(void)
 {
     struct kumi_comm *w = KUMI_COMM_WORLD;
+    /* attributes' delete callbacks: MPI_COMM_SELF's first, then MPI_COMM_WORLD's */
+    int arc = kumi_attr_finalize();
     int rc = w->coll.barrier((MPI_Comm)w);
-    kumi_req_finalize();
-    if (rpim && rpim->client_finalize) rpim->client_finalize();
-    kumi_comm_finalize_predefined();
-    kv_clear();
+    if (!rc) rc = arc;
+    int rc2 = kumi_runtime_release(0);     /* stops the runtime unless a session still uses it */
+    if (!rc) rc = rc2;
     kumi_state = KUMI_STATE_FINALIZED;
     return rc ? kumi_err_handle(NULL, rc) : MPI_SUCCESS;
 }

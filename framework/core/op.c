@@ -173,8 +173,9 @@ static op_kernel op_find_kernel(const struct kumi_op *op, const struct kumi_dt *
 {
     if (!op->predefined || (unsigned)op->id > 255 || !dt) return NULL;
     int row = op_row[op->id];
-    if (row < 0 || dt->basic <= KUMI_B_NONE || dt->basic >= KUMI_B_COUNT_) return NULL;
-    return op_kernels[row][dt->basic];
+    enum kumi_basic kind = dt->basic != KUMI_B_NONE ? dt->basic : dt->basic_elem;  /* derived: its one basic kind */
+    if (row < 0 || kind <= KUMI_B_NONE || kind >= KUMI_B_COUNT_) return NULL;
+    return op_kernels[row][kind];
 }
 
 int kumi_op_valid_for(const struct kumi_op *op, const struct kumi_dt *dt)
@@ -223,11 +224,23 @@ int kumi_op_apply(const struct kumi_op *op, const void *in, void *inout, size_t 
     }
     op_kernel k = op_find_kernel(op, dt);
     if (k) {
-        if ((MPI_Aint)op_elem_size[dt->basic] != dt->extent)
-            return kumi_error(MPI_ERR_INTERN, "reduction: datatype %s has extent %ld, "
-                              "its kernels expect %d", dt->name ? dt->name : "?",
-                              (long)dt->extent, (int)op_elem_size[dt->basic]);
-        k(in, inout, count);
+        enum kumi_basic kind = dt->basic != KUMI_B_NONE ? dt->basic : dt->basic_elem;
+        size_t es = op_elem_size[kind];
+        if (dt->basic != KUMI_B_NONE && (MPI_Aint)es == dt->extent) {
+            k(in, inout, count);
+            return MPI_SUCCESS;
+        }
+        /* a derived type of one basic kind: apply on its runs of whole elements */
+        for (size_t e = 0; e < count; e++) {
+            MPI_Aint base = (MPI_Aint)e * dt->extent;
+            for (size_t s = 0; s < dt->nosegs; s++) {
+                const struct kumi_dt_seg *g = &dt->osegs[s];
+                for (size_t j = 0; j < g->count; j++) {
+                    MPI_Aint o = base + g->off + (MPI_Aint)j * g->stride;
+                    k((const char *)in + o, (char *)inout + o, g->len / es);
+                }
+            }
+        }
         return MPI_SUCCESS;
     }
     /* accumulate-only ops */

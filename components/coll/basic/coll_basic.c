@@ -22,6 +22,7 @@
 #include <kumi/kumi.h>
 #include <kumi/component.h>
 #include <kumi/coll.h>
+#include "coll_basic.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ static void coll_basic_span(size_t count, MPI_Datatype dt, MPI_Aint *lo, MPI_Ain
 
 /* A temporary for count elements of dt: returns the pointer to use as the
  * buffer; *mem receives what to free. NULL when out of memory. */
-static char *coll_basic_tmp(size_t count, MPI_Datatype dt, void **mem)
+char *coll_basic_tmp(size_t count, MPI_Datatype dt, void **mem)
 {
     MPI_Aint lo, hi;
     coll_basic_span(count, dt, &lo, &hi);
@@ -71,7 +72,7 @@ static char *coll_basic_tmp(size_t count, MPI_Datatype dt, void **mem)
     return (char *)*mem - lo;
 }
 
-static int coll_basic_nomem(const char *what)
+int coll_basic_nomem(const char *what)
 {
     return kumi_error(MPI_ERR_NO_MEM, "coll/basic: %s: out of memory", what);
 }
@@ -617,9 +618,11 @@ static int coll_basic_exscan(const void *sbuf, void *rbuf, int count, MPI_Dataty
 }
 
 /* -------------------------------------------------------- component */
+void coll_basic_neighbor_query(struct kumi_coll_fns *fns);   /* coll_basic_neighbor.c */
+
 static int coll_basic_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns)
 {
-    (void)comm;
+    if (kumi_comm_is_inter(comm)) return coll_basic_inter_query(comm, priority, fns);
     (void)priority;                 /* keep the default: parameter coll_basic_priority */
     fns->barrier = coll_basic_barrier;
     fns->bcast = coll_basic_bcast;
@@ -638,6 +641,7 @@ static int coll_basic_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_
     fns->reduce_scatter_block = coll_basic_reduce_scatter_block;
     fns->scan = coll_basic_scan;
     fns->exscan = coll_basic_exscan;
+    coll_basic_neighbor_query(fns);
     return KUMI_OK;
 }
 

@@ -59,6 +59,21 @@ struct kumi_coll_fns {
                                 MPI_Op op, MPI_Comm comm);
     int (*scan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
     int (*exscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+    /* Neighborhood collectives (communicators with a topology; see
+     * kumi_topo_neighbors).  Optional: a component may leave them NULL. */
+    int (*neighbor_allgather)(const void *sbuf, int scount, MPI_Datatype sdt,
+                              void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*neighbor_allgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
+                               void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+                               MPI_Comm comm);
+    int (*neighbor_alltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
+                             void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*neighbor_alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
+                              void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+                              MPI_Comm comm);
+    int (*neighbor_alltoallw)(const void *sbuf, const int scounts[], const MPI_Aint sdispls[],
+                              const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
+                              const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm);
 };
 
 struct kumi_coll_ops {
@@ -72,6 +87,16 @@ struct kumi_coll_ops {
 
 KUMI_EXPORT int kumi_comm_rank(MPI_Comm comm);
 KUMI_EXPORT int kumi_comm_size(MPI_Comm comm);
+
+/* Intercommunicators (framework/core/intercomm.c).  kumi_comm_rank / _size
+ * describe the local group; point-to-point (and kumi_coll_* below) address
+ * the remote group.  kumi_comm_local gives the intracommunicator of the local
+ * group (its own contexts) for the local phases of a collective, and
+ * kumi_comm_coll the collectives chosen for a communicator (e.g. that one). */
+KUMI_EXPORT int kumi_comm_is_inter(MPI_Comm comm);
+KUMI_EXPORT int kumi_comm_remote_size(MPI_Comm comm);
+KUMI_EXPORT MPI_Comm kumi_comm_local(MPI_Comm comm);
+KUMI_EXPORT const struct kumi_coll_fns *kumi_comm_coll(MPI_Comm comm);
 
 /* Datatypes: size in bytes of one element's data; lb and extent. */
 KUMI_EXPORT size_t kumi_dt_size(MPI_Datatype dt);
@@ -103,6 +128,20 @@ KUMI_EXPORT int kumi_coll_recv(void *buf, size_t count, MPI_Datatype dt, int src
 KUMI_EXPORT int kumi_coll_sendrecv(const void *sbuf, size_t scount, MPI_Datatype sdt, int dest, int stag,
                                    void *rbuf, size_t rcount, MPI_Datatype rdt, int src, int rtag,
                                    MPI_Comm comm);
+
+/* Topologies: the neighbourhood of comm in the order of the neighborhood
+ * collectives.  Block i of the receive side comes from sources[i], block j of
+ * the send side goes to destinations[j]; MPI_PROC_NULL entries (Cartesian
+ * borders) take part in no communication.  The message sent to
+ * destinations[j] with tag T + sendtags[j] is the one the receiver expects
+ * with tag T + recvtags[i] (offsets < 2^20; they tell apart the two
+ * directions of a Cartesian dimension whose neighbours are one process;
+ * edges with equal offsets between the same pair match in list order).
+ * The arrays stay valid while comm exists.  MPI_ERR_TOPOLOGY if comm has
+ * no topology. */
+KUMI_EXPORT int kumi_topo_neighbors(MPI_Comm comm, int *indegree, const int **sources,
+                                    const int **recvtags, int *outdegree,
+                                    const int **destinations, const int **sendtags);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,4 @@
-/* Collectives with a derived datatype whose extent differs from its size.
- * Waits for derived datatypes (issue 3): move to tests/mpi/ and add a line to
- * tests/mpi/coll.list when MPI_Type_vector and MPI_Type_create_resized exist. */
+/* Collectives with a derived datatype whose extent differs from its size. */
 #include "kt.h"
 
 static int rank, size;

@@ -1,0 +1,266 @@
+/* Sessions (MPI-4): MPI_Session_init / finalize, process sets, groups from
+ * process sets, MPI_Comm_create_from_group; and the reference count of the
+ * runtime that MPI_Init and MPI_Session_init share.
+ *
+ * Process sets: "mpi://WORLD" (every process of the job) and "mpi://SELF".
+ * The runtime is started by the first of MPI_Init / MPI_Session_init and
+ * stopped when the last user ends (MPI_Finalize, or the last
+ * MPI_Session_finalize, which first synchronises the job through the
+ * bootstrap communicator as MPI_Finalize does through MPI_COMM_WORLD).  Once
+ * stopped it cannot be started again in the same process. */
+#include "core/core.h"
+#include "core/check.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+
+static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rt_users;
+int kumi_sessions_active;               /* sessions open in this process */
+static enum { RT_DOWN, RT_UP, RT_STOPPED } rt_state;
+
+int kumi_runtime_acquire(void)
+{
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&rt_lock);
+    if (rt_state == RT_STOPPED) {
+        rc = kumi_error(MPI_ERR_OTHER, "the MPI runtime of this process has ended (MPI_Finalize or the last "
+                        "MPI_Session_finalize) and cannot be started again");
+    } else {
+        if (rt_state == RT_DOWN) rc = kumi_runtime_start();
+        if (!rc) {
+            rt_state = RT_UP;
+            rt_users++;
+        }
+    }
+    pthread_mutex_unlock(&rt_lock);
+    return rc;
+}
+
+int kumi_runtime_release(int barrier)
+{
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&rt_lock);
+    if (rt_users > 0 && --rt_users == 0) {
+        if (barrier) rc = kumi_comm_boot_barrier();
+        kumi_runtime_stop();
+        rt_state = RT_STOPPED;
+    }
+    pthread_mutex_unlock(&rt_lock);
+    return rc;
+}
+
+/* MPI_Session_init's binding resolves its error handler argument before the
+ * runtime exists: the predefined handlers (and MPI_GROUP_EMPTY) are in the
+ * handle table from the moment the library is loaded. */
+__attribute__((constructor)) static void session_predefined(void)
+{
+    kumi_errh_init();
+    kumi_group_init();
+}
+
+/* --------------------------------------------------------------- helpers */
+static const char *const psets[] = { "mpi://WORLD", "mpi://SELF" };
+#define NPSETS ((int)(sizeof psets / sizeof *psets))
+
+static int session_err(struct kumi_session *s, int code)
+{
+    if (!s) return kumi_err_handle(NULL, code);
+    return kumi_errh_invoke(s->errh, KUMI_ERRH_OBJ_SESSION, s->handle, code);
+}
+
+#define GET_SESSION(var, h, fn) \
+    struct kumi_session *var = kumi_session_get(h); \
+    if (!var) return kumi_err_handle(NULL, kumi_error(MPI_ERR_SESSION, "%s: argument session is %s", fn, \
+                                     (h) == MPI_SESSION_NULL ? "MPI_SESSION_NULL" : "not a valid session"))
+
+/* Index of a process set name (case-insensitive, as names are URIs), or -1. */
+static int pset_index(const char *name)
+{
+    for (int i = 0; name && i < NPSETS; i++)
+        if (!strcasecmp(name, psets[i])) return i;
+    return -1;
+}
+
+static int info_new(struct kumi_info **out, const char *fn)
+{
+    *out = NULL;
+    if (!(*out = kumi_info_dup(NULL))) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------- MPI functions */
+int kumi_mpi_session_init(MPI_Info info, struct kumi_errhandler *errhandler, MPI_Session *session)
+{
+    static const char fn[] = "MPI_Session_init";
+    if (!session) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument session is NULL", fn));
+    struct kumi_info *in = NULL;
+    if (info != MPI_INFO_NULL && (!(in = kumi_info_get(info))))
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_INFO, "%s: argument info is not a valid info object", fn));
+    struct kumi_session *s = calloc(1, sizeof *s);
+    if (!s) return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
+    int rc = kumi_runtime_acquire();
+    if (rc) {
+        free(s);
+        return kumi_err_handle(NULL, rc);
+    }
+    s->magic = KUMI_MAGIC_SESSION;
+    __atomic_add_fetch(&kumi_sessions_active, 1, __ATOMIC_SEQ_CST);
+    s->handle = (MPI_Session)s;
+    s->errh = errhandler;
+    kumi_errh_retain(errhandler);
+    {
+        s->info = kumi_info_dup(in);
+        if (s->info) {
+            const char *lv = kumi_thread_level == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+                           : kumi_thread_level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+                           : kumi_thread_level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_SINGLE";
+            const char *want = kumi_info_value(s->info, "thread_level");
+            if (!want) kumi_info_set_value(s->info, "thread_level", lv);
+        }
+    }
+    *session = s->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_session_finalize(MPI_Session *session)
+{
+    static const char fn[] = "MPI_Session_finalize";
+    if (!session) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument session is NULL", fn));
+    GET_SESSION(s, *session, fn);
+    kumi_errh_release(s->errh);
+    if (s->info) kumi_info_release(s->info);
+    s->magic = KUMI_MAGIC_DEAD;
+    free(s);
+    *session = MPI_SESSION_NULL;
+    __atomic_sub_fetch(&kumi_sessions_active, 1, __ATOMIC_SEQ_CST);
+    int rc = kumi_runtime_release(1);
+    return rc ? kumi_err_handle(NULL, rc) : MPI_SUCCESS;
+}
+
+int kumi_mpi_session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names)
+{
+    (void)info;
+    GET_SESSION(s, session, "MPI_Session_get_num_psets");
+    if (!npset_names)
+        return session_err(s, kumi_error(MPI_ERR_ARG, "MPI_Session_get_num_psets: argument npset_names is NULL"));
+    *npset_names = NPSETS;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name)
+{
+    static const char fn[] = "MPI_Session_get_nth_pset";
+    (void)info;
+    GET_SESSION(s, session, fn);
+    if (!pset_len) return session_err(s, kumi_error(MPI_ERR_ARG, "%s: argument pset_len is NULL", fn));
+    if (n < 0 || n >= NPSETS)
+        return session_err(s, kumi_error(MPI_ERR_ARG, "%s: argument n is %d, must be in 0..%d", fn, n, NPSETS - 1));
+    int need = (int)strlen(psets[n]) + 1;
+    if (*pset_len <= 0) {
+        *pset_len = need;
+        return MPI_SUCCESS;
+    }
+    if (!pset_name) return session_err(s, kumi_error(MPI_ERR_ARG, "%s: argument pset_name is NULL", fn));
+    snprintf(pset_name, (size_t)*pset_len, "%s", psets[n]);
+    *pset_len = need;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info)
+{
+    static const char fn[] = "MPI_Session_get_pset_info";
+    GET_SESSION(s, session, fn);
+    if (!info) return session_err(s, kumi_error(MPI_ERR_ARG, "%s: argument info is NULL", fn));
+    int p = pset_index(pset_name);
+    if (p < 0)
+        return session_err(s, kumi_error(MPI_ERR_ARG, "%s: unknown process set \"%s\"", fn,
+                                         pset_name ? pset_name : "(NULL)"));
+    struct kumi_info *i;
+    int rc = info_new(&i, fn);
+    if (rc) return session_err(s, rc);
+    char v[32];
+    snprintf(v, sizeof v, "%d", p == 0 ? kumi_world_size() : 1);
+    rc = kumi_info_set_value(i, "mpi_size", v);
+    if (rc) {
+        kumi_info_release(i);
+        return session_err(s, rc);
+    }
+    *info = kumi_info_handle(i);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_session_get_info(MPI_Session session, MPI_Info *info_used)
+{
+    static const char fn[] = "MPI_Session_get_info";
+    GET_SESSION(s, session, fn);
+    if (!info_used) return session_err(s, kumi_error(MPI_ERR_ARG, "%s: argument info_used is NULL", fn));
+    struct kumi_info *i = kumi_info_dup(s->info);
+    if (!i) return session_err(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
+    *info_used = kumi_info_handle(i);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_session_set_errhandler(MPI_Session session, struct kumi_errhandler *errhandler)
+{
+    GET_SESSION(s, session, "MPI_Session_set_errhandler");
+    kumi_errh_retain(errhandler);
+    kumi_errh_release(s->errh);
+    s->errh = errhandler;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler)
+{
+    GET_SESSION(s, session, "MPI_Session_get_errhandler");
+    if (!errhandler)
+        return session_err(s, kumi_error(MPI_ERR_ARG, "MPI_Session_get_errhandler: argument errhandler is NULL"));
+    kumi_errh_retain(s->errh);
+    *errhandler = s->errh->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup)
+{
+    static const char fn[] = "MPI_Group_from_session_pset";
+    GET_SESSION(s, session, fn);
+    if (!newgroup) return session_err(s, kumi_error(MPI_ERR_ARG, "%s: argument newgroup is NULL", fn));
+    int p = pset_index(pset_name);
+    if (p < 0)
+        return session_err(s, kumi_error(MPI_ERR_ARG, "%s: unknown process set \"%s\"", fn,
+                                         pset_name ? pset_name : "(NULL)"));
+    int n = p == 0 ? kumi_world_size() : 1;
+    int *w = malloc(sizeof(int) * (size_t)n);
+    if (!w) return session_err(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
+    if (p == 0)
+        for (int i = 0; i < n; i++) w[i] = i;
+    else
+        w[0] = kumi_world_rank();
+    struct kumi_group *g = kumi_group_make(n, w);
+    if (!g) return session_err(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
+    *newgroup = g->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
+                                    struct kumi_errhandler *errhandler, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_create_from_group";
+    int rc = MPI_SUCCESS;
+    struct kumi_group *g = kumi_group_get(group);
+    struct kumi_info *in = NULL;
+    if (!g) rc = kumi_error(MPI_ERR_GROUP, "%s: argument group is not a valid group", fn);
+    else if (!stringtag) rc = kumi_error(MPI_ERR_ARG, "%s: argument stringtag is NULL", fn);
+    else if (!newcomm) rc = kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
+    else if (info != MPI_INFO_NULL && (!(in = kumi_info_get(info))))
+        rc = kumi_error(MPI_ERR_INFO, "%s: argument info is not a valid info object", fn);
+    if (!rc) rc = kumi_comm_from_group(g, stringtag, in, errhandler, newcomm);
+    if (!rc) return MPI_SUCCESS;
+    /* no communicator yet: the handler given for the new one */
+    if (errhandler && errhandler->kind != KUMI_ERRH_USER)
+        return kumi_errh_invoke(errhandler, KUMI_ERRH_OBJ_COMM, MPI_COMM_NULL, rc);
+    return kumi_err_handle(NULL, rc);
+}

@@ -1,0 +1,297 @@
+/* Hand-written part of the Fortran glue (libmpifort): the sentinel COMMON
+ * blocks, string and error helpers, the predefined callback procedures, and
+ * the procedures that take a Fortran callback (MPI_Op_create,
+ * MPI_Comm_create_errhandler), which need C trampolines. */
+#include "kf_support.h"
+#include <pthread.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- sentinels */
+/* Defined here with default visibility and reached through the GOT, so that a
+ * program's COMMON block (which may be allocated in the executable) and the
+ * addresses compared in kf_support.h are the same object. */
+KUMI_EXPORT MPI_Fint kumi_fc_bottom_, kumi_fc_in_place_, kumi_fc_buffer_automatic_;
+KUMI_EXPORT MPI_Fint kumi_fc_status_ignore_[MPI_F_STATUS_SIZE], kumi_fc_statuses_ignore_[MPI_F_STATUS_SIZE];
+KUMI_EXPORT MPI_Fint kumi_fc_errcodes_ignore_[1], kumi_fc_unweighted_[1], kumi_fc_weights_empty_[1];
+KUMI_EXPORT char kumi_fc_argv_null_[1], kumi_fc_argvs_null_[1];
+
+/* ---------------------------------------------------------------- helpers */
+char *kf_str_in(const char *f, size_t len)
+{
+    while (len > 0 && f[len - 1] == ' ') len--;
+    char *c = malloc(len + 1);
+    if (!c) return NULL;
+    memcpy(c, f, len);
+    c[len] = 0;
+    return c;
+}
+
+/* Output strings: at least as long as any MPI_MAX_* string, so that the C call
+ * never writes past it; the Fortran variable gets what fits. */
+char *kf_str_buf(size_t len)
+{
+    size_t n = len > MPI_MAX_LIBRARY_VERSION_STRING ? len : MPI_MAX_LIBRARY_VERSION_STRING;
+    return calloc(n + 1, 1);
+}
+
+void kf_str_out(const char *c, char *f, size_t len)
+{
+    size_t n = strlen(c);
+    if (n > len) n = len;
+    memcpy(f, c, n);
+    memset(f + n, ' ', len - n);
+}
+
+int kf_nomem(const char *fn)
+{
+    (void)fn;
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
+    return MPI_ERR_NO_MEM;
+}
+
+/* Intercommunicator calls may be missing from a libmpi under construction. */
+#pragma weak PMPI_Comm_test_inter
+#pragma weak PMPI_Comm_remote_size
+int kf_comm_peers(MPI_Comm comm)
+{
+    int inter = 0, n = 0;
+    if (PMPI_Comm_test_inter && PMPI_Comm_remote_size &&
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+    if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS) return 0;
+    return n;
+}
+
+/* ------------------------------------------------- predefined callbacks */
+/* MPI_*_NULL_COPY_FN, MPI_*_DUP_FN, MPI_*_NULL_DELETE_FN as Fortran procedures
+ * (INTEGER(KIND=MPI_ADDRESS_KIND) attribute values; the deprecated
+ * MPI_NULL_COPY_FN / MPI_DUP_FN / MPI_NULL_DELETE_FN use INTEGER ones). */
+#define KF_COPY_FNS(lname, AT)                                                                  \
+    KUMI_EXPORT void mpi_##lname##null_copy_fn_(MPI_Fint *o, MPI_Fint *k, AT *es, AT *in, AT *out, \
+                                                MPI_Fint *flag, MPI_Fint *ierr)                   \
+    { (void)o; (void)k; (void)es; (void)in; (void)out; *flag = 0; *ierr = MPI_SUCCESS; }        \
+    KUMI_EXPORT void mpi_##lname##dup_fn_(MPI_Fint *o, MPI_Fint *k, AT *es, AT *in, AT *out,      \
+                                          MPI_Fint *flag, MPI_Fint *ierr)                         \
+    { (void)o; (void)k; (void)es; *out = *in; *flag = 1; *ierr = MPI_SUCCESS; }                  \
+    KUMI_EXPORT void mpi_##lname##null_delete_fn_(MPI_Fint *o, MPI_Fint *k, AT *v, AT *es, MPI_Fint *ierr) \
+    { (void)o; (void)k; (void)v; (void)es; *ierr = MPI_SUCCESS; }
+KF_COPY_FNS(, MPI_Fint)
+KF_COPY_FNS(comm_, MPI_Aint)
+KF_COPY_FNS(type_, MPI_Aint)
+KF_COPY_FNS(win_, MPI_Aint)
+
+KUMI_EXPORT void mpi_conversion_fn_null_(void *ub, MPI_Fint *dt, MPI_Fint *count, void *fb,
+                                         MPI_Offset *pos, MPI_Aint *es, MPI_Fint *ierr)
+{
+    (void)ub; (void)dt; (void)count; (void)fb; (void)pos; (void)es;
+    *ierr = MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------- user ops */
+/* The core calls an MPI_User_function without a context, so each Fortran op
+ * gets one of KF_NOPS trampolines; MPI_Op_free gives its slot back. */
+typedef void kf_user_fn(void *invec, void *inoutvec, MPI_Fint *len, MPI_Fint *datatype);
+#define KF_NOPS 64
+static pthread_mutex_t kf_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { kf_user_fn *fn; MPI_Op op; } kf_ops[KF_NOPS];
+
+static void kf_op_call(int i, void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    MPI_Fint fdt = PMPI_Type_c2f(*dt), n = *len;
+    kf_ops[i].fn(in, inout, &n, &fdt);
+}
+#define KF_T(i, j) static void kf_op_##i##j(void *a, void *b, int *n, MPI_Datatype *d) \
+    { kf_op_call((i) * 8 + (j), a, b, n, d); }
+#define KF_T8(i) KF_T(i, 0) KF_T(i, 1) KF_T(i, 2) KF_T(i, 3) KF_T(i, 4) KF_T(i, 5) KF_T(i, 6) KF_T(i, 7)
+KF_T8(0) KF_T8(1) KF_T8(2) KF_T8(3) KF_T8(4) KF_T8(5) KF_T8(6) KF_T8(7)
+#define KF_P8(i) kf_op_##i##0, kf_op_##i##1, kf_op_##i##2, kf_op_##i##3, \
+                 kf_op_##i##4, kf_op_##i##5, kf_op_##i##6, kf_op_##i##7
+static MPI_User_function *const kf_op_tramp[KF_NOPS] = {
+    KF_P8(0), KF_P8(1), KF_P8(2), KF_P8(3), KF_P8(4), KF_P8(5), KF_P8(6), KF_P8(7) };
+
+KUMI_EXPORT void pmpi_op_create_(void (*user_fn)(void), MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
+{
+    int i, rc;
+    MPI_Op c = MPI_OP_NULL;
+    pthread_mutex_lock(&kf_lock);
+    for (i = 0; i < KF_NOPS && kf_ops[i].fn; i++) {}
+    if (i < KF_NOPS) { kf_ops[i].fn = (kf_user_fn *)(void *)user_fn; kf_ops[i].op = MPI_OP_NULL; }
+    pthread_mutex_unlock(&kf_lock);
+    if (i == KF_NOPS) {             /* every trampoline in use: report it through COMM_WORLD */
+        PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_INTERN);
+        *ierror = MPI_ERR_INTERN;
+        return;
+    }
+    rc = user_fn ? PMPI_Op_create(kf_op_tramp[i], *commute != 0, &c) : PMPI_Op_create(NULL, *commute != 0, &c);
+    pthread_mutex_lock(&kf_lock);
+    if (rc == MPI_SUCCESS) kf_ops[i].op = c;
+    else kf_ops[i].fn = NULL;
+    pthread_mutex_unlock(&kf_lock);
+    if (rc == MPI_SUCCESS) *op = PMPI_Op_c2f(c);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_op_create_(void (*user_fn)(void), MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_op_create_")));
+
+KUMI_EXPORT void pmpi_op_free_(MPI_Fint *op, MPI_Fint *ierror)
+{
+    MPI_Op c = PMPI_Op_f2c(*op), old = c;
+    int rc = PMPI_Op_free(&c);
+    if (rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&kf_lock);
+        for (int i = 0; i < KF_NOPS; i++)
+            if (kf_ops[i].fn && kf_ops[i].op == old) { kf_ops[i].fn = NULL; kf_ops[i].op = MPI_OP_NULL; }
+        pthread_mutex_unlock(&kf_lock);
+    }
+    *op = PMPI_Op_c2f(c);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierror) __attribute__((weak, alias("pmpi_op_free_")));
+
+/* ------------------------------------------------- error handlers */
+/* One trampoline for every Fortran communicator error handler: it finds the
+ * Fortran procedure from the communicator's error handler. */
+typedef void kf_errh_fn(MPI_Fint *comm, MPI_Fint *code);
+#define KF_NERRH 256
+static struct { MPI_Errhandler eh; kf_errh_fn *fn; } kf_errh[KF_NERRH];
+static int kf_nerrh;
+
+static void kf_errh_tramp(MPI_Comm *comm, int *code, ...)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    kf_errh_fn *fn = NULL;
+    if (PMPI_Comm_get_errhandler(*comm, &eh) != MPI_SUCCESS) return;
+    pthread_mutex_lock(&kf_lock);
+    for (int i = 0; i < kf_nerrh; i++)
+        if (kf_errh[i].eh == eh) fn = kf_errh[i].fn;
+    pthread_mutex_unlock(&kf_lock);
+    PMPI_Errhandler_free(&eh);
+    MPI_Fint fc = PMPI_Comm_c2f(*comm), fcode = *code;
+    if (fn) fn(&fc, &fcode);
+}
+
+KUMI_EXPORT void pmpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = PMPI_Comm_create_errhandler(fn ? kf_errh_tramp : NULL, &eh);
+    if (rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&kf_lock);
+        int i;
+        for (i = 0; i < kf_nerrh && kf_errh[i].eh != eh; i++) {}  /* an address used before */
+        if (i == kf_nerrh && kf_nerrh < KF_NERRH) kf_nerrh++;
+        if (i < kf_nerrh) { kf_errh[i].eh = eh; kf_errh[i].fn = (kf_errh_fn *)(void *)fn; }
+        else rc = MPI_ERR_INTERN;
+        pthread_mutex_unlock(&kf_lock);
+        if (rc != MPI_SUCCESS) { PMPI_Errhandler_free(&eh); PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc); }
+    }
+    *errhandler = PMPI_Errhandler_c2f(eh);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_comm_create_errhandler_")));
+
+/* ------------------------------------------------------------ attributes */
+/* A Fortran keyval: its copy and delete procedures and its extra state travel
+ * as the C keyval's extra_state; C trampolines call them with integer handles
+ * and INTEGER(KIND=MPI_ADDRESS_KIND) values.  An attribute set from Fortran
+ * stores the integer value itself as the C attribute (void *); the predefined
+ * attributes, which C gives as pointers, are read through those pointers. */
+typedef void kf_copy_fn(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *extra, MPI_Aint *in, MPI_Aint *out,
+                        MPI_Fint *flag, MPI_Fint *ierr);
+typedef void kf_delete_fn(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *val, MPI_Aint *extra, MPI_Fint *ierr);
+struct kf_keyval { kf_copy_fn *copy; kf_delete_fn *del; MPI_Aint extra; };
+
+/* Value of attribute keyval read from C (flag set) as a Fortran integer. */
+static MPI_Aint kf_attr_value(int keyval, void *v)
+{
+    switch (keyval) {
+    case MPI_TAG_UB: case MPI_HOST: case MPI_IO: case MPI_WTIME_IS_GLOBAL: case MPI_APPNUM:
+    case MPI_LASTUSEDCODE: case MPI_UNIVERSE_SIZE:
+    case MPI_WIN_DISP_UNIT: case MPI_WIN_CREATE_FLAVOR: case MPI_WIN_MODEL:
+        return v ? *(int *)v : 0;
+    case MPI_WIN_SIZE:
+        return v ? *(MPI_Aint *)v : 0;
+    default:                        /* MPI_WIN_BASE, and values set from Fortran */
+        return (MPI_Aint)v;
+    }
+}
+
+/* Weak: a libmpi under construction may lack some of them (then the call is unsupported). */
+#pragma weak PMPI_Comm_create_keyval
+#pragma weak PMPI_Comm_set_attr
+#pragma weak PMPI_Comm_get_attr
+#pragma weak PMPI_Type_create_keyval
+#pragma weak PMPI_Type_set_attr
+#pragma weak PMPI_Type_get_attr
+#pragma weak PMPI_Win_create_keyval
+#pragma weak PMPI_Win_set_attr
+#pragma weak PMPI_Win_get_attr
+
+#define KF_ATTR(lname, Name, CType, Conv, NULLCOPY, DUP, NULLDEL, CNULLCOPY, CDUP, CNULLDEL)                                      \
+    static int kf_##lname##_copy(CType o, int k, void *extra, void *in, void *out, int *flag)          \
+    {                                                                                                  \
+        struct kf_keyval *kv = extra;                                                                  \
+        MPI_Fint fo = PMPI_##Conv##_c2f(o), fk = k, ff = 0, ierr = MPI_SUCCESS;                        \
+        MPI_Aint vin = (MPI_Aint)in, vout = 0;                                                         \
+        kv->copy(&fo, &fk, &kv->extra, &vin, &vout, &ff, &ierr);                                       \
+        *flag = ff != 0;                                                                               \
+        if (ff) *(void **)out = (void *)vout;                                                          \
+        return ierr;                                                                                   \
+    }                                                                                                  \
+    static int kf_##lname##_delete(CType o, int k, void *val, void *extra)                             \
+    {                                                                                                  \
+        struct kf_keyval *kv = extra;                                                                  \
+        MPI_Fint fo = PMPI_##Conv##_c2f(o), fk = k, ierr = MPI_SUCCESS;                                \
+        MPI_Aint v = (MPI_Aint)val;                                                                    \
+        kv->del(&fo, &fk, &v, &kv->extra, &ierr);                                                      \
+        return ierr;                                                                                   \
+    }                                                                                                  \
+    KUMI_EXPORT void pmpi_##lname##_create_keyval_(void (*copy)(void), void (*del)(void), MPI_Fint *keyval, \
+                                                   MPI_Aint *extra, MPI_Fint *ierror)                  \
+    {                                                                                                  \
+        if (!PMPI_##Name##_create_keyval) { *ierror = MPI_ERR_UNSUPPORTED_OPERATION; return; }         \
+        struct kf_keyval *kv = malloc(sizeof *kv);                                                     \
+        if (!kv) { *ierror = kf_nomem("MPI_" #Name "_create_keyval"); return; }                        \
+        kv->copy = (kf_copy_fn *)(void *)copy;                                                         \
+        kv->del = (kf_delete_fn *)(void *)del;                                                         \
+        kv->extra = *extra;                                                                            \
+        MPI_##Name##_copy_attr_function *ccopy = kf_##lname##_copy;                                    \
+        MPI_##Name##_delete_attr_function *cdel = kf_##lname##_delete;                                 \
+        if (copy == (void (*)(void))NULLCOPY) ccopy = CNULLCOPY;                                       \
+        else if (copy == (void (*)(void))DUP) ccopy = CDUP;                                             \
+        if (del == (void (*)(void))NULLDEL) cdel = CNULLDEL;                                        \
+        int k = MPI_KEYVAL_INVALID;                                                                    \
+        int rc = PMPI_##Name##_create_keyval(ccopy, cdel, &k, kv);                                     \
+        if (rc != MPI_SUCCESS) free(kv); /* else kept: callbacks may run after the keyval's free */     \
+        *keyval = k;                                                                                   \
+        *ierror = rc;                                                                                  \
+    }                                                                                                  \
+    KUMI_EXPORT void mpi_##lname##_create_keyval_(void (*copy)(void), void (*del)(void), MPI_Fint *keyval, \
+                                                  MPI_Aint *extra, MPI_Fint *ierror)                   \
+        __attribute__((weak, alias("pmpi_" #lname "_create_keyval_")));                                \
+    KUMI_EXPORT void pmpi_##lname##_set_attr_(MPI_Fint *o, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierror) \
+    {                                                                                                  \
+        if (!PMPI_##Name##_set_attr) { *ierror = MPI_ERR_UNSUPPORTED_OPERATION; return; }              \
+        *ierror = PMPI_##Name##_set_attr(PMPI_##Conv##_f2c(*o), *keyval, (void *)*val);                \
+    }                                                                                                  \
+    KUMI_EXPORT void mpi_##lname##_set_attr_(MPI_Fint *o, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierror) \
+        __attribute__((weak, alias("pmpi_" #lname "_set_attr_")));                                     \
+    KUMI_EXPORT void pmpi_##lname##_get_attr_(MPI_Fint *o, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *flag, \
+                                              MPI_Fint *ierror)                                        \
+    {                                                                                                  \
+        if (!PMPI_##Name##_get_attr) { *ierror = MPI_ERR_UNSUPPORTED_OPERATION; return; }              \
+        void *v = NULL;                                                                                \
+        int f = 0;                                                                                     \
+        *ierror = PMPI_##Name##_get_attr(PMPI_##Conv##_f2c(*o), *keyval, &v, &f);                      \
+        *flag = f != 0;                                                                                \
+        if (*ierror == MPI_SUCCESS && f) *val = kf_attr_value(*keyval, v);                             \
+    }                                                                                                  \
+    KUMI_EXPORT void mpi_##lname##_get_attr_(MPI_Fint *o, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *flag, \
+                                             MPI_Fint *ierror)                                         \
+        __attribute__((weak, alias("pmpi_" #lname "_get_attr_")));
+
+KF_ATTR(comm, Comm, MPI_Comm, Comm, mpi_comm_null_copy_fn_, mpi_comm_dup_fn_, mpi_comm_null_delete_fn_,
+        MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN)
+KF_ATTR(type, Type, MPI_Datatype, Type, mpi_type_null_copy_fn_, mpi_type_dup_fn_, mpi_type_null_delete_fn_,
+        MPI_TYPE_NULL_COPY_FN, MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN)
+KF_ATTR(win, Win, MPI_Win, Win, mpi_win_null_copy_fn_, mpi_win_dup_fn_, mpi_win_null_delete_fn_,
+        MPI_WIN_NULL_COPY_FN, MPI_WIN_DUP_FN, MPI_WIN_NULL_DELETE_FN)

@@ -1,0 +1,18 @@
+#!/bin/bash
+# Fortran 2-D Jacobi (use mpi, Cartesian communicator, vector halo types):
+# the same probe values (bitwise) and sum (to 1e-12) at 1, 2 and 4 ranks.
+. "$top_srcdir/tests/fortran/kf.sh"
+kf_need_fortran
+kf_build fortran_jacobi.f90 fortran_jacobi
+for n in 1 2 4; do
+    kf_run -n $n ./fortran_jacobi > "$KF_DIR/jacobi.$n" || { echo "FAIL: run at $n ranks"; cat "$KF_DIR/jacobi.$n"; exit 1; }
+    cat "$KF_DIR/jacobi.$n"
+done
+[ "$(grep -c '^probe' "$KF_DIR/jacobi.1")" = 3 ] || { echo "FAIL: no probe lines"; exit 1; }
+for n in 2 4; do
+    diff <(grep '^probe' "$KF_DIR/jacobi.1") <(grep '^probe' "$KF_DIR/jacobi.$n") || { echo "FAIL: probes differ at $n ranks"; exit 1; }
+    paste <(grep '^sum' "$KF_DIR/jacobi.1") <(grep '^sum' "$KF_DIR/jacobi.$n") |
+        awk '{ d = $2 - $4; if (d < 0) d = -d; if ($2 <= 0 || d > 1e-12 * $2) exit 1 }' ||
+        { echo "FAIL: sums differ at $n ranks"; exit 1; }
+done
+echo "same result at 1, 2 and 4 ranks"
