@@ -64,7 +64,7 @@ static const char *const runtime_vars[] = {
     "KUMI_INFO", /* exported by tests/run-tests.sh to every test */
     NULL
 };
-static const char *const runtime_prefixes[] = { "KUMI_TEST_", "KUMI_INTERNAL_", NULL };
+static const char *const runtime_prefixes[] = { "KUMI_TEST_", "KUMI_BENCH_", "KUMI_INTERNAL_", NULL };
 
 /* ------------------------------------------------------------------ helpers */
 
