@@ -60,7 +60,7 @@ static char file_paths[2][4096];
 /* Runtime variables set by mpiexec / the rpim layer or read by tools: not parameters. */
 static const char *const runtime_vars[] = {
     "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_JOB_SECRET",
-    "KUMI_RPIM", "KUMI_COMPONENT_PATH", "KUMI_VERBOSE", "KUMI_CC",
+    "KUMI_RPIM", "KUMI_COMPONENT_PATH", "KUMI_VERBOSE", "KUMI_CC", "KUMI_CXX", "KUMI_FC",
     "KUMI_INFO", /* exported by tests/run-tests.sh to every test */
     NULL
 };
