@@ -52,6 +52,7 @@ ANYTIME = {
     'MPI_Session_init', 'MPI_Session_finalize', 'MPI_Session_get_num_psets', 'MPI_Session_get_nth_pset',
     'MPI_Session_get_pset_info', 'MPI_Session_get_info', 'MPI_Session_set_errhandler',
     'MPI_Session_get_errhandler', 'MPI_Group_from_session_pset', 'MPI_Comm_create_from_group',
+    'MPI_Session_create_errhandler', 'MPI_Errhandler_free',
 }
 # Not under the library lock: they set the thread level, or only read constant state.
 NOLOCK = {

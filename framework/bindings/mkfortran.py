@@ -18,6 +18,12 @@ usage: mkfortran.py --procedures P.json --abi A.json --bindings bindings.c
   arguments, sentinels to their C values, the return code to IERROR.  What the
   generator cannot convert (callbacks, string arrays, attribute values, ...)
   is skipped unless kf_support.c writes it by hand; --report lists the skips.
+* The module (not mpif.h) also has an explicit interface for every procedure
+  libmpifort defines, written from the Fortran signatures of the API data, so
+  that gfortran checks the number, types, kinds and ranks of the arguments.
+  Choice buffers (<type>) are TYPE(*), DIMENSION(*) with gfortran's
+  NO_ARG_CHECK attribute (any type, kind and rank is accepted there, as
+  MPI requires).
 """
 import argparse
 import json
@@ -47,7 +53,11 @@ SAME_REP = {('int', 'MPI_Fint'), ('MPI_Aint', 'MPI_Aint'), ('MPI_Count', 'MPI_Co
 HANDWRITTEN = {'MPI_Op_create', 'MPI_Op_free', 'MPI_Comm_create_errhandler',
                'MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr',
                'MPI_Type_create_keyval', 'MPI_Type_set_attr', 'MPI_Type_get_attr',
-               'MPI_Win_create_keyval', 'MPI_Win_set_attr', 'MPI_Win_get_attr'}
+               'MPI_Win_create_keyval', 'MPI_Win_set_attr', 'MPI_Win_get_attr',
+               'MPI_Keyval_create', 'MPI_Attr_put', 'MPI_Attr_get', 'MPI_Pcontrol',
+               'MPI_Session_create_errhandler'}
+# C entry points written by hand in libmpi (not in bindings.c / handles.c).
+HANDWRITTEN_C = {'Pcontrol'}
 # Sentinel common blocks: Fortran name -> (common block / C symbol, Fortran declaration)
 SENTINELS = [
     ('MPI_BOTTOM', 'kumi_fc_bottom', 'INTEGER MPI_BOTTOM'),
@@ -118,6 +128,8 @@ def array_length(cname, pname, params):
         return 'max_datatypes'
     if pname in ('sendtypes', 'recvtypes') and not cname.startswith(('MPI_Neighbor', 'MPI_Ineighbor')):
         return 'kf_comm_peers(k_comm)'
+    if pname in ('sendtypes', 'recvtypes'):      # neighborhood: outdegree / indegree of the topology
+        return 'kf_neighbor_out(k_comm)' if pname == 'sendtypes' else 'kf_neighbor_in(k_comm)'
     raise Skip('array of handles %s with unknown length' % pname)
 
 
@@ -248,8 +260,9 @@ def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl):
     return out
 
 
-def fortran_decls(abi):
-    """Lines of Fortran declarations (valid in fixed and free form) for mpif.h and the module."""
+def fortran_decls(abi, interfaced=()):
+    """Lines of Fortran declarations (valid in fixed and free form) for mpif.h and the module
+    (interfaced: the Fortran functions the module declares by an interface instead)."""
     L = []
 
     def param(typ, name, value):
@@ -290,10 +303,54 @@ def fortran_decls(abi):
     for name in CALLBACK_CONSTS:
         L.append('      EXTERNAL %s' % name)
     for pre in ('MPI', 'PMPI'):
-        L.append('      DOUBLE PRECISION %s_WTIME, %s_WTICK' % (pre, pre))
-        L.append('      EXTERNAL %s_WTIME, %s_WTICK' % (pre, pre))
-        L.append('      INTEGER(KIND=MPI_ADDRESS_KIND) %s_AINT_ADD, %s_AINT_DIFF' % (pre, pre))
-        L.append('      EXTERNAL %s_AINT_ADD, %s_AINT_DIFF' % (pre, pre))
+        for typ, names in (('DOUBLE PRECISION', ('WTIME', 'WTICK')),
+                           ('INTEGER(KIND=MPI_ADDRESS_KIND)', ('AINT_ADD', 'AINT_DIFF'))):
+            names = ['%s_%s' % (pre, n) for n in names if '%s_%s' % (pre, n) not in interfaced]
+            if names:
+                L.append('      %s %s' % (typ, ', '.join(names)))
+                L.append('      EXTERNAL %s' % ', '.join(names))
+    return L
+
+
+def wrap_free(line, width=120):
+    """A free-form statement split with '&' continuations to fit the line limit."""
+    out = []
+    while len(line) > width:
+        cut = line.rfind(',', 0, width)
+        if cut < 0:
+            break
+        out.append(line[:cut + 1] + ' &')
+        line = '        ' + line[cut + 1:].lstrip()
+    out.append(line)
+    return out
+
+
+def f_interface(name, f90):
+    """Free-form interface body lines for the Fortran procedure of signature f90 (raises Skip)."""
+    fret, fargs, fdecl = parse_f90(f90)
+    kind = 'FUNCTION' if fret else 'SUBROUTINE'
+    L = wrap_free('%s %s(%s)' % (kind, name, ', '.join(x.upper() for x in fargs)))
+    L += ['IMPORT', 'IMPLICIT NONE']
+    if fret:
+        L.append('%s :: %s' % (fret, name))
+    scalars, arrays = [], []
+    for x in fargs:
+        ft, dims = fdecl.get(x, ('INTEGER', ''))
+        X = x.upper()
+        if ft == '<type>':
+            # any type, kind and rank: gfortran's (and Intel's) "ignore TKR"
+            arrays += ['!GCC$ ATTRIBUTES NO_ARG_CHECK :: %s' % X, '!DEC$ ATTRIBUTES NO_ARG_CHECK :: %s' % X,
+                       'TYPE(*), DIMENSION(*) :: %s' % X]
+        elif ft == 'EXTERNAL':
+            scalars.append('EXTERNAL :: %s' % X)
+        elif ft == 'CHARACTER*(*)':
+            (arrays if dims else scalars).append('CHARACTER(LEN=*) :: %s%s' % (X, dims))
+        elif ft in FTYPES:
+            (arrays if dims else scalars).append('%s :: %s%s' % (ft, X, dims))
+        else:
+            raise Skip('Fortran type %s' % ft)
+    L += scalars + arrays      # scalars first: array bounds may name them (ARGV(COUNT, *))
+    L.append('END %s %s' % (kind, name))
     return L
 
 
@@ -311,13 +368,16 @@ def main():
     api = json.load(open(a.procedures))
     abi = json.load(open(a.abi))
 
-    implemented = set()
+    implemented = set(HANDWRITTEN_C)
     for src in a.bindings:
         implemented |= set(re.findall(r'^KUMI_EXPORT\s[^(\n]*?\bPMPI_(\w+)\s*\(', open(src).read(), re.M))
 
     c = ['/* Generated by mkfortran.py from the MPI API data: do not edit. */',
-         '#include "kf_support.h"', '']
+         '#include "kf_support.h"',
+         '/* kf_support.c: lengths of the per-neighbor arrays of the neighborhood alltoallw calls */',
+         'int kf_neighbor_in(MPI_Comm comm);', 'int kf_neighbor_out(MPI_Comm comm);', '']
     done, skipped = [], []
+    f90_of = {}
     for p in api['procedures']:
         f90 = p.get('f90')
         if not p.get('c') or not f90 or f90 == 'None' or p.get('not_with_mpif'):
@@ -325,6 +385,7 @@ def main():
         ret, cname, params = parse_proto(p['c'].replace('\\ldots', '...'))
         if cname[4:] not in implemented:
             continue
+        f90_of[cname] = f90
         if cname in HANDWRITTEN:
             done.append(cname)
             continue
@@ -341,12 +402,24 @@ def main():
     c.append(' */')
     open(a.out_c, 'w').write('\n'.join(c) + '\n')
 
-    decls = fortran_decls(abi)
     head = ['! mpif.h for Kumi: generated by mkfortran.py from the MPI 5.0 standard ABI',
             '! facts and the MPI API data.  Do not edit.']
-    open(a.out_h, 'w').write('\n'.join(head + decls) + '\n')
+    open(a.out_h, 'w').write('\n'.join(head + fortran_decls(abi)) + '\n')
+    # explicit interfaces for what libmpifort defines
+    ifaces, interfaced = [], set()
+    for cname in sorted(set(done)):
+        name = cname.upper()
+        if name in interfaced:
+            continue
+        try:
+            body = f_interface(name, f90_of[cname])
+        except Skip as e:
+            skipped.append((cname + ' (interface)', str(e)))
+            continue
+        interfaced.add(name)
+        ifaces += ['      INTERFACE'] + ['        ' + x for x in body] + ['      END INTERFACE']
     mod = ['! The `use mpi` module of Kumi: generated by mkfortran.py.  Do not edit.',
-           'module mpi', '      implicit none'] + decls + ['end module mpi']
+           'module mpi', '      implicit none'] + fortran_decls(abi, interfaced) + ifaces + ['end module mpi']
     open(a.out_mod, 'w').write('\n'.join(mod) + '\n')
     if a.report:
         for s in skipped:

@@ -102,6 +102,16 @@ def main():
             raise SystemExit('mkmpih: unknown constant type %r for %s' % (t, name))
         defined.add(name)
     w('')
+    # Not in the standard ABI (the ABI has no MPI_F_STATUS_IGNORE: its value
+    # would tie the C API to a Fortran library).  Kumi keeps the Fortran
+    # MPI_STATUS(ES)_IGNORE sentinels in libmpi itself (core/pcontrol.c), so C
+    # code gets their addresses without linking libmpifort.
+    w('/* The Fortran MPI_STATUS_IGNORE / MPI_STATUSES_IGNORE, for C code (a Kumi')
+    w(' * extension of the standard ABI, which has no MPI_F_STATUS_IGNORE) */')
+    w('extern MPI_Fint kumi_fc_status_ignore_[], kumi_fc_statuses_ignore_[];')
+    w('#define MPI_F_STATUS_IGNORE ((MPI_Fint *)kumi_fc_status_ignore_)')
+    w('#define MPI_F_STATUSES_IGNORE ((MPI_Fint *)kumi_fc_statuses_ignore_)')
+    w('')
     w('enum {')
     for name, v in enums:
         w('    %s = %s,' % (name, v))

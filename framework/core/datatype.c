@@ -632,6 +632,31 @@ int kumi_mpi_type_get_name(struct kumi_dt *datatype, char *type_name, int *resul
     return MPI_SUCCESS;
 }
 
+/* Names a user sets on the standard's predefined datatypes (whose own names
+ * are static strings), by handle value. */
+static char *predef_user_name[KUMI_PREDEF_MAX];
+
+int kumi_mpi_type_set_name(struct kumi_dt *datatype, const char *type_name)
+{
+    if (!type_name) return NULLARG("MPI_Type_set_name", "type_name");
+    /* longer names are truncated to MPI_MAX_OBJECT_NAME-1 characters (MPI 4.1 sec. 7.8) */
+    size_t n = strnlen(type_name, MPI_MAX_OBJECT_NAME - 1);
+    char *c = malloc(n + 1);
+    if (!c) return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "MPI_Type_set_name: out of memory"));
+    memcpy(c, type_name, n);
+    c[n] = 0;
+    uintptr_t h = (uintptr_t)datatype->handle;
+    if (datatype->predefined && h < KUMI_PREDEF_MAX) {
+        free(predef_user_name[h]);
+        predef_user_name[h] = c;
+    } else {
+        /* derived and MPI_Type_create_f90_* types: the name is theirs (or NULL) */
+        free((char *)datatype->name);
+    }
+    datatype->name = c;
+    return MPI_SUCCESS;
+}
+
 int kumi_mpi_get_address(const void *location, MPI_Aint *address)
 {
     if (!address) return NULLARG("MPI_Get_address", "address");

@@ -168,7 +168,8 @@ int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
     if (kumi_thread_level != MPI_THREAD_FUNNELED && kumi_thread_level != MPI_THREAD_SERIALIZED &&
         kumi_thread_level != MPI_THREAD_MULTIPLE)
         kumi_thread_level = required > MPI_THREAD_MULTIPLE ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
-    kumi_mt = kumi_thread_level == MPI_THREAD_MULTIPLE;
+    /* only ever switched on: a session may already have asked for MPI_THREAD_MULTIPLE */
+    if (kumi_thread_level == MPI_THREAD_MULTIPLE) kumi_mt = true;
     if (provided) *provided = kumi_thread_level;
     kumi_state = KUMI_STATE_INIT;
     return MPI_SUCCESS;

@@ -560,3 +560,115 @@ int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *g
     free(lall); free(rall); free(lr); free(rr);
     return rc;
 }
+
+/* ---------------------------------------- MPI_Intercomm_create_from_groups */
+/* MPI-4: an intercommunicator from two disjoint groups, collective over
+ * both, with no communicator that spans them: every process knows both
+ * groups, so no leader has to tell its group about the other one.  The
+ * intercommunicator's context pair is agreed over the union of the groups
+ * and the local intracommunicator's over the local group, both through the
+ * whole-job bootstrap communicator (kumi_ctx_alloc_group, as
+ * MPI_Comm_create_from_group does), with keys made from the string tag.  The
+ * union is ordered the same way on every member: the group whose leader has
+ * the lower world rank first. */
+static uint32_t ic_tag_hash(const char *salt, const char *tag)
+{
+    uint32_t h = 2166136261u;                   /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)salt; *p; p++) h = (h ^ *p) * 16777619u;
+    for (const unsigned char *p = (const unsigned char *)tag; *p; p++) h = (h ^ *p) * 16777619u;
+    return h & 0x7fffffffu;
+}
+
+#define IC_KEY_BOOT ((uint64_t)4 << 32)          /* agreements carried by the bootstrap communicator */
+
+static int ic_from_groups(struct kumi_group *lg, int local_leader, struct kumi_group *rg, int remote_leader,
+                          const char *stringtag, MPI_Info info, struct kumi_errhandler *errhandler,
+                          MPI_Comm *newintercomm, const char *fn)
+{
+    struct kumi_info *in = NULL;
+    if (!lg) return kumi_error(MPI_ERR_GROUP, "%s: argument local_group is not a valid group", fn);
+    if (!rg) return kumi_error(MPI_ERR_GROUP, "%s: argument remote_group is not a valid group", fn);
+    if (!stringtag) return kumi_error(MPI_ERR_ARG, "%s: argument stringtag is NULL", fn);
+    if (!newintercomm) return kumi_error(MPI_ERR_ARG, "%s: argument newintercomm is NULL", fn);
+    if (info != MPI_INFO_NULL && !(in = kumi_info_get(info)))
+        return kumi_error(MPI_ERR_INFO, "%s: argument info is not a valid info object", fn);
+    if (!kumi_errh_fits(errhandler, KUMI_ERRH_OBJ_COMM))
+        return kumi_error(MPI_ERR_ARG, "%s: argument errhandler was not created for communicators", fn);
+    if (lg->size == 0 || rg->size == 0)
+        return kumi_error(MPI_ERR_GROUP, "%s: argument %s is empty", fn, lg->size ? "remote_group" : "local_group");
+    if (lg->rank == MPI_UNDEFINED)
+        return kumi_error(MPI_ERR_GROUP, "%s: the calling process is not a member of argument local_group", fn);
+    if (local_leader < 0 || local_leader >= lg->size)
+        return kumi_error(MPI_ERR_RANK, "%s: invalid local_leader %d in a local_group of size %d", fn,
+                          local_leader, lg->size);
+    if (remote_leader < 0 || remote_leader >= rg->size)
+        return kumi_error(MPI_ERR_RANK, "%s: invalid remote_leader %d in a remote_group of size %d", fn,
+                          remote_leader, rg->size);
+    int nw = kumi_world_size(), n = lg->size + rg->size;
+    unsigned char *seen = calloc((size_t)nw, 1);
+    int *uw = malloc(sizeof(int) * (size_t)n);
+    if (!seen || !uw) {
+        free(seen); free(uw);
+        return nomem(fn);
+    }
+    for (int i = 0; i < lg->size; i++) seen[lg->world[i]] = 1;
+    int overlap = -1;
+    for (int i = 0; i < rg->size && overlap < 0; i++)
+        if (seen[rg->world[i]]) overlap = rg->world[i];
+    free(seen);
+    if (overlap >= 0) {
+        free(uw);
+        return kumi_error(MPI_ERR_GROUP, "%s: local_group and remote_group overlap (world rank %d is in both)",
+                          fn, overlap);
+    }
+    /* the union, in the same order on every member */
+    const struct kumi_group *first = lg->world[local_leader] < rg->world[remote_leader] ? lg : rg;
+    const struct kumi_group *second = first == lg ? rg : lg;
+    memcpy(uw, first->world, sizeof(int) * (size_t)first->size);
+    memcpy(uw + first->size, second->world, sizeof(int) * (size_t)second->size);
+    struct kumi_group ug = { .magic = KUMI_MAGIC_GROUP, .refcount = 1, .size = n, .world = uw,
+                             .rank = (first == lg ? 0 : first->size) + lg->rank };
+    int32_t ctx, lctx;
+    int rc = kumi_ctx_alloc_group(NULL, &ug, IC_KEY_BOOT | ic_tag_hash("kumi.icfg/", stringtag), &ctx);
+    free(uw);
+    if (rc) return rc;
+    rc = kumi_ctx_alloc_group(NULL, lg, IC_KEY_BOOT | ic_tag_hash("kumi.icfg.local/", stringtag), &lctx);
+    if (rc) {
+        kumi_ctx_free(ctx);
+        return rc;
+    }
+    int *lw = malloc(sizeof(int) * (size_t)lg->size), *rw = malloc(sizeof(int) * (size_t)rg->size);
+    if (!lw || !rw) {
+        free(lw); free(rw);
+        kumi_ctx_free(ctx); kumi_ctx_free(lctx);
+        return nomem(fn);
+    }
+    memcpy(lw, lg->world, sizeof(int) * (size_t)lg->size);
+    memcpy(rw, rg->world, sizeof(int) * (size_t)rg->size);
+    struct kumi_comm *c;
+    TRY(ic_make(lg->rank, lg->size, lw, rg->size, rw, ctx, lctx, NULL, fn, &c));
+    if (in && !(c->info = kumi_info_dup(in))) {
+        kumi_comm_release(c);
+        return nomem(fn);
+    }
+    kumi_errh_retain(errhandler);
+    kumi_errh_release(c->errh);
+    c->errh = errhandler;
+    *newintercomm = c->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,
+                                          int remote_leader, const char *stringtag, MPI_Info info,
+                                          struct kumi_errhandler *errhandler, MPI_Comm *newintercomm)
+{
+    static const char fn[] = "MPI_Intercomm_create_from_groups";
+    int rc = ic_from_groups(kumi_group_get(local_group), local_leader, kumi_group_get(remote_group),
+                            remote_leader, stringtag, info, errhandler, newintercomm, fn);
+    if (!rc) return MPI_SUCCESS;
+    /* no communicator yet: the handler given for the new one (a user's one
+     * needs a communicator to be called with, so then the process's default) */
+    if (errhandler->kind != KUMI_ERRH_USER)
+        return kumi_errh_invoke(errhandler, KUMI_ERRH_OBJ_COMM, MPI_COMM_NULL, rc);
+    return kumi_err_handle(NULL, rc);
+}

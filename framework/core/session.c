@@ -93,35 +93,86 @@ static int info_new(struct kumi_info **out, const char *fn)
 }
 
 /* ------------------------------------------------------- MPI functions */
+/* The thread level named by an info value ("MPI_THREAD_MULTIPLE", ...), or -1. */
+static int thread_level_of(const char *v)
+{
+    static const struct { const char *name; int level; } lv[] = {
+        { "MPI_THREAD_SINGLE", MPI_THREAD_SINGLE }, { "MPI_THREAD_FUNNELED", MPI_THREAD_FUNNELED },
+        { "MPI_THREAD_SERIALIZED", MPI_THREAD_SERIALIZED }, { "MPI_THREAD_MULTIPLE", MPI_THREAD_MULTIPLE } };
+    for (size_t i = 0; v && i < sizeof lv / sizeof *lv; i++)
+        if (!strcasecmp(v, lv[i].name)) return lv[i].level;
+    return -1;
+}
+
+static const char *thread_level_name(int level)
+{
+    return level == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+         : level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+         : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_SINGLE";
+}
+
+/* The level a new session provides for the "thread_level" it asks for (-1:
+ * none asked: the process's current level).  MPI_THREAD_MULTIPLE switches on
+ * the library lock as MPI_Init_thread does.  That is safe here: while the
+ * lock is off the process runs at MPI_THREAD_SERIALIZED or below, so by the
+ * program's own promise no other thread is inside the library during this
+ * call (MPI_Session_init itself runs without the lock), and none can be
+ * between an entry point's lock and unlock. */
+static int session_thread_level(int want)
+{
+    int cur = kumi_mt ? MPI_THREAD_MULTIPLE : kumi_thread_level;
+    if (want == MPI_THREAD_MULTIPLE && !kumi_mt) {
+        __atomic_store_n(&kumi_mt, true, __ATOMIC_SEQ_CST);
+        kumi_log(2, "MPI_Session_init: thread level MPI_THREAD_MULTIPLE, library lock on");
+        return MPI_THREAD_MULTIPLE;
+    }
+    if (want < 0 || want < cur) return cur;
+    return want;
+}
+
+/* Errors of MPI_Session_init go to its errhandler argument (no session yet). */
+static int init_err(struct kumi_errhandler *eh, int code)
+{
+    if (!eh) return kumi_err_handle(NULL, code);
+    return kumi_errh_invoke(eh, KUMI_ERRH_OBJ_SESSION, MPI_SESSION_NULL, code);
+}
+
 int kumi_mpi_session_init(MPI_Info info, struct kumi_errhandler *errhandler, MPI_Session *session)
 {
     static const char fn[] = "MPI_Session_init";
-    if (!session) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument session is NULL", fn));
+    if (!kumi_errh_fits(errhandler, KUMI_ERRH_OBJ_SESSION))
+        return init_err(NULL, kumi_error(MPI_ERR_ARG, "%s: argument errhandler was not created for sessions", fn));
+    if (!session) return init_err(errhandler, kumi_error(MPI_ERR_ARG, "%s: argument session is NULL", fn));
     struct kumi_info *in = NULL;
     if (info != MPI_INFO_NULL && (!(in = kumi_info_get(info))))
-        return kumi_err_handle(NULL, kumi_error(MPI_ERR_INFO, "%s: argument info is not a valid info object", fn));
+        return init_err(errhandler, kumi_error(MPI_ERR_INFO, "%s: argument info is not a valid info object", fn));
     struct kumi_session *s = calloc(1, sizeof *s);
-    if (!s) return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
+    if (!s) return init_err(errhandler, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
+    s->info = kumi_info_dup(in);
+    if (!s->info) {
+        free(s);
+        return init_err(errhandler, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
+    }
     int rc = kumi_runtime_acquire();
     if (rc) {
+        kumi_info_release(s->info);
         free(s);
-        return kumi_err_handle(NULL, rc);
+        return init_err(errhandler, rc);
+    }
+    /* "thread_level": the level asked for; Session_get_info answers the level provided */
+    int level = session_thread_level(thread_level_of(kumi_info_value(s->info, "thread_level")));
+    rc = kumi_info_set_value(s->info, "thread_level", thread_level_name(level));
+    if (rc) {
+        kumi_info_release(s->info);
+        free(s);
+        kumi_runtime_release(0);
+        return init_err(errhandler, rc);
     }
     s->magic = KUMI_MAGIC_SESSION;
     __atomic_add_fetch(&kumi_sessions_active, 1, __ATOMIC_SEQ_CST);
     s->handle = (MPI_Session)s;
     s->errh = errhandler;
     kumi_errh_retain(errhandler);
-    {
-        s->info = kumi_info_dup(in);
-        if (s->info) {
-            const char *lv = kumi_thread_level == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
-                           : kumi_thread_level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
-                           : kumi_thread_level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_SINGLE";
-            const char *want = kumi_info_value(s->info, "thread_level");
-            if (!want) kumi_info_set_value(s->info, "thread_level", lv);
-        }
-    }
     *session = s->handle;
     return MPI_SUCCESS;
 }
@@ -207,6 +258,9 @@ int kumi_mpi_session_get_info(MPI_Session session, MPI_Info *info_used)
 int kumi_mpi_session_set_errhandler(MPI_Session session, struct kumi_errhandler *errhandler)
 {
     GET_SESSION(s, session, "MPI_Session_set_errhandler");
+    if (!kumi_errh_fits(errhandler, KUMI_ERRH_OBJ_SESSION))
+        return session_err(s, kumi_error(MPI_ERR_ARG, "MPI_Session_set_errhandler: argument errhandler was not "
+                                         "created for sessions"));
     kumi_errh_retain(errhandler);
     kumi_errh_release(s->errh);
     s->errh = errhandler;
@@ -220,6 +274,29 @@ int kumi_mpi_session_get_errhandler(MPI_Session session, MPI_Errhandler *errhand
         return session_err(s, kumi_error(MPI_ERR_ARG, "MPI_Session_get_errhandler: argument errhandler is NULL"));
     kumi_errh_retain(s->errh);
     *errhandler = s->errh->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn,
+                                       MPI_Errhandler *errhandler)
+{
+    static const char fn[] = "MPI_Session_create_errhandler";
+    if (!session_errhandler_fn || !errhandler)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fn,
+                                                errhandler ? "session_errhandler_fn" : "errhandler"));
+    struct kumi_errhandler *e = NULL;
+    int rc = kumi_errh_create(KUMI_ERRH_OBJ_SESSION, (MPI_Comm_errhandler_function *)session_errhandler_fn, &e);
+    if (rc) return kumi_err_handle(NULL, rc);
+    *errhandler = e->handle;
+    return MPI_SUCCESS;
+}
+
+/* Returns MPI_SUCCESS when the handler returns (MPI 4.1 sec. 9.3.5), as
+ * MPI_Comm_call_errhandler does. */
+int kumi_mpi_session_call_errhandler(MPI_Session session, int errorcode)
+{
+    GET_SESSION(s, session, "MPI_Session_call_errhandler");
+    kumi_errh_invoke(s->errh, KUMI_ERRH_OBJ_SESSION, s->handle, errorcode);
     return MPI_SUCCESS;
 }
 

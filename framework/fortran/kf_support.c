@@ -11,7 +11,8 @@
  * program's COMMON block (which may be allocated in the executable) and the
  * addresses compared in kf_support.h are the same object. */
 KUMI_EXPORT MPI_Fint kumi_fc_bottom_, kumi_fc_in_place_, kumi_fc_buffer_automatic_;
-KUMI_EXPORT MPI_Fint kumi_fc_status_ignore_[MPI_F_STATUS_SIZE], kumi_fc_statuses_ignore_[MPI_F_STATUS_SIZE];
+/* kumi_fc_status_ignore_ and kumi_fc_statuses_ignore_ are libmpi's (mpi.h's
+ * MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE point at them: core/pcontrol.c). */
 KUMI_EXPORT MPI_Fint kumi_fc_errcodes_ignore_[1], kumi_fc_unweighted_[1], kumi_fc_weights_empty_[1];
 KUMI_EXPORT char kumi_fc_argv_null_[1], kumi_fc_argvs_null_[1];
 
@@ -295,3 +296,175 @@ KF_ATTR(type, Type, MPI_Datatype, Type, mpi_type_null_copy_fn_, mpi_type_dup_fn_
         MPI_TYPE_NULL_COPY_FN, MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN)
 KF_ATTR(win, Win, MPI_Win, Win, mpi_win_null_copy_fn_, mpi_win_dup_fn_, mpi_win_null_delete_fn_,
         MPI_WIN_NULL_COPY_FN, MPI_WIN_DUP_FN, MPI_WIN_NULL_DELETE_FN)
+
+/* ------------------------------------------- deprecated attribute calls */
+/* MPI_KEYVAL_CREATE / MPI_ATTR_PUT / MPI_ATTR_GET (MPI-1, deprecated): the
+ * same machinery with INTEGER (default kind) attribute values and extra
+ * state, on communicators.  A value set with MPI_ATTR_PUT is stored as the C
+ * attribute (void *) holding the sign-extended integer, so MPI_COMM_GET_ATTR
+ * reads it too (and MPI_ATTR_GET truncates what MPI_COMM_SET_ATTR stored). */
+typedef void kf_copy_old_fn(MPI_Fint *obj, MPI_Fint *keyval, MPI_Fint *extra, MPI_Fint *in, MPI_Fint *out,
+                            MPI_Fint *flag, MPI_Fint *ierr);
+typedef void kf_delete_old_fn(MPI_Fint *obj, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *extra, MPI_Fint *ierr);
+struct kf_keyval_old { kf_copy_old_fn *copy; kf_delete_old_fn *del; MPI_Fint extra; };
+
+static int kf_old_copy(MPI_Comm o, int k, void *extra, void *in, void *out, int *flag)
+{
+    struct kf_keyval_old *kv = extra;
+    MPI_Fint fo = PMPI_Comm_c2f(o), fk = k, ff = 0, ierr = MPI_SUCCESS;
+    MPI_Fint vin = (MPI_Fint)(MPI_Aint)in, vout = 0;
+    kv->copy(&fo, &fk, &kv->extra, &vin, &vout, &ff, &ierr);
+    *flag = ff != 0;
+    if (ff) *(void **)out = (void *)(MPI_Aint)vout;
+    return ierr;
+}
+
+static int kf_old_delete(MPI_Comm o, int k, void *val, void *extra)
+{
+    struct kf_keyval_old *kv = extra;
+    MPI_Fint fo = PMPI_Comm_c2f(o), fk = k, ierr = MPI_SUCCESS;
+    MPI_Fint v = (MPI_Fint)(MPI_Aint)val;
+    kv->del(&fo, &fk, &v, &kv->extra, &ierr);
+    return ierr;
+}
+
+KUMI_EXPORT void pmpi_keyval_create_(void (*copy)(void), void (*del)(void), MPI_Fint *keyval, MPI_Fint *extra,
+                                     MPI_Fint *ierror)
+{
+    if (!PMPI_Comm_create_keyval) { *ierror = MPI_ERR_UNSUPPORTED_OPERATION; return; }
+    struct kf_keyval_old *kv = malloc(sizeof *kv);
+    if (!kv) { *ierror = kf_nomem("MPI_Keyval_create"); return; }
+    kv->copy = (kf_copy_old_fn *)(void *)copy;
+    kv->del = (kf_delete_old_fn *)(void *)del;
+    kv->extra = *extra;
+    MPI_Comm_copy_attr_function *ccopy = kf_old_copy;
+    MPI_Comm_delete_attr_function *cdel = kf_old_delete;
+    /* the predefined procedures of either generation */
+    if (copy == (void (*)(void))mpi_null_copy_fn_ || copy == (void (*)(void))mpi_comm_null_copy_fn_)
+        ccopy = MPI_COMM_NULL_COPY_FN;
+    else if (copy == (void (*)(void))mpi_dup_fn_ || copy == (void (*)(void))mpi_comm_dup_fn_)
+        ccopy = MPI_COMM_DUP_FN;
+    if (del == (void (*)(void))mpi_null_delete_fn_ || del == (void (*)(void))mpi_comm_null_delete_fn_)
+        cdel = MPI_COMM_NULL_DELETE_FN;
+    int k = MPI_KEYVAL_INVALID;
+    int rc = PMPI_Comm_create_keyval(ccopy, cdel, &k, kv);
+    if (rc != MPI_SUCCESS) free(kv);        /* else kept: callbacks may run after the keyval's free */
+    *keyval = k;
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_keyval_create_(void (*copy)(void), void (*del)(void), MPI_Fint *keyval, MPI_Fint *extra,
+                                    MPI_Fint *ierror) __attribute__((weak, alias("pmpi_keyval_create_")));
+
+KUMI_EXPORT void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror)
+{
+    if (!PMPI_Comm_set_attr) { *ierror = MPI_ERR_UNSUPPORTED_OPERATION; return; }
+    *ierror = PMPI_Comm_set_attr(PMPI_Comm_f2c(*comm), *keyval, (void *)(MPI_Aint)*val);
+}
+KUMI_EXPORT void mpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_attr_put_")));
+
+KUMI_EXPORT void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag, MPI_Fint *ierror)
+{
+    if (!PMPI_Comm_get_attr) { *ierror = MPI_ERR_UNSUPPORTED_OPERATION; return; }
+    void *v = NULL;
+    int f = 0;
+    *ierror = PMPI_Comm_get_attr(PMPI_Comm_f2c(*comm), *keyval, &v, &f);
+    *flag = f != 0;
+    if (*ierror == MPI_SUCCESS && f) *val = (MPI_Fint)kf_attr_value(*keyval, v);
+}
+KUMI_EXPORT void mpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_attr_get_")));
+
+/* ------------------------------------------------------------ MPI_PCONTROL */
+/* MPI_PCONTROL(LEVEL): no IERROR in Fortran; C's variable arguments have no
+ * Fortran counterpart. */
+KUMI_EXPORT void pmpi_pcontrol_(MPI_Fint *level)
+{
+    PMPI_Pcontrol(*level);
+}
+KUMI_EXPORT void mpi_pcontrol_(MPI_Fint *level) __attribute__((weak, alias("pmpi_pcontrol_")));
+
+/* ------------------------------------------------ session error handlers */
+/* As for communicators: one trampoline finds the Fortran procedure from the
+ * session's error handler. */
+#pragma weak PMPI_Session_create_errhandler
+#pragma weak PMPI_Session_get_errhandler
+typedef void kf_serrh_fn(MPI_Fint *session, MPI_Fint *code);
+static struct { MPI_Errhandler eh; kf_serrh_fn *fn; } kf_serrh[KF_NERRH];
+static int kf_nserrh;
+
+static void kf_serrh_tramp(MPI_Session *session, int *code, ...)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    kf_serrh_fn *fn = NULL;
+    if (*session == MPI_SESSION_NULL || PMPI_Session_get_errhandler(*session, &eh) != MPI_SUCCESS) return;
+    pthread_mutex_lock(&kf_lock);
+    for (int i = 0; i < kf_nserrh; i++)
+        if (kf_serrh[i].eh == eh) fn = kf_serrh[i].fn;
+    pthread_mutex_unlock(&kf_lock);
+    PMPI_Errhandler_free(&eh);
+    MPI_Fint fs = PMPI_Session_c2f(*session), fcode = *code;
+    if (fn) fn(&fs, &fcode);
+}
+
+KUMI_EXPORT void pmpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    if (!PMPI_Session_create_errhandler || !PMPI_Session_get_errhandler) {
+        *ierror = MPI_ERR_UNSUPPORTED_OPERATION;
+        return;
+    }
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = PMPI_Session_create_errhandler(fn ? kf_serrh_tramp : NULL, &eh);
+    if (rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&kf_lock);
+        int i;
+        for (i = 0; i < kf_nserrh && kf_serrh[i].eh != eh; i++) {}  /* an address used before */
+        if (i == kf_nserrh && kf_nserrh < KF_NERRH) kf_nserrh++;
+        if (i < kf_nserrh) { kf_serrh[i].eh = eh; kf_serrh[i].fn = (kf_serrh_fn *)(void *)fn; }
+        else rc = MPI_ERR_INTERN;
+        pthread_mutex_unlock(&kf_lock);
+        if (rc != MPI_SUCCESS) PMPI_Errhandler_free(&eh);
+    }
+    *errhandler = PMPI_Errhandler_c2f(eh);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_session_create_errhandler_")));
+
+/* ------------------------------------------- neighborhood array lengths */
+/* Lengths of the per-neighbor arrays (sendtypes: outdegree, recvtypes:
+ * indegree) of MPI_NEIGHBOR_ALLTOALLW and its variants; 0 for a
+ * communicator without topology (the call then reports it). */
+#pragma weak PMPI_Topo_test
+#pragma weak PMPI_Cartdim_get
+#pragma weak PMPI_Graph_neighbors_count
+#pragma weak PMPI_Dist_graph_neighbors_count
+static void kf_neighbor_degrees(MPI_Comm comm, int *indeg, int *outdeg)
+{
+    int t = MPI_UNDEFINED, n = 0, w = 0, rank = 0;
+    *indeg = *outdeg = 0;
+    if (!PMPI_Topo_test || PMPI_Topo_test(comm, &t) != MPI_SUCCESS) return;
+    if (t == MPI_CART && PMPI_Cartdim_get && PMPI_Cartdim_get(comm, &n) == MPI_SUCCESS) {
+        *indeg = *outdeg = 2 * n;
+    } else if (t == MPI_GRAPH && PMPI_Graph_neighbors_count && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
+               PMPI_Graph_neighbors_count(comm, rank, &n) == MPI_SUCCESS) {
+        *indeg = *outdeg = n;
+    } else if (t == MPI_DIST_GRAPH && PMPI_Dist_graph_neighbors_count) {
+        int i = 0, o = 0;
+        if (PMPI_Dist_graph_neighbors_count(comm, &i, &o, &w) == MPI_SUCCESS) { *indeg = i; *outdeg = o; }
+    }
+}
+
+int kf_neighbor_in(MPI_Comm comm)
+{
+    int i, o;
+    kf_neighbor_degrees(comm, &i, &o);
+    return i;
+}
+
+int kf_neighbor_out(MPI_Comm comm)
+{
+    int i, o;
+    kf_neighbor_degrees(comm, &i, &o);
+    return o;
+}

@@ -64,6 +64,7 @@ static int bsend_start(struct kumi_req *r)
 
 static int start_req(struct kumi_req *r)
 {
+    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) return kumi_part_start(r);
     if (r->kind == KUMI_REQ_RECV) return kumi_req_start_recv(r);
     if (r->mode == KUMI_MODE_BUFFERED) return bsend_start(r);
     return kumi_req_start_send(r);
@@ -102,6 +103,15 @@ static void status_out(MPI_Status *st, const MPI_Status *from)
  * make it inactive (persistent).  Returns its error code (no handler). */
 static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
+    if (r->kind == KUMI_REQ_GREQ) {    /* generalized: query_fn gives the status, then free_fn */
+        MPI_Status full;
+        int qc = kumi_greq_query(r, &full);
+        status_out(st, &full);
+        int fc = kumi_greq_call_free(r);
+        kumi_req_free(r);
+        *h = MPI_REQUEST_NULL;
+        return qc != MPI_SUCCESS ? qc : fc;
+    }
     int code = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, fn);
     status_out(st, &r->status);
     if (r->persistent) {
@@ -756,8 +766,13 @@ int kumi_mpi_request_free(MPI_Request *request)
 {
     struct kumi_req *r = request ? req_get(*request) : NULL;
     if (!r) return bad_request("MPI_Request_free", "request", -1);
-    kumi_req_release(r);
     *request = MPI_REQUEST_NULL;
+    if (r->kind == KUMI_REQ_GREQ && r->complete) {   /* free_fn now; its error is ours */
+        int fc = kumi_greq_call_free(r);
+        kumi_req_free(r);
+        return fc ? kumi_err_handle(NULL, fc) : MPI_SUCCESS;
+    }
+    kumi_req_release(r);
     return MPI_SUCCESS;
 }
 
@@ -772,6 +787,12 @@ int kumi_mpi_request_get_status(MPI_Request request, int *flag, MPI_Status *stat
     if (!r) return bad_request("MPI_Request_get_status", "request", -1);
     if (!r->complete) kumi_progress(0);
     *flag = r->complete;
+    if (r->complete && r->kind == KUMI_REQ_GREQ) {   /* query_fn, the request stays */
+        MPI_Status full;
+        int qc = kumi_greq_query(r, &full);
+        status_out(status, &full);
+        return qc ? kumi_err_handle(NULL, qc) : MPI_SUCCESS;
+    }
     if (r->complete) status_out(status, &r->status);
     return MPI_SUCCESS;
 }

@@ -51,6 +51,8 @@ struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
 void kumi_req_free(struct kumi_req *r)
 {
     if (!r) return;
+    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) kumi_part_free(r);
+    else if (r->kind == KUMI_REQ_GREQ) kumi_greq_free(r);
     if (r->kind == KUMI_REQ_RECV) kumi_match_unpost(r);
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
@@ -81,6 +83,10 @@ void kumi_req_check_complete(struct kumi_req *r)
     if (r->parent) {                   /* Isendrecv's send: its receive may be complete now */
         kumi_req_check_complete(r->parent);
         return;                        /* freed with its parent */
+    }
+    if (r->on_complete) {              /* internal part of a partitioned channel */
+        r->on_complete(r);
+        return;
     }
     if (r->user_freed) kumi_req_free(r);
 }
@@ -184,7 +190,8 @@ static void req_op_done(struct kumi_sendop *op)
 
 int kumi_req_start_send(struct kumi_req *r)
 {
-    const void *payload = r->buf;
+    /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
+    const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
     const struct kumi_p2p_ops *ops;
     int rc;
 
@@ -347,7 +354,7 @@ static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
         if (!r->pack) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (%zu bytes)", r->fname, r->bytes);
         r->rx.dst = r->pack;
     } else {
-        r->rx.dst = r->buf;
+        r->rx.dst = (char *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
     }
     r->rx.cap = r->bytes;
     r->rx.len = r->rx.got = 0;
@@ -376,6 +383,8 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 /* ------------------------------------------------------------ cancel */
 int kumi_req_cancel(struct kumi_req *r)
 {
+    if (r->kind == KUMI_REQ_GREQ) return kumi_greq_cancel(r);
+    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) return MPI_SUCCESS;  /* not cancellable */
     if (!r->active) return MPI_SUCCESS;
     if (r->kind == KUMI_REQ_RECV) {
         if (!r->complete && !r->ue && kumi_match_unpost(r)) {

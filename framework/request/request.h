@@ -40,7 +40,22 @@ static inline int kumi_status_cancelled(const MPI_Status *st) { return st->MPI_i
 /* The empty status: source ANY_SOURCE, tag ANY_TAG, no error, count 0. */
 void kumi_status_empty(MPI_Status *st);
 
-enum kumi_req_kind { KUMI_REQ_SEND = 1, KUMI_REQ_RECV };
+enum kumi_req_kind {
+    KUMI_REQ_SEND = 1, KUMI_REQ_RECV,
+    KUMI_REQ_PSEND, KUMI_REQ_PRECV,     /* partitioned (partitioned.c): state in ext */
+    KUMI_REQ_GREQ                       /* generalized (grequest.c): state in ext */
+};
+
+/* Hidden contexts of partitioned communication (partitioned.c), above every
+ * communicator's context id (< 0x40000000), so that no user or collective
+ * message can meet them:
+ *   KUMI_CTX_PART_HS | comm->ctx   channel handshakes, tag = the user's tag;
+ *   KUMI_CTX_PART_CH + n           one channel end (n: per-process counter,
+ *                                  never reused while the channel lives);
+ *                                  tag = the sender's partition index (data)
+ *                                  or 0 (the handshake's answer). */
+#define KUMI_CTX_PART_HS 0x40000000
+#define KUMI_CTX_PART_CH 0x50000000
 enum kumi_send_mode { KUMI_MODE_STD = 0, KUMI_MODE_SYNC, KUMI_MODE_BUFFERED, KUMI_MODE_READY };
 
 struct kumi_ue;
@@ -87,6 +102,13 @@ struct kumi_req {
     struct kumi_req *partner;       /* receive: its send */
     struct kumi_req *parent;        /* send: the receive that owns it */
     void *owned;                    /* freed with the request (Isendrecv_replace's copy) */
+    /* Partitioned / generalized requests: their state (kind PSEND, PRECV, GREQ);
+     * an internal send/receive of a partitioned channel: the channel's state. */
+    void *ext;
+    /* Internal send/receive: called once it completes (instead of the
+     * user_freed check); the callback owns r from then on. */
+    void (*on_complete)(struct kumi_req *r);
+    int cb_idx;                     /* for on_complete: e.g. the partition index */
 };
 
 /* An unexpected message (header arrived, no receive matched yet). */
@@ -156,6 +178,20 @@ void kumi_progress_wait(int (*done)(void *), void *arg);
 
 /* ---- pt2pt.c ---- */
 void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
+
+/* ---- partitioned.c ---- */
+int kumi_part_start(struct kumi_req *r);      /* MPI_Start(all) of a PSEND/PRECV */
+void kumi_part_free(struct kumi_req *r);      /* kumi_req_free of a PSEND/PRECV */
+
+/* ---- grequest.c ---- */
+void kumi_greq_free(struct kumi_req *r);      /* kumi_req_free of a GREQ: free_fn if not yet called */
+/* Completed generalized request r: query_fn fills *st (a full status);
+ * returns query_fn's error code (MPI_SUCCESS if none). */
+int kumi_greq_query(struct kumi_req *r, MPI_Status *st);
+/* The request is being freed by a completion call: run free_fn now;
+ * returns its error code. */
+int kumi_greq_call_free(struct kumi_req *r);
+int kumi_greq_cancel(struct kumi_req *r);     /* cancel_fn(extra_state, complete) */
 
 /* ---- bsend.c ---- */
 /* Copy the message into the attached buffer; r->pack/bsend_seg set. */
