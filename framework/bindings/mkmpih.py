@@ -128,6 +128,10 @@ def main():
         if name in seen:
             continue
         seen.add(name)
+        # Weight arrays may be the sentinels MPI_UNWEIGHTED / MPI_WEIGHTS_EMPTY (small
+        # pointer values): declared as pointers, not arrays, so that GCC does not warn
+        # at every call that it reads from a region of size 0 (same ABI).
+        args = re.sub(r'\b((?:const )?int) (\w*weights)\[\]', r'\1 *\2', args)
         w('%s %s(%s);' % (ret, name, args))
         w('%s P%s(%s);' % (ret, name, args))
     w('')

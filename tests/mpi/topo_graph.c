@@ -6,10 +6,6 @@
  * than their ends) with Dist_graph_neighbors(_count); Topo_test; errors. */
 #include "kt.h"
 
-/* MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are small integer pointers (standard
- * ABI); GCC's object-size checks take them for zero-sized arrays. */
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-#pragma GCC diagnostic ignored "-Wstringop-overread"
 
 static int rank, size;
 

@@ -11,10 +11,6 @@
  * edge s -> me (in s's list) fills my k-th block from s. */
 #include "kt.h"
 
-/* MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are small integer pointers (standard
- * ABI); GCC's object-size checks take them for zero-sized arrays. */
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-#pragma GCC diagnostic ignored "-Wstringop-overread"
 
 static int rank, size;
 
