@@ -20,7 +20,33 @@
  * the round is retried.  Ownership goes to the in-flight agreement with the
  * lowest key (parent's context id, tag): the globally lowest one eventually
  * owns the mask on all its members at once, so some agreement always
- * succeeds and none starves (the scheme MPICH uses). */
+ * succeeds and none starves (the scheme MPICH uses).
+ *
+ * Arrival round.  An owner holds the mask until its round ends, so a round
+ * that owns must never wait for a member that has not yet entered the
+ * agreement: that member may first wait (MPI_Wait of an MPI_Comm_idup,
+ * another thread) for an agreement that needs this process's mask.  So
+ * round 0 of an agreement offers nothing (it only tells that every member
+ * has arrived), and only agreements past round 0 ("active") count for the
+ * lowest-key rule; rounds >= 1 end in bounded time, since every member is in
+ * the agreement and progresses it.  Exception: a blocking agreement in a
+ * single-threaded process with no other agreement in flight offers its mask
+ * at once (nothing else can ask for the mask while it waits), so
+ * MPI_Comm_dup & co. still cost one reduction.
+ *
+ * MPI_Comm_idup runs the same protocol as a state machine of non-blocking
+ * point-to-point messages in the parent's collective context (ctx+1),
+ * completed by the progress engine (callbacks of internal requests): each
+ * round is a binomial AND-reduction to rank 0 (tag IDUP_TAG_REDUCE) and a
+ * binomial broadcast back (IDUP_TAG_BCAST).  Tag space of ctx+1: collective
+ * components use tags >= 0; kumi_ctx_alloc_group uses -8 .. -0x40000007;
+ * the idups use -0x40000010 and -0x40000011, nothing else does.  The idups
+ * of one communicator run one after another on each process (in call order,
+ * which MPI makes the same everywhere), so they share that tag pair and the
+ * key (ctx, KEY_IDUP); messages cannot pair wrongly because point-to-point
+ * is non-overtaking and every member runs the same rounds in the same
+ * order.  Once agreed, the communicator is built (attributes copied with
+ * their copy callbacks, topology, info) and the request completes. */
 #include "core/core.h"
 #include "core/check.h"
 #include "request/request.h"
@@ -39,10 +65,12 @@
 #define KEY_COMM 0xffffffffu            /* low key word of agreements over a whole parent */
 static uint32_t ctx_free[MASK_WORDS];   /* bit set: pair free */
 
-/* Agreements in flight on this process, and whether one owns the mask. */
-struct ctx_agreement { uint64_t key; struct ctx_agreement *next; };
+/* Agreements in flight on this process, and whether one owns the mask.
+ * active: past the arrival round (see above). */
+struct ctx_agreement { uint64_t key; bool active; struct ctx_agreement *next; };
 static struct ctx_agreement *inflight;
 static bool mask_owned;
+static void idup_kick(void);
 
 struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
 static struct kumi_comm boot_obj;       /* whole job, identity, ctx CTX_BOOT (never a user handle) */
@@ -53,23 +81,44 @@ void kumi_comm_init_ctx(void)
     ctx_free[0] &= ~7u;   /* pair 0: world, pair 1: self, pair 2: bootstrap */
 }
 
-static bool lowest_inflight(uint64_t key)
+static bool lowest_active(uint64_t key)
 {
     for (struct ctx_agreement *a = inflight; a; a = a->next)
-        if (a->key < key) return false;
+        if (a->active && a->key < key) return false;
     return true;
+}
+
+static void agreement_remove(struct ctx_agreement *me)
+{
+    struct ctx_agreement **pp = &inflight;
+    while (*pp && *pp != me) pp = &(*pp)->next;
+    if (*pp) *pp = me->next;
+}
+
+/* The lowest pair free in an agreed mask (taken); MPI_ERR_INTERN if none. */
+static int take_ctx(const uint32_t *out, int32_t *ctx)
+{
+    for (int w = 0; w < MASK_WORDS; w++) {
+        if (!out[w]) continue;
+        int b = __builtin_ctz(out[w]);
+        ctx_free[w] &= ~(1u << b);
+        *ctx = (int32_t)(2 * (w * 32 + b));
+        return MPI_SUCCESS;
+    }
+    return kumi_error(MPI_ERR_INTERN, "no free context id left (%d communicators exist)", CTX_PAIRS);
 }
 
 typedef int (*band_fn)(void *arg, const uint32_t *in, uint32_t *out, int n);
 
 static int ctx_agree(uint64_t key, band_fn band, void *arg, int32_t *ctx)
 {
-    struct ctx_agreement me = { key, inflight };
+    bool eager = !kumi_mt && !inflight;
+    struct ctx_agreement me = { key, eager, inflight };
     uint32_t in[AGREE_WORDS], out[AGREE_WORDS];
     int rc;
     inflight = &me;
-    for (int round = 0;; round++) {
-        bool mine = !mask_owned && lowest_inflight(key);
+    for (int round = eager ? 1 : 0;; round++) {
+        bool mine = round > 0 && !mask_owned && lowest_active(key);
         if (mine) {
             mask_owned = true;
             memcpy(in, ctx_free, sizeof ctx_free);
@@ -78,30 +127,25 @@ static int ctx_agree(uint64_t key, band_fn band, void *arg, int32_t *ctx)
             memset(in, 0, sizeof in);
         }
         rc = band(arg, in, out, AGREE_WORDS);
-        if (mine) mask_owned = false;
+        if (mine) {
+            mask_owned = false;
+            idup_kick();
+        }
         if (rc) break;
         if (out[MASK_WORDS]) {          /* every member contributed its mask */
-            rc = kumi_error(MPI_ERR_INTERN, "no free context id left (%d communicators exist)", CTX_PAIRS);
-            for (int w = 0; w < MASK_WORDS; w++) {
-                if (!out[w]) continue;
-                int b = __builtin_ctz(out[w]);
-                ctx_free[w] &= ~(1u << b);
-                *ctx = (int32_t)(2 * (w * 32 + b));
-                rc = MPI_SUCCESS;
-                break;
-            }
+            rc = take_ctx(out, ctx);
             break;
         }
+        me.active = true;               /* (after round 0) */
         /* another agreement owned the mask somewhere: let it finish, retry */
-        if (round > 0) {
+        if (round > 1) {
             int d = kumi_lock_release_all();
             sched_yield();
             kumi_lock_reacquire(d);
         }
     }
-    struct ctx_agreement **pp = &inflight;
-    while (*pp != &me) pp = &(*pp)->next;
-    *pp = me.next;
+    agreement_remove(&me);
+    idup_kick();
     return rc;
 }
 
@@ -323,22 +367,13 @@ static int get_info_arg(MPI_Info h, struct kumi_info **out, const char *fn)
     return MPI_SUCCESS;
 }
 
-/* Duplicate comm: new context, same group, attributes copied (copy
- * callbacks), info hints = info (or comm's when use_comm_info). */
-static int comm_dup(struct kumi_comm *comm, struct kumi_info *info, bool use_comm_info, MPI_Comm *newcomm,
-                    const char *fn)
+/* The tail of every duplication, once the context id ctx is agreed: the
+ * communicator object over comm's group, with hints ni (taken), comm's
+ * error handler, a copy of its topology and its attributes (copy
+ * callbacks).  On failure ctx and ni are given back. */
+static int dup_finish(struct kumi_comm *comm, int32_t ctx, struct kumi_info *ni, MPI_Comm *newcomm,
+                      const char *fn)
 {
-    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
-    if (comm->inter) return kumi_intercomm_dup(comm, use_comm_info ? comm->info : info, newcomm, fn);
-    struct kumi_info *ni;
-    int rc = info_copy(use_comm_info ? comm->info : info, &ni, fn);
-    if (rc) return rc;
-    int32_t ctx;
-    rc = kumi_ctx_alloc(comm, &ctx);
-    if (rc) {
-        if (ni) kumi_info_release(ni);
-        return rc;
-    }
     int *w = NULL;
     if (comm->world || comm->size != kumi_world_size()) {
         if (!(w = copy_world(comm))) {
@@ -348,7 +383,7 @@ static int comm_dup(struct kumi_comm *comm, struct kumi_info *info, bool use_com
         }
     }
     struct kumi_comm *c;
-    rc = kumi_comm_create_obj(comm->rank, comm->size, w, ctx, comm, &c);
+    int rc = kumi_comm_create_obj(comm->rank, comm->size, w, ctx, comm, &c);
     if (rc) {
         kumi_ctx_free(ctx);
         if (ni) kumi_info_release(ni);
@@ -369,6 +404,25 @@ static int comm_dup(struct kumi_comm *comm, struct kumi_info *info, bool use_com
     return MPI_SUCCESS;
 }
 
+/* Duplicate comm: new context, same group, attributes copied (copy
+ * callbacks), info hints = info (or comm's when use_comm_info). */
+static int comm_dup(struct kumi_comm *comm, struct kumi_info *info, bool use_comm_info, MPI_Comm *newcomm,
+                    const char *fn)
+{
+    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
+    if (comm->inter) return kumi_intercomm_dup(comm, use_comm_info ? comm->info : info, newcomm, fn);
+    struct kumi_info *ni;
+    int rc = info_copy(use_comm_info ? comm->info : info, &ni, fn);
+    if (rc) return rc;
+    int32_t ctx;
+    rc = kumi_ctx_alloc(comm, &ctx);
+    if (rc) {
+        if (ni) kumi_info_release(ni);
+        return rc;
+    }
+    return dup_finish(comm, ctx, ni, newcomm, fn);
+}
+
 int kumi_mpi_comm_dup(struct kumi_comm *comm, MPI_Comm *newcomm)
 {
     return comm_dup(comm, NULL, true, newcomm, "MPI_Comm_dup");
@@ -381,25 +435,304 @@ int kumi_mpi_comm_dup_with_info(struct kumi_comm *comm, MPI_Info info, MPI_Comm 
     return rc ? rc : comm_dup(comm, i, false, newcomm, "MPI_Comm_dup_with_info");
 }
 
-/* A request that is complete at once (the nonblocking duplications agree
- * on the context id before they return). */
-static int done_request(struct kumi_comm *comm, MPI_Request *request, const char *fn)
+/* ------------------------------------------------------ MPI_Comm_idup */
+#define IDUP_TAG_REDUCE (-0x40000010)
+#define IDUP_TAG_BCAST  (-0x40000011)
+#define KEY_IDUP 0xfffffffeu            /* low key word of the idups of a parent */
+
+enum { IDUP_QUEUED, IDUP_START, IDUP_REDUCE, IDUP_BCAST, IDUP_FANOUT, IDUP_LOCAL, IDUP_DONE };
+
+struct idup {
+    struct kumi_req *req;               /* the user's request (NULL once completed) */
+    struct kumi_comm *comm;             /* the parent (req holds the reference) */
+    struct kumi_info *info;             /* hints of the new communicator (owned) */
+    MPI_Comm *newcomm;
+    const char *fn;
+    struct ctx_agreement ag;
+    int state, round;
+    bool mine;                          /* this round offers (and owns) the mask */
+    bool busy;                          /* idup_advance is running */
+    int err;
+    int wait;                           /* receives of this phase not yet complete */
+    int subs;                           /* internal requests that point here */
+    int parent;                         /* binomial tree: parent rank (-1 at rank 0) */
+    int nchild;
+    int child[32];
+    struct kumi_req *rq[33];            /* receives posted: [i] from child i, [nchild] from parent */
+    uint32_t acc[AGREE_WORDS], res[AGREE_WORDS];
+    uint32_t (*cbuf)[AGREE_WORDS];      /* children's contributions */
+    struct idup *next;                  /* all idups of this process, in call order */
+};
+static struct idup *idups;
+
+static void idup_advance(struct idup *st);
+
+static void idup_free_state(struct idup *st)
 {
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_SEND, comm, comm->ctx);
+    free(st->cbuf);
+    free(st);
+}
+
+static void idup_sub_done(struct kumi_req *s)
+{
+    struct idup *st = s->ext;
+    int e = s->status.MPI_ERROR;
+    int slot = s->cb_idx;
+    kumi_req_free(s);
+    st->subs--;
+    if (slot >= 0) {
+        st->rq[slot] = NULL;
+        st->wait--;
+    }
+    if (e != MPI_SUCCESS && st->err == MPI_SUCCESS) st->err = e;
+    if (st->state == IDUP_DONE) {
+        if (st->subs == 0) idup_free_state(st);
+        return;
+    }
+    idup_advance(st);
+}
+
+/* An internal message of the agreement; send: data copied (freed with the request). */
+static void idup_msg(struct idup *st, bool send, int peer, int tag, uint32_t *buf, int slot)
+{
+    struct kumi_comm *c = st->comm;
+    struct kumi_req *s = kumi_req_alloc(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, c, c->ctx + 1);
+    int rc = MPI_SUCCESS;
+    if (s && send) {
+        if (!(s->owned = malloc(sizeof(uint32_t) * AGREE_WORDS))) rc = MPI_ERR_NO_MEM;
+        else memcpy(s->owned, buf, sizeof(uint32_t) * AGREE_WORDS);
+        buf = s->owned;
+    }
+    if (!s || rc) {
+        kumi_req_free(s);
+        if (st->err == MPI_SUCCESS) st->err = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", st->fn);
+        return;
+    }
+    s->internal = true;
+    s->fname = st->fn;
+    s->buf = buf;
+    s->count = AGREE_WORDS;
+    s->dt = kumi_dt_get(MPI_UINT32_T);
+    kumi_dt_retain(s->dt);
+    s->peer = peer;
+    s->tag = tag;
+    s->ext = st;
+    s->on_complete = idup_sub_done;
+    s->cb_idx = send ? -1 : slot;
+    st->subs++;
+    if (!send) {
+        st->rq[slot] = s;
+        st->wait++;
+    }
+    rc = send ? kumi_req_start_send(s) : kumi_req_start_recv(s);   /* may complete at once */
+    if (rc != MPI_SUCCESS) {            /* (a failed start never calls idup_sub_done) */
+        if (!send) { st->rq[slot] = NULL; st->wait--; }
+        if (st->err == MPI_SUCCESS) st->err = rc;
+        st->subs--;
+        kumi_req_free(s);
+    }
+}
+
+/* The idup is over (rc: its error): build the communicator, complete the
+ * request, start the next idup of the same parent. */
+static void idup_finish(struct idup *st, int32_t ctx, int rc)
+{
+    struct kumi_req *r = st->req;
+    st->state = IDUP_DONE;
+    agreement_remove(&st->ag);
+    /* withdraw receives no message will come for (after an error) */
+    for (int i = 0; i <= st->nchild; i++)
+        if (st->rq[i] && kumi_match_unpost(st->rq[i])) {
+            kumi_req_free(st->rq[i]);
+            st->rq[i] = NULL;
+            st->subs--;
+        }
+    if (rc == MPI_SUCCESS) {
+        MPI_Comm h = MPI_COMM_NULL;
+        rc = dup_finish(st->comm, ctx, st->info, &h, st->fn);
+        st->info = NULL;
+        if (rc == MPI_SUCCESS) *st->newcomm = h;
+    } else if (st->info) {
+        kumi_info_release(st->info);
+        st->info = NULL;
+    }
+    struct kumi_comm *parent = st->comm;
+    struct idup **pp = &idups;
+    while (*pp != st) pp = &(*pp)->next;
+    *pp = st->next;
+    struct idup *next = NULL;
+    for (struct idup *o = idups; o; o = o->next)
+        if (o->comm == parent) { next = o; break; }
+    st->req = NULL;
+    r->ext = NULL;
+    r->status.MPI_ERROR = rc;
+    r->pending = 0;
+    if (st->subs == 0) idup_free_state(st);
+    kumi_req_check_complete(r);         /* frees r if MPI_Request_free'd */
+    if (next && next->state == IDUP_QUEUED) {
+        next->state = next->comm->size == 1 ? IDUP_LOCAL : IDUP_START;
+        next->ag.next = inflight;
+        inflight = &next->ag;
+        idup_advance(next);
+    }
+    idup_kick();
+}
+
+/* Run the state machine as far as it goes without waiting. */
+static void idup_advance(struct idup *st)
+{
+    if (st->busy) return;
+    st->busy = true;
+    for (;;) {
+        if (st->err != MPI_SUCCESS && st->wait == 0 && st->state != IDUP_DONE) {
+            if (st->mine) { mask_owned = false; st->mine = false; }
+            idup_finish(st, 0, st->err);
+            return;                     /* st may be gone */
+        }
+        switch (st->state) {
+        case IDUP_LOCAL:                /* a group of one: no messages, take a pair when free */
+            if (mask_owned) goto out;
+            {
+                int32_t ctx = 0;
+                int rc = take_ctx(ctx_free, &ctx);
+                idup_finish(st, ctx, rc);
+            }
+            return;
+        case IDUP_START: {
+            uint32_t in[AGREE_WORDS];
+            st->mine = st->round > 0 && !mask_owned && lowest_active(st->ag.key);
+            if (st->mine) {
+                mask_owned = true;
+                memcpy(in, ctx_free, sizeof ctx_free);
+                in[MASK_WORDS] = 1;
+            } else {
+                memset(in, 0, sizeof in);
+            }
+            memcpy(st->acc, in, sizeof in);
+            st->state = IDUP_REDUCE;
+            for (int i = 0; i < st->nchild; i++)
+                idup_msg(st, false, st->child[i], IDUP_TAG_REDUCE, st->cbuf[i], i);
+            break;
+        }
+        case IDUP_REDUCE:
+            if (st->wait > 0) goto out;
+            for (int i = 0; i < st->nchild; i++)
+                for (int k = 0; k < AGREE_WORDS; k++) st->acc[k] &= st->cbuf[i][k];
+            if (st->parent < 0) {
+                memcpy(st->res, st->acc, sizeof st->res);
+                st->state = IDUP_FANOUT;
+            } else {
+                st->state = IDUP_BCAST;
+                idup_msg(st, false, st->parent, IDUP_TAG_BCAST, st->res, st->nchild);
+                idup_msg(st, true, st->parent, IDUP_TAG_REDUCE, st->acc, -1);
+            }
+            break;
+        case IDUP_BCAST:
+            if (st->wait > 0) goto out;
+            st->state = IDUP_FANOUT;
+            break;
+        case IDUP_FANOUT:
+            for (int i = st->nchild - 1; i >= 0; i--)
+                idup_msg(st, true, st->child[i], IDUP_TAG_BCAST, st->res, -1);
+            if (st->mine) {
+                mask_owned = false;
+                st->mine = false;
+                idup_kick();
+            }
+            if (st->err != MPI_SUCCESS) break;
+            if (st->res[MASK_WORDS]) {  /* every member offered its mask */
+                int32_t ctx = 0;
+                int rc = take_ctx(st->res, &ctx);
+                idup_finish(st, ctx, rc);
+                return;
+            }
+            st->ag.active = true;       /* (after round 0) */
+            st->round++;
+            st->state = IDUP_START;
+            break;
+        default:
+            goto out;
+        }
+    }
+out:
+    st->busy = false;
+}
+
+/* A group-of-one idup waits for the mask; run those that can go now. */
+static void idup_kick(void)
+{
+    bool again = true;
+    while (again && !mask_owned) {
+        again = false;
+        for (struct idup *o = idups; o; o = o->next)
+            if (o->state == IDUP_LOCAL && !o->busy) {
+                idup_advance(o);        /* finishes it: the list changed */
+                again = true;
+                break;
+            }
+    }
+}
+
+static int comm_idup(struct kumi_comm *comm, struct kumi_info *info, bool use_comm_info, MPI_Comm *newcomm,
+                     MPI_Request *request, const char *fn)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "%s: argument request is NULL", fn);
+    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
+    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_IDUP, comm, comm->ctx);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
     r->fname = fn;
     r->peer = MPI_PROC_NULL;
     r->active = true;
-    r->complete = true;
+    r->pending = 1;
+    if (comm->inter) {
+        /* Intercommunicators: duplicated inside the call (blocking). */
+        int rc = kumi_intercomm_dup(comm, use_comm_info ? comm->info : info, newcomm, fn);
+        if (rc) { kumi_req_free(r); return rc; }
+        r->pending = 0;
+        kumi_req_check_complete(r);
+        *request = (MPI_Request)r;
+        return MPI_SUCCESS;
+    }
+    struct idup *st = calloc(1, sizeof *st);
+    int rc = st ? info_copy(use_comm_info ? comm->info : info, &st->info, fn)
+                : kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    if (rc) { free(st); kumi_req_free(r); return rc; }
+    st->req = r;
+    st->comm = comm;
+    st->newcomm = newcomm;
+    st->fn = fn;
+    st->ag.key = ((uint64_t)(uint32_t)comm->ctx << 32) | KEY_IDUP;
+    st->parent = comm->rank ? comm->rank - (comm->rank & -comm->rank) : -1;
+    for (int mask = 1; mask < comm->size && !(comm->rank & mask); mask <<= 1)
+        if (comm->rank + mask < comm->size) st->child[st->nchild++] = comm->rank + mask;
+    if (st->nchild && !(st->cbuf = calloc((size_t)st->nchild, sizeof *st->cbuf))) {
+        if (st->info) kumi_info_release(st->info);
+        free(st);
+        kumi_req_free(r);
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    }
+    r->ext = st;
+    /* queue behind the idups of the same parent still in flight */
+    bool first = true;
+    struct idup **pp = &idups;
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->comm == comm) first = false;
+    *pp = st;
     *request = (MPI_Request)r;
+    st->state = IDUP_QUEUED;
+    if (first) {
+        st->state = comm->size == 1 ? IDUP_LOCAL : IDUP_START;
+        st->ag.next = inflight;
+        inflight = &st->ag;
+        idup_advance(st);               /* posts the first round; may even complete */
+        kumi_req_flush_ctl();
+    }
     return MPI_SUCCESS;
 }
 
 int kumi_mpi_comm_idup(struct kumi_comm *comm, MPI_Comm *newcomm, MPI_Request *request)
 {
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Comm_idup: argument request is NULL");
-    int rc = comm_dup(comm, NULL, true, newcomm, "MPI_Comm_idup");
-    return rc ? rc : done_request(comm, request, "MPI_Comm_idup");
+    return comm_idup(comm, NULL, true, newcomm, request, "MPI_Comm_idup");
 }
 
 int kumi_mpi_comm_idup_with_info(struct kumi_comm *comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)
@@ -407,8 +740,7 @@ int kumi_mpi_comm_idup_with_info(struct kumi_comm *comm, MPI_Info info, MPI_Comm
     if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Comm_idup_with_info: argument request is NULL");
     struct kumi_info *i;
     int rc = get_info_arg(info, &i, "MPI_Comm_idup_with_info");
-    if (!rc) rc = comm_dup(comm, i, false, newcomm, "MPI_Comm_idup_with_info");
-    return rc ? rc : done_request(comm, request, "MPI_Comm_idup_with_info");
+    return rc ? rc : comm_idup(comm, i, false, newcomm, request, "MPI_Comm_idup_with_info");
 }
 
 int kumi_mpi_comm_set_info(struct kumi_comm *comm, MPI_Info info)
