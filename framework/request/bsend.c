@@ -7,6 +7,8 @@
  * MPI_BUFFER_AUTOMATIC (MPI 4.1) attaches a buffer without limit: messages
  * are then copied into memory of their own. */
 #include "request/request.h"
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,44 +24,75 @@ static bool bautomatic;
 static struct bseg *segs;            /* sorted by off */
 static int nsegs;
 
-int kumi_mpi_buffer_attach(void *buffer, int size)
+/* MPI_Buffer_attach(_c) and MPI_Buffer_detach(_c) share these; fn names the call. */
+static int buffer_attach(const char *fn, void *buffer, MPI_Count size)
 {
     if (battached || bautomatic)
-        return kumi_err_handle(NULL, kumi_error(MPI_ERR_BUFFER, "MPI_Buffer_attach: a buffer is already attached"));
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_BUFFER, "%s: a buffer is already attached", fn));
     if (buffer == MPI_BUFFER_AUTOMATIC) {
         bautomatic = true;
         return MPI_SUCCESS;
     }
-    if (size < 0)
-        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Buffer_attach: invalid size %d", size));
+    if (size < 0 || (uint64_t)size > SIZE_MAX)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: invalid size %lld", fn, (long long)size));
     if (!buffer && size > 0)
-        return kumi_err_handle(NULL, kumi_error(MPI_ERR_BUFFER, "MPI_Buffer_attach: NULL buffer of size %d", size));
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_BUFFER, "%s: NULL buffer of size %lld", fn,
+                                                (long long)size));
     battached = buffer ? buffer : (char *)&bsize;  /* size 0 with NULL: attached, empty */
     bsize = (size_t)size;
     return MPI_SUCCESS;
 }
 
+int kumi_mpi_buffer_attach(void *buffer, int size)
+{
+    return buffer_attach("MPI_Buffer_attach", buffer, size);
+}
+
+int kumi_mpi_buffer_attach_c(void *buffer, MPI_Count size)
+{
+    return buffer_attach("MPI_Buffer_attach_c", buffer, size);
+}
+
 static int no_segs(void *arg) { (void)arg; return nsegs == 0; }
 
-int kumi_mpi_buffer_detach(void *buffer_addr, int *size)
+/* *size gets the size; max: the largest the caller's size argument holds
+ * (a larger buffer stays attached: MPI_ERR_VALUE_TOO_LARGE). */
+static int buffer_detach(const char *fn, void *buffer_addr, MPI_Count *size, MPI_Count max)
 {
     if (!battached && !bautomatic) {
         if (buffer_addr) *(void **)buffer_addr = NULL;
         if (size) *size = 0;
         return MPI_SUCCESS;
     }
+    if (!bautomatic && (uint64_t)bsize > (uint64_t)max)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_VALUE_TOO_LARGE, "%s: the attached buffer of %zu bytes is "
+                                                "larger than argument size can hold (use MPI_Buffer_detach_c)",
+                                                fn, bsize));
     if (nsegs) kumi_progress_wait(no_segs, NULL);
     if (bautomatic) {
         if (buffer_addr) *(void **)buffer_addr = MPI_BUFFER_AUTOMATIC;
         if (size) *size = 0;
     } else {
         if (buffer_addr) *(void **)buffer_addr = battached == (char *)&bsize ? NULL : battached;
-        if (size) *size = (int)bsize;
+        if (size) *size = (MPI_Count)bsize;
     }
     battached = NULL;
     bsize = 0;
     bautomatic = false;
     return MPI_SUCCESS;
+}
+
+int kumi_mpi_buffer_detach(void *buffer_addr, int *size)
+{
+    MPI_Count n = 0;
+    int rc = buffer_detach("MPI_Buffer_detach", buffer_addr, &n, INT_MAX);
+    if (!rc && size) *size = (int)n;
+    return rc;
+}
+
+int kumi_mpi_buffer_detach_c(void *buffer_addr, MPI_Count *size)
+{
+    return buffer_detach("MPI_Buffer_detach_c", buffer_addr, size, INT64_MAX);
 }
 
 static struct bseg *alloc_seg(size_t need)

@@ -24,14 +24,14 @@ static int bad_request(const char *fn, const char *arg, int i)
     return kumi_err_handle(NULL, kumi_error(MPI_ERR_REQUEST, "%s: invalid request in argument %s", fn, arg));
 }
 
-static struct kumi_req *new_req(int kind, const char *fn, void *buf, int count, struct kumi_dt *dt,
+static struct kumi_req *new_req(int kind, const char *fn, void *buf, size_t count, struct kumi_dt *dt,
                                 int peer, int tag, struct kumi_comm *comm)
 {
     struct kumi_req *r = kumi_req_alloc(kind, comm, comm->ctx);
     if (!r) return NULL;
     r->fname = fn;
     r->buf = buf;
-    r->count = (size_t)count;
+    r->count = count;
     r->dt = dt;
     kumi_dt_retain(dt);
     r->peer = peer;
@@ -157,10 +157,26 @@ static int nomem(const char *fn)
     return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
 }
 
+/* The int and the large-count (_c) variants of a call share one function
+ * taking MPI_Count.  count elements of dt must be at most INT64_MAX bytes
+ * (statuses carry 64-bit byte counts), else MPI_ERR_COUNT (no handler). */
+static int count_check(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt)
+{
+    size_t bytes;
+    if (count < 0)
+        return kumi_error(MPI_ERR_COUNT, "%s: argument %s = %lld is negative", fn, arg, (long long)count);
+    if (__builtin_mul_overflow((size_t)count, dt->size, &bytes) || bytes > (size_t)INT64_MAX)
+        return kumi_error(MPI_ERR_COUNT, "%s: argument %s = %lld elements of %zu bytes: the message size "
+                          "overflows a 64-bit byte count", fn, arg, (long long)count, dt->size);
+    return MPI_SUCCESS;
+}
+
 /* ------------------------------------------------------------ sends */
-static int send_blocking(const char *fn, int mode, const void *buf, int count, struct kumi_dt *dt,
+static int send_blocking(const char *fn, int mode, const void *buf, MPI_Count count, struct kumi_dt *dt,
                          int dest, int tag, struct kumi_comm *comm)
 {
+    int crc = count_check(fn, "count", count, dt);
+    if (crc) return crc;
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
     if (!r) return nomem(fn);
     r->internal = true;
@@ -173,9 +189,11 @@ static int send_blocking(const char *fn, int mode, const void *buf, int count, s
     return blocking(r, MPI_STATUS_IGNORE);
 }
 
-static int send_nb(const char *fn, int mode, bool persistent, const void *buf, int count,
+static int send_nb(const char *fn, int mode, bool persistent, const void *buf, MPI_Count count,
                    struct kumi_dt *dt, int dest, int tag, struct kumi_comm *comm, MPI_Request *request)
 {
+    int crc = count_check(fn, "count", count, dt);
+    if (crc) return crc;
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
     if (!r) return nomem(fn);
     r->mode = (uint8_t)mode;
@@ -193,9 +211,21 @@ int kumi_mpi_send(const void *buf, int count, struct kumi_dt *datatype, int dest
     return send_blocking("MPI_Send", KUMI_MODE_STD, buf, count, datatype, dest, tag, comm);
 }
 
+int kumi_mpi_send_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                    struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Send_c", KUMI_MODE_STD, buf, count, datatype, dest, tag, comm);
+}
+
 int kumi_mpi_bsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
 {
     return send_blocking("MPI_Bsend", KUMI_MODE_BUFFERED, buf, count, datatype, dest, tag, comm);
+}
+
+int kumi_mpi_bsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                     struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Bsend_c", KUMI_MODE_BUFFERED, buf, count, datatype, dest, tag, comm);
 }
 
 int kumi_mpi_ssend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
@@ -203,9 +233,21 @@ int kumi_mpi_ssend(const void *buf, int count, struct kumi_dt *datatype, int des
     return send_blocking("MPI_Ssend", KUMI_MODE_SYNC, buf, count, datatype, dest, tag, comm);
 }
 
+int kumi_mpi_ssend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                     struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Ssend_c", KUMI_MODE_SYNC, buf, count, datatype, dest, tag, comm);
+}
+
 int kumi_mpi_rsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
 {
     return send_blocking("MPI_Rsend", KUMI_MODE_READY, buf, count, datatype, dest, tag, comm);
+}
+
+int kumi_mpi_rsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                     struct kumi_comm *comm)
+{
+    return send_blocking("MPI_Rsend_c", KUMI_MODE_READY, buf, count, datatype, dest, tag, comm);
 }
 
 int kumi_mpi_isend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
@@ -214,10 +256,22 @@ int kumi_mpi_isend(const void *buf, int count, struct kumi_dt *datatype, int des
     return send_nb("MPI_Isend", KUMI_MODE_STD, false, buf, count, datatype, dest, tag, comm, request);
 }
 
+int kumi_mpi_isend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                     struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Isend_c", KUMI_MODE_STD, false, buf, count, datatype, dest, tag, comm, request);
+}
+
 int kumi_mpi_ibsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
                     MPI_Request *request)
 {
     return send_nb("MPI_Ibsend", KUMI_MODE_BUFFERED, false, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_ibsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                      struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Ibsend_c", KUMI_MODE_BUFFERED, false, buf, count, datatype, dest, tag, comm, request);
 }
 
 int kumi_mpi_issend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
@@ -226,10 +280,22 @@ int kumi_mpi_issend(const void *buf, int count, struct kumi_dt *datatype, int de
     return send_nb("MPI_Issend", KUMI_MODE_SYNC, false, buf, count, datatype, dest, tag, comm, request);
 }
 
+int kumi_mpi_issend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                      struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Issend_c", KUMI_MODE_SYNC, false, buf, count, datatype, dest, tag, comm, request);
+}
+
 int kumi_mpi_irsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
                     MPI_Request *request)
 {
     return send_nb("MPI_Irsend", KUMI_MODE_READY, false, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_irsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                      struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Irsend_c", KUMI_MODE_READY, false, buf, count, datatype, dest, tag, comm, request);
 }
 
 int kumi_mpi_send_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
@@ -238,10 +304,22 @@ int kumi_mpi_send_init(const void *buf, int count, struct kumi_dt *datatype, int
     return send_nb("MPI_Send_init", KUMI_MODE_STD, true, buf, count, datatype, dest, tag, comm, request);
 }
 
+int kumi_mpi_send_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                         struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Send_init_c", KUMI_MODE_STD, true, buf, count, datatype, dest, tag, comm, request);
+}
+
 int kumi_mpi_bsend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
                         MPI_Request *request)
 {
     return send_nb("MPI_Bsend_init", KUMI_MODE_BUFFERED, true, buf, count, datatype, dest, tag, comm, request);
+}
+
+int kumi_mpi_bsend_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                          struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Bsend_init_c", KUMI_MODE_BUFFERED, true, buf, count, datatype, dest, tag, comm, request);
 }
 
 int kumi_mpi_ssend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
@@ -250,51 +328,98 @@ int kumi_mpi_ssend_init(const void *buf, int count, struct kumi_dt *datatype, in
     return send_nb("MPI_Ssend_init", KUMI_MODE_SYNC, true, buf, count, datatype, dest, tag, comm, request);
 }
 
+int kumi_mpi_ssend_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                          struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Ssend_init_c", KUMI_MODE_SYNC, true, buf, count, datatype, dest, tag, comm, request);
+}
+
 int kumi_mpi_rsend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
                         MPI_Request *request)
 {
     return send_nb("MPI_Rsend_init", KUMI_MODE_READY, true, buf, count, datatype, dest, tag, comm, request);
 }
 
+int kumi_mpi_rsend_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
+                          struct kumi_comm *comm, MPI_Request *request)
+{
+    return send_nb("MPI_Rsend_init_c", KUMI_MODE_READY, true, buf, count, datatype, dest, tag, comm, request);
+}
+
 /* ------------------------------------------------------------ receives */
+enum { RECV_BLOCKING, RECV_NB, RECV_PERSISTENT };
+
+static int recv_any(const char *fn, int how, void *buf, MPI_Count count, struct kumi_dt *dt, int source, int tag,
+                    struct kumi_comm *comm, MPI_Status *status, MPI_Request *request)
+{
+    int rc = count_check(fn, "count", count, dt);
+    if (rc) return rc;
+    struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, source, tag, comm);
+    if (!r) return nomem(fn);
+    if (how == RECV_BLOCKING) {
+        r->internal = true;
+        return blocking(r, status);
+    }
+    if (how == RECV_PERSISTENT) {
+        r->persistent = true;
+    } else if ((rc = kumi_req_start_recv(r))) {
+        kumi_req_free(r);
+        *request = MPI_REQUEST_NULL;
+        return rc;
+    }
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
 int kumi_mpi_recv(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
                   MPI_Status *status)
 {
-    struct kumi_req *r = new_req(KUMI_REQ_RECV, "MPI_Recv", buf, count, datatype, source, tag, comm);
-    if (!r) return nomem("MPI_Recv");
-    r->internal = true;
-    return blocking(r, status);
+    return recv_any("MPI_Recv", RECV_BLOCKING, buf, count, datatype, source, tag, comm, status, NULL);
+}
+
+int kumi_mpi_recv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int source, int tag,
+                    struct kumi_comm *comm, MPI_Status *status)
+{
+    return recv_any("MPI_Recv_c", RECV_BLOCKING, buf, count, datatype, source, tag, comm, status, NULL);
 }
 
 int kumi_mpi_irecv(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
                    MPI_Request *request)
 {
-    struct kumi_req *r = new_req(KUMI_REQ_RECV, "MPI_Irecv", buf, count, datatype, source, tag, comm);
-    if (!r) return nomem("MPI_Irecv");
-    int rc = kumi_req_start_recv(r);
-    if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; return rc; }
-    *request = (MPI_Request)r;
-    return MPI_SUCCESS;
+    return recv_any("MPI_Irecv", RECV_NB, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE, request);
+}
+
+int kumi_mpi_irecv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int source, int tag,
+                     struct kumi_comm *comm, MPI_Request *request)
+{
+    return recv_any("MPI_Irecv_c", RECV_NB, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE, request);
 }
 
 int kumi_mpi_recv_init(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
                        MPI_Request *request)
 {
-    struct kumi_req *r = new_req(KUMI_REQ_RECV, "MPI_Recv_init", buf, count, datatype, source, tag, comm);
-    if (!r) return nomem("MPI_Recv_init");
-    r->persistent = true;
-    *request = (MPI_Request)r;
-    return MPI_SUCCESS;
+    return recv_any("MPI_Recv_init", RECV_PERSISTENT, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE,
+                    request);
 }
 
-int kumi_mpi_sendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
-                      void *recvbuf, int recvcount, struct kumi_dt *recvtype, int source, int recvtag,
-                      struct kumi_comm *comm, MPI_Status *status)
+int kumi_mpi_recv_init_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int source, int tag,
+                         struct kumi_comm *comm, MPI_Request *request)
 {
-    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm);
-    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Sendrecv", (void *)sendbuf, sendcount, sendtype, dest, sendtag, comm);
+    return recv_any("MPI_Recv_init_c", RECV_PERSISTENT, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE,
+                    request);
+}
+
+static int sendrecv_any(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest,
+                        int sendtag, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source,
+                        int recvtag, struct kumi_comm *comm, MPI_Status *status)
+{
+    int crc = count_check(fn, "sendcount", sendcount, sendtype);
+    if (!crc) crc = count_check(fn, "recvcount", recvcount, recvtype);
+    if (crc) return crc;
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, recvbuf, recvcount, recvtype, source, recvtag, comm);
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, (void *)sendbuf, sendcount, sendtype, dest, sendtag, comm);
     int rc, rc2;
-    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem("MPI_Sendrecv"); }
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem(fn); }
     rr->internal = sr->internal = true;
     rc = kumi_req_start_recv(rr);
     if (rc) { kumi_req_free(rr); kumi_req_free(sr); return rc; }
@@ -308,29 +433,47 @@ int kumi_mpi_sendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendty
     wait_req(sr);
     wait_req(rr);
     rc = sr->status.MPI_ERROR;
-    rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, "MPI_Sendrecv");
+    rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, fn);
     status_out(status, &rr->status);
     kumi_req_free(rr);
     kumi_req_free(sr);
     return rc ? rc : rc2;
 }
 
-int kumi_mpi_sendrecv_replace(void *buf, int count, struct kumi_dt *datatype, int dest, int sendtag,
-                              int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
+int kumi_mpi_sendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
+                      void *recvbuf, int recvcount, struct kumi_dt *recvtype, int source, int recvtag,
+                      struct kumi_comm *comm, MPI_Status *status)
 {
+    return sendrecv_any("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                        source, recvtag, comm, status);
+}
+
+int kumi_mpi_sendrecv_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
+                        void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source, int recvtag,
+                        struct kumi_comm *comm, MPI_Status *status)
+{
+    return sendrecv_any("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                        source, recvtag, comm, status);
+}
+
+static int sendrecv_replace_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, int dest,
+                                int sendtag, int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
+{
+    int crc = count_check(fn, "count", count, datatype);
+    if (crc) return crc;
     size_t bytes = (size_t)count * datatype->size;
     struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
     void *tmp = NULL;
     int rc, rc2;
-    if (!bytet) return kumi_error(MPI_ERR_INTERN, "MPI_Sendrecv_replace: MPI_BYTE is not defined");
+    if (!bytet) return kumi_error(MPI_ERR_INTERN, "%s: MPI_BYTE is not defined", fn);
     if (bytes) {
         tmp = malloc(bytes);
-        if (!tmp) return kumi_error(MPI_ERR_NO_MEM, "MPI_Sendrecv_replace: out of memory (%zu bytes)", bytes);
+        if (!tmp) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (%zu bytes)", fn, bytes);
         kumi_dt_pack(datatype, buf, (size_t)count, tmp);
     }
-    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Sendrecv_replace", tmp, 0, bytet, dest, sendtag, comm);
-    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Sendrecv_replace", buf, count, datatype, source, recvtag, comm);
-    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); return nomem("MPI_Sendrecv_replace"); }
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, tmp, 0, bytet, dest, sendtag, comm);
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, buf, count, datatype, source, recvtag, comm);
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); return nomem(fn); }
     sr->count = bytes;
     rr->internal = sr->internal = true;
     rc = kumi_req_start_recv(rr);
@@ -340,13 +483,27 @@ int kumi_mpi_sendrecv_replace(void *buf, int count, struct kumi_dt *datatype, in
         else wait_req(sr);
     }
     wait_req(rr);
-    rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, "MPI_Sendrecv_replace");
+    rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, fn);
     if (!rc) rc = sr->status.MPI_ERROR;
     status_out(status, &rr->status);
     kumi_req_free(rr);
     kumi_req_free(sr);
     free(tmp);
     return rc ? rc : rc2;
+}
+
+int kumi_mpi_sendrecv_replace(void *buf, int count, struct kumi_dt *datatype, int dest, int sendtag,
+                              int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
+{
+    return sendrecv_replace_any("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, source, recvtag, comm,
+                                status);
+}
+
+int kumi_mpi_sendrecv_replace_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int sendtag,
+                                int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
+{
+    return sendrecv_replace_any("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm,
+                                status);
 }
 
 /* MPI_Isendrecv(_replace): the receive is the user's request; the send is its
@@ -375,36 +532,71 @@ static int isendrecv(const char *fn, struct kumi_req *sr, struct kumi_req *rr, M
     return MPI_SUCCESS;
 }
 
+static int isendrecv_any(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
+                         int dest, int sendtag, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype,
+                         int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
+{
+    int crc = count_check(fn, "sendcount", sendcount, sendtype);
+    if (!crc) crc = count_check(fn, "recvcount", recvcount, recvtype);
+    if (crc) return crc;
+    if (!request) return kumi_error(MPI_ERR_ARG, "%s: argument request is NULL", fn);
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, (void *)sendbuf, sendcount, sendtype, dest,
+                                  sendtag, comm);
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, recvbuf, recvcount, recvtype, source,
+                                  recvtag, comm);
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem(fn); }
+    return isendrecv(fn, sr, rr, request);
+}
+
 int kumi_mpi_isendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
                        void *recvbuf, int recvcount, struct kumi_dt *recvtype, int source, int recvtag,
                        struct kumi_comm *comm, MPI_Request *request)
 {
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Isendrecv: argument request is NULL");
-    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Isendrecv", (void *)sendbuf, sendcount, sendtype, dest,
-                                  sendtag, comm);
-    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Isendrecv", recvbuf, recvcount, recvtype, source,
+    return isendrecv_any("MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                         source, recvtag, comm, request);
+}
+
+int kumi_mpi_isendrecv_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
+                         void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source, int recvtag,
+                         struct kumi_comm *comm, MPI_Request *request)
+{
+    return isendrecv_any("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                         recvtype, source, recvtag, comm, request);
+}
+
+static int isendrecv_replace_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, int dest,
+                                 int sendtag, int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
+{
+    int crc = count_check(fn, "count", count, datatype);
+    if (crc) return crc;
+    if (!request) return kumi_error(MPI_ERR_ARG, "%s: argument request is NULL", fn);
+    size_t bytes = (size_t)count * datatype->size;
+    struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
+    void *tmp = bytes ? malloc(bytes) : NULL;
+    if (bytes && !tmp)
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (%zu bytes)", fn, bytes);
+    if (bytes) kumi_dt_pack(datatype, buf, (size_t)count, tmp);
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, tmp, 0, bytet, dest, sendtag, comm);
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, buf, count, datatype, source,
                                   recvtag, comm);
-    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem("MPI_Isendrecv"); }
-    return isendrecv("MPI_Isendrecv", sr, rr, request);
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); return nomem(fn); }
+    sr->count = bytes;
+    rr->owned = tmp;                   /* the packed copy lives until the request is freed */
+    return isendrecv(fn, sr, rr, request);
 }
 
 int kumi_mpi_isendrecv_replace(void *buf, int count, struct kumi_dt *datatype, int dest, int sendtag,
                                int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
 {
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Isendrecv_replace: argument request is NULL");
-    size_t bytes = (size_t)count * datatype->size;
-    struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
-    void *tmp = bytes ? malloc(bytes) : NULL;
-    if (bytes && !tmp)
-        return kumi_error(MPI_ERR_NO_MEM, "MPI_Isendrecv_replace: out of memory (%zu bytes)", bytes);
-    if (bytes) kumi_dt_pack(datatype, buf, (size_t)count, tmp);
-    struct kumi_req *sr = new_req(KUMI_REQ_SEND, "MPI_Isendrecv_replace", tmp, 0, bytet, dest, sendtag, comm);
-    struct kumi_req *rr = new_req(KUMI_REQ_RECV, "MPI_Isendrecv_replace", buf, count, datatype, source,
-                                  recvtag, comm);
-    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); return nomem("MPI_Isendrecv_replace"); }
-    sr->count = bytes;
-    rr->owned = tmp;                   /* the packed copy lives until the request is freed */
-    return isendrecv("MPI_Isendrecv_replace", sr, rr, request);
+    return isendrecv_replace_any("MPI_Isendrecv_replace", buf, count, datatype, dest, sendtag, source, recvtag, comm,
+                                 request);
+}
+
+int kumi_mpi_isendrecv_replace_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int sendtag,
+                                 int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
+{
+    return isendrecv_replace_any("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag,
+                                 comm, request);
 }
 
 /* ------------------------------------------------------------ probe */
@@ -499,7 +691,7 @@ int kumi_mpi_improbe(int source, int tag, struct kumi_comm *comm, int *flag, MPI
 }
 
 /* Turn *message into a started receive request (or NULL for NO_PROC). */
-static int msg_recv(void *buf, int count, struct kumi_dt *dt, MPI_Message *message, const char *fn,
+static int msg_recv(void *buf, MPI_Count count, struct kumi_dt *dt, MPI_Message *message, const char *fn,
                     struct kumi_req **out)
 {
     *out = NULL;
@@ -510,11 +702,14 @@ static int msg_recv(void *buf, int count, struct kumi_dt *dt, MPI_Message *messa
     if (!m)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_REQUEST, "%s: invalid message handle in argument message%s",
                                                 fn, *message == MPI_MESSAGE_NULL ? " (MPI_MESSAGE_NULL)" : ""));
+    int rc = count_check(fn, "count", count, dt);
+    if (rc) return kumi_err_handle(m->comm, rc);
     if (count > 0 && !buf)
-        return kumi_err_handle(m->comm, kumi_error(MPI_ERR_BUFFER, "%s: NULL buffer with count %d", fn, count));
-    struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, count, dt, m->ue->hdr.src, m->ue->hdr.tag, m->comm);
+        return kumi_err_handle(m->comm, kumi_error(MPI_ERR_BUFFER, "%s: NULL buffer with count %lld", fn,
+                                                   (long long)count));
+    struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, m->ue->hdr.src, m->ue->hdr.tag, m->comm);
     if (!r) return kumi_err_handle(m->comm, nomem(fn));
-    int rc = kumi_req_start_recv_msg(r, m->ue);
+    rc = kumi_req_start_recv_msg(r, m->ue);
     if (rc) { kumi_req_free(r); return kumi_err_handle(m->comm, rc); }
     kumi_comm_release(m->comm);
     m->magic = KUMI_MAGIC_DEAD;
@@ -524,32 +719,55 @@ static int msg_recv(void *buf, int count, struct kumi_dt *dt, MPI_Message *messa
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_mrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Status *status)
+static int mrecv_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
+                     MPI_Status *status)
 {
     struct kumi_req *r;
-    int rc = msg_recv(buf, count, datatype, message, "MPI_Mrecv", &r);
+    int rc = msg_recv(buf, count, datatype, message, fn, &r);
     if (rc) return rc;
     if (!r) { status_proc_null(status); return MPI_SUCCESS; }
     r->internal = true;
     wait_req(r);
     MPI_Request h = (MPI_Request)r;
-    return consume_handle(&h, r, status, "MPI_Mrecv");
+    return consume_handle(&h, r, status, fn);
 }
 
-int kumi_mpi_imrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Request *request)
+int kumi_mpi_mrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Status *status)
+{
+    return mrecv_any("MPI_Mrecv", buf, count, datatype, message, status);
+}
+
+int kumi_mpi_mrecv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message, MPI_Status *status)
+{
+    return mrecv_any("MPI_Mrecv_c", buf, count, datatype, message, status);
+}
+
+static int imrecv_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
+                      MPI_Request *request)
 {
     struct kumi_req *r;
-    int rc = msg_recv(buf, count, datatype, message, "MPI_Imrecv", &r);
+    int rc = msg_recv(buf, count, datatype, message, fn, &r);
     if (rc) return rc;
     if (!r) {
         /* MPI_MESSAGE_NO_PROC: a request that is complete at once */
         struct kumi_comm *c = KUMI_COMM_SELF;
-        r = new_req(KUMI_REQ_RECV, "MPI_Imrecv", buf, 0, datatype, MPI_PROC_NULL, MPI_ANY_TAG, c);
-        if (!r) return kumi_err_handle(NULL, nomem("MPI_Imrecv"));
+        r = new_req(KUMI_REQ_RECV, fn, buf, 0, datatype, MPI_PROC_NULL, MPI_ANY_TAG, c);
+        if (!r) return kumi_err_handle(NULL, nomem(fn));
         kumi_req_start_recv(r);
     }
     *request = (MPI_Request)r;
     return MPI_SUCCESS;
+}
+
+int kumi_mpi_imrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Request *request)
+{
+    return imrecv_any("MPI_Imrecv", buf, count, datatype, message, request);
+}
+
+int kumi_mpi_imrecv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
+                      MPI_Request *request)
+{
+    return imrecv_any("MPI_Imrecv_c", buf, count, datatype, message, request);
 }
 
 /* ------------------------------------------------------------ wait / test */
