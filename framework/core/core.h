@@ -382,6 +382,8 @@ int kumi_rpim_fence(void);
 int kumi_req_init(void);          /* after transports are wired up */
 void kumi_req_finalize(void);     /* drain sends */
 void kumi_progress_register_params(void);
+/* A request completed: wake threads sleeping in a wait (MPI_THREAD_MULTIPLE). */
+void kumi_progress_wake(void);
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
 

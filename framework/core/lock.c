@@ -8,19 +8,38 @@
  * threads progress their own communication meanwhile. */
 #include "core/core.h"
 #include <pthread.h>
+#include <sched.h>
 
 bool kumi_mt;
 static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int depth;
+static int waiting;                     /* threads blocked in pthread_mutex_lock(&big) */
+
+/* The mutex is not fair: a thread that polls (MPI_Test in a loop) would take it
+ * again before a waiter wakes up.  So a thread that leaves the library while
+ * others wait for it yields once, and a waiter gets in. */
+static void take(void)
+{
+    if (pthread_mutex_trylock(&big) == 0) return;
+    __atomic_add_fetch(&waiting, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&big);
+    __atomic_sub_fetch(&waiting, 1, __ATOMIC_RELAXED);
+}
+
+static void give(void)
+{
+    pthread_mutex_unlock(&big);
+    if (__atomic_load_n(&waiting, __ATOMIC_RELAXED) > 0) sched_yield();
+}
 
 void kumi_lock_slow(void)
 {
-    if (depth++ == 0) pthread_mutex_lock(&big);
+    if (depth++ == 0) take();
 }
 
 void kumi_unlock_slow(void)
 {
-    if (--depth == 0) pthread_mutex_unlock(&big);
+    if (--depth == 0) give();
 }
 
 int kumi_lock_release_all(void)
@@ -28,7 +47,7 @@ int kumi_lock_release_all(void)
     int d = depth;
     if (d) {
         depth = 0;
-        pthread_mutex_unlock(&big);
+        give();
     }
     return d;
 }
@@ -36,7 +55,7 @@ int kumi_lock_release_all(void)
 void kumi_lock_reacquire(int d)
 {
     if (d) {
-        pthread_mutex_lock(&big);
+        take();
         depth = d;
     }
 }

@@ -9,6 +9,8 @@
 #include "request/request.h"
 #include <kumi/param.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdlib.h>
 
@@ -39,7 +41,7 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, int n)
     if (sleep_ms < 1) sleep_ms = 1;
     npops = 0;
     for (int i = 0; ops && i < n && i < 16; i++) pops[npops++] = ops[i];
-    if (n > 0 && !pfds) pfds = malloc(KUMI_MAX_POLLFDS * sizeof *pfds);
+    if (n > 0 && !pfds) pfds = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *pfds);
     if (n == 0) { free(pfds); pfds = NULL; }
     return MPI_SUCCESS;
 }
@@ -53,15 +55,29 @@ static int poll_once(void)
     return n;
 }
 
+/* At MPI_THREAD_MULTIPLE another thread may complete the request a sleeper
+ * waits for (it polled the transports meanwhile): completions write this
+ * eventfd while anybody sleeps, so the sleeper wakes at once. */
+static int wake_fd = -1;
+static int sleepers;
+
+void kumi_progress_wake(void)
+{
+    if (__atomic_load_n(&sleepers, __ATOMIC_RELAXED) > 0 && wake_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(wake_fd, &one, sizeof one);
+        (void)w;
+    }
+}
+
 /* Sleep until a transport's descriptor is ready (or the timeout).  At
  * MPI_THREAD_MULTIPLE the library lock is released meanwhile, so each
- * thread gathers its descriptors into its own buffer, and sleeps briefly:
- * another thread may complete this one's request while it sleeps. */
+ * thread gathers its descriptors into its own buffer, plus the wake-up fd. */
 static void sleep_on_fds(void)
 {
     static _Thread_local struct pollfd *mine;
     struct pollfd *fds = kumi_mt ? mine : pfds;
-    if (kumi_mt && !mine && pfds) fds = mine = malloc(KUMI_MAX_POLLFDS * sizeof *mine);
+    if (kumi_mt && !mine && pfds) fds = mine = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *mine);
     int nf = 0;
     if (fds)
         for (int i = 0; i < npops && nf < KUMI_MAX_POLLFDS; i++)
@@ -69,10 +85,24 @@ static void sleep_on_fds(void)
                 int k = pops[i]->pollfds(fds + nf, KUMI_MAX_POLLFDS - nf);
                 if (k > 0) nf += k;
             }
-    int ms = kumi_mt && sleep_ms > 2 ? 2 : (int)sleep_ms;
+    if (kumi_mt && fds) {
+        if (wake_fd < 0) wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (wake_fd >= 0) {
+            fds[nf].fd = wake_fd;
+            fds[nf].events = POLLIN;
+            fds[nf].revents = 0;
+            nf++;
+        }
+        __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
+    }
     int d = kumi_lock_release_all();
-    poll(nf ? fds : NULL, (nfds_t)nf, ms);
+    poll(nf ? fds : NULL, (nfds_t)nf, (int)sleep_ms);
     kumi_lock_reacquire(d);
+    if (kumi_mt && fds) {
+        __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);
+        uint64_t v;
+        if (wake_fd >= 0 && read(wake_fd, &v, sizeof v) < 0) { /* nothing pending */ }
+    }
 }
 
 int kumi_progress(int blocking)

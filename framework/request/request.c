@@ -80,6 +80,7 @@ void kumi_req_check_complete(struct kumi_req *r)
     if (r->bsend_seg) { kumi_bsend_release(r); r->pack = NULL; }
     if (r->partner && r->status.MPI_ERROR == MPI_SUCCESS) r->status.MPI_ERROR = r->partner->status.MPI_ERROR;
     r->complete = true;
+    if (kumi_mt) kumi_progress_wake();
     if (r->parent) {                   /* Isendrecv's send: its receive may be complete now */
         kumi_req_check_complete(r->parent);
         return;                        /* freed with its parent */
@@ -384,7 +385,8 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 int kumi_req_cancel(struct kumi_req *r)
 {
     if (r->kind == KUMI_REQ_GREQ) return kumi_greq_cancel(r);
-    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) return MPI_SUCCESS;  /* not cancellable */
+    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV || r->kind == KUMI_REQ_IDUP)
+        return MPI_SUCCESS;            /* not cancellable */
     if (!r->active) return MPI_SUCCESS;
     if (r->kind == KUMI_REQ_RECV) {
         if (!r->complete && !r->ue && kumi_match_unpost(r)) {
