@@ -250,6 +250,11 @@ static void kv_put(struct mx_job *job, int rank, const char *k, size_t kl, const
 }
 
 /* Read a string (u32 length + bytes) from p[0..n) at *pos. */
+void mx_ctl_kv_put(struct mx_job *job, int rank, const char *key, const char *value)
+{
+    kv_put(job, rank, key, strlen(key), value, strlen(value));
+}
+
 static int get_str(const unsigned char *p, size_t n, size_t *pos, const char **s, size_t *sl, size_t max)
 {
     if (n - *pos < 4) return -1;

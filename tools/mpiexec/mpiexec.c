@@ -59,6 +59,9 @@ static struct {
     double timeout;
     int tag_output;
     int stdin_none;
+    enum mx_bind_level bind;           /* --bind-to */
+    int overload;                      /* --oversubscribe, or :overload-allowed */
+    int report_bindings;
     char **argv;                       /* program and arguments */
 } opt;
 
@@ -110,6 +113,13 @@ static void usage(FILE *f)
         "  --timeout S          stop the job after S seconds (exit status 124)\n"
         "  --tag-output         prefix each output line with [jobid,rank]<stdout>: or <stderr>:\n"
         "  --stdin none         do not forward stdin to rank 0 (it gets /dev/null)\n"
+        "  --bind-to L          bind each process to a core, package or hwthread, or\n"
+        "                       none (L: core, package, hwthread, none; append\n"
+        "                       :overload-allowed to allow more processes than cores).\n"
+        "                       Default: one process per core when there are no more\n"
+        "                       processes than cores, else unbound\n"
+        "  --oversubscribe      allow --bind-to with more processes than cores\n"
+        "  --report-bindings    print each process's binding on stderr\n"
         "  -h, --help           this help\n"
         "  --version            print the version\n\n"
         "stdin goes to rank 0, the other ranks read /dev/null.  stdout and stderr of\n"
@@ -239,6 +249,22 @@ static void parse_args(int argc, char **argv)
             if (strcmp(s, "none") == 0) opt.stdin_none = 1;
             else if (strcmp(s, "0") == 0 || strcmp(s, "rank0") == 0) opt.stdin_none = 0;
             else die_usage("--stdin: expected 'none' or '0', not '%s'", s);
+        } else if (is_opt(a, "--bind-to") || is_opt(a, "-bind-to")) {
+            const char *s = optval(argc, argv, &i);
+            size_t l = strcspn(s, ":");
+            if (s[l] && strcmp(s + l, ":overload-allowed") == 0) opt.overload = 1;
+            else if (s[l]) die_usage("--bind-to: unknown qualifier '%s' (only :overload-allowed)", s + l);
+            if (l == 4 && strncmp(s, "none", 4) == 0) opt.bind = MX_BIND_NONE;
+            else if (l == 4 && strncmp(s, "core", 4) == 0) opt.bind = MX_BIND_CORE;
+            else if ((l == 7 && strncmp(s, "package", 7) == 0) || (l == 6 && strncmp(s, "socket", 6) == 0))
+                opt.bind = MX_BIND_PACKAGE;
+            else if ((l == 8 && strncmp(s, "hwthread", 8) == 0) || (l == 3 && strncmp(s, "cpu", 3) == 0))
+                opt.bind = MX_BIND_HWTHREAD;
+            else die_usage("--bind-to: expected core, package, hwthread or none, not '%s'", s);
+        } else if (strcmp(a, "--oversubscribe") == 0 || strcmp(a, "-oversubscribe") == 0) {
+            opt.overload = 1;
+        } else if (strcmp(a, "--report-bindings") == 0 || strcmp(a, "-report-bindings") == 0) {
+            opt.report_bindings = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             exit(0);
@@ -304,15 +330,17 @@ static int name_is(const char *entry, const char *name)
     return strncmp(entry, name, nl) == 0 && entry[nl] == '=';
 }
 
-/* Environment of the ranks; *rank_slot receives the index of KUMI_RANK. */
+/* Environment of the ranks; *rank_slot receives the index of KUMI_RANK,
+ * which is followed by room for the three KUMI_ENV_BIND_* and a NULL. */
 static char **build_env(const char *rpim_name, int *rank_slot)
 {
     static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL",
-                                            "KUMI_JOB_SECRET", "KUMI_RPIM" };
+                                            "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_BIND_CPUS,
+                                            KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX };
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 8, sizeof *env);
+    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 12, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++) {
         const char *e = environ[i];
@@ -347,8 +375,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
     env[k++] = xstrdup(b);
     *rank_slot = (int)k;
-    env[k++] = NULL;                       /* KUMI_RANK, per rank */
-    env[k] = NULL;
+    for (int j = 0; j < 5; j++) env[k + (size_t)j] = NULL;   /* KUMI_RANK, KUMI_ENV_BIND_*, per rank */
     return env;
 }
 
@@ -617,6 +644,12 @@ static void set_nonblock(int fd)
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/* Also on the exit() paths that do not return from main (out of memory). */
+static void shm_cleanup_at_exit(void)
+{
+    mx_shm_cleanup(job.jobid);
+}
+
 /* ------------------------------------------------------------ main loop */
 
 enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN };
@@ -809,6 +842,15 @@ int main(int argc, char **argv)
     job.jobid = (long)getpid();
     job.listen_fd = -1;
     job.ranks = xcalloc((size_t)job.n, sizeof *job.ranks);
+    if (mx_bind_plan(&job, opt.bind, opt.overload) < 0) return 1;
+    for (int r = 0; r < job.n; r++)
+        if (job.bind[r].bound) {
+            char b[32];
+            snprintf(b, sizeof b, "%d", job.bind[r].index);
+            mx_ctl_kv_put(&job, r, KUMI_KVS_BIND_CPUS, job.bind[r].cpus);
+            mx_ctl_kv_put(&job, r, KUMI_KVS_BIND_LEVEL, job.bind[r].level);
+            mx_ctl_kv_put(&job, r, KUMI_KVS_BIND_INDEX, b);
+        }
 
     /* the launcher */
     int rc = kumi_registry_open(1), nrpim = 0;
@@ -834,6 +876,10 @@ int main(int argc, char **argv)
         return 1;
     }
     if (mx_ctl_listen(&job) < 0) return 1;
+    /* shared-memory objects of this job id: leftovers of an earlier
+     * mpiexec with our pid that was killed, and ours at the end */
+    mx_shm_cleanup(job.jobid);
+    atexit(shm_cleanup_at_exit);
     if (job.verbose) mx_msg("job %ld: %d process%s of %s, control 127.0.0.1:%d", job.jobid, job.n,
                             job.n == 1 ? "" : "es", prog, job.port);
 
@@ -887,16 +933,33 @@ int main(int argc, char **argv)
             stop_job(1, SIGTERM);
             continue;
         }
-        char rb[32];
+        char rb[32], bl[64], bi[48];
         snprintf(rb, sizeof rb, "KUMI_RANK=%d", r);
         env[rank_slot] = rb;
+        const struct mx_binding *bd = &job.bind[r];
+        char *bc = NULL;
+        if (bd->bound) {
+            bc = xcalloc(1, strlen(bd->cpus) + sizeof KUMI_ENV_BIND_CPUS + 1);
+            sprintf(bc, "%s=%s", KUMI_ENV_BIND_CPUS, bd->cpus);
+            snprintf(bl, sizeof bl, "%s=%s", KUMI_ENV_BIND_LEVEL, bd->level);
+            snprintf(bi, sizeof bi, "%s=%d", KUMI_ENV_BIND_INDEX, bd->index);
+            env[rank_slot + 1] = bc;
+            env[rank_slot + 2] = bl;
+            env[rank_slot + 3] = bi;
+        } else {
+            env[rank_slot + 1] = NULL;
+        }
+        if (opt.report_bindings) mx_bind_report(&job, r);
         struct kumi_spawn sp = {
             .rank = r, .host = NULL, .argv = cargv, .envp = env,
             .stdin_fd = inp[0], .stdout_fd = outp[1], .stderr_fd = errp[1],
             .close_fds = NULL, .nclose_fds = 0,
+            .cpuset = bd->bound ? bd->cpuset : NULL, .cpuset_size = bd->bound ? bd->setsize : 0,
         };
         pid_t pid = -1;
         int src = ops->spawn(&sp, &pid);
+        env[rank_slot + 1] = NULL;
+        free(bc);
         close(outp[1]);
         close(errp[1]);
         if (inp[0] >= 0) close(inp[0]);
@@ -922,6 +985,7 @@ int main(int argc, char **argv)
     if (stdin_pipe < 0) stdin_open = 0;
 
     int code = run_loop(sigfd, t_start);
+    mx_shm_cleanup(job.jobid);             /* every rank has exited */
 
     mx_ctl_close_all(&job);
     if (stdin_pipe >= 0) close(stdin_pipe);

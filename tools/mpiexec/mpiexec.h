@@ -21,6 +21,37 @@
  *     FINALIZE_OK 0x85 (empty)
  * A connection must send a correct HELLO first, within MX_HELLO_TIMEOUT
  * seconds; otherwise (or on any malformed frame) it is closed and ignored.
+ *
+ * Binding (bind.c).  --bind-to hwthread|core|package|none; by default each
+ * rank is bound to one core (round-robin over the cores hwloc sees inside
+ * mpiexec's own affinity mask, e.g. under taskset) when ranks <= cores, and
+ * ranks stay unbound, silently, when there are more ranks than cores.  An
+ * explicit --bind-to with more ranks than cores (hwthreads for hwthread) is
+ * refused unless --oversubscribe (or ":overload-allowed") is given; then
+ * ranks wrap round-robin.  Ranks are placed core by core; --bind-to package
+ * binds each to the package of its core.  Without hwloc, every online CPU of
+ * the mask counts as a core, and the package comes from sysfs.  The binding
+ * is applied in the child before exec (struct kumi_spawn's cpuset,
+ * sched_setaffinity) and published (locality for components; the names are
+ * macros of kumi/rpim.h) in the rank's environment:
+ *     KUMI_INTERNAL_BIND_CPUS   OS CPU numbers, a list like "0-3,8"
+ *     KUMI_INTERNAL_BIND_LEVEL  hwthread | core | package
+ *     KUMI_INTERNAL_BIND_INDEX  hwloc logical index of that object (without
+ *                               hwloc: the CPU number, or the package id)
+ * and, for every rank's peers, in the key-value table (put by mpiexec on the
+ * rank's behalf; seen after the first fence): kumi.bind.cpus,
+ * kumi.bind.level, kumi.bind.index, same values.  All are absent for an
+ * unbound rank (inherited environment values are removed).
+ * --report-bindings prints one line per rank on stderr before it starts:
+ *     mpiexec: rank 0 bound to core 0 (cpus 0)
+ *     mpiexec: rank 2 not bound (4 processes, 2 cores)
+ *
+ * Shared-memory cleanup (cleanup.c).  Every shared object of a job is named
+ * "/kumi.<KUMI_JOBID>.<anything>" (shm_open; i.e. /dev/shm/kumi.<jobid>.*;
+ * named semaphores: /dev/shm/sem.kumi.<jobid>.*).  mpiexec removes them all
+ * when the job ends, however it ends (normal end, failure, MPI_Abort, a rank
+ * killed, SIGINT/SIGTERM/SIGHUP to mpiexec), and also at start (leftovers of
+ * an earlier mpiexec that had the same pid and was itself SIGKILLed).
  */
 #ifndef KUMI_MPIEXEC_H
 #define KUMI_MPIEXEC_H
@@ -87,6 +118,18 @@ struct mx_kv {
     size_t klen, vlen;
 };
 
+enum mx_bind_level { MX_BIND_DEFAULT, MX_BIND_NONE, MX_BIND_HWTHREAD, MX_BIND_CORE, MX_BIND_PACKAGE };
+
+/* Where one rank runs. */
+struct mx_binding {
+    int bound;           /* 0: inherits mpiexec's affinity */
+    const char *level;   /* "hwthread", "core", "package" */
+    int index;           /* logical index of the object at that level */
+    void *cpuset;        /* cpu_set_t (CPU_ALLOC), setsize bytes */
+    size_t setsize;
+    char *cpus;          /* the same as a list, "0-3,8" */
+};
+
 struct mx_job {
     int n;
     struct mx_rank *ranks;
@@ -100,6 +143,8 @@ struct mx_job {
     struct mx_kv *kv;
     size_t nkv, capkv;
     int verbose;
+    struct mx_binding *bind;  /* per rank */
+    char *unbound_why;        /* report text when ranks are unbound */
 };
 
 /* ---- control.c ---- */
@@ -118,6 +163,22 @@ void mx_ctl_close_all(struct mx_job *job);
 /* Complete the fences every rank has entered; a fence that a rank which has
  * already exited never entered stops the job (mx_fence_dead). */
 void mx_ctl_check_fence(struct mx_job *job);
+
+/* ---- bind.c ---- */
+/* Fill job->bind (job->n entries) for the level asked; overload: allow more
+ * ranks than cores/hwthreads.  Returns 0, or -1 with a message printed when
+ * the binding asked for is impossible. */
+int mx_bind_plan(struct mx_job *job, enum mx_bind_level level, int overload);
+/* --report-bindings line for rank r */
+void mx_bind_report(const struct mx_job *job, int r);
+
+/* ---- cleanup.c ---- */
+/* Unlink /dev/shm/kumi.<jobid>.* and /dev/shm/sem.kumi.<jobid>.*; returns
+ * how many were removed. */
+int mx_shm_cleanup(long jobid);
+
+/* Put key=value into the table as if rank had put it. */
+void mx_ctl_kv_put(struct mx_job *job, int rank, const char *key, const char *value);
 
 /* ---- mpiexec.c (called by control.c) ---- */
 double mx_now(void);

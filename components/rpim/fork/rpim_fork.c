@@ -1,5 +1,5 @@
 /* rpim/fork: start ranks on this host with fork/exec (launcher side, used by
- * mpiexec), and the client side of mpiexec's control channel (used inside
+ * mpiexec; the child applies struct kumi_spawn's CPU binding before exec), and the client side of mpiexec's control channel (used inside
  * MPI_Init): HELLO with the job secret, key-value PUT / FENCE / get,
  * ABORT and FINALIZE.
  *
@@ -22,6 +22,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,18 @@ static int rpim_fork_spawn(const struct kumi_spawn *sp, pid_t *pid)
             if (src[k] > 2) close(src[k]);
         for (int i = 0; i < sp->nclose_fds; i++)
             if (sp->close_fds && sp->close_fds[i] > 2) close(sp->close_fds[i]);
+        if (sp->cpuset && sp->cpuset_size &&
+            sched_setaffinity(0, sp->cpuset_size, (const cpu_set_t *)sp->cpuset) < 0) {
+            char b[256];
+            int n = snprintf(b, sizeof b, "mpiexec: rank %d: cannot bind to its CPUs: %s\n", sp->rank,
+                             strerror(errno));
+            if (n > (int)sizeof b - 1) n = (int)sizeof b - 1;
+            if (n > 0) {
+                ssize_t w = write(2, b, (size_t)n);
+                (void)w;
+            }
+            _exit(1);
+        }
         extern char **environ;
         execve(sp->argv[0], sp->argv, sp->envp ? sp->envp : environ);
         rpim_fork_child_fail(sp, errno);

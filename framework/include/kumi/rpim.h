@@ -12,6 +12,16 @@
  *   KUMI_CONTROL                  host:port of mpiexec's control listener
  *   KUMI_JOB_SECRET               random hex key that the rank presents
  *   KUMI_RPIM                     name of the rpim component that started it
+ * and, only when mpiexec bound the rank to CPUs (see tools/mpiexec/mpiexec.h;
+ * names below as macros, under the KUMI_INTERNAL_ prefix that the parameter
+ * registry does not warn about):
+ *   KUMI_ENV_BIND_CPUS            OS CPU numbers the rank is bound to ("0-3,8")
+ *   KUMI_ENV_BIND_LEVEL           hwthread, core or package
+ *   KUMI_ENV_BIND_INDEX           logical index of that hwthread/core/package
+ * An unbound rank has none of the three.  mpiexec also puts each bound
+ * rank's binding into the key-value exchange (visible after the first fence,
+ * so every rank can see its peers'): keys KUMI_KVS_BIND_CPUS,
+ * KUMI_KVS_BIND_LEVEL, KUMI_KVS_BIND_INDEX of that rank, same values.
  */
 #ifndef KUMI_RPIM_H
 #define KUMI_RPIM_H
@@ -22,6 +32,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define KUMI_ENV_BIND_CPUS  "KUMI_INTERNAL_BIND_CPUS"
+#define KUMI_ENV_BIND_LEVEL "KUMI_INTERNAL_BIND_LEVEL"
+#define KUMI_ENV_BIND_INDEX "KUMI_INTERNAL_BIND_INDEX"
+#define KUMI_KVS_BIND_CPUS  "kumi.bind.cpus"
+#define KUMI_KVS_BIND_LEVEL "kumi.bind.level"
+#define KUMI_KVS_BIND_INDEX "kumi.bind.index"
 
 #define KUMI_KVS_KEY_MAX 256
 #define KUMI_KVS_VAL_MAX 1024
@@ -43,6 +60,12 @@ struct kumi_spawn {
     int stderr_fd;             /* child's stderr (write end) */
     const int *close_fds;      /* fds the child must close (other ranks' pipes) */
     int nclose_fds;
+    /* CPU binding, applied in the child before exec: a cpu_set_t of
+     * cpuset_size bytes (CPU_ALLOC'ed) for sched_setaffinity; NULL: the
+     * child keeps the launcher's affinity.  A launcher that cannot bind
+     * on the target host ignores it. */
+    const void *cpuset;
+    size_t cpuset_size;
 };
 
 struct kumi_rpim_ops {
