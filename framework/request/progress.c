@@ -20,7 +20,10 @@
 static long long spin_rounds = 300, yield_rounds = 200, sleep_ms = 20;
 
 static const struct kumi_p2p_ops *pops[16];
-static int npops;
+static bool pused[16];                  /* serves a peer of ours */
+static int npops, nidle;
+#define KUMI_IDLE_POLL_EVERY 64
+static unsigned poll_round;
 static struct pollfd *pfds;
 
 void kumi_progress_register_params(void)
@@ -36,21 +39,32 @@ void kumi_progress_register_params(void)
                             KUMI_LEVEL_TUNER, &sleep_ms);
 }
 
-int kumi_progress_setup(const struct kumi_p2p_ops **ops, int n)
+int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n)
 {
     if (sleep_ms < 1) sleep_ms = 1;
-    npops = 0;
-    for (int i = 0; ops && i < n && i < 16; i++) pops[npops++] = ops[i];
+    npops = nidle = 0;
+    for (int i = 0; ops && i < n && i < 16; i++) {
+        pused[npops] = !used || used[i];
+        if (!pused[npops]) nidle++;
+        pops[npops++] = ops[i];
+    }
     if (n > 0 && !pfds) pfds = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *pfds);
     if (n == 0) { free(pfds); pfds = NULL; }
     return MPI_SUCCESS;
 }
 
-static int poll_once(void)
+static int poll_transports(bool all)
 {
     int n = 0;
     for (int i = 0; i < npops; i++)
-        if (pops[i]->progress && pops[i]->progress() > 0) n++;
+        if ((all || pused[i]) && pops[i]->progress && pops[i]->progress() > 0) n++;
+    return n;
+}
+
+static int poll_once(void)
+{
+    bool all = nidle == 0 || ++poll_round % KUMI_IDLE_POLL_EVERY == 0;
+    int n = poll_transports(all);
     if (kumi_req_ctl_pending()) { kumi_req_flush_ctl(); n++; }
     return n;
 }
@@ -105,13 +119,19 @@ static void sleep_on_fds(void)
     }
 }
 
+/* Before and after a sleep every transport is polled, idle ones included. */
+static int sleep_and_poll(void)
+{
+    int n = poll_transports(true);
+    if (n > 0) return n;
+    sleep_on_fds();
+    return poll_transports(true);
+}
+
 int kumi_progress(int blocking)
 {
     int n = poll_once();
-    if (n == 0 && blocking) {
-        sleep_on_fds();
-        n = poll_once();
-    }
+    if (n == 0 && blocking) n = sleep_and_poll();
     return n;
 }
 
@@ -133,7 +153,7 @@ void kumi_progress_wait(int (*done)(void *), void *arg)
             kumi_lock_reacquire(d);
             continue;
         }
-        sleep_on_fds();
+        if (sleep_and_poll() > 0) idle = 0;
     }
 }
 

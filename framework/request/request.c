@@ -631,13 +631,28 @@ int kumi_req_init(void)
             return kumi_error(MPI_ERR_OTHER, "MPI_Init: no transport reaches rank %d (p2p components in use: %s)",
                               p, names);
     }
-    for (i = 0; i < ntr; i++)
-        if (used[i]) tr_entry[i]->status = KUMI_COMP_SELECTED;
+    for (i = 0; i < ntr; i++) {
+        if (!used[i]) continue;
+        tr_entry[i]->status = KUMI_COMP_SELECTED;
+        if (kumi_verbose_level >= 1) {             /* which peers each transport serves: "1-3,5" */
+            char list[512];
+            size_t l = 0;
+            list[0] = 0;
+            for (p = 0; p < nworld && l + 32 < sizeof list; p++) {
+                if (peer_ops[p] != tr_ops[i] || (p > 0 && peer_ops[p - 1] == tr_ops[i])) continue;
+                int q = p;
+                while (q + 1 < nworld && peer_ops[q + 1] == tr_ops[i]) q++;
+                l += (size_t)snprintf(list + l, sizeof list - l, q > p ? "%s%d-%d" : "%s%d", l ? "," : "", p, q);
+            }
+            kumi_log(1, "p2p/%s serves ranks %s", tr_entry[i]->name, list);
+        }
+    }
     rc = kumi_match_init(nworld);
     if (rc != MPI_SUCCESS) return rc;
-    /* Progress polls every initialized transport: a peer may reach us
-     * through one we do not use to reach it. */
-    return kumi_progress_setup(tr_ops, ntr);
+    /* Progress polls every initialized transport (a peer might reach us through
+     * one we do not use to reach it), but those that serve no peer of ours only
+     * now and then: an idle tcp costs a system call per poll. */
+    return kumi_progress_setup(tr_ops, used, ntr);
 }
 
 static double drain_deadline;
@@ -659,7 +674,7 @@ void kumi_req_finalize(void)
     for (int i = ntr - 1; i >= 0; i--)
         if (tr_ops[i]->finalize) tr_ops[i]->finalize();
     ntr = 0;
-    kumi_progress_setup(NULL, 0);
+    kumi_progress_setup(NULL, NULL, 0);
     kumi_match_finalize();
     free(peer_ops);
     peer_ops = NULL;

@@ -173,7 +173,9 @@ int kumi_match_init(int nworld);
 void kumi_match_finalize(void);
 
 /* ---- progress.c ---- */
-int kumi_progress_setup(const struct kumi_p2p_ops **ops, int n);
+/* used[i]: transport i serves at least one peer (polled every round; the
+ * others every KUMI_IDLE_POLL_EVERY rounds and around every sleep). */
+int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n);
 /* Block (spin, yield, sleep) until *flag != 0 or done(arg) returns 1. */
 void kumi_progress_wait_flag(volatile bool *flag);
 void kumi_progress_wait(int (*done)(void *), void *arg);

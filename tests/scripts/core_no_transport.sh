@@ -1,7 +1,8 @@
 #!/bin/bash
-# MPI_COMPONENTS="p2p=^tcp" on a 2-rank job: MPI_Init fails, saying no transport reaches the other rank.
+# MPI_COMPONENTS="p2p=^tcp,shmem" (only self left) on a 2-rank job: MPI_Init fails, saying no
+# transport reaches the other rank.  (Issue 2 stated it as p2p=^tcp, before p2p/shmem existed.)
 set -u
-out=$(MPI_COMPONENTS="p2p=^tcp" timeout 60 "$MPIEXEC" -n 2 "$TESTBIN/core_init" 2>&1)
+out=$(MPI_COMPONENTS="p2p=^tcp,shmem" timeout 60 "$MPIEXEC" -n 2 "$TESTBIN/core_init" 2>&1)
 rc=$?
 echo "$out"
 [ $rc -ne 0 ] || { echo "expected a failure, got exit 0"; exit 1; }
