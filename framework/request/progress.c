@@ -22,7 +22,7 @@ static long long spin_rounds = 300, yield_rounds = 200, sleep_ms = 20;
 static const struct kumi_p2p_ops *pops[16];
 static bool pused[16];                  /* serves a peer of ours */
 static int npops, nidle;
-#define KUMI_IDLE_POLL_EVERY 64
+#define KUMI_IDLE_POLL_EVERY 256
 static unsigned poll_round;
 static struct pollfd *pfds;
 
