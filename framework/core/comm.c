@@ -903,14 +903,21 @@ static int group_in_comm(const struct kumi_group *g, const struct kumi_comm *com
     return 1;
 }
 
-/* The communicator of group g (this process a member) with context ctx. */
+/* The communicator of group g (this process a member) with context ctx;
+ * on failure the context is given back. */
 static int comm_of_group(const struct kumi_group *g, int32_t ctx, struct kumi_comm *parent,
                          struct kumi_comm **out, const char *fn)
 {
+    int rc;
     int *w = malloc(sizeof(int) * (size_t)g->size);
-    if (!w) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
-    memcpy(w, g->world, sizeof(int) * (size_t)g->size);
-    return kumi_comm_create_obj(g->rank, g->size, w, ctx, parent, out);
+    if (!w) {
+        rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    } else {
+        memcpy(w, g->world, sizeof(int) * (size_t)g->size);
+        rc = kumi_comm_create_obj(g->rank, g->size, w, ctx, parent, out);
+    }
+    if (rc) kumi_ctx_free(ctx);
+    return rc;
 }
 
 int kumi_mpi_comm_create(struct kumi_comm *comm, MPI_Group group, MPI_Comm *newcomm)
@@ -934,10 +941,7 @@ int kumi_mpi_comm_create(struct kumi_comm *comm, MPI_Group group, MPI_Comm *newc
     }
     struct kumi_comm *c;
     rc = comm_of_group(g, ctx, comm, &c, fn);
-    if (rc) {
-        kumi_ctx_free(ctx);
-        return rc;
-    }
+    if (rc) return rc;
     *newcomm = c->handle;
     return MPI_SUCCESS;
 }
@@ -960,10 +964,7 @@ int kumi_mpi_comm_create_group(struct kumi_comm *comm, MPI_Group group, int tag,
     if (rc) return rc;
     struct kumi_comm *c;
     rc = comm_of_group(g, ctx, comm, &c, fn);
-    if (rc) {
-        kumi_ctx_free(ctx);
-        return rc;
-    }
+    if (rc) return rc;
     *newcomm = c->handle;
     return MPI_SUCCESS;
 }
@@ -993,7 +994,6 @@ int kumi_comm_from_group(struct kumi_group *g, const char *stringtag, struct kum
     struct kumi_comm *c;
     rc = comm_of_group(g, ctx, NULL, &c, fn);
     if (rc) {
-        kumi_ctx_free(ctx);
         if (ni) kumi_info_release(ni);
         return rc;
     }
