@@ -485,6 +485,8 @@ static void open_components(void)
         if (rc == KUMI_OK) {
             r->e.status = KUMI_COMP_AVAILABLE;
             r->opened = 1;
+            why[sizeof why - 1] = '\0';
+            snprintf(r->e.reason, sizeof r->e.reason, "%s", why);          /* a note, or "" */
             kumi_log(2, "registry: %s/%s available (priority %lld)", r->e.framework, r->e.name, r->e.priority);
         } else {
             why[sizeof why - 1] = '\0';
@@ -494,6 +496,16 @@ static void open_components(void)
         }
     }
 }
+
+KUMI_EXPORT int kumi_component_named(const char *framework, const char *name)
+{
+    int fwi = framework && name ? fw_index(framework) : -1;
+    return fwi >= 0 && selection[fwi].mode == SEL_ONLY && sel_position(fwi, name) >= 0;
+}
+
+static int listing;
+KUMI_EXPORT void kumi_registry_set_listing(void) { listing = 1; }
+KUMI_EXPORT int kumi_registry_listing(void) { return listing; }
 
 KUMI_EXPORT int kumi_registry_open(int do_open)
 {

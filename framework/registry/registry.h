@@ -40,6 +40,8 @@ extern const char *const kumi_frameworks[];
  * explains a bad MPI_COMPONENTS (unknown framework or component: the message
  * lists what exists).  Safe to call twice (second call is a no-op). */
 int kumi_registry_open(int do_open);
+/* kumi_info: components' open() is asked for a listing (kumi_registry_listing()). */
+void kumi_registry_set_listing(void);
 void kumi_registry_close(void);
 
 /* All entries (for kumi_info), in framework then name order. */

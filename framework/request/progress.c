@@ -92,13 +92,21 @@ static void sleep_on_fds(void)
     static _Thread_local struct pollfd *mine;
     struct pollfd *fds = kumi_mt ? mine : pfds;
     if (kumi_mt && !mine && pfds) fds = mine = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *mine);
-    int nf = 0;
+    int nf = 0, nosleep = 0, nap = 0;
     if (fds)
         for (int i = 0; i < npops && nf < KUMI_MAX_POLLFDS; i++)
             if (pops[i]->pollfds) {
                 int k = pops[i]->pollfds(fds + nf, KUMI_MAX_POLLFDS - nf);
                 if (k > 0) nf += k;
+                else if (k == KUMI_P2P_NAP) nap = 1;
+                else if (k < 0) nosleep = 1;
             }
+    if (nosleep) {                          /* a transport cannot be slept on now */
+        int d = kumi_lock_release_all();
+        sched_yield();
+        kumi_lock_reacquire(d);
+        return;
+    }
     if (kumi_mt && fds) {
         if (wake_fd < 0) wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (wake_fd >= 0) {
@@ -110,7 +118,7 @@ static void sleep_on_fds(void)
         __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
     }
     int d = kumi_lock_release_all();
-    poll(nf ? fds : NULL, (nfds_t)nf, (int)sleep_ms);
+    poll(nf ? fds : NULL, (nfds_t)nf, nap ? 1 : (int)sleep_ms);
     kumi_lock_reacquire(d);
     if (kumi_mt && fds) {
         __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);

@@ -123,8 +123,9 @@ static void print_entry(const struct kumi_comp_entry *e)
         snprintf(pfx, sizeof pfx, "component:%s:%s", e->framework, e->name);
         if (e->comp) kv(pfx, "version", ver);
         kv(pfx, "status", status_name(e->status));
-        if (e->reason[0] && e->status != KUMI_COMP_AVAILABLE && e->status != KUMI_COMP_SELECTED)
-            kv(pfx, "reason", e->reason);
+        if (e->reason[0])
+            kv(pfx, e->status == KUMI_COMP_AVAILABLE || e->status == KUMI_COMP_SELECTED ? "note" : "reason",
+               e->reason);
         kv(pfx, "path", e->path);
         if (e->comp) {
             snprintf(buf, sizeof buf, "%lld", e->priority);
@@ -140,9 +141,10 @@ static void print_entry(const struct kumi_comp_entry *e)
     else
         snprintf(buf, sizeof buf, "%s", e->name);
     label(lbl, buf);
-    if (e->status == KUMI_COMP_AVAILABLE || e->status == KUMI_COMP_SELECTED || e->status == KUMI_COMP_FOUND ||
-        !e->reason[0])
+    if (!e->reason[0] || e->status == KUMI_COMP_FOUND)
         snprintf(buf, sizeof buf, "%s", status_name(e->status));
+    else if (e->status == KUMI_COMP_AVAILABLE || e->status == KUMI_COMP_SELECTED)
+        snprintf(buf, sizeof buf, "%s (%s)", status_name(e->status), e->reason);
     else
         snprintf(buf, sizeof buf, "%s: %s", status_name(e->status), e->reason);
     printf("%25s  status: %s\n", "", buf);
@@ -321,6 +323,7 @@ int main(int argc, char **argv)
     }
     /* kumi_info lists refused files itself: no separate warnings about them. */
     setenv("KUMI_INTERNAL_REGISTRY_QUIET", "1", 1);
+    kumi_registry_set_listing();
     int rc = kumi_registry_open(1);
     if (rc != MPI_SUCCESS) {
         const char *msg = kumi_registry_error();

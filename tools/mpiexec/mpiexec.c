@@ -335,12 +335,12 @@ static int name_is(const char *entry, const char *name)
 static char **build_env(const char *rpim_name, int *rank_slot)
 {
     static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL",
-                                            "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_BIND_CPUS,
+                                            "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_BIND_CPUS,
                                             KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX };
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 12, sizeof *env);
+    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 14, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++) {
         const char *e = environ[i];
@@ -374,6 +374,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     env[k++] = xstrdup(b);
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
     env[k++] = xstrdup(b);
+    env[k++] = xstrdup(KUMI_ENV_NHOSTS "=1");       /* every rank runs on this host */
     *rank_slot = (int)k;
     for (int j = 0; j < 5; j++) env[k + (size_t)j] = NULL;   /* KUMI_RANK, KUMI_ENV_BIND_*, per rank */
     return env;

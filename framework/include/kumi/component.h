@@ -52,6 +52,16 @@ struct kumi_component {
                                      (struct kumi_rpim_ops, kumi_p2p_ops, ...) */
 };
 
+/* For open(): 1 if MPI_COMPONENTS names this component in its framework's
+ * keep-list (e.g. "p2p=self,ofi"), so a component that is costly to start
+ * and has nothing to add by default can stay closed unless asked for. */
+KUMI_EXPORT int kumi_component_named(const char *framework, const char *name);
+/* For open(): 1 when the registry was opened by kumi_info, which asks every
+ * component whether it could run here (and shows open()'s note: a component
+ * that says KUMI_OK may still write one line into why, e.g. which device it
+ * would use). */
+KUMI_EXPORT int kumi_registry_listing(void);
+
 #ifdef __cplusplus
 }
 #endif

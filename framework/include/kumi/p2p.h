@@ -44,6 +44,10 @@ enum kumi_hdr_kind {
 
 #define KUMI_HDR_F_CANCELLED 0x01
 
+/* Return values of pollfds() besides a count. */
+#define KUMI_P2P_NOSLEEP (-1)
+#define KUMI_P2P_NAP     (-2)
+
 /* The wire header: 56 bytes, host byte order (homogeneous jobs; the impi
  * transport converts at the cluster border). */
 struct kumi_hdr {
@@ -96,7 +100,10 @@ struct kumi_p2p_ops {
     /* Move data without blocking; return >0 if anything happened. */
     int (*progress)(void);
     /* File descriptors to sleep on when there is nothing to do: fill up to
-     * max entries (events set as needed), return how many. */
+     * max entries (events set as needed), return how many; or
+     * KUMI_P2P_NOSLEEP when the caller must not sleep now (work is pending):
+     * it yields the CPU and polls again; or KUMI_P2P_NAP when no descriptor
+     * wakes this transport: the caller sleeps at most a millisecond. */
     int (*pollfds)(struct pollfd *fds, int max);
     /* 1 while sends are queued (MPI_Finalize drains them before closing). */
     int (*busy)(void);
