@@ -1,6 +1,6 @@
 /* Wildcards across transports: rank 2 leaves p2p/shmem out (MPI_COMPONENTS
  * set before MPI_Init), so ranks 0/1/3 reach each other through shared
- * memory and rank 2 through tcp.  Rank 0 receives with ANY_SOURCE from all of
+ * memory and rank 2 through tcp (or through ofi: "shm_mixed ofi").  Rank 0 receives with ANY_SOURCE from all of
  * them, sizes below and above the eager limits of both transports; order per
  * sender, values and counts are checked; then every rank exchanges with
  * every other rank. */
@@ -14,8 +14,10 @@ int main(int argc, char **argv)
     static const size_t sz[] = { 0, 8, 4096, 16385, 70000, 200000, 1048576 };
     const int ns = 7;
     const char *r = getenv("KUMI_RANK");
-    if (r && atoi(r) == 2) setenv("MPI_COMPONENTS", "p2p=self,tcp", 1);
-    else setenv("MPI_COMPONENTS", "p2p=self,shmem,tcp", 1);
+    const char *other = argc > 1 ? argv[1] : "tcp";     /* "ofi": p2p/ofi instead of tcp */
+    char spec[64];
+    snprintf(spec, sizeof spec, r && atoi(r) == 2 ? "p2p=self,%s" : "p2p=self,shmem,%s", other);
+    setenv("MPI_COMPONENTS", spec, 1);
     int rank, size;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
