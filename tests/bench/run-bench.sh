@@ -13,6 +13,9 @@
 #            --mca pml ob1 --mca btl tcp,self, MPICH UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1
 #   oversub  4 ranks on the cores there are (2 here): ring exchange, no binding,
 #            Open MPI --oversubscribe; each run has a time limit
+#   ofi      Kumi's p2p/ofi on libfabric's "tcp;ofi_rxm" provider
+#            (MPI_COMPONENTS="p2p=self,ofi"), next to Kumi's own p2p/tcp ("kumitcp")
+#            and MPICH over UCX's TCP transport, as in the tcp configuration
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
 # when its --help lists it, otherwise each rank is started under taskset -c RANK.
 # Output: one table per configuration and metric with Kumi's value, each peer's
@@ -24,7 +27,7 @@
 #   KUMI_BENCH_QUICK=1      smoke run: 3 repetitions, iteration counts / 10, short limits
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp oversub"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub"   which configurations
 #   KUMI_BENCH_PEERS="ompi mpich"          which peers (none: Kumi only)
 #   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run (default 240 s)
 #   KUMI_BENCH_OVERSUB_TIMEOUT=S   limit of one oversubscribed run (default 30 s)
@@ -38,7 +41,7 @@ top_builddir=${top_builddir:-$top_srcdir/_build}
 quick=${KUMI_BENCH_QUICK:-0}
 reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp oversub}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub}
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
 olimit=${KUMI_BENCH_OVERSUB_TIMEOUT:-$([ "$quick" = 1 ] && echo 10 || echo 30)}
@@ -78,7 +81,7 @@ ${CC:-cc} -std=gnu11 -O2 -I"$top_builddir/framework/include" -I"$top_srcdir/fram
     -Wl,-rpath,"$top_builddir/framework/.libs" -lmpi || { echo "run-bench: building mpibench with Kumi failed"; exit 1; }
 impls=(kumi)
 declare -A name
-name[kumi]=Kumi; name[ompi]="Open MPI"; name[mpich]=MPICH
+name[kumi]=Kumi; name[ompi]="Open MPI"; name[mpich]=MPICH; name[kumitcp]="Kumi p2p/tcp"
 for p in $want_peers; do
     case $p in
     ompi) cc_=mpicc.openmpi run_=mpirun.openmpi ;;
@@ -93,6 +96,21 @@ for p in $want_peers; do
     if $cc_ -O2 -o "$work/mpibench.$p" "$src" 2> "$out/build.$p.err"; then impls+=("$p")
     else echo "skipping ${name[$p]}: $cc_ failed (see $out/build.$p.err)"; fi
 done
+
+# The implementations a configuration compares: Kumi first.
+cfg_impls() {
+    local i
+    case $1 in
+    ofi) echo kumi kumitcp; for i in "${impls[@]}"; do [ "$i" = mpich ] && echo mpich; done ;;
+    *) echo "${impls[@]}" ;;
+    esac
+}
+cp "$work/mpibench.kumi" "$work/mpibench.kumitcp"
+ofi_ok=0
+"$kumi_info" --parsable 2>/dev/null | grep -q '^component:p2p:ofi:status:available' && ofi_ok=1
+case " $configs " in *" ofi "*) [ $ofi_ok = 1 ] || {
+    echo "skipping the ofi configuration: p2p/ofi is not available in this build (kumi_info)"
+    configs=$(echo "$configs" | sed 's/\bofi\b//'); } ;; esac
 
 # Kumi's binding: mpiexec --bind-to core when available (part of issue 4), else taskset.
 if "$mpiexec" --help 2>&1 | grep -q -- '--bind-to'; then
@@ -117,13 +135,16 @@ launch() {
     local cfg=$1 impl=$2 round=$3 np=2 t=$limit cmd=() args=()
     case $cfg in
     shm) args=(-s "$sizes" -r 1 -x "$scale_shm") ;;
-    tcp) args=(-s "$sizes" -r 1 -x "$scale_tcp") ;;
+    tcp|ofi) args=(-s "$sizes" -r 1 -x "$scale_tcp") ;;
     oversub) args=(-m ring -r 1 -x "$scale_ring"); np=4; t=$olimit ;;
     esac
     case $impl/$cfg in
     kumi/shm) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/tcp) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/oversub) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n "$np") ;;
+    kumi/ofi) cmd=(env MPI_COMPONENTS="p2p=self,ofi" "KUMI_P2P_OFI_PROVIDER=tcp;ofi_rxm" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
+    kumitcp/ofi) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
+    mpich/ofi) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
     ompi/shm) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
     ompi/tcp) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core --mca pml ob1 --mca btl "tcp,self" -n 2) ;;
     ompi/oversub) cmd=(mpirun.openmpi "${root_opt[@]}" --oversubscribe -n "$np") ;;
@@ -184,14 +205,14 @@ echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
     for r in $(seq "$reps"); do
-        for impl in "${impls[@]}"; do
+        for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
             prev=$out/$cfg.$impl.$((r - 1)).status
             [ "$r" -gt 1 ] && { [ -f "$prev" ] && [ "$(cat "$prev")" = ok ] || continue; }
             launch "$cfg" "$impl" "$r"
         done
     done
-    for impl in "${impls[@]}"; do merge "$cfg" "$impl"; done
+    for impl in $(cfg_impls "$cfg"); do merge "$cfg" "$impl"; done
 done
 
 # ---- tables ----
@@ -202,12 +223,14 @@ done
 #     ompi   Kumi at least as good as Open MPI
 #     ompi1.1  Kumi within 1.1x of Open MPI (latency)
 table() {
-    local cfg=$1 metric=$2 title=$3 dir=$4 target=$5 files=() labels=() i
-    [ ${#impls[@]} -gt 1 ] || target=""   # nothing to compare with
-    for impl in "${impls[@]}"; do
+    local cfg=$1 metric=$2 title=$3 dir=$4 target=$5 files=() labels=() i ci
+    read -r -a ci <<< "$(cfg_impls "$cfg" | tr '\n' ' ')"
+    [ ${#ci[@]} -gt 1 ] || target=""   # nothing to compare with
+    for impl in "${ci[@]}"; do
         files+=("$out/$cfg.$impl.txt")
         local l=${name[$impl]}
         [ "$impl" = kumi ] && [ "$cfg" = shm ] && l=$shm_kumi
+        [ "$impl" = kumi ] && [ "$cfg" = ofi ] && l="Kumi p2p/ofi (provider tcp;ofi_rxm)"
         local st; st=$(cat "$out/$cfg.$impl.status" 2>/dev/null || echo missing)
         [ "$st" = ok ] || l="$l [$st]"
         labels+=("$l")
@@ -217,57 +240,64 @@ table() {
     echo
     if [ "$dir" = low ]; then echo "-- $title ($unit; lower is better; ratio = Kumi / peer, below 1.00 Kumi is faster)"
     else echo "-- $title ($unit; higher is better; ratio = Kumi / peer, above 1.00 Kumi is faster)"; fi
-    for i in "${!impls[@]}"; do echo "   ${impls[$i]}: ${labels[$i]}"; done
-    [ -n "$target" ] && echo "   target: ${target##*:}"
-    local names; names=$(IFS=,; echo "${impls[*]}")
+    for i in "${!ci[@]}"; do echo "   ${ci[$i]}: ${labels[$i]}"; done
+    [ -n "$target" ] && echo "$target" | tr ';' '\n' |
+        awk -F: -v n="$(echo "$target" | tr ';' '\n' | wc -l)" '{ printf "   target%s: %s\n", (n > 1 ? NR : ""), $3 }'
+    local names; names=$(IFS=,; echo "${ci[*]}")
     awk -v metric="$metric" -v dir="$dir" -v target="$target" -v names="$names" -v cfg="$cfg" \
         -v tfile="$out/targets" '
         FNR == 1 { f++ }
         $1 == metric { v[f, $2] = $4; if (f == 1) { sz[++ns] = $2 } }
         END {
             n = split(names, nm, ",")
-            split(target, tg, ":")
-            ntl = split(tg[2], tl, ",")
-            for (i = 1; i <= ntl; i++) insel[tl[i] + 0] = 1
+            nt = (target == "") ? 0 : split(target, tgs, ";")
+            for (t = 1; t <= nt; t++) {
+                split(tgs[t], tg, ":")
+                kind[t] = tg[1]; lab[t] = tg[3]; met[t] = 0; tot[t] = 0
+                nsel = split(tg[2], tl, ",")
+                all[t] = (tg[2] == "all")
+                for (i = 1; i <= nsel; i++) insel[t, tl[i] + 0] = 1
+            }
             printf "%10s %12s", "bytes", nm[1]
             for (j = 2; j <= n; j++) printf " %12s %10s", nm[j], "kumi/" nm[j]
-            if (target != "") printf "  %s", "target"
+            for (t = 1; t <= nt; t++) printf "  %-8s", "target" (nt > 1 ? t : "")
             printf "\n"
-            met = 0; tot = 0
             for (i = 1; i <= ns; i++) {
                 s = sz[i]; k = v[1, s] + 0
                 printf "%10d %12.4g", s, k
-                best = ""; om = ""
+                best = ""; delete pv
                 for (j = 2; j <= n; j++) {
                     if ((j, s) in v) {
-                        p = v[j, s] + 0
+                        p = v[j, s] + 0; pv[nm[j]] = p
                         printf " %12.4g %10s", p, (p > 0 ? sprintf("%.2f", k / p) : "-")
-                        if (best == "" || (dir == "low" ? p < best : p > best)) best = p
-                        if (nm[j] == "ompi") om = p
+                        if (nm[j] != "kumitcp" && (best == "" || (dir == "low" ? p < best : p > best))) best = p
                     } else printf " %12s %10s", "-", "-"
                 }
-                if (target != "" && (tg[2] == "all" || (s + 0) in insel)) {
-                    ref = (tg[1] == "best") ? best : om
-                    if (ref == "" || !((1, s) in v)) { printf "  %s", "n/a (no result)" }
-                    else {
-                        lim = (tg[1] == "ompi1.1") ? ref * 1.1 : ref
-                        ok = (dir == "low") ? (k <= lim) : (k >= lim)
-                        tot++; met += ok
-                        printf "  %s %s", (dir == "low" ? "<=" : ">="), (ok ? "met" : "NOT MET")
-                    }
+                for (t = 1; t <= nt; t++) {
+                    if (!all[t] && !((t, s + 0) in insel)) { printf "  %-8s", ""; continue }
+                    f = 1
+                    if (kind[t] == "best") ref = best
+                    else if (kind[t] == "ompi1.1") { ref = ("ompi" in pv) ? pv["ompi"] : ""; f = 1.1 }
+                    else if (kind[t] == "kumitcp1.5") { ref = ("kumitcp" in pv) ? pv["kumitcp"] : ""; f = 1.5 }
+                    else ref = (kind[t] in pv) ? pv[kind[t]] : ""
+                    if (ref == "" || !((1, s) in v)) { printf "  %-8s", "n/a"; continue }
+                    ok = (dir == "low") ? (k <= ref * f) : (k * f >= ref)
+                    tot[t]++; met[t] += ok
+                    printf "  %-8s", ok ? "met" : "NOT MET"
                 }
                 printf "\n"
             }
-            if (tot > 0) printf "%s|%s|%d|%d\n", cfg, tg[3], met, tot >> tfile
+            for (t = 1; t <= nt; t++) if (tot[t] > 0) printf "%s|%s|%d|%d\n", cfg, lab[t], met[t], tot[t] >> tfile
         }' "${files[@]}"
 }
 
 # cliff CFG: latency across the eager limits of common implementations, lat(N+1) / lat(N-1)
 cliff() {
-    local cfg=$1 files=() names
-    for impl in "${impls[@]}"; do files+=("$out/$cfg.$impl.txt"); done
+    local cfg=$1 files=() names ci
+    read -r -a ci <<< "$(cfg_impls "$cfg" | tr '\n' ' ')"
+    for impl in "${ci[@]}"; do files+=("$out/$cfg.$impl.txt"); done
     grep -q "^lat 4095 " "${files[0]}" 2>/dev/null || return 0
-    names=$(IFS=,; echo "${impls[*]}")
+    names=$(IFS=,; echo "${ci[*]}")
     echo
     echo "-- $cfg: latency step across common eager limits, lat(N+1) / lat(N-1) (1.00 = smooth;"
     echo "   target for Kumi: no cliff, <= 1.25 at every N)"
@@ -316,10 +346,15 @@ for cfg in $configs; do
     oversub)
         echo; echo "==== oversubscribed: 4 ranks on $ncpu cores, ring exchange (MPI_Sendrecv), no binding"
         table oversub ring "oversub: time per ring step" low "ompi:all:no slower than Open MPI --oversubscribe" ;;
+    ofi)
+        echo; echo "==== p2p/ofi on libfabric's tcp;ofi_rxm provider, 2 ranks, one per core"
+        table ofi lat "ofi: latency (ping-pong, one way)" low "mpich:all:latency no higher than MPICH over UCX tcp;kumitcp1.5:all:latency within 1.5x of Kumi's p2p/tcp"
+        table ofi bw "ofi: uni-directional bandwidth" high "mpich:all:bandwidth no lower than MPICH over UCX tcp;kumitcp1.5:all:bandwidth at least Kumi's p2p/tcp / 1.5"
+        table ofi bibw "ofi: bi-directional bandwidth" high ""
+        table ofi rate "ofi: message rate (window of 128)" high ""
+        cliff ofi ;;
     esac
 done
-echo
-echo "==== p2p/ofi: not part of this build yet (target: no slower than MPICH over UCX tcp, within 1.5x of Kumi's p2p/tcp)"
 
 echo
 echo "==== targets (measured here; benchmarks, not tests)"
