@@ -125,7 +125,13 @@ const struct kumi_p2p_ops *kumi_req_transport(int wpeer)
 
 /* Sends issued from inside an upcall (or while a flush runs) are deferred
  * so that no transport is re-entered from its own callback. */
-struct defer { struct kumi_sendop *op; int wpeer; struct defer *next; };
+struct defer {
+    struct kumi_sendop *op;            /* a send, or NULL: a pull */
+    int wpeer;
+    uint64_t handle;                   /* pull: the transport's handle */
+    struct kumi_rx *rx;                /* pull: where (NULL: drop) */
+    struct defer *next;
+};
 static struct defer *dq_head, *dq_tail;
 static int upcall_depth;
 static bool flushing;
@@ -153,7 +159,18 @@ static void defer_send(int wpeer, struct kumi_sendop *op)
 {
     struct defer *d = malloc(sizeof *d);
     if (!d) { kumi_warn("p2p: out of memory queueing a message to rank %d", wpeer); return; }
-    d->op = op; d->wpeer = wpeer; d->next = NULL;
+    d->op = op; d->wpeer = wpeer; d->next = NULL; d->handle = 0; d->rx = NULL;
+    if (dq_tail) dq_tail->next = d; else dq_head = d;
+    dq_tail = d;
+}
+
+/* Pull a receiver-pulled (RGET) payload into rx, or drop it (rx NULL): run
+ * from the deferred queue, so that no transport is re-entered. */
+static void defer_pull(int wpeer, uint64_t handle, struct kumi_rx *rx)
+{
+    struct defer *d = malloc(sizeof *d);
+    if (!d) { kumi_warn("p2p: out of memory queueing a pull from rank %d", wpeer); return; }
+    d->op = NULL; d->wpeer = wpeer; d->handle = handle; d->rx = rx; d->next = NULL;
     if (dq_tail) dq_tail->next = d; else dq_head = d;
     dq_tail = d;
 }
@@ -180,6 +197,12 @@ void kumi_req_flush_ctl(void)
         struct defer *d = dq_head;
         dq_head = d->next;
         if (!dq_head) dq_tail = NULL;
+        if (!d->op) {
+            const struct kumi_p2p_ops *ops = kumi_req_transport(d->wpeer);
+            if (ops && ops->pull) ops->pull(d->wpeer, d->handle, d->rx);
+            free(d);
+            continue;
+        }
         int rc = send_now(d->wpeer, d->op);
         if (rc != MPI_SUCCESS) send_failed(d->op, rc);
         free(d);
@@ -218,7 +241,7 @@ int kumi_req_start_send(struct kumi_req *r)
     r->active = true;
     r->complete = false;
     r->pending = 0;
-    r->cancel_sent = r->cts_seen = r->rndv = false;
+    r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
     kumi_status_empty(&r->status);
     if (r->peer == MPI_PROC_NULL) {
         status_proc_null(&r->status);
@@ -252,6 +275,13 @@ int kumi_req_start_send(struct kumi_req *r)
         h->paylen = r->bytes;
         r->op.payload = payload;
         r->pending = r->mode == KUMI_MODE_SYNC ? 2 : 1;
+    } else if (ops->rget && ops->rget(r->wpeer, r->bytes)) {
+        h->kind = KUMI_HDR_RTS;
+        h->flags = KUMI_HDR_F_RGET;
+        h->paylen = 0;
+        r->op.payload = payload;
+        r->rndv = r->rget = true;
+        r->pending = 1;                            /* the RTS op: done once pulled */
     } else {
         h->kind = KUMI_HDR_RTS;
         h->paylen = 0;
@@ -304,8 +334,20 @@ static void send_sync_ack(int wpeer, const struct kumi_hdr *mh)
     kumi_req_send_ctl(wpeer, &h);
 }
 
+/* A receive matched an RGET RTS: the transport pulls the payload. */
+static void start_pull(int wpeer, const struct kumi_hdr *mh, struct kumi_req *r)
+{
+    r->rx.len = (size_t)mh->len;
+    r->rx.got = 0;
+    defer_pull(wpeer, mh->rreq, &r->rx);
+}
+
 static void send_cts(int wpeer, const struct kumi_hdr *mh, struct kumi_req *r)
 {
+    if (mh->flags & KUMI_HDR_F_RGET) {
+        start_pull(wpeer, mh, r);
+        return;
+    }
     struct kumi_hdr h;
     memset(&h, 0, sizeof h);
     h.kind = KUMI_HDR_CTS;
@@ -547,6 +589,8 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
         a.sreq = hdr->sreq;
         if (u && u->arrived && !u->req) {
             kumi_match_ue_remove(u);
+            if (u->hdr.kind == KUMI_HDR_RTS && (u->hdr.flags & KUMI_HDR_F_RGET))
+                defer_pull(peer, u->hdr.rreq, NULL);       /* the sender's RTS op completes */
             ue_free(u);
             a.flags |= KUMI_HDR_F_CANCELLED;
         }
@@ -559,7 +603,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
         r->cancel_sent = false;
         if (hdr->flags & KUMI_HDR_F_CANCELLED) {
             r->status.MPI_internal[2] = 1;
-            if (r->rndv) r->pending--;                       /* no DATA will go */
+            if (r->rndv && !r->rget) r->pending--;           /* no DATA will go */
             else if (r->mode == KUMI_MODE_SYNC) r->pending--; /* no SYNC_ACK will come */
         }
         r->pending--;

@@ -15,7 +15,10 @@
  *     EAGER_SYNC for synchronous mode (receiver answers SYNC_ACK on match);
  *   len >  eager_limit(peer): RTS (len, sreq); the receiver answers CTS
  *     (sreq, rreq) when a receive matches; the sender sends DATA (rreq) with
- *     the payload, which lands straight in the receive buffer.
+ *     the payload, which lands straight in the receive buffer.  Where the
+ *     transport can read the sender's memory (ops->rget), the RTS carries
+ *     KUMI_HDR_F_RGET instead and the receiver pulls the payload into the
+ *     receive buffer when a receive matches (ops->pull): no CTS, no DATA.
  *   Cancel of a send: CANCEL_REQ (ctx, src, tag, seq, sreq); the receiver
  *     removes the message from its unexpected queue if it is still there and
  *     fully arrived, and answers CANCEL_ACK (flags & KUMI_HDR_F_CANCELLED).
@@ -74,6 +77,7 @@ struct kumi_req {
     bool cancel_sent;               /* send: CANCEL_REQ went out, ack pending */
     bool rndv;                      /* send: rendezvous protocol */
     bool cts_seen;                  /* send: CTS arrived (matched) */
+    bool rget;                      /* send: rendezvous pulled by the receiver (no CTS/DATA) */
     struct kumi_comm *comm;         /* holds a reference */
     int32_t ctx;                    /* comm->ctx, or +1 for collective traffic */
     const char *fname;              /* MPI function, for error messages */

@@ -27,12 +27,15 @@
  * sequence order (SAS ordering makes that the arrival order; anything else
  * is held back until its turn).
  *
- * Rendezvous.  The request layer's RTS/CTS decides when; its DATA message
- * (paylen >= 1) goes as RMA: the sender registers its buffer for remote read
- * (through a small LRU registration cache), the receiver fi_read()s the bytes
- * straight into the receive buffer (zero copy; bytes beyond the receive
- * buffer are not read: truncation) and answers FIN, on which the sender's
- * operation completes.
+ * Rendezvous.  Above the eager limit the request layer sends an RTS marked
+ * KUMI_HDR_F_RGET (ops->rget says yes for every peer), which goes as RMA:
+ * the sender registers its buffer for remote read (through a small LRU
+ * registration cache) and sends the RTS with {address, key, cookie}; when a
+ * receive matches, the request layer calls pull() and the receiver
+ * fi_read()s the bytes straight into the receive buffer (zero copy; bytes
+ * beyond the receive buffer are not read: truncation), then answers FIN, on
+ * which the sender's operation completes.  One message and one read, no CTS.
+ * A DATA message (the CTS/DATA protocol) goes the same way.
  *
  * Progress.  progress() reads the completion queue (which also drives the
  * provider's manual progress) and retries what the provider refused with
@@ -81,6 +84,7 @@ struct ofi_pre {                          /* 8 bytes before every message: with 
     uint32_t src;                         /* world rank of the sender */
 };
 #define OFI_MAGIC 0x4b                    /* "K" */
+#define OFI_READ_MAGIC 0x4f464952u        /* a pending pull: "OFIR" */
 
 struct ofi_rmadesc {
     uint64_t addr;                        /* address (or offset) for fi_read */
@@ -128,8 +132,10 @@ struct ofi_rxbuf {
 struct ofi_read {
     struct ofi_ctx c;
     int peer;
+    uint32_t magic;
     struct kumi_rx *rx;
     struct ofi_rmadesc d;
+    size_t len;                           /* message bytes */
     size_t want;                          /* bytes to read (<= receive buffer) */
     size_t issued;                        /* bytes handed to fi_read */
     int outstanding;                      /* fi_read calls not yet completed */
@@ -745,15 +751,18 @@ static int p2p_ofi_send(int peer, struct kumi_sendop *op)
     if (!t) return kumi_error(MPI_ERR_NO_MEM, "p2p/ofi: out of memory for a send to rank %d", peer);
     const size_t hl = sizeof(struct ofi_pre) + sizeof(struct kumi_hdr);
     t->op = op;
-    if (op->hdr.kind == KUMI_HDR_DATA && op->hdr.paylen > 0 && op->payload) {
+    /* the payload of a pulled RTS, or of a DATA message: the receiver reads it */
+    size_t rlen = op->hdr.kind == KUMI_HDR_DATA ? (size_t)op->hdr.paylen
+                  : op->hdr.kind == KUMI_HDR_RTS && (op->hdr.flags & KUMI_HDR_F_RGET) ? (size_t)op->hdr.len : 0;
+    if (rlen > 0 && op->payload) {
         int err = 0;
-        struct ofi_mr *m = ofi_mr_get(op->payload, (size_t)op->hdr.paylen, &err);
+        struct ofi_mr *m = ofi_mr_get(op->payload, rlen, &err);
         if (!m) {
             t->op = NULL;
             ofi_tx_done(t);
             return kumi_error(err == -FI_ENOMEM ? MPI_ERR_NO_MEM : MPI_ERR_OTHER,
-                              "p2p/ofi: cannot register %llu bytes for rank %d to read: %s",
-                              (unsigned long long)op->hdr.paylen, peer, ofi_err(err));
+                              "p2p/ofi: cannot register %zu bytes for rank %d to read: %s", rlen, peer,
+                              ofi_err(err));
         }
         struct ofi_rmadesc d = {
             .addr = ofi_virt_addr ? (uint64_t)(uintptr_t)op->payload
@@ -818,6 +827,7 @@ static void ofi_read_finish(struct ofi_read *r)
         kumi_p2p_rx_done(rx);
     }
     ofi_send_fin(r->peer, r->d.cookie);
+    r->magic = 0;
     free(r);
 }
 
@@ -894,6 +904,23 @@ static int ofi_flush_reads(void)
 
 static void ofi_handle_rma(int peer, const struct kumi_hdr *hdr, const struct ofi_rmadesc *d)
 {
+    if (hdr->kind == KUMI_HDR_RTS) {         /* pulled later, when a receive matches */
+        struct ofi_read *r = calloc(1, sizeof *r);
+        struct kumi_hdr h = *hdr;
+        if (!r) {
+            kumi_warn("p2p/ofi: out of memory for a rendezvous from rank %d; dropped", peer);
+            ofi_send_fin(peer, d->cookie);
+            return;
+        }
+        r->c.kind = OFI_C_READ;
+        r->magic = OFI_READ_MAGIC;
+        r->peer = peer;
+        r->d = *d;
+        r->len = (size_t)hdr->len;
+        h.rreq = (uint64_t)(uintptr_t)r;
+        kumi_p2p_incoming(peer, &h);
+        return;
+    }
     struct kumi_rx *rx = kumi_p2p_incoming(peer, hdr);
     struct ofi_read *r = calloc(1, sizeof *r);
     if (!r) {
@@ -907,11 +934,37 @@ static void ofi_handle_rma(int peer, const struct kumi_hdr *hdr, const struct of
     }
     size_t len = (size_t)hdr->paylen;
     r->c.kind = OFI_C_READ;
+    r->magic = OFI_READ_MAGIC;
     r->peer = peer;
     r->rx = rx;
     r->d = *d;
+    r->len = len;
     r->want = rx && rx->dst ? (len < rx->cap ? len : rx->cap) : 0;
     if (rx) rx->got = 0;
+    ofi_read_start(r);
+}
+
+static int p2p_ofi_rget(int peer, size_t len)
+{
+    return len > 0 && p2p_ofi_reaches(peer);
+}
+
+static void p2p_ofi_pull(int peer, uint64_t handle, struct kumi_rx *rx)
+{
+    struct ofi_read *r = (struct ofi_read *)(uintptr_t)handle;
+    if (!r || r->magic != OFI_READ_MAGIC || r->peer != peer || r->rx) {
+        kumi_warn("p2p/ofi: pull from rank %d of an unknown rendezvous", peer);
+        return;
+    }
+    if (!rx) {                               /* cancelled: the sender may go on */
+        ofi_send_fin(peer, r->d.cookie);
+        r->magic = 0;
+        free(r);
+        return;
+    }
+    r->rx = rx;
+    r->want = rx->dst ? (r->len < rx->cap ? r->len : rx->cap) : 0;
+    rx->got = 0;
     ofi_read_start(r);
 }
 
@@ -1134,6 +1187,8 @@ static const struct kumi_p2p_ops p2p_ofi_ops = {
     .pollfds = p2p_ofi_pollfds,
     .busy = p2p_ofi_busy,
     .finalize = p2p_ofi_finalize,
+    .rget = p2p_ofi_rget,
+    .pull = p2p_ofi_pull,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_ofi_component = {

@@ -22,9 +22,13 @@
  *        (one copy), then answers with an ACK record carrying the cookie; the
  *        sender keeps the sendop until that ACK and only then calls done();
  *   ACK  (aux = cookie low, hdr.sreq = cookie) completion of a CMA record.
- * Rendezvous payloads (DATA) of at least p2p_shmem_cma_min bytes use CMA when
- * the receiver has said it can read the sender (below); eager messages and
- * smaller payloads always go inline.
+ * Rendezvous messages of at least p2p_shmem_cma_min bytes use CMA when the
+ * receiver has said it can read the sender (below): p2p_shmem_rget() says so
+ * to the request layer, whose RTS (marked KUMI_HDR_F_RGET) then goes as a CMA
+ * record; the receiver keeps the descriptor until a receive matches and the
+ * request layer calls p2p_shmem_pull(), which copies and answers ACK (no CTS
+ * and no DATA message).  A DATA message of the CTS/DATA protocol goes the
+ * same way.  Eager messages and smaller payloads always go inline.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
@@ -530,13 +534,20 @@ static inline void p2p_shmem_put(struct p2p_shmem_peer *p, uint64_t pos, const v
     }
 }
 
-static inline int p2p_shmem_use_cma(struct p2p_shmem_peer *p, const struct kumi_sendop *op)
+static inline int p2p_shmem_peer_cma(struct p2p_shmem_peer *p)
 {
-    /* rendezvous payloads only: an eager send completes without waiting for the receiver */
-    if (op->hdr.kind != KUMI_HDR_DATA || op->hdr.paylen < p2p_shmem_cma_min || !op->payload) return 0;
     if (p->cma == P2P_SHMEM_CMA_UNKNOWN)
         p->cma = atomic_load_explicit(&p->seg->canread[p2p_shmem_me], memory_order_acquire);
     return p->cma == P2P_SHMEM_CMA_YES;
+}
+
+static inline int p2p_shmem_use_cma(struct p2p_shmem_peer *p, const struct kumi_sendop *op)
+{
+    /* a pulled RTS (the request layer asked p2p_shmem_rget first) */
+    if (op->hdr.kind == KUMI_HDR_RTS) return (op->hdr.flags & KUMI_HDR_F_RGET) && op->payload;
+    /* rendezvous payloads only: an eager send completes without waiting for the receiver */
+    if (op->hdr.kind != KUMI_HDR_DATA || op->hdr.paylen < p2p_shmem_cma_min || !op->payload) return 0;
+    return p2p_shmem_peer_cma(p);
 }
 
 /* Write as much of op as fits.  Returns 1 when op is fully written (the
@@ -736,13 +747,11 @@ static void p2p_shmem_got_ack(int peer, struct p2p_shmem_peer *p, const struct p
     kumi_warn("p2p/shmem: ACK from rank %d for an unknown transfer", peer);
 }
 
-static int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_rec *rec,
-                            const struct p2p_shmem_cmadesc *d)
+/* Copy len bytes (at most rx->cap) of the peer's memory at d into rx, finish
+ * rx and answer the sender.  */
+static void p2p_shmem_cma_into(int peer, const struct p2p_shmem_cmadesc *d, size_t len, struct kumi_rx *rx)
 {
-    struct kumi_rx *rx = kumi_p2p_incoming(peer, &rec->hdr);
-    size_t len = (size_t)rec->hdr.paylen;
     int ok = 1;
-    (void)p;
     if (rx) {
         size_t want = rx->dst ? (len < rx->cap ? len : rx->cap) : 0;
         size_t got = 0;
@@ -760,11 +769,65 @@ static int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p
             }
             got += (size_t)n;
         }
-        rx->got = len;
+        rx->got = rx->len;
         kumi_p2p_rx_done(rx);
     }
     p2p_shmem_send_ack(peer, d->cookie, ok);
+}
+
+/* A pulled RTS waiting for its receive (handle given to the request layer). */
+struct p2p_shmem_pull {
+    uint32_t magic;
+    int peer;
+    size_t len;
+    struct p2p_shmem_cmadesc d;
+};
+#define P2P_SHMEM_PULL_MAGIC 0x5348504cu     /* "SHPL" */
+
+static int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_rec *rec,
+                            const struct p2p_shmem_cmadesc *d)
+{
+    (void)p;
+    if (rec->hdr.kind == KUMI_HDR_RTS) {     /* read when a receive matches: pull() */
+        struct p2p_shmem_pull *pl = malloc(sizeof *pl);
+        struct kumi_hdr h = rec->hdr;
+        if (!pl) {
+            kumi_warn("p2p/shmem: out of memory for a rendezvous from rank %d; dropped", peer);
+            p2p_shmem_send_ack(peer, d->cookie, 0);
+            return 1;
+        }
+        pl->magic = P2P_SHMEM_PULL_MAGIC;
+        pl->peer = peer;
+        pl->len = (size_t)rec->hdr.len;
+        pl->d = *d;
+        h.rreq = (uint64_t)(uintptr_t)pl;
+        kumi_p2p_incoming(peer, &h);
+        return 1;
+    }
+    struct kumi_rx *rx = kumi_p2p_incoming(peer, &rec->hdr);
+    if (rx) rx->len = (size_t)rec->hdr.paylen;
+    p2p_shmem_cma_into(peer, d, (size_t)rec->hdr.paylen, rx);
     return 1;
+}
+
+static int p2p_shmem_rget(int peer, size_t len)
+{
+    if (!p2p_shmem_reaches(peer) || len < p2p_shmem_cma_min) return 0;
+    struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
+    if (!p->seg && p2p_shmem_attach(p, peer) != 0) return 0;
+    return p2p_shmem_peer_cma(p);
+}
+
+static void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx)
+{
+    struct p2p_shmem_pull *pl = (struct p2p_shmem_pull *)(uintptr_t)handle;
+    if (!pl || pl->magic != P2P_SHMEM_PULL_MAGIC || pl->peer != peer) {
+        kumi_warn("p2p/shmem: pull from rank %d of an unknown rendezvous", peer);
+        return;
+    }
+    pl->magic = 0;
+    p2p_shmem_cma_into(peer, &pl->d, pl->len, rx);   /* rx NULL (cancelled): only the answer */
+    free(pl);
 }
 
 /* Read what ring peer -> me holds.  Returns 1 if anything happened. */
@@ -916,6 +979,8 @@ static const struct kumi_p2p_ops p2p_shmem_ops = {
     .pollfds = p2p_shmem_pollfds,
     .busy = p2p_shmem_busy,
     .finalize = p2p_shmem_finalize,
+    .rget = p2p_shmem_rget,
+    .pull = p2p_shmem_pull,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_shmem_component = {

@@ -43,6 +43,7 @@ enum kumi_hdr_kind {
 };
 
 #define KUMI_HDR_F_CANCELLED 0x01
+#define KUMI_HDR_F_RGET      0x02   /* RTS: the receiver pulls the payload (see rget/pull) */
 
 /* Return values of pollfds() besides a count. */
 #define KUMI_P2P_NOSLEEP (-1)
@@ -108,6 +109,24 @@ struct kumi_p2p_ops {
     /* 1 while sends are queued (MPI_Finalize drains them before closing). */
     int (*busy)(void);
     void (*finalize)(void);
+
+    /* ---- Receiver-pulled rendezvous (RGET), optional: both NULL when the
+     * transport cannot read the sender's memory. */
+    /* 1 if a rendezvous message of len bytes to peer may be pulled.  The
+     * request layer then sends the RTS with KUMI_HDR_F_RGET and
+     * op->payload = the (contiguous) payload, and sends no DATA: the
+     * transport makes the payload readable by the peer and calls op->done()
+     * only once the receiver has pulled it or dropped it. */
+    int (*rget)(int peer, size_t len);
+    /* Receiving side: the transport delivers such an RTS to
+     * kumi_p2p_incoming() with KUMI_HDR_F_RGET set and a handle of its own
+     * in hdr->rreq.  When a receive matches, the request layer calls
+     * pull(peer, handle, rx) (never from inside an upcall): the transport
+     * copies min(hdr->len, rx->cap) bytes to rx->dst, now or later, then
+     * sets rx->got = rx->len and calls kumi_p2p_rx_done(rx), and lets the
+     * sender's op complete.  rx == NULL: the message was cancelled; release
+     * it without reading. */
+    void (*pull)(int peer, uint64_t handle, struct kumi_rx *rx);
 };
 
 /* Upcalls into the request layer, for transports. */
