@@ -5,9 +5,14 @@
  * hundred rounds, then yields the CPU for a while, then sleeps in poll() on
  * the transports' file descriptors with a short timeout (so nothing hangs
  * even if a transport forgets an fd).  That keeps latency low when a rank
- * has a core, and lets 8 or 64 ranks share 2 cores. */
+ * has a core, and lets 8 or 64 ranks share 2 cores.  A rank that mpiexec
+ * bound to a core of its own (it does so only when the job has no more ranks
+ * than cores) also keeps spinning for kumi_base_progress_spin_us of idle time
+ * first: waking from poll() costs a few microseconds on each side, which a
+ * millisecond-long transfer should not pay. */
 #include "request/request.h"
 #include <kumi/param.h>
+#include <kumi/rpim.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -17,7 +22,8 @@
 #define KUMI_MAX_POLLFDS   1024
 
 /* Parameters kumi_base_progress_{spin,yield,sleep_ms} (KUMI_BASE_PROGRESS_SPIN, ...). */
-static long long spin_rounds = 300, yield_rounds = 200, sleep_ms = 20;
+static long long spin_rounds = 300, yield_rounds = 200, sleep_ms = 20, spin_us = -1;
+static double spin_secs;                /* resolved spin_us, seconds */
 
 static const struct kumi_p2p_ops *pops[16];
 static bool pused[16];                  /* serves a peer of ours */
@@ -34,6 +40,11 @@ void kumi_progress_register_params(void)
     kumi_param_register_int("kumi", "base", "progress_yield", 200,
                             "Polls with sched_yield() between them before a blocking wait sleeps",
                             KUMI_LEVEL_TUNER, &yield_rounds);
+    kumi_param_register_int("kumi", "base", "progress_spin_us", -1,
+                            "Idle time (microseconds) a blocking wait keeps spinning before it "
+                            "yields and sleeps; -1: 2000 when mpiexec bound the rank to cores of "
+                            "its own (no more ranks than cores), else 0 (rounds only)",
+                            KUMI_LEVEL_TUNER, &spin_us);
     kumi_param_register_int("kumi", "base", "progress_sleep_ms", 20,
                             "Longest sleep (ms) of a blocking wait in poll() on the transports' descriptors",
                             KUMI_LEVEL_TUNER, &sleep_ms);
@@ -42,6 +53,7 @@ void kumi_progress_register_params(void)
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n)
 {
     if (sleep_ms < 1) sleep_ms = 1;
+    spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : getenv(KUMI_ENV_BIND_CPUS) ? 2e-3 : 0.0;
     npops = nidle = 0;
     for (int i = 0; ops && i < n && i < 16; i++) {
         pused[npops] = !used || used[i];
@@ -146,11 +158,21 @@ int kumi_progress(int blocking)
 void kumi_progress_wait(int (*done)(void *), void *arg)
 {
     long long idle = 0;
+    double idle_since = 0;
+    bool spun = spin_secs <= 0;          /* the timed spin (bound ranks) is over */
     kumi_req_flush_ctl();
     while (!done(arg)) {
-        if (poll_once() > 0) { idle = 0; continue; }
+        if (poll_once() > 0) { idle = 0; spun = spin_secs <= 0; continue; }
         if (done(arg)) break;
         idle++;
+        if (!spun) {
+            if (idle == 1) idle_since = kumi_time();
+            else if ((idle & 63) == 0 && kumi_time() - idle_since >= spin_secs) { spun = true; idle = 1; }
+            if (!spun) {
+                if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());
+                continue;
+            }
+        }
         if (idle < spin_rounds) {
             if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* let other threads in */
             continue;
