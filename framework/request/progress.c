@@ -165,17 +165,17 @@ void kumi_progress_wait(int (*done)(void *), void *arg)
         if (poll_once() > 0) { idle = 0; spun = spin_secs <= 0; continue; }
         if (done(arg)) break;
         idle++;
-        if (!spun) {
-            if (idle == 1) idle_since = kumi_time();
-            else if ((idle & 63) == 0 && kumi_time() - idle_since >= spin_secs) { spun = true; idle = 1; }
+        if (idle < spin_rounds) {
+            if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* let other threads in */
+            continue;
+        }
+        if (!spun) {                     /* after the rounds: the clock is not read on the fast path */
+            if (idle == spin_rounds) idle_since = kumi_time();
+            else if ((idle & 63) == 0 && kumi_time() - idle_since >= spin_secs) { spun = true; idle = spin_rounds; }
             if (!spun) {
                 if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());
                 continue;
             }
-        }
-        if (idle < spin_rounds) {
-            if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* let other threads in */
-            continue;
         }
         if (idle < spin_rounds + yield_rounds) {
             int d = kumi_lock_release_all();

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_TRANSPORTS 16
 
@@ -41,13 +44,41 @@ static void status_proc_null(MPI_Status *st)
 static struct kumi_req *req_cache;
 static int req_cached;
 
+/* Clear n bytes (a multiple of 8, p 8-byte aligned) with plain vector stores:
+ * the compiler turns a memset of a few hundred bytes into "rep stos", whose
+ * start-up alone cost a tenth of a small message's time. */
+static inline void zero_bytes(void *p, size_t n)
+{
+    char *c = p;
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i z = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+        _mm_storeu_si128((__m128i *)(void *)(c + i), z);
+        __asm__ volatile("");             /* keeps the loop a loop, not a memset */
+    }
+#endif
+    for (; i + 8 <= n; i += 8) {
+        uint64_t zero = 0;
+        memcpy(c + i, &zero, 8);
+        __asm__ volatile("");
+    }
+}
+
+_Static_assert(offsetof(struct kumi_req, op) % 8 == 0 && offsetof(struct kumi_req, bsend_seg) % 8 == 0 &&
+               sizeof(struct kumi_req) % 8 == 0, "zero_bytes clears whole 8-byte words");
+
 struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
 {
     struct kumi_req *r = req_cache;
     if (r) {
         req_cache = r->qnext;
         req_cached--;
-        memset(r, 0, sizeof *r);
+        /* op and dop (a third of the request) are filled where they are used
+         * (kumi_req_start_send, do_cts): clearing them here cost a tenth of a
+         * small message's time */
+        zero_bytes(r, offsetof(struct kumi_req, op));
+        zero_bytes((char *)r + offsetof(struct kumi_req, bsend_seg), sizeof *r - offsetof(struct kumi_req, bsend_seg));
     } else if (!(r = calloc(1, sizeof *r))) {
         return NULL;
     }
