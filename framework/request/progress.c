@@ -5,11 +5,19 @@
  * hundred rounds, then yields the CPU for a while, then sleeps in poll() on
  * the transports' file descriptors with a short timeout (so nothing hangs
  * even if a transport forgets an fd).  That keeps latency low when a rank
- * has a core, and lets 8 or 64 ranks share 2 cores.  A rank that mpiexec
- * bound to a core of its own (it does so only when the job has no more ranks
- * than cores) also keeps spinning for kumi_base_progress_spin_us of idle time
- * first: waking from poll() costs a few microseconds on each side, which a
- * millisecond-long transfer should not pay. */
+ * has a core, and lets 8 or 64 ranks share 2 cores.  The phases adapt to
+ * where the rank runs (each is a parameter; -1 chooses):
+ *  - bound by mpiexec to a core of its own (it binds only when the job has
+ *    no more ranks than cores): 300 rounds, then spinning on for 2 ms of idle
+ *    time (kumi_base_progress_spin_us; waking from poll() costs a few
+ *    microseconds on each side, which a long transfer should not pay), then
+ *    200 rounds of sched_yield(), then sleep;
+ *  - oversubscribed (more ranks on the host than CPUs it may use): 2 rounds,
+ *    then sched_yield() for 2 ms (kumi_base_progress_yield_us): the rank that
+ *    holds the message gets the core at once, which a sleeper's doorbell
+ *    would cost a system call and a wake-up; then sleep;
+ *  - otherwise: 300 rounds, 200 yields, sleep. */
+#define _GNU_SOURCE                     /* sched_getaffinity, CPU_COUNT */
 #include "request/request.h"
 #include <kumi/param.h>
 #include <kumi/rpim.h>
@@ -22,8 +30,9 @@
 #define KUMI_MAX_POLLFDS   1024
 
 /* Parameters kumi_base_progress_{spin,yield,sleep_ms} (KUMI_BASE_PROGRESS_SPIN, ...). */
-static long long spin_rounds = 300, yield_rounds = 200, sleep_ms = 20, spin_us = -1;
-static double spin_secs;                /* resolved spin_us, seconds */
+static long long spin_param = -1, yield_param = -1, sleep_ms = 20, spin_us = -1, yield_us = -1;
+static long long spin_rounds, yield_rounds;   /* resolved */
+static double spin_secs, yield_secs;          /* resolved, seconds */
 
 static const struct kumi_p2p_ops *pops[16];
 static bool pused[16];                  /* serves a peer of ours */
@@ -34,26 +43,49 @@ static struct pollfd *pfds;
 
 void kumi_progress_register_params(void)
 {
-    kumi_param_register_int("kumi", "base", "progress_spin", 300,
-                            "Polls of the transports a blocking wait makes before it yields the CPU",
-                            KUMI_LEVEL_TUNER, &spin_rounds);
-    kumi_param_register_int("kumi", "base", "progress_yield", 200,
-                            "Polls with sched_yield() between them before a blocking wait sleeps",
-                            KUMI_LEVEL_TUNER, &yield_rounds);
+    kumi_param_register_int("kumi", "base", "progress_spin", -1,
+                            "Polls of the transports a blocking wait makes before it yields the CPU "
+                            "(-1: 2 when the host is oversubscribed, else 300)",
+                            KUMI_LEVEL_TUNER, &spin_param);
     kumi_param_register_int("kumi", "base", "progress_spin_us", -1,
-                            "Idle time (microseconds) a blocking wait keeps spinning before it "
-                            "yields and sleeps; -1: 2000 when mpiexec bound the rank to cores of "
-                            "its own (no more ranks than cores), else 0 (rounds only)",
+                            "Idle time (microseconds) a blocking wait then keeps spinning; -1: 2000 "
+                            "when mpiexec bound the rank to cores of its own, else 0",
                             KUMI_LEVEL_TUNER, &spin_us);
+    kumi_param_register_int("kumi", "base", "progress_yield", -1,
+                            "Polls with sched_yield() between them before a blocking wait sleeps "
+                            "(-1: 200)",
+                            KUMI_LEVEL_TUNER, &yield_param);
+    kumi_param_register_int("kumi", "base", "progress_yield_us", -1,
+                            "Idle time (microseconds) a blocking wait keeps yielding before it "
+                            "sleeps; -1: 2000 when the host is oversubscribed (more ranks than "
+                            "CPUs), else 0",
+                            KUMI_LEVEL_TUNER, &yield_us);
     kumi_param_register_int("kumi", "base", "progress_sleep_ms", 20,
                             "Longest sleep (ms) of a blocking wait in poll() on the transports' descriptors",
                             KUMI_LEVEL_TUNER, &sleep_ms);
 }
 
+/* More ranks of this job on this host than CPUs this rank may run on? */
+static bool host_oversubscribed(void)
+{
+    cpu_set_t set;
+    int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (ncpu <= 0) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const char *h = getenv(KUMI_ENV_NHOSTS);
+    int nhosts = h && atoi(h) > 0 ? atoi(h) : 1;
+    int local = (kumi_world_size() + nhosts - 1) / nhosts;
+    return ncpu > 0 && local > ncpu;
+}
+
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n)
 {
     if (sleep_ms < 1) sleep_ms = 1;
-    spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : getenv(KUMI_ENV_BIND_CPUS) ? 2e-3 : 0.0;
+    bool bound = getenv(KUMI_ENV_BIND_CPUS) != NULL;
+    bool oversub = !bound && host_oversubscribed();
+    spin_rounds = spin_param >= 0 ? spin_param : oversub ? 2 : 300;
+    yield_rounds = yield_param >= 0 ? yield_param : 200;
+    spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : bound ? 2e-3 : 0.0;
+    yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : oversub ? 2e-3 : 0.0;
     npops = nidle = 0;
     for (int i = 0; ops && i < n && i < 16; i++) {
         pused[npops] = !used || used[i];
@@ -157,33 +189,37 @@ int kumi_progress(int blocking)
 
 void kumi_progress_wait(int (*done)(void *), void *arg)
 {
-    long long idle = 0;
-    double idle_since = 0;
-    bool spun = spin_secs <= 0;          /* the timed spin (bound ranks) is over */
+    enum { P_SPIN, P_TSPIN, P_YIELD, P_SLEEP } phase = P_SPIN;
+    long long n = 0;                     /* idle polls in this phase */
+    double t0 = 0;                       /* start of a timed phase */
     kumi_req_flush_ctl();
     while (!done(arg)) {
-        if (poll_once() > 0) { idle = 0; spun = spin_secs <= 0; continue; }
+        if (poll_once() > 0) { phase = P_SPIN; n = 0; continue; }
         if (done(arg)) break;
-        idle++;
-        if (idle < spin_rounds) {
-            if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* let other threads in */
-            continue;
-        }
-        if (!spun) {                     /* after the rounds: the clock is not read on the fast path */
-            if (idle == spin_rounds) idle_since = kumi_time();
-            else if ((idle & 63) == 0 && kumi_time() - idle_since >= spin_secs) { spun = true; idle = spin_rounds; }
-            if (!spun) {
-                if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());
+        n++;
+        switch (phase) {
+        case P_SPIN:
+            if (n < spin_rounds) break;
+            phase = P_TSPIN; n = 0; t0 = kumi_time();      /* the clock is not read before */
+            /* fall through */
+        case P_TSPIN:
+            if (spin_secs > 0 && ((n & 63) || kumi_time() - t0 < spin_secs)) break;
+            phase = P_YIELD; n = 0; t0 = yield_secs > 0 ? kumi_time() : 0;
+            /* fall through */
+        case P_YIELD:
+            if (n < yield_rounds || (yield_secs > 0 && ((n & 15) || kumi_time() - t0 < yield_secs))) {
+                int d = kumi_lock_release_all();
+                sched_yield();
+                kumi_lock_reacquire(d);
                 continue;
             }
-        }
-        if (idle < spin_rounds + yield_rounds) {
-            int d = kumi_lock_release_all();
-            sched_yield();
-            kumi_lock_reacquire(d);
+            phase = P_SLEEP;
+            /* fall through */
+        case P_SLEEP:
+            if (sleep_and_poll() > 0) { phase = P_SPIN; n = 0; }
             continue;
         }
-        if (sleep_and_poll() > 0) idle = 0;
+        if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* spinning: let other threads in */
     }
 }
 

@@ -209,10 +209,15 @@ static int parse_sizes(const char *s, long *out)
     return m;
 }
 
+/* Rank 0 says why and aborts the job; the others (which parsed the same
+ * arguments) wait for that, so that no abort of theirs cuts its message off. */
 static void usage_abort(const char *msg)
 {
-    if (rank == 0)
-        fprintf(stderr, "mpibench: %s\nusage: mpibench [-m lat,bw,bibw,rate,ring] [-s SIZES|default] [-r REPS] [-x SCALE] [-q]\n", msg);
+    if (rank != 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        exit(2);
+    }
+    fprintf(stderr, "mpibench: %s\nusage: mpibench [-m lat,bw,bibw,rate,ring] [-s SIZES|default] [-r REPS] [-x SCALE] [-q]\n", msg);
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
