@@ -273,6 +273,7 @@ int kumi_req_start_send(struct kumi_req *r)
     r->complete = false;
     r->pending = 0;
     r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
+    r->frag = 0;
     kumi_status_empty(&r->status);
     if (r->peer == MPI_PROC_NULL) {
         status_proc_null(&r->status);
@@ -314,10 +315,14 @@ int kumi_req_start_send(struct kumi_req *r)
         r->rndv = r->rget = true;
         r->pending = 1;                            /* the RTS op: done once pulled */
     } else {
+        size_t frag = ops->eager_limit(r->wpeer);  /* goes with the RTS */
+        if (frag >= r->bytes) frag = 0;
         h->kind = KUMI_HDR_RTS;
-        h->paylen = 0;
+        h->paylen = frag;
+        r->op.payload = frag ? payload : NULL;
         r->rndv = true;
-        r->dop.payload = payload;
+        r->frag = frag;
+        r->dop.payload = (const char *)payload + frag;
         r->pending = 2;                            /* RTS sent, DATA sent */
     }
     h->seq = kumi_match_next_send_seq(r->wpeer);
@@ -399,9 +404,27 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     if (u->hdr.kind == KUMI_HDR_RTS) {
         int wpeer = u->wpeer;
         struct kumi_hdr mh = u->hdr;
+        r->frag = (size_t)mh.paylen;
         r->rx.len = 0;
         r->rx.got = 0;
-        ue_free(u);
+        if (mh.paylen > 0 && !u->arrived) {
+            /* the first fragment is still arriving: early match, as for eager */
+            size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
+            if (n) memcpy(r->rx.dst, u->data, n);
+            u->rx.dst = r->rx.dst;
+            u->rx.cap = r->rx.cap;
+            free(u->data);
+            u->data = NULL;
+            u->req = r;
+            r->ue = u;
+            r->pending++;                          /* its completion, then DATA's */
+        } else {
+            if (mh.paylen > 0) {
+                size_t n = mh.paylen < r->rx.cap ? (size_t)mh.paylen : r->rx.cap;
+                if (n) memcpy(r->rx.dst, u->data, n);
+            }
+            ue_free(u);
+        }
         send_cts(wpeer, &mh, r);
         return;
     }
@@ -434,6 +457,7 @@ static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
     r->pending = 1;
     r->ue = NULL;
     r->msglen = 0;
+    r->frag = 0;
     kumi_status_empty(&r->status);
     if (r->peer == MPI_PROC_NULL && !msg) {
         status_proc_null(&r->status);
@@ -529,7 +553,7 @@ static void do_cts(struct kumi_req *s, const struct kumi_hdr *hdr)
     s->dop.hdr.tag = s->tag;
     s->dop.hdr.seq = s->seq;
     s->dop.hdr.len = s->bytes;
-    s->dop.hdr.paylen = s->bytes;
+    s->dop.hdr.paylen = s->bytes - s->frag;
     s->dop.hdr.sreq = (uint64_t)(uintptr_t)s;
     s->dop.hdr.rreq = hdr->rreq;
     s->dop.done = req_op_done;
@@ -553,7 +577,14 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
             r->status.MPI_TAG = hdr->tag;
             r->msglen = hdr->len;
             if (hdr->kind == KUMI_HDR_RTS) {
-                send_cts(peer, hdr, r);
+                send_cts(peer, hdr, r);            /* at once: the handshake overlaps the fragment */
+                r->frag = (size_t)hdr->paylen;
+                if (hdr->paylen > 0) {             /* the first fragment follows */
+                    r->pending++;
+                    r->rx.len = hdr->paylen;
+                    r->rx.got = 0;
+                    rx = &r->rx;
+                }
             } else {
                 if (hdr->kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(peer, hdr);
                 if (hdr->paylen == 0) {
@@ -576,7 +607,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
             u->wpeer = peer;
             u->hdr = *hdr;
             u->rx.owner = u;
-            if (hdr->kind != KUMI_HDR_RTS && hdr->paylen > 0) {
+            if (hdr->paylen > 0) {                 /* eager payload, or an RTS's first fragment */
                 u->data = malloc(hdr->paylen);
                 u->rx.dst = u->data;
                 u->rx.cap = u->data ? hdr->paylen : 0;
@@ -598,6 +629,15 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
             break;
         }
         if (hdr->paylen == 0) { finish_recv(r, r->msglen); break; }
+        if (r->frag) {                             /* the rest, after the first fragment */
+            r->rx2.dst = r->rx.cap > r->frag ? r->rx.dst + r->frag : NULL;
+            r->rx2.cap = r->rx.cap > r->frag ? r->rx.cap - r->frag : 0;
+            r->rx2.len = hdr->paylen;
+            r->rx2.got = 0;
+            r->rx2.owner = r;
+            rx = &r->rx2;
+            break;
+        }
         r->rx.len = hdr->paylen;
         r->rx.got = 0;
         rx = &r->rx;

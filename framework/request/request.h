@@ -13,9 +13,11 @@
  * Protocols (see kumi/p2p.h for the wire header):
  *   len <= eager_limit(peer): EAGER (payload follows the header), or
  *     EAGER_SYNC for synchronous mode (receiver answers SYNC_ACK on match);
- *   len >  eager_limit(peer): RTS (len, sreq); the receiver answers CTS
- *     (sreq, rreq) when a receive matches; the sender sends DATA (rreq) with
- *     the payload, which lands straight in the receive buffer.  Where the
+ *   len >  eager_limit(peer): RTS (len, sreq) carrying the first
+ *     eager_limit bytes (so that their transfer overlaps the handshake:
+ *     latency grows smoothly across the eager limit); the receiver answers
+ *     CTS (sreq, rreq) as soon as a receive matches; the sender sends DATA
+ *     (rreq) with the rest, which lands straight in the receive buffer.  Where the
  *     transport can read the sender's memory (ops->rget), the RTS carries
  *     KUMI_HDR_F_RGET instead and the receiver pulls the payload into the
  *     receive buffer when a receive matches (ops->pull): no CTS, no DATA.
@@ -101,6 +103,9 @@ struct kumi_req {
     void *bsend_seg;                /* bsend: segment of the attached buffer */
     /* receive side */
     struct kumi_rx rx;
+    struct kumi_rx rx2;             /* rendezvous: the DATA after a first fragment */
+    size_t frag;                    /* rendezvous: bytes that went (send) / came (receive)
+                                       with the RTS; DATA carries the rest */
     struct kumi_ue *ue;             /* early match: message still arriving */
     struct kumi_req *qnext, *qprev; /* posted queue */
     /* MPI_Isendrecv(_replace): the user's request is the receive; it owns an

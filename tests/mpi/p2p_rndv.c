@@ -95,6 +95,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < 8; i++)
             KT_MPI(MPI_Isend(s + (i & 1) * n, (int)n, MPI_BYTE, 1, 100 + i, MPI_COMM_WORLD, &rq[i]));
         KT_MPI(MPI_Waitall(8, rq, MPI_STATUSES_IGNORE));
+        /* 11: received into fewer bytes than a first fragment (truncation) */
+        fill(s, n, 12);
+        KT_MPI(MPI_Send(s, (int)n, MPI_BYTE, 1, 11, MPI_COMM_WORLD));
     } else if (rank == 1) {
         KT_MPI(MPI_Irecv(r, (int)n, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &rq[0]));
         KT_MPI(MPI_Wait(&rq[0], &st));
@@ -157,6 +160,14 @@ int main(int argc, char **argv)
         KT_MPI(MPI_Waitall(8, rq, MPI_STATUSES_IGNORE));
         for (int i = 0; i < 8; i++) check(rr + (size_t)i * n, n, 10 + (i & 1), "eight in flight");
         free(rr);
+        /* 11 */
+        memset(r, 0xcd, n);
+        rc = MPI_Recv(r, 1000, MPI_BYTE, 0, 11, MPI_COMM_WORLD, &st);
+        MPI_Error_class(rc, &cls);
+        KT_CHECK(cls == MPI_ERR_TRUNCATE, "receive of 1000 bytes gave class %d", cls);
+        check(r, 1000, 12, "truncated to 1000 bytes");
+        for (size_t i = 1000; i < n; i++)
+            if (r[i] != 0xcd) KT_FAIL("truncated to 1000 bytes: byte %zu written", i);
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);

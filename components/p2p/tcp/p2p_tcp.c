@@ -807,10 +807,17 @@ static void p2p_tcp_finish_msg(struct p2p_tcp_in *c)
     }
 }
 
+/* Set when an RTS carrying a large first fragment has been announced: progress()
+ * returns before reading the fragment, so that the request layer sends its
+ * CTS at once and the handshake overlaps the fragment's transfer (no latency
+ * step at the eager limit).  The socket stays readable: epoll is level-triggered. */
+static int p2p_tcp_yield;
+
 static void p2p_tcp_start_msg(struct p2p_tcp_in *c)
 {
     c->paylen = (size_t)c->hdr.paylen;
     c->paygot = 0;
+    if (c->hdr.kind == KUMI_HDR_RTS && c->paylen >= P2P_TCP_DIRECT_MIN) p2p_tcp_yield = 1;
     c->rx = kumi_p2p_incoming(c->peer, &c->hdr);
     if (c->rx) c->rx->got = 0;
     if (c->paylen == 0) {
@@ -845,6 +852,7 @@ static void p2p_tcp_consume(struct p2p_tcp_in *c)
             memcpy(&c->hdr, c->buf + c->bstart, sizeof c->hdr);
             c->bstart += sizeof c->hdr;
             p2p_tcp_start_msg(c);
+            if (p2p_tcp_yield) return;
         } else {
             size_t take = c->paylen - c->paygot;
             if (!avail) break;
@@ -895,6 +903,11 @@ static int p2p_tcp_in_event(struct p2p_tcp_in *c)
         return 1;                        /* data comes after our answer */
     }
 
+    if (c->bend > c->bstart) {           /* left in staging when we yielded for a CTS */
+        p2p_tcp_consume(c);
+        did = 1;
+        if (p2p_tcp_yield) return did;
+    }
     for (int iter = 0; iter < 64; iter++) {
         struct iovec iov[2];
         int niov, direct;
@@ -958,6 +971,7 @@ static int p2p_tcp_in_event(struct p2p_tcp_in *c)
             c->bend += (size_t)n;
         }
         p2p_tcp_consume(c);
+        if (p2p_tcp_yield) break;        /* a CTS to send first */
         if ((size_t)n < want) break;     /* drained */
         if ((size_t)n >= budget) break;  /* let others have their turn */
         budget -= (size_t)n;
@@ -987,7 +1001,8 @@ static int p2p_tcp_progress(void)
     if (p2p_tcp_epfd < 0 || p2p_tcp_in_progress) return 0;
     p2p_tcp_in_progress = 1;
     n = epoll_wait(p2p_tcp_epfd, ev, P2P_TCP_MAXEV, 0);
-    for (int i = 0; i < n; i++) {
+    p2p_tcp_yield = 0;
+    for (int i = 0; i < n && !p2p_tcp_yield; i++) {
         int kind = *(int *)ev[i].data.ptr;
         if (kind == P2P_TCP_K_LISTEN) {
             p2p_tcp_accept();
