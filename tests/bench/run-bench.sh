@@ -327,6 +327,20 @@ cliff() {
         }' "${files[@]}"
 }
 
+# ofi_floor: the provider's own latency without MPI (tests/bench/fi_pingpong.c), median of 5
+ofi_floor() {
+    ${CC:-cc} -O2 -o "$work/fi_pingpong" "$here/fi_pingpong.c" -lfabric 2> "$out/build.fi_pingpong.err" || {
+        echo; echo "-- (fi_pingpong not built: see $out/build.fi_pingpong.err)"; return 0; }
+    echo
+    echo "-- libfabric tcp;ofi_rxm without MPI (fi_pingpong, one-way us, median of 5): the floor under p2p/ofi"
+    for b in 64 4096; do
+        local v
+        v=$(for r in 1 2 3 4 5; do FI_PINGPONG_PROVIDER="tcp;ofi_rxm" timeout 60 "$work/fi_pingpong" "$b" 2>/dev/null |
+              awk '{ print $(NF - 2) }'; done | sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "-" }')
+        printf "%10d %12s\n" "$b" "$v"
+    done
+}
+
 for cfg in $configs; do
     case $cfg in
     shm)
@@ -352,7 +366,8 @@ for cfg in $configs; do
         table ofi bw "ofi: uni-directional bandwidth" high "mpich:all:bandwidth no lower than MPICH over UCX tcp;kumitcp1.5:all:bandwidth at least Kumi's p2p/tcp / 1.5"
         table ofi bibw "ofi: bi-directional bandwidth" high ""
         table ofi rate "ofi: message rate (window of 128)" high ""
-        cliff ofi ;;
+        cliff ofi
+        ofi_floor ;;
     esac
 done
 
