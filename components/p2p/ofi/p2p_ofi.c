@@ -218,9 +218,11 @@ static void p2p_ofi_register(void)
     kumi_param_register_int("p2p", "ofi", "rx_bufs", 64,
                             "Receive buffers kept posted (each holds one eager message)",
                             KUMI_LEVEL_TUNER, &ofi_nrxbufs);
-    kumi_param_register_int("p2p", "ofi", "mr_cache", 32,
-                            "Memory registrations of send buffers kept for reuse (0: register "
-                            "and release for every rendezvous)",
+    kumi_param_register_int("p2p", "ofi", "mr_cache", -1,
+                            "Memory registrations of send buffers kept for reuse (0: register and "
+                            "release for every rendezvous; -1: 32 with providers whose RMA is done in "
+                            "software (shm, tcp, net, udp), which pin nothing, else 0: a registration "
+                            "kept past free() could let a peer read pages the buffer no longer owns)",
                             KUMI_LEVEL_TUNER, &ofi_cache_max);
     kumi_param_register_size("p2p", "ofi", "read_chunk", 4u << 20,
                              "Largest single fi_read of a rendezvous payload (larger payloads are "
@@ -420,6 +422,12 @@ static int p2p_ofi_init(void)
     if (ofi_read_chunk < 64 * 1024) ofi_read_chunk = 64 * 1024;
     if (ofi_read_chunk > ofi_info->ep_attr->max_msg_size) ofi_read_chunk = ofi_info->ep_attr->max_msg_size;
     ofi_bufsz = sizeof(struct ofi_pre) + sizeof(struct kumi_hdr) + ofi_eager;
+    if (ofi_cache_max < 0) {
+        static const char *const soft[] = { "shm", "tcp", "net", "udp", "sockets" };
+        ofi_cache_max = 0;
+        for (size_t i = 0; i < sizeof soft / sizeof soft[0]; i++)
+            if (!strncmp(ofi_provname, soft[i], strlen(soft[i]))) ofi_cache_max = 32;
+    }
 
     rc = p_fi_fabric(ofi_info->fabric_attr, &ofi_fabric, NULL);
     if (rc) return ofi_fail("fi_fabric", rc);
