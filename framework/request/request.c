@@ -258,6 +258,11 @@ static void req_op_done(struct kumi_sendop *op)
 {
     struct kumi_req *r = op->owner;
     kumi_req_inflight--;
+    if (r->magic != KUMI_MAGIC_REQ || r->pending <= 0 || r->complete) {
+        /* a protocol slip: say so rather than complete somebody else's request */
+        kumi_warn("internal error: a transport finished a send of a request that is already complete");
+        return;
+    }
     r->pending--;
     kumi_req_check_complete(r);
 }
@@ -674,8 +679,12 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
         r->cancel_sent = false;
         if (hdr->flags & KUMI_HDR_F_CANCELLED) {
             r->status.MPI_internal[2] = 1;
-            if (r->rndv && !r->rget) r->pending--;           /* no DATA will go */
-            else if (r->mode == KUMI_MODE_SYNC) r->pending--; /* no SYNC_ACK will come */
+            if (r->rndv) {
+                if (!r->rget) r->pending--;                  /* no DATA will go; a pulled RTS's op
+                                                                completes when the receiver drops it */
+            } else if (r->mode == KUMI_MODE_SYNC) {
+                r->pending--;                                /* no SYNC_ACK will come */
+            }
         }
         r->pending--;
         kumi_req_check_complete(r);
