@@ -40,7 +40,9 @@
  * Progress.  progress() reads the completion queue (which also drives the
  * provider's manual progress) and retries what the provider refused with
  * -FI_EAGAIN.  pollfds() hands out the CQ's wait fd after fi_trywait() says
- * sleeping is safe.  A provider without a wait fd (shm) gives nothing to
+ * sleeping is safe (p2p_ofi_wait: a rank bound to a core of its own opens the
+ * CQ without a wait fd, whose signal costs a system call per completion).
+ * A provider without a wait fd (shm), or such a CQ, gives nothing to
  * sleep on: a rank that stays blocked past the spin and yield phases of the
  * progress engine naps a millisecond between polls, so it costs next to no
  * CPU but may answer up to a millisecond late.
@@ -168,6 +170,7 @@ static size_t ofi_eager;
 static long long ofi_nrxbufs, ofi_cache_max;
 static size_t ofi_read_chunk;
 static const char *ofi_status;
+static const char *ofi_wait_param;
 static char ofi_status_buf[256];
 
 /* ---- state */
@@ -224,6 +227,18 @@ static void p2p_ofi_register(void)
                             "software (shm, tcp, net, udp), which pin nothing, else 0: a registration "
                             "kept past free() could let a peer read pages the buffer no longer owns)",
                             KUMI_LEVEL_TUNER, &ofi_cache_max);
+    kumi_param_register_string("p2p", "ofi", "wait", "auto",
+                               "How a blocked rank waits for libfabric: fd (sleeps on the completion "
+                               "queue's wait fd, which costs a system call per completion), none "
+                               "(spins, then naps a millisecond at a time), auto (none when mpiexec "
+                               "bound the rank to a core of its own, else fd)",
+                               KUMI_LEVEL_TUNER, &ofi_wait_param);
+    if (!ofi_wait_param || (strcmp(ofi_wait_param, "auto") && strcmp(ofi_wait_param, "fd") &&
+                            strcmp(ofi_wait_param, "none"))) {
+        kumi_warn("p2p/ofi: p2p_ofi_wait must be auto, fd or none (not '%s'); using auto",
+                  ofi_wait_param ? ofi_wait_param : "");
+        ofi_wait_param = "auto";
+    }
     kumi_param_register_size("p2p", "ofi", "read_chunk", 4u << 20,
                              "Largest single fi_read of a rendezvous payload (larger payloads are "
                              "read in pieces, up to 8 in flight)",
@@ -433,7 +448,13 @@ static int p2p_ofi_init(void)
     if (rc) return ofi_fail("fi_fabric", rc);
     rc = fi_domain(ofi_fabric, ofi_info, &ofi_domain, NULL);
     if (rc) return ofi_fail("fi_domain", rc);
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
+    /* A CQ with a wait fd signals it (a write to a socketpair) on every
+     * completion: a microsecond or more per message.  A rank that has a core
+     * of its own (mpiexec bound it) spins, then naps; only one that shares its
+     * core sleeps on the fd. */
+    int want_fd = !strcmp(ofi_wait_param, "fd") ||
+                  (strcmp(ofi_wait_param, "none") && !getenv(KUMI_ENV_BIND_CPUS));
+    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = want_fd ? FI_WAIT_FD : FI_WAIT_NONE,
                              .size = (size_t)ofi_nrxbufs * 4 + 1024 };
     rc = fi_cq_open(ofi_domain, &ca, &ofi_cq, NULL);
     if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_ENODATA) {
