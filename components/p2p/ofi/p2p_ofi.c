@@ -718,7 +718,7 @@ static ssize_t ofi_post_tx(struct ofi_tx *t)
             goto out;
         }
     }
-    struct iovec iov[2] = { { t->wire, t->wlen }, { (void *)op->payload, plen } };
+    struct iovec iov[2] = { { t->wire, t->wlen }, { plen ? (void *)op->payload : NULL, plen } };
     struct fi_msg msg = { .msg_iov = iov, .iov_count = plen ? 2 : 1, .addr = p->addr, .context = &t->c };
     rc = fi_sendmsg(ofi_ep, &msg, FI_COMPLETION);
 out:
