@@ -171,6 +171,7 @@ static long long ofi_nrxbufs, ofi_cache_max;
 static size_t ofi_read_chunk;
 static const char *ofi_status;
 static const char *ofi_wait_param;
+static int ofi_rget_param;
 static char ofi_status_buf[256];
 
 /* ---- state */
@@ -239,6 +240,10 @@ static void p2p_ofi_register(void)
                   ofi_wait_param ? ofi_wait_param : "");
         ofi_wait_param = "auto";
     }
+    kumi_param_register_bool("p2p", "ofi", "rget", 1,
+                             "Rendezvous pulled by the receiver on the RTS (one message and a read); "
+                             "false: RTS, CTS, then the DATA message is read (one round trip more)",
+                             KUMI_LEVEL_TUNER, &ofi_rget_param);
     kumi_param_register_size("p2p", "ofi", "read_chunk", 4u << 20,
                              "Largest single fi_read of a rendezvous payload (larger payloads are "
                              "read in pieces, up to 8 in flight)",
@@ -975,7 +980,7 @@ static void ofi_handle_rma(int peer, const struct kumi_hdr *hdr, const struct of
 
 static int p2p_ofi_rget(int peer, size_t len)
 {
-    return len > 0 && p2p_ofi_reaches(peer);
+    return ofi_rget_param && len > 0 && p2p_ofi_reaches(peer);
 }
 
 static void p2p_ofi_pull(int peer, uint64_t handle, struct kumi_rx *rx)
