@@ -14,6 +14,7 @@ export MPICC="${CC:-cc} -I$top_builddir/framework/include -I$top_srcdir/framewor
 # Components of the build tree (not installed yet).
 KUMI_COMPONENT_PATH=$(ls -d "$top_builddir"/components/*/*/.libs 2>/dev/null | tr '\n' ':')
 export KUMI_COMPONENT_PATH=${KUMI_COMPONENT_PATH%:}
+export KUMI_INTERNAL_NO_PKGLIBDIR=1        # not those of an older `make install`
 logdir=$top_builddir/tests/test-logs
 mkdir -p "$logdir"
 filter=${KUMI_TEST_FILTER:-.}

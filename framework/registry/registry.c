@@ -7,7 +7,9 @@
  * kumi_<fw>_<name>.so, its framework is unknown, it duplicates a component
  * already found (the first one wins), it cannot be loaded, it lacks the
  * symbol kumi_<fw>_<name>_component, its ABI version differs, or the names
- * inside differ from the file name.
+ * inside differ from the file name.  KUMI_INTERNAL_NO_PKGLIBDIR=1 skips
+ * KUMI_PKGLIBDIR: the test suite and the benchmarks run the build tree's
+ * components, never older installed ones.
  *
  * Then every component's parameters are registered (<fw>_<name>_priority
  * first), MPI_COMPONENTS is applied, and with do_open the kept components
@@ -300,7 +302,8 @@ static void load_all(void)
         lt_dladvise_local(&load_advise);
         ltdl_up = 1;
     }
-    scan_dir(KUMI_PKGLIBDIR);
+    const char *nopkg = getenv("KUMI_INTERNAL_NO_PKGLIBDIR");
+    if (!nopkg || strcmp(nopkg, "1") != 0) scan_dir(KUMI_PKGLIBDIR);
     const char *cp = getenv("KUMI_COMPONENT_PATH");
     if (cp && *cp) {
         char *copy = strdup(cp), *save = NULL;
