@@ -8,6 +8,7 @@
  * standard does not allow it, buffers that alias. */
 #include "core/core.h"
 #include "registry/registry.h"
+#include "sched/sched.h"
 
 #include <string.h>
 
@@ -22,13 +23,29 @@
     X(reduce_scatter, "MPI_Reduce_scatter")                                      \
     X(reduce_scatter_block, "MPI_Reduce_scatter_block") X(scan, "MPI_Scan")      \
     X(exscan, "MPI_Exscan")
-/* Operations a communicator may lack (only topologies use them): picked, never required. */
+/* Operations a communicator may lack (only topologies use the neighborhood
+ * ones; a call of an operation nobody builds schedules for fails): picked,
+ * never required. */
 #define COLL_OPS_OPTIONAL(X)                                                     \
     X(neighbor_allgather, "MPI_Neighbor_allgather")                              \
     X(neighbor_allgatherv, "MPI_Neighbor_allgatherv")                            \
     X(neighbor_alltoall, "MPI_Neighbor_alltoall")                                \
     X(neighbor_alltoallv, "MPI_Neighbor_alltoallv")                              \
-    X(neighbor_alltoallw, "MPI_Neighbor_alltoallw")
+    X(neighbor_alltoallw, "MPI_Neighbor_alltoallw")                              \
+    X(ibarrier, "MPI_Ibarrier") X(ibcast, "MPI_Ibcast") X(igather, "MPI_Igather") \
+    X(igatherv, "MPI_Igatherv") X(iscatter, "MPI_Iscatter")                      \
+    X(iscatterv, "MPI_Iscatterv") X(iallgather, "MPI_Iallgather")                \
+    X(iallgatherv, "MPI_Iallgatherv") X(ialltoall, "MPI_Ialltoall")              \
+    X(ialltoallv, "MPI_Ialltoallv") X(ialltoallw, "MPI_Ialltoallw")              \
+    X(ireduce, "MPI_Ireduce") X(iallreduce, "MPI_Iallreduce")                    \
+    X(ireduce_scatter, "MPI_Ireduce_scatter")                                    \
+    X(ireduce_scatter_block, "MPI_Ireduce_scatter_block") X(iscan, "MPI_Iscan")  \
+    X(iexscan, "MPI_Iexscan")                                                    \
+    X(ineighbor_allgather, "MPI_Ineighbor_allgather")                            \
+    X(ineighbor_allgatherv, "MPI_Ineighbor_allgatherv")                          \
+    X(ineighbor_alltoall, "MPI_Ineighbor_alltoall")                              \
+    X(ineighbor_alltoallv, "MPI_Ineighbor_alltoallv")                            \
+    X(ineighbor_alltoallw, "MPI_Ineighbor_alltoallw")
 
 enum {
 #define COLL_IDX(f, name) COLL_I_##f,
@@ -178,165 +195,31 @@ static int inter_undefined(const char *fname)
 #define D(d) ((MPI_Datatype)(d))
 #define O(o) ((MPI_Op)(o))
 
+/* How a collective runs: now (the blocking call), as a schedule started at
+ * once (MPI_I...), or as a schedule kept for MPI_Start (MPI_..._init). */
+enum { COLL_BLOCKING, COLL_NB, COLL_PERSISTENT };
+
+/* The checks passed: call the blocking operation, or build the schedule with
+ * the i-builder of the same name and issue it. */
+#define RUN(fld, ...)                                                                   \
+    do {                                                                                \
+        if (mode == COLL_BLOCKING) {                                                    \
+            if (!comm->coll.fld) return no_coll(fn);                                   \
+            return comm->coll.fld(__VA_ARGS__);                                         \
+        }                                                                               \
+        if (!comm->coll.i##fld) return no_coll(fn);                                    \
+        struct kumi_sched *s_;                                                          \
+        TRY(kumi_sched_begin(comm, fn, mode == COLL_PERSISTENT, info, request, &s_));   \
+        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), mode == COLL_PERSISTENT, \
+                                fn, request);                                           \
+    } while (0)
+
+static int no_coll(const char *fn)
+{
+    return kumi_error(MPI_ERR_INTERN, "%s: no collective component provides it for this communicator", fn);
+}
+
 /* ------------------------------------------------------ MPI functions */
-int kumi_mpi_barrier(struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, barrier, "MPI_Barrier");
-    return comm->coll.barrier(C(comm));
-}
-
-int kumi_mpi_bcast(void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, bcast, "MPI_Bcast");
-    TRY(no_in_place("MPI_Bcast", "buffer", buffer, ""));
-    return comm->coll.bcast(buffer, count, D(datatype), root, C(comm));
-}
-
-int kumi_mpi_gather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                    int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, gather, "MPI_Gather");
-    if (comm->inter) {
-        TRY(inter_rooted("MPI_Gather", root, "recvbuf", recvbuf, "sendbuf", sendbuf));
-    } else if (comm->rank == root) {
-        TRY(no_in_place("MPI_Gather", "recvbuf", recvbuf, ""));
-    } else {
-        TRY(no_in_place("MPI_Gather", "sendbuf", sendbuf, " except at the root"));
-    }
-    return comm->coll.gather(sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
-                             root, C(comm));
-}
-
-int kumi_mpi_gatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                     const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root,
-                     struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, gatherv, "MPI_Gatherv");
-    if (comm->inter) {
-        TRY(inter_rooted("MPI_Gatherv", root, "recvbuf", recvbuf, "sendbuf", sendbuf));
-        if (root == MPI_ROOT) {
-            TRY(check_counts("MPI_Gatherv", "recvcounts", recvcounts, comm->remote_size));
-            TRY(check_displs("MPI_Gatherv", "displs", displs, comm->remote_size));
-        }
-    } else if (comm->rank == root) {
-        TRY(no_in_place("MPI_Gatherv", "recvbuf", recvbuf, ""));
-        TRY(check_counts("MPI_Gatherv", "recvcounts", recvcounts, comm->size));
-        TRY(check_displs("MPI_Gatherv", "displs", displs, comm->size));
-    } else {
-        TRY(no_in_place("MPI_Gatherv", "sendbuf", sendbuf, " except at the root"));
-    }
-    return comm->coll.gatherv(sendbuf, sendcount, D(sendtype), recvbuf, recvcounts, displs,
-                              D(recvtype), root, C(comm));
-}
-
-int kumi_mpi_scatter(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                     int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, scatter, "MPI_Scatter");
-    if (comm->inter) {
-        TRY(inter_rooted("MPI_Scatter", root, "sendbuf", sendbuf, "recvbuf", recvbuf));
-    } else if (comm->rank == root) {
-        TRY(no_in_place("MPI_Scatter", "sendbuf", sendbuf, ""));
-    } else {
-        TRY(no_in_place("MPI_Scatter", "recvbuf", recvbuf, " except at the root"));
-    }
-    return comm->coll.scatter(sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
-                              root, C(comm));
-}
-
-int kumi_mpi_scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                      struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype,
-                      int root, struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, scatterv, "MPI_Scatterv");
-    if (comm->inter) {
-        TRY(inter_rooted("MPI_Scatterv", root, "sendbuf", sendbuf, "recvbuf", recvbuf));
-        if (root == MPI_ROOT) {
-            TRY(check_counts("MPI_Scatterv", "sendcounts", sendcounts, comm->remote_size));
-            TRY(check_displs("MPI_Scatterv", "displs", displs, comm->remote_size));
-        }
-    } else if (comm->rank == root) {
-        TRY(no_in_place("MPI_Scatterv", "sendbuf", sendbuf, ""));
-        TRY(check_counts("MPI_Scatterv", "sendcounts", sendcounts, comm->size));
-        TRY(check_displs("MPI_Scatterv", "displs", displs, comm->size));
-    } else {
-        TRY(no_in_place("MPI_Scatterv", "recvbuf", recvbuf, " except at the root"));
-    }
-    return comm->coll.scatterv(sendbuf, sendcounts, displs, D(sendtype), recvbuf, recvcount,
-                               D(recvtype), root, C(comm));
-}
-
-int kumi_mpi_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                       int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, allgather, "MPI_Allgather");
-    TRY(no_in_place("MPI_Allgather", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Allgather", sendbuf));
-    return comm->coll.allgather(sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
-                                C(comm));
-}
-
-int kumi_mpi_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                        const int recvcounts[], const int displs[], struct kumi_dt *recvtype,
-                        struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, allgatherv, "MPI_Allgatherv");
-    TRY(no_in_place("MPI_Allgatherv", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Allgatherv", sendbuf));
-    TRY(check_counts("MPI_Allgatherv", "recvcounts", recvcounts, kumi_comm_peer_size(comm)));
-    TRY(check_displs("MPI_Allgatherv", "displs", displs, kumi_comm_peer_size(comm)));
-    return comm->coll.allgatherv(sendbuf, sendcount, D(sendtype), recvbuf, recvcounts, displs,
-                                 D(recvtype), C(comm));
-}
-
-int kumi_mpi_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                      int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, alltoall, "MPI_Alltoall");
-    TRY(no_in_place("MPI_Alltoall", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Alltoall", sendbuf));
-    return comm->coll.alltoall(sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
-                               C(comm));
-}
-
-int kumi_mpi_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                       struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
-                       const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, alltoallv, "MPI_Alltoallv");
-    TRY(no_in_place("MPI_Alltoallv", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Alltoallv", sendbuf));
-    int n = kumi_comm_peer_size(comm);
-    if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts("MPI_Alltoallv", "sendcounts", sendcounts, n));
-        TRY(check_displs("MPI_Alltoallv", "sdispls", sdispls, n));
-    }
-    TRY(check_counts("MPI_Alltoallv", "recvcounts", recvcounts, n));
-    TRY(check_displs("MPI_Alltoallv", "rdispls", rdispls, n));
-    return comm->coll.alltoallv(sendbuf, sendcounts, sdispls, D(sendtype), recvbuf, recvcounts,
-                                rdispls, D(recvtype), C(comm));
-}
-
-int kumi_mpi_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                       const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
-{
-    FN_OR_FAIL(comm, alltoallw, "MPI_Alltoallw");
-    TRY(no_in_place("MPI_Alltoallw", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Alltoallw", sendbuf));
-    int n = kumi_comm_peer_size(comm);
-    if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts("MPI_Alltoallw", "sendcounts", sendcounts, n));
-        TRY(check_displs("MPI_Alltoallw", "sdispls", sdispls, n));
-        TRY(check_types("MPI_Alltoallw", "sendtypes", sendtypes, n));
-    }
-    TRY(check_counts("MPI_Alltoallw", "recvcounts", recvcounts, n));
-    TRY(check_displs("MPI_Alltoallw", "rdispls", rdispls, n));
-    TRY(check_types("MPI_Alltoallw", "recvtypes", recvtypes, n));
-    return comm->coll.alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                                rdispls, recvtypes, C(comm));
-}
-
 /* A predefined op must be defined for the datatype (the binding checks it
  * too; this keeps the functions safe when called from inside the library). */
 static int check_op(const char *fname, struct kumi_op *op, struct kumi_dt *dt)
@@ -347,82 +230,479 @@ static int check_op(const char *fname, struct kumi_op *op, struct kumi_dt *dt)
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_reduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+static int coll_barrier(const char *fn, int mode, MPI_Info info, MPI_Request *request, struct kumi_comm *comm)
+{
+    RUN(barrier, C(comm));
+}
+
+static int coll_bcast(const char *fn, int mode, MPI_Info info, MPI_Request *request, void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
+{
+    TRY(no_in_place(fn, "buffer", buffer, ""));
+    RUN(bcast, buffer, count, D(datatype), root, C(comm));
+}
+
+static int coll_gather(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                    int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+{
+    if (comm->inter) {
+        TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
+    } else if (comm->rank == root) {
+        TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    } else {
+        TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
+    }
+    RUN(gather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+                             root, C(comm));
+}
+
+static int coll_gatherv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root,
+                     struct kumi_comm *comm)
+{
+    if (comm->inter) {
+        TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
+        if (root == MPI_ROOT) {
+            TRY(check_counts(fn, "recvcounts", recvcounts, comm->remote_size));
+            TRY(check_displs(fn, "displs", displs, comm->remote_size));
+        }
+    } else if (comm->rank == root) {
+        TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+        TRY(check_counts(fn, "recvcounts", recvcounts, comm->size));
+        TRY(check_displs(fn, "displs", displs, comm->size));
+    } else {
+        TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
+    }
+    RUN(gatherv, sendbuf, sendcount, D(sendtype), recvbuf, recvcounts, displs,
+                              D(recvtype), root, C(comm));
+}
+
+static int coll_scatter(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                     int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+{
+    if (comm->inter) {
+        TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
+    } else if (comm->rank == root) {
+        TRY(no_in_place(fn, "sendbuf", sendbuf, ""));
+    } else {
+        TRY(no_in_place(fn, "recvbuf", recvbuf, " except at the root"));
+    }
+    RUN(scatter, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+                              root, C(comm));
+}
+
+static int coll_scatterv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int displs[],
+                      struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype,
+                      int root, struct kumi_comm *comm)
+{
+    if (comm->inter) {
+        TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
+        if (root == MPI_ROOT) {
+            TRY(check_counts(fn, "sendcounts", sendcounts, comm->remote_size));
+            TRY(check_displs(fn, "displs", displs, comm->remote_size));
+        }
+    } else if (comm->rank == root) {
+        TRY(no_in_place(fn, "sendbuf", sendbuf, ""));
+        TRY(check_counts(fn, "sendcounts", sendcounts, comm->size));
+        TRY(check_displs(fn, "displs", displs, comm->size));
+    } else {
+        TRY(no_in_place(fn, "recvbuf", recvbuf, " except at the root"));
+    }
+    RUN(scatterv, sendbuf, sendcounts, displs, D(sendtype), recvbuf, recvcount,
+                               D(recvtype), root, C(comm));
+}
+
+static int coll_allgather(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                       int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
+    RUN(allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+                                C(comm));
+}
+
+static int coll_allgatherv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                        const int recvcounts[], const int displs[], struct kumi_dt *recvtype,
+                        struct kumi_comm *comm)
+{
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
+    TRY(check_counts(fn, "recvcounts", recvcounts, kumi_comm_peer_size(comm)));
+    TRY(check_displs(fn, "displs", displs, kumi_comm_peer_size(comm)));
+    RUN(allgatherv, sendbuf, sendcount, D(sendtype), recvbuf, recvcounts, displs,
+                                 D(recvtype), C(comm));
+}
+
+static int coll_alltoall(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                      int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
+    RUN(alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+                               C(comm));
+}
+
+static int coll_alltoallv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
+                       struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
+                       const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
+    int n = kumi_comm_peer_size(comm);
+    if (sendbuf != MPI_IN_PLACE) {
+        TRY(check_counts(fn, "sendcounts", sendcounts, n));
+        TRY(check_displs(fn, "sdispls", sdispls, n));
+    }
+    TRY(check_counts(fn, "recvcounts", recvcounts, n));
+    TRY(check_displs(fn, "rdispls", rdispls, n));
+    RUN(alltoallv, sendbuf, sendcounts, sdispls, D(sendtype), recvbuf, recvcounts,
+                                rdispls, D(recvtype), C(comm));
+}
+
+static int coll_alltoallw(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
+                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                       const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
+{
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
+    int n = kumi_comm_peer_size(comm);
+    if (sendbuf != MPI_IN_PLACE) {
+        TRY(check_counts(fn, "sendcounts", sendcounts, n));
+        TRY(check_displs(fn, "sdispls", sdispls, n));
+        TRY(check_types(fn, "sendtypes", sendtypes, n));
+    }
+    TRY(check_counts(fn, "recvcounts", recvcounts, n));
+    TRY(check_displs(fn, "rdispls", rdispls, n));
+    TRY(check_types(fn, "recvtypes", recvtypes, n));
+    RUN(alltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                                rdispls, recvtypes, C(comm));
+}
+
+static int coll_reduce(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
                     struct kumi_op *op, int root, struct kumi_comm *comm)
 {
-    FN_OR_FAIL(comm, reduce, "MPI_Reduce");
-    TRY(check_op("MPI_Reduce", op, datatype));
+    TRY(check_op(fn, op, datatype));
     if (comm->inter) {
-        TRY(inter_rooted("MPI_Reduce", root, "recvbuf", recvbuf, "sendbuf", sendbuf));
+        TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
     } else if (comm->rank == root) {
-        TRY(no_in_place("MPI_Reduce", "recvbuf", recvbuf, ""));
-        TRY(no_alias("MPI_Reduce", sendbuf, recvbuf, count, datatype));
+        TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+        TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
     } else {
-        TRY(no_in_place("MPI_Reduce", "sendbuf", sendbuf, " except at the root"));
+        TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
     }
-    return comm->coll.reduce(sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
+    RUN(reduce, sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
 }
 
-int kumi_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+static int coll_allreduce(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
                        struct kumi_op *op, struct kumi_comm *comm)
 {
-    FN_OR_FAIL(comm, allreduce, "MPI_Allreduce");
-    TRY(check_op("MPI_Allreduce", op, datatype));
-    TRY(no_in_place("MPI_Allreduce", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Allreduce", sendbuf));
-    TRY(no_alias("MPI_Allreduce", sendbuf, recvbuf, count, datatype));
-    return comm->coll.allreduce(sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
+    TRY(check_op(fn, op, datatype));
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
+    TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
+    RUN(allreduce, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
-int kumi_mpi_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+static int coll_reduce_scatter(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, const int recvcounts[],
                             struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
 {
-    FN_OR_FAIL(comm, reduce_scatter, "MPI_Reduce_scatter");
-    TRY(check_op("MPI_Reduce_scatter", op, datatype));
-    TRY(no_in_place("MPI_Reduce_scatter", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Reduce_scatter", sendbuf));
-    TRY(check_counts("MPI_Reduce_scatter", "recvcounts", recvcounts, comm->size));
+    TRY(check_op(fn, op, datatype));
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
+    TRY(check_counts(fn, "recvcounts", recvcounts, comm->size));
     long long total = 0;
     for (int i = 0; i < comm->size; i++) total += recvcounts[i];
     if (total > INT32_MAX)
         return kumi_error(MPI_ERR_COUNT, "MPI_Reduce_scatter: the sum of recvcounts (%lld) "
                           "exceeds the largest int", total);
-    TRY(no_alias("MPI_Reduce_scatter", sendbuf, recvbuf, (int)total, datatype));
-    return comm->coll.reduce_scatter(sendbuf, recvbuf, recvcounts, D(datatype), O(op), C(comm));
+    TRY(no_alias(fn, sendbuf, recvbuf, (int)total, datatype));
+    RUN(reduce_scatter, sendbuf, recvbuf, recvcounts, D(datatype), O(op), C(comm));
 }
 
-int kumi_mpi_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+static int coll_reduce_scatter_block(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int recvcount,
                                   struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
 {
-    FN_OR_FAIL(comm, reduce_scatter_block, "MPI_Reduce_scatter_block");
-    TRY(check_op("MPI_Reduce_scatter_block", op, datatype));
-    TRY(no_in_place("MPI_Reduce_scatter_block", "recvbuf", recvbuf, ""));
-    TRY(inter_no_in_place(comm, "MPI_Reduce_scatter_block", sendbuf));
+    TRY(check_op(fn, op, datatype));
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(inter_no_in_place(comm, fn, sendbuf));
     if ((long long)recvcount * comm->size > INT32_MAX)
         return kumi_error(MPI_ERR_COUNT, "MPI_Reduce_scatter_block: recvcount %d times the "
                           "communicator size %d exceeds the largest int", recvcount, comm->size);
-    TRY(no_alias("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount, datatype));
-    return comm->coll.reduce_scatter_block(sendbuf, recvbuf, recvcount, D(datatype), O(op), C(comm));
+    TRY(no_alias(fn, sendbuf, recvbuf, recvcount, datatype));
+    RUN(reduce_scatter_block, sendbuf, recvbuf, recvcount, D(datatype), O(op), C(comm));
 }
 
-int kumi_mpi_scan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+static int coll_scan(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
                   struct kumi_op *op, struct kumi_comm *comm)
 {
-    if (comm->inter) return inter_undefined("MPI_Scan");
-    FN_OR_FAIL(comm, scan, "MPI_Scan");
-    TRY(check_op("MPI_Scan", op, datatype));
-    TRY(no_in_place("MPI_Scan", "recvbuf", recvbuf, ""));
-    TRY(no_alias("MPI_Scan", sendbuf, recvbuf, count, datatype));
-    return comm->coll.scan(sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
+    if (comm->inter) return inter_undefined(fn);
+    TRY(check_op(fn, op, datatype));
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
+    RUN(scan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
-int kumi_mpi_exscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+static int coll_exscan(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
                     struct kumi_op *op, struct kumi_comm *comm)
 {
-    if (comm->inter) return inter_undefined("MPI_Exscan");
-    FN_OR_FAIL(comm, exscan, "MPI_Exscan");
-    TRY(check_op("MPI_Exscan", op, datatype));
-    TRY(no_in_place("MPI_Exscan", "recvbuf", recvbuf, ""));
-    TRY(no_alias("MPI_Exscan", sendbuf, recvbuf, count, datatype));
-    return comm->coll.exscan(sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
+    if (comm->inter) return inter_undefined(fn);
+    TRY(check_op(fn, op, datatype));
+    TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+    TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
+    RUN(exscan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
+}
+
+/* ------------------------------------------------ the three forms of each */
+int kumi_mpi_barrier(struct kumi_comm *comm)
+{
+    return coll_barrier("MPI_Barrier", COLL_BLOCKING, MPI_INFO_NULL, NULL, comm);
+}
+
+int kumi_mpi_ibarrier(struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_barrier("MPI_Ibarrier", COLL_NB, MPI_INFO_NULL, request, comm);
+}
+
+int kumi_mpi_barrier_init(struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_barrier("MPI_Barrier_init", COLL_PERSISTENT, info, request, comm);
+}
+
+int kumi_mpi_bcast(void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
+{
+    return coll_bcast("MPI_Bcast", COLL_BLOCKING, MPI_INFO_NULL, NULL, buffer, count, datatype, root, comm);
+}
+
+int kumi_mpi_ibcast(void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_bcast("MPI_Ibcast", COLL_NB, MPI_INFO_NULL, request, buffer, count, datatype, root, comm);
+}
+
+int kumi_mpi_bcast_init(void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_bcast("MPI_Bcast_init", COLL_PERSISTENT, info, request, buffer, count, datatype, root, comm);
+}
+
+int kumi_mpi_gather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+{
+    return coll_gather("MPI_Gather", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_igather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_gather("MPI_Igather", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_gather_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_gather("MPI_Gather_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_gatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+{
+    return coll_gatherv("MPI_Gatherv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+int kumi_mpi_igatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_gatherv("MPI_Igatherv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+int kumi_mpi_gatherv_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_gatherv("MPI_Gatherv_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+int kumi_mpi_scatter(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+{
+    return coll_scatter("MPI_Scatter", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_iscatter(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_scatter("MPI_Iscatter", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_scatter_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_scatter("MPI_Scatter_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+{
+    return coll_scatterv("MPI_Scatterv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_scatterv("MPI_Iscatterv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_scatterv("MPI_Scatterv_init", COLL_PERSISTENT, info, request, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int kumi_mpi_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    return coll_allgather("MPI_Allgather", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_iallgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_allgather("MPI_Iallgather", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_allgather_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_allgather("MPI_Allgather_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    return coll_allgatherv("MPI_Allgatherv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int kumi_mpi_iallgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_allgatherv("MPI_Iallgatherv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int kumi_mpi_allgatherv_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_allgatherv("MPI_Allgatherv_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int kumi_mpi_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    return coll_alltoall("MPI_Alltoall", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_ialltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_alltoall("MPI_Ialltoall", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_alltoall_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_alltoall("MPI_Alltoall_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    return coll_alltoallv("MPI_Alltoallv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+int kumi_mpi_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_alltoallv("MPI_Ialltoallv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+int kumi_mpi_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_alltoallv("MPI_Alltoallv_init", COLL_PERSISTENT, info, request, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+int kumi_mpi_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
+{
+    return coll_alltoallw("MPI_Alltoallw", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+int kumi_mpi_ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_alltoallw("MPI_Ialltoallw", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+int kumi_mpi_alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_alltoallw("MPI_Alltoallw_init", COLL_PERSISTENT, info, request, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+int kumi_mpi_reduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, int root, struct kumi_comm *comm)
+{
+    return coll_reduce("MPI_Reduce", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+int kumi_mpi_ireduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, int root, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_reduce("MPI_Ireduce", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+int kumi_mpi_reduce_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_reduce("MPI_Reduce_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+int kumi_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
+{
+    return coll_allreduce("MPI_Allreduce", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_iallreduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_allreduce("MPI_Iallreduce", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_allreduce_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_allreduce("MPI_Allreduce_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
+{
+    return coll_reduce_scatter("MPI_Reduce_scatter", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, recvcounts, datatype, op, comm);
+}
+
+int kumi_mpi_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_reduce_scatter("MPI_Ireduce_scatter", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, recvcounts, datatype, op, comm);
+}
+
+int kumi_mpi_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_reduce_scatter("MPI_Reduce_scatter_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, recvcounts, datatype, op, comm);
+}
+
+int kumi_mpi_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
+{
+    return coll_reduce_scatter_block("MPI_Reduce_scatter_block", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, recvcount, datatype, op, comm);
+}
+
+int kumi_mpi_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_reduce_scatter_block("MPI_Ireduce_scatter_block", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, recvcount, datatype, op, comm);
+}
+
+int kumi_mpi_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_reduce_scatter_block("MPI_Reduce_scatter_block_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, recvcount, datatype, op, comm);
+}
+
+int kumi_mpi_scan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
+{
+    return coll_scan("MPI_Scan", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_iscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_scan("MPI_Iscan", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_scan_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_scan("MPI_Scan_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_exscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
+{
+    return coll_exscan("MPI_Exscan", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_iexscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
+{
+    return coll_exscan("MPI_Iexscan", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int kumi_mpi_exscan_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    return coll_exscan("MPI_Exscan_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, comm);
 }

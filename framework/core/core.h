@@ -105,6 +105,8 @@ struct kumi_comm {
     void *topo;                     /* topology (framework/core/topo.c), NULL if none */
     struct kumi_attr *attrs;        /* attributes (framework/core/attr.c) */
     struct kumi_info *info;         /* hints set with Comm_set_info / dup_with_info, NULL if none */
+    uint32_t nbc_seq, pcoll_seq;    /* non-blocking / persistent collectives issued (tags, sched.c) */
+    uint32_t cad_seq;               /* CAD schedules made (mpi-ext.h) */
 };
 
 extern struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
@@ -223,6 +225,8 @@ struct kumi_op {
 static inline struct kumi_op *kumi_op_get(MPI_Op h) { return kumi_handle_obj(h, KUMI_MAGIC_OP); }
 /* 1 if predefined op is defined for dt (user ops: always 1). */
 int kumi_op_valid_for(const struct kumi_op *op, const struct kumi_dt *dt);
+/* Drop a reference to a user op (MPI_Op_free drops the user's). */
+void kumi_op_release(struct kumi_op *op);
 int kumi_op_apply(const struct kumi_op *op, const void *in, void *inout, size_t count,
                   const struct kumi_dt *dt);
 /* Register the predefined ops in kumi_predef (called once by MPI_Init). */

@@ -6,6 +6,7 @@
  * MPI_COMM_SELF with their collectives. */
 #include "core/core.h"
 #include "registry/registry.h"
+#include "sched/sched.h"
 #include <kumi/rpim.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -117,6 +118,7 @@ static int select_rpim(void)
 void kumi_framework_register_params(void)
 {
     kumi_progress_register_params();
+    kumi_sched_register_params();
 }
 
 /* ------------------------------------------------------------ runtime */
@@ -136,6 +138,7 @@ int kumi_runtime_start(void)
     kumi_log(1, "rank %d of %d on %s (rpim %s)", kumi_core_world_rank, kumi_core_world_size, kumi_hostname(),
              rpim_entry ? rpim_entry->comp->name : "singleton");
     if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) return rc;
+    if ((rc = kumi_sched_engine_init())) return rc;
     if ((rc = kumi_req_init())) return rc;
     if ((rc = kumi_comm_init_predefined())) return rc;
     kumi_param_warn_unknown();
@@ -146,6 +149,7 @@ int kumi_runtime_start(void)
  * caller has synchronised the job). */
 void kumi_runtime_stop(void)
 {
+    kumi_sched_engine_stop();
     kumi_req_finalize();
     if (rpim && rpim->client_finalize) rpim->client_finalize();
     kumi_comm_finalize_predefined();

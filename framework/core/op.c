@@ -306,12 +306,16 @@ int kumi_mpi_op_free(MPI_Op *op)
     if (o->predefined)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_OP, "MPI_Op_free: cannot free predefined op %s",
                                                 op_name(o)));
-    if (--o->refcount <= 0) {
-        o->magic = KUMI_MAGIC_DEAD;
-        free(o);
-    }
+    kumi_op_release(o);
     *op = MPI_OP_NULL;
     return MPI_SUCCESS;
+}
+
+void kumi_op_release(struct kumi_op *o)
+{
+    if (o->predefined || --o->refcount > 0) return;
+    o->magic = KUMI_MAGIC_DEAD;
+    free(o);
 }
 
 int kumi_mpi_op_commutative(struct kumi_op *op, int *commute)

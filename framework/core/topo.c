@@ -21,6 +21,7 @@
  * reorder is ignored: rank i of the new communicator is rank i of the old. */
 #include "core/core.h"
 #include "core/check.h"
+#include "sched/sched.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -948,65 +949,88 @@ static int nb_types(const char *fn, const char *arg, const MPI_Datatype *types, 
 #define C(c) ((MPI_Comm)(c))
 #define D(d) ((MPI_Datatype)(d))
 
-static int nb_allgather(const char *fn, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
+/* How a neighborhood collective runs: now (form NULL: the blocking call), or
+ * as a schedule of the coll table's i-builder, started at once
+ * (MPI_Ineighbor_*) or kept for MPI_Start (MPI_Neighbor_*_init). */
+struct nb_form {
+    bool persistent;
+    MPI_Info info;
+    MPI_Request *request;
+};
+
+#define NB_RUN(fld, ...)                                                                \
+    do {                                                                                \
+        if (!form) return comm->coll.fld(__VA_ARGS__);                                  \
+        struct kumi_sched *s_;                                                          \
+        TRY(kumi_sched_begin(comm, fn, form->persistent, form->info, form->request, &s_)); \
+        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), form->persistent, fn, \
+                                form->request);                                         \
+    } while (0)
+
+static int nb_allgather(const char *fn, const struct nb_form *form, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
                         void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0;
-    TRY(nb_begin(fn, comm, (const void *)comm->coll.neighbor_allgather, &nin, &nout));
+    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_allgather
+                             : (const void *)comm->coll.neighbor_allgather, &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, nin > 0 && recvcount > 0 && recvtype->size > 0));
-    return comm->coll.neighbor_allgather(sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
+    NB_RUN(neighbor_allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
                                          D(recvtype), C(comm));
 }
 
-static int nb_allgatherv(const char *fn, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
+static int nb_allgatherv(const char *fn, const struct nb_form *form, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
                          void *recvbuf, const int recvcounts[], const int displs[],
                          struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, any;
-    TRY(nb_begin(fn, comm, (const void *)comm->coll.neighbor_allgatherv, &nin, &nout));
+    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_allgatherv
+                             : (const void *)comm->coll.neighbor_allgatherv, &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_counts(fn, "recvcounts", recvcounts, nin, &any));
     if (nin > 0) TRY(need_ptr(fn, "displs", displs));
     TRY(nb_recvbuf(fn, recvbuf, any && recvtype->size > 0));
-    return comm->coll.neighbor_allgatherv(sendbuf, sendcount, D(sendtype), recvbuf, recvcounts,
+    NB_RUN(neighbor_allgatherv, sendbuf, sendcount, D(sendtype), recvbuf, recvcounts,
                                           displs, D(recvtype), C(comm));
 }
 
-static int nb_alltoall(const char *fn, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
+static int nb_alltoall(const char *fn, const struct nb_form *form, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
                        void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0;
-    TRY(nb_begin(fn, comm, (const void *)comm->coll.neighbor_alltoall, &nin, &nout));
+    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoall
+                             : (const void *)comm->coll.neighbor_alltoall, &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, nin > 0 && recvcount > 0 && recvtype->size > 0));
-    return comm->coll.neighbor_alltoall(sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
+    NB_RUN(neighbor_alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
                                         D(recvtype), C(comm));
 }
 
-static int nb_alltoallv(const char *fn, const void *sendbuf, const int sendcounts[], const int sdispls[],
+static int nb_alltoallv(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[], const int sdispls[],
                         struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
                         const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, sany, rany;
-    TRY(nb_begin(fn, comm, (const void *)comm->coll.neighbor_alltoallv, &nin, &nout));
+    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoallv
+                             : (const void *)comm->coll.neighbor_alltoallv, &nin, &nout));
     TRY(nb_counts(fn, "sendcounts", sendcounts, nout, &sany));
     if (nout > 0) TRY(need_ptr(fn, "sdispls", sdispls));
     TRY(nb_counts(fn, "recvcounts", recvcounts, nin, &rany));
     if (nin > 0) TRY(need_ptr(fn, "rdispls", rdispls));
     TRY(nb_sendbuf(fn, sendbuf, sany && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, rany && recvtype->size > 0));
-    return comm->coll.neighbor_alltoallv(sendbuf, sendcounts, sdispls, D(sendtype), recvbuf,
+    NB_RUN(neighbor_alltoallv, sendbuf, sendcounts, sdispls, D(sendtype), recvbuf,
                                          recvcounts, rdispls, D(recvtype), C(comm));
 }
 
-static int nb_alltoallw(const char *fn, const void *sendbuf, const int sendcounts[],
+static int nb_alltoallw(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[],
                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
                         const int recvcounts[], const MPI_Aint rdispls[],
                         const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, sany, rany;
-    TRY(nb_begin(fn, comm, (const void *)comm->coll.neighbor_alltoallw, &nin, &nout));
+    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoallw
+                             : (const void *)comm->coll.neighbor_alltoallw, &nin, &nout));
     TRY(nb_counts(fn, "sendcounts", sendcounts, nout, &sany));
     if (nout > 0) TRY(need_ptr(fn, "sdispls", sdispls));
     TRY(nb_types(fn, "sendtypes", sendtypes, nout));
@@ -1018,37 +1042,37 @@ static int nb_alltoallw(const char *fn, const void *sendbuf, const int sendcount
     TRY(nb_recvbuf(fn, recvbuf, 0));
     (void)sany;
     (void)rany;
-    return comm->coll.neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+    NB_RUN(neighbor_alltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                          recvcounts, rdispls, recvtypes, C(comm));
 }
 
 int kumi_mpi_neighbor_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    return nb_allgather("MPI_Neighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+    return nb_allgather("MPI_Neighbor_allgather", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                         recvtype, comm);
 }
 
 int kumi_mpi_neighbor_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    return nb_allgatherv("MPI_Neighbor_allgatherv", sendbuf, sendcount, sendtype, recvbuf,
+    return nb_allgatherv("MPI_Neighbor_allgatherv", NULL, sendbuf, sendcount, sendtype, recvbuf,
                          recvcounts, displs, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    return nb_alltoall("MPI_Neighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+    return nb_alltoall("MPI_Neighbor_alltoall", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                        recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    return nb_alltoallv("MPI_Neighbor_alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+    return nb_alltoallv("MPI_Neighbor_alltoallv", NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                         recvcounts, rdispls, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
-    return nb_alltoallw("MPI_Neighbor_alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+    return nb_alltoallw("MPI_Neighbor_alltoallw", NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                         recvcounts, rdispls, recvtypes, comm);
 }
 
@@ -1100,7 +1124,7 @@ int kumi_mpi_neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, stru
     static const char fn[] = "MPI_Neighbor_allgather_c";
     TRY(nb_small(fn, "sendcount", sendcount));
     TRY(nb_small(fn, "recvcount", recvcount));
-    return nb_allgather(fn, sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm);
+    return nb_allgather(fn, NULL, sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
@@ -1108,7 +1132,7 @@ int kumi_mpi_neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, struc
     static const char fn[] = "MPI_Neighbor_alltoall_c";
     TRY(nb_small(fn, "sendcount", sendcount));
     TRY(nb_small(fn, "recvcount", recvcount));
-    return nb_alltoall(fn, sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm);
+    return nb_alltoall(fn, NULL, sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
@@ -1119,7 +1143,7 @@ int kumi_mpi_neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, str
     TRY(nb_degrees(fn, comm, &nin, &nout));
     int rc = nb_narrow(fn, "recvcounts", recvcounts, false, true, nin, &rc_);
     if (!rc) rc = nb_narrow(fn, "displs", displs, true, false, nin, &rd);
-    if (!rc) rc = nb_allgatherv(fn, sendbuf, (int)sendcount, sendtype, recvbuf, rc_, rd, recvtype, comm);
+    if (!rc) rc = nb_allgatherv(fn, NULL, sendbuf, (int)sendcount, sendtype, recvbuf, rc_, rd, recvtype, comm);
     free(rc_);
     free(rd);
     return rc;
@@ -1134,7 +1158,7 @@ int kumi_mpi_neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcount
     if (!rc) rc = nb_narrow(fn, "sdispls", sdispls, true, false, nout, &sd);
     if (!rc) rc = nb_narrow(fn, "recvcounts", recvcounts, false, true, nin, &rc_);
     if (!rc) rc = nb_narrow(fn, "rdispls", rdispls, true, false, nin, &rd);
-    if (!rc) rc = nb_alltoallv(fn, sendbuf, sc, sd, sendtype, recvbuf, rc_, rd, recvtype, comm);
+    if (!rc) rc = nb_alltoallv(fn, NULL, sendbuf, sc, sd, sendtype, recvbuf, rc_, rd, recvtype, comm);
     free(sc); free(sd); free(rc_); free(rd);
     return rc;
 }
@@ -1146,7 +1170,68 @@ int kumi_mpi_neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcount
     TRY(nb_degrees(fn, comm, &nin, &nout));
     int rc = nb_narrow(fn, "sendcounts", sendcounts, false, true, nout, &sc);
     if (!rc) rc = nb_narrow(fn, "recvcounts", recvcounts, false, true, nin, &rc_);
-    if (!rc) rc = nb_alltoallw(fn, sendbuf, sc, sdispls, sendtypes, recvbuf, rc_, rdispls, recvtypes, comm);
+    if (!rc) rc = nb_alltoallw(fn, NULL, sendbuf, sc, sdispls, sendtypes, recvbuf, rc_, rdispls, recvtypes, comm);
     free(sc); free(rc_);
     return rc;
+}
+
+/* ---- non-blocking (MPI_Ineighbor_*) and persistent (MPI_Neighbor_*_init) forms */
+int kumi_mpi_ineighbor_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    struct nb_form f = { false, MPI_INFO_NULL, request };
+    return nb_allgather("MPI_Ineighbor_allgather", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_neighbor_allgather_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    struct nb_form f = { true, info, request };
+    return nb_allgather("MPI_Neighbor_allgather_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_ineighbor_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    struct nb_form f = { false, MPI_INFO_NULL, request };
+    return nb_allgatherv("MPI_Ineighbor_allgatherv", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int kumi_mpi_neighbor_allgatherv_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    struct nb_form f = { true, info, request };
+    return nb_allgatherv("MPI_Neighbor_allgatherv_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int kumi_mpi_ineighbor_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    struct nb_form f = { false, MPI_INFO_NULL, request };
+    return nb_alltoall("MPI_Ineighbor_alltoall", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_neighbor_alltoall_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    struct nb_form f = { true, info, request };
+    return nb_alltoall("MPI_Neighbor_alltoall_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_mpi_ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
+{
+    struct nb_form f = { false, MPI_INFO_NULL, request };
+    return nb_alltoallv("MPI_Ineighbor_alltoallv", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+int kumi_mpi_neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    struct nb_form f = { true, info, request };
+    return nb_alltoallv("MPI_Neighbor_alltoallv_init", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+int kumi_mpi_ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Request *request)
+{
+    struct nb_form f = { false, MPI_INFO_NULL, request };
+    return nb_alltoallw("MPI_Ineighbor_alltoallw", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+int kumi_mpi_neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
+{
+    struct nb_form f = { true, info, request };
+    return nb_alltoallw("MPI_Neighbor_alltoallw_init", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }

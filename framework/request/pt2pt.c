@@ -7,6 +7,7 @@
  * request go to its communicator's error handler; an invalid handle gives
  * MPI_ERR_REQUEST through MPI_COMM_SELF's (kumi_err_handle(NULL, ...)). */
 #include "request/request.h"
+#include "sched/sched.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ static int bsend_start(struct kumi_req *r)
 static int start_req(struct kumi_req *r)
 {
     if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) return kumi_part_start(r);
+    if (r->kind == KUMI_REQ_COLL) return kumi_sched_start(r);
     if (r->kind == KUMI_REQ_RECV) return kumi_req_start_recv(r);
     if (r->mode == KUMI_MODE_BUFFERED) return bsend_start(r);
     return kumi_req_start_send(r);

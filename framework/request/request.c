@@ -2,6 +2,7 @@
  * eager-sync, rendezvous, cancel), the upcalls from transports, and the
  * point-to-point helpers for collective components (kumi/coll.h). */
 #include "request/request.h"
+#include "sched/sched.h"
 #include "registry/registry.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ void kumi_req_free(struct kumi_req *r)
     if (!r) return;
     if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) kumi_part_free(r);
     else if (r->kind == KUMI_REQ_GREQ) kumi_greq_free(r);
+    else if (r->kind == KUMI_REQ_COLL) kumi_sched_destroy(r->ext);
     if (r->kind == KUMI_REQ_RECV) kumi_match_unpost(r);
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
@@ -508,6 +510,9 @@ int kumi_req_cancel(struct kumi_req *r)
     if (r->kind == KUMI_REQ_GREQ) return kumi_greq_cancel(r);
     if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV || r->kind == KUMI_REQ_IDUP)
         return MPI_SUCCESS;            /* not cancellable */
+    if (r->kind == KUMI_REQ_COLL)      /* erroneous (MPI 4.1 sec. 3.8.4): say so, change nothing */
+        return kumi_error(MPI_ERR_REQUEST, "MPI_Cancel: the request of a collective operation (%s) cannot "
+                          "be cancelled", r->fname);
     if (!r->active) return MPI_SUCCESS;
     if (r->kind == KUMI_REQ_RECV) {
         if (!r->complete && !r->ue && kumi_match_unpost(r)) {

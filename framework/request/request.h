@@ -49,8 +49,10 @@ enum kumi_req_kind {
     KUMI_REQ_SEND = 1, KUMI_REQ_RECV,
     KUMI_REQ_PSEND, KUMI_REQ_PRECV,     /* partitioned (partitioned.c): state in ext */
     KUMI_REQ_GREQ,                      /* generalized (grequest.c): state in ext */
-    KUMI_REQ_IDUP                       /* MPI_Comm_idup(_with_info) (core/comm.c): state in ext;
+    KUMI_REQ_IDUP,                      /* MPI_Comm_idup(_with_info) (core/comm.c): state in ext;
                                            completes in the progress engine, not cancellable */
+    KUMI_REQ_COLL                       /* non-blocking or persistent collective: its schedule
+                                           (sched/sched.c) in ext; not cancellable */
 };
 
 /* Hidden contexts of partitioned communication (partitioned.c), above every

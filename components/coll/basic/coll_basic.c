@@ -51,7 +51,7 @@ static inline char *coll_basic_at(const void *buf, MPI_Aint idx, MPI_Aint ext)
 }
 
 /* Bytes [*lo, *hi) relative to the buffer pointer touched by count elements of dt. */
-static void coll_basic_span(size_t count, MPI_Datatype dt, MPI_Aint *lo, MPI_Aint *hi)
+void coll_basic_span(size_t count, MPI_Datatype dt, MPI_Aint *lo, MPI_Aint *hi)
 {
     MPI_Aint tlb, text, ext = coll_basic_ext(dt);
     if (count == 0) { *lo = *hi = 0; return; }
@@ -642,6 +642,8 @@ static int coll_basic_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_
     fns->scan = coll_basic_scan;
     fns->exscan = coll_basic_exscan;
     coll_basic_neighbor_query(fns);
+    coll_basic_sched_query(fns);
+    coll_basic_sched_neighbor_query(fns);
     return KUMI_OK;
 }
 

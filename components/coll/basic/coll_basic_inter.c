@@ -405,5 +405,6 @@ int coll_basic_inter_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *f
     fns->reduce_scatter_block = coll_basic_inter_reduce_scatter_block;
     fns->scan = coll_basic_inter_scan;
     fns->exscan = coll_basic_inter_exscan;
+    coll_basic_sched_inter_query(fns);
     return KUMI_OK;
 }

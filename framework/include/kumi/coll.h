@@ -19,6 +19,7 @@
 #define KUMI_COLL_H
 
 #include <kumi/kumi.h>
+#include <kumi/sched.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,6 +75,64 @@ struct kumi_coll_fns {
     int (*neighbor_alltoallw)(const void *sbuf, const int scounts[], const MPI_Aint sdispls[],
                               const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
                               const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm);
+
+    /* ---- Schedule builders (kumi/sched.h) for the non-blocking (MPI_I*)
+     * and persistent (MPI_*_init) collectives: add the operation's nodes to
+     * s, which runs on comm.  The arguments are those of the blocking
+     * operation, checked the same way; buffers, counts and displacements
+     * are read now (a persistent collective reruns what was built).  Return
+     * MPI_SUCCESS or an error code (the schedule may also hold one).  The
+     * neighborhood builders are optional, like their blocking operations. */
+    int (*ibarrier)(MPI_Comm comm, struct kumi_sched *s);
+    int (*ibcast)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*igather)(const void *sbuf, int scount, MPI_Datatype sdt,
+                   void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*igatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
+                    void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+                    int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*iscatter)(const void *sbuf, int scount, MPI_Datatype sdt,
+                    void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*iscatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdt,
+                     void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*iallgather)(const void *sbuf, int scount, MPI_Datatype sdt,
+                      void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*iallgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
+                       void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+                       MPI_Comm comm, struct kumi_sched *s);
+    int (*ialltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
+                     void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*ialltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
+                      void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+                      MPI_Comm comm, struct kumi_sched *s);
+    int (*ialltoallw)(const void *sbuf, const int scounts[], const int sdispls[], const MPI_Datatype sdts[],
+                      void *rbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rdts[],
+                      MPI_Comm comm, struct kumi_sched *s);
+    int (*ireduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                   int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*iallreduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                      MPI_Comm comm, struct kumi_sched *s);
+    int (*ireduce_scatter)(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+                           MPI_Op op, MPI_Comm comm, struct kumi_sched *s);
+    int (*ireduce_scatter_block)(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+                                 MPI_Op op, MPI_Comm comm, struct kumi_sched *s);
+    int (*iscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                 struct kumi_sched *s);
+    int (*iexscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                   struct kumi_sched *s);
+    int (*ineighbor_allgather)(const void *sbuf, int scount, MPI_Datatype sdt,
+                               void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*ineighbor_allgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
+                                void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+                                MPI_Comm comm, struct kumi_sched *s);
+    int (*ineighbor_alltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
+                              void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*ineighbor_alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
+                               void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+                               MPI_Comm comm, struct kumi_sched *s);
+    int (*ineighbor_alltoallw)(const void *sbuf, const int scounts[], const MPI_Aint sdispls[],
+                               const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
+                               const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
+                               struct kumi_sched *s);
 };
 
 struct kumi_coll_ops {

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Bump when struct kumi_component or any framework ops table changes. */
-#define KUMI_COMPONENT_ABI_VERSION 2     /* 2: p2p rget/pull */
+#define KUMI_COMPONENT_ABI_VERSION 3     /* 2: p2p rget/pull; 3: coll schedule builders */
 
 struct kumi_component {
     int abi_version;              /* KUMI_COMPONENT_ABI_VERSION */

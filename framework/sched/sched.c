@@ -1,0 +1,482 @@
+/* Collective schedules: building (kumi/sched.h), sealing, and the engine
+ * that runs them in the MPI progress loop.
+ *
+ * Building appends nodes to a growing array and dependencies to an edge
+ * list.  Sealing (at issue) adds START -> node for every node without a
+ * predecessor and node -> END for every node without a successor, and turns
+ * the edges into one array of successor indices (CSR, in the order the
+ * edges were made): from then on the schedule is two flat arrays, which is
+ * what another engine (a progress thread, io_uring, the kernel module) gets.
+ *
+ * The progress-loop engine keeps per node the number of predecessors not yet
+ * done and a FIFO of ready nodes.  kumi_sched_advance() runs ready nodes:
+ * COPY, CALC and NOP at once; SEND and RECV become internal point-to-point
+ * requests in the communicator's collective context whose completion
+ * callback marks the node done and advances again (the callback may run
+ * inside a transport upcall: sends then queue, which the request layer
+ * handles).  END completes the user's request.  Advancing is never
+ * re-entered: a node that completes while it runs only queues its
+ * successors.  An error (a failed start, a truncated receive) is kept and
+ * reported by the request when END is reached; the rest still runs, so no
+ * peer waits forever for a message this rank owes it.
+ */
+#include "sched/sched.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int sched_nomem(struct kumi_sched *s)
+{
+    if (s->err == MPI_SUCCESS) s->err = kumi_error(MPI_ERR_NO_MEM, "collective schedule: out of memory");
+    return -1;
+}
+
+int kumi_sched_fail(struct kumi_sched *s, int err)
+{
+    if (s && s->err == MPI_SUCCESS) s->err = err;
+    return -1;
+}
+
+MPI_Comm kumi_sched_comm(const struct kumi_sched *s)
+{
+    return (MPI_Comm)s->comm;
+}
+
+static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    uint32_t nc = *cap ? *cap * 2 : 16;
+    while (nc < need) nc *= 2;
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p) return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+static int new_node(struct kumi_sched *s, int kind)
+{
+    if (s->err != MPI_SUCCESS) return -1;
+    if (s->sealed) return kumi_sched_fail(s, kumi_error(MPI_ERR_OTHER, "collective schedule: "
+                                                        "a node was added after the schedule was issued"));
+    if (s->n >= 0x7fffffffu || !grow((void **)&s->node, &s->cap, s->n + 1, sizeof *s->node))
+        return sched_nomem(s);
+    struct kumi_sched_node *nd = &s->node[s->n];
+    memset(nd, 0, sizeof *nd);
+    nd->kind = (uint8_t)kind;
+    nd->peer = MPI_PROC_NULL;
+    return (int)s->n++;
+}
+
+/* Keep dt alive as long as the schedule (user types may be freed meanwhile). */
+static bool hold_dt(struct kumi_sched *s, MPI_Datatype h, const char *what)
+{
+    struct kumi_dt *dt = kumi_dt_get(h);
+    if (!dt) {
+        kumi_sched_fail(s, kumi_error(MPI_ERR_TYPE, "collective schedule: invalid datatype for %s", what));
+        return false;
+    }
+    if (dt->predefined) return true;
+    for (int i = 0; i < s->ndts; i++)
+        if (s->dts[i] == dt) return true;
+    uint32_t cap = (uint32_t)s->dtcap;
+    if (!grow((void **)&s->dts, &cap, (uint32_t)s->ndts + 1, sizeof *s->dts)) { sched_nomem(s); return false; }
+    s->dtcap = (int)cap;
+    kumi_dt_retain(dt);
+    s->dts[s->ndts++] = dt;
+    return true;
+}
+
+static bool hold_op(struct kumi_sched *s, MPI_Op h)
+{
+    struct kumi_op *op = kumi_op_get(h);
+    if (!op) {
+        kumi_sched_fail(s, kumi_error(MPI_ERR_OP, "collective schedule: invalid op"));
+        return false;
+    }
+    if (op->predefined) return true;
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i] == op) return true;
+    uint32_t cap = (uint32_t)s->opcap;
+    if (!grow((void **)&s->ops, &cap, (uint32_t)s->nops + 1, sizeof *s->ops)) { sched_nomem(s); return false; }
+    s->opcap = (int)cap;
+    op->refcount++;
+    s->ops[s->nops++] = op;
+    return true;
+}
+
+static int msg_node(struct kumi_sched *s, int kind, const void *buf, size_t count, MPI_Datatype dt,
+                    int peer, int tag)
+{
+    if (s->err != MPI_SUCCESS) return -1;
+    if (tag < 0 || tag > KUMI_SCHED_TAG_MAX)
+        return kumi_sched_fail(s, kumi_error(MPI_ERR_TAG, "collective schedule: node tag %d is outside "
+                                             "0..%d", tag, KUMI_SCHED_TAG_MAX));
+    if (peer != MPI_PROC_NULL && (peer < 0 || peer >= kumi_comm_peer_size(s->comm)))
+        return kumi_sched_fail(s, kumi_error(MPI_ERR_RANK, "collective schedule: invalid rank %d in a "
+                                             "communicator of size %d", peer, kumi_comm_peer_size(s->comm)));
+    if (!hold_dt(s, dt, kind == KUMI_SCHED_SEND ? "a send" : "a receive")) return -1;
+    int i = new_node(s, kind);
+    if (i < 0) return -1;
+    struct kumi_sched_node *nd = &s->node[i];
+    nd->peer = peer;
+    nd->tag = (uint16_t)tag;
+    nd->buf = (uint64_t)(uintptr_t)buf;
+    nd->count = count;
+    nd->dt = (uint64_t)(uintptr_t)dt;
+    return i;
+}
+
+int kumi_sched_send(struct kumi_sched *s, const void *buf, size_t count, MPI_Datatype dt, int peer, int tag)
+{
+    return msg_node(s, KUMI_SCHED_SEND, buf, count, dt, peer, tag);
+}
+
+int kumi_sched_recv(struct kumi_sched *s, void *buf, size_t count, MPI_Datatype dt, int peer, int tag)
+{
+    return msg_node(s, KUMI_SCHED_RECV, buf, count, dt, peer, tag);
+}
+
+int kumi_sched_calc(struct kumi_sched *s, const void *in, void *inout, size_t count, MPI_Datatype dt, MPI_Op op)
+{
+    if (s->err != MPI_SUCCESS || !hold_dt(s, dt, "a reduction") || !hold_op(s, op)) return -1;
+    if (!kumi_op_valid_for(kumi_op_get(op), kumi_dt_get(dt)))
+        return kumi_sched_fail(s, kumi_error(MPI_ERR_OP, "collective schedule: the op is not defined "
+                                             "for the datatype"));
+    int i = new_node(s, KUMI_SCHED_CALC);
+    if (i < 0) return -1;
+    struct kumi_sched_node *nd = &s->node[i];
+    nd->buf = (uint64_t)(uintptr_t)in;
+    nd->buf2 = (uint64_t)(uintptr_t)inout;
+    nd->count = count;
+    nd->dt = (uint64_t)(uintptr_t)dt;
+    nd->dt2 = (uint64_t)(uintptr_t)op;
+    return i;
+}
+
+int kumi_sched_copy(struct kumi_sched *s, const void *src, size_t scount, MPI_Datatype sdt, void *dst,
+                    size_t dcount, MPI_Datatype ddt)
+{
+    if (s->err != MPI_SUCCESS || !hold_dt(s, sdt, "a copy") || !hold_dt(s, ddt, "a copy")) return -1;
+    int i = new_node(s, KUMI_SCHED_COPY);
+    if (i < 0) return -1;
+    struct kumi_sched_node *nd = &s->node[i];
+    nd->buf = (uint64_t)(uintptr_t)src;
+    nd->count = scount;
+    nd->dt = (uint64_t)(uintptr_t)sdt;
+    nd->buf2 = (uint64_t)(uintptr_t)dst;
+    nd->count2 = dcount;
+    nd->dt2 = (uint64_t)(uintptr_t)ddt;
+    return i;
+}
+
+int kumi_sched_nop(struct kumi_sched *s)
+{
+    return new_node(s, KUMI_SCHED_NOP);
+}
+
+void kumi_sched_after(struct kumi_sched *s, int node, int pred)
+{
+    if (node < 0 || pred < 0 || s->err != MPI_SUCCESS) return;
+    if ((uint32_t)node >= s->n || (uint32_t)pred >= s->n || node == pred || node < 2 || pred < 2) {
+        kumi_sched_fail(s, kumi_error(MPI_ERR_ARG, "collective schedule: invalid dependency %d -> %d",
+                                      pred, node));
+        return;
+    }
+    if (s->sealed) {
+        kumi_sched_fail(s, kumi_error(MPI_ERR_OTHER, "collective schedule: a dependency was added after "
+                                      "the schedule was issued"));
+        return;
+    }
+    if (!grow((void **)&s->edge, &s->ecap, s->nedge + 1, sizeof *s->edge)) { sched_nomem(s); return; }
+    s->edge[s->nedge].from = (uint32_t)pred;
+    s->edge[s->nedge].to = (uint32_t)node;
+    s->nedge++;
+}
+
+void kumi_sched_after_all(struct kumi_sched *s, int node, const int *preds, int n)
+{
+    for (int i = 0; i < n; i++) kumi_sched_after(s, node, preds[i]);
+}
+
+void *kumi_sched_alloc(struct kumi_sched *s, size_t bytes)
+{
+    if (s->err != MPI_SUCCESS) return NULL;
+    uint32_t cap = (uint32_t)s->memcap;
+    if (!grow((void **)&s->mem, &cap, (uint32_t)s->nmem + 1, sizeof *s->mem)) { sched_nomem(s); return NULL; }
+    s->memcap = (int)cap;
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) { sched_nomem(s); return NULL; }
+    s->mem[s->nmem++] = p;
+    return p;
+}
+
+/* ------------------------------------------------------------ lifetime */
+int kumi_sched_begin(struct kumi_comm *comm, const char *fn, bool persistent, MPI_Info info,
+                     MPI_Request *request, struct kumi_sched **s)
+{
+    *s = NULL;
+    if (!request) return kumi_error(MPI_ERR_ARG, "%s: argument request is NULL", fn);
+    *request = MPI_REQUEST_NULL;
+    if (persistent && info != MPI_INFO_NULL && !kumi_info_get(info))
+        return kumi_error(MPI_ERR_INFO, "%s: argument info is not a valid info object", fn);
+    return kumi_sched_create(comm, persistent ? KUMI_SCHED_PERSISTENT : KUMI_SCHED_NBC, s);
+}
+
+int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out)
+{
+    struct kumi_sched *s = calloc(1, sizeof *s);
+    *out = NULL;
+    if (!s) return kumi_error(MPI_ERR_NO_MEM, "collective schedule: out of memory");
+    s->magic = KUMI_SCHED_MAGIC;
+    s->comm = comm;
+    comm->refcount++;
+    /* Every rank issues the collectives of a communicator in the same order,
+     * so the n-th one gets the same tag base everywhere. */
+    uint32_t seq = space == KUMI_SCHED_CAD ? comm->cad_seq++ : space == KUMI_SCHED_PERSISTENT ? comm->pcoll_seq++
+                                                                                           : comm->nbc_seq++;
+    s->tagbase = (space == KUMI_SCHED_CAD ? KUMI_SCHED_TAG_CAD : space == KUMI_SCHED_PERSISTENT
+                                                                ? KUMI_SCHED_TAG_PERS : KUMI_SCHED_TAG_NBC) +
+                 (int32_t)((seq & 0x7fffu) << 12);
+    if (new_node(s, KUMI_SCHED_START) != 0 || new_node(s, KUMI_SCHED_END) != 1) {
+        kumi_sched_destroy(s);
+        return kumi_error(MPI_ERR_NO_MEM, "collective schedule: out of memory");
+    }
+    *out = s;
+    return MPI_SUCCESS;
+}
+
+void kumi_sched_destroy(struct kumi_sched *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nmem; i++) free(s->mem[i]);
+    for (int i = 0; i < s->ndts; i++) kumi_dt_release(s->dts[i]);
+    for (int i = 0; i < s->nops; i++) kumi_op_release(s->ops[i]);
+    free(s->mem); free(s->dts); free(s->ops);
+    free(s->node); free(s->succ); free(s->edge);
+    free(s->pending); free(s->ready);
+    if (s->comm) kumi_comm_release(s->comm);
+    s->magic = KUMI_MAGIC_DEAD;
+    free(s);
+}
+
+/* Edges to CSR: START before every node without a predecessor, every node
+ * without a successor before END (an empty schedule: START -> END). */
+static int seal(struct kumi_sched *s)
+{
+    uint32_t n = s->n;
+    uint32_t *outdeg = calloc(n, sizeof *outdeg);
+    uint8_t *root = calloc(n, 1), *sink = calloc(n, 1);
+    s->pending = malloc((size_t)n * sizeof *s->pending);
+    s->ready = malloc((size_t)n * sizeof *s->ready);
+    if (!outdeg || !root || !sink || !s->pending || !s->ready) goto nomem;
+    for (uint32_t e = 0; e < s->nedge; e++) {
+        outdeg[s->edge[e].from]++;
+        s->node[s->edge[e].to].npred++;
+    }
+    for (uint32_t i = 2; i < n; i++) {
+        if (s->node[i].npred == 0) { root[i] = 1; s->node[i].npred = 1; outdeg[0]++; }
+        if (outdeg[i] == 0) { sink[i] = 1; outdeg[i] = 1; s->node[1].npred++; }
+    }
+    if (n == 2) { outdeg[0] = 1; s->node[1].npred = 1; }
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        s->node[i].first = total;
+        s->node[i].nsucc = 0;
+        total += outdeg[i];
+    }
+    if (!(s->succ = malloc((size_t)total * sizeof *s->succ))) goto nomem;
+#define SUCC(f, t) (s->succ[s->node[f].first + s->node[f].nsucc++] = (t))
+    for (uint32_t i = 2; i < n; i++)
+        if (root[i]) SUCC(0, i);
+    if (n == 2) SUCC(0, 1);
+    for (uint32_t e = 0; e < s->nedge; e++) SUCC(s->edge[e].from, s->edge[e].to);
+    for (uint32_t i = 2; i < n; i++)
+        if (sink[i]) SUCC(i, 1);
+#undef SUCC
+    /* a cycle would never reach END: every node must come out of a topological order */
+    uint32_t seen = 0, *q = s->ready;
+    for (uint32_t i = 0; i < n; i++) s->pending[i] = s->node[i].npred;
+    q[0] = 0;
+    for (uint32_t h = 0, t = 1; h < t; h++, seen++)
+        for (uint32_t k = 0; k < s->node[q[h]].nsucc; k++) {
+            uint32_t j = s->succ[s->node[q[h]].first + k];
+            if (--s->pending[j] == 0) q[t++] = j;
+        }
+    free(outdeg); free(root); free(sink);
+    if (seen != n)
+        return kumi_sched_fail(s, kumi_error(MPI_ERR_ARG, "collective schedule: its dependencies form a cycle"));
+    free(s->edge);
+    s->edge = NULL;
+    s->nedge = s->ecap = 0;
+    s->sealed = true;
+    return 0;
+nomem:
+    free(outdeg); free(root); free(sink);
+    return sched_nomem(s);
+}
+
+int kumi_sched_seal(struct kumi_sched *s)
+{
+    if (s->err == MPI_SUCCESS && !s->sealed) seal(s);
+    return s->err;
+}
+
+/* ------------------------------------------------------------ the engine */
+static void advance(struct kumi_sched *s);
+
+static void push_ready(struct kumi_sched *s, uint32_t i)
+{
+    s->ready[s->rtail++] = i;
+}
+
+static void node_done(struct kumi_sched *s, uint32_t i)
+{
+    const struct kumi_sched_node *nd = &s->node[i];
+    for (uint32_t k = 0; k < nd->nsucc; k++) {
+        uint32_t j = s->succ[nd->first + k];
+        if (--s->pending[j] == 0) push_ready(s, j);
+    }
+}
+
+static void run_error(struct kumi_sched *s, int rc)
+{
+    if (s->rerr == MPI_SUCCESS) s->rerr = rc;
+}
+
+/* A SEND or RECV request of node cb_idx completed. */
+static void sub_done(struct kumi_req *r)
+{
+    struct kumi_sched *s = r->ext;
+    uint32_t i = (uint32_t)r->cb_idx;
+    int e = r->status.MPI_ERROR;
+    if (e == MPI_ERR_TRUNCATE)
+        e = kumi_error(MPI_ERR_TRUNCATE, "%s: a message of %llu bytes from rank %d was truncated to %zu bytes "
+                       "(the ranks disagree on counts or datatypes)", s->req ? s->req->fname : "collective",
+                       (unsigned long long)r->msglen, r->status.MPI_SOURCE, r->rx.cap);
+    if (e != MPI_SUCCESS) run_error(s, e);
+    kumi_req_free(r);
+    s->inflight--;
+    node_done(s, i);
+    advance(s);
+}
+
+static void start_msg(struct kumi_sched *s, uint32_t i)
+{
+    const struct kumi_sched_node *nd = &s->node[i];
+    bool send = nd->kind == KUMI_SCHED_SEND;
+    struct kumi_comm *c = s->comm;
+    struct kumi_req *r = kumi_req_alloc(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, c, c->ctx + 1);
+    if (!r) {
+        run_error(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", s->req->fname));
+        node_done(s, i);
+        return;
+    }
+    r->internal = true;
+    r->fname = s->req->fname;
+    r->buf = (void *)(uintptr_t)nd->buf;
+    r->count = (size_t)nd->count;
+    r->dt = kumi_dt_get((MPI_Datatype)(uintptr_t)nd->dt);
+    kumi_dt_retain(r->dt);
+    r->peer = nd->peer;
+    r->tag = s->tagbase + nd->tag;
+    r->ext = s;
+    r->on_complete = sub_done;
+    r->cb_idx = (int)i;
+    s->inflight++;
+    int rc = send ? kumi_req_start_send(r) : kumi_req_start_recv(r);   /* may complete at once */
+    if (rc != MPI_SUCCESS) {             /* a failed start never calls sub_done */
+        s->inflight--;
+        run_error(s, rc);
+        kumi_req_free(r);
+        node_done(s, i);
+    }
+}
+
+static void finish(struct kumi_sched *s)
+{
+    struct kumi_req *r = s->req;
+    kumi_sched_engine_finished();
+    r->status.MPI_ERROR = s->rerr;
+    r->pending = 0;
+    kumi_req_check_complete(r);          /* may free r (and s) if the user freed the request */
+}
+
+static void advance(struct kumi_sched *s)
+{
+    if (s->busy) return;
+    s->busy = true;
+    while (s->rhead < s->rtail) {
+        uint32_t i = s->ready[s->rhead++];
+        const struct kumi_sched_node *nd = &s->node[i];
+        int rc;
+        switch (nd->kind) {
+        case KUMI_SCHED_SEND:
+        case KUMI_SCHED_RECV:
+            start_msg(s, i);
+            break;
+        case KUMI_SCHED_CALC:
+            rc = kumi_op_reduce((MPI_Op)(uintptr_t)nd->dt2, (const void *)(uintptr_t)nd->buf,
+                                (void *)(uintptr_t)nd->buf2, (size_t)nd->count, (MPI_Datatype)(uintptr_t)nd->dt);
+            if (rc != MPI_SUCCESS) run_error(s, rc);
+            node_done(s, i);
+            break;
+        case KUMI_SCHED_COPY:
+            rc = kumi_dt_copy((const void *)(uintptr_t)nd->buf, (size_t)nd->count, (MPI_Datatype)(uintptr_t)nd->dt,
+                              (void *)(uintptr_t)nd->buf2, (size_t)nd->count2, (MPI_Datatype)(uintptr_t)nd->dt2);
+            if (rc != MPI_SUCCESS) run_error(s, rc);
+            node_done(s, i);
+            break;
+        case KUMI_SCHED_END:
+            s->busy = false;
+            finish(s);                   /* every other node is done: nothing else is queued */
+            return;
+        default:                         /* START, NOP */
+            node_done(s, i);
+            break;
+        }
+    }
+    s->busy = false;
+}
+
+static void run(struct kumi_sched *s)
+{
+    for (uint32_t i = 0; i < s->n; i++) s->pending[i] = s->node[i].npred;
+    s->rhead = s->rtail = 0;
+    s->rerr = MPI_SUCCESS;
+    s->inflight = 0;
+    push_ready(s, 0);
+    advance(s);
+    kumi_req_flush_ctl();                /* sends queued by callbacks go out now */
+}
+
+int kumi_sched_start(struct kumi_req *r)
+{
+    struct kumi_sched *s = r->ext;
+    r->active = true;
+    r->complete = false;
+    r->pending = 1;
+    kumi_status_empty(&r->status);
+    kumi_sched_engine_started();
+    run(s);
+    return MPI_SUCCESS;
+}
+
+int kumi_sched_issue(struct kumi_sched *s, int rc, bool persistent, const char *fname, MPI_Request *request)
+{
+    if (rc == MPI_SUCCESS) rc = kumi_sched_seal(s);
+    struct kumi_req *r = NULL;
+    if (rc == MPI_SUCCESS && !(r = kumi_req_alloc(KUMI_REQ_COLL, s->comm, s->comm->ctx + 1)))
+        rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fname);
+    if (rc != MPI_SUCCESS) {
+        kumi_sched_destroy(s);
+        return rc;
+    }
+    r->fname = fname;
+    r->peer = MPI_PROC_NULL;
+    r->persistent = persistent;
+    r->ext = s;
+    s->req = r;
+    *request = (MPI_Request)r;
+    if (!persistent) kumi_sched_start(r);
+    return MPI_SUCCESS;
+}

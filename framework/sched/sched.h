@@ -1,0 +1,103 @@
+/* framework/sched: collective schedules (the builder API is kumi/sched.h).
+ * Private to the framework (core + request + sched). */
+#ifndef KUMI_SCHED_IMPL_H
+#define KUMI_SCHED_IMPL_H
+
+#include "request/request.h"
+#include <kumi/sched.h>
+
+enum kumi_sched_kind {
+    KUMI_SCHED_START = 1, KUMI_SCHED_END, KUMI_SCHED_SEND, KUMI_SCHED_RECV, KUMI_SCHED_CALC,
+    KUMI_SCHED_COPY, KUMI_SCHED_NOP
+};
+
+/* One node: fixed size, no pointers to other nodes (successors are indices
+ * into the schedule's succ array). */
+struct kumi_sched_node {
+    uint8_t kind;                   /* enum kumi_sched_kind */
+    uint8_t reserved;
+    uint16_t tag;                   /* SEND / RECV: added to the schedule's tag base */
+    int32_t peer;                   /* SEND / RECV: rank in the communicator (remote group
+                                       of an intercommunicator), or MPI_PROC_NULL */
+    uint32_t npred;                 /* nodes this one comes after */
+    uint32_t nsucc;                 /* nodes that come after this one: succ[first .. first+nsucc) */
+    uint32_t first;
+    uint32_t pad;
+    uint64_t count;                 /* SEND / RECV / CALC elements; COPY: source elements */
+    uint64_t count2;                /* COPY: destination elements */
+    uint64_t buf;                   /* SEND / RECV buffer; CALC in; COPY source */
+    uint64_t buf2;                  /* CALC inout; COPY destination */
+    uint64_t dt;                    /* MPI_Datatype */
+    uint64_t dt2;                   /* COPY destination type; CALC: MPI_Op */
+};
+
+struct kumi_sched_edge { uint32_t from, to; };
+
+struct kumi_sched {
+    uint32_t magic;                 /* KUMI_SCHED_MAGIC */
+    struct kumi_comm *comm;         /* holds a reference */
+    int32_t tagbase;
+    int err;                        /* first error while building */
+    /* the DAG: node 0 is START, node 1 is END */
+    uint32_t n, cap;
+    struct kumi_sched_node *node;
+    uint32_t *succ;                 /* after kumi_sched_seal */
+    struct kumi_sched_edge *edge;   /* while building */
+    uint32_t nedge, ecap;
+    bool sealed;
+    bool cad;                       /* made with the CAD API (mpi-ext.h) */
+    /* what the schedule owns: scratch memory, references to datatypes and ops */
+    void **mem;
+    int nmem, memcap;
+    struct kumi_dt **dts;
+    int ndts, dtcap;
+    struct kumi_op **ops;
+    int nops, opcap;
+    /* a run */
+    uint32_t *pending;              /* per node: predecessors not done yet */
+    uint32_t *ready;                /* nodes whose predecessors are all done, FIFO */
+    uint32_t rhead, rtail;
+    uint32_t inflight;              /* SEND / RECV requests not complete */
+    bool busy;                      /* kumi_sched_advance is running */
+    int rerr;                       /* first error of this run */
+    struct kumi_req *req;           /* the user's request (kind KUMI_REQ_COLL) */
+};
+#define KUMI_SCHED_MAGIC 0x4b534348u   /* "KSCH" */
+
+/* Tag bases in the collective context: above the tags of the blocking
+ * algorithms (small) and of the neighborhood ones (< 2^21); the 4096 node
+ * tags of one schedule, 32768 schedules in flight per communicator (one
+ * space for the non-blocking collectives, one for the persistent ones). */
+#define KUMI_SCHED_TAG_NBC  0x20000000
+#define KUMI_SCHED_TAG_PERS 0x28000000
+#define KUMI_SCHED_TAG_CAD  0x30000000
+
+/* Who makes a schedule: each has its own sequence of tag bases. */
+enum kumi_sched_space { KUMI_SCHED_NBC, KUMI_SCHED_PERSISTENT, KUMI_SCHED_CAD };
+
+/* Check the request (and, persistent, the info) arguments of a
+ * non-blocking or persistent collective call fn, then create its schedule. */
+int kumi_sched_begin(struct kumi_comm *comm, const char *fn, bool persistent, MPI_Info info,
+                     MPI_Request *request, struct kumi_sched **s);
+/* A new schedule on comm (space: enum kumi_sched_space). */
+int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out);
+/* Fix the DAG (see sched.c); MPI_ERR_ARG if it has a cycle. */
+int kumi_sched_seal(struct kumi_sched *s);
+void kumi_sched_destroy(struct kumi_sched *s);
+/* After the builder: report its error (code rc or the schedule's), else
+ * make the request (kind KUMI_REQ_COLL) that owns s; a non-persistent one
+ * is started at once.  On error s is destroyed. */
+int kumi_sched_issue(struct kumi_sched *s, int rc, bool persistent, const char *fname, MPI_Request *request);
+/* Start a (persistent, inactive) collective request: rerun its schedule. */
+int kumi_sched_start(struct kumi_req *r);
+
+
+/* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread. */
+void kumi_sched_register_params(void);
+int kumi_sched_engine_init(void);       /* at start-up: checks the parameter */
+void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress thread */
+const char *kumi_sched_engine(void);
+void kumi_sched_engine_started(void);   /* a schedule starts a run */
+void kumi_sched_engine_finished(void);  /* a run is over */
+
+#endif
