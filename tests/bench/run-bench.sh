@@ -1,7 +1,8 @@
 #!/bin/bash
 # Benchmarks: Kumi next to Debian's Open MPI and MPICH, in one run, same program
-# (tests/bench/mpibench.c built with each implementation's own compiler), same
-# sizes, same iteration counts, several repetitions, medians.
+# (tests/bench/mpibench.c, and tests/bench/overlap.c for the overlap
+# configuration, built with each implementation's own compiler), same sizes,
+# same iteration counts, several repetitions, medians.
 #
 #   make bench                     (from the build tree), or
 #   top_builddir=BUILD tests/bench/run-bench.sh
@@ -16,6 +17,11 @@
 #   ofi      Kumi's p2p/ofi on libfabric's "tcp;ofi_rxm" provider
 #            (MPI_COMPONENTS="p2p=self,ofi"), next to Kumi's own p2p/tcp ("kumitcp")
 #            and MPICH over UCX's TCP transport, as in the tcp configuration
+#   overlap  non-blocking collectives next to computation (overlap.c):
+#            MPI_Iallreduce and MPI_Ibcast, MPI_Test every k compute iterations
+#            (k = 0, 1, 10, 100); Kumi with each schedule engine (loop, and
+#            thread: KUMI_BASE_SCHED_ENGINE=thread), Open MPI, MPICH; default
+#            transports, bound as in shm
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
 # when its --help lists it, otherwise each rank is started under taskset -c RANK.
 # Output: one table per configuration and metric with Kumi's value, each peer's
@@ -25,9 +31,12 @@
 #
 # Environment:
 #   KUMI_BENCH_QUICK=1      smoke run: 3 repetitions, iteration counts / 10, short limits
+#                           (overlap: 5 measurements per run instead of 9)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap"   which configurations
+#   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
+#                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_PEERS="ompi mpich"          which peers (none: Kumi only)
 #   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run (default 240 s)
 #   KUMI_BENCH_OVERSUB_TIMEOUT=S   limit of one oversubscribed run (default 30 s)
@@ -41,7 +50,8 @@ top_builddir=${top_builddir:-$top_srcdir/_build}
 quick=${KUMI_BENCH_QUICK:-0}
 reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub}
+ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap}
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
 olimit=${KUMI_BENCH_OVERSUB_TIMEOUT:-$([ "$quick" = 1 ] && echo 10 || echo 30)}
@@ -49,6 +59,9 @@ olimit=${KUMI_BENCH_OVERSUB_TIMEOUT:-$([ "$quick" = 1 ] && echo 10 || echo 30)}
 # TCP is slower, so fewer iterations keep the run within a few minutes.
 if [ "$quick" = 1 ]; then scale_shm=0.1 scale_tcp=0.025 scale_ring=0.1
 else scale_shm=1 scale_tcp=0.25 scale_ring=1; fi
+# overlap.c's own repetitions (every launch gives medians; the table takes the
+# median of those over the launches)
+ovl_reps=$([ "$quick" = 1 ] && echo 5 || echo 9)
 ncpu=$(nproc 2>/dev/null || echo 2)
 out=${KUMI_BENCH_OUT:-$top_builddir/tests/bench-logs}
 mkdir -p "$out" || exit 1
@@ -61,6 +74,7 @@ kumi_info=$top_builddir/tools/kumi_info/kumi_info
 [ -x "$mpiexec" ] || { echo "run-bench: $mpiexec not built (run make first)"; exit 1; }
 KUMI_COMPONENT_PATH=$(ls -d "$top_builddir"/components/*/*/.libs 2>/dev/null | tr '\n' ':')
 export KUMI_COMPONENT_PATH=${KUMI_COMPONENT_PATH%:}
+export KUMI_INTERNAL_NO_PKGLIBDIR=1        # the build tree's components, not installed ones
 
 if [ "${KUMI_BENCH_INSTALL:-0}" = 1 ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -76,12 +90,25 @@ fi
 
 # ---- build the benchmark with each implementation ----
 src=$here/mpibench.c
-${CC:-cc} -std=gnu11 -O2 -I"$top_builddir/framework/include" -I"$top_srcdir/framework/include" \
-    -o "$work/mpibench.kumi" "$src" -L"$top_builddir/framework/.libs" \
-    -Wl,-rpath,"$top_builddir/framework/.libs" -lmpi || { echo "run-bench: building mpibench with Kumi failed"; exit 1; }
+kumi_cc() {
+    ${CC:-cc} -std=gnu11 -O2 -I"$top_builddir/framework/include" -I"$top_srcdir/framework/include" \
+        -o "$2" "$1" -L"$top_builddir/framework/.libs" -Wl,-rpath,"$top_builddir/framework/.libs" -lmpi
+}
+kumi_cc "$src" "$work/mpibench.kumi" || { echo "run-bench: building mpibench with Kumi failed"; exit 1; }
 impls=(kumi)
-declare -A name
+declare -A name ovl_built
 name[kumi]=Kumi; name[ompi]="Open MPI"; name[mpich]=MPICH; name[kumitcp]="Kumi p2p/tcp"
+name[kumithr]="Kumi thread"
+want_overlap=0
+case " $configs " in *" overlap "*) want_overlap=1 ;; esac
+if [ $want_overlap = 1 ]; then
+    if kumi_cc "$here/overlap.c" "$work/overlap.kumi" 2> "$out/build.overlap.kumi.err"; then
+        cp "$work/overlap.kumi" "$work/overlap.kumithr"
+    else
+        echo "skipping the overlap configuration: building overlap.c with Kumi failed (see $out/build.overlap.kumi.err)"
+        configs=$(echo "$configs" | sed 's/\boverlap\b//'); want_overlap=0
+    fi
+fi
 for p in $want_peers; do
     case $p in
     ompi) cc_=mpicc.openmpi run_=mpirun.openmpi ;;
@@ -94,7 +121,10 @@ for p in $want_peers; do
         continue
     fi
     if $cc_ -O2 -o "$work/mpibench.$p" "$src" 2> "$out/build.$p.err"; then impls+=("$p")
-    else echo "skipping ${name[$p]}: $cc_ failed (see $out/build.$p.err)"; fi
+    else echo "skipping ${name[$p]}: $cc_ failed (see $out/build.$p.err)"; continue; fi
+    [ $want_overlap = 1 ] || continue
+    if $cc_ -O2 -o "$work/overlap.$p" "$here/overlap.c" 2> "$out/build.overlap.$p.err"; then ovl_built[$p]=1
+    else echo "skipping ${name[$p]} in the overlap configuration: $cc_ overlap.c failed (see $out/build.overlap.$p.err)"; fi
 done
 
 # The implementations a configuration compares: Kumi first.
@@ -102,6 +132,7 @@ cfg_impls() {
     local i
     case $1 in
     ofi) echo kumi kumitcp; for i in "${impls[@]}"; do [ "$i" = mpich ] && echo mpich; done ;;
+    overlap) echo kumi kumithr; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${ovl_built[$i]:-}" ] && echo "$i"; done ;;
     *) echo "${impls[@]}" ;;
     esac
 }
@@ -130,10 +161,12 @@ root_opt=(); [ "$(id -u)" = 0 ] && root_opt=(--allow-run-as-root)
 # so that a change of load on the host hits every implementation alike; each
 # launch measures every size once (mpibench -r 1); the tables give the median
 # over the launches.
-# launch CONFIG IMPL ROUND: one run of mpibench, into $out/CONFIG.IMPL.ROUND.{txt,err,status}
+# launch CONFIG IMPL ROUND: one run of mpibench (overlap for the overlap
+# configuration), into $out/CONFIG.IMPL.ROUND.{txt,err,status}
 launch() {
-    local cfg=$1 impl=$2 round=$3 np=2 t=$limit cmd=() args=()
+    local cfg=$1 impl=$2 round=$3 np=2 t=$limit cmd=() args=() prog=mpibench
     case $cfg in
+    overlap) args=(-s "$ovl_sizes" -r "$ovl_reps"); prog=overlap ;;
     shm) args=(-s "$sizes" -r 1 -x "$scale_shm") ;;
     tcp|ofi) args=(-s "$sizes" -r 1 -x "$scale_tcp") ;;
     oversub) args=(-m ring -r 1 -x "$scale_ring"); np=4; t=$olimit ;;
@@ -144,17 +177,19 @@ launch() {
     kumi/oversub) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n "$np") ;;
     kumi/ofi) cmd=(env MPI_COMPONENTS="p2p=self,ofi" "KUMI_P2P_OFI_PROVIDER=tcp;ofi_rxm" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumitcp/ofi) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
+    kumi/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=loop "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
+    kumithr/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=thread "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     mpich/ofi) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
-    ompi/shm) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
+    ompi/shm|ompi/overlap) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
     ompi/tcp) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core --mca pml ob1 --mca btl "tcp,self" -n 2) ;;
     ompi/oversub) cmd=(mpirun.openmpi "${root_opt[@]}" --oversubscribe -n "$np") ;;
-    mpich/shm) cmd=(mpirun.mpich -bind-to core -n 2) ;;
+    mpich/shm|mpich/overlap) cmd=(mpirun.mpich -bind-to core -n 2) ;;
     mpich/tcp) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
     mpich/oversub) cmd=(mpirun.mpich -n "$np") ;;
     esac
     local f=$out/$cfg.$impl.$round start end rc
     start=$(date +%s.%N)
-    timeout -k 5 "$t" "${cmd[@]}" "$work/mpibench.$impl" "${args[@]}" > "$f.txt" 2> "$f.err" < /dev/null
+    timeout -k 5 "$t" "${cmd[@]}" "$work/$prog.$impl" "${args[@]}" > "$f.txt" 2> "$f.err" < /dev/null
     rc=$?
     end=$(date +%s.%N)
     awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f\n", b - a }' > "$f.secs"
@@ -162,6 +197,34 @@ launch() {
     elif [ $rc -ne 0 ]; then echo "failed (exit $rc)" > "$f.status"
     elif ! grep -q '^# done' "$f.txt"; then echo "incomplete output" > "$f.status"
     else echo "ok" > "$f.status"; fi
+}
+
+# merge_overlap FILE...: overlap.c's outputs, per operation, size and k the
+# median over the launches of each column (t_blk, t_cmp, t_tot, overlap, cpu).
+merge_overlap() {
+    awk 'FNR == 1 { head = $0 }
+         $1 == "ovl" && NF == 9 {
+             k = $2 " " $3 " " $4
+             if (!(k in cnt)) order[++nk] = k
+             c = ++cnt[k]
+             for (j = 5; j <= 9; j++) val[k, j, c] = $j
+         }
+         END {
+             print head
+             for (i = 1; i <= nk; i++) {
+                 k = order[i]; c = cnt[k]; line = "ovl " k
+                 for (j = 5; j <= 9; j++) {
+                     for (a = 2; a <= c; a++)      # insertion sort, c is small
+                         for (b = a; b > 1 && val[k, j, b - 1] > val[k, j, b]; b--) {
+                             t = val[k, j, b]; val[k, j, b] = val[k, j, b - 1]; val[k, j, b - 1] = t
+                         }
+                     med = c % 2 ? val[k, j, (c + 1) / 2] : (val[k, j, c / 2] + val[k, j, c / 2 + 1]) / 2
+                     line = line sprintf(" %.4g", med)
+                 }
+                 print line
+             }
+             print "# done"
+         }' "$@"
 }
 
 # merge CONFIG IMPL: the launches' results into $out/CONFIG.IMPL.{txt,status}:
@@ -177,26 +240,30 @@ merge() {
     secs=$(cat "$out/$cfg.$impl".*.secs 2>/dev/null | awk '{ t += $1 } END { printf "%.0f", t }')
     [ "$n" -lt "$reps" ] && [ "$st" = ok ] && st="only $n of $reps runs"
     echo "$st" > "$out/$cfg.$impl.status"
-    awk 'FNR == 1 { head = $0 }
-         /^#/ { next }
-         NF == 7 {
-             k = $1 " " $2
-             if (!(k in cnt)) { order[++nk] = k; it[k] = $3; un[k] = $7 }
-             val[k, ++cnt[k]] = $4
-         }
-         END {
-             print head
-             for (i = 1; i <= nk; i++) {
-                 k = order[i]; c = cnt[k]
-                 for (a = 2; a <= c; a++)      # insertion sort, c is small
-                     for (b = a; b > 1 && val[k, b - 1] > val[k, b]; b--) {
-                         t = val[k, b]; val[k, b] = val[k, b - 1]; val[k, b - 1] = t
-                     }
-                 med = c % 2 ? val[k, (c + 1) / 2] : (val[k, c / 2] + val[k, c / 2 + 1]) / 2
-                 printf "%s %s %.4g %.4g %.4g %s\n", k, it[k], med, val[k, 1], val[k, c], un[k]
+    if [ "$cfg" = overlap ]; then
+        merge_overlap "${files[@]}"
+    else
+        awk 'FNR == 1 { head = $0 }
+             /^#/ { next }
+             NF == 7 {
+                 k = $1 " " $2
+                 if (!(k in cnt)) { order[++nk] = k; it[k] = $3; un[k] = $7 }
+                 val[k, ++cnt[k]] = $4
              }
-             print "# done"
-         }' "${files[@]}" > "$out/$cfg.$impl.txt"
+             END {
+                 print head
+                 for (i = 1; i <= nk; i++) {
+                     k = order[i]; c = cnt[k]
+                     for (a = 2; a <= c; a++)      # insertion sort, c is small
+                         for (b = a; b > 1 && val[k, b - 1] > val[k, b]; b--) {
+                             t = val[k, b]; val[k, b] = val[k, b - 1]; val[k, b - 1] = t
+                         }
+                     med = c % 2 ? val[k, (c + 1) / 2] : (val[k, c / 2] + val[k, c / 2 + 1]) / 2
+                     printf "%s %s %.4g %.4g %.4g %s\n", k, it[k], med, val[k, 1], val[k, c], un[k]
+                 }
+                 print "# done"
+             }' "${files[@]}"
+    fi > "$out/$cfg.$impl.txt"
     printf "  %-8s %-9s %-26s %5ss in %d runs\n" "$cfg" "$impl" "$st" "$secs" "$n"
 }
 
@@ -327,6 +394,107 @@ cliff() {
         }' "${files[@]}"
 }
 
+# table_overlap OP TITLE TARGET: one table of the overlap configuration.  Per
+# size a "blk" row (the blocking operation's time, in the t_tot columns), then a
+# row per k with every implementation's t_tot, overlap and cpu, and the ratio
+# of Kumi thread's t_tot to each peer's.
+#   TARGET: "" or a ;-list of KIND:BYTES:LABEL, checked on the row BYTES, k = 0:
+#     ovl50    Kumi thread's overlap >= 50 %
+#     ompi10   Kumi thread's t_tot below Open MPI's t_tot with k = 10
+table_overlap() {
+    local op=$1 title=$2 target=$3 files=() labels=() ci impl i
+    read -r -a ci <<< "$(cfg_impls overlap | tr '\n' ' ')"
+    for impl in "${ci[@]}"; do
+        files+=("$out/overlap.$impl.txt")
+        local l=${name[$impl]}
+        [ "$impl" = kumi ] && l="Kumi, loop engine (the default)"
+        [ "$impl" = kumithr ] && l="Kumi, thread engine (KUMI_BASE_SCHED_ENGINE=thread)"
+        local st; st=$(cat "$out/overlap.$impl.status" 2>/dev/null || echo missing)
+        [ "$st" = ok ] || l="$l [$st]"
+        labels+=("$l")
+    done
+    grep -q "^ovl $op " "${files[@]}" 2>/dev/null || return 0
+    echo
+    echo "-- $title"
+    echo "   per size: blk = the blocking operation alone (us); per k (MPI_Test every k compute iterations of"
+    echo "   ~1 us, 0 = never): t_tot = start, compute as long as blk, MPI_Wait (us, lower is better);"
+    echo "   ovl = share of the shorter of communication and compute that was hidden (%, 100 = all);"
+    echo "   cpu = CPU time the communication took from the process (us, progress thread included)"
+    [ ${#ci[@]} -gt 2 ] && echo "   ratio = Kumi thread's t_tot / the peer's (below 1.00 Kumi thread is faster)"
+    for i in "${!ci[@]}"; do echo "   ${ci[$i]}: ${labels[$i]}"; done
+    [ -n "$target" ] && echo "$target" | tr ';' '\n' |
+        awk -F: -v n="$(echo "$target" | tr ';' '\n' | wc -l)" '{ printf "   target%s: %s\n", (n > 1 ? NR : ""), $3 }'
+    local names; names=$(IFS=,; echo "${ci[*]}")
+    awk -v op="$op" -v target="$target" -v names="$names" -v tfile="$out/targets" '
+        function num(x) {      # at most 7 characters
+            x += 0
+            return (x >= 1000 && x < 1e6) || (x <= -1000 && x > -1e5) ? sprintf("%.0f", x) : sprintf("%.4g", x)
+        }
+        FNR == 1 { f++ }
+        $1 == "ovl" && $2 == op {
+            b = $3 + 0; k = $4 + 0
+            if (!(b in hasb)) { hasb[b] = 1; sz[++ns] = b }
+            if (!(k in hask)) { hask[k] = 1; kk[++nk] = k }
+            blk[f, b] = $5; tot[f, b, k] = $7; ovl[f, b, k] = $8; cpu[f, b, k] = $9
+        }
+        END {
+            for (a = 2; a <= ns; a++) for (c = a; c > 1 && sz[c - 1] > sz[c]; c--) { t = sz[c]; sz[c] = sz[c - 1]; sz[c - 1] = t }
+            for (a = 2; a <= nk; a++) for (c = a; c > 1 && kk[c - 1] > kk[c]; c--) { t = kk[c]; kk[c] = kk[c - 1]; kk[c - 1] = t }
+            n = split(names, nm, ",")
+            thr = 0; ompi = 0; np = 0
+            for (j = 1; j <= n; j++) {
+                if (nm[j] == "kumithr") thr = j
+                else if (nm[j] != "kumi") peer[++np] = j
+                if (nm[j] == "ompi") ompi = j
+            }
+            nt = (target == "") ? 0 : split(target, tgs, ";")
+            for (t = 1; t <= nt; t++) {
+                split(tgs[t], tg, ":")
+                kind[t] = tg[1]; tsize[t] = tg[2] + 0; lab[t] = tg[3]
+            }
+            printf "%8s %4s", "", ""
+            for (j = 1; j <= n; j++) printf "  %-20s", nm[j]
+            printf "\n%8s %4s", "bytes", "k"
+            for (j = 1; j <= n; j++) printf "  %7s %4s %7s", "t_tot", "ovl%", "cpu"
+            for (p = 1; p <= np; p++) printf " %10s", "thr/" nm[peer[p]]
+            for (t = 1; t <= nt; t++) printf "  %-8s", "target" (nt > 1 ? t : "")
+            printf "\n"
+            for (i = 1; i <= ns; i++) {
+                b = sz[i]
+                printf "%8d %4s", b, "blk"
+                for (j = 1; j <= n; j++) printf "  %7s %4s %7s", ((j, b) in blk) ? num(blk[j, b]) : "-", "", ""
+                for (p = 1; p <= np; p++) {
+                    q = peer[p]
+                    printf " %10s", (thr && (thr, b) in blk && (q, b) in blk && blk[q, b] > 0) ? sprintf("%.2f", blk[thr, b] / blk[q, b]) : "-"
+                }
+                printf "\n"
+                for (x = 1; x <= nk; x++) {
+                    k = kk[x]
+                    printf "%8s %4d", "", k
+                    for (j = 1; j <= n; j++) {
+                        if ((j, b, k) in tot) printf "  %7s %4.0f %7s", num(tot[j, b, k]), ovl[j, b, k], num(cpu[j, b, k])
+                        else printf "  %7s %4s %7s", "-", "-", "-"
+                    }
+                    for (p = 1; p <= np; p++) {
+                        q = peer[p]
+                        printf " %10s", (thr && (thr, b, k) in tot && (q, b, k) in tot && tot[q, b, k] > 0) ? sprintf("%.2f", tot[thr, b, k] / tot[q, b, k]) : "-"
+                    }
+                    for (t = 1; t <= nt; t++) {
+                        if (b != tsize[t] || k != 0) { printf "  %-8s", ""; continue }
+                        ok = -1
+                        if (kind[t] == "ovl50" && thr && (thr, b, 0) in ovl) ok = ovl[thr, b, 0] >= 50
+                        if (kind[t] == "ompi10" && thr && ompi && (thr, b, 0) in tot && (ompi, b, 10) in tot)
+                            ok = tot[thr, b, 0] < tot[ompi, b, 10]
+                        if (ok < 0) { printf "  %-8s", "n/a"; continue }
+                        printf "  %-8s", ok ? "met" : "NOT MET"
+                        printf "overlap|%s|%d|1\n", lab[t], ok >> tfile
+                    }
+                    printf "\n"
+                }
+            }
+        }' "${files[@]}" | sed 's/ *$//'
+}
+
 # ofi_floor: the provider's own latency without MPI (tests/bench/fi_pingpong.c), median of 5
 ofi_floor() {
     ${CC:-cc} -O2 -o "$work/fi_pingpong" "$here/fi_pingpong.c" -lfabric 2> "$out/build.fi_pingpong.err" || {
@@ -368,6 +536,11 @@ for cfg in $configs; do
         table ofi rate "ofi: message rate (window of 128)" high ""
         cliff ofi
         ofi_floor ;;
+    overlap)
+        echo; echo "==== overlap of non-blocking collectives with computation, 2 ranks, one per core (default transports)"
+        table_overlap iallreduce "overlap: MPI_Iallreduce (MPI_DOUBLE, MPI_SUM)" \
+            "ovl50:1048576:Iallreduce 1 MiB k=0 with the Kumi thread engine overlaps >= 50 %;ompi10:1048576:Iallreduce 1 MiB t_tot of Kumi thread with k=0 < Open MPI with k=10"
+        table_overlap ibcast "overlap: MPI_Ibcast (MPI_BYTE, root 0)" "" ;;
     esac
 done
 
@@ -385,7 +558,9 @@ fi
 # Kumi's own runs must have worked; a peer's failure is reported, not fatal.
 bad=0
 for cfg in $configs; do
-    st=$(cat "$out/$cfg.kumi.status" 2>/dev/null || echo missing)
-    [ "$st" = ok ] || { echo "run-bench: Kumi $cfg run: $st (see $out/$cfg.kumi.err)"; bad=1; }
+    for impl in kumi $([ "$cfg" = overlap ] && echo kumithr); do
+        st=$(cat "$out/$cfg.$impl.status" 2>/dev/null || echo missing)
+        [ "$st" = ok ] || { echo "run-bench: ${name[$impl]} $cfg run: $st (see $out/$cfg.$impl.*.err)"; bad=1; }
+    done
 done
 exit $bad
