@@ -107,6 +107,7 @@ struct kumi_comm {
     struct kumi_info *info;         /* hints set with Comm_set_info / dup_with_info, NULL if none */
     uint32_t nbc_seq, pcoll_seq;    /* non-blocking / persistent collectives issued (tags, sched.c) */
     uint32_t cad_seq;               /* CAD schedules made (mpi-ext.h) */
+    struct kumi_sched *scheds;      /* schedules alive on this communicator (sched.c) */
 };
 
 extern struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;

@@ -229,14 +229,32 @@ int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out
     if (!s) return kumi_error(MPI_ERR_NO_MEM, "collective schedule: out of memory");
     s->magic = KUMI_SCHED_MAGIC;
     s->comm = comm;
-    comm->refcount++;
     /* Every rank issues the collectives of a communicator in the same order,
      * so the n-th one gets the same tag base everywhere. */
-    uint32_t seq = space == KUMI_SCHED_CAD ? comm->cad_seq++ : space == KUMI_SCHED_PERSISTENT ? comm->pcoll_seq++
-                                                                                           : comm->nbc_seq++;
-    s->tagbase = (space == KUMI_SCHED_CAD ? KUMI_SCHED_TAG_CAD : space == KUMI_SCHED_PERSISTENT
-                                                                ? KUMI_SCHED_TAG_PERS : KUMI_SCHED_TAG_NBC) +
-                 (int32_t)((seq & 0x7fffu) << 12);
+    uint32_t seq, slots;
+    int32_t base;
+    const char *kind;
+    if (space == KUMI_SCHED_CAD) {
+        seq = comm->cad_seq++; slots = KUMI_SCHED_SLOTS_CAD; base = KUMI_SCHED_TAG_CAD; kind = "CAD schedules";
+    } else if (space == KUMI_SCHED_PERSISTENT) {
+        seq = comm->pcoll_seq++; slots = KUMI_SCHED_SLOTS_PERS; base = KUMI_SCHED_TAG_PERS;
+        kind = "persistent collectives";
+    } else {
+        seq = comm->nbc_seq++; slots = KUMI_SCHED_SLOTS_NBC; base = KUMI_SCHED_TAG_NBC;
+        kind = "non-blocking collectives";
+    }
+    s->tagbase = base + (int32_t)((seq % slots) << 12);
+    for (struct kumi_sched *o = comm->scheds; o; o = o->cnext)
+        if (o->tagbase == s->tagbase) {
+            free(s);
+            return kumi_error(MPI_ERR_OTHER, "collective schedule: %u %s were made on this communicator since "
+                              "one that is still alive; they would share its message tags (free older "
+                              "ones)", slots, kind);
+        }
+    s->cnext = comm->scheds;
+    if (s->cnext) s->cnext->cprev = s;
+    comm->scheds = s;
+    comm->refcount++;
     if (new_node(s, KUMI_SCHED_START) != 0 || new_node(s, KUMI_SCHED_END) != 1) {
         kumi_sched_destroy(s);
         return kumi_error(MPI_ERR_NO_MEM, "collective schedule: out of memory");
@@ -254,7 +272,10 @@ void kumi_sched_destroy(struct kumi_sched *s)
     free(s->mem); free(s->dts); free(s->ops);
     free(s->node); free(s->succ); free(s->edge);
     free(s->pending); free(s->ready);
-    if (s->comm) kumi_comm_release(s->comm);
+    if (s->cprev) s->cprev->cnext = s->cnext;
+    else s->comm->scheds = s->cnext;
+    if (s->cnext) s->cnext->cprev = s->cprev;
+    kumi_comm_release(s->comm);
     s->magic = KUMI_MAGIC_DEAD;
     free(s);
 }

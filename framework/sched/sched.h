@@ -36,6 +36,7 @@ struct kumi_sched_edge { uint32_t from, to; };
 struct kumi_sched {
     uint32_t magic;                 /* KUMI_SCHED_MAGIC */
     struct kumi_comm *comm;         /* holds a reference */
+    struct kumi_sched *cnext, *cprev;   /* comm->scheds: the schedules alive on comm */
     int32_t tagbase;
     int err;                        /* first error while building */
     /* the DAG: node 0 is START, node 1 is END */
@@ -64,13 +65,19 @@ struct kumi_sched {
 };
 #define KUMI_SCHED_MAGIC 0x4b534348u   /* "KSCH" */
 
-/* Tag bases in the collective context: above the tags of the blocking
- * algorithms (small) and of the neighborhood ones (< 2^21); the 4096 node
- * tags of one schedule, 32768 schedules in flight per communicator (one
- * space for the non-blocking collectives, one for the persistent ones). */
-#define KUMI_SCHED_TAG_NBC  0x20000000
-#define KUMI_SCHED_TAG_PERS 0x28000000
-#define KUMI_SCHED_TAG_CAD  0x30000000
+/* Tag bases in the collective context, away from the tags of the blocking
+ * algorithms (small) and of the neighborhood ones (< 2^21) and from the
+ * negative ones of MPI_Comm_idup (-0x4000001x): each schedule has 4096 node
+ * tags; the n-th schedule of a kind made on a communicator takes slot
+ * n mod SLOTS of its kind's space.  A slot is reused only after SLOTS more
+ * schedules of that kind; kumi_sched_create refuses (instead of letting
+ * messages mix) when the schedule that had it is still alive on this rank. */
+#define KUMI_SCHED_TAG_NBC   0x20000000    /* .. 0x3fffffff: 2^17 slots */
+#define KUMI_SCHED_TAG_PERS  0x40000000    /* .. 0x7fffffff: 2^18 slots */
+#define KUMI_SCHED_TAG_CAD   (-0x7fffffff - 1)  /* .. -0x60000001: 2^17 slots */
+#define KUMI_SCHED_SLOTS_NBC  (1u << 17)
+#define KUMI_SCHED_SLOTS_PERS (1u << 18)
+#define KUMI_SCHED_SLOTS_CAD  (1u << 17)
 
 /* Who makes a schedule: each has its own sequence of tag bases. */
 enum kumi_sched_space { KUMI_SCHED_NBC, KUMI_SCHED_PERSISTENT, KUMI_SCHED_CAD };
