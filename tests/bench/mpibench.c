@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "benchutil.h"
 
 #define MAXSIZES 128
 #define RATE_WINDOW 128
@@ -183,42 +184,14 @@ static int parse_sizes(const char *s, long *out)
             out[n++] = around[i] + 1;
             if (around[i] == 12288) out[n++] = 12288;
         }
-    } else {
-        char *copy = strdup(s), *save = NULL;
-        for (char *t = strtok_r(copy, ",", &save); t && n < MAXSIZES; t = strtok_r(NULL, ",", &save)) {
-            char *end;
-            long v = strtol(t, &end, 0);
-            if (*end == 'k' || *end == 'K') v <<= 10, end++;
-            else if (*end == 'm' || *end == 'M') v <<= 20, end++;
-            if (*end || v < 0 || v > (64L << 20)) {
-                free(copy);
-                return -1;
-            }
-            out[n++] = v;
-        }
-        free(copy);
+        return bench_sort_unique(out, n);
     }
-    /* ascending, no duplicates */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && out[j - 1] > out[j]; j--) {
-            long t = out[j]; out[j] = out[j - 1]; out[j - 1] = t;
-        }
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (m == 0 || out[m - 1] != out[i]) out[m++] = out[i];
-    return m;
+    return bench_parse_list(s, out, MAXSIZES, 64L << 20);
 }
 
-/* Rank 0 says why and aborts the job; the others (which parsed the same
- * arguments) wait for that, so that no abort of theirs cuts its message off. */
 static void usage_abort(const char *msg)
 {
-    if (rank != 0) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        exit(2);
-    }
-    fprintf(stderr, "mpibench: %s\nusage: mpibench [-m lat,bw,bibw,rate,ring] [-s SIZES|default] [-r REPS] [-x SCALE] [-q]\n", msg);
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    bench_usage_abort(rank, "mpibench", "[-m lat,bw,bibw,rate,ring] [-s SIZES|default] [-r REPS] [-x SCALE] [-q]", msg);
 }
 
 int main(int argc, char **argv)

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include "benchutil.h"
 
 #define MAXSIZES 64
 #define MAXK 16
@@ -278,44 +279,9 @@ static void run(enum op op, long n, const int *ks, int nk)
 
 /* ---- options ---- */
 
-/* A comma list of non-negative numbers (k and m suffixes: KiB, MiB), sorted,
- * without duplicates; -1 when malformed. */
-static int parse_list(const char *s, long *out, int max, long hi)
-{
-    int n = 0;
-    char *copy = strdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long x = strtol(t, &end, 0);
-        if (*end == 'k' || *end == 'K') x <<= 10, end++;
-        else if (*end == 'm' || *end == 'M') x <<= 20, end++;
-        if (*end || end == t || x < 0 || x > hi || n == max) {
-            free(copy);
-            return -1;
-        }
-        out[n++] = x;
-    }
-    free(copy);
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && out[j - 1] > out[j]; j--) {
-            long t = out[j]; out[j] = out[j - 1]; out[j - 1] = t;
-        }
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (m == 0 || out[m - 1] != out[i]) out[m++] = out[i];
-    return m;
-}
-
-/* Rank 0 says why and aborts the job; the others (which parsed the same
- * arguments) wait for that, so that no abort of theirs cuts its message off. */
 static void usage_abort(const char *msg)
 {
-    if (rank != 0) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        exit(2);
-    }
-    fprintf(stderr, "overlap: %s\nusage: overlap [-s SIZES|default] [-k TESTS] [-r REPS]\n", msg);
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    bench_usage_abort(rank, "overlap", "[-s SIZES|default] [-k TESTS] [-r REPS]", msg);
 }
 
 int main(int argc, char **argv)
@@ -337,9 +303,9 @@ int main(int argc, char **argv)
     if (reps < 1 || reps > 1000) usage_abort("-r: 1 to 1000 repetitions");
     if (strcmp(sizearg, "default") == 0) sizearg = "8,1024,65536,1048576,4194304";
     long sizes[MAXSIZES], kl[MAXK];
-    int nsizes = parse_list(sizearg, sizes, MAXSIZES, 1L << 28);
+    int nsizes = bench_parse_list(sizearg, sizes, MAXSIZES, 1L << 28);
     if (nsizes <= 0) usage_abort("-s: bad size list (at most 64 sizes of 0 to 256 MiB)");
-    int nk = parse_list(karg, kl, MAXK, 1000000);
+    int nk = bench_parse_list(karg, kl, MAXK, 1000000);
     if (nk <= 0) usage_abort("-k: bad list of test intervals (at most 16, each 0 to 1000000)");
     int ks[MAXK];
     for (int j = 0; j < nk; j++) ks[j] = (int)kl[j];
