@@ -107,13 +107,6 @@ int kumi_coll_select(struct kumi_comm *c)
 }
 
 /* ------------------------------------------------------------ checks */
-#define FN_OR_FAIL(c, fld, fname)                                                \
-    do {                                                                         \
-        if (!(c)->coll.fld)                                                      \
-            return kumi_error(MPI_ERR_INTERN, fname ": no collective component " \
-                              "was selected for this communicator");             \
-    } while (0)
-
 /* counts[0..n) must exist and be >= 0. */
 static int check_counts(const char *fname, const char *arg, const int *counts, int n)
 {
