@@ -497,6 +497,7 @@ static struct kumi_dt *dt_or_die(MPI_Datatype h)
 }
 
 size_t kumi_dt_size(MPI_Datatype dt) { return dt_or_die(dt)->size; }
+int kumi_dt_contiguous(MPI_Datatype dt) { return dt_or_die(dt)->contig; }
 
 void kumi_dt_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent)
 {

@@ -161,6 +161,9 @@ KUMI_EXPORT const struct kumi_coll_fns *kumi_comm_coll(MPI_Comm comm);
 KUMI_EXPORT size_t kumi_dt_size(MPI_Datatype dt);
 KUMI_EXPORT void kumi_dt_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent);
 KUMI_EXPORT void kumi_dt_true_extent(MPI_Datatype dt, MPI_Aint *true_lb, MPI_Aint *true_extent);
+/* 1 if count elements of dt at buf are count * size(dt) bytes in type-map
+ * order at buf + true_lb (a predefined type, a contiguous type, ...). */
+KUMI_EXPORT int kumi_dt_contiguous(MPI_Datatype dt);
 /* Local copy as a matched send/receive would do it (sizes must agree;
  * MPI_ERR_TRUNCATE if the receive side is smaller). */
 KUMI_EXPORT int kumi_dt_copy(const void *sbuf, size_t scount, MPI_Datatype sdt,
