@@ -1,8 +1,9 @@
 #!/bin/bash
 # Benchmarks: Kumi next to Debian's Open MPI and MPICH, in one run, same program
-# (tests/bench/mpibench.c, and tests/bench/overlap.c for the overlap
-# configuration, built with each implementation's own compiler), same sizes,
-# same iteration counts, several repetitions, medians.
+# (tests/bench/mpibench.c, tests/bench/overlap.c for the overlap configuration
+# and tests/bench/collbench.c for coll2 and coll4, built with each
+# implementation's own compiler), same sizes, same iteration counts, several
+# repetitions, medians.
 #
 #   make bench                     (from the build tree), or
 #   top_builddir=BUILD tests/bench/run-bench.sh
@@ -22,6 +23,12 @@
 #            (k = 0, 1, 10, 100); Kumi with each schedule engine (loop, and
 #            thread: KUMI_BASE_SCHED_ENGINE=thread), Open MPI, MPICH; default
 #            transports, bound as in shm
+#   coll2    blocking collectives (collbench.c): MPI_Bcast, MPI_Allreduce,
+#            MPI_Allgather, MPI_Alltoall at 8 B, 64 KiB, 1 MiB and MPI_Barrier,
+#            on MPI_COMM_WORLD; default components, bound as in shm
+#   coll4    the same with 4 ranks on the cores there are (2 here): no binding,
+#            Open MPI --oversubscribe, as in oversub; fewer iterations
+#   coll     both, coll2 and coll4
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
 # when its --help lists it, otherwise each rank is started under taskset -c RANK.
 # Output: one table per configuration and metric with Kumi's value, each peer's
@@ -31,15 +38,17 @@
 #
 # Environment:
 #   KUMI_BENCH_QUICK=1      smoke run: 3 repetitions, iteration counts / 10, short limits
-#                           (overlap: 5 measurements per run instead of 9)
+#                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
+#   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
+#                           default: collbench.c's 8,65536,1048576)
 #   KUMI_BENCH_PEERS="ompi mpich"          which peers (none: Kumi only)
-#   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run (default 240 s)
-#   KUMI_BENCH_OVERSUB_TIMEOUT=S   limit of one oversubscribed run (default 30 s)
+#   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run, and of one coll4 run (default 240 s)
+#   KUMI_BENCH_OVERSUB_TIMEOUT=S   limit of one oversub run (default 30 s)
 #   KUMI_BENCH_INSTALL=1    install openmpi-bin libopenmpi-dev mpich libmpich-dev
 #                           with apt-get when missing (root only)
 # A peer that is not installed is skipped; the script never waits forever.
@@ -51,14 +60,18 @@ quick=${KUMI_BENCH_QUICK:-0}
 reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap}
+coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll}
+configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
 olimit=${KUMI_BENCH_OVERSUB_TIMEOUT:-$([ "$quick" = 1 ] && echo 10 || echo 30)}
 # Iteration scale per configuration (the same for every implementation):
-# TCP is slower, so fewer iterations keep the run within a few minutes.
-if [ "$quick" = 1 ]; then scale_shm=0.1 scale_tcp=0.025 scale_ring=0.1
-else scale_shm=1 scale_tcp=0.25 scale_ring=1; fi
+# TCP is slower, so fewer iterations keep the run within a few minutes; so are
+# oversubscribed collectives (MPICH's ranks poll without yielding: ~10 ms a
+# collective at 4 ranks on 2 cores).
+if [ "$quick" = 1 ]; then scale_shm=0.1 scale_tcp=0.025 scale_ring=0.1 scale_coll4=0.01
+else scale_shm=1 scale_tcp=0.25 scale_ring=1 scale_coll4=0.04; fi
 # overlap.c's own repetitions (every launch gives medians; the table takes the
 # median of those over the launches)
 ovl_reps=$([ "$quick" = 1 ] && echo 5 || echo 9)
@@ -96,11 +109,12 @@ kumi_cc() {
 }
 kumi_cc "$src" "$work/mpibench.kumi" || { echo "run-bench: building mpibench with Kumi failed"; exit 1; }
 impls=(kumi)
-declare -A name ovl_built
+declare -A name ovl_built coll_built
 name[kumi]=Kumi; name[ompi]="Open MPI"; name[mpich]=MPICH; name[kumitcp]="Kumi p2p/tcp"
 name[kumithr]="Kumi thread"
-want_overlap=0
+want_overlap=0 want_coll=0
 case " $configs " in *" overlap "*) want_overlap=1 ;; esac
+case " $configs " in *" coll2 "*|*" coll4 "*) want_coll=1 ;; esac
 if [ $want_overlap = 1 ]; then
     if kumi_cc "$here/overlap.c" "$work/overlap.kumi" 2> "$out/build.overlap.kumi.err"; then
         cp "$work/overlap.kumi" "$work/overlap.kumithr"
@@ -108,6 +122,10 @@ if [ $want_overlap = 1 ]; then
         echo "skipping the overlap configuration: building overlap.c with Kumi failed (see $out/build.overlap.kumi.err)"
         configs=$(echo "$configs" | sed 's/\boverlap\b//'); want_overlap=0
     fi
+fi
+if [ $want_coll = 1 ] && ! kumi_cc "$here/collbench.c" "$work/collbench.kumi" 2> "$out/build.collbench.kumi.err"; then
+    echo "skipping the coll2 and coll4 configurations: building collbench.c with Kumi failed (see $out/build.collbench.kumi.err)"
+    configs=$(echo "$configs" | sed 's/\bcoll[24]\b//g'); want_coll=0
 fi
 for p in $want_peers; do
     case $p in
@@ -122,9 +140,14 @@ for p in $want_peers; do
     fi
     if $cc_ -O2 -o "$work/mpibench.$p" "$src" 2> "$out/build.$p.err"; then impls+=("$p")
     else echo "skipping ${name[$p]}: $cc_ failed (see $out/build.$p.err)"; continue; fi
-    [ $want_overlap = 1 ] || continue
-    if $cc_ -O2 -o "$work/overlap.$p" "$here/overlap.c" 2> "$out/build.overlap.$p.err"; then ovl_built[$p]=1
-    else echo "skipping ${name[$p]} in the overlap configuration: $cc_ overlap.c failed (see $out/build.overlap.$p.err)"; fi
+    if [ $want_overlap = 1 ]; then
+        if $cc_ -O2 -o "$work/overlap.$p" "$here/overlap.c" 2> "$out/build.overlap.$p.err"; then ovl_built[$p]=1
+        else echo "skipping ${name[$p]} in the overlap configuration: $cc_ overlap.c failed (see $out/build.overlap.$p.err)"; fi
+    fi
+    if [ $want_coll = 1 ]; then
+        if $cc_ -O2 -o "$work/collbench.$p" "$here/collbench.c" 2> "$out/build.collbench.$p.err"; then coll_built[$p]=1
+        else echo "skipping ${name[$p]} in coll2 and coll4: $cc_ collbench.c failed (see $out/build.collbench.$p.err)"; fi
+    fi
 done
 
 # The implementations a configuration compares: Kumi first.
@@ -133,6 +156,7 @@ cfg_impls() {
     case $1 in
     ofi) echo kumi kumitcp; for i in "${impls[@]}"; do [ "$i" = mpich ] && echo mpich; done ;;
     overlap) echo kumi kumithr; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${ovl_built[$i]:-}" ] && echo "$i"; done ;;
+    coll2|coll4) echo kumi; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${coll_built[$i]:-}" ] && echo "$i"; done ;;
     *) echo "${impls[@]}" ;;
     esac
 }
@@ -162,7 +186,7 @@ root_opt=(); [ "$(id -u)" = 0 ] && root_opt=(--allow-run-as-root)
 # launch measures every size once (mpibench -r 1); the tables give the median
 # over the launches.
 # launch CONFIG IMPL ROUND: one run of mpibench (overlap for the overlap
-# configuration), into $out/CONFIG.IMPL.ROUND.{txt,err,status}
+# configuration, collbench for coll2 and coll4), into $out/CONFIG.IMPL.ROUND.{txt,err,status}
 launch() {
     local cfg=$1 impl=$2 round=$3 np=2 t=$limit cmd=() args=() prog=mpibench
     case $cfg in
@@ -170,22 +194,25 @@ launch() {
     shm) args=(-s "$sizes" -r 1 -x "$scale_shm") ;;
     tcp|ofi) args=(-s "$sizes" -r 1 -x "$scale_tcp") ;;
     oversub) args=(-m ring -r 1 -x "$scale_ring"); np=4; t=$olimit ;;
+    coll2) args=(-s "$coll_sizes" -r 1 -x "$scale_shm"); prog=collbench ;;
+    coll4) args=(-s "$coll_sizes" -r 1 -x "$scale_coll4"); prog=collbench; np=4 ;;
     esac
     case $impl/$cfg in
     kumi/shm) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/tcp) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
-    kumi/oversub) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n "$np") ;;
+    kumi/oversub|kumi/coll4) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n "$np") ;;
+    kumi/coll2) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/ofi) cmd=(env MPI_COMPONENTS="p2p=self,ofi" "KUMI_P2P_OFI_PROVIDER=tcp;ofi_rxm" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumitcp/ofi) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=loop "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumithr/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=thread "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     mpich/ofi) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
-    ompi/shm|ompi/overlap) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
+    ompi/shm|ompi/overlap|ompi/coll2) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
     ompi/tcp) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core --mca pml ob1 --mca btl "tcp,self" -n 2) ;;
-    ompi/oversub) cmd=(mpirun.openmpi "${root_opt[@]}" --oversubscribe -n "$np") ;;
-    mpich/shm|mpich/overlap) cmd=(mpirun.mpich -bind-to core -n 2) ;;
+    ompi/oversub|ompi/coll4) cmd=(mpirun.openmpi "${root_opt[@]}" --oversubscribe -n "$np") ;;
+    mpich/shm|mpich/overlap|mpich/coll2) cmd=(mpirun.mpich -bind-to core -n 2) ;;
     mpich/tcp) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
-    mpich/oversub) cmd=(mpirun.mpich -n "$np") ;;
+    mpich/oversub|mpich/coll4) cmd=(mpirun.mpich -n "$np") ;;
     esac
     local f=$out/$cfg.$impl.$round start end rc
     start=$(date +%s.%N)
@@ -267,7 +294,7 @@ merge() {
     printf "  %-8s %-9s %-26s %5ss in %d runs\n" "$cfg" "$impl" "$st" "$secs" "$n"
 }
 
-echo "== mpibench: ${impls[*]}; configurations: $configs; $reps interleaved runs each (median); $ncpu cores"
+echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleaved runs each (median); $ncpu cores"
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
@@ -298,6 +325,7 @@ table() {
         local l=${name[$impl]}
         [ "$impl" = kumi ] && [ "$cfg" = shm ] && l=$shm_kumi
         [ "$impl" = kumi ] && [ "$cfg" = ofi ] && l="Kumi p2p/ofi (provider tcp;ofi_rxm)"
+        [ "$impl" = kumi ] && [ "${cfg%[24]}" = coll ] && l="Kumi (default components)"
         local st; st=$(cat "$out/$cfg.$impl.status" 2>/dev/null || echo missing)
         [ "$st" = ok ] || l="$l [$st]"
         labels+=("$l")
@@ -495,6 +523,17 @@ table_overlap() {
         }' "${files[@]}" | sed 's/ *$//'
 }
 
+# coll_tables CFG: a table per collective of collbench.c, with the target at
+# 8 B, 64 KiB and 1 MiB (the barrier's one row: size 0)
+coll_tables() {
+    local cfg=$1 t="no slower than the better of Open MPI and MPICH" s="8,65536,1048576"
+    table "$cfg" bcast "$cfg: MPI_Bcast (MPI_BYTE, root 0)" low "best:$s:Bcast $t"
+    table "$cfg" allreduce "$cfg: MPI_Allreduce (MPI_DOUBLE, MPI_SUM, bytes / 8 elements)" low "best:$s:Allreduce $t"
+    table "$cfg" allgather "$cfg: MPI_Allgather (MPI_BYTE, bytes per rank)" low "best:$s:Allgather $t"
+    table "$cfg" alltoall "$cfg: MPI_Alltoall (MPI_BYTE, bytes per pair of ranks)" low "best:$s:Alltoall $t"
+    table "$cfg" barrier "$cfg: MPI_Barrier" low "best:0:Barrier $t"
+}
+
 # ofi_floor: the provider's own latency without MPI (tests/bench/fi_pingpong.c), median of 5
 ofi_floor() {
     ${CC:-cc} -O2 -o "$work/fi_pingpong" "$here/fi_pingpong.c" -lfabric 2> "$out/build.fi_pingpong.err" || {
@@ -541,6 +580,12 @@ for cfg in $configs; do
         table_overlap iallreduce "overlap: MPI_Iallreduce (MPI_DOUBLE, MPI_SUM)" \
             "ovl50:1048576:Iallreduce 1 MiB k=0 with the Kumi thread engine overlaps >= 50 %;ompi10:1048576:Iallreduce 1 MiB t_tot of Kumi thread with k=0 < Open MPI with k=10"
         table_overlap ibcast "overlap: MPI_Ibcast (MPI_BYTE, root 0)" "" ;;
+    coll2)
+        echo; echo "==== blocking collectives, 2 ranks, one per core (default components; time per operation, slowest rank)"
+        coll_tables coll2 ;;
+    coll4)
+        echo; echo "==== blocking collectives, 4 ranks on $ncpu cores, no binding (default components; time per operation, slowest rank)"
+        coll_tables coll4 ;;
     esac
 done
 

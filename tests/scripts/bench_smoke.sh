@@ -1,6 +1,7 @@
 #!/bin/bash
-# The benchmark program (tests/bench/mpibench.c) builds against Kumi, runs every
-# metric at tiny sizes, and prints its documented format with sane values; and
+# The benchmark programs (tests/bench/mpibench.c, tests/bench/collbench.c) build
+# against Kumi, run every metric / collective at tiny sizes, and print their
+# documented format with sane values; collbench fails on a wrong result; and
 # run-bench.sh (what `make bench` runs) produces its tables with Kumi alone.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
@@ -47,13 +48,61 @@ rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "bad size list: exit $rc"
 echo "$out" | grep -q "bad size list" || fail "bad size list: no message: $out"
 
+# collbench: every collective, 2 and 3 ranks (size 0: barrier only)
+# shellcheck disable=SC2086
+$MPICC -std=gnu11 -O1 -Wall -Wextra -o "$work/collbench" "$top_srcdir/tests/bench/collbench.c" -lmpi 2> "$work/cc.err" ||
+    fail "collbench does not build: $(cat "$work/cc.err")"
+[ -s "$work/cc.err" ] && fail "collbench builds with warnings: $(cat "$work/cc.err")"
+for np in 2 3; do
+    out=$(timeout 120 "$MPIEXEC" -n $np "$work/collbench" -s 0,1,8,4097 -r 3 -x 0.001 2>&1) ||
+        fail "collbench run on $np ranks failed: $out"
+    echo "$out"
+    echo "$out" | head -1 | grep -Eq "^# collbench 1 ranks=$np reps=3 scale=0.001 library=Kumi " || fail "collbench: bad header line"
+    echo "$out" | tail -1 | grep -qx '# done' || fail "collbench: no '# done' line at the end"
+    # every data line: OP BYTES ITERS MEDIAN MIN MAX us, min <= median <= max
+    echo "$out" | awk '
+        /^#/ { next }
+        NF != 7 || $7 != "us" { print "bad line: " $0; bad = 1; next }
+        {
+            if ($1 !~ /^(bcast|allreduce|allgather|alltoall|barrier)$/) { print "bad operation: " $0; bad = 1 }
+            if ($2 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $3 < 5) { print "bad size or iteration count: " $0; bad = 1 }
+            if (($1 == "barrier") != ($2 == 0)) { print "size 0 for barrier alone: " $0; bad = 1 }
+            if (!($5 + 0 <= $4 + 0 && $4 + 0 <= $6 + 0)) { print "median not within min..max: " $0; bad = 1 }
+            if ($5 + 0 <= 0) { print "non-positive value: " $0; bad = 1 }
+            n[$1]++
+        }
+        END {
+            if (n["bcast"] != 3 || n["allreduce"] != 3 || n["allgather"] != 3 || n["alltoall"] != 3 || n["barrier"] != 1) {
+                printf "line counts bcast %d allreduce %d allgather %d alltoall %d barrier %d, expected 3 3 3 3 1\n",
+                    n["bcast"], n["allreduce"], n["allgather"], n["alltoall"], n["barrier"]; bad = 1
+            }
+            exit bad
+        }' || fail "collbench output format ($np ranks)"
+done
+# a wrong result (-f: the last rank spoils one element) is caught: a message and a failure
+for op in allreduce alltoall; do
+    out=$(timeout 60 "$MPIEXEC" -n 3 "$work/collbench" -m $op -s 4097 -r 1 -x 0.001 -f $op 2>&1)
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "collbench -f $op: exit $rc"
+    echo "$out" | grep -q "collbench: $op 4097 bytes on 3 ranks: wrong result on rank 2 at element" ||
+        fail "collbench -f $op: no message: $out"
+    echo "$out" | grep -q "^$op " && fail "collbench -f $op: a wrong result was timed: $out"
+done
+
 # the driver of `make bench`, Kumi alone, tiny
 out=$(KUMI_BENCH_PEERS=none KUMI_BENCH_QUICK=1 KUMI_BENCH_SIZES=0,4095,4097 KUMI_BENCH_REPS=1 \
-      KUMI_BENCH_CONFIGS="shm tcp" KUMI_BENCH_OUT="$work/logs" timeout 200 bash "$top_srcdir/tests/bench/run-bench.sh" 2>&1) ||
+      KUMI_BENCH_COLL_SIZES=8,4097 KUMI_BENCH_CONFIGS="shm tcp coll" KUMI_BENCH_OUT="$work/logs" \
+      timeout 200 bash "$top_srcdir/tests/bench/run-bench.sh" 2>&1) ||
     fail "run-bench.sh failed: $out"
 echo "$out"
-for t in "shm: latency" "shm: uni-directional bandwidth" "tcp: bi-directional bandwidth" "tcp: message rate"; do
+for t in "shm: latency" "shm: uni-directional bandwidth" "tcp: bi-directional bandwidth" "tcp: message rate" \
+         "coll2: MPI_Bcast" "coll2: MPI_Allreduce" "coll2: MPI_Allgather" "coll2: MPI_Alltoall" "coll2: MPI_Barrier" \
+         "coll4: MPI_Bcast" "coll4: MPI_Allreduce" "coll4: MPI_Allgather" "coll4: MPI_Alltoall" "coll4: MPI_Barrier"; do
     echo "$out" | grep -q -- "-- $t" || fail "run-bench.sh: no table '$t'"
 done
 echo "$out" | grep -Eq '^ +4097 +[0-9.e+]+$' || fail "run-bench.sh: no row for 4097 bytes"
+# table TITLE: the lines of one table
+table() { echo "$out" | awk -v t="-- $1" 'index($0, t) == 1 { f = 1; next } /^(--|==)/ { f = 0 } f'; }
+table "coll4: MPI_Alltoall" | grep -Eq '^ +4097 +[0-9.e+]+$' || fail "run-bench.sh: no coll4 alltoall row for 4097 bytes"
+table "coll2: MPI_Barrier" | grep -Eq '^ +0 +[0-9.e+]+$' || fail "run-bench.sh: no coll2 barrier row"
 echo "bench_smoke: ok"
