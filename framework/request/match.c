@@ -29,12 +29,13 @@ void kumi_match_finalize(void)
     struct kumi_ue *u = ue_head, *n;
     for (; u; u = n) {
         n = u->next;
-        if (u->arrived) { free(u->data); u->magic = 0; free(u); }
+        if (u->arrived) { kumi_ubuf_free(u->data); u->magic = 0; free(u); }
     }
     ue_head = ue_tail = NULL;
     posted_head = posted_tail = NULL;
     free(send_seq); free(recv_seq);
     send_seq = recv_seq = NULL;
+    kumi_ubuf_drain();
 }
 
 uint32_t kumi_match_next_send_seq(int wpeer)

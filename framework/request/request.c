@@ -360,9 +360,57 @@ static void finish_recv(struct kumi_req *r, uint64_t len)
     kumi_req_check_complete(r);
 }
 
+/* Buffers of unexpected messages.  A stream of eager messages that arrive
+ * before their receives (a root broadcasting back to back) takes one buffer
+ * per message; fresh malloc'd memory of 64 KiB page-faults on every copy
+ * (glibc hands freed memory at the top of the heap back to the kernel), which
+ * cost more than the copy itself.  So a few freed buffers per power-of-two
+ * class from 4 KiB to 256 KiB are kept (at most UBUF_KEEP each, under 2 MiB
+ * in all); smaller and larger ones come from malloc.  Library lock held. */
+#define UBUF_MIN_SHIFT 12
+#define UBUF_MAX_SHIFT 18
+#define UBUF_KEEP 4
+#define UBUF_NCLS (UBUF_MAX_SHIFT - UBUF_MIN_SHIFT + 1)
+union ubuf_hdr { int cls; max_align_t align_; };
+static union ubuf_hdr *ubuf_cache[UBUF_NCLS][UBUF_KEEP];
+static int ubuf_count[UBUF_NCLS];
+
+void *kumi_ubuf_alloc(size_t n)
+{
+    int cls = -1;
+    if (n >= (1u << UBUF_MIN_SHIFT) / 2 && n <= (1u << UBUF_MAX_SHIFT)) {
+        cls = 0;
+        while (((size_t)1 << (cls + UBUF_MIN_SHIFT)) < n) cls++;
+        n = (size_t)1 << (cls + UBUF_MIN_SHIFT);
+        if (ubuf_count[cls] > 0) return ubuf_cache[cls][--ubuf_count[cls]] + 1;
+    }
+    union ubuf_hdr *h = malloc(sizeof *h + n);
+    if (!h) return NULL;
+    h->cls = cls;
+    return h + 1;
+}
+
+void kumi_ubuf_free(void *p)
+{
+    if (!p) return;
+    union ubuf_hdr *h = (union ubuf_hdr *)p - 1;
+    if (h->cls >= 0 && ubuf_count[h->cls] < UBUF_KEEP) {
+        ubuf_cache[h->cls][ubuf_count[h->cls]++] = h;
+        return;
+    }
+    free(h);
+}
+
+void kumi_ubuf_drain(void)
+{
+    for (int c = 0; c < UBUF_NCLS; c++) {
+        while (ubuf_count[c] > 0) free(ubuf_cache[c][--ubuf_count[c]]);
+    }
+}
+
 static void ue_free(struct kumi_ue *u)
 {
-    free(u->data);
+    kumi_ubuf_free(u->data);
     u->magic = 0;
     free(u);
 }
@@ -420,7 +468,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
             if (n) memcpy(r->rx.dst, u->data, n);
             u->rx.dst = r->rx.dst;
             u->rx.cap = r->rx.cap;
-            free(u->data);
+            kumi_ubuf_free(u->data);
             u->data = NULL;
             u->req = r;
             r->ue = u;
@@ -451,7 +499,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     if (n) memcpy(r->rx.dst, u->data, n);
     u->rx.dst = r->rx.dst;
     u->rx.cap = r->rx.cap;
-    free(u->data);
+    kumi_ubuf_free(u->data);
     u->data = NULL;
     u->req = r;
     r->ue = u;
@@ -618,7 +666,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
             u->hdr = *hdr;
             u->rx.owner = u;
             if (hdr->paylen > 0) {                 /* eager payload, or an RTS's first fragment */
-                u->data = malloc(hdr->paylen);
+                u->data = kumi_ubuf_alloc(hdr->paylen);
                 u->rx.dst = u->data;
                 u->rx.cap = u->data ? hdr->paylen : 0;
                 u->rx.len = hdr->paylen;

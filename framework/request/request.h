@@ -129,7 +129,7 @@ struct kumi_ue {
     uint32_t magic;                 /* KUMI_UE_MAGIC */
     int wpeer;                      /* world rank of the sender */
     struct kumi_hdr hdr;
-    char *data;                     /* eager payload (malloc'd) */
+    char *data;                     /* eager payload (kumi_ubuf_alloc) */
     struct kumi_rx rx;
     bool arrived;                   /* all payload bytes are in */
     bool queued;                    /* in the unexpected queue */
@@ -168,6 +168,11 @@ void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
 int kumi_req_ctl_pending(void);
 extern long kumi_req_inflight;      /* sendops handed to transports, not done */
+/* Payload buffers of unexpected messages (a few freed ones of 4 KiB to
+ * 256 KiB are kept for reuse); kumi_ubuf_free(NULL) is fine. */
+void *kumi_ubuf_alloc(size_t n);
+void kumi_ubuf_free(void *p);
+void kumi_ubuf_drain(void);
 
 /* ---- match.c ---- */
 void kumi_match_post(struct kumi_req *r);           /* append to posted queue */
