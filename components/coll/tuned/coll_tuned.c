@@ -42,7 +42,6 @@
 /* The built-in decision table (measured on shared memory; see the
  * collective benchmark in tests/bench). */
 static const char tuned_builtin_table[] =
-    "barrier               p<=2                 binomial\n"
     "barrier               *                    dissemination\n"
     "bcast                 p<=2                 binomial\n"
     "bcast                 bytes<=8k            binomial\n"

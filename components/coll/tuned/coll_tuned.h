@@ -25,6 +25,13 @@
 #include <kumi/sched.h>
 #include <stddef.h>
 
+struct tuned_sendop {
+    const void *buf;
+    size_t count;
+    MPI_Datatype dt;
+    int peer;
+};
+
 struct tuned_cx {
     MPI_Comm comm;
     int rank, size;
@@ -32,9 +39,12 @@ struct tuned_cx {
     int tag;                       /* blocking: the operation's tag */
     int err;
     size_t segsize;                /* pipelining segment (bytes); 0: no segmenting */
-    /* blocking: requests of the current round, temporaries to free */
+    /* blocking: requests of the current round, its sends (posted when the
+     * round ends, after its receives), temporaries to free */
     kumi_coll_req *reqs;
     int nreq, reqcap;
+    struct tuned_sendop *sends;
+    int nsend, sendcap;
     void **mem;
     int nmem, memcap;
     /* schedule: nodes of the current round, join of the previous one */
@@ -42,6 +52,7 @@ struct tuned_cx {
     int ncur, curcap;
     int prev;
     kumi_coll_req reqbuf[16];
+    struct tuned_sendop sendbuf[8];
     void *membuf[8];
     int curbuf[16];
 };

@@ -26,6 +26,8 @@ void tuned_begin(struct tuned_cx *cx, MPI_Comm comm, struct kumi_sched *s, int t
     cx->segsize = 65536;
     cx->reqs = cx->reqbuf;
     cx->reqcap = (int)(sizeof cx->reqbuf / sizeof cx->reqbuf[0]);
+    cx->sends = cx->sendbuf;
+    cx->sendcap = (int)(sizeof cx->sendbuf / sizeof cx->sendbuf[0]);
     cx->mem = cx->membuf;
     cx->memcap = (int)(sizeof cx->membuf / sizeof cx->membuf[0]);
     cx->cur = cx->curbuf;
@@ -96,6 +98,16 @@ void tuned_round(struct tuned_cx *cx)
         cx->ncur = 0;
         return;
     }
+    /* The round's receives are posted: now its sends, so that messages
+     * between two ranks in the same round find their receive waiting. */
+    for (int i = 0; i < cx->nsend; i++) {
+        struct tuned_sendop *o = &cx->sends[i];
+        kumi_coll_req r;
+        if (cx->err) break;
+        int rc = kumi_coll_isend(o->buf, o->count, o->dt, o->peer, cx->tag, cx->comm, &r);
+        tuned_req(cx, rc, r);
+    }
+    cx->nsend = 0;
     if (cx->nreq) {
         int rc = kumi_coll_waitall(cx->nreq, cx->reqs);
         cx->nreq = 0;
@@ -107,10 +119,11 @@ int tuned_end(struct tuned_cx *cx)
 {
     tuned_round(cx);
     if (cx->reqs != cx->reqbuf) free(cx->reqs);
+    if (cx->sends != cx->sendbuf) free(cx->sends);
     if (cx->cur != cx->curbuf) free(cx->cur);
     for (int i = 0; i < cx->nmem; i++) free(cx->mem[i]);
     if (cx->mem != cx->membuf) free(cx->mem);
-    cx->reqs = cx->reqbuf; cx->cur = cx->curbuf; cx->mem = cx->membuf;
+    cx->reqs = cx->reqbuf; cx->sends = cx->sendbuf; cx->cur = cx->curbuf; cx->mem = cx->membuf;
     cx->nmem = 0;
     return cx->err;
 }
@@ -120,9 +133,10 @@ void tuned_send(struct tuned_cx *cx, const void *buf, size_t count, MPI_Datatype
     if (cx->err || peer == MPI_PROC_NULL) return;
     if (!buf) buf = &tuned_dummy;
     if (cx->s) { tuned_node(cx, kumi_sched_send(cx->s, buf, count, dt, peer, 0)); return; }
-    kumi_coll_req r;
-    int rc = kumi_coll_isend(buf, count, dt, peer, cx->tag, cx->comm, &r);
-    tuned_req(cx, rc, r);
+    if (cx->nsend == cx->sendcap &&
+        tuned_grow(cx, (void **)&cx->sends, &cx->sendcap, cx->sendbuf, sizeof *cx->sends))
+        return;
+    cx->sends[cx->nsend++] = (struct tuned_sendop){ buf, count, dt, peer };
 }
 
 void tuned_recv(struct tuned_cx *cx, void *buf, size_t count, MPI_Datatype dt, int peer)
