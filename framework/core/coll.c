@@ -106,6 +106,17 @@ int kumi_coll_select(struct kumi_comm *c)
     return MPI_SUCCESS;
 }
 
+/* c is being freed: every coll component forgets what it keeps for it. */
+void kumi_coll_release(struct kumi_comm *c)
+{
+    int n = 0;
+    struct kumi_comp_entry **ents = kumi_registry_available("coll", &n);
+    for (int e = 0; ents && e < n; e++) {
+        const struct kumi_coll_ops *ops = ents[e] && ents[e]->comp ? ents[e]->comp->ops : NULL;
+        if (ops && ops->comm_release) ops->comm_release((MPI_Comm)c);
+    }
+}
+
 /* ------------------------------------------------------------ checks */
 /* counts[0..n) must exist and be >= 0. */
 static int check_counts(const char *fname, const char *arg, const int *counts, int n)

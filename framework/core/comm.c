@@ -294,6 +294,7 @@ int kumi_comm_create_obj(int rank, int size, int *world, int32_t ctx, struct kum
 void kumi_comm_release(struct kumi_comm *c)
 {
     if (--c->refcount > 0 || c->predefined) return;
+    kumi_coll_release(c);
     if (c->inter) kumi_intercomm_release(c);
     kumi_topo_free(c);
     kumi_ctx_free(c->ctx);
@@ -324,6 +325,82 @@ int kumi_comm_size(MPI_Comm comm)
 {
     struct kumi_comm *c = kumi_comm_get(comm);
     return c ? c->size : -1;
+}
+
+int kumi_comm_job_rank(MPI_Comm comm, int r)
+{
+    struct kumi_comm *c = kumi_comm_get(comm);
+    if (!c || r < 0 || r >= c->size) return -1;
+    return kumi_comm_world_rank(c, r);
+}
+
+int kumi_comm_is_sub(MPI_Comm comm)
+{
+    struct kumi_comm *c = kumi_comm_get(comm);
+    return c && c->sub;
+}
+
+/* Sub-communicators for components (coll.h).  The context id is agreed by
+ * point-to-point among the members only, in comm's collective context, with
+ * a key of its own (low word 0x90000000 | key: apart from MPI_Comm_create_group's
+ * tags, which are user tags >= 0 that do not reach 2^28 in practice). */
+int kumi_comm_sub_create(MPI_Comm comm, int n, const int ranks[], int key, MPI_Comm *out)
+{
+    struct kumi_comm *p = kumi_comm_get(comm);
+    if (out) *out = MPI_COMM_NULL;
+    if (!p || p->inter || !out || n <= 0 || n > p->size || !ranks || key < 0 || key >= (1 << 24))
+        return kumi_error(MPI_ERR_ARG, "kumi_comm_sub_create: invalid argument");
+    int *w = malloc(sizeof(int) * (size_t)n), me = -1;
+    if (!w) return kumi_error(MPI_ERR_NO_MEM, "kumi_comm_sub_create: out of memory");
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= p->size) {
+            free(w);
+            return kumi_error(MPI_ERR_RANK, "kumi_comm_sub_create: rank %d not in a communicator of size %d",
+                              ranks[i], p->size);
+        }
+        if (ranks[i] == p->rank) me = i;
+        w[i] = kumi_comm_world_rank(p, ranks[i]);
+    }
+    if (me < 0) {
+        free(w);
+        return kumi_error(MPI_ERR_RANK, "kumi_comm_sub_create: the caller is not among the ranks");
+    }
+    struct kumi_group *g = kumi_group_make(n, w);
+    if (!g) return kumi_error(MPI_ERR_NO_MEM, "kumi_comm_sub_create: out of memory");
+    int32_t ctx;
+    int rc = kumi_ctx_alloc_group(p, g, ((uint64_t)(uint32_t)p->ctx << 32) | (0x90000000u | (uint32_t)key),
+                                  &ctx);
+    struct kumi_comm *c = NULL;
+    if (!rc) {
+        int *cw = malloc(sizeof(int) * (size_t)n);
+        c = calloc(1, sizeof *c);
+        if (!cw || !c) {
+            free(cw);
+            free(c);
+            kumi_ctx_free(ctx);
+            rc = kumi_error(MPI_ERR_NO_MEM, "kumi_comm_sub_create: out of memory");
+        } else {
+            memcpy(cw, g->world, sizeof(int) * (size_t)n);
+            comm_setup(c, me, n, cw, ctx, kumi_errh_fatal);
+            c->handle = (MPI_Comm)c;
+            c->sub = true;                      /* before the components see it */
+            snprintf(c->name, sizeof c->name, "%s", "(sub-communicator)");
+            rc = kumi_coll_select(c);
+            if (rc) kumi_comm_release(c);
+        }
+    }
+    kumi_group_release(g);
+    if (rc) return rc;
+    *out = c->handle;
+    return MPI_SUCCESS;
+}
+
+void kumi_comm_sub_free(MPI_Comm *comm)
+{
+    struct kumi_comm *c = comm ? kumi_comm_get(*comm) : NULL;
+    if (!c || !c->sub) return;
+    kumi_comm_release(c);
+    *comm = MPI_COMM_NULL;
 }
 
 /* ------------------------------------------------------- MPI functions */

@@ -108,6 +108,7 @@ struct kumi_comm {
     uint32_t nbc_seq, pcoll_seq;    /* non-blocking / persistent collectives issued (tags, sched.c) */
     uint32_t cad_seq;               /* CAD schedules made (mpi-ext.h) */
     struct kumi_sched *scheds;      /* schedules alive on this communicator (sched.c) */
+    bool sub;                       /* made by a component (kumi_comm_sub_create) */
 };
 
 extern struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
@@ -376,6 +377,8 @@ void kumi_topo_free(struct kumi_comm *c);
 
 /* Selects collectives for c from the coll components (registry). */
 int kumi_coll_select(struct kumi_comm *c);
+/* c is being freed: the coll components' comm_release hooks. */
+void kumi_coll_release(struct kumi_comm *c);
 
 /* ------------------------------------------------------------------ rpim */
 /* Key-value exchange over the selected rpim client (or a local table for a

@@ -140,6 +140,10 @@ struct kumi_coll_ops {
      * NULL) and set *priority (default: the component's priority parameter).
      * Return KUMI_UNAVAILABLE to provide nothing for this communicator. */
     int (*comm_query)(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns);
+    /* comm is being freed (any communicator, also one the component gave
+     * nothing for): drop what the component keeps for it.  Not collective;
+     * no communication.  May be NULL. */
+    void (*comm_release)(MPI_Comm comm);
 };
 
 /* ---- helpers for collective components (exported by the core) ---- */
@@ -156,6 +160,23 @@ KUMI_EXPORT int kumi_comm_is_inter(MPI_Comm comm);
 KUMI_EXPORT int kumi_comm_remote_size(MPI_Comm comm);
 KUMI_EXPORT MPI_Comm kumi_comm_local(MPI_Comm comm);
 KUMI_EXPORT const struct kumi_coll_fns *kumi_comm_coll(MPI_Comm comm);
+
+/* Sub-communicators, for hierarchical components (coll/lact): the
+ * communicator of ranks[0..n) of intracommunicator comm, in that order (the
+ * caller must be among them).  Made by those ranks only, with point-to-point
+ * messages in comm's collective context: no collective of comm runs, so a
+ * component may make one inside its own collectives.  key (0 .. 2^24-1)
+ * tells apart sub-communicators of comm that overlapping sets of ranks make
+ * at the same time.  Its collectives are chosen as for any communicator
+ * (kumi_comm_is_sub lets a hierarchical component decline it).  Errors:
+ * MPI_ERR_ARG / MPI_ERR_RANK / MPI_ERR_NO_MEM.  kumi_comm_sub_free frees
+ * one (not collective; NULL and user communicators are ignored). */
+KUMI_EXPORT int kumi_comm_sub_create(MPI_Comm comm, int n, const int ranks[], int key, MPI_Comm *out);
+KUMI_EXPORT int kumi_comm_is_sub(MPI_Comm comm);
+KUMI_EXPORT void kumi_comm_sub_free(MPI_Comm *comm);
+/* The job-wide rank of rank r of comm (the rank kumi_rpim_get takes, e.g.
+ * for the key "kumi.host": the host name of that process); -1 if invalid. */
+KUMI_EXPORT int kumi_comm_job_rank(MPI_Comm comm, int r);
 
 /* Datatypes: size in bytes of one element's data; lb and extent. */
 KUMI_EXPORT size_t kumi_dt_size(MPI_Datatype dt);

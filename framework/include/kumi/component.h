@@ -29,7 +29,8 @@ extern "C" {
 #endif
 
 /* Bump when struct kumi_component or any framework ops table changes. */
-#define KUMI_COMPONENT_ABI_VERSION 3     /* 2: p2p rget/pull; 3: coll schedule builders */
+#define KUMI_COMPONENT_ABI_VERSION 4     /* 2: p2p rget/pull; 3: coll schedule builders;
+                                            4: coll comm_release */
 
 struct kumi_component {
     int abi_version;              /* KUMI_COMPONENT_ABI_VERSION */
