@@ -39,13 +39,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The built-in decision table (measured on shared memory; see the
- * collective benchmark in tests/bench). */
+/* The built-in decision table.  Its choices follow the usual cost models
+ * (latency-bound: fewest rounds; bandwidth-bound: least data per process)
+ * and were checked with the collective benchmark (tests/bench, coll2 and
+ * coll4: 2 and 4 processes on shared memory, the latter on 2 cores):
+ * binomial bcast wins up to 4 processes at every size there, Rabenseifner
+ * beats ring and recursive doubling for allreduce above a few KiB, a
+ * dissemination barrier is one exchange at 2 processes.  Lines whose
+ * algorithm needs a commutative op or a power-of-two process count are
+ * followed by one that runs anything. */
 static const char tuned_builtin_table[] =
     "barrier               *                    dissemination\n"
-    "bcast                 p<=2                 binomial\n"
+    "bcast                 p<=4                 binomial\n"
     "bcast                 bytes<=8k            binomial\n"
-    "bcast                 p<=4                 pipeline\n"
     "bcast                 bytes<=512k          scatter_allgather\n"
     "bcast                 *                    pipeline\n"
     "gather                bytes<=4k            binomial\n"
@@ -69,8 +75,7 @@ static const char tuned_builtin_table[] =
     "reduce                p>=4,bytes<=1m       rabenseifner\n"
     "reduce                *                    pipeline\n"
     "allreduce             bytes<=4k            recursive_doubling\n"
-    "allreduce             p>=3,bytes<=256k     rabenseifner\n"
-    "allreduce             *                    ring\n"
+    "allreduce             *                    rabenseifner\n"
     "allreduce             *                    recursive_doubling\n"
     "reduce_scatter        *                    recursive_halving\n"
     "reduce_scatter_block  *                    recursive_halving\n"
