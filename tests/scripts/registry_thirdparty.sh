@@ -3,6 +3,11 @@
 # with MPICC-like flags into a temporary folder: KUMI_COMPONENT_PATH finds it,
 # MPI_COMPONENTS selects it, broken files are refused with a reason.
 . "$(dirname "$0")/registry_common.inc"
+# A --disable-dlopen build links its components in and loads no others.
+if "$KUMI_INFO" --parsable 2>/dev/null | grep -q '^component:.*:path:(linked in)$'; then
+    echo "SKIP: components are linked into libmpi (--disable-dlopen): no third-party loading"
+    exit 77
+fi
 : "${MPICC:=cc -I$top_builddir/framework/include -I$top_srcdir/framework/include}"
 SRC=$top_srcdir/tests/thirdparty/coll_demo.c
 PLUG=$TMP/plugins
