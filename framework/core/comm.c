@@ -149,15 +149,14 @@ static int ctx_agree(uint64_t key, band_fn band, void *arg, int32_t *ctx)
     return rc;
 }
 
-static int band_comm(void *arg, const uint32_t *in, uint32_t *out, int n)
-{
-    struct kumi_comm *c = arg;
-    return c->coll.allreduce(in, out, n, MPI_UINT32_T, MPI_BAND, (MPI_Comm)c);
-}
-
+/* Agreement over every rank of parent, by point-to-point (band_group), not
+ * by parent's allreduce: a hierarchical coll component makes its
+ * sub-communicators (kumi_comm_sub_create, itself an agreement) in the first
+ * collective it runs on a communicator, and one started inside this
+ * agreement would wait for the mask this one holds. */
 int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx)
 {
-    return ctx_agree(((uint64_t)(uint32_t)parent->ctx << 32) | KEY_COMM, band_comm, parent, ctx);
+    return kumi_ctx_alloc_over(parent, ((uint64_t)(uint32_t)parent->ctx << 32) | KEY_COMM, ctx);
 }
 
 /* AND over the members of a group, by point-to-point in the carrier's
@@ -219,6 +218,19 @@ int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, 
         }
         b.peer[i] = r;
     }
+    b.tag = -(int)(8 + 2 * (uint32_t)(key & 0x1fffffff));
+    int rc = ctx_agree(key, band_group, &b, ctx);
+    free(b.peer);
+    return rc;
+}
+
+/* Agreement among every rank of comm (members = ranks, carrier = comm). */
+int kumi_ctx_alloc_over(struct kumi_comm *comm, uint64_t key, int32_t *ctx)
+{
+    struct band_group b = { comm, comm->size, comm->rank, NULL, 0 };
+    b.peer = malloc(sizeof(int) * (size_t)comm->size);
+    if (!b.peer) return kumi_error(MPI_ERR_NO_MEM, "out of memory agreeing on a context id");
+    for (int i = 0; i < comm->size; i++) b.peer[i] = i;
     b.tag = -(int)(8 + 2 * (uint32_t)(key & 0x1fffffff));
     int rc = ctx_agree(key, band_group, &b, ctx);
     free(b.peer);

@@ -335,6 +335,8 @@ int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
  * the runtime is up).  key tells concurrent agreements apart (the same on
  * every member; e.g. the tag of MPI_Comm_create_group). */
 int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, uint64_t key, int32_t *ctx);
+/* Agreement among every rank of comm, by point-to-point in its collective context. */
+int kumi_ctx_alloc_over(struct kumi_comm *comm, uint64_t key, int32_t *ctx);
 void kumi_ctx_free(int32_t ctx);
 
 /* ------------------------------------------------------------ sessions */
