@@ -15,6 +15,34 @@
 #include <stdlib.h>
 
 /* ----------------------------------------------------------------- alltoall */
+/* What linear and pairwise do first: MPI_IN_PLACE copies rbuf aside whole
+ * (it becomes the send side), otherwise the own block is copied.  Returns 0
+ * when nothing more is to be done (no data, an error, in place on 1 rank);
+ * *sb and *rb are the send and receive block strides in bytes. */
+static int a2a_start(struct tuned_cx *cx, const void **sbuf, size_t *scount, MPI_Datatype *sdt,
+                     void *rbuf, size_t rcount, MPI_Datatype rdt, MPI_Aint *sb, MPI_Aint *rb)
+{
+    int rank = cx->rank, size = cx->size;
+    *rb = (MPI_Aint)rcount * tuned_ext(rdt);
+    if (rcount * kumi_dt_size(rdt) == 0 || cx->err) return 0;
+    if (*sbuf == MPI_IN_PLACE) {
+        if (size == 1) return 0;
+        char *tmp = tuned_tmp(cx, (size_t)size * rcount, rdt);
+        if (!tmp) return 0;
+        tuned_copy(cx, rbuf, (size_t)size * rcount, rdt, tmp, (size_t)size * rcount, rdt);
+        tuned_round(cx);
+        *sbuf = tmp;
+        *scount = rcount;
+        *sdt = rdt;
+        *sb = *rb;
+        return 1;
+    }
+    *sb = (MPI_Aint)*scount * tuned_ext(*sdt);
+    tuned_copy(cx, tuned_at(*sbuf, rank, *sb), *scount, *sdt, tuned_at(rbuf, rank, *rb), rcount,
+               rdt);
+    return 1;
+}
+
 /* Linear: every receive and every send is posted in one round (and the own
  * block copied).  MPI_IN_PLACE: rbuf is first copied aside whole.  1 round,
  * p-1 messages each way at once: for small messages. */
@@ -22,22 +50,8 @@ int tuned_alltoall_linear(struct tuned_cx *cx, const void *sbuf, size_t scount, 
                           void *rbuf, size_t rcount, MPI_Datatype rdt)
 {
     int rank = cx->rank, size = cx->size;
-    MPI_Aint rb = (MPI_Aint)rcount * tuned_ext(rdt);
-    if (rcount * kumi_dt_size(rdt) == 0) return cx->err;
-    char *tmp = NULL;
-    if (sbuf == MPI_IN_PLACE) {
-        if (size == 1) return cx->err;
-        if (!(tmp = tuned_tmp(cx, (size_t)size * rcount, rdt))) return cx->err;
-        tuned_copy(cx, rbuf, (size_t)size * rcount, rdt, tmp, (size_t)size * rcount, rdt);
-        tuned_round(cx);
-        sbuf = tmp;
-        scount = rcount;
-        sdt = rdt;
-    }
-    MPI_Aint sb = (MPI_Aint)scount * tuned_ext(sdt);
-    if (!tmp)                                               /* the own block */
-        tuned_copy(cx, tuned_at(sbuf, rank, sb), scount, sdt, tuned_at(rbuf, rank, rb), rcount,
-                   rdt);
+    MPI_Aint sb, rb;
+    if (!a2a_start(cx, &sbuf, &scount, &sdt, rbuf, rcount, rdt, &sb, &rb)) return cx->err;
     for (int k = 1; k < size; k++) {
         int src = (rank - k + size) % size;
         tuned_recv(cx, tuned_at(rbuf, src, rb), rcount, rdt, src);
@@ -57,22 +71,8 @@ int tuned_alltoall_pairwise(struct tuned_cx *cx, const void *sbuf, size_t scount
                             void *rbuf, size_t rcount, MPI_Datatype rdt)
 {
     int rank = cx->rank, size = cx->size;
-    MPI_Aint rb = (MPI_Aint)rcount * tuned_ext(rdt);
-    if (rcount * kumi_dt_size(rdt) == 0) return cx->err;
-    char *tmp = NULL;
-    if (sbuf == MPI_IN_PLACE) {
-        if (size == 1) return cx->err;
-        if (!(tmp = tuned_tmp(cx, (size_t)size * rcount, rdt))) return cx->err;
-        tuned_copy(cx, rbuf, (size_t)size * rcount, rdt, tmp, (size_t)size * rcount, rdt);
-        tuned_round(cx);
-        sbuf = tmp;
-        scount = rcount;
-        sdt = rdt;
-    }
-    MPI_Aint sb = (MPI_Aint)scount * tuned_ext(sdt);
-    if (!tmp)                                               /* the own block */
-        tuned_copy(cx, tuned_at(sbuf, rank, sb), scount, sdt, tuned_at(rbuf, rank, rb), rcount,
-                   rdt);
+    MPI_Aint sb, rb;
+    if (!a2a_start(cx, &sbuf, &scount, &sdt, rbuf, rcount, rdt, &sb, &rb)) return cx->err;
     for (int k = 1; k < size; k++) {
         int dst = (rank + k) % size, src = (rank - k + size) % size;
         tuned_send(cx, tuned_at(sbuf, dst, sb), scount, sdt, dst);

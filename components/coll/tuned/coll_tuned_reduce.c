@@ -20,6 +20,19 @@ static size_t tr_blk(size_t count, int nblk, int b)
     return (size_t)b * q + ((size_t)b < r ? (size_t)b : r);
 }
 
+/* Offsets of the pof2 blocks of count elements (pof2 + 1 entries, the last
+ * is count), malloc'd; NULL after recording MPI_ERR_NO_MEM. */
+static size_t *tr_offsets(struct tuned_cx *cx, size_t count, int pof2)
+{
+    size_t *nd = malloc(sizeof *nd * (size_t)(pof2 + 1));
+    if (!nd) {
+        tuned_fail(cx, kumi_error(MPI_ERR_NO_MEM, "coll/tuned: out of memory"));
+        return NULL;
+    }
+    for (int b = 0; b <= pof2; b++) nd[b] = tr_blk(count, pof2, b);
+    return nd;
+}
+
 /* Real rank of new rank nr after the non-power-of-two pre-step (the first
  * 2*rem ranks pair up, the odd rank of each pair stays). */
 static int tr_real(int nr, int rem)
@@ -271,9 +284,8 @@ int tuned_reduce_rabenseifner(struct tuned_cx *cx, const void *sbuf, void *rbuf,
         tuned_copy(cx, in, count, dt, rbuf, count, dt);
         return cx->err;
     }
-    size_t *nd = malloc(sizeof *nd * (size_t)(pof2 + 1));
-    if (!nd) return tuned_fail(cx, kumi_error(MPI_ERR_NO_MEM, "coll/tuned: out of memory"));
-    for (int b = 0; b <= pof2; b++) nd[b] = tr_blk(count, pof2, b);
+    size_t *nd = tr_offsets(cx, count, pof2);
+    if (!nd) return cx->err;
 
     char *acc = rank == root && sbuf != MPI_IN_PLACE ? rbuf : NULL;
     if (tr_new(rank, rem) >= 0 && !acc) acc = tuned_tmp(cx, count, dt);
@@ -478,9 +490,8 @@ int tuned_allreduce_rabenseifner(struct tuned_cx *cx, const void *sbuf, void *rb
         tuned_copy(cx, in, count, dt, rbuf, count, dt);
         return cx->err;
     }
-    size_t *nd = malloc(sizeof *nd * (size_t)(pof2 + 1));
-    if (!nd) return tuned_fail(cx, kumi_error(MPI_ERR_NO_MEM, "coll/tuned: out of memory"));
-    for (int b = 0; b <= pof2; b++) nd[b] = tr_blk(count, pof2, b);
+    size_t *nd = tr_offsets(cx, count, pof2);
+    if (!nd) return cx->err;
 
     int nr = tuned_rs_halving(cx, in, rbuf, nd, dt, op);
     if (nr >= 0 && !cx->err) {
