@@ -13,11 +13,8 @@
  * (coll_lact_ranks_per_host, coll_lact_hosts_per_cluster, a topology file).
  * Argument: the operations to run (barrier bcast reduce allgather alltoall;
  * default all). */
-#include "kt.h"
+#include "kt_coll.h"
 #include <time.h>
-
-#define P 9973
-#define HOLE (-55)
 
 static int me, np;
 static const char *what = "", *cname = "";
@@ -28,64 +25,14 @@ static int what_root;
     KT_FAIL("%s on %s (count %ld, root %d): datum %ld is %lld, expected %lld", what, cname, \
             what_count, what_root, (long)(idx), g_, w_); } while (0)
 
-static int val(int seed, int r, long k) { return seed * 7 + r * 100003 + (int)(k % 100000); }
-
-/* INT: plain ints.  VEC: MPI_Type_vector(2, 1, 2, MPI_INT): ints 0 and 2 of
- * every 3 carry data, int 1 is a hole that must stay HOLE (extent 3 ints
- * after a resize, so consecutive elements do not overlap). */
-struct lay { MPI_Datatype t; int per; };
-static struct lay INT, VEC;
-
-static long phys(const struct lay *l, long j)
-{
-    return l->per == 1 ? j : (j / 2) * 3 + (j % 2) * 2;
-}
-static int *mk(const struct lay *l, long n)
-{
-    long cells = l->per == 1 ? n : n / 2 * 3;
-    int *b = malloc(sizeof(int) * (size_t)(cells + 1));
-    KT_CHECK(b != NULL, "out of memory");
-    for (long i = 0; i <= cells; i++) b[i] = HOLE;
-    return b;
-}
-static void put(const struct lay *l, int *b, long j, int v) { b[phys(l, j)] = v; }
-static int get(const struct lay *l, const int *b, long j) { return b[phys(l, j)]; }
-static void holes(const struct lay *l, const int *b, long n)
-{
-    if (l->per == 2)
-        for (long e = 0; e < n / 2; e++) EXPECT(-1 - e, b[e * 3 + 1], HOLE);
-}
-static int cnt(const struct lay *l, long n) { return (int)(n / l->per); }
-
-/* ------------------------------------------------------------ matrices */
+/* Layouts and matrices: kt_coll.h. */
+static struct kt_lay INT, VEC;
 static MPI_Datatype MAT;
 static MPI_Op MATMUL;
-static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
+static void holes(const struct kt_lay *l, const int *b, long n)
 {
-    (void)dt;
-    const int *a = in;
-    int *b = inout;
-    for (int k = 0; k < *len; k++, a += 4, b += 4) {
-        int c0 = (a[0] * b[0] + a[1] * b[2]) % P, c1 = (a[0] * b[1] + a[1] * b[3]) % P;
-        int c2 = (a[2] * b[0] + a[3] * b[2]) % P, c3 = (a[2] * b[1] + a[3] * b[3]) % P;
-        b[0] = c0; b[1] = c1; b[2] = c2; b[3] = c3;
-    }
-}
-static void mat_of(int seed, int r, long k, int m[4])
-{
-    m[0] = (r + 2 + seed) % 7 + 1; m[1] = (int)((k + r) % 5);
-    m[2] = (int)(k % 3); m[3] = (r * 3 + (int)(k % 11)) % 9 + 1;
-}
-/* x_0 x_1 ... x_(np-1) of element k (rank order). */
-static void mat_prod(int seed, long k, int out[4])
-{
-    out[0] = 1; out[1] = 0; out[2] = 0; out[3] = 1;
-    for (int r = 0; r < np; r++) {
-        int m[4], one = 1;
-        mat_of(seed, r, k, m);
-        matmul(out, m, &one, NULL);
-        memcpy(out, m, sizeof m);
-    }
+    long i = kt_hole_written(l, b, n);
+    if (i >= 0) EXPECT(i, b[i], KT_HOLE);
 }
 
 /* ------------------------------------------------------------ tests */
@@ -116,20 +63,20 @@ static void test_bcast(MPI_Comm cm)
             what_count = n;
             char *b = malloc((size_t)n + 1);
             KT_CHECK(b != NULL, "out of memory");
-            for (long j = 0; j < n; j++) b[j] = me == root ? (char)val(root, root, j) : 0;
+            for (long j = 0; j < n; j++) b[j] = me == root ? (char)kt_val(root, root, j) : 0;
             KT_MPI(MPI_Bcast(b, (int)n, MPI_BYTE, root, cm));
-            for (long j = 0; j < n; j++) EXPECT(j, b[j], (char)val(root, root, j));
+            for (long j = 0; j < n; j++) EXPECT(j, b[j], (char)kt_val(root, root, j));
             free(b);
         }
         /* Derived type at the root (or elsewhere), plain ints on the other side. */
         for (int c = 0; c < 2; c++) {
             long n = c ? 20000 : 2;
-            const struct lay *l = (me == root) == (root % 2 == 0) ? &VEC : &INT;
+            const struct kt_lay *l = (me == root) == (root % 2 == 0) ? &VEC : &INT;
             what_count = n;
-            int *b = mk(l, n);
-            for (long j = 0; j < n; j++) put(l, b, j, me == root ? val(3, root, j) : -1);
-            KT_MPI(MPI_Bcast(b, cnt(l, n), l->t, root, cm));
-            for (long j = 0; j < n; j++) EXPECT(j, get(l, b, j), val(3, root, j));
+            int *b = kt_mk(l, n);
+            for (long j = 0; j < n; j++) kt_put(l, b, j, me == root ? kt_val(3, root, j) : -1);
+            KT_MPI(MPI_Bcast(b, kt_cnt(l, n), l->t, root, cm));
+            for (long j = 0; j < n; j++) EXPECT(j, kt_get(l, b, j), kt_val(3, root, j));
             holes(l, b, n);
             free(b);
         }
@@ -137,7 +84,7 @@ static void test_bcast(MPI_Comm cm)
 }
 
 /* op 0: MPI_SUM on ints (layout l); op 1: MATMUL on MAT.  all: allreduce. */
-static void one_reduce(MPI_Comm cm, int opk, const struct lay *l, long n, int root, int all,
+static void one_reduce(MPI_Comm cm, int opk, const struct kt_lay *l, long n, int root, int all,
                        int inplace)
 {
     int per = opk ? 4 : 1;
@@ -147,16 +94,16 @@ static void one_reduce(MPI_Comm cm, int opk, const struct lay *l, long n, int ro
                : (opk ? "reduce (matmul)" : "reduce (sum)");
     what_count = n;
     what_root = all ? -1 : root;
-    int *sb = mk(opk ? &INT : l, ints), *rb = mk(opk ? &INT : l, ints);
-    const struct lay *L = opk ? &INT : l;
+    int *sb = kt_mk(opk ? &INT : l, ints), *rb = kt_mk(opk ? &INT : l, ints);
+    const struct kt_lay *L = opk ? &INT : l;
     for (long k = 0; k < n; k++) {
-        if (opk) mat_of(seed, me, k, sb + 4 * k);
-        else put(L, sb, k, val(seed, me, k));
+        if (opk) kt_mat_of(seed, me, k, sb + 4 * k);
+        else kt_put(L, sb, k, kt_val(seed, me, k));
     }
     int ip = inplace && (all || me == root);
-    if (ip) for (long i = 0; i < ints; i++) put(L, rb, i, get(L, sb, i));
+    if (ip) for (long i = 0; i < ints; i++) kt_put(L, rb, i, kt_get(L, sb, i));
     MPI_Datatype dt = opk ? MAT : L->t;
-    int count = opk ? (int)n : cnt(L, n);
+    int count = opk ? (int)n : kt_cnt(L, n);
     const void *s = ip ? MPI_IN_PLACE : sb;
     if (all) KT_MPI(MPI_Allreduce(s, rb, count, dt, opk ? MATMUL : MPI_SUM, cm));
     else KT_MPI(MPI_Reduce(s, rb, count, dt, opk ? MATMUL : MPI_SUM, root, cm));
@@ -164,12 +111,12 @@ static void one_reduce(MPI_Comm cm, int opk, const struct lay *l, long n, int ro
         for (long k = 0; k < n; k++) {
             if (opk) {
                 int m[4];
-                mat_prod(seed, k, m);
+                kt_mat_prod(seed, 0, np - 1, k, m);
                 for (int d = 0; d < 4; d++) EXPECT(4 * k + d, rb[4 * k + d], m[d]);
             } else {
                 long long sum = 0;
-                for (int r = 0; r < np; r++) sum += val(seed, r, k);
-                EXPECT(k, get(L, rb, k), (int)sum);
+                for (int r = 0; r < np; r++) sum += kt_val(seed, r, k);
+                EXPECT(k, kt_get(L, rb, k), (int)sum);
             }
         }
         holes(L, rb, ints);
@@ -198,17 +145,17 @@ static void test_allgather(MPI_Comm cm)
         for (int v = 0; v < 3; v++) {
             long n = counts[c] * 2;
             /* v 0: ints; 1: VEC received; 2: ints in place */
-            const struct lay *ls = &INT, *lr = v == 1 ? &VEC : &INT;
+            const struct kt_lay *ls = &INT, *lr = v == 1 ? &VEC : &INT;
             what_count = n;
-            int *sb = mk(ls, n), *rb = mk(lr, n * np);
-            for (long j = 0; j < n; j++) put(ls, sb, j, val(c, me, j));
-            for (long j = 0; j < n * np; j++) put(lr, rb, j, -1);
-            if (v == 2) for (long j = 0; j < n; j++) put(lr, rb, me * n + j, val(c, me, j));
-            KT_MPI(MPI_Allgather(v == 2 ? MPI_IN_PLACE : sb, cnt(ls, n), ls->t, rb, cnt(lr, n),
+            int *sb = kt_mk(ls, n), *rb = kt_mk(lr, n * np);
+            for (long j = 0; j < n; j++) kt_put(ls, sb, j, kt_val(c, me, j));
+            for (long j = 0; j < n * np; j++) kt_put(lr, rb, j, -1);
+            if (v == 2) for (long j = 0; j < n; j++) kt_put(lr, rb, me * n + j, kt_val(c, me, j));
+            KT_MPI(MPI_Allgather(v == 2 ? MPI_IN_PLACE : sb, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n),
                                  lr->t, cm));
             for (int r = 0; r < np; r++)
                 for (long j = 0; j < n; j++)
-                    EXPECT(r * n + j, get(lr, rb, r * n + j), val(c, r, j));
+                    EXPECT(r * n + j, kt_get(lr, rb, r * n + j), kt_val(c, r, j));
             holes(lr, rb, n * np);
             free(sb);
             free(rb);
@@ -224,20 +171,20 @@ static void test_alltoall(MPI_Comm cm)
         for (int v = 0; v < 3; v++) {
             long n = counts[c] * 2;
             /* v 0: ints; 1: VEC sent by even ranks, received by odd ones; 2: in place */
-            const struct lay *ls = v == 1 && me % 2 == 0 ? &VEC : &INT;
-            const struct lay *lr = v == 1 && me % 2 == 1 ? &VEC : &INT;
+            const struct kt_lay *ls = v == 1 && me % 2 == 0 ? &VEC : &INT;
+            const struct kt_lay *lr = v == 1 && me % 2 == 1 ? &VEC : &INT;
             what_count = n;
-            int *sb = mk(ls, n * np), *rb = mk(lr, n * np);
-            /* block for rank d from rank me: val(d, me, j) */
+            int *sb = kt_mk(ls, n * np), *rb = kt_mk(lr, n * np);
+            /* block for rank d from rank me: kt_val(d, me, j) */
             for (int d = 0; d < np; d++)
-                for (long j = 0; j < n; j++) put(ls, sb, d * n + j, val(d + c, me, j));
-            if (v == 2) for (long i = 0; i < n * np; i++) put(lr, rb, i, get(ls, sb, i));
-            else for (long i = 0; i < n * np; i++) put(lr, rb, i, -1);
-            KT_MPI(MPI_Alltoall(v == 2 ? MPI_IN_PLACE : sb, cnt(ls, n), ls->t, rb, cnt(lr, n),
+                for (long j = 0; j < n; j++) kt_put(ls, sb, d * n + j, kt_val(d + c, me, j));
+            if (v == 2) for (long i = 0; i < n * np; i++) kt_put(lr, rb, i, kt_get(ls, sb, i));
+            else for (long i = 0; i < n * np; i++) kt_put(lr, rb, i, -1);
+            KT_MPI(MPI_Alltoall(v == 2 ? MPI_IN_PLACE : sb, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n),
                                 lr->t, cm));
             for (int r = 0; r < np; r++)
                 for (long j = 0; j < n; j++)
-                    EXPECT(r * n + j, get(lr, rb, r * n + j), val(me + c, r, j));
+                    EXPECT(r * n + j, kt_get(lr, rb, r * n + j), kt_val(me + c, r, j));
             holes(lr, rb, n * np);
             free(sb);
             free(rb);
@@ -267,17 +214,10 @@ static void run(MPI_Comm cm, const char *name, int argc, char **argv)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    MPI_Datatype v2;
-    KT_MPI(MPI_Type_vector(2, 1, 2, MPI_INT, &v2));
-    KT_MPI(MPI_Type_create_resized(v2, 0, 3 * sizeof(int), &VEC.t));
-    KT_MPI(MPI_Type_commit(&VEC.t));
-    KT_MPI(MPI_Type_free(&v2));
-    VEC.per = 2;
-    INT.t = MPI_INT;
-    INT.per = 1;
+    kt_lay_init(&INT, &VEC);
     KT_MPI(MPI_Type_contiguous(4, MPI_INT, &MAT));
     KT_MPI(MPI_Type_commit(&MAT));
-    KT_MPI(MPI_Op_create(matmul, 0, &MATMUL));
+    KT_MPI(MPI_Op_create(kt_matmul, 0, &MATMUL));
 
     int wr, wn;
     KT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &wr));

@@ -10,10 +10,7 @@
  *
  * tests/scripts/coll_tuned.sh runs it with every algorithm forced
  * (coll_tuned_<op>_algorithm) and tiny pipeline segments. */
-#include "kt.h"
-
-#define P 9973
-#define HOLE (-55)
+#include "kt_coll.h"
 
 static int me, np;
 static const char *what = "";
@@ -26,34 +23,13 @@ static int what_form, what_root;
 #define EXPECT(idx, got, want) do { long long g_ = (got), w_ = (want); \
     if (g_ != w_) FAIL_AT(idx, g_, w_); } while (0)
 
-static int val(int seed, int r, long k) { return seed * 7 + r * 100003 + (int)(k % 100000); }
-
-/* ------------------------------------------------------------ layouts */
-/* INT: plain ints.  VEC: MPI_Type_vector(2, 1, 2, MPI_INT): ints 0 and 2
- * of every 3 carry data, int 1 is a hole that must stay HOLE. */
-struct lay { MPI_Datatype t; int per, ext; };
-static struct lay INT, VEC;
-
-static long phys(const struct lay *l, long j) { return l->per == 1 ? j : (j / 2) * 3 + (j % 2) * 2; }
-
-/* A buffer for n data ints in layout l, holes (and everything) set to HOLE. */
-static int *mk(const struct lay *l, long n)
+/* ------------------------------------------------------------ layouts (kt_coll.h) */
+static struct kt_lay INT, VEC;
+static void holes(const struct kt_lay *l, const int *b, long n)
 {
-    long cells = l->per == 1 ? n : n / 2 * 3;
-    int *b = malloc(sizeof(int) * (size_t)(cells + 1));
-    KT_CHECK(b != NULL, "out of memory");
-    for (long i = 0; i <= cells; i++) b[i] = HOLE;
-    return b;
+    long i = kt_hole_written(l, b, n);
+    if (i >= 0) FAIL_AT(i, b[i], KT_HOLE);
 }
-
-static void put(const struct lay *l, int *b, long j, int v) { b[phys(l, j)] = v; }
-static int get(const struct lay *l, const int *b, long j) { return b[phys(l, j)]; }
-static void holes(const struct lay *l, const int *b, long n)
-{
-    if (l->per == 2)
-        for (long e = 0; e < n / 2; e++) EXPECT(-1 - e, b[e * 3 + 1], HOLE);
-}
-static int cnt(const struct lay *l, long n) { return (int)(n / l->per); }
 
 /* ------------------------------------------------------------ forms */
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
@@ -78,33 +54,6 @@ static void complete(int form, int it)
 /* ------------------------------------------------------------ reduction ops */
 static MPI_Datatype MAT;        /* 4 contiguous ints */
 static MPI_Op MATMUL;
-static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
-{
-    (void)dt;
-    const int *a = in;
-    int *b = inout;
-    for (int k = 0; k < *len; k++, a += 4, b += 4) {
-        int c0 = (a[0] * b[0] + a[1] * b[2]) % P, c1 = (a[0] * b[1] + a[1] * b[3]) % P;
-        int c2 = (a[2] * b[0] + a[3] * b[2]) % P, c3 = (a[2] * b[1] + a[3] * b[3]) % P;
-        b[0] = c0; b[1] = c1; b[2] = c2; b[3] = c3;
-    }
-}
-static void mat_of(int seed, int r, long k, int m[4])
-{
-    m[0] = (r + 2 + seed) % 7 + 1; m[1] = (int)((k + r) % 5);
-    m[2] = (int)(k % 3); m[3] = (r * 3 + (int)(k % 11)) % 9 + 1;
-}
-/* The product x_lo ... x_hi of element k (inclusive; identity if empty). */
-static void mat_prod(int seed, int lo, int hi, long k, int out[4])
-{
-    out[0] = 1; out[1] = 0; out[2] = 0; out[3] = 1;
-    for (int r = lo; r <= hi; r++) {
-        int m[4], one = 1;
-        mat_of(seed, r, k, m);
-        matmul(out, m, &one, NULL);             /* m = out * m */
-        memcpy(out, m, sizeof m);
-    }
-}
 
 /* Reductions: op 0 = MPI_SUM on MPI_INT, op 1 = MATMUL on MAT (4 ints per
  * element).  fill() writes rank r's contribution of n elements; want() gives
@@ -112,8 +61,8 @@ static void mat_prod(int seed, int lo, int hi, long k, int out[4])
 static void fill(int opk, int seed, int r, int *b, long n)
 {
     for (long k = 0; k < n; k++) {
-        if (opk == 0) b[k] = val(seed, r, k);
-        else mat_of(seed, r, k, b + 4 * k);
+        if (opk == 0) b[k] = kt_val(seed, r, k);
+        else kt_mat_of(seed, r, k, b + 4 * k);
     }
 }
 static void check_red(int opk, int seed, int lo, int hi, const int *b, long n, long first)
@@ -121,11 +70,11 @@ static void check_red(int opk, int seed, int lo, int hi, const int *b, long n, l
     for (long k = 0; k < n; k++) {
         if (opk == 0) {
             long long s = 0;
-            for (int r = lo; r <= hi; r++) s += val(seed, r, first + k);
+            for (int r = lo; r <= hi; r++) s += kt_val(seed, r, first + k);
             EXPECT(k, b[k], (int)s);
         } else {
             int m[4];
-            mat_prod(seed, lo, hi, first + k, m);
+            kt_mat_prod(seed, lo, hi, first + k, m);
             for (int d = 0; d < 4; d++) EXPECT(4 * k + d, b[4 * k + d], m[d]);
         }
     }
@@ -154,15 +103,15 @@ static void test_bcast(void)
     what = "bcast";
     for (int c = 0; c < NCOUNTS; c++) FORMS for (int root = 0; root < np; root += (np > 3 ? np / 2 : 1)) {
         long n = counts[c] * 2;                 /* ints, even: VEC holds pairs */
-        const struct lay *l = (me == root) == (c % 2) ? &VEC : &INT;
+        const struct kt_lay *l = (me == root) == (c % 2) ? &VEC : &INT;
         what_count = n; what_form = form; what_root = root;
-        int *b = mk(l, n);
+        int *b = kt_mk(l, n);
         ITERS {
-            for (long j = 0; j < n; j++) put(l, b, j, me == root ? val(it, root, j) : -1);
-            CALL3(form, it, MPI_Bcast(b, cnt(l, n), l->t, root, MPI_COMM_WORLD),
-                  MPI_Ibcast(b, cnt(l, n), l->t, root, MPI_COMM_WORLD, &req),
-                  MPI_Bcast_init(b, cnt(l, n), l->t, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req));
-            for (long j = 0; j < n; j++) EXPECT(j, get(l, b, j), val(it, root, j));
+            for (long j = 0; j < n; j++) kt_put(l, b, j, me == root ? kt_val(it, root, j) : -1);
+            CALL3(form, it, MPI_Bcast(b, kt_cnt(l, n), l->t, root, MPI_COMM_WORLD),
+                  MPI_Ibcast(b, kt_cnt(l, n), l->t, root, MPI_COMM_WORLD, &req),
+                  MPI_Bcast_init(b, kt_cnt(l, n), l->t, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req));
+            for (long j = 0; j < n; j++) EXPECT(j, kt_get(l, b, j), kt_val(it, root, j));
             holes(l, b, n);
         }
         free(b);
@@ -174,43 +123,43 @@ static void test_gather_scatter(void)
     for (int c = 0; c < NCOUNTS - 1; c++) FORMS for (int root = 0; root < np; root += (np > 3 ? np / 2 : 1))
     for (int inplace = 0; inplace < 2; inplace++) {
         long n = counts[c] * 2;
-        const struct lay *ls = c % 2 ? &VEC : &INT, *lr = c % 3 ? &INT : &VEC;
+        const struct kt_lay *ls = c % 2 ? &VEC : &INT, *lr = c % 3 ? &INT : &VEC;
         what_count = n; what_form = form; what_root = root;
-        int *sb = mk(ls, n), *rb = mk(lr, n * np);
+        int *sb = kt_mk(ls, n), *rb = kt_mk(lr, n * np);
         int ip = inplace && me == root;
         what = "gather";
         ITERS {
-            for (long j = 0; j < n; j++) put(ls, sb, j, val(it, me, j));
-            for (long j = 0; j < n * np; j++) put(lr, rb, j, -1);
-            if (ip) for (long j = 0; j < n; j++) put(lr, rb, me * n + j, val(it, me, j));
+            for (long j = 0; j < n; j++) kt_put(ls, sb, j, kt_val(it, me, j));
+            for (long j = 0; j < n * np; j++) kt_put(lr, rb, j, -1);
+            if (ip) for (long j = 0; j < n; j++) kt_put(lr, rb, me * n + j, kt_val(it, me, j));
             const void *s = ip ? MPI_IN_PLACE : sb;
             CALL3(form, it,
-                  MPI_Gather(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, root, MPI_COMM_WORLD),
-                  MPI_Igather(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, root, MPI_COMM_WORLD, &req),
-                  MPI_Gather_init(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, root, MPI_COMM_WORLD,
+                  MPI_Gather(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, root, MPI_COMM_WORLD),
+                  MPI_Igather(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, root, MPI_COMM_WORLD, &req),
+                  MPI_Gather_init(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, root, MPI_COMM_WORLD,
                                   MPI_INFO_NULL, &req));
             if (me == root) {
                 for (int r = 0; r < np; r++)
-                    for (long j = 0; j < n; j++) EXPECT(r * n + j, get(lr, rb, r * n + j), val(it, r, j));
+                    for (long j = 0; j < n; j++) EXPECT(r * n + j, kt_get(lr, rb, r * n + j), kt_val(it, r, j));
                 holes(lr, rb, n * np);
             }
         }
         what = "scatter";
         ITERS {
-            for (long j = 0; j < n * np; j++) put(lr, rb, j, val(it, (int)(j / (n ? n : 1)), j % (n ? n : 1)));
-            for (long j = 0; j < n; j++) put(ls, sb, j, -1);
+            for (long j = 0; j < n * np; j++) kt_put(lr, rb, j, kt_val(it, (int)(j / (n ? n : 1)), j % (n ? n : 1)));
+            for (long j = 0; j < n; j++) kt_put(ls, sb, j, -1);
             void *r = ip ? MPI_IN_PLACE : sb;
             CALL3(form, it,
-                  MPI_Scatter(rb, cnt(lr, n), lr->t, r, cnt(ls, n), ls->t, root, MPI_COMM_WORLD),
-                  MPI_Iscatter(rb, cnt(lr, n), lr->t, r, cnt(ls, n), ls->t, root, MPI_COMM_WORLD, &req),
-                  MPI_Scatter_init(rb, cnt(lr, n), lr->t, r, cnt(ls, n), ls->t, root, MPI_COMM_WORLD,
+                  MPI_Scatter(rb, kt_cnt(lr, n), lr->t, r, kt_cnt(ls, n), ls->t, root, MPI_COMM_WORLD),
+                  MPI_Iscatter(rb, kt_cnt(lr, n), lr->t, r, kt_cnt(ls, n), ls->t, root, MPI_COMM_WORLD, &req),
+                  MPI_Scatter_init(rb, kt_cnt(lr, n), lr->t, r, kt_cnt(ls, n), ls->t, root, MPI_COMM_WORLD,
                                    MPI_INFO_NULL, &req));
             if (!ip) {
-                for (long j = 0; j < n; j++) EXPECT(j, get(ls, sb, j), val(it, me, j));
+                for (long j = 0; j < n; j++) EXPECT(j, kt_get(ls, sb, j), kt_val(it, me, j));
                 holes(ls, sb, n);
             } else {
                 for (long j = 0; j < n * np; j++)        /* the root's send buffer is untouched */
-                    EXPECT(j, get(lr, rb, j), val(it, (int)(j / n), j % n));
+                    EXPECT(j, kt_get(lr, rb, j), kt_val(it, (int)(j / n), j % n));
             }
         }
         free(sb); free(rb);
@@ -221,38 +170,38 @@ static void test_allgather_alltoall(void)
 {
     for (int c = 0; c < NCOUNTS - 1; c++) FORMS for (int inplace = 0; inplace < 2; inplace++) {
         long n = counts[c] * 2;
-        const struct lay *ls = c % 2 ? &VEC : &INT, *lr = inplace ? ls : c % 3 ? &INT : &VEC;
+        const struct kt_lay *ls = c % 2 ? &VEC : &INT, *lr = inplace ? ls : c % 3 ? &INT : &VEC;
         what_count = n; what_form = form; what_root = -1;
-        int *sb = mk(ls, n * np), *rb = mk(lr, n * np);
+        int *sb = kt_mk(ls, n * np), *rb = kt_mk(lr, n * np);
         const void *s;
         what = "allgather";
         ITERS {
-            for (long j = 0; j < n; j++) put(ls, sb, j, val(it, me, j));
-            for (long j = 0; j < n * np; j++) put(lr, rb, j, -1);
-            if (inplace) for (long j = 0; j < n; j++) put(lr, rb, me * n + j, val(it, me, j));
+            for (long j = 0; j < n; j++) kt_put(ls, sb, j, kt_val(it, me, j));
+            for (long j = 0; j < n * np; j++) kt_put(lr, rb, j, -1);
+            if (inplace) for (long j = 0; j < n; j++) kt_put(lr, rb, me * n + j, kt_val(it, me, j));
             s = inplace ? MPI_IN_PLACE : sb;
-            CALL3(form, it, MPI_Allgather(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, MPI_COMM_WORLD),
-                  MPI_Iallgather(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, MPI_COMM_WORLD, &req),
-                  MPI_Allgather_init(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, MPI_COMM_WORLD,
+            CALL3(form, it, MPI_Allgather(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, MPI_COMM_WORLD),
+                  MPI_Iallgather(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, MPI_COMM_WORLD, &req),
+                  MPI_Allgather_init(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, MPI_COMM_WORLD,
                                      MPI_INFO_NULL, &req));
             for (int r = 0; r < np; r++)
-                for (long j = 0; j < n; j++) EXPECT(r * n + j, get(lr, rb, r * n + j), val(it, r, j));
+                for (long j = 0; j < n; j++) EXPECT(r * n + j, kt_get(lr, rb, r * n + j), kt_val(it, r, j));
             holes(lr, rb, n * np);
         }
-        what = "alltoall";                      /* block for rank d: val(it, me, d * n + j) */
+        what = "alltoall";                      /* block for rank d: kt_val(it, me, d * n + j) */
         ITERS {
             int *src = inplace ? rb : sb;
-            const struct lay *lsrc = inplace ? lr : ls;
-            for (long j = 0; j < n * np; j++) put(lsrc, src, j, val(it, me, j));
-            if (!inplace) for (long j = 0; j < n * np; j++) put(lr, rb, j, -1);
+            const struct kt_lay *lsrc = inplace ? lr : ls;
+            for (long j = 0; j < n * np; j++) kt_put(lsrc, src, j, kt_val(it, me, j));
+            if (!inplace) for (long j = 0; j < n * np; j++) kt_put(lr, rb, j, -1);
             s = inplace ? MPI_IN_PLACE : sb;
-            CALL3(form, it, MPI_Alltoall(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, MPI_COMM_WORLD),
-                  MPI_Ialltoall(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, MPI_COMM_WORLD, &req),
-                  MPI_Alltoall_init(s, cnt(ls, n), ls->t, rb, cnt(lr, n), lr->t, MPI_COMM_WORLD,
+            CALL3(form, it, MPI_Alltoall(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, MPI_COMM_WORLD),
+                  MPI_Ialltoall(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, MPI_COMM_WORLD, &req),
+                  MPI_Alltoall_init(s, kt_cnt(ls, n), ls->t, rb, kt_cnt(lr, n), lr->t, MPI_COMM_WORLD,
                                     MPI_INFO_NULL, &req));
             for (int r = 0; r < np; r++)
                 for (long j = 0; j < n; j++)
-                    EXPECT(r * n + j, get(lr, rb, r * n + j), val(it, r, me * n + j));
+                    EXPECT(r * n + j, kt_get(lr, rb, r * n + j), kt_val(it, r, me * n + j));
             holes(lr, rb, n * np);
         }
         free(sb); free(rb);
@@ -278,16 +227,16 @@ static void test_vvariants(void)
         KT_CHECK(sb && rb, "out of memory");
         what = "allgatherv";
         ITERS {
-            for (long j = 0; j < rc[me]; j++) sb[j] = val(it, me, j);
+            for (long j = 0; j < rc[me]; j++) sb[j] = kt_val(it, me, j);
             for (long j = 0; j < tot; j++) rb[j] = -1;
-            if (inplace) for (long j = 0; j < rc[me]; j++) rb[dsp[me] + j] = val(it, me, j);
+            if (inplace) for (long j = 0; j < rc[me]; j++) rb[dsp[me] + j] = kt_val(it, me, j);
             const void *s = inplace ? MPI_IN_PLACE : sb;
             CALL3(form, it, MPI_Allgatherv(s, rc[me], MPI_INT, rb, rc, dsp, MPI_INT, MPI_COMM_WORLD),
                   MPI_Iallgatherv(s, rc[me], MPI_INT, rb, rc, dsp, MPI_INT, MPI_COMM_WORLD, &req),
                   MPI_Allgatherv_init(s, rc[me], MPI_INT, rb, rc, dsp, MPI_INT, MPI_COMM_WORLD,
                                       MPI_INFO_NULL, &req));
             for (int r = 0; r < np; r++) {
-                for (long j = 0; j < rc[r]; j++) EXPECT(dsp[r] + j, rb[dsp[r] + j], val(it, r, j));
+                for (long j = 0; j < rc[r]; j++) EXPECT(dsp[r] + j, rb[dsp[r] + j], kt_val(it, r, j));
                 for (long j = 0; j < 3; j++) EXPECT(dsp[r] + rc[r] + j, rb[dsp[r] + rc[r] + j], -1);
             }
         }
@@ -308,7 +257,7 @@ static void test_vvariants(void)
             if (!inplace) for (long j = 0; j < rtot; j++) rb[j] = -1;
             else for (long j = 0; j < rtot; j++) rb[j] = -1;
             for (int d = 0; d < np; d++)
-                for (long j = 0; j < sc[d]; j++) src[sd[d] + j] = val(it, me, d * 100 + j);
+                for (long j = 0; j < sc[d]; j++) src[sd[d] + j] = kt_val(it, me, d * 100 + j);
             const void *s = inplace ? MPI_IN_PLACE : sb;
             CALL3(form, it,
                   MPI_Alltoallv(s, sc, sd, MPI_INT, rb, rc, dsp, MPI_INT, MPI_COMM_WORLD),
@@ -316,7 +265,7 @@ static void test_vvariants(void)
                   MPI_Alltoallv_init(s, sc, sd, MPI_INT, rb, rc, dsp, MPI_INT, MPI_COMM_WORLD,
                                      MPI_INFO_NULL, &req));
             for (int r = 0; r < np; r++) {
-                for (long j = 0; j < rc[r]; j++) EXPECT(dsp[r] + j, rb[dsp[r] + j], val(it, r, me * 100 + j));
+                for (long j = 0; j < rc[r]; j++) EXPECT(dsp[r] + j, rb[dsp[r] + j], kt_val(it, r, me * 100 + j));
                 for (long j = 0; j < 2; j++) EXPECT(dsp[r] + rc[r] + j, rb[dsp[r] + rc[r] + j], -1);
             }
         }
@@ -335,8 +284,8 @@ static void test_alltoallw(void)
     for (int c = 1; c < 4; c++) FORMS {
         long n = c == 3 ? 6000 : 2 * c, soff = 0, roff = 0;
         for (int d = 0; d < np; d++) {
-            const struct lay *l = d % 2 ? &VEC : &INT;
-            st[d] = l->t; sc[d] = cnt(l, n); sd[d] = (int)(soff * sizeof(int));
+            const struct kt_lay *l = d % 2 ? &VEC : &INT;
+            st[d] = l->t; sc[d] = kt_cnt(l, n); sd[d] = (int)(soff * sizeof(int));
             soff += (l->per == 1 ? n : n / 2 * 3) + 1;
             rt[d] = MPI_INT; rc[d] = (int)n; rd[d] = (int)(roff * sizeof(int)); roff += n + 1;
         }
@@ -344,17 +293,17 @@ static void test_alltoallw(void)
         int *sb = malloc(sizeof(int) * (size_t)soff), *rb = malloc(sizeof(int) * (size_t)roff);
         KT_CHECK(sb && rb, "out of memory");
         ITERS {
-            for (long j = 0; j < soff; j++) sb[j] = HOLE;
+            for (long j = 0; j < soff; j++) sb[j] = KT_HOLE;
             for (long j = 0; j < roff; j++) rb[j] = -1;
             for (int d = 0; d < np; d++)
                 for (long j = 0; j < n; j++)
-                    put(d % 2 ? &VEC : &INT, sb + sd[d] / (int)sizeof(int), j, val(it, me, d * 100 + j));
+                    kt_put(d % 2 ? &VEC : &INT, sb + sd[d] / (int)sizeof(int), j, kt_val(it, me, d * 100 + j));
             CALL3(form, it, MPI_Alltoallw(sb, sc, sd, st, rb, rc, rd, rt, MPI_COMM_WORLD),
                   MPI_Ialltoallw(sb, sc, sd, st, rb, rc, rd, rt, MPI_COMM_WORLD, &req),
                   MPI_Alltoallw_init(sb, sc, sd, st, rb, rc, rd, rt, MPI_COMM_WORLD, MPI_INFO_NULL, &req));
             for (int r = 0; r < np; r++) {
                 int *blk = rb + rd[r] / (int)sizeof(int);
-                for (long j = 0; j < n; j++) EXPECT(rd[r] / 4 + j, blk[j], val(it, r, me * 100 + j));
+                for (long j = 0; j < n; j++) EXPECT(rd[r] / 4 + j, blk[j], kt_val(it, r, me * 100 + j));
                 EXPECT(rd[r] / 4 + n, blk[n], -1);
             }
         }
@@ -453,13 +402,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    INT = (struct lay){ MPI_INT, 1, 1 };
-    KT_MPI(MPI_Type_vector(2, 1, 2, MPI_INT, &VEC.t));
-    KT_MPI(MPI_Type_commit(&VEC.t));
-    VEC.per = 2; VEC.ext = 3;
+    kt_lay_init(&INT, &VEC);
     KT_MPI(MPI_Type_contiguous(4, MPI_INT, &MAT));
     KT_MPI(MPI_Type_commit(&MAT));
-    KT_MPI(MPI_Op_create(matmul, 0, &MATMUL));
+    KT_MPI(MPI_Op_create(kt_matmul, 0, &MATMUL));
     const char *only = argc > 1 ? argv[1] : "";
 
     if (!*only || strstr(only, "barrier")) test_barrier();
