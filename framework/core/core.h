@@ -324,6 +324,15 @@ static inline void kumi_lock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_lock
 static inline void kumi_unlock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_unlock_slow(); }
 int kumi_lock_release_all(void);
 void kumi_lock_reacquire(int depth);
+/* For the progress thread (sched/engine.c): marks the calling thread as the
+ * engine, which works only while no application thread is inside the
+ * library; kumi_lock_engine_wait_app() parks it until then; _kick() ends
+ * every park for good (the engine is stopping). */
+void kumi_lock_engine_enter(void);
+bool kumi_lock_app_inside(void);
+bool kumi_lock_is_engine(void);
+void kumi_lock_engine_wait_app(void);
+void kumi_lock_engine_kick(void);
 
 /* Abort the whole job (MPI_Abort and fatal errors). */
 void kumi_abort_job(int errorcode, const char *msg) __attribute__((noreturn));
@@ -394,6 +403,7 @@ void kumi_req_finalize(void);     /* drain sends */
 void kumi_progress_register_params(void);
 /* A request completed: wake threads sleeping in a wait (MPI_THREAD_MULTIPLE). */
 void kumi_progress_wake(void);
+void kumi_progress_wake_engine(void);   /* out of its poll() (sched/engine.c, stopping) */
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
 

@@ -128,6 +128,28 @@ void kumi_progress_wake(void)
     }
 }
 
+/* The progress thread of the thread engine is not one of the sleepers that
+ * completions wake (it waits for no request): it sleeps on an eventfd of its
+ * own, which this writes when it must stop. */
+static int engine_fd = -1;
+
+void kumi_progress_wake_engine(void)
+{
+    if (engine_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(engine_fd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+/* Tells the transports whose pollfds() was called that the sleep is over
+ * (p2p.h: pollfds(NULL, 0)). */
+static void sleep_over(void)
+{
+    for (int i = 0; i < npops; i++)
+        if (pops[i]->pollfds) pops[i]->pollfds(NULL, 0);
+}
+
 /* Sleep until a transport's descriptor is ready (or the timeout).  At
  * MPI_THREAD_MULTIPLE the library lock is released meanwhile, so each
  * thread gathers its descriptors into its own buffer, plus the wake-up fd. */
@@ -146,28 +168,33 @@ static void sleep_on_fds(void)
                 else if (k < 0) nosleep = 1;
             }
     if (nosleep) {                          /* a transport cannot be slept on now */
+        sleep_over();
         int d = kumi_lock_release_all();
         sched_yield();
         kumi_lock_reacquire(d);
         return;
     }
+    bool engine = kumi_mt && kumi_lock_is_engine();
     if (kumi_mt && fds) {
-        if (wake_fd < 0) wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (wake_fd >= 0) {
-            fds[nf].fd = wake_fd;
+        int *wfd = engine ? &engine_fd : &wake_fd;
+        if (*wfd < 0) *wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (*wfd >= 0) {
+            fds[nf].fd = *wfd;
             fds[nf].events = POLLIN;
             fds[nf].revents = 0;
             nf++;
         }
-        __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
+        if (!engine) __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
     }
     int d = kumi_lock_release_all();
     poll(nf ? fds : NULL, (nfds_t)nf, nap ? 1 : (int)sleep_ms);
     kumi_lock_reacquire(d);
+    sleep_over();
     if (kumi_mt && fds) {
-        __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);
+        if (!engine) __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);
         uint64_t v;
-        if (wake_fd >= 0 && read(wake_fd, &v, sizeof v) < 0) { /* nothing pending */ }
+        int wfd = engine ? engine_fd : wake_fd;
+        if (wfd >= 0 && read(wfd, &v, sizeof v) < 0) { /* nothing pending */ }
     }
 }
 

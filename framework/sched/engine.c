@@ -15,9 +15,13 @@
 #include "sched/sched.h"
 #include <kumi/param.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static const char *engine_name = "loop";
+static long long slice_us = 100;
 static bool use_thread;
 static int active;                      /* schedules running (library lock) */
 static pthread_t thr;
@@ -32,6 +36,10 @@ void kumi_sched_register_params(void)
                                "What progresses non-blocking and persistent collectives: loop (inside "
                                "MPI calls) or thread (also a progress thread while one is active)",
                                KUMI_LEVEL_TUNER, &engine_name);
+    kumi_param_register_int("kumi", "base", "sched_thread_slice_us", 100,
+                            "Time slice (microseconds) the progress thread asks of the kernel (Linux 6.12 "
+                            "and later), so that it runs as soon as a message wakes it; 0: the kernel's default",
+                            KUMI_LEVEL_TUNER, &slice_us);
 }
 
 int kumi_sched_engine_init(void)
@@ -60,23 +68,60 @@ static bool idle(void)
     return __atomic_load_n(&active, __ATOMIC_ACQUIRE) == 0 && !__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE);
 }
 
+/* Asks the kernel for a short time slice for the calling thread (Linux's
+ * EEVDF scheduler, 6.12 and later: sched_setattr() with SCHED_OTHER and a
+ * sched_runtime, which any process may set).  The progress thread shares its
+ * core with the computation; a short slice gives it an earlier deadline than
+ * the computation's when a message wakes it, so it runs at once (instead of
+ * after the computation's slice of a millisecond or more), does its work and
+ * sleeps again.  Older kernels refuse or ignore it; nothing else changes. */
+static void short_slice(void)
+{
+#ifdef SYS_sched_setattr
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+    } a;
+    if (slice_us <= 0) return;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.policy = 0;                       /* SCHED_OTHER */
+    a.runtime = (uint64_t)slice_us * 1000;
+    (void)syscall(SYS_sched_setattr, 0, &a, 0);
+#endif
+}
+
+/* The progress thread: while a schedule runs and no application thread is
+ * inside the library (one inside progresses everything itself), it runs the
+ * progress engine, sleeping in poll() on the transports' descriptors between
+ * events; it parks while the application is inside (core/lock.c) and waits
+ * on the condition variable while no schedule runs.  It never yields the CPU
+ * while it has work: on a core shared with the computation it would get it
+ * back only after the computation's time slice. */
 static void *engine_main(void *arg)
 {
     (void)arg;
-    kumi_lock_slow();
+    short_slice();
+    kumi_lock_engine_enter();
     while (!__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE)) {
         if (idle()) {
-            int d = kumi_lock_release_all();
             pthread_mutex_lock(&tmx);
             while (idle()) pthread_cond_wait(&tcv, &tmx);
             pthread_mutex_unlock(&tmx);
-            kumi_lock_reacquire(d);
             continue;
         }
-        kumi_progress(1);               /* polls; sleeps in poll() (lock released) when idle */
-        kumi_lock_reacquire(kumi_lock_release_all());   /* let waiting application threads in */
+        if (kumi_lock_app_inside()) {
+            kumi_lock_engine_wait_app();
+            continue;
+        }
+        kumi_lock_slow();
+        if (!kumi_lock_app_inside() && !idle())
+            kumi_progress(1);           /* polls; sleeps in poll() (lock released) when nothing moves */
+        kumi_unlock_slow();
     }
-    kumi_unlock_slow();
     return NULL;
 }
 
@@ -110,7 +155,8 @@ void kumi_sched_engine_stop(void)
     pthread_mutex_lock(&tmx);
     pthread_cond_signal(&tcv);
     pthread_mutex_unlock(&tmx);
-    kumi_progress_wake();               /* out of poll() at once */
+    kumi_lock_engine_kick();            /* out of its park */
+    kumi_progress_wake_engine();        /* out of poll() at once */
     int d = kumi_lock_release_all();
     pthread_join(thr, NULL);
     kumi_lock_reacquire(d);

@@ -50,7 +50,10 @@
  * receiver's word is 1 swaps it to 2 and sends one byte (so one datagram per
  * sleep, whatever the number of writers).  A reader that freed ring space
  * does the same for the sender of that ring (a sender may sleep waiting for
- * space or for an ACK).  progress() clears the word and drains the socket.
+ * space or for an ACK).  progress() clears the word and drains the socket,
+ * unless another thread of this process still sleeps on it (the thread
+ * engine's progress thread while the application polls): pollfds(NULL, 0)
+ * tells that a sleep is over.
  *
  * A peer that dies mid-transfer leaves its ring silent; the job is ended by
  * mpiexec (which also removes the segments).
@@ -168,6 +171,12 @@ static int *p2p_shmem_local;              /* same-host peers (not me) */
 static int p2p_shmem_nlocal;
 static int p2p_shmem_bellfd = -1, p2p_shmem_readyfd = -1;
 static int p2p_shmem_cma_ok;              /* this rank may try CMA at all */
+/* Threads of this process asleep on the doorbell (the progress thread of the
+ * thread engine while the application polls, or the other way round); while
+ * one sleeps, progress() leaves the sleeping word and the socket to it, or
+ * writers would stop ringing a sleeper that still waits.  Changed under the
+ * library lock (pollfds() is called with it held). */
+static int p2p_shmem_sleepers;
 static size_t p2p_shmem_nqueued;          /* ops queued or waiting for an ACK */
 static int p2p_shmem_in_progress;
 static volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with CMA */
@@ -941,7 +950,8 @@ static int p2p_shmem_progress(void)
     int did = 0;
     if (!p2p_shmem_seg || p2p_shmem_in_progress) return 0;
     p2p_shmem_in_progress = 1;
-    if (atomic_load_explicit(&p2p_shmem_seg->sleeping, memory_order_relaxed) != 0) {
+    if (p2p_shmem_sleepers == 0 &&
+        atomic_load_explicit(&p2p_shmem_seg->sleeping, memory_order_relaxed) != 0) {
         atomic_store_explicit(&p2p_shmem_seg->sleeping, 0, memory_order_relaxed);
         p2p_shmem_drain_bell();
     }
@@ -970,7 +980,12 @@ static int p2p_shmem_pending(void)
 
 static int p2p_shmem_pollfds(struct pollfd *fds, int max)
 {
-    if (!p2p_shmem_seg || max < 1 || p2p_shmem_nlocal == 0) return 0;
+    if (!p2p_shmem_seg || p2p_shmem_nlocal == 0) return 0;
+    if (!fds || max < 1) {               /* a sleep is over */
+        if (p2p_shmem_sleepers > 0 && !fds) p2p_shmem_sleepers--;
+        return 0;
+    }
+    p2p_shmem_sleepers++;
     atomic_store_explicit(&p2p_shmem_seg->sleeping, 1, memory_order_seq_cst);
     atomic_thread_fence(memory_order_seq_cst);
     fds[0].fd = p2p_shmem_pending() ? p2p_shmem_readyfd : p2p_shmem_bellfd;

@@ -104,7 +104,12 @@ struct kumi_p2p_ops {
      * max entries (events set as needed), return how many; or
      * KUMI_P2P_NOSLEEP when the caller must not sleep now (work is pending):
      * it yields the CPU and polls again; or KUMI_P2P_NAP when no descriptor
-     * wakes this transport: the caller sleeps at most a millisecond. */
+     * wakes this transport: the caller sleeps at most a millisecond.
+     * After the sleep (or instead of it) the caller calls pollfds(NULL, 0)
+     * (return value ignored): a transport whose wake-up depends on who
+     * sleeps (a doorbell armed by pollfds) learns that this sleeper is
+     * awake again; another thread may still sleep.  Transports of older
+     * builds return 0 for max 0, which is harmless. */
     int (*pollfds)(struct pollfd *fds, int max);
     /* 1 while sends are queued (MPI_Finalize drains them before closing). */
     int (*busy)(void);
