@@ -93,12 +93,17 @@ static void init_fail(int code)
 
 static int select_rpim(void)
 {
-    int n = 0;
+    int n = 0, why = KUMI_UNAVAILABLE;
     struct kumi_comp_entry **list = kumi_registry_available("rpim", &n);
     for (int i = 0; i < n; i++) {
         const struct kumi_rpim_ops *ops = list[i]->comp->ops;
         struct kumi_rpim_info info;
-        if (!ops || !ops->client_init || ops->client_init(&info) != KUMI_OK) continue;
+        int rc = ops && ops->client_init ? ops->client_init(&info) : KUMI_UNAVAILABLE;
+        if (rc != KUMI_OK) {
+            /* a component that tried to join and failed says why (kept for the message below) */
+            if (rc != KUMI_UNAVAILABLE && why == KUMI_UNAVAILABLE) why = rc;
+            continue;
+        }
         rpim = ops;
         rpim_entry = list[i];
         list[i]->status = KUMI_COMP_SELECTED;
@@ -107,9 +112,13 @@ static int select_rpim(void)
         return MPI_SUCCESS;
     }
     const char *launcher = getenv("KUMI_RPIM");
-    if (getenv("KUMI_RANK"))
-        return kumi_error(MPI_ERR_OTHER, "started by mpiexec (rpim %s) but no rpim component could join the job",
-                          launcher ? launcher : "?");
+    if (getenv("KUMI_RANK")) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        if (why != KUMI_UNAVAILABLE) kumi_mpi_error_string(why, msg, &len);
+        return kumi_error(MPI_ERR_OTHER, "started by mpiexec (rpim %s) but no rpim component could join the job%s%s",
+                          launcher ? launcher : "?", msg[0] ? ": " : "", msg);
+    }
     kumi_core_world_rank = 0;      /* singleton */
     kumi_core_world_size = 1;
     return MPI_SUCCESS;

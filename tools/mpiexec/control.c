@@ -138,9 +138,12 @@ void mx_ctl_accept(struct mx_job *job, double now)
             if (errno == EINTR || errno == ECONNABORTED) continue;
             return;                    /* EAGAIN, or out of fds: try later */
         }
-        if (job->nstrangers >= MX_MAX_STRANGERS) {
+        if (job->nstrangers >= MX_MAX_STRANGERS + job->n) {
             /* Flooded with connections that have not said who they are:
-             * refuse this one rather than run out of descriptors. */
+             * refuse this one rather than run out of descriptors.  Every
+             * rank of the job may be among them: ranks connect as they
+             * start, possibly all before this loop reads a HELLO (a fixed
+             * limit of 64 cut off the ranks above 64 of a larger job). */
             close(fd);
             continue;
         }

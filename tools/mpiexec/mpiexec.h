@@ -73,7 +73,7 @@
 #define MX_SECRET_LEN       32          /* hex characters */
 #define MX_MAX_FRAME        (64 * 1024) /* largest frame a rank may send */
 #define MX_HELLO_TIMEOUT    3.0         /* seconds to present the secret */
-#define MX_MAX_STRANGERS    64          /* unauthenticated connections at once */
+#define MX_MAX_STRANGERS    64          /* unauthenticated connections at once, beyond the job's size */
 
 struct mx_buf {
     char *data;

@@ -482,6 +482,14 @@ static int p2p_shmem_wireup(void)
     const char *me = kumi_hostname();
     int ncma = 0;
     if (p2p_shmem_size <= 1 || !p2p_shmem_seg) return MPI_SUCCESS;
+    /* Mapping in a ring allocates and zeroes its pages: every rank of a job
+     * on one host doing so for all its incoming rings costs size^2 rings
+     * (1 GiB of /dev/shm and most of a second of system time for 64 ranks of
+     * 256 KiB rings, 4 GiB for 128) before the program starts.  Hold the
+     * host's total to 64 MiB: 32 MiB per rank at 2 ranks, 64 MiB / size
+     * above (all rings up to 16 ranks of 256 KiB rings, a few at 64). */
+    size_t prefault_max = ((size_t)64 << 20) / (size_t)p2p_shmem_size;
+    if (prefault_max > ((size_t)32 << 20)) prefault_max = (size_t)32 << 20;
     for (int r = 0; r < p2p_shmem_size; r++) {
         struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
         unsigned long long addr = 0;
@@ -496,8 +504,8 @@ static int p2p_shmem_wireup(void)
         p2p_shmem_bell_addr(&p->bell, &p->bell_len, r);
         p->ictl = p2p_shmem_ring(p2p_shmem_seg, r, &p->idata);
         p2p_shmem_local[p2p_shmem_nlocal++] = r;
-        /* our incoming rings: up to 32 MiB of them now, the rest as they are used */
-        if ((size_t)p2p_shmem_nlocal * (P2P_SHMEM_CTL + p2p_shmem_ringsz) <= ((size_t)32 << 20))
+        /* our incoming rings: up to prefault_max of them now, the rest as they are used */
+        if ((size_t)p2p_shmem_nlocal * (P2P_SHMEM_CTL + p2p_shmem_ringsz) <= prefault_max)
             p2p_shmem_prefault(p->ictl);
         {
             unsigned char verdict = P2P_SHMEM_CMA_NO;
