@@ -35,6 +35,10 @@ int kumi_chk_bad_errhandler(const char *fn, const char *arg, MPI_Errhandler h)
 {
     return bad_handle(fn, arg, h, MPI_ERR_ARG, "error handler", MPI_ERRHANDLER_NULL, "MPI_ERRHANDLER_NULL");
 }
+int kumi_chk_bad_win(const char *fn, const char *arg, MPI_Win h)
+{
+    return bad_handle(fn, arg, h, MPI_ERR_WIN, "window", MPI_WIN_NULL, "MPI_WIN_NULL");
+}
 int kumi_chk_dt_usable_slow(const char *fn, const char *arg, const struct kumi_dt *dt)
 {
     return kumi_error(MPI_ERR_TYPE, "%s: datatype %s (argument %s) is not committed",

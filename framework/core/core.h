@@ -28,6 +28,7 @@ enum kumi_magic {
     KUMI_MAGIC_GROUP = 0x4b475250,
     KUMI_MAGIC_INFO  = 0x4b494e46,
     KUMI_MAGIC_SESSION = 0x4b534553,
+    KUMI_MAGIC_WIN   = 0x4b57494e,  /* "KWIN" */
     KUMI_MAGIC_DEAD  = 0x44454144
 };
 
@@ -209,6 +210,9 @@ void kumi_dt_unpack_range(const struct kumi_dt *dt, const void *in, size_t count
 /* References held by requests and derived datatypes. */
 void kumi_dt_retain(struct kumi_dt *dt);
 void kumi_dt_release(struct kumi_dt *dt);
+/* The predefined datatype all of dt's basic elements are (dt itself if
+ * predefined), or MPI_DATATYPE_NULL when they are of several kinds. */
+MPI_Datatype kumi_dt_basic_handle(const struct kumi_dt *dt);
 /* Complete basic elements in the first bytes of a message of type dt. */
 int64_t kumi_dt_elements(const struct kumi_dt *dt, uint64_t bytes);
 

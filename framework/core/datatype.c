@@ -122,6 +122,15 @@ static uint32_t predef_index(MPI_Datatype h)
     return 0;
 }
 
+MPI_Datatype kumi_dt_basic_handle(const struct kumi_dt *dt)
+{
+    if (dt->predefined) return dt->handle;
+    if (dt->basic_elem == KUMI_B_NONE) return MPI_DATATYPE_NULL;
+    for (uint32_t i = 0; i < NPREDEF; i++)
+        if (predefs[i].basic == dt->basic_elem) return predefs[i].h;
+    return MPI_DATATYPE_NULL;
+}
+
 /* external32 class and size of a non-pair predefined type (MPI 4.1 sec. 15.5.2) */
 static void leaf_init(struct dt_leaf *l, const struct predef *p)
 {

@@ -556,7 +556,8 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 int kumi_req_cancel(struct kumi_req *r)
 {
     if (r->kind == KUMI_REQ_GREQ) return kumi_greq_cancel(r);
-    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV || r->kind == KUMI_REQ_IDUP)
+    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV || r->kind == KUMI_REQ_IDUP ||
+        r->kind == KUMI_REQ_RMA)
         return MPI_SUCCESS;            /* not cancellable */
     if (r->kind == KUMI_REQ_COLL)      /* erroneous (MPI 4.1 sec. 3.8.4): say so, change nothing */
         return kumi_error(MPI_ERR_REQUEST, "MPI_Cancel: the request of a collective operation (%s) cannot "

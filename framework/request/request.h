@@ -51,8 +51,10 @@ enum kumi_req_kind {
     KUMI_REQ_GREQ,                      /* generalized (grequest.c): state in ext */
     KUMI_REQ_IDUP,                      /* MPI_Comm_idup(_with_info) (core/comm.c): state in ext;
                                            completes in the progress engine, not cancellable */
-    KUMI_REQ_COLL                       /* non-blocking or persistent collective: its schedule
+    KUMI_REQ_COLL,                      /* non-blocking or persistent collective: its schedule
                                            (sched/sched.c) in ext; not cancellable */
+    KUMI_REQ_RMA                        /* MPI_Rput & co. (rma/rma.c): completes in the progress
+                                           engine, not cancellable */
 };
 
 /* Hidden contexts of partitioned communication (partitioned.c), above every

@@ -1,0 +1,1424 @@
+/* RMA operations and synchronisation (MPI-4 chapter 12) over active messages.
+ *
+ * Every operation travels over the window's private communicator (w->comm,
+ * point-to-point context) as requests the target applies in its progress
+ * engine (inside any MPI call it makes):
+ *   tag CTL    a 64-byte struct rma_msg: an operation's header, or a
+ *              synchronisation message (lock, grant, unlock, flush, their
+ *              acks, post, complete); every rank keeps one receive from
+ *              MPI_ANY_SOURCE posted for them;
+ *   tag DATA   what an operation header announces, from the origin: the
+ *              target layout (a list of blocks) when the target datatype is
+ *              not contiguous, then the packed origin data (Put, Accumulate,
+ *              Get_accumulate, Compare_and_swap);
+ *   tag REPLY  from the target: the packed target data of Get,
+ *              Get_accumulate, Fetch_and_op, Compare_and_swap.
+ * MPI's non-overtaking order between two ranks keeps these apart without
+ * sequence numbers: the target posts the DATA receives of an operation when
+ * its header arrives, before it can see the next header; the origin posts its
+ * REPLY receives in the order of its requests, which the target answers in
+ * that order.
+ *
+ * The origin describes the target memory completely (byte offset from the
+ * window's base, or an address in a dynamic window; blocks of whole basic
+ * elements; the basic datatype and op for accumulates), so the target needs
+ * no datatype of the origin's.  Accumulates apply on the target in the order
+ * they arrive from one origin (accumulate_ordering rar,raw,war,waw holds) and
+ * one at a time (the progress engine runs one callback at a time), so
+ * concurrent accumulates to one location are atomic per element.
+ *
+ * Completion: each origin counts the operations it sent to each target
+ * (cumulative); each target counts the ones it applied from each origin.
+ *   fence     wait for local completion, a reduce-scatter of the counts tells
+ *             each target how many to expect, wait for them, barrier;
+ *   PSCW      Post sends POST to the origins; Start waits for them; Complete
+ *             sends COMPLETE(count) to the targets; Wait/Test until every
+ *             origin's COMPLETE came and its count was applied;
+ *   passive   LOCK waits for a GRANT (the target queues conflicting locks);
+ *             UNLOCK(count) and FLUSH(count) are answered once that many
+ *             operations of the origin were applied.
+ * Progress: the target applies operations when it calls MPI (or while the
+ * thread engine's progress thread runs); a passive-target epoch on a target
+ * that computes without calling MPI waits until it does. */
+#include "rma/rma.h"
+#include "request/request.h"
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_CTL = 1, TAG_DATA = 2, TAG_REPLY = 3 };
+enum {
+    M_PUT = 1, M_GET, M_ACC, M_GACC, M_CAS,
+    M_LOCK, M_GRANT, M_UNLOCK, M_UNLOCK_ACK, M_FLUSH, M_FLUSH_ACK, M_POST, M_COMPLETE
+};
+
+struct rma_msg {                        /* 64 bytes, on TAG_CTL */
+    uint32_t kind;
+    int32_t origin;                     /* sender's rank in w->comm */
+    int32_t op;                         /* accumulates: predefined MPI_Op handle value */
+    int32_t arg;                        /* lock type; acks: errors found */
+    uint64_t addr;                      /* target: byte offset from base (dynamic: address) */
+    uint64_t bytes;                     /* packed bytes of the target data */
+    uint64_t dt;                        /* accumulates: the basic datatype handle */
+    uint64_t nblocks;                   /* 0: one block [addr, addr+bytes); else a list follows */
+    uint64_t count;                     /* UNLOCK / FLUSH / COMPLETE: operations sent so far */
+    uint64_t span;                      /* bytes from addr to the end of the last block */
+};
+_Static_assert(sizeof(struct rma_msg) == 64, "one cache line");
+
+struct rma_blk { uint64_t off, len; }; /* off from the target address */
+
+/* A lock request a target cannot grant yet. */
+struct lockwait { int origin, type; struct lockwait *next; };
+/* An UNLOCK or FLUSH waiting for the origin's operations. */
+struct ackwait { int origin, kind; uint64_t count; struct ackwait *next; };
+
+struct kumi_rma {
+    struct kumi_win *w;
+    struct kumi_req *ctl;               /* the posted receive of TAG_CTL */
+    struct rma_msg ctlbuf;
+    /* origin side */
+    uint64_t *sent;                     /* [size] operations sent to each target */
+    int *lock;                          /* [size] 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE (held) */
+    int *lock_nocheck;                  /* [size] taken with MPI_MODE_NOCHECK: no messages */
+    int *granted;                       /* [size] GRANTs received (cumulative) */
+    int *acks;                          /* [size] UNLOCK_ACK / FLUSH_ACK received (cumulative) */
+    int ack_errors;                     /* errors targets reported in acks */
+    int *posts;                         /* [size] POSTs received, not yet consumed by a Start */
+    long local;                         /* my requests not yet complete (sends, replies) */
+    bool lock_all;
+    bool fence_epoch;                   /* between fences (no MPI_MODE_NOSUCCEED) */
+    int *start_ranks, nstart;           /* PSCW access epoch: targets; nstart < 0: none */
+    /* target side */
+    uint64_t *applied;                  /* [size] operations applied from each origin */
+    uint64_t applied_total;
+    int *completes;                     /* [size] COMPLETEs received, not yet consumed */
+    uint64_t *complete_count;           /* [size] the count the last COMPLETE carried */
+    int *post_ranks, npost;             /* exposure epoch: origins; npost < 0: none */
+    int shared_holders;                 /* passive target locks held on me */
+    int excl_holder;                    /* -1 or the origin */
+    struct lockwait *lockq, *lockq_tail;
+    struct ackwait *ackq;
+    int errors;                         /* operations rejected here since the last ack */
+    int first_err;                      /* error code of the first one (reported at my next sync) */
+    bool freeing;
+    bool draining;                      /* ctl_done is handling queued control messages */
+    struct rma_msg *q;                  /* control messages not handled yet (a ring) */
+    size_t qh, qn, qcap;
+};
+
+/* --------------------------------------------------------------- helpers */
+
+static int check_target(struct kumi_win *w, const char *fn, int rank)
+{
+    if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
+    if (rank < 0 || rank >= w->size)
+        return kumi_error(MPI_ERR_RANK, "%s: invalid target rank %d in a window of %d processes", fn, rank,
+                          w->size);
+    return MPI_SUCCESS;
+}
+
+/* Is an access epoch to target t open? */
+static bool in_epoch(struct kumi_rma *m, int t)
+{
+    if (m->fence_epoch || m->lock_all || m->lock[t]) return true;
+    for (int i = 0; i < m->nstart; i++)
+        if (m->start_ranks[i] == t) return true;
+    return false;
+}
+
+/* An internal message on the window's communicator; on_done (may be NULL)
+ * runs when it completes and owns r then (it must free it). */
+static struct kumi_req *post_own(struct kumi_rma *m, bool send, int peer, int tag, void *buf, size_t count,
+                                 MPI_Datatype dt, void (*on_done)(struct kumi_req *), void *ext, int idx,
+                                 void *owned, int *rc)
+{
+    struct kumi_win *w = m->w;
+    struct kumi_req *r = kumi_req_alloc(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, w->comm, w->comm->ctx);
+    if (!r) {
+        *rc = kumi_error(MPI_ERR_NO_MEM, "RMA: out of memory for a request");
+        return NULL;
+    }
+    r->internal = true;
+    r->fname = "RMA";
+    r->buf = buf;
+    r->count = count;
+    r->dt = kumi_dt_get(dt);
+    kumi_dt_retain(r->dt);
+    r->peer = peer;
+    r->tag = tag;
+    r->ext = ext;
+    r->on_complete = on_done;
+    r->cb_idx = idx;
+    r->owned = owned;                   /* freed with the request */
+    /* may complete at once: on_done runs (and owns r) before this returns */
+    *rc = send ? kumi_req_start_send(r) : kumi_req_start_recv(r);
+    if (*rc != MPI_SUCCESS) {
+        r->owned = NULL;
+        kumi_req_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static struct kumi_req *post(struct kumi_rma *m, bool send, int peer, int tag, void *buf, size_t count,
+                             MPI_Datatype dt, void (*on_done)(struct kumi_req *), void *ext, int idx, int *rc)
+{
+    return post_own(m, send, peer, tag, buf, count, dt, on_done, ext, idx, NULL, rc);
+}
+
+static void free_done(struct kumi_req *r) { kumi_req_free(r); }
+
+/* A control message (copied: the request layer sends 64 bytes eagerly). */
+static int send_ctl(struct kumi_rma *m, int to, const struct rma_msg *msg)
+{
+    struct rma_msg *copy = malloc(sizeof *copy);
+    if (!copy) return kumi_error(MPI_ERR_NO_MEM, "RMA: out of memory");
+    *copy = *msg;
+    int rc;
+    if (!post_own(m, true, to, TAG_CTL, copy, sizeof *copy, MPI_BYTE, free_done, NULL, 0, copy, &rc)) {
+        free(copy);
+        return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------- target layout */
+
+/* The blocks of count elements of dt (whole basic elements each), offsets
+ * from the first element's address; merged where adjacent.  *span: bytes from
+ * the address to the end of the last block; *lo: lowest offset (may be < 0
+ * with a negative lower bound).  Returns the number of blocks or -1 (memory). */
+static long layout(const struct kumi_dt *dt, size_t count, struct rma_blk **out, int64_t *lo, uint64_t *span)
+{
+    size_t n = 0, cap = 8;
+    struct rma_blk *b = malloc(cap * sizeof *b);
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    if (!b) return -1;
+    for (size_t k = 0; k < count; k++)
+        for (size_t s = 0; s < dt->nosegs; s++) {
+            const struct kumi_dt_seg *g = &dt->osegs[s];
+            for (size_t i = 0; i < g->count; i++) {
+                int64_t off = (int64_t)k * dt->extent + g->off + (int64_t)i * g->stride;
+                if (g->len == 0) continue;
+                if (n && (int64_t)(b[n - 1].off + b[n - 1].len) == off) {
+                    b[n - 1].len += g->len;
+                } else {
+                    if (n == cap) {
+                        struct rma_blk *nb = realloc(b, 2 * cap * sizeof *b);
+                        if (!nb) { free(b); return -1; }
+                        b = nb;
+                        cap *= 2;
+                    }
+                    b[n].off = (uint64_t)off;
+                    b[n].len = g->len;
+                    n++;
+                }
+                if (off < mn) mn = off;
+                if (off + (int64_t)g->len > mx) mx = off + (int64_t)g->len;
+            }
+        }
+    *out = b;
+    *lo = n ? mn : 0;
+    *span = n ? (uint64_t)mx : 0;
+    return (long)n;
+}
+
+/* ------------------------------------------------------------ target side */
+
+struct tgt_op {                         /* an operation being applied here */
+    struct kumi_rma *m;
+    struct rma_msg h;
+    struct rma_blk *blk;                /* NULL: one block */
+    char *data;                         /* packed origin data */
+    char *reply;
+    uint8_t *mem;                       /* target address */
+    bool bad;
+};
+
+static void target_applied(struct kumi_rma *m, int origin);
+
+static int esize_of(uint64_t dth)
+{
+    struct kumi_dt *dt = kumi_dt_get((MPI_Datatype)(uintptr_t)dth);
+    return dt ? (int)dt->size : 0;
+}
+
+/* Copy packed <-> target blocks. */
+static void gather(struct tgt_op *t, char *out)
+{
+    if (!t->blk) { memcpy(out, t->mem, t->h.bytes); return; }
+    for (uint64_t i = 0; i < t->h.nblocks; i++) {
+        memcpy(out, t->mem + t->blk[i].off, t->blk[i].len);
+        out += t->blk[i].len;
+    }
+}
+
+static void scatter_(struct tgt_op *t, const char *in)
+{
+    if (!t->blk) { memmove(t->mem, in, t->h.bytes); return; }
+    for (uint64_t i = 0; i < t->h.nblocks; i++) {
+        memcpy(t->mem + t->blk[i].off, in, t->blk[i].len);
+        in += t->blk[i].len;
+    }
+}
+
+static void accumulate(struct tgt_op *t, const char *in)
+{
+    MPI_Op op = (MPI_Op)(uintptr_t)(intptr_t)t->h.op;
+    MPI_Datatype dt = (MPI_Datatype)(uintptr_t)t->h.dt;
+    size_t es = (size_t)esize_of(t->h.dt);
+    if (!es) return;
+    if (!t->blk) {
+        kumi_op_reduce(op, in, t->mem, t->h.bytes / es, dt);
+        return;
+    }
+    for (uint64_t i = 0; i < t->h.nblocks; i++) {
+        kumi_op_reduce(op, in, t->mem + t->blk[i].off, t->blk[i].len / es, dt);
+        in += t->blk[i].len;
+    }
+}
+
+static void tgt_free(struct tgt_op *t)
+{
+    free(t->blk);
+    free(t->data);
+    free(t->reply);
+    free(t);
+}
+
+static void reply_sent(struct kumi_req *r)
+{
+    struct tgt_op *t = r->ext;
+    kumi_req_free(r);
+    tgt_free(t);
+}
+
+/* Everything of the operation is here: apply it. */
+static void tgt_apply(struct tgt_op *t)
+{
+    struct kumi_rma *m = t->m;
+    int origin = t->h.origin, rc = MPI_SUCCESS;
+    if (t->bad) {
+        if (t->h.kind == M_GET || t->h.kind == M_GACC || t->h.kind == M_CAS) {
+            /* the origin waits for a reply: send zeros */
+            t->reply = calloc(1, t->h.bytes ? t->h.bytes : 1);
+            if (t->reply && post(m, true, origin, TAG_REPLY, t->reply, t->h.bytes, MPI_BYTE, reply_sent, t, 0, &rc)) {
+                target_applied(m, origin);
+                return;
+            }
+        }
+        target_applied(m, origin);
+        tgt_free(t);
+        return;
+    }
+    switch (t->h.kind) {
+    case M_PUT:
+        if (t->data) scatter_(t, t->data);
+        break;
+    case M_ACC:
+        accumulate(t, t->data);
+        break;
+    case M_GET:
+    case M_GACC:
+    case M_CAS:
+        t->reply = malloc(t->h.bytes ? t->h.bytes : 1);
+        if (!t->reply) break;
+        gather(t, t->reply);
+        if (t->h.kind == M_GACC) {
+            accumulate(t, t->data);
+        } else if (t->h.kind == M_CAS) {
+            /* data: the new value, then the compare value */
+            if (memcmp(t->reply, t->data + t->h.bytes, t->h.bytes) == 0) scatter_(t, t->data);
+        }
+        target_applied(m, origin);
+        if (!post(m, true, origin, TAG_REPLY, t->reply, t->h.bytes, MPI_BYTE, reply_sent, t, 0, &rc)) {
+            kumi_warn("RMA: cannot answer rank %d: %d", origin, rc);
+            tgt_free(t);
+        }
+        return;
+    }
+    target_applied(m, origin);
+    tgt_free(t);
+}
+
+static void tgt_data_done(struct kumi_req *r)
+{
+    struct tgt_op *t = r->ext;
+    int last = r->cb_idx;
+    kumi_req_free(r);
+    if (last) tgt_apply(t);
+}
+
+/* Validate and locate the target memory of an operation header. */
+static void tgt_locate(struct kumi_rma *m, struct tgt_op *t)
+{
+    struct kumi_win *w = m->w;
+    if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        if (t->h.span && !kumi_win_region_ok(w, t->h.addr, t->h.span)) t->bad = true;
+        t->mem = (uint8_t *)(uintptr_t)t->h.addr;
+    } else {
+        if (t->h.span && (t->h.addr + t->h.span > (uint64_t)w->wsize || t->h.addr + t->h.span < t->h.addr))
+            t->bad = true;
+        t->mem = (uint8_t *)w->base + t->h.addr;
+    }
+    if (t->bad) {
+        if (!m->errors++)
+            m->first_err = kumi_error(MPI_ERR_RMA_RANGE, "RMA: an operation from rank %d addressed %llu bytes at "
+                                      "%#llx, outside the window memory of rank %d", t->h.origin,
+                                      (unsigned long long)t->h.span, (unsigned long long)t->h.addr, w->rank);
+    }
+}
+
+static void tgt_op_start(struct kumi_rma *m, const struct rma_msg *h)
+{
+    int rc = MPI_SUCCESS, o = h->origin;
+    struct tgt_op *t = calloc(1, sizeof *t);
+    if (!t) { kumi_warn("RMA: out of memory"); return; }
+    t->m = m;
+    t->h = *h;
+    tgt_locate(m, t);
+    bool has_data = h->kind == M_PUT || h->kind == M_ACC || h->kind == M_GACC || h->kind == M_CAS;
+    size_t dbytes = h->kind == M_CAS ? 2 * h->bytes : h->bytes;
+    if (h->nblocks) {                   /* the block list comes first; a Get applies once it is here */
+        t->blk = malloc(h->nblocks * sizeof *t->blk);
+        if (!t->blk || !post(m, false, o, TAG_DATA, t->blk, h->nblocks * sizeof *t->blk, MPI_BYTE, tgt_data_done, t,
+                             has_data ? 0 : 1, &rc))
+            goto fail;
+    }
+    if (has_data) {
+        if (h->kind == M_PUT && !h->nblocks && !t->bad) {   /* a contiguous Put lands in place */
+            t->h.kind = 0;              /* nothing left to apply (set first: the receive may complete at once) */
+            if (!post(m, false, o, TAG_DATA, t->mem, dbytes, MPI_BYTE, tgt_data_done, t, 1, &rc)) goto fail;
+            return;
+        }
+        t->data = malloc(dbytes ? dbytes : 1);
+        if (!t->data || !post(m, false, o, TAG_DATA, t->data, dbytes, MPI_BYTE, tgt_data_done, t, 1, &rc))
+            goto fail;
+        return;
+    }
+    if (!h->nblocks) tgt_apply(t);
+    return;
+fail:
+    kumi_warn("RMA: cannot take an operation from rank %d (out of memory or %d)", o, rc);
+    tgt_free(t);
+}
+
+/* ---------------------------------------------------- passive target locks */
+
+static bool lock_grantable(struct kumi_rma *m, int type)
+{
+    if (m->excl_holder >= 0) return false;
+    return type == MPI_LOCK_SHARED || m->shared_holders == 0;
+}
+
+static void lock_take(struct kumi_rma *m, int origin, int type)
+{
+    if (type == MPI_LOCK_EXCLUSIVE) m->excl_holder = origin;
+    else m->shared_holders++;
+    struct rma_msg g = { .kind = M_GRANT, .origin = m->w->rank };
+    int rc = send_ctl(m, origin, &g);
+    if (rc != MPI_SUCCESS) kumi_warn("RMA: cannot grant a lock to rank %d", origin);
+}
+
+static void lock_release(struct kumi_rma *m, int origin)
+{
+    if (m->excl_holder == origin) m->excl_holder = -1;
+    else if (m->shared_holders > 0) m->shared_holders--;
+    /* grant in order: an exclusive request waits for everything before it */
+    while (m->lockq && lock_grantable(m, m->lockq->type)) {
+        struct lockwait *q = m->lockq;
+        m->lockq = q->next;
+        if (!m->lockq) m->lockq_tail = NULL;
+        lock_take(m, q->origin, q->type);
+        free(q);
+    }
+}
+
+static void send_ack(struct kumi_rma *m, int origin, int kind)
+{
+    struct rma_msg a = { .kind = (uint32_t)kind, .origin = m->w->rank, .arg = m->errors };
+    m->errors = 0;
+    if (kind == M_UNLOCK_ACK) lock_release(m, origin);
+    if (send_ctl(m, origin, &a) != MPI_SUCCESS) kumi_warn("RMA: cannot answer rank %d", origin);
+}
+
+/* An operation of origin was applied: answer the UNLOCK / FLUSH that waited for it. */
+static void target_applied(struct kumi_rma *m, int origin)
+{
+    m->applied[origin]++;
+    m->applied_total++;
+    struct ackwait **pp = &m->ackq;
+    while (*pp) {
+        struct ackwait *a = *pp;
+        if (a->origin == origin && m->applied[origin] >= a->count) {
+            *pp = a->next;
+            send_ack(m, origin, a->kind);
+            free(a);
+        } else {
+            pp = &a->next;
+        }
+    }
+}
+
+static void on_ctl(struct kumi_rma *m, const struct rma_msg *h)
+{
+    int o = h->origin;
+    if (o < 0 || o >= m->w->size) return;
+    switch (h->kind) {
+    case M_PUT: case M_GET: case M_ACC: case M_GACC: case M_CAS:
+        tgt_op_start(m, h);
+        break;
+    case M_LOCK:
+        if (!m->lockq && lock_grantable(m, h->arg)) {
+            lock_take(m, o, h->arg);
+        } else {
+            struct lockwait *q = malloc(sizeof *q);
+            if (!q) { kumi_warn("RMA: out of memory"); break; }
+            q->origin = o; q->type = h->arg; q->next = NULL;
+            if (m->lockq_tail) m->lockq_tail->next = q; else m->lockq = q;
+            m->lockq_tail = q;
+        }
+        break;
+    case M_UNLOCK:
+    case M_FLUSH: {
+        int ack = h->kind == M_UNLOCK ? M_UNLOCK_ACK : M_FLUSH_ACK;
+        if (m->applied[o] >= h->count) {
+            send_ack(m, o, ack);
+        } else {
+            struct ackwait *a = malloc(sizeof *a);
+            if (!a) { kumi_warn("RMA: out of memory"); break; }
+            a->origin = o; a->kind = ack; a->count = h->count; a->next = m->ackq;
+            m->ackq = a;
+        }
+        break;
+    }
+    case M_GRANT:
+        m->granted[o]++;
+        break;
+    case M_UNLOCK_ACK:
+    case M_FLUSH_ACK:
+        m->acks[o]++;
+        m->ack_errors += h->arg;
+        break;
+    case M_POST:
+        m->posts[o]++;
+        break;
+    case M_COMPLETE:
+        m->completes[o]++;
+        m->complete_count[o] = h->count;
+        break;
+    }
+}
+
+static void ctl_done(struct kumi_req *r);
+
+static int post_ctl(struct kumi_rma *m)
+{
+    int rc;
+    /* m->ctl is set before the receive starts: it may complete at once (ctl_done clears it) */
+    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_RECV, m->w->comm, m->w->comm->ctx);
+    if (!r) return kumi_error(MPI_ERR_NO_MEM, "RMA: out of memory for a request");
+    r->internal = true;
+    r->fname = "RMA";
+    r->buf = &m->ctlbuf;
+    r->count = sizeof m->ctlbuf;
+    r->dt = kumi_dt_get(MPI_BYTE);
+    kumi_dt_retain(r->dt);
+    r->peer = MPI_ANY_SOURCE;
+    r->tag = TAG_CTL;
+    r->ext = m;
+    r->on_complete = ctl_done;
+    m->ctl = r;
+    rc = kumi_req_start_recv(r);
+    if (rc != MPI_SUCCESS) {
+        m->ctl = NULL;
+        kumi_req_free(r);
+    }
+    return rc;
+}
+
+static int fifo_push(struct kumi_rma *m, const struct rma_msg *h)
+{
+    if (m->qn == m->qcap) {
+        size_t cap = m->qcap ? 2 * m->qcap : 16;
+        struct rma_msg *q = malloc(cap * sizeof *q);
+        if (!q) return -1;
+        for (size_t i = 0; i < m->qn; i++) q[i] = m->q[(m->qh + i) % m->qcap];
+        free(m->q);
+        m->q = q;
+        m->qh = 0;
+        m->qcap = cap;
+    }
+    m->q[(m->qh + m->qn) % m->qcap] = *h;
+    m->qn++;
+    return 0;
+}
+
+/* A control message arrived.  Handling it may post receives that complete at
+ * once, and reposting the control receive may match the next message at
+ * once: messages go through a queue drained by the outermost call, so that
+ * a burst of them is a loop, not a recursion. */
+static void ctl_done(struct kumi_req *r)
+{
+    struct kumi_rma *m = r->ext;
+    bool cancelled = kumi_status_cancelled(&r->status);
+    struct rma_msg h = m->ctlbuf;
+    kumi_req_free(r);
+    m->ctl = NULL;
+    if (cancelled || m->freeing) return;
+    if (fifo_push(m, &h) != 0) kumi_warn("RMA: out of memory: a control message from rank %d is lost", h.origin);
+    if (m->draining) return;
+    m->draining = true;
+    for (;;) {
+        while (!m->ctl && !m->freeing)
+            if (post_ctl(m) != MPI_SUCCESS) {
+                kumi_warn("RMA: cannot post the control receive of a window");
+                break;
+            }
+        if (!m->qn || m->freeing) break;
+        struct rma_msg x = m->q[m->qh];
+        m->qh = (m->qh + 1) % m->qcap;
+        m->qn--;
+        on_ctl(m, &x);
+    }
+    m->draining = false;
+}
+
+/* -------------------------------------------------------------- origin side */
+
+struct org_op {                         /* an operation's local part */
+    struct kumi_rma *m;
+    void *pack;                         /* packed origin data (sent) */
+    struct rma_blk *blk;                /* the block list (sent) */
+    void *reply;                        /* packed result (received) */
+    void *result; size_t rcount; struct kumi_dt *rdt;   /* where the result goes */
+    struct kumi_req *ureq;              /* R* request, or NULL */
+    int parts;                          /* internal requests not yet complete */
+};
+
+static void org_part_done(struct kumi_req *r)
+{
+    struct org_op *o = r->ext;
+    int e = r->status.MPI_ERROR;
+    bool is_reply = r->cb_idx == 1;
+    kumi_req_free(r);
+    if (is_reply && o->reply && o->result) kumi_dt_unpack(o->rdt, o->reply, o->rcount, o->result);
+    if (e != MPI_SUCCESS && o->ureq) o->ureq->status.MPI_ERROR = e;
+    if (--o->parts > 0) return;
+    o->m->local--;
+    if (o->ureq) {
+        o->ureq->pending = 0;
+        kumi_req_check_complete(o->ureq);
+    }
+    free(o->pack);
+    free(o->blk);
+    free(o->reply);
+    kumi_dt_release(o->rdt);
+    free(o);
+}
+
+enum { K_PUT, K_GET, K_ACC, K_GACC, K_CAS };
+
+struct opargs {
+    const void *oaddr; size_t ocount; struct kumi_dt *odt;
+    void *raddr; size_t rcount; struct kumi_dt *rdt;
+    const void *caddr;                  /* compare value (CAS) */
+    int target; MPI_Aint disp; size_t tcount; struct kumi_dt *tdt;
+    struct kumi_op *op;
+};
+
+/* Issue one operation; *ureq (R* forms) gets a request that completes with
+ * the local part. */
+static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a, MPI_Request *ureq)
+{
+    struct kumi_rma *m = w->rma;
+    int rc = check_target(w, fn, a->target);
+    if (rc) return rc;
+    if (a->target != MPI_PROC_NULL && !in_epoch(m, a->target))
+        return kumi_error(MPI_ERR_RMA_SYNC, "%s: no access epoch to rank %d is open on this window (call "
+                          "MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)", fn, a->target);
+    if (kind == K_ACC || kind == K_GACC) {
+        MPI_Datatype bh = kumi_dt_basic_handle(a->tdt);
+        if (bh == MPI_DATATYPE_NULL)
+            return kumi_error(MPI_ERR_TYPE, "%s: the target datatype of an accumulate must consist of one "
+                              "predefined datatype", fn);
+        if (!a->op->predefined)
+            return kumi_error(MPI_ERR_OP, "%s: accumulate operations take predefined operations only "
+                              "(not user-defined ones)", fn);
+        if (a->op->handle != MPI_REPLACE && a->op->handle != MPI_NO_OP &&
+            !kumi_op_valid_for(a->op, kumi_dt_get(bh)))
+            return kumi_error(MPI_ERR_OP, "%s: the operation is not defined for the target's basic datatype", fn);
+    }
+    size_t tbytes = a->tcount * a->tdt->size;
+    if (kind == K_PUT || kind == K_ACC || (kind == K_GACC && a->op->handle != MPI_NO_OP)) {
+        if (a->ocount * a->odt->size != tbytes)
+            return kumi_error(MPI_ERR_TYPE, "%s: the origin data (%zu bytes) and the target data (%zu bytes) "
+                              "differ in size", fn, a->ocount * a->odt->size, tbytes);
+    }
+    if (kind == K_GET || kind == K_GACC) {
+        if (a->rcount * a->rdt->size != tbytes)
+            return kumi_error(MPI_ERR_TYPE, "%s: the result buffer (%zu bytes) and the target data (%zu bytes) "
+                              "differ in size", fn, a->rcount * a->rdt->size, tbytes);
+    }
+    struct kumi_req *u = NULL;
+    if (ureq) {
+        u = kumi_req_alloc(KUMI_REQ_RMA, w->comm, w->comm->ctx);
+        if (!u) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+        u->fname = fn;
+        u->active = true;
+        u->pending = 1;
+        u->peer = MPI_PROC_NULL;
+        *ureq = (MPI_Request)u;
+    }
+    if (a->target == MPI_PROC_NULL || tbytes == 0) {
+        if (u) { u->pending = 0; kumi_req_check_complete(u); }
+        return MPI_SUCCESS;
+    }
+    /* target layout */
+    struct rma_blk *blk = NULL;
+    int64_t lo;
+    uint64_t span;
+    long nb;
+    bool contig = a->tdt->contig && a->tdt->true_lb == 0;
+    if (contig) {
+        nb = 0; lo = 0; span = tbytes;
+    } else if ((nb = layout(a->tdt, a->tcount, &blk, &lo, &span)) < 0) {
+        rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+        goto fail;
+    }
+    struct kumi_win_peer *p = &w->peers[a->target];
+    uint64_t addr;
+    if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        addr = (uint64_t)a->disp;
+    } else {
+        int64_t off = (int64_t)a->disp * p->disp_unit + lo;
+        if (a->disp < 0 || off < 0 || (uint64_t)off + (span - (uint64_t)lo) > p->size) {
+            rc = kumi_error(MPI_ERR_RMA_RANGE, "%s: target displacement %lld (disp_unit %d, %llu bytes) is "
+                            "outside the %llu bytes of rank %d's window", fn, (long long)a->disp, p->disp_unit,
+                            (unsigned long long)(span - (uint64_t)lo), (unsigned long long)p->size, a->target);
+            goto fail;
+        }
+        addr = (uint64_t)a->disp * (uint64_t)p->disp_unit;
+    }
+    /* blocks are relative to addr; the header's span covers [addr+lo, addr+span): shift so that the
+       target checks [addr', addr'+span') with offsets >= 0 */
+    if (lo != 0 && nb > 0) {
+        for (long i = 0; i < nb; i++) blk[i].off -= (uint64_t)lo;
+        addr += (uint64_t)lo;
+        span -= (uint64_t)lo;
+    }
+    struct org_op *o = calloc(1, sizeof *o);
+    if (!o) { rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); goto fail; }
+    o->m = m;
+    o->ureq = u;
+    o->blk = blk;
+    blk = NULL;
+    struct rma_msg h = { .origin = w->rank, .addr = addr, .bytes = tbytes, .nblocks = (uint64_t)nb,
+                         .span = span };
+    switch (kind) {
+    case K_PUT: h.kind = M_PUT; break;
+    case K_GET: h.kind = M_GET; break;
+    case K_ACC: h.kind = M_ACC; break;
+    case K_GACC: h.kind = M_GACC; break;
+    case K_CAS: h.kind = M_CAS; break;
+    }
+    if (kind == K_ACC || kind == K_GACC) {
+        MPI_Datatype bdt = kumi_dt_basic_handle(a->tdt);
+        h.dt = (uint64_t)(uintptr_t)bdt;
+        h.op = (int32_t)(intptr_t)a->op->handle;
+    }
+    /* the header, the blocks, the data */
+    o->parts = 1;                       /* held until everything is posted */
+    m->local++;
+    rc = send_ctl(m, a->target, &h);
+    if (rc) goto fail_o;
+    struct kumi_req *r;
+    if (nb > 0) {
+        o->parts++;
+        if (!(r = post(m, true, a->target, TAG_DATA, o->blk, (size_t)nb * sizeof *o->blk, MPI_BYTE, org_part_done, o,
+                       0, &rc))) { o->parts--; goto fail_o; }
+    }
+    if (kind == K_PUT || kind == K_ACC || kind == K_GACC || kind == K_CAS) {
+        size_t n = kind == K_CAS ? 2 * tbytes : tbytes;
+        o->pack = malloc(n ? n : 1);
+        if (!o->pack) { rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); goto fail_o; }
+        if (kind == K_CAS) {
+            memcpy(o->pack, a->oaddr, tbytes);
+            memcpy((char *)o->pack + tbytes, a->caddr, tbytes);
+        } else if (kind == K_GACC && a->op->handle == MPI_NO_OP) {
+            memset(o->pack, 0, n);
+        } else {
+            kumi_dt_pack(a->odt, a->oaddr, a->ocount, o->pack);
+        }
+        o->parts++;
+        if (!(r = post(m, true, a->target, TAG_DATA, o->pack, n, MPI_BYTE, org_part_done, o, 0, &rc))) {
+            o->parts--;
+            goto fail_o;
+        }
+    }
+    if (kind == K_GET || kind == K_GACC || kind == K_CAS) {
+        o->reply = malloc(tbytes ? tbytes : 1);
+        if (!o->reply) { rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); goto fail_o; }
+        o->result = a->raddr;
+        o->rcount = a->rcount;
+        o->rdt = a->rdt;
+        kumi_dt_retain(o->rdt);
+        o->parts++;
+        if (!(r = post(m, false, a->target, TAG_REPLY, o->reply, tbytes, MPI_BYTE, org_part_done, o, 1, &rc))) {
+            o->parts--;
+            goto fail_o;
+        }
+    }
+    m->sent[a->target]++;
+    /* drop the hold */
+    if (--o->parts == 0) {
+        m->local--;
+        if (o->ureq) { o->ureq->pending = 0; kumi_req_check_complete(o->ureq); }
+        free(o->pack); free(o->blk); free(o->reply); kumi_dt_release(o->rdt); free(o);
+    }
+    kumi_req_flush_ctl();
+    return MPI_SUCCESS;
+fail_o:
+    /* parts already posted finish on their own; this operation is lost: say so */
+    if (--o->parts == 0) { m->local--; free(o->pack); free(o->blk); free(o->reply); kumi_dt_release(o->rdt); free(o); }
+    if (u) { u->status.MPI_ERROR = rc; u->pending = 0; kumi_req_check_complete(u); }
+    return rc;
+fail:
+    free(blk);
+    if (u) { u->status.MPI_ERROR = rc; u->pending = 0; kumi_req_check_complete(u); *ureq = MPI_REQUEST_NULL; kumi_req_free(u); }
+    return rc;
+}
+
+/* ------------------------------------------------------- the operations */
+
+static int op_count(const char *fn, MPI_Count c, const char *arg)
+{
+    if (c < 0) return kumi_error(MPI_ERR_COUNT, "%s: argument %s is negative (%lld)", fn, arg, (long long)c);
+    return MPI_SUCCESS;
+}
+
+static int putget(const char *fn, int kind, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, int target,
+                  MPI_Aint disp, MPI_Count tcount, struct kumi_dt *tdt, struct kumi_win *win, MPI_Request *request)
+{
+    struct opargs a = { 0 };
+    int rc;
+    if (request) *request = MPI_REQUEST_NULL;
+    if ((rc = op_count(fn, ocount, "origin_count")) || (rc = op_count(fn, tcount, "target_count"))) return rc;
+    if (kind == K_PUT) { a.oaddr = oaddr; a.ocount = (size_t)ocount; a.odt = odt; }
+    else { a.raddr = (void *)oaddr; a.rcount = (size_t)ocount; a.rdt = odt; }
+    a.target = target; a.disp = disp; a.tcount = (size_t)tcount; a.tdt = tdt;
+    return issue(win, fn, kind, &a, request);
+}
+
+int kumi_mpi_put(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                 MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
+{
+    return putget("MPI_Put", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, NULL);
+}
+
+int kumi_mpi_put_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                   MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
+{
+    return putget("MPI_Put_c", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, NULL);
+}
+
+int kumi_mpi_get(void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                 MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
+{
+    return putget("MPI_Get", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, NULL);
+}
+
+int kumi_mpi_get_c(void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                   MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
+{
+    return putget("MPI_Get_c", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, NULL);
+}
+
+int kumi_mpi_rput(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                  MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
+                  MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rput: argument request is NULL");
+    return putget("MPI_Rput", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, request);
+}
+
+int kumi_mpi_rput_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                    MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
+                    MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rput_c: argument request is NULL");
+    return putget("MPI_Rput_c", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, request);
+}
+
+int kumi_mpi_rget(void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                  MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
+                  MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget: argument request is NULL");
+    return putget("MPI_Rget", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, request);
+}
+
+int kumi_mpi_rget_c(void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                    MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
+                    MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_c: argument request is NULL");
+    return putget("MPI_Rget_c", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                  target_count, target_datatype, win, request);
+}
+
+static int acc(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, int target,
+               MPI_Aint disp, MPI_Count tcount, struct kumi_dt *tdt, struct kumi_op *op, struct kumi_win *win,
+               MPI_Request *request)
+{
+    struct opargs a = { 0 };
+    int rc;
+    if (request) *request = MPI_REQUEST_NULL;
+    if ((rc = op_count(fn, ocount, "origin_count")) || (rc = op_count(fn, tcount, "target_count"))) return rc;
+    a.oaddr = oaddr; a.ocount = (size_t)ocount; a.odt = odt;
+    a.target = target; a.disp = disp; a.tcount = (size_t)tcount; a.tdt = tdt; a.op = op;
+    return issue(win, fn, K_ACC, &a, request);
+}
+
+int kumi_mpi_accumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                        MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_op *op,
+                        struct kumi_win *win)
+{
+    return acc("MPI_Accumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+               target_datatype, op, win, NULL);
+}
+
+int kumi_mpi_accumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
+                          int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                          struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win)
+{
+    return acc("MPI_Accumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, op, win, NULL);
+}
+
+int kumi_mpi_raccumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
+                         MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_op *op,
+                         struct kumi_win *win, MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Raccumulate: argument request is NULL");
+    return acc("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+               target_datatype, op, win, request);
+}
+
+int kumi_mpi_raccumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
+                           int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                           struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win,
+                           MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Raccumulate_c: argument request is NULL");
+    return acc("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, op, win, request);
+}
+
+static int gacc(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, void *raddr,
+                MPI_Count rcount, struct kumi_dt *rdt, int target, MPI_Aint disp, MPI_Count tcount,
+                struct kumi_dt *tdt, struct kumi_op *op, struct kumi_win *win, MPI_Request *request)
+{
+    struct opargs a = { 0 };
+    int rc;
+    if (request) *request = MPI_REQUEST_NULL;
+    if ((rc = op_count(fn, ocount, "origin_count")) || (rc = op_count(fn, rcount, "result_count")) ||
+        (rc = op_count(fn, tcount, "target_count")))
+        return rc;
+    a.oaddr = oaddr; a.ocount = (size_t)ocount; a.odt = odt;
+    a.raddr = raddr; a.rcount = (size_t)rcount; a.rdt = rdt;
+    a.target = target; a.disp = disp; a.tcount = (size_t)tcount; a.tdt = tdt; a.op = op;
+    return issue(win, fn, K_GACC, &a, request);
+}
+
+int kumi_mpi_get_accumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype,
+                            void *result_addr, int result_count, struct kumi_dt *result_datatype, int target_rank,
+                            MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype,
+                            struct kumi_op *op, struct kumi_win *win)
+{
+    return gacc("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, NULL);
+}
+
+int kumi_mpi_get_accumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
+                              void *result_addr, MPI_Count result_count, struct kumi_dt *result_datatype,
+                              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                              struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win)
+{
+    return gacc("MPI_Get_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, NULL);
+}
+
+int kumi_mpi_rget_accumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype,
+                             void *result_addr, int result_count, struct kumi_dt *result_datatype, int target_rank,
+                             MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype,
+                             struct kumi_op *op, struct kumi_win *win, MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_accumulate: argument request is NULL");
+    return gacc("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
+}
+
+int kumi_mpi_rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
+                               void *result_addr, MPI_Count result_count, struct kumi_dt *result_datatype,
+                               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                               struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win,
+                               MPI_Request *request)
+{
+    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_accumulate_c: argument request is NULL");
+    return gacc("MPI_Rget_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
+}
+
+int kumi_mpi_fetch_and_op(const void *origin_addr, void *result_addr, struct kumi_dt *datatype, int target_rank,
+                          MPI_Aint target_disp, struct kumi_op *op, struct kumi_win *win)
+{
+    if (!datatype->predefined)
+        return kumi_error(MPI_ERR_TYPE, "MPI_Fetch_and_op: the datatype must be predefined");
+    return gacc("MPI_Fetch_and_op", origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1,
+                datatype, op, win, NULL);
+}
+
+int kumi_mpi_compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                              struct kumi_dt *datatype, int target_rank, MPI_Aint target_disp, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Compare_and_swap";
+    if (!datatype->predefined || datatype->basic_elem == KUMI_B_NONE)
+        return kumi_error(MPI_ERR_TYPE, "%s: the datatype must be a predefined one", fn);
+    struct opargs a = { 0 };
+    a.oaddr = origin_addr; a.ocount = 1; a.odt = datatype;
+    a.caddr = compare_addr;
+    a.raddr = result_addr; a.rcount = 1; a.rdt = datatype;
+    a.target = target_rank; a.disp = target_disp; a.tcount = 1; a.tdt = datatype;
+    return issue(win, fn, K_CAS, &a, NULL);
+}
+
+/* ---------------------------------------------------------- synchronisation */
+
+static int local_done(void *arg)
+{
+    struct kumi_rma *m = arg;
+    return m->local == 0;
+}
+
+static void wait_local(struct kumi_rma *m)
+{
+    kumi_req_flush_ctl();
+    kumi_progress_wait(local_done, m);
+}
+
+struct waitcnt { struct kumi_rma *m; uint64_t want; };
+
+static int applied_reached(void *arg)
+{
+    struct waitcnt *c = arg;
+    return c->m->applied_total >= c->want;
+}
+
+/* The error a target found in operations of this origin (acks), or one of mine. */
+static int take_errors(struct kumi_rma *m, const char *fn)
+{
+    if (m->ack_errors) {
+        m->ack_errors = 0;
+        return kumi_error(MPI_ERR_RMA_RANGE, "%s: a target rejected an operation of this rank (displacement "
+                          "outside the memory attached to its dynamic window)", fn);
+    }
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_fence(int assert, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_fence";
+    struct kumi_rma *m = win->rma;
+    int rc;
+    if (assert & ~(MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED))
+        return kumi_error(MPI_ERR_ASSERT, "%s: invalid assert %#x", fn, assert);
+    if (m->nstart >= 0 || m->npost >= 0)
+        return kumi_error(MPI_ERR_RMA_SYNC, "%s: a post-start-complete-wait epoch is open on this window", fn);
+    for (int t = 0; t < win->size; t++)
+        if (m->lock[t] || m->lock_all)
+            return kumi_error(MPI_ERR_RMA_SYNC, "%s: a passive-target epoch (lock) is open on this window", fn);
+    if (!(assert & MPI_MODE_NOPRECEDE)) {
+        wait_local(m);
+        /* how many operations every origin sent me, in all */
+        uint64_t want = 0;
+        rc = kumi_mpi_reduce_scatter_block(m->sent, &want, 1, kumi_dt_get(MPI_UINT64_T), kumi_op_get(MPI_SUM),
+                                           win->comm);
+        if (rc) return rc;
+        struct waitcnt c = { m, want };
+        kumi_progress_wait(applied_reached, &c);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    rc = kumi_mpi_barrier(win->comm);
+    if (rc) return rc;
+    m->fence_epoch = !(assert & MPI_MODE_NOSUCCEED);
+    if (m->errors) { m->errors = 0; return m->first_err; }
+    return MPI_SUCCESS;
+}
+
+/* The ranks of group g in the window's communicator (MPI_ERR_GROUP if one is not in it). */
+static int group_ranks(struct kumi_win *w, const char *fn, MPI_Group group, int **out, int *n)
+{
+    struct kumi_group *g = kumi_group_get(group);
+    if (!g) return kumi_error(MPI_ERR_GROUP, "%s: argument group is not a valid group", fn);
+    int *r = malloc(((size_t)g->size + 1) * sizeof *r);
+    if (!r) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    for (int i = 0; i < g->size; i++) {
+        int wr = g->world[i], k;
+        for (k = 0; k < w->size; k++)
+            if (kumi_comm_world_rank(w->comm, k) == wr) break;
+        if (k == w->size) {
+            free(r);
+            return kumi_error(MPI_ERR_GROUP, "%s: process %d of the group is not in the window's group", fn, i);
+        }
+        r[i] = k;
+    }
+    *out = r;
+    *n = g->size;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_post(MPI_Group group, int assert, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_post";
+    struct kumi_rma *m = win->rma;
+    if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
+        return kumi_error(MPI_ERR_ASSERT, "%s: invalid assert %#x", fn, assert);
+    if (m->npost >= 0) return kumi_error(MPI_ERR_RMA_SYNC, "%s: an exposure epoch is already open", fn);
+    int rc = group_ranks(win, fn, group, &m->post_ranks, &m->npost);
+    if (rc) return rc;
+    for (int i = 0; i < m->npost; i++) {
+        struct rma_msg p = { .kind = M_POST, .origin = win->rank };
+        if ((rc = send_ctl(m, m->post_ranks[i], &p))) return rc;
+    }
+    kumi_req_flush_ctl();
+    return MPI_SUCCESS;
+}
+
+struct startwait { struct kumi_rma *m; };
+
+static int posts_here(void *arg)
+{
+    struct kumi_rma *m = arg;
+    for (int i = 0; i < m->nstart; i++)
+        if (m->posts[m->start_ranks[i]] <= 0) return 0;
+    return 1;
+}
+
+int kumi_mpi_win_start(MPI_Group group, int assert, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_start";
+    struct kumi_rma *m = win->rma;
+    if (assert & ~MPI_MODE_NOCHECK) return kumi_error(MPI_ERR_ASSERT, "%s: invalid assert %#x", fn, assert);
+    if (m->nstart >= 0) return kumi_error(MPI_ERR_RMA_SYNC, "%s: an access epoch is already open", fn);
+    if (m->fence_epoch) m->fence_epoch = false;   /* a fence epoch ends where another kind begins */
+    int *r, n;
+    int rc = group_ranks(win, fn, group, &r, &n);
+    if (rc) return rc;
+    m->start_ranks = r;
+    m->nstart = n;
+    if (!(assert & MPI_MODE_NOCHECK)) {
+        kumi_progress_wait(posts_here, m);
+        for (int i = 0; i < n; i++) m->posts[r[i]]--;
+    }
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_complete(struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_complete";
+    struct kumi_rma *m = win->rma;
+    if (m->nstart < 0) return kumi_error(MPI_ERR_RMA_SYNC, "%s: no access epoch was started (MPI_Win_start)", fn);
+    wait_local(m);
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < m->nstart && !rc; i++) {
+        int t = m->start_ranks[i];
+        struct rma_msg c = { .kind = M_COMPLETE, .origin = win->rank, .count = m->sent[t] };
+        rc = send_ctl(m, t, &c);
+    }
+    kumi_req_flush_ctl();
+    free(m->start_ranks);
+    m->start_ranks = NULL;
+    m->nstart = -1;
+    return rc;
+}
+
+static int exposure_over(void *arg)
+{
+    struct kumi_rma *m = arg;
+    for (int i = 0; i < m->npost; i++) {
+        int o = m->post_ranks[i];
+        if (m->completes[o] <= 0 || m->applied[o] < m->complete_count[o]) return 0;
+    }
+    return 1;
+}
+
+static int end_exposure(struct kumi_rma *m)
+{
+    for (int i = 0; i < m->npost; i++) m->completes[m->post_ranks[i]]--;
+    free(m->post_ranks);
+    m->post_ranks = NULL;
+    m->npost = -1;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (m->errors) { m->errors = 0; return m->first_err; }
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_wait(struct kumi_win *win)
+{
+    struct kumi_rma *m = win->rma;
+    if (m->npost < 0)
+        return kumi_error(MPI_ERR_RMA_SYNC, "MPI_Win_wait: no exposure epoch was posted (MPI_Win_post)");
+    kumi_progress_wait(exposure_over, m);
+    return end_exposure(m);
+}
+
+int kumi_mpi_win_test(struct kumi_win *win, int *flag)
+{
+    struct kumi_rma *m = win->rma;
+    if (!flag) return kumi_error(MPI_ERR_ARG, "MPI_Win_test: argument flag is NULL");
+    if (m->npost < 0)
+        return kumi_error(MPI_ERR_RMA_SYNC, "MPI_Win_test: no exposure epoch was posted (MPI_Win_post)");
+    kumi_progress(0);
+    *flag = exposure_over(m);
+    return *flag ? end_exposure(m) : MPI_SUCCESS;
+}
+
+struct cntwait { int *ctr; int want; };
+
+static int ctr_reached(void *arg)
+{
+    struct cntwait *c = arg;
+    return *c->ctr >= c->want;
+}
+
+static int lock_one(struct kumi_rma *m, int type, int t, int assert)
+{
+    m->lock[t] = type;
+    m->lock_nocheck[t] = (assert & MPI_MODE_NOCHECK) != 0;
+    if (m->lock_nocheck[t]) return MPI_SUCCESS;
+    struct rma_msg l = { .kind = M_LOCK, .origin = m->w->rank, .arg = type };
+    int want = m->granted[t] + 1;
+    int rc = send_ctl(m, t, &l);
+    if (rc) { m->lock[t] = 0; return rc; }
+    struct cntwait c = { &m->granted[t], want };
+    kumi_req_flush_ctl();
+    kumi_progress_wait(ctr_reached, &c);
+    return MPI_SUCCESS;
+}
+
+/* Send UNLOCK or FLUSH (count of operations sent) and wait for the answer. */
+static int sync_target(struct kumi_rma *m, int t, int kind)
+{
+    struct rma_msg u = { .kind = (uint32_t)kind, .origin = m->w->rank, .count = m->sent[t] };
+    int want = m->acks[t] + 1;
+    int rc = send_ctl(m, t, &u);
+    if (rc) return rc;
+    struct cntwait c = { &m->acks[t], want };
+    kumi_req_flush_ctl();
+    kumi_progress_wait(ctr_reached, &c);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_lock(int lock_type, int rank, int assert, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_lock";
+    struct kumi_rma *m = win->rma;
+    int rc = check_target(win, fn, rank);
+    if (rc) return rc;
+    if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE)
+        return kumi_error(MPI_ERR_LOCKTYPE, "%s: invalid lock_type %d (MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE)", fn,
+                          lock_type);
+    if (assert & ~MPI_MODE_NOCHECK) return kumi_error(MPI_ERR_ASSERT, "%s: invalid assert %#x", fn, assert);
+    if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
+    if (win->no_locks)
+        return kumi_error(MPI_ERR_RMA_SYNC, "%s: the window was created with the info hint no_locks", fn);
+    if (m->lock[rank] || m->lock_all)
+        return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is already locked by this process", fn, rank);
+    if (m->fence_epoch) m->fence_epoch = false;
+    return lock_one(m, lock_type, rank, assert);
+}
+
+int kumi_mpi_win_unlock(int rank, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_unlock";
+    struct kumi_rma *m = win->rma;
+    int rc = check_target(win, fn, rank);
+    if (rc) return rc;
+    if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
+    if (!m->lock[rank] || m->lock_all)
+        return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is not locked by this process (MPI_Win_lock)", fn, rank);
+    wait_local(m);
+    if (!m->lock_nocheck[rank]) rc = sync_target(m, rank, M_UNLOCK);
+    else rc = sync_target(m, rank, M_FLUSH);
+    m->lock[rank] = 0;
+    m->lock_nocheck[rank] = 0;
+    return rc ? rc : take_errors(m, fn);
+}
+
+int kumi_mpi_win_lock_all(int assert, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_lock_all";
+    struct kumi_rma *m = win->rma;
+    if (assert & ~MPI_MODE_NOCHECK) return kumi_error(MPI_ERR_ASSERT, "%s: invalid assert %#x", fn, assert);
+    if (win->no_locks)
+        return kumi_error(MPI_ERR_RMA_SYNC, "%s: the window was created with the info hint no_locks", fn);
+    if (m->lock_all) return kumi_error(MPI_ERR_RMA_SYNC, "%s: this process holds a lock_all already", fn);
+    for (int t = 0; t < win->size; t++)
+        if (m->lock[t]) return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is locked by this process", fn, t);
+    if (m->fence_epoch) m->fence_epoch = false;
+    for (int t = 0; t < win->size; t++) {
+        int rc = lock_one(m, MPI_LOCK_SHARED, t, assert);
+        if (rc) return rc;
+    }
+    m->lock_all = true;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_unlock_all(struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_unlock_all";
+    struct kumi_rma *m = win->rma;
+    int rc = MPI_SUCCESS;
+    if (!m->lock_all) return kumi_error(MPI_ERR_RMA_SYNC, "%s: no MPI_Win_lock_all epoch is open", fn);
+    wait_local(m);
+    for (int t = 0; t < win->size; t++) {
+        int e = sync_target(m, t, m->lock_nocheck[t] ? M_FLUSH : M_UNLOCK);
+        if (e && !rc) rc = e;
+        m->lock[t] = 0;
+        m->lock_nocheck[t] = 0;
+    }
+    m->lock_all = false;
+    return rc ? rc : take_errors(m, fn);
+}
+
+static int passive_epoch(struct kumi_win *w, const char *fn, int rank)
+{
+    struct kumi_rma *m = w->rma;
+    if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
+    if (!m->lock_all && !m->lock[rank])
+        return kumi_error(MPI_ERR_RMA_SYNC, "%s: no passive-target epoch to rank %d is open (MPI_Win_lock)", fn,
+                          rank);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_flush(int rank, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_flush";
+    int rc = check_target(win, fn, rank);
+    if (rc || (rc = passive_epoch(win, fn, rank))) return rc;
+    if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
+    wait_local(win->rma);
+    rc = sync_target(win->rma, rank, M_FLUSH);
+    return rc ? rc : take_errors(win->rma, fn);
+}
+
+int kumi_mpi_win_flush_all(struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_flush_all";
+    struct kumi_rma *m = win->rma;
+    int rc = MPI_SUCCESS;
+    wait_local(m);
+    for (int t = 0; t < win->size; t++)
+        if (m->lock_all || m->lock[t]) {
+            int e = sync_target(m, t, M_FLUSH);
+            if (e && !rc) rc = e;
+        }
+    return rc ? rc : take_errors(m, fn);
+}
+
+int kumi_mpi_win_flush_local(int rank, struct kumi_win *win)
+{
+    static const char fn[] = "MPI_Win_flush_local";
+    int rc = check_target(win, fn, rank);
+    if (rc || (rc = passive_epoch(win, fn, rank))) return rc;
+    wait_local(win->rma);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_flush_local_all(struct kumi_win *win)
+{
+    wait_local(win->rma);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_sync(struct kumi_win *win)
+{
+    (void)win;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    kumi_progress(0);                   /* and let operations of others in */
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+int kumi_rma_win_init(struct kumi_win *w)
+{
+    struct kumi_rma *m = calloc(1, sizeof *m);
+    size_t n = (size_t)w->size;
+    if (!m) return kumi_error(MPI_ERR_NO_MEM, "window: out of memory");
+    m->w = w;
+    m->sent = calloc(n, sizeof *m->sent);
+    m->applied = calloc(n, sizeof *m->applied);
+    m->complete_count = calloc(n, sizeof *m->complete_count);
+    m->lock = calloc(n, sizeof *m->lock);
+    m->lock_nocheck = calloc(n, sizeof *m->lock_nocheck);
+    m->granted = calloc(n, sizeof *m->granted);
+    m->acks = calloc(n, sizeof *m->acks);
+    m->posts = calloc(n, sizeof *m->posts);
+    m->completes = calloc(n, sizeof *m->completes);
+    m->nstart = m->npost = -1;
+    m->excl_holder = -1;
+    w->rma = m;
+    if (!m->sent || !m->applied || !m->complete_count || !m->lock || !m->lock_nocheck || !m->granted || !m->acks ||
+        !m->posts || !m->completes) {
+        kumi_rma_win_fini(w, NULL);
+        return kumi_error(MPI_ERR_NO_MEM, "window: out of memory");
+    }
+    int rc = post_ctl(m);
+    if (rc) { kumi_rma_win_fini(w, NULL); return rc; }
+    /* every rank listens before anybody sends */
+    return kumi_mpi_barrier(w->comm);
+}
+
+int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
+{
+    struct kumi_rma *m = w->rma;
+    if (!m) return MPI_SUCCESS;
+    if (fname) {
+        if (m->nstart >= 0 || m->npost >= 0 || m->lock_all)
+            return kumi_error(MPI_ERR_RMA_SYNC, "%s: an RMA epoch is still open on this window", fname);
+        for (int t = 0; t < w->size; t++)
+            if (m->lock[t]) return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is still locked by this process", fname, t);
+        /* operations still on their way (after a fence, none; after unlocks, none either:
+           but operations to this rank from others whose epochs ended need no more) */
+        wait_local(m);
+        int rc = kumi_mpi_barrier(w->comm);
+        if (rc) return rc;
+    }
+    m->freeing = true;
+    if (m->ctl) {
+        struct kumi_req *r = m->ctl;
+        m->ctl = NULL;
+        r->on_complete = NULL;
+        kumi_match_unpost(r);
+        kumi_req_free(r);
+    }
+    while (m->lockq) { struct lockwait *q = m->lockq; m->lockq = q->next; free(q); }
+    while (m->ackq) { struct ackwait *a = m->ackq; m->ackq = a->next; free(a); }
+    free(m->sent); free(m->applied); free(m->complete_count); free(m->lock); free(m->lock_nocheck);
+    free(m->granted); free(m->acks); free(m->posts); free(m->completes);
+    free(m->start_ranks); free(m->post_ranks);
+    free(m->q);
+    free(m);
+    w->rma = NULL;
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,101 @@
+/* One-sided communication (MPI-4 chapter 12): windows and RMA.
+ *
+ *   rma/win.c    window objects: the four creation flavours, Win_free,
+ *                attributes, names, info hints, error handlers, shared
+ *                segments (Win_allocate / Win_allocate_shared on one host),
+ *                Win_shared_query, Win_attach / detach, Alloc_mem / Free_mem
+ *   rma/rma.c    operations (Put, Get, Accumulate, Get_accumulate,
+ *                Fetch_and_op, Compare_and_swap and the R* forms) and the
+ *                synchronisation modes (fence, post-start-complete-wait,
+ *                lock / unlock / lock_all / flush*, Win_sync); the target
+ *                side of active messages
+ *
+ * Data paths per (window, target):
+ *  - direct: the target's window memory is mapped here (peers[r].direct,
+ *    a shared segment of the host made by Win_allocate[_shared]): loads,
+ *    stores and reductions on that memory, accumulates under the target's
+ *    lock word in the segment's control block; nothing runs at the target;
+ *  - active messages: everything else (Win_create / dynamic windows, other
+ *    hosts): requests over the window's private communicator that the
+ *    target applies in its progress engine.
+ *
+ * The window's communicator is a private duplicate (its own context ids), so
+ * RMA traffic never matches the application's messages. */
+#ifndef KUMI_RMA_H
+#define KUMI_RMA_H
+
+#include "core/core.h"
+
+/* What this rank knows of rank r's part of the window (gathered at creation). */
+struct kumi_win_peer {
+    uint64_t base;                  /* address of r's memory in r's process (0: none; dynamic: 0) */
+    uint64_t size;                  /* bytes (dynamic windows: UINT64_MAX, checked at the target) */
+    int disp_unit;
+    int local;                      /* index of r among the ranks of this host, or -1 (another host) */
+    void *direct;                   /* r's memory mapped in this process (shared segment), or NULL */
+    struct kumi_win_ctl *ctl;       /* r's control block in the host's segment, or NULL */
+};
+
+/* Per-rank control block in a host's shared segment (two cache lines),
+ * zeroed at creation.  Used by rma.c only. */
+struct kumi_win_ctl {
+    _Atomic uint32_t acc_lock;      /* accumulates on r's memory: 0 free, 1 held, 2 held + waiters */
+    char pad0[60];
+    _Atomic int32_t pt_lock;        /* passive target: >0 shared holders, -1 exclusive, 0 free */
+    _Atomic uint32_t pt_seq;        /* bumped at every unlock (futex word for waiters) */
+    char pad1[56];
+};
+_Static_assert(sizeof(struct kumi_win_ctl) == 128, "two cache lines");
+
+/* A region attached to a dynamic window. */
+struct kumi_win_region { uint64_t base, len; };
+
+struct kumi_rma;                    /* synchronisation and operation state (rma.c) */
+
+struct kumi_win {
+    uint32_t magic;                 /* KUMI_MAGIC_WIN */
+    MPI_Win handle;                 /* what the user holds (== the object's address) */
+    struct kumi_comm *comm;         /* private duplicate of the creating communicator */
+    int rank, size;                 /* in comm */
+    int flavor;                     /* MPI_WIN_FLAVOR_CREATE, _ALLOCATE, _DYNAMIC, _SHARED */
+    int model;                      /* MPI_WIN_UNIFIED */
+    void *base;                     /* this rank's window memory (NULL: none / dynamic) */
+    MPI_Aint wsize;                 /* its size in bytes */
+    int disp_unit;
+    struct kumi_win_peer *peers;    /* [size] */
+    /* memory the window owns */
+    void *seg;                      /* the host's shared segment, mapped here (NULL: none) */
+    size_t seglen;
+    void *own;                      /* private memory of Win_allocate off a segment (free()d) */
+    /* dynamic windows: regions attached by this rank */
+    struct kumi_win_region *regions;
+    int nregions, cregions;
+    /* MPI object state */
+    char name[MPI_MAX_OBJECT_NAME];
+    struct kumi_errhandler *errh;
+    struct kumi_attr *attrs;
+    struct kumi_info *info;         /* the hints in force (Win_get_info), never NULL after creation */
+    bool no_locks;                  /* info "no_locks" = true */
+    bool same_disp_unit;            /* info "same_disp_unit" = true (informational) */
+    struct kumi_rma *rma;           /* rma.c */
+};
+
+static inline struct kumi_win *kumi_win_get(MPI_Win h) { return kumi_handle_obj(h, KUMI_MAGIC_WIN); }
+
+/* Errors of a call on window w go to its error handler (generated bindings). */
+int kumi_win_err_handle(struct kumi_win *w, int code);
+
+/* rma.c: set up / tear down the RMA state of a window.  kumi_rma_win_init is
+ * called by every rank at the end of a creation call, when every field above
+ * is filled (peers included); it is collective over w->comm.
+ * kumi_rma_win_fini is called by Win_free (collective, after the user's
+ * epochs are over) before the window's memory and communicator go away;
+ * it returns MPI_ERR_RMA_SYNC if an epoch is still open. */
+int kumi_rma_win_init(struct kumi_win *w);
+int kumi_rma_win_fini(struct kumi_win *w, const char *fname);
+
+/* win.c: the memory of an attached region of dynamic window w containing
+ * [addr, addr + len) on this rank, or false. */
+bool kumi_win_region_ok(const struct kumi_win *w, uint64_t addr, uint64_t len);
+
+#endif

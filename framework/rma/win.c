@@ -1,0 +1,753 @@
+/* Window objects (MPI-4.1 chapter 12.2 to 12.2.7): creation in the four
+ * flavours, Win_free, attributes, names, info hints, error handlers, shared
+ * segments and Win_shared_query, Win_attach / detach, Alloc_mem / Free_mem.
+ * Operations and synchronisation are rma.c's (rma.h is the contract).
+ *
+ * Creation (collective over comm):
+ *   1. arguments checked locally (the same bad argument on every rank gives
+ *      the same error everywhere, before any communication);
+ *   2. a private duplicate of comm (own context ids) for the window's traffic;
+ *   3. allgather of {base, size, disp_unit, flags} over it; the host of each
+ *      rank comes from the key-value exchange ("kumi.host" of its job rank);
+ *   4. Win_allocate / Win_allocate_shared: one segment per host (below), then
+ *      a second allgather of the bases (addresses in each owner's process);
+ *   5. kumi_rma_win_init (rma.c, collective), last.
+ * A rank that fails locally after step 2 says so in the flags of the next
+ * allgather, so that every rank returns an error instead of waiting.
+ *
+ * Segments.  The ranks of a window on one host share one segment: a control
+ * block (struct kumi_win_ctl) per local rank, zeroed, then the local ranks'
+ * memory in comm-rank order, each part starting on a 64-byte boundary (a
+ * page boundary with info alloc_shared_noncontig=true on any local rank), so
+ * MPI_Win_allocate_shared memory is contiguous across ranks up to that
+ * padding.  A host with one rank of the window maps anonymous shared memory
+ * (no name).  Otherwise the lowest comm rank of the host creates
+ * "/kumi.<jobid>.win.<its job rank>.<context id of the window>" (O_EXCL; the
+ * context id is unique among its live windows; mpiexec removes
+ * /dev/shm/kumi.<jobid>.* however the job ends), reserves its pages
+ * (posix_fallocate: a full /dev/shm is an error here, not SIGBUS later),
+ * maps it; after an agreement the others map it; after a second one, when
+ * every local rank has it mapped, the creator unlinks it.
+ *
+ * Dynamic windows: regions attached by this rank are kept in w->regions
+ * (non-overlapping; rma.c checks target accesses with kumi_win_region_ok). */
+#include "core/core.h"
+#include "core/check.h"
+#include "rma/rma.h"
+#include <kumi/rpim.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define PART_ALIGN 64                   /* alignment of each rank's part of a segment */
+
+/* ------------------------------------------------------------ helpers */
+static size_t page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static bool info_true(const struct kumi_info *i, const char *key)
+{
+    const char *v = kumi_info_value(i, key);
+    return v && !strcasecmp(v, "true");
+}
+
+/* Hints the window code itself uses (others are kept and ignored). */
+static void parse_hints(struct kumi_win *w)
+{
+    w->no_locks = info_true(w->info, "no_locks");
+    w->same_disp_unit = info_true(w->info, "same_disp_unit");
+}
+
+static int get_info_arg(const char *fn, MPI_Info h, struct kumi_info **out)
+{
+    *out = NULL;
+    if (h == MPI_INFO_NULL) return MPI_SUCCESS;
+    if (!(*out = kumi_info_get(h)))
+        return kumi_error(MPI_ERR_INFO, "%s: argument info (%p) is not a valid info object", fn, (void *)h);
+    return MPI_SUCCESS;
+}
+
+int kumi_win_err_handle(struct kumi_win *w, int code)
+{
+    if (code == MPI_SUCCESS) return code;
+    if (!w || !w->errh) return kumi_err_handle(NULL, code);
+    return kumi_errh_invoke(w->errh, KUMI_ERRH_OBJ_WIN, w->handle, code);
+}
+
+bool kumi_win_region_ok(const struct kumi_win *w, uint64_t addr, uint64_t len)
+{
+    if (len == 0) return true;
+    if (addr + len < addr) return false;
+    for (int i = 0; i < w->nregions; i++) {
+        const struct kumi_win_region *r = &w->regions[i];
+        if (addr >= r->base && addr + len <= r->base + r->len) return true;
+    }
+    return false;
+}
+
+/* ----------------------------------------------------------- creation */
+/* What each rank contributes to the allgathers of creation. */
+struct win_rec {
+    uint64_t base, size;
+    int64_t disp_unit;
+    uint64_t flags;
+};
+#define REC_ERR      1u                 /* this rank failed locally */
+#define REC_NONCONTIG 2u                /* alloc_shared_noncontig=true */
+#define REC_WORDS ((int)(sizeof(struct win_rec) / sizeof(uint64_t)))
+
+/* Free everything a (possibly half-made) window holds; not collective. */
+static void win_destroy(struct kumi_win *w)
+{
+    if (!w) return;
+    if (w->seg) munmap(w->seg, w->seglen);
+    free(w->own);
+    free(w->peers);
+    free(w->regions);
+    if (w->info) kumi_info_release(w->info);
+    if (w->errh) kumi_errh_release(w->errh);
+    if (w->comm) kumi_comm_release(w->comm);
+    w->magic = KUMI_MAGIC_DEAD;
+    free(w);
+}
+
+/* The window's private communicator: comm's group, a context of its own. */
+static int win_comm(struct kumi_comm *comm, struct kumi_comm **out)
+{
+    int32_t ctx;
+    int rc = kumi_ctx_alloc(comm, &ctx);
+    if (rc) return rc;
+    int *world = malloc(sizeof(int) * (size_t)comm->size);
+    if (!world) {
+        kumi_ctx_free(ctx);
+        return kumi_error(MPI_ERR_NO_MEM, "out of memory creating a window");
+    }
+    for (int i = 0; i < comm->size; i++) world[i] = kumi_comm_world_rank(comm, i);
+    rc = kumi_comm_create_obj(comm->rank, comm->size, world, ctx, NULL, out);
+    if (rc) {
+        kumi_ctx_free(ctx);
+        return rc;
+    }
+    snprintf((*out)->name, sizeof (*out)->name, "(window)");
+    return MPI_SUCCESS;
+}
+
+/* Index of each rank of comm among the ranks of its host that are in comm
+ * (-1: another host than mine); *nlocal ranks on mine. */
+static int host_map(const char *fn, const struct kumi_comm *comm, int *local, int *nlocal)
+{
+    char me[KUMI_KVS_VAL_MAX], h[KUMI_KVS_VAL_MAX];
+    const char *mine = kumi_hostname();
+    int n = 0;
+    if (comm->size == 1) {
+        local[0] = 0;
+        *nlocal = 1;
+        return MPI_SUCCESS;
+    }
+    if (kumi_rpim_get(kumi_comm_world_rank(comm, comm->rank), "kumi.host", me, sizeof me) == MPI_SUCCESS)
+        mine = me;
+    if (!mine) return kumi_error(MPI_ERR_INTERN, "%s: the host of this process is unknown", fn);
+    for (int r = 0; r < comm->size; r++) {
+        int same;
+        if (r == comm->rank) same = 1;
+        else {
+            int rc = kumi_rpim_get(kumi_comm_world_rank(comm, r), "kumi.host", h, sizeof h);
+            if (rc) return kumi_error(MPI_ERR_INTERN, "%s: the host of rank %d (job rank %d) is unknown", fn, r,
+                                      kumi_comm_world_rank(comm, r));
+            same = !strcmp(h, mine);
+        }
+        local[r] = same ? n++ : -1;
+    }
+    *nlocal = n;
+    return MPI_SUCCESS;
+}
+
+static int allgather_recs(struct kumi_win *w, struct win_rec *mine, struct win_rec *all)
+{
+    return w->comm->coll.allgather(mine, REC_WORDS, MPI_UINT64_T, all, REC_WORDS, MPI_UINT64_T,
+                                   w->comm->handle);
+}
+
+static int any_error(const struct kumi_win *w, const struct win_rec *all)
+{
+    for (int r = 0; r < w->size; r++)
+        if (all[r].flags & REC_ERR) return r;
+    return -1;
+}
+
+static int agree(struct kumi_win *w, int err, int *any)
+{
+    return w->comm->coll.allreduce(&err, any, 1, MPI_INT, MPI_MAX, w->comm->handle);
+}
+
+/* Map this host's segment of window w (Win_allocate[_shared]) and fill
+ * w->seg, w->seglen, w->base and, for the ranks of this host,
+ * peers[r].direct / .ctl (their sizes are in all[]).  local: host_map().
+ * Collective over w->comm.  On failure nothing stays mapped. */
+static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *all, const int *local,
+                     int nlocal)
+{
+    size_t pg = page_size(), align = PART_ALIGN;
+    int leader = -1, err = 0, any = 0, rc;
+    for (int r = 0; r < w->size; r++)
+        if (local[r] >= 0) {
+            if (leader < 0) leader = r;
+            if (all[r].flags & REC_NONCONTIG) align = pg;
+        }
+    size_t off = round_up((size_t)nlocal * sizeof(struct kumi_win_ctl), align);
+    size_t *offs = malloc(sizeof(size_t) * (size_t)w->size);
+    if (!offs) err = 1;
+    for (int r = 0; offs && r < w->size; r++) {
+        if (local[r] < 0) continue;
+        offs[r] = off;
+        if (all[r].size > SIZE_MAX / 2 - off) err = 2;
+        else off += round_up((size_t)all[r].size, align);
+    }
+    size_t len = round_up(off > 0 ? off : 1, pg);
+    char name[128];
+    const char *jobid = getenv("KUMI_JOBID");
+    snprintf(name, sizeof name, "/kumi.%s.win.%d.%d", jobid && *jobid ? jobid : "0",
+             kumi_comm_world_rank(w->comm, leader), (int)w->comm->ctx);
+    void *seg = MAP_FAILED;
+    int fd = -1, e = 0;
+    const char *what = "";
+
+    /* phase 1: the creator (or a rank alone on its host) makes the memory */
+    if (!err && nlocal == 1) {
+        seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (seg == MAP_FAILED) { e = errno; what = "mmap"; err = 3; }
+    } else if (!err && w->rank == leader) {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 && errno == EEXIST) {      /* a leftover of a crashed creation here */
+            shm_unlink(name);
+            fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        }
+        if (fd < 0) { e = errno; what = "shm_open"; err = 3; }
+        else if ((e = posix_fallocate(fd, 0, (off_t)len)) != 0) { what = "reserving /dev/shm space"; err = 3; }
+        else if ((seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+            e = errno; what = "mmap"; err = 3;
+        }
+        if (fd >= 0) close(fd);
+        if (err && fd >= 0) shm_unlink(name);
+    }
+    rc = agree(w, err, &any);
+    if (rc || any) {
+        if (seg != MAP_FAILED) munmap(seg, len);
+        if (w->rank == leader && nlocal > 1 && !err) shm_unlink(name);
+        free(offs);
+        if (rc) return rc;
+        if (err == 3)
+            return kumi_error(MPI_ERR_NO_MEM, "%s: cannot make %zu bytes of shared memory (%s: %s)", fn, len, what,
+                              strerror(e));
+        if (err == 2) return kumi_error(MPI_ERR_SIZE, "%s: the window is too large", fn);
+        if (err) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+        return kumi_error(MPI_ERR_NO_MEM, "%s: another rank could not make the window's memory", fn);
+    }
+    /* phase 2: the others of the host map it; then it can go from the name space */
+    if (nlocal > 1 && w->rank != leader) {
+        fd = shm_open(name, O_RDWR, 0);
+        struct stat st;
+        if (fd < 0) { e = errno; what = "shm_open"; err = 3; }
+        else if (fstat(fd, &st) != 0 || (size_t)st.st_size < len) { e = EINVAL; what = "segment size"; err = 3; }
+        else if ((seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+            e = errno; what = "mmap"; err = 3;
+        }
+        if (fd >= 0) close(fd);
+    }
+    rc = agree(w, err, &any);
+    if (nlocal > 1 && w->rank == leader) shm_unlink(name);
+    if (rc || any) {
+        if (seg != MAP_FAILED) munmap(seg, len);
+        free(offs);
+        if (rc) return rc;
+        if (err)
+            return kumi_error(MPI_ERR_NO_MEM, "%s: cannot map the window's shared memory %s (%s: %s)", fn, name, what,
+                              strerror(e));
+        return kumi_error(MPI_ERR_NO_MEM, "%s: another rank could not map the window's shared memory", fn);
+    }
+    w->seg = seg;
+    w->seglen = len;
+    for (int r = 0; r < w->size; r++) {
+        if (local[r] < 0) continue;
+        w->peers[r].direct = (char *)seg + offs[r];
+        w->peers[r].ctl = (struct kumi_win_ctl *)seg + local[r];
+    }
+    w->base = w->peers[w->rank].direct;
+    free(offs);
+    return MPI_SUCCESS;
+}
+
+/* The four creation calls.  base: Win_create's memory; baseptr: where
+ * Win_allocate[_shared] stores the address of this rank's memory. */
+static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                    struct kumi_comm *comm, void *baseptr, MPI_Win *win)
+{
+    bool alloc = flavor == MPI_WIN_FLAVOR_ALLOCATE || flavor == MPI_WIN_FLAVOR_SHARED;
+    if (!win) return kumi_error(MPI_ERR_ARG, "%s: argument win is NULL", fn);
+    if (alloc && !baseptr) return kumi_error(MPI_ERR_ARG, "%s: argument baseptr is NULL", fn);
+    if (comm->inter) return kumi_error(MPI_ERR_COMM, "%s: argument comm is an intercommunicator", fn);
+    if (size < 0) return kumi_error(MPI_ERR_SIZE, "%s: argument size is negative (%ld)", fn, (long)size);
+    if (disp_unit <= 0 || disp_unit > INT_MAX)
+        return kumi_error(MPI_ERR_DISP, "%s: argument disp_unit is %ld, not a positive int", fn, (long)disp_unit);
+    struct kumi_info *inf;
+    int rc = get_info_arg(fn, info, &inf);
+    if (rc) return rc;
+
+    int *local = malloc(sizeof(int) * (size_t)comm->size);
+    struct win_rec *all = malloc(sizeof *all * (size_t)comm->size);
+    struct kumi_win *w = calloc(1, sizeof *w);
+    if (!local || !all || !w) {
+        free(local); free(all); free(w);
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    }
+    int nlocal = 0;
+    rc = host_map(fn, comm, local, &nlocal);
+    if (!rc && flavor == MPI_WIN_FLAVOR_SHARED && nlocal != comm->size) {
+        int other = 0;
+        while (other < comm->size && local[other] >= 0) other++;
+        rc = kumi_error(MPI_ERR_RMA_SHARED, "%s: the ranks of comm are not all on one host (rank %d is on "
+                        "another host than rank %d), so their memory cannot be shared", fn, other, comm->rank);
+    }
+    if (rc) {
+        free(local); free(all); free(w);
+        return rc;
+    }
+
+    w->magic = KUMI_MAGIC_WIN;
+    w->handle = (MPI_Win)w;
+    w->rank = comm->rank;
+    w->size = comm->size;
+    w->flavor = flavor;
+    w->model = MPI_WIN_UNIFIED;
+    w->wsize = flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : size;
+    w->disp_unit = (int)disp_unit;
+    w->base = flavor == MPI_WIN_FLAVOR_CREATE ? base : NULL;
+    w->errh = kumi_errh_fatal;
+    kumi_errh_retain(w->errh);
+    rc = win_comm(comm, &w->comm);
+    if (rc) {
+        w->comm = NULL;
+        free(local); free(all);
+        win_destroy(w);
+        return rc;
+    }
+    /* from here every rank takes part in every exchange; local failures travel in the records */
+    int err = 0;
+    w->info = kumi_info_dup(inf);
+    w->peers = calloc((size_t)w->size, sizeof *w->peers);
+    if (!w->info || !w->peers) err = 1;
+    else parse_hints(w);
+    struct win_rec me = {
+        .base = (uint64_t)(uintptr_t)w->base, .size = (uint64_t)w->wsize, .disp_unit = w->disp_unit,
+        .flags = (err ? REC_ERR : 0) | (w->info && info_true(w->info, "alloc_shared_noncontig") ? REC_NONCONTIG : 0) };
+    rc = allgather_recs(w, &me, all);
+    if (!rc && any_error(w, all) >= 0)
+        rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
+    if (!rc && alloc) {
+        rc = seg_setup(fn, w, all, local, nlocal);
+        if (!rc) {
+            me.base = (uint64_t)(uintptr_t)w->base;
+            rc = allgather_recs(w, &me, all);
+        }
+    }
+    if (!rc) {
+        for (int r = 0; r < w->size; r++) {
+            struct kumi_win_peer *p = &w->peers[r];
+            p->base = flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : all[r].base;
+            p->size = flavor == MPI_WIN_FLAVOR_DYNAMIC ? UINT64_MAX : all[r].size;
+            p->disp_unit = (int)all[r].disp_unit;
+            p->local = local[r];
+        }
+        rc = kumi_rma_win_init(w);
+    }
+    free(local);
+    free(all);
+    if (rc) {
+        win_destroy(w);
+        return rc;
+    }
+    if (alloc) *(void **)baseptr = w->base;
+    *win = w->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, struct kumi_comm *comm,
+                        MPI_Win *win)
+{
+    return win_make("MPI_Win_create", MPI_WIN_FLAVOR_CREATE, base, size, disp_unit, info, comm, NULL, win);
+}
+
+int kumi_mpi_win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, struct kumi_comm *comm,
+                          MPI_Win *win)
+{
+    return win_make("MPI_Win_create_c", MPI_WIN_FLAVOR_CREATE, base, size, disp_unit, info, comm, NULL, win);
+}
+
+int kumi_mpi_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, struct kumi_comm *comm, void *baseptr,
+                          MPI_Win *win)
+{
+    return win_make("MPI_Win_allocate", MPI_WIN_FLAVOR_ALLOCATE, NULL, size, disp_unit, info, comm, baseptr, win);
+}
+
+int kumi_mpi_win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, struct kumi_comm *comm,
+                            void *baseptr, MPI_Win *win)
+{
+    return win_make("MPI_Win_allocate_c", MPI_WIN_FLAVOR_ALLOCATE, NULL, size, disp_unit, info, comm, baseptr,
+                    win);
+}
+
+int kumi_mpi_win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, struct kumi_comm *comm,
+                                 void *baseptr, MPI_Win *win)
+{
+    return win_make("MPI_Win_allocate_shared", MPI_WIN_FLAVOR_SHARED, NULL, size, disp_unit, info, comm, baseptr,
+                    win);
+}
+
+int kumi_mpi_win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, struct kumi_comm *comm,
+                                   void *baseptr, MPI_Win *win)
+{
+    return win_make("MPI_Win_allocate_shared_c", MPI_WIN_FLAVOR_SHARED, NULL, size, disp_unit, info, comm,
+                    baseptr, win);
+}
+
+int kumi_mpi_win_create_dynamic(MPI_Info info, struct kumi_comm *comm, MPI_Win *win)
+{
+    return win_make("MPI_Win_create_dynamic", MPI_WIN_FLAVOR_DYNAMIC, NULL, 0, 1, info, comm, NULL, win);
+}
+
+/* ---------------------------------------------------------- Win_free */
+/* No resolved window argument: this call hands its own errors to handlers. */
+int kumi_mpi_win_free(MPI_Win *win)
+{
+    static const char fn[] = "MPI_Win_free";
+    if (!win) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument win is NULL", fn));
+    struct kumi_win *w = kumi_win_get(*win);
+    if (!w) return kumi_err_handle(NULL, kumi_chk_bad_win(fn, "win", *win));
+    int rc = kumi_rma_win_fini(w, fn);
+    if (rc) return kumi_win_err_handle(w, rc);      /* the window stays */
+    /* RMA is over for this window: it goes even if a delete callback fails
+     * (that error is still the call's; what it left is not freed) */
+    rc = kumi_attr_delete_all(&w->attrs, KUMI_ATTR_WIN, w->handle);
+    struct kumi_errhandler *errh = w->errh;
+    kumi_errh_retain(errh);
+    MPI_Win h = w->handle;
+    win_destroy(w);
+    *win = MPI_WIN_NULL;
+    if (rc) rc = kumi_errh_invoke(errh, KUMI_ERRH_OBJ_WIN, h, rc);
+    kumi_errh_release(errh);
+    return rc;
+}
+
+/* ------------------------------------------------------ shared query */
+static int shared_query(const char *fn, struct kumi_win *w, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
+                        void *baseptr)
+{
+    if (!size || !disp_unit || !baseptr)
+        return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fn, !size ? "size" : !disp_unit ? "disp_unit" : "baseptr");
+    if (rank != MPI_PROC_NULL && (rank < 0 || rank >= w->size))
+        return kumi_error(MPI_ERR_RANK, "%s: invalid rank %d in a window of %d processes", fn, rank, w->size);
+    if (w->flavor != MPI_WIN_FLAVOR_SHARED && w->flavor != MPI_WIN_FLAVOR_ALLOCATE)
+        return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: the window's memory is not shared (it was made by %s)", fn,
+                          w->flavor == MPI_WIN_FLAVOR_CREATE ? "MPI_Win_create" : "MPI_Win_create_dynamic");
+    if (rank == MPI_PROC_NULL) {
+        /* the first rank with memory (of this host's for Win_allocate) */
+        rank = -1;
+        for (int r = 0; r < w->size && rank < 0; r++)
+            if (w->peers[r].direct && w->peers[r].size > 0) rank = r;
+        if (rank < 0) {
+            *size = 0;
+            *disp_unit = w->disp_unit;
+            *(void **)baseptr = NULL;
+            return MPI_SUCCESS;
+        }
+    }
+    const struct kumi_win_peer *p = &w->peers[rank];
+    if (!p->direct)
+        return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: rank %d of a window made by MPI_Win_allocate is on another "
+                          "host: its memory is not shared with this process", fn, rank);
+    *size = (MPI_Aint)p->size;
+    *disp_unit = p->disp_unit;
+    *(void **)baseptr = p->direct;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_shared_query(struct kumi_win *win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+{
+    MPI_Aint du = 0;
+    if (!disp_unit) return kumi_error(MPI_ERR_ARG, "MPI_Win_shared_query: argument disp_unit is NULL");
+    int rc = shared_query("MPI_Win_shared_query", win, rank, size, &du, baseptr);
+    if (!rc) *disp_unit = (int)du;
+    return rc;
+}
+
+int kumi_mpi_win_shared_query_c(struct kumi_win *win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
+                                void *baseptr)
+{
+    return shared_query("MPI_Win_shared_query_c", win, rank, size, disp_unit, baseptr);
+}
+
+/* ---------------------------------------------------- attach / detach */
+int kumi_mpi_win_attach(struct kumi_win *win, void *base, MPI_Aint size)
+{
+    static const char fn[] = "MPI_Win_attach";
+    struct kumi_win *w = win;
+    if (w->flavor != MPI_WIN_FLAVOR_DYNAMIC)
+        return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: the window was not made by MPI_Win_create_dynamic", fn);
+    if (size < 0) return kumi_error(MPI_ERR_SIZE, "%s: argument size is negative (%ld)", fn, (long)size);
+    if (!base && size > 0) return kumi_error(MPI_ERR_ARG, "%s: argument base is NULL", fn);
+    uint64_t b = (uint64_t)(uintptr_t)base, l = (uint64_t)size;
+    if (b + l < b) return kumi_error(MPI_ERR_RMA_ATTACH, "%s: base + size wraps around the address space", fn);
+    for (int i = 0; i < w->nregions; i++) {
+        const struct kumi_win_region *r = &w->regions[i];
+        if (r->base == b || (l > 0 && r->len > 0 && b < r->base + r->len && r->base < b + l))
+            return kumi_error(MPI_ERR_RMA_ATTACH, "%s: memory [%p, +%ld) overlaps a region already attached at "
+                              "%p (%llu bytes)", fn, base, (long)size, (void *)(uintptr_t)r->base,
+                              (unsigned long long)r->len);
+    }
+    if (w->nregions == w->cregions) {
+        int c = w->cregions ? 2 * w->cregions : 8;
+        struct kumi_win_region *t = realloc(w->regions, sizeof *t * (size_t)c);
+        if (!t) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+        w->regions = t;
+        w->cregions = c;
+    }
+    w->regions[w->nregions++] = (struct kumi_win_region){ b, l };
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_detach(struct kumi_win *win, const void *base)
+{
+    static const char fn[] = "MPI_Win_detach";
+    struct kumi_win *w = win;
+    if (w->flavor != MPI_WIN_FLAVOR_DYNAMIC)
+        return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: the window was not made by MPI_Win_create_dynamic", fn);
+    uint64_t b = (uint64_t)(uintptr_t)base;
+    for (int i = 0; i < w->nregions; i++)
+        if (w->regions[i].base == b) {
+            memmove(&w->regions[i], &w->regions[i + 1], sizeof *w->regions * (size_t)(w->nregions - i - 1));
+            w->nregions--;
+            return MPI_SUCCESS;
+        }
+    return kumi_error(MPI_ERR_BASE, "%s: argument base (%p) is not the base of a region attached to the window "
+                      "by this process", fn, base);
+}
+
+/* --------------------------------------------------------- group, name */
+int kumi_mpi_win_get_group(struct kumi_win *win, MPI_Group *group)
+{
+    if (!group) return kumi_error(MPI_ERR_ARG, "MPI_Win_get_group: argument group is NULL");
+    struct kumi_group *g = kumi_group_of_comm(win->comm);
+    if (!g) return kumi_error(MPI_ERR_NO_MEM, "MPI_Win_get_group: out of memory");
+    *group = g->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_set_name(struct kumi_win *win, const char *win_name)
+{
+    if (!win_name) return kumi_error(MPI_ERR_ARG, "MPI_Win_set_name: argument win_name is NULL");
+    snprintf(win->name, sizeof win->name, "%s", win_name);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_get_name(struct kumi_win *win, char *win_name, int *resultlen)
+{
+    if (!win_name || !resultlen)
+        return kumi_error(MPI_ERR_ARG, "MPI_Win_get_name: argument %s is NULL", win_name ? "resultlen" : "win_name");
+    snprintf(win_name, MPI_MAX_OBJECT_NAME, "%s", win->name);
+    *resultlen = (int)strlen(win_name);
+    return MPI_SUCCESS;
+}
+
+/* ----------------------------------------------------------------- info */
+/* The hints in force are updated with info's (keys info does not name keep their values). */
+int kumi_mpi_win_set_info(struct kumi_win *win, MPI_Info info)
+{
+    static const char fn[] = "MPI_Win_set_info";
+    struct kumi_info *in;
+    int rc = get_info_arg(fn, info, &in);
+    if (rc) return rc;
+    if (!in) return MPI_SUCCESS;
+    struct kumi_info *ni = kumi_info_dup(win->info);
+    if (!ni) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    int n = 0;
+    kumi_mpi_info_get_nkeys(info, &n);
+    for (int k = 0; k < n && !rc; k++) {
+        char key[MPI_MAX_INFO_KEY + 1];
+        kumi_mpi_info_get_nthkey(info, k, key);
+        const char *v = kumi_info_value(in, key);
+        if (v) rc = kumi_info_set_value(ni, key, v);
+    }
+    if (rc) {
+        kumi_info_release(ni);
+        return rc;
+    }
+    kumi_info_release(win->info);
+    win->info = ni;
+    parse_hints(win);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_get_info(struct kumi_win *win, MPI_Info *info_used)
+{
+    if (!info_used) return kumi_error(MPI_ERR_ARG, "MPI_Win_get_info: argument info_used is NULL");
+    struct kumi_info *i = kumi_info_dup(win->info);
+    if (!i) return kumi_error(MPI_ERR_NO_MEM, "MPI_Win_get_info: out of memory");
+    *info_used = kumi_info_handle(i);
+    return MPI_SUCCESS;
+}
+
+/* -------------------------------------------------------- error handlers */
+/* No handle argument: errors go through kumi_err_handle(NULL, ...). */
+int kumi_mpi_win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler)
+{
+    if (!win_errhandler_fn || !errhandler)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Win_create_errhandler: argument %s is NULL",
+                                                errhandler ? "win_errhandler_fn" : "errhandler"));
+    struct kumi_errhandler *e = NULL;
+    int rc = kumi_errh_create(KUMI_ERRH_OBJ_WIN, (MPI_Comm_errhandler_function *)win_errhandler_fn, &e);
+    if (rc) return kumi_err_handle(NULL, rc);
+    *errhandler = e->handle;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_set_errhandler(struct kumi_win *win, struct kumi_errhandler *errhandler)
+{
+    if (!kumi_errh_fits(errhandler, KUMI_ERRH_OBJ_WIN))
+        return kumi_error(MPI_ERR_ARG, "MPI_Win_set_errhandler: argument errhandler was not created for windows");
+    kumi_errh_retain(errhandler);
+    kumi_errh_release(win->errh);
+    win->errh = errhandler;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_get_errhandler(struct kumi_win *win, MPI_Errhandler *errhandler)
+{
+    if (!errhandler) return kumi_error(MPI_ERR_ARG, "MPI_Win_get_errhandler: argument errhandler is NULL");
+    kumi_errh_retain(win->errh);
+    *errhandler = win->errh->handle;
+    return MPI_SUCCESS;
+}
+
+/* Returns MPI_SUCCESS when the handler returns (MPI 4.1 sec. 9.3.5). */
+int kumi_mpi_win_call_errhandler(struct kumi_win *win, int errorcode)
+{
+    kumi_errh_invoke(win->errh, KUMI_ERRH_OBJ_WIN, win->handle, errorcode);
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ attributes */
+int kumi_mpi_win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                               MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)
+{
+    return kumi_err_handle(NULL, kumi_attr_keyval_create("MPI_Win_create_keyval", KUMI_ATTR_WIN,
+                                                         (kumi_attr_fn)win_copy_attr_fn,
+                                                         (kumi_attr_fn)win_delete_attr_fn, extra_state, win_keyval));
+}
+
+int kumi_mpi_win_free_keyval(int *win_keyval)
+{
+    return kumi_err_handle(NULL, kumi_attr_keyval_free("MPI_Win_free_keyval", KUMI_ATTR_WIN, win_keyval));
+}
+
+int kumi_mpi_win_set_attr(struct kumi_win *win, int win_keyval, void *attribute_val)
+{
+    return kumi_attr_set("MPI_Win_set_attr", &win->attrs, KUMI_ATTR_WIN, win->handle, win_keyval, attribute_val);
+}
+
+/* The predefined keyvals: MPI_WIN_BASE gives the base address itself, the
+ * others a pointer to the value held in the window. */
+int kumi_mpi_win_get_attr(struct kumi_win *win, int win_keyval, void *attribute_val, int *flag)
+{
+    void *v = NULL;
+    switch (win_keyval) {
+    case MPI_WIN_BASE: v = win->base; break;
+    case MPI_WIN_SIZE: v = &win->wsize; break;
+    case MPI_WIN_DISP_UNIT: v = &win->disp_unit; break;
+    case MPI_WIN_CREATE_FLAVOR: v = &win->flavor; break;
+    case MPI_WIN_MODEL: v = &win->model; break;
+    default:
+        return kumi_attr_get("MPI_Win_get_attr", win->attrs, KUMI_ATTR_WIN, win_keyval, attribute_val, flag);
+    }
+    if (!attribute_val || !flag)
+        return kumi_error(MPI_ERR_ARG, "MPI_Win_get_attr: argument %s is NULL", flag ? "attribute_val" : "flag");
+    *(void **)attribute_val = v;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_win_delete_attr(struct kumi_win *win, int win_keyval)
+{
+    return kumi_attr_delete("MPI_Win_delete_attr", &win->attrs, KUMI_ATTR_WIN, win->handle, win_keyval);
+}
+
+/* ------------------------------------------------- Alloc_mem / Free_mem */
+/* Blocks given out by MPI_Alloc_mem, so that MPI_Free_mem can refuse others. */
+#define MEM_BUCKETS 256
+struct mem_block { struct mem_block *next; void *p; };
+static struct mem_block *mem_tab[MEM_BUCKETS];
+
+static unsigned mem_hash(const void *p)
+{
+    uintptr_t v = (uintptr_t)p >> 4;
+    return (unsigned)((v ^ (v >> 8) ^ (v >> 16)) % MEM_BUCKETS);
+}
+
+int kumi_mpi_alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    static const char fn[] = "MPI_Alloc_mem";
+    struct kumi_info *inf;
+    int rc = get_info_arg(fn, info, &inf);
+    if (rc) return kumi_err_handle(NULL, rc);
+    if (!baseptr) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument baseptr is NULL", fn));
+    if (size < 0)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_SIZE, "%s: argument size is negative (%ld)", fn, (long)size));
+    size_t align = PART_ALIGN;
+    const char *a = kumi_info_value(inf, "mpi_minimum_memory_alignment");
+    if (a) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(a, &end, 0);
+        /* a power of two; anything else is a hint we cannot follow */
+        if (!errno && end != a && !*end && v && !(v & (v - 1)) && v <= ((size_t)1 << 30) && v > align)
+            align = (size_t)v;
+    }
+    struct mem_block *b = malloc(sizeof *b);
+    void *p = NULL;
+    if (!b || posix_memalign(&p, align, size ? (size_t)size : 1) != 0) {
+        free(b);
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "%s: cannot allocate %ld bytes", fn, (long)size));
+    }
+    b->p = p;
+    unsigned h = mem_hash(p);
+    b->next = mem_tab[h];
+    mem_tab[h] = b;
+    *(void **)baseptr = p;
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_free_mem(void *base)
+{
+    if (!base) return MPI_SUCCESS;
+    for (struct mem_block **pp = &mem_tab[mem_hash(base)]; *pp; pp = &(*pp)->next)
+        if ((*pp)->p == base) {
+            struct mem_block *b = *pp;
+            *pp = b->next;
+            free(b->p);
+            free(b);
+            return MPI_SUCCESS;
+        }
+    return kumi_err_handle(NULL, kumi_error(MPI_ERR_BASE, "MPI_Free_mem: argument base (%p) was not returned by "
+                                            "MPI_Alloc_mem (or was freed already)", base));
+}
