@@ -1103,8 +1103,6 @@ int kumi_mpi_win_post(MPI_Group group, int assert, struct kumi_win *win)
     return MPI_SUCCESS;
 }
 
-struct startwait { struct kumi_rma *m; };
-
 static int posts_here(void *arg)
 {
     struct kumi_rma *m = arg;
