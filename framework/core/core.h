@@ -333,6 +333,7 @@ void kumi_lock_reacquire(int depth);
  * library; kumi_lock_engine_wait_app() parks it until then; _kick() ends
  * every park for good (the engine is stopping). */
 void kumi_lock_engine_enter(void);
+extern int kumi_engine_work;            /* schedules running (sched/engine.c; atomic) */
 bool kumi_lock_app_inside(void);
 bool kumi_lock_is_engine(void);
 void kumi_lock_engine_wait_app(void);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 bool kumi_mt;
+int kumi_engine_work;
 static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int depth;
 static int waiting;                     /* application threads blocked in pthread_mutex_lock(&big) */
@@ -51,13 +52,18 @@ static void futex_wake_all(int *word)
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
-/* The engine: wait until no application thread is inside (or a kick). */
+/* The engine: wait until no application thread is inside and a schedule
+ * runs (or a kick).  A parked engine is woken by the last application
+ * thread out only while kumi_engine_work > 0: a schedule that starts in a
+ * call wakes it at that call's end; one that ends inside a call (MPI_Wait)
+ * costs no wake-up. */
 static void engine_park(void)
 {
     __atomic_store_n(&engine_parked, 1, __ATOMIC_SEQ_CST);
     for (;;) {
         int v = __atomic_load_n(&app_in, __ATOMIC_SEQ_CST);
-        if (v == 0 || __atomic_load_n(&engine_kicked, __ATOMIC_ACQUIRE)) break;
+        if (__atomic_load_n(&engine_kicked, __ATOMIC_ACQUIRE)) break;
+        if (v == 0 && __atomic_load_n(&kumi_engine_work, __ATOMIC_SEQ_CST) > 0) break;
         futex_wait(&app_in, v);
     }
     __atomic_store_n(&engine_parked, 0, __ATOMIC_RELAXED);
@@ -110,8 +116,10 @@ void kumi_unlock_slow(void)
     if (--depth == 0) {
         give();
         if (!is_engine && __atomic_sub_fetch(&app_in, 1, __ATOMIC_SEQ_CST) == 0 &&
-            __atomic_load_n(&engine_parked, __ATOMIC_SEQ_CST))
-            futex_wake_all(&app_in);
+            __atomic_load_n(&engine_parked, __ATOMIC_SEQ_CST) &&
+            __atomic_load_n(&kumi_engine_work, __ATOMIC_SEQ_CST) > 0)
+            futex_wake_all(&app_in);        /* only when a schedule still runs: otherwise it
+                                               stays parked until one does */
     }
 }
 

@@ -23,7 +23,6 @@
 static const char *engine_name = "loop";
 static long long slice_us = 100;
 static bool use_thread;
-static int active;                      /* schedules running (library lock) */
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
@@ -44,7 +43,7 @@ void kumi_sched_register_params(void)
 
 int kumi_sched_engine_init(void)
 {
-    active = 0;
+    kumi_engine_work = 0;
     thr_stop = 0;
     if (!strcmp(engine_name, "loop")) {
         use_thread = false;
@@ -65,7 +64,7 @@ const char *kumi_sched_engine(void)
 
 static bool idle(void)
 {
-    return __atomic_load_n(&active, __ATOMIC_ACQUIRE) == 0 && !__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&kumi_engine_work, __ATOMIC_ACQUIRE) == 0 && !__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE);
 }
 
 /* Asks the kernel for a short time slice for the calling thread (Linux's
@@ -127,7 +126,7 @@ static void *engine_main(void *arg)
 
 void kumi_sched_engine_started(void)
 {
-    __atomic_add_fetch(&active, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&kumi_engine_work, 1, __ATOMIC_RELEASE);
     if (!use_thread) return;
     if (!thr_started) {
         if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
@@ -145,7 +144,7 @@ void kumi_sched_engine_started(void)
 
 void kumi_sched_engine_finished(void)
 {
-    __atomic_sub_fetch(&active, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&kumi_engine_work, 1, __ATOMIC_RELEASE);
 }
 
 void kumi_sched_engine_stop(void)
