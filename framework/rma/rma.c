@@ -597,14 +597,9 @@ struct org_op {                         /* an operation's local part */
     int parts;                          /* internal requests not yet complete */
 };
 
-static void org_part_done(struct kumi_req *r)
+/* One part of o is over: the last one completes the R* request and frees o. */
+static void org_put(struct org_op *o)
 {
-    struct org_op *o = r->ext;
-    int e = r->status.MPI_ERROR;
-    bool is_reply = r->cb_idx == 1;
-    kumi_req_free(r);
-    if (is_reply && o->reply && o->result) kumi_dt_unpack(o->rdt, o->reply, o->rcount, o->result);
-    if (e != MPI_SUCCESS && o->ureq) o->ureq->status.MPI_ERROR = e;
     if (--o->parts > 0) return;
     o->m->local--;
     if (o->ureq) {
@@ -616,6 +611,17 @@ static void org_part_done(struct kumi_req *r)
     free(o->reply);
     kumi_dt_release(o->rdt);
     free(o);
+}
+
+static void org_part_done(struct kumi_req *r)
+{
+    struct org_op *o = r->ext;
+    int e = r->status.MPI_ERROR;
+    bool is_reply = r->cb_idx == 1;
+    kumi_req_free(r);
+    if (is_reply && o->reply && o->result) kumi_dt_unpack(o->rdt, o->reply, o->rcount, o->result);
+    if (e != MPI_SUCCESS && o->ureq) o->ureq->status.MPI_ERROR = e;
+    org_put(o);
 }
 
 enum { K_PUT, K_GET, K_ACC, K_GACC, K_CAS };
@@ -771,18 +777,14 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
         }
     }
     m->sent[a->target]++;
-    /* drop the hold */
-    if (--o->parts == 0) {
-        m->local--;
-        if (o->ureq) { o->ureq->pending = 0; kumi_req_check_complete(o->ureq); }
-        free(o->pack); free(o->blk); free(o->reply); kumi_dt_release(o->rdt); free(o);
-    }
+    org_put(o);                         /* drop the hold */
     kumi_req_flush_ctl();
     return MPI_SUCCESS;
 fail_o:
-    /* parts already posted finish on their own; this operation is lost: say so */
-    if (--o->parts == 0) { m->local--; free(o->pack); free(o->blk); free(o->reply); kumi_dt_release(o->rdt); free(o); }
-    if (u) { u->status.MPI_ERROR = rc; u->pending = 0; kumi_req_check_complete(u); }
+    /* parts already posted finish on their own; the R* request completes (with the
+       error) with the last of them, never twice */
+    if (u) u->status.MPI_ERROR = rc;
+    org_put(o);
     return rc;
 fail:
     free(blk);
