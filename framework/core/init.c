@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "registry/registry.h"
 #include "sched/sched.h"
+#include "rma/rma.h"
 #include <kumi/rpim.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -127,6 +128,7 @@ static int select_rpim(void)
 void kumi_framework_register_params(void)
 {
     kumi_progress_register_params();
+    kumi_rma_register_params();
     kumi_sched_register_params();
 }
 

@@ -1,8 +1,20 @@
-/* RMA operations and synchronisation (MPI-4 chapter 12) over active messages.
+/* RMA operations and synchronisation (MPI-4 chapter 12).
  *
- * Every operation travels over the window's private communicator (w->comm,
- * point-to-point context) as requests the target applies in its progress
- * engine (inside any MPI call it makes):
+ * Direct path (rma.h): an origin on the target's host whose memory it can
+ * reach (mapped segment, or CMA for Win_create) does the operation itself,
+ * complete when the call returns; accumulates take the target's accumulate
+ * lock word (a futex in the host's segment), so they are atomic against
+ * every other accumulate on that target, direct or not.  Passive-target
+ * locks of same-host origins are the target's lock word (>0 shared holders,
+ * -1 exclusive); a waiter sets its bit in the control block's waiters mask
+ * (local ranks 0-63; others poll) and the release that frees the word sends
+ * each flagged rank an M_RETRY message, which ends its sleep in the progress
+ * engine.  So a lock, put and unlock on a same-host target complete while
+ * the target computes without calling MPI.
+ *
+ * Active messages (everything else): operations travel over the window's
+ * private communicator (w->comm, point-to-point context) as requests the
+ * target applies in its progress engine (inside any MPI call it makes):
  *   tag CTL    a 64-byte struct rma_msg: an operation's header, or a
  *              synchronisation message (lock, grant, unlock, flush, their
  *              acks, post, complete); every rank keeps one receive from
@@ -34,29 +46,54 @@
  *   PSCW      Post sends POST to the origins; Start waits for them; Complete
  *             sends COMPLETE(count) to the targets; Wait/Test until every
  *             origin's COMPLETE came and its count was applied;
- *   passive   LOCK waits for a GRANT (the target queues conflicting locks);
+ *   passive   LOCK waits for a GRANT: the target queues lock requests and
+ *             grants them in order by taking its own lock word for the
+ *             origin (retried at M_RETRY while a same-host holder has it);
  *             UNLOCK(count) and FLUSH(count) are answered once that many
- *             operations of the origin were applied.
- * Progress: the target applies operations when it calls MPI (or while the
- * thread engine's progress thread runs); a passive-target epoch on a target
- * that computes without calling MPI waits until it does. */
+ *             operations of the origin were applied.  Direct operations are
+ *             complete at once, so a flush or unlock sends FLUSH only when
+ *             active messages went out since the last one.
+ * Progress: the target applies active messages when it calls MPI (or while
+ * the thread engine's progress thread runs); a passive-target epoch of an
+ * origin on another host (or on a dynamic window) waits until it does. */
+#define _GNU_SOURCE                     /* process_vm_readv / writev */
 #include "rma/rma.h"
 #include "request/request.h"
+#include <kumi/param.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int kumi_rma_direct = 1;
+
+void kumi_rma_register_params(void)
+{
+    kumi_param_register_bool("kumi", "base", "rma_direct", 1,
+                             "RMA on a target of the same host goes straight to its memory (shared "
+                             "segment, or process_vm_readv/writev for MPI_Win_create windows) and "
+                             "passive-target locks to its lock word; false: every operation and lock is "
+                             "an active message the target applies when it calls MPI",
+                             KUMI_LEVEL_TUNER, &kumi_rma_direct);
+}
 
 enum { TAG_CTL = 1, TAG_DATA = 2, TAG_REPLY = 3 };
 enum {
     M_PUT = 1, M_GET, M_ACC, M_GACC, M_CAS,
-    M_LOCK, M_GRANT, M_UNLOCK, M_UNLOCK_ACK, M_FLUSH, M_FLUSH_ACK, M_POST, M_COMPLETE
+    M_LOCK, M_GRANT, M_UNLOCK, M_UNLOCK_ACK, M_FLUSH, M_FLUSH_ACK, M_POST, M_COMPLETE, M_RETRY
 };
 
 struct rma_msg {                        /* 64 bytes, on TAG_CTL */
     uint32_t kind;
     int32_t origin;                     /* sender's rank in w->comm */
     int32_t op;                         /* accumulates: predefined MPI_Op handle value */
-    int32_t arg;                        /* lock type; acks: errors found */
+    int32_t arg;                        /* LOCK, UNLOCK: lock type; acks: errors found */
     uint64_t addr;                      /* target: byte offset from base (dynamic: address) */
     uint64_t bytes;                     /* packed bytes of the target data */
     uint64_t dt;                        /* accumulates: the basic datatype handle */
@@ -71,7 +108,7 @@ struct rma_blk { uint64_t off, len; }; /* off from the target address */
 /* A lock request a target cannot grant yet. */
 struct lockwait { int origin, type; struct lockwait *next; };
 /* An UNLOCK or FLUSH waiting for the origin's operations. */
-struct ackwait { int origin, kind; uint64_t count; struct ackwait *next; };
+struct ackwait { int origin, kind, type; uint64_t count; struct ackwait *next; };
 
 struct kumi_rma {
     struct kumi_win *w;
@@ -81,6 +118,11 @@ struct kumi_rma {
     uint64_t *sent;                     /* [size] operations sent to each target */
     int *lock;                          /* [size] 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE (held) */
     int *lock_nocheck;                  /* [size] taken with MPI_MODE_NOCHECK: no messages */
+    char *lockw;                        /* [size] the lock is held on the target's lock word */
+    char *cma_off;                      /* [size] CMA was refused: active messages from now on */
+    uint64_t *synced;                   /* [size] sent[t] when the last FLUSH / UNLOCK was answered */
+    int mylocal;                        /* my index among the window's ranks of my host */
+    int *local2rank;                    /* [ranks of my host] their ranks in the window */
     int *granted;                       /* [size] GRANTs received (cumulative) */
     int *acks;                          /* [size] UNLOCK_ACK / FLUSH_ACK received (cumulative) */
     int ack_errors;                     /* errors targets reported in acks */
@@ -95,9 +137,7 @@ struct kumi_rma {
     int *completes;                     /* [size] COMPLETEs received, not yet consumed */
     uint64_t *complete_count;           /* [size] the count the last COMPLETE carried */
     int *post_ranks, npost;             /* exposure epoch: origins; npost < 0: none */
-    int shared_holders;                 /* passive target locks held on me */
-    int excl_holder;                    /* -1 or the origin */
-    struct lockwait *lockq, *lockq_tail;
+    struct lockwait *lockq, *lockq_tail; /* lock requests of active messages not granted yet */
     struct ackwait *ackq;
     int errors;                         /* operations rejected here since the last ack */
     int first_err;                      /* error code of the first one (reported at my next sync) */
@@ -224,6 +264,116 @@ static long layout(const struct kumi_dt *dt, size_t count, struct rma_blk **out,
     return (long)n;
 }
 
+/* ------------------------------------------------------- target memory */
+
+/* The target memory of one operation: blocks from mem, mapped in this
+ * process (pid 0) or in process pid (reached with CMA). */
+struct tmem {
+    uint8_t *mem;
+    const struct rma_blk *blk;          /* NULL: one block of bytes */
+    uint64_t nblocks, bytes;
+    int pid;
+};
+
+/* CMA between packed local data and the blocks of t; 0 or an errno. */
+static int cma_io(const struct tmem *t, char *packed, bool write)
+{
+    enum { NV = 512 };
+    struct iovec rv[NV], lv;
+    uint64_t i = 0, n = t->blk ? t->nblocks : 1;
+    while (i < n) {
+        size_t k = 0, len = 0;
+        for (; i < n && k < NV; i++, k++) {
+            uint64_t off = t->blk ? t->blk[i].off : 0, l = t->blk ? t->blk[i].len : t->bytes;
+            rv[k].iov_base = t->mem + off;
+            rv[k].iov_len = l;
+            len += l;
+        }
+        lv.iov_base = packed;
+        lv.iov_len = len;
+        ssize_t got = write ? process_vm_writev(t->pid, &lv, 1, rv, k, 0) : process_vm_readv(t->pid, &lv, 1, rv, k, 0);
+        if (got < 0) return errno ? errno : EIO;
+        if ((size_t)got != len) return EFAULT;
+        packed += len;
+    }
+    return 0;
+}
+
+/* Target blocks -> packed bytes. */
+static int tm_gather(const struct tmem *t, char *out)
+{
+    if (t->pid) return cma_io(t, out, false);
+    if (!t->blk) { memmove(out, t->mem, t->bytes); return 0; }
+    for (uint64_t i = 0; i < t->nblocks; i++) {
+        memcpy(out, t->mem + t->blk[i].off, t->blk[i].len);
+        out += t->blk[i].len;
+    }
+    return 0;
+}
+
+/* Packed bytes -> target blocks. */
+static int tm_scatter(const struct tmem *t, const char *in)
+{
+    if (t->pid) return cma_io(t, (char *)in, true);
+    if (!t->blk) { memmove(t->mem, in, t->bytes); return 0; }
+    for (uint64_t i = 0; i < t->nblocks; i++) {
+        memcpy(t->mem + t->blk[i].off, in, t->blk[i].len);
+        in += t->blk[i].len;
+    }
+    return 0;
+}
+
+/* target op= packed bytes (elements of basic datatype dth). */
+static int tm_reduce(const struct tmem *t, int32_t oph, uint64_t dth, const char *in)
+{
+    MPI_Op op = (MPI_Op)(uintptr_t)(intptr_t)oph;
+    MPI_Datatype dt = (MPI_Datatype)(uintptr_t)dth;
+    struct kumi_dt *d = kumi_dt_get(dt);
+    size_t es = d ? d->size : 0;
+    if (!es || op == MPI_NO_OP) return 0;
+    if (op == MPI_REPLACE) return tm_scatter(t, in);
+    if (t->pid) {                       /* read, reduce here, write back */
+        char *tmp = malloc(t->bytes ? t->bytes : 1);
+        if (!tmp) return ENOMEM;
+        int e = tm_gather(t, tmp);
+        if (!e) {
+            kumi_op_reduce(op, in, tmp, t->bytes / es, dt);
+            e = tm_scatter(t, tmp);
+        }
+        free(tmp);
+        return e;
+    }
+    if (!t->blk) {
+        kumi_op_reduce(op, in, t->mem, t->bytes / es, dt);
+        return 0;
+    }
+    for (uint64_t i = 0; i < t->nblocks; i++) {
+        kumi_op_reduce(op, in, t->mem + t->blk[i].off, t->blk[i].len / es, dt);
+        in += t->blk[i].len;
+    }
+    return 0;
+}
+
+/* The accumulate lock of a rank's memory: a futex in the host's segment
+ * (0 free, 1 held, 2 held with waiters).  Held only around memory accesses. */
+static void acc_lock(struct kumi_win_ctl *c)
+{
+    uint32_t v = 0;
+    if (atomic_compare_exchange_strong(&c->acc_lock, &v, 1)) return;
+    for (int i = 0; i < 100; i++) {     /* the holder is mid-copy: it is short */
+        sched_yield();
+        v = 0;
+        if (atomic_compare_exchange_strong(&c->acc_lock, &v, 1)) return;
+    }
+    while (atomic_exchange(&c->acc_lock, 2) != 0)
+        syscall(SYS_futex, (uint32_t *)&c->acc_lock, FUTEX_WAIT, 2, NULL, NULL, 0);
+}
+
+static void acc_unlock(struct kumi_win_ctl *c)
+{
+    if (atomic_exchange(&c->acc_lock, 0) == 2) syscall(SYS_futex, (uint32_t *)&c->acc_lock, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 /* ------------------------------------------------------------ target side */
 
 struct tgt_op {                         /* an operation being applied here */
@@ -238,45 +388,9 @@ struct tgt_op {                         /* an operation being applied here */
 
 static void target_applied(struct kumi_rma *m, int origin);
 
-static int esize_of(uint64_t dth)
+static struct tmem tgt_mem(const struct tgt_op *t)
 {
-    struct kumi_dt *dt = kumi_dt_get((MPI_Datatype)(uintptr_t)dth);
-    return dt ? (int)dt->size : 0;
-}
-
-/* Copy packed <-> target blocks. */
-static void gather(struct tgt_op *t, char *out)
-{
-    if (!t->blk) { memcpy(out, t->mem, t->h.bytes); return; }
-    for (uint64_t i = 0; i < t->h.nblocks; i++) {
-        memcpy(out, t->mem + t->blk[i].off, t->blk[i].len);
-        out += t->blk[i].len;
-    }
-}
-
-static void scatter_(struct tgt_op *t, const char *in)
-{
-    if (!t->blk) { memmove(t->mem, in, t->h.bytes); return; }
-    for (uint64_t i = 0; i < t->h.nblocks; i++) {
-        memcpy(t->mem + t->blk[i].off, in, t->blk[i].len);
-        in += t->blk[i].len;
-    }
-}
-
-static void accumulate(struct tgt_op *t, const char *in)
-{
-    MPI_Op op = (MPI_Op)(uintptr_t)(intptr_t)t->h.op;
-    MPI_Datatype dt = (MPI_Datatype)(uintptr_t)t->h.dt;
-    size_t es = (size_t)esize_of(t->h.dt);
-    if (!es) return;
-    if (!t->blk) {
-        kumi_op_reduce(op, in, t->mem, t->h.bytes / es, dt);
-        return;
-    }
-    for (uint64_t i = 0; i < t->h.nblocks; i++) {
-        kumi_op_reduce(op, in, t->mem + t->blk[i].off, t->blk[i].len / es, dt);
-        in += t->blk[i].len;
-    }
+    return (struct tmem){ .mem = t->mem, .blk = t->blk, .nblocks = t->blk ? t->h.nblocks : 0, .bytes = t->h.bytes };
 }
 
 static void tgt_free(struct tgt_op *t)
@@ -312,25 +426,31 @@ static void tgt_apply(struct tgt_op *t)
         tgt_free(t);
         return;
     }
+    struct tmem tm = tgt_mem(t);
+    struct kumi_win_ctl *lk = m->w->peers[m->w->rank].ctl;    /* accumulates are atomic with direct ones */
     switch (t->h.kind) {
     case M_PUT:
-        if (t->data) scatter_(t, t->data);
+        if (t->data) tm_scatter(&tm, t->data);
         break;
     case M_ACC:
-        accumulate(t, t->data);
+        acc_lock(lk);
+        tm_reduce(&tm, t->h.op, t->h.dt, t->data);
+        acc_unlock(lk);
         break;
     case M_GET:
     case M_GACC:
     case M_CAS:
         t->reply = malloc(t->h.bytes ? t->h.bytes : 1);
         if (!t->reply) break;
-        gather(t, t->reply);
+        if (t->h.kind != M_GET) acc_lock(lk);
+        tm_gather(&tm, t->reply);
         if (t->h.kind == M_GACC) {
-            accumulate(t, t->data);
+            tm_reduce(&tm, t->h.op, t->h.dt, t->data);
         } else if (t->h.kind == M_CAS) {
             /* data: the new value, then the compare value */
-            if (memcmp(t->reply, t->data + t->h.bytes, t->h.bytes) == 0) scatter_(t, t->data);
+            if (memcmp(t->reply, t->data + t->h.bytes, t->h.bytes) == 0) tm_scatter(&tm, t->data);
         }
+        if (t->h.kind != M_GET) acc_unlock(lk);
         target_applied(m, origin);
         if (!post(m, true, origin, TAG_REPLY, t->reply, t->h.bytes, MPI_BYTE, reply_sent, t, 0, &rc)) {
             kumi_warn("RMA: cannot answer rank %d: %d", origin, rc);
@@ -406,40 +526,71 @@ fail:
 
 /* ---------------------------------------------------- passive target locks */
 
-static bool lock_grantable(struct kumi_rma *m, int type)
+/* Take lock word c (type MPI_LOCK_SHARED or _EXCLUSIVE) if it is free enough. */
+static bool word_try(struct kumi_win_ctl *c, int type)
 {
-    if (m->excl_holder >= 0) return false;
-    return type == MPI_LOCK_SHARED || m->shared_holders == 0;
+    int32_t v = atomic_load(&c->pt_lock);
+    for (;;) {
+        int32_t nv;
+        if (type == MPI_LOCK_EXCLUSIVE) {
+            if (v != 0) return false;
+            nv = -1;
+        } else {
+            if (v < 0) return false;
+            nv = v + 1;
+        }
+        if (atomic_compare_exchange_weak(&c->pt_lock, &v, nv)) return true;
+    }
 }
 
-static void lock_take(struct kumi_rma *m, int origin, int type)
+/* word_try, after flagging this rank as a waiter (so the release wakes it). */
+static bool word_try_flagged(struct kumi_rma *m, struct kumi_win_ctl *c, int type)
 {
-    if (type == MPI_LOCK_EXCLUSIVE) m->excl_holder = origin;
-    else m->shared_holders++;
-    struct rma_msg g = { .kind = M_GRANT, .origin = m->w->rank };
-    int rc = send_ctl(m, origin, &g);
-    if (rc != MPI_SUCCESS) kumi_warn("RMA: cannot grant a lock to rank %d", origin);
+    if (word_try(c, type)) return true;
+    if (m->mylocal >= 0 && m->mylocal < 64) atomic_fetch_or(&c->waiters, (uint64_t)1 << m->mylocal);
+    return word_try(c, type);
 }
 
-static void lock_release(struct kumi_rma *m, int origin)
+/* Release lock word c; the release that frees it wakes the flagged waiters. */
+static void word_unlock(struct kumi_rma *m, struct kumi_win_ctl *c, int type)
 {
-    if (m->excl_holder == origin) m->excl_holder = -1;
-    else if (m->shared_holders > 0) m->shared_holders--;
-    /* grant in order: an exclusive request waits for everything before it */
-    while (m->lockq && lock_grantable(m, m->lockq->type)) {
+    int32_t left = type == MPI_LOCK_EXCLUSIVE ? (atomic_store(&c->pt_lock, 0), 0) : atomic_fetch_sub(&c->pt_lock, 1) - 1;
+    if (left != 0) return;
+    uint64_t bits = atomic_exchange(&c->waiters, 0);
+    while (bits) {
+        int i = __builtin_ctzll(bits);
+        bits &= bits - 1;
+        struct rma_msg r = { .kind = M_RETRY, .origin = m->w->rank };
+        if (m->local2rank[i] >= 0 && send_ctl(m, m->local2rank[i], &r) != MPI_SUCCESS)
+            kumi_warn("RMA: cannot wake rank %d waiting for a lock", m->local2rank[i]);
+    }
+    kumi_req_flush_ctl();
+}
+
+/* Grant the queued lock requests of active messages, in order, each by
+ * taking my lock word for its origin; the first that cannot be taken waits
+ * (flagged: the release that frees the word sends me M_RETRY). */
+static void grant_queued(struct kumi_rma *m)
+{
+    struct kumi_win_ctl *c = m->w->peers[m->w->rank].ctl;
+    while (m->lockq && word_try_flagged(m, c, m->lockq->type)) {
         struct lockwait *q = m->lockq;
         m->lockq = q->next;
         if (!m->lockq) m->lockq_tail = NULL;
-        lock_take(m, q->origin, q->type);
+        struct rma_msg g = { .kind = M_GRANT, .origin = m->w->rank };
+        if (send_ctl(m, q->origin, &g) != MPI_SUCCESS) kumi_warn("RMA: cannot grant a lock to rank %d", q->origin);
         free(q);
     }
 }
 
-static void send_ack(struct kumi_rma *m, int origin, int kind)
+static void send_ack(struct kumi_rma *m, int origin, int kind, int type)
 {
     struct rma_msg a = { .kind = (uint32_t)kind, .origin = m->w->rank, .arg = m->errors };
     m->errors = 0;
-    if (kind == M_UNLOCK_ACK) lock_release(m, origin);
+    if (kind == M_UNLOCK_ACK) {
+        word_unlock(m, m->w->peers[m->w->rank].ctl, type);
+        grant_queued(m);
+    }
     if (send_ctl(m, origin, &a) != MPI_SUCCESS) kumi_warn("RMA: cannot answer rank %d", origin);
 }
 
@@ -453,7 +604,7 @@ static void target_applied(struct kumi_rma *m, int origin)
         struct ackwait *a = *pp;
         if (a->origin == origin && m->applied[origin] >= a->count) {
             *pp = a->next;
-            send_ack(m, origin, a->kind);
+            send_ack(m, origin, a->kind, a->type);
             free(a);
         } else {
             pp = &a->next;
@@ -469,26 +620,27 @@ static void on_ctl(struct kumi_rma *m, const struct rma_msg *h)
     case M_PUT: case M_GET: case M_ACC: case M_GACC: case M_CAS:
         tgt_op_start(m, h);
         break;
-    case M_LOCK:
-        if (!m->lockq && lock_grantable(m, h->arg)) {
-            lock_take(m, o, h->arg);
-        } else {
-            struct lockwait *q = malloc(sizeof *q);
-            if (!q) { kumi_warn("RMA: out of memory"); break; }
-            q->origin = o; q->type = h->arg; q->next = NULL;
-            if (m->lockq_tail) m->lockq_tail->next = q; else m->lockq = q;
-            m->lockq_tail = q;
-        }
+    case M_LOCK: {
+        struct lockwait *q = malloc(sizeof *q);
+        if (!q) { kumi_warn("RMA: out of memory: a lock request of rank %d is lost", o); break; }
+        q->origin = o; q->type = h->arg; q->next = NULL;
+        if (m->lockq_tail) m->lockq_tail->next = q; else m->lockq = q;
+        m->lockq_tail = q;
+        grant_queued(m);
+        break;
+    }
+    case M_RETRY:                       /* a lock word I wait for was freed */
+        grant_queued(m);
         break;
     case M_UNLOCK:
     case M_FLUSH: {
         int ack = h->kind == M_UNLOCK ? M_UNLOCK_ACK : M_FLUSH_ACK;
         if (m->applied[o] >= h->count) {
-            send_ack(m, o, ack);
+            send_ack(m, o, ack, h->arg);
         } else {
             struct ackwait *a = malloc(sizeof *a);
             if (!a) { kumi_warn("RMA: out of memory"); break; }
-            a->origin = o; a->kind = ack; a->count = h->count; a->next = m->ackq;
+            a->origin = o; a->kind = ack; a->type = h->arg; a->count = h->count; a->next = m->ackq;
             m->ackq = a;
         }
         break;
@@ -634,6 +786,98 @@ struct opargs {
     struct kumi_op *op;
 };
 
+/* Where this rank reaches target t's memory directly: *base mapped here
+ * (*pid 0) or in process *pid (CMA).  False: active messages. */
+static bool direct_mem(struct kumi_rma *m, int t, uint8_t **base, int *pid)
+{
+    struct kumi_win *w = m->w;
+    struct kumi_win_peer *p = &w->peers[t];
+    if (!kumi_rma_direct || !p->ctl || w->flavor == MPI_WIN_FLAVOR_DYNAMIC) return false;
+    *pid = 0;
+    if (p->direct) { *base = p->direct; return true; }
+    if (t == w->rank) { *base = w->base; return true; }
+    if (p->cma && !m->cma_off[t]) {
+        *base = (uint8_t *)(uintptr_t)p->base;
+        *pid = p->pid;
+        return true;
+    }
+    return false;
+}
+
+enum { DIRECT_REFUSED = -1 };           /* CMA not permitted: nothing was done, use active messages */
+
+/* One operation on target memory tm, done here and complete on return;
+ * accumulates under the target's accumulate lock word. */
+static int direct_op(struct kumi_rma *m, const char *fn, int kind, const struct opargs *a, const struct tmem *tm)
+{
+    struct kumi_win_ctl *lk = m->w->peers[a->target].ctl;
+    size_t n = tm->bytes;
+    char *in = NULL, *res = NULL, *tmp = NULL;
+    int e = 0;
+    /* origin data: in place when contiguous, else packed */
+    if (kind == K_PUT || kind == K_ACC || (kind == K_GACC && a->op->handle != MPI_NO_OP)) {
+        if (a->odt->contig) {
+            in = (char *)a->oaddr + a->odt->true_lb;
+        } else {
+            if (!(tmp = malloc(n))) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+            kumi_dt_pack(a->odt, a->oaddr, a->ocount, tmp);
+            in = tmp;
+        }
+    } else if (kind == K_CAS) {
+        in = (char *)a->oaddr;
+    }
+    /* result: in place when contiguous, else packed then unpacked */
+    bool unpack = false;
+    if (kind == K_GET || kind == K_GACC || kind == K_CAS) {
+        if (a->rdt->contig) {
+            res = (char *)a->raddr + a->rdt->true_lb;
+        } else {
+            if (!(res = malloc(n))) { free(tmp); return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); }
+            unpack = true;
+        }
+    }
+    switch (kind) {
+    case K_PUT:
+        e = tm_scatter(tm, in);
+        break;
+    case K_GET:
+        e = tm_gather(tm, res);
+        break;
+    case K_ACC:
+        acc_lock(lk);
+        e = tm_reduce(tm, (int32_t)(intptr_t)a->op->handle, (uint64_t)(uintptr_t)kumi_dt_basic_handle(a->tdt), in);
+        acc_unlock(lk);
+        break;
+    case K_GACC:
+    case K_CAS: {
+        /* the old value goes to a buffer of its own: result and origin may overlap */
+        char *old = unpack ? res : malloc(n);
+        if (!old) { e = ENOMEM; break; }
+        acc_lock(lk);
+        e = tm_gather(tm, old);
+        if (!e && kind == K_GACC)
+            e = tm_reduce(tm, (int32_t)(intptr_t)a->op->handle, (uint64_t)(uintptr_t)kumi_dt_basic_handle(a->tdt), in);
+        else if (!e && memcmp(old, a->caddr, n) == 0)
+            e = tm_scatter(tm, in);
+        acc_unlock(lk);
+        if (!unpack) {
+            if (!e) memcpy(res, old, n);
+            free(old);
+        }
+        break;
+    }
+    }
+    if (!e && unpack) kumi_dt_unpack(a->rdt, res, a->rcount, a->raddr);
+    free(tmp);
+    if (unpack) free(res);
+    if (!e) return MPI_SUCCESS;
+    /* permission is refused at the first access, before anything was written */
+    if (tm->pid && (e == EPERM || e == ENOSYS || e == ESRCH)) return DIRECT_REFUSED;
+    if (e == ENOMEM) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    return kumi_error(MPI_ERR_OTHER, "%s: cannot reach the window memory of rank %d (%s: %s)", fn, a->target,
+                      tm->pid ? "process_vm_readv/writev" : "copy", strerror(e));
+}
+
 /* Issue one operation; *ureq (R* forms) gets a request that completes with
  * the local part. */
 static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a, MPI_Request *ureq)
@@ -713,6 +957,20 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
         for (long i = 0; i < nb; i++) blk[i].off -= (uint64_t)lo;
         addr += (uint64_t)lo;
         span -= (uint64_t)lo;
+    }
+    uint8_t *tbase;
+    int tpid;
+    if (direct_mem(m, a->target, &tbase, &tpid)) {
+        struct tmem tm = { .mem = tbase + addr, .blk = nb > 0 ? blk : NULL, .nblocks = (uint64_t)nb,
+                           .bytes = tbytes, .pid = tpid };
+        rc = direct_op(m, fn, kind, a, &tm);
+        if (rc != DIRECT_REFUSED) {
+            if (rc) goto fail;
+            free(blk);
+            if (u) { u->pending = 0; kumi_req_check_complete(u); }
+            return MPI_SUCCESS;
+        }
+        m->cma_off[a->target] = 1;      /* the kernel refuses: active messages to it from now on */
     }
     struct org_op *o = calloc(1, sizeof *o);
     if (!o) { rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); goto fail; }
@@ -1138,6 +1396,7 @@ int kumi_mpi_win_complete(struct kumi_win *win)
     struct kumi_rma *m = win->rma;
     if (m->nstart < 0) return kumi_error(MPI_ERR_RMA_SYNC, "%s: no access epoch was started (MPI_Win_start)", fn);
     wait_local(m);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* direct stores before COMPLETE */
     int rc = MPI_SUCCESS;
     for (int i = 0; i < m->nstart && !rc; i++) {
         int t = m->start_ranks[i];
@@ -1200,32 +1459,77 @@ static int ctr_reached(void *arg)
     return *c->ctr >= c->want;
 }
 
+struct wordwait { struct kumi_rma *m; struct kumi_win_ctl *c; int type; };
+
+static int word_taken(void *arg)
+{
+    struct wordwait *x = arg;
+    return word_try_flagged(x->m, x->c, x->type);
+}
+
 static int lock_one(struct kumi_rma *m, int type, int t, int assert)
 {
     m->lock[t] = type;
     m->lock_nocheck[t] = (assert & MPI_MODE_NOCHECK) != 0;
+    m->lockw[t] = 0;
     if (m->lock_nocheck[t]) return MPI_SUCCESS;
+    struct kumi_win_ctl *c = m->w->peers[t].ctl;
+    if (kumi_rma_direct && c) {         /* same host: the target's lock word */
+        m->lockw[t] = 1;
+        if (!word_try(c, type)) {
+            struct wordwait x = { m, c, type };
+            kumi_progress_wait(word_taken, &x);
+        }
+        return MPI_SUCCESS;
+    }
     struct rma_msg l = { .kind = M_LOCK, .origin = m->w->rank, .arg = type };
     int want = m->granted[t] + 1;
     int rc = send_ctl(m, t, &l);
     if (rc) { m->lock[t] = 0; return rc; }
-    struct cntwait c = { &m->granted[t], want };
+    struct cntwait g = { &m->granted[t], want };
     kumi_req_flush_ctl();
-    kumi_progress_wait(ctr_reached, &c);
+    kumi_progress_wait(ctr_reached, &g);
     return MPI_SUCCESS;
 }
 
 /* Send UNLOCK or FLUSH (count of operations sent) and wait for the answer. */
 static int sync_target(struct kumi_rma *m, int t, int kind)
 {
-    struct rma_msg u = { .kind = (uint32_t)kind, .origin = m->w->rank, .count = m->sent[t] };
+    struct rma_msg u = { .kind = (uint32_t)kind, .origin = m->w->rank, .arg = m->lock[t], .count = m->sent[t] };
     int want = m->acks[t] + 1;
     int rc = send_ctl(m, t, &u);
     if (rc) return rc;
     struct cntwait c = { &m->acks[t], want };
     kumi_req_flush_ctl();
     kumi_progress_wait(ctr_reached, &c);
+    m->synced[t] = u.count;
     return MPI_SUCCESS;
+}
+
+/* Flush: the active messages sent to t since the last answer (direct
+ * operations are complete already). */
+static int flush_target(struct kumi_rma *m, int t)
+{
+    return m->sent[t] != m->synced[t] ? sync_target(m, t, M_FLUSH) : MPI_SUCCESS;
+}
+
+/* End the passive-target epoch to t (local operations are complete). */
+static int unlock_target(struct kumi_rma *m, int t)
+{
+    int rc;
+    if (m->lock_nocheck[t]) {
+        rc = flush_target(m, t);
+    } else if (m->lockw[t]) {
+        rc = flush_target(m, t);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        word_unlock(m, m->w->peers[t].ctl, m->lock[t]);
+    } else {
+        rc = sync_target(m, t, M_UNLOCK);
+    }
+    m->lock[t] = 0;
+    m->lock_nocheck[t] = 0;
+    m->lockw[t] = 0;
+    return rc;
 }
 
 int kumi_mpi_win_lock(int lock_type, int rank, int assert, struct kumi_win *win)
@@ -1257,10 +1561,7 @@ int kumi_mpi_win_unlock(int rank, struct kumi_win *win)
     if (!m->lock[rank] || m->lock_all)
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is not locked by this process (MPI_Win_lock)", fn, rank);
     wait_local(m);
-    if (!m->lock_nocheck[rank]) rc = sync_target(m, rank, M_UNLOCK);
-    else rc = sync_target(m, rank, M_FLUSH);
-    m->lock[rank] = 0;
-    m->lock_nocheck[rank] = 0;
+    rc = unlock_target(m, rank);
     return rc ? rc : take_errors(m, fn);
 }
 
@@ -1291,10 +1592,8 @@ int kumi_mpi_win_unlock_all(struct kumi_win *win)
     if (!m->lock_all) return kumi_error(MPI_ERR_RMA_SYNC, "%s: no MPI_Win_lock_all epoch is open", fn);
     wait_local(m);
     for (int t = 0; t < win->size; t++) {
-        int e = sync_target(m, t, m->lock_nocheck[t] ? M_FLUSH : M_UNLOCK);
+        int e = unlock_target(m, t);
         if (e && !rc) rc = e;
-        m->lock[t] = 0;
-        m->lock_nocheck[t] = 0;
     }
     m->lock_all = false;
     return rc ? rc : take_errors(m, fn);
@@ -1317,7 +1616,7 @@ int kumi_mpi_win_flush(int rank, struct kumi_win *win)
     if (rc || (rc = passive_epoch(win, fn, rank))) return rc;
     if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
     wait_local(win->rma);
-    rc = sync_target(win->rma, rank, M_FLUSH);
+    rc = flush_target(win->rma, rank);
     return rc ? rc : take_errors(win->rma, fn);
 }
 
@@ -1329,7 +1628,7 @@ int kumi_mpi_win_flush_all(struct kumi_win *win)
     wait_local(m);
     for (int t = 0; t < win->size; t++)
         if (m->lock_all || m->lock[t]) {
-            int e = sync_target(m, t, M_FLUSH);
+            int e = flush_target(m, t);
             if (e && !rc) rc = e;
         }
     return rc ? rc : take_errors(m, fn);
@@ -1375,11 +1674,20 @@ int kumi_rma_win_init(struct kumi_win *w)
     m->acks = calloc(n, sizeof *m->acks);
     m->posts = calloc(n, sizeof *m->posts);
     m->completes = calloc(n, sizeof *m->completes);
+    m->lockw = calloc(n, 1);
+    m->cma_off = calloc(n, 1);
+    m->synced = calloc(n, sizeof *m->synced);
+    m->local2rank = malloc(n * sizeof *m->local2rank);
     m->nstart = m->npost = -1;
-    m->excl_holder = -1;
+    m->mylocal = w->peers[w->rank].local;
+    if (m->local2rank) {
+        for (size_t i = 0; i < n; i++) m->local2rank[i] = -1;
+        for (int r = 0; r < w->size; r++)
+            if (w->peers[r].local >= 0) m->local2rank[w->peers[r].local] = r;
+    }
     w->rma = m;
     if (!m->sent || !m->applied || !m->complete_count || !m->lock || !m->lock_nocheck || !m->granted || !m->acks ||
-        !m->posts || !m->completes) {
+        !m->posts || !m->completes || !m->lockw || !m->cma_off || !m->synced || !m->local2rank) {
         kumi_rma_win_fini(w, NULL);
         return kumi_error(MPI_ERR_NO_MEM, "window: out of memory");
     }
@@ -1416,6 +1724,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
     while (m->ackq) { struct ackwait *a = m->ackq; m->ackq = a->next; free(a); }
     free(m->sent); free(m->applied); free(m->complete_count); free(m->lock); free(m->lock_nocheck);
     free(m->granted); free(m->acks); free(m->posts); free(m->completes);
+    free(m->lockw); free(m->cma_off); free(m->synced); free(m->local2rank);
     free(m->start_ranks); free(m->post_ranks);
     free(m->q);
     free(m);

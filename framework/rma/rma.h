@@ -10,14 +10,23 @@
  *                lock / unlock / lock_all / flush*, Win_sync); the target
  *                side of active messages
  *
- * Data paths per (window, target):
- *  - direct: the target's window memory is mapped here (peers[r].direct,
- *    a shared segment of the host made by Win_allocate[_shared]): loads,
- *    stores and reductions on that memory, accumulates under the target's
- *    lock word in the segment's control block; nothing runs at the target;
- *  - active messages: everything else (Win_create / dynamic windows, other
- *    hosts): requests over the window's private communicator that the
- *    target applies in its progress engine.
+ * Every window has, on each host, a shared segment that starts with a
+ * control block per local rank (struct kumi_win_ctl: the words of its
+ * passive-target lock and of its accumulate lock); Win_allocate[_shared]
+ * put the ranks' memory there too.
+ *
+ * Data paths per (window, origin, target):
+ *  - direct, same host: the target's memory is mapped here (peers[r].direct,
+ *    Win_allocate[_shared]) or reachable with process_vm_readv/writev
+ *    (peers[r].cma, Win_create): loads, stores and reductions done by the
+ *    origin, accumulates under the target's accumulate lock word; passive
+ *    target locks are taken on the target's lock word.  Nothing runs at the
+ *    target, so passive-target epochs complete while it computes;
+ *  - active messages: everything else (dynamic windows, other hosts, or
+ *    parameter kumi_base_rma_direct=false): requests over the window's
+ *    private communicator that the target applies in its progress engine
+ *    (under its own accumulate lock word; lock requests are granted by
+ *    taking its lock word on the origin's behalf).
  *
  * The window's communicator is a private duplicate (its own context ids), so
  * RMA traffic never matches the application's messages. */
@@ -33,7 +42,9 @@ struct kumi_win_peer {
     int disp_unit;
     int local;                      /* index of r among the ranks of this host, or -1 (another host) */
     void *direct;                   /* r's memory mapped in this process (shared segment), or NULL */
-    struct kumi_win_ctl *ctl;       /* r's control block in the host's segment, or NULL */
+    struct kumi_win_ctl *ctl;       /* r's control block in the host's segment, or NULL (another host) */
+    int pid;                        /* r's process id */
+    bool cma;                       /* r's memory (Win_create) can be read and written with CMA from here */
 };
 
 /* Per-rank control block in a host's shared segment (two cache lines),
@@ -42,8 +53,9 @@ struct kumi_win_ctl {
     _Atomic uint32_t acc_lock;      /* accumulates on r's memory: 0 free, 1 held, 2 held + waiters */
     char pad0[60];
     _Atomic int32_t pt_lock;        /* passive target: >0 shared holders, -1 exclusive, 0 free */
-    _Atomic uint32_t pt_seq;        /* bumped at every unlock (futex word for waiters) */
-    char pad1[56];
+    uint32_t pad1;
+    _Atomic uint64_t waiters;       /* bit i: the local rank i waits for pt_lock (wake it at release) */
+    char pad2[48];
 };
 _Static_assert(sizeof(struct kumi_win_ctl) == 128, "two cache lines");
 
@@ -92,6 +104,8 @@ int kumi_win_err_handle(struct kumi_win *w, int code);
  * epochs are over) before the window's memory and communicator go away;
  * it returns MPI_ERR_RMA_SYNC if an epoch is still open. */
 int kumi_rma_win_init(struct kumi_win *w);
+void kumi_rma_register_params(void);
+extern int kumi_rma_direct;         /* parameter kumi_base_rma_direct */
 int kumi_rma_win_fini(struct kumi_win *w, const char *fname);
 
 /* win.c: the memory of an attached region of dynamic window w containing

@@ -31,6 +31,7 @@
  *
  * Dynamic windows: regions attached by this rank are kept in w->regions
  * (non-overlapping; rma.c checks target accesses with kumi_win_region_ok). */
+#define _GNU_SOURCE                     /* process_vm_readv / writev */
 #include "core/core.h"
 #include "core/check.h"
 #include "rma/rma.h"
@@ -44,7 +45,9 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #define PART_ALIGN 64                   /* alignment of each rank's part of a segment */
 
@@ -103,10 +106,44 @@ struct win_rec {
     uint64_t base, size;
     int64_t disp_unit;
     uint64_t flags;
+    int64_t pid;
 };
 #define REC_ERR      1u                 /* this rank failed locally */
 #define REC_NONCONTIG 2u                /* alloc_shared_noncontig=true */
+#define REC_CMA      4u                 /* this rank lets same-host peers use CMA on its memory */
 #define REC_WORDS ((int)(sizeof(struct win_rec) / sizeof(uint64_t)))
+
+/* May same-host peers read and write this process's memory with
+ * process_vm_readv / writev (CMA)?  With Yama ptrace_scope 1 only after
+ * PR_SET_PTRACER_ANY (the ranks are siblings, not descendants), which this
+ * sets; scope 2 and 3 forbid it.  Parameter kumi_base_rma_direct=false:
+ * never (every operation on a Win_create window is an active message). */
+static bool cma_allowed(void)
+{
+    static int verdict = -1;
+    if (!kumi_rma_direct) return false;
+    if (verdict < 0) {
+        int scope = 0;
+        FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+        if (f) {
+            if (fscanf(f, "%d", &scope) != 1) scope = 0;
+            fclose(f);
+        }
+        uint64_t v = 0, probe = 0x6b756d69;
+        struct iovec l = { &v, sizeof v }, r = { &probe, sizeof probe };
+        verdict = scope < 2 && process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof v && v == probe;
+        if (verdict && scope == 1) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
+    return verdict;
+}
+
+/* Can this process read one byte at addr in process pid? */
+static bool cma_probe(int pid, uint64_t addr)
+{
+    char c;
+    struct iovec l = { &c, 1 }, r = { (void *)(uintptr_t)addr, 1 };
+    return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == 1;
+}
 
 /* Free everything a (possibly half-made) window holds; not collective. */
 static void win_destroy(struct kumi_win *w)
@@ -192,12 +229,14 @@ static int agree(struct kumi_win *w, int err, int *any)
     return w->comm->coll.allreduce(&err, any, 1, MPI_INT, MPI_MAX, w->comm->handle);
 }
 
-/* Map this host's segment of window w (Win_allocate[_shared]) and fill
- * w->seg, w->seglen, w->base and, for the ranks of this host,
- * peers[r].direct / .ctl (their sizes are in all[]).  local: host_map().
- * Collective over w->comm.  On failure nothing stays mapped. */
+/* Map this host's segment of window w and fill w->seg, w->seglen and, for
+ * the ranks of this host, peers[r].ctl; with the ranks' memory in it
+ * (Win_allocate[_shared]: their sizes are in all[]) also w->base and
+ * peers[r].direct; ctl_only (Win_create, dynamic): control blocks only.
+ * local: host_map().  Collective over w->comm.  On failure nothing stays
+ * mapped. */
 static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *all, const int *local,
-                     int nlocal)
+                     int nlocal, bool ctl_only)
 {
     size_t pg = page_size(), align = PART_ALIGN;
     int leader = -1, err = 0, any = 0, rc;
@@ -212,8 +251,9 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
     for (int r = 0; offs && r < w->size; r++) {
         if (local[r] < 0) continue;
         offs[r] = off;
-        if (all[r].size > SIZE_MAX / 2 - off) err = 2;
-        else off += round_up((size_t)all[r].size, align);
+        uint64_t sz = ctl_only ? 0 : all[r].size;
+        if (sz > SIZE_MAX / 2 - off) err = 2;
+        else off += round_up((size_t)sz, align);
     }
     size_t len = round_up(off > 0 ? off : 1, pg);
     char name[128];
@@ -281,10 +321,10 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
     w->seglen = len;
     for (int r = 0; r < w->size; r++) {
         if (local[r] < 0) continue;
-        w->peers[r].direct = (char *)seg + offs[r];
+        if (!ctl_only) w->peers[r].direct = (char *)seg + offs[r];
         w->peers[r].ctl = (struct kumi_win_ctl *)seg + local[r];
     }
-    w->base = w->peers[w->rank].direct;
+    if (!ctl_only) w->base = w->peers[w->rank].direct;
     free(offs);
     return MPI_SUCCESS;
 }
@@ -351,16 +391,16 @@ static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_A
     else parse_hints(w);
     struct win_rec me = {
         .base = (uint64_t)(uintptr_t)w->base, .size = (uint64_t)w->wsize, .disp_unit = w->disp_unit,
-        .flags = (err ? REC_ERR : 0) | (w->info && info_true(w->info, "alloc_shared_noncontig") ? REC_NONCONTIG : 0) };
+        .flags = (err ? REC_ERR : 0) | (w->info && info_true(w->info, "alloc_shared_noncontig") ? REC_NONCONTIG : 0) |
+                 (flavor == MPI_WIN_FLAVOR_CREATE && cma_allowed() ? REC_CMA : 0),
+        .pid = (int64_t)getpid() };
     rc = allgather_recs(w, &me, all);
     if (!rc && any_error(w, all) >= 0)
         rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
+    if (!rc) rc = seg_setup(fn, w, all, local, nlocal, !alloc);
     if (!rc && alloc) {
-        rc = seg_setup(fn, w, all, local, nlocal);
-        if (!rc) {
-            me.base = (uint64_t)(uintptr_t)w->base;
-            rc = allgather_recs(w, &me, all);
-        }
+        me.base = (uint64_t)(uintptr_t)w->base;
+        rc = allgather_recs(w, &me, all);
     }
     if (!rc) {
         for (int r = 0; r < w->size; r++) {
@@ -369,6 +409,10 @@ static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_A
             p->size = flavor == MPI_WIN_FLAVOR_DYNAMIC ? UINT64_MAX : all[r].size;
             p->disp_unit = (int)all[r].disp_unit;
             p->local = local[r];
+            p->pid = (int)all[r].pid;
+            if (flavor == MPI_WIN_FLAVOR_CREATE && r != w->rank && local[r] >= 0 && p->size > 0 &&
+                (all[r].flags & REC_CMA) && (me.flags & REC_CMA))
+                p->cma = cma_probe(p->pid, p->base);
         }
         rc = kumi_rma_win_init(w);
     }

@@ -11,7 +11,10 @@
  *     0: every fetched value is distinct and the final value is the sum;
  *   - a derived (strided vector) target datatype, and a derived origin type;
  *   - the R* forms, completed with MPI_Wait before the epoch ends;
- * and bad arguments: a wrong target rank (MPI_ERR_RANK), a displacement
+ * With RMA_OPS_MIXED set, odd ranks use active messages only (parameter
+ * kumi_base_rma_direct=false) and even ranks the direct path, so locks are
+ * granted by both sides of the lock word and accumulates of both paths meet.
+ * And bad arguments: a wrong target rank (MPI_ERR_RANK), a displacement
  * outside the window (MPI_ERR_RMA_RANGE) and an operation outside an access
  * epoch (MPI_ERR_RMA_SYNC), with MPI_ERRORS_RETURN on the window. */
 #include <mpi.h>
@@ -342,6 +345,10 @@ static void test_errors(const char *flavor)
 
 int main(int argc, char **argv)
 {
+    /* RMA_OPS_MIXED=1: odd ranks use active messages only (as an origin on another host
+       would), even ranks the direct path, on the same windows */
+    const char *jr = getenv("KUMI_RANK");
+    if (getenv("RMA_OPS_MIXED") && jr && atoi(jr) % 2) setenv("KUMI_BASE_RMA_DIRECT", "0", 1);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
