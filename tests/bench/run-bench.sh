@@ -1,9 +1,9 @@
 #!/bin/bash
 # Benchmarks: Kumi next to Debian's Open MPI and MPICH, in one run, same program
-# (tests/bench/mpibench.c, tests/bench/overlap.c for the overlap configuration
-# and tests/bench/collbench.c for coll2 and coll4, built with each
-# implementation's own compiler), same sizes, same iteration counts, several
-# repetitions, medians.
+# (tests/bench/mpibench.c, tests/bench/overlap.c for the overlap configuration,
+# tests/bench/collbench.c for coll2 and coll4 and tests/bench/rmabench.c for
+# rma, built with each implementation's own compiler), same sizes, same
+# iteration counts, several repetitions, medians.
 #
 #   make bench                     (from the build tree), or
 #   top_builddir=BUILD tests/bench/run-bench.sh
@@ -29,6 +29,12 @@
 #   coll4    the same with 4 ranks on the cores there are (2 here): no binding,
 #            Open MPI --oversubscribe, as in oversub; fewer iterations
 #   coll     both, coll2 and coll4
+#   rma      one-sided latency (rmabench.c): MPI_Put, MPI_Get, MPI_Accumulate
+#            (MPI_DOUBLE, MPI_SUM) at 8 B and 64 KiB and MPI_Fetch_and_op
+#            (MPI_INT64_T) to rank 1 of a window from MPI_Win_allocate, each
+#            followed by MPI_Win_flush, in a passive-target epoch
+#            (MPI_Win_lock shared) of rank 0, while rank 1 waits in MPI_Barrier;
+#            default components, bound as in shm
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
 # when its --help lists it, otherwise each rank is started under taskset -c RANK.
 # Output: one table per configuration and metric with Kumi's value, each peer's
@@ -41,7 +47,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -61,7 +67,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -109,12 +115,13 @@ kumi_cc() {
 }
 kumi_cc "$src" "$work/mpibench.kumi" || { echo "run-bench: building mpibench with Kumi failed"; exit 1; }
 impls=(kumi)
-declare -A name ovl_built coll_built
+declare -A name ovl_built coll_built rma_built
 name[kumi]=Kumi; name[ompi]="Open MPI"; name[mpich]=MPICH; name[kumitcp]="Kumi p2p/tcp"
 name[kumithr]="Kumi thread"
-want_overlap=0 want_coll=0
+want_overlap=0 want_coll=0 want_rma=0
 case " $configs " in *" overlap "*) want_overlap=1 ;; esac
 case " $configs " in *" coll2 "*|*" coll4 "*) want_coll=1 ;; esac
+case " $configs " in *" rma "*) want_rma=1 ;; esac
 if [ $want_overlap = 1 ]; then
     if kumi_cc "$here/overlap.c" "$work/overlap.kumi" 2> "$out/build.overlap.kumi.err"; then
         cp "$work/overlap.kumi" "$work/overlap.kumithr"
@@ -126,6 +133,10 @@ fi
 if [ $want_coll = 1 ] && ! kumi_cc "$here/collbench.c" "$work/collbench.kumi" 2> "$out/build.collbench.kumi.err"; then
     echo "skipping the coll2 and coll4 configurations: building collbench.c with Kumi failed (see $out/build.collbench.kumi.err)"
     configs=$(echo "$configs" | sed 's/\bcoll[24]\b//g'); want_coll=0
+fi
+if [ $want_rma = 1 ] && ! kumi_cc "$here/rmabench.c" "$work/rmabench.kumi" 2> "$out/build.rmabench.kumi.err"; then
+    echo "skipping the rma configuration: building rmabench.c with Kumi failed (see $out/build.rmabench.kumi.err)"
+    configs=$(echo "$configs" | sed 's/\brma\b//'); want_rma=0
 fi
 for p in $want_peers; do
     case $p in
@@ -148,6 +159,10 @@ for p in $want_peers; do
         if $cc_ -O2 -o "$work/collbench.$p" "$here/collbench.c" 2> "$out/build.collbench.$p.err"; then coll_built[$p]=1
         else echo "skipping ${name[$p]} in coll2 and coll4: $cc_ collbench.c failed (see $out/build.collbench.$p.err)"; fi
     fi
+    if [ $want_rma = 1 ]; then
+        if $cc_ -O2 -o "$work/rmabench.$p" "$here/rmabench.c" 2> "$out/build.rmabench.$p.err"; then rma_built[$p]=1
+        else echo "skipping ${name[$p]} in rma: $cc_ rmabench.c failed (see $out/build.rmabench.$p.err)"; fi
+    fi
 done
 
 # The implementations a configuration compares: Kumi first.
@@ -157,6 +172,7 @@ cfg_impls() {
     ofi) echo kumi kumitcp; for i in "${impls[@]}"; do [ "$i" = mpich ] && echo mpich; done ;;
     overlap) echo kumi kumithr; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${ovl_built[$i]:-}" ] && echo "$i"; done ;;
     coll2|coll4) echo kumi; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${coll_built[$i]:-}" ] && echo "$i"; done ;;
+    rma) echo kumi; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${rma_built[$i]:-}" ] && echo "$i"; done ;;
     *) echo "${impls[@]}" ;;
     esac
 }
@@ -186,7 +202,8 @@ root_opt=(); [ "$(id -u)" = 0 ] && root_opt=(--allow-run-as-root)
 # launch measures every size once (mpibench -r 1); the tables give the median
 # over the launches.
 # launch CONFIG IMPL ROUND: one run of mpibench (overlap for the overlap
-# configuration, collbench for coll2 and coll4), into $out/CONFIG.IMPL.ROUND.{txt,err,status}
+# configuration, collbench for coll2 and coll4, rmabench for rma), into
+# $out/CONFIG.IMPL.ROUND.{txt,err,status}
 launch() {
     local cfg=$1 impl=$2 round=$3 np=2 t=$limit cmd=() args=() prog=mpibench
     case $cfg in
@@ -196,21 +213,22 @@ launch() {
     oversub) args=(-m ring -r 1 -x "$scale_ring"); np=4; t=$olimit ;;
     coll2) args=(-s "$coll_sizes" -r 1 -x "$scale_shm"); prog=collbench ;;
     coll4) args=(-s "$coll_sizes" -r 1 -x "$scale_coll4"); prog=collbench; np=4 ;;
+    rma) args=(-r 1 -x "$scale_shm"); prog=rmabench ;;
     esac
     case $impl/$cfg in
     kumi/shm) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/tcp) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/oversub|kumi/coll4) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n "$np") ;;
-    kumi/coll2) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
+    kumi/coll2|kumi/rma) cmd=(env -u MPI_COMPONENTS "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/ofi) cmd=(env MPI_COMPONENTS="p2p=self,ofi" "KUMI_P2P_OFI_PROVIDER=tcp;ofi_rxm" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumitcp/ofi) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=loop "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumithr/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=thread "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     mpich/ofi) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
-    ompi/shm|ompi/overlap|ompi/coll2) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
+    ompi/shm|ompi/overlap|ompi/coll2|ompi/rma) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
     ompi/tcp) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core --mca pml ob1 --mca btl "tcp,self" -n 2) ;;
     ompi/oversub|ompi/coll4) cmd=(mpirun.openmpi "${root_opt[@]}" --oversubscribe -n "$np") ;;
-    mpich/shm|mpich/overlap|mpich/coll2) cmd=(mpirun.mpich -bind-to core -n 2) ;;
+    mpich/shm|mpich/overlap|mpich/coll2|mpich/rma) cmd=(mpirun.mpich -bind-to core -n 2) ;;
     mpich/tcp) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
     mpich/oversub|mpich/coll4) cmd=(mpirun.mpich -n "$np") ;;
     esac
@@ -325,7 +343,7 @@ table() {
         local l=${name[$impl]}
         [ "$impl" = kumi ] && [ "$cfg" = shm ] && l=$shm_kumi
         [ "$impl" = kumi ] && [ "$cfg" = ofi ] && l="Kumi p2p/ofi (provider tcp;ofi_rxm)"
-        [ "$impl" = kumi ] && [ "${cfg%[24]}" = coll ] && l="Kumi (default components)"
+        [ "$impl" = kumi ] && { [ "${cfg%[24]}" = coll ] || [ "$cfg" = rma ]; } && l="Kumi (default components)"
         local st; st=$(cat "$out/$cfg.$impl.status" 2>/dev/null || echo missing)
         [ "$st" = ok ] || l="$l [$st]"
         labels+=("$l")
@@ -586,6 +604,13 @@ for cfg in $configs; do
     coll4)
         echo; echo "==== blocking collectives, 4 ranks on $ncpu cores, no binding (default components; time per operation, slowest rank)"
         coll_tables coll4 ;;
+    rma)
+        echo; echo "==== one-sided communication, 2 ranks, one per core (default components; time per operation + flush at rank 0, rank 1 in MPI_Barrier)"
+        t="no slower than the better of Open MPI and MPICH"
+        table rma put "rma: MPI_Put + MPI_Win_flush (same host, passive target)" low "best:8,65536:Put 8 B and 64 KiB $t"
+        table rma get "rma: MPI_Get + MPI_Win_flush (same host, passive target)" low "best:8,65536:Get 8 B and 64 KiB $t"
+        table rma acc "rma: MPI_Accumulate + MPI_Win_flush (MPI_DOUBLE, MPI_SUM, bytes / 8 elements; same host, passive target)" low ""
+        table rma fop "rma: MPI_Fetch_and_op + MPI_Win_flush (one MPI_INT64_T, MPI_SUM; same host, passive target)" low "" ;;
     esac
 done
 
