@@ -851,7 +851,8 @@ static int direct_op(struct kumi_rma *m, const char *fn, int kind, const struct 
     case K_GACC:
     case K_CAS: {
         /* the old value goes to a buffer of its own: result and origin may overlap */
-        char *old = unpack ? res : malloc(n);
+        char small[64];
+        char *old = unpack ? res : n <= sizeof small ? small : malloc(n);
         if (!old) { e = ENOMEM; break; }
         acc_lock(lk);
         e = tm_gather(tm, old);
@@ -862,7 +863,7 @@ static int direct_op(struct kumi_rma *m, const char *fn, int kind, const struct 
         acc_unlock(lk);
         if (!unpack) {
             if (!e) memcpy(res, old, n);
-            free(old);
+            if (old != small) free(old);
         }
         break;
     }
@@ -1271,6 +1272,7 @@ static int local_done(void *arg)
 
 static void wait_local(struct kumi_rma *m)
 {
+    if (m->local == 0) return;          /* direct operations complete at once */
     kumi_req_flush_ctl();
     kumi_progress_wait(local_done, m);
 }
