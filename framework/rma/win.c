@@ -7,17 +7,20 @@
  *   1. arguments checked locally (the same bad argument on every rank gives
  *      the same error everywhere, before any communication);
  *   2. a private duplicate of comm (own context ids) for the window's traffic;
- *   3. allgather of {base, size, disp_unit, flags} over it; the host of each
- *      rank comes from the key-value exchange ("kumi.host" of its job rank);
- *   4. Win_allocate / Win_allocate_shared: one segment per host (below), then
- *      a second allgather of the bases (addresses in each owner's process);
+ *   3. allgather of {base, size, disp_unit, flags, pid} over it; the host of
+ *      each rank comes from the key-value exchange ("kumi.host" of its job
+ *      rank);
+ *   4. one segment per host (below); Win_allocate / Win_allocate_shared
+ *      then a second allgather of the bases (addresses in each owner's
+ *      process); Win_create: a probe of each same-host peer's memory with
+ *      process_vm_readv, so that rma.c knows where CMA works;
  *   5. kumi_rma_win_init (rma.c, collective), last.
  * A rank that fails locally after step 2 says so in the flags of the next
  * allgather, so that every rank returns an error instead of waiting.
  *
  * Segments.  The ranks of a window on one host share one segment: a control
- * block (struct kumi_win_ctl) per local rank, zeroed, then the local ranks'
- * memory in comm-rank order, each part starting on a 64-byte boundary (a
+ * block (struct kumi_win_ctl: lock words) per local rank, zeroed, then (Win_allocate
+ * and Win_allocate_shared only) the local ranks' memory in comm-rank order, each part starting on a 64-byte boundary (a
  * page boundary with info alloc_shared_noncontig=true on any local rank), so
  * MPI_Win_allocate_shared memory is contiguous across ranks up to that
  * padding.  A host with one rank of the window maps anonymous shared memory
