@@ -1,5 +1,6 @@
-/* benchutil.h: option helpers shared by the benchmark programs (mpibench.c,
- * overlap.c).  Plain C and MPI: the programs build with any MPI's mpicc. */
+/* benchutil.h: helpers shared by the benchmark programs (mpibench.c,
+ * overlap.c, collbench.c, rmabench.c): options, medians, output lines.
+ * Plain C and MPI: the programs build with any MPI's mpicc. */
 #ifndef BENCHUTIL_H
 #define BENCHUTIL_H
 #include <mpi.h>
@@ -54,5 +55,59 @@ static void bench_usage_abort(int rank, const char *prog, const char *usage, con
     }
     fprintf(stderr, "%s: %s\nusage: %s %s\n", prog, msg, prog, usage);
     MPI_Abort(MPI_COMM_WORLD, 2);
+}
+/* Index of s in names[0..n), or -1. */
+static inline int bench_index(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+/* A comma list of names[0..n) into want[] (1 where named): 0, or -1 when a
+ * name is unknown. */
+static inline int bench_pick(const char *list, const char *const *names, int n, int *want)
+{
+    char *copy = strdup(list), *save = NULL;
+    int rc = copy ? 0 : -1;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        int i = bench_index(names, n, t);
+        if (i < 0) rc = -1;
+        else want[i] = 1;
+    }
+    free(copy);
+    return rc;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The two header lines of the "op bytes iters median min max unit" format
+ * (rank 0): "# PROG 1 ranks=N reps=R scale=S library=<first line of
+ * MPI_Get_library_version>". */
+static inline void bench_header(const char *prog, int nranks, int reps, double scale)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "unknown";
+    int len = 0;
+    if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) strcpy(lib, "unknown");
+    lib[len > 0 && len <= MPI_MAX_LIBRARY_VERSION_STRING ? len : MPI_MAX_LIBRARY_VERSION_STRING] = 0;
+    lib[strcspn(lib, "\r\n,")] = 0;
+    for (char *c = lib; *c; c++)
+        if (*c == '\t') *c = ' ';
+    printf("# %s 1 ranks=%d reps=%d scale=%g library=%s\n", prog, nranks, reps, scale, lib);
+    printf("# op bytes iters median min max unit\n");
+    fflush(stdout);
+}
+
+/* One line of that format from the repetitions v[0..reps) (sorted here). */
+static inline void bench_print(const char *op, long n, int iters, double *v, int reps)
+{
+    qsort(v, (size_t)reps, sizeof *v, bench_cmp_double);
+    double med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
+    printf("%s %ld %d %.4g %.4g %.4g us\n", op, n, iters, med, v[0], v[reps - 1]);
+    fflush(stdout);
 }
 #endif

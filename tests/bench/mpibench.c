@@ -80,16 +80,10 @@ static void check(const char *p, long n, const char *what)
         }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void report(const char *metric, long n, int iters, double *v, const char *unit)
 {
     if (rank != 0) return;
-    qsort(v, (size_t)reps, sizeof *v, cmp_double);
+    qsort(v, (size_t)reps, sizeof *v, bench_cmp_double);
     double med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
     printf("%s %ld %d %.4g %.4g %.4g %s\n", metric, n, iters, med, v[0], v[reps - 1], unit);
     fflush(stdout);

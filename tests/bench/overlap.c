@@ -173,15 +173,9 @@ static void start(enum op op, long n, MPI_Request *req)
 /* Operations per measurement: about 1 MiB moved, at most 100. */
 static int inner(long n) { return n >= (1L << 20) ? 1 : n <= (1L << 14) ? 100 : (int)((1L << 20) / n); }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *x)
 {
-    qsort(x, (size_t)reps, sizeof *x, cmp_double);
+    qsort(x, (size_t)reps, sizeof *x, bench_cmp_double);
     return reps % 2 ? x[reps / 2] : (x[reps / 2 - 1] + x[reps / 2]) / 2;
 }
 

@@ -282,12 +282,6 @@ static double measure(enum op op, long n, int iters)
     return t;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void bench(enum op op, long n, double *v)
 {
     int iters = iters_for(n), warm = iters / 10 + 2;
@@ -295,10 +289,7 @@ static void bench(enum op op, long n, double *v)
     measure(op, n, warm);
     for (int r = 0; r < reps; r++) v[r] = measure(op, n, iters) * 1e6;
     if (rank != 0) return;
-    qsort(v, (size_t)reps, sizeof *v, cmp_double);
-    double med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
-    printf("%s %ld %d %.4g %.4g %.4g us\n", op_name[op], n, iters, med, v[0], v[reps - 1]);
-    fflush(stdout);
+    bench_print(op_name[op], n, iters, v, reps);
 }
 
 /* ---- options ---- */
@@ -308,13 +299,6 @@ static void usage_abort(const char *msg)
     bench_usage_abort(rank, "rmabench",
                       "[-m put,get,acc,fop] [-s SIZES|default] [-r REPS] [-x SCALE] [-q] [-f OP]  "
                       "(2 ranks)", msg);
-}
-
-static int op_index(const char *s)
-{
-    for (int o = 0; o < NOPS; o++)
-        if (strcmp(s, op_name[o]) == 0) return o;
-    return -1;
 }
 
 int main(int argc, char **argv)
@@ -334,7 +318,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "-r") == 0) reps = atoi(v);
         else if (strcmp(a, "-x") == 0) scale = atof(v);
         else if (strcmp(a, "-f") == 0) {
-            fault = op_index(v);
+            fault = bench_index(op_name, NOPS, v);
             if (fault < 0) usage_abort("-f: one of put, get, acc, fop");
         } else usage_abort("unknown option");
     }
@@ -350,15 +334,7 @@ int main(int argc, char **argv)
     int nsizes = bench_parse_list(sizearg, sizes, MAXSIZES, 64L << 20);
     if (nsizes <= 0) usage_abort("-s: bad size list (at most 64 sizes of 0 to 64 MiB)");
     int want[NOPS] = { 0 };
-    {
-        char *copy = strdup(ops), *save = NULL;
-        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            int o = op_index(t);
-            if (o < 0) usage_abort("-m: unknown operation");
-            want[o] = 1;
-        }
-        free(copy);
-    }
+    if (bench_pick(ops, op_name, NOPS, want) != 0) usage_abort("-m: unknown operation");
 
     /* fop and the fop check: two 8-byte values */
     size_t maxn = 16;
@@ -370,19 +346,7 @@ int main(int argc, char **argv)
     if (!obuf || !rbuf || !v) usage_abort("out of memory");
     MPI_Win_allocate((MPI_Aint)maxn, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wbase, &win);
 
-    if (rank == 0) {
-        char lib[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "unknown";
-        int len = 0;
-        if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) strcpy(lib, "unknown");
-        lib[len > 0 && len <= MPI_MAX_LIBRARY_VERSION_STRING ? len
-                                                              : MPI_MAX_LIBRARY_VERSION_STRING] = 0;
-        lib[strcspn(lib, "\r\n,")] = 0;
-        for (char *c = lib; *c; c++)
-            if (*c == '\t') *c = ' ';
-        printf("# rmabench 1 ranks=%d reps=%d scale=%g library=%s\n", nranks, reps, scale, lib);
-        printf("# op bytes iters median min max unit\n");
-        fflush(stdout);
-    }
+    if (rank == 0) bench_header("rmabench", nranks, reps, scale);
     for (int o = 0; o < FOP; o++)
         for (int i = 0; i < nsizes && want[o]; i++)
             if (sizes[i] > 0) bench((enum op)o, sizes[i], v);
