@@ -110,4 +110,48 @@ static inline void bench_print(const char *op, long n, int iters, double *v, int
     printf("%s %ld %d %.4g %.4g %.4g us\n", op, n, iters, med, v[0], v[reps - 1]);
     fflush(stdout);
 }
+/* The options of collbench and rmabench: -m OPS -s SIZES -r REPS -x SCALE
+ * -q -f OP.  The caller fills the defaults (ops, default_sizes, names,
+ * nnames, reps, scale); bench_options parses argv, checks the values and
+ * fills sizes / nsizes (sorted, without duplicates), want[] (1 for each
+ * operation named by -m) and fault (-f's operation, or NULL; the caller
+ * checks it).  Returns NULL, or what is wrong. */
+#define BENCH_MAXSIZES 64
+#define BENCH_MAXOPS 16
+struct bench_opts {
+    const char *ops, *default_sizes;
+    const char *const *names;
+    int nnames, reps;
+    double scale;
+    const char *fault;
+    long sizes[BENCH_MAXSIZES];
+    int nsizes, want[BENCH_MAXOPS];
+};
+
+static inline const char *bench_options(int argc, char **argv, struct bench_opts *o)
+{
+    const char *sizearg = "default";
+    o->fault = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-q") == 0) { o->reps = 3; o->scale = 0.1; continue; }
+        if (i + 1 >= argc) return "option needs a value";
+        const char *v = argv[++i];
+        if (strcmp(a, "-m") == 0) o->ops = v;
+        else if (strcmp(a, "-s") == 0) sizearg = v;
+        else if (strcmp(a, "-r") == 0) o->reps = atoi(v);
+        else if (strcmp(a, "-x") == 0) o->scale = atof(v);
+        else if (strcmp(a, "-f") == 0) o->fault = v;
+        else return "unknown option";
+    }
+    if (o->reps < 1 || o->reps > 1000) return "-r: 1 to 1000 repetitions";
+    if (!(o->scale > 0) || o->scale > 1000) return "-x: scale must be positive";
+    if (strcmp(sizearg, "default") == 0) sizearg = o->default_sizes;
+    o->nsizes = bench_parse_list(sizearg, o->sizes, BENCH_MAXSIZES, 64L << 20);
+    if (o->nsizes <= 0) return "-s: bad size list (at most 64 sizes of 0 to 64 MiB)";
+    memset(o->want, 0, sizeof o->want);
+    if (o->nnames > BENCH_MAXOPS || bench_pick(o->ops, o->names, o->nnames, o->want) != 0)
+        return "-m: unknown operation";
+    return NULL;
+}
 #endif

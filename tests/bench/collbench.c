@@ -40,7 +40,6 @@
 #include <string.h>
 #include "benchutil.h"
 
-#define MAXSIZES 64
 
 enum op { BCAST, ALLREDUCE, ALLGATHER, ALLTOALL, BARRIER, NOPS };
 static const char *op_name[NOPS] = { "bcast", "allreduce", "allgather", "alltoall", "barrier" };
@@ -204,30 +203,18 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    const char *ops = "bcast,allreduce,allgather,alltoall,barrier", *sizearg = "default";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-q") == 0) { reps = 3; scale = 0.1; continue; }
-        if (i + 1 >= argc) usage_abort("option needs a value");
-        const char *v = argv[++i];
-        if (strcmp(a, "-m") == 0) ops = v;
-        else if (strcmp(a, "-s") == 0) sizearg = v;
-        else if (strcmp(a, "-r") == 0) reps = atoi(v);
-        else if (strcmp(a, "-x") == 0) scale = atof(v);
-        else if (strcmp(a, "-f") == 0) {
-            fault = bench_index(op_name, NOPS, v);
-            if (fault < 0 || fault == BARRIER)
-                usage_abort("-f: one of bcast, allreduce, allgather, alltoall");
-        } else usage_abort("unknown option");
+    struct bench_opts o = { .ops = "bcast,allreduce,allgather,alltoall,barrier", .default_sizes = "8,65536,1048576", .names = op_name,
+                            .nnames = NOPS, .reps = reps, .scale = scale };
+    const char *bad = bench_options(argc, argv, &o);
+    if (bad) usage_abort(bad);
+    if (o.fault) {
+        fault = bench_index(op_name, NOPS, o.fault);
+        if (fault < 0 || fault == BARRIER) usage_abort("-f: one of bcast, allreduce, allgather, alltoall");
     }
-    if (reps < 1 || reps > 1000) usage_abort("-r: 1 to 1000 repetitions");
-    if (!(scale > 0) || scale > 1000) usage_abort("-x: scale must be positive");
-    if (strcmp(sizearg, "default") == 0) sizearg = "8,65536,1048576";
-    long sizes[MAXSIZES];
-    int nsizes = bench_parse_list(sizearg, sizes, MAXSIZES, 64L << 20);
-    if (nsizes <= 0) usage_abort("-s: bad size list (at most 64 sizes of 0 to 64 MiB)");
-    int want[NOPS] = { 0 };
-    if (bench_pick(ops, op_name, NOPS, want) != 0) usage_abort("-m: unknown operation");
+    reps = o.reps;
+    scale = o.scale;
+    long *sizes = o.sizes;
+    int nsizes = o.nsizes, *want = o.want;
 
     /* alltoall and allgather: a block per rank on both sides */
     size_t maxn = 8;

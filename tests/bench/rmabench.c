@@ -56,7 +56,6 @@
 #include <string.h>
 #include "benchutil.h"
 
-#define MAXSIZES 64
 
 enum op { PUT, GET, ACC, FOP, NOPS };
 static const char *op_name[NOPS] = { "put", "get", "acc", "fop" };
@@ -307,34 +306,23 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    const char *ops = "put,get,acc,fop", *sizearg = "default";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-q") == 0) { reps = 3; scale = 0.1; continue; }
-        if (i + 1 >= argc) usage_abort("option needs a value");
-        const char *v = argv[++i];
-        if (strcmp(a, "-m") == 0) ops = v;
-        else if (strcmp(a, "-s") == 0) sizearg = v;
-        else if (strcmp(a, "-r") == 0) reps = atoi(v);
-        else if (strcmp(a, "-x") == 0) scale = atof(v);
-        else if (strcmp(a, "-f") == 0) {
-            fault = bench_index(op_name, NOPS, v);
-            if (fault < 0) usage_abort("-f: one of put, get, acc, fop");
-        } else usage_abort("unknown option");
+    struct bench_opts o = { .ops = "put,get,acc,fop", .default_sizes = "8,65536", .names = op_name,
+                            .nnames = NOPS, .reps = reps, .scale = scale };
+    const char *bad = bench_options(argc, argv, &o);
+    if (bad) usage_abort(bad);
+    if (o.fault) {
+        fault = bench_index(op_name, NOPS, o.fault);
+        if (fault < 0) usage_abort("-f: one of put, get, acc, fop");
     }
     if (nranks != 2) {
         char msg[96];
         snprintf(msg, sizeof msg, "needs exactly 2 ranks (0 the origin, 1 the target), not %d", nranks);
         usage_abort(msg);
     }
-    if (reps < 1 || reps > 1000) usage_abort("-r: 1 to 1000 repetitions");
-    if (!(scale > 0) || scale > 1000) usage_abort("-x: scale must be positive");
-    if (strcmp(sizearg, "default") == 0) sizearg = "8,65536";
-    long sizes[MAXSIZES];
-    int nsizes = bench_parse_list(sizearg, sizes, MAXSIZES, 64L << 20);
-    if (nsizes <= 0) usage_abort("-s: bad size list (at most 64 sizes of 0 to 64 MiB)");
-    int want[NOPS] = { 0 };
-    if (bench_pick(ops, op_name, NOPS, want) != 0) usage_abort("-m: unknown operation");
+    reps = o.reps;
+    scale = o.scale;
+    long *sizes = o.sizes;
+    int nsizes = o.nsizes, *want = o.want;
 
     /* fop and the fop check: two 8-byte values */
     size_t maxn = 16;
