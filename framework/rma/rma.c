@@ -12,6 +12,14 @@
  * engine.  So a lock, put and unlock on a same-host target complete while
  * the target computes without calling MPI.
  *
+ * Transport RMA: Put and Get to a target whose transport has remote memory
+ * access (p2p/ofi) and that registered its window memory with it
+ * (peers[t].fab) are that transport's remote writes and reads, one per
+ * contiguous block of the target layout, from the origin buffer (or a packed
+ * copy) straight into the target's memory; a write is complete once its bytes
+ * are in the target's memory, so these count as local operations (m->local)
+ * and every synchronisation waits for them before its messages go.
+ *
  * Active messages (everything else): operations travel over the window's
  * private communicator (w->comm, point-to-point context) as requests the
  * target applies in its progress engine (inside any MPI call it makes):
@@ -72,6 +80,7 @@
 #include <unistd.h>
 
 int kumi_rma_direct = 1;
+int kumi_rma_fabric = 1;
 
 void kumi_rma_register_params(void)
 {
@@ -81,6 +90,11 @@ void kumi_rma_register_params(void)
                              "passive-target locks to its lock word; false: every operation and lock is "
                              "an active message the target applies when it calls MPI",
                              KUMI_LEVEL_TUNER, &kumi_rma_direct);
+    kumi_param_register_bool("kumi", "base", "rma_fabric", 1,
+                             "Put and Get to a rank served by a transport with remote memory access "
+                             "(p2p/ofi) are remote writes and reads of its registered window memory; "
+                             "false: active messages",
+                             KUMI_LEVEL_TUNER, &kumi_rma_fabric);
 }
 
 enum { TAG_CTL = 1, TAG_DATA = 2, TAG_REPLY = 3 };
@@ -126,6 +140,7 @@ struct kumi_rma {
     int *granted;                       /* [size] GRANTs received (cumulative) */
     int *acks;                          /* [size] UNLOCK_ACK / FLUSH_ACK received (cumulative) */
     int ack_errors;                     /* errors targets reported in acks */
+    int fab_errors;                     /* transport RMA operations that failed */
     int *posts;                         /* [size] POSTs received, not yet consumed by a Start */
     long local;                         /* my requests not yet complete (sends, replies) */
     bool lock_all;
@@ -747,6 +762,8 @@ struct org_op {                         /* an operation's local part */
     void *result; size_t rcount; struct kumi_dt *rdt;   /* where the result goes */
     struct kumi_req *ureq;              /* R* request, or NULL */
     int parts;                          /* internal requests not yet complete */
+    struct kumi_p2p_rma *fops;          /* transport RMA: one per block */
+    bool fab_unpack;                    /* transport Get: unpack reply into result at the end */
 };
 
 /* One part of o is over: the last one completes the R* request and frees o. */
@@ -754,6 +771,7 @@ static void org_put(struct org_op *o)
 {
     if (--o->parts > 0) return;
     o->m->local--;
+    if (o->fab_unpack) kumi_dt_unpack(o->rdt, o->reply, o->rcount, o->result);
     if (o->ureq) {
         o->ureq->pending = 0;
         kumi_req_check_complete(o->ureq);
@@ -761,6 +779,7 @@ static void org_put(struct org_op *o)
     free(o->pack);
     free(o->blk);
     free(o->reply);
+    free(o->fops);
     kumi_dt_release(o->rdt);
     free(o);
 }
@@ -879,6 +898,94 @@ static int direct_op(struct kumi_rma *m, const char *fn, int kind, const struct 
                       tm->pid ? "process_vm_readv/writev" : "copy", strerror(e));
 }
 
+/* A remote write or read of o is over (from the transport's progress). */
+static void fab_done(struct kumi_p2p_rma *f, int err)
+{
+    struct org_op *o = f->owner;
+    if (err != MPI_SUCCESS) {
+        o->m->fab_errors++;
+        o->fab_unpack = false;
+        if (o->ureq && o->ureq->status.MPI_ERROR == MPI_SUCCESS) o->ureq->status.MPI_ERROR = err;
+    }
+    org_put(o);
+}
+
+/* Put or Get of tbytes at byte offset addr of the target's registration, in
+ * the nb blocks blk (nb 0: one), through its transport's RMA.  *took: the
+ * operation exists (it owns blk, and u completes with it, errors included);
+ * false: nothing was done (out of memory). */
+static int fab_op(struct kumi_rma *m, const char *fn, int kind, const struct opargs *a, uint64_t addr,
+                  struct rma_blk *blk, long nb, size_t tbytes, struct kumi_req *u, bool *took)
+{
+    struct kumi_win_peer *p = &m->w->peers[a->target];
+    const struct kumi_p2p_ops *ops = kumi_req_transport(kumi_comm_world_rank(m->w->comm, a->target));
+    size_t n = nb > 0 ? (size_t)nb : 1;
+    struct org_op *o = calloc(1, sizeof *o);
+    if (o) o->fops = calloc(n, sizeof *o->fops);
+    *took = false;
+    if (!o || !o->fops) {
+        free(o);
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    }
+    o->m = m;
+    char *buf;                          /* the packed origin data / the result, contiguous */
+    if (kind == K_PUT) {
+        if (a->odt->contig) {
+            buf = (char *)a->oaddr + a->odt->true_lb;
+        } else {
+            if (!(o->pack = malloc(tbytes))) goto nomem;
+            kumi_dt_pack(a->odt, a->oaddr, a->ocount, o->pack);
+            buf = o->pack;
+        }
+    } else if (a->rdt->contig) {
+        buf = (char *)a->raddr + a->rdt->true_lb;
+    } else {
+        if (!(o->reply = malloc(tbytes))) goto nomem;
+        o->result = a->raddr;
+        o->rcount = a->rcount;
+        o->rdt = a->rdt;
+        kumi_dt_retain(o->rdt);
+        o->fab_unpack = true;
+        buf = o->reply;
+    }
+    *took = true;
+    o->ureq = u;
+    o->blk = blk;
+    o->parts = 1;                       /* held until every block is started */
+    m->local++;
+    size_t off = 0;
+    int rc = MPI_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        struct kumi_p2p_rma *f = &o->fops[i];
+        size_t len = nb > 0 ? blk[i].len : tbytes;
+        f->write = kind == K_PUT;
+        f->local = buf + off;
+        f->len = len;
+        f->raddr = p->rkey.addr + addr + (nb > 0 ? blk[i].off : 0);
+        f->key = p->rkey.key;
+        f->done = fab_done;
+        f->owner = o;
+        off += len;
+        o->parts++;
+        if ((rc = ops->rma(kumi_comm_world_rank(m->w->comm, a->target), f)) != MPI_SUCCESS) {
+            o->parts--;
+            break;
+        }
+    }
+    if (rc) {                           /* what started finishes on its own */
+        o->fab_unpack = false;
+        if (u) u->status.MPI_ERROR = rc;
+    }
+    org_put(o);
+    return rc;
+nomem:
+    free(o->pack);
+    free(o->reply);
+    free(o->fops);
+    free(o);
+    return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+}
+
 /* Issue one operation; *ureq (R* forms) gets a request that completes with
  * the local part. */
 static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a, MPI_Request *ureq)
@@ -972,6 +1079,12 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
             return MPI_SUCCESS;
         }
         m->cma_off[a->target] = 1;      /* the kernel refuses: active messages to it from now on */
+    }
+    if ((kind == K_PUT || kind == K_GET) && p->fab && kumi_rma_fabric) {
+        bool took;
+        rc = fab_op(m, fn, kind, a, addr, blk, nb, tbytes, u, &took);
+        if (!took) goto fail;
+        return rc;
     }
     struct org_op *o = calloc(1, sizeof *o);
     if (!o) { rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); goto fail; }
@@ -1292,6 +1405,11 @@ static int take_errors(struct kumi_rma *m, const char *fn)
         m->ack_errors = 0;
         return kumi_error(MPI_ERR_RMA_RANGE, "%s: a target rejected an operation of this rank (displacement "
                           "outside the memory attached to its dynamic window)", fn);
+    }
+    if (m->fab_errors) {
+        m->fab_errors = 0;
+        return kumi_error(MPI_ERR_OTHER, "%s: a remote write or read of this rank's Put or Get failed in the "
+                          "transport (p2p/ofi; KUMI_VERBOSE=1 says why)", fn);
     }
     return MPI_SUCCESS;
 }

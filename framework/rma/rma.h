@@ -22,6 +22,10 @@
  *    origin, accumulates under the target's accumulate lock word; passive
  *    target locks are taken on the target's lock word.  Nothing runs at the
  *    target, so passive-target epochs complete while it computes;
+ *  - transport RMA: Put and Get to a rank served by a transport with remote
+ *    memory access (p2p/ofi: fi_write / fi_read into the target's registered
+ *    window memory), complete when the bytes are there; accumulates and
+ *    locks of such a rank are active messages;
  *  - active messages: everything else (dynamic windows, other hosts, or
  *    parameter kumi_base_rma_direct=false): requests over the window's
  *    private communicator that the target applies in its progress engine
@@ -34,6 +38,7 @@
 #define KUMI_RMA_H
 
 #include "core/core.h"
+#include <kumi/p2p.h>
 
 /* What this rank knows of rank r's part of the window (gathered at creation). */
 struct kumi_win_peer {
@@ -45,6 +50,8 @@ struct kumi_win_peer {
     struct kumi_win_ctl *ctl;       /* r's control block in the host's segment, or NULL (another host) */
     int pid;                        /* r's process id */
     bool cma;                       /* r's memory (Win_create) can be read and written with CMA from here */
+    bool fab;                       /* Put / Get reach r's memory through its transport's RMA (rkey) */
+    struct kumi_p2p_rkey rkey;      /* r's registration of its window memory (fab) */
 };
 
 /* Per-rank control block in a host's shared segment (two cache lines),
@@ -79,6 +86,8 @@ struct kumi_win {
     void *seg;                      /* the host's shared segment, mapped here (NULL: none) */
     size_t seglen;
     void *own;                      /* private memory of Win_allocate off a segment (free()d) */
+    const struct kumi_p2p_ops *fab_ops;  /* the transport that registered base for remote access, or NULL */
+    void *fab_mr;                   /* its registration handle */
     /* dynamic windows: regions attached by this rank */
     struct kumi_win_region *regions;
     int nregions, cregions;
@@ -106,6 +115,7 @@ int kumi_win_err_handle(struct kumi_win *w, int code);
 int kumi_rma_win_init(struct kumi_win *w);
 void kumi_rma_register_params(void);
 extern int kumi_rma_direct;         /* parameter kumi_base_rma_direct */
+extern int kumi_rma_fabric;         /* parameter kumi_base_rma_fabric */
 int kumi_rma_win_fini(struct kumi_win *w, const char *fname);
 
 /* win.c: the memory of an attached region of dynamic window w containing

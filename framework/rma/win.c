@@ -7,13 +7,13 @@
  *   1. arguments checked locally (the same bad argument on every rank gives
  *      the same error everywhere, before any communication);
  *   2. a private duplicate of comm (own context ids) for the window's traffic;
- *   3. allgather of {base, size, disp_unit, flags, pid} over it; the host of
- *      each rank comes from the key-value exchange ("kumi.host" of its job
- *      rank);
+ *   3. allgather of {base, size, disp_unit, flags, pid, rkey} over it; the
+ *      host of each rank comes from the key-value exchange ("kumi.host" of
+ *      its job rank);
  *   4. one segment per host (below); Win_allocate / Win_allocate_shared
  *      then a second allgather of the bases (addresses in each owner's
- *      process); Win_create: a probe of each same-host peer's memory with
- *      process_vm_readv, so that rma.c knows where CMA works;
+ *      process) and keys; Win_create: a probe of each same-host peer's memory
+ *      with process_vm_readv, so that rma.c knows where CMA works;
  *   5. kumi_rma_win_init (rma.c, collective), last.
  * A rank that fails locally after step 2 says so in the flags of the next
  * allgather, so that every rank returns an error instead of waiting.
@@ -32,12 +32,20 @@
  * maps it; after an agreement the others map it; after a second one, when
  * every local rank has it mapped, the creator unlinks it.
  *
+ * Transport RMA: a rank with a peer in the window served by a transport with
+ * remote memory access (p2p/ofi) registers its window memory with it before
+ * the allgather that carries its base (Win_create: the first, Win_allocate:
+ * the second), and the record carries the key (REC_FAB); peers that reach it
+ * through that transport then Put and Get with it.  Parameter
+ * kumi_base_rma_fabric=false: no registration.
+ *
  * Dynamic windows: regions attached by this rank are kept in w->regions
  * (non-overlapping; rma.c checks target accesses with kumi_win_region_ok). */
 #define _GNU_SOURCE                     /* process_vm_readv / writev */
 #include "core/core.h"
 #include "core/check.h"
 #include "rma/rma.h"
+#include "request/request.h"
 #include <kumi/rpim.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -110,10 +118,12 @@ struct win_rec {
     int64_t disp_unit;
     uint64_t flags;
     int64_t pid;
+    uint64_t raddr, rkey;               /* REC_FAB: the registration of base (struct kumi_p2p_rkey) */
 };
 #define REC_ERR      1u                 /* this rank failed locally */
 #define REC_NONCONTIG 2u                /* alloc_shared_noncontig=true */
 #define REC_CMA      4u                 /* this rank lets same-host peers use CMA on its memory */
+#define REC_FAB      8u                 /* base is registered for remote access (raddr, rkey) */
 #define REC_WORDS ((int)(sizeof(struct win_rec) / sizeof(uint64_t)))
 
 /* May same-host peers read and write this process's memory with
@@ -148,10 +158,40 @@ static bool cma_probe(int pid, uint64_t addr)
     return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == 1;
 }
 
+/* Register this rank's window memory with the transport (the first with
+ * remote memory access) that serves one of its peers in w; the record says
+ * so.  A refusal is no error: those peers use active messages. */
+static void fab_register(struct kumi_win *w, struct win_rec *me)
+{
+    if (!kumi_rma_fabric || w->flavor == MPI_WIN_FLAVOR_DYNAMIC || !w->base || w->wsize <= 0 || w->fab_mr) return;
+    const struct kumi_p2p_ops *ops = NULL;
+    for (int r = 0; r < w->size && !ops; r++) {
+        const struct kumi_p2p_ops *o = r == w->rank ? NULL : kumi_req_transport(kumi_comm_world_rank(w->comm, r));
+        if (o && o->mem_reg && o->mem_dereg && o->rma) ops = o;
+    }
+    if (!ops) return;
+    struct kumi_p2p_rkey k;
+    int rc = ops->mem_reg(w->base, (size_t)w->wsize, &w->fab_mr, &k);
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        kumi_mpi_error_string(rc, msg, &len);
+        kumi_log(2, "window: %s; its peers use active messages", msg);
+        w->fab_mr = NULL;
+        return;
+    }
+    kumi_log(2, "window: %zu bytes registered for remote access (transport RMA)", (size_t)w->wsize);
+    w->fab_ops = ops;
+    me->flags |= REC_FAB;
+    me->raddr = k.addr;
+    me->rkey = k.key;
+}
+
 /* Free everything a (possibly half-made) window holds; not collective. */
 static void win_destroy(struct kumi_win *w)
 {
     if (!w) return;
+    if (w->fab_mr) w->fab_ops->mem_dereg(w->fab_mr);
     if (w->seg) munmap(w->seg, w->seglen);
     free(w->own);
     free(w->peers);
@@ -397,12 +437,14 @@ static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_A
         .flags = (err ? REC_ERR : 0) | (w->info && info_true(w->info, "alloc_shared_noncontig") ? REC_NONCONTIG : 0) |
                  (flavor == MPI_WIN_FLAVOR_CREATE && cma_allowed() ? REC_CMA : 0),
         .pid = (int64_t)getpid() };
+    if (!err && flavor == MPI_WIN_FLAVOR_CREATE) fab_register(w, &me);
     rc = allgather_recs(w, &me, all);
     if (!rc && any_error(w, all) >= 0)
         rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
     if (!rc) rc = seg_setup(fn, w, all, local, nlocal, !alloc);
     if (!rc && alloc) {
         me.base = (uint64_t)(uintptr_t)w->base;
+        fab_register(w, &me);
         rc = allgather_recs(w, &me, all);
     }
     if (!rc) {
@@ -416,6 +458,11 @@ static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_A
             if (flavor == MPI_WIN_FLAVOR_CREATE && r != w->rank && local[r] >= 0 && p->size > 0 &&
                 (all[r].flags & REC_CMA) && (me.flags & REC_CMA))
                 p->cma = cma_probe(p->pid, p->base);
+            if ((all[r].flags & REC_FAB) && r != w->rank && kumi_rma_fabric) {
+                const struct kumi_p2p_ops *o = kumi_req_transport(kumi_comm_world_rank(w->comm, r));
+                p->fab = o && o->rma;
+                p->rkey = (struct kumi_p2p_rkey){ all[r].raddr, all[r].rkey };
+            }
         }
         rc = kumi_rma_win_init(w);
     }

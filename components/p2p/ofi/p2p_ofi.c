@@ -37,6 +37,18 @@
  * which the sender's operation completes.  One message and one read, no CTS.
  * A DATA message (the CTS/DATA protocol) goes the same way.
  *
+ * Windows.  For MPI one-sided communication the transport offers remote
+ * memory access (ops mem_reg / rma): window memory is registered for remote
+ * read and write, and an RMA operation is a series of fi_writemsg /
+ * fi_readmsg of up to p2p_ofi_read_chunk bytes each, 8 in flight; writes ask
+ * for FI_DELIVERY_COMPLETE, so an operation is done only once its bytes are
+ * in the target's memory, which is what MPI_Win_flush needs.  A provider
+ * without remote writes (chosen when none of the list has them) offers no
+ * window access and windows use active messages.  With the software
+ * providers of Debian (shm, tcp;ofi_rxm) the target's progress engine moves
+ * the bytes (manual progress), as it does for active messages; on hardware
+ * that writes memory itself it does not.
+ *
  * Progress.  progress() reads the completion queue (which also drives the
  * provider's manual progress) and retries what the provider refused with
  * -FI_EAGAIN.  pollfds() hands out the CQ's wait fd after fi_trywait() says
@@ -77,7 +89,7 @@
 #define OFI_READ_WINDOW 8                 /* fi_reads of one transfer in flight */
 
 enum { OFI_T_MSG = 1, OFI_T_RMA, OFI_T_FIN };
-enum { OFI_C_TX = 1, OFI_C_RX, OFI_C_READ };
+enum { OFI_C_TX = 1, OFI_C_RX, OFI_C_READ, OFI_C_RMA };
 
 struct ofi_pre {                          /* 8 bytes before every message: with the */
     uint8_t type;                         /* 56-byte header, a message without payload */
@@ -146,6 +158,13 @@ struct ofi_read {
     struct ofi_read *next;                /* waiting to issue more */
 };
 
+struct ofi_rchunk {                       /* one fi_writemsg / fi_readmsg of an RMA operation */
+    struct ofi_ctx c;
+    struct kumi_p2p_rma *op;
+    struct ofi_rchunk *next;              /* free list */
+};
+#define OFI_RMA_QUEUED 1                  /* kumi_p2p_rma.tflags: on ofi_rmaq */
+
 struct ofi_peer {
     fi_addr_t addr;
     int reach;
@@ -197,6 +216,11 @@ static struct ofi_mr *ofi_lru_head, *ofi_lru_tail;
 static int ofi_ncached;
 static int ofi_nqueued;                   /* ops not completed yet */
 static int ofi_have_peers_queued;
+static int ofi_can_write;                 /* the provider does remote writes (window access) */
+static struct ofi_rchunk *ofi_rcfree;
+static struct kumi_p2p_rma *ofi_rmaq, *ofi_rmaq_tail;   /* RMA with pieces the provider refused */
+static struct kumi_p2p_rma *ofi_rmafin;   /* RMA over whose done() has not run yet */
+static int ofi_nrma;                      /* RMA operations not done */
 static char ofi_provname[64];
 
 static const char *ofi_err(int rc)
@@ -279,11 +303,11 @@ static int ofi_load(char *why, size_t whylen)
     return KUMI_OK;
 }
 
-static struct fi_info *ofi_hints(const char *prov)
+static struct fi_info *ofi_hints(const char *prov, int write)
 {
     struct fi_info *h = p_fi_dupinfo(NULL);
     if (!h) return NULL;
-    h->caps = FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ;
+    h->caps = FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ | (write ? FI_WRITE | FI_REMOTE_WRITE : 0);
     h->mode = FI_CONTEXT | FI_CONTEXT2;
     h->ep_attr->type = FI_EP_RDM;
     h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
@@ -330,18 +354,25 @@ static int ofi_choose(char *why, size_t whylen)
             snprintf(tried + l, sizeof tried - l, "%s%s: reaches this host only", l ? "; " : "", p);
             continue;
         }
-        struct fi_info *h = ofi_hints(p), *info = NULL;
+        struct fi_info *h = ofi_hints(p, 1), *info = NULL;
         if (!h) break;
         int rc = p_fi_getinfo(OFI_API, NULL, NULL, 0, h, &info);
         p_fi_freeinfo(h);
+        ofi_can_write = rc == 0 && info;
+        if (rc == -FI_ENODATA) {             /* no remote writes: messages only, windows use them */
+            if (!(h = ofi_hints(p, 0))) break;
+            rc = p_fi_getinfo(OFI_API, NULL, NULL, 0, h, &info);
+            p_fi_freeinfo(h);
+        }
         if (rc == 0 && info) {
             ofi_info = p_fi_dupinfo(info);       /* the first match (best interface) */
             p_fi_freeinfo(info);
             if (!ofi_info) break;
             snprintf(ofi_provname, sizeof ofi_provname, "%s", ofi_info->fabric_attr->prov_name);
-            snprintf(ofi_status_buf, sizeof ofi_status_buf, "%s (fabric %s, domain %s)", ofi_provname,
+            snprintf(ofi_status_buf, sizeof ofi_status_buf, "%s (fabric %s, domain %s%s)", ofi_provname,
                      ofi_info->fabric_attr->name ? ofi_info->fabric_attr->name : "?",
-                     ofi_info->domain_attr->name ? ofi_info->domain_attr->name : "?");
+                     ofi_info->domain_attr->name ? ofi_info->domain_attr->name : "?",
+                     ofi_can_write ? "" : "; no remote writes: windows use messages");
             return KUMI_OK;
         }
         snprintf(tried + l, sizeof tried - l, "%s%s: %s", l ? "; " : "", p,
@@ -1073,6 +1104,8 @@ static void ofi_got_msg(struct ofi_rxbuf *b, size_t len)
     }
 }
 
+static void ofi_rma_event(struct ofi_rchunk *c, int err);
+
 static void ofi_cq_error(void)
 {
     struct fi_cq_err_entry e;
@@ -1102,7 +1135,173 @@ static void ofi_cq_error(void)
         ofi_read_event(r, 1);
         break;
     }
+    case OFI_C_RMA: {
+        struct ofi_rchunk *k = (struct ofi_rchunk *)c;
+        kumi_log(1, "p2p/ofi: a remote %s to rank %d failed: %s", k->op->write ? "write" : "read", k->op->tpeer,
+                 ofi_err(e.err));
+        ofi_rma_event(k, e.err == FI_EACCES || e.err == FI_EINVAL ? MPI_ERR_RMA_RANGE : MPI_ERR_OTHER);
+        break;
     }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* remote memory access for windows */
+
+static int p2p_ofi_mem_reg(void *base, size_t len, void **handle, struct kumi_p2p_rkey *rkey)
+{
+    struct fid_mr *mr = NULL;
+    if (!ofi_can_write)
+        return kumi_error(MPI_ERR_OTHER, "p2p/ofi: provider %s does no remote writes", ofi_provname);
+    int rc = fi_mr_reg(ofi_domain, base, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                       ofi_prov_key ? 0 : ofi_next_key++, 0, &mr, NULL);
+    if (rc == 0 && ofi_mr_endpoint) {
+        rc = fi_mr_bind(mr, &ofi_ep->fid, 0);
+        if (rc == 0) rc = fi_mr_enable(mr);
+        if (rc) fi_close(&mr->fid);
+    }
+    if (rc == 0 && fi_mr_key(mr) == FI_KEY_NOTAVAIL) {  /* a raw key (FI_MR_RAW): not asked for */
+        fi_close(&mr->fid);
+        rc = -FI_ENOSYS;
+    }
+    if (rc)
+        return kumi_error(rc == -FI_ENOMEM ? MPI_ERR_NO_MEM : MPI_ERR_OTHER,
+                          "p2p/ofi: cannot register %zu bytes of window memory: %s", len, ofi_err(rc));
+    *handle = mr;
+    rkey->addr = ofi_virt_addr ? (uint64_t)(uintptr_t)base : 0;
+    rkey->key = fi_mr_key(mr);
+    return MPI_SUCCESS;
+}
+
+static void p2p_ofi_mem_dereg(void *handle)
+{
+    if (handle && ofi_domain) fi_close(&((struct fid_mr *)handle)->fid);
+}
+
+static struct ofi_rchunk *ofi_rchunk_get(void)
+{
+    struct ofi_rchunk *c = ofi_rcfree;
+    if (c) ofi_rcfree = c->next;
+    else c = malloc(sizeof *c);
+    if (c) c->c.kind = OFI_C_RMA;
+    return c;
+}
+
+static void ofi_rchunk_put(struct ofi_rchunk *c)
+{
+    c->next = ofi_rcfree;
+    ofi_rcfree = c;
+}
+
+/* Issue the pieces op still needs; 1 if the provider is busy (op waits on ofi_rmaq). */
+static int ofi_rma_issue(struct kumi_p2p_rma *op)
+{
+    struct ofi_peer *p = &ofi_peers[op->tpeer];
+    while (op->toff < op->len && !op->terr && op->tpending < OFI_READ_WINDOW) {
+        size_t n = op->len - op->toff;
+        if (n > ofi_read_chunk) n = ofi_read_chunk;
+        struct ofi_rchunk *c = ofi_rchunk_get();
+        if (!c) {
+            op->terr = MPI_ERR_NO_MEM;
+            break;
+        }
+        c->op = op;
+        struct iovec iov = { (char *)op->local + op->toff, n };
+        struct fi_rma_iov riov = { .addr = op->raddr + op->toff, .len = n, .key = op->key };
+        struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1, .addr = p->addr, .rma_iov = &riov,
+                                  .rma_iov_count = 1, .context = &c->c };
+        ssize_t rc = op->write ? fi_writemsg(ofi_ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
+                               : fi_readmsg(ofi_ep, &msg, FI_COMPLETION);
+        if (rc == -FI_EAGAIN) {
+            ofi_rchunk_put(c);
+            return 1;
+        }
+        if (rc) {
+            ofi_rchunk_put(c);
+            ofi_lost(op->tpeer, op->write ? "a remote write" : "a remote read", (int)rc);
+            op->terr = MPI_ERR_OTHER;
+            break;
+        }
+        op->toff += n;
+        op->tpending++;
+    }
+    return 0;
+}
+
+static void ofi_rma_queue(struct kumi_p2p_rma *op)
+{
+    op->tflags |= OFI_RMA_QUEUED;
+    op->tnext = NULL;
+    if (ofi_rmaq_tail) ofi_rmaq_tail->tnext = op;
+    else ofi_rmaq = op;
+    ofi_rmaq_tail = op;
+}
+
+static void ofi_rma_finish(struct kumi_p2p_rma *op)
+{
+    ofi_nrma--;
+    op->done(op, op->terr);
+}
+
+static int p2p_ofi_rma(int peer, struct kumi_p2p_rma *op)
+{
+    if (!p2p_ofi_reaches(peer) || !ofi_can_write)
+        return kumi_error(MPI_ERR_OTHER, "p2p/ofi: no remote memory access to rank %d", peer);
+    op->tpeer = peer;
+    op->toff = 0;
+    op->tpending = op->terr = op->tflags = 0;
+    ofi_nrma++;
+    if (ofi_rma_issue(op)) {
+        ofi_rma_queue(op);
+    } else if (op->tpending == 0) {          /* nothing went out (empty, or refused): done at progress */
+        if (op->terr && op->toff == 0) {     /* refused at once: the caller learns it now */
+            ofi_nrma--;
+            return op->terr;
+        }
+        op->tnext = ofi_rmafin;
+        ofi_rmafin = op;
+    }
+    return MPI_SUCCESS;
+}
+
+static void ofi_rma_event(struct ofi_rchunk *c, int err)
+{
+    struct kumi_p2p_rma *op = c->op;
+    ofi_rchunk_put(c);
+    op->tpending--;
+    if (err && !op->terr) op->terr = err;
+    if (op->tflags & OFI_RMA_QUEUED) return;  /* ofi_flush_rma goes on with it */
+    if (!op->terr && op->toff < op->len && ofi_rma_issue(op)) ofi_rma_queue(op);
+    else if (op->tpending == 0) ofi_rma_finish(op);
+}
+
+/* Issue the pieces the provider refused before; finish what is over.
+ * Returns 1 if anything happened. */
+static int ofi_flush_rma(void)
+{
+    struct kumi_p2p_rma *list = ofi_rmaq, *fin = ofi_rmafin;
+    int did = fin != NULL;
+    ofi_rmaq = ofi_rmaq_tail = NULL;
+    ofi_rmafin = NULL;
+    while (list) {
+        struct kumi_p2p_rma *op = list;
+        int before = op->tpending;
+        list = op->tnext;
+        op->tflags &= ~OFI_RMA_QUEUED;
+        if (!op->terr && ofi_rma_issue(op)) {
+            ofi_rma_queue(op);
+            if (op->tpending != before) did = 1;
+        } else {
+            did = 1;
+            if (op->tpending == 0) ofi_rma_finish(op);
+        }
+    }
+    while (fin) {
+        struct kumi_p2p_rma *op = fin;
+        fin = op->tnext;
+        ofi_rma_finish(op);
+    }
+    return did;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1131,6 +1330,8 @@ static int p2p_ofi_progress(void)
                 ofi_tx_event((struct ofi_tx *)c);
             } else if (c->kind == OFI_C_READ) {
                 ofi_read_event((struct ofi_read *)c, 0);
+            } else if (c->kind == OFI_C_RMA) {
+                ofi_rma_event((struct ofi_rchunk *)c, MPI_SUCCESS);
             }
         }
         if (n < OFI_CQ_BATCH) break;
@@ -1142,12 +1343,13 @@ static int p2p_ofi_progress(void)
     }
     if (ofi_have_peers_queued && ofi_flush_queues()) did = 1;
     if (ofi_rdq && ofi_flush_reads()) did = 1;
+    if ((ofi_rmaq || ofi_rmafin) && ofi_flush_rma()) did = 1;
     return did;
 }
 
 static int p2p_ofi_pollfds(struct pollfd *fds, int max)
 {
-    if (ofi_have_peers_queued || ofi_rdq || ofi_nrepost) return KUMI_P2P_NOSLEEP;
+    if (ofi_have_peers_queued || ofi_rdq || ofi_nrepost || ofi_rmaq || ofi_rmafin) return KUMI_P2P_NOSLEEP;
     if (ofi_waitfd < 0) return KUMI_P2P_NAP;
     if (max < 1) return 0;
     struct fid *f = &ofi_cq->fid;
@@ -1160,7 +1362,7 @@ static int p2p_ofi_pollfds(struct pollfd *fds, int max)
 
 static int p2p_ofi_busy(void)
 {
-    return ofi_nqueued > 0 || ofi_rdq != NULL;
+    return ofi_nqueued > 0 || ofi_rdq != NULL || ofi_nrma > 0;
 }
 
 static void ofi_teardown(void)
@@ -1201,6 +1403,13 @@ static void ofi_teardown(void)
         ofi_txfree = t->next;
         free(t);
     }
+    while (ofi_rcfree) {
+        struct ofi_rchunk *c = ofi_rcfree;
+        ofi_rcfree = c->next;
+        free(c);
+    }
+    ofi_rmaq = ofi_rmaq_tail = ofi_rmafin = NULL;
+    ofi_nrma = 0;
     ofi_finwait = NULL;
     ofi_have_peers_queued = 0;
     ofi_nqueued = 0;
@@ -1223,13 +1432,16 @@ static const struct kumi_p2p_ops p2p_ofi_ops = {
     .finalize = p2p_ofi_finalize,
     .rget = p2p_ofi_rget,
     .pull = p2p_ofi_pull,
+    .mem_reg = p2p_ofi_mem_reg,
+    .mem_dereg = p2p_ofi_mem_dereg,
+    .rma = p2p_ofi_rma,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_ofi_component = {
     .abi_version = KUMI_COMPONENT_ABI_VERSION,
     .framework = "p2p", .name = "ofi",
     .version = { 0, 1, 0 },
-    .description = "libfabric RDM endpoints: eager messages, fi_read zero-copy rendezvous",
+    .description = "libfabric RDM endpoints: eager messages, fi_read zero-copy rendezvous, window RMA",
     .priority = 30,
     .register_params = p2p_ofi_register,
     .open = p2p_ofi_open, .close = p2p_ofi_close,

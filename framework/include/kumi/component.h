@@ -29,8 +29,8 @@ extern "C" {
 #endif
 
 /* Bump when struct kumi_component or any framework ops table changes. */
-#define KUMI_COMPONENT_ABI_VERSION 4     /* 2: p2p rget/pull; 3: coll schedule builders;
-                                            4: coll comm_release */
+#define KUMI_COMPONENT_ABI_VERSION 5     /* 2: p2p rget/pull; 3: coll schedule builders;
+                                            4: coll comm_release; 5: p2p mem_reg/rma */
 
 struct kumi_component {
     int abi_version;              /* KUMI_COMPONENT_ABI_VERSION */

@@ -85,6 +85,29 @@ struct kumi_rx {
     void *owner;              /* request layer's */
 };
 
+/* Remote memory access (optional ops below): what a peer needs to reach a
+ * registration — the address of its first byte in the transport's terms and
+ * the key. */
+struct kumi_p2p_rkey { uint64_t addr, key; };
+
+/* One remote write or read, owned by the caller until done() runs. */
+struct kumi_p2p_rma {
+    int write;                /* 1: local -> peer's memory (put); 0: peer's memory -> local (get) */
+    void *local;              /* len bytes here (valid until done()) */
+    size_t len;
+    uint64_t raddr;           /* the peer's rkey.addr + byte offset into its registration */
+    uint64_t key;             /* the peer's rkey.key */
+    /* Runs from progress(), never from inside rma(): err is MPI_SUCCESS or an
+     * MPI error class.  A write is done when its bytes are in the peer's
+     * memory (visible to the peer), a read when they are in local. */
+    void (*done)(struct kumi_p2p_rma *op, int err);
+    void *owner;              /* the caller's */
+    /* transport-private scratch */
+    struct kumi_p2p_rma *tnext;
+    size_t toff;
+    int tpeer, tpending, terr, tflags;
+};
+
 struct kumi_p2p_ops {
     /* After open: set up and publish this rank's address(es) with
      * kumi_rpim_put("p2p.<name>.addr", ...) (keys are per rank). */
@@ -132,6 +155,17 @@ struct kumi_p2p_ops {
      * sender's op complete.  rx == NULL: the message was cancelled; release
      * it without reading. */
     void (*pull)(int peer, uint64_t handle, struct kumi_rx *rx);
+
+    /* ---- Remote memory access for RMA windows, optional: all three NULL
+     * when the transport has none (windows then use active messages). */
+    /* Register [base, base+len) of this process for remote reads and writes
+     * by the peers this transport reaches; *handle is for mem_dereg, *rkey
+     * what peers pass in their operations.  MPI_SUCCESS or an MPI error. */
+    int (*mem_reg)(void *base, size_t len, void **handle, struct kumi_p2p_rkey *rkey);
+    void (*mem_dereg)(void *handle);
+    /* Start op on peer's memory; no ordering between operations is promised.
+     * MPI_SUCCESS (done() will run) or an MPI error (it will not). */
+    int (*rma)(int peer, struct kumi_p2p_rma *op);
 };
 
 /* Upcalls into the request layer, for transports. */
