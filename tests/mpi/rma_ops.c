@@ -11,6 +11,7 @@
  *     0: every fetched value is distinct and the final value is the sum;
  *   - a derived (strided vector) target datatype, and a derived origin type;
  *   - the R* forms, completed with MPI_Wait before the epoch ends;
+ * (Win_allocate_shared only when every rank is on one host.)
  * With RMA_OPS_MIXED set, odd ranks use active messages only (parameter
  * kumi_base_rma_direct=false) and even ranks the direct path, so locks are
  * granted by both sides of the lock word and accumulates of both paths meet.
@@ -357,8 +358,18 @@ int main(int argc, char **argv)
     MPI_Group_incl(world_group, nb[0] == nb[1] ? 1 : 2, nb, &left_right);
     const char *flavors[] = { "create", "allocate", "shared", "dynamic" };
     bases = malloc((size_t)size * sizeof *bases);
+    /* shared windows need every rank on one host */
+    MPI_Comm node;
+    int nnode;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &nnode);
+    MPI_Comm_free(&node);
     for (int f = 0; f < 4; f++) {
         if (argc > 1 && strcmp(argv[1], flavors[f])) continue;
+        if (!strcmp(flavors[f], "shared") && nnode != size) {
+            if (rank == 0) printf("rma_ops: the ranks span hosts: no shared windows\n");
+            continue;
+        }
         flavor_name = flavors[f];
         for (int mode = 0; mode < NMODES; mode++) {
             mode_name = mode_names[mode];
