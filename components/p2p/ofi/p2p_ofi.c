@@ -45,9 +45,13 @@
  * in the target's memory, which is what MPI_Win_flush needs.  A provider
  * without remote writes (chosen when none of the list has them) offers no
  * window access and windows use active messages.  With the software
- * providers of Debian (shm, tcp;ofi_rxm) the target's progress engine moves
- * the bytes (manual progress), as it does for active messages; on hardware
- * that writes memory itself it does not.
+ * providers of Debian (tcp;ofi_rxm; shm where CMA is refused) the target's
+ * progress engine moves the bytes (manual progress), as it does for active
+ * messages; on hardware that writes memory itself it does not.  Nothing at
+ * the target signals those bytes, so a blocked rank with registered window
+ * memory and no wait fd (see below) keeps polling instead of napping when it
+ * is bound to a core of its own: a nap would cost every remote write a
+ * millisecond.
  *
  * Progress.  progress() reads the completion queue (which also drives the
  * provider's manual progress) and retries what the provider refused with
@@ -57,7 +61,8 @@
  * A provider without a wait fd (shm), or such a CQ, gives nothing to
  * sleep on: a rank that stays blocked past the spin and yield phases of the
  * progress engine naps a millisecond between polls, so it costs next to no
- * CPU but may answer up to a millisecond late.
+ * CPU but may answer up to a millisecond late (a bound rank with registered
+ * window memory does not nap: see Windows).
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -221,6 +226,8 @@ static struct ofi_rchunk *ofi_rcfree;
 static struct kumi_p2p_rma *ofi_rmaq, *ofi_rmaq_tail;   /* RMA with pieces the provider refused */
 static struct kumi_p2p_rma *ofi_rmafin;   /* RMA over whose done() has not run yet */
 static int ofi_nrma;                      /* RMA operations not done */
+static int ofi_nwinmr;                    /* window memory registered for remote access */
+static int ofi_bound;                     /* mpiexec bound this rank to a core of its own */
 static char ofi_provname[64];
 
 static const char *ofi_err(int rc)
@@ -488,6 +495,7 @@ static int p2p_ofi_init(void)
      * completion: a microsecond or more per message.  A rank that has a core
      * of its own (mpiexec bound it) spins, then naps; only one that shares its
      * core sleeps on the fd. */
+    ofi_bound = getenv(KUMI_ENV_BIND_CPUS) != NULL;
     int want_fd = !strcmp(ofi_wait_param, "fd") ||
                   (strcmp(ofi_wait_param, "none") && !getenv(KUMI_ENV_BIND_CPUS));
     struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = want_fd ? FI_WAIT_FD : FI_WAIT_NONE,
@@ -1168,6 +1176,7 @@ static int p2p_ofi_mem_reg(void *base, size_t len, void **handle, struct kumi_p2
         return kumi_error(rc == -FI_ENOMEM ? MPI_ERR_NO_MEM : MPI_ERR_OTHER,
                           "p2p/ofi: cannot register %zu bytes of window memory: %s", len, ofi_err(rc));
     *handle = mr;
+    ofi_nwinmr++;
     rkey->addr = ofi_virt_addr ? (uint64_t)(uintptr_t)base : 0;
     rkey->key = fi_mr_key(mr);
     return MPI_SUCCESS;
@@ -1175,7 +1184,10 @@ static int p2p_ofi_mem_reg(void *base, size_t len, void **handle, struct kumi_p2
 
 static void p2p_ofi_mem_dereg(void *handle)
 {
-    if (handle && ofi_domain) fi_close(&((struct fid_mr *)handle)->fid);
+    if (handle && ofi_domain) {
+        fi_close(&((struct fid_mr *)handle)->fid);
+        ofi_nwinmr--;
+    }
 }
 
 static struct ofi_rchunk *ofi_rchunk_get(void)
@@ -1350,7 +1362,7 @@ static int p2p_ofi_progress(void)
 static int p2p_ofi_pollfds(struct pollfd *fds, int max)
 {
     if (ofi_have_peers_queued || ofi_rdq || ofi_nrepost || ofi_rmaq || ofi_rmafin) return KUMI_P2P_NOSLEEP;
-    if (ofi_waitfd < 0) return KUMI_P2P_NAP;
+    if (ofi_waitfd < 0) return ofi_nwinmr > 0 && ofi_bound ? KUMI_P2P_NOSLEEP : KUMI_P2P_NAP;
     if (max < 1) return 0;
     struct fid *f = &ofi_cq->fid;
     if (fi_trywait(ofi_fabric, &f, 1) != FI_SUCCESS) return KUMI_P2P_NOSLEEP;   /* events pending */
