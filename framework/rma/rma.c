@@ -154,8 +154,9 @@ struct kumi_rma {
     int *post_ranks, npost;             /* exposure epoch: origins; npost < 0: none */
     struct lockwait *lockq, *lockq_tail; /* lock requests of active messages not granted yet */
     struct ackwait *ackq;
-    int errors;                         /* operations rejected here since the last ack */
+    int errors;                         /* operations rejected here, not reported to their origin yet */
     int first_err;                      /* error code of the first one (reported at my next sync) */
+    int *rejected;                      /* [size] of them per origin (its next UNLOCK / FLUSH ack says so) */
     bool freeing;
     bool draining;                      /* ctl_done is handling queued control messages */
     struct rma_msg *q;                  /* control messages not handled yet (a ring) */
@@ -498,6 +499,7 @@ static void tgt_locate(struct kumi_rma *m, struct tgt_op *t)
         t->mem = (uint8_t *)w->base + t->h.addr;
     }
     if (t->bad) {
+        m->rejected[t->h.origin]++;
         if (!m->errors++)
             m->first_err = kumi_error(MPI_ERR_RMA_RANGE, "RMA: an operation from rank %d addressed %llu bytes at "
                                       "%#llx, outside the window memory of rank %d", t->h.origin,
@@ -600,8 +602,10 @@ static void grant_queued(struct kumi_rma *m)
 
 static void send_ack(struct kumi_rma *m, int origin, int kind, int type)
 {
-    struct rma_msg a = { .kind = (uint32_t)kind, .origin = m->w->rank, .arg = m->errors };
-    m->errors = 0;
+    /* the origin learns of its own rejected operations (no longer reported here) */
+    struct rma_msg a = { .kind = (uint32_t)kind, .origin = m->w->rank, .arg = m->rejected[origin] };
+    m->errors -= m->rejected[origin];
+    m->rejected[origin] = 0;
     if (kind == M_UNLOCK_ACK) {
         word_unlock(m, m->w->peers[m->w->rank].ctl, type);
         grant_queued(m);
@@ -805,22 +809,60 @@ struct opargs {
     struct kumi_op *op;
 };
 
-/* Where this rank reaches target t's memory directly: *base mapped here
- * (*pid 0) or in process *pid (CMA).  False: active messages. */
-static bool direct_mem(struct kumi_rma *m, int t, uint8_t **base, int *pid)
+/* Is [addr, addr+len) in a region of table d (rma.h)?  1 yes, 0 no, -1 the
+ * table does not list them all (or its owner never finishes writing it). */
+static int dyn_lookup(struct kumi_win_dyn *d, uint64_t addr, uint64_t len)
+{
+    for (int tries = 0; tries < 100000; tries++) {
+        uint32_t s1 = atomic_load_explicit(&d->seq, memory_order_acquire);
+        if (s1 & 1) {                   /* the owner is writing it */
+            sched_yield();
+            continue;
+        }
+        uint32_t n = atomic_load_explicit(&d->n, memory_order_relaxed);
+        int in = n > KUMI_WIN_DYN_MAX ? -1 : 0;
+        for (uint32_t i = 0; in == 0 && i < n; i++) {
+            uint64_t b = atomic_load_explicit(&d->r[i].base, memory_order_relaxed);
+            uint64_t l = atomic_load_explicit(&d->r[i].len, memory_order_relaxed);
+            if (addr >= b && addr + len >= addr && addr + len <= b + l) in = 1;
+        }
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&d->seq, memory_order_relaxed) == s1) return in;
+    }
+    return -1;
+}
+
+/* Where this rank reaches the target memory [addr, addr+span) of t directly:
+ * at *base + addr, mapped here (*pid 0) or in process *pid (CMA); dynamic
+ * windows: *base 0 (addresses are absolute), within the regions t attached.
+ * Returns 1 (direct), 0 (active messages) or -1 (dynamic: outside every
+ * region t attached). */
+static int direct_mem(struct kumi_rma *m, int t, uint64_t addr, uint64_t span, uint8_t **base, int *pid)
 {
     struct kumi_win *w = m->w;
     struct kumi_win_peer *p = &w->peers[t];
-    if (!kumi_rma_direct || !p->ctl || w->flavor == MPI_WIN_FLAVOR_DYNAMIC) return false;
+    if (!kumi_rma_direct || !p->ctl) return 0;
     *pid = 0;
-    if (p->direct) { *base = p->direct; return true; }
-    if (t == w->rank) { *base = w->base; return true; }
+    *base = NULL;
+    if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        if (t == w->rank) return kumi_win_region_ok(w, addr, span) ? 1 : -1;
+        if (!p->cma || m->cma_off[t] || !p->dyn) return 0;
+        int in = dyn_lookup(p->dyn, addr, span);
+        if (in < 0) {                   /* too many regions to check here: active messages from now on */
+            m->cma_off[t] = 1;          /* (one way, so operations to t stay in order) */
+            return 0;
+        }
+        *pid = p->pid;
+        return in ? 1 : -1;
+    }
+    if (p->direct) { *base = p->direct; return 1; }
+    if (t == w->rank) { *base = w->base; return 1; }
     if (p->cma && !m->cma_off[t]) {
         *base = (uint8_t *)(uintptr_t)p->base;
         *pid = p->pid;
-        return true;
+        return 1;
     }
-    return false;
+    return 0;
 }
 
 enum { DIRECT_REFUSED = -1 };           /* CMA not permitted: nothing was done, use active messages */
@@ -1068,8 +1110,14 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
     }
     uint8_t *tbase;
     int tpid;
-    if (direct_mem(m, a->target, &tbase, &tpid)) {
-        struct tmem tm = { .mem = tbase + addr, .blk = nb > 0 ? blk : NULL, .nblocks = (uint64_t)nb,
+    int dm = direct_mem(m, a->target, addr, span, &tbase, &tpid);
+    if (dm < 0) {
+        rc = kumi_error(MPI_ERR_RMA_RANGE, "%s: target memory [%#llx, +%llu) is not in memory that rank %d attached "
+                        "to the dynamic window", fn, (unsigned long long)addr, (unsigned long long)span, a->target);
+        goto fail;
+    }
+    if (dm > 0) {
+        struct tmem tm = { .mem = (uint8_t *)((uintptr_t)tbase + addr), .blk = nb > 0 ? blk : NULL, .nblocks = (uint64_t)nb,
                            .bytes = tbytes, .pid = tpid };
         rc = direct_op(m, fn, kind, a, &tm);
         if (rc != DIRECT_REFUSED) {
@@ -1398,6 +1446,15 @@ static int applied_reached(void *arg)
     return c->m->applied_total >= c->want;
 }
 
+/* Operations other ranks addressed outside this rank's memory, reported at
+ * its fence or Win_wait (as no ack told their origins). */
+static int target_errors(struct kumi_rma *m)
+{
+    m->errors = 0;
+    memset(m->rejected, 0, sizeof *m->rejected * (size_t)m->w->size);
+    return m->first_err;
+}
+
 /* The error a target found in operations of this origin (acks), or one of mine. */
 static int take_errors(struct kumi_rma *m, const char *fn)
 {
@@ -1440,7 +1497,7 @@ int kumi_mpi_win_fence(int assert, struct kumi_win *win)
     rc = kumi_mpi_barrier(win->comm);
     if (rc) return rc;
     m->fence_epoch = !(assert & MPI_MODE_NOSUCCEED);
-    if (m->errors) { m->errors = 0; return m->first_err; }
+    if (m->errors) return target_errors(m);
     return MPI_SUCCESS;
 }
 
@@ -1547,7 +1604,7 @@ static int end_exposure(struct kumi_rma *m)
     m->post_ranks = NULL;
     m->npost = -1;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (m->errors) { m->errors = 0; return m->first_err; }
+    if (m->errors) return target_errors(m);
     return MPI_SUCCESS;
 }
 
@@ -1797,6 +1854,7 @@ int kumi_rma_win_init(struct kumi_win *w)
     m->lockw = calloc(n, 1);
     m->cma_off = calloc(n, 1);
     m->synced = calloc(n, sizeof *m->synced);
+    m->rejected = calloc(n, sizeof *m->rejected);
     m->local2rank = malloc(n * sizeof *m->local2rank);
     m->nstart = m->npost = -1;
     m->mylocal = w->peers[w->rank].local;
@@ -1807,7 +1865,7 @@ int kumi_rma_win_init(struct kumi_win *w)
     }
     w->rma = m;
     if (!m->sent || !m->applied || !m->complete_count || !m->lock || !m->lock_nocheck || !m->granted || !m->acks ||
-        !m->posts || !m->completes || !m->lockw || !m->cma_off || !m->synced || !m->local2rank) {
+        !m->posts || !m->completes || !m->lockw || !m->cma_off || !m->synced || !m->rejected || !m->local2rank) {
         kumi_rma_win_fini(w, NULL);
         return kumi_error(MPI_ERR_NO_MEM, "window: out of memory");
     }
@@ -1844,7 +1902,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
     while (m->ackq) { struct ackwait *a = m->ackq; m->ackq = a->next; free(a); }
     free(m->sent); free(m->applied); free(m->complete_count); free(m->lock); free(m->lock_nocheck);
     free(m->granted); free(m->acks); free(m->posts); free(m->completes);
-    free(m->lockw); free(m->cma_off); free(m->synced); free(m->local2rank);
+    free(m->lockw); free(m->cma_off); free(m->synced); free(m->rejected); free(m->local2rank);
     free(m->start_ranks); free(m->post_ranks);
     free(m->q);
     free(m);

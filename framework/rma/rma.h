@@ -12,13 +12,15 @@
  *
  * Every window has, on each host, a shared segment that starts with a
  * control block per local rank (struct kumi_win_ctl: the words of its
- * passive-target lock and of its accumulate lock); Win_allocate[_shared]
+ * passive-target lock and of its accumulate lock); dynamic windows add a
+ * region table per local rank (struct kumi_win_dyn); Win_allocate[_shared]
  * put the ranks' memory there too.
  *
  * Data paths per (window, origin, target):
  *  - direct, same host: the target's memory is mapped here (peers[r].direct,
  *    Win_allocate[_shared]) or reachable with process_vm_readv/writev
- *    (peers[r].cma, Win_create): loads, stores and reductions done by the
+ *    (peers[r].cma, Win_create, and dynamic windows within the regions
+ *    the target lists in the segment): loads, stores and reductions done by the
  *    origin, accumulates under the target's accumulate lock word; passive
  *    target locks are taken on the target's lock word.  Nothing runs at the
  *    target, so passive-target epochs complete while it computes;
@@ -26,8 +28,10 @@
  *    memory access (p2p/ofi: fi_write / fi_read into the target's registered
  *    window memory), complete when the bytes are there; accumulates and
  *    locks of such a rank are active messages;
- *  - active messages: everything else (dynamic windows, other hosts, or
- *    parameter kumi_base_rma_direct=false): requests over the window's
+ *  - active messages: everything else (accumulates and locks on other hosts,
+ *    dynamic windows there, CMA refused, a dynamic target with more regions
+ *    than its table lists, or parameter kumi_base_rma_direct=false): requests
+ *    over the window's
  *    private communicator that the target applies in its progress engine
  *    (under its own accumulate lock word; lock requests are granted by
  *    taking its lock word on the origin's behalf).
@@ -48,8 +52,9 @@ struct kumi_win_peer {
     int local;                      /* index of r among the ranks of this host, or -1 (another host) */
     void *direct;                   /* r's memory mapped in this process (shared segment), or NULL */
     struct kumi_win_ctl *ctl;       /* r's control block in the host's segment, or NULL (another host) */
+    struct kumi_win_dyn *dyn;       /* dynamic windows: r's region table there, or NULL (another host) */
     int pid;                        /* r's process id */
-    bool cma;                       /* r's memory (Win_create) can be read and written with CMA from here */
+    bool cma;                       /* r's memory (Win_create, dynamic) can be read and written with CMA from here */
     bool fab;                       /* Put / Get reach r's memory through its transport's RMA (rkey) */
     struct kumi_p2p_rkey rkey;      /* r's registration of its window memory (fab) */
 };
@@ -68,6 +73,21 @@ _Static_assert(sizeof(struct kumi_win_ctl) == 128, "two cache lines");
 
 /* A region attached to a dynamic window. */
 struct kumi_win_region { uint64_t base, len; };
+
+/* Dynamic windows: each rank's attached regions, published in the host's
+ * segment (after the control blocks) so that same-host origins check and
+ * reach them with CMA.  The owner changes it under a sequence count (odd
+ * while it writes); a reader retries until it read one even count on both
+ * sides.  n > KUMI_WIN_DYN_MAX: too many regions to list (the rank's origins
+ * use active messages). */
+#define KUMI_WIN_DYN_MAX 31
+struct kumi_win_dyn {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t n;
+    struct { _Atomic uint64_t base, len; } r[KUMI_WIN_DYN_MAX];
+    char pad[8];
+};
+_Static_assert(sizeof(struct kumi_win_dyn) == 512, "eight cache lines");
 
 struct kumi_rma;                    /* synchronisation and operation state (rma.c) */
 

@@ -49,6 +49,7 @@
 #include <kumi/rpim.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,7 @@ struct win_rec {
     uint64_t flags;
     int64_t pid;
     uint64_t raddr, rkey;               /* REC_FAB: the registration of base (struct kumi_p2p_rkey) */
+    uint64_t probe;                     /* REC_CMA: an address of this process that peers read to test CMA */
 };
 #define REC_ERR      1u                 /* this rank failed locally */
 #define REC_NONCONTIG 2u                /* alloc_shared_noncontig=true */
@@ -275,7 +277,8 @@ static int agree(struct kumi_win *w, int err, int *any)
 /* Map this host's segment of window w and fill w->seg, w->seglen and, for
  * the ranks of this host, peers[r].ctl; with the ranks' memory in it
  * (Win_allocate[_shared]: their sizes are in all[]) also w->base and
- * peers[r].direct; ctl_only (Win_create, dynamic): control blocks only.
+ * peers[r].direct; ctl_only (Win_create, dynamic): control blocks only
+ * (dynamic: and a region table per local rank, peers[r].dyn).
  * local: host_map().  Collective over w->comm.  On failure nothing stays
  * mapped. */
 static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *all, const int *local,
@@ -288,7 +291,9 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
             if (leader < 0) leader = r;
             if (all[r].flags & REC_NONCONTIG) align = pg;
         }
-    size_t off = round_up((size_t)nlocal * sizeof(struct kumi_win_ctl), align);
+    size_t ctlbytes = (size_t)nlocal * sizeof(struct kumi_win_ctl);
+    size_t dynbytes = w->flavor == MPI_WIN_FLAVOR_DYNAMIC ? (size_t)nlocal * sizeof(struct kumi_win_dyn) : 0;
+    size_t off = round_up(ctlbytes + dynbytes, align);
     size_t *offs = malloc(sizeof(size_t) * (size_t)w->size);
     if (!offs) err = 1;
     for (int r = 0; offs && r < w->size; r++) {
@@ -366,6 +371,7 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
         if (local[r] < 0) continue;
         if (!ctl_only) w->peers[r].direct = (char *)seg + offs[r];
         w->peers[r].ctl = (struct kumi_win_ctl *)seg + local[r];
+        if (dynbytes) w->peers[r].dyn = (struct kumi_win_dyn *)((char *)seg + ctlbytes) + local[r];
     }
     if (!ctl_only) w->base = w->peers[w->rank].direct;
     free(offs);
@@ -435,8 +441,9 @@ static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_A
     struct win_rec me = {
         .base = (uint64_t)(uintptr_t)w->base, .size = (uint64_t)w->wsize, .disp_unit = w->disp_unit,
         .flags = (err ? REC_ERR : 0) | (w->info && info_true(w->info, "alloc_shared_noncontig") ? REC_NONCONTIG : 0) |
-                 (flavor == MPI_WIN_FLAVOR_CREATE && cma_allowed() ? REC_CMA : 0),
-        .pid = (int64_t)getpid() };
+                 ((flavor == MPI_WIN_FLAVOR_CREATE || flavor == MPI_WIN_FLAVOR_DYNAMIC) && cma_allowed() ? REC_CMA : 0),
+        .pid = (int64_t)getpid(),
+        .probe = flavor == MPI_WIN_FLAVOR_DYNAMIC ? (uint64_t)(uintptr_t)&w->magic : (uint64_t)(uintptr_t)w->base };
     if (!err && flavor == MPI_WIN_FLAVOR_CREATE) fab_register(w, &me);
     rc = allgather_recs(w, &me, all);
     if (!rc && any_error(w, all) >= 0)
@@ -455,9 +462,9 @@ static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_A
             p->disp_unit = (int)all[r].disp_unit;
             p->local = local[r];
             p->pid = (int)all[r].pid;
-            if (flavor == MPI_WIN_FLAVOR_CREATE && r != w->rank && local[r] >= 0 && p->size > 0 &&
-                (all[r].flags & REC_CMA) && (me.flags & REC_CMA))
-                p->cma = cma_probe(p->pid, p->base);
+            if ((flavor == MPI_WIN_FLAVOR_CREATE || flavor == MPI_WIN_FLAVOR_DYNAMIC) && r != w->rank &&
+                local[r] >= 0 && p->size > 0 && (all[r].flags & REC_CMA) && (me.flags & REC_CMA))
+                p->cma = cma_probe(p->pid, all[r].probe);
             if ((all[r].flags & REC_FAB) && r != w->rank && kumi_rma_fabric) {
                 const struct kumi_p2p_ops *o = kumi_req_transport(kumi_comm_world_rank(w->comm, r));
                 p->fab = o && o->rma;
@@ -593,6 +600,23 @@ int kumi_mpi_win_shared_query_c(struct kumi_win *win, int rank, MPI_Aint *size, 
 }
 
 /* ---------------------------------------------------- attach / detach */
+/* Copy this rank's regions to its table in the host's segment (rma.h). */
+static void dyn_publish(struct kumi_win *w)
+{
+    struct kumi_win_dyn *d = w->peers[w->rank].dyn;
+    if (!d) return;
+    uint32_t seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
+    atomic_store_explicit(&d->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    int n = w->nregions <= KUMI_WIN_DYN_MAX ? w->nregions : 0;
+    for (int i = 0; i < n; i++) {
+        atomic_store_explicit(&d->r[i].base, w->regions[i].base, memory_order_relaxed);
+        atomic_store_explicit(&d->r[i].len, w->regions[i].len, memory_order_relaxed);
+    }
+    atomic_store_explicit(&d->n, (uint32_t)w->nregions, memory_order_relaxed);
+    atomic_store_explicit(&d->seq, seq + 2, memory_order_release);
+}
+
 int kumi_mpi_win_attach(struct kumi_win *win, void *base, MPI_Aint size)
 {
     static const char fn[] = "MPI_Win_attach";
@@ -618,6 +642,7 @@ int kumi_mpi_win_attach(struct kumi_win *win, void *base, MPI_Aint size)
         w->cregions = c;
     }
     w->regions[w->nregions++] = (struct kumi_win_region){ b, l };
+    dyn_publish(w);
     return MPI_SUCCESS;
 }
 
@@ -632,6 +657,7 @@ int kumi_mpi_win_detach(struct kumi_win *win, const void *base)
         if (w->regions[i].base == b) {
             memmove(&w->regions[i], &w->regions[i + 1], sizeof *w->regions * (size_t)(w->nregions - i - 1));
             w->nregions--;
+            dyn_publish(w);
             return MPI_SUCCESS;
         }
     return kumi_error(MPI_ERR_BASE, "%s: argument base (%p) is not the base of a region attached to the window "

@@ -11,13 +11,17 @@
  *     0: every fetched value is distinct and the final value is the sum;
  *   - a derived (strided vector) target datatype, and a derived origin type;
  *   - the R* forms, completed with MPI_Wait before the epoch ends;
+ *   - dynamic windows: 40 regions per rank (more than a same-host origin
+ *     checks in the target's table), Put / Accumulate / Get in three;
  * (Win_allocate_shared only when every rank is on one host.)
  * With RMA_OPS_MIXED set, odd ranks use active messages only (parameter
  * kumi_base_rma_direct=false) and even ranks the direct path, so locks are
  * granted by both sides of the lock word and accumulates of both paths meet.
  * And bad arguments: a wrong target rank (MPI_ERR_RANK), a displacement
  * outside the window (MPI_ERR_RMA_RANGE) and an operation outside an access
- * epoch (MPI_ERR_RMA_SYNC), with MPI_ERRORS_RETURN on the window. */
+ * epoch (MPI_ERR_RMA_SYNC), with MPI_ERRORS_RETURN on the window; dynamic
+ * windows: outside the attached memory (MPI_ERR_RMA_RANGE from the call or
+ * from the unlock). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,7 +345,66 @@ static void test_errors(const char *flavor)
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_LOCKTYPE, "lock type 12345: class %d, expected MPI_ERR_LOCKTYPE", cls);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, x.w);
+    if (!strcmp(flavor, "dynamic")) {
+        /* outside the memory rank 0 attached: the error comes from the call (same host: checked at the
+           origin) or from the unlock (active messages: checked at the target) */
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, x.w);
+        int rc1 = MPI_Put(&v, 1, MPI_INT, 0, bases[0] + WIN_INTS * (MPI_Aint)sizeof(int) + 64, 1, MPI_INT, x.w);
+        int rc2 = MPI_Win_unlock(0, x.w), c2;
+        MPI_Error_class(rc1, &cls);
+        MPI_Error_class(rc2, &c2);
+        CHECK(cls == MPI_ERR_RMA_RANGE || (rc1 == MPI_SUCCESS && c2 == MPI_ERR_RMA_RANGE),
+              "put outside the attached memory: classes %d (put) and %d (unlock), expected MPI_ERR_RMA_RANGE", cls, c2);
+    }
     free_win(&x, flavor);
+}
+
+/* A dynamic window with more regions per rank than a same-host origin can
+ * check in the target's table (rma.h: KUMI_WIN_DYN_MAX): puts, gets and
+ * accumulates into the first, a middle and the last region still land. */
+#define NREG 40
+static void test_many_regions(void)
+{
+    flavor_name = "dynamic";
+    mode_name = "many regions";
+    MPI_Win w;
+    int reg[NREG][4];
+    MPI_Aint *addr = malloc(sizeof(MPI_Aint) * NREG * (size_t)size), mine[NREG];
+    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    for (int i = 0; i < NREG; i++) {
+        for (int k = 0; k < 4; k++) reg[i][k] = 0;
+        MPI_Win_attach(w, reg[i], sizeof reg[i]);
+        MPI_Get_address(reg[i], &mine[i]);
+    }
+    MPI_Allgather(mine, NREG, MPI_AINT, addr, NREG, MPI_AINT, MPI_COMM_WORLD);
+    int right = (rank + 1) % size, one = 1;
+    const int pick[3] = { 0, NREG / 2, NREG - 1 };
+    MPI_Win_lock_all(0, w);
+    for (int j = 0; j < 3; j++) {
+        int v = val(rank, pick[j]);
+        MPI_Put(&v, 1, MPI_INT, right, addr[right * NREG + pick[j]], 1, MPI_INT, w);
+        for (int t = 0; t < size; t++)
+            MPI_Accumulate(&one, 1, MPI_INT, t, addr[t * NREG + pick[j]] + 2 * (MPI_Aint)sizeof(int), 1, MPI_INT,
+                           MPI_SUM, w);
+    }
+    MPI_Win_unlock_all(w);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int left = (rank + size - 1) % size, got[3];
+    MPI_Win_lock_all(0, w);
+    for (int j = 0; j < 3; j++)
+        MPI_Get(&got[j], 1, MPI_INT, right, addr[right * NREG + pick[j]] + 2 * (MPI_Aint)sizeof(int), 1, MPI_INT, w);
+    MPI_Win_unlock_all(w);
+    for (int j = 0; j < 3; j++) {
+        CHECK(reg[pick[j]][0] == val(left, pick[j]), "region %d: put left %d, expected %d", pick[j],
+              reg[pick[j]][0], val(left, pick[j]));
+        CHECK(reg[pick[j]][2] == size, "region %d: the accumulates left %d, expected %d", pick[j], reg[pick[j]][2],
+              size);
+        CHECK(got[j] == size, "region %d of rank %d: got %d, expected %d", pick[j], right, got[j], size);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < NREG; i++) MPI_Win_detach(w, reg[i]);
+    MPI_Win_free(&w);
+    free(addr);
 }
 
 int main(int argc, char **argv)
@@ -378,6 +441,7 @@ int main(int argc, char **argv)
             test_requests(flavor_name, mode);
         }
         test_errors(flavor_name);
+        if (!strcmp(flavors[f], "dynamic")) test_many_regions();
     }
     MPI_Group_free(&left_right);
     MPI_Group_free(&world_group);
