@@ -848,6 +848,11 @@ int kumi_mpi_comm_get_info(struct kumi_comm *comm, MPI_Info *info_used)
     if (!info_used) return kumi_error(MPI_ERR_ARG, "MPI_Comm_get_info: argument info_used is NULL");
     struct kumi_info *i = kumi_info_dup(comm->info);
     if (!i) return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_get_info: out of memory");
+    int rc = kumi_info_set_value(i, "mpi_memory_alloc_kinds", kumi_memkinds_world());
+    if (rc) {
+        kumi_info_release(i);
+        return rc;
+    }
     *info_used = kumi_info_handle(i);
     return MPI_SUCCESS;
 }

@@ -355,6 +355,11 @@ void kumi_ctx_free(int32_t ctx);
 
 /* ------------------------------------------------------------ sessions */
 /* (framework/core/session.c) */
+/* Memory allocation kinds (MPI-4.1 12.4.3): the supported kinds among a
+ * comma-separated request (NULL: the default), and the World Model's. */
+void kumi_memkinds_register_params(void);
+void kumi_memkinds_supported(const char *req, char *out, size_t len);
+const char *kumi_memkinds_world(void);
 struct kumi_session {
     uint32_t magic;                 /* KUMI_MAGIC_SESSION */
     struct kumi_errhandler *errh;

@@ -130,6 +130,7 @@ void kumi_framework_register_params(void)
     kumi_progress_register_params();
     kumi_rma_register_params();
     kumi_sched_register_params();
+    kumi_memkinds_register_params();
 }
 
 /* ------------------------------------------------------------ runtime */

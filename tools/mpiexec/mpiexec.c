@@ -110,6 +110,9 @@ static void usage(FILE *f)
         "                       processes; by default the whole environment is passed\n"
         "  --param NAME=VALUE   set parameter NAME for the processes (environment\n"
         "                       KUMI_<NAME in upper case>); see kumi_info --param\n"
+        "  --memory-alloc-kinds LIST\n"
+        "                       memory allocation kinds the program asks for (MPI 4.1\n"
+        "                       info key mpi_memory_alloc_kinds; default mpi,system)\n"
         "  --timeout S          stop the job after S seconds (exit status 124)\n"
         "  --tag-output         prefix each output line with [jobid,rank]<stdout>: or <stderr>:\n"
         "  --stdin none         do not forward stdin to rank 0 (it gets /dev/null)\n"
@@ -236,6 +239,8 @@ static void parse_args(int argc, char **argv)
                 if (i + 1 >= argc) die_usage("--param %s: needs NAME=VALUE", s);
                 add_param(s, argv[++i]);
             }
+        } else if (is_opt(a, "--memory-alloc-kinds")) {
+            add_param("base_memory_alloc_kinds", optval(argc, argv, &i));
         } else if (is_opt(a, "--timeout")) {
             const char *s = optval(argc, argv, &i);
             char *end;
