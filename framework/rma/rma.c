@@ -960,7 +960,8 @@ static int fab_op(struct kumi_rma *m, const char *fn, int kind, const struct opa
                   struct rma_blk *blk, long nb, size_t tbytes, struct kumi_req *u, bool *took)
 {
     struct kumi_win_peer *p = &m->w->peers[a->target];
-    const struct kumi_p2p_ops *ops = kumi_req_transport(kumi_comm_world_rank(m->w->comm, a->target));
+    int wt = kumi_comm_world_rank(m->w->comm, a->target);
+    const struct kumi_p2p_ops *ops = kumi_req_transport(wt);
     size_t n = nb > 0 ? (size_t)nb : 1;
     struct org_op *o = calloc(1, sizeof *o);
     if (o) o->fops = calloc(n, sizeof *o->fops);
@@ -1009,7 +1010,7 @@ static int fab_op(struct kumi_rma *m, const char *fn, int kind, const struct opa
         f->owner = o;
         off += len;
         o->parts++;
-        if ((rc = ops->rma(kumi_comm_world_rank(m->w->comm, a->target), f)) != MPI_SUCCESS) {
+        if ((rc = ops->rma(wt, f)) != MPI_SUCCESS) {
             o->parts--;
             break;
         }

@@ -43,8 +43,8 @@
  * fi_readmsg of up to p2p_ofi_read_chunk bytes each, 8 in flight; writes ask
  * for FI_DELIVERY_COMPLETE, so an operation is done only once its bytes are
  * in the target's memory, which is what MPI_Win_flush needs.  A provider
- * without remote writes (chosen when none of the list has them) offers no
- * window access and windows use active messages.  With the software
+ * that does no remote writes still carries messages, but offers no window
+ * access (windows then use active messages).  With the software
  * providers of Debian (tcp;ofi_rxm; shm where CMA is refused) the target's
  * progress engine moves the bytes (manual progress), as it does for active
  * messages; on hardware that writes memory itself it does not.  Nothing at
