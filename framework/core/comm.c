@@ -585,35 +585,23 @@ static void idup_sub_done(struct kumi_req *s)
 static void idup_msg(struct idup *st, bool send, int peer, int tag, uint32_t *buf, int slot)
 {
     struct kumi_comm *c = st->comm;
-    struct kumi_req *s = kumi_req_alloc(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, c, c->ctx + 1);
-    int rc = MPI_SUCCESS;
-    if (s && send) {
-        if (!(s->owned = malloc(sizeof(uint32_t) * AGREE_WORDS))) rc = MPI_ERR_NO_MEM;
-        else memcpy(s->owned, buf, sizeof(uint32_t) * AGREE_WORDS);
-        buf = s->owned;
-    }
-    if (!s || rc) {
-        kumi_req_free(s);
+    uint32_t *copy = send ? malloc(sizeof(uint32_t) * AGREE_WORDS) : NULL;
+    if (copy) memcpy(copy, buf, sizeof(uint32_t) * AGREE_WORDS);
+    struct kumi_req *s = send && !copy ? NULL
+        : kumi_req_internal(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, c, c->ctx + 1, st->fn, send ? copy : buf,
+                            AGREE_WORDS, kumi_dt_get(MPI_UINT32_T), peer, tag, idup_sub_done, st, send ? -1 : slot);
+    if (!s) {
+        free(copy);
         if (st->err == MPI_SUCCESS) st->err = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", st->fn);
         return;
     }
-    s->internal = true;
-    s->fname = st->fn;
-    s->buf = buf;
-    s->count = AGREE_WORDS;
-    s->dt = kumi_dt_get(MPI_UINT32_T);
-    kumi_dt_retain(s->dt);
-    s->peer = peer;
-    s->tag = tag;
-    s->ext = st;
-    s->on_complete = idup_sub_done;
-    s->cb_idx = send ? -1 : slot;
+    s->owned = copy;                    /* freed with the request */
     st->subs++;
     if (!send) {
         st->rq[slot] = s;
         st->wait++;
     }
-    rc = send ? kumi_req_start_send(s) : kumi_req_start_recv(s);   /* may complete at once */
+    int rc = send ? kumi_req_start_send(s) : kumi_req_start_recv(s);   /* may complete at once */
     if (rc != MPI_SUCCESS) {            /* (a failed start never calls idup_sub_done) */
         if (!send) { st->rq[slot] = NULL; st->wait--; }
         if (st->err == MPI_SUCCESS) st->err = rc;
@@ -762,17 +750,21 @@ static void idup_kick(void)
     }
 }
 
+/* MPI_Comm_idup: completes in the progress engine; not cancellable, not persistent */
+static const struct kumi_req_ops idup_req_ops = { .name = "MPI_Comm_idup" };
+
+void kumi_idup_register(void)
+{
+    kumi_req_register_kind(KUMI_REQ_IDUP, &idup_req_ops);
+}
+
 static int comm_idup(struct kumi_comm *comm, struct kumi_info *info, bool use_comm_info, MPI_Comm *newcomm,
                      MPI_Request *request, const char *fn)
 {
     if (!request) return kumi_error(MPI_ERR_ARG, "%s: argument request is NULL", fn);
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_IDUP, comm, comm->ctx);
+    struct kumi_req *r = kumi_req_new(KUMI_REQ_IDUP, comm, comm->ctx, fn, true);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
-    r->fname = fn;
-    r->peer = MPI_PROC_NULL;
-    r->active = true;
-    r->pending = 1;
     if (comm->inter) {
         /* Intercommunicators: duplicated inside the call (blocking). */
         int rc = kumi_intercomm_dup(comm, use_comm_info ? comm->info : info, newcomm, fn);

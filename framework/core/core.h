@@ -425,6 +425,7 @@ int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *n
 /* MPI_Comm_create on an intercommunicator (group: a subgroup of the local group). */
 int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *group, MPI_Comm *newcomm);
 int kumi_intercomm_compare(struct kumi_comm *c1, struct kumi_comm *c2, int *result);
+void kumi_idup_register(void);    /* registers the request kind KUMI_REQ_IDUP (MPI_Comm_idup) */
 /* Frees what an intercommunicator owns besides a communicator's fields (the
  * remote group's ranks, local_comm); called by kumi_comm_release. */
 void kumi_intercomm_release(struct kumi_comm *c);

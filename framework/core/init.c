@@ -152,6 +152,11 @@ int kumi_runtime_start(void)
     if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) return rc;
     if ((rc = kumi_sched_engine_init())) return rc;
     if ((rc = kumi_req_init())) return rc;
+    kumi_part_register();                 /* the request kinds beyond send and receive */
+    kumi_greq_register();
+    kumi_sched_register();
+    kumi_rma_register();
+    kumi_idup_register();
     if ((rc = kumi_comm_init_predefined())) return rc;
     kumi_param_warn_unknown();
     return MPI_SUCCESS;

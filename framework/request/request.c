@@ -2,7 +2,6 @@
  * eager-sync, rendezvous, cancel), the upcalls from transports, and the
  * point-to-point helpers for collective components (kumi/coll.h). */
 #include "request/request.h"
-#include "sched/sched.h"
 #include "registry/registry.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,12 +92,63 @@ struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
     return r;
 }
 
+/* ------------------------------------------------------------ kinds */
+static const struct kumi_req_ops *kind_ops[KUMI_REQ_KINDS];
+
+void kumi_req_register_kind(int kind, const struct kumi_req_ops *ops)
+{
+    if (kind > KUMI_REQ_RECV && kind < KUMI_REQ_KINDS) kind_ops[kind] = ops;
+}
+
+const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r)
+{
+    return r->kind < KUMI_REQ_KINDS ? kind_ops[r->kind] : NULL;
+}
+
+struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                              void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
+{
+    struct kumi_req *r = kumi_req_alloc(kind, comm, ctx);
+    if (!r) return NULL;
+    r->fname = fname;
+    r->buf = buf;
+    r->count = count;
+    r->dt = dt;
+    kumi_dt_retain(dt);
+    r->peer = peer;
+    r->tag = tag;
+    return r;
+}
+
+struct kumi_req *kumi_req_internal(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                                   void *buf, size_t count, struct kumi_dt *dt, int peer, int tag,
+                                   void (*on_complete)(struct kumi_req *r), void *ext, int idx)
+{
+    struct kumi_req *r = kumi_req_msg(kind, comm, ctx, fname, buf, count, dt, peer, tag);
+    if (!r) return NULL;
+    r->internal = true;
+    r->on_complete = on_complete;
+    r->ext = ext;
+    r->cb_idx = idx;
+    return r;
+}
+
+struct kumi_req *kumi_req_new(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname, bool active)
+{
+    struct kumi_req *r = kumi_req_alloc(kind, comm, ctx);
+    if (!r) return NULL;
+    r->fname = fname;
+    r->peer = MPI_PROC_NULL;
+    r->active = active;
+    r->pending = active ? 1 : 0;
+    return r;
+}
+
 void kumi_req_free(struct kumi_req *r)
 {
     if (!r) return;
-    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) kumi_part_free(r);
-    else if (r->kind == KUMI_REQ_GREQ) kumi_greq_free(r);
-    else if (r->kind == KUMI_REQ_COLL) kumi_sched_destroy(r->ext);
+    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+    if (ops && ops->free) ops->free(r);
     if (r->kind == KUMI_REQ_RECV) kumi_match_unpost(r);
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
@@ -555,13 +605,10 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 /* ------------------------------------------------------------ cancel */
 int kumi_req_cancel(struct kumi_req *r)
 {
-    if (r->kind == KUMI_REQ_GREQ) return kumi_greq_cancel(r);
-    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV || r->kind == KUMI_REQ_IDUP ||
-        r->kind == KUMI_REQ_RMA)
-        return MPI_SUCCESS;            /* not cancellable */
-    if (r->kind == KUMI_REQ_COLL)      /* erroneous (MPI 4.1 sec. 3.8.4): say so, change nothing */
-        return kumi_error(MPI_ERR_REQUEST, "MPI_Cancel: the request of a collective operation (%s) cannot "
-                          "be cancelled", r->fname);
+    if (r->kind != KUMI_REQ_SEND && r->kind != KUMI_REQ_RECV) {
+        const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+        return ops && ops->cancel ? ops->cancel(r) : MPI_SUCCESS;
+    }
     if (!r->active) return MPI_SUCCESS;
     if (r->kind == KUMI_REQ_RECV) {
         if (!r->complete && !r->ue && kumi_match_unpost(r)) {
@@ -897,11 +944,9 @@ KUMI_EXPORT int kumi_coll_isend(const void *buf, size_t count, MPI_Datatype dt, 
     if (rc) return rc;
     if (dest != MPI_PROC_NULL && (dest < 0 || dest >= kumi_comm_peer_size(c)))
         return kumi_error(MPI_ERR_RANK, "kumi_coll_isend: invalid rank %d in a communicator of size %d", dest, kumi_comm_peer_size(c));
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_SEND, c, c->ctx + 1);
+    struct kumi_req *r = kumi_req_internal(KUMI_REQ_SEND, c, c->ctx + 1, "collective send", (void *)buf, count, d,
+                                           dest, tag, NULL, NULL, 0);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_isend: out of memory");
-    r->internal = true;
-    r->fname = "collective send";
-    r->buf = (void *)buf; r->count = count; r->dt = d; kumi_dt_retain(d); r->peer = dest; r->tag = tag;
     rc = kumi_req_start_send(r);
     if (rc) { kumi_req_free(r); return rc; }
     *req = r;
@@ -917,11 +962,9 @@ KUMI_EXPORT int kumi_coll_irecv(void *buf, size_t count, MPI_Datatype dt, int sr
     if (rc) return rc;
     if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= kumi_comm_peer_size(c)))
         return kumi_error(MPI_ERR_RANK, "kumi_coll_irecv: invalid rank %d in a communicator of size %d", src, kumi_comm_peer_size(c));
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_RECV, c, c->ctx + 1);
+    struct kumi_req *r = kumi_req_internal(KUMI_REQ_RECV, c, c->ctx + 1, "collective receive", buf, count, d,
+                                           src, tag, NULL, NULL, 0);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_irecv: out of memory");
-    r->internal = true;
-    r->fname = "collective receive";
-    r->buf = buf; r->count = count; r->dt = d; kumi_dt_retain(d); r->peer = src; r->tag = tag;
     rc = kumi_req_start_recv(r);
     if (rc) { kumi_req_free(r); return rc; }
     *req = r;

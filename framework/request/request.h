@@ -53,8 +53,9 @@ enum kumi_req_kind {
                                            completes in the progress engine, not cancellable */
     KUMI_REQ_COLL,                      /* non-blocking or persistent collective: its schedule
                                            (sched/sched.c) in ext; not cancellable */
-    KUMI_REQ_RMA                        /* MPI_Rput & co. (rma/rma.c): completes in the progress
+    KUMI_REQ_RMA,                       /* MPI_Rput & co. (rma/rma.c): completes in the progress
                                            engine, not cancellable */
+    KUMI_REQ_KINDS
 };
 
 /* Hidden contexts of partitioned communication (partitioned.c), above every
@@ -148,8 +149,44 @@ struct kumi_msg {
 };
 
 /* ---- request.c ---- */
+/* The operations of a kind of request other than a plain send or receive,
+ * registered by the file that implements the kind (partitioned.c,
+ * grequest.c, sched/sched.c, rma/rma.c, core/comm_idup.c ...) with
+ * kumi_req_register_kind() before the first request of that kind exists.
+ * A NULL operation means: nothing to do (start: the kind cannot be started
+ * again; cancel: not cancellable, MPI_Cancel has no effect; query: the
+ * status is r->status; release: nothing runs when a completion call frees
+ * the request). */
+struct kumi_req_ops {
+    const char *name;                                   /* "partitioned send", for messages */
+    int (*start)(struct kumi_req *r);                   /* MPI_Start(all) of a persistent request */
+    int (*cancel)(struct kumi_req *r);                  /* MPI_Cancel */
+    void (*free)(struct kumi_req *r);                   /* kumi_req_free: release the kind's state (ext) */
+    int (*query)(struct kumi_req *r, MPI_Status *st);   /* status of a complete request; returns its error */
+    int (*release)(struct kumi_req *r);                 /* a completion call or MPI_Request_free is about to
+                                                           free the complete request; returns an error */
+};
+void kumi_req_register_kind(int kind, const struct kumi_req_ops *ops);
+const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r);   /* NULL for SEND/RECV */
+
 struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx);
 void kumi_req_free(struct kumi_req *r);
+/* The one constructor of point-to-point requests (user and internal): a
+ * send (KUMI_REQ_SEND) or receive (KUMI_REQ_RECV) of count elements of dt
+ * (a reference is taken) with peer and tag on context ctx of comm; fname
+ * names the MPI call for error messages.  NULL when out of memory. */
+struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                              void *buf, size_t count, struct kumi_dt *dt, int peer, int tag);
+/* An internal one (no user handle) whose completion calls on_complete(r)
+ * (r->ext = ext, r->cb_idx = idx); on_complete owns r from then on.  With
+ * on_complete NULL the request is the caller's to wait for and free. */
+struct kumi_req *kumi_req_internal(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                                   void *buf, size_t count, struct kumi_dt *dt, int peer, int tag,
+                                   void (*on_complete)(struct kumi_req *r), void *ext, int idx);
+/* A request of another kind (schedule, RMA, idup, generalized, partitioned)
+ * with no peer; active: started, one completion pending (its layer calls
+ * kumi_req_check_complete after clearing r->pending). */
+struct kumi_req *kumi_req_new(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname, bool active);
 /* Start a send / receive prepared in r (args filled); r becomes active. */
 int kumi_req_start_send(struct kumi_req *r);
 int kumi_req_start_recv(struct kumi_req *r);
@@ -201,19 +238,9 @@ void kumi_progress_wait(int (*done)(void *), void *arg);
 /* ---- pt2pt.c ---- */
 void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
 
-/* ---- partitioned.c ---- */
-int kumi_part_start(struct kumi_req *r);      /* MPI_Start(all) of a PSEND/PRECV */
-void kumi_part_free(struct kumi_req *r);      /* kumi_req_free of a PSEND/PRECV */
-
-/* ---- grequest.c ---- */
-void kumi_greq_free(struct kumi_req *r);      /* kumi_req_free of a GREQ: free_fn if not yet called */
-/* Completed generalized request r: query_fn fills *st (a full status);
- * returns query_fn's error code (MPI_SUCCESS if none). */
-int kumi_greq_query(struct kumi_req *r, MPI_Status *st);
-/* The request is being freed by a completion call: run free_fn now;
- * returns its error code. */
-int kumi_greq_call_free(struct kumi_req *r);
-int kumi_greq_cancel(struct kumi_req *r);     /* cancel_fn(extra_state, complete) */
+/* ---- partitioned.c, grequest.c: register their kinds ---- */
+void kumi_part_register(void);
+void kumi_greq_register(void);
 
 /* ---- bsend.c ---- */
 /* Copy the message into the attached buffer; r->pack/bsend_seg set. */

@@ -82,6 +82,14 @@
 int kumi_rma_direct = 1;
 int kumi_rma_fabric = 1;
 
+/* MPI_Rput & co.: complete in the progress engine; not cancellable, not persistent */
+static const struct kumi_req_ops rma_req_ops = { .name = "RMA" };
+
+void kumi_rma_register(void)
+{
+    kumi_req_register_kind(KUMI_REQ_RMA, &rma_req_ops);
+}
+
 void kumi_rma_register_params(void)
 {
     kumi_param_register_bool("kumi", "base", "rma_direct", 1,
@@ -190,22 +198,12 @@ static struct kumi_req *post_own(struct kumi_rma *m, bool send, int peer, int ta
                                  void *owned, int *rc)
 {
     struct kumi_win *w = m->w;
-    struct kumi_req *r = kumi_req_alloc(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, w->comm, w->comm->ctx);
+    struct kumi_req *r = kumi_req_internal(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, w->comm, w->comm->ctx, "RMA", buf,
+                                           count, kumi_dt_get(dt), peer, tag, on_done, ext, idx);
     if (!r) {
         *rc = kumi_error(MPI_ERR_NO_MEM, "RMA: out of memory for a request");
         return NULL;
     }
-    r->internal = true;
-    r->fname = "RMA";
-    r->buf = buf;
-    r->count = count;
-    r->dt = kumi_dt_get(dt);
-    kumi_dt_retain(r->dt);
-    r->peer = peer;
-    r->tag = tag;
-    r->ext = ext;
-    r->on_complete = on_done;
-    r->cb_idx = idx;
     r->owned = owned;                   /* freed with the request */
     /* may complete at once: on_done runs (and owns r) before this returns */
     *rc = send ? kumi_req_start_send(r) : kumi_req_start_recv(r);
@@ -688,18 +686,10 @@ static int post_ctl(struct kumi_rma *m)
 {
     int rc;
     /* m->ctl is set before the receive starts: it may complete at once (ctl_done clears it) */
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_RECV, m->w->comm, m->w->comm->ctx);
+    struct kumi_req *r = kumi_req_internal(KUMI_REQ_RECV, m->w->comm, m->w->comm->ctx, "RMA", &m->ctlbuf,
+                                           sizeof m->ctlbuf, kumi_dt_get(MPI_BYTE), MPI_ANY_SOURCE, TAG_CTL,
+                                           ctl_done, m, 0);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "RMA: out of memory for a request");
-    r->internal = true;
-    r->fname = "RMA";
-    r->buf = &m->ctlbuf;
-    r->count = sizeof m->ctlbuf;
-    r->dt = kumi_dt_get(MPI_BYTE);
-    kumi_dt_retain(r->dt);
-    r->peer = MPI_ANY_SOURCE;
-    r->tag = TAG_CTL;
-    r->ext = m;
-    r->on_complete = ctl_done;
     m->ctl = r;
     rc = kumi_req_start_recv(r);
     if (rc != MPI_SUCCESS) {
@@ -1064,12 +1054,8 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
     }
     struct kumi_req *u = NULL;
     if (ureq) {
-        u = kumi_req_alloc(KUMI_REQ_RMA, w->comm, w->comm->ctx);
+        u = kumi_req_new(KUMI_REQ_RMA, w->comm, w->comm->ctx, fn, true);
         if (!u) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
-        u->fname = fn;
-        u->active = true;
-        u->pending = 1;
-        u->peer = MPI_PROC_NULL;
         *ureq = (MPI_Request)u;
     }
     if (a->target == MPI_PROC_NULL || tbytes == 0) {

@@ -97,6 +97,7 @@ void kumi_sched_destroy(struct kumi_sched *s);
 int kumi_sched_issue(struct kumi_sched *s, int rc, bool persistent, const char *fname, MPI_Request *request);
 /* Start a (persistent, inactive) collective request: rerun its schedule. */
 int kumi_sched_start(struct kumi_req *r);
+void kumi_sched_register(void);       /* registers the request kind KUMI_REQ_COLL */
 
 
 /* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread. */
