@@ -58,11 +58,11 @@
 #include <hwloc.h>
 #endif
 
-#define CTX_PAIRS 4096
+#define CTX_PAIRS KUMI_CTX_PAIRS         /* core/ids.h */
 #define MASK_WORDS (CTX_PAIRS / 32)
 #define AGREE_WORDS (MASK_WORDS + 1)    /* + 1 word: "I contributed my real mask" */
-#define CTX_BOOT 4                      /* pair 2 */
-#define KEY_COMM 0xffffffffu            /* low key word of agreements over a whole parent */
+#define CTX_BOOT KUMI_CTX_BOOT            /* pair 2 */
+#define KEY_COMM KUMI_KEY_COMM           /* low key word of agreements over a whole parent */
 static uint32_t ctx_free[MASK_WORDS];   /* bit set: pair free */
 
 /* Agreements in flight on this process, and whether one owns the mask.
@@ -525,9 +525,9 @@ int kumi_mpi_comm_dup_with_info(struct kumi_comm *comm, MPI_Info info, MPI_Comm 
 }
 
 /* ------------------------------------------------------ MPI_Comm_idup */
-#define IDUP_TAG_REDUCE (-0x40000010)
-#define IDUP_TAG_BCAST  (-0x40000011)
-#define KEY_IDUP 0xfffffffeu            /* low key word of the idups of a parent */
+#define IDUP_TAG_REDUCE KUMI_TAG_IDUP_REDUCE
+#define IDUP_TAG_BCAST  KUMI_TAG_IDUP_BCAST
+#define KEY_IDUP KUMI_KEY_IDUP           /* low key word of the idups of a parent */
 
 enum { IDUP_QUEUED, IDUP_START, IDUP_REDUCE, IDUP_BCAST, IDUP_FANOUT, IDUP_LOCAL, IDUP_DONE };
 

@@ -16,7 +16,7 @@
 #include <kumi/coll.h>
 
 #define KUMI_PREDEF_MAX 0x1000
-#define KUMI_TAG_UB 0x7fffffff      /* value of the MPI_TAG_UB attribute */
+#include "core/ids.h"
 
 enum kumi_magic {
     KUMI_MAGIC_COMM  = 0x4b434f4d,  /* "KCOM" */
@@ -59,6 +59,23 @@ struct kumi_errhandler {
 };
 enum { KUMI_ERRH_FATAL, KUMI_ERRH_ABORT, KUMI_ERRH_RETURN, KUMI_ERRH_USER };
 enum { KUMI_ERRH_OBJ_ANY = 0, KUMI_ERRH_OBJ_COMM, KUMI_ERRH_OBJ_WIN, KUMI_ERRH_OBJ_FILE, KUMI_ERRH_OBJ_SESSION };
+
+/* ---------------------------------------------------------------- status
+ * MPI_Status (32 bytes, standard ABI) as the library fills it: MPI_SOURCE,
+ * MPI_TAG, MPI_ERROR as usual; MPI_internal[0], [1] the received byte count
+ * (64 bits, low word first); MPI_internal[2] 1 if cancelled. */
+static inline void kumi_status_set_bytes(MPI_Status *st, uint64_t n)
+{
+    st->MPI_internal[0] = (int)(uint32_t)(n & 0xffffffffu);
+    st->MPI_internal[1] = (int)(uint32_t)(n >> 32);
+}
+static inline uint64_t kumi_status_bytes(const MPI_Status *st)
+{
+    return (uint64_t)(uint32_t)st->MPI_internal[0] | ((uint64_t)(uint32_t)st->MPI_internal[1] << 32);
+}
+static inline int kumi_status_cancelled(const MPI_Status *st) { return st->MPI_internal[2] != 0; }
+/* The empty status: source ANY_SOURCE, tag ANY_TAG, no error, count 0. */
+void kumi_status_empty(MPI_Status *st);
 
 /* ---------------------------------------------------------------- groups */
 /* (framework/core/group.c) */
@@ -215,6 +232,10 @@ void kumi_dt_release(struct kumi_dt *dt);
 MPI_Datatype kumi_dt_basic_handle(const struct kumi_dt *dt);
 /* Complete basic elements in the first bytes of a message of type dt. */
 int64_t kumi_dt_elements(const struct kumi_dt *dt, uint64_t bytes);
+/* Bytes of the first n basic elements of a message of type dt. */
+uint64_t kumi_dt_elements_bytes(const struct kumi_dt *dt, uint64_t n);
+/* Native packed <-> external32 (dir 0: to external32) of count elements of dt. */
+void kumi_dt_external32(const struct kumi_dt *dt, const unsigned char *in, unsigned char *out, size_t count, int dir);
 
 /* ------------------------------------------------------------ operations */
 struct kumi_op {
@@ -395,6 +416,8 @@ void kumi_comm_release(struct kumi_comm *c);
  * (MPI_Comm_dup / idup / dup_with_info); free c's topology (when c is freed). */
 int kumi_topo_dup(struct kumi_comm *oldc, struct kumi_comm *newc);
 void kumi_topo_free(struct kumi_comm *c);
+/* In- and out-degree of c's neighbourhood; MPI_ERR_TOPOLOGY (fn named) without a topology. */
+int kumi_topo_degrees(const char *fn, struct kumi_comm *c, int *nin, int *nout);
 
 /* Selects collectives for c from the coll components (registry). */
 int kumi_coll_select(struct kumi_comm *c);
@@ -405,6 +428,11 @@ void kumi_coll_release(struct kumi_comm *c);
 /* Key-value exchange over the selected rpim client (or a local table for a
  * singleton): kumi_rpim_put / kumi_rpim_get are in kumi/rpim.h. */
 int kumi_rpim_fence(void);
+/* (core/rpim.c) The rpim component that joins the job (none: a singleton;
+ * sets the world rank and size), its name, and its finalization. */
+int kumi_rpim_select(void);
+const char *kumi_rpim_name(void);
+void kumi_rpim_finalize(void);
 
 /* ---------------------------------------------------- request layer API */
 /* (implemented in framework/request) */

@@ -510,6 +510,13 @@ static int listing;
 KUMI_EXPORT void kumi_registry_set_listing(void) { listing = 1; }
 KUMI_EXPORT int kumi_registry_listing(void) { return listing; }
 
+static void (*framework_params)(void);
+
+void kumi_registry_set_params_hook(void (*fn)(void))
+{
+    framework_params = fn;
+}
+
 KUMI_EXPORT int kumi_registry_open(int do_open)
 {
     if (!loaded) {
@@ -519,7 +526,7 @@ KUMI_EXPORT int kumi_registry_open(int do_open)
                                 "Diagnostic output level (0: none; also KUMI_VERBOSE)", KUMI_LEVEL_USER,
                                 &base_verbose);
         if (base_verbose > kumi_verbose_level) kumi_verbose_level = (int)base_verbose;
-        kumi_framework_register_params();
+        if (framework_params) framework_params();
 #ifdef KUMI_WANT_DLOPEN
         load_all();
 #else

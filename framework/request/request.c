@@ -20,14 +20,6 @@ static int nworld;
 long kumi_req_inflight;
 
 /* ------------------------------------------------------------ statuses */
-void kumi_status_empty(MPI_Status *st)
-{
-    memset(st, 0, sizeof *st);
-    st->MPI_SOURCE = MPI_ANY_SOURCE;
-    st->MPI_TAG = MPI_ANY_TAG;
-    st->MPI_ERROR = MPI_SUCCESS;
-}
-
 static void status_proc_null(MPI_Status *st)
 {
     memset(st, 0, sizeof *st);

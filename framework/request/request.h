@@ -31,19 +31,6 @@
 #include "core/core.h"
 #include <kumi/p2p.h>
 
-/* status helpers */
-static inline void kumi_status_set_bytes(MPI_Status *st, uint64_t n)
-{
-    st->MPI_internal[0] = (int)(uint32_t)(n & 0xffffffffu);
-    st->MPI_internal[1] = (int)(uint32_t)(n >> 32);
-}
-static inline uint64_t kumi_status_bytes(const MPI_Status *st)
-{
-    return (uint64_t)(uint32_t)st->MPI_internal[0] | ((uint64_t)(uint32_t)st->MPI_internal[1] << 32);
-}
-static inline int kumi_status_cancelled(const MPI_Status *st) { return st->MPI_internal[2] != 0; }
-/* The empty status: source ANY_SOURCE, tag ANY_TAG, no error, count 0. */
-void kumi_status_empty(MPI_Status *st);
 
 enum kumi_req_kind {
     KUMI_REQ_SEND = 1, KUMI_REQ_RECV,
@@ -66,8 +53,6 @@ enum kumi_req_kind {
  *                                  never reused while the channel lives);
  *                                  tag = the sender's partition index (data)
  *                                  or 0 (the handshake's answer). */
-#define KUMI_CTX_PART_HS 0x40000000
-#define KUMI_CTX_PART_CH 0x50000000
 enum kumi_send_mode { KUMI_MODE_STD = 0, KUMI_MODE_SYNC, KUMI_MODE_BUFFERED, KUMI_MODE_READY };
 
 struct kumi_ue;
@@ -238,11 +223,12 @@ void kumi_progress_wait(int (*done)(void *), void *arg);
 /* ---- pt2pt.c ---- */
 void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
 
-/* ---- partitioned.c, grequest.c: register their kinds ---- */
-void kumi_part_register(void);
-void kumi_greq_register(void);
-
 /* ---- bsend.c ---- */
+/* MPI_Buffer_attach(_c) / MPI_Buffer_detach(_c) (fn names the call; errors
+ * go through MPI_COMM_SELF's handler); detach waits until the buffered
+ * messages have gone; max: the largest *size the caller's argument holds. */
+int kumi_bsend_attach(const char *fn, void *buffer, MPI_Count size);
+int kumi_bsend_detach(const char *fn, void *buffer_addr, MPI_Count *size, MPI_Count max);
 /* Copy the message into the attached buffer; r->pack/bsend_seg set. */
 int kumi_bsend_prepare(struct kumi_req *r);
 void kumi_bsend_release(struct kumi_req *r);

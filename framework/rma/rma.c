@@ -105,7 +105,7 @@ void kumi_rma_register_params(void)
                              KUMI_LEVEL_TUNER, &kumi_rma_fabric);
 }
 
-enum { TAG_CTL = 1, TAG_DATA = 2, TAG_REPLY = 3 };
+enum { TAG_CTL = KUMI_TAG_RMA_CTL, TAG_DATA = KUMI_TAG_RMA_DATA, TAG_REPLY = KUMI_TAG_RMA_REPLY };   /* core/ids.h */
 enum {
     M_PUT = 1, M_GET, M_ACC, M_GACC, M_CAS,
     M_LOCK, M_GRANT, M_UNLOCK, M_UNLOCK_ACK, M_FLUSH, M_FLUSH_ACK, M_POST, M_COMPLETE, M_RETRY
@@ -1474,14 +1474,13 @@ int kumi_mpi_win_fence(int assert, struct kumi_win *win)
         wait_local(m);
         /* how many operations every origin sent me, in all */
         uint64_t want = 0;
-        rc = kumi_mpi_reduce_scatter_block(m->sent, &want, 1, kumi_dt_get(MPI_UINT64_T), kumi_op_get(MPI_SUM),
-                                           win->comm);
+        rc = win->comm->coll.reduce_scatter_block(m->sent, &want, 1, MPI_UINT64_T, MPI_SUM, win->comm->handle);
         if (rc) return rc;
         struct waitcnt c = { m, want };
         kumi_progress_wait(applied_reached, &c);
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    rc = kumi_mpi_barrier(win->comm);
+    rc = win->comm->coll.barrier(win->comm->handle);
     if (rc) return rc;
     m->fence_epoch = !(assert & MPI_MODE_NOSUCCEED);
     if (m->errors) return target_errors(m);
@@ -1859,7 +1858,7 @@ int kumi_rma_win_init(struct kumi_win *w)
     int rc = post_ctl(m);
     if (rc) { kumi_rma_win_fini(w, NULL); return rc; }
     /* every rank listens before anybody sends */
-    return kumi_mpi_barrier(w->comm);
+    return w->comm->coll.barrier(w->comm->handle);
 }
 
 int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
@@ -1874,7 +1873,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
         /* operations still on their way (after a fence, none; after unlocks, none either:
            but operations to this rank from others whose epochs ended need no more) */
         wait_local(m);
-        int rc = kumi_mpi_barrier(w->comm);
+        int rc = w->comm->coll.barrier(w->comm->handle);
         if (rc) return rc;
     }
     m->freeing = true;

@@ -13,7 +13,7 @@
  * complete, else MPI_Grequest_complete calls it (and returns its error).
  * MPI_Cancel calls cancel_fn(extra_state, complete).  Errors without a
  * communicator go to MPI_COMM_SELF's handler. */
-#include "request/request.h"
+#include "mpi/mpi_front.h"
 #include <stdlib.h>
 
 struct kumi_greq {

@@ -36,8 +36,7 @@
  * inactive request answers flag = true.  MPI_Cancel does nothing (partitioned
  * requests are not cancellable here).  A sender that sends more bytes than
  * the receive buffer holds gives MPI_ERR_TRUNCATE at the receiver. */
-#include "request/request.h"
-#include "core/check.h"
+#include "mpi/mpi_front.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

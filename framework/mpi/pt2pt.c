@@ -6,7 +6,7 @@
  * its completion; a persistent one becomes inactive.  Errors of a valid
  * request go to its communicator's error handler; an invalid handle gives
  * MPI_ERR_REQUEST through MPI_COMM_SELF's (kumi_err_handle(NULL, ...)). */
-#include "request/request.h"
+#include "mpi/mpi_front.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
