@@ -363,15 +363,11 @@ void kumi_lock_engine_kick(void);
 /* Abort the whole job (MPI_Abort and fatal errors). */
 void kumi_abort_job(int errorcode, const char *msg) __attribute__((noreturn));
 
-/* Context ids: allocate one (pair) agreed over parent, collectively. */
-int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
-/* Same, agreed over the members of group g only (g's world ranks must be
- * ranks of carrier; carrier NULL: the whole job, usable before MPI_Init once
- * the runtime is up).  key tells concurrent agreements apart (the same on
- * every member; e.g. the tag of MPI_Comm_create_group). */
-int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, uint64_t key, int32_t *ctx);
-/* Agreement among every rank of comm, by point-to-point in its collective context. */
-int kumi_ctx_alloc_over(struct kumi_comm *comm, uint64_t key, int32_t *ctx);
+/* Context-id pairs free on this process (core/comm.c): a copy of the mask
+ * (KUMI_CTX_MASK_WORDS words, bit set: pair free), take the pair of ctx,
+ * give it back.  The agreement itself is mpi/comm_agree.c. */
+void kumi_ctx_mask(uint32_t *out);
+void kumi_ctx_take(int32_t ctx);
 void kumi_ctx_free(int32_t ctx);
 
 /* ------------------------------------------------------------ sessions */
@@ -410,6 +406,9 @@ int kumi_comm_boot_barrier(void);
  * world, may be NULL for identity), choose its collectives. */
 int kumi_comm_create_obj(int rank, int size, int *world, int32_t ctx,
                          struct kumi_comm *parent, struct kumi_comm **out);
+/* The same for a sub-communicator of a hierarchical coll component
+ * (kumi_comm_sub_create): marked sub before the components choose. */
+int kumi_comm_create_sub_obj(int rank, int size, int *world, int32_t ctx, struct kumi_comm **out);
 void kumi_comm_release(struct kumi_comm *c);
 
 /* Topologies (framework/core/topo.c): give newc a copy of oldc's topology
@@ -445,18 +444,19 @@ void kumi_progress_wake_engine(void);   /* out of its poll() (sched/engine.c, st
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
 
-/* ---------------------------------------------------- intercommunicators */
-/* (framework/core/intercomm.c) What comm.c / group.c call for c->inter. */
-/* MPI_Comm_dup(_with_info) / idup: info = the new communicator's hints (copied; NULL: none). */
-int kumi_intercomm_dup(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, const char *fn);
-int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *newcomm);
-/* MPI_Comm_create on an intercommunicator (group: a subgroup of the local group). */
-int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *group, MPI_Comm *newcomm);
-int kumi_intercomm_compare(struct kumi_comm *c1, struct kumi_comm *c2, int *result);
-void kumi_idup_register(void);    /* registers the request kind KUMI_REQ_IDUP (MPI_Comm_idup) */
-/* Frees what an intercommunicator owns besides a communicator's fields (the
- * remote group's ranks, local_comm); called by kumi_comm_release. */
-void kumi_intercomm_release(struct kumi_comm *c);
+/* (core/comm.c) The hidden whole-job bootstrap communicator; the info
+ * helpers of the communicator calls (argument info: MPI_ERR_INFO naming it;
+ * a copy of from, NULL for none). */
+struct kumi_comm *kumi_comm_boot(void);
+int kumi_comm_info_arg(MPI_Info h, struct kumi_info **out, const char *fn);
+int kumi_comm_info_copy(struct kumi_info *from, struct kumi_info **to, const char *fn);
+/* c's ranks as world ranks (malloc'd); NULL when out of memory. */
+int *kumi_comm_world_copy(const struct kumi_comm *c);
+/* The tail of every duplication once the context id ctx is agreed: the
+ * communicator over comm's group with hints ni (taken), comm's error
+ * handler, topology and attributes; on failure ctx and ni are given back. */
+int kumi_comm_dup_finish(struct kumi_comm *comm, int32_t ctx, struct kumi_info *ni, MPI_Comm *newcomm,
+                         const char *fn);
 
 /* Generated from the MPI API data: prototypes of every kumi_mpi_* implementation. */
 #include "kumi_impl.h"

@@ -25,6 +25,7 @@
 #define KUMI_IDS_H
 
 #define KUMI_CTX_PAIRS       4096
+#define KUMI_CTX_MASK_WORDS  (KUMI_CTX_PAIRS / 32)   /* a mask of pairs, one bit each */
 #define KUMI_CTX_WORLD       0
 #define KUMI_CTX_SELF        2
 #define KUMI_CTX_BOOT        4

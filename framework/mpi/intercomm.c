@@ -188,16 +188,6 @@ static int ic_make(int rank, int lsize, int *lworld, int rsize, int *rworld, int
     return MPI_SUCCESS;
 }
 
-void kumi_intercomm_release(struct kumi_comm *c)
-{
-    if (!c->inter) return;
-    free(c->remote_world);
-    c->remote_world = NULL;
-    c->remote_size = 0;
-    if (c->local_comm) kumi_comm_release(c->local_comm);
-    c->local_comm = NULL;
-}
-
 /* --------------------------------------------------- MPI_Intercomm_create */
 int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, struct kumi_comm *peer_comm,
                               int remote_leader, int tag, MPI_Comm *newintercomm)

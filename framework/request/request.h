@@ -223,6 +223,22 @@ void kumi_progress_wait(int (*done)(void *), void *arg);
 /* ---- pt2pt.c ---- */
 void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
 
+/* ---- comm_agree.c: context-id agreement ---- */
+/* Context ids: allocate one (pair) agreed over parent, collectively. */
+int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
+/* Same, agreed over the members of group g only (g's world ranks must be
+ * ranks of carrier; carrier NULL: the whole job, usable before MPI_Init once
+ * the runtime is up).  key tells concurrent agreements apart (the same on
+ * every member; e.g. the tag of MPI_Comm_create_group). */
+int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, uint64_t key, int32_t *ctx);
+/* Agreement among every rank of comm, by point-to-point in its collective context. */
+int kumi_ctx_alloc_over(struct kumi_comm *comm, uint64_t key, int32_t *ctx);
+void kumi_idup_register(void);    /* registers the request kind KUMI_REQ_IDUP (MPI_Comm_idup) */
+/* MPI_Comm_idup of an intracommunicator: a request that completes once the
+ * members agreed on a context id and *newcomm is made (hints: info, copied). */
+int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, MPI_Request *request,
+                         const char *fn);
+
 /* ---- bsend.c ---- */
 /* MPI_Buffer_attach(_c) / MPI_Buffer_detach(_c) (fn names the call; errors
  * go through MPI_COMM_SELF's handler); detach waits until the buffered
