@@ -498,6 +498,11 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     r->status.MPI_SOURCE = u->hdr.src;
     r->status.MPI_TAG = u->hdr.tag;
     r->msglen = u->hdr.len;
+    if (u->lost && r->status.MPI_ERROR == MPI_SUCCESS)
+        r->status.MPI_ERROR = kumi_error(MPI_ERR_NO_MEM, "%s: the message of %llu bytes from rank %d (tag %d) "
+                                         "was lost: no memory was left to keep it when it arrived before its "
+                                         "receive", r->fname ? r->fname : "receive",
+                                         (unsigned long long)u->hdr.len, u->hdr.src, u->hdr.tag);
     if (u->hdr.kind == KUMI_HDR_RTS) {
         int wpeer = u->wpeer;
         struct kumi_hdr mh = u->hdr;
@@ -507,7 +512,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
         if (mh.paylen > 0 && !u->arrived) {
             /* the first fragment is still arriving: early match, as for eager */
             size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
-            if (n) memcpy(r->rx.dst, u->data, n);
+            if (n && u->data) memcpy(r->rx.dst, u->data, n);
             u->rx.dst = r->rx.dst;
             u->rx.cap = r->rx.cap;
             kumi_ubuf_free(u->data);
@@ -518,7 +523,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
         } else {
             if (mh.paylen > 0) {
                 size_t n = mh.paylen < r->rx.cap ? (size_t)mh.paylen : r->rx.cap;
-                if (n) memcpy(r->rx.dst, u->data, n);
+                if (n && u->data) memcpy(r->rx.dst, u->data, n);
             }
             ue_free(u);
         }
@@ -528,7 +533,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     if (u->hdr.kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(u->wpeer, &u->hdr);
     if (u->arrived) {
         size_t n = u->hdr.paylen < r->rx.cap ? u->hdr.paylen : r->rx.cap;
-        if (n) memcpy(r->rx.dst, u->data, n);
+        if (n && u->data) memcpy(r->rx.dst, u->data, n);
         uint64_t len = u->hdr.len;
         ue_free(u);
         finish_recv(r, len);
@@ -538,7 +543,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
     kumi_log(3, "early match: %zu of %llu bytes from rank %d had arrived", u->rx.got,
              (unsigned long long)u->hdr.paylen, u->wpeer);
-    if (n) memcpy(r->rx.dst, u->data, n);
+    if (n && u->data) memcpy(r->rx.dst, u->data, n);
     u->rx.dst = r->rx.dst;
     u->rx.cap = r->rx.cap;
     kumi_ubuf_free(u->data);
@@ -695,18 +700,17 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
             }
         } else {
             struct kumi_ue *u = calloc(1, sizeof *u);
-            if (!u) {
-                kumi_warn("p2p: out of memory for an unexpected message from rank %d; dropped", peer);
-                if (hdr->paylen) { discard_rx.dst = NULL; discard_rx.cap = 0; discard_rx.len = hdr->paylen;
-                                   discard_rx.got = 0; discard_rx.owner = NULL; rx = &discard_rx; }
-                break;
-            }
+            if (!u)     /* not even the envelope can be kept: no receive could learn of the loss */
+                kumi_err_fatal("rank %d: out of memory for an unexpected message of %llu bytes from rank %d "
+                               "(tag %d): the job cannot go on without losing it", kumi_world_rank(),
+                               (unsigned long long)hdr->len, peer, hdr->tag);
             u->magic = KUMI_UE_MAGIC;
             u->wpeer = peer;
             u->hdr = *hdr;
             u->rx.owner = u;
             if (hdr->paylen > 0) {                 /* eager payload, or an RTS's first fragment */
                 u->data = kumi_ubuf_alloc(hdr->paylen);
+                u->lost = !u->data;                /* the bytes are dropped; the envelope is kept */
                 u->rx.dst = u->data;
                 u->rx.cap = u->data ? hdr->paylen : 0;
                 u->rx.len = hdr->paylen;

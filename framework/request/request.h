@@ -121,6 +121,8 @@ struct kumi_ue {
     struct kumi_rx rx;
     bool arrived;                   /* all payload bytes are in */
     bool queued;                    /* in the unexpected queue */
+    bool lost;                      /* no memory for its payload when it arrived: the receive
+                                       that takes it fails with MPI_ERR_NO_MEM */
     struct kumi_req *req;           /* early match: the receive that took it */
     struct kumi_ue *next, *prev;
 };
