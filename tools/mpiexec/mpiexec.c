@@ -387,7 +387,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
 
 static int make_secret(char *out)
 {
-    unsigned char r[MX_SECRET_LEN / 2];
+    unsigned char r[KUMI_LAUNCH_SECRET_LEN / 2];
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     size_t got = 0;
@@ -406,7 +406,7 @@ static int make_secret(char *out)
         out[2 * i] = hex[r[i] >> 4];
         out[2 * i + 1] = hex[r[i] & 15];
     }
-    out[MX_SECRET_LEN] = 0;
+    out[KUMI_LAUNCH_SECRET_LEN] = 0;
     return 0;
 }
 
