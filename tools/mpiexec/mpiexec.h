@@ -65,9 +65,8 @@ struct mx_conn {
 struct mx_out {
     int fd;              /* read end, -1 at EOF */
     int which;           /* 1 stdout, 2 stderr */
-    char *buf;
+    char *buf;           /* allocated at the first output, up to 64 KiB; freed at EOF */
     size_t len, cap;
-    int midline;         /* a partial line was already written (buffer full) */
 };
 
 enum mx_rank_state { MX_RANK_NEW, MX_RANK_RUNNING, MX_RANK_EXITED };
