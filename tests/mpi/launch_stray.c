@@ -75,7 +75,7 @@ static void put_u32(unsigned char *p, unsigned v)
     p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
 }
 
-/* A HELLO frame (see tools/mpiexec/mpiexec.h). */
+/* A HELLO frame (see kumi/launch_proto.h). */
 static int hello(const char *secret, unsigned rank)
 {
     unsigned char f[5 + 32 + 8];

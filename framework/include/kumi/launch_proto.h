@@ -43,7 +43,6 @@
 #define KUMI_LAUNCH_PROTO_H
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,7 +91,8 @@ static inline uint32_t kumi_launch_get_u32(const unsigned char *p)
 
 /* Unlink /dev/shm/kumi.<jobid>.* and /dev/shm/sem.kumi.<jobid>.*; with
  * only_mine, only those owned by this process's effective user.  Returns how
- * many were removed.  Async-signal-safe apart from opendir's allocation. */
+ * many were removed.  (Plain POSIX calls only: the header compiles in
+ * strict C99/C11 too.) */
 static inline int kumi_launch_shm_cleanup(long jobid, int only_mine)
 {
     char pfx[2][64];
@@ -113,11 +113,11 @@ static inline int kumi_launch_shm_cleanup(long jobid, int only_mine)
         while ((de = readdir(d)) != NULL) {
             for (int k = 0; k < 2; k++)
                 if (strncmp(de->d_name, pfx[k], pl[k]) == 0 && de->d_name[pl[k]]) {
+                    char path[sizeof KUMI_LAUNCH_SHM_DIR + 256];
                     struct stat st;
-                    if (only_mine && (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-                                      st.st_uid != me))
-                        break;
-                    if (unlinkat(dirfd(d), de->d_name, 0) == 0) here++;
+                    snprintf(path, sizeof path, "%s/%s", KUMI_LAUNCH_SHM_DIR, de->d_name);
+                    if (only_mine && (stat(path, &st) != 0 || st.st_uid != me)) break;
+                    if (unlink(path) == 0) here++;
                     break;
                 }
         }
