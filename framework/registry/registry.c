@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -234,7 +235,15 @@ static void load_file(const char *dir, const char *fname)
     lt_dlhandle h = lt_dlopenadvise(path, load_advise);
     if (!h) {
         const char *err = lt_dlerror();
-        refuse(r, "cannot load: %s", err ? err : "unknown error");
+        /* libltdl reports the last of its attempts (often "file not
+         * found" for a file that exists but is no valid shared object):
+         * ask the dynamic loader itself for the real reason. */
+        char why[512] = "";
+        void *d = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        const char *e2 = d ? NULL : dlerror();
+        if (e2) snprintf(why, sizeof why, "%s", e2);
+        if (d) dlclose(d);
+        refuse(r, "cannot load: %s", why[0] ? why : err ? err : "unknown error");
         return;
     }
     char sym[160];
