@@ -34,8 +34,8 @@ static long long spin_param = -1, yield_param = -1, sleep_ms = 20, spin_us = -1,
 static long long spin_rounds, yield_rounds;   /* resolved */
 static double spin_secs, yield_secs;          /* resolved, seconds */
 
-static const struct kumi_p2p_ops *pops[16];
-static bool pused[16];                  /* serves a peer of ours */
+static const struct kumi_p2p_ops *pops[KUMI_MAX_TRANSPORTS];
+static bool pused[KUMI_MAX_TRANSPORTS];                  /* serves a peer of ours */
 static int npops, nidle;
 #define KUMI_IDLE_POLL_EVERY 256
 static unsigned poll_round;
@@ -87,7 +87,7 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
     spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : bound ? 2e-3 : 0.0;
     yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : oversub ? 2e-3 : 0.0;
     npops = nidle = 0;
-    for (int i = 0; ops && i < n && i < 16; i++) {
+    for (int i = 0; ops && i < n && i < KUMI_MAX_TRANSPORTS; i++) {
         pused[npops] = !used || used[i];
         if (!pused[npops]) nidle++;
         pops[npops++] = ops[i];

@@ -10,11 +10,10 @@
 #include <emmintrin.h>
 #endif
 
-#define MAX_TRANSPORTS 16
 
 static const struct kumi_p2p_ops **peer_ops;     /* per world rank */
-static struct kumi_comp_entry *tr_entry[MAX_TRANSPORTS];
-static const struct kumi_p2p_ops *tr_ops[MAX_TRANSPORTS];
+static struct kumi_comp_entry *tr_entry[KUMI_MAX_TRANSPORTS];
+static const struct kumi_p2p_ops *tr_ops[KUMI_MAX_TRANSPORTS];
 static int ntr;
 static int nworld;
 long kumi_req_inflight;
@@ -829,7 +828,7 @@ int kumi_req_init(void)
     nworld = kumi_world_size();
     ntr = 0;
     names[0] = 0;
-    for (i = 0; av && i < n && ntr < MAX_TRANSPORTS; i++) {
+    for (i = 0; av && i < n && ntr < KUMI_MAX_TRANSPORTS; i++) {
         const struct kumi_p2p_ops *ops = av[i]->comp ? av[i]->comp->ops : NULL;
         if (!ops) continue;
         rc = ops->init ? ops->init() : MPI_SUCCESS;
@@ -863,7 +862,7 @@ int kumi_req_init(void)
 
     peer_ops = calloc((size_t)nworld, sizeof *peer_ops);
     if (!peer_ops) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
-    bool used[MAX_TRANSPORTS] = { false };
+    bool used[KUMI_MAX_TRANSPORTS] = { false };
     for (p = 0; p < nworld; p++) {
         for (i = 0; i < ntr; i++)
             if (tr_ops[i]->reaches(p)) { peer_ops[p] = tr_ops[i]; used[i] = true; break; }

@@ -214,6 +214,9 @@ void kumi_match_check_recv_seq(int wpeer, uint32_t seq);
 int kumi_match_init(int nworld);
 void kumi_match_finalize(void);
 
+/* The most p2p components one process uses at once (selection stops there). */
+#define KUMI_MAX_TRANSPORTS 16
+
 /* ---- progress.c ---- */
 /* used[i]: transport i serves at least one peer (polled every round; the
  * others every KUMI_IDLE_POLL_EVERY rounds and around every sleep). */
