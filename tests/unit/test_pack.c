@@ -412,8 +412,13 @@ static struct ty *gen_derived(int depth)
         if (kind == 12) l += (size_t)snprintf(d + l, dl - l, "size %d rank %d, ", size, rank);
         for (int i = 0; i < nd; i++) {
             if (kind == 11) l += (size_t)snprintf(d + l, dl - l, "%d:%d+%d ", g[i], st[i], sub[i]);
-            else l += (size_t)snprintf(d + l, dl - l, "%d:%s/%d/%d ", g[i], distr[i] == MPI_DISTRIBUTE_NONE ? "none" :
-                                       distr[i] == MPI_DISTRIBUTE_BLOCK ? "block" : "cyclic", darg[i], ps[i]);
+            else {
+                char da[16];
+                if (darg[i] == MPI_DISTRIBUTE_DFLT_DARG) snprintf(da, sizeof da, "dflt");
+                else snprintf(da, sizeof da, "%d", darg[i]);
+                l += (size_t)snprintf(d + l, dl - l, "%d:%s/%s/%d ", g[i], distr[i] == MPI_DISTRIBUTE_NONE ? "none" :
+                                      distr[i] == MPI_DISTRIBUTE_BLOCK ? "block" : "cyclic", da, ps[i]);
+            }
         }
         desc_child(d, dl, c);
         strncat(d, ")", dl - strlen(d) - 1);

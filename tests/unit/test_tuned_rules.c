@@ -81,18 +81,35 @@ static void test_valid(void)
     CHECK(r[4].op == opid("barrier") && r[4].ncond == 0, "barrier * linear has no condition");
     CHECK(r[2].alg == tuned_alg_index(opid("bcast"), "pipeline"), "bcast ... pipeline");
 
+    UT_CASE("comparisons");
+    static const struct { const char *c; unsigned long long at[3]; } cmps[] = {
+        /* holds at value - 1, value, value + 1 */
+        { "p<5", { 1, 0, 0 } }, { "p<=5", { 1, 1, 0 } }, { "p=5", { 0, 1, 0 } },
+        { "p>=5", { 0, 1, 1 } }, { "p>5", { 0, 0, 1 } },
+    };
+    for (size_t i = 0; i < sizeof cmps / sizeof cmps[0]; i++) {
+        struct tuned_cond c;
+        CHECK(tuned_parse_cond(cmps[i].c, &c) == 0 && c.var == 0 && c.val == 5, "condition %s", cmps[i].c);
+        for (int k = 0; k < 3; k++) {
+            int h = tuned_cond_holds(&c, (unsigned long long)(4 + k), 0);
+            CHECK(h == (int)cmps[i].at[k], "%s at p = %d: %d, expected %d", cmps[i].c, 4 + k, h, (int)cmps[i].at[k]);
+        }
+        c.var = 1;
+        CHECK(tuned_cond_holds(&c, 99, 5) == (int)cmps[i].at[1], "%s on bytes", cmps[i].c);
+    }
+
     UT_CASE("choosing");
     reset();
     CHECK(parse("allreduce p>=8 ring\n"
-                "allreduce bytes<=1k recursive_doubling\n"
+                "allreduce bytes<=1k reduce_bcast\n"
                 "allgather * recursive_doubling\n"
                 "alltoall p=3 bruck\n"
                 "alltoall bytes<100 pairwise\n") == 0, "%s", err);
     CHECK(parse(tuned_builtin_table) == 0, "%s", err);        /* as tuned_open: file rules first */
     CHECK_CHOICE("allreduce", 8, 100, 1, "ring");
-    CHECK_CHOICE("allreduce", 4, 100, 1, "recursive_doubling");
-    CHECK_CHOICE("allreduce", 8, 100, 0, "recursive_doubling");  /* ring needs a commutative op */
-    CHECK_CHOICE("allreduce", 4, 1024, 1, "recursive_doubling"); /* bytes<=1k holds at 1024 */
+    CHECK_CHOICE("allreduce", 4, 100, 1, "reduce_bcast");
+    CHECK_CHOICE("allreduce", 8, 100, 0, "reduce_bcast");        /* ring needs a commutative op */
+    CHECK_CHOICE("allreduce", 4, 1024, 1, "reduce_bcast");       /* bytes<=1k holds at 1024 */
     CHECK_CHOICE("allreduce", 4, 1025, 1, "recursive_doubling"); /* built-in: bytes<=4k */
     CHECK_CHOICE("allreduce", 4, 1 << 20, 1, "rabenseifner");   /* built-in: * rabenseifner */
     CHECK_CHOICE("allreduce", 4, 1 << 20, 0, "recursive_doubling");
@@ -110,7 +127,7 @@ static void test_valid(void)
     choose("allreduce", 8, 100, 1, &why);
     CHECK_CHOICE("allreduce", 8, 100, 1, "rabenseifner");
     CHECK(!strcmp(why, "forced"), "why is \"%s\", expected \"forced\"", why);
-    CHECK_CHOICE("allreduce", 8, 100, 0, "recursive_doubling");  /* cannot run it: the table decides */
+    CHECK_CHOICE("allreduce", 8, 100, 0, "reduce_bcast");        /* cannot run it: the table decides */
     choose("allreduce", 8, 100, 0, &why);
     CHECK_HAS(why, "forced algorithm cannot run this call");
     tuned_forced[opid("allreduce")] = -1;
