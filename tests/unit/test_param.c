@@ -204,8 +204,9 @@ static void test_file(void)
     UT_CASE("params.conf");
     long long a = 0, c = 0, d = 0, e = 0, g = 0;
     size_t b = 0;
-    const char *q = NULL;
+    const char *q = NULL, *qs = NULL;
     cap_begin();
+    kumi_param_register_string("ut", "f", "s", "x", "h", 1, &qs);
     kumi_param_register_int("ut", "f", "a", 1, "h", 1, &a);
     kumi_param_register_size("ut", "f", "b", 1, "h", 1, &b);
     kumi_param_register_int("ut", "f", "c", 1, "h", 1, &c);
@@ -219,6 +220,7 @@ static void test_file(void)
     CHECK_INT(a, 5);                        /* inline comment */
     CHECK(b == 128 << 10, "ut_f_b from the file is %zu, expected 128k", b);
     CHECK_INT(c, 3);                        /* the last line naming it wins */
+    CHECK(qs && !strcmp(qs, "two words"), "quoted string is \"%s\", expected \"two words\"", qs ? qs : "(null)");
     /* the inline comment is cut before the quotes are looked at */
     KNOWN(q && !strcmp(q, "a # b"), "params.conf: ut_f_q = \"a # b\" gives \"%s\", expected \"a # b\"",
           q ? q : "(null)");
@@ -284,7 +286,7 @@ static void test_register(void)
     const char *w = cap_end();
     CHECK_HAS(w, "KUMI_UT_R_XX is set but names no parameter (did you mean KUMI_UT_R_X?)",
           "KUMI_ZZZZZZZZZZZZZZ is set but names no parameter (kumi_info --param all all lists them)",
-          "'ut_f_zz' names no parameter (did you mean ut_f_a?)");
+          "params.conf:12: 'ut_f_zz' names no parameter (did you mean ut_f_");
     CHECK(!strstr(w, "KUMI_TEST_WHATEVER"), "a runtime variable was warned about: %s", w);
     const char *second = strstr(w, "KUMI_UT_R_XX is set");
     CHECK(second && !strstr(second + 1, "KUMI_UT_R_XX is set"), "warned twice");
@@ -316,7 +318,8 @@ int main(void)
           "just words\n"                        /* 9 */
           " = 3\n"                              /* 10 */
           "KUMI_UT_F_G = 8\n"                   /* 11 */
-          "ut_f_zz = 1\n", f);                  /* 12 */
+          "ut_f_zz = 1\n"                       /* 12 */
+          "ut_f_s = 'two words' # quoted\n", f); /* 13 */
     fclose(f);
     test_file();
     test_env();
