@@ -708,6 +708,24 @@ static void test_fixed(void)
           "vector(3, 2, 3) of int packs 0 1 3 4 6 7, got %d %d %d %d %d %d", pk[0], pk[1], pk[2], pk[3], pk[4], pk[5]);
     CHECK(kumi_dt_get(v)->extent == 8 * (MPI_Aint)sizeof(int), "extent of vector(3, 2, 3) of int");
     kumi_mpi_type_free(&v);
+
+    UT_CASE("bounds the random types leave out");
+    /* MPI 4.1 sec. 5.1.7: with lb / ub markers in a type map, only the markers give the bounds */
+    MPI_Datatype r, st;
+    kumi_mpi_type_create_resized(kumi_dt_get(MPI_INT), -4, 8, &r);
+    int bl[2] = { 1, 1 };
+    MPI_Aint disp[2] = { 0, 100 };
+    MPI_Datatype ts[2] = { r, MPI_INT };
+    kumi_mpi_type_create_struct(2, bl, disp, ts, &st);
+    struct kumi_dt *sd = kumi_dt_get(st);
+    KNOWN(sd->lb == -4 && sd->extent == 8, "struct { resized(int, -4, 8) at 0, int at 100 }: lb %lld extent %lld, "
+          "the standard says -4 and 8 (only the markers count)", (long long)sd->lb, (long long)sd->extent);
+    kumi_mpi_type_free(&st);
+    kumi_mpi_type_free(&r);
+    struct kumi_dt *di = kumi_dt_get(MPI_DOUBLE_INT);
+    KNOWN(di->true_extent == (MPI_Aint)(offsetof(struct p_di, i) + sizeof(int)),
+          "MPI_DOUBLE_INT: true extent %lld, its type map spans %zu", (long long)di->true_extent,
+          offsetof(struct p_di, i) + sizeof(int));
 }
 
 int main(void)
