@@ -1,5 +1,6 @@
 #!/bin/bash
-# Run Kumi's test suite: every line of tests/mpi/*.list and every tests/scripts/*.sh.
+# Run Kumi's test suite: every unit test (tests/unit), every line of tests/mpi/*.list
+# and every tests/scripts/*.sh.
 # Prints one line per test and ends with "N passed, N failed".
 # Env: top_srcdir, top_builddir (set by make), KUMI_TEST_LONG=1 adds *.longlist,
 #      KUMI_TEST_FILTER=regex runs only matching test names.
@@ -34,6 +35,14 @@ run_one() { # name, command...
     fi
 }
 
+# Unit tests (tests/unit/test_<name>.c, built as tests/unit/test_<name>): in process, one test each.
+for src in "$top_srcdir"/tests/unit/test_*.c; do
+    [ -f "$src" ] || continue
+    prog=$(basename "$src" .c)
+    name=unit_${prog#test_}
+    [[ $name =~ $filter ]] || continue
+    run_one "$name" "$top_builddir/tests/unit/$prog"
+done
 lists=("$top_srcdir"/tests/mpi/*.list)
 [ "${KUMI_TEST_LONG:-0}" = 1 ] && lists+=("$top_srcdir"/tests/mpi/*.longlist)
 for list in "${lists[@]}"; do

@@ -407,6 +407,10 @@ static int parse_selection(const char *spec)
         trim(&fw);
         trim(&list);
         int fwi = fw_index(fw);
+        if (!*fw) {
+            rc = sel_error("MPI_COMPONENTS: '=%s' has no framework name before '=' (frameworks: %s)", list, fws);
+            break;
+        }
         if (fwi < 0) {
             rc = sel_error("MPI_COMPONENTS: unknown framework '%s' (frameworks: %s)", fw, fws);
             break;
