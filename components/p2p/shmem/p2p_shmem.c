@@ -1,8 +1,15 @@
 /* p2p/shmem: shared memory between ranks on the same host.
  *
- * Segments.  Each rank creates one segment at init, shm_open("/kumi.<jobid>.<rank>")
- * (so /dev/shm/kumi.<jobid>.<rank>; mpiexec removes every /dev/shm/kumi.<jobid>.*
- * however the job ends; a normal finalize unlinks its own).  It holds a header
+ * Segments.  Each rank creates one segment at init,
+ * shm_open("/kumi.<jobid>.<rank>.<token>") (so /dev/shm/kumi.<jobid>.<rank>.<token>;
+ * mpiexec removes every /dev/shm/kumi.<jobid>.* however the job ends; a normal
+ * finalize unlinks its own).  The token is 32 hex digits of an HMAC keyed with
+ * the job secret (p2p_jobkey.h): only members of the job can compute a
+ * segment's name, so another local user cannot create it first.  It is
+ * created with O_EXCL and mode 0600 (an existing file of that name is not the
+ * job's: shared memory is then not used by that rank, and it says so), and a
+ * peer maps it only after fstat shows a regular file of this user, mode 0600,
+ * of the expected size, and the device and inode its creator published.  It holds a header
  * page (pid, the "sleeping" word of the doorbell, the CMA verdicts) and one
  * ring per possible sender: ring s of rank r's segment carries s -> r.  A
  * sender maps the receiver's segment lazily, on its first send there.
@@ -45,8 +52,9 @@
  * (pollfds(), called by the progress engine before poll()) stores 1 in its
  * segment's sleeping word, then re-checks its rings (and the rings it waits
  * to write into); if nothing is there it hands out its doorbell: an
- * abstract-namespace UNIX datagram socket "\0kumi.<jobid>.<rank>" (nothing on
- * disk).  A writer publishes its tail, makes a full fence, and when the
+ * abstract-namespace UNIX datagram socket "\0kumi.<jobid>.<rank>.<token>"
+ * (nothing on disk; the token as above, from another label, so that the
+ * name cannot be bound by someone else first).  A writer publishes its tail, makes a full fence, and when the
  * receiver's word is 1 swaps it to 2 and sends one byte (so one datagram per
  * sleep, whatever the number of writers).  A reader that freed ring space
  * does the same for the sender of that ring (a sender may sleep waiting for
@@ -65,8 +73,10 @@
 #include <kumi/param.h>
 #include <kumi/rpim.h>
 #include <kumi/p2p.h>
+#include "p2p_jobkey.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -130,6 +140,7 @@ _Static_assert(sizeof(struct p2p_shmem_ringctl) == P2P_SHMEM_CTL, "ring control 
 struct p2p_shmem_peer {
     int same_host;
     int pid;
+    unsigned long long segdev, segino;   /* of the segment its creator made */
     /* the peer's segment (mapped lazily) */
     struct p2p_shmem_seghdr *seg;
     size_t seglen;
@@ -164,6 +175,7 @@ static char p2p_shmem_cma_status_buf[160];
 static int p2p_shmem_me = -1, p2p_shmem_size;
 static char p2p_shmem_jobid[64];
 static char p2p_shmem_segname[128];
+static int p2p_shmem_created;             /* p2p_shmem_segname is ours to unlink */
 static struct p2p_shmem_seghdr *p2p_shmem_seg;
 static size_t p2p_shmem_seglen;
 static struct p2p_shmem_peer *p2p_shmem_peers;
@@ -273,9 +285,73 @@ static size_t p2p_shmem_hdrsize(int n)
     return (h + 4095) & ~(size_t)4095;
 }
 
+/* The unpredictable part of rank's names: 32 hex digits of an HMAC of the
+ * job secret (what: "segment" or "doorbell").  -1 without a secret. */
+static int p2p_shmem_token(const char *what, int rank, char tok[33])
+{
+    char label[160];
+    snprintf(label, sizeof label, "kumi p2p/shmem %s %s %d", what, p2p_shmem_jobid, rank);
+    return p2p_jobkey_derive_hex(label, tok, 32);
+}
+
 static void p2p_shmem_name(char *buf, size_t len, int rank)
 {
-    snprintf(buf, len, "/kumi.%s.%d", p2p_shmem_jobid, rank);
+    char tok[33];
+    if (p2p_shmem_token("segment", rank, tok) != 0) tok[0] = 0;
+    snprintf(buf, len, "/kumi.%s.%d.%s", p2p_shmem_jobid, rank, tok);
+}
+
+/* Is the segment open on fd the one rank made for this job?  (A regular file
+ * of this user, not readable or writable by anyone else, of the size the
+ * job's parameters give, and, for a peer's, the device and inode its creator
+ * published.)  If not, says why in why. */
+static int p2p_shmem_check(int fd, const struct p2p_shmem_peer *p, char *why, size_t whylen)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "fstat: %s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, whylen, "owned by uid %u, not %u", (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        snprintf(why, whylen, "mode %03o, not 600", (unsigned)(st.st_mode & 0777));
+        return -1;
+    }
+    if ((size_t)st.st_size != p2p_shmem_seglen) {
+        snprintf(why, whylen, "%lld bytes, not %zu", (long long)st.st_size, p2p_shmem_seglen);
+        return -1;
+    }
+    if (p && ((unsigned long long)st.st_dev != p->segdev || (unsigned long long)st.st_ino != p->segino)) {
+        snprintf(why, whylen, "not the file its rank created (inode %llu, not %llu)",
+                 (unsigned long long)st.st_ino, p->segino);
+        return -1;
+    }
+    return 0;
+}
+
+/* Open rank's segment and check it (p2p_shmem_check); -1 with why set. */
+static int p2p_shmem_open_peer(const struct p2p_shmem_peer *p, int rank, char *name, size_t namelen,
+                               char *why, size_t whylen)
+{
+    int fd;
+    p2p_shmem_name(name, namelen, rank);
+    fd = shm_open(name, O_RDWR | O_NOFOLLOW, 0);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return -1;
+    }
+    if (p2p_shmem_check(fd, p, why, whylen) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 static struct p2p_shmem_ringctl *p2p_shmem_ring(struct p2p_shmem_seghdr *seg, int sender, char **data)
@@ -303,16 +379,14 @@ static void p2p_shmem_prefault(struct p2p_shmem_ringctl *ctl)
 
 static int p2p_shmem_attach(struct p2p_shmem_peer *p, int rank)
 {
-    char name[128];
-    struct stat st;
+    char name[128], why[160];
     void *m;
     int fd;
     if (p->seg) return 0;
     if (p->attach_failed) return -1;
-    p2p_shmem_name(name, sizeof name, rank);
-    fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size < p2p_shmem_seglen) {
-        if (fd >= 0) close(fd);
+    fd = p2p_shmem_open_peer(p, rank, name, sizeof name, why, sizeof why);
+    if (fd < 0) {
+        kumi_warn("p2p/shmem: segment /dev/shm%s of rank %d is not this job's (%s)", name, rank, why);
         p->attach_failed = 1;
         return -1;
     }
@@ -345,7 +419,9 @@ static void p2p_shmem_bell_addr(struct sockaddr_un *sa, socklen_t *len, int rank
     int n;
     memset(sa, 0, sizeof *sa);
     sa->sun_family = AF_UNIX;
-    n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1, "kumi.%s.%d", p2p_shmem_jobid, rank);
+    char tok[33];
+    if (p2p_shmem_token("doorbell", rank, tok) != 0) tok[0] = 0;
+    n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1, "kumi.%s.%d.%s", p2p_shmem_jobid, rank, tok);
     if (n < 0) n = 0;
     if ((size_t)n > sizeof sa->sun_path - 2) n = (int)sizeof sa->sun_path - 2;
     *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
@@ -381,21 +457,42 @@ static void p2p_shmem_cleanup(void)
     p2p_shmem_nlocal = 0;
     if (p2p_shmem_seg) {
         munmap(p2p_shmem_seg, p2p_shmem_seglen);
-        shm_unlink(p2p_shmem_segname);
         p2p_shmem_seg = NULL;
     }
+    if (p2p_shmem_created) shm_unlink(p2p_shmem_segname);   /* never a name someone else made */
+    p2p_shmem_created = 0;
     if (p2p_shmem_bellfd >= 0) close(p2p_shmem_bellfd);
     if (p2p_shmem_readyfd >= 0) close(p2p_shmem_readyfd);
     p2p_shmem_bellfd = p2p_shmem_readyfd = -1;
     p2p_shmem_nqueued = 0;
 }
 
+/* Init failed: say why on stderr, once per rank (the request layer then
+ * leaves this transport out and same-host peers go over the next one; a
+ * silent fall-back to TCP would hide a misconfiguration or an attack), undo
+ * what was made, and return the error.  everyone: the reason is the same on
+ * every rank (a parameter), so only rank 0 prints it. */
+static int p2p_shmem_fail(int cls, int everyone, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int p2p_shmem_fail(int cls, int everyone, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    p2p_shmem_cleanup();
+    if (!everyone || p2p_shmem_me == 0)
+        kumi_warn("p2p/shmem: not used: %s; same-host peers go over another transport", msg);
+    return kumi_error(cls, "p2p/shmem: %s", msg);
+}
+
 static int p2p_shmem_init(void)
 {
     const char *jobid = getenv("KUMI_JOBID");
-    char val[128];
+    char val[160], why[160];
     struct statvfs vfs;
     struct sockaddr_un sa;
+    struct stat st;
     socklen_t salen;
     int fd;
 
@@ -403,8 +500,11 @@ static int p2p_shmem_init(void)
     p2p_shmem_size = kumi_world_size();
     if (p2p_shmem_size <= 1) return MPI_SUCCESS;     /* nobody to reach: nothing to create */
     if (p2p_shmem_ringsz < 4096 || (p2p_shmem_ringsz & (p2p_shmem_ringsz - 1)))
-        return kumi_error(MPI_ERR_OTHER, "p2p/shmem: p2p_shmem_ring_size (%zu) must be a power of "
-                          "two of at least 4096", p2p_shmem_ringsz);
+        return p2p_shmem_fail(MPI_ERR_OTHER, 1, "p2p_shmem_ring_size (%zu) must be a power of "
+                              "two of at least 4096", p2p_shmem_ringsz);
+    if (!p2p_jobkey_secret())
+        return p2p_shmem_fail(MPI_ERR_OTHER, 1, "no job secret (KUMI_JOB_SECRET) to name the "
+                              "segments with");
     snprintf(p2p_shmem_jobid, sizeof p2p_shmem_jobid, "%s", jobid && *jobid ? jobid : "0");
     p2p_shmem_name(p2p_shmem_segname, sizeof p2p_shmem_segname, p2p_shmem_me);
     p2p_shmem_seglen = p2p_shmem_hdrsize(p2p_shmem_size) +
@@ -418,38 +518,45 @@ static int p2p_shmem_init(void)
                       (double)(P2P_SHMEM_CTL + p2p_shmem_ringsz);
         if (statvfs("/dev/shm", &vfs) == 0 &&
             (double)vfs.f_bavail * (double)vfs.f_bsize < want * (p2p_shmem_size < 16 ? p2p_shmem_size : 16))
-            return kumi_error(MPI_ERR_OTHER, "p2p/shmem: not enough room in /dev/shm (%.0f bytes free)",
-                              (double)vfs.f_bavail * (double)vfs.f_bsize);
+            return p2p_shmem_fail(MPI_ERR_OTHER, 0, "not enough room in /dev/shm (%.0f bytes free)",
+                                  (double)vfs.f_bavail * (double)vfs.f_bsize);
     }
 
     p2p_shmem_peers = calloc((size_t)p2p_shmem_size, sizeof *p2p_shmem_peers);
     p2p_shmem_local = calloc((size_t)p2p_shmem_size, sizeof *p2p_shmem_local);
-    if (!p2p_shmem_peers || !p2p_shmem_local) {
-        p2p_shmem_cleanup();
-        return kumi_error(MPI_ERR_NO_MEM, "p2p/shmem: out of memory");
-    }
+    if (!p2p_shmem_peers || !p2p_shmem_local)
+        return p2p_shmem_fail(MPI_ERR_NO_MEM, 0, "out of memory");
 
-    fd = shm_open(p2p_shmem_segname, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    /* O_EXCL: a file of this name that exists already is not ours (the name
+     * is new to this job), whoever made it */
+    fd = shm_open(p2p_shmem_segname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
     if (fd < 0) {
         int e = errno;
-        p2p_shmem_cleanup();
-        return kumi_error(MPI_ERR_OTHER, "p2p/shmem: shm_open %s: %s", p2p_shmem_segname, strerror(e));
+        char n[160] = "", o[64] = "";
+        snprintf(n, sizeof n, "/dev/shm%s", p2p_shmem_segname);
+        if (e == EEXIST && lstat(n, &st) == 0)
+            snprintf(o, sizeof o, ", owner uid %u", (unsigned)st.st_uid);
+        if (e == EEXIST)
+            return p2p_shmem_fail(MPI_ERR_OTHER, 0, "segment %s exists already and is not this "
+                                  "job's%s", n, o);
+        return p2p_shmem_fail(MPI_ERR_OTHER, 0, "shm_open %s: %s", n, strerror(e));
     }
+    p2p_shmem_created = 1;
     if (ftruncate(fd, (off_t)p2p_shmem_seglen) != 0) {
         int e = errno;
         close(fd);
-        shm_unlink(p2p_shmem_segname);
-        p2p_shmem_cleanup();
-        return kumi_error(MPI_ERR_OTHER, "p2p/shmem: ftruncate %s: %s", p2p_shmem_segname, strerror(e));
+        return p2p_shmem_fail(MPI_ERR_OTHER, 0, "ftruncate /dev/shm%s: %s", p2p_shmem_segname, strerror(e));
+    }
+    if (p2p_shmem_check(fd, NULL, why, sizeof why) != 0 || fstat(fd, &st) != 0) {
+        close(fd);
+        return p2p_shmem_fail(MPI_ERR_OTHER, 0, "segment /dev/shm%s: %s", p2p_shmem_segname, why);
     }
     p2p_shmem_seg = mmap(NULL, p2p_shmem_seglen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p2p_shmem_seg == MAP_FAILED) {
         int e = errno;
         p2p_shmem_seg = NULL;
-        shm_unlink(p2p_shmem_segname);
-        p2p_shmem_cleanup();
-        return kumi_error(MPI_ERR_OTHER, "p2p/shmem: mmap %s: %s", p2p_shmem_segname, strerror(e));
+        return p2p_shmem_fail(MPI_ERR_OTHER, 0, "mmap /dev/shm%s: %s", p2p_shmem_segname, strerror(e));
     }
     p2p_shmem_seg->pid = (int32_t)getpid();
     p2p_shmem_seg->nranks = p2p_shmem_size;
@@ -463,16 +570,18 @@ static int p2p_shmem_init(void)
     p2p_shmem_bell_addr(&sa, &salen, p2p_shmem_me);
     if (p2p_shmem_bellfd < 0 || bind(p2p_shmem_bellfd, (struct sockaddr *)&sa, salen) != 0) {
         int e = errno;
-        p2p_shmem_cleanup();
-        return kumi_error(MPI_ERR_OTHER, "p2p/shmem: doorbell socket: %s", strerror(e));
+        return p2p_shmem_fail(MPI_ERR_OTHER, 0, "doorbell socket @%s: %s%s", sa.sun_path + 1, strerror(e),
+                              e == EADDRINUSE ? " (bound by a process that is not this rank)" : "");
     }
     p2p_shmem_readyfd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);   /* always readable */
 
     if (p2p_shmem_cma_ok) {
         if (p2p_shmem_yama() == 1) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     }
-    snprintf(val, sizeof val, "%d %llx", (int)getpid(),
-             (unsigned long long)(uintptr_t)&p2p_shmem_probe);
+    /* pid, probe word, and the segment's device and inode (peers map only that file) */
+    snprintf(val, sizeof val, "%d %llx %llx %llx", (int)getpid(),
+             (unsigned long long)(uintptr_t)&p2p_shmem_probe, (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
     return kumi_rpim_put("p2p.shmem.addr", val);
 }
 
@@ -494,11 +603,23 @@ static int p2p_shmem_wireup(void)
         struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
         unsigned long long addr = 0;
         int pid = 0;
+        char name[128], why[160];
         if (r == p2p_shmem_me) continue;
         if (kumi_rpim_get(r, "kumi.host", host, sizeof host) != 0 || strcmp(host, me) != 0) continue;
         if (kumi_rpim_get(r, "p2p.shmem.addr", val, sizeof val) != 0 ||
-            sscanf(val, "%d %llx", &pid, &addr) != 2)
+            sscanf(val, "%d %llx %llx %llx", &pid, &addr, &p->segdev, &p->segino) != 4)
             continue;
+        /* the segment we shall write into must be the one rank r made: if
+         * not, r is not reached through shared memory (and we say so) */
+        {
+            int fd = p2p_shmem_open_peer(p, r, name, sizeof name, why, sizeof why);
+            if (fd < 0) {
+                kumi_warn("p2p/shmem: not used towards rank %d: segment /dev/shm%s is not this "
+                          "job's (%s)", r, name, why);
+                continue;
+            }
+            close(fd);
+        }
         p->same_host = 1;
         p->pid = pid;
         p2p_shmem_bell_addr(&p->bell, &p->bell_len, r);
