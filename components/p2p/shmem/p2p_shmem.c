@@ -336,7 +336,9 @@ static int p2p_shmem_check(int fd, const struct p2p_shmem_peer *p, char *why, si
     return 0;
 }
 
-/* Open rank's segment and check it (p2p_shmem_check); -1 with why set. */
+/* Open rank's segment and check it (p2p_shmem_check); -1 with why set, or
+ * -2 when there is no such segment (any more: a rank that finished unlinks
+ * its own, so this is no sign of an intruder). */
 static int p2p_shmem_open_peer(const struct p2p_shmem_peer *p, int rank, char *name, size_t namelen,
                                char *why, size_t whylen)
 {
@@ -345,7 +347,7 @@ static int p2p_shmem_open_peer(const struct p2p_shmem_peer *p, int rank, char *n
     fd = shm_open(name, O_RDWR | O_NOFOLLOW, 0);
     if (fd < 0) {
         snprintf(why, whylen, "%s", strerror(errno));
-        return -1;
+        return errno == ENOENT ? -2 : -1;
     }
     if (p2p_shmem_check(fd, p, why, whylen) != 0) {
         close(fd);
@@ -386,7 +388,8 @@ static int p2p_shmem_attach(struct p2p_shmem_peer *p, int rank)
     if (p->attach_failed) return -1;
     fd = p2p_shmem_open_peer(p, rank, name, sizeof name, why, sizeof why);
     if (fd < 0) {
-        kumi_warn("p2p/shmem: segment /dev/shm%s of rank %d is not this job's (%s)", name, rank, why);
+        if (fd == -1)
+            kumi_warn("p2p/shmem: segment /dev/shm%s of rank %d is not this job's (%s)", name, rank, why);
         p->attach_failed = 1;
         return -1;
     }
@@ -613,12 +616,12 @@ static int p2p_shmem_wireup(void)
          * not, r is not reached through shared memory (and we say so) */
         {
             int fd = p2p_shmem_open_peer(p, r, name, sizeof name, why, sizeof why);
-            if (fd < 0) {
+            if (fd == -1) {
                 kumi_warn("p2p/shmem: not used towards rank %d: segment /dev/shm%s is not this "
                           "job's (%s)", r, name, why);
                 continue;
             }
-            close(fd);
+            if (fd >= 0) close(fd);
         }
         p->same_host = 1;
         p->pid = pid;

@@ -11,8 +11,9 @@
  * reaches itself through p2p/self (which also came before tcp).
  * wireup() reads every rank's list and orders it for this rank: a peer on the
  * same host is tried at its loopback address first; a peer on another host
- * never at a loopback address, and at addresses on a subnet shared with one
- * of our interfaces first.
+ * never at a loopback address (unless mpiexec says that the whole job runs
+ * on this machine, KUMI_INTERNAL_NHOSTS=1, whatever the host names say), and
+ * at addresses on a subnet shared with one of our interfaces first.
  *
  * Connections: one per direction.  Rank A sends to B only over the
  * connection A opened (lazily, on the first send), and receives from B only
@@ -158,6 +159,7 @@ static int p2p_tcp_epfd = -1, p2p_tcp_tfd = -1;
 static int p2p_tcp_me = -1, p2p_tcp_size = 0;
 static unsigned char p2p_tcp_key[P2P_JOBKEY_MAC];   /* K: proofs are HMACs under it */
 static int p2p_tcp_self_first, p2p_tcp_shmem_first; /* initialized before tcp in this rank */
+static int p2p_tcp_onehost;          /* mpiexec says every rank runs on this machine */
 static size_t p2p_tcp_npending;      /* accepted, not yet authenticated */
 static double p2p_tcp_next_expiry;   /* earliest deadline of those (0: none armed) */
 static unsigned long p2p_tcp_refused; /* closed at once or for want of a valid PROOF */
@@ -428,7 +430,7 @@ static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int sa
         for (int i = 0; i < n; i++) {
             int lo = p2p_tcp_is_loopback(&all[i]);
             int take;
-            if (lo) take = same_host && pass == 0;
+            if (lo) take = (same_host || p2p_tcp_onehost) && pass == 0;
             else if (pass == 1) take = p2p_tcp_shared_subnet(&all[i]);
             else if (pass == 2) take = !p2p_tcp_shared_subnet(&all[i]);
             else take = 0;
@@ -494,7 +496,7 @@ static int p2p_tcp_init(void)
     char val[KUMI_KVS_VAL_MAX], tmp[KUMI_KVS_VAL_MAX];
     size_t off = 0;
     const char *host, *nh = getenv(KUMI_ENV_NHOSTS);
-    int rc, onehost, haslo = 0;
+    int rc, haslo = 0;
 
     p2p_tcp_me = kumi_world_rank();
     p2p_tcp_size = kumi_world_size();
@@ -521,13 +523,13 @@ static int p2p_tcp_init(void)
     p2p_tcp_ep_add(p2p_tcp_tfd, EPOLLIN, &p2p_tcp_timer_kind);
 
     /* a job on one host needs no more than loopback (if it was chosen) */
-    onehost = !nh || !*nh || strcmp(nh, "1") == 0;
+    p2p_tcp_onehost = !nh || !*nh || strcmp(nh, "1") == 0;
     for (int i = 0; i < p2p_tcp_nifs; i++) haslo |= p2p_tcp_ifs[i].loopback;
     val[0] = 0;
     for (int i = 0; i < p2p_tcp_nifs; i++) {
         char ip[INET_ADDRSTRLEN];
         int k, port;
-        if (onehost && haslo && !p2p_tcp_ifs[i].loopback) continue;
+        if (p2p_tcp_onehost && haslo && !p2p_tcp_ifs[i].loopback) continue;
         inet_ntop(AF_INET, &p2p_tcp_ifs[i].addr, ip, sizeof ip);
         port = p2p_tcp_listen_on(p2p_tcp_ifs[i].addr);
         if (port < 0) {
