@@ -5,7 +5,7 @@
 # rank 0's listener over loopback: a third send nothing, a third send the
 # first bytes of a hello and stop, a third send garbage; one more sends a
 # well-formed hello and a wrong proof.  Then:
-#  - rank 0's descriptors never grow by more than p2p_tcp_auth_max (64) + slack;
+#  - rank 0's descriptors never grow by more than p2p_tcp_auth_max (64) + 2 + slack;
 #  - every prober connection is closed by rank 0 within the timeout + 3 s,
 #    and rank 0 sent nothing to any of them except the challenge that
 #    answers the well-formed hello (then closed it at the wrong proof);

@@ -31,9 +31,11 @@
  * then does a connection carry messages: an intruder never becomes a peer,
  * and A sends nothing to a connection whose first bytes are not a HELLO.
  * An accepted connection that has not sent a valid HELLO and PROOF within
- * p2p_tcp_auth_timeout seconds is closed (a timerfd in the epoll set wakes a sleeping rank for it), and at
- * most p2p_tcp_auth_max such connections are held: past that, a new one is
- * closed at once.
+ * p2p_tcp_auth_timeout seconds is closed (a timerfd in the epoll set wakes a
+ * sleeping rank for it), and at most p2p_tcp_auth_max + (job size) such
+ * connections are held: past that, a new one is closed at once.  (Every
+ * other rank may connect at the same moment, e.g. in an all-to-all right
+ * after start-up: the job's own burst stays within the cap.)
  *
  * Sending: if nothing is queued for the peer, send() writes header and
  * payload at once (one sendmsg); the rest is queued (op->tnext/toff) and
@@ -203,8 +205,8 @@ static void p2p_tcp_register(void)
                                "job before it is closed",
                                KUMI_LEVEL_TUNER, &p2p_tcp_auth_timeout);
     kumi_param_register_size("p2p", "tcp", "auth_max", 64,
-                             "Accepted connections not yet authenticated that a rank holds at once; "
-                             "past that a new one is closed at once (at least 1)",
+                             "Accepted connections not yet authenticated that a rank holds at once, "
+                             "beyond one per rank of the job; past that a new one is closed at once",
                              KUMI_LEVEL_TUNER, &p2p_tcp_auth_max);
 }
 
@@ -503,7 +505,6 @@ static int p2p_tcp_init(void)
     if (p2p_tcp_size < 1) p2p_tcp_size = 1;
     rc = p2p_tcp_make_key();
     if (rc != MPI_SUCCESS) return rc;
-    if (p2p_tcp_auth_max < 1) p2p_tcp_auth_max = 1;
     /* which transports this rank started before tcp (own keys are visible
      * at once): they serve the peers they reach before tcp would */
     p2p_tcp_self_first = kumi_rpim_get(p2p_tcp_me, "p2p.self.up", tmp, sizeof tmp) == MPI_SUCCESS;
@@ -964,7 +965,7 @@ static void p2p_tcp_accept(int lfd)
             if (errno == EINTR || errno == ECONNABORTED) continue;
             return;                      /* EAGAIN, or out of fds: try again later */
         }
-        if (p2p_tcp_npending >= p2p_tcp_auth_max) {
+        if (p2p_tcp_npending >= p2p_tcp_auth_max + (size_t)p2p_tcp_size) {
             /* a crowd that does not authenticate: the newest goes at once */
             if (p2p_tcp_refused++ == 0 || kumi_verbose_level >= 3)
                 kumi_log(2, "p2p/tcp: %zu connections await authentication: closing new ones",
