@@ -10,11 +10,15 @@
  * The transport has no file descriptor of its own; so that a progress engine
  * sleeping in poll() never sleeps while ops are queued, pollfds() hands out
  * an eventfd that is kept readable whenever the queue is not empty.
+ *
+ * init() publishes "p2p.self.up": the transports initialized later (in
+ * selection order) read it from this rank's own keys.
  */
 #include <mpi.h>
 #include <kumi/kumi.h>
 #include <kumi/component.h>
 #include <kumi/param.h>
+#include <kumi/rpim.h>
 #include <kumi/p2p.h>
 
 #include <string.h>
@@ -44,7 +48,9 @@ static int p2p_self_init(void)
     if (p2p_self_evfd < 0) {
         p2p_self_evfd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);   /* always readable; never read */
     }
-    return MPI_SUCCESS;
+    /* Tells the transports started after this one (p2p/tcp) that this rank
+     * reaches itself without them: tcp then need not listen for it. */
+    return kumi_rpim_put("p2p.self.up", "1");
 }
 
 static int p2p_self_wireup(void)

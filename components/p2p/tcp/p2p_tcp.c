@@ -1,21 +1,41 @@
 /* p2p/tcp: TCP sockets to any rank that published an address.
  *
- * Addresses: init() listens on an ephemeral port on INADDR_ANY and publishes
- * "p2p.tcp.addr" = "ip:port,ip:port,..." (this host's IPv4 interfaces,
- * non-loopback first, 127.0.0.1 last) and "p2p.tcp.host" = host name.
+ * Addresses: init() listens on ephemeral ports, one socket per chosen
+ * address (the host's IPv4 interfaces after p2p_tcp_if_include /
+ * p2p_tcp_if_exclude; for a job on one host only the loopback among them),
+ * never on INADDR_ANY, and publishes "p2p.tcp.addr" = "ip:port,ip:port,..."
+ * (non-loopback first, 127.0.0.1 last) and "p2p.tcp.host" = host name.
+ * wireup() closes the listeners when no peer can need them: every other
+ * rank is on this host and reached through p2p/shmem (both sides published
+ * its address, and shmem comes before tcp in the selection), and this rank
+ * reaches itself through p2p/self (which also came before tcp).
  * wireup() reads every rank's list and orders it for this rank: a peer on the
  * same host is tried at its loopback address first; a peer on another host
- * never at a loopback address, and at addresses on a subnet shared with one
- * of our interfaces first.
+ * never at a loopback address (unless mpiexec says that the whole job runs
+ * on this machine, KUMI_INTERNAL_NHOSTS=1, whatever the host names say), and
+ * at addresses on a subnet shared with one of our interfaces first.
  *
  * Connections: one per direction.  Rank A sends to B only over the
  * connection A opened (lazily, on the first send), and receives from B only
  * over connections B opened, so there are no simultaneous-connect races and
- * per-peer ordering is the socket's.  The connecting side sends a 16-byte
- * hello {magic, world rank, job cookie}; the accepting side checks it (a
- * stray connection is dropped) and answers with its own hello, which the
- * connecting side checks before sending data (so a wrong endpoint, e.g. an
- * address that exists on several hosts, is skipped for the next address).
+ * per-peer ordering is the socket's.
+ *
+ * Authentication: both sides prove that they know the job secret without
+ * sending it (a key K = HMAC(secret, label) from p2p_jobkey.h).  The
+ * connecting side C sends HELLO {magic, its rank, nonce_c}; the accepting
+ * side A answers CHAL {magic, its rank, nonce_a, HMAC(K, "accept" nonce_a
+ * nonce_c rank_c rank_a)}; C checks that rank and proof (a wrong endpoint,
+ * e.g. an address that exists on several hosts, is skipped for the next
+ * address) and sends PROOF = HMAC(K, "connect" ...same...) followed at once
+ * by its messages; A checks the PROOF before it reads anything else.  Only
+ * then does a connection carry messages: an intruder never becomes a peer,
+ * and A sends nothing to a connection whose first bytes are not a HELLO.
+ * An accepted connection that has not sent a valid HELLO and PROOF within
+ * p2p_tcp_auth_timeout seconds is closed (a timerfd in the epoll set wakes a
+ * sleeping rank for it), and at most p2p_tcp_auth_max + (job size) such
+ * connections are held: past that, a new one is closed at once.  (Every
+ * other rank may connect at the same moment, e.g. in an all-to-all right
+ * after start-up: the job's own burst stays within the cap.)
  *
  * Sending: if nothing is queued for the peer, send() writes header and
  * payload at once (one sendmsg); the rest is queued (op->tnext/toff) and
@@ -48,11 +68,20 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 
-#define P2P_TCP_MAGIC       0x4b554d54u     /* "KUMT" */
-#define P2P_TCP_HELLO_LEN   16
+#include "p2p_jobkey.h"
+
+#define P2P_TCP_MAGIC_HELLO 0x4b554d48u     /* "KUMH" */
+#define P2P_TCP_MAGIC_CHAL  0x4b554d43u     /* "KUMC" */
+#define P2P_TCP_NONCE       16
+#define P2P_TCP_HELLO_LEN   (8 + P2P_TCP_NONCE)
+#define P2P_TCP_CHAL_LEN    (8 + P2P_TCP_NONCE + P2P_JOBKEY_MAC)
+#define P2P_TCP_PROOF_LEN   P2P_JOBKEY_MAC
+#define P2P_TCP_HSBUF       (P2P_TCP_HELLO_LEN + P2P_TCP_PROOF_LEN)
 #define P2P_TCP_BUFSZ       (16 * 1024)     /* staging buffer of a connection */
 #define P2P_TCP_DIRECT_MIN  (8 * 1024)      /* remaining payload read straight into rx->dst */
 #define P2P_TCP_READ_BUDGET (4u << 20)      /* bytes read from one connection per progress() */
@@ -61,12 +90,12 @@
 #define P2P_TCP_MAXADDR     32
 
 
-enum { P2P_TCP_K_LISTEN = 1, P2P_TCP_K_OUT, P2P_TCP_K_IN };
+enum { P2P_TCP_K_LISTEN = 1, P2P_TCP_K_OUT, P2P_TCP_K_IN, P2P_TCP_K_TIMER };
 
 enum {
     P2P_TCP_OUT_NONE,        /* no connection yet */
     P2P_TCP_OUT_CONNECTING,  /* non-blocking connect under way */
-    P2P_TCP_OUT_HELLO,       /* hello sent, waiting for the answer */
+    P2P_TCP_OUT_HELLO,       /* HELLO sent, waiting for the acceptor's CHAL */
     P2P_TCP_OUT_UP,
     P2P_TCP_OUT_CLOSED,      /* the peer closed it while nothing was queued */
     P2P_TCP_OUT_DEAD         /* lost or unreachable */
@@ -80,9 +109,10 @@ struct p2p_tcp_peer {            /* one per world rank: the outgoing side */
     uint32_t events;             /* registered epoll events */
     struct sockaddr_in *addrs;   /* in the order to try */
     int naddrs, cur;
-    double deadline;             /* of the current connect */
-    unsigned char hello[P2P_TCP_HELLO_LEN];
+    double deadline;             /* of the current connect and handshake */
+    unsigned char hello[P2P_TCP_CHAL_LEN];
     size_t hellooff;
+    unsigned char nonce_c[P2P_TCP_NONCE];
     struct kumi_sendop *head, *tail;
     size_t nq;
     int warned;
@@ -91,9 +121,11 @@ struct p2p_tcp_peer {            /* one per world rank: the outgoing side */
 struct p2p_tcp_in {              /* an accepted connection: the incoming side */
     int kind;                    /* P2P_TCP_K_IN */
     int fd;
-    int peer;                    /* world rank, -1 until the hello */
-    unsigned char hello[P2P_TCP_HELLO_LEN];
+    int peer;                    /* world rank, -1 until a valid PROOF */
+    unsigned char hello[P2P_TCP_HSBUF];   /* HELLO, then PROOF */
     size_t hellooff;
+    unsigned char nonce_a[P2P_TCP_NONCE];
+    double deadline;             /* for HELLO and PROOF */
     char *buf;                   /* staging: bytes [bstart, bend) not consumed yet */
     size_t bstart, bend;
     int in_msg;                  /* reading the payload of hdr */
@@ -101,6 +133,11 @@ struct p2p_tcp_in {              /* an accepted connection: the incoming side */
     struct kumi_rx *rx;
     size_t paylen, paygot;
     struct p2p_tcp_in *prev, *next;
+};
+
+struct p2p_tcp_listener {
+    int kind;                    /* P2P_TCP_K_LISTEN (first: epoll tag) */
+    int fd;
 };
 
 struct p2p_tcp_if {
@@ -113,13 +150,21 @@ struct p2p_tcp_if {
 static size_t p2p_tcp_eager;
 static size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
 static const char *p2p_tcp_if_include, *p2p_tcp_if_exclude;
-static double p2p_tcp_connect_timeout;
+static double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
+static size_t p2p_tcp_auth_max;
 
 /* state */
-static int p2p_tcp_listen_kind = P2P_TCP_K_LISTEN;
-static int p2p_tcp_lfd = -1, p2p_tcp_epfd = -1;
+static struct p2p_tcp_listener p2p_tcp_lis[P2P_TCP_MAXADDR];
+static int p2p_tcp_nlis;
+static int p2p_tcp_timer_kind = P2P_TCP_K_TIMER;
+static int p2p_tcp_epfd = -1, p2p_tcp_tfd = -1;
 static int p2p_tcp_me = -1, p2p_tcp_size = 0;
-static uint64_t p2p_tcp_cookie;
+static unsigned char p2p_tcp_key[P2P_JOBKEY_MAC];   /* K: proofs are HMACs under it */
+static int p2p_tcp_self_first, p2p_tcp_shmem_first; /* initialized before tcp in this rank */
+static int p2p_tcp_onehost;          /* mpiexec says every rank runs on this machine */
+static size_t p2p_tcp_npending;      /* accepted, not yet authenticated */
+static double p2p_tcp_next_expiry;   /* earliest deadline of those (0: none armed) */
+static unsigned long p2p_tcp_refused; /* closed at once or for want of a valid PROOF */
 static struct p2p_tcp_peer *p2p_tcp_peers;
 static struct p2p_tcp_in *p2p_tcp_ins;
 static struct p2p_tcp_if p2p_tcp_ifs[P2P_TCP_MAXADDR];
@@ -155,6 +200,14 @@ static void p2p_tcp_register(void)
                                "Seconds to wait for a TCP connect to one address before trying the "
                                "peer's next address",
                                KUMI_LEVEL_TUNER, &p2p_tcp_connect_timeout);
+    kumi_param_register_double("p2p", "tcp", "auth_timeout", 3.0,
+                               "Seconds an accepted connection has to prove that it belongs to the "
+                               "job before it is closed",
+                               KUMI_LEVEL_TUNER, &p2p_tcp_auth_timeout);
+    kumi_param_register_size("p2p", "tcp", "auth_max", 64,
+                             "Accepted connections not yet authenticated that a rank holds at once, "
+                             "beyond one per rank of the job; past that a new one is closed at once",
+                             KUMI_LEVEL_TUNER, &p2p_tcp_auth_max);
 }
 
 static int p2p_tcp_open(char *why, size_t whylen)
@@ -171,38 +224,41 @@ static int p2p_tcp_open(char *why, size_t whylen)
 /* ------------------------------------------------------------------ */
 /* helpers */
 
-static uint64_t p2p_tcp_fnv(uint64_t h, const char *s)
+/* The job's key for this transport (never the secret itself).  Without a
+ * secret (a singleton) a random one: nobody else can then connect. */
+static int p2p_tcp_make_key(void)
 {
-    for (; s && *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
+    const char *sec = p2p_jobkey_secret(), *jobid = getenv("KUMI_JOBID");
+    char label[128];
+    const void *parts[1] = { label };
+    size_t lens[1];
+    if (!sec) {
+        if (p2p_tcp_size > 1)
+            return kumi_error(MPI_ERR_OTHER, "p2p/tcp: no job secret (KUMI_JOB_SECRET) to "
+                              "authenticate connections with");
+        if (getrandom(p2p_tcp_key, sizeof p2p_tcp_key, 0) != (ssize_t)sizeof p2p_tcp_key)
+            return kumi_error(MPI_ERR_OTHER, "p2p/tcp: getrandom: %s", strerror(errno));
+        return MPI_SUCCESS;
     }
-    h ^= 0xff;                       /* separator */
-    h *= 0x100000001b3ull;
-    return h;
+    snprintf(label, sizeof label, "kumi p2p/tcp key %s", jobid ? jobid : "");
+    lens[0] = strlen(label);
+    p2p_jobkey_hmac(sec, strlen(sec), parts, lens, 1, p2p_tcp_key);
+    return MPI_SUCCESS;
 }
 
-static void p2p_tcp_make_hello(unsigned char *out)
+static int p2p_tcp_nonce(unsigned char *out)
 {
-    uint32_t magic = P2P_TCP_MAGIC;
-    int32_t rank = p2p_tcp_me;
-    memcpy(out, &magic, 4);
-    memcpy(out + 4, &rank, 4);
-    memcpy(out + 8, &p2p_tcp_cookie, 8);
+    return getrandom(out, P2P_TCP_NONCE, 0) == P2P_TCP_NONCE ? 0 : -1;
 }
 
-/* Returns the rank the hello names, or -1 if it is not ours. */
-static int p2p_tcp_check_hello(const unsigned char *in)
+/* HMAC(K, what nonce_a nonce_c rank_c rank_a): the proof of the connecting
+ * side (what = "connect") or of the accepting side ("accept"). */
+static void p2p_tcp_proof(const char *what, const unsigned char *nonce_a, const unsigned char *nonce_c,
+                          int32_t rank_c, int32_t rank_a, unsigned char out[P2P_JOBKEY_MAC])
 {
-    uint32_t magic;
-    int32_t rank;
-    uint64_t cookie;
-    memcpy(&magic, in, 4);
-    memcpy(&rank, in + 4, 4);
-    memcpy(&cookie, in + 8, 8);
-    if (magic != P2P_TCP_MAGIC || cookie != p2p_tcp_cookie || rank < 0 || rank >= p2p_tcp_size)
-        return -1;
-    return rank;
+    const void *parts[5] = { what, nonce_a, nonce_c, &rank_c, &rank_a };
+    size_t lens[5] = { strlen(what) + 1, P2P_TCP_NONCE, P2P_TCP_NONCE, 4, 4 };
+    p2p_jobkey_hmac(p2p_tcp_key, sizeof p2p_tcp_key, parts, lens, 5, out);
 }
 
 static void p2p_tcp_sockopts(int fd)
@@ -376,7 +432,7 @@ static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int sa
         for (int i = 0; i < n; i++) {
             int lo = p2p_tcp_is_loopback(&all[i]);
             int take;
-            if (lo) take = same_host && pass == 0;
+            if (lo) take = (same_host || p2p_tcp_onehost) && pass == 0;
             else if (pass == 1) take = p2p_tcp_shared_subnet(&all[i]);
             else if (pass == 2) take = !p2p_tcp_shared_subnet(&all[i]);
             else take = 0;
@@ -389,28 +445,70 @@ static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int sa
 /* init, wireup */
 
 /* Undo a failed init (the request layer then leaves this transport out). */
+static void p2p_tcp_close_listeners(void)
+{
+    for (int i = 0; i < p2p_tcp_nlis; i++) {
+        if (p2p_tcp_epfd >= 0) p2p_tcp_ep_del(p2p_tcp_lis[i].fd);
+        close(p2p_tcp_lis[i].fd);
+    }
+    p2p_tcp_nlis = 0;
+}
+
 static int p2p_tcp_init_failed(int rc)
 {
-    if (p2p_tcp_lfd >= 0) close(p2p_tcp_lfd);
+    p2p_tcp_close_listeners();
+    if (p2p_tcp_tfd >= 0) close(p2p_tcp_tfd);
     if (p2p_tcp_epfd >= 0) close(p2p_tcp_epfd);
-    p2p_tcp_lfd = p2p_tcp_epfd = -1;
+    p2p_tcp_tfd = p2p_tcp_epfd = -1;
     return rc;
+}
+
+/* Listen on an ephemeral port of addr; returns the port, or -1 (errno). */
+static int p2p_tcp_listen_on(struct in_addr addr)
+{
+    struct sockaddr_in sa;
+    socklen_t salen = sizeof sa;
+    struct p2p_tcp_listener *l = &p2p_tcp_lis[p2p_tcp_nlis];
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (p2p_tcp_rcvbuf) {           /* accepted sockets inherit it (window scaling) */
+        int v = p2p_tcp_rcvbuf > (size_t)0x7fffffff ? 0x7fffffff : (int)p2p_tcp_rcvbuf;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr = addr;
+    sa.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, SOMAXCONN) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    l->kind = P2P_TCP_K_LISTEN;
+    l->fd = fd;
+    p2p_tcp_nlis++;
+    p2p_tcp_ep_add(fd, EPOLLIN, l);
+    return ntohs(sa.sin_port);
 }
 
 static int p2p_tcp_init(void)
 {
-    struct sockaddr_in sa;
-    socklen_t salen = sizeof sa;
-    char val[KUMI_KVS_VAL_MAX];
+    char val[KUMI_KVS_VAL_MAX], tmp[KUMI_KVS_VAL_MAX];
     size_t off = 0;
-    const char *host;
-    int port, rc;
+    const char *host, *nh = getenv(KUMI_ENV_NHOSTS);
+    int rc, haslo = 0;
 
     p2p_tcp_me = kumi_world_rank();
     p2p_tcp_size = kumi_world_size();
     if (p2p_tcp_size < 1) p2p_tcp_size = 1;
-    p2p_tcp_cookie = p2p_tcp_fnv(p2p_tcp_fnv(0xcbf29ce484222325ull, getenv("KUMI_JOB_SECRET")),
-                                 getenv("KUMI_JOBID"));
+    rc = p2p_tcp_make_key();
+    if (rc != MPI_SUCCESS) return rc;
+    /* which transports this rank started before tcp (own keys are visible
+     * at once): they serve the peers they reach before tcp would */
+    p2p_tcp_self_first = kumi_rpim_get(p2p_tcp_me, "p2p.self.up", tmp, sizeof tmp) == MPI_SUCCESS;
+    p2p_tcp_shmem_first = kumi_rpim_get(p2p_tcp_me, "p2p.shmem.addr", tmp, sizeof tmp) == MPI_SUCCESS;
 
     p2p_tcp_scan_ifs();
     if (p2p_tcp_nifs == 0)
@@ -420,29 +518,25 @@ static int p2p_tcp_init(void)
     p2p_tcp_epfd = epoll_create1(EPOLL_CLOEXEC);
     if (p2p_tcp_epfd < 0)
         return p2p_tcp_init_failed(kumi_error(MPI_ERR_OTHER, "p2p/tcp: epoll_create1: %s", strerror(errno)));
-    p2p_tcp_lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (p2p_tcp_lfd < 0)
-        return p2p_tcp_init_failed(kumi_error(MPI_ERR_OTHER, "p2p/tcp: socket: %s", strerror(errno)));
-    if (p2p_tcp_rcvbuf) {           /* accepted sockets inherit it (window scaling) */
-        int v = p2p_tcp_rcvbuf > (size_t)0x7fffffff ? 0x7fffffff : (int)p2p_tcp_rcvbuf;
-        setsockopt(p2p_tcp_lfd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
-    }
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    sa.sin_port = 0;
-    if (bind(p2p_tcp_lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        listen(p2p_tcp_lfd, SOMAXCONN) != 0 ||
-        getsockname(p2p_tcp_lfd, (struct sockaddr *)&sa, &salen) != 0)
-        return p2p_tcp_init_failed(kumi_error(MPI_ERR_OTHER, "p2p/tcp: cannot listen: %s", strerror(errno)));
-    port = ntohs(sa.sin_port);
-    p2p_tcp_ep_add(p2p_tcp_lfd, EPOLLIN, &p2p_tcp_listen_kind);
+    p2p_tcp_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (p2p_tcp_tfd < 0)
+        return p2p_tcp_init_failed(kumi_error(MPI_ERR_OTHER, "p2p/tcp: timerfd_create: %s", strerror(errno)));
+    p2p_tcp_ep_add(p2p_tcp_tfd, EPOLLIN, &p2p_tcp_timer_kind);
 
+    /* a job on one host needs no more than loopback (if it was chosen) */
+    p2p_tcp_onehost = !nh || !*nh || strcmp(nh, "1") == 0;
+    for (int i = 0; i < p2p_tcp_nifs; i++) haslo |= p2p_tcp_ifs[i].loopback;
     val[0] = 0;
     for (int i = 0; i < p2p_tcp_nifs; i++) {
         char ip[INET_ADDRSTRLEN];
-        int k;
+        int k, port;
+        if (p2p_tcp_onehost && haslo && !p2p_tcp_ifs[i].loopback) continue;
         inet_ntop(AF_INET, &p2p_tcp_ifs[i].addr, ip, sizeof ip);
+        port = p2p_tcp_listen_on(p2p_tcp_ifs[i].addr);
+        if (port < 0) {
+            kumi_log(2, "p2p/tcp: cannot listen on %s (%s): %s", ip, p2p_tcp_ifs[i].name, strerror(errno));
+            continue;
+        }
         k = snprintf(val + off, sizeof val - off, "%s%s:%d", off ? "," : "", ip, port);
         if (k < 0 || (size_t)k >= sizeof val - off) {
             val[off] = 0;
@@ -450,12 +544,15 @@ static int p2p_tcp_init(void)
         }
         off += (size_t)k;
     }
+    if (p2p_tcp_nlis == 0)
+        return p2p_tcp_init_failed(kumi_error(MPI_ERR_OTHER, "p2p/tcp: cannot listen on any chosen "
+                                              "address: %s", strerror(errno)));
     rc = kumi_rpim_put("p2p.tcp.addr", val);
     if (rc != MPI_SUCCESS) return p2p_tcp_init_failed(rc);
     host = kumi_hostname();
     rc = kumi_rpim_put("p2p.tcp.host", host ? host : "");
     if (rc != MPI_SUCCESS) return p2p_tcp_init_failed(rc);
-    kumi_log(2, "p2p/tcp: listening on port %d, addresses %s", port, val);
+    kumi_log(2, "p2p/tcp: listening on %s", val);
     return MPI_SUCCESS;
 }
 
@@ -463,6 +560,7 @@ static int p2p_tcp_wireup(void)
 {
     const char *myhost = kumi_hostname();
     char val[KUMI_KVS_VAL_MAX], host[KUMI_KVS_VAL_MAX];
+    int needed = 0;
     p2p_tcp_peers = calloc((size_t)p2p_tcp_size, sizeof *p2p_tcp_peers);
     if (!p2p_tcp_peers) return kumi_error(MPI_ERR_NO_MEM, "p2p/tcp: out of memory");
     for (int r = 0; r < p2p_tcp_size; r++) {
@@ -479,6 +577,16 @@ static int p2p_tcp_wireup(void)
         p2p_tcp_parse_addrs(p, val, same);
         kumi_log(3, "p2p/tcp: rank %d at %s (%s, %d usable addresses)", r, val,
                  same ? "same host" : "other host", p->naddrs);
+        /* could r (or this rank itself) come to us over tcp? */
+        if (r == p2p_tcp_me)
+            needed |= !p2p_tcp_self_first;
+        else
+            needed |= !(same && p2p_tcp_shmem_first &&
+                        kumi_rpim_get(r, "p2p.shmem.addr", val, sizeof val) == MPI_SUCCESS);
+    }
+    if (!needed && p2p_tcp_nlis > 0) {
+        kumi_log(2, "p2p/tcp: every peer is reached before tcp (self, shmem): listeners closed");
+        p2p_tcp_close_listeners();
     }
     return MPI_SUCCESS;
 }
@@ -497,6 +605,11 @@ static size_t p2p_tcp_eager_limit(int peer)
 /* ------------------------------------------------------------------ */
 /* outgoing connections */
 
+static int p2p_tcp_handshaking(int state)
+{
+    return state == P2P_TCP_OUT_CONNECTING || state == P2P_TCP_OUT_HELLO;
+}
+
 static void p2p_tcp_out_close(struct p2p_tcp_peer *p, int state)
 {
     if (p->fd >= 0) {
@@ -504,7 +617,7 @@ static void p2p_tcp_out_close(struct p2p_tcp_peer *p, int state)
         close(p->fd);
         p->fd = -1;
     }
-    if (p->state == P2P_TCP_OUT_CONNECTING) p2p_tcp_nconnecting--;
+    if (p2p_tcp_handshaking(p->state)) p2p_tcp_nconnecting--;
     p->events = 0;
     if (state == P2P_TCP_OUT_DEAD && p->state != P2P_TCP_OUT_DEAD) {
         /* ops queued to a dead peer stay unfinished (never reported as sent);
@@ -529,22 +642,43 @@ static void p2p_tcp_connect_failed(struct p2p_tcp_peer *p)
     p2p_tcp_connect_next(p);
 }
 
-/* Send our hello on a connected socket and wait for the answer. */
+/* Connected: send HELLO {magic, rank_c, nonce_c}, wait for the CHAL (still
+ * under the connect deadline). */
 static void p2p_tcp_connected(struct p2p_tcp_peer *p)
 {
     unsigned char hello[P2P_TCP_HELLO_LEN];
+    uint32_t magic = P2P_TCP_MAGIC_HELLO;
+    int32_t me = p2p_tcp_me;
     ssize_t n;
-    if (p->state == P2P_TCP_OUT_CONNECTING) p2p_tcp_nconnecting--;
     p->state = P2P_TCP_OUT_HELLO;
-    p2p_tcp_make_hello(hello);
+    if (p2p_tcp_nonce(p->nonce_c) != 0) {
+        p2p_tcp_connect_failed(p);
+        return;
+    }
+    memcpy(hello, &magic, 4);
+    memcpy(hello + 4, &me, 4);
+    memcpy(hello + 8, p->nonce_c, P2P_TCP_NONCE);
     do n = send(p->fd, hello, sizeof hello, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof hello) {     /* an empty fresh socket takes 16 bytes */
+    if (n != (ssize_t)sizeof hello) {     /* an empty fresh socket takes 24 bytes */
         p2p_tcp_connect_failed(p);
         return;
     }
     p->hellooff = 0;
     p2p_tcp_out_events(p, EPOLLIN);
+}
+
+/* Read the next handshake message (len bytes) into p->hello: 1 when whole,
+ * 0 when more is to come, -1 when the connection failed. */
+static int p2p_tcp_out_read(struct p2p_tcp_peer *p, size_t len)
+{
+    ssize_t n;
+    do n = recv(p->fd, p->hello + p->hellooff, len - p->hellooff, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (n <= 0) return -1;              /* refused by a stray listener, or reset */
+    p->hellooff += (size_t)n;
+    return p->hellooff == len;
 }
 
 static void p2p_tcp_connect_next(struct p2p_tcp_peer *p)
@@ -561,7 +695,7 @@ static void p2p_tcp_connect_next(struct p2p_tcp_peer *p)
             p->events = EPOLLOUT;
             p2p_tcp_ep_add(fd, EPOLLOUT, p);
             p->state = P2P_TCP_OUT_CONNECTING;
-            p2p_tcp_nconnecting++;
+            p2p_tcp_nconnecting++;          /* until UP or closed (the handshake included) */
             p->deadline = kumi_time() + p2p_tcp_connect_timeout;
             if (r == 0) p2p_tcp_connected(p);
             return;
@@ -667,22 +801,35 @@ static void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev)
         }
         break;
     }
-    case P2P_TCP_OUT_HELLO: {
+    case P2P_TCP_OUT_HELLO: {       /* CHAL {magic, rank_a, nonce_a, proof_a} -> PROOF, up */
+        unsigned char want[P2P_JOBKEY_MAC], proof[P2P_TCP_PROOF_LEN];
+        uint32_t magic;
+        int32_t rank;
         ssize_t n;
-        do n = recv(p->fd, p->hello + p->hellooff, sizeof p->hello - p->hellooff, MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (n <= 0) {                   /* refused by a stray listener, or reset */
+        int rc = p2p_tcp_out_read(p, P2P_TCP_CHAL_LEN);
+        if (rc == 0) break;
+        if (rc < 0) {
+            kumi_log(3, "p2p/tcp: address %d of rank %d closed the handshake", p->cur, p->rank);
             p2p_tcp_connect_failed(p);
             break;
         }
-        p->hellooff += (size_t)n;
-        if (p->hellooff < sizeof p->hello) break;
-        if (p2p_tcp_check_hello(p->hello) != p->rank) {
+        memcpy(&magic, p->hello, 4);
+        memcpy(&rank, p->hello + 4, 4);
+        p2p_tcp_proof("accept", p->hello + 8, p->nonce_c, p2p_tcp_me, p->rank, want);
+        if (magic != P2P_TCP_MAGIC_CHAL || rank != p->rank ||
+            !p2p_jobkey_equal(p->hello + 8 + P2P_TCP_NONCE, want, sizeof want)) {
             kumi_log(2, "p2p/tcp: address %d of rank %d answers for someone else", p->cur, p->rank);
             p2p_tcp_connect_failed(p);
             break;
         }
+        p2p_tcp_proof("connect", p->hello + 8, p->nonce_c, p2p_tcp_me, p->rank, proof);
+        do n = send(p->fd, proof, sizeof proof, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n != (ssize_t)sizeof proof) {   /* nothing else was sent yet: fits */
+            p2p_tcp_connect_failed(p);
+            break;
+        }
+        p2p_tcp_nconnecting--;
         p->state = P2P_TCP_OUT_UP;
         kumi_log(3, "p2p/tcp: connected to rank %d", p->rank);
         p2p_tcp_flush(p);
@@ -762,6 +909,7 @@ static int p2p_tcp_send(int peer, struct kumi_sendop *op)
 static void p2p_tcp_in_close(struct p2p_tcp_in *c, int lost)
 {
     if (lost) p2p_tcp_lost_warn(c->peer);
+    if (c->peer < 0) p2p_tcp_npending--;
     p2p_tcp_ep_del(c->fd);
     close(c->fd);
     if (c->prev) c->prev->next = c->next;
@@ -771,17 +919,63 @@ static void p2p_tcp_in_close(struct p2p_tcp_in *c, int lost)
     free(c);
 }
 
-static void p2p_tcp_accept(void)
+/* Wake a sleeping rank at the earliest handshake deadline (disarmed when none). */
+static void p2p_tcp_arm(double when)
+{
+    struct itimerspec it;
+    memset(&it, 0, sizeof it);
+    p2p_tcp_next_expiry = when;
+    if (when > 0) {
+        double d = when - kumi_time();
+        if (d < 0.001) d = 0.001;
+        it.it_value.tv_sec = (time_t)d;
+        it.it_value.tv_nsec = (long)((d - (double)(time_t)d) * 1e9);
+    }
+    timerfd_settime(p2p_tcp_tfd, 0, &it, NULL);
+}
+
+/* Close the connections whose handshake is overdue; re-arm for the next one. */
+static void p2p_tcp_expire(void)
+{
+    double now = kumi_time(), next = 0;
+    struct p2p_tcp_in *c = p2p_tcp_ins, *nx;
+    uint64_t ticks;
+    if (read(p2p_tcp_tfd, &ticks, sizeof ticks) < 0) { /* clears the timer's readability */ }
+    for (; c; c = nx) {
+        nx = c->next;
+        if (c->peer >= 0) continue;
+        if (now >= c->deadline) {
+            kumi_log(2, "p2p/tcp: closed a connection that did not authenticate within %g s",
+                     p2p_tcp_auth_timeout);
+            p2p_tcp_refused++;
+            p2p_tcp_in_close(c, 0);
+        } else if (next == 0 || c->deadline < next) {
+            next = c->deadline;
+        }
+    }
+    p2p_tcp_arm(next);
+}
+
+static void p2p_tcp_accept(int lfd)
 {
     for (int i = 0; i < 64; i++) {
         struct p2p_tcp_in *c;
-        int fd = accept4(p2p_tcp_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             return;                      /* EAGAIN, or out of fds: try again later */
         }
+        if (p2p_tcp_npending >= p2p_tcp_auth_max + (size_t)p2p_tcp_size) {
+            /* a crowd that does not authenticate: the newest goes at once */
+            if (p2p_tcp_refused++ == 0 || kumi_verbose_level >= 3)
+                kumi_log(2, "p2p/tcp: %zu connections await authentication: closing new ones",
+                         p2p_tcp_npending);
+            close(fd);
+            continue;
+        }
         c = calloc(1, sizeof *c);
-        if (!c) {
+        if (!c || p2p_tcp_nonce(c->nonce_a) != 0) {
+            free(c);
             close(fd);
             return;
         }
@@ -789,10 +983,13 @@ static void p2p_tcp_accept(void)
         c->kind = P2P_TCP_K_IN;
         c->fd = fd;
         c->peer = -1;
+        c->deadline = kumi_time() + p2p_tcp_auth_timeout;
         c->next = p2p_tcp_ins;
         if (c->next) c->next->prev = c;
         p2p_tcp_ins = c;
+        p2p_tcp_npending++;
         p2p_tcp_ep_add(fd, EPOLLIN, c);
+        if (p2p_tcp_next_expiry == 0) p2p_tcp_arm(c->deadline);
     }
 }
 
@@ -871,11 +1068,13 @@ static int p2p_tcp_in_event(struct p2p_tcp_in *c)
     size_t budget = P2P_TCP_READ_BUDGET;
     int did = 0;
 
-    if (c->peer < 0) {                   /* the hello */
-        unsigned char hello[P2P_TCP_HELLO_LEN];
+    if (c->peer < 0) {                   /* HELLO, then (after our CHAL) PROOF */
+        unsigned char want[P2P_JOBKEY_MAC];
+        uint32_t magic = P2P_TCP_MAGIC_HELLO;
+        int32_t rank;
         ssize_t n;
-        int rank;
-        do n = recv(c->fd, c->hello + c->hellooff, sizeof c->hello - c->hellooff, MSG_DONTWAIT);
+        size_t upto = c->hellooff < P2P_TCP_HELLO_LEN ? P2P_TCP_HELLO_LEN : P2P_TCP_HSBUF;
+        do n = recv(c->fd, c->hello + c->hellooff, upto - c->hellooff, MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         if (n <= 0) {
@@ -883,24 +1082,53 @@ static int p2p_tcp_in_event(struct p2p_tcp_in *c)
             return 1;
         }
         c->hellooff += (size_t)n;
-        if (c->hellooff < sizeof c->hello) return 1;
-        rank = p2p_tcp_check_hello(c->hello);
-        if (rank < 0) {
+        /* a stranger is known by its first bytes: no need to wait for more */
+        if (memcmp(c->hello, &magic, c->hellooff < 4 ? c->hellooff : 4) != 0) {
             kumi_log(2, "p2p/tcp: dropped a connection that is not from this job");
+            p2p_tcp_refused++;
+            p2p_tcp_in_close(c, 0);
+            return 1;
+        }
+        if (c->hellooff < upto) return 1;
+        memcpy(&rank, c->hello + 4, 4);
+        if (rank < 0 || rank >= p2p_tcp_size) {
+            kumi_log(2, "p2p/tcp: dropped a connection that is not from this job");
+            p2p_tcp_refused++;
+            p2p_tcp_in_close(c, 0);
+            return 1;
+        }
+        if (upto == P2P_TCP_HELLO_LEN) { /* answer CHAL {magic, me, nonce_a, proof_a} */
+            unsigned char chal[P2P_TCP_CHAL_LEN];
+            int32_t me = p2p_tcp_me;
+            magic = P2P_TCP_MAGIC_CHAL;
+            memcpy(chal, &magic, 4);
+            memcpy(chal + 4, &me, 4);
+            memcpy(chal + 8, c->nonce_a, P2P_TCP_NONCE);
+            p2p_tcp_proof("accept", c->nonce_a, c->hello + 8, rank, me, chal + 8 + P2P_TCP_NONCE);
+            do n = send(c->fd, chal, sizeof chal, MSG_NOSIGNAL | MSG_DONTWAIT);
+            while (n < 0 && errno == EINTR);
+            if (n != (ssize_t)sizeof chal) {   /* nothing else was sent yet: fits */
+                p2p_tcp_in_close(c, 0);
+                return 1;
+            }
+            return 1;
+        }
+        p2p_tcp_proof("connect", c->nonce_a, c->hello + 8, rank, p2p_tcp_me, want);
+        if (!p2p_jobkey_equal(c->hello + P2P_TCP_HELLO_LEN, want, sizeof want)) {
+            kumi_log(2, "p2p/tcp: dropped a connection that did not prove that it belongs to the job");
+            p2p_tcp_refused++;
             p2p_tcp_in_close(c, 0);
             return 1;
         }
         c->buf = malloc(P2P_TCP_BUFSZ);
-        p2p_tcp_make_hello(hello);
-        do n = send(c->fd, hello, sizeof hello, MSG_NOSIGNAL | MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
-        if (!c->buf || n != (ssize_t)sizeof hello) {
+        if (!c->buf) {
             p2p_tcp_in_close(c, 0);
             return 1;
         }
         c->peer = rank;
+        p2p_tcp_npending--;
         kumi_log(3, "p2p/tcp: accepted connection from rank %d", rank);
-        return 1;                        /* data comes after our answer */
+        return 1;                        /* its messages follow (level-triggered epoll) */
     }
 
     if (c->bend > c->bstart) {           /* left in staging when we yielded for a CTS */
@@ -987,7 +1215,7 @@ static void p2p_tcp_check_timeouts(void)
     double now = kumi_time();
     for (int r = 0; r < p2p_tcp_size && p2p_tcp_nconnecting > 0; r++) {
         struct p2p_tcp_peer *p = &p2p_tcp_peers[r];
-        if (p->state == P2P_TCP_OUT_CONNECTING && now > p->deadline) {
+        if (p2p_tcp_handshaking(p->state) && now > p->deadline) {
             kumi_log(2, "p2p/tcp: connect to rank %d address %d timed out", r, p->cur);
             p2p_tcp_connect_failed(p);
         }
@@ -1005,8 +1233,10 @@ static int p2p_tcp_progress(void)
     for (int i = 0; i < n && !p2p_tcp_yield; i++) {
         int kind = *(int *)ev[i].data.ptr;
         if (kind == P2P_TCP_K_LISTEN) {
-            p2p_tcp_accept();
+            p2p_tcp_accept(((struct p2p_tcp_listener *)ev[i].data.ptr)->fd);
             did = 1;
+        } else if (kind == P2P_TCP_K_TIMER) {
+            p2p_tcp_expire();
         } else if (kind == P2P_TCP_K_IN) {
             did |= p2p_tcp_in_event(ev[i].data.ptr);
         } else if (kind == P2P_TCP_K_OUT) {
@@ -1015,6 +1245,7 @@ static int p2p_tcp_progress(void)
         }
     }
     if (p2p_tcp_nconnecting > 0) p2p_tcp_check_timeouts();
+    if (p2p_tcp_npending > 0 && kumi_time() >= p2p_tcp_next_expiry) p2p_tcp_expire();
     p2p_tcp_in_progress = 0;
     return did;
 }
@@ -1045,11 +1276,14 @@ static void p2p_tcp_finalize(void)
         free(p2p_tcp_peers);
         p2p_tcp_peers = NULL;
     }
-    if (p2p_tcp_lfd >= 0) close(p2p_tcp_lfd);
+    p2p_tcp_close_listeners();
+    if (p2p_tcp_tfd >= 0) close(p2p_tcp_tfd);
     if (p2p_tcp_epfd >= 0) close(p2p_tcp_epfd);
-    p2p_tcp_lfd = p2p_tcp_epfd = -1;
+    p2p_tcp_tfd = p2p_tcp_epfd = -1;
     p2p_tcp_nqueued = 0;
     p2p_tcp_nconnecting = 0;
+    p2p_tcp_npending = 0;
+    p2p_tcp_next_expiry = 0;
 }
 
 static const struct kumi_p2p_ops p2p_tcp_ops = {

@@ -1,0 +1,312 @@
+/* p2p_shmem.h: private to p2p/shmem: the design (below), the layout of a
+ * segment and of its rings, the state the files share, and the small ring
+ * helpers that the send and receive paths inline.
+ *
+ * Files: p2p_shmem.c (the component: parameters, init, wireup, finalize),
+ * p2p_shmem_seg.c (segments: names, creation checks, attaching a peer's),
+ * p2p_shmem_ring.c (rings: sending, receiving, progress), p2p_shmem_cma.c
+ * (single copy with process_vm_readv), p2p_shmem_bell.c (the doorbell and
+ * sleeping).
+ *
+ * Segments.  Each rank creates one segment at init,
+ * shm_open("/kumi.<jobid>.<rank>.<token>") (so /dev/shm/kumi.<jobid>.<rank>.<token>;
+ * mpiexec removes every /dev/shm/kumi.<jobid>.* however the job ends; a normal
+ * finalize unlinks its own).  The token is 32 hex digits of an HMAC keyed with
+ * the job secret (p2p_jobkey.h): only members of the job can compute a
+ * segment's name, so another local user cannot create it first.  It is
+ * created with O_EXCL and mode 0600 (an existing file of that name is not the
+ * job's: shared memory is then not used by that rank, and it says so), and a
+ * peer maps it only after fstat shows a regular file of this user, mode 0600,
+ * of the expected size, and the device and inode its creator published.  It holds a header
+ * page (pid, the "sleeping" word of the doorbell, the CMA verdicts) and one
+ * ring per possible sender: ring s of rank r's segment carries s -> r.  A
+ * sender maps the receiver's segment lazily, on its first send there.
+ *
+ * Rings.  Single producer / single consumer, lock-free: two 64-bit byte
+ * counters (tail written by the sender, head by the receiver, each on its own
+ * cache lines) over a power-of-two byte area; C11 acquire/release only.
+ * Records are made of 64-byte cells: a record cell {type, aux, kumi_hdr}
+ * (exactly one cache line), then for
+ *   MSG  the payload inline (hdr.paylen bytes, padded to 64): eager copy-in /
+ *        copy-out; a payload larger than the free space streams through the
+ *        ring in pieces (the sender pushes more from progress() as the
+ *        receiver frees space): this is also the pipelined two-copy path
+ *        for large messages when CMA is not possible;
+ *   CMA  one more cell {address, cookie}: the receiver copies the payload
+ *        with process_vm_readv straight from the sender's buffer into rx->dst
+ *        (one copy), then answers with an ACK record carrying the cookie; the
+ *        sender keeps the sendop until that ACK and only then calls done();
+ *   ACK  (aux = cookie low, hdr.sreq = cookie) completion of a CMA record.
+ * Rendezvous messages of at least p2p_shmem_cma_min bytes use CMA when the
+ * receiver has said it can read the sender (below): p2p_shmem_rget() says so
+ * to the request layer, whose RTS (marked KUMI_HDR_F_RGET) then goes as a CMA
+ * record; the receiver keeps the descriptor until a receive matches and the
+ * request layer calls p2p_shmem_pull(), which copies and answers ACK (no CTS
+ * and no DATA message).  A DATA message of the CTS/DATA protocol goes the
+ * same way.  Eager messages and smaller payloads always go inline.
+ *
+ * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
+ * component checks that process_vm_readv works at all (on itself), reads the
+ * Yama ptrace_scope (2 and 3 refuse it) and, under scope 1, allows any
+ * process of the user to read it (PR_SET_PTRACER_ANY) since the ranks are
+ * siblings, not descendants.  At wireup each rank reads a published probe word
+ * of every same-host peer with process_vm_readv and stores the verdict per
+ * sender in its segment header (1 can read, 2 cannot); a sender uses CMA
+ * towards a receiver only once that verdict says 1 (while unknown: inline).
+ * The start-up result is the read-only-in-spirit parameter
+ * p2p_shmem_cma_status, which kumi_info --param p2p shmem shows.
+ *
+ * Doorbell.  The fast path makes no system call.  A rank about to sleep
+ * (pollfds(), called by the progress engine before poll()) stores 1 in its
+ * segment's sleeping word, then re-checks its rings (and the rings it waits
+ * to write into); if nothing is there it hands out its doorbell: an
+ * abstract-namespace UNIX datagram socket "\0kumi.<jobid>.<rank>.<token>"
+ * (nothing on disk; the token as above, from another label, so that the
+ * name cannot be bound by someone else first).  A writer publishes its tail,
+ * makes a full fence, and when the receiver's word is 1 swaps it to 2 and
+ * sends one byte (so one datagram per sleep, whatever the number of writers).  A reader that freed ring space
+ * does the same for the sender of that ring (a sender may sleep waiting for
+ * space or for an ACK).  progress() clears the word and drains the socket,
+ * unless another thread of this process still sleeps on it (the thread
+ * engine's progress thread while the application polls): pollfds(NULL, 0)
+ * tells that a sleep is over.
+ *
+ * A peer that dies mid-transfer leaves its ring silent; the job is ended by
+ * mpiexec (which also removes the segments).
+ */
+#ifndef KUMI_P2P_SHMEM_H
+#define KUMI_P2P_SHMEM_H
+
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <kumi/kumi.h>
+#include <kumi/component.h>
+#include <kumi/param.h>
+#include <kumi/rpim.h>
+#include <kumi/p2p.h>
+#include "p2p_jobkey.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+
+#define P2P_SHMEM_MAGIC    0x4b554d53484d454dull   /* "KUMSHMEM" */
+#define P2P_SHMEM_CELL     64
+#define P2P_SHMEM_CTL      256                    /* ring control block */
+#define P2P_SHMEM_BATCH    64                     /* records read from one ring per progress() */
+
+enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK };
+enum { P2P_SHMEM_CMA_UNKNOWN = 0, P2P_SHMEM_CMA_YES = 1, P2P_SHMEM_CMA_NO = 2 };
+
+struct p2p_shmem_seghdr {
+    uint64_t magic;
+    int32_t pid;
+    int32_t nranks;
+    uint64_t ringsize;
+    uint64_t hdrsize;
+    char pad0[64 - 32];
+    _Atomic int sleeping;                 /* 0 awake, 1 sleeping, 2 rung (own line) */
+    char pad1[64 - sizeof(int)];
+    _Atomic unsigned char canread[];      /* per sender: P2P_SHMEM_CMA_* */
+};
+
+struct p2p_shmem_ringctl {
+    _Atomic uint64_t tail;                /* bytes written (sender) */
+    char pad0[128 - 8];
+    _Atomic uint64_t head;                /* bytes consumed (receiver) */
+    char pad1[128 - 8];
+};
+
+struct p2p_shmem_rec {                   /* one cell */
+    uint32_t type;
+    uint32_t aux;
+    struct kumi_hdr hdr;
+};
+
+struct p2p_shmem_cmadesc {               /* the cell after a CMA record */
+    uint64_t addr;
+    uint64_t cookie;
+    int32_t pid;
+    char pad[64 - 20];
+};
+
+_Static_assert(sizeof(struct p2p_shmem_rec) == P2P_SHMEM_CELL, "record cell is one cache line");
+_Static_assert(sizeof(struct p2p_shmem_cmadesc) == P2P_SHMEM_CELL, "descriptor is one cell");
+_Static_assert(sizeof(struct p2p_shmem_ringctl) == P2P_SHMEM_CTL, "ring control size");
+
+struct p2p_shmem_peer {
+    int same_host;
+    int pid;
+    unsigned long long segdev, segino;   /* of the segment its creator made */
+    /* the peer's segment (mapped lazily) */
+    struct p2p_shmem_seghdr *seg;
+    size_t seglen;
+    int attach_failed;
+    /* sending: ring me -> peer, in the peer's segment */
+    struct p2p_shmem_ringctl *octl;
+    char *odata;
+    uint64_t otail, ohead;                /* our tail; cached head */
+    int cma;                              /* cached verdict of the peer on us */
+    struct kumi_sendop *qhead, *qtail;    /* queued (head op may be half written) */
+    int qhdr_done;                        /* record cell(s) of qhead written */
+    struct kumi_sendop *acks;             /* CMA ops waiting for the peer's ACK */
+    /* receiving: ring peer -> me, in our segment */
+    struct p2p_shmem_ringctl *ictl;
+    char *idata;
+    uint64_t ihead, itail;                /* our head; cached tail */
+    int in_msg;
+    struct kumi_hdr ihdr;
+    struct kumi_rx *rx;
+    size_t paylen, paygot;
+    struct sockaddr_un bell;
+    socklen_t bell_len;
+};
+
+/* parameters */
+extern size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
+extern const char *p2p_shmem_cma_mode;
+extern const char *p2p_shmem_cma_status;
+extern char p2p_shmem_cma_status_buf[160];
+
+/* state */
+extern int p2p_shmem_me, p2p_shmem_size;
+extern char p2p_shmem_jobid[64];
+extern char p2p_shmem_segname[128];
+extern int p2p_shmem_created;             /* p2p_shmem_segname is ours to unlink */
+extern struct p2p_shmem_seghdr *p2p_shmem_seg;
+extern size_t p2p_shmem_seglen;
+extern struct p2p_shmem_peer *p2p_shmem_peers;
+extern int *p2p_shmem_local;              /* same-host peers (not me) */
+extern int p2p_shmem_nlocal;
+extern int p2p_shmem_bellfd, p2p_shmem_readyfd;
+extern int p2p_shmem_cma_ok;              /* this rank may try CMA at all */
+/* Threads of this process asleep on the doorbell (the progress thread of the
+ * thread engine while the application polls, or the other way round); while
+ * one sleeps, progress() leaves the sleeping word and the socket to it, or
+ * writers would stop ringing a sleeper that still waits.  Changed under the
+ * library lock (pollfds() is called with it held). */
+extern int p2p_shmem_sleepers;
+extern size_t p2p_shmem_nqueued;          /* ops queued or waiting for an ACK */
+extern int p2p_shmem_in_progress;
+extern volatile uint64_t p2p_shmem_probe;                    /* peers read this with CMA */
+
+/* p2p_shmem_seg.c */
+size_t p2p_shmem_hdrsize(int n);
+int p2p_shmem_token(const char *what, int rank, char tok[33]);
+void p2p_shmem_name(char *buf, size_t len, int rank);
+int p2p_shmem_check(int fd, const struct p2p_shmem_peer *p, char *why, size_t whylen);
+int p2p_shmem_open_peer(const struct p2p_shmem_peer *p, int rank, char *name, size_t namelen,
+                        char *why, size_t whylen);
+struct p2p_shmem_ringctl *p2p_shmem_ring(struct p2p_shmem_seghdr *seg, int sender, char **data);
+void p2p_shmem_prefault(struct p2p_shmem_ringctl *ctl);
+int p2p_shmem_attach(struct p2p_shmem_peer *p, int rank);
+
+/* p2p_shmem_bell.c */
+void p2p_shmem_bell_addr(struct sockaddr_un *sa, socklen_t *len, int rank);
+void p2p_shmem_drain_bell(void);
+int p2p_shmem_pollfds(struct pollfd *fds, int max);
+
+/* p2p_shmem_cma.c */
+int p2p_shmem_yama(void);
+int p2p_shmem_cma_detect(char *why, size_t whylen);
+int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_rec *rec,
+                     const struct p2p_shmem_cmadesc *d);
+int p2p_shmem_rget(int peer, size_t len);
+void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx);
+
+/* p2p_shmem_ring.c */
+int p2p_shmem_flush(struct p2p_shmem_peer *p);
+int p2p_shmem_send(int peer, struct kumi_sendop *op);
+void p2p_shmem_send_ack(int peer, uint64_t cookie, int ok);
+int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p);
+int p2p_shmem_progress(void);
+int p2p_shmem_pending(void);
+int p2p_shmem_busy(void);
+
+/* p2p_shmem.c */
+int p2p_shmem_reaches(int peer);
+
+/* ring helpers (inlined into the send and receive paths) */
+
+static inline uint64_t p2p_shmem_round(uint64_t n)
+{
+    return (n + P2P_SHMEM_CELL - 1) & ~(uint64_t)(P2P_SHMEM_CELL - 1);
+}
+
+static inline size_t p2p_shmem_ofree(struct p2p_shmem_peer *p, size_t want)
+{
+    size_t fr = p2p_shmem_ringsz - (size_t)(p->otail - p->ohead);
+    if (fr < want) {
+        p->ohead = atomic_load_explicit(&p->octl->head, memory_order_acquire);
+        fr = p2p_shmem_ringsz - (size_t)(p->otail - p->ohead);
+    }
+    return fr;
+}
+
+/* Copy n bytes into the ring at our tail (wrapping), without publishing. */
+static inline void p2p_shmem_put(struct p2p_shmem_peer *p, uint64_t pos, const void *src, size_t n)
+{
+    size_t off = (size_t)(pos & (p2p_shmem_ringsz - 1));
+    size_t first = p2p_shmem_ringsz - off;
+    if (first >= n) {
+        memcpy(p->odata + off, src, n);
+    } else {
+        memcpy(p->odata + off, src, first);
+        memcpy(p->odata, (const char *)src + first, n - first);
+    }
+}
+
+static inline int p2p_shmem_peer_cma(struct p2p_shmem_peer *p)
+{
+    if (p->cma == P2P_SHMEM_CMA_UNKNOWN)
+        p->cma = atomic_load_explicit(&p->seg->canread[p2p_shmem_me], memory_order_acquire);
+    return p->cma == P2P_SHMEM_CMA_YES;
+}
+
+static inline void p2p_shmem_get(struct p2p_shmem_peer *p, uint64_t pos, void *dst, size_t n)
+{
+    size_t off = (size_t)(pos & (p2p_shmem_ringsz - 1));
+    size_t first = p2p_shmem_ringsz - off;
+    if (first >= n) {
+        memcpy(dst, p->idata + off, n);
+    } else {
+        memcpy(dst, p->idata + off, first);
+        memcpy((char *)dst + first, p->idata, n - first);
+    }
+}
+
+/* After publishing something in a ring of rank p's: wake p if it sleeps. */
+static inline void p2p_shmem_ring_bell(struct p2p_shmem_peer *p)
+{
+    int one = 1;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&p->seg->sleeping, memory_order_relaxed) == 1 &&
+        atomic_compare_exchange_strong(&p->seg->sleeping, &one, 2)) {
+        char b = 1;
+        ssize_t w = sendto(p2p_shmem_bellfd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                           (struct sockaddr *)&p->bell, p->bell_len);
+        (void)w;
+    }
+}
+
+static inline void p2p_shmem_publish(struct p2p_shmem_peer *p)
+{
+    atomic_store_explicit(&p->octl->tail, p->otail, memory_order_release);
+    p2p_shmem_ring_bell(p);
+}
+
+#endif

@@ -1,0 +1,124 @@
+/* p2p/shmem CMA: detecting at start-up whether process_vm_readv may be used,
+ * and the receiver-pulled transfers (a CMA record read straight into the
+ * receive buffer, the RGET rendezvous of rget() and pull()). */
+#include "p2p_shmem.h"
+
+/* A pulled RTS waiting for its receive (handle given to the request layer). */
+struct p2p_shmem_pull {
+    uint32_t magic;
+    int peer;
+    size_t len;
+    struct p2p_shmem_cmadesc d;
+};
+#define P2P_SHMEM_PULL_MAGIC 0x5348504cu     /* "SHPL" */
+
+int p2p_shmem_yama(void)
+{
+    int v = -1;
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1) v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* Start-up detection: may this process use process_vm_readv at all? */
+int p2p_shmem_cma_detect(char *why, size_t whylen)
+{
+    uint64_t v = 0;
+    struct iovec l = { &v, sizeof v }, r = { (void *)&p2p_shmem_probe, sizeof v };
+    int scope;
+    if (strcmp(p2p_shmem_cma_mode, "off") == 0) {
+        snprintf(why, whylen, "off (p2p_shmem_cma=off): pipelined two-copy through the rings");
+        return 0;
+    }
+    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)sizeof v || v != P2P_SHMEM_MAGIC) {
+        snprintf(why, whylen, "refused (process_vm_readv: %s): pipelined two-copy through the rings",
+                 strerror(errno));
+        return 0;
+    }
+    scope = p2p_shmem_yama();
+    if (scope >= 2) {
+        snprintf(why, whylen, "refused (Yama ptrace_scope=%d): pipelined two-copy through the rings",
+                 scope);
+        return 0;
+    }
+    snprintf(why, whylen, "single copy with process_vm_readv (CMA) for payloads >= %zu bytes%s",
+             p2p_shmem_cma_min, scope == 1 ? " (Yama scope 1: PR_SET_PTRACER_ANY)" : "");
+    return 1;
+}
+
+/* Copy len bytes (at most rx->cap) of the peer's memory at d into rx, finish
+ * rx and answer the sender.  */
+static void p2p_shmem_cma_into(int peer, const struct p2p_shmem_cmadesc *d, size_t len, struct kumi_rx *rx)
+{
+    int ok = 1;
+    if (rx) {
+        size_t want = rx->dst ? (len < rx->cap ? len : rx->cap) : 0;
+        size_t got = 0;
+        rx->got = 0;
+        while (got < want) {
+            struct iovec l = { rx->dst + got, want - got };
+            struct iovec r = { (void *)(uintptr_t)(d->addr + got), want - got };
+            ssize_t n = process_vm_readv(d->pid, &l, 1, &r, 1, 0);
+            if (n <= 0) {
+                if (n < 0 && errno == EINTR) continue;
+                ok = 0;
+                kumi_warn("p2p/shmem: process_vm_readv from rank %d: %s", peer,
+                          n < 0 ? strerror(errno) : "short read");
+                break;
+            }
+            got += (size_t)n;
+        }
+        rx->got = rx->len;
+        kumi_p2p_rx_done(rx);
+    }
+    p2p_shmem_send_ack(peer, d->cookie, ok);
+}
+
+int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_rec *rec,
+                     const struct p2p_shmem_cmadesc *d)
+{
+    (void)p;
+    if (rec->hdr.kind == KUMI_HDR_RTS) {     /* read when a receive matches: pull() */
+        struct p2p_shmem_pull *pl = malloc(sizeof *pl);
+        struct kumi_hdr h = rec->hdr;
+        if (!pl) {
+            kumi_warn("p2p/shmem: out of memory for a rendezvous from rank %d; dropped", peer);
+            p2p_shmem_send_ack(peer, d->cookie, 0);
+            return 1;
+        }
+        pl->magic = P2P_SHMEM_PULL_MAGIC;
+        pl->peer = peer;
+        pl->len = (size_t)rec->hdr.len;
+        pl->d = *d;
+        h.rreq = (uint64_t)(uintptr_t)pl;
+        kumi_p2p_incoming(peer, &h);
+        return 1;
+    }
+    struct kumi_rx *rx = kumi_p2p_incoming(peer, &rec->hdr);
+    if (rx) rx->len = (size_t)rec->hdr.paylen;
+    p2p_shmem_cma_into(peer, d, (size_t)rec->hdr.paylen, rx);
+    return 1;
+}
+
+int p2p_shmem_rget(int peer, size_t len)
+{
+    if (!p2p_shmem_reaches(peer) || len < p2p_shmem_cma_min) return 0;
+    struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
+    if (!p->seg && p2p_shmem_attach(p, peer) != 0) return 0;
+    return p2p_shmem_peer_cma(p);
+}
+
+void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx)
+{
+    struct p2p_shmem_pull *pl = (struct p2p_shmem_pull *)(uintptr_t)handle;
+    if (!pl || pl->magic != P2P_SHMEM_PULL_MAGIC || pl->peer != peer) {
+        kumi_warn("p2p/shmem: pull from rank %d of an unknown rendezvous", peer);
+        return;
+    }
+    pl->magic = 0;
+    p2p_shmem_cma_into(peer, &pl->d, pl->len, rx);   /* rx NULL (cancelled): only the answer */
+    free(pl);
+}

@@ -1,0 +1,303 @@
+/* p2p/shmem rings: writing records and payloads into a peer's ring (send(),
+ * the queue of ops that wait for space, the ACKs of CMA transfers), reading
+ * ours (poll_ring()), and progress() / busy() over all same-host peers. */
+#include "p2p_shmem.h"
+
+static inline int p2p_shmem_use_cma(struct p2p_shmem_peer *p, const struct kumi_sendop *op)
+{
+    /* a pulled RTS (the request layer asked p2p_shmem_rget first) */
+    if (op->hdr.kind == KUMI_HDR_RTS) return (op->hdr.flags & KUMI_HDR_F_RGET) && op->payload;
+    /* rendezvous payloads only: an eager send completes without waiting for the receiver */
+    if (op->hdr.kind != KUMI_HDR_DATA || op->hdr.paylen < p2p_shmem_cma_min || !op->payload) return 0;
+    return p2p_shmem_peer_cma(p);
+}
+
+/* Write as much of op as fits.  Returns 1 when op is fully written (the
+ * caller then publishes, unlinks and completes or parks it), 0 otherwise. */
+static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, int *hdr_done)
+{
+    if (!*hdr_done) {
+        struct p2p_shmem_rec rec;
+        int cma = p2p_shmem_use_cma(p, op);
+        size_t need = P2P_SHMEM_CELL * (cma ? 2u : 1u);
+        if (p2p_shmem_ofree(p, need) < need) return 0;
+        rec.aux = 0;
+        rec.hdr = op->hdr;
+        if (op->hdr.kind == 0) {                      /* an ACK of ours */
+            rec.type = P2P_SHMEM_REC_ACK;
+        } else if (cma) {
+            struct p2p_shmem_cmadesc d;
+            rec.type = P2P_SHMEM_REC_CMA;
+            memset(&d, 0, sizeof d);
+            d.addr = (uint64_t)(uintptr_t)op->payload;
+            d.cookie = (uint64_t)(uintptr_t)op;
+            d.pid = (int32_t)getpid();
+            p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, &d, sizeof d);
+        } else {
+            rec.type = P2P_SHMEM_REC_MSG;
+        }
+        p2p_shmem_put(p, p->otail, &rec, sizeof rec);
+        p->otail += need;
+        op->toff = 0;
+        op->tptr = cma ? (void *)op : NULL;            /* non-NULL: waits for an ACK */
+        *hdr_done = 1;
+        if (rec.type != P2P_SHMEM_REC_MSG) return 1;
+    }
+    /* inline payload, in pieces as space allows */
+    {
+        size_t paylen = (size_t)op->hdr.paylen;
+        while (op->toff < paylen) {
+            size_t left = paylen - op->toff;
+            size_t fr = p2p_shmem_ofree(p, p2p_shmem_round(left) < P2P_SHMEM_CELL ? P2P_SHMEM_CELL
+                                                                                    : p2p_shmem_round(left));
+            size_t n;
+            fr &= ~(size_t)(P2P_SHMEM_CELL - 1);
+            if (fr == 0) return 0;
+            n = left < fr ? left : fr;
+            p2p_shmem_put(p, p->otail, (const char *)op->payload + op->toff, n);
+            op->toff += n;
+            p->otail += p2p_shmem_round(n);
+            if (op->toff < paylen) {
+                /* publish what is there so the receiver can start */
+                atomic_store_explicit(&p->octl->tail, p->otail, memory_order_release);
+            }
+        }
+    }
+    return 1;
+}
+
+/* Push queued ops to p.  Returns 1 if anything went out. */
+int p2p_shmem_flush(struct p2p_shmem_peer *p)
+{
+    int did = 0;
+    struct kumi_sendop *done = NULL, **donetail = &done;
+    uint64_t t0 = p->otail;
+    while (p->qhead) {
+        struct kumi_sendop *op = p->qhead;
+        uint64_t before = p->otail;
+        int full = p2p_shmem_write_op(p, op, &p->qhdr_done);
+        if (p->otail != before) did = 1;
+        if (!full) break;
+        p->qhead = op->tnext;
+        if (!p->qhead) p->qtail = NULL;
+        p->qhdr_done = 0;
+        op->tnext = NULL;
+        if (op->tptr) {                               /* CMA: park until the ACK */
+            op->tnext = p->acks;
+            p->acks = op;
+        } else {
+            p2p_shmem_nqueued--;
+            *donetail = op;
+            donetail = &op->tnext;
+        }
+    }
+    if (p->otail != t0) p2p_shmem_publish(p);
+    while (done) {
+        struct kumi_sendop *op = done;
+        done = op->tnext;
+        op->tnext = NULL;
+        op->done(op);
+    }
+    return did;
+}
+
+static void p2p_shmem_ack_done(struct kumi_sendop *op)
+{
+    free(op);
+}
+
+int p2p_shmem_send(int peer, struct kumi_sendop *op)
+{
+    struct p2p_shmem_peer *p;
+    if (!p2p_shmem_reaches(peer))
+        return kumi_error(MPI_ERR_OTHER, "p2p/shmem: rank %d is not on this host", peer);
+    p = &p2p_shmem_peers[peer];
+    if (!p->seg && p2p_shmem_attach(p, peer) != 0)
+        return kumi_error(MPI_ERR_OTHER, "p2p/shmem: cannot attach the segment of rank %d", peer);
+    op->tnext = NULL;
+    op->toff = 0;
+    op->tptr = NULL;
+    if (!p->qhead) {                                  /* fast path: straight into the ring */
+        int hd = 0;
+        uint64_t t0 = p->otail;
+        int full = p2p_shmem_write_op(p, op, &hd);
+        if (full) {
+            p2p_shmem_publish(p);
+            if (op->tptr) {
+                op->tnext = p->acks;
+                p->acks = op;
+                p2p_shmem_nqueued++;
+            } else {
+                op->done(op);
+            }
+            return MPI_SUCCESS;
+        }
+        if (p->otail != t0) p2p_shmem_publish(p);
+        p->qhdr_done = hd;
+    }
+    if (p->qtail) p->qtail->tnext = op;
+    else p->qhead = op;
+    p->qtail = op;
+    p2p_shmem_nqueued++;
+    return MPI_SUCCESS;
+}
+
+/* Queue an ACK of a CMA record to peer (internal op). */
+void p2p_shmem_send_ack(int peer, uint64_t cookie, int ok)
+{
+    struct kumi_sendop *op = calloc(1, sizeof *op);
+    if (!op) {
+        kumi_warn("p2p/shmem: out of memory for an ACK to rank %d", peer);
+        return;
+    }
+    op->hdr.kind = 0;
+    op->hdr.flags = ok ? 0 : 1;
+    op->hdr.sreq = cookie;
+    op->done = p2p_shmem_ack_done;
+    if (p2p_shmem_send(peer, op) != MPI_SUCCESS) free(op);
+}
+
+static void p2p_shmem_finish_msg(struct p2p_shmem_peer *p)
+{
+    struct kumi_rx *rx = p->rx;
+    p->in_msg = 0;
+    p->rx = NULL;
+    if (rx) {
+        rx->got = p->paylen;
+        kumi_p2p_rx_done(rx);
+    }
+}
+
+static void p2p_shmem_got_ack(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_rec *rec)
+{
+    struct kumi_sendop **pp = &p->acks;
+    for (; *pp; pp = &(*pp)->tnext) {
+        struct kumi_sendop *op = *pp;
+        if ((uint64_t)(uintptr_t)op == rec->hdr.sreq) {
+            *pp = op->tnext;
+            op->tnext = NULL;
+            op->tptr = NULL;
+            p2p_shmem_nqueued--;
+            if (rec->hdr.flags)
+                kumi_warn("p2p/shmem: rank %d could not read a message of %llu bytes (CMA); "
+                          "its data are lost", peer, (unsigned long long)op->hdr.paylen);
+            op->done(op);
+            return;
+        }
+    }
+    kumi_warn("p2p/shmem: ACK from rank %d for an unknown transfer", peer);
+}
+
+/* Read what ring peer -> me holds.  Returns 1 if anything happened. */
+int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
+{
+    int did = 0, recs = 0;
+    uint64_t h0 = p->ihead;
+    for (;;) {
+        size_t avail = (size_t)(p->itail - p->ihead);
+        if (avail == 0 || (!p->in_msg && avail < P2P_SHMEM_CELL)) {
+            p->itail = atomic_load_explicit(&p->ictl->tail, memory_order_acquire);
+            avail = (size_t)(p->itail - p->ihead);
+            if (avail == 0) break;
+        }
+        if (p->in_msg) {
+            size_t left = p->paylen - p->paygot;
+            size_t n = left < avail ? left : avail;
+            struct kumi_rx *rx = p->rx;
+            if (rx && rx->dst && p->paygot < rx->cap) {
+                size_t k = rx->cap - p->paygot < n ? rx->cap - p->paygot : n;
+                p2p_shmem_get(p, p->ihead, rx->dst + p->paygot, k);
+            }
+            p->paygot += n;
+            if (rx) rx->got = p->paygot;
+            if (p->paygot == p->paylen) {
+                p->ihead += p2p_shmem_round(n);
+                p2p_shmem_finish_msg(p);
+                recs++;
+            } else {
+                p->ihead += n;               /* a piece: always a multiple of 64 */
+            }
+            did = 1;
+        } else {
+            struct p2p_shmem_rec rec;
+            if (avail < P2P_SHMEM_CELL) break;
+            p2p_shmem_get(p, p->ihead, &rec, sizeof rec);
+            if (rec.type == P2P_SHMEM_REC_CMA) {
+                struct p2p_shmem_cmadesc d;
+                if (avail < 2 * P2P_SHMEM_CELL) break;
+                p2p_shmem_get(p, p->ihead + P2P_SHMEM_CELL, &d, sizeof d);
+                p->ihead += 2 * P2P_SHMEM_CELL;
+                p2p_shmem_do_cma(peer, p, &rec, &d);
+            } else if (rec.type == P2P_SHMEM_REC_ACK) {
+                p->ihead += P2P_SHMEM_CELL;
+                p2p_shmem_got_ack(peer, p, &rec);
+            } else {
+                p->ihead += P2P_SHMEM_CELL;
+                p->ihdr = rec.hdr;
+                p->paylen = (size_t)rec.hdr.paylen;
+                p->paygot = 0;
+                p->rx = kumi_p2p_incoming(peer, &p->ihdr);
+                if (p->rx) p->rx->got = 0;
+                if (p->paylen == 0) {
+                    p->in_msg = 1;
+                    p2p_shmem_finish_msg(p);
+                } else {
+                    p->in_msg = 1;
+                }
+                if (p->paylen == 0) recs++;
+            }
+            did = 1;
+        }
+        if (recs >= P2P_SHMEM_BATCH) break;
+        /* free space early for a streaming sender */
+        if (p->in_msg && p->ihead - h0 >= p2p_shmem_ringsz / 2) {
+            atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
+            if (p->seg || p2p_shmem_attach(p, peer) == 0) p2p_shmem_ring_bell(p);
+            h0 = p->ihead;
+        }
+    }
+    if (p->ihead != h0) {
+        atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
+        /* the sender may sleep waiting for space */
+        if (p->seg || p2p_shmem_attach(p, peer) == 0) p2p_shmem_ring_bell(p);
+    }
+    return did;
+}
+
+int p2p_shmem_progress(void)
+{
+    int did = 0;
+    if (!p2p_shmem_seg || p2p_shmem_in_progress) return 0;
+    p2p_shmem_in_progress = 1;
+    if (p2p_shmem_sleepers == 0 &&
+        atomic_load_explicit(&p2p_shmem_seg->sleeping, memory_order_relaxed) != 0) {
+        atomic_store_explicit(&p2p_shmem_seg->sleeping, 0, memory_order_relaxed);
+        p2p_shmem_drain_bell();
+    }
+    for (int i = 0; i < p2p_shmem_nlocal; i++) {
+        int r = p2p_shmem_local[i];
+        struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
+        did |= p2p_shmem_poll_ring(r, p);
+        if (p->qhead) did |= p2p_shmem_flush(p);
+    }
+    p2p_shmem_in_progress = 0;
+    return did;
+}
+
+/* Would progress() find something to do right now? */
+int p2p_shmem_pending(void)
+{
+    for (int i = 0; i < p2p_shmem_nlocal; i++) {
+        struct p2p_shmem_peer *p = &p2p_shmem_peers[p2p_shmem_local[i]];
+        if (atomic_load_explicit(&p->ictl->tail, memory_order_acquire) != p->ihead) return 1;
+        if (p->qhead && p->seg &&
+            atomic_load_explicit(&p->octl->head, memory_order_acquire) != p->ohead)
+            return 1;
+    }
+    return 0;
+}
+
+int p2p_shmem_busy(void)
+{
+    return p2p_shmem_nqueued > 0;
+}
