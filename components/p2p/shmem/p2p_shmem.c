@@ -133,7 +133,7 @@ static int p2p_shmem_init(void)
     if (p2p_shmem_ringsz < 4096 || (p2p_shmem_ringsz & (p2p_shmem_ringsz - 1)))
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "p2p_shmem_ring_size (%zu) must be a power of "
                               "two of at least 4096", p2p_shmem_ringsz);
-    if (!p2p_jobkey_secret())
+    if (!kumi_jobkey_secret())
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "no job secret (KUMI_JOB_SECRET) to name the "
                               "segments with");
     snprintf(p2p_shmem_jobid, sizeof p2p_shmem_jobid, "%s", jobid && *jobid ? jobid : "0");

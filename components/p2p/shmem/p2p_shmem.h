@@ -12,7 +12,7 @@
  * shm_open("/kumi.<jobid>.<rank>.<token>") (so /dev/shm/kumi.<jobid>.<rank>.<token>;
  * mpiexec removes every /dev/shm/kumi.<jobid>.* however the job ends; a normal
  * finalize unlinks its own).  The token is 32 hex digits of an HMAC keyed with
- * the job secret (p2p_jobkey.h): only members of the job can compute a
+ * the job secret (kumi/jobkey.h): only members of the job can compute a
  * segment's name, so another local user cannot create it first.  It is
  * created with O_EXCL and mode 0600 (an existing file of that name is not the
  * job's: shared memory is then not used by that rank, and it says so), and a
@@ -84,7 +84,7 @@
 #include <kumi/param.h>
 #include <kumi/rpim.h>
 #include <kumi/p2p.h>
-#include "p2p_jobkey.h"
+#include <kumi/jobkey.h>
 
 #include <errno.h>
 #include <stdarg.h>

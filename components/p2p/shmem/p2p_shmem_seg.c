@@ -16,7 +16,7 @@ int p2p_shmem_token(const char *what, int rank, char tok[33])
 {
     char label[160];
     snprintf(label, sizeof label, "kumi p2p/shmem %s %s %d", what, p2p_shmem_jobid, rank);
-    return p2p_jobkey_derive_hex(label, tok, 32);
+    return kumi_jobkey_derive_hex(label, tok, 32);
 }
 
 void p2p_shmem_name(char *buf, size_t len, int rank)

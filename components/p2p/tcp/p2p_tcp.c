@@ -21,7 +21,7 @@
  * per-peer ordering is the socket's.
  *
  * Authentication: both sides prove that they know the job secret without
- * sending it (a key K = HMAC(secret, label) from p2p_jobkey.h).  The
+ * sending it (a key K = HMAC(secret, label) from kumi/jobkey.h).  The
  * connecting side C sends HELLO {magic, its rank, nonce_c}; the accepting
  * side A answers CHAL {magic, its rank, nonce_a, HMAC(K, "accept" nonce_a
  * nonce_c rank_c rank_a)}; C checks that rank and proof (a wrong endpoint,
@@ -73,14 +73,14 @@
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 
-#include "p2p_jobkey.h"
+#include <kumi/jobkey.h>
 
 #define P2P_TCP_MAGIC_HELLO 0x4b554d48u     /* "KUMH" */
 #define P2P_TCP_MAGIC_CHAL  0x4b554d43u     /* "KUMC" */
 #define P2P_TCP_NONCE       16
 #define P2P_TCP_HELLO_LEN   (8 + P2P_TCP_NONCE)
-#define P2P_TCP_CHAL_LEN    (8 + P2P_TCP_NONCE + P2P_JOBKEY_MAC)
-#define P2P_TCP_PROOF_LEN   P2P_JOBKEY_MAC
+#define P2P_TCP_CHAL_LEN    (8 + P2P_TCP_NONCE + KUMI_JOBKEY_MAC)
+#define P2P_TCP_PROOF_LEN   KUMI_JOBKEY_MAC
 #define P2P_TCP_HSBUF       (P2P_TCP_HELLO_LEN + P2P_TCP_PROOF_LEN)
 #define P2P_TCP_BUFSZ       (16 * 1024)     /* staging buffer of a connection */
 #define P2P_TCP_DIRECT_MIN  (8 * 1024)      /* remaining payload read straight into rx->dst */
@@ -159,7 +159,7 @@ static int p2p_tcp_nlis;
 static int p2p_tcp_timer_kind = P2P_TCP_K_TIMER;
 static int p2p_tcp_epfd = -1, p2p_tcp_tfd = -1;
 static int p2p_tcp_me = -1, p2p_tcp_size = 0;
-static unsigned char p2p_tcp_key[P2P_JOBKEY_MAC];   /* K: proofs are HMACs under it */
+static unsigned char p2p_tcp_key[KUMI_JOBKEY_MAC];   /* K: proofs are HMACs under it */
 static int p2p_tcp_self_first, p2p_tcp_shmem_first; /* initialized before tcp in this rank */
 static int p2p_tcp_onehost;          /* mpiexec says every rank runs on this machine */
 static size_t p2p_tcp_npending;      /* accepted, not yet authenticated */
@@ -228,7 +228,7 @@ static int p2p_tcp_open(char *why, size_t whylen)
  * secret (a singleton) a random one: nobody else can then connect. */
 static int p2p_tcp_make_key(void)
 {
-    const char *sec = p2p_jobkey_secret(), *jobid = getenv("KUMI_JOBID");
+    const char *sec = kumi_jobkey_secret(), *jobid = getenv("KUMI_JOBID");
     char label[128];
     const void *parts[1] = { label };
     size_t lens[1];
@@ -242,7 +242,7 @@ static int p2p_tcp_make_key(void)
     }
     snprintf(label, sizeof label, "kumi p2p/tcp key %s", jobid ? jobid : "");
     lens[0] = strlen(label);
-    p2p_jobkey_hmac(sec, strlen(sec), parts, lens, 1, p2p_tcp_key);
+    kumi_jobkey_hmac(sec, strlen(sec), parts, lens, 1, p2p_tcp_key);
     return MPI_SUCCESS;
 }
 
@@ -254,11 +254,11 @@ static int p2p_tcp_nonce(unsigned char *out)
 /* HMAC(K, what nonce_a nonce_c rank_c rank_a): the proof of the connecting
  * side (what = "connect") or of the accepting side ("accept"). */
 static void p2p_tcp_proof(const char *what, const unsigned char *nonce_a, const unsigned char *nonce_c,
-                          int32_t rank_c, int32_t rank_a, unsigned char out[P2P_JOBKEY_MAC])
+                          int32_t rank_c, int32_t rank_a, unsigned char out[KUMI_JOBKEY_MAC])
 {
     const void *parts[5] = { what, nonce_a, nonce_c, &rank_c, &rank_a };
     size_t lens[5] = { strlen(what) + 1, P2P_TCP_NONCE, P2P_TCP_NONCE, 4, 4 };
-    p2p_jobkey_hmac(p2p_tcp_key, sizeof p2p_tcp_key, parts, lens, 5, out);
+    kumi_jobkey_hmac(p2p_tcp_key, sizeof p2p_tcp_key, parts, lens, 5, out);
 }
 
 static void p2p_tcp_sockopts(int fd)
@@ -802,7 +802,7 @@ static void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev)
         break;
     }
     case P2P_TCP_OUT_HELLO: {       /* CHAL {magic, rank_a, nonce_a, proof_a} -> PROOF, up */
-        unsigned char want[P2P_JOBKEY_MAC], proof[P2P_TCP_PROOF_LEN];
+        unsigned char want[KUMI_JOBKEY_MAC], proof[P2P_TCP_PROOF_LEN];
         uint32_t magic;
         int32_t rank;
         ssize_t n;
@@ -817,7 +817,7 @@ static void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev)
         memcpy(&rank, p->hello + 4, 4);
         p2p_tcp_proof("accept", p->hello + 8, p->nonce_c, p2p_tcp_me, p->rank, want);
         if (magic != P2P_TCP_MAGIC_CHAL || rank != p->rank ||
-            !p2p_jobkey_equal(p->hello + 8 + P2P_TCP_NONCE, want, sizeof want)) {
+            !kumi_jobkey_equal(p->hello + 8 + P2P_TCP_NONCE, want, sizeof want)) {
             kumi_log(2, "p2p/tcp: address %d of rank %d answers for someone else", p->cur, p->rank);
             p2p_tcp_connect_failed(p);
             break;
@@ -1069,7 +1069,7 @@ static int p2p_tcp_in_event(struct p2p_tcp_in *c)
     int did = 0;
 
     if (c->peer < 0) {                   /* HELLO, then (after our CHAL) PROOF */
-        unsigned char want[P2P_JOBKEY_MAC];
+        unsigned char want[KUMI_JOBKEY_MAC];
         uint32_t magic = P2P_TCP_MAGIC_HELLO;
         int32_t rank;
         ssize_t n;
@@ -1114,7 +1114,7 @@ static int p2p_tcp_in_event(struct p2p_tcp_in *c)
             return 1;
         }
         p2p_tcp_proof("connect", c->nonce_a, c->hello + 8, rank, p2p_tcp_me, want);
-        if (!p2p_jobkey_equal(c->hello + P2P_TCP_HELLO_LEN, want, sizeof want)) {
+        if (!kumi_jobkey_equal(c->hello + P2P_TCP_HELLO_LEN, want, sizeof want)) {
             kumi_log(2, "p2p/tcp: dropped a connection that did not prove that it belongs to the job");
             p2p_tcp_refused++;
             p2p_tcp_in_close(c, 0);
