@@ -21,7 +21,12 @@ without the lock, which rank check a rank parameter gets, which tags may be
 MPI_ANY_TAG, where null buffers and op/datatype pairs are checked, which
 handles may be null) comes from the binding rules, data/kumi-bindings.json
 (read by kumirules.py; format in data/README.md): nothing is guessed from
-parameter names.
+parameter names.  The rules also name the families whose members differ only
+in count width or in blocking / nonblocking / _init form (forward): for each
+member that no source defines, bindings.c gets kumi_mpi_<name> as a call of
+the family's shared implementation, declared in kumi_impl.h.  --check lists
+the members that a source still defines by hand.  An output is rewritten only
+when its content changes.
 
 At MPI_THREAD_MULTIPLE each entry point holds the library lock (kumi_lock)
 from after the state check to its return, error handler included.
