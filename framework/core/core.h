@@ -16,7 +16,7 @@
 #include <kumi/coll.h>
 
 #define KUMI_PREDEF_MAX 0x1000
-#define KUMI_TAG_UB 0x7fffffff      /* value of the MPI_TAG_UB attribute */
+#include "core/ids.h"
 
 enum kumi_magic {
     KUMI_MAGIC_COMM  = 0x4b434f4d,  /* "KCOM" */
@@ -59,6 +59,23 @@ struct kumi_errhandler {
 };
 enum { KUMI_ERRH_FATAL, KUMI_ERRH_ABORT, KUMI_ERRH_RETURN, KUMI_ERRH_USER };
 enum { KUMI_ERRH_OBJ_ANY = 0, KUMI_ERRH_OBJ_COMM, KUMI_ERRH_OBJ_WIN, KUMI_ERRH_OBJ_FILE, KUMI_ERRH_OBJ_SESSION };
+
+/* ---------------------------------------------------------------- status
+ * MPI_Status (32 bytes, standard ABI) as the library fills it: MPI_SOURCE,
+ * MPI_TAG, MPI_ERROR as usual; MPI_internal[0], [1] the received byte count
+ * (64 bits, low word first); MPI_internal[2] 1 if cancelled. */
+static inline void kumi_status_set_bytes(MPI_Status *st, uint64_t n)
+{
+    st->MPI_internal[0] = (int)(uint32_t)(n & 0xffffffffu);
+    st->MPI_internal[1] = (int)(uint32_t)(n >> 32);
+}
+static inline uint64_t kumi_status_bytes(const MPI_Status *st)
+{
+    return (uint64_t)(uint32_t)st->MPI_internal[0] | ((uint64_t)(uint32_t)st->MPI_internal[1] << 32);
+}
+static inline int kumi_status_cancelled(const MPI_Status *st) { return st->MPI_internal[2] != 0; }
+/* The empty status: source ANY_SOURCE, tag ANY_TAG, no error, count 0. */
+void kumi_status_empty(MPI_Status *st);
 
 /* ---------------------------------------------------------------- groups */
 /* (framework/core/group.c) */
@@ -215,6 +232,10 @@ void kumi_dt_release(struct kumi_dt *dt);
 MPI_Datatype kumi_dt_basic_handle(const struct kumi_dt *dt);
 /* Complete basic elements in the first bytes of a message of type dt. */
 int64_t kumi_dt_elements(const struct kumi_dt *dt, uint64_t bytes);
+/* Bytes of the first n basic elements of a message of type dt. */
+uint64_t kumi_dt_elements_bytes(const struct kumi_dt *dt, uint64_t n);
+/* Native packed <-> external32 (dir 0: to external32) of count elements of dt. */
+void kumi_dt_external32(const struct kumi_dt *dt, const unsigned char *in, unsigned char *out, size_t count, int dir);
 
 /* ------------------------------------------------------------ operations */
 struct kumi_op {
@@ -342,15 +363,11 @@ void kumi_lock_engine_kick(void);
 /* Abort the whole job (MPI_Abort and fatal errors). */
 void kumi_abort_job(int errorcode, const char *msg) __attribute__((noreturn));
 
-/* Context ids: allocate one (pair) agreed over parent, collectively. */
-int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
-/* Same, agreed over the members of group g only (g's world ranks must be
- * ranks of carrier; carrier NULL: the whole job, usable before MPI_Init once
- * the runtime is up).  key tells concurrent agreements apart (the same on
- * every member; e.g. the tag of MPI_Comm_create_group). */
-int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, uint64_t key, int32_t *ctx);
-/* Agreement among every rank of comm, by point-to-point in its collective context. */
-int kumi_ctx_alloc_over(struct kumi_comm *comm, uint64_t key, int32_t *ctx);
+/* Context-id pairs free on this process (core/comm.c): a copy of the mask
+ * (KUMI_CTX_MASK_WORDS words, bit set: pair free), take the pair of ctx,
+ * give it back.  The agreement itself is mpi/comm_agree.c. */
+void kumi_ctx_mask(uint32_t *out);
+void kumi_ctx_take(int32_t ctx);
 void kumi_ctx_free(int32_t ctx);
 
 /* ------------------------------------------------------------ sessions */
@@ -389,12 +406,17 @@ int kumi_comm_boot_barrier(void);
  * world, may be NULL for identity), choose its collectives. */
 int kumi_comm_create_obj(int rank, int size, int *world, int32_t ctx,
                          struct kumi_comm *parent, struct kumi_comm **out);
+/* The same for a sub-communicator of a hierarchical coll component
+ * (kumi_comm_sub_create): marked sub before the components choose. */
+int kumi_comm_create_sub_obj(int rank, int size, int *world, int32_t ctx, struct kumi_comm **out);
 void kumi_comm_release(struct kumi_comm *c);
 
 /* Topologies (framework/core/topo.c): give newc a copy of oldc's topology
  * (MPI_Comm_dup / idup / dup_with_info); free c's topology (when c is freed). */
 int kumi_topo_dup(struct kumi_comm *oldc, struct kumi_comm *newc);
 void kumi_topo_free(struct kumi_comm *c);
+/* In- and out-degree of c's neighbourhood; MPI_ERR_TOPOLOGY (fn named) without a topology. */
+int kumi_topo_degrees(const char *fn, struct kumi_comm *c, int *nin, int *nout);
 
 /* Selects collectives for c from the coll components (registry). */
 int kumi_coll_select(struct kumi_comm *c);
@@ -405,6 +427,11 @@ void kumi_coll_release(struct kumi_comm *c);
 /* Key-value exchange over the selected rpim client (or a local table for a
  * singleton): kumi_rpim_put / kumi_rpim_get are in kumi/rpim.h. */
 int kumi_rpim_fence(void);
+/* (core/rpim.c) The rpim component that joins the job (none: a singleton;
+ * sets the world rank and size), its name, and its finalization. */
+int kumi_rpim_select(void);
+const char *kumi_rpim_name(void);
+void kumi_rpim_finalize(void);
 
 /* ---------------------------------------------------- request layer API */
 /* (implemented in framework/request) */
@@ -417,17 +444,19 @@ void kumi_progress_wake_engine(void);   /* out of its poll() (sched/engine.c, st
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
 
-/* ---------------------------------------------------- intercommunicators */
-/* (framework/core/intercomm.c) What comm.c / group.c call for c->inter. */
-/* MPI_Comm_dup(_with_info) / idup: info = the new communicator's hints (copied; NULL: none). */
-int kumi_intercomm_dup(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, const char *fn);
-int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *newcomm);
-/* MPI_Comm_create on an intercommunicator (group: a subgroup of the local group). */
-int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *group, MPI_Comm *newcomm);
-int kumi_intercomm_compare(struct kumi_comm *c1, struct kumi_comm *c2, int *result);
-/* Frees what an intercommunicator owns besides a communicator's fields (the
- * remote group's ranks, local_comm); called by kumi_comm_release. */
-void kumi_intercomm_release(struct kumi_comm *c);
+/* (core/comm.c) The hidden whole-job bootstrap communicator; the info
+ * helpers of the communicator calls (argument info: MPI_ERR_INFO naming it;
+ * a copy of from, NULL for none). */
+struct kumi_comm *kumi_comm_boot(void);
+int kumi_comm_info_arg(MPI_Info h, struct kumi_info **out, const char *fn);
+int kumi_comm_info_copy(struct kumi_info *from, struct kumi_info **to, const char *fn);
+/* c's ranks as world ranks (malloc'd); NULL when out of memory. */
+int *kumi_comm_world_copy(const struct kumi_comm *c);
+/* The tail of every duplication once the context id ctx is agreed: the
+ * communicator over comm's group with hints ni (taken), comm's error
+ * handler, topology and attributes; on failure ctx and ni are given back. */
+int kumi_comm_dup_finish(struct kumi_comm *comm, int32_t ctx, struct kumi_info *ni, MPI_Comm *newcomm,
+                         const char *fn);
 
 /* Generated from the MPI API data: prototypes of every kumi_mpi_* implementation. */
 #include "kumi_impl.h"

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -234,7 +235,15 @@ static void load_file(const char *dir, const char *fname)
     lt_dlhandle h = lt_dlopenadvise(path, load_advise);
     if (!h) {
         const char *err = lt_dlerror();
-        refuse(r, "cannot load: %s", err ? err : "unknown error");
+        /* libltdl reports the last of its attempts (often "file not
+         * found" for a file that exists but is no valid shared object):
+         * ask the dynamic loader itself for the real reason. */
+        char why[512] = "";
+        void *d = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        const char *e2 = d ? NULL : dlerror();
+        if (e2) snprintf(why, sizeof why, "%s", e2);
+        if (d) dlclose(d);
+        refuse(r, "cannot load: %s", why[0] ? why : err ? err : "unknown error");
         return;
     }
     char sym[160];
@@ -510,6 +519,13 @@ static int listing;
 KUMI_EXPORT void kumi_registry_set_listing(void) { listing = 1; }
 KUMI_EXPORT int kumi_registry_listing(void) { return listing; }
 
+static void (*framework_params)(void);
+
+void kumi_registry_set_params_hook(void (*fn)(void))
+{
+    framework_params = fn;
+}
+
 KUMI_EXPORT int kumi_registry_open(int do_open)
 {
     if (!loaded) {
@@ -519,7 +535,7 @@ KUMI_EXPORT int kumi_registry_open(int do_open)
                                 "Diagnostic output level (0: none; also KUMI_VERBOSE)", KUMI_LEVEL_USER,
                                 &base_verbose);
         if (base_verbose > kumi_verbose_level) kumi_verbose_level = (int)base_verbose;
-        kumi_framework_register_params();
+        if (framework_params) framework_params();
 #ifdef KUMI_WANT_DLOPEN
         load_all();
 #else

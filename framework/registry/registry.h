@@ -25,9 +25,11 @@ struct kumi_comp_entry {
     void *handle;                        /* lt_dlhandle */
 };
 
-/* Registers the parameters of the framework layers (core, request layer,
- * progress engine) at registry open, so kumi_info lists them too. */
-void kumi_framework_register_params(void);
+/* The layers above the registry (core, request layer, progress engine,
+ * RMA, ...) register their parameters at registry open, so kumi_info lists
+ * them too: mpi/init.c hands the registry the function that does it when
+ * libmpi is loaded (the registry calls nothing above itself by name). */
+void kumi_registry_set_params_hook(void (*fn)(void));
 
 /* The frameworks this build knows, in listing order. */
 extern const char *const kumi_frameworks[];

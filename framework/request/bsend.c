@@ -1,5 +1,6 @@
-/* Buffered sends: MPI_Buffer_attach / MPI_Buffer_detach and the space
- * allocator behind MPI_Bsend / MPI_Ibsend / MPI_Bsend_init.
+/* Buffered sends: the attached buffer (attach, detach) and the space
+ * allocator behind MPI_Bsend / MPI_Ibsend / MPI_Bsend_init (the MPI
+ * functions MPI_Buffer_attach / _detach are in mpi/buffer.c).
  *
  * A buffered message occupies its packed size (rounded up to 8) plus
  * MPI_BSEND_OVERHEAD bytes of the attached buffer until it has gone out
@@ -25,7 +26,7 @@ static struct bseg *segs;            /* sorted by off */
 static int nsegs;
 
 /* MPI_Buffer_attach(_c) and MPI_Buffer_detach(_c) share these; fn names the call. */
-static int buffer_attach(const char *fn, void *buffer, MPI_Count size)
+int kumi_bsend_attach(const char *fn, void *buffer, MPI_Count size)
 {
     if (battached || bautomatic)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_BUFFER, "%s: a buffer is already attached", fn));
@@ -43,21 +44,11 @@ static int buffer_attach(const char *fn, void *buffer, MPI_Count size)
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_buffer_attach(void *buffer, int size)
-{
-    return buffer_attach("MPI_Buffer_attach", buffer, size);
-}
-
-int kumi_mpi_buffer_attach_c(void *buffer, MPI_Count size)
-{
-    return buffer_attach("MPI_Buffer_attach_c", buffer, size);
-}
-
 static int no_segs(void *arg) { (void)arg; return nsegs == 0; }
 
 /* *size gets the size; max: the largest the caller's size argument holds
  * (a larger buffer stays attached: MPI_ERR_VALUE_TOO_LARGE). */
-static int buffer_detach(const char *fn, void *buffer_addr, MPI_Count *size, MPI_Count max)
+int kumi_bsend_detach(const char *fn, void *buffer_addr, MPI_Count *size, MPI_Count max)
 {
     if (!battached && !bautomatic) {
         if (buffer_addr) *(void **)buffer_addr = NULL;
@@ -80,19 +71,6 @@ static int buffer_detach(const char *fn, void *buffer_addr, MPI_Count *size, MPI
     bsize = 0;
     bautomatic = false;
     return MPI_SUCCESS;
-}
-
-int kumi_mpi_buffer_detach(void *buffer_addr, int *size)
-{
-    MPI_Count n = 0;
-    int rc = buffer_detach("MPI_Buffer_detach", buffer_addr, &n, INT_MAX);
-    if (!rc && size) *size = (int)n;
-    return rc;
-}
-
-int kumi_mpi_buffer_detach_c(void *buffer_addr, MPI_Count *size)
-{
-    return buffer_detach("MPI_Buffer_detach_c", buffer_addr, size, INT64_MAX);
 }
 
 static struct bseg *alloc_seg(size_t need)

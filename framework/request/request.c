@@ -2,7 +2,6 @@
  * eager-sync, rendezvous, cancel), the upcalls from transports, and the
  * point-to-point helpers for collective components (kumi/coll.h). */
 #include "request/request.h"
-#include "sched/sched.h"
 #include "registry/registry.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +20,6 @@ static int nworld;
 long kumi_req_inflight;
 
 /* ------------------------------------------------------------ statuses */
-void kumi_status_empty(MPI_Status *st)
-{
-    memset(st, 0, sizeof *st);
-    st->MPI_SOURCE = MPI_ANY_SOURCE;
-    st->MPI_TAG = MPI_ANY_TAG;
-    st->MPI_ERROR = MPI_SUCCESS;
-}
-
 static void status_proc_null(MPI_Status *st)
 {
     memset(st, 0, sizeof *st);
@@ -93,12 +84,63 @@ struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
     return r;
 }
 
+/* ------------------------------------------------------------ kinds */
+static const struct kumi_req_ops *kind_ops[KUMI_REQ_KINDS];
+
+void kumi_req_register_kind(int kind, const struct kumi_req_ops *ops)
+{
+    if (kind > KUMI_REQ_RECV && kind < KUMI_REQ_KINDS) kind_ops[kind] = ops;
+}
+
+const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r)
+{
+    return r->kind < KUMI_REQ_KINDS ? kind_ops[r->kind] : NULL;
+}
+
+struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                              void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
+{
+    struct kumi_req *r = kumi_req_alloc(kind, comm, ctx);
+    if (!r) return NULL;
+    r->fname = fname;
+    r->buf = buf;
+    r->count = count;
+    r->dt = dt;
+    kumi_dt_retain(dt);
+    r->peer = peer;
+    r->tag = tag;
+    return r;
+}
+
+struct kumi_req *kumi_req_internal(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                                   void *buf, size_t count, struct kumi_dt *dt, int peer, int tag,
+                                   void (*on_complete)(struct kumi_req *r), void *ext, int idx)
+{
+    struct kumi_req *r = kumi_req_msg(kind, comm, ctx, fname, buf, count, dt, peer, tag);
+    if (!r) return NULL;
+    r->internal = true;
+    r->on_complete = on_complete;
+    r->ext = ext;
+    r->cb_idx = idx;
+    return r;
+}
+
+struct kumi_req *kumi_req_new(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname, bool active)
+{
+    struct kumi_req *r = kumi_req_alloc(kind, comm, ctx);
+    if (!r) return NULL;
+    r->fname = fname;
+    r->peer = MPI_PROC_NULL;
+    r->active = active;
+    r->pending = active ? 1 : 0;
+    return r;
+}
+
 void kumi_req_free(struct kumi_req *r)
 {
     if (!r) return;
-    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) kumi_part_free(r);
-    else if (r->kind == KUMI_REQ_GREQ) kumi_greq_free(r);
-    else if (r->kind == KUMI_REQ_COLL) kumi_sched_destroy(r->ext);
+    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+    if (ops && ops->free) ops->free(r);
     if (r->kind == KUMI_REQ_RECV) kumi_match_unpost(r);
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
@@ -456,6 +498,11 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     r->status.MPI_SOURCE = u->hdr.src;
     r->status.MPI_TAG = u->hdr.tag;
     r->msglen = u->hdr.len;
+    if (u->lost && r->status.MPI_ERROR == MPI_SUCCESS)
+        r->status.MPI_ERROR = kumi_error(MPI_ERR_NO_MEM, "%s: the message of %llu bytes from rank %d (tag %d) "
+                                         "was lost: no memory was left to keep it when it arrived before its "
+                                         "receive", r->fname ? r->fname : "receive",
+                                         (unsigned long long)u->hdr.len, u->hdr.src, u->hdr.tag);
     if (u->hdr.kind == KUMI_HDR_RTS) {
         int wpeer = u->wpeer;
         struct kumi_hdr mh = u->hdr;
@@ -465,7 +512,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
         if (mh.paylen > 0 && !u->arrived) {
             /* the first fragment is still arriving: early match, as for eager */
             size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
-            if (n) memcpy(r->rx.dst, u->data, n);
+            if (n && u->data) memcpy(r->rx.dst, u->data, n);
             u->rx.dst = r->rx.dst;
             u->rx.cap = r->rx.cap;
             kumi_ubuf_free(u->data);
@@ -476,7 +523,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
         } else {
             if (mh.paylen > 0) {
                 size_t n = mh.paylen < r->rx.cap ? (size_t)mh.paylen : r->rx.cap;
-                if (n) memcpy(r->rx.dst, u->data, n);
+                if (n && u->data) memcpy(r->rx.dst, u->data, n);
             }
             ue_free(u);
         }
@@ -486,7 +533,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     if (u->hdr.kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(u->wpeer, &u->hdr);
     if (u->arrived) {
         size_t n = u->hdr.paylen < r->rx.cap ? u->hdr.paylen : r->rx.cap;
-        if (n) memcpy(r->rx.dst, u->data, n);
+        if (n && u->data) memcpy(r->rx.dst, u->data, n);
         uint64_t len = u->hdr.len;
         ue_free(u);
         finish_recv(r, len);
@@ -496,7 +543,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
     kumi_log(3, "early match: %zu of %llu bytes from rank %d had arrived", u->rx.got,
              (unsigned long long)u->hdr.paylen, u->wpeer);
-    if (n) memcpy(r->rx.dst, u->data, n);
+    if (n && u->data) memcpy(r->rx.dst, u->data, n);
     u->rx.dst = r->rx.dst;
     u->rx.cap = r->rx.cap;
     kumi_ubuf_free(u->data);
@@ -555,13 +602,10 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 /* ------------------------------------------------------------ cancel */
 int kumi_req_cancel(struct kumi_req *r)
 {
-    if (r->kind == KUMI_REQ_GREQ) return kumi_greq_cancel(r);
-    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV || r->kind == KUMI_REQ_IDUP ||
-        r->kind == KUMI_REQ_RMA)
-        return MPI_SUCCESS;            /* not cancellable */
-    if (r->kind == KUMI_REQ_COLL)      /* erroneous (MPI 4.1 sec. 3.8.4): say so, change nothing */
-        return kumi_error(MPI_ERR_REQUEST, "MPI_Cancel: the request of a collective operation (%s) cannot "
-                          "be cancelled", r->fname);
+    if (r->kind != KUMI_REQ_SEND && r->kind != KUMI_REQ_RECV) {
+        const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+        return ops && ops->cancel ? ops->cancel(r) : MPI_SUCCESS;
+    }
     if (!r->active) return MPI_SUCCESS;
     if (r->kind == KUMI_REQ_RECV) {
         if (!r->complete && !r->ue && kumi_match_unpost(r)) {
@@ -656,18 +700,17 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
             }
         } else {
             struct kumi_ue *u = calloc(1, sizeof *u);
-            if (!u) {
-                kumi_warn("p2p: out of memory for an unexpected message from rank %d; dropped", peer);
-                if (hdr->paylen) { discard_rx.dst = NULL; discard_rx.cap = 0; discard_rx.len = hdr->paylen;
-                                   discard_rx.got = 0; discard_rx.owner = NULL; rx = &discard_rx; }
-                break;
-            }
+            if (!u)     /* not even the envelope can be kept: no receive could learn of the loss */
+                kumi_err_fatal("rank %d: out of memory for an unexpected message of %llu bytes from rank %d "
+                               "(tag %d): the job cannot go on without losing it", kumi_world_rank(),
+                               (unsigned long long)hdr->len, peer, hdr->tag);
             u->magic = KUMI_UE_MAGIC;
             u->wpeer = peer;
             u->hdr = *hdr;
             u->rx.owner = u;
             if (hdr->paylen > 0) {                 /* eager payload, or an RTS's first fragment */
                 u->data = kumi_ubuf_alloc(hdr->paylen);
+                u->lost = !u->data;                /* the bytes are dropped; the envelope is kept */
                 u->rx.dst = u->data;
                 u->rx.cap = u->data ? hdr->paylen : 0;
                 u->rx.len = hdr->paylen;
@@ -897,11 +940,9 @@ KUMI_EXPORT int kumi_coll_isend(const void *buf, size_t count, MPI_Datatype dt, 
     if (rc) return rc;
     if (dest != MPI_PROC_NULL && (dest < 0 || dest >= kumi_comm_peer_size(c)))
         return kumi_error(MPI_ERR_RANK, "kumi_coll_isend: invalid rank %d in a communicator of size %d", dest, kumi_comm_peer_size(c));
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_SEND, c, c->ctx + 1);
+    struct kumi_req *r = kumi_req_internal(KUMI_REQ_SEND, c, c->ctx + 1, "collective send", (void *)buf, count, d,
+                                           dest, tag, NULL, NULL, 0);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_isend: out of memory");
-    r->internal = true;
-    r->fname = "collective send";
-    r->buf = (void *)buf; r->count = count; r->dt = d; kumi_dt_retain(d); r->peer = dest; r->tag = tag;
     rc = kumi_req_start_send(r);
     if (rc) { kumi_req_free(r); return rc; }
     *req = r;
@@ -917,11 +958,9 @@ KUMI_EXPORT int kumi_coll_irecv(void *buf, size_t count, MPI_Datatype dt, int sr
     if (rc) return rc;
     if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= kumi_comm_peer_size(c)))
         return kumi_error(MPI_ERR_RANK, "kumi_coll_irecv: invalid rank %d in a communicator of size %d", src, kumi_comm_peer_size(c));
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_RECV, c, c->ctx + 1);
+    struct kumi_req *r = kumi_req_internal(KUMI_REQ_RECV, c, c->ctx + 1, "collective receive", buf, count, d,
+                                           src, tag, NULL, NULL, 0);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "kumi_coll_irecv: out of memory");
-    r->internal = true;
-    r->fname = "collective receive";
-    r->buf = buf; r->count = count; r->dt = d; kumi_dt_retain(d); r->peer = src; r->tag = tag;
     rc = kumi_req_start_recv(r);
     if (rc) { kumi_req_free(r); return rc; }
     *req = r;

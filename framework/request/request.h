@@ -31,19 +31,6 @@
 #include "core/core.h"
 #include <kumi/p2p.h>
 
-/* status helpers */
-static inline void kumi_status_set_bytes(MPI_Status *st, uint64_t n)
-{
-    st->MPI_internal[0] = (int)(uint32_t)(n & 0xffffffffu);
-    st->MPI_internal[1] = (int)(uint32_t)(n >> 32);
-}
-static inline uint64_t kumi_status_bytes(const MPI_Status *st)
-{
-    return (uint64_t)(uint32_t)st->MPI_internal[0] | ((uint64_t)(uint32_t)st->MPI_internal[1] << 32);
-}
-static inline int kumi_status_cancelled(const MPI_Status *st) { return st->MPI_internal[2] != 0; }
-/* The empty status: source ANY_SOURCE, tag ANY_TAG, no error, count 0. */
-void kumi_status_empty(MPI_Status *st);
 
 enum kumi_req_kind {
     KUMI_REQ_SEND = 1, KUMI_REQ_RECV,
@@ -53,8 +40,9 @@ enum kumi_req_kind {
                                            completes in the progress engine, not cancellable */
     KUMI_REQ_COLL,                      /* non-blocking or persistent collective: its schedule
                                            (sched/sched.c) in ext; not cancellable */
-    KUMI_REQ_RMA                        /* MPI_Rput & co. (rma/rma.c): completes in the progress
+    KUMI_REQ_RMA,                       /* MPI_Rput & co. (rma/rma.c): completes in the progress
                                            engine, not cancellable */
+    KUMI_REQ_KINDS
 };
 
 /* Hidden contexts of partitioned communication (partitioned.c), above every
@@ -65,8 +53,6 @@ enum kumi_req_kind {
  *                                  never reused while the channel lives);
  *                                  tag = the sender's partition index (data)
  *                                  or 0 (the handshake's answer). */
-#define KUMI_CTX_PART_HS 0x40000000
-#define KUMI_CTX_PART_CH 0x50000000
 enum kumi_send_mode { KUMI_MODE_STD = 0, KUMI_MODE_SYNC, KUMI_MODE_BUFFERED, KUMI_MODE_READY };
 
 struct kumi_ue;
@@ -135,6 +121,8 @@ struct kumi_ue {
     struct kumi_rx rx;
     bool arrived;                   /* all payload bytes are in */
     bool queued;                    /* in the unexpected queue */
+    bool lost;                      /* no memory for its payload when it arrived: the receive
+                                       that takes it fails with MPI_ERR_NO_MEM */
     struct kumi_req *req;           /* early match: the receive that took it */
     struct kumi_ue *next, *prev;
 };
@@ -148,8 +136,44 @@ struct kumi_msg {
 };
 
 /* ---- request.c ---- */
+/* The operations of a kind of request other than a plain send or receive,
+ * registered by the file that implements the kind (partitioned.c,
+ * grequest.c, sched/sched.c, rma/rma.c, core/comm_idup.c ...) with
+ * kumi_req_register_kind() before the first request of that kind exists.
+ * A NULL operation means: nothing to do (start: the kind cannot be started
+ * again; cancel: not cancellable, MPI_Cancel has no effect; query: the
+ * status is r->status; release: nothing runs when a completion call frees
+ * the request). */
+struct kumi_req_ops {
+    const char *name;                                   /* "partitioned send", for messages */
+    int (*start)(struct kumi_req *r);                   /* MPI_Start(all) of a persistent request */
+    int (*cancel)(struct kumi_req *r);                  /* MPI_Cancel */
+    void (*free)(struct kumi_req *r);                   /* kumi_req_free: release the kind's state (ext) */
+    int (*query)(struct kumi_req *r, MPI_Status *st);   /* status of a complete request; returns its error */
+    int (*release)(struct kumi_req *r);                 /* a completion call or MPI_Request_free is about to
+                                                           free the complete request; returns an error */
+};
+void kumi_req_register_kind(int kind, const struct kumi_req_ops *ops);
+const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r);   /* NULL for SEND/RECV */
+
 struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx);
 void kumi_req_free(struct kumi_req *r);
+/* The one constructor of point-to-point requests (user and internal): a
+ * send (KUMI_REQ_SEND) or receive (KUMI_REQ_RECV) of count elements of dt
+ * (a reference is taken) with peer and tag on context ctx of comm; fname
+ * names the MPI call for error messages.  NULL when out of memory. */
+struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                              void *buf, size_t count, struct kumi_dt *dt, int peer, int tag);
+/* An internal one (no user handle) whose completion calls on_complete(r)
+ * (r->ext = ext, r->cb_idx = idx); on_complete owns r from then on.  With
+ * on_complete NULL the request is the caller's to wait for and free. */
+struct kumi_req *kumi_req_internal(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
+                                   void *buf, size_t count, struct kumi_dt *dt, int peer, int tag,
+                                   void (*on_complete)(struct kumi_req *r), void *ext, int idx);
+/* A request of another kind (schedule, RMA, idup, generalized, partitioned)
+ * with no peer; active: started, one completion pending (its layer calls
+ * kumi_req_check_complete after clearing r->pending). */
+struct kumi_req *kumi_req_new(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname, bool active);
 /* Start a send / receive prepared in r (args filled); r becomes active. */
 int kumi_req_start_send(struct kumi_req *r);
 int kumi_req_start_recv(struct kumi_req *r);
@@ -201,21 +225,28 @@ void kumi_progress_wait(int (*done)(void *), void *arg);
 /* ---- pt2pt.c ---- */
 void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
 
-/* ---- partitioned.c ---- */
-int kumi_part_start(struct kumi_req *r);      /* MPI_Start(all) of a PSEND/PRECV */
-void kumi_part_free(struct kumi_req *r);      /* kumi_req_free of a PSEND/PRECV */
-
-/* ---- grequest.c ---- */
-void kumi_greq_free(struct kumi_req *r);      /* kumi_req_free of a GREQ: free_fn if not yet called */
-/* Completed generalized request r: query_fn fills *st (a full status);
- * returns query_fn's error code (MPI_SUCCESS if none). */
-int kumi_greq_query(struct kumi_req *r, MPI_Status *st);
-/* The request is being freed by a completion call: run free_fn now;
- * returns its error code. */
-int kumi_greq_call_free(struct kumi_req *r);
-int kumi_greq_cancel(struct kumi_req *r);     /* cancel_fn(extra_state, complete) */
+/* ---- comm_agree.c: context-id agreement ---- */
+/* Context ids: allocate one (pair) agreed over parent, collectively. */
+int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
+/* Same, agreed over the members of group g only (g's world ranks must be
+ * ranks of carrier; carrier NULL: the whole job, usable before MPI_Init once
+ * the runtime is up).  key tells concurrent agreements apart (the same on
+ * every member; e.g. the tag of MPI_Comm_create_group). */
+int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, uint64_t key, int32_t *ctx);
+/* Agreement among every rank of comm, by point-to-point in its collective context. */
+int kumi_ctx_alloc_over(struct kumi_comm *comm, uint64_t key, int32_t *ctx);
+void kumi_idup_register(void);    /* registers the request kind KUMI_REQ_IDUP (MPI_Comm_idup) */
+/* MPI_Comm_idup of an intracommunicator: a request that completes once the
+ * members agreed on a context id and *newcomm is made (hints: info, copied). */
+int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, MPI_Request *request,
+                         const char *fn);
 
 /* ---- bsend.c ---- */
+/* MPI_Buffer_attach(_c) / MPI_Buffer_detach(_c) (fn names the call; errors
+ * go through MPI_COMM_SELF's handler); detach waits until the buffered
+ * messages have gone; max: the largest *size the caller's argument holds. */
+int kumi_bsend_attach(const char *fn, void *buffer, MPI_Count size);
+int kumi_bsend_detach(const char *fn, void *buffer_addr, MPI_Count *size, MPI_Count max);
 /* Copy the message into the attached buffer; r->pack/bsend_seg set. */
 int kumi_bsend_prepare(struct kumi_req *r);
 void kumi_bsend_release(struct kumi_req *r);

@@ -82,6 +82,14 @@
 int kumi_rma_direct = 1;
 int kumi_rma_fabric = 1;
 
+/* MPI_Rput & co.: complete in the progress engine; not cancellable, not persistent */
+static const struct kumi_req_ops rma_req_ops = { .name = "RMA" };
+
+void kumi_rma_register(void)
+{
+    kumi_req_register_kind(KUMI_REQ_RMA, &rma_req_ops);
+}
+
 void kumi_rma_register_params(void)
 {
     kumi_param_register_bool("kumi", "base", "rma_direct", 1,
@@ -97,7 +105,7 @@ void kumi_rma_register_params(void)
                              KUMI_LEVEL_TUNER, &kumi_rma_fabric);
 }
 
-enum { TAG_CTL = 1, TAG_DATA = 2, TAG_REPLY = 3 };
+enum { TAG_CTL = KUMI_TAG_RMA_CTL, TAG_DATA = KUMI_TAG_RMA_DATA, TAG_REPLY = KUMI_TAG_RMA_REPLY };   /* core/ids.h */
 enum {
     M_PUT = 1, M_GET, M_ACC, M_GACC, M_CAS,
     M_LOCK, M_GRANT, M_UNLOCK, M_UNLOCK_ACK, M_FLUSH, M_FLUSH_ACK, M_POST, M_COMPLETE, M_RETRY
@@ -190,22 +198,12 @@ static struct kumi_req *post_own(struct kumi_rma *m, bool send, int peer, int ta
                                  void *owned, int *rc)
 {
     struct kumi_win *w = m->w;
-    struct kumi_req *r = kumi_req_alloc(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, w->comm, w->comm->ctx);
+    struct kumi_req *r = kumi_req_internal(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, w->comm, w->comm->ctx, "RMA", buf,
+                                           count, kumi_dt_get(dt), peer, tag, on_done, ext, idx);
     if (!r) {
         *rc = kumi_error(MPI_ERR_NO_MEM, "RMA: out of memory for a request");
         return NULL;
     }
-    r->internal = true;
-    r->fname = "RMA";
-    r->buf = buf;
-    r->count = count;
-    r->dt = kumi_dt_get(dt);
-    kumi_dt_retain(r->dt);
-    r->peer = peer;
-    r->tag = tag;
-    r->ext = ext;
-    r->on_complete = on_done;
-    r->cb_idx = idx;
     r->owned = owned;                   /* freed with the request */
     /* may complete at once: on_done runs (and owns r) before this returns */
     *rc = send ? kumi_req_start_send(r) : kumi_req_start_recv(r);
@@ -688,18 +686,10 @@ static int post_ctl(struct kumi_rma *m)
 {
     int rc;
     /* m->ctl is set before the receive starts: it may complete at once (ctl_done clears it) */
-    struct kumi_req *r = kumi_req_alloc(KUMI_REQ_RECV, m->w->comm, m->w->comm->ctx);
+    struct kumi_req *r = kumi_req_internal(KUMI_REQ_RECV, m->w->comm, m->w->comm->ctx, "RMA", &m->ctlbuf,
+                                           sizeof m->ctlbuf, kumi_dt_get(MPI_BYTE), MPI_ANY_SOURCE, TAG_CTL,
+                                           ctl_done, m, 0);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "RMA: out of memory for a request");
-    r->internal = true;
-    r->fname = "RMA";
-    r->buf = &m->ctlbuf;
-    r->count = sizeof m->ctlbuf;
-    r->dt = kumi_dt_get(MPI_BYTE);
-    kumi_dt_retain(r->dt);
-    r->peer = MPI_ANY_SOURCE;
-    r->tag = TAG_CTL;
-    r->ext = m;
-    r->on_complete = ctl_done;
     m->ctl = r;
     rc = kumi_req_start_recv(r);
     if (rc != MPI_SUCCESS) {
@@ -1064,12 +1054,8 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
     }
     struct kumi_req *u = NULL;
     if (ureq) {
-        u = kumi_req_alloc(KUMI_REQ_RMA, w->comm, w->comm->ctx);
+        u = kumi_req_new(KUMI_REQ_RMA, w->comm, w->comm->ctx, fn, true);
         if (!u) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
-        u->fname = fn;
-        u->active = true;
-        u->pending = 1;
-        u->peer = MPI_PROC_NULL;
         *ureq = (MPI_Request)u;
     }
     if (a->target == MPI_PROC_NULL || tbytes == 0) {
@@ -1488,14 +1474,13 @@ int kumi_mpi_win_fence(int assert, struct kumi_win *win)
         wait_local(m);
         /* how many operations every origin sent me, in all */
         uint64_t want = 0;
-        rc = kumi_mpi_reduce_scatter_block(m->sent, &want, 1, kumi_dt_get(MPI_UINT64_T), kumi_op_get(MPI_SUM),
-                                           win->comm);
+        rc = win->comm->coll.reduce_scatter_block(m->sent, &want, 1, MPI_UINT64_T, MPI_SUM, win->comm->handle);
         if (rc) return rc;
         struct waitcnt c = { m, want };
         kumi_progress_wait(applied_reached, &c);
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    rc = kumi_mpi_barrier(win->comm);
+    rc = win->comm->coll.barrier(win->comm->handle);
     if (rc) return rc;
     m->fence_epoch = !(assert & MPI_MODE_NOSUCCEED);
     if (m->errors) return target_errors(m);
@@ -1873,7 +1858,7 @@ int kumi_rma_win_init(struct kumi_win *w)
     int rc = post_ctl(m);
     if (rc) { kumi_rma_win_fini(w, NULL); return rc; }
     /* every rank listens before anybody sends */
-    return kumi_mpi_barrier(w->comm);
+    return w->comm->coll.barrier(w->comm->handle);
 }
 
 int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
@@ -1888,7 +1873,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
         /* operations still on their way (after a fence, none; after unlocks, none either:
            but operations to this rank from others whose epochs ended need no more) */
         wait_local(m);
-        int rc = kumi_mpi_barrier(w->comm);
+        int rc = w->comm->coll.barrier(w->comm->handle);
         if (rc) return rc;
     }
     m->freeing = true;

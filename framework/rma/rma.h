@@ -134,6 +134,7 @@ int kumi_win_err_handle(struct kumi_win *w, int code);
  * it returns MPI_ERR_RMA_SYNC if an epoch is still open. */
 int kumi_rma_win_init(struct kumi_win *w);
 void kumi_rma_register_params(void);
+void kumi_rma_register(void);          /* registers the request kind KUMI_REQ_RMA */
 extern int kumi_rma_direct;         /* parameter kumi_base_rma_direct */
 extern int kumi_rma_fabric;         /* parameter kumi_base_rma_fabric */
 int kumi_rma_win_fini(struct kumi_win *w, const char *fname);

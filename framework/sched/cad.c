@@ -58,7 +58,7 @@ KUMI_EXPORT int MPIX_Cad_create(MPI_Comm comm, MPIX_Cad *cad)
     struct kumi_sched *s = NULL;
     struct kumi_req *r = NULL;
     rc = h ? kumi_sched_create(c, KUMI_SCHED_CAD, &s) : kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
-    if (rc == MPI_SUCCESS && !(r = kumi_req_alloc(KUMI_REQ_COLL, c, c->ctx + 1)))
+    if (rc == MPI_SUCCESS && !(r = kumi_req_new(KUMI_REQ_COLL, c, c->ctx + 1, "MPIX_Cad schedule", false)))
         rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
     if (rc != MPI_SUCCESS) {
         kumi_sched_destroy(s);
@@ -69,8 +69,6 @@ KUMI_EXPORT int MPIX_Cad_create(MPI_Comm comm, MPIX_Cad *cad)
     }
     s->cad = true;
     s->req = r;
-    r->fname = "MPIX_Cad schedule";
-    r->peer = MPI_PROC_NULL;
     r->persistent = true;
     r->internal = true;
     r->ext = s;

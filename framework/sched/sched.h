@@ -72,9 +72,9 @@ struct kumi_sched {
  * n mod SLOTS of its kind's space.  A slot is reused only after SLOTS more
  * schedules of that kind; kumi_sched_create refuses (instead of letting
  * messages mix) when the schedule that had it is still alive on this rank. */
-#define KUMI_SCHED_TAG_NBC   0x20000000    /* .. 0x3fffffff: 2^17 slots */
-#define KUMI_SCHED_TAG_PERS  0x40000000    /* .. 0x7fffffff: 2^18 slots */
-#define KUMI_SCHED_TAG_CAD   (-0x7fffffff - 1)  /* .. -0x60000001: 2^17 slots */
+#define KUMI_SCHED_TAG_NBC   KUMI_TAG_NBC    /* .. 0x3fffffff: 2^17 slots (core/ids.h) */
+#define KUMI_SCHED_TAG_PERS  KUMI_TAG_PERS   /* .. 0x7fffffff: 2^18 slots */
+#define KUMI_SCHED_TAG_CAD   KUMI_TAG_CAD    /* .. -0x60000001: 2^17 slots */
 #define KUMI_SCHED_SLOTS_NBC  (1u << 17)
 #define KUMI_SCHED_SLOTS_PERS (1u << 18)
 #define KUMI_SCHED_SLOTS_CAD  (1u << 17)
@@ -97,6 +97,7 @@ void kumi_sched_destroy(struct kumi_sched *s);
 int kumi_sched_issue(struct kumi_sched *s, int rc, bool persistent, const char *fname, MPI_Request *request);
 /* Start a (persistent, inactive) collective request: rerun its schedule. */
 int kumi_sched_start(struct kumi_req *r);
+void kumi_sched_register(void);       /* registers the request kind KUMI_REQ_COLL */
 
 
 /* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread. */

@@ -50,16 +50,22 @@ static double now(void)
 static int closed_within(int fd, double secs)
 {
     double end = now() + secs;
+    int refused = 0;
     for (;;) {
         double left = end - now();
         if (left <= 0) return 0;
         struct pollfd p = { .fd = fd, .events = POLLIN };
         if (poll(&p, 1, (int)(left * 1000) + 1) <= 0) continue;
-        char b[256];
+        unsigned char b[512];
         ssize_t n = recv(fd, b, sizeof b, 0);
         if (n <= 0) return 1;
-        /* a stray must never be answered: no HELLO_OK */
-        KT_FAIL("mpiexec answered a stray connection with %zd bytes", n);
+        /* a stray is never accepted: at most a HELLO_REFUSED (type 0x82,
+         * kumi/launch_proto.h) with its reason, never HELLO_OK */
+        if (refused || (n >= 5 && b[4] == 0x82)) {
+            refused = 1;
+            continue;
+        }
+        KT_FAIL("mpiexec answered a stray connection with %zd bytes (type 0x%x)", n, n >= 5 ? b[4] : 0);
     }
 }
 
@@ -69,7 +75,7 @@ static void put_u32(unsigned char *p, unsigned v)
     p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
 }
 
-/* A HELLO frame (see tools/mpiexec/mpiexec.h). */
+/* A HELLO frame (see kumi/launch_proto.h). */
 static int hello(const char *secret, unsigned rank)
 {
     unsigned char f[5 + 32 + 8];

@@ -57,15 +57,12 @@ static void buf_put(struct mx_buf *b, const void *p, size_t n)
 
 static void buf_u32(struct mx_buf *b, uint32_t v)
 {
-    unsigned char x[4] = { (unsigned char)(v >> 24), (unsigned char)(v >> 16),
-                           (unsigned char)(v >> 8), (unsigned char)v };
+    unsigned char x[4];
+    kumi_launch_put_u32(x, v);
     buf_put(b, x, 4);
 }
 
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
+#define get_u32 kumi_launch_get_u32
 
 static void buf_free(struct mx_buf *b)
 {
@@ -130,22 +127,38 @@ int mx_ctl_listen(struct mx_job *job)
     return 0;
 }
 
+static void conn_kill(struct mx_job *job, struct mx_conn *c, const char *why);
+static int conn_read(struct mx_job *job, struct mx_conn *c);
+
+/* Connections that have not presented the secret yet are capped (a local
+ * user can open any number of them).  At the cap, the oldest of them is
+ * read once more (its HELLO may have arrived) and closed if it is still a
+ * stranger: a flood then only cycles through the strangers' slots, and a
+ * rank whose connection was closed that way connects again (rpim/fork).
+ * Every new connection is read at once, so that a rank, which sends its
+ * HELLO right after connecting, is usually known before the next accept. */
+static void evict_oldest_stranger(struct mx_job *job)
+{
+    struct mx_conn *old = NULL;
+    for (struct mx_conn *c = job->conns; c; c = c->next)
+        if (!c->dead && c->rank < 0 && (!old || c->deadline <= old->deadline)) old = c;
+    if (!old) return;
+    conn_read(job, old);
+    if (!old->dead && old->rank < 0) conn_kill(job, old, "too many connections without a HELLO: closing the oldest");
+}
+
 void mx_ctl_accept(struct mx_job *job, double now)
 {
-    for (;;) {
+    for (int batch = 0; batch < 256; batch++) {
         int fd = accept4(job->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             return;                    /* EAGAIN, or out of fds: try later */
         }
-        if (job->nstrangers >= MX_MAX_STRANGERS + job->n) {
-            /* Flooded with connections that have not said who they are:
-             * refuse this one rather than run out of descriptors.  Every
-             * rank of the job may be among them: ranks connect as they
-             * start, possibly all before this loop reads a HELLO (a fixed
-             * limit of 64 cut off the ranks above 64 of a larger job). */
-            close(fd);
-            continue;
+        while (job->nstrangers >= MX_MAX_STRANGERS + job->n) {
+            int before = job->nstrangers;
+            evict_oldest_stranger(job);
+            if (job->nstrangers >= before) break;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -156,10 +169,11 @@ void mx_ctl_accept(struct mx_job *job, double now)
         }
         c->fd = fd;
         c->rank = -1;
-        c->deadline = now + MX_HELLO_TIMEOUT;
+        c->deadline = now + KUMI_LAUNCH_HELLO_TIMEOUT;
         c->next = job->conns;
         job->conns = c;
         job->nstrangers++;
+        conn_read(job, c);
     }
 }
 
@@ -174,6 +188,7 @@ static void conn_kill(struct mx_job *job, struct mx_conn *c, const char *why)
 {
     if (c->dead) return;
     c->dead = 1;
+    if (c->rank < 0) job->nstrangers--;
     if (c->rank >= 0) {
         if (job->verbose)
             mx_msg("control connection of rank %d closed%s%s", c->rank, why ? ": " : "", why ? why : "");
@@ -200,7 +215,7 @@ static void fence_complete(struct mx_job *job)
     for (int r = 0; r < job->n; r++) {
         struct mx_conn *c = job->ranks[r].conn;
         if (!c || c->dead) continue;
-        frame_begin(&c->out, MX_MSG_FENCE_DONE, tab.len);
+        frame_begin(&c->out, KUMI_LAUNCH_MSG_FENCE_DONE, tab.len);
         buf_put(&c->out, tab.data, tab.len);
         conn_flush(c);
     }
@@ -273,8 +288,21 @@ static int get_str(const unsigned char *p, size_t n, size_t *pos, const char **s
 static int secret_ok(const struct mx_job *job, const unsigned char *s)
 {
     unsigned char d = 0;
-    for (int i = 0; i < MX_SECRET_LEN; i++) d |= (unsigned char)(s[i] ^ (unsigned char)job->secret[i]);
+    for (int i = 0; i < KUMI_LAUNCH_SECRET_LEN; i++) d |= (unsigned char)(s[i] ^ (unsigned char)job->secret[i]);
     return d == 0;
+}
+
+/* Answer a HELLO that cannot be accepted with the reason, then close. */
+static int refuse(struct mx_job *job, struct mx_conn *c, uint32_t reason, const char *why)
+{
+    size_t wl = strlen(why);
+    frame_begin(&c->out, KUMI_LAUNCH_MSG_HELLO_REFUSED, 8 + wl);
+    buf_u32(&c->out, reason);
+    buf_u32(&c->out, (uint32_t)wl);
+    buf_put(&c->out, why, wl);
+    conn_flush(c);
+    conn_kill(job, c, why);
+    return 0;
 }
 
 /* Handle one complete frame; returns -1 to close the connection. */
@@ -282,61 +310,68 @@ static int handle_frame(struct mx_job *job, struct mx_conn *c, int type, const u
 {
     size_t pos = 0;
     if (c->rank < 0) {
-        if (type != MX_MSG_HELLO || n != MX_SECRET_LEN + 8) return -1;
-        if (!secret_ok(job, p)) return -1;
-        uint32_t r = get_u32(p + MX_SECRET_LEN);
-        if (r >= (uint32_t)job->n) return -1;
+        if (type != KUMI_LAUNCH_MSG_HELLO || n != KUMI_LAUNCH_HELLO_LEN) return -1;
+        if (!secret_ok(job, p)) return refuse(job, c, KUMI_LAUNCH_REFUSED_SECRET, "wrong job secret (KUMI_JOB_SECRET)");
+        uint32_t r = get_u32(p + KUMI_LAUNCH_SECRET_LEN);
+        char why[128];
+        if (r >= (uint32_t)job->n) {
+            snprintf(why, sizeof why, "rank %u is not in a job of %d process%s", r, job->n, job->n == 1 ? "" : "es");
+            return refuse(job, c, KUMI_LAUNCH_REFUSED_RANK, why);
+        }
         struct mx_rank *rk = &job->ranks[r];
         /* One connection per rank, from the process that mpiexec started. */
-        if (rk->conn || rk->connected) return -1;
+        if (rk->conn || rk->connected) {
+            snprintf(why, sizeof why, "rank %u has already connected (MPI_Init called twice, or a copy of the rank?)", r);
+            return refuse(job, c, KUMI_LAUNCH_REFUSED_TWICE, why);
+        }
         /* The pid is informative only: a rank may run under a wrapper
          * (time, strace, a shell) whose child is the MPI process. */
-        unsigned pid = get_u32(p + MX_SECRET_LEN + 4);
+        unsigned pid = get_u32(p + KUMI_LAUNCH_SECRET_LEN + 4);
         c->rank = (int)r;
         rk->conn = c;
         rk->connected = 1;
         job->nstrangers--;
         if (job->verbose > 1) mx_msg("rank %d connected (pid %u)", c->rank, pid);
-        conn_send_empty(c, MX_MSG_HELLO_OK);
+        conn_send_empty(c, KUMI_LAUNCH_MSG_HELLO_OK);
         return 0;
     }
     struct mx_rank *rk = &job->ranks[c->rank];
     switch (type) {
-    case MX_MSG_PUT: {
+    case KUMI_LAUNCH_MSG_PUT: {
         const char *k, *v;
         size_t kl, vl;
-        if (get_str(p, n, &pos, &k, &kl, MX_MAX_FRAME) || get_str(p, n, &pos, &v, &vl, MX_MAX_FRAME) ||
+        if (get_str(p, n, &pos, &k, &kl, KUMI_LAUNCH_MAX_FRAME) || get_str(p, n, &pos, &v, &vl, KUMI_LAUNCH_MAX_FRAME) ||
             pos != n || kl == 0)
             return -1;
         kv_put(job, c->rank, k, kl, v, vl);
         return 0;
     }
-    case MX_MSG_FENCE:
+    case KUMI_LAUNCH_MSG_FENCE:
         if (n != 0) return -1;
         rk->fences++;
         mx_ctl_check_fence(job);
         return 0;
-    case MX_MSG_ABORT: {
+    case KUMI_LAUNCH_MSG_ABORT: {
         const char *m;
         size_t ml;
         if (n < 4) return -1;
         int code = (int32_t)get_u32(p);
         pos = 4;
-        if (get_str(p, n, &pos, &m, &ml, MX_MAX_FRAME) || pos != n) return -1;
+        if (get_str(p, n, &pos, &m, &ml, KUMI_LAUNCH_MAX_FRAME) || pos != n) return -1;
         char *msg = mx_xrealloc(NULL, ml + 1);
         memcpy(msg, m, ml);
         msg[ml] = 0;
         /* strip trailing newlines of the message */
         while (ml > 0 && (msg[ml - 1] == '\n' || msg[ml - 1] == '\r')) msg[--ml] = 0;
-        conn_send_empty(c, MX_MSG_ABORT_OK);
+        conn_send_empty(c, KUMI_LAUNCH_MSG_ABORT_OK);
         mx_rank_aborted(job, c->rank, code, msg);
         free(msg);
         return 0;
     }
-    case MX_MSG_FINALIZE:
+    case KUMI_LAUNCH_MSG_FINALIZE:
         if (n != 0) return -1;
         rk->finalized = 1;
-        conn_send_empty(c, MX_MSG_FINALIZE_OK);
+        conn_send_empty(c, KUMI_LAUNCH_MSG_FINALIZE_OK);
         return 0;
     default:
         return -1;
@@ -348,10 +383,10 @@ static void conn_parse(struct mx_job *job, struct mx_conn *c)
 {
     while (!c->dead) {
         size_t avail = c->in.len - c->in.off;
-        if (avail < 5) break;
+        if (avail < KUMI_LAUNCH_HDR_LEN) break;
         const unsigned char *p = (const unsigned char *)c->in.data + c->in.off;
         uint32_t len = get_u32(p);
-        size_t max = c->rank < 0 ? 1 + MX_SECRET_LEN + 8 : MX_MAX_FRAME;
+        size_t max = c->rank < 0 ? 1 + KUMI_LAUNCH_HELLO_LEN : KUMI_LAUNCH_MAX_FRAME;
         if (len < 1 || len > max) {
             conn_kill(job, c, "malformed frame");
             return;
@@ -359,8 +394,8 @@ static void conn_parse(struct mx_job *job, struct mx_conn *c)
         if (avail < 4 + (size_t)len) break;
         int type = p[4];
         c->in.off += 4 + (size_t)len;
-        if (handle_frame(job, c, type, p + 5, len - 1) < 0) {
-            conn_kill(job, c, c->rank < 0 ? "no valid HELLO (wrong secret or rank)" : "malformed message");
+        if (handle_frame(job, c, type, p + KUMI_LAUNCH_HDR_LEN, len - 1) < 0) {
+            conn_kill(job, c, c->rank < 0 ? "not a HELLO" : "malformed message");
             return;
         }
     }
@@ -413,6 +448,7 @@ void mx_ctl_drain_rank(struct mx_job *job, int rank)
 double mx_ctl_housekeeping(struct mx_job *job, double now)
 {
     double next = 1e300;
+    int strangers = 0;
     struct mx_conn **pp = &job->conns;
     while (*pp) {
         struct mx_conn *c = *pp;
@@ -421,8 +457,7 @@ double mx_ctl_housekeeping(struct mx_job *job, double now)
             else if (c->deadline < next) next = c->deadline;
         }
         if (c->dead) {
-            if (c->rank < 0) job->nstrangers--;
-            else if (job->ranks[c->rank].conn == c) job->ranks[c->rank].conn = NULL;
+            if (c->rank >= 0 && job->ranks[c->rank].conn == c) job->ranks[c->rank].conn = NULL;
             close(c->fd);
             buf_free(&c->in);
             buf_free(&c->out);
@@ -430,8 +465,10 @@ double mx_ctl_housekeeping(struct mx_job *job, double now)
             free(c);
             continue;
         }
+        if (c->rank < 0) strangers++;
         pp = &c->next;
     }
+    job->nstrangers = strangers;
     return next;
 }
 

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -70,13 +71,17 @@ static int stopping;                   /* the job is being stopped */
 static int exit_code = -1;             /* first failure, or -1 */
 static double kill_deadline;           /* SIGKILL time while stopping */
 static int killed_hard;
-static int out_broken[3];              /* mpiexec's stdout/stderr gone (EPIPE) */
 
 /* stdin forwarding to rank 0 */
 static int stdin_open;                 /* still reading fd 0 */
 static int stdin_pipe = -1;            /* write end to rank 0 */
 static char stdin_buf[65536];
 static size_t stdin_len, stdin_off;
+
+struct mx_sink;
+static struct mx_sink *sink_of[3];
+static void sink_put(struct mx_sink *k, const void *p, size_t n);
+static int sink_flush(struct mx_sink *k, int wait_ms);
 
 void mx_msg(const char *fmt, ...)
 {
@@ -88,9 +93,15 @@ void mx_msg(const char *fmt, ...)
     if (n < 0) return;
     if ((size_t)n > sizeof b - 2) n = (int)sizeof b - 2;
     b[n++] = '\n';
-    fputs("mpiexec: ", stderr);
-    fwrite(b, 1, (size_t)n, stderr);
-    fflush(stderr);
+    if (!sink_of[2]) {                   /* before the sinks exist */
+        fputs("mpiexec: ", stderr);
+        fwrite(b, 1, (size_t)n, stderr);
+        fflush(stderr);
+        return;
+    }
+    sink_put(sink_of[2], "mpiexec: ", 9);
+    sink_put(sink_of[2], b, (size_t)n);
+    sink_flush(sink_of[2], 0);
 }
 
 double mx_now(void)
@@ -109,7 +120,8 @@ static void usage(FILE *f)
         "  -x NAME[=VALUE]      export NAME (with VALUE, or its current value) to the\n"
         "                       processes; by default the whole environment is passed\n"
         "  --param NAME=VALUE   set parameter NAME for the processes (environment\n"
-        "                       KUMI_<NAME in upper case>); see kumi_info --param\n"
+        "                       KUMI_<NAME in upper case>); see kumi_info --param;\n"
+        "                       also --param NAME VALUE (or --mca NAME VALUE)\n"
         "  --memory-alloc-kinds LIST\n"
         "                       memory allocation kinds the program asks for (MPI 4.1\n"
         "                       info key mpi_memory_alloc_kinds; default mpi,system)\n"
@@ -189,14 +201,36 @@ static void add_param(const char *name, const char *value)
     opt.params[opt.nparams++] = e;
 }
 
+static int is_number(const char *s)
+{
+    char *end;
+    errno = 0;
+    (void)strtod(s, &end);
+    return end != s && *end == 0;
+}
+
+/* Next argument as the value of option a (--opt value): never an option
+ * (a word beginning with '-' that is not a number), which would silently
+ * swallow it; "--opt=value" carries any value. */
+static const char *next_value(int argc, char **argv, int *i, const char *a, const char *what)
+{
+    if (*i + 1 >= argc) die_usage("option %s needs a value", what ? what : a);
+    const char *v = argv[*i + 1];
+    if (v[0] == '-' && !is_number(v)) {
+        fprintf(stderr, "mpiexec: option %s needs a value, not the option '%s' (write %s=VALUE for a value that "
+                "begins with '-')\nTry 'mpiexec --help'.\n", what ? what : a, v, what ? what : a);
+        exit(1);
+    }
+    return argv[++*i];
+}
+
 /* Value of "--opt value" or "--opt=value" forms. */
 static const char *optval(int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
     const char *eq = strchr(a, '=');
     if (eq) return eq + 1;
-    if (*i + 1 >= argc) die_usage("option %s needs a value", a);
-    return argv[++*i];
+    return next_value(argc, argv, i, a, NULL);
 }
 
 static int is_opt(const char *a, const char *name)
@@ -228,7 +262,19 @@ static void parse_args(int argc, char **argv)
             if (!opt.xvars) exit(1);
             opt.xvars[opt.nx++] = xstrdup(s);
         } else if (is_opt(a, "--param") || is_opt(a, "--mca")) {
-            const char *s = optval(argc, argv, &i);
+            /* --param NAME=VALUE, or --param NAME VALUE (two arguments, as
+             * Open MPI's --mca name value); --param=NAME=VALUE too */
+            const char *o = a[2] == 'p' ? "--param" : "--mca";
+            const char *s = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
+            if (!s) {
+                if (i + 1 >= argc) die_usage("option %s needs NAME=VALUE or NAME VALUE", o);
+                s = argv[++i];
+            }
+            if (s[0] == '-') {
+                fprintf(stderr, "mpiexec: option %s needs a parameter name, not the option '%s'\nTry 'mpiexec --help'.\n",
+                        o, s);
+                exit(1);
+            }
             const char *eq = strchr(s, '=');
             if (eq) {
                 char *name = xstrdup(s);
@@ -236,8 +282,10 @@ static void parse_args(int argc, char **argv)
                 add_param(name, eq + 1);
                 free(name);
             } else {
-                if (i + 1 >= argc) die_usage("--param %s: needs NAME=VALUE", s);
-                add_param(s, argv[++i]);
+                char what[300];
+                snprintf(what, sizeof what, "%s %s", o, s);
+                if (i + 1 >= argc) die_usage("option %s needs a value (NAME=VALUE or NAME VALUE)", what);
+                add_param(s, next_value(argc, argv, &i, a, what));
             }
         } else if (is_opt(a, "--memory-alloc-kinds")) {
             add_param("base_memory_alloc_kinds", optval(argc, argv, &i));
@@ -387,7 +435,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
 
 static int make_secret(char *out)
 {
-    unsigned char r[MX_SECRET_LEN / 2];
+    unsigned char r[KUMI_LAUNCH_SECRET_LEN / 2];
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     size_t got = 0;
@@ -406,88 +454,170 @@ static int make_secret(char *out)
         out[2 * i] = hex[r[i] >> 4];
         out[2 * i + 1] = hex[r[i] & 15];
     }
-    out[MX_SECRET_LEN] = 0;
+    out[KUMI_LAUNCH_SECRET_LEN] = 0;
     return 0;
 }
 
-/* ------------------------------------------------------------ output */
+/* ------------------------------------------------------------ output
+ *
+ * What mpiexec writes to its stdout and stderr (the ranks' output and its
+ * own messages) goes through a queue per destination ("sink"), written
+ * without blocking from the event loop: a stdout that nobody reads never
+ * stops mpiexec from handling signals, dead ranks or the control channel.
+ * When a sink holds MX_SINK_MAX bytes, mpiexec stops reading the ranks'
+ * pipes that feed it (the ranks then block in their own writes), so memory
+ * stays bounded.  A pipe (FIFO) or a terminal is reopened through
+ * /proc/self/fd with O_NONBLOCK (a description of our own: the shell's is
+ * not changed; where that fails it is written in pieces of at most PIPE_BUF
+ * bytes once poll() says it is writable); a socket is written with
+ * MSG_DONTWAIT; a regular file never blocks.  stdout and stderr that are the same object
+ * (2>&1) share one sink, so their order is kept. */
 
-static void write_all(int fd, const struct iovec *iov0, int iovcnt)
+#define MX_SINK_MAX (1024 * 1024)
+
+enum { SINK_FILE, SINK_NONBLOCK, SINK_SOCKET, SINK_POLL };
+
+struct mx_sink {
+    int fd;              /* where to write (fd 1 or 2, or our reopened copy) */
+    int mode;
+    int broken;          /* EPIPE or the like: output dropped */
+    char *q;
+    size_t len, off, cap;
+};
+static struct mx_sink sinks[2];
+static struct mx_sink *sink_of[3];    /* [1] stdout, [2] stderr; NULL until sinks_init */
+
+static void sinks_init(void)
 {
-    if (out_broken[fd]) return;
-    struct iovec iov[64];
-    if (iovcnt > 64) iovcnt = 64;
-    memcpy(iov, iov0, (size_t)iovcnt * sizeof *iov);
-    int i = 0;
-    while (i < iovcnt) {
-        ssize_t w = writev(fd, iov + i, iovcnt - i);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN) {         /* our stdout is non-blocking (shared): wait */
-                struct pollfd p = { .fd = fd, .events = POLLOUT };
-                poll(&p, 1, 100);
-                continue;
+    struct stat st[3];
+    for (int fd = 1; fd <= 2; fd++) {
+        struct mx_sink *k = &sinks[fd - 1];
+        k->fd = fd;
+        k->mode = SINK_FILE;
+        sink_of[fd] = k;
+        if (fstat(fd, &st[fd]) < 0) continue;
+        if (fd == 2 && st[1].st_dev == st[2].st_dev && st[1].st_ino == st[2].st_ino &&
+            (st[2].st_mode & S_IFMT) == (st[1].st_mode & S_IFMT)) {
+            sink_of[2] = sink_of[1];
+            break;
+        }
+        if (S_ISFIFO(st[fd].st_mode) || S_ISCHR(st[fd].st_mode)) {
+            char path[64];
+            snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+            int n = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+            struct stat sn;
+            if (n >= 0 && fstat(n, &sn) == 0 && sn.st_dev == st[fd].st_dev && sn.st_ino == st[fd].st_ino) {
+                k->fd = n;
+                k->mode = SINK_NONBLOCK;
+            } else {
+                if (n >= 0) close(n);
+                k->mode = SINK_POLL;
             }
-            out_broken[fd] = 1;            /* EPIPE or the like: drop output */
-            return;
-        }
-        size_t left = (size_t)w;
-        while (i < iovcnt && left >= iov[i].iov_len) {
-            left -= iov[i].iov_len;
-            i++;
-        }
-        if (i < iovcnt) {
-            iov[i].iov_base = (char *)iov[i].iov_base + left;
-            iov[i].iov_len -= left;
+        } else if (S_ISSOCK(st[fd].st_mode)) {
+            k->mode = SINK_SOCKET;
         }
     }
 }
 
-/* Write o->buf[0..len) of rank r: complete lines, possibly followed by a
- * piece without '\n' (at EOF: ended with a newline when tagging; when the
- * buffer is full: the line goes on in the next piece). */
+/* Write what the sink holds, without blocking (wait > 0: for up to that
+ * many ms in all).  Returns 1 when it is empty (or broken). */
+static int sink_flush(struct mx_sink *k, int wait_ms)
+{
+    double end = mx_now() + wait_ms / 1000.0;
+    while (k->off < k->len && !k->broken) {
+        size_t n = k->len - k->off;
+        ssize_t w;
+        if (k->mode == SINK_POLL) {
+            struct pollfd p = { .fd = k->fd, .events = POLLOUT };
+            int left = (int)((end - mx_now()) * 1000.0);
+            int pr = poll(&p, 1, left > 0 ? left : 0);
+            if (pr == 0) return 0;
+            if (pr < 0) {
+                if (errno == EINTR) continue;
+                return 0;
+            }
+            if (n > PIPE_BUF) n = PIPE_BUF;
+            w = write(k->fd, k->q + k->off, n);
+        } else if (k->mode == SINK_SOCKET) {
+            w = send(k->fd, k->q + k->off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        } else {
+            w = write(k->fd, k->q + k->off, n);
+        }
+        if (w > 0) {
+            k->off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int left = (int)((end - mx_now()) * 1000.0);
+            if (left <= 0) return 0;
+            struct pollfd p = { .fd = k->fd, .events = POLLOUT };
+            poll(&p, 1, left);
+            continue;
+        }
+        k->broken = 1;                    /* EPIPE or the like: drop output */
+    }
+    if (k->broken) k->len = k->off = 0;
+    if (k->off == k->len) k->off = k->len = 0;
+    return 1;
+}
+
+static void sink_put(struct mx_sink *k, const void *p, size_t n)
+{
+    if (k->broken || n == 0) return;
+    if (k->len + n > k->cap) {
+        if (k->off > 0) {
+            memmove(k->q, k->q + k->off, k->len - k->off);
+            k->len -= k->off;
+            k->off = 0;
+        }
+        size_t cap = k->cap ? k->cap : 4096;
+        while (cap < k->len + n) cap *= 2;
+        if (cap != k->cap) {
+            char *q = realloc(k->q, cap);
+            if (!q) {                     /* drop rather than die */
+                k->broken = 1;
+                return;
+            }
+            k->q = q;
+            k->cap = cap;
+        }
+    }
+    memcpy(k->q + k->len, p, n);
+    k->len += n;
+}
+
+/* Bytes waiting in the sink of fd 1 or 2. */
+static size_t sink_queued(int which)
+{
+    return sink_of[which]->len - sink_of[which]->off;
+}
+
+/* Write o->buf[0..len) of rank r into its sink: complete lines, possibly
+ * followed by a piece without '\n' (at EOF, or when the buffer is full).
+ * With --tag-output every piece is a line of its own with its tag (a line
+ * longer than MX_LINE_MAX is cut into tagged lines); the sink receives each
+ * piece whole, so pieces of different ranks never mix. */
 static void emit(int r, struct mx_out *o, size_t len, int at_eof)
 {
     if (len == 0) return;
+    struct mx_sink *k = sink_of[o->which];
     if (!opt.tag_output) {
-        struct iovec v = { o->buf, len };
-        write_all(o->which, &v, 1);
+        sink_put(k, o->buf, len);
         return;
     }
+    (void)at_eof;
     char prefix[64];
     int pl = snprintf(prefix, sizeof prefix, "[%ld,%d]<%s>: ", job.jobid, r, o->which == 1 ? "stdout" : "stderr");
-    static char newline[] = "\n";
-    struct iovec v[64];
-    int nv = 0;
     size_t pos = 0;
     while (pos < len) {
         char *nl = memchr(o->buf + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - o->buf) + 1 : len;
-        if (!o->midline) {
-            v[nv].iov_base = prefix;
-            v[nv].iov_len = (size_t)pl;
-            nv++;
-        }
-        v[nv].iov_base = o->buf + pos;
-        v[nv].iov_len = end - pos;
-        nv++;
-        if (nl) {
-            o->midline = 0;
-        } else if (at_eof) {
-            v[nv].iov_base = newline;
-            v[nv].iov_len = 1;
-            nv++;
-            o->midline = 0;
-        } else {
-            o->midline = 1;
-        }
+        sink_put(k, prefix, (size_t)pl);
+        sink_put(k, o->buf + pos, end - pos);
+        if (!nl) sink_put(k, "\n", 1);
         pos = end;
-        if (nv >= 60) {
-            write_all(o->which, v, nv);
-            nv = 0;
-        }
     }
-    if (nv) write_all(o->which, v, nv);
 }
 
 /* Emit complete lines of o; with at_eof, also the rest. */
@@ -500,19 +630,44 @@ static void out_flush(int r, struct mx_out *o, int at_eof)
             n = i;
             break;
         }
-    if (at_eof || (n == 0 && o->len >= o->cap)) n = o->len;
+    if (at_eof || (n == 0 && o->len >= MX_LINE_MAX)) n = o->len;
     if (n == 0) return;
     emit(r, o, n, at_eof);
     memmove(o->buf, o->buf + n, o->len - n);
     o->len -= n;
+    sink_flush(sink_of[o->which], 0);
 }
 
-/* Read what a rank's pipe holds now (bounded); closes it at EOF. */
+static void out_close(int r, struct mx_out *o)
+{
+    close(o->fd);
+    o->fd = -1;
+    out_flush(r, o, 1);
+    free(o->buf);
+    o->buf = NULL;
+    o->len = o->cap = 0;
+}
+
+/* Read what a rank's pipe holds now (bounded); closes it at EOF.  The line
+ * buffer is allocated on the first output and grows up to MX_LINE_MAX. */
 static void out_read(int r, struct mx_out *o, int drain)
 {
-    int rounds = drain ? 1 << 20 : 16;
+    int rounds = drain ? 256 : 16;
     while (o->fd >= 0 && rounds-- > 0) {
-        if (o->len == o->cap) out_flush(r, o, 0);
+        if (o->len == o->cap) {
+            if (o->cap < MX_LINE_MAX) {
+                size_t cap = o->cap ? 2 * o->cap : 4096;
+                char *b = realloc(o->buf, cap);
+                if (!b) {
+                    mx_msg("out of memory");
+                    exit(1);
+                }
+                o->buf = b;
+                o->cap = cap;
+            } else {
+                out_flush(r, o, 0);
+            }
+        }
         ssize_t n = read(o->fd, o->buf + o->len, o->cap - o->len);
         if (n > 0) {
             o->len += (size_t)n;
@@ -520,9 +675,7 @@ static void out_read(int r, struct mx_out *o, int drain)
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        close(o->fd);                     /* EOF or error */
-        o->fd = -1;
-        out_flush(r, o, 1);
+        out_close(r, o);                  /* EOF or error */
         return;
     }
     out_flush(r, o, 0);
@@ -623,9 +776,12 @@ static void reap(void)
     }
 }
 
+static int signalled;                  /* mpiexec got SIGINT/SIGTERM/SIGHUP */
+
 static void got_signal(int sig)
 {
     if (sig == SIGCHLD) return;
+    signalled = 1;
     if (!stopping) {
         mx_msg("received signal %d (%s); stopping the job", sig, strsignal(sig));
         stop_job(128 + sig, sig);
@@ -644,6 +800,47 @@ static void raise_fd_limit(void)
     }
 }
 
+static long read_proc_long(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1) v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* Refuse, before starting anything, a job this host cannot hold: mpiexec
+ * keeps 3 descriptors per rank (stdout and stderr pipes, control
+ * connection), and every rank is a process. */
+static int check_limits(long n)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)(3 * n + 64) > rl.rlim_cur) {
+        mx_msg("cannot start %ld processes: mpiexec needs 3 file descriptors per process and may open %llu "
+               "(ulimit -n); at most %lld processes", n, (unsigned long long)rl.rlim_cur,
+               rl.rlim_cur > 64 ? (long long)((rl.rlim_cur - 64) / 3) : 0LL);
+        return -1;
+    }
+    if (geteuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)n > rl.rlim_cur) {
+        mx_msg("cannot start %ld processes: this user may run at most %llu (ulimit -u)", n,
+               (unsigned long long)rl.rlim_cur);
+        return -1;
+    }
+    static const char *const lim[] = { "/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max" };
+    for (int i = 0; i < 2; i++) {
+        long m = read_proc_long(lim[i]);
+        if (m > 0 && n >= m) {
+            mx_msg("cannot start %ld processes: the system holds at most %ld (%s)", n, m, lim[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -656,9 +853,32 @@ static void shm_cleanup_at_exit(void)
     mx_shm_cleanup(job.jobid);
 }
 
+/* At the end: write what the sinks hold, waiting as long as the reader
+ * takes, unless mpiexec was (or now is) told to stop by a signal: then what
+ * cannot be written at once is dropped. */
+static void sinks_finish(int sigfd)
+{
+    for (int w = 0; w < 2; w++) {
+        struct mx_sink *k = &sinks[w];
+        while (!sink_flush(k, 0) && !signalled) {
+            struct pollfd p[2] = { { .fd = k->fd, .events = POLLOUT }, { .fd = sigfd, .events = POLLIN } };
+            if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+                if (si.ssi_signo != SIGCHLD) signalled = 1;
+        }
+        k->len = k->off = 0;
+    }
+}
+
+static void sinks_at_exit(void)
+{
+    for (int w = 0; w < 2; w++) sink_flush(&sinks[w], signalled ? 0 : 1000);
+}
+
 /* ------------------------------------------------------------ main loop */
 
-enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN };
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK };
 struct tag {
     int kind, rank, which;
     struct mx_conn *conn;
@@ -697,7 +917,10 @@ static int run_loop(int sigfd, double t_start)
             pipes_open += (job.ranks[r].out[0].fd >= 0) + (job.ranks[r].out[1].fd >= 0);
         }
         if (!running) {
-            if (all_exited_at < 0) all_exited_at = now;
+            /* the grace for pipes held open runs only while their output
+             * can be taken (not while a slow reader throttles it) */
+            if (all_exited_at < 0 || sink_queued(1) >= MX_SINK_MAX || sink_queued(2) >= MX_SINK_MAX)
+                all_exited_at = now;
             if (!pipes_open) break;
             /* Something (a child of a rank) still holds a pipe. */
             if (now >= all_exited_at + MX_PIPE_GRACE) {
@@ -706,11 +929,7 @@ static int run_loop(int sigfd, double t_start)
                     for (int w = 0; w < 2; w++) {
                         struct mx_out *o = &job.ranks[r].out[w];
                         out_read(r, o, 0);
-                        if (o->fd >= 0) {
-                            close(o->fd);
-                            o->fd = -1;
-                            out_flush(r, o, 1);
-                        }
+                        if (o->fd >= 0) out_close(r, o);
                     }
                 break;
             }
@@ -738,9 +957,15 @@ static int run_loop(int sigfd, double t_start)
         if (stdin_open && stdin_pipe >= 0 && stdin_off == stdin_len) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
         if (stdin_pipe >= 0 && (stdin_off < stdin_len || !stdin_open))
             ADD(stdin_pipe, stdin_off < stdin_len ? POLLOUT : 0, T_STDIN_PIPE, 0, 0, NULL);
+        /* a rank's output is read only while its sink has room */
+        int room[3] = { 0, sink_queued(1) < MX_SINK_MAX, sink_queued(2) < MX_SINK_MAX };
         for (int r = 0; r < job.n; r++)
             for (int w = 0; w < 2; w++)
-                if (job.ranks[r].out[w].fd >= 0) ADD(job.ranks[r].out[w].fd, POLLIN, T_OUT, r, w, NULL);
+                if (job.ranks[r].out[w].fd >= 0 && room[w + 1])
+                    ADD(job.ranks[r].out[w].fd, POLLIN, T_OUT, r, w, NULL);
+        for (int w = 0; w < 2; w++)
+            if (sinks[w].len > sinks[w].off && sinks[w].mode != SINK_FILE)
+                ADD(sinks[w].fd, POLLOUT, T_SINK, -1, w, NULL);
         for (struct mx_conn *c = job.conns; c; c = c->next)
             if (!c->dead) ADD(c->fd, mx_ctl_events(c), T_CONN, c->rank, 0, c);
 #undef ADD
@@ -819,6 +1044,10 @@ static int run_loop(int sigfd, double t_start)
             case T_CONN:
                 mx_ctl_event(&job, t->conn, re);
                 break;
+            case T_SINK:
+                if (re & (POLLERR | POLLNVAL)) sinks[t->which].broken = 1;
+                sink_flush(&sinks[t->which], 0);
+                break;
             }
         }
     }
@@ -838,9 +1067,12 @@ int main(int argc, char **argv)
                 close(n);
             }
         }
+    sinks_init();
+    atexit(sinks_at_exit);
     parse_args(argc, argv);
     char *prog = resolve_program(opt.argv[0]);
     raise_fd_limit();
+    if (check_limits(opt.np) < 0) return 1;
 
     const char *v = getenv("KUMI_VERBOSE");
     job.verbose = v ? atoi(v) : 0;
@@ -924,9 +1156,7 @@ int main(int argc, char **argv)
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
         for (int w = 0; w < 2; w++) {
             rk->out[w].fd = -1;
-            rk->out[w].which = w + 1;
-            rk->out[w].cap = MX_LINE_MAX;
-            rk->out[w].buf = xcalloc(1, MX_LINE_MAX);
+            rk->out[w].which = w + 1;      /* buffer allocated at the first output */
         }
         if (stopping) continue;
         if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
@@ -992,6 +1222,7 @@ int main(int argc, char **argv)
 
     int code = run_loop(sigfd, t_start);
     mx_shm_cleanup(job.jobid);             /* every rank has exited */
+    sinks_finish(sigfd);                   /* output still queued for a slow reader */
 
     mx_ctl_close_all(&job);
     if (stdin_pipe >= 0) close(stdin_pipe);

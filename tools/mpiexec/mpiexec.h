@@ -2,25 +2,8 @@
  * stdio, signals) and control.c (the control channel: listener, rank
  * connections, key-value exchange, abort, finalize).
  *
- * Control protocol (the rpim client in components/rpim/fork/rpim_fork.c
- * speaks the same; keep both in step).  Every message is a frame:
- *     u32 len   (big endian: number of bytes that follow, type included)
- *     u8  type
- *     payload   (len - 1 bytes; integers are u32/i32 big endian,
- *               strings are u32 length + bytes, no NUL)
- *   rank -> mpiexec
- *     HELLO    1  secret[32] (hex chars of KUMI_JOB_SECRET), u32 rank, u32 pid
- *     PUT      2  str key, str value
- *     FENCE    3  (empty)
- *     ABORT    4  i32 errorcode, str message
- *     FINALIZE 5  (empty)
- *   mpiexec -> rank
- *     HELLO_OK    0x81 (empty)
- *     FENCE_DONE  0x83 u32 count, count x { u32 rank, str key, str value }
- *     ABORT_OK    0x84 (empty)
- *     FINALIZE_OK 0x85 (empty)
- * A connection must send a correct HELLO first, within MX_HELLO_TIMEOUT
- * seconds; otherwise (or on any malformed frame) it is closed and ignored.
+ * Control protocol: framework/include/kumi/launch_proto.h (frames, message
+ * codes, limits), shared with the rpim client (components/rpim/fork).
  *
  * Binding (bind.c).  --bind-to hwthread|core|package|none; by default each
  * rank is bound to one core (round-robin over the cores hwloc sees inside
@@ -59,20 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <kumi/launch_proto.h>
 
-#define MX_MSG_HELLO        1
-#define MX_MSG_PUT          2
-#define MX_MSG_FENCE        3
-#define MX_MSG_ABORT        4
-#define MX_MSG_FINALIZE     5
-#define MX_MSG_HELLO_OK     0x81
-#define MX_MSG_FENCE_DONE   0x83
-#define MX_MSG_ABORT_OK     0x84
-#define MX_MSG_FINALIZE_OK  0x85
-
-#define MX_SECRET_LEN       32          /* hex characters */
-#define MX_MAX_FRAME        (64 * 1024) /* largest frame a rank may send */
-#define MX_HELLO_TIMEOUT    3.0         /* seconds to present the secret */
 #define MX_MAX_STRANGERS    64          /* unauthenticated connections at once, beyond the job's size */
 
 struct mx_buf {
@@ -94,9 +65,8 @@ struct mx_conn {
 struct mx_out {
     int fd;              /* read end, -1 at EOF */
     int which;           /* 1 stdout, 2 stderr */
-    char *buf;
+    char *buf;           /* allocated at the first output, up to 64 KiB; freed at EOF */
     size_t len, cap;
-    int midline;         /* a partial line was already written (buffer full) */
 };
 
 enum mx_rank_state { MX_RANK_NEW, MX_RANK_RUNNING, MX_RANK_EXITED };
@@ -134,7 +104,7 @@ struct mx_job {
     int n;
     struct mx_rank *ranks;
     long jobid;
-    char secret[MX_SECRET_LEN + 1];
+    char secret[KUMI_LAUNCH_SECRET_LEN + 1];
     int listen_fd;
     int port;
     struct mx_conn *conns;

@@ -3,14 +3,7 @@
  * MPI_Init): HELLO with the job secret, key-value PUT / FENCE / get,
  * ABORT and FINALIZE.
  *
- * Frames (the same as tools/mpiexec/mpiexec.h, which is authoritative; keep
- * both in step): u32 len (big endian, bytes that follow), u8 type, payload;
- * integers u32/i32 big endian; strings u32 length + bytes (no NUL).
- *   HELLO 1 {secret[32], u32 rank, u32 pid}  -> HELLO_OK 0x81
- *   PUT 2 {str key, str value}
- *   FENCE 3 {}                               -> FENCE_DONE 0x83 {u32 n, n x {u32 rank, str key, str value}}
- *   ABORT 4 {i32 code, str msg}              -> ABORT_OK 0x84
- *   FINALIZE 5 {}                            -> FINALIZE_OK 0x85
+ * Frames, message codes and limits: kumi/launch_proto.h (shared with mpiexec).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -28,24 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <mpi.h>
 #include <kumi/kumi.h>
 #include <kumi/component.h>
 #include <kumi/rpim.h>
-
-#define RF_HELLO        1
-#define RF_PUT          2
-#define RF_FENCE        3
-#define RF_ABORT        4
-#define RF_FINALIZE     5
-#define RF_HELLO_OK     0x81
-#define RF_FENCE_DONE   0x83
-#define RF_ABORT_OK     0x84
-#define RF_FINALIZE_OK  0x85
-#define RF_SECRET_LEN   32
-#define RF_MAX_REPLY    (512u * 1024 * 1024)   /* largest key table accepted */
+#include <kumi/launch_proto.h>
 
 /* ------------------------------------------------------------ launcher */
 
@@ -66,11 +51,15 @@ static int rpim_fork_spawn(const struct kumi_spawn *sp, pid_t *pid)
 {
     if (!sp || !pid || !sp->argv || !sp->argv[0]) return EINVAL;
     if (sp->host && sp->host[0] && strcmp(sp->host, "localhost") != 0) return EHOSTUNREACH;
+    pid_t launcher = getpid();
     pid_t p = fork();
     if (p < 0) return errno;
     if (p == 0) {
-        /* the child: its own process group, clean signal state, its fds */
+        /* the child: its own process group, clean signal state, its fds;
+         * killed when the launcher dies (a rank in MPI_Init hands that job
+         * to its watcher thread, which cleans up first) */
         setpgid(0, 0);
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != launcher) _exit(128 + SIGKILL);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -137,18 +126,6 @@ static long rpim_fork_jobid;
 static struct rpim_fork_kv *rpim_fork_tab;
 static size_t rpim_fork_ntab, rpim_fork_captab;
 
-static void rpim_fork_u32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-static uint32_t rpim_fork_get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 static int rpim_fork_write_all(const void *buf, size_t len)
 {
@@ -202,22 +179,27 @@ static int rpim_fork_read_all(void *buf, size_t len, int timeout_ms)
 /* Send a frame whose payload is the concatenation of the given pieces. */
 static int rpim_fork_send(int type, const void *payload, size_t plen)
 {
-    unsigned char h[5];
-    rpim_fork_u32(h, (uint32_t)(plen + 1));
+    unsigned char h[KUMI_LAUNCH_HDR_LEN];
+    kumi_launch_put_u32(h, (uint32_t)(plen + 1));
     h[4] = (unsigned char)type;
-    if (rpim_fork_write_all(h, 5) < 0) return -1;
+    if (rpim_fork_write_all(h, KUMI_LAUNCH_HDR_LEN) < 0) return -1;
     if (plen && rpim_fork_write_all(payload, plen) < 0) return -1;
     return 0;
 }
 
-/* Receive one frame of the expected type; *payload is malloc'ed. */
-static int rpim_fork_recv(int type, unsigned char **payload, size_t *plen, int timeout_ms)
+/* Receive one frame of the expected type (or, when alt >= 0, of type alt;
+ * *got says which); *payload is malloc'ed.  Returns 0, -1 (error, EOF or
+ * another type), -2 (timeout), -3 (EOF before any byte of the frame). */
+static int rpim_fork_recv2(int type, int alt, int *got, unsigned char **payload, size_t *plen, int timeout_ms)
 {
-    unsigned char h[5];
-    int rc = rpim_fork_read_all(h, 5, timeout_ms);
+    unsigned char h[KUMI_LAUNCH_HDR_LEN];
+    int rc = rpim_fork_read_all(h, 1, timeout_ms);
+    if (rc) return rc == -1 ? -3 : rc;
+    rc = rpim_fork_read_all(h + 1, KUMI_LAUNCH_HDR_LEN - 1, timeout_ms);
     if (rc) return rc;
-    uint32_t len = rpim_fork_get_u32(h);
-    if (len < 1 || len > RF_MAX_REPLY || h[4] != type) return -1;
+    uint32_t len = kumi_launch_get_u32(h);
+    if (len < 1 || len > KUMI_LAUNCH_MAX_REPLY || (h[4] != type && (alt < 0 || h[4] != alt))) return -1;
+    if (got) *got = h[4];
     unsigned char *p = malloc(len);
     if (!p) return -1;
     if (len > 1 && (rc = rpim_fork_read_all(p, len - 1, timeout_ms < 0 ? -1 : timeout_ms + 60000))) {
@@ -230,8 +212,80 @@ static int rpim_fork_recv(int type, unsigned char **payload, size_t *plen, int t
     return 0;
 }
 
+static int rpim_fork_recv(int type, unsigned char **payload, size_t *plen, int timeout_ms)
+{
+    int rc = rpim_fork_recv2(type, -1, NULL, payload, plen, timeout_ms);
+    return rc == -3 ? -1 : rc;
+}
+
+/* ---- the launcher's death ----
+ * A thread watches the control connection for as long as the rank is
+ * connected (MPI_Init to MPI_Finalize or abort).  When it closes, mpiexec is
+ * gone (killed, even by SIGKILL): nobody will stop this rank or remove its
+ * shared memory, so the thread removes the job's shared-memory objects
+ * (kumi_launch_shm_cleanup, those of this user) and ends the process at
+ * once.  Before MPI_Init (and for programs that never call it) the
+ * parent-death signal set at spawn (SIGKILL) does the same job; it is
+ * cleared once the thread watches, so that the thread can clean up first. */
+static pthread_t rpim_fork_watcher;
+static int rpim_fork_watching;
+static int rpim_fork_stopfd = -1;        /* eventfd: the watcher should return */
+
+static void *rpim_fork_watch(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);  /* signals are the application's; SIGPIPE turns into EPIPE */
+    struct pollfd pf[2] = { { .fd = rpim_fork_fd, .events = POLLRDHUP }, { .fd = rpim_fork_stopfd, .events = POLLIN } };
+    for (;;) {
+        int n = poll(pf, 2, -1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || pf[1].revents) return NULL;
+        if (pf[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) break;
+    }
+    int removed = kumi_launch_shm_cleanup(rpim_fork_jobid, 1);
+    char b[256];
+    int l = snprintf(b, sizeof b, "rank %d: the launcher (mpiexec) of job %ld is gone; ending this process"
+                     " (%d shared-memory object%s of the job removed)\n", rpim_fork_rank, rpim_fork_jobid,
+                     removed, removed == 1 ? "" : "s");
+    if (l > 0) {
+        ssize_t w = write(2, b, (size_t)l < sizeof b ? (size_t)l : sizeof b - 1);
+        (void)w;
+    }
+    _exit(128 + SIGHUP);
+}
+
+static void rpim_fork_watch_start(void)
+{
+    rpim_fork_stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (rpim_fork_stopfd < 0) return;
+    if (pthread_create(&rpim_fork_watcher, NULL, rpim_fork_watch, NULL) != 0) {
+        close(rpim_fork_stopfd);
+        rpim_fork_stopfd = -1;
+        return;
+    }
+    rpim_fork_watching = 1;
+    /* the thread takes over from the parent-death signal of the spawn */
+    int sig = 0;
+    if (prctl(PR_GET_PDEATHSIG, &sig) == 0 && sig == SIGKILL) prctl(PR_SET_PDEATHSIG, 0);
+}
+
+static void rpim_fork_watch_stop(void)
+{
+    if (!rpim_fork_watching) return;
+    uint64_t one = 1;
+    ssize_t w = write(rpim_fork_stopfd, &one, sizeof one);
+    (void)w;
+    pthread_join(rpim_fork_watcher, NULL);
+    close(rpim_fork_stopfd);
+    rpim_fork_stopfd = -1;
+    rpim_fork_watching = 0;
+}
+
 static void rpim_fork_close(void)
 {
+    rpim_fork_watch_stop();
     if (rpim_fork_fd >= 0) close(rpim_fork_fd);
     rpim_fork_fd = -1;
 }
@@ -306,7 +360,7 @@ static int rpim_fork_client_init(struct kumi_rpim_info *info)
     if (getenv("KUMI_JOBID") && rpim_fork_env_long("KUMI_JOBID", 0, LONG_MAX, &jobid))
         return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_JOBID is invalid");
     const char *secret = getenv("KUMI_JOB_SECRET");
-    if (!secret || strlen(secret) != RF_SECRET_LEN)
+    if (!secret || strlen(secret) != KUMI_LAUNCH_SECRET_LEN)
         return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_JOB_SECRET is missing or invalid");
     const char *ctl = getenv("KUMI_CONTROL");
     const char *colon = ctl ? strrchr(ctl, ':') : NULL;
@@ -326,29 +380,68 @@ static int rpim_fork_client_init(struct kumi_rpim_info *info)
     if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
         return kumi_error(MPI_ERR_OTHER, "MPI_Init: KUMI_CONTROL host '%s' is not an IPv4 address", host);
 
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return kumi_error(MPI_ERR_OTHER, "MPI_Init: socket: %s", strerror(errno));
-    int rc;
-    do rc = connect(fd, (struct sockaddr *)&a, sizeof a);
-    while (rc < 0 && errno == EINTR);
-    if (rc < 0) {
-        int e = errno;
-        close(fd);
-        return kumi_error(MPI_ERR_OTHER, "MPI_Init: cannot connect to mpiexec at %s: %s", ctl, strerror(e));
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    rpim_fork_fd = fd;
-
-    unsigned char hello[RF_SECRET_LEN + 8];
-    memcpy(hello, secret, RF_SECRET_LEN);
-    rpim_fork_u32(hello + RF_SECRET_LEN, (uint32_t)rank);
-    rpim_fork_u32(hello + RF_SECRET_LEN + 4, (uint32_t)getpid());
-    if (rpim_fork_send(RF_HELLO, hello, sizeof hello) < 0 ||
-        (rc = rpim_fork_recv(RF_HELLO_OK, NULL, NULL, 120000)) != 0) {
+    unsigned char hello[KUMI_LAUNCH_HELLO_LEN];
+    memcpy(hello, secret, KUMI_LAUNCH_SECRET_LEN);
+    kumi_launch_put_u32(hello + KUMI_LAUNCH_SECRET_LEN, (uint32_t)rank);
+    kumi_launch_put_u32(hello + KUMI_LAUNCH_SECRET_LEN + 4, (uint32_t)getpid());
+    /* mpiexec closes the oldest connections that have not said who they
+     * are when strangers flood its port: ours may be one of them (closed
+     * before any answer); then connect again, for up to two minutes. */
+    double give_up = kumi_time() + 120.0;
+    int closed = 0, rc;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return kumi_error(MPI_ERR_OTHER, "MPI_Init: socket: %s", strerror(errno));
+        do rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+        while (rc < 0 && errno == EINTR);
+        if (rc < 0) {
+            int e = errno;
+            close(fd);
+            return kumi_error(MPI_ERR_OTHER, "MPI_Init: cannot connect to mpiexec at %s: %s%s", ctl, strerror(e),
+                              e == ECONNREFUSED ? " (has mpiexec exited?)" : "");
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        rpim_fork_fd = fd;
+        int left = (int)((give_up - kumi_time()) * 1000.0);
+        unsigned char *p = NULL;
+        size_t n = 0;
+        int type = 0;
+        rc = rpim_fork_send(KUMI_LAUNCH_MSG_HELLO, hello, sizeof hello) < 0 ? -3
+             : rpim_fork_recv2(KUMI_LAUNCH_MSG_HELLO_OK, KUMI_LAUNCH_MSG_HELLO_REFUSED, &type, &p, &n,
+                               left > 0 ? left : 0);
+        if (rc == 0 && type == KUMI_LAUNCH_MSG_HELLO_OK) {
+            free(p);
+            break;
+        }
         rpim_fork_close();
+        if (rc == 0) {                       /* HELLO_REFUSED {u32 reason, str text} */
+            const char *why = "no reason given";
+            char text[256];
+            if (n >= 8) {
+                uint32_t tl = kumi_launch_get_u32(p + 4);
+                if (tl <= n - 8) {
+                    snprintf(text, sizeof text, "%.*s", (int)tl, (const char *)p + 8);
+                    why = text;
+                }
+            }
+            int e = kumi_error(MPI_ERR_OTHER, "MPI_Init: mpiexec at %s refused rank %ld of job %ld: %s", ctl, rank,
+                               jobid, why);
+            free(p);
+            return e;
+        }
+        if (rc == -3 && kumi_time() < give_up) {  /* closed before answering: again */
+            closed++;
+            usleep(closed < 10 ? 1000u * (unsigned)closed : 10000u);
+            continue;
+        }
+        if (rc == -3)
+            return kumi_error(MPI_ERR_OTHER, "MPI_Init: mpiexec at %s closed the connection of rank %ld %d times "
+                              "before answering its HELLO (is its control port flooded by other connections?)",
+                              ctl, rank, closed + 1);
         return kumi_error(MPI_ERR_OTHER, "MPI_Init: mpiexec at %s %s", ctl,
-                          rc == -2 ? "did not answer" : "refused this process (wrong KUMI_JOB_SECRET or rank?)");
+                          rc == -2 ? "did not answer this rank's HELLO within two minutes"
+                                   : "sent a malformed answer to this rank's HELLO");
     }
     rpim_fork_rank = (int)rank;
     rpim_fork_size = (int)size;
@@ -356,6 +449,7 @@ static int rpim_fork_client_init(struct kumi_rpim_info *info)
     info->rank = (int)rank;
     info->size = (int)size;
     info->jobid = jobid;
+    rpim_fork_watch_start();
     return MPI_SUCCESS;
 }
 
@@ -370,11 +464,11 @@ static int rpim_fork_put(const char *key, const char *value)
         return kumi_error(MPI_ERR_ARG, "rpim/fork put: value of key '%s' longer than %d", key, KUMI_KVS_VAL_MAX - 1);
     unsigned char *m = malloc(8 + kl + vl);
     if (!m) return kumi_error(MPI_ERR_NO_MEM, "rpim/fork put: out of memory");
-    rpim_fork_u32(m, (uint32_t)kl);
+    kumi_launch_put_u32(m, (uint32_t)kl);
     memcpy(m + 4, key, kl);
-    rpim_fork_u32(m + 4 + kl, (uint32_t)vl);
+    kumi_launch_put_u32(m + 4 + kl, (uint32_t)vl);
     memcpy(m + 8 + kl, value, vl);
-    int rc = rpim_fork_send(RF_PUT, m, 8 + kl + vl);
+    int rc = rpim_fork_send(KUMI_LAUNCH_MSG_PUT, m, 8 + kl + vl);
     free(m);
     if (rc < 0) return kumi_error(MPI_ERR_OTHER, "rpim/fork put: lost the connection to mpiexec");
     /* our own keys are visible to get() at once */
@@ -392,21 +486,21 @@ static int rpim_fork_fence(void)
     if (rpim_fork_fd < 0) return kumi_error(MPI_ERR_OTHER, "rpim/fork fence: not connected to mpiexec");
     unsigned char *p = NULL;
     size_t n = 0;
-    if (rpim_fork_send(RF_FENCE, NULL, 0) < 0 || rpim_fork_recv(RF_FENCE_DONE, &p, &n, -1) != 0)
+    if (rpim_fork_send(KUMI_LAUNCH_MSG_FENCE, NULL, 0) < 0 || rpim_fork_recv(KUMI_LAUNCH_MSG_FENCE_DONE, &p, &n, -1) != 0)
         return kumi_error(MPI_ERR_OTHER, "rpim/fork fence: lost the connection to mpiexec");
     /* the whole table replaces ours */
     rpim_fork_tab_clear();
     size_t pos = 0;
     int bad = n < 4;
-    uint32_t count = bad ? 0 : rpim_fork_get_u32(p);
+    uint32_t count = bad ? 0 : kumi_launch_get_u32(p);
     pos = 4;
     for (uint32_t i = 0; i < count && !bad; i++) {
         if (n - pos < 8) {
             bad = 1;
             break;
         }
-        int r = (int)rpim_fork_get_u32(p + pos);
-        uint32_t kl = rpim_fork_get_u32(p + pos + 4);
+        int r = (int)kumi_launch_get_u32(p + pos);
+        uint32_t kl = kumi_launch_get_u32(p + pos + 4);
         pos += 8;
         if (n - pos < (size_t)kl + 4) {
             bad = 1;
@@ -414,7 +508,7 @@ static int rpim_fork_fence(void)
         }
         const unsigned char *k = p + pos;
         pos += kl;
-        uint32_t vl = rpim_fork_get_u32(p + pos);
+        uint32_t vl = kumi_launch_get_u32(p + pos);
         pos += 4;
         if (n - pos < vl) {
             bad = 1;
@@ -462,12 +556,12 @@ static void rpim_fork_abort(int errorcode, const char *msg)
     size_t ml = msg ? strlen(msg) : 0;
     if (ml > 4000) ml = 4000;
     unsigned char m[4 + 4 + 4000];
-    rpim_fork_u32(m, (uint32_t)errorcode);
-    rpim_fork_u32(m + 4, (uint32_t)ml);
+    kumi_launch_put_u32(m, (uint32_t)errorcode);
+    kumi_launch_put_u32(m + 4, (uint32_t)ml);
     if (ml) memcpy(m + 8, msg, ml);
     /* wait (briefly) until mpiexec has taken note, so it reports the abort
      * rather than our exit */
-    if (rpim_fork_send(RF_ABORT, m, 8 + ml) == 0) rpim_fork_recv(RF_ABORT_OK, NULL, NULL, 2000);
+    if (rpim_fork_send(KUMI_LAUNCH_MSG_ABORT, m, 8 + ml) == 0) rpim_fork_recv(KUMI_LAUNCH_MSG_ABORT_OK, NULL, NULL, 2000);
     rpim_fork_close();
 }
 
@@ -475,7 +569,7 @@ static int rpim_fork_client_finalize(void)
 {
     int rc = MPI_SUCCESS;
     if (rpim_fork_fd >= 0) {
-        if (rpim_fork_send(RF_FINALIZE, NULL, 0) < 0 || rpim_fork_recv(RF_FINALIZE_OK, NULL, NULL, 60000) != 0)
+        if (rpim_fork_send(KUMI_LAUNCH_MSG_FINALIZE, NULL, 0) < 0 || rpim_fork_recv(KUMI_LAUNCH_MSG_FINALIZE_OK, NULL, NULL, 60000) != 0)
             rc = kumi_error(MPI_ERR_OTHER, "MPI_Finalize: lost the connection to mpiexec");
         rpim_fork_close();
     }

@@ -23,6 +23,9 @@
  * rank's binding into the key-value exchange (visible after the first fence,
  * so every rank can see its peers'): keys KUMI_KVS_BIND_CPUS,
  * KUMI_KVS_BIND_LEVEL, KUMI_KVS_BIND_INDEX of that rank, same values.
+ *
+ * The control channel behind KUMI_CONTROL (frames, message codes, limits, the
+ * job's shared-memory naming rule) is kumi/launch_proto.h.
  */
 #ifndef KUMI_RPIM_H
 #define KUMI_RPIM_H

@@ -13,7 +13,7 @@
  * complete, else MPI_Grequest_complete calls it (and returns its error).
  * MPI_Cancel calls cancel_fn(extra_state, complete).  Errors without a
  * communicator go to MPI_COMM_SELF's handler. */
-#include "request/request.h"
+#include "mpi/mpi_front.h"
 #include <stdlib.h>
 
 struct kumi_greq {
@@ -24,7 +24,7 @@ struct kumi_greq {
     bool free_called;               /* free_fn ran (exactly once per request) */
 };
 
-int kumi_greq_query(struct kumi_req *r, MPI_Status *st)
+static int greq_query(struct kumi_req *r, MPI_Status *st)
 {
     struct kumi_greq *g = r->ext;
     kumi_status_empty(st);
@@ -32,7 +32,7 @@ int kumi_greq_query(struct kumi_req *r, MPI_Status *st)
     return g->query_fn(g->extra_state, st);
 }
 
-int kumi_greq_call_free(struct kumi_req *r)
+static int greq_call_free(struct kumi_req *r)
 {
     struct kumi_greq *g = r->ext;
     if (!g || g->free_called) return MPI_SUCCESS;
@@ -40,18 +40,27 @@ int kumi_greq_call_free(struct kumi_req *r)
     return g->free_fn ? g->free_fn(g->extra_state) : MPI_SUCCESS;
 }
 
-void kumi_greq_free(struct kumi_req *r)
+static void greq_free(struct kumi_req *r)
 {
-    kumi_greq_call_free(r);
+    greq_call_free(r);
     free(r->ext);
     r->ext = NULL;
 }
 
-int kumi_greq_cancel(struct kumi_req *r)
+static int greq_cancel(struct kumi_req *r)
 {
     struct kumi_greq *g = r->ext;
     if (!g || !g->cancel_fn) return MPI_SUCCESS;
     return g->cancel_fn(g->extra_state, r->complete ? 1 : 0);
+}
+
+static const struct kumi_req_ops greq_ops = {
+    .name = "generalized", .cancel = greq_cancel, .free = greq_free, .query = greq_query, .release = greq_call_free,
+};
+
+void kumi_greq_register(void)
+{
+    kumi_req_register_kind(KUMI_REQ_GREQ, &greq_ops);
 }
 
 int kumi_mpi_grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn,
@@ -60,7 +69,7 @@ int kumi_mpi_grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_
     if (!request)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Grequest_start: argument request is NULL"));
     struct kumi_greq *g = calloc(1, sizeof *g);
-    struct kumi_req *r = g ? kumi_req_alloc(KUMI_REQ_GREQ, NULL, 0) : NULL;
+    struct kumi_req *r = g ? kumi_req_new(KUMI_REQ_GREQ, NULL, 0, "MPI_Grequest_start", true) : NULL;
     if (!r) {
         free(g);
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "MPI_Grequest_start: out of memory"));
@@ -70,9 +79,7 @@ int kumi_mpi_grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_
     g->cancel_fn = cancel_fn;
     g->extra_state = extra_state;
     r->ext = g;
-    r->fname = "MPI_Grequest_start";
-    r->active = true;
-    r->complete = false;
+    r->pending = 0;                     /* MPI_Grequest_complete completes it */
     *request = (MPI_Request)r;
     return MPI_SUCCESS;
 }
@@ -89,7 +96,7 @@ int kumi_mpi_grequest_complete(MPI_Request request)
                                                 "already complete"));
     r->complete = true;
     if (r->user_freed) {               /* MPI_Request_free came first: free it now */
-        int fc = kumi_greq_call_free(r);
+        int fc = greq_call_free(r);
         kumi_req_free(r);
         return fc ? kumi_err_handle(NULL, fc) : MPI_SUCCESS;
     }

@@ -36,8 +36,7 @@
  * inactive request answers flag = true.  MPI_Cancel does nothing (partitioned
  * requests are not cancellable here).  A sender that sends more bytes than
  * the receive buffer holds gives MPI_ERR_TRUNCATE at the receiver. */
-#include "request/request.h"
-#include "core/check.h"
+#include "mpi/mpi_front.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,20 +84,7 @@ static struct kumi_req *sub_new(struct part *p, int kind, int32_t ctx, void *buf
                                 void (*cb)(struct kumi_req *), int idx)
 {
     struct kumi_req *r = p->req;
-    struct kumi_req *s = kumi_req_alloc(kind, r->comm, ctx);
-    if (!s) return NULL;
-    s->internal = true;
-    s->fname = r->fname;
-    s->buf = buf;
-    s->count = bytes;
-    s->dt = byte_dt();
-    kumi_dt_retain(s->dt);
-    s->peer = r->peer;
-    s->tag = tag;
-    s->ext = p;
-    s->on_complete = cb;
-    s->cb_idx = idx;
-    return s;
+    return kumi_req_internal(kind, r->comm, ctx, r->fname, buf, bytes, byte_dt(), r->peer, tag, cb, p, idx);
 }
 
 static void set_err(struct part *p, int e)
@@ -277,18 +263,12 @@ static int part_init(bool send, const char *fn, const void *buf, int partitions,
     if (dt->size && (uint64_t)count > (UINT64_MAX / 4) / dt->size / (partitions ? (uint64_t)partitions : 1))
         return kumi_error(MPI_ERR_COUNT, "%s: partitions * count * datatype size overflows", fn);
 
-    struct kumi_req *r = kumi_req_alloc(send ? KUMI_REQ_PSEND : KUMI_REQ_PRECV, comm, comm->ctx);
+    struct kumi_req *r = kumi_req_msg(send ? KUMI_REQ_PSEND : KUMI_REQ_PRECV, comm, comm->ctx, fn, (void *)buf,
+                                      (size_t)partitions * (size_t)count, dt, peer, tag);
     struct part *p = r ? calloc(1, sizeof *p) : NULL;
-    if (!p) { free(r); return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); }
+    if (!p) { kumi_req_free(r); return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn); }
     r->ext = p;
-    r->fname = fn;
     r->persistent = true;
-    r->buf = (void *)buf;
-    r->count = (size_t)partitions * (size_t)count;
-    r->dt = dt;
-    kumi_dt_retain(dt);
-    r->peer = peer;
-    r->tag = tag;
     p->req = r;
     p->send = send;
     p->parts = partitions;
@@ -344,7 +324,7 @@ static int part_init(bool send, const char *fn, const void *buf, int partitions,
     return MPI_SUCCESS;
 }
 
-int kumi_part_start(struct kumi_req *r)
+static int part_start(struct kumi_req *r)
 {
     struct part *p = r->ext;
     r->active = true;
@@ -369,7 +349,7 @@ int kumi_part_start(struct kumi_req *r)
     return MPI_SUCCESS;
 }
 
-void kumi_part_free(struct kumi_req *r)
+static void part_free(struct kumi_req *r)
 {
     struct part *p = r->ext;
     if (!p) return;
@@ -385,6 +365,15 @@ void kumi_part_free(struct kumi_req *r)
     free(p->sent);
     free(p);
     r->ext = NULL;
+}
+
+static const struct kumi_req_ops psend_ops = { .name = "partitioned send", .start = part_start, .free = part_free };
+static const struct kumi_req_ops precv_ops = { .name = "partitioned receive", .start = part_start, .free = part_free };
+
+void kumi_part_register(void)
+{
+    kumi_req_register_kind(KUMI_REQ_PSEND, &psend_ops);
+    kumi_req_register_kind(KUMI_REQ_PRECV, &precv_ops);
 }
 
 /* ------------------------------------------------------------ MPI functions */

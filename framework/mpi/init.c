@@ -4,7 +4,7 @@
  * MPI_COMPONENTS); rpim client (or singleton); request layer (transports
  * publish addresses, fence, wire-up, per-peer transport); MPI_COMM_WORLD and
  * MPI_COMM_SELF with their collectives. */
-#include "core/core.h"
+#include "mpi/mpi_front.h"
 #include "registry/registry.h"
 #include "sched/sched.h"
 #include "rma/rma.h"
@@ -15,73 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-void *kumi_predef[KUMI_PREDEF_MAX];
-enum kumi_state kumi_state = KUMI_STATE_PRE;
-int kumi_thread_level = MPI_THREAD_SINGLE;
 static pthread_t main_thread;
 
-extern int kumi_core_world_rank, kumi_core_world_size;
 int kumi_comm_init_predefined(void);
 void kumi_comm_finalize_predefined(void);
 void kumi_op_init(void);
-
-static const struct kumi_rpim_ops *rpim;          /* NULL: singleton */
-static struct kumi_comp_entry *rpim_entry;
-
-/* ------------------------------------------------ key-value exchange */
-struct kv { struct kv *next; char *key, *val; };
-static struct kv *local_kv;                       /* singleton's own table */
-
-int kumi_rpim_put(const char *key, const char *value)
-{
-    if (rpim) return rpim->put(key, value);
-    struct kv *e = malloc(sizeof *e);
-    if (!e || !(e->key = strdup(key)) || !(e->val = strdup(value))) {
-        free(e);
-        return kumi_error(MPI_ERR_NO_MEM, "out of memory in the key-value exchange");
-    }
-    e->next = local_kv;
-    local_kv = e;
-    return MPI_SUCCESS;
-}
-
-int kumi_rpim_get(int rank, const char *key, char *value, size_t valuelen)
-{
-    if (rpim) return rpim->get(rank, key, value, valuelen);
-    if (rank == 0)
-        for (struct kv *e = local_kv; e; e = e->next)
-            if (!strcmp(e->key, key)) {
-                snprintf(value, valuelen, "%s", e->val);
-                return MPI_SUCCESS;
-            }
-    return kumi_error(MPI_ERR_NAME, "key %s of rank %d not found", key, rank);
-}
-
-int kumi_rpim_fence(void)
-{
-    return rpim ? rpim->fence() : MPI_SUCCESS;
-}
-
-static void kv_clear(void)
-{
-    while (local_kv) {
-        struct kv *e = local_kv;
-        local_kv = e->next;
-        free(e->key);
-        free(e->val);
-        free(e);
-    }
-}
-
-/* --------------------------------------------------------------- abort */
-void kumi_abort_job(int errorcode, const char *msg)
-{
-    fflush(stdout);
-    fflush(stderr);
-    if (rpim) rpim->abort(errorcode, msg);
-    int st = errorcode & 0xff;
-    _exit(st ? st : 1);
-}
 
 static void init_fail(int code)
 {
@@ -92,45 +30,19 @@ static void init_fail(int code)
     kumi_abort_job(1, msg);
 }
 
-static int select_rpim(void)
-{
-    int n = 0, why = KUMI_UNAVAILABLE;
-    struct kumi_comp_entry **list = kumi_registry_available("rpim", &n);
-    for (int i = 0; i < n; i++) {
-        const struct kumi_rpim_ops *ops = list[i]->comp->ops;
-        struct kumi_rpim_info info;
-        int rc = ops && ops->client_init ? ops->client_init(&info) : KUMI_UNAVAILABLE;
-        if (rc != KUMI_OK) {
-            /* a component that tried to join and failed says why (kept for the message below) */
-            if (rc != KUMI_UNAVAILABLE && why == KUMI_UNAVAILABLE) why = rc;
-            continue;
-        }
-        rpim = ops;
-        rpim_entry = list[i];
-        list[i]->status = KUMI_COMP_SELECTED;
-        kumi_core_world_rank = info.rank;
-        kumi_core_world_size = info.size;
-        return MPI_SUCCESS;
-    }
-    const char *launcher = getenv("KUMI_RPIM");
-    if (getenv("KUMI_RANK")) {
-        char msg[MPI_MAX_ERROR_STRING] = "";
-        int len = 0;
-        if (why != KUMI_UNAVAILABLE) kumi_mpi_error_string(why, msg, &len);
-        return kumi_error(MPI_ERR_OTHER, "started by mpiexec (rpim %s) but no rpim component could join the job%s%s",
-                          launcher ? launcher : "?", msg[0] ? ": " : "", msg);
-    }
-    kumi_core_world_rank = 0;      /* singleton */
-    kumi_core_world_size = 1;
-    return MPI_SUCCESS;
-}
 
-void kumi_framework_register_params(void)
+static void framework_register_params(void)
 {
     kumi_progress_register_params();
     kumi_rma_register_params();
     kumi_sched_register_params();
     kumi_memkinds_register_params();
+}
+
+/* When libmpi is loaded (before kumi_info, mpiexec or MPI_Init open the registry). */
+__attribute__((constructor)) static void framework_params_hook(void)
+{
+    kumi_registry_set_params_hook(framework_register_params);
 }
 
 /* ------------------------------------------------------------ runtime */
@@ -145,13 +57,18 @@ int kumi_runtime_start(void)
     if (v) kumi_verbose_level = atoi(v);
 
     int rc = kumi_registry_open(1);
-    if (!rc) rc = select_rpim();
+    if (!rc) rc = kumi_rpim_select();
     if (rc) return rc;
-    kumi_log(1, "rank %d of %d on %s (rpim %s)", kumi_core_world_rank, kumi_core_world_size, kumi_hostname(),
-             rpim_entry ? rpim_entry->comp->name : "singleton");
+    kumi_log(1, "rank %d of %d on %s (rpim %s)", kumi_world_rank(), kumi_world_size(), kumi_hostname(),
+             kumi_rpim_name());
     if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) return rc;
     if ((rc = kumi_sched_engine_init())) return rc;
     if ((rc = kumi_req_init())) return rc;
+    kumi_part_register();                 /* the request kinds beyond send and receive */
+    kumi_greq_register();
+    kumi_sched_register();
+    kumi_rma_register();
+    kumi_idup_register();
     if ((rc = kumi_comm_init_predefined())) return rc;
     kumi_param_warn_unknown();
     return MPI_SUCCESS;
@@ -163,9 +80,8 @@ void kumi_runtime_stop(void)
 {
     kumi_sched_engine_stop();
     kumi_req_finalize();
-    if (rpim && rpim->client_finalize) rpim->client_finalize();
+    kumi_rpim_finalize();
     kumi_comm_finalize_predefined();
-    kv_clear();
 }
 
 /* ------------------------------------------------------- MPI functions */
@@ -228,7 +144,7 @@ int kumi_mpi_abort(struct kumi_comm *comm, int errorcode)
 {
     char msg[256];
     snprintf(msg, sizeof msg, "MPI_Abort(%s, %d) called by rank %d", comm->name[0] ? comm->name : "comm",
-             errorcode, kumi_core_world_rank);
+             errorcode, kumi_world_rank());
     kumi_abort_job(errorcode, msg);
 }
 

@@ -6,8 +6,7 @@
  * its completion; a persistent one becomes inactive.  Errors of a valid
  * request go to its communicator's error handler; an invalid handle gives
  * MPI_ERR_REQUEST through MPI_COMM_SELF's (kumi_err_handle(NULL, ...)). */
-#include "request/request.h"
-#include "sched/sched.h"
+#include "mpi/mpi_front.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +27,7 @@ static int bad_request(const char *fn, const char *arg, int i)
 static struct kumi_req *new_req(int kind, const char *fn, void *buf, size_t count, struct kumi_dt *dt,
                                 int peer, int tag, struct kumi_comm *comm)
 {
-    struct kumi_req *r = kumi_req_alloc(kind, comm, comm->ctx);
-    if (!r) return NULL;
-    r->fname = fn;
-    r->buf = buf;
-    r->count = count;
-    r->dt = dt;
-    kumi_dt_retain(dt);
-    r->peer = peer;
-    r->tag = tag;
-    return r;
+    return kumi_req_msg(kind, comm, comm->ctx, fn, buf, count, dt, peer, tag);
 }
 
 /* Buffered send of r's message: an internal request carries the copy in
@@ -49,12 +39,9 @@ static int bsend_start(struct kumi_req *r)
     r->pending = 0;
     kumi_status_empty(&r->status);
     if (r->peer == MPI_PROC_NULL) return MPI_SUCCESS;
-    struct kumi_req *b = kumi_req_alloc(KUMI_REQ_SEND, r->comm, r->ctx);
+    struct kumi_req *b = kumi_req_internal(KUMI_REQ_SEND, r->comm, r->ctx, r->fname, r->buf, r->count, r->dt,
+                                           r->peer, r->tag, NULL, NULL, 0);
     if (!b) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", r->fname);
-    b->fname = r->fname;
-    b->internal = true;
-    b->buf = r->buf; b->count = r->count; b->dt = r->dt; kumi_dt_retain(b->dt); b->peer = r->peer; b->tag = r->tag;
-    b->mode = KUMI_MODE_STD;
     int rc = kumi_bsend_prepare(b);
     if (rc) { kumi_req_free(b); return rc; }
     b->user_freed = true;                        /* frees itself once sent */
@@ -65,9 +52,14 @@ static int bsend_start(struct kumi_req *r)
 
 static int start_req(struct kumi_req *r)
 {
-    if (r->kind == KUMI_REQ_PSEND || r->kind == KUMI_REQ_PRECV) return kumi_part_start(r);
-    if (r->kind == KUMI_REQ_COLL) return kumi_sched_start(r);
     if (r->kind == KUMI_REQ_RECV) return kumi_req_start_recv(r);
+    if (r->kind != KUMI_REQ_SEND) {
+        const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+        if (!ops || !ops->start)
+            return kumi_error(MPI_ERR_REQUEST, "%s: a %s request cannot be started", r->fname,
+                              ops ? ops->name : "non-persistent");
+        return ops->start(r);
+    }
     if (r->mode == KUMI_MODE_BUFFERED) return bsend_start(r);
     return kumi_req_start_send(r);
 }
@@ -105,11 +97,12 @@ static void status_out(MPI_Status *st, const MPI_Status *from)
  * make it inactive (persistent).  Returns its error code (no handler). */
 static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
-    if (r->kind == KUMI_REQ_GREQ) {    /* generalized: query_fn gives the status, then free_fn */
+    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+    if (ops && ops->query) {           /* e.g. generalized: query_fn gives the status, then free_fn */
         MPI_Status full;
-        int qc = kumi_greq_query(r, &full);
+        int qc = ops->query(r, &full);
         status_out(st, &full);
-        int fc = kumi_greq_call_free(r);
+        int fc = ops->release ? ops->release(r) : MPI_SUCCESS;
         kumi_req_free(r);
         *h = MPI_REQUEST_NULL;
         return qc != MPI_SUCCESS ? qc : fc;
@@ -987,8 +980,9 @@ int kumi_mpi_request_free(MPI_Request *request)
     struct kumi_req *r = request ? req_get(*request) : NULL;
     if (!r) return bad_request("MPI_Request_free", "request", -1);
     *request = MPI_REQUEST_NULL;
-    if (r->kind == KUMI_REQ_GREQ && r->complete) {   /* free_fn now; its error is ours */
-        int fc = kumi_greq_call_free(r);
+    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+    if (r->complete && ops && ops->release) {   /* e.g. generalized: free_fn now; its error is ours */
+        int fc = ops->release(r);
         kumi_req_free(r);
         return fc ? kumi_err_handle(NULL, fc) : MPI_SUCCESS;
     }
@@ -1007,9 +1001,10 @@ int kumi_mpi_request_get_status(MPI_Request request, int *flag, MPI_Status *stat
     if (!r) return bad_request("MPI_Request_get_status", "request", -1);
     if (!r->complete) kumi_progress(0);
     *flag = r->complete;
-    if (r->complete && r->kind == KUMI_REQ_GREQ) {   /* query_fn, the request stays */
+    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+    if (r->complete && ops && ops->query) {   /* e.g. generalized: query_fn, the request stays */
         MPI_Status full;
-        int qc = kumi_greq_query(r, &full);
+        int qc = ops->query(r, &full);
         status_out(status, &full);
         return qc ? kumi_err_handle(NULL, qc) : MPI_SUCCESS;
     }

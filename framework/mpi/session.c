@@ -18,8 +18,7 @@
  * kinds among it: by MPI_Session_get_info for a session, and by
  * MPI_Comm_get_info and MPI_Win_get_info with the World Model's answer. */
 #include <kumi/param.h>
-#include "core/core.h"
-#include "core/check.h"
+#include "mpi/mpi_front.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,79 +26,9 @@
 #include <strings.h>
 
 
-static const char *memkinds_param;
-
-void kumi_memkinds_register_params(void)
-{
-    kumi_param_register_string("kumi", "base", "memory_alloc_kinds", "mpi,system",
-                               "Memory allocation kinds the program asks for in the World Model (MPI 4.1 "
-                               "info key mpi_memory_alloc_kinds; mpiexec --memory-alloc-kinds); Kumi supports "
-                               "system and mpi (restrictors alloc_mem, win_allocate, win_allocate_shared), and "
-                               "MPI_Comm_get_info / MPI_Win_get_info answer those of the list",
-                               KUMI_LEVEL_USER, &memkinds_param);
-}
-
-/* Is kind ("mpi:alloc_mem", "system", ...) one Kumi supports? */
-static bool memkind_ok(const char *k, size_t n)
-{
-    if (n == 6 && !strncmp(k, "system", 6)) return true;
-    if (n < 3 || strncmp(k, "mpi", 3) || (n > 3 && k[3] != ':')) return false;
-    static const char *const rest[] = { "alloc_mem", "win_allocate", "win_allocate_shared" };
-    for (size_t i = 3; i < n;) {        /* each ":restrictor" */
-        size_t j = i + 1, e = j;
-        while (e < n && k[e] != ':') e++;
-        bool known = false;
-        for (size_t r = 0; r < sizeof rest / sizeof rest[0]; r++)
-            if (e - j == strlen(rest[r]) && !strncmp(k + j, rest[r], e - j)) known = true;
-        if (!known) return false;
-        i = e;
-    }
-    return true;
-}
-
-/* The kinds of the comma-separated list req that Kumi supports, in its order,
- * without repeats, into out (NULL req: the default "mpi,system"). */
-void kumi_memkinds_supported(const char *req, char *out, size_t len)
-{
-    size_t o = 0;
-    if (!req) req = "mpi,system";
-    out[0] = 0;
-    for (const char *p = req; *p;) {
-        while (*p == ',' || *p == ' ') p++;
-        const char *e = p;
-        while (*e && *e != ',') e++;
-        size_t n = (size_t)(e - p);
-        while (n && p[n - 1] == ' ') n--;
-        if (n && memkind_ok(p, n)) {
-            bool dup = false;           /* already in out? */
-            for (const char *q = out; *q && !dup;) {
-                const char *qe = strchr(q, ',');
-                size_t qn = qe ? (size_t)(qe - q) : strlen(q);
-                dup = qn == n && !strncmp(q, p, n);
-                q = qe ? qe + 1 : q + qn;
-            }
-            if (!dup && o + n + 2 <= len) {
-                if (o) out[o++] = ',';
-                memcpy(out + o, p, n);
-                o += n;
-                out[o] = 0;
-            }
-        }
-        p = e;
-    }
-}
-
-/* The World Model's answer (from the parameter). */
-const char *kumi_memkinds_world(void)
-{
-    static char buf[256];
-    kumi_memkinds_supported(memkinds_param, buf, sizeof buf);
-    return buf;
-}
-
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static int rt_users;
-int kumi_sessions_active;               /* sessions open in this process */
+
 static enum { RT_DOWN, RT_UP, RT_STOPPED } rt_state;
 
 int kumi_runtime_acquire(void)
@@ -245,7 +174,8 @@ int kumi_mpi_session_init(MPI_Info info, struct kumi_errhandler *errhandler, MPI
     if (!rc) {                          /* the kinds asked for -> the kinds supported among them */
         char kinds[256];
         const char *req = kumi_info_value(s->info, "mpi_memory_alloc_kinds");
-        kumi_memkinds_supported(req ? req : memkinds_param, kinds, sizeof kinds);
+        if (req) kumi_memkinds_supported(req, kinds, sizeof kinds);
+        else snprintf(kinds, sizeof kinds, "%s", kumi_memkinds_world());   /* the parameter's answer */
         rc = kumi_info_set_value(s->info, "mpi_memory_alloc_kinds", kinds);
     }
     if (rc) {

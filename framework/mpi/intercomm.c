@@ -17,15 +17,14 @@
  * free id, until both candidates are equal (a merge of two sorted lists: the
  * result is the lowest id free on both groups).  The ids kept aside are then
  * released.  Usually the first candidates already agree. */
-#include "core/core.h"
-#include "core/check.h"
+#include "mpi/mpi_front.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Tags in an intercommunicator's collective context for the leaders'
  * exchanges here (coll components use small tags). */
-enum { IC_TAG_CTX = 0x7ffff000, IC_TAG_MERGE };
+enum { IC_TAG_CTX = KUMI_TAG_IC_CTX, IC_TAG_MERGE = KUMI_TAG_IC_MERGE };   /* core/ids.h */
 
 #define TRY(x) do { int rc_ = (x); if (rc_ != MPI_SUCCESS) return rc_; } while (0)
 
@@ -187,16 +186,6 @@ static int ic_make(int rank, int lsize, int *lworld, int rsize, int *rworld, int
     }
     *out = c;
     return MPI_SUCCESS;
-}
-
-void kumi_intercomm_release(struct kumi_comm *c)
-{
-    if (!c->inter) return;
-    free(c->remote_world);
-    c->remote_world = NULL;
-    c->remote_size = 0;
-    if (c->local_comm) kumi_comm_release(c->local_comm);
-    c->local_comm = NULL;
 }
 
 /* --------------------------------------------------- MPI_Intercomm_create */
@@ -579,7 +568,7 @@ static uint32_t ic_tag_hash(const char *salt, const char *tag)
     return h & 0x7fffffffu;
 }
 
-#define IC_KEY_BOOT ((uint64_t)4 << 32)          /* agreements carried by the bootstrap communicator */
+#define IC_KEY_BOOT KUMI_KEY_BOOT                 /* agreements carried by the bootstrap communicator */
 
 static int ic_from_groups(struct kumi_group *lg, int local_leader, struct kumi_group *rg, int remote_leader,
                           const char *stringtag, MPI_Info info, struct kumi_errhandler *errhandler,

@@ -1,0 +1,119 @@
+/* The process's state (kumi_state, the thread level, the table of
+ * predefined handles) and the glue to the rpim client: choosing the rpim
+ * component that joins the job (or none: a singleton), the key-value
+ * exchange (kumi/rpim.h), the fence, and aborting the job. */
+#include "core/core.h"
+#include "registry/registry.h"
+#include <kumi/rpim.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void *kumi_predef[KUMI_PREDEF_MAX];
+enum kumi_state kumi_state = KUMI_STATE_PRE;
+int kumi_thread_level = MPI_THREAD_SINGLE;
+int kumi_sessions_active;               /* sessions open in this process (mpi/session.c) */
+extern int kumi_core_world_rank, kumi_core_world_size;
+
+static const struct kumi_rpim_ops *rpim;          /* NULL: singleton */
+static struct kumi_comp_entry *rpim_entry;
+
+/* ------------------------------------------------ key-value exchange */
+struct kv { struct kv *next; char *key, *val; };
+static struct kv *local_kv;                       /* singleton's own table */
+
+int kumi_rpim_put(const char *key, const char *value)
+{
+    if (rpim) return rpim->put(key, value);
+    struct kv *e = malloc(sizeof *e);
+    if (!e || !(e->key = strdup(key)) || !(e->val = strdup(value))) {
+        free(e);
+        return kumi_error(MPI_ERR_NO_MEM, "out of memory in the key-value exchange");
+    }
+    e->next = local_kv;
+    local_kv = e;
+    return MPI_SUCCESS;
+}
+
+int kumi_rpim_get(int rank, const char *key, char *value, size_t valuelen)
+{
+    if (rpim) return rpim->get(rank, key, value, valuelen);
+    if (rank == 0)
+        for (struct kv *e = local_kv; e; e = e->next)
+            if (!strcmp(e->key, key)) {
+                snprintf(value, valuelen, "%s", e->val);
+                return MPI_SUCCESS;
+            }
+    return kumi_error(MPI_ERR_NAME, "key %s of rank %d not found", key, rank);
+}
+
+int kumi_rpim_fence(void)
+{
+    return rpim ? rpim->fence() : MPI_SUCCESS;
+}
+
+static void kv_clear(void)
+{
+    while (local_kv) {
+        struct kv *e = local_kv;
+        local_kv = e->next;
+        free(e->key);
+        free(e->val);
+        free(e);
+    }
+}
+
+/* --------------------------------------------------------------- abort */
+void kumi_abort_job(int errorcode, const char *msg)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (rpim) rpim->abort(errorcode, msg);
+    int st = errorcode & 0xff;
+    _exit(st ? st : 1);
+}
+
+int kumi_rpim_select(void)
+{
+    int n = 0, why = KUMI_UNAVAILABLE;
+    struct kumi_comp_entry **list = kumi_registry_available("rpim", &n);
+    for (int i = 0; i < n; i++) {
+        const struct kumi_rpim_ops *ops = list[i]->comp->ops;
+        struct kumi_rpim_info info;
+        int rc = ops && ops->client_init ? ops->client_init(&info) : KUMI_UNAVAILABLE;
+        if (rc != KUMI_OK) {
+            /* a component that tried to join and failed says why (kept for the message below) */
+            if (rc != KUMI_UNAVAILABLE && why == KUMI_UNAVAILABLE) why = rc;
+            continue;
+        }
+        rpim = ops;
+        rpim_entry = list[i];
+        list[i]->status = KUMI_COMP_SELECTED;
+        kumi_core_world_rank = info.rank;
+        kumi_core_world_size = info.size;
+        return MPI_SUCCESS;
+    }
+    const char *launcher = getenv("KUMI_RPIM");
+    if (getenv("KUMI_RANK")) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        if (why != KUMI_UNAVAILABLE) kumi_mpi_error_string(why, msg, &len);
+        return kumi_error(MPI_ERR_OTHER, "started by mpiexec (rpim %s) but no rpim component could join the job%s%s",
+                          launcher ? launcher : "?", msg[0] ? ": " : "", msg);
+    }
+    kumi_core_world_rank = 0;      /* singleton */
+    kumi_core_world_size = 1;
+    return MPI_SUCCESS;
+}
+
+const char *kumi_rpim_name(void)
+{
+    return rpim_entry ? rpim_entry->comp->name : "singleton";
+}
+
+void kumi_rpim_finalize(void)
+{
+    if (rpim && rpim->client_finalize) rpim->client_finalize();
+    kv_clear();
+}

@@ -1,0 +1,131 @@
+/* The launcher's wire protocol: the control channel between mpiexec
+ * (tools/mpiexec/control.c, the server) and the rpim components inside the
+ * ranks (components/rpim/fork/rpim_fork.c, the client).  The one place that
+ * defines it; both sides include this header.
+ *
+ * Every message is a frame:
+ *     u32 len   (big endian: number of bytes that follow, type included)
+ *     u8  type
+ *     payload   (len - 1 bytes; integers are u32/i32 big endian,
+ *               strings are u32 length + bytes, no NUL)
+ *   rank -> mpiexec
+ *     HELLO    1  secret[KUMI_LAUNCH_SECRET_LEN] (hex chars of
+ *                 KUMI_JOB_SECRET), u32 rank, u32 pid
+ *     PUT      2  str key, str value
+ *     FENCE    3  (empty)
+ *     ABORT    4  i32 errorcode, str message
+ *     FINALIZE 5  (empty)
+ *   mpiexec -> rank
+ *     HELLO_OK      0x81 (empty)
+ *     HELLO_REFUSED 0x82 u32 reason (KUMI_LAUNCH_REFUSED_*), str text;
+ *                   mpiexec then closes the connection
+ *     FENCE_DONE    0x83 u32 count, count x { u32 rank, str key, str value }
+ *     ABORT_OK      0x84 (empty)
+ *     FINALIZE_OK   0x85 (empty)
+ * A connection must send a correct HELLO first, within
+ * KUMI_LAUNCH_HELLO_TIMEOUT seconds; otherwise (or on any malformed frame)
+ * it is closed.  mpiexec keeps a bounded number of connections that have not
+ * presented the secret yet and closes the oldest of them to make room for a
+ * new one; a rank whose connection was closed before any answer connects
+ * again (strangers flooding the port cannot keep a rank out).
+ *
+ * The connection stays open for the whole life of the rank: when it closes
+ * without FINALIZE, the launcher is gone and the rank ends (rpim/fork watches
+ * it from a thread), after removing the job's shared-memory objects.
+ *
+ * Shared-memory objects of a job (every component follows this rule):
+ * POSIX names start with "/kumi.<KUMI_JOBID>." (files
+ * /dev/shm/kumi.<jobid>.*; named semaphores /dev/shm/sem.kumi.<jobid>.*).
+ * kumi_launch_shm_cleanup() removes them; mpiexec calls it when the job
+ * ends, a rank whose launcher died calls it before it exits.
+ */
+#ifndef KUMI_LAUNCH_PROTO_H
+#define KUMI_LAUNCH_PROTO_H
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* message types */
+#define KUMI_LAUNCH_MSG_HELLO          1
+#define KUMI_LAUNCH_MSG_PUT            2
+#define KUMI_LAUNCH_MSG_FENCE          3
+#define KUMI_LAUNCH_MSG_ABORT          4
+#define KUMI_LAUNCH_MSG_FINALIZE       5
+#define KUMI_LAUNCH_MSG_HELLO_OK       0x81
+#define KUMI_LAUNCH_MSG_HELLO_REFUSED  0x82
+#define KUMI_LAUNCH_MSG_FENCE_DONE     0x83
+#define KUMI_LAUNCH_MSG_ABORT_OK       0x84
+#define KUMI_LAUNCH_MSG_FINALIZE_OK    0x85
+
+/* reasons of HELLO_REFUSED */
+#define KUMI_LAUNCH_REFUSED_SECRET     1   /* wrong job secret */
+#define KUMI_LAUNCH_REFUSED_RANK       2   /* rank out of range */
+#define KUMI_LAUNCH_REFUSED_TWICE      3   /* that rank has already connected */
+
+/* layout and limits */
+#define KUMI_LAUNCH_HDR_LEN            5                 /* u32 len + u8 type */
+#define KUMI_LAUNCH_SECRET_LEN         32                /* hex characters */
+#define KUMI_LAUNCH_HELLO_LEN          (KUMI_LAUNCH_SECRET_LEN + 8)   /* HELLO payload */
+#define KUMI_LAUNCH_MAX_FRAME          (64 * 1024)       /* largest frame a rank may send */
+#define KUMI_LAUNCH_MAX_REPLY          (512u * 1024 * 1024) /* largest frame mpiexec may send */
+#define KUMI_LAUNCH_HELLO_TIMEOUT      3.0               /* seconds to present the secret */
+#define KUMI_LAUNCH_SHM_DIR            "/dev/shm"
+
+static inline void kumi_launch_put_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static inline uint32_t kumi_launch_get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Unlink /dev/shm/kumi.<jobid>.* and /dev/shm/sem.kumi.<jobid>.*; with
+ * only_mine, only those owned by this process's effective user.  Returns how
+ * many were removed.  (Plain POSIX calls only: the header compiles in
+ * strict C99/C11 too.) */
+static inline int kumi_launch_shm_cleanup(long jobid, int only_mine)
+{
+    char pfx[2][64];
+    size_t pl[2];
+    snprintf(pfx[0], sizeof pfx[0], "kumi.%ld.", jobid);
+    snprintf(pfx[1], sizeof pfx[1], "sem.kumi.%ld.", jobid);
+    pl[0] = strlen(pfx[0]);
+    pl[1] = strlen(pfx[1]);
+    uid_t me = geteuid();
+    int removed = 0;
+    /* Rescan until a pass removes nothing: unlinking while reading a
+     * directory may make readdir skip entries. */
+    for (int pass = 0; pass < 8; pass++) {
+        DIR *d = opendir(KUMI_LAUNCH_SHM_DIR);
+        if (!d) return removed;
+        int here = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            for (int k = 0; k < 2; k++)
+                if (strncmp(de->d_name, pfx[k], pl[k]) == 0 && de->d_name[pl[k]]) {
+                    char path[sizeof KUMI_LAUNCH_SHM_DIR + 256];
+                    struct stat st;
+                    snprintf(path, sizeof path, "%s/%s", KUMI_LAUNCH_SHM_DIR, de->d_name);
+                    if (only_mine && (stat(path, &st) != 0 || st.st_uid != me)) break;
+                    if (unlink(path) == 0) here++;
+                    break;
+                }
+        }
+        closedir(d);
+        removed += here;
+        if (!here) break;
+    }
+    return removed;
+}
+
+#endif
