@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate Kumi's C entry points (MPI_* and their PMPI_* twins) from the MPI API data.
 
-usage: mkbindings.py --procedures P.json --abi A.json --out-c bindings.c --out-h kumi_impl.h SRC.c...
+usage: mkbindings.py --procedures P.json --abi A.json --rules R.json --out-c bindings.c --out-h kumi_impl.h SRC.c...
 
 For every procedure of the API data (and the MPI 5.0 additions in the ABI
 facts) this writes the prototype of its implementation, kumi_mpi_<name>, to
@@ -15,6 +15,18 @@ bindings.c:
     handles to objects, calls the implementation and hands a failure to the
     communicator's error handler;
   * MPI_<Name>: a weak alias of PMPI_<Name> (the profiling interface).
+
+What the API data does not say (which procedures run before MPI_Init or
+without the lock, which rank check a rank parameter gets, which tags may be
+MPI_ANY_TAG, where null buffers and op/datatype pairs are checked, which
+handles may be null) comes from the binding rules, data/kumi-bindings.json
+(read by kumirules.py; format in data/README.md): nothing is guessed from
+parameter names.  The rules also name the families whose members differ only
+in count width or in blocking / nonblocking / _init form (forward): for each
+member that no source defines, bindings.c gets kumi_mpi_<name> as a call of
+the family's shared implementation, declared in kumi_impl.h.  --check lists
+the members that a source still defines by hand.  An output is rewritten only
+when its content changes.
 
 At MPI_THREAD_MULTIPLE each entry point holds the library lock (kumi_lock)
 from after the state check to its return, error handler included.
@@ -31,6 +43,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mpiapi import all_prototypes, parse_proto  # noqa: E402
+from kumirules import RuleError, load_rules, match  # noqa: E402
 
 CONVERT = {
     'MPI_Comm': ('struct kumi_comm *', 'kumi_comm_get', 'comm'),
@@ -39,38 +52,6 @@ CONVERT = {
     'MPI_Errhandler': ('struct kumi_errhandler *', 'kumi_errh_get', 'errhandler'),
     'MPI_Win': ('struct kumi_win *', 'kumi_win_get', 'win'),
 }
-
-# Callable before MPI_Init and after MPI_Finalize (MPI 4.1 sec. 11.2.1, plus Wtime/Wtick).
-ANYTIME = {
-    'MPI_Init', 'MPI_Init_thread', 'MPI_Initialized', 'MPI_Finalized', 'MPI_Get_version',
-    'MPI_Get_library_version', 'MPI_Error_class', 'MPI_Error_string', 'MPI_Wtime',
-    'MPI_Wtick', 'MPI_Abort', 'MPI_Query_thread', 'MPI_Abi_get_version', 'MPI_Abi_get_info',
-    'MPI_Get_processor_name',
-    # MPI 4: info objects and sessions live outside the world model
-    'MPI_Info_create', 'MPI_Info_create_env', 'MPI_Info_delete', 'MPI_Info_dup', 'MPI_Info_free',
-    'MPI_Info_get', 'MPI_Info_get_nkeys', 'MPI_Info_get_nthkey', 'MPI_Info_get_string',
-    'MPI_Info_get_valuelen', 'MPI_Info_set',
-    'MPI_Session_init', 'MPI_Session_finalize', 'MPI_Session_get_num_psets', 'MPI_Session_get_nth_pset',
-    'MPI_Session_get_pset_info', 'MPI_Session_get_info', 'MPI_Session_set_errhandler',
-    'MPI_Session_get_errhandler', 'MPI_Group_from_session_pset', 'MPI_Comm_create_from_group',
-    'MPI_Session_create_errhandler', 'MPI_Errhandler_free',
-}
-# Not under the library lock: they set the thread level, or only read constant state.
-NOLOCK = {
-    'MPI_Init', 'MPI_Init_thread', 'MPI_Initialized', 'MPI_Finalized', 'MPI_Query_thread',
-    'MPI_Is_thread_main', 'MPI_Get_version', 'MPI_Get_library_version', 'MPI_Abi_get_version',
-    'MPI_Session_init',
-}
-# Handle arguments that may be the null handle (resolved to NULL for the implementation).
-NULL_OK = {('MPI_Intercomm_create', 'peer_comm')}   # significant only at the local leader
-# Collectives whose buffers every rank uses (null-buffer check applies).
-SYMMETRIC_BUF = {'MPI_Bcast', 'MPI_Allreduce', 'MPI_Reduce_local', 'MPI_Scan', 'MPI_Exscan'}
-# Reductions: op must be defined for datatype.
-OP_DT_CHECK = {'MPI_Reduce', 'MPI_Allreduce', 'MPI_Reduce_local', 'MPI_Reduce_scatter',
-               'MPI_Reduce_scatter_block', 'MPI_Scan', 'MPI_Exscan', 'MPI_Ireduce',
-               'MPI_Iallreduce', 'MPI_Ireduce_scatter', 'MPI_Ireduce_scatter_block',
-               'MPI_Iscan', 'MPI_Iexscan'}
-
 
 def param_decl(p, impl=False):
     if p['type'] == '...':
@@ -81,6 +62,21 @@ def param_decl(p, impl=False):
     return '%s %s%s' % (t, p['name'], p['array'])
 
 
+def write_if_changed(path, text):
+    """Replace path by text only if it differs, so that an unchanged output keeps its
+    time stamp and nothing that depends on it is rebuilt."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def impl_name(name):
     return 'kumi_mpi_' + name[4:].lower()
 
@@ -89,8 +85,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--procedures', required=True)
     ap.add_argument('--abi', required=True)
-    ap.add_argument('--out-c', required=True)
-    ap.add_argument('--out-h', required=True)
+    ap.add_argument('--out-c')
+    ap.add_argument('--out-h')
+    ap.add_argument('--check', action='store_true',
+                    help='write nothing; list the members of forwarded families that a source defines by hand '
+                         '(exit status 1 if there are any)')
+    ap.add_argument('--rules', required=True, help='the binding rules (data/kumi-bindings.json)')
     ap.add_argument('sources', nargs='*')
     a = ap.parse_args()
 
@@ -103,16 +103,51 @@ def main():
         if name not in procs:
             procs[name] = (ret, params, kinds)
             order.append(name)
+    try:
+        rules = load_rules(a.rules, procs)
+    except RuleError as e:
+        raise SystemExit('mkbindings: %s: %s' % (a.rules, e))
 
-    implemented = set()
+    implemented = {}   # kumi_mpi_<name> -> the source that defines (or declares) it
     pat = re.compile(r'^[A-Za-z_][\w \*]*?\bkumi_mpi_(\w+)\s*\(', re.M)
     for src in a.sources:
         for m in pat.finditer(open(src).read()):
-            implemented.add('kumi_mpi_' + m.group(1))
+            implemented.setdefault('kumi_mpi_' + m.group(1), src)
+
+    # implementations of forwarded families that no source defines
+    targets = {}       # shared implementation -> (prototype, entry)
+    forwarders = []
+    includes = []
+    by_hand = []
+    for name in order:
+        f = rules.get(name, {}).get('forward')
+        if not f:
+            continue
+        try:
+            proto, code = gen_forwarder(name, procs[name], f)
+        except RuleError as e:
+            raise SystemExit('mkbindings: %s: %s: %s' % (a.rules, name, e))
+        tname = proto.split('(')[0].split()[-1]
+        if targets.setdefault(tname, proto) != proto:
+            raise SystemExit('mkbindings: %s: %s: two prototypes of %s' % (a.rules, name, tname))
+        if impl_name(name) in implemented:
+            by_hand.append('%s: in family forwarded to %s, defined by hand in %s'
+                           % (name, tname, implemented[impl_name(name)]))
+            continue
+        forwarders += code
+        implemented[impl_name(name)] = 'generated'
+        if f.get('include') and f['include'] not in includes:
+            includes.append(f['include'])
+    if a.check:
+        for line in by_hand:
+            print(line)
+        sys.exit(1 if by_hand else 0)
+    if not a.out_c or not a.out_h:
+        raise SystemExit('mkbindings: --out-c and --out-h are required')
 
     # ---- kumi_impl.h
     h = ['/* Generated by mkbindings.py from the MPI API data: do not edit. */',
-         '#ifndef KUMI_IMPL_H', '#define KUMI_IMPL_H', '#include <mpi.h>',
+         '#ifndef KUMI_IMPL_H', '#define KUMI_IMPL_H', '#include <stdbool.h>', '#include <mpi.h>',
          'struct kumi_comm; struct kumi_dt; struct kumi_op; struct kumi_errhandler; struct kumi_win;', '']
     for name in order:
         ret, params, _ = procs[name]
@@ -120,12 +155,20 @@ def main():
             continue
         decl = ', '.join(param_decl(p, True) for p in params) or 'void'
         h.append('%s %s(%s);' % (ret, impl_name(name), decl))
+    h += ['', '/* The form of a call that the shared implementation of a forwarded family is',
+          ' * asked for (data/kumi-bindings.json, forward) */',
+          'enum kumi_form { KUMI_FORM_BLOCKING, KUMI_FORM_NB, KUMI_FORM_INIT };']
+    h += ['%s;' % targets[t] for t in sorted(targets)]
     h += ['', '#endif', '']
-    open(a.out_h, 'w').write('\n'.join(h))
+    write_if_changed(a.out_h, '\n'.join(h))
 
     # ---- bindings.c
     c = ['/* Generated by mkbindings.py from the MPI API data: do not edit. */',
-         '#include "core/core.h"', '#include "core/check.h"', '#include "rma/rma.h"', '']
+         '#include "core/core.h"', '#include "core/check.h"', '#include "rma/rma.h"']
+    c += ['#include "%s"' % i for i in includes] + ['']
+    if forwarders:
+        c += ['/* Implementations of forwarded families that no source defines (data/kumi-bindings.json) */', '']
+        c += forwarders
     count = 0
     for name in order:
         ret, params, kinds = procs[name]
@@ -135,20 +178,87 @@ def main():
         if any(p['type'] == '...' for p in params):
             continue
         count += 1
-        c.extend(gen_binding(name, ret, params, kinds))
+        c.extend(gen_binding(name, ret, params, kinds, rules.get(name, {})))
     c.append('/* %d entry points */' % count)
-    open(a.out_c, 'w').write('\n'.join(c) + '\n')
+    write_if_changed(a.out_c, '\n'.join(c) + '\n')
 
 
-def gen_binding(name, ret, params, kinds):
+WIDENS = {('int', 'MPI_Count'), ('int', 'MPI_Aint'), ('MPI_Aint', 'MPI_Count')}
+
+
+def norm_type(p):
+    """The C type of a parameter in the implementation's signature, spelled one way."""
+    t = CONVERT[p['type']][0] if p['type'] in CONVERT and not p['array'] else p['type']
+    t = t + '*' * p['array'].count('[')
+    return re.sub(r'\s*\*\s*', '*', ' '.join(t.split()))
+
+
+def gen_forwarder(name, proc, f):
+    """(prototype of the shared implementation, lines of kumi_mpi_<name> calling it)"""
+    from mpiapi import parse_param
+    ret, params, _ = proc
+    m = re.match(r'\s*(\w[\w ]*?)\s*\b(kumi_\w+)\s*\((.*)\)\s*;?\s*$', f.get('to', ''))
+    if not m:
+        raise RuleError('forward.to is not a prototype of a kumi_ function: %r' % f.get('to'))
+    tret, tname = m.group(1), m.group(2)
+    tparams = [parse_param(q) for q in m.group(3).split(',')]
+    bad = set(f) - {'to', 'args', 'include'}
+    bad |= {'args.' + k for k in f.get('args', {}) if k not in {q['name'] for q in tparams}}
+    if bad:
+        raise RuleError('forward: unknown %s' % ', '.join(sorted(bad)))
+    if tret != ret:
+        raise RuleError('%s returns %s, not %s' % (tname, tret, ret))
+    own = {p['name']: p for p in params}
+    base = name[:-2] if name.endswith('_c') else name
+    args, used = [], set()
+    for q in tparams:
+        n, t = q['name'], norm_type(q)
+        given = f.get('args', {}).get(n)
+        if isinstance(given, dict):
+            hits = [v for pat, v in given.items() if match(pat, [name])]
+            given = hits[0] if hits else None
+        if given is not None:
+            args.append(given)
+        elif n == 'kfn':
+            args.append('"%s"' % name)
+        elif n == 'form':
+            form = 'INIT' if base.endswith('_init') else \
+                'NB' if any(norm_type(p) == 'MPI_Request*' for p in params) else 'BLOCKING'
+            args.append('KUMI_FORM_' + form)
+        elif n == 'large':
+            args.append('true' if name.endswith('_c') else 'false')
+        elif n in own:
+            pt = norm_type(own[n])
+            if pt != t and (pt, t) not in WIDENS:
+                raise RuleError('parameter %s is %s, %s takes %s (only widening is allowed: the shared '
+                                'implementation takes the widest form)' % (n, pt, tname, t))
+            args.append(n)
+            used.add(n)
+        elif t == 'MPI_Info':
+            args.append('MPI_INFO_NULL')
+        elif t == 'MPI_Status*':
+            args.append('MPI_STATUS_IGNORE')
+        elif t.endswith('*'):
+            args.append('NULL')
+        else:
+            raise RuleError('no value for parameter %s of %s (forward.args)' % (n, tname))
+    unused = [p['name'] for p in params if p['name'] not in used]
+    if unused:
+        raise RuleError('%s takes no parameter named %s' % (tname, ', '.join(unused)))
+    decl = ', '.join(param_decl(p, True) for p in params) or 'void'
+    proto = '%s %s(%s)' % (tret, tname, ', '.join(
+        q['type'] + ('' if q['type'].endswith('*') else ' ') + q['name'] + q['array'] for q in tparams))
+    return proto, ['%s %s(%s)' % (ret, impl_name(name), decl), '{',
+                   '    return %s(%s);' % (tname, ', '.join(args)), '}', '']
+
+
+def gen_binding(name, ret, params, kinds, rule):
     iname = impl_name(name)
-    pnames = {p['name'] for p in params}
     decl = ', '.join(param_decl(p) for p in params) or 'void'
     out = ['KUMI_EXPORT %s P%s(%s)' % (ret, name, decl), '{']
     is_int = ret == 'int'
-    base = name[:-2] if name.endswith('_c') else name
     out.append('    static const char kfn[] = "%s";' % name)
-    if base not in ANYTIME:
+    if not rule.get('anytime'):
         out.append('    KUMI_CHECK_STATE(kfn);')
     else:
         out.append('    (void)kfn;')
@@ -185,7 +295,7 @@ def gen_binding(name, ret, params, kinds):
         t = p['type']
         ctype, getter, what = CONVERT[t]
         v = local[p['name']]
-        null_ok = '' if (name, p['name']) not in NULL_OK else \
+        null_ok = '' if p['name'] not in rule.get('null_ok', ()) else \
             ' && %s != %s' % (p['name'], {'MPI_Comm': 'MPI_COMM_NULL'}[t])
         body.append('    if (!(%s = %s(%s))%s) { rc = kumi_chk_bad_%s(kfn, "%s", %s); goto fail; }'
                     % (v, getter, p['name'], null_ok, what, p['name'], p['name']))
@@ -193,7 +303,6 @@ def gen_binding(name, ret, params, kinds):
             body.append('    if ((rc = kumi_chk_dt_usable(kfn, "%s", %s))) goto fail;' % (p['name'], v))
     kc = local.get(comm_param) if comm_param else None
     # scalar checks
-    names = [p['name'] for p in params]
     for i, p in enumerate(params):
         if p['array'] or p['type'] == '...':
             continue
@@ -201,22 +310,20 @@ def gen_binding(name, ret, params, kinds):
         n = p['name']
         if p['type'] in ('int', 'MPI_Count') and k.endswith('_NNI') and k.startswith(('POLYXFER', 'POLYDTYPE', 'ARRAY_LENGTH')):
             body.append('    if ((rc = kumi_chk_count(kfn, "%s", (MPI_Count)%s))) goto fail;' % (n, n))
-        elif k == 'RANK' and p['type'] == 'int' and kc:
-            if n == 'dest':
-                body.append('    if ((rc = kumi_chk_dest(kfn, "%s", %s, %s))) goto fail;' % (n, n, kc))
-            elif n == 'source':
-                body.append('    if ((rc = kumi_chk_source(kfn, "%s", %s, %s))) goto fail;' % (n, n, kc))
-            elif n == 'root':
-                body.append('    if ((rc = kumi_chk_root(kfn, "%s", %s, %s))) goto fail;' % (n, n, kc))
+        elif k == 'RANK' and p['type'] == 'int' and n in rule.get('ranks', {}):
+            if not kc:
+                raise SystemExit('mkbindings: %s: rank check of %s without a communicator' % (name, n))
+            body.append('    if ((rc = kumi_chk_%s(kfn, "%s", %s, %s))) goto fail;' % (rule['ranks'][n], n, n, kc))
         elif k == 'TAG' and p['type'] == 'int':
-            recv_side = n == 'recvtag' or (n == 'tag' and 'source' in pnames and 'dest' not in pnames)
+            recv_side = n in rule.get('any_tag', ())
             body.append('    if ((rc = kumi_chk_tag(kfn, "%s", %s, %d))) goto fail;' % (n, n, 1 if recv_side else 0))
     # op valid for datatype
-    if base in OP_DT_CHECK and 'op' in local and 'datatype' in local:
+    if rule.get('op_datatype'):
+        if 'op' not in local or 'datatype' not in local:
+            raise SystemExit('mkbindings: %s: op_datatype without op and datatype' % name)
         body.append('    if ((rc = kumi_chk_op_dt(kfn, k_op, k_datatype))) goto fail;')
     # null buffers: a BUFFER followed by a count and a datatype
-    pt2pt = 'dest' in pnames or 'source' in pnames
-    if pt2pt or base in SYMMETRIC_BUF:
+    if rule.get('null_buffers'):
         for i, p in enumerate(params):
             if kinds.get(p['name']) != 'BUFFER' or p['array']:
                 continue
@@ -226,7 +333,7 @@ def gen_binding(name, ret, params, kinds):
                         and cnt['type'] in ('int', 'MPI_Count'):
                     body.append('    if ((rc = kumi_chk_buf(kfn, "%s", %s, (MPI_Count)%s, %s))) goto fail;'
                                 % (p['name'], p['name'], cnt['name'], local[dt['name']]))
-    lock = base not in NOLOCK
+    lock = not rule.get('nolock')
     if lock:
         out.append('    kumi_lock();')
     unlock = '    kumi_unlock();' if lock else None

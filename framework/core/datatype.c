@@ -717,8 +717,8 @@ int kumi_mpi_type_contiguous_c(MPI_Count count, struct kumi_dt *oldtype, MPI_Dat
 }
 
 /* vector (stride in elements) and hvector (stride in bytes) */
-static int vector(const char *fn, MPI_Count count, MPI_Count bl, MPI_Count stride, bool bytes, struct kumi_dt *old,
-                  bool large, MPI_Datatype *newtype)
+int kumi_dt_vector(const char *fn, MPI_Count count, MPI_Count bl, MPI_Count stride, bool bytes, struct kumi_dt *old,
+                   bool large, MPI_Datatype *newtype)
 {
     if (!newtype) return ERR(MPI_ERR_ARG, "%s: argument newtype is NULL", fn);
     if (count < 0) return ERR(MPI_ERR_COUNT, "%s: invalid count %lld", fn, (long long)count);
@@ -736,26 +736,6 @@ static int vector(const char *fn, MPI_Count count, MPI_Count bl, MPI_Count strid
     else if (bytes) rc = dt_set_contents(d, 2, ic, 1, &a, 0, NULL, 1, &old);
     else rc = dt_set_contents(d, 3, ic, 0, NULL, 0, NULL, 1, &old);
     return dt_out(fn, rc, d, newtype);
-}
-
-int kumi_mpi_type_vector(int count, int blocklength, int stride, struct kumi_dt *oldtype, MPI_Datatype *newtype)
-{
-    return vector("MPI_Type_vector", count, blocklength, stride, false, oldtype, false, newtype);
-}
-int kumi_mpi_type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, struct kumi_dt *oldtype,
-                           MPI_Datatype *newtype)
-{
-    return vector("MPI_Type_vector_c", count, blocklength, stride, false, oldtype, true, newtype);
-}
-int kumi_mpi_type_create_hvector(int count, int blocklength, MPI_Aint stride, struct kumi_dt *oldtype,
-                                 MPI_Datatype *newtype)
-{
-    return vector("MPI_Type_create_hvector", count, blocklength, stride, true, oldtype, false, newtype);
-}
-int kumi_mpi_type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, struct kumi_dt *oldtype,
-                                   MPI_Datatype *newtype)
-{
-    return vector("MPI_Type_create_hvector_c", count, blocklength, stride, true, oldtype, true, newtype);
 }
 
 /* indexed family: bl[i] (or one blocklength), displacements in elements or bytes,

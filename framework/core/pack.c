@@ -36,7 +36,7 @@ int kumi_mpi_get_count_c(const MPI_Status *status, struct kumi_dt *datatype, MPI
     return MPI_SUCCESS;
 }
 
-static int set_elements(const char *fn, MPI_Status *status, struct kumi_dt *dt, MPI_Count count)
+int kumi_dt_status_set_elements(const char *fn, MPI_Status *status, struct kumi_dt *dt, MPI_Count count)
 {
     if (!status || status == MPI_STATUS_IGNORE)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument status is NULL", fn));
@@ -44,19 +44,6 @@ static int set_elements(const char *fn, MPI_Status *status, struct kumi_dt *dt, 
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_COUNT, "%s: invalid count %lld", fn, (long long)count));
     kumi_status_set_bytes(status, kumi_dt_elements_bytes(dt, (uint64_t)count));
     return MPI_SUCCESS;
-}
-
-int kumi_mpi_status_set_elements(MPI_Status *status, struct kumi_dt *datatype, int count)
-{
-    return set_elements("MPI_Status_set_elements", status, datatype, count);
-}
-int kumi_mpi_status_set_elements_x(MPI_Status *status, struct kumi_dt *datatype, MPI_Count count)
-{
-    return set_elements("MPI_Status_set_elements_x", status, datatype, count);
-}
-int kumi_mpi_status_set_elements_c(MPI_Status *status, struct kumi_dt *datatype, MPI_Count count)
-{
-    return set_elements("MPI_Status_set_elements_c", status, datatype, count);
 }
 
 int kumi_mpi_status_set_cancelled(MPI_Status *status, int flag)

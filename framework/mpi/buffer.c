@@ -5,16 +5,6 @@
 #include <limits.h>
 #include <stdint.h>
 
-int kumi_mpi_buffer_attach(void *buffer, int size)
-{
-    return kumi_bsend_attach("MPI_Buffer_attach", buffer, size);
-}
-
-int kumi_mpi_buffer_attach_c(void *buffer, MPI_Count size)
-{
-    return kumi_bsend_attach("MPI_Buffer_attach_c", buffer, size);
-}
-
 int kumi_mpi_buffer_detach(void *buffer_addr, int *size)
 {
     MPI_Count n = 0;

@@ -94,21 +94,21 @@ static int inter_undefined(const char *fname)
 #define O(o) ((MPI_Op)(o))
 
 /* How a collective runs: now (the blocking call), as a schedule started at
- * once (MPI_I...), or as a schedule kept for MPI_Start (MPI_..._init). */
-enum { COLL_BLOCKING, COLL_NB, COLL_PERSISTENT };
+ * once (MPI_I...), or as a schedule kept for MPI_Start (MPI_..._init):
+ * KUMI_FORM_BLOCKING, KUMI_FORM_NB, KUMI_FORM_INIT (enum kumi_form, kumi_impl.h). */
 
 /* The checks passed: call the blocking operation, or build the schedule with
  * the i-builder of the same name and issue it. */
 #define RUN(fld, ...)                                                                   \
     do {                                                                                \
-        if (mode == COLL_BLOCKING) {                                                    \
+        if (mode == KUMI_FORM_BLOCKING) {                                                    \
             if (!comm->coll.fld) return no_coll(fn);                                   \
             return comm->coll.fld(__VA_ARGS__);                                         \
         }                                                                               \
         if (!comm->coll.i##fld) return no_coll(fn);                                    \
         struct kumi_sched *s_;                                                          \
-        TRY(kumi_sched_begin(comm, fn, mode == COLL_PERSISTENT, info, request, &s_));   \
-        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), mode == COLL_PERSISTENT, \
+        TRY(kumi_sched_begin(comm, fn, mode == KUMI_FORM_INIT, info, request, &s_));   \
+        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), mode == KUMI_FORM_INIT, \
                                 fn, request);                                           \
     } while (0)
 
@@ -128,19 +128,19 @@ static int check_op(const char *fname, struct kumi_op *op, struct kumi_dt *dt)
     return MPI_SUCCESS;
 }
 
-static int coll_barrier(const char *fn, int mode, MPI_Info info, MPI_Request *request, struct kumi_comm *comm)
+int kumi_coll_barrier(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, struct kumi_comm *comm)
 {
     RUN(barrier, C(comm));
 }
 
-static int coll_bcast(const char *fn, int mode, MPI_Info info, MPI_Request *request, void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
+int kumi_coll_bcast(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "buffer", buffer, ""));
     RUN(bcast, buffer, count, D(datatype), root, C(comm));
 }
 
-static int coll_gather(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                    int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                     int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
@@ -153,9 +153,9 @@ static int coll_gather(const char *fn, int mode, MPI_Info info, MPI_Request *req
                              root, C(comm));
 }
 
-static int coll_gatherv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                     const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root,
-                     struct kumi_comm *comm)
+int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                      const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root,
+                      struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
@@ -174,8 +174,8 @@ static int coll_gatherv(const char *fn, int mode, MPI_Info info, MPI_Request *re
                               D(recvtype), root, C(comm));
 }
 
-static int coll_scatter(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                     int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                      int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
@@ -188,9 +188,9 @@ static int coll_scatter(const char *fn, int mode, MPI_Info info, MPI_Request *re
                               root, C(comm));
 }
 
-static int coll_scatterv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int displs[],
-                      struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype,
-                      int root, struct kumi_comm *comm)
+int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int displs[],
+                       struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype,
+                       int root, struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
@@ -209,8 +209,8 @@ static int coll_scatterv(const char *fn, int mode, MPI_Info info, MPI_Request *r
                                D(recvtype), root, C(comm));
 }
 
-static int coll_allgather(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                       int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                        int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
@@ -218,9 +218,9 @@ static int coll_allgather(const char *fn, int mode, MPI_Info info, MPI_Request *
                                 C(comm));
 }
 
-static int coll_allgatherv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                        const int recvcounts[], const int displs[], struct kumi_dt *recvtype,
-                        struct kumi_comm *comm)
+int kumi_coll_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                         const int recvcounts[], const int displs[], struct kumi_dt *recvtype,
+                         struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
@@ -230,8 +230,8 @@ static int coll_allgatherv(const char *fn, int mode, MPI_Info info, MPI_Request 
                                  D(recvtype), C(comm));
 }
 
-static int coll_alltoall(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                      int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                       int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
@@ -239,9 +239,9 @@ static int coll_alltoall(const char *fn, int mode, MPI_Info info, MPI_Request *r
                                C(comm));
 }
 
-static int coll_alltoallv(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
-                       struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
-                       const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
+                        const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
@@ -256,9 +256,9 @@ static int coll_alltoallv(const char *fn, int mode, MPI_Info info, MPI_Request *
                                 rdispls, D(recvtype), C(comm));
 }
 
-static int coll_alltoallw(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
-                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                       const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
+int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                        const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
@@ -275,8 +275,8 @@ static int coll_alltoallw(const char *fn, int mode, MPI_Info info, MPI_Request *
                                 rdispls, recvtypes, C(comm));
 }
 
-static int coll_reduce(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
-                    struct kumi_op *op, int root, struct kumi_comm *comm)
+int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+                     struct kumi_op *op, int root, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
     if (comm->inter) {
@@ -290,8 +290,8 @@ static int coll_reduce(const char *fn, int mode, MPI_Info info, MPI_Request *req
     RUN(reduce, sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
 }
 
-static int coll_allreduce(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
-                       struct kumi_op *op, struct kumi_comm *comm)
+int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+                        struct kumi_op *op, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
@@ -300,8 +300,8 @@ static int coll_allreduce(const char *fn, int mode, MPI_Info info, MPI_Request *
     RUN(allreduce, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
-static int coll_reduce_scatter(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, const int recvcounts[],
-                            struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
+int kumi_coll_reduce_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, const int recvcounts[],
+                             struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
@@ -316,8 +316,8 @@ static int coll_reduce_scatter(const char *fn, int mode, MPI_Info info, MPI_Requ
     RUN(reduce_scatter, sendbuf, recvbuf, recvcounts, D(datatype), O(op), C(comm));
 }
 
-static int coll_reduce_scatter_block(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int recvcount,
-                                  struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
+int kumi_coll_reduce_scatter_block(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int recvcount,
+                                   struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
@@ -329,8 +329,8 @@ static int coll_reduce_scatter_block(const char *fn, int mode, MPI_Info info, MP
     RUN(reduce_scatter_block, sendbuf, recvbuf, recvcount, D(datatype), O(op), C(comm));
 }
 
-static int coll_scan(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
-                  struct kumi_op *op, struct kumi_comm *comm)
+int kumi_coll_scan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+                   struct kumi_op *op, struct kumi_comm *comm)
 {
     if (comm->inter) return inter_undefined(fn);
     TRY(check_op(fn, op, datatype));
@@ -339,8 +339,8 @@ static int coll_scan(const char *fn, int mode, MPI_Info info, MPI_Request *reque
     RUN(scan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
-static int coll_exscan(const char *fn, int mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
-                    struct kumi_op *op, struct kumi_comm *comm)
+int kumi_coll_exscan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+                     struct kumi_op *op, struct kumi_comm *comm)
 {
     if (comm->inter) return inter_undefined(fn);
     TRY(check_op(fn, op, datatype));
@@ -350,257 +350,3 @@ static int coll_exscan(const char *fn, int mode, MPI_Info info, MPI_Request *req
 }
 
 /* ------------------------------------------------ the three forms of each */
-int kumi_mpi_barrier(struct kumi_comm *comm)
-{
-    return coll_barrier("MPI_Barrier", COLL_BLOCKING, MPI_INFO_NULL, NULL, comm);
-}
-
-int kumi_mpi_ibarrier(struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_barrier("MPI_Ibarrier", COLL_NB, MPI_INFO_NULL, request, comm);
-}
-
-int kumi_mpi_barrier_init(struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_barrier("MPI_Barrier_init", COLL_PERSISTENT, info, request, comm);
-}
-
-int kumi_mpi_bcast(void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
-{
-    return coll_bcast("MPI_Bcast", COLL_BLOCKING, MPI_INFO_NULL, NULL, buffer, count, datatype, root, comm);
-}
-
-int kumi_mpi_ibcast(void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_bcast("MPI_Ibcast", COLL_NB, MPI_INFO_NULL, request, buffer, count, datatype, root, comm);
-}
-
-int kumi_mpi_bcast_init(void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_bcast("MPI_Bcast_init", COLL_PERSISTENT, info, request, buffer, count, datatype, root, comm);
-}
-
-int kumi_mpi_gather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
-{
-    return coll_gather("MPI_Gather", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_igather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_gather("MPI_Igather", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_gather_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_gather("MPI_Gather_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_gatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
-{
-    return coll_gatherv("MPI_Gatherv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-}
-
-int kumi_mpi_igatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_gatherv("MPI_Igatherv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-}
-
-int kumi_mpi_gatherv_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_gatherv("MPI_Gatherv_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-}
-
-int kumi_mpi_scatter(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
-{
-    return coll_scatter("MPI_Scatter", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_iscatter(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_scatter("MPI_Iscatter", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_scatter_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_scatter("MPI_Scatter_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
-{
-    return coll_scatterv("MPI_Scatterv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_scatterv("MPI_Iscatterv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_scatterv("MPI_Scatterv_init", COLL_PERSISTENT, info, request, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-int kumi_mpi_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return coll_allgather("MPI_Allgather", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_iallgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_allgather("MPI_Iallgather", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_allgather_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_allgather("MPI_Allgather_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return coll_allgatherv("MPI_Allgatherv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-}
-
-int kumi_mpi_iallgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_allgatherv("MPI_Iallgatherv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-}
-
-int kumi_mpi_allgatherv_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_allgatherv("MPI_Allgatherv_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-}
-
-int kumi_mpi_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return coll_alltoall("MPI_Alltoall", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_ialltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_alltoall("MPI_Ialltoall", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_alltoall_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_alltoall("MPI_Alltoall_init", COLL_PERSISTENT, info, request, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return coll_alltoallv("MPI_Alltoallv", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-}
-
-int kumi_mpi_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_alltoallv("MPI_Ialltoallv", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-}
-
-int kumi_mpi_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_alltoallv("MPI_Alltoallv_init", COLL_PERSISTENT, info, request, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-}
-
-int kumi_mpi_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
-{
-    return coll_alltoallw("MPI_Alltoallw", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-}
-
-int kumi_mpi_ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_alltoallw("MPI_Ialltoallw", COLL_NB, MPI_INFO_NULL, request, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-}
-
-int kumi_mpi_alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_alltoallw("MPI_Alltoallw_init", COLL_PERSISTENT, info, request, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-}
-
-int kumi_mpi_reduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, int root, struct kumi_comm *comm)
-{
-    return coll_reduce("MPI_Reduce", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, root, comm);
-}
-
-int kumi_mpi_ireduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, int root, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_reduce("MPI_Ireduce", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, root, comm);
-}
-
-int kumi_mpi_reduce_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, int root, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_reduce("MPI_Reduce_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, root, comm);
-}
-
-int kumi_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
-{
-    return coll_allreduce("MPI_Allreduce", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_iallreduce(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_allreduce("MPI_Iallreduce", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_allreduce_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_allreduce("MPI_Allreduce_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
-{
-    return coll_reduce_scatter("MPI_Reduce_scatter", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, recvcounts, datatype, op, comm);
-}
-
-int kumi_mpi_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_reduce_scatter("MPI_Ireduce_scatter", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, recvcounts, datatype, op, comm);
-}
-
-int kumi_mpi_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_reduce_scatter("MPI_Reduce_scatter_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, recvcounts, datatype, op, comm);
-}
-
-int kumi_mpi_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
-{
-    return coll_reduce_scatter_block("MPI_Reduce_scatter_block", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, recvcount, datatype, op, comm);
-}
-
-int kumi_mpi_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_reduce_scatter_block("MPI_Ireduce_scatter_block", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, recvcount, datatype, op, comm);
-}
-
-int kumi_mpi_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_reduce_scatter_block("MPI_Reduce_scatter_block_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, recvcount, datatype, op, comm);
-}
-
-int kumi_mpi_scan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
-{
-    return coll_scan("MPI_Scan", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_iscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_scan("MPI_Iscan", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_scan_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_scan("MPI_Scan_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_exscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
-{
-    return coll_exscan("MPI_Exscan", COLL_BLOCKING, MPI_INFO_NULL, NULL, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_iexscan(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Request *request)
-{
-    return coll_exscan("MPI_Iexscan", COLL_NB, MPI_INFO_NULL, request, sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-int kumi_mpi_exscan_init(const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    return coll_exscan("MPI_Exscan_init", COLL_PERSISTENT, info, request, sendbuf, recvbuf, count, datatype, op, comm);
-}

@@ -78,8 +78,8 @@ static int link_xchg(const struct ic_link *l, const void *s, int scount, void *r
 {
     if (l->peer) {
         struct kumi_dt *d = kumi_dt_get(dt);
-        return kumi_mpi_sendrecv(s, scount, d, l->remote, l->tag, r, rcount, d, l->remote, l->tag,
-                                 l->peer, MPI_STATUS_IGNORE);
+        return kumi_pt2pt_sendrecv("MPI_Sendrecv", s, scount, d, l->remote, l->tag, r, rcount, d, l->remote,
+                                   l->tag, l->peer, MPI_STATUS_IGNORE);
     }
     return kumi_coll_sendrecv(s, (size_t)scount, dt, 0, IC_TAG_CTX, r, (size_t)rcount, dt, 0,
                               IC_TAG_CTX, l->inter->handle);

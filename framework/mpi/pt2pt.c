@@ -167,8 +167,8 @@ static int count_check(const char *fn, const char *arg, MPI_Count count, const s
 }
 
 /* ------------------------------------------------------------ sends */
-static int send_blocking(const char *fn, int mode, const void *buf, MPI_Count count, struct kumi_dt *dt,
-                         int dest, int tag, struct kumi_comm *comm)
+int kumi_pt2pt_send(const char *fn, int mode, const void *buf, MPI_Count count, struct kumi_dt *dt,
+                    int dest, int tag, struct kumi_comm *comm)
 {
     int crc = count_check(fn, "count", count, dt);
     if (crc) return crc;
@@ -184,9 +184,10 @@ static int send_blocking(const char *fn, int mode, const void *buf, MPI_Count co
     return blocking(r, MPI_STATUS_IGNORE);
 }
 
-static int send_nb(const char *fn, int mode, bool persistent, const void *buf, MPI_Count count,
-                   struct kumi_dt *dt, int dest, int tag, struct kumi_comm *comm, MPI_Request *request)
+int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *buf, MPI_Count count,
+                     struct kumi_dt *dt, int dest, int tag, struct kumi_comm *comm, MPI_Request *request)
 {
+    bool persistent = form == KUMI_FORM_INIT;
     int crc = count_check(fn, "count", count, dt);
     if (crc) return crc;
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
@@ -201,161 +202,19 @@ static int send_nb(const char *fn, int mode, bool persistent, const void *buf, M
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_send(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Send", KUMI_MODE_STD, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_send_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                    struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Send_c", KUMI_MODE_STD, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_bsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Bsend", KUMI_MODE_BUFFERED, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_bsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                     struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Bsend_c", KUMI_MODE_BUFFERED, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_ssend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Ssend", KUMI_MODE_SYNC, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_ssend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                     struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Ssend_c", KUMI_MODE_SYNC, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_rsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Rsend", KUMI_MODE_READY, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_rsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                     struct kumi_comm *comm)
-{
-    return send_blocking("MPI_Rsend_c", KUMI_MODE_READY, buf, count, datatype, dest, tag, comm);
-}
-
-int kumi_mpi_isend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                   MPI_Request *request)
-{
-    return send_nb("MPI_Isend", KUMI_MODE_STD, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_isend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                     struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Isend_c", KUMI_MODE_STD, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_ibsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                    MPI_Request *request)
-{
-    return send_nb("MPI_Ibsend", KUMI_MODE_BUFFERED, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_ibsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                      struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Ibsend_c", KUMI_MODE_BUFFERED, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_issend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                    MPI_Request *request)
-{
-    return send_nb("MPI_Issend", KUMI_MODE_SYNC, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_issend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                      struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Issend_c", KUMI_MODE_SYNC, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_irsend(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                    MPI_Request *request)
-{
-    return send_nb("MPI_Irsend", KUMI_MODE_READY, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_irsend_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                      struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Irsend_c", KUMI_MODE_READY, false, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_send_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                       MPI_Request *request)
-{
-    return send_nb("MPI_Send_init", KUMI_MODE_STD, true, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_send_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                         struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Send_init_c", KUMI_MODE_STD, true, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_bsend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                        MPI_Request *request)
-{
-    return send_nb("MPI_Bsend_init", KUMI_MODE_BUFFERED, true, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_bsend_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                          struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Bsend_init_c", KUMI_MODE_BUFFERED, true, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_ssend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                        MPI_Request *request)
-{
-    return send_nb("MPI_Ssend_init", KUMI_MODE_SYNC, true, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_ssend_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                          struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Ssend_init_c", KUMI_MODE_SYNC, true, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_rsend_init(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag, struct kumi_comm *comm,
-                        MPI_Request *request)
-{
-    return send_nb("MPI_Rsend_init", KUMI_MODE_READY, true, buf, count, datatype, dest, tag, comm, request);
-}
-
-int kumi_mpi_rsend_init_c(const void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int tag,
-                          struct kumi_comm *comm, MPI_Request *request)
-{
-    return send_nb("MPI_Rsend_init_c", KUMI_MODE_READY, true, buf, count, datatype, dest, tag, comm, request);
-}
-
 /* ------------------------------------------------------------ receives */
-enum { RECV_BLOCKING, RECV_NB, RECV_PERSISTENT };
-
-static int recv_any(const char *fn, int how, void *buf, MPI_Count count, struct kumi_dt *dt, int source, int tag,
+int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count count, struct kumi_dt *dt, int source, int tag,
                     struct kumi_comm *comm, MPI_Status *status, MPI_Request *request)
 {
     int rc = count_check(fn, "count", count, dt);
     if (rc) return rc;
     struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, source, tag, comm);
     if (!r) return nomem(fn);
-    if (how == RECV_BLOCKING) {
+    if (how == KUMI_FORM_BLOCKING) {
         r->internal = true;
         return blocking(r, status);
     }
-    if (how == RECV_PERSISTENT) {
+    if (how == KUMI_FORM_INIT) {
         r->persistent = true;
     } else if ((rc = kumi_req_start_recv(r))) {
         kumi_req_free(r);
@@ -366,45 +225,7 @@ static int recv_any(const char *fn, int how, void *buf, MPI_Count count, struct 
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_recv(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
-                  MPI_Status *status)
-{
-    return recv_any("MPI_Recv", RECV_BLOCKING, buf, count, datatype, source, tag, comm, status, NULL);
-}
-
-int kumi_mpi_recv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int source, int tag,
-                    struct kumi_comm *comm, MPI_Status *status)
-{
-    return recv_any("MPI_Recv_c", RECV_BLOCKING, buf, count, datatype, source, tag, comm, status, NULL);
-}
-
-int kumi_mpi_irecv(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
-                   MPI_Request *request)
-{
-    return recv_any("MPI_Irecv", RECV_NB, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE, request);
-}
-
-int kumi_mpi_irecv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int source, int tag,
-                     struct kumi_comm *comm, MPI_Request *request)
-{
-    return recv_any("MPI_Irecv_c", RECV_NB, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE, request);
-}
-
-int kumi_mpi_recv_init(void *buf, int count, struct kumi_dt *datatype, int source, int tag, struct kumi_comm *comm,
-                       MPI_Request *request)
-{
-    return recv_any("MPI_Recv_init", RECV_PERSISTENT, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE,
-                    request);
-}
-
-int kumi_mpi_recv_init_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int source, int tag,
-                         struct kumi_comm *comm, MPI_Request *request)
-{
-    return recv_any("MPI_Recv_init_c", RECV_PERSISTENT, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE,
-                    request);
-}
-
-static int sendrecv_any(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest,
+int kumi_pt2pt_sendrecv(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest,
                         int sendtag, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source,
                         int recvtag, struct kumi_comm *comm, MPI_Status *status)
 {
@@ -435,23 +256,7 @@ static int sendrecv_any(const char *fn, const void *sendbuf, MPI_Count sendcount
     return rc ? rc : rc2;
 }
 
-int kumi_mpi_sendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
-                      void *recvbuf, int recvcount, struct kumi_dt *recvtype, int source, int recvtag,
-                      struct kumi_comm *comm, MPI_Status *status)
-{
-    return sendrecv_any("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                        source, recvtag, comm, status);
-}
-
-int kumi_mpi_sendrecv_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
-                        void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source, int recvtag,
-                        struct kumi_comm *comm, MPI_Status *status)
-{
-    return sendrecv_any("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                        source, recvtag, comm, status);
-}
-
-static int sendrecv_replace_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, int dest,
+int kumi_pt2pt_sendrecv_replace(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, int dest,
                                 int sendtag, int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
 {
     int crc = count_check(fn, "count", count, datatype);
@@ -487,20 +292,6 @@ static int sendrecv_replace_any(const char *fn, void *buf, MPI_Count count, stru
     return rc ? rc : rc2;
 }
 
-int kumi_mpi_sendrecv_replace(void *buf, int count, struct kumi_dt *datatype, int dest, int sendtag,
-                              int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
-{
-    return sendrecv_replace_any("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, source, recvtag, comm,
-                                status);
-}
-
-int kumi_mpi_sendrecv_replace_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int sendtag,
-                                int source, int recvtag, struct kumi_comm *comm, MPI_Status *status)
-{
-    return sendrecv_replace_any("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm,
-                                status);
-}
-
 /* MPI_Isendrecv(_replace): the receive is the user's request; the send is its
  * internal partner, and the receive completes when both are done. */
 static int isendrecv(const char *fn, struct kumi_req *sr, struct kumi_req *rr, MPI_Request *request)
@@ -527,7 +318,7 @@ static int isendrecv(const char *fn, struct kumi_req *sr, struct kumi_req *rr, M
     return MPI_SUCCESS;
 }
 
-static int isendrecv_any(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
+int kumi_pt2pt_isendrecv(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
                          int dest, int sendtag, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype,
                          int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
 {
@@ -543,23 +334,7 @@ static int isendrecv_any(const char *fn, const void *sendbuf, MPI_Count sendcoun
     return isendrecv(fn, sr, rr, request);
 }
 
-int kumi_mpi_isendrecv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
-                       void *recvbuf, int recvcount, struct kumi_dt *recvtype, int source, int recvtag,
-                       struct kumi_comm *comm, MPI_Request *request)
-{
-    return isendrecv_any("MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                         source, recvtag, comm, request);
-}
-
-int kumi_mpi_isendrecv_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest, int sendtag,
-                         void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source, int recvtag,
-                         struct kumi_comm *comm, MPI_Request *request)
-{
-    return isendrecv_any("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
-                         recvtype, source, recvtag, comm, request);
-}
-
-static int isendrecv_replace_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, int dest,
+int kumi_pt2pt_isendrecv_replace(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, int dest,
                                  int sendtag, int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
 {
     int crc = count_check(fn, "count", count, datatype);
@@ -578,20 +353,6 @@ static int isendrecv_replace_any(const char *fn, void *buf, MPI_Count count, str
     sr->count = bytes;
     rr->owned = tmp;                   /* the packed copy lives until the request is freed */
     return isendrecv(fn, sr, rr, request);
-}
-
-int kumi_mpi_isendrecv_replace(void *buf, int count, struct kumi_dt *datatype, int dest, int sendtag,
-                               int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
-{
-    return isendrecv_replace_any("MPI_Isendrecv_replace", buf, count, datatype, dest, sendtag, source, recvtag, comm,
-                                 request);
-}
-
-int kumi_mpi_isendrecv_replace_c(void *buf, MPI_Count count, struct kumi_dt *datatype, int dest, int sendtag,
-                                 int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
-{
-    return isendrecv_replace_any("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag,
-                                 comm, request);
 }
 
 /* ------------------------------------------------------------ probe */
@@ -714,7 +475,7 @@ static int msg_recv(void *buf, MPI_Count count, struct kumi_dt *dt, MPI_Message 
     return MPI_SUCCESS;
 }
 
-static int mrecv_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
+int kumi_pt2pt_mrecv(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
                      MPI_Status *status)
 {
     struct kumi_req *r;
@@ -727,17 +488,7 @@ static int mrecv_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt 
     return consume_handle(&h, r, status, fn);
 }
 
-int kumi_mpi_mrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Status *status)
-{
-    return mrecv_any("MPI_Mrecv", buf, count, datatype, message, status);
-}
-
-int kumi_mpi_mrecv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message, MPI_Status *status)
-{
-    return mrecv_any("MPI_Mrecv_c", buf, count, datatype, message, status);
-}
-
-static int imrecv_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
+int kumi_pt2pt_imrecv(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
                       MPI_Request *request)
 {
     struct kumi_req *r;
@@ -752,17 +503,6 @@ static int imrecv_any(const char *fn, void *buf, MPI_Count count, struct kumi_dt
     }
     *request = (MPI_Request)r;
     return MPI_SUCCESS;
-}
-
-int kumi_mpi_imrecv(void *buf, int count, struct kumi_dt *datatype, MPI_Message *message, MPI_Request *request)
-{
-    return imrecv_any("MPI_Imrecv", buf, count, datatype, message, request);
-}
-
-int kumi_mpi_imrecv_c(void *buf, MPI_Count count, struct kumi_dt *datatype, MPI_Message *message,
-                      MPI_Request *request)
-{
-    return imrecv_any("MPI_Imrecv_c", buf, count, datatype, message, request);
 }
 
 /* ------------------------------------------------------------ wait / test */

@@ -1284,9 +1284,9 @@ int kumi_mpi_rget_c(void *origin_addr, MPI_Count origin_count, struct kumi_dt *o
                   target_count, target_datatype, win, request);
 }
 
-static int acc(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, int target,
-               MPI_Aint disp, MPI_Count tcount, struct kumi_dt *tdt, struct kumi_op *op, struct kumi_win *win,
-               MPI_Request *request)
+int kumi_rma_accumulate(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, int target,
+                        MPI_Aint disp, MPI_Count tcount, struct kumi_dt *tdt, struct kumi_op *op, struct kumi_win *win,
+                        MPI_Request *request)
 {
     struct opargs a = { 0 };
     int rc;
@@ -1297,28 +1297,12 @@ static int acc(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_
     return issue(win, fn, K_ACC, &a, request);
 }
 
-int kumi_mpi_accumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                        MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_op *op,
-                        struct kumi_win *win)
-{
-    return acc("MPI_Accumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-               target_datatype, op, win, NULL);
-}
-
-int kumi_mpi_accumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
-                          int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-                          struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win)
-{
-    return acc("MPI_Accumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, op, win, NULL);
-}
-
 int kumi_mpi_raccumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
                          MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_op *op,
                          struct kumi_win *win, MPI_Request *request)
 {
     if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Raccumulate: argument request is NULL");
-    return acc("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+    return kumi_rma_accumulate("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
                target_datatype, op, win, request);
 }
 
@@ -1328,13 +1312,13 @@ int kumi_mpi_raccumulate_c(const void *origin_addr, MPI_Count origin_count, stru
                            MPI_Request *request)
 {
     if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Raccumulate_c: argument request is NULL");
-    return acc("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+    return kumi_rma_accumulate("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                target_count, target_datatype, op, win, request);
 }
 
-static int gacc(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, void *raddr,
-                MPI_Count rcount, struct kumi_dt *rdt, int target, MPI_Aint disp, MPI_Count tcount,
-                struct kumi_dt *tdt, struct kumi_op *op, struct kumi_win *win, MPI_Request *request)
+int kumi_rma_get_accumulate(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, void *raddr,
+                            MPI_Count rcount, struct kumi_dt *rdt, int target, MPI_Aint disp, MPI_Count tcount,
+                            struct kumi_dt *tdt, struct kumi_op *op, struct kumi_win *win, MPI_Request *request)
 {
     struct opargs a = { 0 };
     int rc;
@@ -1348,31 +1332,13 @@ static int gacc(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi
     return issue(win, fn, K_GACC, &a, request);
 }
 
-int kumi_mpi_get_accumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype,
-                            void *result_addr, int result_count, struct kumi_dt *result_datatype, int target_rank,
-                            MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype,
-                            struct kumi_op *op, struct kumi_win *win)
-{
-    return gacc("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count,
-                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, NULL);
-}
-
-int kumi_mpi_get_accumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
-                              void *result_addr, MPI_Count result_count, struct kumi_dt *result_datatype,
-                              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-                              struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win)
-{
-    return gacc("MPI_Get_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count,
-                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, NULL);
-}
-
 int kumi_mpi_rget_accumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype,
                              void *result_addr, int result_count, struct kumi_dt *result_datatype, int target_rank,
                              MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype,
                              struct kumi_op *op, struct kumi_win *win, MPI_Request *request)
 {
     if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_accumulate: argument request is NULL");
-    return gacc("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count,
+    return kumi_rma_get_accumulate("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count,
                 result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
 }
 
@@ -1383,7 +1349,7 @@ int kumi_mpi_rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, 
                                MPI_Request *request)
 {
     if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_accumulate_c: argument request is NULL");
-    return gacc("MPI_Rget_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count,
+    return kumi_rma_get_accumulate("MPI_Rget_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count,
                 result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
 }
 
@@ -1392,7 +1358,7 @@ int kumi_mpi_fetch_and_op(const void *origin_addr, void *result_addr, struct kum
 {
     if (!datatype->predefined)
         return kumi_error(MPI_ERR_TYPE, "MPI_Fetch_and_op: the datatype must be predefined");
-    return gacc("MPI_Fetch_and_op", origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1,
+    return kumi_rma_get_accumulate("MPI_Fetch_and_op", origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1,
                 datatype, op, win, NULL);
 }
 

@@ -380,8 +380,8 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
 
 /* The four creation calls.  base: Win_create's memory; baseptr: where
  * Win_allocate[_shared] stores the address of this rank's memory. */
-static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
-                    struct kumi_comm *comm, void *baseptr, MPI_Win *win)
+int kumi_win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                  struct kumi_comm *comm, void *baseptr, MPI_Win *win)
 {
     bool alloc = flavor == MPI_WIN_FLAVOR_ALLOCATE || flavor == MPI_WIN_FLAVOR_SHARED;
     if (!win) return kumi_error(MPI_ERR_ARG, "%s: argument win is NULL", fn);
@@ -482,50 +482,6 @@ static int win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_A
     if (alloc) *(void **)baseptr = w->base;
     *win = w->handle;
     return MPI_SUCCESS;
-}
-
-int kumi_mpi_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, struct kumi_comm *comm,
-                        MPI_Win *win)
-{
-    return win_make("MPI_Win_create", MPI_WIN_FLAVOR_CREATE, base, size, disp_unit, info, comm, NULL, win);
-}
-
-int kumi_mpi_win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, struct kumi_comm *comm,
-                          MPI_Win *win)
-{
-    return win_make("MPI_Win_create_c", MPI_WIN_FLAVOR_CREATE, base, size, disp_unit, info, comm, NULL, win);
-}
-
-int kumi_mpi_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, struct kumi_comm *comm, void *baseptr,
-                          MPI_Win *win)
-{
-    return win_make("MPI_Win_allocate", MPI_WIN_FLAVOR_ALLOCATE, NULL, size, disp_unit, info, comm, baseptr, win);
-}
-
-int kumi_mpi_win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, struct kumi_comm *comm,
-                            void *baseptr, MPI_Win *win)
-{
-    return win_make("MPI_Win_allocate_c", MPI_WIN_FLAVOR_ALLOCATE, NULL, size, disp_unit, info, comm, baseptr,
-                    win);
-}
-
-int kumi_mpi_win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, struct kumi_comm *comm,
-                                 void *baseptr, MPI_Win *win)
-{
-    return win_make("MPI_Win_allocate_shared", MPI_WIN_FLAVOR_SHARED, NULL, size, disp_unit, info, comm, baseptr,
-                    win);
-}
-
-int kumi_mpi_win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, struct kumi_comm *comm,
-                                   void *baseptr, MPI_Win *win)
-{
-    return win_make("MPI_Win_allocate_shared_c", MPI_WIN_FLAVOR_SHARED, NULL, size, disp_unit, info, comm,
-                    baseptr, win);
-}
-
-int kumi_mpi_win_create_dynamic(MPI_Info info, struct kumi_comm *comm, MPI_Win *win)
-{
-    return win_make("MPI_Win_create_dynamic", MPI_WIN_FLAVOR_DYNAMIC, NULL, 0, 1, info, comm, NULL, win);
 }
 
 /* ---------------------------------------------------------- Win_free */
