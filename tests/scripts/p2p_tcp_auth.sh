@@ -34,19 +34,9 @@ import os, sys, socket, struct, time, errno
 pid = sys.argv[1]
 def nfds():
     return len(os.listdir(f"/proc/{pid}/fd"))
-inodes = set()
-for fd in os.listdir(f"/proc/{pid}/fd"):
-    try:
-        t = os.readlink(f"/proc/{pid}/fd/{fd}")
-    except OSError:
-        continue
-    if t.startswith("socket:["):
-        inodes.add(t[8:-1])
-port = None
-for line in open(f"/proc/{pid}/net/tcp").readlines()[1:]:
-    f = line.split()
-    if f[3] == "0A" and f[9] in inodes:
-        port = int(f[1].split(":")[1], 16)
+sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests/scripts/lib"))
+from proc_listeners import listeners
+port = listeners(pid)[0][1] if listeners(pid) else None
 if port is None:
     sys.exit("rank 0 has no TCP listener")
 base = nfds()

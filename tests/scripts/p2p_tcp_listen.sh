@@ -15,23 +15,7 @@ trap cleanup EXIT
 
 # listeners PID: "ip:port" of each listening IPv4 TCP socket the process holds
 listeners() {
-    python3 - "$1" <<'PY'
-import os, sys, socket, struct
-pid = sys.argv[1]
-inodes = set()
-for fd in os.listdir(f"/proc/{pid}/fd"):
-    try:
-        t = os.readlink(f"/proc/{pid}/fd/{fd}")
-    except OSError:
-        continue
-    if t.startswith("socket:["):
-        inodes.add(t[8:-1])
-for line in open(f"/proc/{pid}/net/tcp").readlines()[1:]:
-    f = line.split()
-    if f[3] == "0A" and f[9] in inodes:
-        ip, port = f[1].split(":")
-        print(f"{socket.inet_ntoa(struct.pack('<I', int(ip, 16)))}:{int(port, 16)}")
-PY
+    python3 "$top_srcdir/tests/scripts/lib/proc_listeners.py" "$1"
 }
 
 # run_and_check LABEL EXPECT(none|loopback) MPIEXEC-ARGS...

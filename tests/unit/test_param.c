@@ -10,6 +10,7 @@
 #include "registry/registry.h"
 #include "core/core.h"
 #include "ut.h"
+#include "ut_errors.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,20 +40,6 @@ static const char *cap_end(void)
     return out;
 }
 
-static const char *msg(int code)
-{
-    static char buf[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    buf[0] = '\0';
-    kumi_mpi_error_string(code, buf, &len);
-    return buf;
-}
-static int cls(int code)
-{
-    int c = -1;
-    kumi_mpi_error_class(code, &c);
-    return c;
-}
 
 static int find_info(const char *full, struct kumi_param_info *pi)
 {

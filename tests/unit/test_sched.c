@@ -13,23 +13,10 @@
  * and random DAGs (and the same with one back edge) against a naive model. */
 #include "sched/sched.h"
 #include "ut.h"
+#include "ut_errors.h"
 
 static struct kumi_comm comm;
 
-static const char *msg(int code)
-{
-    static char buf[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    buf[0] = '\0';
-    kumi_mpi_error_string(code, buf, &len);
-    return buf;
-}
-static int cls(int code)
-{
-    int c = -1;
-    kumi_mpi_error_class(code, &c);
-    return c;
-}
 
 static struct kumi_sched *mk(void)
 {
