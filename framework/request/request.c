@@ -492,6 +492,23 @@ static void send_cts(int wpeer, const struct kumi_hdr *mh, struct kumi_req *r)
 
 /* A receive r (not in the posted queue) takes the unexpected message u,
  * which the caller removed from the unexpected queue. */
+/* Early match (YAMPII): receive r takes the unexpected message u while its
+ * payload (eager, or an RTS's first fragment) is still arriving: what has
+ * arrived is copied once, the rest lands in the user buffer. */
+static void early_match(struct kumi_req *r, struct kumi_ue *u)
+{
+    size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
+    kumi_log(3, "early match: %zu of %llu bytes from rank %d had arrived", u->rx.got,
+             (unsigned long long)u->hdr.paylen, u->wpeer);
+    if (n && u->data) memcpy(r->rx.dst, u->data, n);
+    u->rx.dst = r->rx.dst;
+    u->rx.cap = r->rx.cap;
+    kumi_ubuf_free(u->data);
+    u->data = NULL;
+    u->req = r;
+    r->ue = u;
+}
+
 void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
 {
     r->status.MPI_SOURCE = u->hdr.src;
@@ -509,15 +526,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
         r->rx.len = 0;
         r->rx.got = 0;
         if (mh.paylen > 0 && !u->arrived) {
-            /* the first fragment is still arriving: early match, as for eager */
-            size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
-            if (n && u->data) memcpy(r->rx.dst, u->data, n);
-            u->rx.dst = r->rx.dst;
-            u->rx.cap = r->rx.cap;
-            kumi_ubuf_free(u->data);
-            u->data = NULL;
-            u->req = r;
-            r->ue = u;
+            early_match(r, u);                     /* the first fragment is still arriving */
             r->pending++;                          /* its completion, then DATA's */
         } else {
             if (mh.paylen > 0) {
@@ -538,17 +547,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
         finish_recv(r, len);
         return;
     }
-    /* Early match: copy what has arrived, the rest lands in the user buffer. */
-    size_t n = u->rx.got < r->rx.cap ? u->rx.got : r->rx.cap;
-    kumi_log(3, "early match: %zu of %llu bytes from rank %d had arrived", u->rx.got,
-             (unsigned long long)u->hdr.paylen, u->wpeer);
-    if (n && u->data) memcpy(r->rx.dst, u->data, n);
-    u->rx.dst = r->rx.dst;
-    u->rx.cap = r->rx.cap;
-    kumi_ubuf_free(u->data);
-    u->data = NULL;
-    u->req = r;
-    r->ue = u;
+    early_match(r, u);
 }
 
 static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
