@@ -20,6 +20,8 @@ logdir=$top_builddir/tests/test-logs
 mkdir -p "$logdir"
 filter=${KUMI_TEST_FILTER:-.}
 pass=0; fail=0; skip=0; failed=()
+shm_mark=$logdir/.suite-start          # shared-memory files newer than this are the suite's
+touch "$shm_mark"
 
 run_one() { # name, command...
     local name=$1; shift
@@ -66,6 +68,12 @@ left=$(pgrep -f "$TESTBIN/" 2>/dev/null | head -5)
 if [ -n "$left" ]; then
     fail=$((fail+1)); failed+=("no-leftover-processes"); echo "FAIL: processes left running: $left"
     pkill -9 -f "$TESTBIN/" 2>/dev/null
+fi
+# Nor left in /dev/shm: every job removes its segments, also when a rank fails or is killed.
+leftshm=$(find /dev/shm -maxdepth 1 \( -name 'kumi.*' -o -name 'sem.kumi.*' \) -user "$(id -u)" -newer "$shm_mark" 2>/dev/null | head -8)
+if [ -n "$leftshm" ]; then
+    fail=$((fail+1)); failed+=("no-leftover-shm"); echo "FAIL: shared-memory files left behind:" $leftshm
+    rm -f $leftshm
 fi
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
