@@ -25,9 +25,16 @@
  * MPI_Win_allocate_shared memory is contiguous across ranks up to that
  * padding.  A host with one rank of the window maps anonymous shared memory
  * (no name).  Otherwise the lowest comm rank of the host creates
- * "/kumi.<jobid>.win.<its job rank>.<context id of the window>" (O_EXCL; the
- * context id is unique among its live windows; mpiexec removes
- * /dev/shm/kumi.<jobid>.* however the job ends), reserves its pages
+ * "/kumi.<jobid>.win.<token>" (O_CREAT | O_EXCL, mode 0600), where the token
+ * is 32 hex characters of HMAC(job secret, "kumi win <jobid> <its job rank>
+ * <context id of the window>") (kumi/jobkey.h): unique among the live
+ * windows (the context id is), and unknown to other users, who therefore
+ * cannot create it first; a job without a secret uses the job rank and the
+ * context id themselves.  The other ranks check with fstat that the segment
+ * they open belongs to this user, is private to it and is large enough
+ * before they map it; otherwise the creation fails with an error naming
+ * the segment.  mpiexec removes /dev/shm/kumi.<jobid>.* however the job
+ * ends.  The creator reserves its pages
  * (posix_fallocate: a full /dev/shm is an error here, not SIGBUS later),
  * maps it; after an agreement the others map it; after a second one, when
  * every local rank has it mapped, the creator unlinks it.
@@ -47,6 +54,7 @@
 #include "rma/rma.h"
 #include "request/request.h"
 #include <kumi/rpim.h>
+#include <kumi/jobkey.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -304,10 +312,16 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
         else off += round_up((size_t)sz, align);
     }
     size_t len = round_up(off > 0 ? off : 1, pg);
-    char name[128];
+    char name[128], label[128], tok[33];
     const char *jobid = getenv("KUMI_JOBID");
-    snprintf(name, sizeof name, "/kumi.%s.win.%d.%d", jobid && *jobid ? jobid : "0",
-             kumi_comm_world_rank(w->comm, leader), (int)w->comm->ctx);
+    if (!jobid || !*jobid) jobid = "0";
+    snprintf(label, sizeof label, "kumi win %s %d %d", jobid, kumi_comm_world_rank(w->comm, leader),
+             (int)w->comm->ctx);
+    if (kumi_jobkey_derive_hex(label, tok, 32) == 0)
+        snprintf(name, sizeof name, "/kumi.%s.win.%s", jobid, tok);
+    else
+        snprintf(name, sizeof name, "/kumi.%s.win.%d.%d", jobid, kumi_comm_world_rank(w->comm, leader),
+                 (int)w->comm->ctx);
     void *seg = MAP_FAILED;
     int fd = -1, e = 0;
     const char *what = "";
@@ -318,11 +332,19 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
         if (seg == MAP_FAILED) { e = errno; what = "mmap"; err = 3; }
     } else if (!err && w->rank == leader) {
         fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-        if (fd < 0 && errno == EEXIST) {      /* a leftover of a crashed creation here */
-            shm_unlink(name);
-            fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 && errno == EEXIST) {      /* a leftover of a crashed creation here, if it is ours */
+            char path[160];
+            struct stat st;
+            snprintf(path, sizeof path, "/dev/shm%s", name);
+            if (lstat(path, &st) == 0 && st.st_uid != geteuid()) {
+                errno = EEXIST;                /* another user's: not touched */
+                what = "the name is taken by another user's file";
+            } else {
+                shm_unlink(name);
+                fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+            }
         }
-        if (fd < 0) { e = errno; what = "shm_open"; err = 3; }
+        if (fd < 0) { e = errno; if (!*what) what = "shm_open"; err = 3; }
         else if ((e = posix_fallocate(fd, 0, (off_t)len)) != 0) { what = "reserving /dev/shm space"; err = 3; }
         else if ((seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
             e = errno; what = "mmap"; err = 3;
@@ -337,8 +359,8 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
         free(offs);
         if (rc) return rc;
         if (err == 3)
-            return kumi_error(MPI_ERR_NO_MEM, "%s: cannot make %zu bytes of shared memory (%s: %s)", fn, len, what,
-                              strerror(e));
+            return kumi_error(MPI_ERR_NO_MEM, "%s: cannot make %zu bytes of shared memory %s (%s: %s)", fn, len,
+                              nlocal > 1 ? name : "(anonymous)", what, strerror(e));
         if (err == 2) return kumi_error(MPI_ERR_SIZE, "%s: the window is too large", fn);
         if (err) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
         return kumi_error(MPI_ERR_NO_MEM, "%s: another rank could not make the window's memory", fn);
@@ -348,7 +370,11 @@ static int seg_setup(const char *fn, struct kumi_win *w, const struct win_rec *a
         fd = shm_open(name, O_RDWR, 0);
         struct stat st;
         if (fd < 0) { e = errno; what = "shm_open"; err = 3; }
-        else if (fstat(fd, &st) != 0 || (size_t)st.st_size < len) { e = EINVAL; what = "segment size"; err = 3; }
+        else if (fstat(fd, &st) != 0) { e = errno; what = "fstat"; err = 3; }
+        else if (st.st_uid != geteuid() || (st.st_mode & 077)) {
+            e = EPERM; what = "the segment is not this job's (another owner, or open to others)"; err = 3;
+        }
+        else if ((size_t)st.st_size < len) { e = EINVAL; what = "segment size"; err = 3; }
         else if ((seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
             e = errno; what = "mmap"; err = 3;
         }
