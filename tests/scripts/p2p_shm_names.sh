@@ -34,11 +34,12 @@ dir=$(mktemp -d /tmp/kumi-shmnames.XXXXXX)
 chmod 755 "$dir"
 job_pid=
 binder=
+squat=()   # the squatter's files (mpiexec leaves another user's files alone)
 cleanup() {
     touch "$dir/go" "$dir/go0" 2>/dev/null
     [ -n "$binder" ] && kill "$binder" 2>/dev/null
     [ -n "$job_pid" ] && kill "$job_pid" 2>/dev/null
-    rm -f /dev/shm/kumiprobe-keep.$$.*
+    rm -f /dev/shm/kumiprobe-keep.$$.* "${squat[@]}"
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -117,6 +118,7 @@ old0="kumi.$job.0"
 for f in "$seg1" "$old0"; do
     "${AS_PROBE[@]}" sh -c "umask 0; head -c 65536 /dev/zero | tr '\\0' 'Q' > /dev/shm/$f && \
         ln /dev/shm/$f /dev/shm/kumiprobe-keep.$$.$f" || { echo "kumiprobe could not create /dev/shm/$f"; exit 1; }
+    squat+=("/dev/shm/$f")
 done
 "${AS_PROBE[@]}" "$PYP" -c '
 import socket, sys, os, time
@@ -148,6 +150,7 @@ for f in "$seg1" "$old0"; do
     k=/dev/shm/kumiprobe-keep.$$.$f
     [ "$(stat -c '%s %U' "$k")" = "65536 kumiprobe" ] || { echo "$f was changed: $(stat -c '%s %U' "$k")"; exit 1; }
     [ "$(tr -d Q < "$k" | wc -c)" = 0 ] || { echo "the job wrote into the squatter's $f"; exit 1; }
+    [ -e "/dev/shm/$f" ] || { echo "mpiexec removed the squatter's /dev/shm/$f"; exit 1; }
 done
 kill "$binder" 2>/dev/null; binder=
 echo "2. job $job: squatted segment and doorbell refused by name, squatter's files untouched, job passed over TCP"

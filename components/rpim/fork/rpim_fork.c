@@ -244,7 +244,7 @@ static void *rpim_fork_watch(void *arg)
         if (n < 0 || pf[1].revents) return NULL;
         if (pf[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) break;
     }
-    int removed = kumi_launch_shm_cleanup(rpim_fork_jobid, 1);
+    int removed = kumi_launch_shm_cleanup(rpim_fork_jobid);
     char b[256];
     int l = snprintf(b, sizeof b, "rank %d: the launcher (mpiexec) of job %ld is gone; ending this process"
                      " (%d shared-memory object%s of the job removed)\n", rpim_fork_rank, rpim_fork_jobid,

@@ -36,8 +36,10 @@
  * Shared-memory objects of a job (every component follows this rule):
  * POSIX names start with "/kumi.<KUMI_JOBID>." (files
  * /dev/shm/kumi.<jobid>.*; named semaphores /dev/shm/sem.kumi.<jobid>.*).
- * kumi_launch_shm_cleanup() removes them; mpiexec calls it when the job
- * ends, a rank whose launcher died calls it before it exits.
+ * kumi_launch_shm_cleanup() removes those of them that belong to the
+ * caller's user (another user's file with such a name is left alone: it is
+ * not the job's); mpiexec calls it when the job ends, a rank whose launcher
+ * died calls it before it exits.
  */
 #ifndef KUMI_LAUNCH_PROTO_H
 #define KUMI_LAUNCH_PROTO_H
@@ -89,11 +91,11 @@ static inline uint32_t kumi_launch_get_u32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Unlink /dev/shm/kumi.<jobid>.* and /dev/shm/sem.kumi.<jobid>.*; with
- * only_mine, only those owned by this process's effective user.  Returns how
+/* Unlink /dev/shm/kumi.<jobid>.* and /dev/shm/sem.kumi.<jobid>.* owned by
+ * this process's effective user (never another user's).  Returns how
  * many were removed.  (Plain POSIX calls only: the header compiles in
  * strict C99/C11 too.) */
-static inline int kumi_launch_shm_cleanup(long jobid, int only_mine)
+static inline int kumi_launch_shm_cleanup(long jobid)
 {
     char pfx[2][64];
     size_t pl[2];
@@ -116,7 +118,7 @@ static inline int kumi_launch_shm_cleanup(long jobid, int only_mine)
                     char path[sizeof KUMI_LAUNCH_SHM_DIR + 256];
                     struct stat st;
                     snprintf(path, sizeof path, "%s/%s", KUMI_LAUNCH_SHM_DIR, de->d_name);
-                    if (only_mine && (stat(path, &st) != 0 || st.st_uid != me)) break;
+                    if (lstat(path, &st) != 0 || st.st_uid != me) break;   /* not ours: not touched */
                     if (unlink(path) == 0) here++;
                     break;
                 }
