@@ -8,7 +8,7 @@
  * other (a 1 KiB eager one and a 200 KiB rendezvous one, contents checked)
  * round after round until the file DIR/go appears (rank 0 looks and tells
  * the others), at most 120 s.  Rank 0 prints "ok <rounds>". */
-#include "kt.h"
+#include "kt_hold.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -28,20 +28,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     KT_CHECK(argc == 2, "usage: p2p_hold DIR");
-    int pid = (int)getpid(), *pids = malloc((size_t)size * sizeof *pids);
-    KT_MPI(MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD));
-    if (rank == 0) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s/ready.tmp", argv[1]);
-        snprintf(path, sizeof path, "%s/ready", argv[1]);
-        FILE *f = fopen(tmp, "w");
-        KT_CHECK(f != NULL, "cannot write %s", tmp);
-        const char *job = getenv("KUMI_JOBID");
-        fprintf(f, "jobid %s\n", job ? job : "?");
-        for (int r = 0; r < size; r++) fprintf(f, "pid %d %d\n", r, pids[r]);
-        fclose(f);
-        KT_CHECK(rename(tmp, path) == 0, "rename");
-    }
+    kt_hold_ready(argv[1]);
     snprintf(path, sizeof path, "%s/go", argv[1]);
     unsigned char *sbuf = malloc(LARGE), *rbuf = malloc(LARGE), *want = malloc(LARGE);
     MPI_Request *req = malloc(4 * (size_t)size * sizeof *req);
@@ -91,7 +78,7 @@ int main(int argc, char **argv)
         free(sb[r]);
         free(rb[r]);
     }
-    free(sb); free(rb); free(req); free(sbuf); free(rbuf); free(want); free(pids);
+    free(sb); free(rb); free(req); free(sbuf); free(rbuf); free(want);
     KT_MPI(MPI_Finalize());
     return 0;
 }

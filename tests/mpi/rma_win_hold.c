@@ -11,7 +11,7 @@
  * MPI_Win_shared_query, and rank 0 prints "window ok".  Failure: every rank
  * must fail (an allreduce checks it) and rank 0 prints "window error: "
  * and MPI_Error_string's text.  The exit status is 0 in both cases. */
-#include "kt.h"
+#include "kt_hold.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -25,19 +25,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     KT_CHECK(argc == 2, "usage: rma_win_hold DIR");
-    int pid = (int)getpid(), *pids = malloc((size_t)size * sizeof *pids);
-    KT_MPI(MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    kt_hold_ready(argv[1]);
     if (rank == 0) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s/ready.tmp", argv[1]);
-        snprintf(path, sizeof path, "%s/ready", argv[1]);
-        FILE *f = fopen(tmp, "w");
-        KT_CHECK(f != NULL, "cannot write %s", tmp);
-        const char *job = getenv("KUMI_JOBID");
-        fprintf(f, "jobid %s\n", job ? job : "?");
-        for (int r = 0; r < size; r++) fprintf(f, "pid %d %d\n", r, pids[r]);
-        fclose(f);
-        KT_CHECK(rename(tmp, path) == 0, "rename");
         snprintf(path, sizeof path, "%s/go", argv[1]);
         for (int i = 0; i < 1200 && !go; i++) {
             if (access(path, F_OK) == 0) go = 1;
@@ -75,7 +64,6 @@ int main(int argc, char **argv)
         KT_MPI(MPI_Win_free(&win));
         if (rank == 0) printf("window ok\n");
     }
-    free(pids);
     KT_MPI(MPI_Finalize());
     return 0;
 }

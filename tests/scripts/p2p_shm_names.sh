@@ -15,15 +15,7 @@
 # 3. A bad p2p_shmem_ring_size: the job passes over TCP and stderr has exactly
 #    one line from p2p/shmem naming the parameter.
 set -u
-[ -d /dev/shm ] || { echo "no /dev/shm"; exit 77; }
-command -v python3 >/dev/null || { echo "no python3"; exit 77; }
-command -v setpriv >/dev/null || { echo "no setpriv"; exit 77; }
-if [ "$(id -u)" != 0 ]; then echo "needs root to act as another user"; exit 77; fi
-id kumiprobe >/dev/null 2>&1 || useradd -r -M -s /bin/false kumiprobe >/dev/null 2>&1
-id kumiprobe >/dev/null 2>&1 || { echo "cannot create user kumiprobe"; exit 77; }
-PU=$(id -u kumiprobe); PG=$(id -g kumiprobe)
-AS_PROBE=(setpriv --reuid="$PU" --regid="$PG" --clear-groups)
-"${AS_PROBE[@]}" true 2>/dev/null || { echo "setpriv to kumiprobe refused"; exit 77; }
+. "$(dirname "$0")/probe_common.inc"
 PYP=   # a python3 that kumiprobe can run (python3 may be a shim in root's home)
 for py in python3 /usr/bin/python3 /usr/local/bin/python3; do
     if "${AS_PROBE[@]}" "$py" -c pass 2>/dev/null; then PYP=$py; break; fi

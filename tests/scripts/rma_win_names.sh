@@ -13,15 +13,7 @@
 #    made on the attacker's file: every rank gets an error whose text names
 #    the segment, the job ends cleanly, the files stay empty.
 set -u
-[ -d /dev/shm ] || { echo "no /dev/shm"; exit 77; }
-command -v python3 >/dev/null || { echo "no python3"; exit 77; }
-command -v setpriv >/dev/null || { echo "no setpriv"; exit 77; }
-if [ "$(id -u)" != 0 ]; then echo "needs root to act as another user"; exit 77; fi
-id kumiprobe >/dev/null 2>&1 || useradd -r -M -s /bin/false kumiprobe >/dev/null 2>&1
-id kumiprobe >/dev/null 2>&1 || { echo "cannot create user kumiprobe"; exit 77; }
-PU=$(id -u kumiprobe); PG=$(id -g kumiprobe)
-AS_PROBE=(setpriv --reuid="$PU" --regid="$PG" --clear-groups)
-"${AS_PROBE[@]}" true 2>/dev/null || { echo "setpriv to kumiprobe refused"; exit 77; }
+. "$(dirname "$0")/probe_common.inc"
 
 dir=$(mktemp -d /tmp/kumi-winnames.XXXXXX)
 chmod 755 "$dir"
