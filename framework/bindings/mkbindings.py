@@ -296,7 +296,8 @@ def gen_binding(name, ret, params, kinds, rule):
         ctype, getter, what = CONVERT[t]
         v = local[p['name']]
         null_ok = '' if p['name'] not in rule.get('null_ok', ()) else \
-            ' && %s != %s' % (p['name'], {'MPI_Comm': 'MPI_COMM_NULL'}[t])
+            ' && %s != %s' % (p['name'], {'MPI_Comm': 'MPI_COMM_NULL', 'MPI_Datatype': 'MPI_DATATYPE_NULL',
+                                          'MPI_Win': 'MPI_WIN_NULL'}[t])
         body.append('    if (!(%s = %s(%s))%s) { rc = kumi_chk_bad_%s(kfn, "%s", %s); goto fail; }'
                     % (v, getter, p['name'], null_ok, what, p['name'], p['name']))
         if t == 'MPI_Datatype' and moves_data:

@@ -309,7 +309,8 @@ int kumi_mpi_comm_get_name(struct kumi_comm *comm, char *comm_name, int *resultl
 {
     if (!comm_name || !resultlen)
         return kumi_error(MPI_ERR_ARG, "MPI_Comm_get_name: argument %s is NULL", comm_name ? "resultlen" : "comm_name");
-    snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", comm->name);
+    /* MPI 4.1 sec. 7.8: the null handle is predefined and has its name */
+    snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", comm ? comm->name : "MPI_COMM_NULL");
     *resultlen = (int)strlen(comm_name);
     return MPI_SUCCESS;
 }

@@ -425,7 +425,8 @@ int kumi_mpi_type_get_name(struct kumi_dt *datatype, char *type_name, int *resul
 {
     if (!type_name) return DT_NULLARG("MPI_Type_get_name", "type_name");
     if (!resultlen) return DT_NULLARG("MPI_Type_get_name", "resultlen");
-    const char *n = datatype->name ? datatype->name : "";
+    /* MPI 4.1 sec. 7.8: the null handle is predefined and has its name */
+    const char *n = !datatype ? "MPI_DATATYPE_NULL" : datatype->name ? datatype->name : "";
     snprintf(type_name, MPI_MAX_OBJECT_NAME, "%s", n);
     *resultlen = (int)strlen(type_name);
     return MPI_SUCCESS;

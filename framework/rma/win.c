@@ -667,7 +667,8 @@ int kumi_mpi_win_get_name(struct kumi_win *win, char *win_name, int *resultlen)
 {
     if (!win_name || !resultlen)
         return kumi_error(MPI_ERR_ARG, "MPI_Win_get_name: argument %s is NULL", win_name ? "resultlen" : "win_name");
-    snprintf(win_name, MPI_MAX_OBJECT_NAME, "%s", win->name);
+    /* MPI 4.1 sec. 7.8: the null handle is predefined and has its name */
+    snprintf(win_name, MPI_MAX_OBJECT_NAME, "%s", win ? win->name : "MPI_WIN_NULL");
     *resultlen = (int)strlen(win_name);
     return MPI_SUCCESS;
 }
