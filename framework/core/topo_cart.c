@@ -193,32 +193,110 @@ int kumi_mpi_cart_shift(struct kumi_comm *comm, int direction, int disp, int *ra
     return MPI_SUCCESS;
 }
 
-/* Balanced factorisation: the lexicographically smallest non-increasing
- * tuple of k factors of n, each at most maxf (out[0] largest).  1 if found. */
-static int dims_search(int n, int k, int maxf, int *out)
+/* Balanced factorisation (MPI 4.1 sec. 8.5.2: dimensions "as close to each
+ * other as possible").  Of the non-increasing tuples of k factors of n, the
+ * one with the smallest spread (largest minus smallest factor); among equal
+ * spreads the largest smallest factor; then the smallest sum.  (This is the
+ * choice MPICH makes: the same results for every n up to 6,000 in 2 to 5
+ * dimensions, e.g. 21 x 16 x 15 for 5,040 in 3, where a greedy split of the
+ * prime factors gives 20 x 18 x 14.)  A depth-first search over the divisors
+ * of n in increasing order, cut where the spread can only grow. */
+struct dims_search {
+    int k;
+    const long long *divs;       /* the divisors of n, increasing */
+    int ndivs;
+    long long *cur, *best;
+    long long bspread, bmin, bsum;
+};
+
+/* x^r, or cap + 1 when it exceeds cap */
+static long long dims_pow(long long x, int r, long long cap)
 {
-    if (k == 0) return n == 1;
-    if (k == 1) {
-        if (n > maxf) return 0;
-        out[0] = n;
-        return 1;
+    long long p = 1;
+    for (int i = 0; i < r; i++) {
+        if (x > 0 && p > cap / x) return cap + 1;
+        p *= x;
     }
-    /* the first factor is at least the k-th root of n */
-    int f = 1;
-    while (1) {
-        long long p = 1;
-        for (int i = 0; i < k && p < n; i++) p *= f;
-        if (p >= n) break;
-        f++;
+    return p;
+}
+
+/* the largest x with x^r <= m (m >= 1, r >= 1) */
+static long long dims_root(long long m, int r)
+{
+    long long lo = 1, hi = m < (1LL << 31) ? m : (1LL << 31);
+    while (lo < hi) {
+        long long mid = lo + (hi - lo + 1) / 2;
+        if (dims_pow(mid, r, m) <= m) lo = mid;
+        else hi = mid - 1;
     }
-    for (; f <= maxf && f <= n; f++) {
-        if (n % f) continue;
-        if (dims_search(n / f, k - 1, f, out + 1)) {
-            out[0] = f;
-            return 1;
+    return lo;
+}
+
+static void dims_search(struct dims_search *s, int level, long long m, long long maxf, long long sum)
+{
+    int r = s->k - level;
+    if (r == 1) {
+        if (m > maxf) return;
+        s->cur[level] = m;
+        long long spread = s->cur[0] - m, total = sum + m;
+        if (spread < s->bspread || (spread == s->bspread && (m > s->bmin || (m == s->bmin && total < s->bsum)))) {
+            s->bspread = spread;
+            s->bmin = m;
+            s->bsum = total;
+            memcpy(s->best, s->cur, sizeof *s->cur * (size_t)s->k);
         }
+        return;
     }
-    return 0;
+    long long lo = dims_root(m, r);
+    if (dims_pow(lo, r, m) < m) lo++;           /* the largest factor is at least the r-th root */
+    for (int i = 0; i < s->ndivs; i++) {
+        long long d = s->divs[i];
+        if (d < lo || m % d) continue;
+        if (d > maxf) break;
+        /* the smallest factor is at most the (r-1)-th root of what is left,
+         * so the spread is at least this, and grows with d */
+        long long f0 = level ? s->cur[0] : d;
+        if (f0 - dims_root(m / d, r - 1) > s->bspread) break;
+        s->cur[level] = d;
+        dims_search(s, level + 1, m / d, d, sum + d);
+    }
+}
+
+/* The balanced k factors of n (n >= 1, k >= 1) into out[0..k), largest
+ * first.  MPI_SUCCESS or MPI_ERR_NO_MEM. */
+static int dims_balance(int n, int k, int *out)
+{
+    int nd = 0, cap = 64;
+    long long *divs = malloc(sizeof *divs * (size_t)cap), *big = NULL;
+    long long *cur = malloc(sizeof *cur * (size_t)k * 2);
+    int rc = MPI_SUCCESS;
+    if (!divs || !cur) { rc = MPI_ERR_NO_MEM; goto out; }
+    /* the divisors up to sqrt(n) in increasing order, then their partners */
+    int nsmall = 0;
+    for (long long d = 1; d * d <= n; d++) {
+        if (n % d) continue;
+        if (nd + 2 > cap) {
+            long long *nx = realloc(divs, sizeof *divs * (size_t)(cap *= 2));
+            if (!nx) { rc = MPI_ERR_NO_MEM; goto out; }
+            divs = nx;
+        }
+        divs[nd++] = d;
+    }
+    nsmall = nd;
+    big = malloc(sizeof *big * (size_t)(2 * nsmall + 1));
+    if (!big) { rc = MPI_ERR_NO_MEM; goto out; }
+    memcpy(big, divs, sizeof *big * (size_t)nsmall);
+    for (int i = nsmall - 1; i >= 0; i--)
+        if (divs[i] * divs[i] != n) big[nd++] = n / divs[i];
+    struct dims_search s = { .k = k, .divs = big, .ndivs = nd, .cur = cur, .best = cur + k,
+                             .bspread = LLONG_MAX, .bmin = 0, .bsum = LLONG_MAX };
+    dims_search(&s, 0, n, n, 0);
+    for (int i = 0; i < k; i++) out[i] = (int)s.best[i];   /* n, 1, 1, ... is always a candidate */
+out:
+    free(divs);
+    free(big);
+    free(cur);
+    return rc;
 }
 
 static int dims_create(int nnodes, int ndims, int dims[])
@@ -250,9 +328,9 @@ static int dims_create(int nnodes, int ndims, int dims[])
     }
     int *f = kumi_topo_ints((size_t)nfree);
     if (!f) return kumi_topo_nomem(fn);
-    if (!dims_search(rest, nfree, rest, f)) {      /* cannot fail: rest, 1, 1, ... */
+    if (dims_balance(rest, nfree, f) != MPI_SUCCESS) {
         free(f);
-        return kumi_error(MPI_ERR_INTERN, "%s: no factorisation found", fn);
+        return kumi_topo_nomem(fn);
     }
     for (int d = 0, i = 0; d < ndims; d++)
         if (dims[d] == 0) dims[d] = f[i++];
