@@ -125,7 +125,10 @@ static void usage(FILE *f)
         "  --memory-alloc-kinds LIST\n"
         "                       memory allocation kinds the program asks for (MPI 4.1\n"
         "                       info key mpi_memory_alloc_kinds; default mpi,system)\n"
-        "  --timeout S          stop the job after S seconds (exit status 124)\n"
+        "  --timeout S          stop the job after S seconds (exit status 124); without\n"
+        "                       it, the environment variable MPIEXEC_TIMEOUT (seconds;\n"
+        "                       0 or empty: no limit) sets the limit, as in Open MPI\n"
+        "                       and MPICH\n"
         "  --tag-output         prefix each output line with [jobid,rank]<stdout>: or <stderr>:\n"
         "  --stdin none         do not forward stdin to rank 0 (it gets /dev/null)\n"
         "  --bind-to L          bind each process to a core, package or hwthread, or\n"
@@ -1070,6 +1073,19 @@ int main(int argc, char **argv)
     sinks_init();
     atexit(sinks_at_exit);
     parse_args(argc, argv);
+    if (opt.timeout == 0) {             /* the variable test runners use to bound a job */
+        const char *t = getenv("MPIEXEC_TIMEOUT");
+        if (t && *t) {
+            char *end;
+            double sec = strtod(t, &end);
+            while (*end == ' ' || *end == '\t') end++;
+            if (end == t || *end || !(sec >= 0) || sec > 1e9) {
+                fprintf(stderr, "mpiexec: MPIEXEC_TIMEOUT: invalid number of seconds '%s'\n", t);
+                return 1;
+            }
+            opt.timeout = sec;
+        }
+    }
     char *prog = resolve_program(opt.argv[0]);
     raise_fd_limit();
     if (check_limits(opt.np) < 0) return 1;
