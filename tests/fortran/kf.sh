@@ -12,7 +12,7 @@ kf_wrappers() {
         [ -f "$top_builddir/tools/wrappers/$w" ] || continue
         sed -e "s|^includedir=.*|includedir=\"$top_builddir/framework/include -I$top_srcdir/framework/include -I$top_builddir/framework/fortran\"|" \
             -e "s|^libdir=.*|libdir=\"$top_builddir/framework/.libs\"|" \
-            -e "s|^libs=\"-L\$libdir -Wl,-rpath,\$libdir -lmpifort|libs=\"-L$top_builddir/framework/fortran/.libs -Wl,-rpath,$top_builddir/framework/fortran/.libs -L\$libdir -Wl,-rpath,\$libdir -lmpifort|" \
+            -e "s|^ldflags=\"-L\$libdir -Wl,-rpath,\$libdir|ldflags=\"-L$top_builddir/framework/fortran/.libs -Wl,-rpath,$top_builddir/framework/fortran/.libs -L\$libdir -Wl,-rpath,\$libdir|" \
             "$top_builddir/tools/wrappers/$w" > "$KF_DIR/$w"
         chmod +x "$KF_DIR/$w"
     done

@@ -17,11 +17,14 @@ for a in "$@"; do
 done
 case $show in
   compile) echo "$cflags"; exit 0 ;;
-  link) echo "$libs"; exit 0 ;;
+  link) echo "$ldflags $libs"; exit 0 ;;
 esac
 if [ $link = yes ]; then
+  # Kumi's library folder comes before the user's arguments (a -L there, such
+  # as -L/usr/lib/x86_64-linux-gnu, must not find another MPI's libmpi.so
+  # first); the libraries themselves come after the objects that use them.
   # shellcheck disable=SC2086
-  set -- $cflags "$@" $libs
+  set -- $cflags $ldflags "$@" $libs
 else
   # shellcheck disable=SC2086
   set -- $cflags "$@"
