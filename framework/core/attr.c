@@ -254,7 +254,12 @@ int kumi_attr_delete(const char *fn, struct kumi_attr **list, int kind, void *ha
         return kumi_error(MPI_ERR_KEYVAL, "%s: keyval %d is predefined and cannot be deleted", fn, keyval);
     struct kumi_keyval *k;
     int rc = kv_user(fn, kind, keyval, &k);
-    if (rc) return rc;
+    if (rc) {
+        /* a freed keyval still names the attributes that use it, and they
+         * can be deleted with it (MPI 4.1 sec. 7.7.2, MPI_COMM_FREE_KEYVAL) */
+        struct kumi_keyval *f = kv_lookup(keyval);
+        if (!f || f->kind != kind) return rc;
+    }
     struct kumi_attr *a = find(*list, keyval);
     if (!a) return kumi_error(MPI_ERR_KEYVAL, "%s: keyval %d has no value on this %s", fn, keyval, kind_name(kind));
     unlink_attr(list, a);
