@@ -93,6 +93,16 @@ static void status_out(MPI_Status *st, const MPI_Status *from)
     st->MPI_ERROR = keep;
 }
 
+/* The empty status (an inactive or null request, nothing found) out of a
+ * call that reports one request: MPI_ERROR stays as the caller left it. */
+static void status_empty_out(MPI_Status *st)
+{
+    if (st == MPI_STATUS_IGNORE) return;
+    int keep = st->MPI_ERROR;
+    kumi_status_empty(st);
+    st->MPI_ERROR = keep;
+}
+
 /* Report a complete request: status out, then free it (non-persistent) or
  * make it inactive (persistent).  Returns its error code (no handler). */
 static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
@@ -359,7 +369,7 @@ int kumi_pt2pt_isendrecv_replace(const char *fn, void *buf, MPI_Count count, str
 static void status_of_ue(const struct kumi_ue *u, MPI_Status *st)
 {
     if (st == MPI_STATUS_IGNORE) return;
-    kumi_status_empty(st);
+    status_empty_out(st);
     st->MPI_SOURCE = u->hdr.src;
     st->MPI_TAG = u->hdr.tag;
     kumi_status_set_bytes(st, u->hdr.len);
@@ -368,7 +378,7 @@ static void status_of_ue(const struct kumi_ue *u, MPI_Status *st)
 static void status_proc_null(MPI_Status *st)
 {
     if (st == MPI_STATUS_IGNORE) return;
-    kumi_status_empty(st);
+    status_empty_out(st);
     st->MPI_SOURCE = MPI_PROC_NULL;
     st->MPI_TAG = MPI_ANY_TAG;
 }
@@ -510,7 +520,7 @@ int kumi_mpi_wait(MPI_Request *request, MPI_Status *status)
 {
     if (!request) return bad_request("MPI_Wait", "request", -1);
     struct kumi_req *r = req_get(*request);
-    if (req_idle(*request, r)) { if (status != MPI_STATUS_IGNORE) kumi_status_empty(status); return MPI_SUCCESS; }
+    if (req_idle(*request, r)) { status_empty_out(status); return MPI_SUCCESS; }
     if (!r) return bad_request("MPI_Wait", "request", -1);
     wait_req(r);
     return consume_handle(request, r, status, "MPI_Wait");
@@ -522,7 +532,7 @@ int kumi_mpi_test(MPI_Request *request, int *flag, MPI_Status *status)
     struct kumi_req *r = req_get(*request);
     if (req_idle(*request, r)) {
         *flag = 1;
-        if (status != MPI_STATUS_IGNORE) kumi_status_empty(status);
+        status_empty_out(status);
         return MPI_SUCCESS;
     }
     if (!r) return bad_request("MPI_Test", "request", -1);
@@ -639,7 +649,7 @@ static int pick_any(int count, MPI_Request reqs[], int *index, int *flag, MPI_St
     }
     *index = MPI_UNDEFINED;
     *flag = active == 0;
-    if (*flag && status != MPI_STATUS_IGNORE) kumi_status_empty(status);
+    if (*flag) status_empty_out(status);
     return MPI_SUCCESS;
 }
 
@@ -735,7 +745,7 @@ int kumi_mpi_request_get_status(MPI_Request request, int *flag, MPI_Status *stat
     struct kumi_req *r = req_get(request);
     if (req_idle(request, r)) {
         *flag = 1;
-        if (status != MPI_STATUS_IGNORE) kumi_status_empty(status);
+        status_empty_out(status);
         return MPI_SUCCESS;
     }
     if (!r) return bad_request("MPI_Request_get_status", "request", -1);
