@@ -2,9 +2,11 @@
  * allocator behind MPI_Bsend / MPI_Ibsend / MPI_Bsend_init (the MPI
  * functions MPI_Buffer_attach / _detach are in mpi/buffer.c).
  *
- * A buffered message occupies its packed size (rounded up to 8) plus
- * MPI_BSEND_OVERHEAD bytes of the attached buffer until it has gone out
- * (first fit).  If it does not fit the call fails with MPI_ERR_BUFFER.
+ * A buffered message occupies its packed size plus MPI_BSEND_OVERHEAD bytes
+ * of the attached buffer until it has gone out (first fit): exactly what the
+ * standard tells the user to provide (MPI_Pack_size + MPI_BSEND_OVERHEAD per
+ * message), so a buffer of that size always holds the message.  The
+ * bookkeeping lives outside the buffer; the overhead is kept as slack.  If it does not fit the call fails with MPI_ERR_BUFFER.
  * MPI_BUFFER_AUTOMATIC (MPI 4.1) attaches a buffer without limit: messages
  * are then copied into memory of their own. */
 #include "request/request.h"
@@ -95,7 +97,7 @@ static struct bseg *alloc_seg(size_t need)
 int kumi_bsend_prepare(struct kumi_req *r)
 {
     size_t bytes = r->count * r->dt->size;
-    size_t need = ((bytes + 7) & ~(size_t)7) + MPI_BSEND_OVERHEAD;
+    size_t need = bytes + MPI_BSEND_OVERHEAD;
     struct bseg *s;
     void *dst;
 
