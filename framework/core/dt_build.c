@@ -113,8 +113,10 @@ void kumi_dt_bld_add(struct bld *b, const struct kumi_dt *c, MPI_Aint disp, size
     MPI_Aint ext = c->extent;
     MPI_Aint r0 = amin(0, (MPI_Aint)(nrep - 1) * rstride), r1 = amax(0, (MPI_Aint)(nrep - 1) * rstride);
     MPI_Aint j0 = amin(0, (MPI_Aint)(bl - 1) * ext), j1 = amax(0, (MPI_Aint)(bl - 1) * ext);
-    MPI_Aint clo = amin(c->lb, c->lb + ext), chi = amax(c->lb, c->lb + ext);
-    MPI_Aint lo = disp + r0 + j0 + clo, hi = disp + r1 + j1 + chi;
+    /* MPI 4.1 sec. 5.1.7: lb is the least of the copies' lower bounds, ub
+     * the greatest of their upper bounds (lb + extent, below lb when the
+     * extent is negative: the two are not swapped) */
+    MPI_Aint lo = disp + r0 + j0 + c->lb, hi = disp + r1 + j1 + c->lb + ext;
     if (!b->any) { b->lb = lo; b->ub = hi; b->any = true; }
     else { b->lb = amin(b->lb, lo); b->ub = amax(b->ub, hi); }
     if (c->size) {
