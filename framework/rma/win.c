@@ -534,6 +534,20 @@ int kumi_mpi_win_free(MPI_Win *win)
 }
 
 /* ------------------------------------------------------ shared query */
+/* MPI 4.1 sec. 12.2.3: any flavour may be queried.  A rank's memory that
+ * this process can load and store (its own; a same-host rank's part of a
+ * host segment: Win_allocate, Win_allocate_shared) is answered with its
+ * address; memory that is not shared with this process (another host's, a
+ * Win_create or dynamic window of another process) gives size 0 and a NULL
+ * baseptr, not an error.  MPI_PROC_NULL: the first rank with memory of
+ * non-zero size that this process can reach that way. */
+static void *shared_addr(const struct kumi_win *w, int r)
+{
+    if (w->peers[r].direct) return w->peers[r].direct;
+    if (r == w->rank && w->flavor != MPI_WIN_FLAVOR_DYNAMIC) return w->base;
+    return NULL;
+}
+
 static int shared_query(const char *fn, struct kumi_win *w, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
                         void *baseptr)
 {
@@ -541,14 +555,10 @@ static int shared_query(const char *fn, struct kumi_win *w, int rank, MPI_Aint *
         return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fn, !size ? "size" : !disp_unit ? "disp_unit" : "baseptr");
     if (rank != MPI_PROC_NULL && (rank < 0 || rank >= w->size))
         return kumi_error(MPI_ERR_RANK, "%s: invalid rank %d in a window of %d processes", fn, rank, w->size);
-    if (w->flavor != MPI_WIN_FLAVOR_SHARED && w->flavor != MPI_WIN_FLAVOR_ALLOCATE)
-        return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: the window's memory is not shared (it was made by %s)", fn,
-                          w->flavor == MPI_WIN_FLAVOR_CREATE ? "MPI_Win_create" : "MPI_Win_create_dynamic");
     if (rank == MPI_PROC_NULL) {
-        /* the first rank with memory (of this host's for Win_allocate) */
         rank = -1;
         for (int r = 0; r < w->size && rank < 0; r++)
-            if (w->peers[r].direct && w->peers[r].size > 0) rank = r;
+            if (shared_addr(w, r) && w->peers[r].size > 0) rank = r;
         if (rank < 0) {
             *size = 0;
             *disp_unit = w->disp_unit;
@@ -557,12 +567,10 @@ static int shared_query(const char *fn, struct kumi_win *w, int rank, MPI_Aint *
         }
     }
     const struct kumi_win_peer *p = &w->peers[rank];
-    if (!p->direct)
-        return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: rank %d of a window made by MPI_Win_allocate is on another "
-                          "host: its memory is not shared with this process", fn, rank);
-    *size = (MPI_Aint)p->size;
+    void *addr = shared_addr(w, rank);
+    *size = addr ? (MPI_Aint)p->size : 0;
     *disp_unit = p->disp_unit;
-    *(void **)baseptr = p->direct;
+    *(void **)baseptr = addr;
     return MPI_SUCCESS;
 }
 

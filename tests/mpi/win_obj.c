@@ -148,10 +148,20 @@ static void test_create(void)
     KT_ERRCLASS(MPI_Win_attach(win, buf, 4), MPI_ERR_RMA_FLAVOR);
     KT_ERRCLASS(MPI_Win_detach(win, buf), MPI_ERR_RMA_FLAVOR);
     {
+        /* MPI 4.1: any flavour may be queried; memory not shared with this
+         * process gives size 0 and NULL, this process's own its address */
         MPI_Aint sz;
-        int du;
+        int du, me, np;
         void *p;
-        KT_ERRCLASS(MPI_Win_shared_query(win, 0, &sz, &du, &p), MPI_ERR_RMA_FLAVOR);
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        MPI_Comm_size(MPI_COMM_WORLD, &np);
+        KT_MPI(MPI_Win_shared_query(win, me, &sz, &du, &p));
+        KT_CHECK(p == buf && sz == (MPI_Aint)sizeof buf && du == (int)sizeof(int),
+                 "shared_query of this rank's Win_create memory: %p %ld %d", p, (long)sz, du);
+        if (np > 1) {
+            KT_MPI(MPI_Win_shared_query(win, (me + 1) % np, &sz, &du, &p));
+            KT_CHECK(p == NULL && sz == 0, "shared_query of another rank's Win_create memory: %p %ld", p, (long)sz);
+        }
     }
     /* a communicator's handler does not fit a window */
     MPI_Errhandler ceh;
@@ -426,7 +436,8 @@ static void test_dynamic(void)
         MPI_Aint sz;
         int du;
         void *p;
-        KT_ERRCLASS(MPI_Win_shared_query(win, 0, &sz, &du, &p), MPI_ERR_RMA_FLAVOR);
+        KT_MPI(MPI_Win_shared_query(win, 0, &sz, &du, &p));     /* dynamic: nothing shared */
+        KT_CHECK(p == NULL && sz == 0, "shared_query of a dynamic window: %p %ld", p, (long)sz);
     }
     KT_MPI(MPI_Win_detach(win, a));
     KT_MPI(MPI_Win_attach(win, a + 16, 32));            /* the space is free again */
