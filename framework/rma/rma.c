@@ -161,8 +161,11 @@ int rma_send_ctl(struct kumi_rma *m, int to, const struct rma_msg *msg)
 
 /* ---------------------------------------------------------- target rma_layout */
 
-/* The blocks of count elements of dt (whole basic elements each), offsets
- * from the first element's address; merged where adjacent.  *span: bytes from
+/* The blocks of count elements of dt: its data bytes in type-map order (the
+ * packed form's order; the padding of a pair type is no data), offsets
+ * from the first element's address; merged where adjacent.  A block holds
+ * whole basic elements except for the padded pair types, whose value and
+ * int may fall in separate blocks (rma_tm_reduce takes care of them).  *span: bytes from
  * the address to the end of the last block; *lo: lowest offset (may be < 0
  * with a negative lower bound).  Returns the number of blocks or -1 (memory). */
 long rma_layout(const struct kumi_dt *dt, size_t count, struct rma_blk **out, int64_t *lo, uint64_t *span)
@@ -172,8 +175,8 @@ long rma_layout(const struct kumi_dt *dt, size_t count, struct rma_blk **out, in
     int64_t mn = INT64_MAX, mx = INT64_MIN;
     if (!b) return -1;
     for (size_t k = 0; k < count; k++)
-        for (size_t s = 0; s < dt->nosegs; s++) {
-            const struct kumi_dt_seg *g = &dt->osegs[s];
+        for (size_t s = 0; s < dt->nsegs; s++) {
+            const struct kumi_dt_seg *g = &dt->segs[s];
             for (size_t i = 0; i < g->count; i++) {
                 int64_t off = (int64_t)k * dt->extent + g->off + (int64_t)i * g->stride;
                 if (g->len == 0) continue;
@@ -250,6 +253,29 @@ int rma_tm_scatter(const struct tmem *t, const char *in)
     return 0;
 }
 
+/* inout op= in, n packed elements of a basic type whose packed form is not
+ * its memory layout (the padded pair types MPI_SHORT_INT, MPI_LONG_INT,
+ * MPI_DOUBLE_INT, MPI_LONG_DOUBLE_INT: 6, 12, 12, 20 bytes of data in an
+ * extent of 8, 16, 16, 32, the int not always right after the value).  The
+ * reduction kernels take the memory layout, so each chunk is unpacked into
+ * element-aligned scratch, reduced there and packed back: the padding is
+ * never taken for data, and nothing is read or written past the n * size
+ * bytes of the packed buffers. */
+static void reduce_packed(MPI_Op op, const struct kumi_dt *d, const char *in, char *inout, size_t n)
+{
+    enum { CHUNK = 32, MAXEXT = 64 };
+    union { long double align_; char b[CHUNK * MAXEXT]; } a, b;
+    size_t per = (size_t)d->extent <= MAXEXT ? CHUNK : 1, es = d->size;
+    if ((size_t)d->extent > MAXEXT) return;           /* no predefined type is that wide */
+    for (size_t j = 0; j < n; j += per) {
+        size_t k = n - j < per ? n - j : per;
+        kumi_dt_unpack(d, in + j * es, k, a.b);
+        kumi_dt_unpack(d, inout + j * es, k, b.b);
+        kumi_op_reduce(op, a.b, b.b, k, d->handle);
+        kumi_dt_pack(d, b.b, k, inout + j * es);
+    }
+}
+
 /* target op= packed bytes (elements of basic datatype dth). */
 int rma_tm_reduce(const struct tmem *t, int32_t oph, uint64_t dth, const char *in)
 {
@@ -259,6 +285,17 @@ int rma_tm_reduce(const struct tmem *t, int32_t oph, uint64_t dth, const char *i
     size_t es = d ? d->size : 0;
     if (!es || op == MPI_NO_OP) return 0;
     if (op == MPI_REPLACE) return rma_tm_scatter(t, in);
+    if ((MPI_Aint)es != d->extent) {   /* a padded pair type: gather, reduce packed, scatter */
+        char *tmp = malloc(t->bytes ? t->bytes : 1);
+        if (!tmp) return ENOMEM;
+        int e = rma_tm_gather(t, tmp);
+        if (!e) {
+            reduce_packed(op, d, in, tmp, t->bytes / es);
+            e = rma_tm_scatter(t, tmp);
+        }
+        free(tmp);
+        return e;
+    }
     if (t->pid) {                       /* read, reduce here, write back */
         char *tmp = malloc(t->bytes ? t->bytes : 1);
         if (!tmp) return ENOMEM;
