@@ -6,8 +6,16 @@
  * libltdl.  A file is refused, with a one-line reason, when its name is not
  * kumi_<fw>_<name>.so, its framework is unknown, it duplicates a component
  * already found (the first one wins), it cannot be loaded, it lacks the
- * symbol kumi_<fw>_<name>_component, its ABI version differs, or the names
- * inside differ from the file name.  KUMI_INTERNAL_NO_PKGLIBDIR=1 skips
+ * symbol kumi_<fw>_<name>_component, its ABI version differs, the names
+ * inside differ from the file name, or its ops table breaks the framework's
+ * contract (kumi/component.h: another major, a table shorter than the
+ * mandatory part, a newer coll minor, p2p capabilities without their
+ * operations or a p2p table without send / reaches / eager_limit).  An
+ * accepted component's entry holds the registry's copies of its struct
+ * kumi_component and of its ops table (zero-filled to the full size this
+ * library knows, so operations a shorter table lacks are NULL); comp->ops
+ * points to that copy, and nothing in the library reads the component's
+ * own table.  KUMI_INTERNAL_NO_PKGLIBDIR=1 skips
  * KUMI_PKGLIBDIR: the test suite and the benchmarks run the build tree's
  * components, never older installed ones.
  *
@@ -26,14 +34,49 @@
 #include <sys/stat.h>
 #include <ltdl.h>
 
+#include <kumi/coll.h>
+#include <kumi/p2p.h>
+#include <kumi/rpim.h>
+
 #include "registry/registry.h"
 
 #ifndef KUMI_PKGLIBDIR
 #define KUMI_PKGLIBDIR "/usr/local/lib/kumi"
 #endif
 
-KUMI_EXPORT const char *const kumi_frameworks[] = { "rpim", "p2p", "coll", "abi", "pacing", "ckpt", NULL };
+/* A framework exists once it has a contract header (kumi/<fw>.h with its
+ * ops table and KUMI_<FW>_CONTRACT_*): one row in contracts[] and one name
+ * in kumi_frameworks[], in the same order. */
+KUMI_EXPORT const char *const kumi_frameworks[] = { "rpim", "p2p", "coll", NULL };
 #define NFW ((int)(sizeof kumi_frameworks / sizeof kumi_frameworks[0]) - 1)
+
+static int p2p_check(const void *ops, char *why, size_t len);
+static int coll_check(const void *ops, char *why, size_t len);
+
+static const struct fw_contract {
+    unsigned major, minor;
+    size_t size, min_size;    /* sizeof the table this library knows; its mandatory part */
+    int newer_minor_ok;       /* 0: a component built against a newer minor is refused */
+    /* Rules of the framework's own on the (full-size) copy: 0, or -1 after
+     * writing the reason. */
+    int (*check)(const void *ops, char *why, size_t len);
+} contracts[] = {
+    { KUMI_RPIM_CONTRACT_MAJOR, KUMI_RPIM_CONTRACT_MINOR, sizeof(struct kumi_rpim_ops), KUMI_RPIM_OPS_MIN_SIZE, 1,
+      NULL },
+    { KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR, sizeof(struct kumi_p2p_ops), KUMI_P2P_OPS_MIN_SIZE, 1,
+      p2p_check },
+    { KUMI_COLL_CONTRACT_MAJOR, KUMI_COLL_CONTRACT_MINOR, sizeof(struct kumi_coll_ops), KUMI_COLL_OPS_MIN_SIZE, 0,
+      coll_check },
+};
+_Static_assert(sizeof contracts / sizeof contracts[0] == (size_t)NFW, "one contract per framework");
+
+/* The registry's copy of an ops table, big enough for every framework's. */
+union ops_copy {
+    struct kumi_ops_hdr hdr;
+    struct kumi_rpim_ops rpim;
+    struct kumi_p2p_ops p2p;
+    struct kumi_coll_ops coll;
+};
 
 #if !defined(KUMI_WANT_DLOPEN)
 KUMI_STATIC_DECLS
@@ -46,6 +89,8 @@ struct reg_entry {
     int seq;                 /* discovery order, for a stable sort */
     int opened;              /* open() said yes: close() is due */
     char realpath[PATH_MAX]; /* to skip a file reached twice */
+    struct kumi_component comp;   /* e.comp points here once accepted ... */
+    union ops_copy ops;           /* ... and comp.ops here */
 };
 
 /* What MPI_COMPONENTS says about one framework. */
@@ -143,6 +188,90 @@ static struct reg_entry *find_accepted(const char *fw, const char *name)
     return NULL;
 }
 
+/* p2p: the operations every transport needs, and each capability flag's. */
+static int p2p_check(const void *ops, char *why, size_t len)
+{
+    const struct kumi_p2p_ops *o = ops;
+    const char *missing = !o->send ? "send" : !o->reaches ? "reaches" : !o->eager_limit ? "eager_limit" : NULL;
+    if (missing) {
+        snprintf(why, len, "lacks %s, which every p2p transport must have", missing);
+        return -1;
+    }
+    if (o->caps & KUMI_P2P_CAP_RGET) {
+        missing = !o->rget ? "rget" : !o->pull ? "pull" : NULL;
+        if (missing) {
+            snprintf(why, len, "advertises KUMI_P2P_CAP_RGET but lacks %s", missing);
+            return -1;
+        }
+    }
+    if (o->caps & KUMI_P2P_CAP_RMA) {
+        missing = !o->mem_reg ? "mem_reg" : !o->mem_dereg ? "mem_dereg" : !o->rma ? "rma" : NULL;
+        if (missing) {
+            snprintf(why, len, "advertises KUMI_P2P_CAP_RMA but lacks %s", missing);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int coll_check(const void *ops, char *why, size_t len)
+{
+    if (((const struct kumi_coll_ops *)ops)->comm_query) return 0;
+    snprintf(why, len, "lacks comm_query, which every coll component must have");
+    return -1;
+}
+
+/* The framework's contract: check c's ops table and take a full-size copy
+ * (r->ops) of it; returns 0 if accepted. */
+static int check_contract(struct reg_entry *r, const struct kumi_component *c, int fwi)
+{
+    const struct fw_contract *k = &contracts[fwi];
+    const char *fw = kumi_frameworks[fwi];
+    if (!c->ops) {
+        refuse(r, "no ops table (the %s framework needs a struct kumi_%s_ops)", fw, fw);
+        return -1;
+    }
+    struct kumi_ops_hdr h;
+    memcpy(&h, c->ops, sizeof h);
+    if (h.major != k->major) {
+        refuse(r, "built against %s contract v%u.%u, this library has %s contract v%u.%u (another major version: "
+               "rebuild it against Kumi %s headers)", fw, h.major, h.minor, fw, k->major, k->minor,
+               KUMI_VERSION_STRING);
+        return -1;
+    }
+    if (h.size < k->min_size) {
+        refuse(r, "%s ops table (contract v%u.%u) is %u bytes, shorter than the %zu bytes of the mandatory part of "
+               "%s contract v%u.x (this library has v%u.%u)", fw, h.major, h.minor, h.size, k->min_size, fw,
+               k->major, k->major, k->minor);
+        return -1;
+    }
+    if (h.minor > k->minor && !k->newer_minor_ok) {
+        refuse(r, "built against %s contract v%u.%u, newer than this library's %s contract v%u.%u, and a %s "
+               "component fills tables the library owns (rebuild it against Kumi %s headers)", fw, h.major,
+               h.minor, fw, k->major, k->minor, fw, KUMI_VERSION_STRING);
+        return -1;
+    }
+    memset(&r->ops, 0, sizeof r->ops);
+    memcpy(&r->ops, c->ops, h.size < k->size ? h.size : k->size);
+    if (fwi == fw_index("p2p")) {
+        uint64_t known = KUMI_P2P_CAP_RGET | KUMI_P2P_CAP_RMA;
+        if (r->ops.p2p.caps & ~known)
+            kumi_log(2, "registry: %s/%s: capability bits %#llx unknown to this library, ignored", c->framework,
+                     c->name, (unsigned long long)(r->ops.p2p.caps & ~known));
+        r->ops.p2p.caps &= known;
+    }
+    char why[200];
+    if (k->check && k->check(&r->ops, why, sizeof why) != 0) {
+        refuse(r, "%s ops table (contract v%u.%u) %s (this library has %s contract v%u.%u)", fw, h.major, h.minor,
+               why, fw, k->major, k->minor);
+        return -1;
+    }
+    if (h.minor != k->minor || h.size != k->size)
+        kumi_log(2, "registry: %s/%s: %s contract v%u.%u (%u bytes), this library has v%u.%u (%zu bytes)",
+                 c->framework, c->name, fw, h.major, h.minor, h.size, k->major, k->minor, k->size);
+    return 0;
+}
+
 /* Checks common to linked-in and loaded components; returns 0 if accepted. */
 static int check_component(struct reg_entry *r, const struct kumi_component *c, const char *fw, const char *name)
 {
@@ -172,7 +301,10 @@ static int check_component(struct reg_entry *r, const struct kumi_component *c, 
     }
     snprintf(r->e.framework, sizeof r->e.framework, "%s", c->framework);
     snprintf(r->e.name, sizeof r->e.name, "%s", c->name);
-    r->e.comp = c;
+    if (check_contract(r, c, fw_index(c->framework)) != 0) return -1;
+    r->comp = *c;
+    r->comp.ops = &r->ops;
+    r->e.comp = &r->comp;
     r->e.status = KUMI_COMP_FOUND;
     return 0;
 }
@@ -641,4 +773,13 @@ KUMI_EXPORT struct kumi_comp_entry **kumi_registry_available(const char *framewo
 KUMI_EXPORT const char *kumi_registry_error(void)
 {
     return errmsg;
+}
+
+KUMI_EXPORT int kumi_registry_contract(const char *framework, unsigned *major, unsigned *minor)
+{
+    int fwi = fw_index(framework);
+    if (fwi < 0) return -1;
+    if (major) *major = contracts[fwi].major;
+    if (minor) *minor = contracts[fwi].minor;
+    return 0;
 }

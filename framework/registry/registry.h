@@ -16,7 +16,10 @@ enum kumi_comp_status {
 };
 
 struct kumi_comp_entry {
-    const struct kumi_component *comp;   /* NULL when refused before reading it */
+    const struct kumi_component *comp;   /* the registry's copy of the component's struct,
+                                            whose ops is the registry's full-size copy of
+                                            its ops table (see registry.c); NULL when
+                                            refused */
     char framework[64], name[64];        /* from the file name if refused early */
     char path[4096];                     /* file, or "(linked in)" */
     enum kumi_comp_status status;
@@ -31,9 +34,13 @@ struct kumi_comp_entry {
  * libmpi is loaded (the registry calls nothing above itself by name). */
 void kumi_registry_set_params_hook(void (*fn)(void));
 
-/* The frameworks this build knows, in listing order. */
+/* The frameworks this build knows (those with a contract header), in
+ * listing order; ends with a NULL entry. */
 extern const char *const kumi_frameworks[];
-/* (added) kumi_frameworks[] ends with a NULL entry. */
+/* The contract version of framework's ops table that this library has
+ * (KUMI_<FW>_CONTRACT_MAJOR / _MINOR); -1 for an unknown framework.  What a
+ * component was built against is in its table's header, comp->ops. */
+int kumi_registry_contract(const char *framework, unsigned *major, unsigned *minor);
 
 /* Discover and load every component (linked-in, $(pkglibdir),
  * KUMI_COMPONENT_PATH), register their parameters (priority included) and

@@ -273,7 +273,7 @@ void kumi_req_flush_ctl(void)
         if (!dq_head) dq_tail = NULL;
         if (!d->op) {
             const struct kumi_p2p_ops *ops = kumi_req_transport(d->wpeer);
-            if (ops && ops->pull) ops->pull(d->wpeer, d->handle, d->rx);
+            if (ops && (ops->caps & KUMI_P2P_CAP_RGET)) ops->pull(d->wpeer, d->handle, d->rx);
             free(d);
             continue;
         }
@@ -355,7 +355,7 @@ int kumi_req_start_send(struct kumi_req *r)
         h->paylen = r->bytes;
         r->op.payload = payload;
         r->pending = r->mode == KUMI_MODE_SYNC ? 2 : 1;
-    } else if (ops->rget && ops->rget(r->wpeer, r->bytes)) {
+    } else if ((ops->caps & KUMI_P2P_CAP_RGET) && ops->rget(r->wpeer, r->bytes)) {
         h->kind = KUMI_HDR_RTS;
         h->flags = KUMI_HDR_F_RGET;
         h->paylen = 0;

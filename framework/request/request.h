@@ -18,8 +18,8 @@
  *     latency grows smoothly across the eager limit); the receiver answers
  *     CTS (sreq, rreq) as soon as a receive matches; the sender sends DATA
  *     (rreq) with the rest, which lands straight in the receive buffer.  Where the
- *     transport can read the sender's memory (ops->rget), the RTS carries
- *     KUMI_HDR_F_RGET instead and the receiver pulls the payload into the
+ *     transport can read the sender's memory (caps KUMI_P2P_CAP_RGET; ops->rget
+ *     says yes for this message), the RTS carries KUMI_HDR_F_RGET instead and the receiver pulls the payload into the
  *     receive buffer when a receive matches (ops->pull): no CTS, no DATA.
  *   Cancel of a send: CANCEL_REQ (ctx, src, tag, seq, sreq); the receiver
  *     removes the message from its unexpected queue if it is still there and

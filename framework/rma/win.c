@@ -177,7 +177,7 @@ static void fab_register(struct kumi_win *w, struct win_rec *me)
     const struct kumi_p2p_ops *ops = NULL;
     for (int r = 0; r < w->size && !ops; r++) {
         const struct kumi_p2p_ops *o = r == w->rank ? NULL : kumi_req_transport(kumi_comm_world_rank(w->comm, r));
-        if (o && o->mem_reg && o->mem_dereg && o->rma) ops = o;
+        if (o && (o->caps & KUMI_P2P_CAP_RMA)) ops = o;
     }
     if (!ops) return;
     struct kumi_p2p_rkey k;
@@ -493,7 +493,7 @@ int kumi_win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Ain
                 p->cma = cma_probe(p->pid, all[r].probe);
             if ((all[r].flags & REC_FAB) && r != w->rank && kumi_rma_fabric) {
                 const struct kumi_p2p_ops *o = kumi_req_transport(kumi_comm_world_rank(w->comm, r));
-                p->fab = o && o->rma;
+                p->fab = o && (o->caps & KUMI_P2P_CAP_RMA);
                 p->rkey = (struct kumi_p2p_rkey){ all[r].raddr, all[r].rkey };
             }
         }

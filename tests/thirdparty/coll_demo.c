@@ -58,7 +58,10 @@ static int coll_demo_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_f
     return KUMI_OK;
 }
 
-static const struct kumi_coll_ops coll_demo_ops = { .comm_query = coll_demo_comm_query };
+static const struct kumi_coll_ops coll_demo_ops = {
+    .hdr = KUMI_COLL_OPS_HDR,              /* the coll contract this file was built against */
+    .comm_query = coll_demo_comm_query,
+};
 
 KUMI_EXPORT const struct kumi_component DEMO_SYMBOL = {
     .abi_version = DEMO_ABI,

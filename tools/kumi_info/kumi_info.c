@@ -1,6 +1,7 @@
 /* kumi_info: what this Kumi installation has: version, folders, every
- * framework and component found (version, path, status, description) and,
- * with --param, their parameters (value, source, type, level, help).
+ * framework (with the version of its component contract) and component found
+ * (version, the contract it was built against, path, status, description)
+ * and, with --param, their parameters (value, source, type, level, help).
  *
  *   kumi_info [--parsable] [--all] [--param FW COMP|all] [--level N] [--help]
  */
@@ -62,7 +63,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: kumi_info [options]\n"
             "Lists Kumi's version, folders, and every framework and component found\n"
-            "(version, path, status, description).\n"
+            "(version, contract, path, status, description).\n"
             "\n"
             "  --param FW COMP   list the parameters of component COMP of framework FW\n"
             "                    (either may be 'all'; FW 'kumi' holds global parameters)\n"
@@ -74,6 +75,16 @@ static void usage(FILE *f)
             "\n"
             "Environment: KUMI_COMPONENT_PATH (more component folders, ':' separated),\n"
             "MPI_COMPONENTS (e.g. \"p2p=self,tcp;coll=^tuned\"), KUMI_<PARAMETER> (parameter values).\n");
+}
+
+/* "1.2": the contract version of framework fw that this library has. */
+static void contract_version(const char *fw, char *out, size_t len)
+{
+    unsigned major = 0, minor = 0;
+    if (kumi_registry_contract(fw, &major, &minor) == 0)
+        snprintf(out, len, "%u.%u", major, minor);
+    else
+        snprintf(out, len, "?");
 }
 
 static void print_header(void)
@@ -96,7 +107,12 @@ static void print_header(void)
         kv("path", "component_path", cp);
         kv("path", "param_files", files);
         kv("env", "MPI_COMPONENTS", sel);
-        for (int f = 0; kumi_frameworks[f]; f++) kv("framework", kumi_frameworks[f], "");
+        for (int f = 0; kumi_frameworks[f]; f++) {
+            char pfx[96], v[32];
+            snprintf(pfx, sizeof pfx, "framework:%s", kumi_frameworks[f]);
+            contract_version(kumi_frameworks[f], v, sizeof v);
+            kv(pfx, "contract", v);
+        }
         return;
     }
     label("Package", "Kumi MPI " KUMI_VERSION_STRING);
@@ -106,22 +122,30 @@ static void print_header(void)
     label("KUMI_COMPONENT_PATH", cp);
     label("MPI_COMPONENTS", sel);
     label("Parameter files", files);
-    char fws[256] = "";
+    char fws[512] = "";
     for (int f = 0; kumi_frameworks[f]; f++) {
+        char v[32];
+        contract_version(kumi_frameworks[f], v, sizeof v);
         size_t l = strlen(fws);
-        snprintf(fws + l, sizeof fws - l, "%s%s", f ? ", " : "", kumi_frameworks[f]);
+        snprintf(fws + l, sizeof fws - l, "%s%s (contract v%s)", f ? ", " : "", kumi_frameworks[f], v);
     }
     label("Frameworks", fws);
 }
 
 static void print_entry(const struct kumi_comp_entry *e)
 {
-    char ver[64] = "", buf[512];
-    if (e->comp) snprintf(ver, sizeof ver, "%d.%d.%d", e->comp->version[0], e->comp->version[1], e->comp->version[2]);
+    char ver[64] = "", con[32] = "", buf[512];
+    if (e->comp) {
+        /* the contract the component was built against: its table's header */
+        const struct kumi_ops_hdr *h = e->comp->ops;
+        snprintf(ver, sizeof ver, "%d.%d.%d", e->comp->version[0], e->comp->version[1], e->comp->version[2]);
+        snprintf(con, sizeof con, "%u.%u", h->major, h->minor);
+    }
     if (parsable) {
         char pfx[160];
         snprintf(pfx, sizeof pfx, "component:%s:%s", e->framework, e->name);
         if (e->comp) kv(pfx, "version", ver);
+        if (e->comp) kv(pfx, "contract", con);
         kv(pfx, "status", status_name(e->status));
         if (e->reason[0])
             kv(pfx, e->status == KUMI_COMP_AVAILABLE || e->status == KUMI_COMP_SELECTED ? "note" : "reason",
@@ -137,7 +161,7 @@ static void print_entry(const struct kumi_comp_entry *e)
     char lbl[96];
     snprintf(lbl, sizeof lbl, "Kumi %s", e->framework);
     if (e->comp)
-        snprintf(buf, sizeof buf, "%s (v%s, priority %lld)", e->name, ver, e->priority);
+        snprintf(buf, sizeof buf, "%s (v%s, contract v%s, priority %lld)", e->name, ver, con, e->priority);
     else
         snprintf(buf, sizeof buf, "%s", e->name);
     label(lbl, buf);

@@ -648,6 +648,7 @@ static int coll_basic_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_
 }
 
 static const struct kumi_coll_ops coll_basic_ops = {
+    .hdr = KUMI_COLL_OPS_HDR,
     .comm_query = coll_basic_comm_query,
 };
 

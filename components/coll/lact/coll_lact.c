@@ -823,6 +823,7 @@ static void lact_close(void)
 }
 
 static const struct kumi_coll_ops lact_ops_table = {
+    .hdr = KUMI_COLL_OPS_HDR,
     .comm_query = lact_comm_query,
     .comm_release = lact_comm_release,
 };

@@ -859,6 +859,7 @@ static void tuned_close(void)
 }
 
 static const struct kumi_coll_ops tuned_ops_table = {
+    .hdr = KUMI_COLL_OPS_HDR,
     .comm_query = tuned_comm_query,
 };
 

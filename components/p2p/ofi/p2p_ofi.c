@@ -525,6 +525,8 @@ static void p2p_ofi_finalize(void)
 }
 
 static const struct kumi_p2p_ops p2p_ofi_ops = {
+    .hdr = KUMI_P2P_OPS_HDR,
+    .caps = KUMI_P2P_CAP_RGET | KUMI_P2P_CAP_RMA,
     .init = p2p_ofi_init,
     .wireup = p2p_ofi_wireup,
     .reaches = p2p_ofi_reaches,

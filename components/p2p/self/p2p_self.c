@@ -143,6 +143,8 @@ static void p2p_self_finalize(void)
 }
 
 static const struct kumi_p2p_ops p2p_self_ops = {
+    .hdr = KUMI_P2P_OPS_HDR,
+    .caps = 0,
     .init = p2p_self_init,
     .wireup = p2p_self_wireup,
     .reaches = p2p_self_reaches,

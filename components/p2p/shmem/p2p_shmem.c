@@ -298,6 +298,8 @@ static void p2p_shmem_finalize(void)
 }
 
 static const struct kumi_p2p_ops p2p_shmem_ops = {
+    .hdr = KUMI_P2P_OPS_HDR,
+    .caps = KUMI_P2P_CAP_RGET,
     .init = p2p_shmem_init,
     .wireup = p2p_shmem_wireup,
     .reaches = p2p_shmem_reaches,

@@ -596,6 +596,8 @@ static void p2p_tcp_finalize(void)
 }
 
 static const struct kumi_p2p_ops p2p_tcp_ops = {
+    .hdr = KUMI_P2P_OPS_HDR,
+    .caps = 0,
     .init = p2p_tcp_init,
     .wireup = p2p_tcp_wireup,
     .reaches = p2p_tcp_reaches,

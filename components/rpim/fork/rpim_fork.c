@@ -578,6 +578,7 @@ static int rpim_fork_client_finalize(void)
 }
 
 static const struct kumi_rpim_ops rpim_fork_ops = {
+    .hdr = KUMI_RPIM_OPS_HDR,
     .spawn = rpim_fork_spawn,
     .client_init = rpim_fork_client_init,
     .put = rpim_fork_put,

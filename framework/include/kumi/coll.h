@@ -19,11 +19,28 @@
 #define KUMI_COLL_H
 
 #include <kumi/kumi.h>
+#include <kumi/component.h>
 #include <kumi/sched.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The coll contract (see kumi/component.h for the rules) covers both
+ * tables below: struct kumi_coll_ops (the component's, starting with its
+ * kumi_ops_hdr) and struct kumi_coll_fns, which comm_query fills:
+ *   1.0  comm_query (mandatory);
+ *   1.1  adds comm_release (was component ABI version 4).
+ * The minor also grows when an optional operation is added at the end of
+ * struct kumi_coll_fns.  Because comm_query writes into a kumi_coll_fns
+ * that the library owns, a component built against a newer coll minor than
+ * the library's is refused (it could write past the library's table); an
+ * older one is fine (the library zero-fills the table first). */
+#define KUMI_COLL_CONTRACT_MAJOR 1
+#define KUMI_COLL_CONTRACT_MINOR 1
+#define KUMI_COLL_OPS_HDR KUMI_OPS_HDR(struct kumi_coll_ops, KUMI_COLL_CONTRACT_MAJOR, KUMI_COLL_CONTRACT_MINOR)
+/* Size of the mandatory part: every table is at least this long. */
+#define KUMI_COLL_OPS_MIN_SIZE offsetof(struct kumi_coll_ops, comm_release)
 
 struct kumi_coll_fns {
     int (*barrier)(MPI_Comm comm);
@@ -136,10 +153,13 @@ struct kumi_coll_fns {
 };
 
 struct kumi_coll_ops {
+    struct kumi_ops_hdr hdr;   /* KUMI_COLL_OPS_HDR */
+    /* ---- Contract 1.0 ---- */
     /* Fill the operations this component provides for comm (leave others
      * NULL) and set *priority (default: the component's priority parameter).
      * Return KUMI_UNAVAILABLE to provide nothing for this communicator. */
     int (*comm_query)(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns);
+    /* ---- Contract 1.1 ---- */
     /* comm is being freed (any communicator, also one the component gave
      * nothing for): drop what the component keeps for it.  Not collective;
      * no communication.  May be NULL. */

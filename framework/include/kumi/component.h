@@ -6,6 +6,30 @@
  * $(pkglibdir) and then from each folder of KUMI_COMPONENT_PATH; a file whose
  * names or ABI version do not match is refused with a one-line reason.
  *
+ * Two versions are checked, each covering one thing:
+ *  - KUMI_COMPONENT_ABI_VERSION covers struct kumi_component below, and
+ *    nothing else: it changes when this struct changes shape.
+ *  - Each framework's ops table (struct kumi_rpim_ops, kumi_p2p_ops,
+ *    kumi_coll_ops) has a contract version of its own, MAJOR.MINOR
+ *    (KUMI_<FW>_CONTRACT_MAJOR / _MINOR in kumi/<fw>.h), and starts with a
+ *    struct kumi_ops_hdr that records the table's size and the version the
+ *    component was built against (fill it with KUMI_<FW>_OPS_HDR).  The
+ *    minor grows when an optional operation is added at the end of the
+ *    table; the major changes on anything else (an operation removed,
+ *    reordered or given another signature, a new operation every component
+ *    must have).  Adding an optional operation at the end therefore bumps
+ *    that framework's minor only, never KUMI_COMPONENT_ABI_VERSION, and
+ *    components built earlier keep loading.
+ *
+ * The registry accepts a table of the same major and any minor whose size
+ * covers at least the framework's mandatory part (KUMI_<FW>_OPS_MIN_SIZE),
+ * and copies min(size, sizeof) bytes of it into a zero-filled, full-size
+ * table of its own; the library only ever calls through that copy, so the
+ * operations past the end of a shorter (older) table are NULL: absent.  A
+ * table of another major, a shorter size, or that breaks a framework's own
+ * rule (p2p: a capability flag without its operations) is refused with a
+ * one-line reason naming both versions; kumi_info shows it.
+ *
  * Define a component like this (the symbol must be KUMI_EXPORT):
  *
  *   KUMI_EXPORT const struct kumi_component kumi_p2p_tcp_component = {
@@ -18,6 +42,11 @@
  *       .open = p2p_tcp_open, .close = p2p_tcp_close,
  *       .ops = &p2p_tcp_ops,
  *   };
+ *   static const struct kumi_p2p_ops p2p_tcp_ops = {
+ *       .hdr = KUMI_P2P_OPS_HDR,
+ *       .caps = 0,                        (what it can do: KUMI_P2P_CAP_*)
+ *       .init = p2p_tcp_init, ...
+ *   };
  */
 #ifndef KUMI_COMPONENT_H
 #define KUMI_COMPONENT_H
@@ -28,9 +57,21 @@
 extern "C" {
 #endif
 
-/* Bump when struct kumi_component or any framework ops table changes. */
-#define KUMI_COMPONENT_ABI_VERSION 5     /* 2: p2p rget/pull; 3: coll schedule builders;
-                                            4: coll comm_release; 5: p2p mem_reg/rma */
+/* Bump when struct kumi_component changes shape (the ops tables carry
+ * versions of their own: see above and struct kumi_ops_hdr). */
+#define KUMI_COMPONENT_ABI_VERSION 6     /* 2: p2p rget/pull; 3: coll schedule builders;
+                                            4: coll comm_release; 5: p2p mem_reg/rma;
+                                            6: every ops table starts with a kumi_ops_hdr
+                                               (from here on, framework contracts are
+                                               versioned on their own) */
+
+/* The first member of every framework's ops table. */
+struct kumi_ops_hdr {
+    uint32_t size;                /* sizeof the table the component was built with */
+    uint16_t major, minor;        /* the framework contract it was built against */
+};
+/* For KUMI_<FW>_OPS_HDR: the header of a table of type `type`. */
+#define KUMI_OPS_HDR(type, major, minor) { (uint32_t)sizeof(type), (major), (minor) }
 
 struct kumi_component {
     int abi_version;              /* KUMI_COMPONENT_ABI_VERSION */
@@ -49,8 +90,9 @@ struct kumi_component {
      * May be NULL (always available). */
     int (*open)(char *why, size_t whylen);
     void (*close)(void);          /* may be NULL */
-    const void *ops;              /* the framework's ops table
-                                     (struct kumi_rpim_ops, kumi_p2p_ops, ...) */
+    const void *ops;              /* the framework's ops table (struct kumi_rpim_ops,
+                                     kumi_p2p_ops, ...), starting with its
+                                     struct kumi_ops_hdr */
 };
 
 /* For open(): 1 if MPI_COMPONENTS names this component in its framework's

@@ -25,6 +25,7 @@
 
 #include <poll.h>
 #include <kumi/kumi.h>
+#include <kumi/component.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,7 +109,35 @@ struct kumi_p2p_rma {
     int tpeer, tpending, terr, tflags;
 };
 
+/* The p2p contract (see kumi/component.h for the rules):
+ *   1.0  the mandatory part, hdr ... finalize;
+ *   1.1  adds rget, pull (KUMI_P2P_CAP_RGET);
+ *   1.2  adds mem_reg, mem_dereg, rma (KUMI_P2P_CAP_RMA).
+ * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
+ * carried versions.)  A table built against 1.0 ends at finalize and may
+ * advertise no capability; one built against 1.1 ends at pull. */
+#define KUMI_P2P_CONTRACT_MAJOR 1
+#define KUMI_P2P_CONTRACT_MINOR 2
+#define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
+/* Size of the mandatory part: every table is at least this long. */
+#define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
+
+/* Capabilities (ops->caps): what a transport can do beyond moving messages.
+ * The request layer and the RMA layer test these flags, never the
+ * operation pointers; the registry refuses a table that sets a flag without
+ * all of its operations (an operation whose flag is clear is never called).
+ * Bits the library does not know (from a newer minor) are ignored. */
+#define KUMI_P2P_CAP_RGET  (UINT64_C(1) << 0)  /* receiver-pulled rendezvous: rget and pull */
+#define KUMI_P2P_CAP_RMA   (UINT64_C(1) << 1)  /* remote memory access for windows: mem_reg,
+                                                  mem_dereg and rma */
+
 struct kumi_p2p_ops {
+    struct kumi_ops_hdr hdr;  /* KUMI_P2P_OPS_HDR */
+    uint64_t caps;            /* KUMI_P2P_CAP_* */
+
+    /* ---- Contract 1.0, every transport.  reaches, eager_limit and send
+     * must be set (the registry refuses a table without them); the others
+     * may be NULL (nothing to do). */
     /* After open: set up and publish this rank's address(es) with
      * kumi_rpim_put("p2p.<name>.addr", ...) (keys are per rank). */
     int (*init)(void);
@@ -138,8 +167,9 @@ struct kumi_p2p_ops {
     int (*busy)(void);
     void (*finalize)(void);
 
-    /* ---- Receiver-pulled rendezvous (RGET), optional: both NULL when the
-     * transport cannot read the sender's memory. */
+    /* ---- Contract 1.1: receiver-pulled rendezvous (RGET), optional: set
+     * both and KUMI_P2P_CAP_RGET when the transport can read the sender's
+     * memory. */
     /* 1 if a rendezvous message of len bytes to peer may be pulled.  The
      * request layer then sends the RTS with KUMI_HDR_F_RGET and
      * op->payload = the (contiguous) payload, and sends no DATA: the
@@ -156,8 +186,9 @@ struct kumi_p2p_ops {
      * it without reading. */
     void (*pull)(int peer, uint64_t handle, struct kumi_rx *rx);
 
-    /* ---- Remote memory access for RMA windows, optional: all three NULL
-     * when the transport has none (windows then use active messages). */
+    /* ---- Contract 1.2: remote memory access for RMA windows, optional:
+     * set all three and KUMI_P2P_CAP_RMA when the transport has it (without
+     * it, windows use active messages). */
     /* Register [base, base+len) of this process for remote reads and writes
      * by the peers this transport reaches; *handle is for mem_dereg, *rkey
      * what peers pass in their operations.  MPI_SUCCESS or an MPI error. */

@@ -32,6 +32,7 @@
 
 #include <sys/types.h>
 #include <kumi/kumi.h>
+#include <kumi/component.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,7 +74,19 @@ struct kumi_spawn {
     size_t cpuset_size;
 };
 
+/* The rpim contract (see kumi/component.h for the rules):
+ *   1.0  spawn ... client_finalize; the whole table is mandatory (an
+ *        operation a component does not offer is NULL).
+ * Operations added later go at the end and raise the minor. */
+#define KUMI_RPIM_CONTRACT_MAJOR 1
+#define KUMI_RPIM_CONTRACT_MINOR 0
+#define KUMI_RPIM_OPS_HDR KUMI_OPS_HDR(struct kumi_rpim_ops, KUMI_RPIM_CONTRACT_MAJOR, KUMI_RPIM_CONTRACT_MINOR)
+/* Size of the mandatory part: every table is at least this long. */
+#define KUMI_RPIM_OPS_MIN_SIZE (offsetof(struct kumi_rpim_ops, client_finalize) + \
+                                sizeof(int (*)(void)))
+
 struct kumi_rpim_ops {
+    struct kumi_ops_hdr hdr;   /* KUMI_RPIM_OPS_HDR */
     /* ---- launcher side (mpiexec) ---- */
     /* Start one rank; the child is the leader of its own process group.
      * *pid receives the local process id that mpiexec waits for. */
