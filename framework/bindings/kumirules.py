@@ -15,8 +15,15 @@ import json
 import re
 
 PROPS = {'name', 'note', 'procedures', 'anytime', 'nolock', 'null_ok', 'null_buffers', 'op_datatype',
-         'ranks', 'any_tag', 'forward'}
+         'ranks', 'any_tag', 'forward',
+         # read by mkfortran.py and mkmpih.py
+         'fortran_by_hand', 'c_by_hand', 'fortran_lengths', 'fortran_absent', 'fortran_one_based',
+         'sentinel_arrays'}
 RANK_CHECKS = ('dest', 'source', 'root')
+SENTINEL_KINDS = ('weights', 'errcodes')
+# properties whose value is a list or an object keyed by parameter names of the procedure
+PARAM_KEYED = ('null_ok', 'any_tag', 'ranks', 'fortran_lengths', 'fortran_absent', 'fortran_one_based',
+               'sentinel_arrays')
 
 
 class RuleError(Exception):
@@ -65,9 +72,28 @@ def load_rules(path, procs):
                     continue
                 if k in r:
                     raise RuleError('%s: %s given twice for %s (also in %s)' % (where, k, n, r[k][1]))
-                for pn in (v if k in ('null_ok', 'any_tag', 'ranks') else []):
+                if k in ('fortran_by_hand', 'c_by_hand') and v is not True:
+                    raise RuleError('%s: %s must be true, not %r' % (where, k, v))
+                if k in PARAM_KEYED[3:] and not isinstance(v, dict):
+                    raise RuleError('%s: %s must be an object keyed by parameter names' % (where, k))
+                for pn in (v if k in PARAM_KEYED else []):
                     if pn not in pnames:
                         raise RuleError('%s: %s has no parameter %r (%s)' % (where, n, pn, k))
+                if k == 'fortran_lengths':
+                    for pn, ln in v.items():
+                        if ln not in pnames and not re.fullmatch(r'kf_\w+\(k_\w+\)', str(ln)):
+                            raise RuleError('%s: length %r of %s is neither a parameter of %s nor kf_<fn>(k_<handle>)'
+                                            % (where, ln, pn, n))
+                if k == 'fortran_one_based':
+                    for pn, cnt in v.items():
+                        if cnt is not True and cnt not in pnames:
+                            raise RuleError('%s: %s of %s must be true (a scalar) or the parameter that counts '
+                                            'the array' % (where, pn, n))
+                if k == 'sentinel_arrays':
+                    for pn, kind in v.items():
+                        if kind not in SENTINEL_KINDS:
+                            raise RuleError('%s: sentinel kind %r of %s is none of %s'
+                                            % (where, kind, pn, ', '.join(SENTINEL_KINDS)))
                 if k == 'ranks':
                     for pn, check in v.items():
                         if check not in RANK_CHECKS:

@@ -13,7 +13,10 @@ bindings.c:
     us check generically (communicator, datatype, op and error handler handles;
     counts; ranks; tags; roots; op/datatype pairs; null buffers), resolves
     handles to objects, calls the implementation and hands a failure to the
-    communicator's error handler;
+    communicator's error handler.  It first sets kumi_call (core.h), the call
+    the thread is in (one store), after which the error handling names the
+    error: one a component raised, "coll/tuned: out of memory", reaches the
+    user as "MPI_Allreduce: coll/tuned: out of memory";
   * MPI_<Name>: a weak alias of PMPI_<Name> (the profiling interface).
 
 What the API data does not say (which procedures run before MPI_Init or
@@ -260,7 +263,7 @@ def gen_binding(name, ret, params, kinds, rule):
     out.append('    static const char kfn[] = "%s";' % name)
     if not rule.get('anytime'):
         out.append('    KUMI_CHECK_STATE(kfn);')
-    else:
+    elif not is_int:
         out.append('    (void)kfn;')
     if not is_int:
         args = ', '.join(p['name'] for p in params)
@@ -340,6 +343,8 @@ def gen_binding(name, ret, params, kinds, rule):
     unlock = '    kumi_unlock();' if lock else None
     out += body
     args = ', '.join(local.get(p['name'], p['name']) for p in params)
+    # the errors raised below name this call (core.h: kumi_call); the checks above name it themselves
+    out.append('    kumi_call = kfn;')
     out.append('    rc = %s(%s);' % (iname, args))
     kw = local.get(win_param) if win_param else None
     if kw and not kc:
@@ -357,6 +362,9 @@ def gen_binding(name, ret, params, kinds, rule):
         out.append('fail:')
         out.append('    rc = kumi_err_handle(NULL, rc);')
         out.append('done:')
+    else:
+        # the implementation handles its errors; what it returns unnamed gets the call's name
+        out.append('    if (rc != MPI_SUCCESS) rc = kumi_err_in(rc, kumi_call);')
     if unlock:
         out.append(unlock)
     out.append('    return rc;')

@@ -32,7 +32,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mpiapi import parse_proto  # noqa: E402
+from mpiapi import all_prototypes, parse_proto  # noqa: E402
+from kumirules import RuleError, load_rules  # noqa: E402
 
 HANDLES = {  # C handle type -> (conversion prefix, null constant)
     'MPI_Comm': ('Comm', 'MPI_COMM_NULL'), 'MPI_Datatype': ('Type', 'MPI_DATATYPE_NULL'),
@@ -49,15 +50,11 @@ FTYPES = {  # Fortran declaration -> C type of the argument (passed by reference
 }
 SAME_REP = {('int', 'MPI_Fint'), ('MPI_Aint', 'MPI_Aint'), ('MPI_Count', 'MPI_Count'),
             ('MPI_Offset', 'MPI_Offset'), ('double', 'double')}
-# Written by hand in framework/fortran/kf_support.c (callbacks need trampolines).
-HANDWRITTEN = {'MPI_Op_create', 'MPI_Op_free', 'MPI_Comm_create_errhandler',
-               'MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr',
-               'MPI_Type_create_keyval', 'MPI_Type_set_attr', 'MPI_Type_get_attr',
-               'MPI_Win_create_keyval', 'MPI_Win_set_attr', 'MPI_Win_get_attr',
-               'MPI_Keyval_create', 'MPI_Attr_put', 'MPI_Attr_get', 'MPI_Pcontrol',
-               'MPI_Session_create_errhandler'}
-# C entry points written by hand in libmpi (not in bindings.c / handles.c).
-HANDWRITTEN_C = {'Pcontrol'}
+# What the API data does not say (glue written by hand, array lengths, 1-based
+# indices, C parameters without a Fortran argument, sentinel arrays) comes from
+# the binding rules, data/kumi-bindings.json (fortran_by_hand, c_by_hand,
+# fortran_lengths, fortran_one_based, fortran_absent, sentinel_arrays; format in
+# data/README.md): nothing is guessed from parameter names.
 # Sentinel common blocks: Fortran name -> (common block / C symbol, Fortran declaration)
 SENTINELS = [
     ('MPI_BOTTOM', 'kumi_fc_bottom', 'INTEGER MPI_BOTTOM'),
@@ -118,24 +115,20 @@ def parse_f90(text):
     return fret, args, decl
 
 
-def array_length(cname, pname, params):
-    names = {p['name'] for p in params}
-    if pname == 'array_of_requests':
-        return 'count' if 'count' in names else 'incount'
-    if pname == 'array_of_types' and 'count' in names:
-        return 'count'
-    if pname == 'array_of_datatypes' and 'max_datatypes' in names:
-        return 'max_datatypes'
-    if pname in ('sendtypes', 'recvtypes') and not cname.startswith(('MPI_Neighbor', 'MPI_Ineighbor')):
-        return 'kf_comm_peers(k_comm)'
-    if pname in ('sendtypes', 'recvtypes'):      # neighborhood: outdegree / indegree of the topology
-        return 'kf_neighbor_out(k_comm)' if pname == 'sendtypes' else 'kf_neighbor_in(k_comm)'
-    raise Skip('array of handles %s with unknown length' % pname)
+def array_length(rule, pname):
+    """The length of the array of handles pname (rule: the procedure's binding rules)."""
+    ln = rule.get('fortran_lengths', {}).get(pname)
+    if ln is None:
+        raise Skip('array of handles %s with unknown length' % pname)
+    return ln
 
 
-def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl):
+def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl, rule):
     """C source of mpi_<name>_ for one procedure (raises Skip)."""
     lname = cname.lower()
+    absent = rule.get('fortran_absent', {})
+    one_based = rule.get('fortran_one_based', {})
+    sentinels = rule.get('sentinel_arrays', {})
     cpar = {p['name']: p for p in params}
     for a in fargs:
         if a != 'ierror' and a not in cpar:
@@ -159,8 +152,8 @@ def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl):
         ptr = base.endswith('*') or bool(arr)
         d = dirs.get(n, 'Direction.IN')
         if n not in fdecl:
-            if n in ('argc', 'argv'):
-                expr[n] = '0' if n == 'argc' and '*' not in t else 'NULL'
+            if n in absent:
+                expr[n] = absent[n]
                 continue
             raise Skip('C parameter %s has no Fortran argument' % n)
         ft = fdecl[n][0]
@@ -182,7 +175,7 @@ def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl):
                 if d != 'Direction.IN':
                     post.append('    *%s = PMPI_%s_c2f(%s);' % (n, cv, v))
             else:
-                ln = array_length(cname, n, params)
+                ln = array_length(rule, n)
                 decls.append('    %s %s_buf[16] = {0}, *%s = %s_buf;' % (core, v, v, v))
                 pre.append('    int %s_n = %s;' % (v, ln if ln.startswith('kf_') else '*' + ln))
                 pre.append('    if (%s_n < 0) %s_n = 0;' % (v, v))
@@ -212,16 +205,15 @@ def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl):
         elif (core, fct) in SAME_REP:
             if not ptr:
                 expr[n] = ('(*%s != 0)' if ft == 'LOGICAL' else '*%s') % n
-            elif n in ('index', 'indx') and core == 'int' and not arr:
+            elif one_based.get(n) is True and core == 'int' and not arr:
                 expr[n] = n
                 post.append('    if (rc == MPI_SUCCESS && *%s >= 0) ++*%s;   /* Fortran indices are 1-based */' % (n, n))
-            elif n == 'array_of_indices':
+            elif n in one_based:
+                cnt = one_based[n]
                 expr[n] = n
-                post.append('    if (rc == MPI_SUCCESS && *outcount > 0) for (int i = 0; i < *outcount; i++) ++%s[i];' % n)
-            elif n.endswith('weights'):
-                expr[n] = 'KF_WEIGHTS(%s)' % n
-            elif n == 'array_of_errcodes':
-                expr[n] = 'KF_ERRCODES(%s)' % n
+                post.append('    if (rc == MPI_SUCCESS && *%s > 0) for (int i = 0; i < *%s; i++) ++%s[i];' % (cnt, cnt, n))
+            elif n in sentinels:
+                expr[n] = 'KF_%s(%s)' % (sentinels[n].upper(), n)
             elif arr.count('[') > 1:     # int ranges[][3]
                 expr[n] = '(%s (*)%s)%s' % (core, arr[arr.index(']') + 1:], n)
             else:
@@ -363,12 +355,21 @@ def main():
     ap.add_argument('--out-c', required=True)
     ap.add_argument('--out-h', required=True)
     ap.add_argument('--out-mod', required=True)
+    ap.add_argument('--rules', required=True, help='the binding rules (data/kumi-bindings.json)')
     ap.add_argument('--report', action='store_true')
     a = ap.parse_args()
     api = json.load(open(a.procedures))
     abi = json.load(open(a.abi))
+    procs = {}   # name -> (ret, params, kinds), as mkbindings.py reads them
+    for proto, kinds in all_prototypes(api, abi):
+        ret, name, params = parse_proto(proto)
+        procs.setdefault(name, (ret, params, kinds))
+    try:
+        rules = load_rules(a.rules, procs)
+    except RuleError as e:
+        raise SystemExit('mkfortran: %s: %s' % (a.rules, e))
 
-    implemented = set(HANDWRITTEN_C)
+    implemented = {n[4:] for n, r in rules.items() if r.get('c_by_hand')}
     for src in a.bindings:
         implemented |= set(re.findall(r'^KUMI_EXPORT\s[^(\n]*?\bPMPI_(\w+)\s*\(', open(src).read(), re.M))
 
@@ -386,14 +387,14 @@ def main():
         if cname[4:] not in implemented:
             continue
         f90_of[cname] = f90
-        if cname in HANDWRITTEN:
+        if rules.get(cname, {}).get('fortran_by_hand'):
             done.append(cname)
             continue
         dirs = {q['name']: q['direction'] for q in (p.get('c_params') or [])}
         kinds = {q['name']: q['kind'] for q in (p.get('c_params') or [])}
         try:
             fret, fargs, fdecl = parse_f90(f90)
-            c += gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl) + ['']
+            c += gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl, rules.get(cname, {})) + ['']
             done.append(cname)
         except Skip as e:
             skipped.append((cname, str(e)))

@@ -133,7 +133,7 @@ int kumi_attr_keyval_free(const char *fn, int kind, int *keyval)
 }
 
 /* Run the delete callback of attribute a (keyval k) of object handle. */
-static int call_delete(int kind, void *handle, const struct kumi_attr *a)
+static int run_delete(int kind, void *handle, const struct kumi_attr *a)
 {
     struct kumi_keyval *k = kv_lookup(a->keyval);
     if (!k || !k->delete_fn || k->delete_fn == (kumi_attr_fn)1) return MPI_SUCCESS;
@@ -148,7 +148,7 @@ static int call_delete(int kind, void *handle, const struct kumi_attr *a)
     }
 }
 
-static int call_copy(int kind, void *handle, const struct kumi_attr *a, void **out, int *flag)
+static int run_copy(int kind, void *handle, const struct kumi_attr *a, void **out, int *flag)
 {
     struct kumi_keyval *k = kv_lookup(a->keyval);
     *flag = 0;
@@ -169,6 +169,21 @@ static int call_copy(int kind, void *handle, const struct kumi_attr *a, void **o
         return ((MPI_Win_copy_attr_function *)k->copy_fn)((MPI_Win)handle, a->keyval, k->extra_state, a->value,
                                                           out, flag);
     }
+}
+
+/* The user's callbacks may call MPI: the name of the call in progress is kept. */
+static int call_delete(int kind, void *handle, const struct kumi_attr *a)
+{
+    int rc;
+    KUMI_CALLBACK(rc = run_delete(kind, handle, a));
+    return rc;
+}
+
+static int call_copy(int kind, void *handle, const struct kumi_attr *a, void **out, int *flag)
+{
+    int rc;
+    KUMI_CALLBACK(rc = run_copy(kind, handle, a, out, flag));
+    return rc;
 }
 
 static struct kumi_attr *find(struct kumi_attr *list, int keyval)

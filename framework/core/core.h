@@ -334,6 +334,28 @@ int kumi_errh_invoke(struct kumi_errhandler *e, int objkind, void *handle, int c
 /* 1 if e may be set on an object of kind objkind (predefined, or created for that kind). */
 int kumi_errh_fits(const struct kumi_errhandler *e, int objkind);
 
+/* Every error the user sees names the MPI call the user made (issue 15 item 8).
+ * Components and lower layers raise "coll/tuned: out of memory"; the name is
+ * added on the way out:
+ *   kumi_call      the call this thread is in (or made last): set by every
+ *                  generated entry point before it calls the implementation
+ *                  (one store; the argument checks before it name the call
+ *                  themselves); NULL in the progress thread; a user callback
+ *                  that may call MPI runs inside KUMI_CALLBACK, which puts the
+ *                  outer name back.
+ *   kumi_err_in    code as the user sees it from call: itself when its message
+ *                  already starts with a call's name ("MPI_..."), else a new
+ *                  code of its class saying "call: message" (a bare class gets
+ *                  its class text); user codes are left alone.
+ *   kumi_err_via   an error of a request that call via made, surfacing in call
+ *                  (MPI_Wait): "call: request of via: message".
+ * kumi_err_handle, kumi_err_fatal and kumi_abort_job name what reaches them
+ * after kumi_call; the bindings' error paths name with their own kfn. */
+extern _Thread_local const char *kumi_call __attribute__((tls_model("initial-exec")));
+int kumi_err_in(int code, const char *call);
+int kumi_err_via(int code, const char *call, const char *via);
+#define KUMI_CALLBACK(stmt) do { const char *kumi_call_outer_ = kumi_call; stmt; kumi_call = kumi_call_outer_; } while (0)
+
 /* --------------------------------------------------------------- library */
 enum kumi_state { KUMI_STATE_PRE = 0, KUMI_STATE_INIT, KUMI_STATE_FINALIZED };
 extern enum kumi_state kumi_state;

@@ -185,6 +185,49 @@ static bool predefined_class(int cls)
     return cls > 0 && cls < NCLASS && class_text[cls];
 }
 
+/* ---------------------------------------------- the call an error names */
+_Thread_local const char *kumi_call __attribute__((tls_model("initial-exec")));
+
+static bool names_call(const char *m)
+{
+    return !strncmp(m, "MPI_", 4) || !strncmp(m, "MPIX_", 5) || !strncmp(m, "PMPI_", 5);
+}
+
+/* The text of code without its class name, copied to buf (which kumi_error may
+ * then write into the ring: the source must not be a ring slot); NULL if code
+ * is a user code, not an error, or a ring code whose message is gone. */
+static const char *plain_text(int code, char *buf, size_t len)
+{
+    if (code <= 0 || code >= KUMI_ERR_USER_BASE) return NULL;
+    const char *m = code_message(code);
+    if (!m) {
+        if (code > CLASS_MASK || !predefined_class(code) || code == MPI_ERR_IN_STATUS || code == MPI_ERR_PENDING)
+            return NULL;
+        m = strchr(class_text[code], ':') + 2;        /* "MPI_ERR_TRUNCATE: message truncated" */
+    }
+    snprintf(buf, len, "%s", m);
+    return buf;
+}
+
+int kumi_err_in(int code, const char *call)
+{
+    char m[MPI_MAX_ERROR_STRING];
+    if (code == MPI_SUCCESS || !call || !plain_text(code, m, sizeof m) || names_call(m)) return code;
+    return kumi_error(code & CLASS_MASK, "%s: %s", call, m);
+}
+
+int kumi_err_via(int code, const char *call, const char *via)
+{
+    char m[MPI_MAX_ERROR_STRING];
+    if (!via || !call || !strcmp(call, via)) return kumi_err_in(code, call);
+    if (code == MPI_SUCCESS || !plain_text(code, m, sizeof m)) return code;
+    size_t nc = strlen(call), nv = strlen(via);
+    if (!strncmp(m, call, nc) && m[nc] == ':') return code;         /* named already */
+    const char *t = m;
+    if (!strncmp(t, via, nv) && t[nv] == ':' && t[nv + 1] == ' ') t += nv + 2;
+    return kumi_error(code & CLASS_MASK, "%s: request of %s: %s", call, via, t);
+}
+
 /* ------------------------------------------------------ error handlers */
 static struct kumi_errhandler errh_fatal = {
     .magic = KUMI_MAGIC_ERRH, .refcount = 1, .kind = KUMI_ERRH_FATAL, .handle = MPI_ERRORS_ARE_FATAL };
@@ -253,6 +296,7 @@ int kumi_errh_invoke(struct kumi_errhandler *e, int objkind, void *handle, int c
         return code;
     case KUMI_ERRH_USER: {
         int c = code;
+        const char *outer = kumi_call;        /* the handler may call MPI */
         switch (objkind) {
         case KUMI_ERRH_OBJ_WIN: {
             MPI_Win h = handle;
@@ -274,6 +318,7 @@ int kumi_errh_invoke(struct kumi_errhandler *e, int objkind, void *handle, int c
             e->fn(&h, &c);
         }
         }
+        kumi_call = outer;
         return code;
     }
     default: {
@@ -289,6 +334,7 @@ int kumi_errh_invoke(struct kumi_errhandler *e, int objkind, void *handle, int c
 int kumi_err_handle(struct kumi_comm *comm, int code)
 {
     if (code == MPI_SUCCESS) return code;
+    code = kumi_err_in(code, kumi_call);
     if (!comm && kumi_state == KUMI_STATE_INIT)
         comm = KUMI_COMM_SELF->errh != &errh_fatal ? KUMI_COMM_SELF : KUMI_COMM_WORLD;
     if (!comm) return kumi_errh_invoke(&errh_fatal, KUMI_ERRH_OBJ_COMM, NULL, code);
@@ -302,8 +348,14 @@ void kumi_err_fatal(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    kumi_warn("%s", buf);
-    if (kumi_state == KUMI_STATE_INIT) kumi_abort_job(1, buf);
+    char named[MPI_MAX_ERROR_STRING + 64];
+    const char *msg = buf;
+    if (kumi_call && !names_call(buf)) {          /* name the call that was in progress */
+        snprintf(named, sizeof named, "%s: %s", kumi_call, buf);
+        msg = named;
+    }
+    kumi_warn("%s", msg);
+    if (kumi_state == KUMI_STATE_INIT) kumi_abort_job(1, msg);
     fflush(stdout);
     _Exit(1);
 }

@@ -227,7 +227,7 @@ int kumi_op_apply(const struct kumi_op *op, const void *in, void *inout, size_t 
         MPI_Datatype h = dt->handle;
         if (op->fn_c) {
             MPI_Count len = (MPI_Count)count;
-            op->fn_c((void *)in, inout, &len, &h);
+            KUMI_CALLBACK(op->fn_c((void *)in, inout, &len, &h));
             return MPI_SUCCESS;
         }
         if (!op->fn) return kumi_error(MPI_ERR_OP, "reduction: user op without a function");
@@ -235,7 +235,7 @@ int kumi_op_apply(const struct kumi_op *op, const void *in, void *inout, size_t 
         char *b = inout;
         while (count > 0) {
             int len = count > (size_t)INT_MAX ? INT_MAX : (int)count;
-            op->fn((void *)a, b, &len, &h);
+            KUMI_CALLBACK(op->fn((void *)a, b, &len, &h));
             a += (size_t)len * (size_t)dt->extent;
             b += (size_t)len * (size_t)dt->extent;
             count -= (size_t)len;

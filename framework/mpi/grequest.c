@@ -29,7 +29,9 @@ static int greq_query(struct kumi_req *r, MPI_Status *st)
     struct kumi_greq *g = r->ext;
     kumi_status_empty(st);
     if (!g || !g->query_fn) return MPI_SUCCESS;
-    return g->query_fn(g->extra_state, st);
+    int rc;
+    KUMI_CALLBACK(rc = g->query_fn(g->extra_state, st));     /* the user's function may call MPI */
+    return rc;
 }
 
 static int greq_call_free(struct kumi_req *r)
@@ -37,7 +39,9 @@ static int greq_call_free(struct kumi_req *r)
     struct kumi_greq *g = r->ext;
     if (!g || g->free_called) return MPI_SUCCESS;
     g->free_called = true;
-    return g->free_fn ? g->free_fn(g->extra_state) : MPI_SUCCESS;
+    int rc = MPI_SUCCESS;
+    if (g->free_fn) KUMI_CALLBACK(rc = g->free_fn(g->extra_state));
+    return rc;
 }
 
 static void greq_free(struct kumi_req *r)
@@ -51,7 +55,9 @@ static int greq_cancel(struct kumi_req *r)
 {
     struct kumi_greq *g = r->ext;
     if (!g || !g->cancel_fn) return MPI_SUCCESS;
-    return g->cancel_fn(g->extra_state, r->complete ? 1 : 0);
+    int rc;
+    KUMI_CALLBACK(rc = g->cancel_fn(g->extra_state, r->complete ? 1 : 0));
+    return rc;
 }
 
 static const struct kumi_req_ops greq_ops = {

@@ -71,16 +71,18 @@ static void wait_req(struct kumi_req *r)
     if (!r->complete) kumi_progress_wait(req_done, r);
 }
 
-/* The error code for a completed request whose status holds an error. */
+/* The error code for a completed request whose status holds an error, as
+ * call fn reports it: "MPI_Wait: request of MPI_Irecv: message of ..." (fn
+ * and the call that made the request, once when they are the same). */
 static int req_error_code(const struct kumi_req *r, const char *fn)
 {
     int e = r->status.MPI_ERROR;
     if (e == MPI_ERR_TRUNCATE)
-        return kumi_error(MPI_ERR_TRUNCATE, "%s: message of %llu bytes from rank %d (tag %d) truncated: "
-                          "the receive buffer (argument count = %zu) holds %zu bytes",
-                          fn, (unsigned long long)r->msglen, r->status.MPI_SOURCE, r->status.MPI_TAG,
-                          r->count, r->rx.cap);
-    return e;
+        e = kumi_error(MPI_ERR_TRUNCATE, "message of %llu bytes from rank %d (tag %d) truncated: "
+                       "the receive buffer (argument count = %zu) holds %zu bytes",
+                       (unsigned long long)r->msglen, r->status.MPI_SOURCE, r->status.MPI_TAG,
+                       r->count, r->rx.cap);
+    return kumi_err_via(e, fn, r->fname);
 }
 
 /* Status out of a call that reports one request: every field but MPI_ERROR,
@@ -770,7 +772,7 @@ int kumi_mpi_start(MPI_Request *request)
         return kumi_err_handle(r->comm, kumi_error(MPI_ERR_REQUEST, "MPI_Start: the request is %s",
                                                    r->persistent ? "already active" : "not persistent"));
     int rc = start_req(r);
-    if (rc) { r->active = false; return kumi_err_handle(r->comm, rc); }
+    if (rc) { r->active = false; return kumi_err_handle(r->comm, kumi_err_via(rc, "MPI_Start", r->fname)); }
     return MPI_SUCCESS;
 }
 
@@ -788,7 +790,7 @@ int kumi_mpi_startall(int count, MPI_Request array_of_requests[])
     for (int i = 0; i < count; i++) {
         struct kumi_req *r = req_get(array_of_requests[i]);
         int rc = start_req(r);
-        if (rc) { r->active = false; return kumi_err_handle(r->comm, rc); }
+        if (rc) { r->active = false; return kumi_err_handle(r->comm, kumi_err_via(rc, "MPI_Startall", r->fname)); }
     }
     return MPI_SUCCESS;
 }

@@ -78,7 +78,7 @@ static const char *const psets[] = { "mpi://WORLD", "mpi://SELF" };
 static int session_err(struct kumi_session *s, int code)
 {
     if (!s) return kumi_err_handle(NULL, code);
-    return kumi_errh_invoke(s->errh, KUMI_ERRH_OBJ_SESSION, s->handle, code);
+    return kumi_errh_invoke(s->errh, KUMI_ERRH_OBJ_SESSION, s->handle, kumi_err_in(code, kumi_call));
 }
 
 #define GET_SESSION(var, h, fn) \
@@ -143,7 +143,7 @@ static int session_thread_level(int want)
 static int init_err(struct kumi_errhandler *eh, int code)
 {
     if (!eh) return kumi_err_handle(NULL, code);
-    return kumi_errh_invoke(eh, KUMI_ERRH_OBJ_SESSION, MPI_SESSION_NULL, code);
+    return kumi_errh_invoke(eh, KUMI_ERRH_OBJ_SESSION, MPI_SESSION_NULL, kumi_err_in(code, kumi_call));
 }
 
 int kumi_mpi_session_init(MPI_Info info, struct kumi_errhandler *errhandler, MPI_Session *session)
@@ -354,6 +354,6 @@ int kumi_mpi_comm_create_from_group(MPI_Group group, const char *stringtag, MPI_
     if (!rc) return MPI_SUCCESS;
     /* no communicator yet: the handler given for the new one */
     if (errhandler && errhandler->kind != KUMI_ERRH_USER)
-        return kumi_errh_invoke(errhandler, KUMI_ERRH_OBJ_COMM, MPI_COMM_NULL, rc);
+        return kumi_errh_invoke(errhandler, KUMI_ERRH_OBJ_COMM, MPI_COMM_NULL, kumi_err_in(rc, kumi_call));
     return kumi_err_handle(NULL, rc);
 }

@@ -106,7 +106,7 @@ int kumi_win_err_handle(struct kumi_win *w, int code)
 {
     if (code == MPI_SUCCESS) return code;
     if (!w || !w->errh) return kumi_err_handle(NULL, code);
-    return kumi_errh_invoke(w->errh, KUMI_ERRH_OBJ_WIN, w->handle, code);
+    return kumi_errh_invoke(w->errh, KUMI_ERRH_OBJ_WIN, w->handle, kumi_err_in(code, kumi_call));
 }
 
 bool kumi_win_region_ok(const struct kumi_win *w, uint64_t addr, uint64_t len)
@@ -528,7 +528,7 @@ int kumi_mpi_win_free(MPI_Win *win)
     MPI_Win h = w->handle;
     win_destroy(w);
     *win = MPI_WIN_NULL;
-    if (rc) rc = kumi_errh_invoke(errh, KUMI_ERRH_OBJ_WIN, h, rc);
+    if (rc) rc = kumi_errh_invoke(errh, KUMI_ERRH_OBJ_WIN, h, kumi_err_in(rc, kumi_call));
     kumi_errh_release(errh);
     return rc;
 }

@@ -3,9 +3,12 @@
 # API data and the sources: every pattern names a procedure of the API data,
 # every parameter named exists, and no member of a family the generator
 # forwards is also written by hand in framework/.  Also: the checks fire (a
-# rule naming an unknown procedure, an unknown parameter, a narrowing
-# forwarder, a forwarded member written by hand), a forwarder is generated
-# where no source defines the member, and unchanged outputs are not rewritten.
+# rule naming an unknown procedure, an unknown property, an unknown parameter,
+# a bad Fortran length or sentinel kind, a narrowing forwarder, a forwarded
+# member written by hand), in all three generators that read the rules
+# (mkbindings.py, mkfortran.py, mkmpih.py); a forwarder is generated where no
+# source defines the member; unchanged outputs are not rewritten; and the
+# Fortran glue and mpi.h follow the rules, not parameter names.
 set -u
 : "${top_srcdir:?}"
 py=${PYTHON3:-python3}
@@ -37,6 +40,14 @@ expect_error() {   # expect_error WHAT RULES MESSAGE-REGEX [SOURCES...]
 }
 edit "$tmp/r1.json" "d['entries'][0]['procedures'].append('MPI_Sned')"
 expect_error "unknown procedure" "$tmp/r1.json" "pattern 'MPI_Sned' matches no procedure"
+edit "$tmp/r0.json" "d['entries'][0]['nolokc'] = True"
+expect_error "unknown property" "$tmp/r0.json" "entry 1 \\(library state and version queries\\): unknown properties nolokc"
+edit "$tmp/r5.json" "d['entries'].append({'name': 'bad length', 'procedures': ['MPI_Graph_create'], 'fortran_lengths': {'edges': 'cnt'}})"
+expect_error "bad Fortran length" "$tmp/r5.json" "entry [0-9]+ \\(bad length\\): length 'cnt' of edges is neither a parameter of MPI_Graph_create"
+edit "$tmp/r6.json" "d['entries'].append({'procedures': ['MPI_Comm_spawn'], 'fortran_absent': {'argcc': '0'}})"
+expect_error "unknown parameter (Fortran)" "$tmp/r6.json" "MPI_Comm_spawn has no parameter 'argcc' \\(fortran_absent\\)"
+edit "$tmp/r7.json" "d['entries'].append({'procedures': ['MPI_Graph_create'], 'sentinel_arrays': {'edges': 'edge'}})"
+expect_error "bad sentinel kind" "$tmp/r7.json" "sentinel kind 'edge' of edges is none of weights, errcodes"
 edit "$tmp/r2.json" "d['entries'].append({'procedures': ['MPI_Send'], 'null_ok': ['commm']})"
 expect_error "unknown parameter" "$tmp/r2.json" "MPI_Send has no parameter 'commm'"
 edit "$tmp/r3.json" "d['entries'].append({'procedures': ['MPI_Recv'], 'nolock': True, 'anytime': True}); \
@@ -47,6 +58,41 @@ edit "$tmp/r4.json" "d['entries'].append({'procedures': ['MPI_Bcast_c'], 'forwar
 expect_error "narrowing forwarder" "$tmp/r4.json" "MPI_Bcast_c: parameter count is MPI_Count, kumi_x takes int \\(only widening"
 printf 'int kumi_mpi_send_c(void)\n{\n    return 0;\n}\n' > "$tmp/byhand.c"
 expect_error "forwarded member written by hand" "$rules" "MPI_Send_c: in family forwarded to kumi_pt2pt_send, defined by hand" "$tmp/byhand.c"
+
+# the Fortran and mpi.h generators refuse bad rules too (the build stops with the message)
+fgen=$top_srcdir/framework/bindings/mkfortran.py
+hgen=$top_srcdir/framework/bindings/mkmpih.py
+"$py" "$gen" "${api[@]}" --rules "$rules" --out-c "$tmp/full.c" --out-h "$tmp/full.h" "${srcs[@]}" ||
+    fail "generation of the full bindings failed"
+fortran() {   # fortran RULES: mkfortran.py into $tmp/f.*
+    "$py" "$fgen" "${api[@]}" --rules "$1" --bindings "$tmp/full.c" --bindings "$top_srcdir/framework/core/handles.c" \
+        --out-c "$tmp/f.c" --out-h "$tmp/f.h" --out-mod "$tmp/f.f90"
+}
+mpih() {   # mpih RULES: mkmpih.py into $tmp/mpi.h
+    "$py" "$hgen" "$top_srcdir/data/mpi-abi-1.0.json" "$top_srcdir/data/mpi-procedures.json" "$1" > "$tmp/mpi.h"
+}
+for r in r0 r1 r5; do
+    fortran "$tmp/$r.json" > "$tmp/neg.out" 2>&1 && fail "mkfortran.py accepted the rules $r"
+    grep -q "^mkfortran: .*$r.json: entry" "$tmp/neg.out" || { cat "$tmp/neg.out"; fail "mkfortran.py: no clear message for $r"; }
+    mpih "$tmp/$r.json" 2> "$tmp/neg.out" && fail "mkmpih.py accepted the rules $r"
+    grep -q "^mkmpih: .*$r.json: entry" "$tmp/neg.out" || { cat "$tmp/neg.out"; fail "mkmpih.py: no clear message for $r"; }
+done
+# the Fortran glue and mpi.h follow the rules: with them, MPI_Dist_graph_create's weights
+# take the Fortran sentinels and are a pointer in mpi.h, MPI_Waitany's index counts from 1,
+# MPI_Op_create is left to kf_support.c; without those rules none of it
+fortran "$rules" || fail "mkfortran.py failed"
+mpih "$rules" || fail "mkmpih.py failed"
+grep -q 'KF_WEIGHTS(weights)' "$tmp/f.c" || fail "no KF_WEIGHTS(weights) in the Fortran glue"
+grep -q '++\*index;' "$tmp/f.c" || fail "MPI_Waitany's index does not count from 1 in the Fortran glue"
+grep -q 'pmpi_op_create_' "$tmp/f.c" && fail "the glue defines pmpi_op_create_, which kf_support.c writes"
+grep -q '^int MPI_Dist_graph_create(.*const int \*weights' "$tmp/mpi.h" || fail "mpi.h: weights is not a pointer"
+edit "$tmp/r8.json" "d['entries'] = [e for e in d['entries'] if not e.get('sentinel_arrays') and not e.get('fortran_one_based') \
+and not e.get('fortran_by_hand')]"
+fortran "$tmp/r8.json" > /dev/null || fail "mkfortran.py failed without the Fortran rules"
+mpih "$tmp/r8.json" || fail "mkmpih.py failed without the sentinel rules"
+grep -q 'KF_WEIGHTS' "$tmp/f.c" && fail "KF_WEIGHTS without a sentinel_arrays rule"
+grep -q '++\*index;' "$tmp/f.c" && fail "a 1-based index without a fortran_one_based rule"
+grep -q '^int MPI_Dist_graph_create(.*const int weights\[\]' "$tmp/mpi.h" || fail "mpi.h: weights is a pointer without a rule"
 
 # 3. a forwarder is generated where no source defines the member, and only there
 printf 'int kumi_mpi_send(const void *buf, int count, struct kumi_dt *datatype, int dest, int tag,\n    struct kumi_comm *comm)\n{\n    return 0;\n}\n' > "$tmp/one.c"
