@@ -8,7 +8,7 @@
  *          communicator says "all issued", and rank 0 waits for them all;
  *   send   every one is an MPI_Send (which may block once the receiver's
  *          budget is used up); rank 1 waits for the "all sent" message at
- *          most 3 seconds, polling with MPI_Iprobe on the other communicator.
+ *          most 4 seconds, polling with MPI_Iprobe on the other communicator.
  * With 1 rank, rank 0 sends them to itself with MPI_Isend (p2p/self).
  * Then rank 1 receives them all, in order, and checks every byte (message i
  * is bytes 8i .. 8i+SIZE-1 of one pattern, so rank 0 needs no copy per
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     if (rank == peer) {
         int flag = 0;
         if (blocking) {                       /* the sends may be waiting for us */
-            double end = now() + 3.0;
+            double end = now() + 4.0;
             while (!flag && now() < end) KT_MPI(MPI_Iprobe(0, 1, sig, &flag, MPI_STATUS_IGNORE));
         } else {
             flag = 1;

@@ -19,9 +19,11 @@ run() { # what, mpiexec arguments...
 }
 cd "$TESTBIN" || exit 1
 run "shmem, 20000 x 64 KiB MPI_Isend" -n 2 ./p2p_eager_flood 20000 65536 isend 300
-run "shmem, 20000 x 64 KiB MPI_Send" -n 2 ./p2p_eager_flood 20000 65536 send 300
+# MPI_Send: the receiver waits 4 s for the sends before it receives (without a
+# bound 100 MiB or more arrive in that time even on a loaded machine)
+run "shmem, 20000 x 64 KiB MPI_Send" -n 2 ./p2p_eager_flood 20000 65536 send 48
 run "tcp, 10000 x 64 KiB MPI_Isend" -n 2 -x MPI_COMPONENTS=p2p=self,tcp ./p2p_eager_flood 10000 65536 isend 300
-run "tcp, 10000 x 64 KiB MPI_Send" -n 2 -x MPI_COMPONENTS=p2p=self,tcp ./p2p_eager_flood 10000 65536 send 300
+run "tcp, 10000 x 64 KiB MPI_Send" -n 2 -x MPI_COMPONENTS=p2p=self,tcp ./p2p_eager_flood 10000 65536 send 48
 run "self, 10000 x 64 KiB MPI_Isend to itself" -n 1 ./p2p_eager_flood 10000 65536 isend 300
 run "shmem, budget 256 KiB, 20000 x 16 KiB MPI_Isend" -n 2 -x KUMI_BASE_EAGER_BUDGET=256k \
     ./p2p_eager_flood 20000 16384 isend 64
