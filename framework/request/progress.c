@@ -63,6 +63,7 @@ void kumi_progress_register_params(void)
     kumi_param_register_int("kumi", "base", "progress_sleep_ms", 20,
                             "Longest sleep (ms) of a blocking wait in poll() on the transports' descriptors",
                             KUMI_LEVEL_TUNER, &sleep_ms);
+    kumi_req_register_params();          /* the request layer's own (request.c) */
 }
 
 /* More ranks of this job on this host than CPUs this rank may run on? */

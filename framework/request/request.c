@@ -297,6 +297,98 @@ void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr)
     kumi_req_flush_ctl();
 }
 
+/* ------------------------------------------------------------ eager budget */
+/* Flow control of eager messages (the rules: request.h).  Per world peer:
+ * as its sender, the bytes charged and not given back (out); as its
+ * receiver, the charged bytes of its messages still kept here (held: the
+ * unexpected ones) and those that no longer take memory here and are not
+ * given back yet (due).  Library lock held, like everything here. */
+#define EAGER_BUDGET_DEFAULT ((size_t)8 << 20)
+size_t kumi_req_eager_budget = EAGER_BUDGET_DEFAULT;
+struct eager_peer { size_t out, held, due; };
+static struct eager_peer *eager_peers;
+static bool eager_quiet;                /* MPI_Finalize: no more CREDIT */
+
+void kumi_req_register_params(void)
+{
+    kumi_param_register_size("kumi", "base", "eager_budget", EAGER_BUDGET_DEFAULT,
+                             "Bytes of eager messages a rank may have at one peer that no receive has "
+                             "taken yet (payload plus 128 per message); past it a message waits at the "
+                             "sender for its receive (rendezvous); 0: no bound.  Set it alike on every rank",
+                             KUMI_LEVEL_TUNER, &kumi_req_eager_budget);
+}
+
+/* Would the message of r (eager limit elim to its peer) take the peer's
+ * count past the budget?  Then it goes as a plain rendezvous. */
+static bool eager_over_budget(const struct kumi_req *r, size_t elim)
+{
+    if (!kumi_req_eager_budget || !eager_peers || r->bytes == 0) return false;
+    size_t first = r->bytes < elim ? r->bytes : elim;
+    if (eager_peers[r->wpeer].out + first + KUMI_EAGER_ENVELOPE <= kumi_req_eager_budget) return false;
+    /* a blocking (or internal) send to oneself would wait for a receive that only
+     * the same thread can post after it returns: it goes eagerly, as before */
+    return !(r->internal && r->wpeer == kumi_world_rank());
+}
+
+/* Sender: count the message with header h that goes to wpeer. */
+static void eager_charge(int wpeer, const struct kumi_hdr *h)
+{
+    if (kumi_req_eager_budget && eager_peers) eager_peers[wpeer].out += kumi_req_eager_charge(h);
+}
+
+/* Sender: wpeer gave back n bytes. */
+static void eager_credited(int wpeer, uint64_t n)
+{
+    if (!eager_peers) return;
+    struct eager_peer *e = &eager_peers[wpeer];
+    e->out = n < e->out ? e->out - (size_t)n : 0;
+}
+
+/* Receiver: give back what is due to wpeer once a quarter of the budget has
+ * gathered, while wpeer is past half of its budget as far as this rank can
+ * tell (held + due; what is still on the way only adds to it).  A sender
+ * that stays below half gets no CREDIT; one that is stalled gets one as soon
+ * as a quarter is free.  From inside an upcall it is deferred. */
+static void eager_credit_check(int wpeer)
+{
+    struct eager_peer *e = &eager_peers[wpeer];
+    size_t b = kumi_req_eager_budget;
+    if (!b || eager_quiet || e->due == 0 || e->due < b / 4 || e->held + e->due < b / 2) return;
+    struct kumi_hdr h;
+    memset(&h, 0, sizeof h);
+    h.kind = KUMI_HDR_CREDIT;
+    h.len = e->due;
+    e->due = 0;
+    kumi_log(3, "eager budget: %llu bytes given back to rank %d", (unsigned long long)h.len, wpeer);
+    kumi_req_send_ctl(wpeer, &h);
+}
+
+/* Receiver: a message with header h arrived from wpeer; kept: it waits in the
+ * unexpected queue (else its payload went straight to a receive). */
+static void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
+{
+    size_t c = kumi_req_eager_charge(h);
+    if (!c || !eager_peers) return;
+    if (kept) {
+        eager_peers[wpeer].held += c;
+    } else {
+        eager_peers[wpeer].due += c;
+        eager_credit_check(wpeer);
+    }
+}
+
+/* Receiver: the unexpected message with header h from wpeer no longer takes
+ * memory here (received, cancelled). */
+static void eager_release(int wpeer, const struct kumi_hdr *h)
+{
+    size_t c = kumi_req_eager_charge(h);
+    if (!c || !eager_peers || wpeer < 0 || wpeer >= nworld) return;
+    struct eager_peer *e = &eager_peers[wpeer];
+    e->held = c < e->held ? e->held - c : 0;
+    e->due += c;
+    eager_credit_check(wpeer);
+}
+
 static void req_op_done(struct kumi_sendop *op)
 {
     struct kumi_req *r = op->owner;
@@ -350,7 +442,9 @@ int kumi_req_start_send(struct kumi_req *r)
     h->sreq = (uint64_t)(uintptr_t)r;
     r->op.done = req_op_done;
     r->op.owner = r;
-    if (r->bytes <= ops->eager_limit(r->wpeer)) {
+    size_t elim = ops->eager_limit(r->wpeer);
+    bool hold = eager_over_budget(r, elim);        /* the bytes wait here for a receive */
+    if (r->bytes <= elim && !hold) {
         h->kind = r->mode == KUMI_MODE_SYNC ? KUMI_HDR_EAGER_SYNC : KUMI_HDR_EAGER;
         h->paylen = r->bytes;
         r->op.payload = payload;
@@ -363,7 +457,7 @@ int kumi_req_start_send(struct kumi_req *r)
         r->rndv = r->rget = true;
         r->pending = 1;                            /* the RTS op: done once pulled */
     } else {
-        size_t frag = ops->eager_limit(r->wpeer);  /* goes with the RTS */
+        size_t frag = hold ? 0 : elim;             /* goes with the RTS */
         if (frag >= r->bytes) frag = 0;
         h->kind = KUMI_HDR_RTS;
         h->paylen = frag;
@@ -375,6 +469,7 @@ int kumi_req_start_send(struct kumi_req *r)
     }
     h->seq = kumi_match_next_send_seq(r->wpeer);
     r->seq = h->seq;
+    eager_charge(r->wpeer, h);
     if (upcall_depth || flushing) {
         defer_send(r->wpeer, &r->op);
         return MPI_SUCCESS;
@@ -451,6 +546,7 @@ void kumi_ubuf_drain(void)
 
 static void ue_free(struct kumi_ue *u)
 {
+    eager_release(u->wpeer, &u->hdr);
     kumi_ubuf_free(u->data);
     u->magic = 0;
     free(u);
@@ -673,6 +769,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
     case KUMI_HDR_RTS:
         kumi_match_check_recv_seq(peer, hdr->seq);
         r = kumi_match_posted(hdr);
+        eager_arrived(peer, hdr, r == NULL);
         if (r) {
             r->status.MPI_SOURCE = hdr->src;
             r->status.MPI_TAG = hdr->tag;
@@ -746,6 +843,9 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
         r = cookie_req(hdr->sreq);
         if (r && r->kind == KUMI_REQ_SEND) do_cts(r, hdr);
         else kumi_warn("p2p: CTS from rank %d for an unknown request", peer);
+        break;
+    case KUMI_HDR_CREDIT:
+        eager_credited(peer, hdr->len);
         break;
     case KUMI_HDR_SYNC_ACK:
         r = cookie_req(hdr->sreq);
@@ -887,6 +987,9 @@ int kumi_req_init(void)
     }
     rc = kumi_match_init(nworld);
     if (rc != MPI_SUCCESS) return rc;
+    eager_quiet = false;
+    eager_peers = calloc((size_t)nworld, sizeof *eager_peers);
+    if (!eager_peers) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
     /* Progress polls every initialized transport (a peer might reach us through
      * one we do not use to reach it), but those that serve no peer of ours only
      * now and then: an idle tcp costs a system call per poll. */
@@ -907,6 +1010,7 @@ busy:
 
 void kumi_req_finalize(void)
 {
+    eager_quiet = true;                 /* the peers may be closing: they need no budget now */
     drain_deadline = kumi_time() + 60.0;
     kumi_progress_wait(drained, NULL);
     for (int i = ntr - 1; i >= 0; i--)
@@ -916,6 +1020,8 @@ void kumi_req_finalize(void)
     kumi_match_finalize();
     free(peer_ops);
     peer_ops = NULL;
+    free(eager_peers);
+    eager_peers = NULL;
 }
 
 /* ------------------------------------------------------------ collectives' p2p */

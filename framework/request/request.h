@@ -24,6 +24,29 @@
  *   Cancel of a send: CANCEL_REQ (ctx, src, tag, seq, sreq); the receiver
  *     removes the message from its unexpected queue if it is still there and
  *     fully arrived, and answers CANCEL_ACK (flags & KUMI_HDR_F_CANCELLED).
+ *
+ * Eager budget (flow control; parameter kumi_base_eager_budget, bytes per
+ * peer, 0: none).  What a receiver holds for messages that arrived before
+ * their receives is bounded per sender:
+ *   - the sender counts, per world peer, the bytes it sent eagerly (an EAGER
+ *     payload or an RTS's first fragment, plus KUMI_EAGER_ENVELOPE for the
+ *     envelope: kumi_req_eager_charge) that the receiver has not given back;
+ *   - a message that would take that count past the budget goes as a plain
+ *     rendezvous (RTS without a fragment, or RGET): its bytes stay in the
+ *     sender's buffer until a receive matches, the receiver keeps only the
+ *     envelope.  Every envelope still goes at once, in order, so matching
+ *     and the non-overtaking rule are untouched.  A message of 0 bytes goes
+ *     eagerly anyway (it holds nothing back) and is counted; so do blocking
+ *     and internal sends to oneself (a rendezvous would wait for a receive
+ *     that the same thread can only post afterwards);
+ *   - the receiver counts, per sender, the charged bytes it still holds
+ *     (unexpected messages) and those that no longer take its memory
+ *     (matched on arrival, received, cancelled) and gives the latter back in
+ *     one CREDIT (len = bytes) once they reach a quarter of the budget while
+ *     both together are at least half of it.  A sender that stays below half
+ *     its budget gets no CREDIT at all; when nothing is held, at least half
+ *     the budget is free again.
+ * The budget must be the same on every rank (mpiexec --param sets it so).
  */
 #ifndef KUMI_REQUEST_H
 #define KUMI_REQUEST_H
@@ -134,6 +157,21 @@ struct kumi_msg {
     struct kumi_ue *ue;
     struct kumi_comm *comm;
 };
+
+/* What a message's envelope counts against the eager budget. */
+#define KUMI_EAGER_ENVELOPE 128
+/* Bytes a message counts against its sender's eager budget (0: none). */
+static inline size_t kumi_req_eager_charge(const struct kumi_hdr *h)
+{
+    if (h->kind == KUMI_HDR_EAGER || h->kind == KUMI_HDR_EAGER_SYNC ||
+        (h->kind == KUMI_HDR_RTS && h->paylen > 0 && !(h->flags & KUMI_HDR_F_RGET)))
+        return (size_t)h->paylen + KUMI_EAGER_ENVELOPE;
+    return 0;
+}
+/* The budget (kumi_base_eager_budget; 0: unlimited), registered by
+ * kumi_progress_register_params. */
+extern size_t kumi_req_eager_budget;
+void kumi_req_register_params(void);
 
 /* ---- request.c ---- */
 /* The operations of a kind of request other than a plain send or receive,

@@ -40,7 +40,8 @@ enum kumi_hdr_kind {
     KUMI_HDR_SYNC_ACK,        /* receiver matched an EAGER_SYNC: sreq set */
     KUMI_HDR_CANCEL_REQ,      /* sender wants to cancel sreq (ctx, src, tag, seq identify it) */
     KUMI_HDR_CANCEL_ACK,      /* answer: flags & KUMI_HDR_F_CANCELLED */
-    KUMI_HDR_CONTROL          /* framework-internal control (payload) */
+    KUMI_HDR_CONTROL,         /* framework-internal control (payload) */
+    KUMI_HDR_CREDIT           /* receiver gives back len bytes of the sender's eager budget */
 };
 
 #define KUMI_HDR_F_CANCELLED 0x01
