@@ -1,0 +1,297 @@
+/* coll_wide: the v-collectives, whose int count and displacement arrays the
+ * MPI front end widens to the coll contract's MPI_Count / MPI_Aint arrays
+ * (on the stack up to kumi_base_coll_widen_stack entries, else in allocated
+ * memory), and the neighbourhood ones with a small (3) and a large (70,
+ * beyond the stack buffer) degree.  Every operation runs blocking,
+ * non-blocking and persistent; a persistent one is started twice with its
+ * count and displacement arrays scribbled over after MPI_*_init (the
+ * schedule must have copied what it needs).  Counts differ per pair (zeros
+ * included), blocks lie in reverse order with gaps that must stay untouched.
+ *
+ *   coll_wide          the above
+ *   coll_wide bigdisp  MPI_Neighbor_alltoallv_c with a receive displacement
+ *                      beyond INT_MAX (a sparse mapping: one page touched) */
+#include "kt.h"
+#include <limits.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#define HOLE (-1)       /* receive buffers outside the blocks */
+#define SGAP (-2)       /* send buffers outside the blocks: an overlong send shows */
+static int rank, size;
+
+static int val(int from, int to, int k) { return from * 1000000 + to * 1000 + k; }
+/* elements rank `from` sends to rank `to` (0..3) */
+static int cnt(int from, int to) { return (from * 3 + to * 5 + 1) % 4; }
+
+/* Blocks of counts c[0..n) laid out in reverse order with `gap` elements
+ * between them: d[i] = displacements; returns the buffer length. */
+static int layout(const int *c, int *d, int n, int gap)
+{
+    int off = gap;
+    for (int i = n - 1; i >= 0; i--) {
+        d[i] = off;
+        off += c[i] + gap;
+    }
+    return off;
+}
+
+static int *ints(int n, int v)
+{
+    int *b = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    KT_CHECK(b != NULL, "out of memory");
+    for (int i = 0; i < n; i++) b[i] = v;
+    return b;
+}
+
+/* Every element of buf[0..len) is HOLE except the blocks (c, d), which hold
+ * want(i, k). */
+#define CHECK_BLOCKS(what, buf, len, n, c, d, want) do {                                \
+    int *seen_ = ints(len, 0);                                                         \
+    for (int i = 0; i < (n); i++)                                                      \
+        for (int k = 0; k < (c)[i]; k++) {                                             \
+            int got_ = (buf)[(d)[i] + k], exp_ = (want);                               \
+            if (got_ != exp_)                                                          \
+                KT_FAIL("%s: block %d element %d is %d, expected %d", what, i, k, got_, exp_); \
+            seen_[(d)[i] + k] = 1;                                                     \
+        }                                                                              \
+    for (int j = 0; j < (len); j++)                                                    \
+        if (!seen_[j] && (buf)[j] != HOLE)                                             \
+            KT_FAIL("%s: element %d outside the blocks was written (%d)", what, j, (buf)[j]); \
+    free(seen_);                                                                       \
+} while (0)
+
+/* form 0: blocking; 1: non-blocking + wait; 2: persistent, the arrays
+ * scribbled over after init (scribble), started twice, cleared between
+ * (clear). */
+#define FORMS(form, blk, nb, init, check, scribble, clear) do {                         \
+    MPI_Request req_;                                                                  \
+    if ((form) == 0) {                                                                 \
+        KT_MPI(blk);                                                                   \
+        check;                                                                         \
+    } else if ((form) == 1) {                                                          \
+        KT_MPI(nb);                                                                    \
+        KT_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE));                                    \
+        check;                                                                         \
+    } else {                                                                           \
+        KT_MPI(init);                                                                  \
+        scribble;                                                                      \
+        for (int t_ = 0; t_ < 2; t_++) {                                               \
+            clear;                                                                     \
+            KT_MPI(MPI_Start(&req_));                                                  \
+            KT_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE));                                \
+            check;                                                                     \
+        }                                                                              \
+        KT_MPI(MPI_Request_free(&req_));                                               \
+    }                                                                                  \
+} while (0)
+
+static void scribble(int *a, int n)
+{
+    for (int i = 0; i < n; i++) a[i] = 77777 + i;
+}
+
+static void fill(int *b, int n, int v)
+{
+    for (int i = 0; i < n; i++) b[i] = v;
+}
+
+static void t_alltoallv(int form)
+{
+    int *sc = ints(size, 0), *sd = ints(size, 0), *rc = ints(size, 0), *rd = ints(size, 0);
+    int *ec = ints(size, 0), *ed = ints(size, 0);
+    for (int j = 0; j < size; j++) {
+        sc[j] = cnt(rank, j);
+        ec[j] = rc[j] = cnt(j, rank);
+    }
+    int slen = layout(sc, sd, size, 1), rlen = layout(rc, rd, size, 2);
+    layout(ec, ed, size, 2);
+    int *sb = ints(slen, SGAP), *rb = ints(rlen, HOLE);
+    for (int j = 0; j < size; j++)
+        for (int k = 0; k < sc[j]; k++) sb[sd[j] + k] = val(rank, j, k);
+    FORMS(form, (MPI_Alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD)),
+          (MPI_Ialltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD, &req_)),
+          (MPI_Alltoallv_init(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD,
+                              MPI_INFO_NULL, &req_)),
+          CHECK_BLOCKS("alltoallv", rb, rlen, size, ec, ed, val(i, rank, k)),
+          (scribble(sc, size), scribble(sd, size), scribble(rc, size), scribble(rd, size)),
+          fill(rb, rlen, HOLE));
+    free(sc); free(sd); free(rc); free(rd); free(ec); free(ed); free(sb); free(rb);
+}
+
+static void t_allgatherv(int form)
+{
+    int *rc = ints(size, 0), *rd = ints(size, 0), *ec = ints(size, 0), *ed = ints(size, 0);
+    for (int j = 0; j < size; j++) ec[j] = rc[j] = cnt(j, 0);
+    int rlen = layout(rc, rd, size, 1);
+    layout(ec, ed, size, 1);
+    int n = cnt(rank, 0), *sb = ints(n + 1, SGAP), *rb = ints(rlen, HOLE);
+    for (int k = 0; k < n; k++) sb[k] = val(rank, 0, k);
+    FORMS(form, (MPI_Allgatherv(sb, n, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD)),
+          (MPI_Iallgatherv(sb, n, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD, &req_)),
+          (MPI_Allgatherv_init(sb, n, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL,
+                               &req_)),
+          CHECK_BLOCKS("allgatherv", rb, rlen, size, ec, ed, val(i, 0, k)),
+          (scribble(rc, size), scribble(rd, size)), fill(rb, rlen, HOLE));
+    free(rc); free(rd); free(ec); free(ed); free(sb); free(rb);
+}
+
+/* Gatherv to the last rank; the other ranks pass NULL arrays (not significant there). */
+static void t_gatherv(int form)
+{
+    int root = size - 1, me_root = rank == root;
+    int *rc = NULL, *rd = NULL, *ec = ints(size, 0), *ed = ints(size, 0), rlen = 1;
+    for (int j = 0; j < size; j++) ec[j] = cnt(j, root);
+    if (me_root) {
+        rc = ints(size, 0);
+        rd = ints(size, 0);
+        for (int j = 0; j < size; j++) rc[j] = cnt(j, root);
+        rlen = layout(rc, rd, size, 3);
+    }
+    layout(ec, ed, size, 3);
+    int n = cnt(rank, root), *sb = ints(n + 1, SGAP), *rb = ints(rlen, HOLE);
+    for (int k = 0; k < n; k++) sb[k] = val(rank, root, k);
+    FORMS(form, (MPI_Gatherv(sb, n, MPI_INT, rb, rc, rd, MPI_INT, root, MPI_COMM_WORLD)),
+          (MPI_Igatherv(sb, n, MPI_INT, rb, rc, rd, MPI_INT, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Gatherv_init(sb, n, MPI_INT, rb, rc, rd, MPI_INT, root, MPI_COMM_WORLD,
+                            MPI_INFO_NULL, &req_)),
+          if (me_root) CHECK_BLOCKS("gatherv", rb, rlen, size, ec, ed, val(i, root, k)),
+          if (me_root) { scribble(rc, size); scribble(rd, size); }, fill(rb, rlen, HOLE));
+    free(rc); free(rd); free(ec); free(ed); free(sb); free(rb);
+}
+
+/* Scatterv from rank 0; the other ranks pass NULL arrays. */
+static void t_scatterv(int form)
+{
+    int root = 0, me_root = rank == root;
+    int *sc = NULL, *sd = NULL, slen = 1;
+    if (me_root) {
+        sc = ints(size, 0);
+        sd = ints(size, 0);
+        for (int j = 0; j < size; j++) sc[j] = cnt(root, j);
+        slen = layout(sc, sd, size, 2);
+    }
+    int *sb = ints(slen, SGAP);
+    if (me_root)
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < sc[j]; k++) sb[sd[j] + k] = val(root, j, k);
+    int n = cnt(root, rank), one = n, *rb = ints(n + 2, HOLE);
+    FORMS(form, (MPI_Scatterv(sb, sc, sd, MPI_INT, rb + 1, n, MPI_INT, root, MPI_COMM_WORLD)),
+          (MPI_Iscatterv(sb, sc, sd, MPI_INT, rb + 1, n, MPI_INT, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Scatterv_init(sb, sc, sd, MPI_INT, rb + 1, n, MPI_INT, root, MPI_COMM_WORLD,
+                             MPI_INFO_NULL, &req_)),
+          CHECK_BLOCKS("scatterv", rb, n + 2, 1, &one, (int[]){ 1 }, val(root, rank, k)),
+          if (me_root) { scribble(sc, size); scribble(sd, size); }, fill(rb, n + 2, HOLE));
+    free(sc); free(sd); free(sb); free(rb);
+}
+
+/* Reduce_scatter with MPI_SUM: element j of the vector on rank q is q * 7 + j. */
+static void t_reduce_scatter(int form)
+{
+    int *rc = ints(size, 0), total = 0, off = 0;
+    for (int j = 0; j < size; j++) {
+        rc[j] = j % 3 + (size > 4 ? 1 : 0);
+        if (j < rank) off += rc[j];
+        total += rc[j];
+    }
+    int mine = rc[rank], *sb = ints(total + 1, 0), *rb = ints(mine + 1, HOLE);
+    for (int j = 0; j < total; j++) sb[j] = rank * 7 + j;
+    long long base = 7LL * size * (size - 1) / 2;
+    FORMS(form, (MPI_Reduce_scatter(sb, rb, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+          (MPI_Ireduce_scatter(sb, rb, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req_)),
+          (MPI_Reduce_scatter_init(sb, rb, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                   &req_)),
+          CHECK_BLOCKS("reduce_scatter", rb, mine + 1, 1, &mine, (int[]){ 0 },
+                       (int)(base + (long long)size * (off + k))),
+          scribble(rc, size), fill(rb, mine + 1, HOLE));
+    free(rc); free(sb); free(rb);
+}
+
+/* Neighbor_alltoallv on a ring of deg parallel edges to the next rank (and
+ * deg from the previous one); edge e of rank r carries e % 3 + r % 2
+ * elements; parallel edges match in list order. */
+static void t_neighbor_alltoallv(int form, int deg)
+{
+    int next = (rank + 1) % size, prev = (rank - 1 + size) % size;
+    int *src = ints(deg, prev), *dst = ints(deg, next);
+    MPI_Comm g;
+    KT_MPI(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, deg, src, MPI_UNWEIGHTED, deg, dst,
+                                          MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g));
+    int *sc = ints(deg, 0), *sd = ints(deg, 0), *rc = ints(deg, 0), *rd = ints(deg, 0);
+    int *ec = ints(deg, 0), *ed = ints(deg, 0);
+    for (int e = 0; e < deg; e++) {
+        sc[e] = e % 3 + rank % 2;
+        ec[e] = rc[e] = e % 3 + prev % 2;
+    }
+    int slen = layout(sc, sd, deg, 1), rlen = layout(rc, rd, deg, 2);
+    layout(ec, ed, deg, 2);
+    int *sb = ints(slen, SGAP), *rb = ints(rlen, HOLE);
+    for (int e = 0; e < deg; e++)
+        for (int k = 0; k < sc[e]; k++) sb[sd[e] + k] = val(rank, e, k);
+    FORMS(form, (MPI_Neighbor_alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, g)),
+          (MPI_Ineighbor_alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, g, &req_)),
+          (MPI_Neighbor_alltoallv_init(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, g, MPI_INFO_NULL,
+                                       &req_)),
+          CHECK_BLOCKS("neighbor_alltoallv", rb, rlen, deg, ec, ed, val(prev, i, k)),
+          (scribble(sc, deg), scribble(sd, deg), scribble(rc, deg), scribble(rd, deg)),
+          fill(rb, rlen, HOLE));
+    KT_MPI(MPI_Comm_free(&g));
+    free(src); free(dst); free(sc); free(sd); free(rc); free(rd); free(ec); free(ed);
+    free(sb); free(rb);
+}
+
+/* MPI_Neighbor_alltoallv_c on a ring with one edge each way: the receive
+ * block lies 2^31 + 100 bytes into a sparse mapping. */
+static int t_bigdisp(void)
+{
+    const MPI_Aint far = (MPI_Aint)INT_MAX + 101;
+    size_t len = (size_t)far + 4096;
+    char *big = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
+    int ok = big != MAP_FAILED, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!all) {
+        if (rank == 0) fprintf(stderr, "coll_wide bigdisp: cannot map %zu bytes (sparse); skipped\n", len);
+        if (ok) munmap(big, len);
+        return 77;
+    }
+    int next = (rank + 1) % size, prev = (rank - 1 + size) % size;
+    MPI_Comm g;
+    KT_MPI(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &prev, MPI_UNWEIGHTED, 1, &next,
+                                          MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g));
+    char sb[64];
+    for (int k = 0; k < 64; k++) sb[k] = (char)(rank * 3 + k);
+    MPI_Count sc = 64, rc = 64;
+    MPI_Aint sd = 0, rd = far;
+    KT_MPI(MPI_Neighbor_alltoallv_c(sb, &sc, &sd, MPI_BYTE, big, &rc, &rd, MPI_BYTE, g));
+    for (int k = 0; k < 64; k++)
+        KT_EQ_INT(big[far + k], (char)(prev * 3 + k));
+    KT_EQ_INT(big[far - 1], 0);
+    KT_EQ_INT(big[far + 64], 0);
+    KT_MPI(MPI_Comm_free(&g));
+    munmap(big, len);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 1 && !strcmp(argv[1], "bigdisp")) {
+        int rc = t_bigdisp();
+        MPI_Finalize();
+        return rc;
+    }
+    for (int form = 0; form < 3; form++) {
+        t_alltoallv(form);
+        t_allgatherv(form);
+        t_gatherv(form);
+        t_scatterv(form);
+        t_reduce_scatter(form);
+        t_neighbor_alltoallv(form, 3);
+        t_neighbor_alltoallv(form, 70);
+    }
+    MPI_Finalize();
+    return 0;
+}
