@@ -10,7 +10,10 @@
  *
  *   coll_wide          the above
  *   coll_wide bigdisp  MPI_Neighbor_alltoallv_c with a receive displacement
- *                      beyond INT_MAX (a sparse mapping: one page touched) */
+ *                      beyond INT_MAX (a sparse mapping: one page touched)
+ *   coll_wide bigcount MPI_Bcast_c of 2^31 + 8 bytes (2 GiB per rank)
+ * and, for the collectives without arrays, the large-count (_c) forms with
+ * ordinary counts. */
 #include "kt.h"
 #include <limits.h>
 #include <stdint.h>
@@ -240,6 +243,79 @@ static void t_neighbor_alltoallv(int form, int deg)
     free(sb); free(rb);
 }
 
+/* The large-count (_c) forms of the collectives without arrays, with
+ * ordinary counts: the forwarders pass their MPI_Count counts through. */
+static void t_scalar_c(int form)
+{
+    MPI_Count m = 5;
+    int root = size - 1;
+    int *a = ints((int)m * size + 1, HOLE), *b = ints((int)m * size + 1, HOLE);
+    /* bcast */
+    if (rank == root) for (int k = 0; k < m; k++) a[k] = val(root, 1, k);
+    FORMS(form, (MPI_Bcast_c(a, m, MPI_INT, root, MPI_COMM_WORLD)),
+          (MPI_Ibcast_c(a, m, MPI_INT, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Bcast_init_c(a, m, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          for (int k = 0; k < m; k++) KT_EQ_INT(a[k], val(root, 1, k)), (void)0,
+          if (rank != root) fill(a, (int)m, HOLE));
+    /* allreduce: sum over ranks q of q + k */
+    for (int k = 0; k < m; k++) a[k] = rank + k;
+    FORMS(form, (MPI_Allreduce_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+          (MPI_Iallreduce_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req_)),
+          (MPI_Allreduce_init_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          for (int k = 0; k < m; k++) KT_EQ_INT(b[k], size * (size - 1) / 2 + size * k), (void)0,
+          fill(b, (int)m, HOLE));
+    /* reduce to root, scan, exscan */
+    FORMS(form, (MPI_Reduce_c(a, b, m, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD)),
+          (MPI_Ireduce_c(a, b, m, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Reduce_init_c(a, b, m, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          if (rank == root) for (int k = 0; k < m; k++) KT_EQ_INT(b[k], size * (size - 1) / 2 + size * k),
+          (void)0, fill(b, (int)m, HOLE));
+    FORMS(form, (MPI_Scan_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+          (MPI_Iscan_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req_)),
+          (MPI_Scan_init_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          for (int k = 0; k < m; k++) KT_EQ_INT(b[k], rank * (rank + 1) / 2 + (rank + 1) * k), (void)0,
+          fill(b, (int)m, HOLE));
+    FORMS(form, (MPI_Exscan_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+          (MPI_Iexscan_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req_)),
+          (MPI_Exscan_init_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          if (rank > 0) for (int k = 0; k < m; k++) KT_EQ_INT(b[k], rank * (rank - 1) / 2 + rank * k),
+          (void)0, fill(b, (int)m, HOLE));
+    /* gather / allgather of m, alltoall of m per rank, scatter, reduce_scatter_block */
+    for (int k = 0; k < m; k++) a[k] = val(rank, 2, k);
+    FORMS(form, (MPI_Gather_c(a, m, MPI_INT, b, m, MPI_INT, root, MPI_COMM_WORLD)),
+          (MPI_Igather_c(a, m, MPI_INT, b, m, MPI_INT, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Gather_init_c(a, m, MPI_INT, b, m, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          if (rank == root) for (int q = 0; q < size; q++) for (int k = 0; k < m; k++)
+              KT_EQ_INT(b[q * m + k], val(q, 2, k)),
+          (void)0, fill(b, (int)m * size, HOLE));
+    FORMS(form, (MPI_Allgather_c(a, m, MPI_INT, b, m, MPI_INT, MPI_COMM_WORLD)),
+          (MPI_Iallgather_c(a, m, MPI_INT, b, m, MPI_INT, MPI_COMM_WORLD, &req_)),
+          (MPI_Allgather_init_c(a, m, MPI_INT, b, m, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          for (int q = 0; q < size; q++) for (int k = 0; k < m; k++) KT_EQ_INT(b[q * m + k], val(q, 2, k)),
+          (void)0, fill(b, (int)m * size, HOLE));
+    for (int q = 0; q < size; q++) for (int k = 0; k < m; k++) a[q * m + k] = val(rank, q, k);
+    FORMS(form, (MPI_Alltoall_c(a, m, MPI_INT, b, m, MPI_INT, MPI_COMM_WORLD)),
+          (MPI_Ialltoall_c(a, m, MPI_INT, b, m, MPI_INT, MPI_COMM_WORLD, &req_)),
+          (MPI_Alltoall_init_c(a, m, MPI_INT, b, m, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          for (int q = 0; q < size; q++) for (int k = 0; k < m; k++) KT_EQ_INT(b[q * m + k], val(q, rank, k)),
+          (void)0, fill(b, (int)m * size, HOLE));
+    for (int q = 0; q < size; q++) for (int k = 0; k < m; k++) a[q * m + k] = val(root, q, k);
+    FORMS(form, (MPI_Scatter_c(a, m, MPI_INT, b, m, MPI_INT, root, MPI_COMM_WORLD)),
+          (MPI_Iscatter_c(a, m, MPI_INT, b, m, MPI_INT, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Scatter_init_c(a, m, MPI_INT, b, m, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          for (int k = 0; k < m; k++) KT_EQ_INT(b[k], val(root, rank, k)), (void)0, fill(b, (int)m, HOLE));
+    for (int j = 0; j < m * size; j++) a[j] = rank + j;
+    FORMS(form, (MPI_Reduce_scatter_block_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+          (MPI_Ireduce_scatter_block_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req_)),
+          (MPI_Reduce_scatter_block_init_c(a, b, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                           &req_)),
+          for (int k = 0; k < m; k++)
+              KT_EQ_INT(b[k], size * (size - 1) / 2 + size * (rank * m + k)),
+          (void)0, fill(b, (int)m, HOLE));
+    free(a);
+    free(b);
+}
+
 /* MPI_Neighbor_alltoallv_c on a ring with one edge each way: the receive
  * block lies 2^31 + 100 bytes into a sparse mapping. */
 static int t_bigdisp(void)
@@ -273,13 +349,47 @@ static int t_bigdisp(void)
     return 0;
 }
 
+/* MPI_Bcast_c of 2^31 + 8 bytes (2 GiB per rank): a count beyond INT_MAX
+ * through the front end, the contract and the component. */
+static int t_bigcount(void)
+{
+    const MPI_Count n = (MPI_Count)INT_MAX + 9;
+    unsigned char *buf = malloc((size_t)n);
+    int ok = buf != NULL, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!all) {
+        if (rank == 0) fprintf(stderr, "coll_wide bigcount: cannot allocate %lld bytes; skipped\n", (long long)n);
+        free(buf);
+        return 77;
+    }
+    /* chunk c of 1 MiB holds the byte c * 37 + 1 (memset and memcmp: quick) */
+    const size_t chunk = (size_t)1 << 20;
+    int root = size - 1;
+    unsigned char *ref = malloc(chunk);
+    KT_CHECK(ref != NULL, "out of memory");
+    for (size_t off = 0, c = 0; off < (size_t)n; off += chunk, c++) {
+        size_t len = (size_t)n - off < chunk ? (size_t)n - off : chunk;
+        memset(buf + off, rank == root ? (int)((c * 37 + 1) & 0xff) : 0, len);
+    }
+    KT_MPI(MPI_Bcast_c(buf, n, MPI_BYTE, root, MPI_COMM_WORLD));
+    for (size_t off = 0, c = 0; off < (size_t)n; off += chunk, c++) {
+        size_t len = (size_t)n - off < chunk ? (size_t)n - off : chunk;
+        memset(ref, (int)((c * 37 + 1) & 0xff), len);
+        if (memcmp(buf + off, ref, len))
+            KT_FAIL("bigcount: the MiB at byte %zu differs from what the root sent", off);
+    }
+    free(ref);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc > 1 && !strcmp(argv[1], "bigdisp")) {
-        int rc = t_bigdisp();
+    if (argc > 1 && (!strcmp(argv[1], "bigdisp") || !strcmp(argv[1], "bigcount"))) {
+        int rc = !strcmp(argv[1], "bigdisp") ? t_bigdisp() : t_bigcount();
         MPI_Finalize();
         return rc;
     }
@@ -291,6 +401,7 @@ int main(int argc, char **argv)
         t_reduce_scatter(form);
         t_neighbor_alltoallv(form, 3);
         t_neighbor_alltoallv(form, 70);
+        t_scalar_c(form);
     }
     MPI_Finalize();
     return 0;
