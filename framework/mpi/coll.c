@@ -71,19 +71,39 @@ void kumi_widen_end(struct kumi_widen *w)
 }
 
 /* ------------------------------------------------------------ checks */
+/* The count and displacement arrays come as the caller gave them: int (the
+ * plain forms) or, with large (the _c forms), MPI_Count counts and MPI_Aint
+ * displacements. */
+static inline MPI_Count count_at(const void *counts, bool large, int i)
+{
+    return large ? ((const MPI_Count *)counts)[i] : ((const int *)counts)[i];
+}
+
 /* counts[0..n) must exist and be >= 0. */
-static int check_counts(const char *fname, const char *arg, const int *counts, int n)
+static int check_counts(const char *fname, const char *arg, const void *counts, bool large, int n)
 {
     if (n > 0 && !counts)
         return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fname, arg);
     for (int i = 0; i < n; i++)
-        if (counts[i] < 0)
-            return kumi_error(MPI_ERR_COUNT, "%s: argument %s[%d] is %d, must not be negative",
-                              fname, arg, i, counts[i]);
+        if (count_at(counts, large, i) < 0)
+            return kumi_error(MPI_ERR_COUNT, "%s: argument %s[%d] is %lld, must not be negative",
+                              fname, arg, i, (long long)count_at(counts, large, i));
     return MPI_SUCCESS;
 }
 
-static int check_displs(const char *fname, const char *arg, const int *displs, int n)
+/* For the coll contract: the _c forms' arrays as they are, the int ones
+ * widened (kumi_widen_*). */
+static const MPI_Count *wide_counts(struct kumi_widen *w, const void *in, bool large, int n)
+{
+    return large ? (const MPI_Count *)in : kumi_widen_counts(w, in, n);
+}
+
+static const MPI_Aint *wide_displs(struct kumi_widen *w, const void *in, bool large, int n)
+{
+    return large ? (const MPI_Aint *)in : kumi_widen_displs(w, in, n);
+}
+
+static int check_displs(const char *fname, const char *arg, const void *displs, int n)
 {
     if (n > 0 && !displs)
         return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fname, arg);
@@ -229,19 +249,19 @@ int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
                              root, C(comm));
 }
 
-int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                      const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root,
+int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                      const void *recvcounts, const void *displs, struct kumi_dt *recvtype, int root,
                       struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
         if (root == MPI_ROOT) {
-            TRY(check_counts(fn, "recvcounts", recvcounts, comm->remote_size));
+            TRY(check_counts(fn, "recvcounts", recvcounts, large, comm->remote_size));
             TRY(check_displs(fn, "displs", displs, comm->remote_size));
         }
     } else if (comm->rank == root) {
         TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
-        TRY(check_counts(fn, "recvcounts", recvcounts, comm->size));
+        TRY(check_counts(fn, "recvcounts", recvcounts, large, comm->size));
         TRY(check_displs(fn, "displs", displs, comm->size));
     } else {
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
@@ -249,9 +269,9 @@ int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
     /* the arrays matter at the root only */
     int n = comm->inter ? (root == MPI_ROOT ? comm->remote_size : 0) : (comm->rank == root ? comm->size : 0);
     struct kumi_widen w;
-    TRY(kumi_widen_begin(&w, fn, n, 1, 1));
-    const MPI_Count *rc = n ? kumi_widen_counts(&w, recvcounts, n) : NULL;
-    const MPI_Aint *rd = n ? kumi_widen_displs(&w, displs, n) : NULL;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
+    const MPI_Count *rc = n ? wide_counts(&w, recvcounts, large, n) : NULL;
+    const MPI_Aint *rd = n ? wide_displs(&w, displs, large, n) : NULL;
     RUN_W(&w, gatherv, sendbuf, sendcount, D(sendtype), recvbuf, rc, rd, D(recvtype), root, C(comm));
 }
 
@@ -269,19 +289,19 @@ int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
                               root, C(comm));
 }
 
-int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int displs[],
+int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, const void *sendcounts, const void *displs,
                        struct kumi_dt *sendtype, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype,
                        int root, struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
         if (root == MPI_ROOT) {
-            TRY(check_counts(fn, "sendcounts", sendcounts, comm->remote_size));
+            TRY(check_counts(fn, "sendcounts", sendcounts, large, comm->remote_size));
             TRY(check_displs(fn, "displs", displs, comm->remote_size));
         }
     } else if (comm->rank == root) {
         TRY(no_in_place(fn, "sendbuf", sendbuf, ""));
-        TRY(check_counts(fn, "sendcounts", sendcounts, comm->size));
+        TRY(check_counts(fn, "sendcounts", sendcounts, large, comm->size));
         TRY(check_displs(fn, "displs", displs, comm->size));
     } else {
         TRY(no_in_place(fn, "recvbuf", recvbuf, " except at the root"));
@@ -289,9 +309,9 @@ int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
     /* the arrays matter at the root only */
     int n = comm->inter ? (root == MPI_ROOT ? comm->remote_size : 0) : (comm->rank == root ? comm->size : 0);
     struct kumi_widen w;
-    TRY(kumi_widen_begin(&w, fn, n, 1, 1));
-    const MPI_Count *sc = n ? kumi_widen_counts(&w, sendcounts, n) : NULL;
-    const MPI_Aint *sd = n ? kumi_widen_displs(&w, displs, n) : NULL;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
+    const MPI_Count *sc = n ? wide_counts(&w, sendcounts, large, n) : NULL;
+    const MPI_Aint *sd = n ? wide_displs(&w, displs, large, n) : NULL;
     RUN_W(&w, scatterv, sendbuf, sc, sd, D(sendtype), recvbuf, recvcount, D(recvtype), root, C(comm));
 }
 
@@ -304,19 +324,19 @@ int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
                                 C(comm));
 }
 
-int kumi_coll_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                         const int recvcounts[], const int displs[], struct kumi_dt *recvtype,
+int kumi_coll_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                         const void *recvcounts, const void *displs, struct kumi_dt *recvtype,
                          struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     int n = kumi_comm_peer_size(comm);
-    TRY(check_counts(fn, "recvcounts", recvcounts, n));
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "displs", displs, n));
     struct kumi_widen w;
-    TRY(kumi_widen_begin(&w, fn, n, 1, 1));
-    const MPI_Count *rc = kumi_widen_counts(&w, recvcounts, n);
-    const MPI_Aint *rd = kumi_widen_displs(&w, displs, n);
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
+    const MPI_Aint *rd = wide_displs(&w, displs, large, n);
     RUN_W(&w, allgatherv, sendbuf, sendcount, D(sendtype), recvbuf, rc, rd, D(recvtype), C(comm));
 }
 
@@ -329,51 +349,51 @@ int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
                                C(comm));
 }
 
-int kumi_coll_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
-                        struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
-                        const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, const void *sendcounts, const void *sdispls,
+                        struct kumi_dt *sendtype, void *recvbuf, const void *recvcounts,
+                        const void *rdispls, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     int n = kumi_comm_peer_size(comm);
     if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts(fn, "sendcounts", sendcounts, n));
+        TRY(check_counts(fn, "sendcounts", sendcounts, large, n));
         TRY(check_displs(fn, "sdispls", sdispls, n));
     }
-    TRY(check_counts(fn, "recvcounts", recvcounts, n));
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "rdispls", rdispls, n));
     struct kumi_widen w;
-    TRY(kumi_widen_begin(&w, fn, n, 2, 2));
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 2, 2));
     bool snd = sendbuf != MPI_IN_PLACE;
-    const MPI_Count *sc = snd ? kumi_widen_counts(&w, sendcounts, n) : NULL;
-    const MPI_Aint *sd = snd ? kumi_widen_displs(&w, sdispls, n) : NULL;
-    const MPI_Count *rc = kumi_widen_counts(&w, recvcounts, n);
-    const MPI_Aint *rd = kumi_widen_displs(&w, rdispls, n);
+    const MPI_Count *sc = snd ? wide_counts(&w, sendcounts, large, n) : NULL;
+    const MPI_Aint *sd = snd ? wide_displs(&w, sdispls, large, n) : NULL;
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
+    const MPI_Aint *rd = wide_displs(&w, rdispls, large, n);
     RUN_W(&w, alltoallv, sendbuf, sc, sd, D(sendtype), recvbuf, rc, rd, D(recvtype), C(comm));
 }
 
-int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
-                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                        const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
+int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, const void *sendcounts, const void *sdispls,
+                        const MPI_Datatype sendtypes[], void *recvbuf, const void *recvcounts,
+                        const void *rdispls, const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     int n = kumi_comm_peer_size(comm);
     if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts(fn, "sendcounts", sendcounts, n));
+        TRY(check_counts(fn, "sendcounts", sendcounts, large, n));
         TRY(check_displs(fn, "sdispls", sdispls, n));
         TRY(check_types(fn, "sendtypes", sendtypes, n));
     }
-    TRY(check_counts(fn, "recvcounts", recvcounts, n));
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "rdispls", rdispls, n));
     TRY(check_types(fn, "recvtypes", recvtypes, n));
     struct kumi_widen w;
-    TRY(kumi_widen_begin(&w, fn, n, 2, 2));
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 2, 2));
     bool snd = sendbuf != MPI_IN_PLACE;
-    const MPI_Count *sc = snd ? kumi_widen_counts(&w, sendcounts, n) : NULL;
-    const MPI_Aint *sd = snd ? kumi_widen_displs(&w, sdispls, n) : NULL;
-    const MPI_Count *rc = kumi_widen_counts(&w, recvcounts, n);
-    const MPI_Aint *rd = kumi_widen_displs(&w, rdispls, n);
+    const MPI_Count *sc = snd ? wide_counts(&w, sendcounts, large, n) : NULL;
+    const MPI_Aint *sd = snd ? wide_displs(&w, sdispls, large, n) : NULL;
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
+    const MPI_Aint *rd = wide_displs(&w, rdispls, large, n);
     RUN_W(&w, alltoallw, sendbuf, sc, sd, sendtypes, recvbuf, rc, rd, recvtypes, C(comm));
 }
 
@@ -402,19 +422,19 @@ int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     RUN(allreduce, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
-int kumi_coll_reduce_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, const int recvcounts[],
+int kumi_coll_reduce_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, void *recvbuf, const void *recvcounts,
                              struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
-    TRY(check_counts(fn, "recvcounts", recvcounts, comm->size));
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, comm->size));
     MPI_Count total = 0;
-    for (int i = 0; i < comm->size; i++) total += recvcounts[i];
+    for (int i = 0; i < comm->size; i++) total += count_at(recvcounts, large, i);
     TRY(no_alias(fn, sendbuf, recvbuf, total, datatype));
     struct kumi_widen w;
-    TRY(kumi_widen_begin(&w, fn, comm->size, 1, 0));
-    const MPI_Count *rc = kumi_widen_counts(&w, recvcounts, comm->size);
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : comm->size, 1, 0));
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, comm->size);
     RUN_W(&w, reduce_scatter, sendbuf, recvbuf, rc, D(datatype), O(op), C(comm));
 }
 

@@ -316,6 +316,116 @@ static void t_scalar_c(int form)
     free(b);
 }
 
+/* The large-count (_c) forms of the v-collectives, with ordinary counts:
+ * MPI_Count / MPI_Aint arrays go to the component as they are. */
+static void cscribble(MPI_Count *c, MPI_Aint *d, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (c) c[i] = 88888 + i;
+        if (d) d[i] = 99999 + i;
+    }
+}
+
+static void t_v_c(int form)
+{
+    int *ic = ints(size, 0), *id = ints(size, 0), *sc32 = ints(size, 0), *sd32 = ints(size, 0);
+    MPI_Count *sc = malloc(sizeof(MPI_Count) * (size_t)size), *rc = malloc(sizeof(MPI_Count) * (size_t)size);
+    MPI_Aint *sd = malloc(sizeof(MPI_Aint) * (size_t)size), *rd = malloc(sizeof(MPI_Aint) * (size_t)size);
+    MPI_Datatype *ty = malloc(sizeof(MPI_Datatype) * (size_t)size);
+    KT_CHECK(sc && rc && sd && rd && ty, "out of memory");
+    int root = size - 1;
+#define SET_SEND() do { for (int j = 0; j < size; j++) sc32[j] = cnt(rank, j);                \
+        layout(sc32, sd32, size, 1);                                                        \
+        for (int j = 0; j < size; j++) { sc[j] = sc32[j]; sd[j] = sd32[j]; } } while (0)
+#define SET_RECV(from_fn) do { for (int j = 0; j < size; j++) ic[j] = (from_fn);           \
+        layout(ic, id, size, 2);                                                            \
+        for (int j = 0; j < size; j++) { rc[j] = ic[j]; rd[j] = id[j]; } } while (0)
+    /* alltoallv_c */
+    SET_SEND();
+    SET_RECV(cnt(j, rank));
+    int slen = layout(sc32, sd32, size, 1), rlen = layout(ic, id, size, 2);
+    int rbn = rlen + 4 * size, *sb = ints(slen + 4 * size, SGAP), *rb = ints(rbn, HOLE);
+    for (int j = 0; j < size; j++)
+        for (int k = 0; k < sc32[j]; k++) sb[sd32[j] + k] = val(rank, j, k);
+    FORMS(form, (MPI_Alltoallv_c(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD)),
+          (MPI_Ialltoallv_c(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD, &req_)),
+          (MPI_Alltoallv_init_c(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD,
+                                MPI_INFO_NULL, &req_)),
+          CHECK_BLOCKS("alltoallv_c", rb, rlen, size, ic, id, val(i, rank, k)),
+          (cscribble(sc, sd, size), cscribble(rc, rd, size)), fill(rb, rlen, HOLE));
+    /* alltoallw_c: the same blocks, displacements in bytes, one type per block */
+    SET_SEND();
+    SET_RECV(cnt(j, rank));
+    for (int j = 0; j < size; j++) {
+        sd[j] *= (MPI_Aint)sizeof(int);
+        rd[j] *= (MPI_Aint)sizeof(int);
+        ty[j] = MPI_INT;
+    }
+    FORMS(form, (MPI_Alltoallw_c(sb, sc, sd, ty, rb, rc, rd, ty, MPI_COMM_WORLD)),
+          (MPI_Ialltoallw_c(sb, sc, sd, ty, rb, rc, rd, ty, MPI_COMM_WORLD, &req_)),
+          (MPI_Alltoallw_init_c(sb, sc, sd, ty, rb, rc, rd, ty, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          CHECK_BLOCKS("alltoallw_c", rb, rlen, size, ic, id, val(i, rank, k)),
+          (cscribble(sc, sd, size), cscribble(rc, rd, size)), fill(rb, rlen, HOLE));
+    /* allgatherv_c: rank j contributes cnt(j, 0) elements val(j, 0, k) */
+    SET_RECV(cnt(j, 0));
+    rlen = layout(ic, id, size, 2);
+    KT_CHECK(rlen <= rbn, "layout");
+    fill(rb, rbn, HOLE);
+    int n = cnt(rank, 0);
+    for (int k = 0; k < n; k++) sb[k] = val(rank, 0, k);
+    FORMS(form, (MPI_Allgatherv_c(sb, n, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD)),
+          (MPI_Iallgatherv_c(sb, n, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD, &req_)),
+          (MPI_Allgatherv_init_c(sb, n, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                 &req_)),
+          CHECK_BLOCKS("allgatherv_c", rb, rlen, size, ic, id, val(i, 0, k)),
+          cscribble(rc, rd, size), fill(rb, rlen, HOLE));
+    /* gatherv_c to the last rank (the same blocks), NULL arrays elsewhere */
+    SET_RECV(cnt(j, 0));
+    fill(rb, rbn, HOLE);
+    FORMS(form, (MPI_Gatherv_c(sb, n, MPI_INT, rb, rank == root ? rc : NULL, rank == root ? rd : NULL,
+                               MPI_INT, root, MPI_COMM_WORLD)),
+          (MPI_Igatherv_c(sb, n, MPI_INT, rb, rank == root ? rc : NULL, rank == root ? rd : NULL,
+                          MPI_INT, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Gatherv_init_c(sb, n, MPI_INT, rb, rank == root ? rc : NULL, rank == root ? rd : NULL,
+                              MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          if (rank == root) CHECK_BLOCKS("gatherv_c", rb, rlen, size, ic, id, val(i, 0, k)),
+          cscribble(rc, rd, size), fill(rb, rlen, HOLE));
+    /* scatterv_c from the last rank: the gathered layout back */
+    SET_RECV(cnt(j, 0));
+    if (rank == root)
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < ic[j]; k++) rb[id[j] + k] = val(j, 0, k);
+    int one = n, *out = ints(n + 2, HOLE);
+    FORMS(form, (MPI_Scatterv_c(rb, rank == root ? rc : NULL, rank == root ? rd : NULL, MPI_INT, out + 1, n,
+                                MPI_INT, root, MPI_COMM_WORLD)),
+          (MPI_Iscatterv_c(rb, rank == root ? rc : NULL, rank == root ? rd : NULL, MPI_INT, out + 1, n,
+                           MPI_INT, root, MPI_COMM_WORLD, &req_)),
+          (MPI_Scatterv_init_c(rb, rank == root ? rc : NULL, rank == root ? rd : NULL, MPI_INT, out + 1,
+                               n, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          CHECK_BLOCKS("scatterv_c", out, n + 2, 1, &one, (int[]){ 1 }, val(rank, 0, k)),
+          cscribble(rc, rd, size), fill(out, n + 2, HOLE));
+    /* reduce_scatter_c: as t_reduce_scatter */
+    int total = 0, off = 0;
+    for (int j = 0; j < size; j++) {
+        rc[j] = j % 3 + 1;
+        if (j < rank) off += (int)rc[j];
+        total += (int)rc[j];
+    }
+    int mine = (int)rc[rank], *v = ints(total + 1, 0);
+    for (int j = 0; j < total; j++) v[j] = rank * 7 + j;
+    long long base = 7LL * size * (size - 1) / 2;
+    FORMS(form, (MPI_Reduce_scatter_c(v, out, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+          (MPI_Ireduce_scatter_c(v, out, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req_)),
+          (MPI_Reduce_scatter_init_c(v, out, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req_)),
+          CHECK_BLOCKS("reduce_scatter_c", out, mine, 1, &mine, (int[]){ 0 },
+                       (int)(base + (long long)size * (off + k))),
+          cscribble(rc, NULL, size), (void)0);
+#undef SET_SEND
+#undef SET_RECV
+    free(ic); free(id); free(sc32); free(sd32); free(sc); free(rc); free(sd); free(rd); free(ty);
+    free(sb); free(rb); free(out); free(v);
+}
+
 /* MPI_Neighbor_alltoallv_c on a ring with one edge each way: the receive
  * block lies 2^31 + 100 bytes into a sparse mapping. */
 static int t_bigdisp(void)
@@ -402,6 +512,7 @@ int main(int argc, char **argv)
         t_neighbor_alltoallv(form, 3);
         t_neighbor_alltoallv(form, 70);
         t_scalar_c(form);
+        t_v_c(form);
     }
     MPI_Finalize();
     return 0;
