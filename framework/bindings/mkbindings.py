@@ -187,6 +187,9 @@ def main():
 
 
 WIDENS = {('int', 'MPI_Count'), ('int', 'MPI_Aint'), ('MPI_Aint', 'MPI_Count')}
+# An array of either width (int, or MPI_Count / MPI_Aint in the _c form) may go
+# to a `const void *` parameter; the shared implementation reads it by `large`.
+EITHER_WIDTH = {'const int*', 'const MPI_Count*', 'const MPI_Aint*'}
 
 
 def norm_type(p):
@@ -232,7 +235,11 @@ def gen_forwarder(name, proc, f):
             args.append('true' if name.endswith('_c') else 'false')
         elif n in own:
             pt = norm_type(own[n])
-            if pt != t and (pt, t) not in WIDENS:
+            either = t == 'const void*' and pt in EITHER_WIDTH
+            if either and 'large' not in {q2['name'] for q2 in tparams}:
+                raise RuleError('parameter %s goes to a const void * of %s, which takes no bool large '
+                                'to tell its width' % (n, tname))
+            if pt != t and (pt, t) not in WIDENS and not either:
                 raise RuleError('parameter %s is %s, %s takes %s (only widening is allowed: the shared '
                                 'implementation takes the widest form)' % (n, pt, tname, t))
             args.append(n)

@@ -8,23 +8,102 @@
  * standard does not allow it, buffers that alias. */
 #include "mpi/mpi_front.h"
 #include "sched/sched.h"
+#include <kumi/param.h>
 
+#include <stdlib.h>
 #include <string.h>
 
+/* ------------------------------------------------------------ widening */
+/* The coll contract (kumi/coll.h) takes MPI_Count counts and MPI_Aint
+ * displacements; the plain MPI forms give int arrays.  Arrays of up to
+ * coll_widen_stack entries (at most KUMI_WIDEN_STACK) are widened into the
+ * struct on the caller's stack, longer ones into one malloc'd block, freed
+ * once the call (or the schedule's build) has returned. */
+static long long widen_stack = KUMI_WIDEN_STACK;     /* kumi_base_coll_widen_stack */
+
+void kumi_coll_register_params(void)
+{
+    kumi_param_register_int("kumi", "base", "coll_widen_stack", KUMI_WIDEN_STACK,
+                            "Longest int count or displacement array of a v-collective widened "
+                            "for the coll components on the stack (0 .. 64); longer ones are "
+                            "widened into allocated memory (for testing)",
+                            KUMI_LEVEL_DEV, &widen_stack);
+}
+
+int kumi_widen_begin(struct kumi_widen *w, const char *fn, int n, int ncounts, int ndispls)
+{
+    w->heap = NULL;
+    w->cn = w->c;
+    w->an = w->a;
+    if (n <= 0 || (n <= widen_stack && n <= KUMI_WIDEN_STACK && ncounts <= 2 && ndispls <= 2))
+        return MPI_SUCCESS;
+    size_t nc = (size_t)n * (size_t)ncounts, na = (size_t)n * (size_t)ndispls;
+    if (!(w->heap = malloc(sizeof(MPI_Count) * nc + sizeof(MPI_Aint) * na + 1)))
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory widening count arrays of %d entries",
+                          fn, n);
+    w->cn = w->heap;
+    w->an = (MPI_Aint *)(w->cn + nc);
+    return MPI_SUCCESS;
+}
+
+const MPI_Count *kumi_widen_counts(struct kumi_widen *w, const int *in, int n)
+{
+    if (!in) return NULL;
+    MPI_Count *out = w->cn;
+    for (int i = 0; i < n; i++) out[i] = in[i];
+    w->cn += n;
+    return out;
+}
+
+const MPI_Aint *kumi_widen_displs(struct kumi_widen *w, const int *in, int n)
+{
+    if (!in) return NULL;
+    MPI_Aint *out = w->an;
+    for (int i = 0; i < n; i++) out[i] = in[i];
+    w->an += n;
+    return out;
+}
+
+void kumi_widen_end(struct kumi_widen *w)
+{
+    free(w->heap);
+    w->heap = NULL;
+}
+
 /* ------------------------------------------------------------ checks */
+/* The count and displacement arrays come as the caller gave them: int (the
+ * plain forms) or, with large (the _c forms), MPI_Count counts and MPI_Aint
+ * displacements. */
+static inline MPI_Count count_at(const void *counts, bool large, int i)
+{
+    return large ? ((const MPI_Count *)counts)[i] : ((const int *)counts)[i];
+}
+
 /* counts[0..n) must exist and be >= 0. */
-static int check_counts(const char *fname, const char *arg, const int *counts, int n)
+static int check_counts(const char *fname, const char *arg, const void *counts, bool large, int n)
 {
     if (n > 0 && !counts)
         return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fname, arg);
     for (int i = 0; i < n; i++)
-        if (counts[i] < 0)
-            return kumi_error(MPI_ERR_COUNT, "%s: argument %s[%d] is %d, must not be negative",
-                              fname, arg, i, counts[i]);
+        if (count_at(counts, large, i) < 0)
+            return kumi_error(MPI_ERR_COUNT, "%s: argument %s[%d] is %lld, must not be negative",
+                              fname, arg, i, (long long)count_at(counts, large, i));
     return MPI_SUCCESS;
 }
 
-static int check_displs(const char *fname, const char *arg, const int *displs, int n)
+/* For the coll contract: the _c forms' arrays as they are, the int ones
+ * widened (kumi_widen_*). */
+static const MPI_Count *wide_counts(struct kumi_widen *w, const void *in, bool large, int n)
+{
+    return large ? (const MPI_Count *)in : kumi_widen_counts(w, in, n);
+}
+
+static const MPI_Aint *wide_displs(struct kumi_widen *w, const void *in, bool large, int n)
+{
+    return large ? (const MPI_Aint *)in : kumi_widen_displs(w, in, n);
+}
+
+static int check_displs(const char *fname, const char *arg, const void *displs, int n)
 {
     if (n > 0 && !displs)
         return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fname, arg);
@@ -55,7 +134,7 @@ static int no_in_place(const char *fname, const char *arg, const void *buf, cons
 }
 
 /* sendbuf and recvbuf of a reduction must not be the same memory. */
-static int no_alias(const char *fname, const void *sbuf, const void *rbuf, int count,
+static int no_alias(const char *fname, const void *sbuf, const void *rbuf, MPI_Count count,
                     const struct kumi_dt *dt)
 {
     if (sbuf && sbuf == rbuf && count > 0 && dt->size > 0)
@@ -112,6 +191,23 @@ static int inter_undefined(const char *fname)
                                 fn, request);                                           \
     } while (0)
 
+/* RUN with widened arrays: the same, then kumi_widen_end(w). */
+#define RUN_W(w, fld, ...)                                                              \
+    do {                                                                                \
+        int rc_;                                                                        \
+        struct kumi_sched *s_;                                                          \
+        if (mode == KUMI_FORM_BLOCKING)                                                 \
+            rc_ = comm->coll.fld ? comm->coll.fld(__VA_ARGS__) : no_coll(fn);           \
+        else if (!comm->coll.i##fld)                                                    \
+            rc_ = no_coll(fn);                                                          \
+        else if ((rc_ = kumi_sched_begin(comm, fn, mode == KUMI_FORM_INIT, info, request, &s_)) \
+                 == MPI_SUCCESS)                                                        \
+            rc_ = kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_),              \
+                                   mode == KUMI_FORM_INIT, fn, request);                \
+        kumi_widen_end(w);                                                              \
+        return rc_;                                                                     \
+    } while (0)
+
 static int no_coll(const char *fn)
 {
     return kumi_error(MPI_ERR_INTERN, "%s: no collective component provides it for this communicator", fn);
@@ -133,14 +229,14 @@ int kumi_coll_barrier(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
     RUN(barrier, C(comm));
 }
 
-int kumi_coll_bcast(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
+int kumi_coll_bcast(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, void *buffer, MPI_Count count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "buffer", buffer, ""));
     RUN(bcast, buffer, count, D(datatype), root, C(comm));
 }
 
-int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                     int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                     MPI_Count recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
@@ -153,29 +249,34 @@ int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
                              root, C(comm));
 }
 
-int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                      const int recvcounts[], const int displs[], struct kumi_dt *recvtype, int root,
+int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                      const void *recvcounts, const void *displs, struct kumi_dt *recvtype, int root,
                       struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
         if (root == MPI_ROOT) {
-            TRY(check_counts(fn, "recvcounts", recvcounts, comm->remote_size));
+            TRY(check_counts(fn, "recvcounts", recvcounts, large, comm->remote_size));
             TRY(check_displs(fn, "displs", displs, comm->remote_size));
         }
     } else if (comm->rank == root) {
         TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
-        TRY(check_counts(fn, "recvcounts", recvcounts, comm->size));
+        TRY(check_counts(fn, "recvcounts", recvcounts, large, comm->size));
         TRY(check_displs(fn, "displs", displs, comm->size));
     } else {
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
     }
-    RUN(gatherv, sendbuf, sendcount, D(sendtype), recvbuf, recvcounts, displs,
-                              D(recvtype), root, C(comm));
+    /* the arrays matter at the root only */
+    int n = comm->inter ? (root == MPI_ROOT ? comm->remote_size : 0) : (comm->rank == root ? comm->size : 0);
+    struct kumi_widen w;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
+    const MPI_Count *rc = n ? wide_counts(&w, recvcounts, large, n) : NULL;
+    const MPI_Aint *rd = n ? wide_displs(&w, displs, large, n) : NULL;
+    RUN_W(&w, gatherv, sendbuf, sendcount, D(sendtype), recvbuf, rc, rd, D(recvtype), root, C(comm));
 }
 
-int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                      int recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
+int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                      MPI_Count recvcount, struct kumi_dt *recvtype, int root, struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
@@ -188,29 +289,34 @@ int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
                               root, C(comm));
 }
 
-int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int displs[],
-                       struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype,
+int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, const void *sendcounts, const void *displs,
+                       struct kumi_dt *sendtype, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype,
                        int root, struct kumi_comm *comm)
 {
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
         if (root == MPI_ROOT) {
-            TRY(check_counts(fn, "sendcounts", sendcounts, comm->remote_size));
+            TRY(check_counts(fn, "sendcounts", sendcounts, large, comm->remote_size));
             TRY(check_displs(fn, "displs", displs, comm->remote_size));
         }
     } else if (comm->rank == root) {
         TRY(no_in_place(fn, "sendbuf", sendbuf, ""));
-        TRY(check_counts(fn, "sendcounts", sendcounts, comm->size));
+        TRY(check_counts(fn, "sendcounts", sendcounts, large, comm->size));
         TRY(check_displs(fn, "displs", displs, comm->size));
     } else {
         TRY(no_in_place(fn, "recvbuf", recvbuf, " except at the root"));
     }
-    RUN(scatterv, sendbuf, sendcounts, displs, D(sendtype), recvbuf, recvcount,
-                               D(recvtype), root, C(comm));
+    /* the arrays matter at the root only */
+    int n = comm->inter ? (root == MPI_ROOT ? comm->remote_size : 0) : (comm->rank == root ? comm->size : 0);
+    struct kumi_widen w;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
+    const MPI_Count *sc = n ? wide_counts(&w, sendcounts, large, n) : NULL;
+    const MPI_Aint *sd = n ? wide_displs(&w, displs, large, n) : NULL;
+    RUN_W(&w, scatterv, sendbuf, sc, sd, D(sendtype), recvbuf, recvcount, D(recvtype), root, C(comm));
 }
 
-int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                        int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                        MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
@@ -218,20 +324,24 @@ int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
                                 C(comm));
 }
 
-int kumi_coll_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                         const int recvcounts[], const int displs[], struct kumi_dt *recvtype,
+int kumi_coll_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                         const void *recvcounts, const void *displs, struct kumi_dt *recvtype,
                          struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
-    TRY(check_counts(fn, "recvcounts", recvcounts, kumi_comm_peer_size(comm)));
-    TRY(check_displs(fn, "displs", displs, kumi_comm_peer_size(comm)));
-    RUN(allgatherv, sendbuf, sendcount, D(sendtype), recvbuf, recvcounts, displs,
-                                 D(recvtype), C(comm));
+    int n = kumi_comm_peer_size(comm);
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
+    TRY(check_displs(fn, "displs", displs, n));
+    struct kumi_widen w;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
+    const MPI_Aint *rd = wide_displs(&w, displs, large, n);
+    RUN_W(&w, allgatherv, sendbuf, sendcount, D(sendtype), recvbuf, rc, rd, D(recvtype), C(comm));
 }
 
-int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf,
-                       int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
+                       MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
@@ -239,43 +349,55 @@ int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
                                C(comm));
 }
 
-int kumi_coll_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
-                        struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
-                        const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, const void *sendcounts, const void *sdispls,
+                        struct kumi_dt *sendtype, void *recvbuf, const void *recvcounts,
+                        const void *rdispls, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     int n = kumi_comm_peer_size(comm);
     if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts(fn, "sendcounts", sendcounts, n));
+        TRY(check_counts(fn, "sendcounts", sendcounts, large, n));
         TRY(check_displs(fn, "sdispls", sdispls, n));
     }
-    TRY(check_counts(fn, "recvcounts", recvcounts, n));
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "rdispls", rdispls, n));
-    RUN(alltoallv, sendbuf, sendcounts, sdispls, D(sendtype), recvbuf, recvcounts,
-                                rdispls, D(recvtype), C(comm));
+    struct kumi_widen w;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 2, 2));
+    bool snd = sendbuf != MPI_IN_PLACE;
+    const MPI_Count *sc = snd ? wide_counts(&w, sendcounts, large, n) : NULL;
+    const MPI_Aint *sd = snd ? wide_displs(&w, sdispls, large, n) : NULL;
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
+    const MPI_Aint *rd = wide_displs(&w, rdispls, large, n);
+    RUN_W(&w, alltoallv, sendbuf, sc, sd, D(sendtype), recvbuf, rc, rd, D(recvtype), C(comm));
 }
 
-int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, const int sendcounts[], const int sdispls[],
-                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                        const int rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
+int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, const void *sendcounts, const void *sdispls,
+                        const MPI_Datatype sendtypes[], void *recvbuf, const void *recvcounts,
+                        const void *rdispls, const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     int n = kumi_comm_peer_size(comm);
     if (sendbuf != MPI_IN_PLACE) {
-        TRY(check_counts(fn, "sendcounts", sendcounts, n));
+        TRY(check_counts(fn, "sendcounts", sendcounts, large, n));
         TRY(check_displs(fn, "sdispls", sdispls, n));
         TRY(check_types(fn, "sendtypes", sendtypes, n));
     }
-    TRY(check_counts(fn, "recvcounts", recvcounts, n));
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "rdispls", rdispls, n));
     TRY(check_types(fn, "recvtypes", recvtypes, n));
-    RUN(alltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                                rdispls, recvtypes, C(comm));
+    struct kumi_widen w;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 2, 2));
+    bool snd = sendbuf != MPI_IN_PLACE;
+    const MPI_Count *sc = snd ? wide_counts(&w, sendcounts, large, n) : NULL;
+    const MPI_Aint *sd = snd ? wide_displs(&w, sdispls, large, n) : NULL;
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
+    const MPI_Aint *rd = wide_displs(&w, rdispls, large, n);
+    RUN_W(&w, alltoallw, sendbuf, sc, sd, sendtypes, recvbuf, rc, rd, recvtypes, C(comm));
 }
 
-int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count count, struct kumi_dt *datatype,
                      struct kumi_op *op, int root, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
@@ -290,7 +412,7 @@ int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
     RUN(reduce, sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
 }
 
-int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count count, struct kumi_dt *datatype,
                         struct kumi_op *op, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
@@ -300,36 +422,33 @@ int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     RUN(allreduce, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
-int kumi_coll_reduce_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, const int recvcounts[],
+int kumi_coll_reduce_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, void *recvbuf, const void *recvcounts,
                              struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
-    TRY(check_counts(fn, "recvcounts", recvcounts, comm->size));
-    long long total = 0;
-    for (int i = 0; i < comm->size; i++) total += recvcounts[i];
-    if (total > INT32_MAX)
-        return kumi_error(MPI_ERR_COUNT, "MPI_Reduce_scatter: the sum of recvcounts (%lld) "
-                          "exceeds the largest int", total);
-    TRY(no_alias(fn, sendbuf, recvbuf, (int)total, datatype));
-    RUN(reduce_scatter, sendbuf, recvbuf, recvcounts, D(datatype), O(op), C(comm));
+    TRY(check_counts(fn, "recvcounts", recvcounts, large, comm->size));
+    MPI_Count total = 0;
+    for (int i = 0; i < comm->size; i++) total += count_at(recvcounts, large, i);
+    TRY(no_alias(fn, sendbuf, recvbuf, total, datatype));
+    struct kumi_widen w;
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : comm->size, 1, 0));
+    const MPI_Count *rc = wide_counts(&w, recvcounts, large, comm->size);
+    RUN_W(&w, reduce_scatter, sendbuf, recvbuf, rc, D(datatype), O(op), C(comm));
 }
 
-int kumi_coll_reduce_scatter_block(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int recvcount,
+int kumi_coll_reduce_scatter_block(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                    struct kumi_dt *datatype, struct kumi_op *op, struct kumi_comm *comm)
 {
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
-    if ((long long)recvcount * comm->size > INT32_MAX)
-        return kumi_error(MPI_ERR_COUNT, "MPI_Reduce_scatter_block: recvcount %d times the "
-                          "communicator size %d exceeds the largest int", recvcount, comm->size);
     TRY(no_alias(fn, sendbuf, recvbuf, recvcount, datatype));
     RUN(reduce_scatter_block, sendbuf, recvbuf, recvcount, D(datatype), O(op), C(comm));
 }
 
-int kumi_coll_scan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+int kumi_coll_scan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count count, struct kumi_dt *datatype,
                    struct kumi_op *op, struct kumi_comm *comm)
 {
     if (comm->inter) return inter_undefined(fn);
@@ -339,7 +458,7 @@ int kumi_coll_scan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Reque
     RUN(scan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
-int kumi_coll_exscan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, int count, struct kumi_dt *datatype,
+int kumi_coll_exscan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count count, struct kumi_dt *datatype,
                      struct kumi_op *op, struct kumi_comm *comm)
 {
     if (comm->inter) return inter_undefined(fn);

@@ -16,6 +16,29 @@ void kumi_part_register(void);
 void kumi_greq_register(void);
 
 
+/* ---------------------------------------------------- collectives */
+/* (mpi/coll.c) The int count and displacement arrays of the plain MPI forms
+ * widened for the coll contract (MPI_Count / MPI_Aint, kumi/coll.h): up to
+ * two count and two displacement arrays of n entries each; with n <=
+ * KUMI_WIDEN_STACK (and parameter kumi_base_coll_widen_stack) they live in
+ * the struct, on the caller's stack, else in one allocation (MPI_ERR_NO_MEM
+ * naming fn when that fails).  kumi_widen_counts / _displs return the
+ * widened copy of in[0..n) (NULL for NULL); kumi_widen_end frees. */
+#define KUMI_WIDEN_STACK 64
+struct kumi_widen {
+    MPI_Count c[2 * KUMI_WIDEN_STACK];
+    MPI_Aint a[2 * KUMI_WIDEN_STACK];
+    MPI_Count *cn;          /* next free entries */
+    MPI_Aint *an;
+    void *heap;
+};
+int kumi_widen_begin(struct kumi_widen *w, const char *fn, int n, int ncounts, int ndispls);
+const MPI_Count *kumi_widen_counts(struct kumi_widen *w, const int *in, int n);
+const MPI_Aint *kumi_widen_displs(struct kumi_widen *w, const int *in, int n);
+void kumi_widen_end(struct kumi_widen *w);
+void kumi_coll_register_params(void);
+
+
 /* ---------------------------------------------------- intercommunicators */
 /* (mpi/intercomm.c) What comm_create.c calls for c->inter. */
 /* MPI_Comm_dup(_with_info) / idup: info = the new communicator's hints (copied; NULL: none). */

@@ -246,7 +246,14 @@ int kumi_mpi_dist_graph_create(struct kumi_comm *comm_old, int n, const int sour
         rc = kumi_topo_nomem(fn);
         goto out;
     }
-    rc = comm_old->coll.alltoallv(sbuf, scnt, sdsp, MPI_INT, rbuf, rcnt, rdsp, MPI_INT, pc);
+    {
+        struct kumi_widen w;            /* the coll contract's count width */
+        if ((rc = kumi_widen_begin(&w, fn, size, 2, 2))) goto out;
+        const MPI_Count *sc = kumi_widen_counts(&w, scnt, size), *rc_ = kumi_widen_counts(&w, rcnt, size);
+        const MPI_Aint *sd = kumi_widen_displs(&w, sdsp, size), *rd = kumi_widen_displs(&w, rdsp, size);
+        rc = comm_old->coll.alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc_, rd, MPI_INT, pc);
+        kumi_widen_end(&w);
+    }
     if (rc) goto out;
     int nin = 0, nout = 0;
     for (long long q = 0; q < total; q += 3) {

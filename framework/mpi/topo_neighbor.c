@@ -4,8 +4,6 @@
  * component builds.  The neighbourhood itself comes from core/topo.c. */
 #include "mpi/mpi_front.h"
 #include "sched/sched.h"
-#include <limits.h>
-#include <stdlib.h>
 
 #define TRY(x) do { int rc_ = (x); if (rc_ != MPI_SUCCESS) return rc_; } while (0)
 
@@ -44,14 +42,14 @@ static int nb_recvbuf(const char *fn, const void *buf, int any)
 }
 
 /* counts[0..n) present and >= 0; *any: some count > 0. */
-static int nb_counts(const char *fn, const char *arg, const int *counts, int n, int *any)
+static int nb_counts(const char *fn, const char *arg, const MPI_Count *counts, int n, int *any)
 {
     *any = 0;
     if (n > 0) TRY(need_ptr(fn, arg, counts));
     for (int i = 0; i < n; i++) {
         if (counts[i] < 0)
-            return kumi_error(MPI_ERR_COUNT, "%s: argument %s[%d] is %d, must not be negative", fn,
-                              arg, i, counts[i]);
+            return kumi_error(MPI_ERR_COUNT, "%s: argument %s[%d] is %lld, must not be negative", fn,
+                              arg, i, (long long)counts[i]);
         if (counts[i] > 0) *any = 1;
     }
     return MPI_SUCCESS;
@@ -91,8 +89,8 @@ struct nb_form {
                                 form->request);                                         \
     } while (0)
 
-static int nb_allgather(const char *fn, const struct nb_form *form, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
-                        void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+static int nb_allgather(const char *fn, const struct nb_form *form, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
+                        void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0;
     TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_allgather
@@ -103,8 +101,8 @@ static int nb_allgather(const char *fn, const struct nb_form *form, const void *
                                          D(recvtype), C(comm));
 }
 
-static int nb_allgatherv(const char *fn, const struct nb_form *form, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
-                         void *recvbuf, const int recvcounts[], const int displs[],
+static int nb_allgatherv(const char *fn, const struct nb_form *form, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
+                         void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                          struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, any;
@@ -118,8 +116,8 @@ static int nb_allgatherv(const char *fn, const struct nb_form *form, const void 
                                           displs, D(recvtype), C(comm));
 }
 
-static int nb_alltoall(const char *fn, const struct nb_form *form, const void *sendbuf, int sendcount, struct kumi_dt *sendtype,
-                       void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
+static int nb_alltoall(const char *fn, const struct nb_form *form, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
+                       void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0;
     TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoall
@@ -130,9 +128,9 @@ static int nb_alltoall(const char *fn, const struct nb_form *form, const void *s
                                         D(recvtype), C(comm));
 }
 
-static int nb_alltoallv(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[], const int sdispls[],
-                        struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
-                        const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+static int nb_alltoallv(const char *fn, const struct nb_form *form, const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                        struct kumi_dt *sendtype, void *recvbuf, const MPI_Count recvcounts[],
+                        const MPI_Aint rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, sany, rany;
     TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoallv
@@ -147,9 +145,9 @@ static int nb_alltoallv(const char *fn, const struct nb_form *form, const void *
                                          recvcounts, rdispls, D(recvtype), C(comm));
 }
 
-static int nb_alltoallw(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[],
+static int nb_alltoallw(const char *fn, const struct nb_form *form, const void *sendbuf, const MPI_Count sendcounts[],
                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
-                        const int recvcounts[], const MPI_Aint rdispls[],
+                        const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                         const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, sany, rany;
@@ -170,6 +168,56 @@ static int nb_alltoallw(const char *fn, const struct nb_form *form, const void *
                                          recvcounts, rdispls, recvtypes, C(comm));
 }
 
+/* The int arrays of the plain forms widened for the coll contract
+ * (kumi_widen_*: on the stack for small neighbourhoods), then as above. */
+static int nbw_allgatherv(const char *fn, const struct nb_form *form, const void *sendbuf, MPI_Count sendcount,
+                          struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[],
+                          struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    int nin = 0, nout = 0;
+    struct kumi_widen w;
+    TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
+    TRY(kumi_widen_begin(&w, fn, nin, 1, 1));
+    int rc = nb_allgatherv(fn, form, sendbuf, sendcount, sendtype, recvbuf,
+                           kumi_widen_counts(&w, recvcounts, nin), kumi_widen_displs(&w, displs, nin),
+                           recvtype, comm);
+    kumi_widen_end(&w);
+    return rc;
+}
+
+static int nbw_alltoallv(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[],
+                         const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
+                         const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    int nin = 0, nout = 0;
+    struct kumi_widen w;
+    TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
+    TRY(kumi_widen_begin(&w, fn, nin > nout ? nin : nout, 2, 2));
+    const MPI_Count *sc = kumi_widen_counts(&w, sendcounts, nout);
+    const MPI_Aint *sd = kumi_widen_displs(&w, sdispls, nout);
+    const MPI_Count *rc_ = kumi_widen_counts(&w, recvcounts, nin);
+    const MPI_Aint *rd = kumi_widen_displs(&w, rdispls, nin);
+    int rc = nb_alltoallv(fn, form, sendbuf, sc, sd, sendtype, recvbuf, rc_, rd, recvtype, comm);
+    kumi_widen_end(&w);
+    return rc;
+}
+
+static int nbw_alltoallw(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[],
+                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                         const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                         struct kumi_comm *comm)
+{
+    int nin = 0, nout = 0;
+    struct kumi_widen w;
+    TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
+    TRY(kumi_widen_begin(&w, fn, nin > nout ? nin : nout, 2, 0));
+    const MPI_Count *sc = kumi_widen_counts(&w, sendcounts, nout);
+    const MPI_Count *rc_ = kumi_widen_counts(&w, recvcounts, nin);
+    int rc = nb_alltoallw(fn, form, sendbuf, sc, sdispls, sendtypes, recvbuf, rc_, rdispls, recvtypes, comm);
+    kumi_widen_end(&w);
+    return rc;
+}
+
 int kumi_mpi_neighbor_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     return nb_allgather("MPI_Neighbor_allgather", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -178,7 +226,7 @@ int kumi_mpi_neighbor_allgather(const void *sendbuf, int sendcount, struct kumi_
 
 int kumi_mpi_neighbor_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    return nb_allgatherv("MPI_Neighbor_allgatherv", NULL, sendbuf, sendcount, sendtype, recvbuf,
+    return nbw_allgatherv("MPI_Neighbor_allgatherv", NULL, sendbuf, sendcount, sendtype, recvbuf,
                          recvcounts, displs, recvtype, comm);
 }
 
@@ -190,106 +238,46 @@ int kumi_mpi_neighbor_alltoall(const void *sendbuf, int sendcount, struct kumi_d
 
 int kumi_mpi_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    return nb_alltoallv("MPI_Neighbor_alltoallv", NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+    return nbw_alltoallv("MPI_Neighbor_alltoallv", NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                         recvcounts, rdispls, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
-    return nb_alltoallw("MPI_Neighbor_alltoallw", NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+    return nbw_alltoallw("MPI_Neighbor_alltoallw", NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                         recvcounts, rdispls, recvtypes, comm);
 }
 
-/* ---- large-count variants: the counts and displacements must fit in an int
- * (the collective table's types); MPI_ERR_COUNT otherwise. */
-static int nb_small(const char *fn, const char *arg, MPI_Count v)
-{
-    if (v < 0)
-        return kumi_error(MPI_ERR_COUNT, "%s: argument %s is %lld, must not be negative", fn, arg,
-                          (long long)v);
-    if (v > INT_MAX)
-        return kumi_error(MPI_ERR_COUNT, "%s: argument %s is %lld; counts above %d are not "
-                          "supported yet", fn, arg, (long long)v, INT_MAX);
-    return MPI_SUCCESS;
-}
-
-/* *out = malloc'd int copy of in[0..n) (counts: must be >= 0; displacements: any int). */
-static int nb_narrow(const char *fn, const char *arg, const void *in, bool aint, bool count, int n,
-                     int **out)
-{
-    *out = NULL;
-    if (n > 0) TRY(need_ptr(fn, arg, in));
-    if (!(*out = malloc(sizeof(int) * (n > 0 ? (size_t)(unsigned)n : 1))))
-        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
-    for (int i = 0; i < n; i++) {
-        long long v = aint ? (long long)((const MPI_Aint *)in)[i] : (long long)((const MPI_Count *)in)[i];
-        if ((count && v < 0) || v > INT_MAX || v < INT_MIN) {
-            free(*out);
-            *out = NULL;
-            return kumi_error(MPI_ERR_COUNT, "%s: argument %s[%d] is %lld, %s", fn, arg, i, v,
-                              count && v < 0 ? "must not be negative"
-                                             : "values beyond an int are not supported yet");
-        }
-        (*out)[i] = (int)v;
-    }
-    return MPI_SUCCESS;
-}
-
-
+/* ---- large-count forms: the coll contract takes MPI_Count / MPI_Aint
+ * arrays, so they go to the component as they are. */
 int kumi_mpi_neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    static const char fn[] = "MPI_Neighbor_allgather_c";
-    TRY(nb_small(fn, "sendcount", sendcount));
-    TRY(nb_small(fn, "recvcount", recvcount));
-    return nb_allgather(fn, NULL, sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm);
+    return nb_allgather("MPI_Neighbor_allgather_c", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                        recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    static const char fn[] = "MPI_Neighbor_alltoall_c";
-    TRY(nb_small(fn, "sendcount", sendcount));
-    TRY(nb_small(fn, "recvcount", recvcount));
-    return nb_alltoall(fn, NULL, sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm);
+    return nb_alltoall("MPI_Neighbor_alltoall_c", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                       recvtype, comm);
 }
 
 int kumi_mpi_neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    static const char fn[] = "MPI_Neighbor_allgatherv_c";
-    int nin = 0, nout = 0, *rc_ = NULL, *rd = NULL;
-    TRY(nb_small(fn, "sendcount", sendcount));
-    TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
-    int rc = nb_narrow(fn, "recvcounts", recvcounts, false, true, nin, &rc_);
-    if (!rc) rc = nb_narrow(fn, "displs", displs, true, false, nin, &rd);
-    if (!rc) rc = nb_allgatherv(fn, NULL, sendbuf, (int)sendcount, sendtype, recvbuf, rc_, rd, recvtype, comm);
-    free(rc_);
-    free(rd);
-    return rc;
+    return nb_allgatherv("MPI_Neighbor_allgatherv_c", NULL, sendbuf, sendcount, sendtype, recvbuf,
+                         recvcounts, displs, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], struct kumi_dt *sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
-    static const char fn[] = "MPI_Neighbor_alltoallv_c";
-    int nin = 0, nout = 0, *sc = NULL, *sd = NULL, *rc_ = NULL, *rd = NULL;
-    TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
-    int rc = nb_narrow(fn, "sendcounts", sendcounts, false, true, nout, &sc);
-    if (!rc) rc = nb_narrow(fn, "sdispls", sdispls, true, false, nout, &sd);
-    if (!rc) rc = nb_narrow(fn, "recvcounts", recvcounts, false, true, nin, &rc_);
-    if (!rc) rc = nb_narrow(fn, "rdispls", rdispls, true, false, nin, &rd);
-    if (!rc) rc = nb_alltoallv(fn, NULL, sendbuf, sc, sd, sendtype, recvbuf, rc_, rd, recvtype, comm);
-    free(sc); free(sd); free(rc_); free(rd);
-    return rc;
+    return nb_alltoallv("MPI_Neighbor_alltoallv_c", NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                        recvcounts, rdispls, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
-    static const char fn[] = "MPI_Neighbor_alltoallw_c";
-    int nin = 0, nout = 0, *sc = NULL, *rc_ = NULL;
-    TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
-    int rc = nb_narrow(fn, "sendcounts", sendcounts, false, true, nout, &sc);
-    if (!rc) rc = nb_narrow(fn, "recvcounts", recvcounts, false, true, nin, &rc_);
-    if (!rc) rc = nb_alltoallw(fn, NULL, sendbuf, sc, sdispls, sendtypes, recvbuf, rc_, rdispls, recvtypes, comm);
-    free(sc); free(rc_);
-    return rc;
+    return nb_alltoallw("MPI_Neighbor_alltoallw_c", NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                        recvcounts, rdispls, recvtypes, comm);
 }
 
 /* ---- non-blocking (MPI_Ineighbor_*) and persistent (MPI_Neighbor_*_init) forms */
@@ -308,13 +296,13 @@ int kumi_mpi_neighbor_allgather_init(const void *sendbuf, int sendcount, struct 
 int kumi_mpi_ineighbor_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
 {
     struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nb_allgatherv("MPI_Ineighbor_allgatherv", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return nbw_allgatherv("MPI_Ineighbor_allgatherv", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_allgatherv_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
 {
     struct nb_form f = { true, info, request };
-    return nb_allgatherv("MPI_Neighbor_allgatherv_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return nbw_allgatherv("MPI_Neighbor_allgatherv_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
 
 int kumi_mpi_ineighbor_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
@@ -332,23 +320,23 @@ int kumi_mpi_neighbor_alltoall_init(const void *sendbuf, int sendcount, struct k
 int kumi_mpi_ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
 {
     struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nb_alltoallv("MPI_Ineighbor_alltoallv", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return nbw_alltoallv("MPI_Ineighbor_alltoallv", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 
 int kumi_mpi_neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
 {
     struct nb_form f = { true, info, request };
-    return nb_alltoallv("MPI_Neighbor_alltoallv_init", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return nbw_alltoallv("MPI_Neighbor_alltoallv_init", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 
 int kumi_mpi_ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Request *request)
 {
     struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nb_alltoallw("MPI_Ineighbor_alltoallw", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return nbw_alltoallw("MPI_Ineighbor_alltoallw", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
 
 int kumi_mpi_neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
 {
     struct nb_form f = { true, info, request };
-    return nb_alltoallw("MPI_Neighbor_alltoallw_init", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return nbw_alltoallw("MPI_Neighbor_alltoallw_init", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }

@@ -53,9 +53,9 @@ expect_error "unknown parameter" "$tmp/r2.json" "MPI_Send has no parameter 'comm
 edit "$tmp/r3.json" "d['entries'].append({'procedures': ['MPI_Recv'], 'nolock': True, 'anytime': True}); \
 d['entries'].append({'procedures': ['MPI_Recv'], 'nolock': True})"
 expect_error "property given twice" "$tmp/r3.json" "nolock given twice for MPI_Recv"
-edit "$tmp/r4.json" "d['entries'].append({'procedures': ['MPI_Bcast_c'], 'forward': \
-{'to': 'int kumi_x(const char *kfn, void *buffer, int count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)'}})"
-expect_error "narrowing forwarder" "$tmp/r4.json" "MPI_Bcast_c: parameter count is MPI_Count, kumi_x takes int \\(only widening"
+edit "$tmp/r4.json" "d['entries'].append({'procedures': ['MPI_Reduce_local_c'], 'forward': \
+{'to': 'int kumi_x(const char *kfn, const void *inbuf, void *inoutbuf, int count, struct kumi_dt *datatype, struct kumi_op *op)'}})"
+expect_error "narrowing forwarder" "$tmp/r4.json" "MPI_Reduce_local_c: parameter count is MPI_Count, kumi_x takes int \\(only widening"
 printf 'int kumi_mpi_send_c(void)\n{\n    return 0;\n}\n' > "$tmp/byhand.c"
 expect_error "forwarded member written by hand" "$rules" "MPI_Send_c: in family forwarded to kumi_pt2pt_send, defined by hand" "$tmp/byhand.c"
 

@@ -107,7 +107,7 @@ static int coll_basic_bcast_tag(void *buf, size_t count, MPI_Datatype dt, int ro
     return n ? kumi_coll_waitall(n, reqs) : MPI_SUCCESS;
 }
 
-static int coll_basic_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+static int coll_basic_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     return coll_basic_bcast_tag(buf, (size_t)count, dt, root, comm, TAG_BCAST);
 }
@@ -131,8 +131,8 @@ static int coll_basic_barrier(MPI_Comm comm)
 
 /* --------------------------------------------------- gather / scatter */
 /* Linear gather with per-rank counts and element displacements at the root. */
-static int coll_basic_gatherv_tag(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                  const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_gatherv_tag(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                  const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                   int root, MPI_Comm comm, int tag)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);
@@ -158,22 +158,24 @@ static int coll_basic_gatherv_tag(const void *sbuf, int scount, MPI_Datatype sdt
 }
 
 /* counts[i] = c, displs[i] = i*c */
-static int coll_basic_regular(int size, int c, int **counts, int **displs)
+static int coll_basic_regular(int size, MPI_Count c, MPI_Count **counts, MPI_Aint **displs)
 {
-    *counts = malloc(sizeof(int) * (size_t)size * 2);
+    *counts = malloc((sizeof(MPI_Count) + sizeof(MPI_Aint)) * (size_t)size);
     if (!*counts) return coll_basic_nomem("counts");
-    *displs = *counts + size;
+    *displs = (MPI_Aint *)(*counts + size);
     for (int i = 0; i < size; i++) {
         (*counts)[i] = c;
-        (*displs)[i] = i * c;
+        (*displs)[i] = (MPI_Aint)i * (MPI_Aint)c;
     }
     return MPI_SUCCESS;
 }
 
-static int coll_basic_gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int coll_basic_gather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                              MPI_Datatype rdt, int root, MPI_Comm comm)
 {
-    int size = kumi_comm_size(comm), *counts = NULL, *displs = NULL;
+    int size = kumi_comm_size(comm);
+    MPI_Count *counts = NULL;
+    MPI_Aint *displs = NULL;
     if (kumi_comm_rank(comm) != root)
         return kumi_coll_send(sbuf, (size_t)scount, sdt, root, TAG_GATHER, comm);
     TRY(coll_basic_regular(size, rcount, &counts, &displs));
@@ -183,8 +185,8 @@ static int coll_basic_gather(const void *sbuf, int scount, MPI_Datatype sdt, voi
     return rc;
 }
 
-static int coll_basic_gatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                              const int rcounts[], const int displs[], MPI_Datatype rdt, int root,
+static int coll_basic_gatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                              const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt, int root,
                               MPI_Comm comm)
 {
     return coll_basic_gatherv_tag(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm,
@@ -192,8 +194,8 @@ static int coll_basic_gatherv(const void *sbuf, int scount, MPI_Datatype sdt, vo
 }
 
 /* Linear scatter with per-rank counts and element displacements at the root. */
-static int coll_basic_scatterv_tag(const void *sbuf, const int scounts[], const int displs[],
-                                   MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
+static int coll_basic_scatterv_tag(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                                   MPI_Datatype sdt, void *rbuf, MPI_Count rcount, MPI_Datatype rdt,
                                    int root, MPI_Comm comm, int tag)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);
@@ -218,10 +220,12 @@ static int coll_basic_scatterv_tag(const void *sbuf, const int scounts[], const 
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
-static int coll_basic_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int coll_basic_scatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                               MPI_Datatype rdt, int root, MPI_Comm comm)
 {
-    int size = kumi_comm_size(comm), *counts = NULL, *displs = NULL;
+    int size = kumi_comm_size(comm);
+    MPI_Count *counts = NULL;
+    MPI_Aint *displs = NULL;
     if (kumi_comm_rank(comm) != root)
         return kumi_coll_recv(rbuf, (size_t)rcount, rdt, root, TAG_SCATTER, comm);
     TRY(coll_basic_regular(size, scount, &counts, &displs));
@@ -231,8 +235,8 @@ static int coll_basic_scatter(const void *sbuf, int scount, MPI_Datatype sdt, vo
     return rc;
 }
 
-static int coll_basic_scatterv(const void *sbuf, const int scounts[], const int displs[],
-                               MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
+static int coll_basic_scatterv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                               MPI_Datatype sdt, void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root,
                                MPI_Comm comm)
 {
     return coll_basic_scatterv_tag(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm,
@@ -241,8 +245,8 @@ static int coll_basic_scatterv(const void *sbuf, const int scounts[], const int 
 
 /* -------------------------------------------------------- allgather */
 /* Every rank sends its block (already placed in rbuf) to every other rank. */
-static int coll_basic_allgatherv_tag(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                     const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_allgatherv_tag(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                     const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                      MPI_Comm comm, int tag)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);
@@ -272,10 +276,11 @@ static int coll_basic_allgatherv_tag(const void *sbuf, int scount, MPI_Datatype 
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
-static int coll_basic_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                int rcount, MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm)
 {
-    int *counts, *displs;
+    MPI_Count *counts;
+    MPI_Aint *displs;
     TRY(coll_basic_regular(kumi_comm_size(comm), rcount, &counts, &displs));
     int rc = coll_basic_allgatherv_tag(sbuf, scount, sdt, rbuf, counts, displs, rdt, comm,
                                        TAG_ALLGATHER);
@@ -283,8 +288,8 @@ static int coll_basic_allgather(const void *sbuf, int scount, MPI_Datatype sdt, 
     return rc;
 }
 
-static int coll_basic_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                 const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                 const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                  MPI_Comm comm)
 {
     return coll_basic_allgatherv_tag(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm,
@@ -295,14 +300,14 @@ static int coll_basic_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt,
 /* The general exchange: block i of the send side (count, byte displacement,
  * type) goes to rank i, block i of the receive side comes from rank i. */
 struct coll_basic_blocks {
-    int *counts;
+    MPI_Count *counts;
     MPI_Aint *disp;
     MPI_Datatype *types;
 };
 
 static int coll_basic_blocks_alloc(struct coll_basic_blocks *b, int size)
 {
-    b->counts = malloc(sizeof(int) * (size_t)size);
+    b->counts = malloc(sizeof(MPI_Count) * (size_t)size);
     b->disp = malloc(sizeof(MPI_Aint) * (size_t)size);
     b->types = malloc(sizeof(MPI_Datatype) * (size_t)size);
     if (!b->counts || !b->disp || !b->types) {
@@ -384,20 +389,20 @@ static int coll_basic_exchange(const void *sbuf, const struct coll_basic_blocks 
 
 /* Fill blocks from (counts or a fixed count, element displacements or
  * i*count, one type). */
-static void coll_basic_blocks_fill(struct coll_basic_blocks *b, int size, const int *counts, int count,
-                                   const int *displs, MPI_Datatype dt)
+static void coll_basic_blocks_fill(struct coll_basic_blocks *b, int size, const MPI_Count *counts, MPI_Count count,
+                                   const MPI_Aint *displs, MPI_Datatype dt)
 {
     MPI_Aint ext = coll_basic_ext(dt);
     for (int i = 0; i < size; i++) {
         b->counts[i] = counts ? counts[i] : count;
-        b->disp[i] = (displs ? (MPI_Aint)displs[i] : (MPI_Aint)i * count) * ext;
+        b->disp[i] = (displs ? displs[i] : (MPI_Aint)i * (MPI_Aint)count) * ext;
         b->types[i] = dt;
     }
 }
 
-static int coll_basic_alltoallv_tag(const void *sbuf, const int *scounts, int scount, const int *sdispls,
-                                    MPI_Datatype sdt, void *rbuf, const int *rcounts, int rcount,
-                                    const int *rdispls, MPI_Datatype rdt, MPI_Comm comm, int tag)
+static int coll_basic_alltoallv_tag(const void *sbuf, const MPI_Count *scounts, MPI_Count scount, const MPI_Aint *sdispls,
+                                    MPI_Datatype sdt, void *rbuf, const MPI_Count *rcounts, MPI_Count rcount,
+                                    const MPI_Aint *rdispls, MPI_Datatype rdt, MPI_Comm comm, int tag)
 {
     int size = kumi_comm_size(comm);
     struct coll_basic_blocks s = { 0 }, r = { 0 };
@@ -413,24 +418,24 @@ static int coll_basic_alltoallv_tag(const void *sbuf, const int *scounts, int sc
     return rc;
 }
 
-static int coll_basic_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                               int rcount, MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                               MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm)
 {
     return coll_basic_alltoallv_tag(sbuf, NULL, scount, NULL, sdt, rbuf, NULL, rcount, NULL, rdt,
                                     comm, TAG_ALLTOALL);
 }
 
-static int coll_basic_alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                                MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                const int rdispls[], MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_alltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                const MPI_Aint rdispls[], MPI_Datatype rdt, MPI_Comm comm)
 {
     return coll_basic_alltoallv_tag(sbuf, scounts, 0, sdispls, sdt, rbuf, rcounts, 0, rdispls, rdt,
                                     comm, TAG_ALLTOALLV);
 }
 
-static int coll_basic_alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
-                                const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
-                                const int rdispls[], const MPI_Datatype rdts[], MPI_Comm comm)
+static int coll_basic_alltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
+                                const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm)
 {
     int size = kumi_comm_size(comm);
     struct coll_basic_blocks s = { 0 }, r = { 0 };
@@ -503,14 +508,14 @@ static int coll_basic_reduce_tag(const void *sbuf, void *rbuf, size_t count, MPI
     return rc;
 }
 
-static int coll_basic_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                              int root, MPI_Comm comm)
 {
     if (sbuf == MPI_IN_PLACE) sbuf = rbuf;   /* only allowed at the root */
     return coll_basic_reduce_tag(sbuf, rbuf, (size_t)count, dt, op, root, comm, TAG_REDUCE);
 }
 
-static int coll_basic_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                 MPI_Comm comm)
 {
     if (sbuf == MPI_IN_PLACE) sbuf = rbuf;
@@ -519,7 +524,7 @@ static int coll_basic_allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
 }
 
 /* Reduce everything to rank 0 into a temporary, then scatter it. */
-static int coll_basic_reduce_scatter_common(const void *sbuf, void *rbuf, const int rcounts[],
+static int coll_basic_reduce_scatter_common(const void *sbuf, void *rbuf, const MPI_Count rcounts[],
                                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm, int tag,
                                             int sctag)
 {
@@ -529,11 +534,11 @@ static int coll_basic_reduce_scatter_common(const void *sbuf, void *rbuf, const 
     if (total == 0) return MPI_SUCCESS;
     if (sbuf == MPI_IN_PLACE) sbuf = rbuf;
 
-    int *displs = malloc(sizeof(int) * (size_t)size);
+    MPI_Aint *displs = malloc(sizeof(MPI_Aint) * (size_t)size), d = 0;
     if (!displs) return coll_basic_nomem("reduce_scatter");
-    for (int i = 0, d = 0; i < size; i++) {
+    for (int i = 0; i < size; i++) {
         displs[i] = d;
-        d += rcounts[i];
+        d += (MPI_Aint)rcounts[i];
     }
     void *mem = NULL;
     char *tmp = NULL;
@@ -549,17 +554,19 @@ static int coll_basic_reduce_scatter_common(const void *sbuf, void *rbuf, const 
     return rc;
 }
 
-static int coll_basic_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+static int coll_basic_reduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[],
                                      MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     return coll_basic_reduce_scatter_common(sbuf, rbuf, rcounts, dt, op, comm, TAG_RSCATTER,
                                             TAG_RSCATTER_SC);
 }
 
-static int coll_basic_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+static int coll_basic_reduce_scatter_block(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                            MPI_Op op, MPI_Comm comm)
 {
-    int size = kumi_comm_size(comm), *counts, *displs;
+    int size = kumi_comm_size(comm);
+    MPI_Count *counts;
+    MPI_Aint *displs;
     TRY(coll_basic_regular(size, rcount, &counts, &displs));
     int rc = coll_basic_reduce_scatter_common(sbuf, rbuf, counts, dt, op, comm, TAG_RSCATTER_BLOCK,
                                               TAG_RSCATTER_BLOCK_SC);
@@ -570,7 +577,7 @@ static int coll_basic_reduce_scatter_block(const void *sbuf, void *rbuf, int rco
 /* ------------------------------------------------------------- scan */
 /* Chain: rank r receives x0 op ... op x(r-1) from r-1, combines it with its
  * own contribution and passes the result on to r+1. */
-static int coll_basic_scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_scan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                            MPI_Comm comm)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);
@@ -594,7 +601,7 @@ static int coll_basic_scan(const void *sbuf, void *rbuf, int count, MPI_Datatype
 
 /* Chain: rank r receives x0 op ... op x(r-1) into rbuf from r-1 and sends
  * that op x_r to r+1.  rbuf of rank 0 is left untouched (undefined). */
-static int coll_basic_exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_exscan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                              MPI_Comm comm)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);

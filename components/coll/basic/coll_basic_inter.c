@@ -42,7 +42,7 @@ static MPI_Aint coll_basic_inter_ext(MPI_Datatype dt)
 
 /* ------------------------------------------------- all-pairs exchange */
 /* One block per remote rank: count elements of type at byte offset disp. */
-struct coll_basic_inter_blk { int count; MPI_Aint disp; MPI_Datatype type; };
+struct coll_basic_inter_blk { MPI_Count count; MPI_Aint disp; MPI_Datatype type; };
 
 /* Receive block i of r from remote rank i, send block i of s to it (any
  * block may be empty); s may be NULL when nothing is sent. */
@@ -72,23 +72,23 @@ static int coll_basic_inter_pairs(const void *sbuf, const struct coll_basic_inte
 
 /* Blocks for each remote rank i: counts[i] (or count), element displacement
  * displs[i] (or i * count; or 0 for every block when same is set). */
-static struct coll_basic_inter_blk *coll_basic_inter_blocks(int rsize, const int *counts, int count,
-                                                           const int *displs, int same, MPI_Datatype dt)
+static struct coll_basic_inter_blk *coll_basic_inter_blocks(int rsize, const MPI_Count *counts, MPI_Count count,
+                                                           const MPI_Aint *displs, int same, MPI_Datatype dt)
 {
     struct coll_basic_inter_blk *b = malloc(sizeof *b * (size_t)(rsize ? rsize : 1));
     if (!b) return NULL;
     MPI_Aint ext = coll_basic_inter_ext(dt);
     for (int i = 0; i < rsize; i++) {
         b[i].count = counts ? counts[i] : count;
-        b[i].disp = same ? 0 : (displs ? (MPI_Aint)displs[i] : (MPI_Aint)i * count) * ext;
+        b[i].disp = same ? 0 : (displs ? displs[i] : (MPI_Aint)i * (MPI_Aint)count) * ext;
         b[i].type = dt;
     }
     return b;
 }
 
-static int coll_basic_inter_pairs_v(const void *sbuf, const int *scounts, int scount, const int *sdispls,
-                                    int ssame, MPI_Datatype sdt, void *rbuf, const int *rcounts,
-                                    int rcount, const int *rdispls, MPI_Datatype rdt, MPI_Comm comm,
+static int coll_basic_inter_pairs_v(const void *sbuf, const MPI_Count *scounts, MPI_Count scount, const MPI_Aint *sdispls,
+                                    int ssame, MPI_Datatype sdt, void *rbuf, const MPI_Count *rcounts,
+                                    MPI_Count rcount, const MPI_Aint *rdispls, MPI_Datatype rdt, MPI_Comm comm,
                                     int tag)
 {
     int rsize = kumi_comm_remote_size(comm);
@@ -115,7 +115,7 @@ static int coll_basic_inter_barrier(MPI_Comm comm)
 }
 
 /* ------------------------------------------------------------- rooted */
-static int coll_basic_inter_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+static int coll_basic_inter_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     if (root == MPI_PROC_NULL) return MPI_SUCCESS;
     if (root == MPI_ROOT) return kumi_coll_send(buf, (size_t)count, dt, 0, TAG_I_BCAST, comm);
@@ -126,7 +126,7 @@ static int coll_basic_inter_bcast(void *buf, int count, MPI_Datatype dt, int roo
 }
 
 /* The root receives block i (counts[i] elements at displs[i]) from remote rank i. */
-static int coll_basic_inter_gather_root(void *rbuf, const int *counts, int count, const int *displs,
+static int coll_basic_inter_gather_root(void *rbuf, const MPI_Count *counts, MPI_Count count, const MPI_Aint *displs,
                                         MPI_Datatype rdt, MPI_Comm comm, int tag)
 {
     int rsize = kumi_comm_remote_size(comm), n = 0, rc = MPI_SUCCESS;
@@ -134,7 +134,7 @@ static int coll_basic_inter_gather_root(void *rbuf, const int *counts, int count
     kumi_coll_req *reqs = malloc(sizeof *reqs * (size_t)(rsize ? rsize : 1));
     if (!reqs) return coll_basic_nomem("gather");
     for (int i = 0; i < rsize && rc == MPI_SUCCESS; i++) {
-        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * count;
+        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * (MPI_Aint)count;
         rc = kumi_coll_irecv((char *)rbuf + d * ext, (size_t)(counts ? counts[i] : count), rdt, i, tag,
                              comm, &reqs[n]);
         if (rc == MPI_SUCCESS) n++;
@@ -145,15 +145,15 @@ static int coll_basic_inter_gather_root(void *rbuf, const int *counts, int count
 }
 
 /* The root sends block i to remote rank i. */
-static int coll_basic_inter_scatter_root(const void *sbuf, const int *counts, int count,
-                                         const int *displs, MPI_Datatype sdt, MPI_Comm comm, int tag)
+static int coll_basic_inter_scatter_root(const void *sbuf, const MPI_Count *counts, MPI_Count count,
+                                         const MPI_Aint *displs, MPI_Datatype sdt, MPI_Comm comm, int tag)
 {
     int rsize = kumi_comm_remote_size(comm), n = 0, rc = MPI_SUCCESS;
     MPI_Aint ext = coll_basic_inter_ext(sdt);
     kumi_coll_req *reqs = malloc(sizeof *reqs * (size_t)(rsize ? rsize : 1));
     if (!reqs) return coll_basic_nomem("scatter");
     for (int i = 0; i < rsize && rc == MPI_SUCCESS; i++) {
-        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * count;
+        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * (MPI_Aint)count;
         rc = kumi_coll_isend((const char *)sbuf + d * ext, (size_t)(counts ? counts[i] : count), sdt, i,
                              tag, comm, &reqs[n]);
         if (rc == MPI_SUCCESS) n++;
@@ -163,8 +163,8 @@ static int coll_basic_inter_scatter_root(const void *sbuf, const int *counts, in
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
-static int coll_basic_inter_gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm)
+static int coll_basic_inter_gather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                   MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm)
 {
     if (root == MPI_PROC_NULL) return MPI_SUCCESS;
     if (root == MPI_ROOT)
@@ -172,8 +172,8 @@ static int coll_basic_inter_gather(const void *sbuf, int scount, MPI_Datatype sd
     return kumi_coll_send(sbuf, (size_t)scount, sdt, root, TAG_I_GATHER, comm);
 }
 
-static int coll_basic_inter_gatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                    const int rcounts[], const int displs[], MPI_Datatype rdt, int root,
+static int coll_basic_inter_gatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                    const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt, int root,
                                     MPI_Comm comm)
 {
     if (root == MPI_PROC_NULL) return MPI_SUCCESS;
@@ -182,8 +182,8 @@ static int coll_basic_inter_gatherv(const void *sbuf, int scount, MPI_Datatype s
     return kumi_coll_send(sbuf, (size_t)scount, sdt, root, TAG_I_GATHERV, comm);
 }
 
-static int coll_basic_inter_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                    int rcount, MPI_Datatype rdt, int root, MPI_Comm comm)
+static int coll_basic_inter_scatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                    MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm)
 {
     if (root == MPI_PROC_NULL) return MPI_SUCCESS;
     if (root == MPI_ROOT)
@@ -191,8 +191,8 @@ static int coll_basic_inter_scatter(const void *sbuf, int scount, MPI_Datatype s
     return kumi_coll_recv(rbuf, (size_t)rcount, rdt, root, TAG_I_SCATTER, comm);
 }
 
-static int coll_basic_inter_scatterv(const void *sbuf, const int scounts[], const int displs[],
-                                     MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
+static int coll_basic_inter_scatterv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                                     MPI_Datatype sdt, void *rbuf, MPI_Count rcount, MPI_Datatype rdt,
                                      int root, MPI_Comm comm)
 {
     if (root == MPI_PROC_NULL) return MPI_SUCCESS;
@@ -211,7 +211,7 @@ static int coll_basic_inter_local_reduce(const void *sbuf, size_t count, MPI_Dat
     *mem = NULL;
     if (kumi_comm_rank(comm) == 0 && !(*acc = coll_basic_tmp(count, dt, mem)))
         return coll_basic_nomem("reduce");
-    int rc = kumi_comm_coll(lc)->reduce(sbuf, *acc, (int)count, dt, op, 0, lc);
+    int rc = kumi_comm_coll(lc)->reduce(sbuf, *acc, (MPI_Count)count, dt, op, 0, lc);
     if (rc != MPI_SUCCESS) {
         free(*mem);
         *mem = NULL;
@@ -220,7 +220,7 @@ static int coll_basic_inter_local_reduce(const void *sbuf, size_t count, MPI_Dat
     return rc;
 }
 
-static int coll_basic_inter_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_inter_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                    int root, MPI_Comm comm)
 {
     if (root == MPI_PROC_NULL) return MPI_SUCCESS;
@@ -235,39 +235,39 @@ static int coll_basic_inter_reduce(const void *sbuf, void *rbuf, int count, MPI_
 }
 
 /* ------------------------------------------------------- all-to-all */
-static int coll_basic_inter_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                      int rcount, MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_inter_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                      MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm)
 {
     return coll_basic_inter_pairs_v(sbuf, NULL, scount, NULL, 1, sdt, rbuf, NULL, rcount, NULL, rdt, comm,
                                     TAG_I_ALLGATHER);
 }
 
-static int coll_basic_inter_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                       const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_inter_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                       const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                        MPI_Comm comm)
 {
     return coll_basic_inter_pairs_v(sbuf, NULL, scount, NULL, 1, sdt, rbuf, rcounts, 0, displs, rdt, comm,
                                     TAG_I_ALLGATHERV);
 }
 
-static int coll_basic_inter_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                     int rcount, MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_inter_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                     MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm)
 {
     return coll_basic_inter_pairs_v(sbuf, NULL, scount, NULL, 0, sdt, rbuf, NULL, rcount, NULL, rdt, comm,
                                     TAG_I_ALLTOALL);
 }
 
-static int coll_basic_inter_alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                                      MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                      const int rdispls[], MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_inter_alltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                      MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                      const MPI_Aint rdispls[], MPI_Datatype rdt, MPI_Comm comm)
 {
     return coll_basic_inter_pairs_v(sbuf, scounts, 0, sdispls, 0, sdt, rbuf, rcounts, 0, rdispls, rdt,
                                     comm, TAG_I_ALLTOALLV);
 }
 
-static int coll_basic_inter_alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
-                                      const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
-                                      const int rdispls[], const MPI_Datatype rdts[], MPI_Comm comm)
+static int coll_basic_inter_alltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                      const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
+                                      const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm)
 {
     int rsize = kumi_comm_remote_size(comm);
     struct coll_basic_inter_blk *s = malloc(sizeof *s * (size_t)(rsize ? rsize : 1));
@@ -314,7 +314,7 @@ static int coll_basic_inter_swap(const void *sbuf, size_t count, MPI_Datatype dt
     return rc;
 }
 
-static int coll_basic_inter_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_inter_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                       MPI_Comm comm)
 {
     char *res;
@@ -327,18 +327,18 @@ static int coll_basic_inter_allreduce(const void *sbuf, void *rbuf, int count, M
 }
 
 /* The other group's reduction of total elements is scattered here by rcounts. */
-static int coll_basic_inter_rscatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+static int coll_basic_inter_rscatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
                                      MPI_Op op, MPI_Comm comm, int tag)
 {
     int size = kumi_comm_size(comm), rank = kumi_comm_rank(comm);
     size_t total = 0;
     for (int i = 0; i < size; i++) total += (size_t)rcounts[i];
     if (total == 0) return MPI_SUCCESS;         /* the same total in both groups */
-    int *displs = malloc(sizeof(int) * (size_t)size);
+    MPI_Aint *displs = malloc(sizeof(MPI_Aint) * (size_t)size), d = 0;
     if (!displs) return coll_basic_nomem("reduce_scatter");
-    for (int i = 0, d = 0; i < size; i++) {
+    for (int i = 0; i < size; i++) {
         displs[i] = d;
-        d += rcounts[i];
+        d += (MPI_Aint)rcounts[i];
     }
     char *res;
     void *mem;
@@ -352,17 +352,17 @@ static int coll_basic_inter_rscatter(const void *sbuf, void *rbuf, const int rco
     return rc;
 }
 
-static int coll_basic_inter_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+static int coll_basic_inter_reduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[],
                                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     return coll_basic_inter_rscatter(sbuf, rbuf, rcounts, dt, op, comm, TAG_I_RSCATTER);
 }
 
-static int coll_basic_inter_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+static int coll_basic_inter_reduce_scatter_block(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                                  MPI_Op op, MPI_Comm comm)
 {
     int size = kumi_comm_size(comm);
-    int *counts = malloc(sizeof(int) * (size_t)size);
+    MPI_Count *counts = malloc(sizeof(MPI_Count) * (size_t)size);
     if (!counts) return coll_basic_nomem("reduce_scatter_block");
     for (int i = 0; i < size; i++) counts[i] = rcount;
     int rc = coll_basic_inter_rscatter(sbuf, rbuf, counts, dt, op, comm, TAG_I_RSCATTER_BLOCK);
@@ -370,14 +370,14 @@ static int coll_basic_inter_reduce_scatter_block(const void *sbuf, void *rbuf, i
     return rc;
 }
 
-static int coll_basic_inter_scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_inter_scan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                  MPI_Comm comm)
 {
     (void)sbuf; (void)rbuf; (void)count; (void)dt; (void)op; (void)comm;
     return kumi_error(MPI_ERR_COMM, "MPI_Scan: not defined on an intercommunicator");
 }
 
-static int coll_basic_inter_exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_inter_exscan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                    MPI_Comm comm)
 {
     (void)sbuf; (void)rbuf; (void)count; (void)dt; (void)op; (void)comm;

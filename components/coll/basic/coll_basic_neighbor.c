@@ -82,8 +82,8 @@ static MPI_Aint coll_basic_nb_ext(MPI_Datatype dt)
     return ext;
 }
 
-static int coll_basic_neighbor_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                         int rcount, MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_neighbor_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                         MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm)
 {
     struct coll_basic_nb nb;
     int rc = coll_basic_nb_begin(comm, &nb, "neighbor_allgather");
@@ -97,8 +97,8 @@ static int coll_basic_neighbor_allgather(const void *sbuf, int scount, MPI_Datat
     return coll_basic_nb_run(comm, &nb, TAG_NB_ALLGATHER, "neighbor_allgather");
 }
 
-static int coll_basic_neighbor_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                          const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_neighbor_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                          const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                           MPI_Comm comm)
 {
     struct coll_basic_nb nb;
@@ -113,8 +113,8 @@ static int coll_basic_neighbor_allgatherv(const void *sbuf, int scount, MPI_Data
     return coll_basic_nb_run(comm, &nb, TAG_NB_ALLGATHERV, "neighbor_allgatherv");
 }
 
-static int coll_basic_neighbor_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                        int rcount, MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_neighbor_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                        MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm)
 {
     struct coll_basic_nb nb;
     int rc = coll_basic_nb_begin(comm, &nb, "neighbor_alltoall");
@@ -129,9 +129,9 @@ static int coll_basic_neighbor_alltoall(const void *sbuf, int scount, MPI_Dataty
     return coll_basic_nb_run(comm, &nb, TAG_NB_ALLTOALL, "neighbor_alltoall");
 }
 
-static int coll_basic_neighbor_alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                                         MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                         const int rdispls[], MPI_Datatype rdt, MPI_Comm comm)
+static int coll_basic_neighbor_alltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                         MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                         const MPI_Aint rdispls[], MPI_Datatype rdt, MPI_Comm comm)
 {
     struct coll_basic_nb nb;
     int rc = coll_basic_nb_begin(comm, &nb, "neighbor_alltoallv");
@@ -146,8 +146,8 @@ static int coll_basic_neighbor_alltoallv(const void *sbuf, const int scounts[], 
     return coll_basic_nb_run(comm, &nb, TAG_NB_ALLTOALLV, "neighbor_alltoallv");
 }
 
-static int coll_basic_neighbor_alltoallw(const void *sbuf, const int scounts[], const MPI_Aint sdispls[],
-                                         const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
+static int coll_basic_neighbor_alltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                         const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
                                          const MPI_Aint rdispls[], const MPI_Datatype rdts[],
                                          MPI_Comm comm)
 {

@@ -51,9 +51,9 @@ char *coll_basic_sched_tmp(struct kumi_sched *s, size_t count, MPI_Datatype dt)
  * dt; NULL counts / displs mean `count` elements at element i * count.  With
  * per-block types (alltoallw) displs are in bytes. */
 struct coll_basic_blocks {
-    const int *counts;
-    int count;
-    const int *displs;
+    const MPI_Count *counts;
+    MPI_Count count;
+    const MPI_Aint *displs;
     MPI_Datatype dt;
     const MPI_Datatype *dts;
     MPI_Aint ext;
@@ -61,7 +61,7 @@ struct coll_basic_blocks {
 
 /* Blocks of one type; dt is looked at only here, so build them only where
  * the side is significant (e.g. the receive side of gather at the root). */
-static struct coll_basic_blocks coll_basic_blocks_of(const int *counts, int count, const int *displs,
+static struct coll_basic_blocks coll_basic_blocks_of(const MPI_Count *counts, MPI_Count count, const MPI_Aint *displs,
                                                      MPI_Datatype dt)
 {
     MPI_Aint lb, ext;
@@ -83,7 +83,7 @@ static MPI_Datatype coll_basic_blk_type(const struct coll_basic_blocks *b, int i
 static char *coll_basic_blk_addr(const struct coll_basic_blocks *b, const void *buf, int i)
 {
     if (b->dts) return (char *)buf + b->displs[i];
-    MPI_Aint elem = b->displs ? (MPI_Aint)b->displs[i] : (MPI_Aint)i * b->count;
+    MPI_Aint elem = b->displs ? b->displs[i] : (MPI_Aint)i * (MPI_Aint)b->count;
     return (char *)buf + elem * b->ext;
 }
 
@@ -118,7 +118,7 @@ static void coll_basic_sched_bcast(struct kumi_sched *s, void *buf, size_t count
     }
 }
 
-static int coll_basic_ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+static int coll_basic_ibcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm,
                              struct kumi_sched *s)
 {
     coll_basic_sched_bcast(s, buf, (size_t)count, dt, root, comm, TAG_PHASE1, NULL, 0);
@@ -151,7 +151,7 @@ static int coll_basic_ibarrier(MPI_Comm comm, struct kumi_sched *s)
 /* --------------------------------------------------- gather / scatter */
 /* The root's part of a linear gather: a receive per other rank, a copy of
  * its own block (none with MPI_IN_PLACE), all independent. */
-static void coll_basic_sched_gather_root(struct kumi_sched *s, const void *sbuf, int scount,
+static void coll_basic_sched_gather_root(struct kumi_sched *s, const void *sbuf, MPI_Count scount,
                                          MPI_Datatype sdt, void *rbuf,
                                          const struct coll_basic_blocks *r, MPI_Comm comm)
 {
@@ -166,7 +166,7 @@ static void coll_basic_sched_gather_root(struct kumi_sched *s, const void *sbuf,
                         coll_basic_blk_count(r, rank), coll_basic_blk_type(r, rank));
 }
 
-static int coll_basic_igather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int coll_basic_igather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                               MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s)
 {
     if (kumi_comm_rank(comm) != root) {
@@ -178,8 +178,8 @@ static int coll_basic_igather(const void *sbuf, int scount, MPI_Datatype sdt, vo
     return MPI_SUCCESS;
 }
 
-static int coll_basic_igatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                               const int rcounts[], const int displs[], MPI_Datatype rdt, int root,
+static int coll_basic_igatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                               const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt, int root,
                                MPI_Comm comm, struct kumi_sched *s)
 {
     if (kumi_comm_rank(comm) != root) {
@@ -194,7 +194,7 @@ static int coll_basic_igatherv(const void *sbuf, int scount, MPI_Datatype sdt, v
 /* Linear scatter; every node waits for pred (-1: nothing).  sb (the send
  * blocks) is used at the root only. */
 static void coll_basic_sched_scatter(struct kumi_sched *s, const void *sbuf,
-                                     const struct coll_basic_blocks *sb, void *rbuf, int rcount,
+                                     const struct coll_basic_blocks *sb, void *rbuf, MPI_Count rcount,
                                      MPI_Datatype rdt, int root, MPI_Comm comm, int tag, int pred)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);
@@ -215,7 +215,7 @@ static void coll_basic_sched_scatter(struct kumi_sched *s, const void *sbuf,
     }
 }
 
-static int coll_basic_iscatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int coll_basic_iscatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                                MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_blocks sb = { 0 };
@@ -224,8 +224,8 @@ static int coll_basic_iscatter(const void *sbuf, int scount, MPI_Datatype sdt, v
     return MPI_SUCCESS;
 }
 
-static int coll_basic_iscatterv(const void *sbuf, const int scounts[], const int displs[],
-                                MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
+static int coll_basic_iscatterv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                                MPI_Datatype sdt, void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root,
                                 MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_blocks sb = { 0 };
@@ -238,7 +238,7 @@ static int coll_basic_iscatterv(const void *sbuf, const int scounts[], const int
 /* Every rank copies its block into place and sends it (straight from sbuf,
  * so the sends need not wait for the copy) to every other rank, while it
  * receives every other block. */
-static void coll_basic_sched_allgather(struct kumi_sched *s, const void *sbuf, int scount,
+static void coll_basic_sched_allgather(struct kumi_sched *s, const void *sbuf, MPI_Count scount,
                                        MPI_Datatype sdt, void *rbuf,
                                        const struct coll_basic_blocks *r, MPI_Comm comm)
 {
@@ -262,16 +262,16 @@ static void coll_basic_sched_allgather(struct kumi_sched *s, const void *sbuf, i
     }
 }
 
-static int coll_basic_iallgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                 int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
+static int coll_basic_iallgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                 MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_blocks r = coll_basic_blocks_of(NULL, rcount, NULL, rdt);
     coll_basic_sched_allgather(s, sbuf, scount, sdt, rbuf, &r, comm);
     return MPI_SUCCESS;
 }
 
-static int coll_basic_iallgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                  const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_iallgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                  const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                   MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_blocks r = coll_basic_blocks_of(rcounts, 0, displs, rdt);
@@ -318,17 +318,17 @@ static int coll_basic_sched_exchange(struct kumi_sched *s, const void *sbuf,
     return MPI_SUCCESS;
 }
 
-static int coll_basic_ialltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
+static int coll_basic_ialltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_blocks sb = { 0 }, rb = coll_basic_blocks_of(NULL, rcount, NULL, rdt);
     if (sbuf != MPI_IN_PLACE) sb = coll_basic_blocks_of(NULL, scount, NULL, sdt);
     return coll_basic_sched_exchange(s, sbuf, &sb, rbuf, &rb, comm, "ialltoall");
 }
 
-static int coll_basic_ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                                 MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                 const int rdispls[], MPI_Datatype rdt, MPI_Comm comm,
+static int coll_basic_ialltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                 MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                 const MPI_Aint rdispls[], MPI_Datatype rdt, MPI_Comm comm,
                                  struct kumi_sched *s)
 {
     struct coll_basic_blocks sb = { 0 }, rb = coll_basic_blocks_of(rcounts, 0, rdispls, rdt);
@@ -336,9 +336,9 @@ static int coll_basic_ialltoallv(const void *sbuf, const int scounts[], const in
     return coll_basic_sched_exchange(s, sbuf, &sb, rbuf, &rb, comm, "ialltoallv");
 }
 
-static int coll_basic_ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
-                                 const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
-                                 const int rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
+static int coll_basic_ialltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                 const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
+                                 const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
                                  struct kumi_sched *s)
 {
     struct coll_basic_blocks sb = { .counts = scounts, .displs = sdispls, .dts = sdts };
@@ -400,7 +400,7 @@ static int coll_basic_sched_reduce(struct kumi_sched *s, const void *sbuf, void 
     return MPI_SUCCESS;
 }
 
-static int coll_basic_ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_ireduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                               int root, MPI_Comm comm, struct kumi_sched *s)
 {
     int last;
@@ -410,7 +410,7 @@ static int coll_basic_ireduce(const void *sbuf, void *rbuf, int count, MPI_Datat
                                    &last, "ireduce");
 }
 
-static int coll_basic_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_iallreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                  MPI_Comm comm, struct kumi_sched *s)
 {
     int last;
@@ -428,7 +428,7 @@ static int coll_basic_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Da
 /* Reduce everything to rank 0 into a temporary, then scatter it: block i
  * (rcounts[i] elements, packed in rank order) to rank i. */
 static int coll_basic_sched_reduce_scatter(struct kumi_sched *s, const void *sbuf, void *rbuf,
-                                           const int rcounts[], int rcount, MPI_Datatype dt,
+                                           const MPI_Count rcounts[], MPI_Count rcount, MPI_Datatype dt,
                                            MPI_Op op, MPI_Comm comm, const char *what)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);
@@ -437,16 +437,18 @@ static int coll_basic_sched_reduce_scatter(struct kumi_sched *s, const void *sbu
     if (total == 0) return MPI_SUCCESS;
     if (sbuf == MPI_IN_PLACE) sbuf = rbuf;
 
-    int *displs = NULL, last;
+    MPI_Aint *displs = NULL;
+    int last;
     char *tmp = NULL;
     struct coll_basic_blocks sb = { 0 };
     if (rank == 0) {
         if (!(tmp = coll_basic_sched_tmp(s, total, dt))) return coll_basic_nomem(what);
         if (rcounts) {
-            if (!(displs = malloc(sizeof(int) * (size_t)size))) return coll_basic_nomem(what);
-            for (int i = 0, d = 0; i < size; i++) {
+            if (!(displs = malloc(sizeof(MPI_Aint) * (size_t)size))) return coll_basic_nomem(what);
+            MPI_Aint d = 0;
+            for (int i = 0; i < size; i++) {
                 displs[i] = d;
-                d += rcounts[i];
+                d += (MPI_Aint)rcounts[i];
             }
         }
         sb = coll_basic_blocks_of(rcounts, rcount, displs, dt);
@@ -461,14 +463,14 @@ static int coll_basic_sched_reduce_scatter(struct kumi_sched *s, const void *sbu
     return rc;
 }
 
-static int coll_basic_ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+static int coll_basic_ireduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[],
                                       MPI_Datatype dt, MPI_Op op, MPI_Comm comm, struct kumi_sched *s)
 {
     return coll_basic_sched_reduce_scatter(s, sbuf, rbuf, rcounts, 0, dt, op, comm,
                                            "ireduce_scatter");
 }
 
-static int coll_basic_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+static int coll_basic_ireduce_scatter_block(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                             MPI_Op op, MPI_Comm comm, struct kumi_sched *s)
 {
     return coll_basic_sched_reduce_scatter(s, sbuf, rbuf, NULL, rcount, dt, op, comm,
@@ -479,7 +481,7 @@ static int coll_basic_ireduce_scatter_block(const void *sbuf, void *rbuf, int rc
 /* Chain: rank r copies its contribution into rbuf while it receives
  * x0 op ... op x(r-1) from r-1 into a temporary, combines the two (rbuf =
  * prefix op mine) and passes rbuf on to r+1. */
-static int coll_basic_iscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_iscan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                             MPI_Comm comm, struct kumi_sched *s)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);
@@ -504,7 +506,7 @@ static int coll_basic_iscan(const void *sbuf, void *rbuf, int count, MPI_Datatyp
 
 /* Chain: rank r receives x0 op ... op x(r-1) into rbuf from r-1 and sends
  * that op x_r to r+1.  rbuf of rank 0 is left untouched (undefined). */
-static int coll_basic_iexscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int coll_basic_iexscan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                               MPI_Comm comm, struct kumi_sched *s)
 {
     int rank = kumi_comm_rank(comm), size = kumi_comm_size(comm);

@@ -84,7 +84,7 @@ static int coll_basic_sched_inter_ibarrier(MPI_Comm comm, struct kumi_sched *s)
 }
 
 /* ------------------------------------------------------------- rooted */
-static int coll_basic_sched_inter_ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+static int coll_basic_sched_inter_ibcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm,
                                          struct kumi_sched *s)
 {
     if (root == MPI_PROC_NULL) return MPI_SUCCESS;
@@ -99,33 +99,33 @@ static int coll_basic_sched_inter_ibcast(void *buf, int count, MPI_Datatype dt, 
 
 /* The root receives block i (counts[i] or count elements at element
  * displacement displs[i] or i * count) from remote rank i. */
-static void coll_basic_sched_inter_gather_root(void *rbuf, const int *counts, int count, const int *displs,
+static void coll_basic_sched_inter_gather_root(void *rbuf, const MPI_Count *counts, MPI_Count count, const MPI_Aint *displs,
                                                MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     int m = kumi_comm_remote_size(comm);
     MPI_Aint ext = coll_basic_sched_inter_ext(rdt);
     for (int i = 0; i < m; i++) {
-        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * count;
+        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * (MPI_Aint)count;
         kumi_sched_recv(s, (char *)rbuf + d * ext, (size_t)(counts ? counts[i] : count), rdt, i, TAG_DATA);
     }
 }
 
 /* The root sends block i to remote rank i. */
-static void coll_basic_sched_inter_scatter_root(const void *sbuf, const int *counts, int count,
-                                                const int *displs, MPI_Datatype sdt, MPI_Comm comm,
+static void coll_basic_sched_inter_scatter_root(const void *sbuf, const MPI_Count *counts, MPI_Count count,
+                                                const MPI_Aint *displs, MPI_Datatype sdt, MPI_Comm comm,
                                                 struct kumi_sched *s)
 {
     int m = kumi_comm_remote_size(comm);
     MPI_Aint ext = coll_basic_sched_inter_ext(sdt);
     for (int i = 0; i < m; i++) {
-        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * count;
+        MPI_Aint d = displs ? displs[i] : (MPI_Aint)i * (MPI_Aint)count;
         kumi_sched_send(s, (const char *)sbuf + d * ext, (size_t)(counts ? counts[i] : count), sdt, i,
                         TAG_DATA);
     }
 }
 
-static int coll_basic_sched_inter_igather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                          int rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
+static int coll_basic_sched_inter_igather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                          MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
                                           struct kumi_sched *s)
 {
     if (root == MPI_ROOT)
@@ -135,8 +135,8 @@ static int coll_basic_sched_inter_igather(const void *sbuf, int scount, MPI_Data
     return MPI_SUCCESS;
 }
 
-static int coll_basic_sched_inter_igatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                           const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_sched_inter_igatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                           const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                            int root, MPI_Comm comm, struct kumi_sched *s)
 {
     if (root == MPI_ROOT)
@@ -146,8 +146,8 @@ static int coll_basic_sched_inter_igatherv(const void *sbuf, int scount, MPI_Dat
     return MPI_SUCCESS;
 }
 
-static int coll_basic_sched_inter_iscatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                           int rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
+static int coll_basic_sched_inter_iscatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                           MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
                                            struct kumi_sched *s)
 {
     if (root == MPI_ROOT)
@@ -157,8 +157,8 @@ static int coll_basic_sched_inter_iscatter(const void *sbuf, int scount, MPI_Dat
     return MPI_SUCCESS;
 }
 
-static int coll_basic_sched_inter_iscatterv(const void *sbuf, const int scounts[], const int displs[],
-                                            MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
+static int coll_basic_sched_inter_iscatterv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                                            MPI_Datatype sdt, void *rbuf, MPI_Count rcount, MPI_Datatype rdt,
                                             int root, MPI_Comm comm, struct kumi_sched *s)
 {
     if (root == MPI_ROOT)
@@ -193,7 +193,7 @@ static int coll_basic_sched_inter_combine(void *acc, size_t count, MPI_Datatype 
     return last;
 }
 
-static int coll_basic_sched_inter_ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+static int coll_basic_sched_inter_ireduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt,
                                           MPI_Op op, int root, MPI_Comm comm, struct kumi_sched *s)
 {
     if (count == 0 || root == MPI_PROC_NULL) return MPI_SUCCESS;   /* count: the same everywhere */
@@ -210,9 +210,9 @@ static int coll_basic_sched_inter_ireduce(const void *sbuf, void *rbuf, int coun
  * i * count * extent; or 0 for every block when same is set). */
 struct coll_basic_sched_inter_side {
     char *buf;
-    const int *counts;
-    int count;
-    const int *displs;
+    const MPI_Count *counts;
+    MPI_Count count;
+    const MPI_Aint *displs;
     MPI_Aint unit;
     const MPI_Datatype *types;
     MPI_Datatype dt;
@@ -225,8 +225,8 @@ static char *coll_basic_sched_inter_block(const struct coll_basic_sched_inter_si
     *dt = sd->types ? sd->types[i] : sd->dt;
     *count = (size_t)(sd->counts ? sd->counts[i] : sd->count);
     if (sd->same) return sd->buf;
-    if (sd->displs) return sd->buf + (MPI_Aint)sd->displs[i] * sd->unit;
-    return sd->buf + (MPI_Aint)i * sd->count * coll_basic_sched_inter_ext(sd->dt);
+    if (sd->displs) return sd->buf + sd->displs[i] * sd->unit;
+    return sd->buf + (MPI_Aint)i * (MPI_Aint)sd->count * coll_basic_sched_inter_ext(sd->dt);
 }
 
 /* Block i of the receive side from remote rank i, block i of the send side
@@ -254,8 +254,8 @@ static int coll_basic_sched_inter_pairs(const struct coll_basic_sched_inter_side
     return MPI_SUCCESS;
 }
 
-static int coll_basic_sched_inter_iallgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                             int rcount, MPI_Datatype rdt, MPI_Comm comm,
+static int coll_basic_sched_inter_iallgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                             MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm,
                                              struct kumi_sched *s)
 {
     struct coll_basic_sched_inter_side snd = { .buf = (char *)sbuf, .count = scount, .dt = sdt, .same = 1 };
@@ -263,8 +263,8 @@ static int coll_basic_sched_inter_iallgather(const void *sbuf, int scount, MPI_D
     return coll_basic_sched_inter_pairs(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_inter_iallgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                              const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_sched_inter_iallgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                              const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                               MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_sched_inter_side snd = { .buf = (char *)sbuf, .count = scount, .dt = sdt, .same = 1 };
@@ -273,17 +273,17 @@ static int coll_basic_sched_inter_iallgatherv(const void *sbuf, int scount, MPI_
     return coll_basic_sched_inter_pairs(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_inter_ialltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                            int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
+static int coll_basic_sched_inter_ialltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                            MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_sched_inter_side snd = { .buf = (char *)sbuf, .count = scount, .dt = sdt };
     struct coll_basic_sched_inter_side rcv = { .buf = rbuf, .count = rcount, .dt = rdt };
     return coll_basic_sched_inter_pairs(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_inter_ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                                             MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                             const int rdispls[], MPI_Datatype rdt, MPI_Comm comm,
+static int coll_basic_sched_inter_ialltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                             MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                             const MPI_Aint rdispls[], MPI_Datatype rdt, MPI_Comm comm,
                                              struct kumi_sched *s)
 {
     struct coll_basic_sched_inter_side snd = { .buf = (char *)sbuf, .counts = scounts, .displs = sdispls,
@@ -293,9 +293,9 @@ static int coll_basic_sched_inter_ialltoallv(const void *sbuf, const int scounts
     return coll_basic_sched_inter_pairs(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_inter_ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
-                                             const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
-                                             const int rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
+static int coll_basic_sched_inter_ialltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                             const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
+                                             const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
                                              struct kumi_sched *s)
 {
     /* displacements in bytes */
@@ -322,7 +322,7 @@ static int coll_basic_sched_inter_swap(size_t total, MPI_Datatype dt, MPI_Op op,
     return done;
 }
 
-static int coll_basic_sched_inter_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+static int coll_basic_sched_inter_iallreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt,
                                              MPI_Op op, MPI_Comm comm, struct kumi_sched *s)
 {
     if (count == 0) return MPI_SUCCESS;         /* the same count in both groups */
@@ -341,7 +341,7 @@ static int coll_basic_sched_inter_iallreduce(const void *sbuf, void *rbuf, int c
     return MPI_SUCCESS;
 }
 
-static int coll_basic_sched_inter_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+static int coll_basic_sched_inter_ireduce_scatter_block(const void *sbuf, void *rbuf, MPI_Count rcount,
                                                         MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                                         struct kumi_sched *s)
 {
@@ -360,12 +360,12 @@ static int coll_basic_sched_inter_ireduce_scatter_block(const void *sbuf, void *
     int done = coll_basic_sched_inter_swap(total, dt, op, acc, pass, &passed, comm, s);
     kumi_sched_after(s, kumi_sched_copy(s, acc, (size_t)rcount, dt, rbuf, (size_t)rcount, dt), done);
     for (int i = 1; i < m; i++)
-        kumi_sched_after(s, kumi_sched_send(s, pass + (MPI_Aint)(i * rrcount) * ext, rrcount, dt, i,
+        kumi_sched_after(s, kumi_sched_send(s, pass + (MPI_Aint)((size_t)i * rrcount) * ext, rrcount, dt, i,
                                             TAG_PASS), passed);
     return MPI_SUCCESS;
 }
 
-static int coll_basic_sched_inter_ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+static int coll_basic_sched_inter_ireduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[],
                                                   MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                                   struct kumi_sched *s)
 {

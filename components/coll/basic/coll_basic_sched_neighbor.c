@@ -30,9 +30,9 @@
  * k * count * extent; or 0 for every block when same is set). */
 struct coll_basic_sched_nb_side {
     char *buf;
-    const int *counts;
-    int count;
-    const int *displs;
+    const MPI_Count *counts;
+    MPI_Count count;
+    const MPI_Aint *displs;
     const MPI_Aint *adispls;
     MPI_Aint unit;
     const MPI_Datatype *types;
@@ -54,8 +54,8 @@ static char *coll_basic_sched_nb_block(const struct coll_basic_sched_nb_side *sd
     *count = (size_t)(sd->counts ? sd->counts[k] : sd->count);
     if (sd->same) return sd->buf;
     if (sd->adispls) return sd->buf + sd->adispls[k];
-    if (sd->displs) return sd->buf + (MPI_Aint)sd->displs[k] * sd->unit;
-    return sd->buf + (MPI_Aint)k * sd->count * coll_basic_sched_nb_ext(sd->dt);
+    if (sd->displs) return sd->buf + sd->displs[k] * sd->unit;
+    return sd->buf + (MPI_Aint)k * (MPI_Aint)sd->count * coll_basic_sched_nb_ext(sd->dt);
 }
 
 /* A slot of the neighbour lists with its tag offset, for sorting. */
@@ -107,8 +107,8 @@ static int coll_basic_sched_nb(const struct coll_basic_sched_nb_side *snd,
     return coll_basic_sched_nb_side_nodes(1, snd, nout, dst, stag, s);
 }
 
-static int coll_basic_sched_ineighbor_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                                int rcount, MPI_Datatype rdt, MPI_Comm comm,
+static int coll_basic_sched_ineighbor_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                                MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm,
                                                 struct kumi_sched *s)
 {
     struct coll_basic_sched_nb_side snd = { .buf = (char *)sbuf, .count = scount, .dt = sdt, .same = 1 };
@@ -116,8 +116,8 @@ static int coll_basic_sched_ineighbor_allgather(const void *sbuf, int scount, MP
     return coll_basic_sched_nb(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_ineighbor_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                                 const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int coll_basic_sched_ineighbor_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                                 const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                                  MPI_Comm comm, struct kumi_sched *s)
 {
     struct coll_basic_sched_nb_side snd = { .buf = (char *)sbuf, .count = scount, .dt = sdt, .same = 1 };
@@ -126,8 +126,8 @@ static int coll_basic_sched_ineighbor_allgatherv(const void *sbuf, int scount, M
     return coll_basic_sched_nb(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_ineighbor_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                                               int rcount, MPI_Datatype rdt, MPI_Comm comm,
+static int coll_basic_sched_ineighbor_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                                               MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm,
                                                struct kumi_sched *s)
 {
     struct coll_basic_sched_nb_side snd = { .buf = (char *)sbuf, .count = scount, .dt = sdt };
@@ -135,9 +135,9 @@ static int coll_basic_sched_ineighbor_alltoall(const void *sbuf, int scount, MPI
     return coll_basic_sched_nb(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_ineighbor_alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                                                MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                                const int rdispls[], MPI_Datatype rdt, MPI_Comm comm,
+static int coll_basic_sched_ineighbor_alltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                                MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                                const MPI_Aint rdispls[], MPI_Datatype rdt, MPI_Comm comm,
                                                 struct kumi_sched *s)
 {
     struct coll_basic_sched_nb_side snd = { .buf = (char *)sbuf, .counts = scounts, .displs = sdispls,
@@ -147,9 +147,9 @@ static int coll_basic_sched_ineighbor_alltoallv(const void *sbuf, const int scou
     return coll_basic_sched_nb(&snd, &rcv, comm, s);
 }
 
-static int coll_basic_sched_ineighbor_alltoallw(const void *sbuf, const int scounts[],
+static int coll_basic_sched_ineighbor_alltoallw(const void *sbuf, const MPI_Count scounts[],
                                                 const MPI_Aint sdispls[], const MPI_Datatype sdts[],
-                                                void *rbuf, const int rcounts[], const MPI_Aint rdispls[],
+                                                void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[],
                                                 const MPI_Datatype rdts[], MPI_Comm comm, struct kumi_sched *s)
 {
     /* displacements in bytes */

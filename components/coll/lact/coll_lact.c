@@ -220,12 +220,12 @@ static int lact_nomem(const char *what)
 }
 
 /* Block bi of n elements of dt at buf. */
-static char *blk(const void *buf, size_t bi, int n, MPI_Aint ext)
+static char *blk(const void *buf, size_t bi, MPI_Count n, MPI_Aint ext)
 {
-    return (char *)buf + (MPI_Aint)bi * n * ext;
+    return (char *)buf + (MPI_Aint)bi * (MPI_Aint)n * ext;
 }
 
-static int copy_blk(const void *src, size_t si, void *dst, size_t di, int n, MPI_Datatype dt,
+static int copy_blk(const void *src, size_t si, void *dst, size_t di, MPI_Count n, MPI_Datatype dt,
                     MPI_Aint ext)
 {
     return kumi_dt_copy(blk(src, si, n, ext), (size_t)n, dt, blk(dst, di, n, ext), (size_t)n, dt);
@@ -251,7 +251,7 @@ static int wan_flat(const struct lact_topo *t, int k, size_t bytes)
 }
 
 /* Bcast among the cluster leaders (clead), from clead rank root. */
-static int wan_bcast(struct lact_comm *e, void *buf, int count, MPI_Datatype dt, int root,
+static int wan_bcast(struct lact_comm *e, void *buf, MPI_Count count, MPI_Datatype dt, int root,
                      size_t bytes)
 {
     MPI_Comm C = e->clead;
@@ -349,7 +349,7 @@ static int lact_barrier(MPI_Comm comm)
  * or binomial, see wan_flat), then descends in the other clusters (host
  * leaders' bcast from the cluster leader) and hosts (node bcast from the
  * host leader).  Every rank receives once; the root never does. */
-static int lact_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+static int lact_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     int rc;
     struct lact_comm *e = lact_get(comm, &rc);
@@ -379,7 +379,7 @@ static int hier_order_ok(const struct lact_comm *e, MPI_Op op)
  * reduce to the cluster leader.  in: this rank's contribution.  Returns in
  * *acc the partial result on the cluster leader (NULL elsewhere); temporaries
  * in mem[0..2). */
-static int reduce_up(struct lact_comm *e, const void *in, int count, MPI_Datatype dt, MPI_Op op,
+static int reduce_up(struct lact_comm *e, const void *in, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                      const void **acc, void *mem[2])
 {
     const struct lact_topo *t = &e->t;
@@ -410,7 +410,7 @@ static int reduce_up(struct lact_comm *e, const void *in, int count, MPI_Datatyp
  * cluster leaders reduce to the root's cluster leader, which hands the
  * result to the root if it is not the root itself.  Else: the flat
  * communicator's reduce. */
-static int lact_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int lact_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                        int root, MPI_Comm comm)
 {
     int rc;
@@ -419,13 +419,13 @@ static int lact_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
     const struct lact_topo *t = &e->t;
     if (count == 0) return MPI_SUCCESS;
     if (!hier_order_ok(e, op)) {
-        lact_say(e, "reduce of %d elements to %d: flat (non-commutative op, ranks not in "
-                 "hierarchical order)", count, root);
+        lact_say(e, "reduce of %lld elements to %d: flat (non-commutative op, ranks not in "
+                 "hierarchical order)", (long long)count, root);
         MPI_Comm f = lact_flat(e, &rc);
         if (rc) return rc;
         return F(f)->reduce(sbuf, rbuf, count, dt, op, root, f);
     }
-    lact_say(e, "reduce of %d elements to %d: %s", count, root, e->lvs);
+    lact_say(e, "reduce of %lld elements to %d: %s", (long long)count, root, e->lvs);
     int me = t->me, rcl = t->hcl[t->host_of[root]], holder = cluster_leader(t, rcl);
     const void *in = me == root && sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     const void *acc;
@@ -454,7 +454,7 @@ out:
 
 /* reduce_up, allreduce among the cluster leaders, then bcast down: host
  * leaders' bcast from the cluster leader, node bcast from the host leader. */
-static int lact_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int lact_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                           MPI_Comm comm)
 {
     int rc;
@@ -462,13 +462,13 @@ static int lact_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype 
     if (!e) return rc;
     if (count == 0) return MPI_SUCCESS;
     if (!hier_order_ok(e, op)) {
-        lact_say(e, "allreduce of %d elements: flat (non-commutative op, ranks not in "
-                 "hierarchical order)", count);
+        lact_say(e, "allreduce of %lld elements: flat (non-commutative op, ranks not in "
+                 "hierarchical order)", (long long)count);
         MPI_Comm f = lact_flat(e, &rc);
         if (rc) return rc;
         return F(f)->allreduce(sbuf, rbuf, count, dt, op, f);
     }
-    lact_say(e, "allreduce of %d elements: %s", count, e->lvs);
+    lact_say(e, "allreduce of %lld elements: %s", (long long)count, e->lvs);
     const void *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     const void *acc;
     void *mem[2] = { NULL, NULL };
@@ -495,7 +495,7 @@ out:
  * The leaders hold the blocks in hierarchical order (cluster, host, rank)
  * and put them in comm rank order into rbuf with a local copy, unless that
  * is the same order (then they gather straight into rbuf). */
-static int lact_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int lact_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                           MPI_Datatype rdt, MPI_Comm comm)
 {
     int rc;
@@ -516,11 +516,12 @@ static int lact_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *
     MPI_Aint ext = lact_ext(rdt);
     int inplace = sbuf == MPI_IN_PLACE;
     const void *cp = inplace ? blk(rbuf, (size_t)me, rcount, ext) : sbuf;
-    int cn = inplace ? rcount : scount;
+    MPI_Count cn = inplace ? rcount : scount;
     MPI_Datatype cdt = inplace ? rdt : sdt;
     int cur_in_rbuf = inplace;          /* cur overlaps rbuf */
     void *mem[3] = { NULL, NULL, NULL };
-    int *counts = NULL, *displs = NULL;
+    MPI_Count *counts = NULL;
+    MPI_Aint *displs = NULL;
     char *full = NULL;
 
     if (HAS(e->node)) {
@@ -533,19 +534,20 @@ static int lact_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *
         TRYOUT(F(e->node)->gather(cp, cn, cdt, nt, rcount, rdt, 0, e->node));
         if (!nt) goto down;
         cp = nt;
-        cn = t->hsize[h] * rcount;
+        cn = (MPI_Count)t->hsize[h] * rcount;
         cdt = rdt;
         cur_in_rbuf = 0;
     }
     int nc = t->ncl > t->coff[c + 1] - t->coff[c] ? t->ncl : t->coff[c + 1] - t->coff[c];
-    counts = malloc(sizeof(int) * (size_t)nc);
-    displs = malloc(sizeof(int) * (size_t)nc);
+    counts = malloc(sizeof(MPI_Count) * (size_t)nc);
+    displs = malloc(sizeof(MPI_Aint) * (size_t)nc);
     if (!counts || !displs) {
         rc = lact_nomem("allgather");
         goto out;
     }
     if (HAS(e->nlead)) {
-        int nh = t->coff[c + 1] - t->coff[c], off = 0;
+        int nh = t->coff[c + 1] - t->coff[c];
+        MPI_Aint off = 0;
         char *out = NULL;
         if (t->ncl == 1 && t->contiguous) out = rbuf;
         else if (!(out = lact_tmp((size_t)t->cnranks[c] * (size_t)rcount, rdt, &mem[1]))) {
@@ -553,7 +555,7 @@ static int lact_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *
             goto out;
         }
         for (int i = 0; i < nh; i++) {
-            counts[i] = t->hsize[t->chost[t->coff[c] + i]] * rcount;
+            counts[i] = (MPI_Count)t->hsize[t->chost[t->coff[c] + i]] * rcount;
             displs[i] = off;
             off += counts[i];
         }
@@ -566,7 +568,7 @@ static int lact_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *
             TRYOUT(F(e->nlead)->allgatherv(cp, cn, cdt, out, counts, displs, rdt, e->nlead));
         }
         cp = out;
-        cn = t->cnranks[c] * rcount;
+        cn = (MPI_Count)t->cnranks[c] * rcount;
         cdt = rdt;
         cur_in_rbuf = out == (char *)rbuf;
     }
@@ -581,8 +583,8 @@ static int lact_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *
                 goto out;
             }
             for (int i = 0; i < t->ncl; i++) {
-                counts[i] = t->cnranks[i] * rcount;
-                displs[i] = t->crankoff[i] * rcount;
+                counts[i] = (MPI_Count)t->cnranks[i] * rcount;
+                displs[i] = (MPI_Aint)t->crankoff[i] * (MPI_Aint)rcount;
             }
             TRYOUT(F(e->clead)->allgatherv(cp, cn, cdt, out, counts, displs, rdt, e->clead));
             full = out;
@@ -592,13 +594,13 @@ static int lact_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *
             rc = lact_nomem("allgather");
             goto out;
         }
-        if (HAS(e->nlead)) TRYOUT(F(e->nlead)->bcast(full, p * rcount, rdt, 0, e->nlead));
+        if (HAS(e->nlead)) TRYOUT(F(e->nlead)->bcast(full, (MPI_Count)p * rcount, rdt, 0, e->nlead));
     }
     if (full != (char *)rbuf)
         for (int r = 0; r < p; r++)
             TRYOUT(copy_blk(full, (size_t)t->pos[r], rbuf, (size_t)r, rcount, rdt, ext));
 down:
-    if (HAS(e->node)) TRYOUT(F(e->node)->bcast(rbuf, p * rcount, rdt, 0, e->node));
+    if (HAS(e->node)) TRYOUT(F(e->node)->bcast(rbuf, (MPI_Count)p * rcount, rdt, 0, e->node));
 out:
     for (int i = 0; i < 3; i++) free(mem[i]);
     free(counts);
@@ -653,7 +655,7 @@ static char *as_bytes(const void *buf, size_t count, MPI_Datatype dt, int pack, 
  * Everything travels as packed bytes (MPI_BYTE on both sides): the leaders
  * hold nn * p blocks, more than a layout of the receive type may fit without
  * overlapping elements. */
-static int lact_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int lact_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                          MPI_Datatype rdt, MPI_Comm comm)
 {
     int rc;
@@ -670,9 +672,11 @@ static int lact_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *r
         return F(f)->alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, f);
     }
     lact_say(e, "alltoall of %zu bytes per block: host leaders aggregate", bb);
-    int inplace = sbuf == MPI_IN_PLACE, pb = (int)((size_t)p * bb);
+    int inplace = sbuf == MPI_IN_PLACE;
+    MPI_Count pb = (MPI_Count)((size_t)p * bb);
     void *smem = NULL, *rmem = NULL, *g = NULL, *s = NULL;
-    int *sc = NULL, *sd = NULL, *rcn = NULL, *rd = NULL;
+    MPI_Count *sc = NULL, *rcn = NULL;
+    MPI_Aint *sd = NULL, *rd = NULL;
     char *sbytes = as_bytes(inplace ? rbuf : sbuf, (size_t)(inplace ? rcount : scount) * (size_t)p,
                             inplace ? rdt : sdt, 1, &smem);
     char *rbytes = sbytes ? as_bytes(rbuf, (size_t)rcount * (size_t)p, rdt, 0, &rmem) : NULL;
@@ -689,10 +693,10 @@ static int lact_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *r
     if (rc) goto out;
     g = malloc((size_t)nn * (size_t)pb);
     s = malloc((size_t)nn * (size_t)pb);
-    sc = malloc(sizeof(int) * (size_t)H);
-    sd = malloc(sizeof(int) * (size_t)H);
-    rcn = malloc(sizeof(int) * (size_t)H);
-    rd = malloc(sizeof(int) * (size_t)H);
+    sc = malloc(sizeof(MPI_Count) * (size_t)H);
+    sd = malloc(sizeof(MPI_Aint) * (size_t)H);
+    rcn = malloc(sizeof(MPI_Count) * (size_t)H);
+    rd = malloc(sizeof(MPI_Aint) * (size_t)H);
     if (!g || !s || !sc || !sd || !rcn || !rd) {
         rc = lact_nomem("alltoall");
         goto out;
@@ -702,12 +706,12 @@ static int lact_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *r
     /* To host hh: for each of my ranks i, its blocks for hh's ranks. */
     size_t off = 0, roff = 0;
     for (int hh = 0; hh < H; hh++) {
-        sd[hh] = (int)(off * bb);
+        sd[hh] = (MPI_Aint)(off * bb);
         for (int i = 0; i < nn; i++)
             for (int j = t->hoff[hh]; j < t->hoff[hh + 1]; j++)
                 memcpy((char *)s + off++ * bb, (char *)g + ((size_t)i * p + t->hrank[j]) * bb, bb);
-        sc[hh] = (int)((size_t)nn * t->hsize[hh] * bb);
-        rd[hh] = (int)(roff * bb);
+        sc[hh] = (MPI_Count)((size_t)nn * t->hsize[hh] * bb);
+        rd[hh] = (MPI_Aint)(roff * bb);
         rcn[hh] = sc[hh];
         roff += (size_t)t->hsize[hh] * (size_t)nn;
     }

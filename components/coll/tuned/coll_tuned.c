@@ -419,17 +419,17 @@ typedef int (*rooted_fn)(struct tuned_cx *, const void *, size_t, MPI_Datatype, 
                          MPI_Datatype, int);
 typedef int (*all_fn)(struct tuned_cx *, const void *, size_t, MPI_Datatype, void *, size_t,
                       MPI_Datatype);
-typedef int (*allv_fn)(struct tuned_cx *, const void *, size_t, MPI_Datatype, void *, const int *,
-                       const int *, MPI_Datatype);
-typedef int (*a2av_fn)(struct tuned_cx *, const void *, const int *, const int *, MPI_Datatype,
-                       void *, const int *, const int *, MPI_Datatype);
-typedef int (*a2aw_fn)(struct tuned_cx *, const void *, const int *, const int *,
-                       const MPI_Datatype *, void *, const int *, const int *,
+typedef int (*allv_fn)(struct tuned_cx *, const void *, size_t, MPI_Datatype, void *,
+                       const MPI_Count *, const MPI_Aint *, MPI_Datatype);
+typedef int (*a2av_fn)(struct tuned_cx *, const void *, const MPI_Count *, const MPI_Aint *,
+                       MPI_Datatype, void *, const MPI_Count *, const MPI_Aint *, MPI_Datatype);
+typedef int (*a2aw_fn)(struct tuned_cx *, const void *, const MPI_Count *, const MPI_Aint *,
+                       const MPI_Datatype *, void *, const MPI_Count *, const MPI_Aint *,
                        const MPI_Datatype *);
 typedef int (*reduce_fn)(struct tuned_cx *, const void *, void *, size_t, MPI_Datatype, MPI_Op,
                          int);
 typedef int (*red_fn)(struct tuned_cx *, const void *, void *, size_t, MPI_Datatype, MPI_Op);
-typedef int (*rs_fn)(struct tuned_cx *, const void *, void *, const int *, MPI_Datatype, MPI_Op);
+typedef int (*rs_fn)(struct tuned_cx *, const void *, void *, const MPI_Count *, MPI_Datatype, MPI_Op);
 
 static int run_barrier(MPI_Comm comm, struct kumi_sched *s)
 {
@@ -439,7 +439,7 @@ static int run_barrier(MPI_Comm comm, struct kumi_sched *s)
     return tuned_end(&cx);
 }
 
-static int run_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+static int run_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm,
                      struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -448,7 +448,7 @@ static int run_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
     return tuned_end(&cx);
 }
 
-static int run_gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int run_gather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                       MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -459,7 +459,7 @@ static int run_gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
     return tuned_end(&cx);
 }
 
-static int run_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int run_scatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                        MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -470,7 +470,7 @@ static int run_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     return tuned_end(&cx);
 }
 
-static int run_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int run_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                          MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -479,8 +479,8 @@ static int run_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *r
     return tuned_end(&cx);
 }
 
-static int run_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                          const int rcounts[], const int displs[], MPI_Datatype rdt, MPI_Comm comm,
+static int run_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                          const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt, MPI_Comm comm,
                           struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -492,7 +492,7 @@ static int run_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *
     return tuned_end(&cx);
 }
 
-static int run_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int run_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                         MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -501,8 +501,8 @@ static int run_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
     return tuned_end(&cx);
 }
 
-static int run_alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                         MPI_Datatype sdt, void *rbuf, const int rcounts[], const int rdispls[],
+static int run_alltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                         MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[],
                          MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -511,9 +511,9 @@ static int run_alltoallv(const void *sbuf, const int scounts[], const int sdispl
     return tuned_end(&cx);
 }
 
-static int run_alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
-                         const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
-                         const int rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
+static int run_alltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                         const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
+                         const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
                          struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -522,7 +522,7 @@ static int run_alltoallw(const void *sbuf, const int scounts[], const int sdispl
     return tuned_end(&cx);
 }
 
-static int run_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+static int run_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root,
                       MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -531,7 +531,7 @@ static int run_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, 
     return tuned_end(&cx);
 }
 
-static int run_red(int opid, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int run_red(int opid, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                    MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -540,7 +540,7 @@ static int run_red(int opid, const void *sbuf, void *rbuf, int count, MPI_Dataty
     return tuned_end(&cx);
 }
 
-static int run_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+static int run_reduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
@@ -552,12 +552,12 @@ static int run_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
     return tuned_end(&cx);
 }
 
-static int run_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+static int run_reduce_scatter_block(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                     MPI_Op op, MPI_Comm comm, struct kumi_sched *s)
 {
     struct tuned_cx cx;
     int p = kumi_comm_size(comm);
-    int *counts = malloc(sizeof(int) * (size_t)p);
+    MPI_Count *counts = malloc(sizeof(MPI_Count) * (size_t)p);
     if (!counts) return kumi_error(MPI_ERR_NO_MEM, "coll/tuned: reduce_scatter_block: out of memory");
     for (int i = 0; i < p; i++) counts[i] = rcount;
     size_t total = (size_t)rcount * (size_t)p;
@@ -573,86 +573,86 @@ static int tuned_barrier(MPI_Comm comm)
     return run_barrier(comm, NULL);
 }
 
-static int tuned_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+static int tuned_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     return run_bcast(buf, count, dt, root, comm, NULL);
 }
 
-static int tuned_gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_gather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                         MPI_Datatype rdt, int root, MPI_Comm comm)
 {
     return run_gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, NULL);
 }
 
-static int tuned_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_scatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                          MPI_Datatype rdt, int root, MPI_Comm comm)
 {
     return run_scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, NULL);
 }
 
-static int tuned_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                            MPI_Datatype rdt, MPI_Comm comm)
 {
     return run_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, NULL);
 }
 
-static int tuned_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                            const int rcounts[], const int displs[], MPI_Datatype rdt, MPI_Comm comm)
+static int tuned_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                            const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt, MPI_Comm comm)
 {
     return run_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, NULL);
 }
 
-static int tuned_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                           MPI_Datatype rdt, MPI_Comm comm)
 {
     return run_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, NULL);
 }
 
-static int tuned_alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                           MPI_Datatype sdt, void *rbuf, const int rcounts[], const int rdispls[],
+static int tuned_alltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                           MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[],
                            MPI_Datatype rdt, MPI_Comm comm)
 {
     return run_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, NULL);
 }
 
-static int tuned_alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
-                           const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
-                           const int rdispls[], const MPI_Datatype rdts[], MPI_Comm comm)
+static int tuned_alltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                           const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
+                           const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm)
 {
     return run_alltoallw(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, NULL);
 }
 
-static int tuned_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                         int root, MPI_Comm comm)
 {
     return run_reduce(sbuf, rbuf, count, dt, op, root, comm, NULL);
 }
 
-static int tuned_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                            MPI_Comm comm)
 {
     return run_red(OP_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, NULL);
 }
 
-static int tuned_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+static int tuned_reduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
                                 MPI_Op op, MPI_Comm comm)
 {
     return run_reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm, NULL);
 }
 
-static int tuned_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+static int tuned_reduce_scatter_block(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                       MPI_Op op, MPI_Comm comm)
 {
     return run_reduce_scatter_block(sbuf, rbuf, rcount, dt, op, comm, NULL);
 }
 
-static int tuned_scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_scan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                       MPI_Comm comm)
 {
     return run_red(OP_SCAN, sbuf, rbuf, count, dt, op, comm, NULL);
 }
 
-static int tuned_exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_exscan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                         MPI_Comm comm)
 {
     return run_red(OP_EXSCAN, sbuf, rbuf, count, dt, op, comm, NULL);
@@ -664,89 +664,89 @@ static int tuned_ibarrier(MPI_Comm comm, struct kumi_sched *s)
     return run_barrier(comm, s);
 }
 
-static int tuned_ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+static int tuned_ibcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm,
                         struct kumi_sched *s)
 {
     return run_bcast(buf, count, dt, root, comm, s);
 }
 
-static int tuned_igather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_igather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                          MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, s);
 }
 
-static int tuned_iscatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_iscatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                           MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, s);
 }
 
-static int tuned_iallgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_iallgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                             MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, s);
 }
 
-static int tuned_iallgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                             const int rcounts[], const int displs[], MPI_Datatype rdt,
+static int tuned_iallgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,
+                             const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                              MPI_Comm comm, struct kumi_sched *s)
 {
     return run_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, s);
 }
 
-static int tuned_ialltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+static int tuned_ialltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                            MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, s);
 }
 
-static int tuned_ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                            MPI_Datatype sdt, void *rbuf, const int rcounts[], const int rdispls[],
+static int tuned_ialltoallv(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                            MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[],
                             MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, s);
 }
 
-static int tuned_ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
-                            const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
-                            const int rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
+static int tuned_ialltoallw(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                            const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
+                            const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
                             struct kumi_sched *s)
 {
     return run_alltoallw(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, s);
 }
 
-static int tuned_ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_ireduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                          int root, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_reduce(sbuf, rbuf, count, dt, op, root, comm, s);
 }
 
-static int tuned_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_iallreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                             MPI_Comm comm, struct kumi_sched *s)
 {
     return run_red(OP_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, s);
 }
 
-static int tuned_ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+static int tuned_ireduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcounts[],
                                  MPI_Datatype dt, MPI_Op op, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm, s);
 }
 
-static int tuned_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+static int tuned_ireduce_scatter_block(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                        MPI_Op op, MPI_Comm comm, struct kumi_sched *s)
 {
     return run_reduce_scatter_block(sbuf, rbuf, rcount, dt, op, comm, s);
 }
 
-static int tuned_iscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_iscan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                        MPI_Comm comm, struct kumi_sched *s)
 {
     return run_red(OP_SCAN, sbuf, rbuf, count, dt, op, comm, s);
 }
 
-static int tuned_iexscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static int tuned_iexscan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                          MPI_Comm comm, struct kumi_sched *s)
 {
     return run_red(OP_EXSCAN, sbuf, rbuf, count, dt, op, comm, s);

@@ -135,12 +135,12 @@ int tuned_allgather_ring(struct tuned_cx *cx, const void *sbuf, size_t scount, M
 int tuned_allgather_neighbor_exchange(struct tuned_cx *cx, const void *sbuf, size_t scount,
                                       MPI_Datatype sdt, void *rbuf, size_t rcount, MPI_Datatype rdt);
 int tuned_allgatherv_linear(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_Datatype sdt,
-                            void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt);
+                            void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt);
 int tuned_allgatherv_ring(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_Datatype sdt,
-                          void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt);
+                          void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt);
 int tuned_allgatherv_recursive_doubling(struct tuned_cx *cx, const void *sbuf, size_t scount,
-                                        MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                        const int displs[], MPI_Datatype rdt);
+                                        MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                        const MPI_Aint displs[], MPI_Datatype rdt);
 
 /* alltoall(v,w) (coll_tuned_alltoall.c) */
 int tuned_alltoall_linear(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_Datatype sdt,
@@ -149,18 +149,18 @@ int tuned_alltoall_pairwise(struct tuned_cx *cx, const void *sbuf, size_t scount
                             void *rbuf, size_t rcount, MPI_Datatype rdt);
 int tuned_alltoall_bruck(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_Datatype sdt,
                          void *rbuf, size_t rcount, MPI_Datatype rdt);
-int tuned_alltoallv_linear(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                           const int sdispls[], MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                           const int rdispls[], MPI_Datatype rdt);
-int tuned_alltoallv_pairwise(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                             const int sdispls[], MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                             const int rdispls[], MPI_Datatype rdt);
-int tuned_alltoallw_linear(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                           const int sdispls[], const MPI_Datatype sdts[], void *rbuf,
-                           const int rcounts[], const int rdispls[], const MPI_Datatype rdts[]);
-int tuned_alltoallw_pairwise(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                             const int sdispls[], const MPI_Datatype sdts[], void *rbuf,
-                             const int rcounts[], const int rdispls[], const MPI_Datatype rdts[]);
+int tuned_alltoallv_linear(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                           const MPI_Aint sdispls[], MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                           const MPI_Aint rdispls[], MPI_Datatype rdt);
+int tuned_alltoallv_pairwise(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                             const MPI_Aint sdispls[], MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                             const MPI_Aint rdispls[], MPI_Datatype rdt);
+int tuned_alltoallw_linear(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                           const MPI_Aint sdispls[], const MPI_Datatype sdts[], void *rbuf,
+                           const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rdts[]);
+int tuned_alltoallw_pairwise(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                             const MPI_Aint sdispls[], const MPI_Datatype sdts[], void *rbuf,
+                             const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rdts[]);
 
 /* reduce / allreduce (coll_tuned_reduce.c) */
 int tuned_reduce_linear(struct tuned_cx *cx, const void *sbuf, void *rbuf, size_t count,
@@ -189,11 +189,11 @@ int tuned_rs_halving(struct tuned_cx *cx, const void *in, char *acc, const size_
 
 /* reduce_scatter(_block), scan, exscan (coll_tuned_rscan.c) */
 int tuned_reduce_scatter_reduce_scatterv(struct tuned_cx *cx, const void *sbuf, void *rbuf,
-                                         const int rcounts[], MPI_Datatype dt, MPI_Op op);
+                                         const MPI_Count rcounts[], MPI_Datatype dt, MPI_Op op);
 int tuned_reduce_scatter_recursive_halving(struct tuned_cx *cx, const void *sbuf, void *rbuf,
-                                           const int rcounts[], MPI_Datatype dt, MPI_Op op);
+                                           const MPI_Count rcounts[], MPI_Datatype dt, MPI_Op op);
 int tuned_reduce_scatter_ring(struct tuned_cx *cx, const void *sbuf, void *rbuf,
-                              const int rcounts[], MPI_Datatype dt, MPI_Op op);
+                              const MPI_Count rcounts[], MPI_Datatype dt, MPI_Op op);
 int tuned_scan_linear(struct tuned_cx *cx, const void *sbuf, void *rbuf, size_t count,
                       MPI_Datatype dt, MPI_Op op);
 int tuned_scan_recursive_doubling(struct tuned_cx *cx, const void *sbuf, void *rbuf, size_t count,

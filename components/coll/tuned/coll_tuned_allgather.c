@@ -175,7 +175,7 @@ int tuned_allgather_neighbor_exchange(struct tuned_cx *cx, const void *sbuf, siz
 /* --------------------------------------------------------------- allgatherv */
 /* Linear: as the allgather, with per-rank counts and displacements. */
 int tuned_allgatherv_linear(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_Datatype sdt,
-                            void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt)
+                            void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt)
 {
     int rank = cx->rank, size = cx->size;
     MPI_Aint ext = tuned_ext(rdt);
@@ -197,7 +197,7 @@ int tuned_allgatherv_linear(struct tuned_cx *cx, const void *sbuf, size_t scount
 
 /* Ring: as the allgather ring, with per-rank counts and displacements. */
 int tuned_allgatherv_ring(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_Datatype sdt,
-                          void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt)
+                          void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt)
 {
     int rank = cx->rank, size = cx->size;
     MPI_Aint ext = tuned_ext(rdt);
@@ -224,8 +224,8 @@ int tuned_allgatherv_ring(struct tuned_cx *cx, const void *sbuf, size_t scount, 
  * directly; otherwise a temporary in that layout receives the own block
  * first and is copied out to the displacements at the end.  log2 p rounds. */
 int tuned_allgatherv_recursive_doubling(struct tuned_cx *cx, const void *sbuf, size_t scount,
-                                        MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                                        const int displs[], MPI_Datatype rdt)
+                                        MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                                        const MPI_Aint displs[], MPI_Datatype rdt)
 {
     int rank = cx->rank, size = cx->size;
     MPI_Aint ext = tuned_ext(rdt);

@@ -151,7 +151,7 @@ int tuned_alltoall_bruck(struct tuned_cx *cx, const void *sbuf, size_t scount, M
 /* ------------------------------------------------------ alltoallv / alltoallw */
 /* The blocks of one side: count, displacement in bytes, datatype. */
 struct a2a_side {
-    const int *count;
+    const MPI_Count *count;
     MPI_Aint *disp;
     MPI_Datatype *type;
 };
@@ -168,9 +168,9 @@ static int a2a_nomem(struct tuned_cx *cx)
 
 /* Describe both sides; displs are in elements of dt (v: sdts == NULL) or in
  * bytes (w).  With MPI_IN_PLACE the send side is left empty (a2a_aside). */
-static int a2a_init(struct tuned_cx *cx, struct a2a *x, const void *sbuf, const int scounts[],
-                    const int sdispls[], MPI_Datatype sdt, const MPI_Datatype sdts[],
-                    const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+static int a2a_init(struct tuned_cx *cx, struct a2a *x, const void *sbuf, const MPI_Count scounts[],
+                    const MPI_Aint sdispls[], MPI_Datatype sdt, const MPI_Datatype sdts[],
+                    const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rdt,
                     const MPI_Datatype rdts[])
 {
     int size = cx->size;
@@ -290,9 +290,9 @@ out:
 
 /* Alltoallv, linear: every receive and send posted in one round (as
  * coll/basic); MPI_IN_PLACE copies the receive blocks aside first. */
-int tuned_alltoallv_linear(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                           const int sdispls[], MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                           const int rdispls[], MPI_Datatype rdt)
+int tuned_alltoallv_linear(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                           const MPI_Aint sdispls[], MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                           const MPI_Aint rdispls[], MPI_Datatype rdt)
 {
     struct a2a x;
     if (a2a_init(cx, &x, sbuf, scounts, sdispls, sdt, NULL, rcounts, rdispls, rdt, NULL))
@@ -302,9 +302,9 @@ int tuned_alltoallv_linear(struct tuned_cx *cx, const void *sbuf, const int scou
 
 /* Alltoallv, pairwise: p-1 rounds, round k sends to r+k and receives from
  * r-k; MPI_IN_PLACE copies the receive blocks aside first. */
-int tuned_alltoallv_pairwise(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                             const int sdispls[], MPI_Datatype sdt, void *rbuf, const int rcounts[],
-                             const int rdispls[], MPI_Datatype rdt)
+int tuned_alltoallv_pairwise(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                             const MPI_Aint sdispls[], MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
+                             const MPI_Aint rdispls[], MPI_Datatype rdt)
 {
     struct a2a x;
     if (a2a_init(cx, &x, sbuf, scounts, sdispls, sdt, NULL, rcounts, rdispls, rdt, NULL))
@@ -313,9 +313,9 @@ int tuned_alltoallv_pairwise(struct tuned_cx *cx, const void *sbuf, const int sc
 }
 
 /* Alltoallw, linear (displacements in bytes, one datatype per block). */
-int tuned_alltoallw_linear(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                           const int sdispls[], const MPI_Datatype sdts[], void *rbuf,
-                           const int rcounts[], const int rdispls[], const MPI_Datatype rdts[])
+int tuned_alltoallw_linear(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                           const MPI_Aint sdispls[], const MPI_Datatype sdts[], void *rbuf,
+                           const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rdts[])
 {
     struct a2a x;
     if (a2a_init(cx, &x, sbuf, scounts, sdispls, MPI_DATATYPE_NULL, sdts, rcounts, rdispls,
@@ -325,9 +325,9 @@ int tuned_alltoallw_linear(struct tuned_cx *cx, const void *sbuf, const int scou
 }
 
 /* Alltoallw, pairwise (displacements in bytes, one datatype per block). */
-int tuned_alltoallw_pairwise(struct tuned_cx *cx, const void *sbuf, const int scounts[],
-                             const int sdispls[], const MPI_Datatype sdts[], void *rbuf,
-                             const int rcounts[], const int rdispls[], const MPI_Datatype rdts[])
+int tuned_alltoallw_pairwise(struct tuned_cx *cx, const void *sbuf, const MPI_Count scounts[],
+                             const MPI_Aint sdispls[], const MPI_Datatype sdts[], void *rbuf,
+                             const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rdts[])
 {
     struct a2a x;
     if (a2a_init(cx, &x, sbuf, scounts, sdispls, MPI_DATATYPE_NULL, sdts, rcounts, rdispls,

@@ -17,7 +17,7 @@ static int tr_nomem(struct tuned_cx *cx)
 }
 
 /* displs[i] = rcounts[0] + ... + rcounts[i-1], i = 0 .. p (malloc'd). */
-static size_t *tr_displs(struct tuned_cx *cx, const int rcounts[])
+static size_t *tr_displs(struct tuned_cx *cx, const MPI_Count rcounts[])
 {
     size_t *d = malloc(sizeof *d * ((size_t)cx->size + 1));
     if (!d) { tr_nomem(cx); return NULL; }
@@ -32,7 +32,7 @@ static size_t *tr_displs(struct tuned_cx *cx, const int rcounts[])
  * every block at once and copies its own.  log p + 1 rounds; rank 0 moves
  * about (log p + 1) * total elements. */
 int tuned_reduce_scatter_reduce_scatterv(struct tuned_cx *cx, const void *sbuf, void *rbuf,
-                                         const int rcounts[], MPI_Datatype dt, MPI_Op op)
+                                         const MPI_Count rcounts[], MPI_Datatype dt, MPI_Op op)
 {
     int p = cx->size, r = cx->rank;
     MPI_Aint ext = tuned_ext(dt);
@@ -66,7 +66,7 @@ int tuned_reduce_scatter_reduce_scatterv(struct tuned_cx *cx, const void *sbuf, 
  * send the even ones their block and every rank copies its own block out
  * of the temporary.  log p (+2) rounds, about total elements per rank. */
 int tuned_reduce_scatter_recursive_halving(struct tuned_cx *cx, const void *sbuf, void *rbuf,
-                                           const int rcounts[], MPI_Datatype dt, MPI_Op op)
+                                           const MPI_Count rcounts[], MPI_Datatype dt, MPI_Op op)
 {
     int p = cx->size, r = cx->rank, pof2 = tuned_pof2(p), rem = p - pof2;
     const void *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
@@ -113,7 +113,7 @@ out:
  * where rbuf still holds the input).  2(p-1) rounds, (p-1)/p of the vector
  * per rank. */
 int tuned_reduce_scatter_ring(struct tuned_cx *cx, const void *sbuf, void *rbuf,
-                              const int rcounts[], MPI_Datatype dt, MPI_Op op)
+                              const MPI_Count rcounts[], MPI_Datatype dt, MPI_Op op)
 {
     int p = cx->size, r = cx->rank;
     int next = (r + 1) % p, prev = (r - 1 + p) % p;

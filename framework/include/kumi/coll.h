@@ -5,7 +5,14 @@
  * the highest priority wins (a NULL entry provides nothing).  The decision
  * uses only data that is the same on every rank of the communicator.
  *
- * The entry points have the MPI signatures.  Arguments have been checked
+ * The entry points have the signatures of the MPI-4 large-count (`_c`)
+ * forms: every count is an MPI_Count, every count array `const MPI_Count[]`
+ * and every displacement array `const MPI_Aint[]` (for alltoallw bytes,
+ * elsewhere elements of the datatype).  Counts and displacements may exceed
+ * INT_MAX: compute sizes and offsets in size_t / MPI_Aint, never in int.
+ * The MPI front end widens the int arrays of the plain MPI forms before the
+ * call; the arrays are valid only during the call (a schedule builder copies
+ * what it needs).  Arguments have been checked
  * (handles valid, counts >= 0, root in range) before a component is called.
  * Handles passed in may be predefined constants or object pointers; use the
  * helper functions below to look inside them.  Return MPI_SUCCESS or an MPI
@@ -44,53 +51,53 @@ extern "C" {
 
 struct kumi_coll_fns {
     int (*barrier)(MPI_Comm comm);
-    int (*bcast)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
-    int (*gather)(const void *sbuf, int scount, MPI_Datatype sdt,
-                  void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
-    int (*gatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
-                   void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+    int (*bcast)(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm);
+    int (*gather)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                  void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+    int (*gatherv)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                   void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                    int root, MPI_Comm comm);
-    int (*scatter)(const void *sbuf, int scount, MPI_Datatype sdt,
-                   void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
-    int (*scatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdt,
-                    void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
-    int (*allgather)(const void *sbuf, int scount, MPI_Datatype sdt,
-                     void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
-    int (*allgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
-                      void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+    int (*scatter)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                   void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+    int (*scatterv)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype sdt,
+                    void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+    int (*allgather)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                     void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*allgatherv)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                      void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                       MPI_Comm comm);
-    int (*alltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
-                    void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
-    int (*alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
-                     void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+    int (*alltoall)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                    void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*alltoallv)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype sdt,
+                     void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rdt,
                      MPI_Comm comm);
-    int (*alltoallw)(const void *sbuf, const int scounts[], const int sdispls[], const MPI_Datatype sdts[],
-                     void *rbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rdts[],
+    int (*alltoallw)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[], const MPI_Datatype sdts[],
+                     void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rdts[],
                      MPI_Comm comm);
-    int (*reduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+    int (*reduce)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                   int root, MPI_Comm comm);
-    int (*allreduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+    int (*allreduce)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                      MPI_Comm comm);
-    int (*reduce_scatter)(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+    int (*reduce_scatter)(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
                           MPI_Op op, MPI_Comm comm);
-    int (*reduce_scatter_block)(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+    int (*reduce_scatter_block)(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                 MPI_Op op, MPI_Comm comm);
-    int (*scan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
-    int (*exscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+    int (*scan)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+    int (*exscan)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
     /* Neighborhood collectives (communicators with a topology; see
      * kumi_topo_neighbors).  Optional: a component may leave them NULL. */
-    int (*neighbor_allgather)(const void *sbuf, int scount, MPI_Datatype sdt,
-                              void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
-    int (*neighbor_allgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
-                               void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+    int (*neighbor_allgather)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                              void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*neighbor_allgatherv)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                               void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                MPI_Comm comm);
-    int (*neighbor_alltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
-                             void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
-    int (*neighbor_alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
-                              void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+    int (*neighbor_alltoall)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                             void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
+    int (*neighbor_alltoallv)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype sdt,
+                              void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rdt,
                               MPI_Comm comm);
-    int (*neighbor_alltoallw)(const void *sbuf, const int scounts[], const MPI_Aint sdispls[],
-                              const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
+    int (*neighbor_alltoallw)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                              const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
                               const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm);
 
     /* ---- Schedule builders (kumi/sched.h) for the non-blocking (MPI_I*)
@@ -101,53 +108,53 @@ struct kumi_coll_fns {
      * MPI_SUCCESS or an error code (the schedule may also hold one).  The
      * neighborhood builders are optional, like their blocking operations. */
     int (*ibarrier)(MPI_Comm comm, struct kumi_sched *s);
-    int (*ibcast)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, struct kumi_sched *s);
-    int (*igather)(const void *sbuf, int scount, MPI_Datatype sdt,
-                   void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
-    int (*igatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
-                    void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+    int (*ibcast)(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*igather)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                   void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*igatherv)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                    void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                     int root, MPI_Comm comm, struct kumi_sched *s);
-    int (*iscatter)(const void *sbuf, int scount, MPI_Datatype sdt,
-                    void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
-    int (*iscatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdt,
-                     void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
-    int (*iallgather)(const void *sbuf, int scount, MPI_Datatype sdt,
-                      void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
-    int (*iallgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
-                       void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+    int (*iscatter)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                    void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*iscatterv)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype sdt,
+                     void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm, struct kumi_sched *s);
+    int (*iallgather)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                      void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*iallgatherv)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                       void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                        MPI_Comm comm, struct kumi_sched *s);
-    int (*ialltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
-                     void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
-    int (*ialltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
-                      void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+    int (*ialltoall)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                     void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*ialltoallv)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype sdt,
+                      void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rdt,
                       MPI_Comm comm, struct kumi_sched *s);
-    int (*ialltoallw)(const void *sbuf, const int scounts[], const int sdispls[], const MPI_Datatype sdts[],
-                      void *rbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rdts[],
+    int (*ialltoallw)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[], const MPI_Datatype sdts[],
+                      void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rdts[],
                       MPI_Comm comm, struct kumi_sched *s);
-    int (*ireduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+    int (*ireduce)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                    int root, MPI_Comm comm, struct kumi_sched *s);
-    int (*iallreduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+    int (*iallreduce)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                       MPI_Comm comm, struct kumi_sched *s);
-    int (*ireduce_scatter)(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+    int (*ireduce_scatter)(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
                            MPI_Op op, MPI_Comm comm, struct kumi_sched *s);
-    int (*ireduce_scatter_block)(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+    int (*ireduce_scatter_block)(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
                                  MPI_Op op, MPI_Comm comm, struct kumi_sched *s);
-    int (*iscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+    int (*iscan)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                  struct kumi_sched *s);
-    int (*iexscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+    int (*iexscan)(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                    struct kumi_sched *s);
-    int (*ineighbor_allgather)(const void *sbuf, int scount, MPI_Datatype sdt,
-                               void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
-    int (*ineighbor_allgatherv)(const void *sbuf, int scount, MPI_Datatype sdt,
-                                void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rdt,
+    int (*ineighbor_allgather)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                               void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*ineighbor_allgatherv)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                                void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rdt,
                                 MPI_Comm comm, struct kumi_sched *s);
-    int (*ineighbor_alltoall)(const void *sbuf, int scount, MPI_Datatype sdt,
-                              void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
-    int (*ineighbor_alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
-                               void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+    int (*ineighbor_alltoall)(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                              void *rbuf, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, struct kumi_sched *s);
+    int (*ineighbor_alltoallv)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype sdt,
+                               void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rdt,
                                MPI_Comm comm, struct kumi_sched *s);
-    int (*ineighbor_alltoallw)(const void *sbuf, const int scounts[], const MPI_Aint sdispls[],
-                               const MPI_Datatype sdts[], void *rbuf, const int rcounts[],
+    int (*ineighbor_alltoallw)(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                               const MPI_Datatype sdts[], void *rbuf, const MPI_Count rcounts[],
                                const MPI_Aint rdispls[], const MPI_Datatype rdts[], MPI_Comm comm,
                                struct kumi_sched *s);
 };
