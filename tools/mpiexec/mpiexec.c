@@ -187,6 +187,10 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 
 static void add_param(const char *name, const char *value)
 {
+    /* the global parameters' full names start with kumi_ (kumi_base_verbose,
+     * as kumi_info lists them); their variable is KUMI_BASE_VERBOSE, not
+     * KUMI_KUMI_BASE_VERBOSE (the registry's kumi_param_envname rule) */
+    if (strncmp(name, "kumi_", 5) == 0 && name[5]) name += 5;
     size_t nl = strlen(name);
     if (nl == 0) die_usage("--param: empty parameter name%s", "");
     char *e = xcalloc(1, 5 + nl + 1 + strlen(value) + 1);
