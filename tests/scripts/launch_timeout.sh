@@ -1,5 +1,5 @@
 #!/bin/bash
-# launch_timeout: --timeout S stops a hung job after S seconds (status 124),
+# launch_timeout: --timeout S (or MPIEXEC_TIMEOUT) stops a hung job after S seconds (status 124),
 # and SIGTERM / SIGINT to mpiexec stop the whole job (status 128+signal);
 # nothing is left running.
 set -u
@@ -33,6 +33,34 @@ grep -q '^mpiexec: job timed out after 2 seconds; stopping the job$' "$tmp/err" 
 awk -v e="$el" 'BEGIN { exit !(e >= 1.9 && e < 7) }' || fail "--timeout 2 took ${el}s"
 nothing_left || fail "--timeout: processes left"
 echo "timeout: ${el}s"
+
+# MPIEXEC_TIMEOUT, the variable test runners use to bound a job (Open MPI's
+# and MPICH's launchers honour it; issue 16 item 15): the same stop;
+# --timeout wins over it; 0 or empty: no limit; a bad value is refused
+t0=$(now)
+MPIEXEC_TIMEOUT=2 timeout 60 "$MPIEXEC" -n 2 "$prog" hang > "$tmp/out" 2> "$tmp/err"
+rc=$?
+el=$(elapsed "$t0")
+[ $rc -eq 124 ] || { cat "$tmp/err"; fail "MPIEXEC_TIMEOUT=2: status $rc, expected 124"; }
+grep -q '^mpiexec: job timed out after 2 seconds; stopping the job$' "$tmp/err" ||
+    { cat "$tmp/err"; fail "MPIEXEC_TIMEOUT=2: no timeout message"; }
+awk -v e="$el" 'BEGIN { exit !(e >= 1.9 && e < 15) }' || fail "MPIEXEC_TIMEOUT=2 took ${el}s"
+nothing_left || fail "MPIEXEC_TIMEOUT: processes left"
+MPIEXEC_TIMEOUT=600 timeout 60 "$MPIEXEC" --timeout 1 -n 2 "$prog" hang > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 124 ] && grep -q 'timed out after 1 seconds' "$tmp/err" ||
+    { cat "$tmp/err"; fail "--timeout 1 with MPIEXEC_TIMEOUT=600: status $rc"; }
+nothing_left || fail "--timeout over MPIEXEC_TIMEOUT: processes left"
+for v in 0 ""; do
+    MPIEXEC_TIMEOUT=$v timeout 60 "$MPIEXEC" -n 2 "$TESTBIN/launch_fail" ok > "$tmp/out" 2> "$tmp/err" ||
+        { cat "$tmp/err"; fail "MPIEXEC_TIMEOUT='$v': status $?"; }
+done
+MPIEXEC_TIMEOUT=soon timeout 60 "$MPIEXEC" -n 2 "$prog" hang > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "MPIEXEC_TIMEOUT: invalid number of seconds 'soon'" "$tmp/err" ||
+    { cat "$tmp/err"; fail "MPIEXEC_TIMEOUT=soon: status $rc, or the message does not name the variable"; }
+nothing_left || fail "bad MPIEXEC_TIMEOUT: processes left"
+echo "MPIEXEC_TIMEOUT=2: stopped after ${el}s; --timeout wins; 0 and empty: no limit; a bad value refused"
 
 # SIGTERM to mpiexec
 "$MPIEXEC" -n 3 "$prog" hang > "$tmp/out" 2> "$tmp/err" &

@@ -36,19 +36,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() { # file, seconds (gives up when the job ended)
-    local i=0
-    while [ ! -e "$1" ]; do
-        sleep 0.1; i=$((i + 1))
-        [ $i -lt $(($2 * 10)) ] || return 1
-        [ -z "$job_pid" ] || kill -0 "$job_pid" 2>/dev/null || return 1
-    done
-}
 
 # hmac SECRET LABEL -> hex
 hmac() { python3 -c 'import hmac,hashlib,sys; print(hmac.new(sys.argv[1].encode(), sys.argv[2].encode(), hashlib.sha256).hexdigest())' "$1" "$2"; }
-# env_of PID NAME
-env_of() { { tr '\0' '\n' < "/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=//p" | head -1; }
 
 # ---------------------------------------------------------------- 1
 "$MPIEXEC" --timeout 150 -n 3 "$TESTBIN/p2p_hold" "$dir" > "$dir/out1" 2> "$dir/err1" < /dev/null &

@@ -27,15 +27,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() { # file, seconds (gives up when the job ended)
-    local i=0
-    while [ ! -e "$1" ]; do
-        sleep 0.1; i=$((i + 1))
-        [ $i -lt $(($2 * 10)) ] || return 1
-        kill -0 "$job_pid" 2>/dev/null || return 1
-    done
-}
-env_of() { { tr '\0' '\n' < "/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=//p" | head -1; }
 
 # names SECRET JOB MODE: the candidate names, one per line
 names() {
