@@ -319,6 +319,11 @@ def gen_binding(name, ret, params, kinds, rule):
             continue
         k = kinds.get(p['name'], '')
         n = p['name']
+        if norm_type(p) == 'MPI_Request*':
+            # a pointer to one request handle is never NULL (the handle it
+            # points to may be MPI_REQUEST_NULL: the implementation decides)
+            body.append('    if ((rc = kumi_chk_req_ptr(kfn, "%s", %s))) goto fail;' % (n, n))
+            continue
         if p['type'] in ('int', 'MPI_Count') and k.endswith('_NNI') and k.startswith(('POLYXFER', 'POLYDTYPE', 'ARRAY_LENGTH')):
             body.append('    if ((rc = kumi_chk_count(kfn, "%s", (MPI_Count)%s))) goto fail;' % (n, n))
         elif k == 'RANK' and p['type'] == 'int' and n in rule.get('ranks', {}):

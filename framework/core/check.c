@@ -71,6 +71,11 @@ int kumi_chk_op_dt(const char *fn, const struct kumi_op *op, const struct kumi_d
     return kumi_error(MPI_ERR_OP, "%s: operation %s is not defined for datatype %s", fn,
                       kumi_op_name(op), kumi_dt_name(dt));
 }
+int kumi_chk_req_ptr_slow(const char *fn, const char *arg)
+{
+    return kumi_error(MPI_ERR_REQUEST, "%s: argument %s is NULL (a pointer to a request handle)", fn, arg);
+}
+
 int kumi_chk_buf_slow(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt)
 {
     if (!dt->predefined || dt->size == 0) return MPI_SUCCESS;   /* MPI_BOTTOM with absolute addresses */

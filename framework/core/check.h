@@ -62,6 +62,14 @@ static inline int kumi_chk_buf(const char *fn, const char *arg, const void *buf,
                                                           : kumi_chk_buf_slow(fn, arg, count, dt);
 }
 
+/* A pointer to a request handle (MPI_Isend's request, MPI_Wait's, ...): never
+ * NULL (MPI_ERR_REQUEST naming the argument). */
+int kumi_chk_req_ptr_slow(const char *fn, const char *arg);
+static inline int kumi_chk_req_ptr(const char *fn, const char *arg, const MPI_Request *req)
+{
+    return __builtin_expect(req != NULL, 1) ? MPI_SUCCESS : kumi_chk_req_ptr_slow(fn, arg);
+}
+
 /* Names for messages. */
 const char *kumi_dt_name(const struct kumi_dt *dt);
 const char *kumi_op_name(const struct kumi_op *op);

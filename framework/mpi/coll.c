@@ -133,6 +133,17 @@ static int no_in_place(const char *fname, const char *arg, const void *buf, cons
     return MPI_SUCCESS;
 }
 
+/* A buffer the call will read or write (count elements of dt carry data)
+ * must not be NULL: MPI_ERR_BUFFER naming it, instead of a crash inside the
+ * collective.  MPI_IN_PLACE is no buffer of its own: not checked. */
+static int need_buf(const char *fn, const char *arg, const void *buf, MPI_Count count, const struct kumi_dt *dt)
+{
+    if (buf == NULL && count > 0 && dt && dt->size > 0)
+        return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is NULL with %lld elements of data", fn, arg,
+                          (long long)count);
+    return MPI_SUCCESS;
+}
+
 /* sendbuf and recvbuf of a reduction must not be the same memory. */
 static int no_alias(const char *fname, const void *sbuf, const void *rbuf, MPI_Count count,
                     const struct kumi_dt *dt)
@@ -242,8 +253,11 @@ int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
         TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
     } else if (comm->rank == root) {
         TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
+        TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
+        if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
     } else {
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
+        TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
     }
     RUN(gather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                              root, C(comm));
@@ -282,8 +296,11 @@ int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
         TRY(inter_rooted(fn, root, "sendbuf", sendbuf, "recvbuf", recvbuf));
     } else if (comm->rank == root) {
         TRY(no_in_place(fn, "sendbuf", sendbuf, ""));
+        TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
+        if (recvbuf != MPI_IN_PLACE) TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
     } else {
         TRY(no_in_place(fn, "recvbuf", recvbuf, " except at the root"));
+        TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
     }
     RUN(scatter, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                               root, C(comm));
@@ -320,6 +337,8 @@ int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
+    TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
+    if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
     RUN(allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                 C(comm));
 }
@@ -345,6 +364,8 @@ int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
 {
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
+    TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
+    if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
     RUN(alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                C(comm));
 }
@@ -406,8 +427,11 @@ int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
     } else if (comm->rank == root) {
         TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
         TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
+        TRY(need_buf(fn, "recvbuf", recvbuf, count, datatype));
+        if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, count, datatype));
     } else {
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
+        TRY(need_buf(fn, "sendbuf", sendbuf, count, datatype));
     }
     RUN(reduce, sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
 }

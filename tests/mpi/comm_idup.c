@@ -261,7 +261,7 @@ static void t_test_attr(void)
     KT_MPI(MPI_Comm_free(&n));
 
     /* error: NULL request */
-    KT_ERRCLASS(MPI_Comm_idup(c, &n, NULL), MPI_ERR_ARG);
+    KT_ERRCLASS(MPI_Comm_idup(c, &n, NULL), MPI_ERR_REQUEST);
     KT_MPI(MPI_Comm_free_keyval(&key));
     KT_MPI(MPI_Comm_free(&c));
 }

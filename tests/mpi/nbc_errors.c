@@ -1,7 +1,7 @@
 /* nbc_errors: argument errors of the non-blocking and persistent
  * collectives, with MPI_ERRORS_RETURN (and once with a user error handler):
  *   a root out of range -> MPI_ERR_ROOT; a negative count (also in a counts
- *   array) -> MPI_ERR_COUNT; a NULL request pointer -> MPI_ERR_ARG;
+ *   array) -> MPI_ERR_COUNT; a NULL request pointer -> MPI_ERR_REQUEST;
  *   MPI_COMM_NULL -> MPI_ERR_COMM; Iscan / Iexscan / Scan_init / Exscan_init
  *   on an intercommunicator -> MPI_ERR_COMM; a neighborhood collective on a
  *   communicator without a topology -> MPI_ERR_TOPOLOGY; MPI_SUM on
@@ -64,12 +64,12 @@ static void test_args(void)
     cnt[n - 1] = 1;
     still_works(w, 2);
 
-    /* NULL request */
-    KT_ERRCLASS(MPI_Ibarrier(w, NULL), MPI_ERR_ARG);
-    KT_ERRCLASS(MPI_Ibcast(x, 1, MPI_INT, 0, w, NULL), MPI_ERR_ARG);
-    KT_ERRCLASS(MPI_Iallreduce(x, y, 1, MPI_INT, MPI_SUM, w, NULL), MPI_ERR_ARG);
-    KT_ERRCLASS(MPI_Barrier_init(w, ni, NULL), MPI_ERR_ARG);
-    KT_ERRCLASS(MPI_Allgather_init(x, 1, MPI_INT, y, 1, MPI_INT, w, ni, NULL), MPI_ERR_ARG);
+    /* NULL request pointer: MPI_ERR_REQUEST, as for MPI_Isend (issue 16 item 16) */
+    KT_ERRCLASS(MPI_Ibarrier(w, NULL), MPI_ERR_REQUEST);
+    KT_ERRCLASS(MPI_Ibcast(x, 1, MPI_INT, 0, w, NULL), MPI_ERR_REQUEST);
+    KT_ERRCLASS(MPI_Iallreduce(x, y, 1, MPI_INT, MPI_SUM, w, NULL), MPI_ERR_REQUEST);
+    KT_ERRCLASS(MPI_Barrier_init(w, ni, NULL), MPI_ERR_REQUEST);
+    KT_ERRCLASS(MPI_Allgather_init(x, 1, MPI_INT, y, 1, MPI_INT, w, ni, NULL), MPI_ERR_REQUEST);
     still_works(w, 3);
 
     /* communicators */
