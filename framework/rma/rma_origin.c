@@ -479,68 +479,23 @@ static int putget(const char *fn, int kind, const void *oaddr, MPI_Count ocount,
     return issue(win, fn, kind, &a, request);
 }
 
-int kumi_mpi_put(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                 MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
+/* The shared implementations of the generated families MPI_{Put,Rput}{,_c}
+ * and MPI_{Get,Rget}{,_c} (data/kumi-bindings.json, forward): request is NULL
+ * for Put and Get. */
+int kumi_rma_put(const char *kfn, const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
+                 int target_rank, MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype,
+                 struct kumi_win *win, MPI_Request *request)
 {
-    return putget("MPI_Put", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, NULL);
+    return putget(kfn, K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                  target_datatype, win, request);
 }
 
-int kumi_mpi_put_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                   MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
+int kumi_rma_get(const char *kfn, void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
+                 int target_rank, MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype,
+                 struct kumi_win *win, MPI_Request *request)
 {
-    return putget("MPI_Put_c", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, NULL);
-}
-
-int kumi_mpi_get(void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                 MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
-{
-    return putget("MPI_Get", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, NULL);
-}
-
-int kumi_mpi_get_c(void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                   MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win)
-{
-    return putget("MPI_Get_c", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, NULL);
-}
-
-int kumi_mpi_rput(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                  MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
-                  MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rput: argument request is NULL");
-    return putget("MPI_Rput", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, request);
-}
-
-int kumi_mpi_rput_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                    MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
-                    MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rput_c: argument request is NULL");
-    return putget("MPI_Rput_c", K_PUT, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, request);
-}
-
-int kumi_mpi_rget(void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                  MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
-                  MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget: argument request is NULL");
-    return putget("MPI_Rget", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, request);
-}
-
-int kumi_mpi_rget_c(void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                    MPI_Aint target_disp, MPI_Count target_count, struct kumi_dt *target_datatype, struct kumi_win *win,
-                    MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_c: argument request is NULL");
-    return putget("MPI_Rget_c", K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                  target_count, target_datatype, win, request);
+    return putget(kfn, K_GET, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                  target_datatype, win, request);
 }
 
 int kumi_rma_accumulate(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, int target,
@@ -554,25 +509,6 @@ int kumi_rma_accumulate(const char *fn, const void *oaddr, MPI_Count ocount, str
     a.oaddr = oaddr; a.ocount = (size_t)ocount; a.odt = odt;
     a.target = target; a.disp = disp; a.tcount = (size_t)tcount; a.tdt = tdt; a.op = op;
     return issue(win, fn, K_ACC, &a, request);
-}
-
-int kumi_mpi_raccumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype, int target_rank,
-                         MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype, struct kumi_op *op,
-                         struct kumi_win *win, MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Raccumulate: argument request is NULL");
-    return kumi_rma_accumulate("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-               target_datatype, op, win, request);
-}
-
-int kumi_mpi_raccumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
-                           int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-                           struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win,
-                           MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Raccumulate_c: argument request is NULL");
-    return kumi_rma_accumulate("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, op, win, request);
 }
 
 int kumi_rma_get_accumulate(const char *fn, const void *oaddr, MPI_Count ocount, struct kumi_dt *odt, void *raddr,
@@ -589,27 +525,6 @@ int kumi_rma_get_accumulate(const char *fn, const void *oaddr, MPI_Count ocount,
     a.raddr = raddr; a.rcount = (size_t)rcount; a.rdt = rdt;
     a.target = target; a.disp = disp; a.tcount = (size_t)tcount; a.tdt = tdt; a.op = op;
     return issue(win, fn, K_GACC, &a, request);
-}
-
-int kumi_mpi_rget_accumulate(const void *origin_addr, int origin_count, struct kumi_dt *origin_datatype,
-                             void *result_addr, int result_count, struct kumi_dt *result_datatype, int target_rank,
-                             MPI_Aint target_disp, int target_count, struct kumi_dt *target_datatype,
-                             struct kumi_op *op, struct kumi_win *win, MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_accumulate: argument request is NULL");
-    return kumi_rma_get_accumulate("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count,
-                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
-}
-
-int kumi_mpi_rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, struct kumi_dt *origin_datatype,
-                               void *result_addr, MPI_Count result_count, struct kumi_dt *result_datatype,
-                               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-                               struct kumi_dt *target_datatype, struct kumi_op *op, struct kumi_win *win,
-                               MPI_Request *request)
-{
-    if (!request) return kumi_error(MPI_ERR_ARG, "MPI_Rget_accumulate_c: argument request is NULL");
-    return kumi_rma_get_accumulate("MPI_Rget_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count,
-                result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
 }
 
 int kumi_mpi_fetch_and_op(const void *origin_addr, void *result_addr, struct kumi_dt *datatype, int target_rank,
