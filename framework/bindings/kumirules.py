@@ -15,7 +15,7 @@ import json
 import re
 
 PROPS = {'name', 'note', 'procedures', 'anytime', 'nolock', 'null_ok', 'null_buffers', 'op_datatype',
-         'ranks', 'any_tag', 'forward',
+         'ranks', 'any_tag', 'forward', 'significant',
          # read by mkfortran.py and mkmpih.py
          'fortran_by_hand', 'c_by_hand', 'fortran_lengths', 'fortran_absent', 'fortran_one_based',
          'sentinel_arrays'}
@@ -23,7 +23,9 @@ RANK_CHECKS = ('dest', 'source', 'root')
 SENTINEL_KINDS = ('weights', 'errcodes')
 # properties whose value is a list or an object keyed by parameter names of the procedure
 PARAM_KEYED = ('null_ok', 'any_tag', 'ranks', 'fortran_lengths', 'fortran_absent', 'fortran_one_based',
-               'sentinel_arrays')
+               'sentinel_arrays', 'significant')
+# what a condition of 'significant' may name besides the procedure's parameters
+SIG_NAMES = re.compile(r'^(k_comm|k_win|kumi_sig_\w+|MPI_IN_PLACE|MPI_NO_OP|MPI_PROC_NULL|MPI_ROOT|sizeof)$')
 
 
 class RuleError(Exception):
@@ -100,6 +102,15 @@ def load_rules(path, procs):
                             raise RuleError('%s: rank check %r is none of %s' % (where, check, ', '.join(RANK_CHECKS)))
                         if kinds.get(pn) != 'RANK':
                             raise RuleError('%s: %s parameter %r is not a rank in the API data' % (where, n, pn))
+                if k == 'significant':
+                    for pn, cond in v.items():
+                        if not isinstance(cond, str) or not cond.strip():
+                            raise RuleError('%s: condition of %s must be a C expression' % (where, pn))
+                        for ident in re.findall(r'[A-Za-z_]\w*', re.sub(r'"[^"]*"', '', cond)):
+                            if ident not in pnames and not SIG_NAMES.match(ident):
+                                raise RuleError('%s: condition %r of %s names %r, neither a parameter of %s '
+                                                'nor k_comm, k_win, kumi_sig_*, MPI_IN_PLACE, MPI_NO_OP, '
+                                                'MPI_PROC_NULL, MPI_ROOT' % (where, cond, pn, ident, n))
                 if k == 'any_tag':
                     for pn in v:
                         if kinds.get(pn) != 'TAG':

@@ -301,6 +301,20 @@ def gen_binding(name, ret, params, kinds, rule):
     # communicator first: errors after it go to its handler
     order = sorted([p for p in params if p['name'] in local],
                    key=lambda p: 0 if p['type'] in ('MPI_Comm', 'MPI_Win') else 1)
+    # arguments the standard says are ignored in some cases (rule 'significant':
+    # parameter -> C condition under which it matters): a handle is resolved
+    # without a check (NULL when it is no valid handle), a count not checked
+    sig = rule.get('significant', {})
+    for pn, cond in sig.items():
+        if any(re.search(r'\bk_%s\b' % h, cond) and (h not in local or local[h] is None)
+               for h in ('comm', 'win')):
+            raise SystemExit('mkbindings: %s: condition of %s names a handle the procedure lacks' % (name, pn))
+
+    def when(pn, line):
+        if pn not in sig:
+            return line
+        return '    if (%s) {\n    %s\n    }' % (sig[pn], line)
+
     for p in order:
         t = p['type']
         ctype, getter, what = CONVERT[t]
@@ -308,6 +322,21 @@ def gen_binding(name, ret, params, kinds, rule):
         null_ok = '' if p['name'] not in rule.get('null_ok', ()) else \
             ' && %s != %s' % (p['name'], {'MPI_Comm': 'MPI_COMM_NULL', 'MPI_Datatype': 'MPI_DATATYPE_NULL',
                                           'MPI_Win': 'MPI_WIN_NULL'}[t])
+        if p['name'] in sig:
+            if t in ('MPI_Comm', 'MPI_Win'):
+                raise SystemExit('mkbindings: %s: %s cannot be conditionally significant' % (name, p['name']))
+            body.append('    %s = %s(%s);' % (v, getter, p['name']))
+            body.append('    if (%s) {' % sig[p['name']])
+            body.append('        if (!%s%s) { rc = kumi_chk_bad_%s(kfn, "%s", %s); goto fail; }'
+                        % (v, null_ok, what, p['name'], p['name']))
+            if t == 'MPI_Datatype' and moves_data:
+                body.append('        if ((rc = kumi_chk_dt_usable(kfn, "%s", %s))) goto fail;' % (p['name'], v))
+            if t == 'MPI_Datatype':
+                # the implementation never sees a NULL type: MPI_BYTE stands for one that is ignored
+                body.append('    } else if (!%s) {' % v)
+                body.append('        %s = kumi_dt_get(MPI_BYTE);' % v)
+            body.append('    }')
+            continue
         body.append('    if (!(%s = %s(%s))%s) { rc = kumi_chk_bad_%s(kfn, "%s", %s); goto fail; }'
                     % (v, getter, p['name'], null_ok, what, p['name'], p['name']))
         if t == 'MPI_Datatype' and moves_data:
@@ -325,7 +354,7 @@ def gen_binding(name, ret, params, kinds, rule):
             body.append('    if ((rc = kumi_chk_req_ptr(kfn, "%s", %s))) goto fail;' % (n, n))
             continue
         if p['type'] in ('int', 'MPI_Count') and k.endswith('_NNI') and k.startswith(('POLYXFER', 'POLYDTYPE', 'ARRAY_LENGTH')):
-            body.append('    if ((rc = kumi_chk_count(kfn, "%s", (MPI_Count)%s))) goto fail;' % (n, n))
+            body.append(when(n, '    if ((rc = kumi_chk_count(kfn, "%s", (MPI_Count)%s))) goto fail;' % (n, n)))
         elif k == 'RANK' and p['type'] == 'int' and n in rule.get('ranks', {}):
             if not kc:
                 raise SystemExit('mkbindings: %s: rank check of %s without a communicator' % (name, n))
@@ -337,7 +366,12 @@ def gen_binding(name, ret, params, kinds, rule):
     if rule.get('op_datatype'):
         if 'op' not in local or 'datatype' not in local:
             raise SystemExit('mkbindings: %s: op_datatype without op and datatype' % name)
-        body.append('    if ((rc = kumi_chk_op_dt(kfn, k_op, k_datatype))) goto fail;')
+        line = '    if ((rc = kumi_chk_op_dt(kfn, k_op, k_datatype))) goto fail;'
+        if 'op' in sig or 'datatype' in sig:
+            if sig.get('op') != sig.get('datatype'):
+                raise SystemExit('mkbindings: %s: op and datatype must be significant together' % name)
+            line = when('op', line)
+        body.append(line)
     # null buffers: a BUFFER followed by a count and a datatype
     if rule.get('null_buffers'):
         for i, p in enumerate(params):
@@ -347,8 +381,9 @@ def gen_binding(name, ret, params, kinds, rule):
                 cnt, dt = params[i + 1], params[i + 2]
                 if dt['name'] in local and dt['type'] == 'MPI_Datatype' and not cnt['array'] \
                         and cnt['type'] in ('int', 'MPI_Count'):
-                    body.append('    if ((rc = kumi_chk_buf(kfn, "%s", %s, (MPI_Count)%s, %s))) goto fail;'
-                                % (p['name'], p['name'], cnt['name'], local[dt['name']]))
+                    body.append(when(dt['name'],
+                                     '    if ((rc = kumi_chk_buf(kfn, "%s", %s, (MPI_Count)%s, %s))) goto fail;'
+                                     % (p['name'], p['name'], cnt['name'], local[dt['name']])))
     lock = not rule.get('nolock')
     if lock:
         out.append('    kumi_lock();')

@@ -78,7 +78,7 @@ int kumi_chk_req_ptr_slow(const char *fn, const char *arg)
 
 int kumi_chk_buf_slow(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt)
 {
-    if (!dt->predefined || dt->size == 0) return MPI_SUCCESS;   /* MPI_BOTTOM with absolute addresses */
+    if (dt->size == 0 || kumi_dt_absolute(dt)) return MPI_SUCCESS;   /* MPI_BOTTOM with absolute addresses */
     return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is NULL with count %lld of %s", fn, arg,
                       (long long)count, kumi_dt_name(dt));
 }
@@ -95,4 +95,14 @@ const char *kumi_op_name(const struct kumi_op *op)
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if (names[i].id == (int)(uintptr_t)op->handle) return names[i].name;
     return "(user-defined operation)";
+}
+
+bool kumi_sig_counts(const struct kumi_comm *c, const void *counts, size_t elsize)
+{
+    if (!counts) return true;
+    int n = kumi_comm_peer_size(c);
+    for (int i = 0; i < n; i++)
+        if (elsize == sizeof(MPI_Count) ? ((const MPI_Count *)counts)[i] != 0 : ((const int *)counts)[i] != 0)
+            return true;
+    return false;
 }

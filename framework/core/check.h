@@ -53,6 +53,14 @@ static inline int kumi_chk_tag(const char *fn, const char *arg, int tag, int rec
     return __builtin_expect(tag >= 0 || (recv && tag == MPI_ANY_TAG), 1)
         ? MPI_SUCCESS : kumi_chk_tag_slow(fn, arg, tag, recv);
 }
+/* A derived type that may hold absolute addresses (MPI_BOTTOM, which is NULL,
+ * as its buffer): its lowest byte lies above the lowest page a process can
+ * map (Linux's mmap_min_addr, 64 KiB by default); a NULL buffer with any other
+ * type that carries data is an error. */
+static inline bool kumi_dt_absolute(const struct kumi_dt *dt)
+{
+    return !dt->predefined && dt->true_lb >= 65536;
+}
 int kumi_chk_op_dt(const char *fn, const struct kumi_op *op, const struct kumi_dt *dt);
 int kumi_chk_buf_slow(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt);
 static inline int kumi_chk_buf(const char *fn, const char *arg, const void *buf, MPI_Count count,
@@ -69,6 +77,35 @@ static inline int kumi_chk_req_ptr(const char *fn, const char *arg, const MPI_Re
 {
     return __builtin_expect(req != NULL, 1) ? MPI_SUCCESS : kumi_chk_req_ptr_slow(fn, arg);
 }
+
+/* When an argument matters (binding rule "significant", data/README.md): the
+ * generated binding checks an argument only where the standard says it is
+ * significant, so that every rank of a collective reaches the same verdict
+ * on what it must check.
+ *   kumi_sig_root:      this process is the root of a rooted collective (on an
+ *                       intercommunicator: it passed MPI_ROOT);
+ *   kumi_sig_contrib:   it sends to (gather, reduce) or receives from
+ *                       (scatter, bcast) the root: every rank of an
+ *                       intracommunicator, the other group's ranks (a rank
+ *                       as root) of an intercommunicator;
+ *   kumi_sig_part:      it takes part at all (not MPI_PROC_NULL as the root
+ *                       of an intercommunicator collective);
+ *   kumi_sig_counts:    a count array (elements of elsize bytes: int or
+ *                       MPI_Count) of one entry per peer has a nonzero entry
+ *                       (or is NULL: the type is checked, the array later). */
+static inline bool kumi_sig_root(const struct kumi_comm *c, int root)
+{
+    return c->inter ? root == MPI_ROOT : c->rank == root;
+}
+static inline bool kumi_sig_contrib(const struct kumi_comm *c, int root)
+{
+    return !c->inter || root >= 0;
+}
+static inline bool kumi_sig_part(const struct kumi_comm *c, int root)
+{
+    return !c->inter || root != MPI_PROC_NULL;
+}
+bool kumi_sig_counts(const struct kumi_comm *c, const void *counts, size_t elsize);
 
 /* Names for messages. */
 const char *kumi_dt_name(const struct kumi_dt *dt);

@@ -33,6 +33,7 @@ void kumi_coll_register_params(void)
 int kumi_widen_begin(struct kumi_widen *w, const char *fn, int n, int ncounts, int ndispls)
 {
     w->heap = NULL;
+    w->types = NULL;
     w->cn = w->c;
     w->an = w->a;
     if (n <= 0 || (n <= widen_stack && n <= KUMI_WIDEN_STACK && ncounts <= 2 && ndispls <= 2))
@@ -67,7 +68,9 @@ const MPI_Aint *kumi_widen_displs(struct kumi_widen *w, const int *in, int n)
 void kumi_widen_end(struct kumi_widen *w)
 {
     free(w->heap);
+    free(w->types);
     w->heap = NULL;
+    w->types = NULL;
 }
 
 /* ------------------------------------------------------------ checks */
@@ -110,12 +113,19 @@ static int check_displs(const char *fname, const char *arg, const void *displs, 
     return MPI_SUCCESS;
 }
 
-static int check_types(const char *fname, const char *arg, const MPI_Datatype *types, int n)
+/* The types of Alltoallw: an entry with a zero count moves nothing, so it may
+ * be MPI_DATATYPE_NULL (or anything); the others must be valid and committed. */
+static int check_types(const char *fname, const char *arg, const MPI_Datatype *types, const void *counts,
+                       bool large, int n, int *ignored)
 {
     if (n > 0 && !types)
         return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fname, arg);
     for (int i = 0; i < n; i++) {
         struct kumi_dt *dt = kumi_dt_get(types[i]);
+        if (count_at(counts, large, i) == 0) {
+            if (!dt) ++*ignored;
+            continue;
+        }
         if (!dt)
             return kumi_error(MPI_ERR_TYPE, "%s: argument %s[%d] is not a valid datatype",
                               fname, arg, i);
@@ -123,6 +133,28 @@ static int check_types(const char *fname, const char *arg, const MPI_Datatype *t
             return kumi_error(MPI_ERR_TYPE, "%s: argument %s[%d] is not committed", fname, arg, i);
     }
     return MPI_SUCCESS;
+}
+
+/* The components never see an ignored type: copies of the arrays (freed by
+ * kumi_widen_end) where MPI_BYTE stands for each entry that is no valid
+ * type.  *st and *rt are the arrays to pass on (NULL when out of memory). */
+static void usable_types(struct kumi_widen *w, const MPI_Datatype *sendtypes, int s_ignored,
+                         const MPI_Datatype *recvtypes, int r_ignored, int n,
+                         const MPI_Datatype **st, const MPI_Datatype **rt)
+{
+    *st = sendtypes;
+    *rt = recvtypes;
+    if (!s_ignored && !r_ignored) return;
+    if (!(w->types = malloc(sizeof *w->types * 2 * (size_t)n))) {
+        *st = *rt = NULL;
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (s_ignored) w->types[i] = kumi_dt_get(sendtypes[i]) ? sendtypes[i] : MPI_BYTE;
+        if (r_ignored) w->types[n + i] = kumi_dt_get(recvtypes[i]) ? recvtypes[i] : MPI_BYTE;
+    }
+    if (s_ignored) *st = w->types;
+    if (r_ignored) *rt = w->types + n;
 }
 
 static int no_in_place(const char *fname, const char *arg, const void *buf, const char *where)
@@ -135,10 +167,12 @@ static int no_in_place(const char *fname, const char *arg, const void *buf, cons
 
 /* A buffer the call will read or write (count elements of dt carry data)
  * must not be NULL: MPI_ERR_BUFFER naming it, instead of a crash inside the
- * collective.  MPI_IN_PLACE is no buffer of its own: not checked. */
+ * collective.  MPI_IN_PLACE is no buffer of its own: not checked; neither is
+ * MPI_BOTTOM (NULL too) with a derived type, whose displacements may be
+ * absolute addresses (kumi_chk_buf of the bindings does the same). */
 static int need_buf(const char *fn, const char *arg, const void *buf, MPI_Count count, const struct kumi_dt *dt)
 {
-    if (buf == NULL && count > 0 && dt && dt->size > 0)
+    if (buf == NULL && count > 0 && dt && dt->size > 0 && !kumi_dt_absolute(dt))
         return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is NULL with %lld elements of data", fn, arg,
                           (long long)count);
     return MPI_SUCCESS;
@@ -243,6 +277,7 @@ int kumi_coll_barrier(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
 int kumi_coll_bcast(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, void *buffer, MPI_Count count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "buffer", buffer, ""));
+    if (!kumi_sig_part(comm, root)) count = 0;
     RUN(bcast, buffer, count, D(datatype), root, C(comm));
 }
 
@@ -259,6 +294,9 @@ int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
         TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
     }
+    /* what the standard ignores reaches the components harmless */
+    if (!kumi_sig_root(comm, root)) { recvcount = 0; recvtype = sendtype; }
+    if (sendbuf == MPI_IN_PLACE || !kumi_sig_contrib(comm, root)) { sendcount = recvcount; sendtype = recvtype; }
     RUN(gather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                              root, C(comm));
 }
@@ -280,6 +318,8 @@ int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
     } else {
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
     }
+    if (!kumi_sig_root(comm, root)) recvtype = sendtype;
+    if (sendbuf == MPI_IN_PLACE || !kumi_sig_contrib(comm, root)) { sendcount = 0; sendtype = recvtype; }
     /* the arrays matter at the root only */
     int n = comm->inter ? (root == MPI_ROOT ? comm->remote_size : 0) : (comm->rank == root ? comm->size : 0);
     struct kumi_widen w;
@@ -302,6 +342,8 @@ int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
         TRY(no_in_place(fn, "recvbuf", recvbuf, " except at the root"));
         TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
     }
+    if (!kumi_sig_root(comm, root)) { sendcount = 0; sendtype = recvtype; }
+    if (recvbuf == MPI_IN_PLACE || !kumi_sig_contrib(comm, root)) { recvcount = sendcount; recvtype = sendtype; }
     RUN(scatter, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                               root, C(comm));
 }
@@ -323,6 +365,8 @@ int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
     } else {
         TRY(no_in_place(fn, "recvbuf", recvbuf, " except at the root"));
     }
+    if (!kumi_sig_root(comm, root)) sendtype = recvtype;
+    if (recvbuf == MPI_IN_PLACE || !kumi_sig_contrib(comm, root)) { recvcount = 0; recvtype = sendtype; }
     /* the arrays matter at the root only */
     int n = comm->inter ? (root == MPI_ROOT ? comm->remote_size : 0) : (comm->rank == root ? comm->size : 0);
     struct kumi_widen w;
@@ -339,6 +383,7 @@ int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     TRY(inter_no_in_place(comm, fn, sendbuf));
     TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
     if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
+    else { sendcount = recvcount; sendtype = recvtype; }
     RUN(allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                 C(comm));
 }
@@ -352,6 +397,7 @@ int kumi_coll_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI
     int n = kumi_comm_peer_size(comm);
     TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "displs", displs, n));
+    if (sendbuf == MPI_IN_PLACE) { sendcount = 0; sendtype = recvtype; }
     struct kumi_widen w;
     TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
     const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
@@ -366,6 +412,7 @@ int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
     TRY(inter_no_in_place(comm, fn, sendbuf));
     TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
     if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
+    else { sendcount = recvcount; sendtype = recvtype; }
     RUN(alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                C(comm));
 }
@@ -383,6 +430,7 @@ int kumi_coll_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     }
     TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "rdispls", rdispls, n));
+    if (sendbuf == MPI_IN_PLACE) sendtype = recvtype;
     struct kumi_widen w;
     TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 2, 2));
     bool snd = sendbuf != MPI_IN_PLACE;
@@ -400,16 +448,22 @@ int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     int n = kumi_comm_peer_size(comm);
+    int s_ignored = 0, r_ignored = 0;
     if (sendbuf != MPI_IN_PLACE) {
         TRY(check_counts(fn, "sendcounts", sendcounts, large, n));
         TRY(check_displs(fn, "sdispls", sdispls, n));
-        TRY(check_types(fn, "sendtypes", sendtypes, n));
+        TRY(check_types(fn, "sendtypes", sendtypes, sendcounts, large, n, &s_ignored));
     }
     TRY(check_counts(fn, "recvcounts", recvcounts, large, n));
     TRY(check_displs(fn, "rdispls", rdispls, n));
-    TRY(check_types(fn, "recvtypes", recvtypes, n));
+    TRY(check_types(fn, "recvtypes", recvtypes, recvcounts, large, n, &r_ignored));
     struct kumi_widen w;
     TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 2, 2));
+    usable_types(&w, sendtypes, s_ignored, recvtypes, r_ignored, n, &sendtypes, &recvtypes);
+    if ((s_ignored && !sendtypes) || (r_ignored && !recvtypes)) {
+        kumi_widen_end(&w);
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory copying the type arrays", fn);
+    }
     bool snd = sendbuf != MPI_IN_PLACE;
     const MPI_Count *sc = snd ? wide_counts(&w, sendcounts, large, n) : NULL;
     const MPI_Aint *sd = snd ? wide_displs(&w, sdispls, large, n) : NULL;
@@ -421,7 +475,9 @@ int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
 int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count count, struct kumi_dt *datatype,
                      struct kumi_op *op, int root, struct kumi_comm *comm)
 {
-    TRY(check_op(fn, op, datatype));
+    /* MPI_PROC_NULL as an intercommunicator's root: nothing else matters */
+    if (kumi_sig_part(comm, root)) TRY(check_op(fn, op, datatype));
+    else count = 0;
     if (comm->inter) {
         TRY(inter_rooted(fn, root, "recvbuf", recvbuf, "sendbuf", sendbuf));
     } else if (comm->rank == root) {

@@ -31,6 +31,7 @@ struct kumi_widen {
     MPI_Count *cn;          /* next free entries */
     MPI_Aint *an;
     void *heap;
+    MPI_Datatype *types;    /* Alltoallw's type arrays with the ignored entries replaced */
 };
 int kumi_widen_begin(struct kumi_widen *w, const char *fn, int n, int ncounts, int ndispls);
 const MPI_Count *kumi_widen_counts(struct kumi_widen *w, const int *in, int n);

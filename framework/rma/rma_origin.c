@@ -288,7 +288,10 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
     if (a->target != MPI_PROC_NULL && !rma_in_epoch(m, a->target))
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: no access epoch to rank %d is open on this window (call "
                           "MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)", fn, a->target);
-    if (kind == K_ACC || kind == K_GACC) {
+    size_t tbytes = a->tcount * a->tdt->size;
+    /* nothing to combine (a zero count, or a type of no data): the op need
+       not be defined for the type, as for collective reductions */
+    if ((kind == K_ACC || kind == K_GACC) && tbytes != 0) {
         MPI_Datatype bh = kumi_dt_basic_handle(a->tdt);
         if (bh == MPI_DATATYPE_NULL)
             return kumi_error(MPI_ERR_TYPE, "%s: the target datatype of an accumulate must consist of one "
@@ -300,7 +303,6 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
             !kumi_op_valid_for(a->op, kumi_dt_get(bh)))
             return kumi_error(MPI_ERR_OP, "%s: the operation is not defined for the target's basic datatype", fn);
     }
-    size_t tbytes = a->tcount * a->tdt->size;
     if (kind == K_PUT || kind == K_ACC || (kind == K_GACC && a->op->handle != MPI_NO_OP)) {
         if (a->ocount * a->odt->size != tbytes)
             return kumi_error(MPI_ERR_TYPE, "%s: the origin data (%zu bytes) and the target data (%zu bytes) "

@@ -4,7 +4,8 @@
 # every parameter named exists, and no member of a family the generator
 # forwards is also written by hand in framework/.  Also: the checks fire (a
 # rule naming an unknown procedure, an unknown property, an unknown parameter,
-# a bad Fortran length or sentinel kind, a narrowing forwarder, a forwarded
+# a bad Fortran length or sentinel kind, a 'significant' condition naming
+# what the procedure lacks, a narrowing forwarder, a forwarded
 # member written by hand), in all three generators that read the rules
 # (mkbindings.py, mkfortran.py, mkmpih.py); a forwarder is generated where no
 # source defines the member; unchanged outputs are not rewritten; and the
@@ -48,6 +49,8 @@ edit "$tmp/r6.json" "d['entries'].append({'procedures': ['MPI_Comm_spawn'], 'for
 expect_error "unknown parameter (Fortran)" "$tmp/r6.json" "MPI_Comm_spawn has no parameter 'argcc' \\(fortran_absent\\)"
 edit "$tmp/r7.json" "d['entries'].append({'procedures': ['MPI_Graph_create'], 'sentinel_arrays': {'edges': 'edge'}})"
 expect_error "bad sentinel kind" "$tmp/r7.json" "sentinel kind 'edge' of edges is none of weights, errcodes"
+edit "$tmp/r9.json" "d['entries'].append({'name': 'bad cond', 'procedures': ['MPI_Put'], 'significant': {'origin_count': 'count != 0'}})"
+expect_error "condition naming a stranger" "$tmp/r9.json" "entry [0-9]+ \\(bad cond\\): condition 'count != 0' of origin_count names 'count', neither a parameter of MPI_Put"
 edit "$tmp/r2.json" "d['entries'].append({'procedures': ['MPI_Send'], 'null_ok': ['commm']})"
 expect_error "unknown parameter" "$tmp/r2.json" "MPI_Send has no parameter 'commm'"
 edit "$tmp/r3.json" "d['entries'].append({'procedures': ['MPI_Recv'], 'nolock': True, 'anytime': True}); \
