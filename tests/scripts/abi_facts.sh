@@ -1,0 +1,110 @@
+#!/bin/bash
+# abi_facts: the facts of the foreign ABIs (data/abi/ompi.json, mpich.json,
+# from which the ABI shims of issue 17 are generated) hold.
+# 1. Always: each file covers every constant of the standard ABI
+#    (data/mpi-abi-1.0.json), each constant with a value, a symbol or marked
+#    absent, the status layout and handle sizes are there, and every symbol
+#    a constant names is one the library (or its Fortran library) exports.
+# 2. Where the foreign MPI is installed (mpicc.openmpi, mpicc.mpich):
+#    tools/abi-probe.py, run again, derives the same facts; and the checks
+#    fire on a planted difference.
+set -u
+: "${top_srcdir:?}"
+py=${PYTHON3:-python3}
+command -v "$py" > /dev/null 2>&1 || { echo "SKIP: no $py"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+probe=$top_srcdir/tools/abi-probe.py
+L=/usr/lib/x86_64-linux-gnu
+
+check_file() {   # check_file FACTS.json: the part-1 checks; prints what is wrong
+    "$py" - "$1" "$top_srcdir/data/mpi-abi-1.0.json" <<'EOF'
+import json, sys
+f, std = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bad = []
+names = [c['name'] for c in std['constants'] if c.get('name')]
+for n in names:
+    r = f['constants'].get(n)
+    if r is None:
+        bad.append('%s: missing' % n)
+    elif sum(k in r for k in ('value', 'symbol', 'absent')) != 1:
+        bad.append('%s: needs exactly one of value, symbol, absent: %r' % (n, r))
+    elif 'symbol' in r and r['symbol'] not in f['objects'] and r['symbol'] not in f['functions'] \
+            and r['symbol'] not in f.get('fortran', {}).get('objects', {}):
+        bad.append('%s: symbol %s is not exported by %s' % (n, r['symbol'], f['library']))
+for k in ('MPI_SOURCE', 'MPI_TAG', 'MPI_ERROR'):
+    if k not in f['status'].get('fields', {}):
+        bad.append('status field %s: missing' % k)
+if not f['status'].get('size') or f['status']['size'] < 12:
+    bad.append('status size: %r' % f['status'].get('size'))
+for t in ('MPI_Comm', 'MPI_Datatype', 'MPI_Request', 'MPI_Aint', 'MPI_Count', 'MPI_Fint'):
+    if not f['types'].get(t):
+        bad.append('sizeof %s: missing' % t)
+for n in ('MPI_Send', 'MPI_Init', 'PMPI_Send'):
+    if n not in f['functions']:
+        bad.append('function %s: not listed' % n)
+print('\n'.join(bad))
+EOF
+}
+
+# 1. the committed facts
+for abi in ompi mpich; do
+    f=$top_srcdir/data/abi/$abi.json
+    [ -f "$f" ] || fail "no $f"
+    out=$(check_file "$f") || fail "checking $f failed"
+    [ -z "$out" ] || { echo "$out" | head -20; fail "$f: $(echo "$out" | wc -l) problems (above)"; }
+done
+# what the shims rely on most: the status layouts and a few values (abi-facts.md)
+"$py" - "$top_srcdir/data/abi" <<'EOF' || fail "a known fact of the foreign ABIs is not in the data"
+import json, sys
+o = json.load(open(sys.argv[1] + '/ompi.json')); m = json.load(open(sys.argv[1] + '/mpich.json'))
+assert o['library'] == 'libmpi.so.40' and m['library'] == 'libmpich.so.12', (o['library'], m['library'])
+assert o['status']['size'] == 24 and m['status']['size'] == 20
+assert m['status']['fields'] == {'MPI_SOURCE': 8, 'MPI_TAG': 12, 'MPI_ERROR': 16}
+assert o['constants']['MPI_COMM_WORLD']['symbol'] == 'ompi_mpi_comm_world'
+assert o['objects']['ompi_mpi_comm_world'] > 0
+assert m['constants']['MPI_COMM_WORLD']['value'] == 0x44000000
+assert o['constants']['MPI_IN_PLACE']['value'] == 1 and m['constants']['MPI_IN_PLACE']['value'] == -1
+assert o['constants']['MPI_PROC_NULL']['value'] == -2 and m['constants']['MPI_PROC_NULL']['value'] == -1
+assert o['constants']['MPI_COMM_NULL_COPY_FN']['symbol'] == 'OMPI_C_MPI_COMM_NULL_COPY_FN'
+EOF
+# the checks fire: a constant dropped, a symbol the library lacks
+"$py" -c "
+import json, sys
+d = json.load(open(sys.argv[1])); del d['constants']['MPI_COMM_WORLD']; json.dump(d, open(sys.argv[2], 'w'))
+d = json.load(open(sys.argv[1])); d['constants']['MPI_INT']['symbol'] = 'ompi_mpi_nosuch'; json.dump(d, open(sys.argv[3], 'w'))
+" "$top_srcdir/data/abi/ompi.json" "$tmp/drop.json" "$tmp/sym.json"
+check_file "$tmp/drop.json" | grep -q 'MPI_COMM_WORLD: missing' || fail "a dropped constant went unnoticed"
+check_file "$tmp/sym.json" | grep -q 'MPI_INT: symbol ompi_mpi_nosuch is not exported' ||
+    fail "a symbol the library lacks went unnoticed"
+
+# 2. the probe derives the same facts where the foreign MPI is installed
+probed=0
+for spec in "ompi mpicc.openmpi libmpi.so.40 libmpi_mpifh.so.40" "mpich mpicc.mpich libmpich.so.12 libmpichfort.so.12"; do
+    set -- $spec
+    if ! command -v "$2" > /dev/null 2>&1 || [ ! -e "$L/$3" ]; then
+        echo "note: $2 or $L/$3 absent: the $1 facts are not re-derived here"
+        continue
+    fi
+    fl=()
+    [ -e "$L/$4" ] && fl=(--fortran-lib "$L/$4")
+    "$py" "$probe" --name "$1" --cc "$2" --lib "$L/$3" "${fl[@]}" -o "$tmp/$1.json" 2> "$tmp/probe.err" ||
+        { cat "$tmp/probe.err"; fail "abi-probe.py for $1 failed"; }
+    "$py" - "$top_srcdir/data/abi/$1.json" "$tmp/$1.json" <<'EOF' || fail "data/abi/$1.json is not what the probe derives now (run tools/abi-probe.py again)"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for d in (a, b):
+    d.pop('probe', None)
+diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+for k in diff:
+    if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
+        sub = [s for s in sorted(set(a[k]) | set(b[k])) if a[k].get(s) != b[k].get(s)][:10]
+        print('differs: %s: %s' % (k, ', '.join(map(str, sub))))
+    else:
+        print('differs: %s' % k)
+sys.exit(1 if diff else 0)
+EOF
+    probed=$((probed+1))
+done
+echo "abi_facts: committed facts hold; $probed of 2 re-derived by the probe"
