@@ -104,6 +104,10 @@ static int create_obj(int rank, int size, int *world, int32_t ctx, struct kumi_c
     }
     comm_setup(c, rank, size, world, ctx, parent ? parent->errh : kumi_errh_fatal);
     c->handle = (MPI_Comm)c;
+    if (parent && parent->session) {    /* derived from a session's communicator: that session's */
+        c->session = parent->session;
+        kumi_session_ref(c->session);
+    }
     if (sub) {                          /* before the components see it */
         c->sub = true;
         snprintf(c->name, sizeof c->name, "%s", "(sub-communicator)");
@@ -183,8 +187,19 @@ void kumi_comm_release(struct kumi_comm *c)
     kumi_errh_release(c->errh);
     if (c->info) kumi_info_release(c->info);
     free(c->world);
+    kumi_session_unref(c->session);
     c->magic = KUMI_MAGIC_DEAD;
     free(c);
+}
+
+void kumi_session_ref(struct kumi_session *s)
+{
+    if (s) s->refs++;
+}
+
+void kumi_session_unref(struct kumi_session *s)
+{
+    if (s && --s->refs == 0) free(s);
 }
 
 /* What an intercommunicator owns besides a communicator's fields. */

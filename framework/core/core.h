@@ -79,6 +79,22 @@ void kumi_status_empty(MPI_Status *st);
 
 /* ---------------------------------------------------------------- groups */
 /* (framework/core/group.c) */
+struct kumi_session;
+
+/* A buffer for buffered-mode sends: the MPI process's (MPI_Buffer_attach),
+ * a session's (MPI_Session_attach_buffer) or a communicator's
+ * (MPI_Comm_attach_buffer).  Kept by request/bsend.c; all zero: none
+ * attached.  A communicator or session holds one inline. */
+struct kumi_bbuf {
+    char *base;                     /* user memory (NULL with size 0 allowed) */
+    size_t size;
+    uint8_t state;                  /* 0 none, 1 user memory, 2 MPI_BUFFER_AUTOMATIC */
+    int nsegs;                      /* buffered messages not yet sent */
+    uint64_t seq;                   /* messages ever buffered here (flush marks) */
+    struct kumi_bseg *segs;         /* those messages (request/bsend.c) */
+    void *flushes;                  /* MPI_*_iflush requests waiting (request/bsend.c) */
+};
+
 struct kumi_group {
     uint32_t magic;                 /* KUMI_MAGIC_GROUP */
     int refcount;
@@ -87,6 +103,7 @@ struct kumi_group {
     int *world;                     /* group rank -> world rank (NULL only for an empty group) */
     bool predefined;                /* MPI_GROUP_EMPTY */
     MPI_Group handle;
+    struct kumi_session *session;   /* the session it derives from (a reference), or NULL */
 };
 static inline struct kumi_group *kumi_group_get(MPI_Group h) { return kumi_handle_obj(h, KUMI_MAGIC_GROUP); }
 struct kumi_comm;
@@ -96,6 +113,8 @@ void kumi_group_init(void);                 /* registers MPI_GROUP_EMPTY */
 struct kumi_group *kumi_group_make(int n, int *world);
 void kumi_group_release(struct kumi_group *g);
 struct kumi_group *kumi_group_of_comm(const struct kumi_comm *c);   /* local group */
+/* g (may be NULL) derives from session s (NULL: none): it takes a reference. */
+struct kumi_group *kumi_group_derived(struct kumi_group *g, struct kumi_session *s);
 int kumi_group_rank_of(const struct kumi_group *g, int world_rank); /* or MPI_UNDEFINED */
 
 /* Attributes and info objects (framework/core/attr.c, info.c). */
@@ -127,6 +146,8 @@ struct kumi_comm {
     uint32_t cad_seq;               /* CAD schedules made (mpi-ext.h) */
     struct kumi_sched *scheds;      /* schedules alive on this communicator (sched.c) */
     bool sub;                       /* made by a component (kumi_comm_sub_create) */
+    struct kumi_bbuf bbuf;          /* MPI_Comm_attach_buffer (request/bsend.c) */
+    struct kumi_session *session;   /* the session it derives from (a reference), or NULL */
 };
 
 extern struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
@@ -404,7 +425,14 @@ struct kumi_session {
     struct kumi_errhandler *errh;
     struct kumi_info *info;         /* hints given to Session_init (+ thread_level), or NULL */
     MPI_Session handle;
+    int refs;                       /* the handle (until MPI_Session_finalize), groups, communicators */
+    struct kumi_bbuf bbuf;          /* MPI_Session_attach_buffer (request/bsend.c) */
 };
+/* References of groups and communicators derived from a session: the
+ * object outlives MPI_Session_finalize while they exist (its buffer is the
+ * one their buffered sends may use). */
+void kumi_session_ref(struct kumi_session *s);
+void kumi_session_unref(struct kumi_session *s);
 static inline struct kumi_session *kumi_session_get(MPI_Session h) { return kumi_handle_obj(h, KUMI_MAGIC_SESSION); }
 /* The runtime (registry, rpim, transports, predefined objects) is started by
  * the first of MPI_Init / MPI_Session_init and stopped when the last of

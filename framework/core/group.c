@@ -47,6 +47,7 @@ struct kumi_group *kumi_group_make(int n, int *world)
 void kumi_group_release(struct kumi_group *g)
 {
     if (!g || --g->refcount > 0 || g->predefined) return;
+    kumi_session_unref(g->session);
     free(g->world);
     g->magic = KUMI_MAGIC_DEAD;
     free(g);
@@ -58,7 +59,16 @@ struct kumi_group *kumi_group_of_comm(const struct kumi_comm *c)
     int *w = malloc(sizeof(int) * (size_t)(c->size ? c->size : 1));
     if (!w) return NULL;
     for (int i = 0; i < c->size; i++) w[i] = kumi_comm_world_rank(c, i);
-    return kumi_group_make(c->size, w);
+    return kumi_group_derived(kumi_group_make(c->size, w), c->session);
+}
+
+struct kumi_group *kumi_group_derived(struct kumi_group *g, struct kumi_session *s)
+{
+    if (g && s && !g->predefined && !g->session) {
+        g->session = s;
+        kumi_session_ref(s);
+    }
+    return g;
 }
 
 /* ------------------------------------------------------ lookup helpers */
@@ -230,7 +240,7 @@ static int setop(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup, int op
             if (lookup(s1, g1->size, g2->world[i]) == MPI_UNDEFINED) w[n++] = g2->world[i];
         free(s1);
     }
-    return out_group(kumi_group_make(n, w), newgroup, fn);
+    return out_group(kumi_group_derived(kumi_group_make(n, w), g1->session), newgroup, fn);
 }
 
 int kumi_mpi_group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
@@ -284,7 +294,7 @@ static int inclexcl(MPI_Group group, int n, const int ranks[], MPI_Group *newgro
         for (int i = 0; i < n; i++) w[m++] = g->world[ranks[i]];
     }
     free(seen);
-    return out_group(kumi_group_make(m, w), newgroup, fn);
+    return out_group(kumi_group_derived(kumi_group_make(m, w), g->session), newgroup, fn);
 }
 
 int kumi_mpi_group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
@@ -357,7 +367,7 @@ static int range_inclexcl(MPI_Group group, int n, int ranges[][3], MPI_Group *ne
         for (int i = 0; i < m; i++) w[k++] = g->world[list[i]];
     }
     free(list);
-    return out_group(kumi_group_make(k, w), newgroup, fn);
+    return out_group(kumi_group_derived(kumi_group_make(k, w), g->session), newgroup, fn);
 }
 
 int kumi_mpi_group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)

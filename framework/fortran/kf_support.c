@@ -378,6 +378,21 @@ KUMI_EXPORT void mpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, 
 /* ------------------------------------------------------------ MPI_PCONTROL */
 /* MPI_PCONTROL(LEVEL): no IERROR in Fortran; C's variable arguments have no
  * Fortran counterpart. */
+/* MPI_BUFFER_DETACH(BUFFER_ADDR, SIZE, IERROR): Fortran has no pointers,
+ * so BUFFER_ADDR is left as it is (the C call writes a C pointer where its
+ * argument points: 8 bytes into what may be a 4-byte INTEGER); SIZE is set. */
+KUMI_EXPORT void pmpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierror)
+{
+    void *p = NULL;
+    int n = 0;
+    (void)buffer_addr;
+    int rc = PMPI_Buffer_detach(&p, &n);
+    if (rc == MPI_SUCCESS) *size = n;
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_buffer_detach_")));
+
 KUMI_EXPORT void pmpi_pcontrol_(MPI_Fint *level)
 {
     PMPI_Pcontrol(*level);

@@ -169,6 +169,8 @@ int kumi_mpi_comm_free(MPI_Comm *comm)
         return kumi_err_handle(c, kumi_error(MPI_ERR_COMM, "MPI_Comm_free: cannot free %s", c->name));
     int rc = kumi_attr_comm_free(c);
     if (rc) return kumi_err_handle(c, rc);
+    rc = kumi_buffer_comm_free(c);      /* its buffer (MPI_Comm_attach_buffer): messages go out, detached */
+    if (rc) return kumi_err_handle(c, rc);
     kumi_comm_release(c);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
@@ -311,6 +313,10 @@ int kumi_comm_from_group(struct kumi_group *g, const char *stringtag, struct kum
         return rc;
     }
     c->info = ni;
+    if (g->session) {                   /* a session's communicator (its buffer for buffered sends) */
+        c->session = g->session;
+        kumi_session_ref(c->session);
+    }
     if (errh) {
         kumi_errh_retain(errh);
         kumi_errh_release(c->errh);

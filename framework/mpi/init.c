@@ -119,6 +119,8 @@ int kumi_mpi_finalize(void)
     struct kumi_comm *w = KUMI_COMM_WORLD;
     /* attributes' delete callbacks: MPI_COMM_SELF's first, then MPI_COMM_WORLD's */
     int arc = kumi_attr_finalize();
+    int brc = kumi_buffers_finalize();     /* buffered messages go out, buffers detached */
+    if (!arc) arc = brc;
     int rc = w->coll.barrier((MPI_Comm)w);
     if (!rc) rc = arc;
     int rc2 = kumi_runtime_release(0);     /* stops the runtime unless a session still uses it */

@@ -342,7 +342,7 @@ int kumi_mpi_comm_remote_group(struct kumi_comm *comm, MPI_Group *group)
     int *w = malloc(sizeof(int) * (size_t)(comm->remote_size ? comm->remote_size : 1));
     if (!w) return nomem("MPI_Comm_remote_group");
     memcpy(w, comm->remote_world, sizeof(int) * (size_t)comm->remote_size);
-    struct kumi_group *g = kumi_group_make(comm->remote_size, w);
+    struct kumi_group *g = kumi_group_derived(kumi_group_make(comm->remote_size, w), comm->session);
     if (!g) return nomem("MPI_Comm_remote_group");
     *group = g->handle;
     return MPI_SUCCESS;

@@ -49,4 +49,11 @@ int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *n
 int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *group, MPI_Comm *newcomm);
 int kumi_intercomm_compare(struct kumi_comm *c1, struct kumi_comm *c2, int *result);
 
+/* ------------------------------------------------ buffered-send buffers */
+/* (mpi/buffer.c) The implicit detaches: the buffer of comm (MPI_Comm_free),
+ * those of the process, MPI_COMM_WORLD and MPI_COMM_SELF (MPI_Finalize);
+ * each waits for its messages.  Error codes, no handler. */
+int kumi_buffer_comm_free(struct kumi_comm *comm);
+int kumi_buffers_finalize(void);
+
 #endif

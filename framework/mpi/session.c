@@ -185,6 +185,7 @@ int kumi_mpi_session_init(MPI_Info info, struct kumi_errhandler *errhandler, MPI
         return init_err(errhandler, rc);
     }
     s->magic = KUMI_MAGIC_SESSION;
+    s->refs = 1;
     __atomic_add_fetch(&kumi_sessions_active, 1, __ATOMIC_SEQ_CST);
     s->handle = (MPI_Session)s;
     s->errh = errhandler;
@@ -198,10 +199,15 @@ int kumi_mpi_session_finalize(MPI_Session *session)
     static const char fn[] = "MPI_Session_finalize";
     if (!session) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument session is NULL", fn));
     GET_SESSION(s, *session, fn);
+    /* the session's buffer: its messages go out first, as MPI_Session_detach_buffer waits */
+    int brc = kumi_bbuf_detach(&s->bbuf, fn, NULL, NULL, INT64_MAX);
+    if (brc) return session_err(s, brc);
     kumi_errh_release(s->errh);
+    s->errh = NULL;
     if (s->info) kumi_info_release(s->info);
+    s->info = NULL;
     s->magic = KUMI_MAGIC_DEAD;
-    free(s);
+    kumi_session_unref(s);          /* freed once no group or communicator derives from it */
     *session = MPI_SESSION_NULL;
     __atomic_sub_fetch(&kumi_sessions_active, 1, __ATOMIC_SEQ_CST);
     int rc = kumi_runtime_release(1);
@@ -332,7 +338,7 @@ int kumi_mpi_group_from_session_pset(MPI_Session session, const char *pset_name,
         for (int i = 0; i < n; i++) w[i] = i;
     else
         w[0] = kumi_world_rank();
-    struct kumi_group *g = kumi_group_make(n, w);
+    struct kumi_group *g = kumi_group_derived(kumi_group_make(n, w), s);
     if (!g) return session_err(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn));
     *newgroup = g->handle;
     return MPI_SUCCESS;

@@ -65,6 +65,8 @@ enum kumi_req_kind {
                                            (sched/sched.c) in ext; not cancellable */
     KUMI_REQ_RMA,                       /* MPI_Rput & co. (rma/rma.c): completes in the progress
                                            engine, not cancellable */
+    KUMI_REQ_BFLUSH,                    /* MPI_Buffer_iflush & co. (bsend.c): completes when the
+                                           buffered messages went out, not cancellable */
     KUMI_REQ_KINDS
 };
 
@@ -288,6 +290,22 @@ int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Com
  * messages have gone; max: the largest *size the caller's argument holds. */
 int kumi_bsend_attach(const char *fn, void *buffer, MPI_Count size);
 int kumi_bsend_detach(const char *fn, void *buffer_addr, MPI_Count *size, MPI_Count max);
+/* The buffers themselves (struct kumi_bbuf, core.h): the process's, and the
+ * one a buffered send on c uses (c's, else its session's, else the
+ * process's).  These return error codes (no handler); what names the owner
+ * ("the MPI process", "communicator MPI_COMM_WORLD", "the session").
+ * attach: buffer may be MPI_BUFFER_AUTOMATIC (size ignored).  detach: waits
+ * for every message in b, then *buffer_addr / *size (MPI_BUFFER_AUTOMATIC /
+ * 0; none attached: NULL / 0).  flush: waits for the messages buffered
+ * before the call; iflush: a request (comm: its communicator, or NULL) that
+ * completes then. */
+struct kumi_bbuf *kumi_bbuf_process(void);
+struct kumi_bbuf *kumi_bbuf_for(struct kumi_comm *c);
+int kumi_bbuf_attached(const struct kumi_bbuf *b);
+int kumi_bbuf_attach(struct kumi_bbuf *b, const char *fn, const char *what, void *buffer, MPI_Count size);
+int kumi_bbuf_detach(struct kumi_bbuf *b, const char *fn, void *buffer_addr, MPI_Count *size, MPI_Count max);
+int kumi_bbuf_flush(struct kumi_bbuf *b);
+int kumi_bbuf_iflush(struct kumi_bbuf *b, struct kumi_comm *comm, const char *fn, MPI_Request *request);
 /* Copy the message into the attached buffer; r->pack/bsend_seg set. */
 int kumi_bsend_prepare(struct kumi_req *r);
 void kumi_bsend_release(struct kumi_req *r);
