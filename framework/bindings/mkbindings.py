@@ -262,6 +262,14 @@ def gen_forwarder(name, proc, f):
                    '    return %s(%s);' % (tname, ', '.join(args)), '}', '']
 
 
+# The non-colliding entry of each procedure, for the foreign-ABI shims
+# (components/abi): a shim exports MPI_X / PMPI_X of another ABI itself and
+# reaches Kumi's through kumi_abi_MPI_X (an alias of PMPI_X, so a profiling
+# library that interposes MPI_X of the standard ABI is bypassed by the shims
+# as by any other internal call).
+ABI_ENTRY = 'KUMI_EXPORT %s kumi_abi_%s(%s) __attribute__((alias("P%s")));'
+
+
 def gen_binding(name, ret, params, kinds, rule):
     iname = impl_name(name)
     decl = ', '.join(param_decl(p) for p in params) or 'void'
@@ -275,7 +283,8 @@ def gen_binding(name, ret, params, kinds, rule):
     if not is_int:
         args = ', '.join(p['name'] for p in params)
         out.append('    return %s(%s);' % (iname, args))
-        out += ['}', 'KUMI_EXPORT %s %s(%s) __attribute__((weak, alias("P%s")));' % (ret, name, decl, name), '']
+        out += ['}', 'KUMI_EXPORT %s %s(%s) __attribute__((weak, alias("P%s")));' % (ret, name, decl, name),
+                ABI_ENTRY % (ret, name, decl, name), '']
         return out
 
     # resolve handles
@@ -417,6 +426,7 @@ def gen_binding(name, ret, params, kinds, rule):
     out.append('    return rc;')
     out.append('}')
     out.append('KUMI_EXPORT %s %s(%s) __attribute__((weak, alias("P%s")));' % (ret, name, decl, name))
+    out.append(ABI_ENTRY % (ret, name, decl, name))
     out.append('')
     return out
 
