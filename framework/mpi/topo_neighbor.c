@@ -88,7 +88,11 @@ struct nb_form {
 
 #define NB_RUN(fld, ...)                                                                \
     do {                                                                                \
-        if (form->mode == KUMI_FORM_BLOCKING) return comm->coll.fld(__VA_ARGS__);       \
+        if (form->mode == KUMI_FORM_BLOCKING) {                                         \
+            int rc_;                                                                    \
+            KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
+            return rc_;                                                                 \
+        }                                                                               \
         bool persistent_ = form->mode == KUMI_FORM_INIT;                                \
         struct kumi_sched *s_;                                                          \
         TRY(kumi_sched_begin(comm, fn, persistent_, form->info, form->request, &s_));   \
