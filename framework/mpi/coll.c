@@ -227,7 +227,9 @@ static int inter_undefined(const char *fname)
     do {                                                                                \
         if (mode == KUMI_FORM_BLOCKING) {                                                    \
             if (!comm->coll.fld) return no_coll(fn);                                   \
-            return comm->coll.fld(__VA_ARGS__);                                         \
+            int rc_;                                                                    \
+            KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
+            return rc_;                                                                 \
         }                                                                               \
         if (!comm->coll.i##fld) return no_coll(fn);                                    \
         struct kumi_sched *s_;                                                          \
@@ -241,8 +243,10 @@ static int inter_undefined(const char *fname)
     do {                                                                                \
         int rc_;                                                                        \
         struct kumi_sched *s_;                                                          \
-        if (mode == KUMI_FORM_BLOCKING)                                                 \
-            rc_ = comm->coll.fld ? comm->coll.fld(__VA_ARGS__) : no_coll(fn);           \
+        if (mode == KUMI_FORM_BLOCKING && !comm->coll.fld)                              \
+            rc_ = no_coll(fn);                                                          \
+        else if (mode == KUMI_FORM_BLOCKING)                                            \
+            KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
         else if (!comm->coll.i##fld)                                                    \
             rc_ = no_coll(fn);                                                          \
         else if ((rc_ = kumi_sched_begin(comm, fn, mode == KUMI_FORM_INIT, info, request, &s_)) \

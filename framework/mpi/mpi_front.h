@@ -39,6 +39,20 @@ const MPI_Aint *kumi_widen_displs(struct kumi_widen *w, const int *in, int n);
 void kumi_widen_end(struct kumi_widen *w);
 void kumi_coll_register_params(void);
 
+/* rc = the blocking collective call (an expression over the coll table), run
+ * to its end through truncated receives (kumi_coll_keep_trunc): its own
+ * error, else the first truncation (MPI_ERR_TRUNCATE) of a message that
+ * reached this rank.  The schedules of the non-blocking and persistent forms
+ * do the same (sched/sched.c). */
+#define KUMI_COLL_BLOCKING(rc, call)                                                    \
+    do {                                                                                \
+        int trunc_ = MPI_SUCCESS;                                                       \
+        int *prev_ = kumi_coll_keep_trunc(&trunc_);                                     \
+        (rc) = (call);                                                                  \
+        kumi_coll_keep_trunc(prev_);                                                    \
+        if ((rc) == MPI_SUCCESS) (rc) = trunc_;                                         \
+    } while (0)
+
 
 /* ---------------------------------------------------- intercommunicators */
 /* (mpi/intercomm.c) What comm_create.c calls for c->inter. */

@@ -1,7 +1,12 @@
 /* The neighborhood collectives (MPI_Neighbor_*, MPI_Ineighbor_*,
- * MPI_Neighbor_*_init) on communicators with a topology: checked here, run
- * by the communicator's coll table (blocking) or as a schedule its
- * component builds.  The neighbourhood itself comes from core/topo.c. */
+ * MPI_Neighbor_*_init, and the _c form of each) on communicators with a
+ * topology: checked here, run by the communicator's coll table (blocking) or
+ * as a schedule its component builds.  Each operation is one function of
+ * the family (kumi_coll_neighbor_*); the generated forwarders of
+ * data/kumi-bindings.json call it with the form and, for the v and w
+ * operations, the count and displacement arrays as the caller gave them
+ * (int, or MPI_Count / MPI_Aint with large), widened here for the coll
+ * contract.  The neighbourhood itself comes from core/topo.c. */
 #include "mpi/mpi_front.h"
 #include "sched/sched.h"
 
@@ -71,30 +76,38 @@ static int nb_types(const char *fn, const char *arg, const MPI_Datatype *types, 
 #define C(c) ((MPI_Comm)(c))
 #define D(d) ((MPI_Datatype)(d))
 
-/* How a neighborhood collective runs: now (form NULL: the blocking call), or
- * as a schedule of the coll table's i-builder, started at once
- * (MPI_Ineighbor_*) or kept for MPI_Start (MPI_Neighbor_*_init). */
+/* How a neighborhood collective runs: now (KUMI_FORM_BLOCKING), or as a
+ * schedule of the coll table's i-builder, started at once (KUMI_FORM_NB,
+ * MPI_Ineighbor_*) or kept for MPI_Start (KUMI_FORM_INIT,
+ * MPI_Neighbor_*_init). */
 struct nb_form {
-    bool persistent;
+    enum kumi_form mode;
     MPI_Info info;
     MPI_Request *request;
 };
 
 #define NB_RUN(fld, ...)                                                                \
     do {                                                                                \
-        if (!form) return comm->coll.fld(__VA_ARGS__);                                  \
+        if (form->mode == KUMI_FORM_BLOCKING) {                                         \
+            int rc_;                                                                    \
+            KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
+            return rc_;                                                                 \
+        }                                                                               \
+        bool persistent_ = form->mode == KUMI_FORM_INIT;                                \
         struct kumi_sched *s_;                                                          \
-        TRY(kumi_sched_begin(comm, fn, form->persistent, form->info, form->request, &s_)); \
-        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), form->persistent, fn, \
+        TRY(kumi_sched_begin(comm, fn, persistent_, form->info, form->request, &s_));   \
+        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), persistent_, fn, \
                                 form->request);                                         \
     } while (0)
+
+#define NB_FN(fld) (form->mode != KUMI_FORM_BLOCKING ? (const void *)comm->coll.i##fld \
+                                                     : (const void *)comm->coll.fld)
 
 static int nb_allgather(const char *fn, const struct nb_form *form, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
                         void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0;
-    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_allgather
-                             : (const void *)comm->coll.neighbor_allgather, &nin, &nout));
+    TRY(nb_begin(fn, comm, NB_FN(neighbor_allgather), &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, nin > 0 && recvcount > 0 && recvtype->size > 0));
     NB_RUN(neighbor_allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
@@ -106,8 +119,7 @@ static int nb_allgatherv(const char *fn, const struct nb_form *form, const void 
                          struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, any;
-    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_allgatherv
-                             : (const void *)comm->coll.neighbor_allgatherv, &nin, &nout));
+    TRY(nb_begin(fn, comm, NB_FN(neighbor_allgatherv), &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_counts(fn, "recvcounts", recvcounts, nin, &any));
     if (nin > 0) TRY(need_ptr(fn, "displs", displs));
@@ -120,8 +132,7 @@ static int nb_alltoall(const char *fn, const struct nb_form *form, const void *s
                        void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0;
-    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoall
-                             : (const void *)comm->coll.neighbor_alltoall, &nin, &nout));
+    TRY(nb_begin(fn, comm, NB_FN(neighbor_alltoall), &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, nin > 0 && recvcount > 0 && recvtype->size > 0));
     NB_RUN(neighbor_alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
@@ -133,8 +144,7 @@ static int nb_alltoallv(const char *fn, const struct nb_form *form, const void *
                         const MPI_Aint rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, sany, rany;
-    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoallv
-                             : (const void *)comm->coll.neighbor_alltoallv, &nin, &nout));
+    TRY(nb_begin(fn, comm, NB_FN(neighbor_alltoallv), &nin, &nout));
     TRY(nb_counts(fn, "sendcounts", sendcounts, nout, &sany));
     if (nout > 0) TRY(need_ptr(fn, "sdispls", sdispls));
     TRY(nb_counts(fn, "recvcounts", recvcounts, nin, &rany));
@@ -151,8 +161,7 @@ static int nb_alltoallw(const char *fn, const struct nb_form *form, const void *
                         const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
     int nin = 0, nout = 0, sany, rany;
-    TRY(nb_begin(fn, comm, form ? (const void *)comm->coll.ineighbor_alltoallw
-                             : (const void *)comm->coll.neighbor_alltoallw, &nin, &nout));
+    TRY(nb_begin(fn, comm, NB_FN(neighbor_alltoallw), &nin, &nout));
     TRY(nb_counts(fn, "sendcounts", sendcounts, nout, &sany));
     if (nout > 0) TRY(need_ptr(fn, "sdispls", sdispls));
     TRY(nb_types(fn, "sendtypes", sendtypes, nout));
@@ -168,175 +177,89 @@ static int nb_alltoallw(const char *fn, const struct nb_form *form, const void *
                                          recvcounts, rdispls, recvtypes, C(comm));
 }
 
-/* The int arrays of the plain forms widened for the coll contract
- * (kumi_widen_*: on the stack for small neighbourhoods), then as above. */
-static int nbw_allgatherv(const char *fn, const struct nb_form *form, const void *sendbuf, MPI_Count sendcount,
-                          struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[],
-                          struct kumi_dt *recvtype, struct kumi_comm *comm)
+/* ------------------------------------------ the families (kumi_impl.h) */
+/* The arrays of the _c forms (large) go to the coll contract as they are;
+ * the int arrays of the plain forms are widened (kumi_widen_*: on the stack
+ * for small neighbourhoods). */
+static const MPI_Count *wide_counts(struct kumi_widen *w, const void *in, bool large, int n)
 {
+    return large ? (const MPI_Count *)in : kumi_widen_counts(w, in, n);
+}
+
+static const MPI_Aint *wide_displs(struct kumi_widen *w, const void *in, bool large, int n)
+{
+    return large ? (const MPI_Aint *)in : kumi_widen_displs(w, in, n);
+}
+
+int kumi_coll_neighbor_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request,
+                                 const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
+                                 void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype,
+                                 struct kumi_comm *comm)
+{
+    struct nb_form f = { mode, info, request };
+    return nb_allgather(fn, &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_coll_neighbor_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request,
+                                  bool large, const void *sendbuf, MPI_Count sendcount,
+                                  struct kumi_dt *sendtype, void *recvbuf, const void *recvcounts,
+                                  const void *displs, struct kumi_dt *recvtype, struct kumi_comm *comm)
+{
+    struct nb_form f = { mode, info, request };
     int nin = 0, nout = 0;
     struct kumi_widen w;
     TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
-    TRY(kumi_widen_begin(&w, fn, nin, 1, 1));
-    int rc = nb_allgatherv(fn, form, sendbuf, sendcount, sendtype, recvbuf,
-                           kumi_widen_counts(&w, recvcounts, nin), kumi_widen_displs(&w, displs, nin),
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : nin, 1, 1));
+    int rc = nb_allgatherv(fn, &f, sendbuf, sendcount, sendtype, recvbuf,
+                           wide_counts(&w, recvcounts, large, nin), wide_displs(&w, displs, large, nin),
                            recvtype, comm);
     kumi_widen_end(&w);
     return rc;
 }
 
-static int nbw_alltoallv(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[],
-                         const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[],
-                         const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
+int kumi_coll_neighbor_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request,
+                                const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype,
+                                void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype,
+                                struct kumi_comm *comm)
 {
+    struct nb_form f = { mode, info, request };
+    return nb_alltoall(fn, &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int kumi_coll_neighbor_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request,
+                                 bool large, const void *sendbuf, const void *sendcounts,
+                                 const void *sdispls, struct kumi_dt *sendtype, void *recvbuf,
+                                 const void *recvcounts, const void *rdispls, struct kumi_dt *recvtype,
+                                 struct kumi_comm *comm)
+{
+    struct nb_form f = { mode, info, request };
     int nin = 0, nout = 0;
     struct kumi_widen w;
     TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
-    TRY(kumi_widen_begin(&w, fn, nin > nout ? nin : nout, 2, 2));
-    const MPI_Count *sc = kumi_widen_counts(&w, sendcounts, nout);
-    const MPI_Aint *sd = kumi_widen_displs(&w, sdispls, nout);
-    const MPI_Count *rc_ = kumi_widen_counts(&w, recvcounts, nin);
-    const MPI_Aint *rd = kumi_widen_displs(&w, rdispls, nin);
-    int rc = nb_alltoallv(fn, form, sendbuf, sc, sd, sendtype, recvbuf, rc_, rd, recvtype, comm);
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : (nin > nout ? nin : nout), 2, 2));
+    const MPI_Count *sc = wide_counts(&w, sendcounts, large, nout);
+    const MPI_Aint *sd = wide_displs(&w, sdispls, large, nout);
+    const MPI_Count *rc_ = wide_counts(&w, recvcounts, large, nin);
+    const MPI_Aint *rd = wide_displs(&w, rdispls, large, nin);
+    int rc = nb_alltoallv(fn, &f, sendbuf, sc, sd, sendtype, recvbuf, rc_, rd, recvtype, comm);
     kumi_widen_end(&w);
     return rc;
 }
 
-static int nbw_alltoallw(const char *fn, const struct nb_form *form, const void *sendbuf, const int sendcounts[],
-                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
-                         const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
-                         struct kumi_comm *comm)
+int kumi_coll_neighbor_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request,
+                                 bool large, const void *sendbuf, const void *sendcounts,
+                                 const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                                 const void *recvcounts, const MPI_Aint rdispls[],
+                                 const MPI_Datatype recvtypes[], struct kumi_comm *comm)
 {
+    struct nb_form f = { mode, info, request };
     int nin = 0, nout = 0;
     struct kumi_widen w;
     TRY(kumi_topo_degrees(fn, comm, &nin, &nout));
-    TRY(kumi_widen_begin(&w, fn, nin > nout ? nin : nout, 2, 0));
-    const MPI_Count *sc = kumi_widen_counts(&w, sendcounts, nout);
-    const MPI_Count *rc_ = kumi_widen_counts(&w, recvcounts, nin);
-    int rc = nb_alltoallw(fn, form, sendbuf, sc, sdispls, sendtypes, recvbuf, rc_, rdispls, recvtypes, comm);
+    TRY(kumi_widen_begin(&w, fn, large ? 0 : (nin > nout ? nin : nout), 2, 0));
+    const MPI_Count *sc = wide_counts(&w, sendcounts, large, nout);
+    const MPI_Count *rc_ = wide_counts(&w, recvcounts, large, nin);
+    int rc = nb_alltoallw(fn, &f, sendbuf, sc, sdispls, sendtypes, recvbuf, rc_, rdispls, recvtypes, comm);
     kumi_widen_end(&w);
     return rc;
-}
-
-int kumi_mpi_neighbor_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nb_allgather("MPI_Neighbor_allgather", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                        recvtype, comm);
-}
-
-int kumi_mpi_neighbor_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nbw_allgatherv("MPI_Neighbor_allgatherv", NULL, sendbuf, sendcount, sendtype, recvbuf,
-                         recvcounts, displs, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nb_alltoall("MPI_Neighbor_alltoall", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                       recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nbw_alltoallv("MPI_Neighbor_alltoallv", NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                        recvcounts, rdispls, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
-{
-    return nbw_alltoallw("MPI_Neighbor_alltoallw", NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
-                        recvcounts, rdispls, recvtypes, comm);
-}
-
-/* ---- large-count forms: the coll contract takes MPI_Count / MPI_Aint
- * arrays, so they go to the component as they are. */
-int kumi_mpi_neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nb_allgather("MPI_Neighbor_allgather_c", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                        recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nb_alltoall("MPI_Neighbor_alltoall_c", NULL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                       recvtype, comm);
-}
-
-int kumi_mpi_neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nb_allgatherv("MPI_Neighbor_allgatherv_c", NULL, sendbuf, sendcount, sendtype, recvbuf,
-                         recvcounts, displs, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], struct kumi_dt *sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm)
-{
-    return nb_alltoallv("MPI_Neighbor_alltoallv_c", NULL, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                        recvcounts, rdispls, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm)
-{
-    return nb_alltoallw("MPI_Neighbor_alltoallw_c", NULL, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
-                        recvcounts, rdispls, recvtypes, comm);
-}
-
-/* ---- non-blocking (MPI_Ineighbor_*) and persistent (MPI_Neighbor_*_init) forms */
-int kumi_mpi_ineighbor_allgather(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nb_allgather("MPI_Ineighbor_allgather", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_allgather_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    struct nb_form f = { true, info, request };
-    return nb_allgather("MPI_Neighbor_allgather_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_ineighbor_allgatherv(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nbw_allgatherv("MPI_Ineighbor_allgatherv", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_allgatherv_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int displs[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    struct nb_form f = { true, info, request };
-    return nbw_allgatherv("MPI_Neighbor_allgatherv_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-}
-
-int kumi_mpi_ineighbor_alltoall(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nb_alltoall("MPI_Ineighbor_alltoall", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoall_init(const void *sendbuf, int sendcount, struct kumi_dt *sendtype, void *recvbuf, int recvcount, struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    struct nb_form f = { true, info, request };
-    return nb_alltoall("MPI_Neighbor_alltoall_init", &f, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int kumi_mpi_ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Request *request)
-{
-    struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nbw_alltoallv("MPI_Ineighbor_alltoallv", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-}
-
-int kumi_mpi_neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], struct kumi_dt *sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], struct kumi_dt *recvtype, struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    struct nb_form f = { true, info, request };
-    return nbw_alltoallv("MPI_Neighbor_alltoallv_init", &f, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-}
-
-int kumi_mpi_ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Request *request)
-{
-    struct nb_form f = { false, MPI_INFO_NULL, request };
-    return nbw_alltoallw("MPI_Ineighbor_alltoallw", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-}
-
-int kumi_mpi_neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], struct kumi_comm *comm, MPI_Info info, MPI_Request *request)
-{
-    struct nb_form f = { true, info, request };
-    return nbw_alltoallw("MPI_Neighbor_alltoallw_init", &f, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }

@@ -1073,6 +1073,17 @@ KUMI_EXPORT int kumi_coll_irecv(void *buf, size_t count, MPI_Datatype dt, int sr
 
 static int coll_done(void *arg) { return ((struct kumi_req *)arg)->complete; }
 
+/* Where a blocking collective keeps its first truncated receive (NULL: not
+ * inside one; kumi_coll_keep_trunc). */
+static _Thread_local int *trunc_slot;
+
+int *kumi_coll_keep_trunc(int *slot)
+{
+    int *prev = trunc_slot;
+    trunc_slot = slot;
+    return prev;
+}
+
 KUMI_EXPORT int kumi_coll_wait(kumi_coll_req *req)
 {
     struct kumi_req *r = *req;
@@ -1080,9 +1091,19 @@ KUMI_EXPORT int kumi_coll_wait(kumi_coll_req *req)
     if (!r) return MPI_SUCCESS;
     if (!r->complete) kumi_progress_wait(coll_done, r);
     rc = r->status.MPI_ERROR;
-    if (rc == MPI_ERR_TRUNCATE)
-        rc = kumi_error(MPI_ERR_TRUNCATE, "collective: message of %llu bytes truncated to %zu bytes",
-                        (unsigned long long)r->msglen, r->rx.cap);
+    if (rc == MPI_ERR_TRUNCATE) {
+        /* the message was consumed (its first bytes are in the buffer): the
+         * algorithm may go on; inside a blocking collective it does, and the
+         * error is reported when the collective returns */
+        if (!trunc_slot || *trunc_slot == MPI_SUCCESS)
+            rc = kumi_error(MPI_ERR_TRUNCATE, "collective: a message of %llu bytes from rank %d was truncated "
+                            "to %zu bytes (the ranks disagree on counts or datatypes)",
+                            (unsigned long long)r->msglen, r->status.MPI_SOURCE, r->rx.cap);
+        if (trunc_slot) {
+            if (*trunc_slot == MPI_SUCCESS) *trunc_slot = rc;
+            rc = MPI_SUCCESS;
+        }
+    }
     kumi_req_free(r);
     *req = NULL;
     return rc;

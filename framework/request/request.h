@@ -268,6 +268,15 @@ void kumi_progress_wait(int (*done)(void *), void *arg);
 /* ---- pt2pt.c ---- */
 void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
 
+/* ---- request.c: the collectives' point-to-point (kumi_coll_*) ---- */
+/* A blocking collective runs to its end through truncated receives (a rank
+ * that left early would leave its peers waiting forever): while slot is set,
+ * kumi_coll_wait (kumi/coll.h) reports a truncated receive as success and
+ * keeps the first one's error in *slot (which the caller sets to
+ * MPI_SUCCESS first); NULL: reported at once.  Returns the previous slot
+ * (restore it after the collective). */
+int *kumi_coll_keep_trunc(int *slot);
+
 /* ---- comm_agree.c: context-id agreement ---- */
 /* Context ids: allocate one (pair) agreed over parent, collectively. */
 int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);

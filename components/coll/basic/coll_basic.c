@@ -253,9 +253,11 @@ static int coll_basic_allgatherv_tag(const void *sbuf, MPI_Count scount, MPI_Dat
     MPI_Aint rext = coll_basic_ext(rdt);
     char *mine = coll_basic_at(rbuf, displs[rank], rext);
 
-    if (sbuf != MPI_IN_PLACE)
-        TRY(kumi_dt_copy(sbuf, (size_t)scount, sdt, mine, (size_t)rcounts[rank], rdt));
-    if (size == 1) return MPI_SUCCESS;
+    /* a failed copy of my block (truncated: the counts disagree) is reported
+     * at the end: the others still get a block and send theirs */
+    int rc0 = sbuf != MPI_IN_PLACE ? kumi_dt_copy(sbuf, (size_t)scount, sdt, mine, (size_t)rcounts[rank], rdt)
+                                   : MPI_SUCCESS;
+    if (size == 1) return rc0;
 
     kumi_coll_req *reqs = malloc(sizeof *reqs * 2 * (size_t)size);
     if (!reqs) return coll_basic_nomem("allgather");
@@ -273,7 +275,7 @@ static int coll_basic_allgatherv_tag(const void *sbuf, MPI_Count scount, MPI_Dat
     }
     int rc2 = n ? kumi_coll_waitall(n, reqs) : MPI_SUCCESS;
     free(reqs);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return rc != MPI_SUCCESS ? rc : rc2 != MPI_SUCCESS ? rc2 : rc0;
 }
 
 static int coll_basic_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf,

@@ -38,6 +38,8 @@ struct tuned_cx {
     struct kumi_sched *s;          /* NULL: run now (blocking collective) */
     int tag;                       /* blocking: the operation's tag */
     int err;
+    int kept;                      /* blocking: a local copy's truncation, reported at the end
+                                    * (the algorithm goes on: its peers wait for it) */
     size_t segsize;                /* pipelining segment (bytes); 0: no segmenting */
     /* blocking: requests of the current round, its sends (posted when the
      * round ends, after its receives), temporaries to free */

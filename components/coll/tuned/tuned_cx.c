@@ -127,7 +127,7 @@ int tuned_end(struct tuned_cx *cx)
     if (cx->mem != cx->membuf) free(cx->mem);
     cx->reqs = cx->reqbuf; cx->sends = cx->sendbuf; cx->cur = cx->curbuf; cx->mem = cx->membuf;
     cx->nmem = 0;
-    return cx->err;
+    return cx->err ? cx->err : cx->kept;
 }
 
 void tuned_send(struct tuned_cx *cx, const void *buf, size_t count, MPI_Datatype dt, int peer)
@@ -167,7 +167,11 @@ void tuned_copy(struct tuned_cx *cx, const void *src, size_t scount, MPI_Datatyp
     if (src == dst && sdt == ddt && scount == dcount) return;
     if (cx->s) { tuned_node(cx, kumi_sched_copy(cx->s, src, scount, sdt, dst, dcount, ddt)); return; }
     int rc = kumi_dt_copy(src, scount, sdt, dst, dcount, ddt);
-    if (rc) tuned_fail(cx, rc);
+    if (rc && scount * kumi_dt_size(sdt) > dcount * kumi_dt_size(ddt)) {
+        if (!cx->kept) cx->kept = rc;       /* truncated (the ranks disagree): go on */
+    } else if (rc) {
+        tuned_fail(cx, rc);
+    }
 }
 
 char *tuned_tmp(struct tuned_cx *cx, size_t count, MPI_Datatype dt)

@@ -223,7 +223,14 @@ KUMI_EXPORT int kumi_op_reduce(MPI_Op op, const void *in, void *inout, size_t co
 KUMI_EXPORT int kumi_op_commutative(MPI_Op op);
 
 /* Point-to-point in the communicator's collective context.  A request
- * completes through kumi_coll_wait / kumi_coll_waitall (which free it). */
+ * completes through kumi_coll_wait / kumi_coll_waitall (which free it).
+ * A receive of a message longer than its buffer (the ranks disagree on a
+ * count) is MPI_ERR_TRUNCATE; inside a blocking collective that the MPI
+ * front end called, kumi_coll_wait returns MPI_SUCCESS for it instead (the
+ * buffer holds what fit) and the front end reports the truncation when the
+ * collective returns: an algorithm runs to its end, and no peer waits
+ * forever for a message this rank owes it.  A component does the same with
+ * a truncating kumi_dt_copy of its own data (keep the error, go on). */
 typedef struct kumi_req *kumi_coll_req;
 KUMI_EXPORT int kumi_coll_isend(const void *buf, size_t count, MPI_Datatype dt, int dest, int tag,
                                 MPI_Comm comm, kumi_coll_req *req);
