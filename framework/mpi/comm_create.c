@@ -323,37 +323,52 @@ int kumi_comm_from_group(struct kumi_group *g, const char *stringtag, struct kum
 /* ------------------------------------------------------ split by type */
 #define SPLIT_STR 256
 
-/* color: the lowest comm rank whose string equals mine (s NULL: undefined).
- * Also *nparts = number of distinct defined strings, *maxpart = largest part. */
+/* color: the lowest world rank, among the processes of comm (both groups of
+ * an intercommunicator), whose string equals mine (s NULL: undefined), so
+ * that equal strings in the two groups of an intercommunicator get the same
+ * color.  Also *nparts = number of distinct defined strings, *maxpart =
+ * largest part (over both groups). */
 static int color_by_string(struct kumi_comm *comm, const char *s, int *color, int *nparts, int *maxpart)
 {
-    int n = comm->size;
+    struct kumi_comm *lc = comm->inter ? comm->local_comm : comm;
+    int nl = comm->size, nr = comm->inter ? comm->remote_size : 0, n = nl + nr;
     char mine[SPLIT_STR];
     memset(mine, 0, sizeof mine);
     if (s) snprintf(mine + 1, sizeof mine - 1, "%s", s), mine[0] = 1;
     char *all = malloc((size_t)n * SPLIT_STR);
-    if (!all) return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_split_type: out of memory");
-    int rc = comm->coll.allgather(mine, SPLIT_STR, MPI_CHAR, all, SPLIT_STR, MPI_CHAR, (MPI_Comm)comm);
-    if (rc) { free(all); return rc; }
+    int *world = malloc(sizeof(int) * (size_t)n);
+    if (!all || !world) {
+        free(all); free(world);
+        return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_split_type: out of memory");
+    }
+    int rc = lc->coll.allgather(mine, SPLIT_STR, MPI_CHAR, all, SPLIT_STR, MPI_CHAR, (MPI_Comm)lc);
+    if (!rc && nr)      /* an intercommunicator's allgather brings the remote group's */
+        rc = comm->coll.allgather(mine, SPLIT_STR, MPI_CHAR, all + (size_t)nl * SPLIT_STR, SPLIT_STR, MPI_CHAR,
+                                  (MPI_Comm)comm);
+    if (rc) { free(all); free(world); return rc; }
+    for (int r = 0; r < nl; r++) world[r] = kumi_comm_world_rank(comm, r);
+    for (int r = 0; r < nr; r++) world[nl + r] = comm->remote_world[r];
     *color = MPI_UNDEFINED;
     *nparts = 0;
     *maxpart = 0;
     for (int r = 0; r < n; r++) {
         const char *e = all + (size_t)r * SPLIT_STR;
         if (!e[0]) continue;
-        int first = r, cnt = 0;
+        int first = r, low = world[r], cnt = 0;
         for (int q = 0; q < n; q++) {
             const char *f = all + (size_t)q * SPLIT_STR;
             if (f[0] && !strcmp(f + 1, e + 1)) {
                 if (q < first) first = q;
+                if (world[q] < low) low = world[q];
                 cnt++;
             }
         }
         if (first == r) (*nparts)++;
         if (cnt > *maxpart) *maxpart = cnt;
-        if (r == comm->rank) *color = first;
+        if (r == comm->rank) *color = low;
     }
     free(all);
+    free(world);
     return MPI_SUCCESS;
 }
 
@@ -429,15 +444,24 @@ int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MP
     static const char *const unguided[] = {
         "mpi_shared_memory", "Package", "NUMANode", "L3Cache", "L2Cache", "L1Cache", "Core", "PU" };
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
-    if (comm->inter) return kumi_error(MPI_ERR_COMM, "%s: intercommunicators are not supported here yet", fn);
     struct kumi_info *inf;
     int rc = kumi_comm_info_arg(info, &inf, fn);
     if (rc) return rc;
     char buf[SPLIT_STR - 1];
-    int color, nparts, maxpart;
-    /* ranks passing MPI_UNDEFINED take part in the exchanges of the others' type */
+    int color, nparts, maxpart, total = comm->size + (comm->inter ? comm->remote_size : 0);
+    /* ranks passing MPI_UNDEFINED take part in the exchanges of the others' type
+     * (an intercommunicator: of both groups; each group is split as by
+     * MPI_Comm_split, the parts of the same type in the two groups joined) */
     int undef = split_type == MPI_UNDEFINED, type_all = split_type;
-    rc = comm->coll.allreduce(&split_type, &type_all, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
+    if (comm->inter) {
+        int type_remote = split_type;
+        rc = comm->local_comm->coll.allreduce(&split_type, &type_all, 1, MPI_INT, MPI_MAX,
+                                              (MPI_Comm)comm->local_comm);
+        if (!rc) rc = comm->coll.allreduce(&split_type, &type_remote, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
+        if (type_remote > type_all) type_all = type_remote;
+    } else {
+        rc = comm->coll.allreduce(&split_type, &type_all, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
+    }
     if (rc) return rc;
     switch (type_all) {
     case MPI_UNDEFINED:
@@ -457,7 +481,7 @@ int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MP
             rc = color_by_string(comm, undef ? NULL : level_string(unguided[l], buf, sizeof buf), &color, &nparts,
                                  &maxpart);
             if (rc) return rc;
-            if (nparts > 0 && maxpart < comm->size) return split_with_info(comm, color, key, unguided[l], newcomm);
+            if (nparts > 0 && maxpart < total) return split_with_info(comm, color, key, unguided[l], newcomm);
         }
         return kumi_mpi_comm_split(comm, MPI_UNDEFINED, key, newcomm);
     default:
