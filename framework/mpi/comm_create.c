@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #ifdef KUMI_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -372,14 +373,25 @@ static int color_by_string(struct kumi_comm *comm, const char *s, int *color, in
     return MPI_SUCCESS;
 }
 
+/* Hardware resource types (MPI 4.1 sec. 7.4.2 and 11.x): the hwloc object
+ * types Kumi splits by, outermost first.  MPI_Get_hw_resource_info names
+ * them in URI form ("hwloc://Package"), and mpi_hw_resource_type takes that
+ * form or the bare hwloc name; "mpi_shared_memory" is the standard's. */
+static const char *const hw_types[] = { "Package", "NUMANode", "L3Cache", "L2Cache", "L1Cache", "Core", "PU" };
+#define NHW_TYPES ((int)(sizeof hw_types / sizeof *hw_types))
+#define HW_URI "hwloc://"
+
+/* The hwloc type name of a mpi_hw_resource_type value (its URI form stripped). */
+static const char *hw_type_name(const char *v)
+{
+    return v && !strncasecmp(v, HW_URI, strlen(HW_URI)) ? v + strlen(HW_URI) : v;
+}
+
 #ifdef KUMI_HAVE_HWLOC
 static hwloc_topology_t topo;
 static int topo_state;                          /* 0 not tried, 1 loaded, -1 failed */
 
-/* "host/type#index" of the object of hwloc type name that contains this
- * process's binding into buf; 0 if there is none (unknown type, or the
- * binding spans several such objects). */
-static int hw_where(const char *type, char *buf, size_t len)
+static int topo_load(void)
 {
     if (topo_state == 0) {
         topo_state = -1;
@@ -388,11 +400,26 @@ static int hw_where(const char *type, char *buf, size_t len)
             else hwloc_topology_destroy(topo);
         }
     }
-    if (topo_state != 1) return 0;
+    return topo_state == 1;
+}
+
+/* Whether this machine has hwloc objects of type name (at *depth: NUMA
+ * nodes have a special, negative one). */
+static bool hw_depth(const char *type, int *depth)
+{
     hwloc_obj_type_t t;
-    if (hwloc_type_sscanf(type, &t, NULL, 0) != 0) return 0;
-    int depth = hwloc_get_type_depth(topo, t);
-    if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE) return 0;
+    if (!topo_load() || hwloc_type_sscanf(type, &t, NULL, 0) != 0) return false;
+    *depth = hwloc_get_type_depth(topo, t);
+    return *depth != HWLOC_TYPE_DEPTH_UNKNOWN && *depth != HWLOC_TYPE_DEPTH_MULTIPLE;
+}
+
+/* "host/type#index" of the object of hwloc type name that contains this
+ * process's binding into buf; 0 if there is none (unknown type, or the
+ * binding spans several such objects). */
+static int hw_where(const char *type, char *buf, size_t len)
+{
+    int depth;
+    if (!hw_depth(type, &depth)) return 0;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set) return 0;
     int found = 0;
@@ -411,12 +438,44 @@ static int hw_where(const char *type, char *buf, size_t len)
     return found;
 }
 #else
+static bool hw_depth(const char *type, int *depth)
+{
+    (void)type; (void)depth;
+    return false;
+}
+
 static int hw_where(const char *type, char *buf, size_t len)
 {
     (void)type; (void)buf; (void)len;
     return 0;
 }
 #endif
+
+/* MPI 4.1 MPI_Get_hw_resource_info: for each hardware resource type of this
+ * machine, a key in URI form whose value says whether the calling process is
+ * restricted (bound) to a single instance of it at the moment of the call:
+ * "hwloc://Core" "true" for a process bound to one core. */
+int kumi_mpi_get_hw_resource_info(MPI_Info *hw_info)
+{
+    static const char fn[] = "MPI_Get_hw_resource_info";
+    if (!hw_info) return kumi_error(MPI_ERR_ARG, "%s: argument hw_info is NULL", fn);
+    struct kumi_info *i = kumi_info_dup(NULL);
+    if (!i) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    int rc = MPI_SUCCESS;
+    for (int t = 0; t < NHW_TYPES && !rc; t++) {
+        int depth;
+        if (!hw_depth(hw_types[t], &depth)) continue;
+        char key[64], where[SPLIT_STR];
+        snprintf(key, sizeof key, HW_URI "%s", hw_types[t]);
+        rc = kumi_info_set_value(i, key, hw_where(hw_types[t], where, sizeof where) ? "true" : "false");
+    }
+    if (rc) {
+        kumi_info_release(i);
+        return rc;
+    }
+    *hw_info = kumi_info_handle(i);
+    return MPI_SUCCESS;
+}
 
 /* Where this process is at level type ("mpi_shared_memory": the host). */
 static const char *level_string(const char *type, char *buf, size_t len)
@@ -425,7 +484,7 @@ static const char *level_string(const char *type, char *buf, size_t len)
         snprintf(buf, len, "%s", kumi_hostname());
         return buf;
     }
-    return hw_where(type, buf, len) ? buf : NULL;
+    return hw_where(hw_type_name(type), buf, len) ? buf : NULL;
 }
 
 static int split_with_info(struct kumi_comm *comm, int color, int key, const char *level, MPI_Comm *newcomm)
@@ -441,8 +500,9 @@ static int split_with_info(struct kumi_comm *comm, int color, int key, const cha
 int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
 {
     static const char fn[] = "MPI_Comm_split_type";
-    static const char *const unguided[] = {
-        "mpi_shared_memory", "Package", "NUMANode", "L3Cache", "L2Cache", "L1Cache", "Core", "PU" };
+    static const char *const unguided[] = {     /* mpi_shared_memory, then hw_types in URI form */
+        "mpi_shared_memory", HW_URI "Package", HW_URI "NUMANode", HW_URI "L3Cache", HW_URI "L2Cache",
+        HW_URI "L1Cache", HW_URI "Core", HW_URI "PU" };
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
     struct kumi_info *inf;
     int rc = kumi_comm_info_arg(info, &inf, fn);
