@@ -415,7 +415,7 @@ static inline struct kumi_session *kumi_session_get(MPI_Session h) { return kumi
  * MPI_Finalize (the generated state check must allow them). */
 extern int kumi_sessions_active;
 int kumi_runtime_acquire(void);
-int kumi_runtime_release(int barrier);   /* barrier: synchronise the job first if this stops it */
+int kumi_runtime_release(int session);   /* session: by MPI_Session_finalize (mpi/session.c) */
 int kumi_runtime_start(void);
 void kumi_runtime_stop(void);
 /* Communicator over group g (this process a member), collective over g only
