@@ -552,22 +552,15 @@ int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MP
 }
 
 
-/* Intercommunicators are duplicated inside the call (blocking): the request is complete at once. */
+/* Non-blocking on intercommunicators too: request/comm_agree.c agrees over
+ * both groups, kumi_intercomm_dup_finish builds the duplicate. */
 static int comm_idup(struct kumi_comm *comm, struct kumi_info *info, bool use_comm_info, MPI_Comm *newcomm,
                      MPI_Request *request, const char *fn)
 {
     if (!request) return kumi_error(MPI_ERR_ARG, "%s: argument request is NULL", fn);
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
     struct kumi_info *hints = use_comm_info ? comm->info : info;
-    if (!comm->inter) return kumi_comm_idup_start(comm, hints, newcomm, request, fn);
-    int rc = kumi_intercomm_dup(comm, hints, newcomm, fn);
-    if (rc) return rc;
-    struct kumi_req *r = kumi_req_new(KUMI_REQ_IDUP, comm, comm->ctx, fn, true);
-    if (!r) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
-    r->pending = 0;
-    kumi_req_check_complete(r);
-    *request = (MPI_Request)r;
-    return MPI_SUCCESS;
+    return kumi_comm_idup_start(comm, hints, newcomm, request, fn, kumi_intercomm_dup_finish);
 }
 
 int kumi_mpi_comm_idup(struct kumi_comm *comm, MPI_Comm *newcomm, MPI_Request *request)
