@@ -233,6 +233,7 @@ struct kumi_dt_seg { MPI_Aint off; size_t len; size_t count; MPI_Aint stride; };
 struct kumi_dt_run { uint32_t leaf; uint32_t esize; size_t n; };
 
 static inline struct kumi_dt *kumi_dt_get(MPI_Datatype h) { return kumi_handle_obj(h, KUMI_MAGIC_DT); }
+size_t kumi_dt_predefined_size(MPI_Datatype h);   /* from the table, also before MPI_Init; 0: none */
 
 /* Pack count elements of dt from buf into out (contiguous, size*count bytes),
  * and the reverse.  Predefined and contiguous types are a memcpy. */
@@ -442,7 +443,7 @@ static inline struct kumi_session *kumi_session_get(MPI_Session h) { return kumi
  * MPI_Finalize (the generated state check must allow them). */
 extern int kumi_sessions_active;
 int kumi_runtime_acquire(void);
-int kumi_runtime_release(int barrier);   /* barrier: synchronise the job first if this stops it */
+int kumi_runtime_release(int session);   /* session: by MPI_Session_finalize (mpi/session.c) */
 int kumi_runtime_start(void);
 void kumi_runtime_stop(void);
 /* Communicator over group g (this process a member), collective over g only

@@ -296,6 +296,14 @@ static struct kumi_dt *dt_or_die(MPI_Datatype h)
 }
 
 size_t kumi_dt_size(MPI_Datatype dt) { return dt_or_die(dt)->size; }
+
+/* Size of predefined datatype h from the table (also before MPI_Init), 0 if none. */
+size_t kumi_dt_predefined_size(MPI_Datatype h)
+{
+    for (size_t i = 0; i < NPREDEF; i++)
+        if (predefs[i].h == h) return predefs[i].size;
+    return 0;
+}
 int kumi_dt_contiguous(MPI_Datatype dt) { return dt_or_die(dt)->contig; }
 
 void kumi_dt_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent)

@@ -10,6 +10,8 @@
  * KUMI_ERR_USER_BASE + i, i an index in a table that remembers, for each,
  * its class and its string; they lie above MPI_ERR_LASTCODE and above every
  * ring code, and the attribute MPI_LASTUSEDCODE is the largest one given out.
+ * The numbers of removed ones (MPI 5.0 MPI_Remove_error_class/code) are given
+ * out again, and a class counts its codes, so no call scans the table.
  *
  * Error handlers have a kind of object (comm, win, file, session) for the
  * user's ones; the predefined ones fit every kind.  An error that belongs to
@@ -116,10 +118,15 @@ struct uerr {
     int cls;                /* the class of a code; a class: itself */
     bool is_class;
     bool live;              /* not removed */
+    int ncodes;             /* a class: its live codes (MPI_Remove_error_class) */
     char *str;              /* MPI_Add_error_string, or NULL */
 };
 static struct uerr *uerr;
 static int n_uerr, cap_uerr;
+/* Indices of removed entries, reused (last removed first) by the next
+ * MPI_Add_error_class / _code: a program that adds and removes in a loop
+ * keeps its numbers in a small range. */
+static int *free_uerr, n_free_uerr, cap_free_uerr;
 /* Value of the MPI_LASTUSEDCODE attribute (framework/core/attr.c points at it). */
 int kumi_err_lastusedcode = MPI_ERR_LASTCODE;
 
@@ -132,18 +139,41 @@ static struct uerr *user_entry(int code)
 
 static int user_new(int cls, bool is_class, int *value)
 {
-    if (n_uerr == cap_uerr) {
-        int n = cap_uerr ? 2 * cap_uerr : 16;
-        struct uerr *u = realloc(uerr, sizeof *u * (size_t)n);
-        if (!u) return 0;
-        uerr = u;
-        cap_uerr = n;
+    int i;
+    if (n_free_uerr > 0) {
+        i = free_uerr[--n_free_uerr];
+    } else {
+        if (n_uerr == cap_uerr) {
+            int n = cap_uerr ? 2 * cap_uerr : 16;
+            struct uerr *u = realloc(uerr, sizeof *u * (size_t)n);
+            if (!u) return 0;
+            uerr = u;
+            cap_uerr = n;
+        }
+        if (n_uerr + 1 > cap_free_uerr) {       /* room to free every entry: removal never fails */
+            int *f = realloc(free_uerr, sizeof *f * (size_t)cap_uerr);
+            if (!f) return 0;
+            free_uerr = f;
+            cap_free_uerr = cap_uerr;
+        }
+        i = n_uerr++;
     }
-    int v = KUMI_ERR_USER_BASE + n_uerr;
-    uerr[n_uerr++] = (struct uerr){ .cls = is_class ? v : cls, .is_class = is_class, .live = true };
+    int v = KUMI_ERR_USER_BASE + i;
+    uerr[i] = (struct uerr){ .cls = is_class ? v : cls, .is_class = is_class, .live = true };
+    if (!is_class && cls >= KUMI_ERR_USER_BASE) uerr[cls - KUMI_ERR_USER_BASE].ncodes++;
     if (v > kumi_err_lastusedcode) kumi_err_lastusedcode = v;
     *value = v;
     return 1;
+}
+
+/* Removes a live entry (its number may be given out again). */
+static void user_remove(struct uerr *u)
+{
+    if (!u->is_class && u->cls >= KUMI_ERR_USER_BASE) uerr[u->cls - KUMI_ERR_USER_BASE].ncodes--;
+    free(u->str);
+    u->str = NULL;
+    u->live = false;
+    free_uerr[n_free_uerr++] = (int)(u - uerr);
 }
 
 int kumi_error(int cls, const char *fmt, ...)
@@ -434,13 +464,11 @@ int kumi_mpi_remove_error_class(int errorclass)
     if (!u || !u->is_class)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_class: argument errorclass %d is not a "
                                                 "user-defined error class", errorclass));
-    for (int i = 0; i < n_uerr; i++)
-        if (uerr[i].live && !uerr[i].is_class && uerr[i].cls == errorclass)
-            return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_class: error class %d still has "
-                                                    "error code %d", errorclass, KUMI_ERR_USER_BASE + i));
-    free(u->str);
-    u->str = NULL;
-    u->live = false;
+    if (u->ncodes > 0)
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_class: error class %d still has %d "
+                                                "error code%s (remove them first with MPI_Remove_error_code)",
+                                                errorclass, u->ncodes, u->ncodes == 1 ? "" : "s"));
+    user_remove(u);
     return MPI_SUCCESS;
 }
 
@@ -450,9 +478,7 @@ int kumi_mpi_remove_error_code(int errorcode)
     if (!u || u->is_class)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Remove_error_code: argument errorcode %d is not a "
                                                 "user-defined error code", errorcode));
-    free(u->str);
-    u->str = NULL;
-    u->live = false;
+    user_remove(u);
     return MPI_SUCCESS;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #ifdef KUMI_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -329,48 +330,74 @@ int kumi_comm_from_group(struct kumi_group *g, const char *stringtag, struct kum
 /* ------------------------------------------------------ split by type */
 #define SPLIT_STR 256
 
-/* color: the lowest comm rank whose string equals mine (s NULL: undefined).
- * Also *nparts = number of distinct defined strings, *maxpart = largest part. */
+/* color: the lowest world rank, among the processes of comm (both groups of
+ * an intercommunicator), whose string equals mine (s NULL: undefined), so
+ * that equal strings in the two groups of an intercommunicator get the same
+ * color.  Also *nparts = number of distinct defined strings, *maxpart =
+ * largest part (over both groups). */
 static int color_by_string(struct kumi_comm *comm, const char *s, int *color, int *nparts, int *maxpart)
 {
-    int n = comm->size;
+    struct kumi_comm *lc = comm->inter ? comm->local_comm : comm;
+    int nl = comm->size, nr = comm->inter ? comm->remote_size : 0, n = nl + nr;
     char mine[SPLIT_STR];
     memset(mine, 0, sizeof mine);
     if (s) snprintf(mine + 1, sizeof mine - 1, "%s", s), mine[0] = 1;
     char *all = malloc((size_t)n * SPLIT_STR);
-    if (!all) return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_split_type: out of memory");
-    int rc = comm->coll.allgather(mine, SPLIT_STR, MPI_CHAR, all, SPLIT_STR, MPI_CHAR, (MPI_Comm)comm);
-    if (rc) { free(all); return rc; }
+    int *world = malloc(sizeof(int) * (size_t)n);
+    if (!all || !world) {
+        free(all); free(world);
+        return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_split_type: out of memory");
+    }
+    int rc = lc->coll.allgather(mine, SPLIT_STR, MPI_CHAR, all, SPLIT_STR, MPI_CHAR, (MPI_Comm)lc);
+    if (!rc && nr)      /* an intercommunicator's allgather brings the remote group's */
+        rc = comm->coll.allgather(mine, SPLIT_STR, MPI_CHAR, all + (size_t)nl * SPLIT_STR, SPLIT_STR, MPI_CHAR,
+                                  (MPI_Comm)comm);
+    if (rc) { free(all); free(world); return rc; }
+    for (int r = 0; r < nl; r++) world[r] = kumi_comm_world_rank(comm, r);
+    for (int r = 0; r < nr; r++) world[nl + r] = comm->remote_world[r];
     *color = MPI_UNDEFINED;
     *nparts = 0;
     *maxpart = 0;
     for (int r = 0; r < n; r++) {
         const char *e = all + (size_t)r * SPLIT_STR;
         if (!e[0]) continue;
-        int first = r, cnt = 0;
+        int first = r, low = world[r], cnt = 0;
         for (int q = 0; q < n; q++) {
             const char *f = all + (size_t)q * SPLIT_STR;
             if (f[0] && !strcmp(f + 1, e + 1)) {
                 if (q < first) first = q;
+                if (world[q] < low) low = world[q];
                 cnt++;
             }
         }
         if (first == r) (*nparts)++;
         if (cnt > *maxpart) *maxpart = cnt;
-        if (r == comm->rank) *color = first;
+        if (r == comm->rank) *color = low;
     }
     free(all);
+    free(world);
     return MPI_SUCCESS;
+}
+
+/* Hardware resource types (MPI 4.1 sec. 7.4.2 and 11.x): the hwloc object
+ * types Kumi splits by, outermost first.  MPI_Get_hw_resource_info names
+ * them in URI form ("hwloc://Package"), and mpi_hw_resource_type takes that
+ * form or the bare hwloc name; "mpi_shared_memory" is the standard's. */
+static const char *const hw_types[] = { "Package", "NUMANode", "L3Cache", "L2Cache", "L1Cache", "Core", "PU" };
+#define NHW_TYPES ((int)(sizeof hw_types / sizeof *hw_types))
+#define HW_URI "hwloc://"
+
+/* The hwloc type name of a mpi_hw_resource_type value (its URI form stripped). */
+static const char *hw_type_name(const char *v)
+{
+    return v && !strncasecmp(v, HW_URI, strlen(HW_URI)) ? v + strlen(HW_URI) : v;
 }
 
 #ifdef KUMI_HAVE_HWLOC
 static hwloc_topology_t topo;
 static int topo_state;                          /* 0 not tried, 1 loaded, -1 failed */
 
-/* "host/type#index" of the object of hwloc type name that contains this
- * process's binding into buf; 0 if there is none (unknown type, or the
- * binding spans several such objects). */
-static int hw_where(const char *type, char *buf, size_t len)
+static int topo_load(void)
 {
     if (topo_state == 0) {
         topo_state = -1;
@@ -379,11 +406,26 @@ static int hw_where(const char *type, char *buf, size_t len)
             else hwloc_topology_destroy(topo);
         }
     }
-    if (topo_state != 1) return 0;
+    return topo_state == 1;
+}
+
+/* Whether this machine has hwloc objects of type name (at *depth: NUMA
+ * nodes have a special, negative one). */
+static bool hw_depth(const char *type, int *depth)
+{
     hwloc_obj_type_t t;
-    if (hwloc_type_sscanf(type, &t, NULL, 0) != 0) return 0;
-    int depth = hwloc_get_type_depth(topo, t);
-    if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE) return 0;
+    if (!topo_load() || hwloc_type_sscanf(type, &t, NULL, 0) != 0) return false;
+    *depth = hwloc_get_type_depth(topo, t);
+    return *depth != HWLOC_TYPE_DEPTH_UNKNOWN && *depth != HWLOC_TYPE_DEPTH_MULTIPLE;
+}
+
+/* "host/type#index" of the object of hwloc type name that contains this
+ * process's binding into buf; 0 if there is none (unknown type, or the
+ * binding spans several such objects). */
+static int hw_where(const char *type, char *buf, size_t len)
+{
+    int depth;
+    if (!hw_depth(type, &depth)) return 0;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set) return 0;
     int found = 0;
@@ -402,12 +444,44 @@ static int hw_where(const char *type, char *buf, size_t len)
     return found;
 }
 #else
+static bool hw_depth(const char *type, int *depth)
+{
+    (void)type; (void)depth;
+    return false;
+}
+
 static int hw_where(const char *type, char *buf, size_t len)
 {
     (void)type; (void)buf; (void)len;
     return 0;
 }
 #endif
+
+/* MPI 4.1 MPI_Get_hw_resource_info: for each hardware resource type of this
+ * machine, a key in URI form whose value says whether the calling process is
+ * restricted (bound) to a single instance of it at the moment of the call:
+ * "hwloc://Core" "true" for a process bound to one core. */
+int kumi_mpi_get_hw_resource_info(MPI_Info *hw_info)
+{
+    static const char fn[] = "MPI_Get_hw_resource_info";
+    if (!hw_info) return kumi_error(MPI_ERR_ARG, "%s: argument hw_info is NULL", fn);
+    struct kumi_info *i = kumi_info_dup(NULL);
+    if (!i) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    int rc = MPI_SUCCESS;
+    for (int t = 0; t < NHW_TYPES && !rc; t++) {
+        int depth;
+        if (!hw_depth(hw_types[t], &depth)) continue;
+        char key[64], where[SPLIT_STR];
+        snprintf(key, sizeof key, HW_URI "%s", hw_types[t]);
+        rc = kumi_info_set_value(i, key, hw_where(hw_types[t], where, sizeof where) ? "true" : "false");
+    }
+    if (rc) {
+        kumi_info_release(i);
+        return rc;
+    }
+    *hw_info = kumi_info_handle(i);
+    return MPI_SUCCESS;
+}
 
 /* Where this process is at level type ("mpi_shared_memory": the host). */
 static const char *level_string(const char *type, char *buf, size_t len)
@@ -416,7 +490,7 @@ static const char *level_string(const char *type, char *buf, size_t len)
         snprintf(buf, len, "%s", kumi_hostname());
         return buf;
     }
-    return hw_where(type, buf, len) ? buf : NULL;
+    return hw_where(hw_type_name(type), buf, len) ? buf : NULL;
 }
 
 static int split_with_info(struct kumi_comm *comm, int color, int key, const char *level, MPI_Comm *newcomm)
@@ -432,18 +506,28 @@ static int split_with_info(struct kumi_comm *comm, int color, int key, const cha
 int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
 {
     static const char fn[] = "MPI_Comm_split_type";
-    static const char *const unguided[] = {
-        "mpi_shared_memory", "Package", "NUMANode", "L3Cache", "L2Cache", "L1Cache", "Core", "PU" };
+    static const char *const unguided[] = {     /* mpi_shared_memory, then hw_types in URI form */
+        "mpi_shared_memory", HW_URI "Package", HW_URI "NUMANode", HW_URI "L3Cache", HW_URI "L2Cache",
+        HW_URI "L1Cache", HW_URI "Core", HW_URI "PU" };
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
-    if (comm->inter) return kumi_error(MPI_ERR_COMM, "%s: intercommunicators are not supported here yet", fn);
     struct kumi_info *inf;
     int rc = kumi_comm_info_arg(info, &inf, fn);
     if (rc) return rc;
     char buf[SPLIT_STR - 1];
-    int color, nparts, maxpart;
-    /* ranks passing MPI_UNDEFINED take part in the exchanges of the others' type */
+    int color, nparts, maxpart, total = comm->size + (comm->inter ? comm->remote_size : 0);
+    /* ranks passing MPI_UNDEFINED take part in the exchanges of the others' type
+     * (an intercommunicator: of both groups; each group is split as by
+     * MPI_Comm_split, the parts of the same type in the two groups joined) */
     int undef = split_type == MPI_UNDEFINED, type_all = split_type;
-    rc = comm->coll.allreduce(&split_type, &type_all, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
+    if (comm->inter) {
+        int type_remote = split_type;
+        rc = comm->local_comm->coll.allreduce(&split_type, &type_all, 1, MPI_INT, MPI_MAX,
+                                              (MPI_Comm)comm->local_comm);
+        if (!rc) rc = comm->coll.allreduce(&split_type, &type_remote, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
+        if (type_remote > type_all) type_all = type_remote;
+    } else {
+        rc = comm->coll.allreduce(&split_type, &type_all, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
+    }
     if (rc) return rc;
     switch (type_all) {
     case MPI_UNDEFINED:
@@ -463,7 +547,7 @@ int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MP
             rc = color_by_string(comm, undef ? NULL : level_string(unguided[l], buf, sizeof buf), &color, &nparts,
                                  &maxpart);
             if (rc) return rc;
-            if (nparts > 0 && maxpart < comm->size) return split_with_info(comm, color, key, unguided[l], newcomm);
+            if (nparts > 0 && maxpart < total) return split_with_info(comm, color, key, unguided[l], newcomm);
         }
         return kumi_mpi_comm_split(comm, MPI_UNDEFINED, key, newcomm);
     default:
@@ -474,22 +558,15 @@ int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MP
 }
 
 
-/* Intercommunicators are duplicated inside the call (blocking): the request is complete at once. */
+/* Non-blocking on intercommunicators too: request/comm_agree.c agrees over
+ * both groups, kumi_intercomm_dup_finish builds the duplicate. */
 static int comm_idup(struct kumi_comm *comm, struct kumi_info *info, bool use_comm_info, MPI_Comm *newcomm,
                      MPI_Request *request, const char *fn)
 {
     if (!request) return kumi_error(MPI_ERR_ARG, "%s: argument request is NULL", fn);
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
     struct kumi_info *hints = use_comm_info ? comm->info : info;
-    if (!comm->inter) return kumi_comm_idup_start(comm, hints, newcomm, request, fn);
-    int rc = kumi_intercomm_dup(comm, hints, newcomm, fn);
-    if (rc) return rc;
-    struct kumi_req *r = kumi_req_new(KUMI_REQ_IDUP, comm, comm->ctx, fn, true);
-    if (!r) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
-    r->pending = 0;
-    kumi_req_check_complete(r);
-    *request = (MPI_Request)r;
-    return MPI_SUCCESS;
+    return kumi_comm_idup_start(comm, hints, newcomm, request, fn, kumi_intercomm_dup_finish);
 }
 
 int kumi_mpi_comm_idup(struct kumi_comm *comm, MPI_Comm *newcomm, MPI_Request *request)

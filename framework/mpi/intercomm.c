@@ -443,6 +443,37 @@ int kumi_intercomm_dup(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm 
     return MPI_SUCCESS;
 }
 
+/* MPI_Comm_idup of an intercommunicator, once request/comm_agree.c's
+ * agreement (over both groups, without blocking) gave the context pairs of
+ * the duplicate (ctx) and of its local intracommunicator (lctx). */
+int kumi_intercomm_dup_finish(struct kumi_comm *ic, int32_t ctx, int32_t lctx, struct kumi_info *info,
+                              MPI_Comm *newcomm, const char *fn)
+{
+    int *lw = world_of(ic), *rw = malloc(sizeof(int) * (size_t)ic->remote_size);
+    if (!lw || !rw) {
+        free(lw); free(rw);
+        kumi_ctx_free(ctx);
+        kumi_ctx_free(lctx);
+        if (info) kumi_info_release(info);
+        return nomem(fn);
+    }
+    memcpy(rw, ic->remote_world, sizeof(int) * (size_t)ic->remote_size);
+    struct kumi_comm *c;
+    int rc = ic_make(ic->rank, ic->size, lw, ic->remote_size, rw, ctx, lctx, ic, fn, &c);
+    if (rc) {
+        if (info) kumi_info_release(info);
+        return rc;
+    }
+    c->info = info;
+    rc = kumi_attr_comm_dup(ic, c);     /* copy callbacks */
+    if (rc) {
+        kumi_comm_release(c);
+        return rc;
+    }
+    *newcomm = c->handle;
+    return MPI_SUCCESS;
+}
+
 struct ic_entry { int key, rank; };
 
 static int ic_entry_cmp(const void *a, const void *b)

@@ -58,6 +58,8 @@ void kumi_coll_register_params(void);
 /* (mpi/intercomm.c) What comm_create.c calls for c->inter. */
 /* MPI_Comm_dup(_with_info) / idup: info = the new communicator's hints (copied; NULL: none). */
 int kumi_intercomm_dup(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, const char *fn);
+int kumi_intercomm_dup_finish(struct kumi_comm *ic, int32_t ctx, int32_t lctx, struct kumi_info *info,
+                              MPI_Comm *newcomm, const char *fn);
 int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *newcomm);
 /* MPI_Comm_create on an intercommunicator (group: a subgroup of the local group). */
 int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *group, MPI_Comm *newcomm);

@@ -760,6 +760,128 @@ int kumi_mpi_request_get_status(MPI_Request request, int *flag, MPI_Status *stat
     return MPI_SUCCESS;
 }
 
+/* ------------------------------------------ MPI 4.1: status of several requests */
+/* MPI_Request_get_status_all / _any / _some: as MPI_Testall / _any / _some,
+ * but no request is freed or made inactive (MPI 4.1 sec. 3.7.6); statuses
+ * and errors follow the rules of the multiple completion calls. */
+
+/* Status and error code of complete request r, leaving it as it is. */
+static int peek(struct kumi_req *r, MPI_Status *st, const char *fn)
+{
+    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+    if (ops && ops->query) {            /* e.g. generalized: query_fn, the request stays */
+        MPI_Status full;
+        int qc = ops->query(r, &full);
+        status_out(st, &full);
+        return qc;
+    }
+    status_out(st, &r->status);
+    return r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, fn);
+}
+
+/* Statuses (MPI_ERROR set in each) of the complete requests reqs[idx[k]]
+ * (idx NULL: every request, the null and inactive ones with the empty
+ * status); MPI_ERR_IN_STATUS (handled) if one failed. */
+static int peek_many(int count, const MPI_Request reqs[], MPI_Status statuses[], const int *idx, int n,
+                     const char *fn)
+{
+    struct kumi_comm *ec = NULL;
+    int firsterr = MPI_SUCCESS, nerr = 0;
+    if (!idx) n = count;
+    for (int k = 0; k < n; k++) {
+        int i = idx ? idx[k] : k;
+        MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k];
+        struct kumi_req *r = req_get(reqs[i]);
+        if (req_idle(reqs[i], r)) {
+            if (st != MPI_STATUS_IGNORE) kumi_status_empty(st);
+            continue;
+        }
+        int code = peek(r, st, fn);
+        if (code != MPI_SUCCESS) {
+            if (!ec) ec = r->comm;
+            nerr++;
+            if (!firsterr) firsterr = code;
+        }
+        if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = code;
+    }
+    if (!nerr) return MPI_SUCCESS;
+    int code = statuses == MPI_STATUSES_IGNORE ? firsterr
+             : kumi_error(MPI_ERR_IN_STATUS, "%s: %d request(s) failed; see the MPI_ERROR field of the statuses", fn, nerr);
+    return kumi_err_handle(ec, code);
+}
+
+static int null_arg(const char *fn, const char *arg)
+{
+    return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fn, arg));
+}
+
+int kumi_mpi_request_get_status_all(int count, const MPI_Request array_of_requests[], int *flag,
+                                    MPI_Status *array_of_statuses)
+{
+    static const char fn[] = "MPI_Request_get_status_all";
+    if (!flag) return null_arg(fn, "flag");
+    MPI_Request *reqs = (MPI_Request *)array_of_requests;
+    int rc = check_array(count, reqs, fn);
+    if (rc) return rc;
+    struct all_arg a = { count, reqs };
+    if (!all_done(&a)) kumi_progress(0);
+    *flag = all_done(&a);
+    if (!*flag) return MPI_SUCCESS;
+    return peek_many(count, array_of_requests, array_of_statuses, NULL, 0, fn);
+}
+
+int kumi_mpi_request_get_status_any(int count, const MPI_Request array_of_requests[], int *indx, int *flag,
+                                    MPI_Status *status)
+{
+    static const char fn[] = "MPI_Request_get_status_any";
+    if (!indx || !flag) return null_arg(fn, indx ? "flag" : "indx");
+    MPI_Request *reqs = (MPI_Request *)array_of_requests;
+    int rc = check_array(count, reqs, fn);
+    if (rc) return rc;
+    struct all_arg a = { count, reqs };
+    if (!any_done(&a)) kumi_progress(0);
+    int active = 0;
+    for (int i = 0; i < count; i++) {
+        struct kumi_req *r = req_get(reqs[i]);
+        if (req_idle(reqs[i], r)) continue;
+        active++;
+        if (r->complete) {
+            *indx = i;
+            *flag = 1;
+            int code = peek(r, status, fn);
+            return code == MPI_SUCCESS ? code : kumi_err_handle(r->comm, code);
+        }
+    }
+    *indx = MPI_UNDEFINED;
+    *flag = active == 0;
+    if (*flag) status_empty_out(status);
+    return MPI_SUCCESS;
+}
+
+int kumi_mpi_request_get_status_some(int incount, const MPI_Request array_of_requests[], int *outcount,
+                                     int array_of_indices[], MPI_Status *array_of_statuses)
+{
+    static const char fn[] = "MPI_Request_get_status_some";
+    if (!outcount) return null_arg(fn, "outcount");
+    if (!array_of_indices && incount > 0) return null_arg(fn, "array_of_indices");
+    MPI_Request *reqs = (MPI_Request *)array_of_requests;
+    int rc = check_array(incount, reqs, fn);
+    if (rc) return rc;
+    struct all_arg a = { incount, reqs };
+    if (!any_done(&a)) kumi_progress(0);
+    int active = 0, n = 0;
+    for (int i = 0; i < incount; i++) {
+        struct kumi_req *r = req_get(reqs[i]);
+        if (req_idle(reqs[i], r)) continue;
+        active++;
+        if (r->complete) array_of_indices[n++] = i;
+    }
+    if (!active) { *outcount = MPI_UNDEFINED; return MPI_SUCCESS; }
+    *outcount = n;
+    if (!n) return MPI_SUCCESS;
+    return peek_many(incount, array_of_requests, array_of_statuses, array_of_indices, n, fn);
+}
+
 int kumi_mpi_start(MPI_Request *request)
 {
     struct kumi_req *r = request ? req_get(*request) : NULL;

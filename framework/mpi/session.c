@@ -3,10 +3,12 @@
  * runtime that MPI_Init and MPI_Session_init share.
  *
  * Process sets: "mpi://WORLD" (every process of the job) and "mpi://SELF".
- * The runtime is started by the first of MPI_Init / MPI_Session_init and
- * stopped when the last user ends (MPI_Finalize, or the last
- * MPI_Session_finalize, which first synchronises the job through the
- * bootstrap communicator as MPI_Finalize does through MPI_COMM_WORLD).  Once
+ * The runtime is started by the first of MPI_Init / MPI_Session_init.
+ * MPI_Finalize stops it when no session is left; the last
+ * MPI_Session_finalize keeps it, so that a program can initialize and
+ * finalize sessions again and again (and call MPI_Init after), and it is
+ * stopped at process exit, after synchronising the job through the
+ * bootstrap communicator as MPI_Finalize does through MPI_COMM_WORLD.  Once
  * stopped it cannot be started again in the same process.
  *
  * Memory allocation kinds (MPI-4.1 12.4.3, info key mpi_memory_alloc_kinds):
@@ -28,38 +30,61 @@
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static int rt_users;
+static bool rt_exit_hook;
 
 static enum { RT_DOWN, RT_UP, RT_STOPPED } rt_state;
+
+/* At process exit, a runtime the sessions left running (their last
+ * MPI_Session_finalize keeps it, so that MPI_Session_init may start new
+ * sessions and MPI_Init may still come) is stopped: after synchronising the
+ * job as the last MPI_Session_finalize did before, when no session is left;
+ * without, when the program called MPI_Finalize but left sessions (the
+ * launcher is told the process finalized).  Not if the program left a
+ * session and never called MPI_Finalize, as for a program that ends
+ * without MPI_Finalize. */
+static void runtime_at_exit(void)
+{
+    if (pthread_mutex_trylock(&rt_lock) != 0) return;   /* exit() from inside a start or stop */
+    if (rt_state == RT_UP && (rt_users == 0 || kumi_state == KUMI_STATE_FINALIZED)) {
+        if (rt_users == 0) kumi_comm_boot_barrier();
+        kumi_runtime_stop();
+        rt_state = RT_STOPPED;
+    }
+    pthread_mutex_unlock(&rt_lock);
+}
 
 int kumi_runtime_acquire(void)
 {
     int rc = MPI_SUCCESS;
     pthread_mutex_lock(&rt_lock);
     if (rt_state == RT_STOPPED) {
-        rc = kumi_error(MPI_ERR_OTHER, "the MPI runtime of this process has ended (MPI_Finalize or the last "
-                        "MPI_Session_finalize) and cannot be started again");
+        rc = kumi_error(MPI_ERR_OTHER, "the MPI runtime of this process has ended (MPI_Finalize) and cannot be "
+                        "started again");
     } else {
         if (rt_state == RT_DOWN) rc = kumi_runtime_start();
         if (!rc) {
             rt_state = RT_UP;
             rt_users++;
+            if (!rt_exit_hook) rt_exit_hook = atexit(runtime_at_exit) == 0;
         }
     }
     pthread_mutex_unlock(&rt_lock);
     return rc;
 }
 
-int kumi_runtime_release(int barrier)
+/* session: the last MPI_Session_finalize keeps the runtime (stopped at exit,
+ * above), so that sessions can be initialized and finalized again and again
+ * (MPI 4.1 sec. 11.3); MPI_Finalize (the caller has synchronised the job
+ * through MPI_COMM_WORLD) stops it when no session is left. */
+int kumi_runtime_release(int session)
 {
-    int rc = MPI_SUCCESS;
     pthread_mutex_lock(&rt_lock);
-    if (rt_users > 0 && --rt_users == 0) {
-        if (barrier) rc = kumi_comm_boot_barrier();
+    if (rt_users > 0 && --rt_users == 0 && !session) {
         kumi_runtime_stop();
         rt_state = RT_STOPPED;
     }
     pthread_mutex_unlock(&rt_lock);
-    return rc;
+    return MPI_SUCCESS;
 }
 
 /* MPI_Session_init's binding resolves its error handler argument before the
@@ -181,7 +206,7 @@ int kumi_mpi_session_init(MPI_Info info, struct kumi_errhandler *errhandler, MPI
     if (rc) {
         kumi_info_release(s->info);
         free(s);
-        kumi_runtime_release(0);
+        kumi_runtime_release(1);
         return init_err(errhandler, rc);
     }
     s->magic = KUMI_MAGIC_SESSION;

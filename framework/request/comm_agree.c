@@ -44,7 +44,17 @@
  * key (ctx, KEY_IDUP); messages cannot pair wrongly because point-to-point
  * is non-overtaking and every member runs the same rounds in the same
  * order.  Once agreed, the communicator is built (attributes copied with
- * their copy callbacks, topology, info) and the request completes. */
+ * their copy callbacks, topology, info) and the request completes.
+ *
+ * An intercommunicator's idup runs the same state machine over the processes
+ * of both groups: tree member v is a rank of the group whose rank 0 has the
+ * lower world rank (v < its size), else of the other group; messages to a
+ * member of the own group go through the local intracommunicator's
+ * collective context, to one of the other group through the
+ * intercommunicator's (the same two tags: nothing else uses them there).
+ * The AND of every member's mask gives two pairs free in both groups: the
+ * lowest for the new intercommunicator, the next for its local
+ * intracommunicator; the mpi layer's finish function builds it. */
 #include "request/request.h"
 #include "core/check.h"
 #include <sched.h>
@@ -234,12 +244,16 @@ struct idup {
     const char *fn;
     struct ctx_agreement ag;
     int state, round;
+    bool inter;                         /* comm is an intercommunicator (tree over both groups) */
+    bool low;                           /* ... and this process's group comes first in the tree */
+    int vsize;                          /* members of the tree */
+    kumi_idup_inter_fn finish;          /* builds an intercommunicator's duplicate */
     bool mine;                          /* this round offers (and owns) the mask */
     bool busy;                          /* idup_advance is running */
     int err;
     int wait;                           /* receives of this phase not yet complete */
     int subs;                           /* internal requests that point here */
-    int parent;                         /* binomial tree: parent rank (-1 at rank 0) */
+    int parent;                         /* binomial tree: parent member (-1 at member 0) */
     int nchild;
     int child[32];
     struct kumi_req *rq[33];            /* receives posted: [i] from child i, [nchild] from parent */
@@ -276,10 +290,29 @@ static void idup_sub_done(struct kumi_req *s)
     idup_advance(st);
 }
 
-/* An internal message of the agreement; send: data copied (freed with the request). */
-static void idup_msg(struct idup *st, bool send, int peer, int tag, uint32_t *buf, int slot)
+/* The communicator that reaches tree member v, and v's rank there. */
+static struct kumi_comm *idup_addr(const struct idup *st, int v, int *rank)
 {
-    struct kumi_comm *c = st->comm;
+    struct kumi_comm *p = st->comm;
+    if (!st->inter) {
+        *rank = v;
+        return p;
+    }
+    int lo = st->low ? 0 : p->remote_size;      /* member of local rank 0 */
+    if (v >= lo && v < lo + p->size) {
+        *rank = v - lo;
+        return p->local_comm;
+    }
+    *rank = st->low ? v - p->size : v;
+    return p;
+}
+
+/* An internal message of the agreement to or from tree member v; send: data
+ * copied (freed with the request). */
+static void idup_msg(struct idup *st, bool send, int v, int tag, uint32_t *buf, int slot)
+{
+    int peer;
+    struct kumi_comm *c = idup_addr(st, v, &peer);
     uint32_t *copy = send ? malloc(sizeof(uint32_t) * AGREE_WORDS) : NULL;
     if (copy) memcpy(copy, buf, sizeof(uint32_t) * AGREE_WORDS);
     struct kumi_req *s = send && !copy ? NULL
@@ -307,7 +340,7 @@ static void idup_msg(struct idup *st, bool send, int peer, int tag, uint32_t *bu
 
 /* The idup is over (rc: its error): build the communicator, complete the
  * request, start the next idup of the same parent. */
-static void idup_finish(struct idup *st, int32_t ctx, int rc)
+static void idup_finish(struct idup *st, int32_t ctx, int32_t lctx, int rc)
 {
     struct kumi_req *r = st->req;
     st->state = IDUP_DONE;
@@ -321,7 +354,8 @@ static void idup_finish(struct idup *st, int32_t ctx, int rc)
         }
     if (rc == MPI_SUCCESS) {
         MPI_Comm h = MPI_COMM_NULL;
-        rc = kumi_comm_dup_finish(st->comm, ctx, st->info, &h, st->fn);
+        rc = st->inter ? st->finish(st->comm, ctx, lctx, st->info, &h, st->fn)
+                       : kumi_comm_dup_finish(st->comm, ctx, st->info, &h, st->fn);
         st->info = NULL;
         if (rc == MPI_SUCCESS) *st->newcomm = h;
     } else if (st->info) {
@@ -342,7 +376,7 @@ static void idup_finish(struct idup *st, int32_t ctx, int rc)
     if (st->subs == 0) idup_free_state(st);
     kumi_req_check_complete(r);         /* frees r if MPI_Request_free'd */
     if (next && next->state == IDUP_QUEUED) {
-        next->state = next->comm->size == 1 ? IDUP_LOCAL : IDUP_START;
+        next->state = next->vsize == 1 ? IDUP_LOCAL : IDUP_START;
         next->ag.next = inflight;
         inflight = &next->ag;
         idup_advance(next);
@@ -358,7 +392,7 @@ static void idup_advance(struct idup *st)
     for (;;) {
         if (st->err != MPI_SUCCESS && st->wait == 0 && st->state != IDUP_DONE) {
             if (st->mine) { mask_owned = false; st->mine = false; }
-            idup_finish(st, 0, st->err);
+            idup_finish(st, 0, 0, st->err);
             return;                     /* st may be gone */
         }
         switch (st->state) {
@@ -369,7 +403,7 @@ static void idup_advance(struct idup *st)
                 uint32_t mine[MASK_WORDS];
                 kumi_ctx_mask(mine);
                 int rc = take_ctx(mine, &ctx);
-                idup_finish(st, ctx, rc);
+                idup_finish(st, ctx, 0, rc);
             }
             return;
         case IDUP_START: {
@@ -415,9 +449,14 @@ static void idup_advance(struct idup *st)
             }
             if (st->err != MPI_SUCCESS) break;
             if (st->res[MASK_WORDS]) {  /* every member offered its mask */
-                int32_t ctx = 0;
+                int32_t ctx = 0, lctx = 0;
                 int rc = take_ctx(st->res, &ctx);
-                idup_finish(st, ctx, rc);
+                if (rc == MPI_SUCCESS && st->inter) {   /* and the local intracommunicator's */
+                    st->res[ctx / 64] &= ~(1u << (ctx / 2 % 32));
+                    rc = take_ctx(st->res, &lctx);
+                    if (rc) kumi_ctx_free(ctx);
+                }
+                idup_finish(st, ctx, lctx, rc);
                 return;
             }
             st->ag.active = true;       /* (after round 0) */
@@ -456,8 +495,10 @@ void kumi_idup_register(void)
 }
 
 int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, MPI_Request *request,
-                         const char *fn)
+                         const char *fn, kumi_idup_inter_fn finish)
 {
+    if (comm->inter && (!finish || !comm->local_comm))
+        return kumi_error(MPI_ERR_INTERN, "%s: no way to build an intercommunicator's duplicate", fn);
     struct kumi_req *r = kumi_req_new(KUMI_REQ_IDUP, comm, comm->ctx, fn, true);
     if (!r) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
     struct idup *st = calloc(1, sizeof *st);
@@ -469,9 +510,18 @@ int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Com
     st->newcomm = newcomm;
     st->fn = fn;
     st->ag.key = ((uint64_t)(uint32_t)comm->ctx << 32) | KEY_IDUP;
-    st->parent = comm->rank ? comm->rank - (comm->rank & -comm->rank) : -1;
-    for (int mask = 1; mask < comm->size && !(comm->rank & mask); mask <<= 1)
-        if (comm->rank + mask < comm->size) st->child[st->nchild++] = comm->rank + mask;
+    int v = comm->rank;                 /* this process's member number in the tree */
+    st->vsize = comm->size;
+    if (comm->inter) {
+        st->inter = true;
+        st->finish = finish;
+        st->low = kumi_comm_world_rank(comm, 0) < comm->remote_world[0];
+        st->vsize += comm->remote_size;
+        if (!st->low) v += comm->remote_size;
+    }
+    st->parent = v ? v - (v & -v) : -1;
+    for (int mask = 1; mask < st->vsize && !(v & mask); mask <<= 1)
+        if (v + mask < st->vsize) st->child[st->nchild++] = v + mask;
     if (st->nchild && !(st->cbuf = calloc((size_t)st->nchild, sizeof *st->cbuf))) {
         if (st->info) kumi_info_release(st->info);
         free(st);
@@ -488,7 +538,7 @@ int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Com
     *request = (MPI_Request)r;
     st->state = IDUP_QUEUED;
     if (first) {
-        st->state = comm->size == 1 ? IDUP_LOCAL : IDUP_START;
+        st->state = st->vsize == 1 ? IDUP_LOCAL : IDUP_START;
         st->ag.next = inflight;
         inflight = &st->ag;
         idup_advance(st);               /* posts the first round; may even complete */

@@ -288,10 +288,16 @@ int kumi_ctx_alloc_group(struct kumi_comm *carrier, const struct kumi_group *g, 
 /* Agreement among every rank of comm, by point-to-point in its collective context. */
 int kumi_ctx_alloc_over(struct kumi_comm *comm, uint64_t key, int32_t *ctx);
 void kumi_idup_register(void);    /* registers the request kind KUMI_REQ_IDUP (MPI_Comm_idup) */
-/* MPI_Comm_idup of an intracommunicator: a request that completes once the
- * members agreed on a context id and *newcomm is made (hints: info, copied). */
+/* Builds an intercommunicator's duplicate once both groups agreed on the
+ * context pairs ctx (the intercommunicator) and lctx (its local
+ * intracommunicator); takes info and, on failure too, both pairs. */
+typedef int (*kumi_idup_inter_fn)(struct kumi_comm *parent, int32_t ctx, int32_t lctx, struct kumi_info *info,
+                                  MPI_Comm *newcomm, const char *fn);
+/* MPI_Comm_idup: a request that completes once the members (of both groups
+ * of an intercommunicator) agreed on a context id and *newcomm is made
+ * (hints: info, copied; finish: builds an intercommunicator's duplicate). */
 int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Comm *newcomm, MPI_Request *request,
-                         const char *fn);
+                         const char *fn, kumi_idup_inter_fn finish);
 
 /* ---- bsend.c ---- */
 /* MPI_Buffer_attach(_c) / MPI_Buffer_detach(_c) (fn names the call; errors
