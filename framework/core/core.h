@@ -52,7 +52,9 @@ struct kumi_errhandler {
     int refcount;
     int kind;                       /* KUMI_ERRH_FATAL, _ABORT, _RETURN, _USER */
     MPI_Comm_errhandler_function *fn;
-    void *ctx;                      /* for foreign-ABI trampolines */
+    /* or one with a context (kumi/abi.h: kumi_abi_errhandler_create, for the foreign-ABI shims) */
+    void (*fn_ctx)(int objkind, void *handle, int *errcode, void *ctx);
+    void *ctx;
     MPI_Errhandler handle;
     int objkind;                    /* user handlers: KUMI_ERRH_OBJ_COMM, _WIN, _FILE, _SESSION;
                                        predefined ones: KUMI_ERRH_OBJ_ANY */
@@ -268,7 +270,9 @@ struct kumi_op {
     bool predefined;
     MPI_User_function *fn;          /* user function (int count) */
     MPI_User_function_c *fn_c;      /* or large-count one */
-    void *ctx;                      /* for foreign-ABI trampolines */
+    /* or one with a context (kumi/abi.h: kumi_abi_op_create, for the foreign-ABI shims) */
+    void (*fn_ctx)(void *invec, void *inoutvec, MPI_Count len, MPI_Datatype dt, void *ctx);
+    void *ctx;
     MPI_Op handle;
 };
 static inline struct kumi_op *kumi_op_get(MPI_Op h) { return kumi_handle_obj(h, KUMI_MAGIC_OP); }

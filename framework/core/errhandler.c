@@ -19,6 +19,7 @@
  * one there, else to MPI_COMM_WORLD's (what MPI-3 programs expect). */
 #include "core/core.h"
 #include "core/check.h"
+#include <kumi/abi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,12 @@ int kumi_errh_invoke(struct kumi_errhandler *e, int objkind, void *handle, int c
     case KUMI_ERRH_USER: {
         int c = code;
         const char *outer = kumi_call;        /* the handler may call MPI */
+        if (e->fn_ctx) {
+            void *h = handle;
+            e->fn_ctx(objkind, &h, &c, e->ctx);
+            kumi_call = outer;
+            return code;
+        }
         switch (objkind) {
         case KUMI_ERRH_OBJ_WIN: {
             MPI_Win h = handle;
@@ -540,4 +547,31 @@ int kumi_mpi_comm_call_errhandler(struct kumi_comm *comm, int errorcode)
 {
     kumi_errh_invoke(comm->errh, KUMI_ERRH_OBJ_COMM, comm->handle, errorcode);
     return MPI_SUCCESS;
+}
+
+/* kumi/abi.h: a user error handler with a context, for the foreign-ABI shims */
+_Static_assert((int)KUMI_ABI_ERRH_COMM == (int)KUMI_ERRH_OBJ_COMM && (int)KUMI_ABI_ERRH_WIN == (int)KUMI_ERRH_OBJ_WIN &&
+               (int)KUMI_ABI_ERRH_FILE == (int)KUMI_ERRH_OBJ_FILE &&
+               (int)KUMI_ABI_ERRH_SESSION == (int)KUMI_ERRH_OBJ_SESSION,
+               "kumi/abi.h's object kinds are the error handler's");
+int kumi_abi_errhandler_create(int objkind, kumi_abi_errhandler_fn *fn, void *ctx, MPI_Errhandler *errhandler)
+{
+    static const char fname[] = "kumi_abi_errhandler_create";
+    KUMI_CHECK_STATE(fname);
+    kumi_lock();
+    int rc;
+    struct kumi_errhandler *e = NULL;
+    if (objkind < KUMI_ABI_ERRH_COMM || objkind > KUMI_ABI_ERRH_SESSION)
+        rc = kumi_error(MPI_ERR_ARG, "%s: argument objkind is %d, not one of KUMI_ABI_ERRH_COMM .. _SESSION",
+                        fname, objkind);
+    else if (!fn || !errhandler)
+        rc = kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fname, fn ? "errhandler" : "fn");
+    else if ((rc = kumi_errh_create(objkind, NULL, &e)) == MPI_SUCCESS) {
+        e->fn_ctx = fn;
+        e->ctx = ctx;
+        *errhandler = e->handle;
+    }
+    if (rc) rc = kumi_err_handle(NULL, rc);
+    kumi_unlock();
+    return rc;
 }

@@ -8,6 +8,8 @@
  * of their extent, which equals the size of the C type (pair types included:
  * MPI_SHORT_INT is struct { short; int; }). */
 #include "core/core.h"
+#include "core/check.h"
+#include <kumi/abi.h>
 
 /* The kernels are element-wise loops: vectorising them changes no result
  * (no reassociation), and -O2 of GCC 12 does not. */
@@ -225,6 +227,10 @@ int kumi_op_apply(const struct kumi_op *op, const void *in, void *inout, size_t 
     if (count == 0) return MPI_SUCCESS;
     if (!op->predefined) {
         MPI_Datatype h = dt->handle;
+        if (op->fn_ctx) {
+            KUMI_CALLBACK(op->fn_ctx((void *)in, inout, (MPI_Count)count, h, op->ctx));
+            return MPI_SUCCESS;
+        }
         if (op->fn_c) {
             MPI_Count len = (MPI_Count)count;
             KUMI_CALLBACK(op->fn_c((void *)in, inout, &len, &h));
@@ -289,10 +295,10 @@ int kumi_op_commutative(MPI_Op oph)
 
 /* ------------------------------------------------------ MPI functions */
 static int op_create(MPI_User_function *fn, MPI_User_function_c *fn_c, int commute, MPI_Op *op,
-                     const char *fname)
+                     const char *fname, bool with_ctx)
 {
     if (!op) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument op is NULL", fname));
-    if (!fn && !fn_c)
+    if (!fn && !fn_c && !with_ctx)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument user_fn is NULL", fname));
     struct kumi_op *o = calloc(1, sizeof *o);
     if (!o) return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fname));
@@ -308,14 +314,32 @@ static int op_create(MPI_User_function *fn, MPI_User_function_c *fn_c, int commu
     return MPI_SUCCESS;
 }
 
+/* kumi/abi.h: a user op with a context, for the foreign-ABI shims */
+int kumi_abi_op_create(kumi_abi_op_fn *fn, void *ctx, int commute, MPI_Op *op)
+{
+    static const char fname[] = "kumi_abi_op_create";
+    KUMI_CHECK_STATE(fname);
+    kumi_lock();
+    int rc;
+    if (!fn) {
+        rc = kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument fn is NULL", fname));
+    } else if ((rc = op_create(NULL, NULL, commute, op, fname, true)) == MPI_SUCCESS) {
+        struct kumi_op *o = kumi_op_get(*op);
+        o->fn_ctx = fn;
+        o->ctx = ctx;
+    }
+    kumi_unlock();
+    return rc;
+}
+
 int kumi_mpi_op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
-    return op_create(user_fn, NULL, commute, op, "MPI_Op_create");
+    return op_create(user_fn, NULL, commute, op, "MPI_Op_create", false);
 }
 
 int kumi_mpi_op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)
 {
-    return op_create(NULL, user_fn, commute, op, "MPI_Op_create_c");
+    return op_create(NULL, user_fn, commute, op, "MPI_Op_create_c", false);
 }
 
 int kumi_mpi_op_free(MPI_Op *op)

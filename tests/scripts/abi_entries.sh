@@ -23,7 +23,7 @@ awk '
             if (!(("kumi_abi_" s) in addr)) { print "missing: kumi_abi_" s; bad++ }
             else if (addr["kumi_abi_" s] != addr["P" s]) { print "not an alias of P" s ": kumi_abi_" s; bad++ }
         }
-        for (s in addr) if (s ~ /^kumi_abi_/ && !(substr(s, 10) in addr)) { print "no MPI procedure: " s; bad++ }
+        for (s in addr) if (s ~ /^kumi_abi_MPI_/ && !(substr(s, 10) in addr)) { print "no MPI procedure: " s; bad++ }
         print n " procedures checked"
         exit bad ? 1 : 0
     }' "${TMPDIR:-/tmp}/abi_entries.$$" > "${TMPDIR:-/tmp}/abi_entries.out.$$"
