@@ -37,16 +37,20 @@ static enum { RT_DOWN, RT_UP, RT_STOPPED } rt_state;
 /* At process exit, a runtime the sessions left running (their last
  * MPI_Session_finalize keeps it, so that MPI_Session_init may start new
  * sessions and MPI_Init may still come) is stopped: after synchronising the
- * job as the last MPI_Session_finalize did before, when no session is left;
+ * job as the last MPI_Session_finalize did before, when no session is left
+ * (unless the process fails: exit status not 0, so on_exit, not atexit);
  * without, when the program called MPI_Finalize but left sessions (the
  * launcher is told the process finalized).  Not if the program left a
  * session and never called MPI_Finalize, as for a program that ends
  * without MPI_Finalize. */
-static void runtime_at_exit(void)
+static void runtime_at_exit(int status, void *arg)
 {
+    (void)arg;
     if (pthread_mutex_trylock(&rt_lock) != 0) return;   /* exit() from inside a start or stop */
     if (rt_state == RT_UP && (rt_users == 0 || kumi_state == KUMI_STATE_FINALIZED)) {
-        if (rt_users == 0) kumi_comm_boot_barrier();
+        /* a process that fails (exit status not 0) waits for no one: the
+           launcher ends the job */
+        if (rt_users == 0 && status == 0) kumi_comm_boot_barrier();
         kumi_runtime_stop();
         rt_state = RT_STOPPED;
     }
@@ -65,7 +69,7 @@ int kumi_runtime_acquire(void)
         if (!rc) {
             rt_state = RT_UP;
             rt_users++;
-            if (!rt_exit_hook) rt_exit_hook = atexit(runtime_at_exit) == 0;
+            if (!rt_exit_hook) rt_exit_hook = on_exit(runtime_at_exit, NULL) == 0;
         }
     }
     pthread_mutex_unlock(&rt_lock);
