@@ -153,6 +153,16 @@ def main():
             continue
         decl = ', '.join(param_decl(p, True) for p in params) or 'void'
         h.append('%s %s(%s);' % (ret, impl_name(name), decl))
+    # what MPI_Get_library_version admits: the chapters of which nothing is implemented yet
+    lacking = []
+    for title, test in (('MPI-IO', lambda n: n.startswith(('MPI_File_open', 'MPI_File_read', 'MPI_File_write'))),
+                        ('dynamic processes', lambda n: n in ('MPI_Comm_spawn', 'MPI_Comm_connect',
+                                                              'MPI_Comm_accept', 'MPI_Comm_get_parent')),
+                        ('MPI_T', lambda n: n.startswith('MPI_T_'))):
+        if not any(test(n) and impl_name(n) in implemented for n in order):
+            lacking.append(title)
+    h += ['', '/* The chapters of the standard of which libmpi implements nothing yet (none: "") */',
+          '#define KUMI_NOT_IMPLEMENTED "%s"' % ', '.join(lacking)]
     h += ['', '/* The form of a call that the shared implementation of a forwarded family is',
           ' * asked for (data/kumi-bindings.json, forward) */',
           'enum kumi_form { KUMI_FORM_BLOCKING, KUMI_FORM_NB, KUMI_FORM_INIT };']
