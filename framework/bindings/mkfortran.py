@@ -220,6 +220,25 @@ def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl, rule):
                 expr[n] = '(%s *)%s' % (core, n) if core != fct else n
         elif core in ('MPI_Aint', 'MPI_Count', 'MPI_Offset', 'int') and not ptr and fct in FTYPES.values():
             expr[n] = '(%s)*%s' % (core, n)
+        elif core == 'MPI_Aint' and fct == 'MPI_Fint' and ptr and not arr and d == 'Direction.OUT':
+            # an address-sized result in a default INTEGER (the removed MPI-1 calls):
+            # narrowed, an error if it does not fit
+            v = 'k_' + n
+            decls.append('    MPI_Aint %s = 0;' % v)
+            expr[n] = '&' + v
+            post.append('    if (rc == MPI_SUCCESS) rc = kf_narrow("%s", "%s", %s, %s);' % (cname, n, v, n))
+        elif core == 'MPI_Aint' and fct == 'MPI_Fint' and arr == '[]' and d == 'Direction.IN':
+            # default INTEGER displacements (the removed MPI-1 calls): widened
+            ln = array_length(rule, n)
+            v = 'k_' + n
+            decls.append('    MPI_Aint %s_buf[16], *%s = %s_buf;' % (v, v, v))
+            pre.append('    int %s_n = %s;' % (v, ln if ln.startswith('kf_') else '*' + ln))
+            pre.append('    if (%s_n < 0) %s_n = 0;' % (v, v))
+            pre.append('    if (%s_n > 16 && !(%s = malloc(sizeof *%s * (size_t)%s_n))) '
+                       '{ %s = %s_buf; rc = kf_nomem("%s"); goto out; }' % (v, v, v, v, v, v, cname))
+            pre.append('    for (int i = 0; i < %s_n; i++) %s[i] = %s[i];' % (v, v, n))
+            frees.append('    if (%s != %s_buf) free(%s);' % (v, v, v))
+            expr[n] = v
         else:
             raise Skip('C %s %s%s as Fortran %s' % (t, n, arr, ft))
     args = ', '.join(expr[p['name']] for p in params)
