@@ -83,7 +83,9 @@ def main():
         if t.startswith(skip):
             continue
         w(t)
-    w('typedef MPI_Comm_errhandler_function MPI_Handler_function;')
+    w('#ifndef KUMI_NO_REMOVED')
+    w('typedef MPI_Comm_errhandler_function MPI_Handler_function;   /* removed in MPI-3.0 */')
+    w('#endif')
     w('')
     # callbacks from the API data that the ABI list lacks
     have = '\n'.join(out)

@@ -2,8 +2,9 @@
 # conf_removed_strict: mpi.h declares the removed MPI-1 procedures and MPI_LB /
 # MPI_UB (issue 16 item 10; tests/mpi/conf_removed.c runs them) unless the
 # program defines KUMI_NO_REMOVED, which gives strict MPI-3 and later: then
-# each of them is undeclared (a call is an implicit declaration, an error
-# here) while the calls that replace them still compile.
+# each of them (and the MPI_Handler_function type) is undeclared (a call is
+# an implicit declaration, an error here) while the calls that replace them
+# still compile.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 tmp=$(mktemp -d) || exit 1
@@ -25,6 +26,7 @@ uses=(
     'MPI_Errhandler e; return MPI_Errhandler_get(MPI_COMM_WORLD, &e);'
     'return PMPI_Type_struct == 0;'
     'return MPI_LB == MPI_UB;'
+    'MPI_Handler_function *g = h; return g == 0;'
 )
 n=0
 for u in "${uses[@]}"; do
@@ -34,7 +36,7 @@ for u in "${uses[@]}"; do
     $cc $flags $inc "$tmp/u$n.c" 2> "$tmp/err" || { cat "$tmp/err"; fail "does not compile: $u"; }
     # shellcheck disable=SC2086
     $cc $flags $inc -DKUMI_NO_REMOVED "$tmp/u$n.c" 2> "$tmp/err" && fail "compiles with KUMI_NO_REMOVED: $u"
-    grep -Eq 'implicit declaration|undeclared' "$tmp/err" || { cat "$tmp/err"; fail "KUMI_NO_REMOVED: $u failed for another reason"; }
+    grep -Eq 'implicit declaration|undeclared|unknown type name' "$tmp/err" || { cat "$tmp/err"; fail "KUMI_NO_REMOVED: $u failed for another reason"; }
 done
 # the replacements and the deprecated (not removed) attribute calls stay
 printf '#include <mpi.h>\nint f(void *p) { MPI_Aint a, b; int k; MPI_Keyval_create(MPI_DUP_FN, MPI_NULL_DELETE_FN, &k, 0);\n  MPI_Attr_put(MPI_COMM_WORLD, k, p); return MPI_Get_address(p, &a) + MPI_Type_get_extent(MPI_INT, &a, &b); }\n' > "$tmp/ok.c"
