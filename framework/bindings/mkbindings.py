@@ -45,7 +45,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mpiapi import all_prototypes, parse_proto  # noqa: E402
+from mpiapi import IMPL_RE, all_prototypes, impl_name, load_api, parse_proto  # noqa: E402
 from kumirules import RuleError, load_rules, match  # noqa: E402
 
 CONVERT = {
@@ -80,10 +80,6 @@ def write_if_changed(path, text):
     os.replace(tmp, path)
 
 
-def impl_name(name):
-    return 'kumi_mpi_' + name[4:].lower()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--procedures', required=True)
@@ -97,7 +93,7 @@ def main():
     ap.add_argument('sources', nargs='*')
     a = ap.parse_args()
 
-    api = json.load(open(a.procedures))
+    api = load_api(a.procedures)
     abi = json.load(open(a.abi))
     procs = {}   # name -> (ret, params, kinds by param name)
     order = []
@@ -112,9 +108,8 @@ def main():
         raise SystemExit('mkbindings: %s: %s' % (a.rules, e))
 
     implemented = {}   # kumi_mpi_<name> -> the source that defines (or declares) it
-    pat = re.compile(r'^[A-Za-z_][\w \*]*?\bkumi_mpi_(\w+)\s*\(', re.M)
     for src in a.sources:
-        for m in pat.finditer(open(src).read()):
+        for m in IMPL_RE.finditer(open(src).read()):
             implemented.setdefault('kumi_mpi_' + m.group(1), src)
 
     # implementations of forwarded families that no source defines
@@ -158,6 +153,16 @@ def main():
             continue
         decl = ', '.join(param_decl(p, True) for p in params) or 'void'
         h.append('%s %s(%s);' % (ret, impl_name(name), decl))
+    # what MPI_Get_library_version admits: the chapters of which nothing is implemented yet
+    lacking = []
+    for title, test in (('MPI-IO', lambda n: n.startswith(('MPI_File_open', 'MPI_File_read', 'MPI_File_write'))),
+                        ('dynamic processes', lambda n: n in ('MPI_Comm_spawn', 'MPI_Comm_connect',
+                                                              'MPI_Comm_accept', 'MPI_Comm_get_parent')),
+                        ('MPI_T', lambda n: n.startswith('MPI_T_'))):
+        if not any(test(n) and impl_name(n) in implemented for n in order):
+            lacking.append(title)
+    h += ['', '/* The chapters of the standard of which libmpi implements nothing yet (none: "") */',
+          '#define KUMI_NOT_IMPLEMENTED "%s"' % ', '.join(lacking)]
     h += ['', '/* The form of a call that the shared implementation of a forwarded family is',
           ' * asked for (data/kumi-bindings.json, forward) */',
           'enum kumi_form { KUMI_FORM_BLOCKING, KUMI_FORM_NB, KUMI_FORM_INIT };']

@@ -8,6 +8,8 @@ it: a c_large parameter is a pointer when the same-named parameter of the
 int-count prototype is one, and the counts MPI_Type_get_envelope_c returns
 are pointers.
 """
+import json
+import os
 import re
 
 
@@ -60,6 +62,48 @@ def fixed_large(c, c_large):
 ERRATA = {
     'MPI_Info_create_env': 'int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info)',
 }
+
+
+def load_api(path):
+    """The API data of path (mpi-procedures.json) with the removed MPI-1 procedures of
+    mpi-removed.json beside it added (each has 'removed'; the file's constants, MPI_LB and
+    MPI_UB, are in 'removed_constants')."""
+    api = json.load(open(path))
+    rpath = os.path.join(os.path.dirname(os.path.abspath(path)), 'mpi-removed.json')
+    if os.path.exists(rpath):
+        rem = json.load(open(rpath))
+        api['procedures'] = api['procedures'] + rem['procedures']
+        api['removed_constants'] = rem.get('constants', [])
+    return api
+
+
+# An implementation function: a line that starts with its return type and names
+# kumi_mpi_<name>( (mkbindings.py writes an entry point for each, mkmpih.py declares it)
+IMPL_RE = re.compile(r'^[A-Za-z_][\w \*]*?\bkumi_mpi_(\w+)\s*\(', re.M)
+
+
+def impl_name(name):
+    return 'kumi_mpi_' + name[4:].lower()
+
+
+def implemented(procs, rules, sources):
+    """The procedures of procs (name -> (ret, params, kinds)) that libmpi exports: those
+    whose implementation kumi_mpi_<name> a source defines, the members of forwarded
+    families (mkbindings.py generates their implementation) and those written by hand
+    (c_by_hand).  mkbindings.py writes no entry point for a variadic procedure."""
+    defined = set()
+    for src in sources:
+        defined |= {'kumi_mpi_' + m for m in IMPL_RE.findall(open(src).read())}
+    out = set()
+    for name, (_, params, _) in procs.items():
+        r = rules.get(name, {})
+        if r.get('c_by_hand'):
+            out.add(name)
+        elif any(p['type'] == '...' for p in params):
+            continue
+        elif impl_name(name) in defined or r.get('forward'):
+            out.add(name)
+    return out
 
 
 def all_prototypes(api, abi):

@@ -87,9 +87,12 @@ int kumi_mpi_get_library_version(char *version, int *resultlen)
     if (!version || !resultlen)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Get_library_version: argument %s is NULL",
                                                 version ? "resultlen" : "version"));
+    /* MPI_VERSION is the standard ABI's (mpi.h cannot say less and keep the ABI):
+     * the string says what of the standard is not there yet (kumi_impl.h) */
     snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING,
-             "Kumi %s (MPI %d.%d standard ABI %d.%d)", KUMI_VERSION_STRING, MPI_VERSION, MPI_SUBVERSION,
-             MPI_ABI_VERSION, MPI_ABI_SUBVERSION);
+             "Kumi %s (MPI %d.%d standard ABI %d.%d%s%s)", KUMI_VERSION_STRING, MPI_VERSION, MPI_SUBVERSION,
+             MPI_ABI_VERSION, MPI_ABI_SUBVERSION, KUMI_NOT_IMPLEMENTED[0] ? "; not implemented yet: " : "",
+             KUMI_NOT_IMPLEMENTED);
     *resultlen = (int)strlen(version);
     return MPI_SUCCESS;
 }

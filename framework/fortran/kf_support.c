@@ -3,6 +3,7 @@
  * the procedures that take a Fortran callback (MPI_Op_create,
  * MPI_Comm_create_errhandler), which need C trampolines. */
 #include "kf_support.h"
+#include <kumi/kumi.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -49,6 +50,33 @@ int kf_nomem(const char *fn)
     PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
     return MPI_ERR_NO_MEM;
 }
+
+int kf_narrow(const char *fn, const char *arg, MPI_Aint v, MPI_Fint *out)
+{
+    if (v == (MPI_Aint)(MPI_Fint)v) {
+        *out = (MPI_Fint)v;
+        return MPI_SUCCESS;
+    }
+    int rc = kumi_error(MPI_ERR_ARG, "%s: %s (%lld) does not fit in a default INTEGER (use the call that "
+                        "replaced it, with INTEGER(KIND=MPI_ADDRESS_KIND))", fn, arg, (long long)v);
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    return rc;
+}
+
+/* The removed MPI_ADDRESS (MPI-1): a default INTEGER address.  A 64-bit
+ * address keeps its low 32 bits, so differences of addresses less than 2 GiB
+ * apart (the displacements of MPI_TYPE_STRUCT) come out right, as they did
+ * with MPI-1 libraries on 64-bit systems; absolute addresses (for
+ * MPI_BOTTOM) need MPI_GET_ADDRESS. */
+KUMI_EXPORT void pmpi_address_(void *location, MPI_Fint *address, MPI_Fint *ierror)
+{
+    MPI_Aint a = 0;
+    int rc = PMPI_Get_address(KF_BUF(location), &a);
+    *address = (MPI_Fint)(uint32_t)(uintptr_t)a;
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_address_(void *location, MPI_Fint *address, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_address_")));
 
 /* Intercommunicator calls may be missing from a libmpi under construction. */
 #pragma weak PMPI_Comm_test_inter
@@ -189,6 +217,14 @@ KUMI_EXPORT void pmpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhan
 }
 KUMI_EXPORT void mpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_comm_create_errhandler_")));
+
+/* The removed MPI_ERRHANDLER_CREATE: MPI_COMM_CREATE_ERRHANDLER's trampoline */
+KUMI_EXPORT void pmpi_errhandler_create_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    pmpi_comm_create_errhandler_(fn, errhandler, ierror);
+}
+KUMI_EXPORT void mpi_errhandler_create_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_errhandler_create_")));
 
 /* ------------------------------------------------------------ attributes */
 /* A Fortran keyval: its copy and delete procedures and its extra state travel

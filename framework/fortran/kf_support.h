@@ -40,6 +40,10 @@ void kf_str_out(const char *c, char *f, size_t len);
 
 /* Out of memory in the glue: an MPI_ERR_NO_MEM code (after COMM_WORLD's handler). */
 int kf_nomem(const char *fn);
+/* An address-sized result v for the default INTEGER *out (the removed MPI-1
+ * calls): stored, or an MPI_ERR_ARG code naming the argument (after
+ * COMM_WORLD's handler) when it does not fit. */
+int kf_narrow(const char *fn, const char *arg, MPI_Aint v, MPI_Fint *out);
 /* Number of ranks a communicator's per-peer arrays have (remote size for an
  * intercommunicator); 0 for an invalid one (the call then reports it). */
 int kf_comm_peers(MPI_Comm comm);

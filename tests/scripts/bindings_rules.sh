@@ -72,7 +72,7 @@ fortran() {   # fortran RULES: mkfortran.py into $tmp/f.*
         --out-c "$tmp/f.c" --out-h "$tmp/f.h" --out-mod "$tmp/f.f90"
 }
 mpih() {   # mpih RULES: mkmpih.py into $tmp/mpi.h
-    "$py" "$hgen" "$top_srcdir/data/mpi-abi-1.0.json" "$top_srcdir/data/mpi-procedures.json" "$1" > "$tmp/mpi.h"
+    "$py" "$hgen" "$top_srcdir/data/mpi-abi-1.0.json" "$top_srcdir/data/mpi-procedures.json" "$1" "${srcs[@]}" > "$tmp/mpi.h"
 }
 for r in r0 r1 r5; do
     fortran "$tmp/$r.json" > "$tmp/neg.out" 2>&1 && fail "mkfortran.py accepted the rules $r"
