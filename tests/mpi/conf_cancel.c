@@ -14,7 +14,9 @@
  *  - cancel of a request that already completed (send matched and received,
  *    receive done): cancelled = false, data there;
  *  - a matched send (received before the cancel): not cancelled;
- *  - the same on MPI_COMM_SELF (sends to oneself);
+ *  - the same on MPI_COMM_SELF (sends to oneself), and an MPI_Issend to
+ *    oneself that a probe saw: cancelled before MPI_Cancel returns;
+ *  - a persistent send cancelled, then started again and received;
  *  - the receiver then probes the whole communicator: nothing left behind.
  * Run with 2 ranks (more ranks idle in the barriers) on each transport. */
 #include "kt.h"
@@ -289,12 +291,52 @@ int main(int argc, char **argv)
         KT_MPI(MPI_Comm_free(&self));
     }
 
+    /* 6. A persistent send cancelled, then started again: the second message
+     *    arrives (once, intact), the cancelled one never. */
+    for (int m = K_SEND_INIT * NSIZE; m < NMSG; m++) {
+        int k = m / NSIZE, n = sizes[m % NSIZE];
+        if (k == K_RSEND_INIT) continue;
+        if (rank == 0) {
+            MPI_Request p;
+            switch (k) {
+            case K_SEND_INIT: KT_MPI(MPI_Send_init(sbuf[m], n, MPI_BYTE, 1, 6000 + m, MPI_COMM_WORLD, &p)); break;
+            case K_SSEND_INIT: KT_MPI(MPI_Ssend_init(sbuf[m], n, MPI_BYTE, 1, 6000 + m, MPI_COMM_WORLD, &p)); break;
+            default: KT_MPI(MPI_Bsend_init(sbuf[m], n, MPI_BYTE, 1, 6000 + m, MPI_COMM_WORLD, &p)); break;
+            }
+            KT_MPI(MPI_Start(&p));
+            KT_MPI(MPI_Cancel(&p));
+            KT_MPI(MPI_Wait(&p, &st));
+            KT_MPI(MPI_Test_cancelled(&st, &flag));
+            SOFT(flag, "%s of %d bytes: the first start was not cancelled", kname[k], n);
+            MPI_Barrier(MPI_COMM_WORLD);           /* rank 1 posts its receive after the cancel */
+            KT_MPI(MPI_Start(&p));
+            KT_MPI(MPI_Wait(&p, &st));
+            KT_MPI(MPI_Test_cancelled(&st, &flag));
+            SOFT(!flag, "%s of %d bytes: the second start reported cancelled", kname[k], n);
+            KT_MPI(MPI_Request_free(&p));
+        } else if (rank == 1) {
+            char *r = malloc((size_t)n + 1);
+            int got;
+            MPI_Barrier(MPI_COMM_WORLD);
+            KT_MPI(MPI_Recv(r, n + 1, MPI_BYTE, 0, 6000 + m, MPI_COMM_WORLD, &st));
+            KT_MPI(MPI_Get_count(&st, MPI_BYTE, &got));
+            SOFT(got == n && verify(r, n, m) < 0, "%s restarted after a cancel: %d bytes arrived, %d sent", kname[k],
+                 got, n);
+            free(r);
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    nothing_left(MPI_COMM_WORLD, "persistent sends cancelled and started again");
+
+    /* (before the detach, which waits for buffered messages nobody may receive) */
+    KT_CHECK(nfail == 0, "%d check(s) failed", nfail);
     void *ba; int bs;
     KT_MPI(MPI_Buffer_detach(&ba, &bs));
     free(battach);
     for (int m = 0; m < NMSG; m++) free(sbuf[m]);
     MPI_Barrier(MPI_COMM_WORLD);
-    KT_CHECK(nfail == 0, "%d check(s) failed", nfail);
     if (rank == 0) printf("conf_cancel: ok\n");
     MPI_Finalize();
     return 0;
