@@ -23,7 +23,11 @@
  *     receive buffer when a receive matches (ops->pull): no CTS, no DATA.
  *   Cancel of a send: CANCEL_REQ (ctx, src, tag, seq, sreq); the receiver
  *     removes the message from its unexpected queue if it is still there and
- *     fully arrived, and answers CANCEL_ACK (flags & KUMI_HDR_F_CANCELLED).
+ *     fully arrived, and answers CANCEL_ACK (flags & KUMI_HDR_F_CANCELLED);
+ *     the send is complete again once the answer came.  To oneself,
+ *     kumi_req_cancel waits for the answer (it needs nobody else).  A
+ *     buffered send's request cancels the internal send that carries the
+ *     copy (bsend_req) and completes with it.
  *
  * Eager budget (flow control; parameter kumi_base_eager_budget, bytes per
  * peer, 0: none).  What a receiver holds for messages that arrived before
