@@ -38,13 +38,15 @@ static int bsend_start(struct kumi_req *r)
     r->complete = true;
     r->pending = 0;
     kumi_status_empty(&r->status);
+    kumi_req_bsend_unlink(r);                    /* a persistent request's previous message */
     if (r->peer == MPI_PROC_NULL) return MPI_SUCCESS;
     struct kumi_req *b = kumi_req_internal(KUMI_REQ_SEND, r->comm, r->ctx, r->fname, r->buf, r->count, r->dt,
                                            r->peer, r->tag, NULL, NULL, 0);
     if (!b) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", r->fname);
     int rc = kumi_bsend_prepare(b);
     if (rc) { kumi_req_free(b); return rc; }
-    b->user_freed = true;                        /* frees itself once sent */
+    if (r->internal) b->user_freed = true;       /* MPI_Bsend: frees itself once sent */
+    else kumi_req_bsend_link(r, b);              /* MPI_Cancel of r reaches it */
     rc = kumi_req_start_send(b);
     if (rc) { kumi_req_free(b); return rc; }
     return MPI_SUCCESS;

@@ -141,6 +141,11 @@ void kumi_req_free(struct kumi_req *r)
     const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
     if (ops && ops->free) ops->free(r);
     if (r->kind == KUMI_REQ_RECV) kumi_match_unpost(r);
+    kumi_req_bsend_unlink(r);
+    if (r->bsend_owner) {                  /* an internal buffered send that failed to start */
+        r->bsend_owner->bsend_req = NULL;
+        r->bsend_owner = NULL;
+    }
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
     r->pack = NULL;
@@ -182,7 +187,34 @@ void kumi_req_check_complete(struct kumi_req *r)
         r->on_complete(r);
         return;
     }
+    if (r->bsend_owner) {              /* a buffered send's copy: its user request may wait for it */
+        struct kumi_req *o = r->bsend_owner;
+        if (!o->complete && o->pending > 0) {       /* MPI_Cancel of o: now decided */
+            if (kumi_status_cancelled(&r->status)) o->status.MPI_internal[2] = 1;
+            o->pending = 0;
+            kumi_req_check_complete(o);             /* may free o, and r with it */
+        }
+        return;                        /* o's: freed with it, or when o starts again */
+    }
     if (r->user_freed) kumi_req_free(r);
+}
+
+void kumi_req_bsend_link(struct kumi_req *r, struct kumi_req *b)
+{
+    kumi_req_bsend_unlink(r);
+    r->bsend_req = b;
+    b->bsend_owner = r;
+    b->user_freed = false;
+}
+
+void kumi_req_bsend_unlink(struct kumi_req *r)
+{
+    struct kumi_req *b = r->bsend_req;
+    if (!b) return;
+    r->bsend_req = NULL;
+    b->bsend_owner = NULL;
+    if (b->complete) kumi_req_free(b);
+    else b->user_freed = true;         /* frees itself once sent */
 }
 
 void kumi_req_release(struct kumi_req *r)
@@ -694,6 +726,8 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 }
 
 /* ------------------------------------------------------------ cancel */
+static int cancel_answered(void *arg) { return !((struct kumi_req *)arg)->cancel_sent; }
+
 int kumi_req_cancel(struct kumi_req *r)
 {
     if (r->kind != KUMI_REQ_SEND && r->kind != KUMI_REQ_RECV) {
@@ -711,6 +745,21 @@ int kumi_req_cancel(struct kumi_req *r)
         return MPI_SUCCESS;
     }
     /* send */
+    if (r->mode == KUMI_MODE_BUFFERED) {
+        /* the user's request of MPI_Ibsend / MPI_Bsend_init: complete at once,
+         * the message is its internal send's; cancel that one, and this
+         * request is complete again once the answer came */
+        struct kumi_req *b = r->bsend_req;
+        if (!b || r->pending > 0 || kumi_status_cancelled(&r->status)) return MPI_SUCCESS;
+        int rc = kumi_req_cancel(b);
+        if (b->complete) {
+            if (kumi_status_cancelled(&b->status)) r->status.MPI_internal[2] = 1;
+        } else {
+            r->complete = false;
+            r->pending = 1;                /* kumi_req_check_complete(b) tells r */
+        }
+        return rc;
+    }
     if (r->peer == MPI_PROC_NULL || r->wpeer < 0 || r->cancel_sent || kumi_status_cancelled(&r->status))
         return MPI_SUCCESS;
     if (r->rndv && r->cts_seen) return MPI_SUCCESS;          /* matched: too late */
@@ -727,6 +776,11 @@ int kumi_req_cancel(struct kumi_req *r)
     r->complete = false;                  /* not complete until the answer came */
     r->pending++;
     kumi_req_send_ctl(r->wpeer, &h);
+    /* To oneself the answer needs nobody else: wait for it here, so that
+     * MPI_Test / MPI_Request_get_status right after MPI_Cancel report the
+     * outcome, and a receive posted next cannot take the message. */
+    if (r->wpeer == kumi_world_rank() && !upcall_depth && !flushing)
+        kumi_progress_wait(cancel_answered, r);
     return MPI_SUCCESS;
 }
 

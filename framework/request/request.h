@@ -23,7 +23,11 @@
  *     receive buffer when a receive matches (ops->pull): no CTS, no DATA.
  *   Cancel of a send: CANCEL_REQ (ctx, src, tag, seq, sreq); the receiver
  *     removes the message from its unexpected queue if it is still there and
- *     fully arrived, and answers CANCEL_ACK (flags & KUMI_HDR_F_CANCELLED).
+ *     fully arrived, and answers CANCEL_ACK (flags & KUMI_HDR_F_CANCELLED);
+ *     the send is complete again once the answer came.  To oneself,
+ *     kumi_req_cancel waits for the answer (it needs nobody else).  A
+ *     buffered send's request cancels the internal send that carries the
+ *     copy (bsend_req) and completes with it.
  *
  * Eager budget (flow control; parameter kumi_base_eager_budget, bytes per
  * peer, 0: none).  What a receiver holds for messages that arrived before
@@ -116,6 +120,12 @@ struct kumi_req {
     struct kumi_sendop op;          /* EAGER / EAGER_SYNC / RTS */
     struct kumi_sendop dop;         /* DATA */
     void *bsend_seg;                /* bsend: segment of the attached buffer */
+    /* Buffered mode (MPI_Ibsend, MPI_Bsend_init): the user's request is
+     * complete at once; an internal send (bsend_req) carries the copy.  It
+     * stays linked (bsend_owner) until the user's request is freed or
+     * started again, so that MPI_Cancel can reach the message. */
+    struct kumi_req *bsend_req;     /* user's buffered send: its internal send, or NULL */
+    struct kumi_req *bsend_owner;   /* internal send: the user's request, or NULL */
     /* receive side */
     struct kumi_rx rx;
     struct kumi_rx rx2;             /* rendezvous: the DATA after a first fragment */
@@ -225,8 +235,13 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u);
 void kumi_req_check_complete(struct kumi_req *r);
 /* Request_free semantics: free now if complete, else when it completes. */
 void kumi_req_release(struct kumi_req *r);
-/* Cancel (MPI_Cancel). */
+/* Cancel (MPI_Cancel).  A send to oneself is decided before it returns. */
 int kumi_req_cancel(struct kumi_req *r);
+/* Buffered mode: b (internal, carrying the copy of user request r's message)
+ * becomes r's; kumi_req_bsend_unlink gives r's current one up (it frees
+ * itself once sent). */
+void kumi_req_bsend_link(struct kumi_req *r, struct kumi_req *b);
+void kumi_req_bsend_unlink(struct kumi_req *r);
 /* Number of world peers; transport for a peer. */
 const struct kumi_p2p_ops *kumi_req_transport(int wpeer);
 /* Send a control header (CTS, SYNC_ACK, CANCEL_*): queued, flushed soon. */
