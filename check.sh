@@ -7,6 +7,20 @@ top=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$top/_build}
 export BUILDDIR
 CONFIGURE_FLAGS=${CONFIGURE_FLAGS:---enable-werror} "$top/install.sh" || { echo "0 passed, 1 failed"; exit 1; }
+# What only the tests need: the foreign MPIs whose ABIs Kumi translates (their
+# wrappers build the foreign binaries of the ABI tests, and tools/abi-probe.py
+# re-derives data/abi from them).  KUMI_SKIP_APT=1 skips it, as for install.sh.
+test_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
+if [ "${KUMI_SKIP_APT:-0}" != 1 ]; then
+    missing=()
+    for p in "${test_pkgs[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
+    if [ ${#missing[@]} -gt 0 ]; then
+        SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+        echo "== installing Debian packages for the tests: ${missing[*]}"
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" > /dev/null ||
+            echo "== (could not install them: the tests that need them say so and skip)"
+    fi
+fi
 target=check
 [ "${1:-}" = --long ] && target=check-long
 log=$BUILDDIR/tests/check.out
