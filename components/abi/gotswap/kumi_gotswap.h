@@ -25,7 +25,7 @@
  *     and then patch every new object, dependencies included, before dlopen
  *     returns.
  *
- * Supported: x86_64 and aarch64 (ELF64, RELA), PIE and non-PIE programs,
+ * Supported: x86_64 (aarch64 coded, untested; ELF64 RELA only), PIE and non-PIE programs,
  * lazy and immediate binding.  Every function is thread-safe (one lock);
  * a slot is written with one aligned atomic store.  The library never swaps
  * its own slots.  Limits: see the Kumi README (section "GOT swap").
