@@ -7,7 +7,7 @@
  *   prog MODE      one scenario per process (rules stay for the process's life)
  *
  * Prints "ok: ..." per check and "FAIL: ..." for a failed one; exits 1 if any
- * check failed.  MODEs: base swap lazy rule ruledep ruledlsym nosym noobj
+ * check failed.  MODEs: base swap lazy rule ruledep ruledlsym dlmopen nosym noobj
  * badarg main threads, and fortran when built with -DWITH_FORTRAN (linked
  * against libfort.so too; see each function). */
 #define _GNU_SOURCE
@@ -193,6 +193,42 @@ static void mode_ruledlsym(void)
     CHECK(n == 0, "nothing new loaded: kumi_got_rules_apply rewrites nothing: %d", n);
 }
 
+/* A plug-in loaded with dlmopen into a new namespace (hooked too): it binds
+ * to libB there, and the rule sends it to the program's own who_main(). */
+static int who_main(void) { return 3; }
+static void mode_dlmopen(void)
+{
+    int n = kumi_got_rule_add("libplug.so", "who", (void *)who_main);
+    CHECK(n == 0, "kumi_got_rule_add: %d", n);
+    void *h = dlmopen(LM_ID_NEWLM, LIBDIR "/libplug.so", RTLD_NOW);
+    if (!h) { printf("FAIL: dlmopen: %s\n", dlerror()); exit(1); }
+    Lmid_t id = LM_ID_BASE;
+    CHECK(dlinfo(h, RTLD_DI_LMID, &id) == 0 && id != LM_ID_BASE, "the plug-in is in a new namespace");
+    int (*pw)(void) = (int (*)(void))sym(h, "plug_who");
+    CHECK(pw() == 3, "dlmopen (hooked) patched it: %d", pw());
+    CHECK(who() == 1, "the program still reaches libA: %d", who());
+    void *tb = who_of_b("who"), *old = NULL;
+    n = kumi_got_swap_handle(h, "who", tb, &old);
+    CHECK(n >= 1 && old == (void *)who_main && pw() == 2, "kumi_got_swap_handle in that namespace: %d, %d", n, pw());
+    /* a namespace made around the hook: reached through its handle */
+    void *(*real_dlmopen)(Lmid_t, const char *, int) =
+        (void *(*)(Lmid_t, const char *, int))dlsym(RTLD_DEFAULT, "dlmopen");
+    void *h2 = real_dlmopen(LM_ID_NEWLM, LIBDIR "/libwrap.so", RTLD_NOW);
+    if (!h2) { printf("FAIL: dlmopen: %s\n", dlerror()); exit(1); }
+    int (*ww)(void) = (int (*)(void))sym(h2, "wrap_who");
+    CHECK(ww() == 2, "a plug-in dlmopen'ed around the hook binds to libB in its namespace: %d", ww());
+    n = kumi_got_swap("libplug.so", "who", (void *)who_main, NULL);
+    CHECK(n == 1 && ww() == 2 && pw() == 3, "a pattern reaches the hooked namespace only: %d", n);
+    n = kumi_got_rules_apply();
+    CHECK(n == 0 && ww() == 2, "nor do the rules (its namespace is unknown to gotswap): %d, %d", n, ww());
+    Lmid_t id2;
+    dlinfo(h2, RTLD_DI_LMID, &id2);
+    void *hp2 = real_dlmopen(id2, LIBDIR "/libplug.so", RTLD_NOW | RTLD_NOLOAD);
+    n = hp2 ? kumi_got_swap_handle(hp2, "who", (void *)who_main, &old) : -99;
+    CHECK(n >= 1 && ww() == 3, "kumi_got_swap_handle on its libplug.so: %d, %d %s", n, ww(), n < 0 ? kumi_got_error() : "");
+    CHECK(pw() == 3, "the first namespace's plug-in unchanged: %d", pw());
+}
+
 static void mode_nosym(void)
 {
     open_plug(RTLD_NOW);
@@ -304,7 +340,7 @@ int main(int argc, char **argv)
     const char *m = argc > 1 ? argv[1] : "";
     static const struct { const char *name; void (*fn)(void); } modes[] = {
         {"base", mode_base}, {"swap", mode_swap}, {"lazy", mode_lazy}, {"rule", mode_rule},
-        {"ruledep", mode_ruledep}, {"ruledlsym", mode_ruledlsym}, {"nosym", mode_nosym},
+        {"ruledep", mode_ruledep}, {"ruledlsym", mode_ruledlsym}, {"dlmopen", mode_dlmopen}, {"nosym", mode_nosym},
         {"noobj", mode_noobj}, {"badarg", mode_badarg}, {"main", mode_main}, {"threads", mode_threads},
 #ifdef WITH_FORTRAN
         {"fortran", mode_fortran},

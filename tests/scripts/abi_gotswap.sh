@@ -87,7 +87,7 @@ check_variant() {
     fi
 }
 
-modes="base swap lazy rule ruledep ruledlsym nosym noobj badarg main threads"
+modes="base swap lazy rule ruledep ruledlsym dlmopen nosym noobj badarg main threads"
 for v in pie nopie now noshdr; do
     build "$v" || continue
     check_variant "$v"

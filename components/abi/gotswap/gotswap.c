@@ -16,6 +16,15 @@
  * rules added since.  When the loader reports an unload (dlpi_subs changed) the
  * memory of objects is dropped and every rule is applied again (idempotent),
  * since a new object may sit where an old one was.
+ *
+ * dl_iterate_phdr reports the caller's namespace only: the namespaces made
+ * by dlmopen through the hook are walked along their link maps (gs_walk_ns,
+ * inside a dl_iterate_phdr callback so that the loader's lock on the lists is
+ * held), their program headers located from the file (gs_lm_info).
+ *
+ * No dl* function that takes the loader's lock (dlopen, dlsym, dlclose) is
+ * called with gs_lock held: a constructor running inside dlopen (loader lock
+ * held) may call kumi_got_rule_add and wait for gs_lock.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -383,7 +392,13 @@ struct gs_req {                 /* one swap to do */
     void *old;
     int old_lazy;               /* old is a lazy PLT stub: resolve it after the walk */
     char old_path[PATH_MAX];
+    Lmid_t old_lmid;            /* its namespace; old_scope: the namespace's first object */
+    char old_scope[PATH_MAX];   /* ("" for this library's namespace: its global scope) */
 };
+
+/* The namespace being walked (set with gs_lock held). */
+static Lmid_t gs_cur_lmid = LM_ID_BASE;
+static const char *gs_cur_scope;
 
 static int gs_self_marker;      /* an address inside this library */
 
@@ -413,6 +428,14 @@ static int gs_path_of(const struct dl_phdr_info *info, int first, char *path, si
     if (l <= 0) return -1;
     path[l] = 0;
     return 0;
+}
+
+/* Another copy of this library (loaded with dlmopen in another namespace):
+ * hooking its dlopen would make the two hooks call each other. */
+static int gs_is_gotswap(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return strncmp(b ? b + 1 : path, "libkumi_gotswap.so", 18) == 0;
 }
 
 static int gs_match(const char *pattern, const char *path, int is_main)
@@ -460,6 +483,8 @@ static int gs_apply_object(struct dl_phdr_info *info, const char *path, struct g
                 r->old = cur;
                 r->old_lazy = s->lazy_known && (uintptr_t)cur == info->dlpi_addr + s->file_val;
                 snprintf(r->old_path, sizeof r->old_path, "%s", path);
+                r->old_lmid = gs_cur_lmid;
+                snprintf(r->old_scope, sizeof r->old_scope, "%s", gs_cur_scope ? gs_cur_scope : "");
             }
             if (cur == r->target) continue;
             int w = gs_write(maps, info, path, slot, r->target);
@@ -487,10 +512,30 @@ struct gs_walk {
     uintptr_t only_addr;        /* with only_name: exactly this object (a handle) */
     const char *only_name;
     struct gs_maps maps;
+    const struct link_map *extra;   /* also walk this object's namespace (a handle's) */
+    Lmid_t extra_lmid;
     int matched;                /* objects that one matched */
     int err;
     int index;
 };
+
+/* Namespaces made by dlmopen through the hook: dl_iterate_phdr shows the
+ * caller's namespace only, so their link maps are walked, from one object of
+ * each that gotswap keeps open (so that the list it walks stays valid). */
+struct gs_ns { Lmid_t id; void *keep; const struct link_map *lm; };
+static struct gs_ns *gs_nss;
+static size_t gs_nns, gs_capns;
+static Lmid_t gs_own_lmid = LM_ID_BASE;
+static pthread_once_t gs_lmid_once = PTHREAD_ONCE_INIT;
+
+static void gs_init_lmid(void)
+{
+    Dl_info di;
+    struct link_map *lm = NULL;
+    Lmid_t id;
+    if (dladdr1(&gs_self_marker, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm && dlinfo(lm, RTLD_DI_LMID, &id) == 0)
+        gs_own_lmid = id;
+}
 
 static struct gs_known *gs_known_find(uintptr_t addr, const void *phdr, int add)
 {
@@ -508,53 +553,136 @@ static struct gs_known *gs_known_find(uintptr_t addr, const void *phdr, int add)
     return &gs_objs[gs_nobjs++];
 }
 
-static int gs_walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/* One object: first says it is the main program (the first of our namespace). */
+static void gs_visit(struct gs_walk *w, struct dl_phdr_info *info, int first)
 {
-    struct gs_walk *w = arg;
-    int first = w->index++ == 0;
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-        if (w->one == NULL && first) {
-            if (info->dlpi_subs != gs_subs) gs_nobjs = 0;   /* something left: start over */
-            gs_adds = info->dlpi_adds;
-            gs_subs = info->dlpi_subs;
-        }
-    }
-    if (gs_is_self(info)) return 0;
+    if (gs_is_self(info)) return;
     char path[PATH_MAX];
-    if (gs_path_of(info, first, path, sizeof path) != 0) return 0;
+    if (gs_path_of(info, first, path, sizeof path) != 0) return;
     int rc = 0;
     if (w->one) {
         if (w->only_name) {
-            if (info->dlpi_addr != w->only_addr || strcmp(info->dlpi_name, w->only_name) != 0) return 0;
+            if (info->dlpi_addr != w->only_addr || strcmp(info->dlpi_name ? info->dlpi_name : "", w->only_name) != 0)
+                return;
         } else if (!gs_match(w->one->pattern, path, first))
-            return 0;
+            return;
         w->matched++;
         rc = gs_apply_object(info, path, &w->one, 1, &w->maps);
     } else {
         struct gs_known *k = gs_known_find(info->dlpi_addr, info->dlpi_phdr, 1);
         if (!k) {
             if (!w->err) w->err = gs_fail(KUMI_GOT_ENOMEM, "out of memory");
-            return 0;
+            return;
         }
         size_t from = k->applied;
         k->applied = gs_nrules;
         struct gs_req *want[gs_nrules ? gs_nrules : 1];
         size_t n = 0;
+        int other_copy = gs_is_gotswap(path);   /* e.g. in another namespace: never hooked */
         for (size_t i = from; i < gs_nrules; i++)
-            if (gs_match(gs_rules[i].pattern, path, first)) want[n++] = &gs_rules[i];
+            if (gs_match(gs_rules[i].pattern, path, first) && !(gs_rules[i].internal && other_copy))
+                want[n++] = &gs_rules[i];
         if (n) rc = gs_apply_object(info, path, want, n, &w->maps);
     }
     if (rc && !w->err) w->err = rc;
+}
+
+static int gs_walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct gs_walk *w = arg;
+    int first = w->index++ == 0;
+    if (first && w->one == NULL &&
+        size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        if (info->dlpi_subs != gs_subs) gs_nobjs = 0;   /* something left: start over */
+        gs_adds = info->dlpi_adds;
+        gs_subs = info->dlpi_subs;
+    }
+    gs_visit(w, info, first);
     return 0;
+}
+
+/* The program headers of a loaded object from its link map: where its file
+ * says they are, checked to be mapped (gs_parse then compares them). */
+static int gs_lm_info(const struct link_map *lm, const struct gs_maps *maps, struct dl_phdr_info *info)
+{
+    if (!lm->l_name || !lm->l_name[0]) return -1;
+    int fd = open(lm->l_name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    GElf_Ehdr eh;
+    size_t phnum = 0;
+    int rc = -1;
+    if (elf && gelf_getehdr(elf, &eh) && elf_getphdrnum(elf, &phnum) == 0 && phnum > 0) {
+        GElf_Xword need = (GElf_Xword)phnum * sizeof(ElfW(Phdr));
+        for (size_t i = 0; i < phnum; i++) {
+            GElf_Phdr ph;
+            if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+            if (eh.e_phoff < ph.p_offset || eh.e_phoff + need > ph.p_offset + ph.p_filesz) continue;
+            uintptr_t a = lm->l_addr + ph.p_vaddr + (eh.e_phoff - ph.p_offset);
+            if (maps->buf && (!(gs_maps_prot(maps, a) & PROT_READ) || gs_maps_prot(maps, a + need - 1) < 0 ||
+                              !(gs_maps_prot(maps, a + need - 1) & PROT_READ)))
+                break;
+            memset(info, 0, sizeof *info);
+            info->dlpi_addr = lm->l_addr;
+            info->dlpi_name = lm->l_name;
+            info->dlpi_phdr = (const ElfW(Phdr) *)a;
+            info->dlpi_phnum = (ElfW(Half))phnum;
+            rc = 0;
+            break;
+        }
+    }
+    if (elf) elf_end(elf);
+    close(fd);
+    return rc;
+}
+
+static void gs_walk_ns(struct gs_walk *w, const struct link_map *any, Lmid_t id)
+{
+    const struct link_map *l = any;
+    while (l->l_prev) l = l->l_prev;
+    gs_cur_lmid = id;
+    gs_cur_scope = l->l_name;
+    for (; l; l = l->l_next) {
+        struct dl_phdr_info info;
+        if (gs_lm_info(l, &w->maps, &info) == 0) gs_visit(w, &info, 0);
+    }
+    gs_cur_lmid = gs_own_lmid;
+    gs_cur_scope = NULL;
+}
+
+/* Under dl_iterate_phdr, which holds the loader's lock on the lists. */
+static int gs_ns_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct gs_walk *w = arg;
+    for (size_t i = 0; i < gs_nns; i++) gs_walk_ns(w, gs_nss[i].lm, gs_nss[i].id);
+    if (w->extra) gs_walk_ns(w, w->extra, w->extra_lmid);
+    return 1;
+}
+
+static void gs_walk_all(struct gs_walk *w)   /* with gs_lock held */
+{
+    gs_cur_lmid = gs_own_lmid;
+    gs_cur_scope = NULL;
+    dl_iterate_phdr(gs_walk_cb, w);
+    if (gs_nns || w->extra) dl_iterate_phdr(gs_ns_cb, w);
 }
 
 /* A lazy slot still held its PLT stub: name what the loader would bind. */
 static void gs_resolve_old(struct gs_req *r)
 {
     if (!r->found || !r->old_lazy) return;
-    void *p = dlsym(RTLD_DEFAULT, r->symbol);   /* the global scope first */
+    void *p = NULL;
+    if (r->old_scope[0]) {                     /* another namespace: from its first object */
+        void *h = dlmopen(r->old_lmid, r->old_scope, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            p = dlsym(h, r->symbol);
+            dlclose(h);
+        }
+    } else
+        p = dlsym(RTLD_DEFAULT, r->symbol);   /* the global scope first */
     if (!p) {
-        void *h = dlopen(r->old_path, RTLD_LAZY | RTLD_NOLOAD);
+        void *h = r->old_lmid == LM_ID_BASE ? dlopen(r->old_path, RTLD_LAZY | RTLD_NOLOAD)
+                                            : dlmopen(r->old_lmid, r->old_path, RTLD_LAZY | RTLD_NOLOAD);
         if (h) {
             p = dlsym(h, r->symbol);          /* then the object's own scope */
             dlclose(h);
@@ -564,18 +692,20 @@ static void gs_resolve_old(struct gs_req *r)
 }
 
 static int gs_swap(struct gs_req *r, const char *desc, void **old_target, uintptr_t only_addr,
-                   const char *only_name)
+                   const char *only_name, const struct link_map *extra, Lmid_t extra_lmid)
 {
+    pthread_once(&gs_lmid_once, gs_init_lmid);
     if (!r->symbol || !r->symbol[0] || !r->target) {
         if (old_target) *old_target = NULL;
         return gs_fail(KUMI_GOT_EINVAL, "kumi_got_swap: %s", !r->symbol || !r->symbol[0] ?
                        "symbol is NULL or empty" : "new_target is NULL");
     }
-    struct gs_walk w = {.one = r, .only_addr = only_addr, .only_name = only_name};
+    struct gs_walk w = {.one = r, .only_addr = only_addr, .only_name = only_name, .extra = extra,
+                        .extra_lmid = extra_lmid};
     gs_msg[0] = 0;
     pthread_mutex_lock(&gs_lock);
     gs_maps_read(&w.maps);
-    dl_iterate_phdr(gs_walk_cb, &w);
+    gs_walk_all(&w);
     free(w.maps.buf);
     pthread_mutex_unlock(&gs_lock);
     gs_resolve_old(r);
@@ -590,7 +720,7 @@ GS_API int kumi_got_swap(const char *object_pattern, const char *symbol, void *n
     struct gs_req r = {.pattern = object_pattern, .symbol = symbol, .target = new_target};
     char desc[PATH_MAX + 16];
     snprintf(desc, sizeof desc, "'%s'", object_pattern ? object_pattern : "(any)");
-    return gs_swap(&r, desc, old_target, 0, NULL);
+    return gs_swap(&r, desc, old_target, 0, NULL, NULL, 0);
 }
 
 GS_API int kumi_got_swap_handle(void *dl_handle, const char *symbol, void *new_target, void **old_target)
@@ -604,7 +734,10 @@ GS_API int kumi_got_swap_handle(void *dl_handle, const char *symbol, void *new_t
     struct gs_req r = {.symbol = symbol, .target = new_target};
     char desc[PATH_MAX + 16];
     snprintf(desc, sizeof desc, "the handle of '%s'", lm->l_name);
-    return gs_swap(&r, desc, old_target, lm->l_addr, lm->l_name);
+    pthread_once(&gs_lmid_once, gs_init_lmid);
+    Lmid_t id = gs_own_lmid;
+    dlinfo(dl_handle, RTLD_DI_LMID, &id);
+    return gs_swap(&r, desc, old_target, lm->l_addr, lm->l_name, id != gs_own_lmid ? lm : NULL, id);
 }
 
 /* --------------------------------------------------------------- rules */
@@ -615,7 +748,7 @@ static int gs_rules_scan(void)   /* with gs_lock held */
     size_t before[gs_nrules ? gs_nrules : 1];
     for (size_t i = 0; i < gs_nrules; i++) before[i] = (size_t)gs_rules[i].changed;
     gs_maps_read(&w.maps);
-    dl_iterate_phdr(gs_walk_cb, &w);
+    gs_walk_all(&w);
     free(w.maps.buf);
     int n = 0;
     for (size_t i = 0; i < gs_nrules; i++)
@@ -669,6 +802,7 @@ GS_API int kumi_got_rule_add(const char *pattern, const char *symbol, void *targ
         return gs_fail(KUMI_GOT_EINVAL, "kumi_got_rule_add: %s", !symbol || !symbol[0] ?
                        "symbol is NULL or empty" : "target is NULL");
     gs_msg[0] = 0;
+    pthread_once(&gs_lmid_once, gs_init_lmid);
     pthread_mutex_lock(&gs_lock);
     int rc = 0;
     if (!gs_hooked) {
@@ -714,6 +848,7 @@ static int gs_count_cb(struct dl_phdr_info *info, size_t size, void *arg)
 GS_API int kumi_got_rules_apply(void)
 {
     gs_msg[0] = 0;
+    pthread_once(&gs_lmid_once, gs_init_lmid);
     pthread_mutex_lock(&gs_lock);
     int rc = 0;
     if (gs_nrules > 0) {
@@ -836,6 +971,8 @@ static void *gs_open_as(const void *caller, const struct gs_opener *given, const
     return h ? h : gs_do_open(&op, file, mode);
 }
 
+static void gs_ns_note(void *h);
+
 static void gs_after_load(void)
 {
     int saved = errno;
@@ -846,14 +983,52 @@ static void gs_after_load(void)
 GS_API void *kumi_got_dlopen(const char *file, int mode)
 {
     void *h = gs_open_as(__builtin_return_address(0), NULL, file, mode);
-    if (h) gs_after_load();
+    if (h) {
+        gs_ns_note(h);          /* a caller in another namespace opens there */
+        gs_after_load();
+    }
     return h;
+}
+
+/* Remembers the namespace of h (dlmopen'ed) when it is not ours. */
+static void gs_ns_note(void *h)
+{
+    pthread_once(&gs_lmid_once, gs_init_lmid);
+    Lmid_t id;
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LMID, &id) != 0 || id == gs_own_lmid || dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
+        return;
+    pthread_mutex_lock(&gs_lock);
+    int known = 0;
+    for (size_t i = 0; i < gs_nns; i++) known |= gs_nss[i].id == id;
+    pthread_mutex_unlock(&gs_lock);
+    if (known) return;
+    /* no dl* call with gs_lock held: a constructor inside dlopen may wait for it */
+    void *keep = dlmopen(id, lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!keep) return;
+    pthread_mutex_lock(&gs_lock);
+    for (size_t i = 0; i < gs_nns; i++) known |= gs_nss[i].id == id;
+    if (!known && gs_nns == gs_capns) {
+        size_t nc = gs_capns ? 2 * gs_capns : 4;
+        void *p = realloc(gs_nss, nc * sizeof *gs_nss);
+        if (p) {
+            gs_nss = p;
+            gs_capns = nc;
+        }
+    }
+    int added = !known && gs_nns < gs_capns;
+    if (added) gs_nss[gs_nns++] = (struct gs_ns){id, keep, lm};
+    pthread_mutex_unlock(&gs_lock);
+    if (!added) dlclose(keep);
 }
 
 GS_API void *kumi_got_dlmopen(long lmid, const char *file, int mode)
 {
     struct gs_opener op = {lmid == LM_ID_BASE, (Lmid_t)lmid};
     void *h = gs_open_as(__builtin_return_address(0), &op, file, mode);
-    if (h) gs_after_load();
+    if (h) {
+        gs_ns_note(h);
+        gs_after_load();
+    }
     return h;
 }

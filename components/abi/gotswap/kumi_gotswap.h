@@ -34,6 +34,11 @@
  * a pattern with a '/' is a shell glob (fnmatch) on the object's path, any
  * other one a glob on its file name ("libplug.so", "libmpi*.so*").
  * The vdso and objects without a file never match.
+ *
+ * Namespaces: the loader shows this library the objects of its own namespace;
+ * those of other namespaces (dlmopen) are reached when the namespace was made
+ * through the hook (gotswap then keeps its first object open, so the list
+ * stays valid), and by kumi_got_swap_handle with a handle of one of them.
  */
 #ifndef KUMI_GOTSWAP_H
 #define KUMI_GOTSWAP_H
@@ -59,8 +64,8 @@ extern "C" {
  * bound definition, also when lazy binding had not resolved the slot yet. */
 int kumi_got_swap(const char *object_pattern, const char *symbol, void *new_target, void **old_target);
 
-/* The same for exactly the object of a dlopen handle (also one of
- * dlopen(NULL) = the main program). */
+/* The same for exactly the object of a dlopen / dlmopen handle (also one of
+ * dlopen(NULL) = the main program), in any namespace. */
 int kumi_got_swap_handle(void *dl_handle, const char *symbol, void *new_target, void **old_target);
 
 /* A rule: swap `symbol` to `target` in every object that matches `pattern`,
