@@ -7,7 +7,7 @@
  *   prog MODE      one scenario per process (rules stay for the process's life)
  *
  * Prints "ok: ..." per check and "FAIL: ..." for a failed one; exits 1 if any
- * check failed.  MODEs: base swap lazy rule ruledep ruledlsym dlmopen nosym noobj
+ * check failed.  MODEs: base swap lazy rule ruledep ruledlsym dlmopen replaced nosym noobj
  * badarg main threads, and fortran when built with -DWITH_FORTRAN (linked
  * against libfort.so too; see each function). */
 #define _GNU_SOURCE
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kumi_gotswap.h"
 
@@ -257,6 +258,55 @@ static void mode_noobj(void)
     CHECK(plug_who() == 1, "nothing changed: %d", plug_who());
 }
 
+static int copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    char buf[8192];
+    size_t n;
+    int ok = a && b;
+    while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0) ok = fwrite(buf, 1, n, b) == n;
+    if (a) fclose(a);
+    if (b && fclose(b) != 0) ok = 0;
+    return ok ? 0 : -1;
+}
+
+/* The object's file is no longer the one loaded: replaced (another ELF file,
+ * junk) or removed.  A clear error, no crash, the slots untouched. */
+static void mode_replaced(void)
+{
+    char dir[512], path[600], tmp[600];
+    snprintf(dir, sizeof dir, "%s/gotswap.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) { printf("FAIL: mkdtemp\n"); exit(1); }
+    snprintf(path, sizeof path, "%s/libplugx.so", dir);
+    snprintf(tmp, sizeof tmp, "%s/new", dir);
+    if (copy_file(LIBDIR "/libplug.so", path) != 0) { printf("FAIL: copy\n"); exit(1); }
+    void *tb = who_of_b("who");      /* (libB is found loaded: the copy has no RUNPATH to it) */
+    void *h = open_or_die(path, RTLD_NOW);
+    int (*pw)(void) = (int (*)(void))sym(h, "plug_who");
+    int n = kumi_got_swap("libplugx.so", "who", tb, NULL);
+    CHECK(n >= 1 && pw() == 2, "the copy is swapped while its file is intact: %d", n);
+    kumi_got_swap("libplugx.so", "who", dlsym(RTLD_DEFAULT, "who"), NULL);
+    /* another ELF file in its place (rename: the loaded mapping keeps the old one) */
+    if (copy_file(LIBDIR "/libwrap.so", tmp) != 0 || rename(tmp, path) != 0) { printf("FAIL: replace\n"); exit(1); }
+    n = kumi_got_swap("libplugx.so", "who", tb, NULL);
+    CHECK(n == KUMI_GOT_EELF && strstr(kumi_got_error(), "libplugx.so") && strstr(kumi_got_error(), "loaded object"),
+          "file replaced by another ELF file: KUMI_GOT_EELF (%d: %s)", n, kumi_got_error());
+    CHECK(pw() == 1, "the slot is untouched: %d", pw());
+    FILE *f = fopen(tmp, "w");
+    if (f) { fputs("not an ELF file\n", f); fclose(f); }
+    rename(tmp, path);
+    n = kumi_got_swap("libplugx.so", "who", tb, NULL);
+    CHECK(n == KUMI_GOT_EELF && strstr(kumi_got_error(), "not an ELF"), "replaced by junk: %d: %s", n, kumi_got_error());
+    unlink(path);
+    n = kumi_got_swap("libplugx.so", "who", tb, NULL);
+    CHECK(n == KUMI_GOT_EELF && strstr(kumi_got_error(), "cannot open"), "removed: %d: %s", n, kumi_got_error());
+    n = kumi_got_swap(NULL, "who", tb, NULL);
+    CHECK(n == KUMI_GOT_EELF, "a swap over every object reports the broken one: %d: %s", n, kumi_got_error());
+    CHECK(pw() == 1, "the slot is still untouched: %d", pw());
+    CHECK(who() == 2, "while the other objects were swapped (the program reaches libB now): %d", who());
+    rmdir(dir);
+}
+
 static void mode_badarg(void)
 {
     open_plug(RTLD_NOW);
@@ -340,7 +390,7 @@ int main(int argc, char **argv)
     const char *m = argc > 1 ? argv[1] : "";
     static const struct { const char *name; void (*fn)(void); } modes[] = {
         {"base", mode_base}, {"swap", mode_swap}, {"lazy", mode_lazy}, {"rule", mode_rule},
-        {"ruledep", mode_ruledep}, {"ruledlsym", mode_ruledlsym}, {"dlmopen", mode_dlmopen}, {"nosym", mode_nosym},
+        {"ruledep", mode_ruledep}, {"ruledlsym", mode_ruledlsym}, {"dlmopen", mode_dlmopen}, {"replaced", mode_replaced}, {"nosym", mode_nosym},
         {"noobj", mode_noobj}, {"badarg", mode_badarg}, {"main", mode_main}, {"threads", mode_threads},
 #ifdef WITH_FORTRAN
         {"fortran", mode_fortran},

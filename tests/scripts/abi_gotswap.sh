@@ -49,7 +49,7 @@ build() {   # build VARIANT: into $tmp/VARIANT/{prog,lib/}
         noshdr) progf="-fPIE -pie" ;;
     esac
     mkdir -p "$d/lib"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2016
     {
         $CC -O1 -shared $libf $ldf -DWHO=1 -Wl,-soname,libA.so -o "$d/lib/libA.so" "$src/who.c" &&
         $CC -O1 -shared $libf $ldf -DWHO=2 -Wl,-soname,libB.so -o "$d/lib/libB.so" "$src/who.c" &&
@@ -61,8 +61,10 @@ build() {   # build VARIANT: into $tmp/VARIANT/{prog,lib/}
             -DLIBDIR="\"$d/lib\"" -o "$d/prog" "$src/prog.c" -L"$d/lib" -lA \
             -L"$gdir/.libs" -lkumi_gotswap -Wl,-rpath,'$ORIGIN/lib' -Wl,-rpath,"$gdir/.libs" -ldl -lpthread
     } > "$d/cc.log" 2>&1 || { fail "cannot build variant $v:"; sed 's/^/    /' "$d/cc.log"; return 1; }
-    [ "$v" = noshdr ] && { drop_sections "$d/lib/libplug.so" && drop_sections "$d/lib/libwrap.so" ||
-        { fail "cannot remove the section headers"; return 1; }; }
+    if [ "$v" = noshdr ]; then
+        drop_sections "$d/lib/libplug.so" && drop_sections "$d/lib/libwrap.so" ||
+            { fail "cannot remove the section headers"; return 1; }
+    fi
     return 0
 }
 
@@ -87,12 +89,12 @@ check_variant() {
     fi
 }
 
-modes="base swap lazy rule ruledep ruledlsym dlmopen nosym noobj badarg main threads"
+modes="base swap lazy rule ruledep ruledlsym dlmopen replaced nosym noobj badarg main threads"
 for v in pie nopie now noshdr; do
     build "$v" || continue
     check_variant "$v"
     for m in $modes; do
-        out=$(cd / && timeout 60 "$tmp/$v/prog" "$m" 2>&1); rc=$?
+        out=$(cd / && TMPDIR=$tmp timeout 60 "$tmp/$v/prog" "$m" 2>&1); rc=$?
         nok=$(printf '%s\n' "$out" | grep -c '^ok: ')
         if [ $rc -ne 0 ] || [ "$nok" -eq 0 ] || printf '%s\n' "$out" | grep -q '^FAIL'; then
             fail "$v $m (exit $rc):"
@@ -107,6 +109,7 @@ done
 FC=${FC:-gfortran}
 if command -v "$FC" > /dev/null 2>&1 && [ -d "$tmp/pie/lib" ]; then
     d=$tmp/pie
+    # shellcheck disable=SC2016
     if "$FC" -O1 -shared -fPIC -Wl,--no-as-needed -o "$d/lib/libfort.so" "$src/fort.f90" \
             -L"$d/lib" -lB -Wl,-rpath,'$ORIGIN' > "$d/fc.log" 2>&1 &&
        $CC -std=gnu11 -O1 -Wall -DWITH_FORTRAN -Wl,--no-as-needed -I"$top_srcdir/components/abi/gotswap" \

@@ -198,8 +198,10 @@ static int gs_parse(const char *path, const ElfW(Phdr) *mem_phdr, size_t mem_phn
     if (e->fd < 0) return gs_fail(KUMI_GOT_EELF, "%s: cannot open: %s", path, strerror(errno));
     e->elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
     GElf_Ehdr eh;
-    if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh))
-        return gs_fail(KUMI_GOT_EELF, "%s: not an ELF file: %s", path, elf_errmsg(-1));
+    if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh)) {
+        int en = elf_errno();
+        return gs_fail(KUMI_GOT_EELF, "%s: not an ELF file%s%s", path, en ? ": " : "", en ? elf_errmsg(en) : "");
+    }
     if (gelf_getclass(e->elf) != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) || eh.e_machine != GS_MACHINE)
         return gs_fail(KUMI_GOT_EUNSUPPORTED, "%s: ELF class %d machine %d is not this process's", path,
                        gelf_getclass(e->elf), eh.e_machine);
