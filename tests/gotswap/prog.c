@@ -143,6 +143,8 @@ static void mode_lazy(void)
     CHECK(plug_who2() == 10, "and it stays libA's (the lazy resolver is not run again): %d", plug_who2());
 }
 
+static int who_main_rule(void) { return 4; }
+
 /* A rule set before the plug-in is loaded: dlopen (hooked) patches it, also
  * when it is loaded again after dlclose. */
 static void mode_rule(void)
@@ -162,6 +164,16 @@ static void mode_rule(void)
     if (again) dlclose(again);
     open_plug(RTLD_LAZY);
     CHECK(plug_who() == 2, "loaded again (lazily) it is patched again: %d", plug_who());
+    /* several rules at once; one replaces the earlier rule for libplug.so / who */
+    static int (*const back)(void) = who_main_rule;
+    struct kumi_got_rule rules[] = {{"libplug.so", "who2", who_of_b("who2")}, {"libplug.so", "who", (void *)back}};
+    n = kumi_got_rules_add(rules, 2);
+    CHECK(n == 2 && plug_who2() == 20 && plug_who() == 4, "kumi_got_rules_add of 2 rules: %d, %d %d", n,
+          plug_who2(), plug_who());
+    struct kumi_got_rule bad[] = {{"libplug.so", "who", tb}, {"libplug.so", "who", NULL}};
+    n = kumi_got_rules_add(bad, 2);
+    CHECK(n == KUMI_GOT_EINVAL && strstr(kumi_got_error(), "rule 1") && plug_who() == 4,
+          "a batch with a bad rule adds none: %d: %s", n, kumi_got_error());
 }
 
 /* The rule's object is loaded as a dependency of the one dlopen'ed. */

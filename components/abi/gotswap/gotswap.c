@@ -798,11 +798,13 @@ static int gs_rule_put(const char *pattern, const char *symbol, void *target, in
     return 0;
 }
 
-GS_API int kumi_got_rule_add(const char *pattern, const char *symbol, void *target)
+GS_API int kumi_got_rules_add(const struct kumi_got_rule *rules, size_t n)
 {
-    if (!symbol || !symbol[0] || !target)
-        return gs_fail(KUMI_GOT_EINVAL, "kumi_got_rule_add: %s", !symbol || !symbol[0] ?
-                       "symbol is NULL or empty" : "target is NULL");
+    if (n > 0 && !rules) return gs_fail(KUMI_GOT_EINVAL, "kumi_got_rules_add: rules is NULL");
+    for (size_t i = 0; i < n; i++)
+        if (!rules[i].symbol || !rules[i].symbol[0] || !rules[i].target)
+            return gs_fail(KUMI_GOT_EINVAL, "kumi_got_rules_add: rule %zu: %s", i,
+                           !rules[i].symbol || !rules[i].symbol[0] ? "symbol is NULL or empty" : "target is NULL");
     gs_msg[0] = 0;
     pthread_once(&gs_lmid_once, gs_init_lmid);
     pthread_mutex_lock(&gs_lock);
@@ -812,9 +814,18 @@ GS_API int kumi_got_rule_add(const char *pattern, const char *symbol, void *targ
         if (rc == 0) rc = gs_rule_put(NULL, "dlmopen", (void *)kumi_got_dlmopen, 1);
         if (rc == 0) gs_hooked = 1;
     }
-    if (rc == 0) rc = gs_rule_put(pattern, symbol, target, 0);
+    for (size_t i = 0; i < n && rc == 0; i++) rc = gs_rule_put(rules[i].pattern, rules[i].symbol, rules[i].target, 0);
     if (rc == 0) rc = gs_rules_scan();
     pthread_mutex_unlock(&gs_lock);
+    return rc;
+}
+
+GS_API int kumi_got_rule_add(const char *pattern, const char *symbol, void *target)
+{
+    struct kumi_got_rule r = {pattern, symbol, target};
+    int rc = kumi_got_rules_add(&r, 1);
+    if (rc == KUMI_GOT_EINVAL) gs_fail(rc, "kumi_got_rule_add: %s", !symbol || !symbol[0] ?
+                                       "symbol is NULL or empty" : "target is NULL");
     return rc;
 }
 

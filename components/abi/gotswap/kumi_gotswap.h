@@ -43,6 +43,8 @@
 #ifndef KUMI_GOTSWAP_H
 #define KUMI_GOTSWAP_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -74,6 +76,11 @@ int kumi_got_swap_handle(void *dl_handle, const char *symbol, void *new_target, 
  * a negative KUMI_GOT_* code (the rule is kept unless the code is EINVAL or
  * ENOMEM).  A later rule for the same pattern and symbol replaces the earlier. */
 int kumi_got_rule_add(const char *pattern, const char *symbol, void *target);
+/* Several rules at once, applied in one pass over the objects (each object's
+ * file is read once): what a shim that redirects a whole API does.  Checks
+ * every rule first (EINVAL names the rule's index: then none is added). */
+struct kumi_got_rule { const char *pattern; const char *symbol; void *target; };
+int kumi_got_rules_add(const struct kumi_got_rule *rules, size_t n);
 /* Forget every rule (slots already rewritten stay as they are). */
 void kumi_got_rules_clear(void);
 /* Apply the rules to objects loaded since the last time (needed only for
