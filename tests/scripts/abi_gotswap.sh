@@ -129,6 +129,32 @@ else
     echo "(no $FC: the Fortran library case is not run)"
 fi
 
+# The real case: a program built against Open MPI loads a plug-in built against MPICH
+if command -v mpicc.openmpi > /dev/null 2>&1 && command -v mpicc.mpich > /dev/null 2>&1; then
+    d=$tmp/mix
+    mkdir -p "$d"
+    if mpicc.mpich -shared -fPIC -o "$d/libmixplug.so" "$src/mix_plug.c" > "$d/cc.log" 2>&1 &&
+       mpicc.openmpi -I"$top_srcdir/components/abi/gotswap" -o "$d/mix" "$src/mix_prog.c" \
+           -L"$gdir/.libs" -lkumi_gotswap -Wl,-rpath,"$gdir/.libs" -ldl >> "$d/cc.log" 2>&1; then
+        out=$(cd / && timeout 60 "$d/mix" "$d/libmixplug.so" 2>&1); rc=$?
+        printf '%s\n' "$out" | sed 's/^/    /'
+        if [ $rc -eq 0 ] &&
+           printf '%s\n' "$out" | grep -q '^program: Open MPI' &&
+           printf '%s\n' "$out" | grep -q '^plug-in before: Open MPI' &&
+           printf '%s\n' "$out" | grep -q '^swapped: [1-9]' &&
+           printf '%s\n' "$out" | grep -q '^plug-in after: MPICH' &&
+           printf '%s\n' "$out" | grep -q '^program after: Open MPI'; then
+            echo "ok: Open MPI program, MPICH plug-in: the plug-in reaches MPICH after the swap"
+        else
+            fail "Open MPI program with an MPICH plug-in (exit $rc)"
+        fi
+    else
+        fail "cannot build the Open MPI / MPICH programs:"; sed 's/^/    /' "$d/cc.log"
+    fi
+else
+    echo "(no mpicc.openmpi and mpicc.mpich: the real mixed-MPI case is not run)"
+fi
+
 # The library's own API: it exports the kumi_got_* functions only (nothing named
 # dlopen: the hook is itself a GOT swap), and the header compiles alone as C and C++.
 extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^kumi_got_' | grep -v '^_' )
