@@ -449,18 +449,22 @@ static int gs_match(const char *pattern, const char *path, int is_main)
     return fnmatch(pattern, b ? b + 1 : path, 0) == 0;
 }
 
-/* Applies reqs[i] (those with want[i]) to one object: parse once, then every
- * request.  Returns 0 or the first error of a non-internal request. */
+/* Applies the requests reqs[0..nreq) to one object: parse once, then every
+ * request.  Returns 0 or the first error of a non-internal request (the
+ * errors of the internal ones, the dlopen hooks, leave no message). */
 static int gs_apply_object(struct dl_phdr_info *info, const char *path, struct gs_req **reqs, size_t nreq,
                            const struct gs_maps *maps)
 {
     struct gs_elf e;
-    int rc = gs_parse(path, info->dlpi_phdr, info->dlpi_phnum, &e);
     int err = 0;
     int user = 0;
     for (size_t i = 0; i < nreq; i++) user |= !reqs[i]->internal;
+    char saved[sizeof gs_msg];
+    if (!user) memcpy(saved, gs_msg, sizeof saved);
+    int rc = gs_parse(path, info->dlpi_phdr, info->dlpi_phnum, &e);
     if (rc != 0) {
         gs_elf_free(&e);
+        if (!user) memcpy(gs_msg, saved, sizeof saved);
         return user ? rc : 0;
     }
     for (size_t k = 0; k < e.nslots; k++) {
