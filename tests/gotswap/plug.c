@@ -1,6 +1,8 @@
 /* libplug.so: linked against libB.so, loaded by a program linked against
  * libA.so.  Without a GOT swap its who() binds to libA's (first in the global
  * scope); with one it reaches libB's. */
+#include <dlfcn.h>
+
 int who(void);
 int who2(void);
 int plug_who(void) { return who(); }
@@ -17,3 +19,6 @@ void **plug_who_slot(void)
     return 0;
 #endif
 }
+/* dlopen called from the plug-in: its own DT_RUNPATH / DT_RPATH ($ORIGIN:$ORIGIN/sub)
+ * and $ORIGIN apply, also through gotswap's dlopen hook */
+void *plug_dlopen(const char *name) { return dlopen(name, RTLD_NOW); }

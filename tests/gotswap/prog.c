@@ -158,6 +158,15 @@ static void mode_rule(void)
           plug_who());
     CHECK(who() == 1, "the program still reaches libA: %d", who());
     CHECK(plug_who_addr() == tb, "&who in the plug-in is libB's who");
+    /* the plug-in's own dlopen (hooked): its run path and $ORIGIN, not the program's */
+    void *(*plug_dlopen)(const char *) = (void *(*)(const char *))sym(h, "plug_dlopen");
+    void *hx = plug_dlopen("libextra.so");
+    CHECK(hx && ((int (*)(void))sym(hx, "who"))() == 5, "the plug-in's dlopen(\"libextra.so\") searches its "
+          "own run path ($ORIGIN/sub): %s", hx ? "found" : dlerror());
+    void *hx2 = plug_dlopen("$ORIGIN/sub/libextra.so");
+    CHECK(hx2 && hx2 == hx, "$ORIGIN in the name is the plug-in's folder: %s", hx2 ? "same object" : dlerror());
+    if (hx2) dlclose(hx2);
+    if (hx) dlclose(hx);
     dlclose(h);
     void *again = dlopen("libplug.so", RTLD_NOLOAD | RTLD_LAZY);
     CHECK(again == NULL, "the plug-in was unloaded by dlclose");

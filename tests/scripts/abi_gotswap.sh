@@ -6,7 +6,7 @@
 # libA's, the swap makes it reach libB's while the program keeps libA's
 # (tests/gotswap/prog.c runs one scenario per process; see its modes).
 # Built with cc here, in variants: PIE program with lazy binding, non-PIE
-# program, everything -fno-plt -z now (GLOB_DAT slots only, RELRO+BIND_NOW),
+# program (with DT_RPATH instead of DT_RUNPATH), everything -fno-plt -z now (GLOB_DAT slots only, RELRO+BIND_NOW),
 # and a plug-in whose section headers were removed (read through PT_DYNAMIC).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -41,20 +41,22 @@ EOF
 }
 
 build() {   # build VARIANT: into $tmp/VARIANT/{prog,lib/}
-    local v=$1 d=$tmp/$1 libf="-fPIC" progf="" ldf=""
+    local v=$1 d=$tmp/$1 libf="-fPIC" progf="" ldf="" plugf=""
     case $v in
         pie) progf="-fPIE -pie" ;;
-        nopie) progf="-fno-pie -no-pie" ;;
+        nopie) progf="-fno-pie -no-pie -Wl,--disable-new-dtags"       # DT_RPATH, not DT_RUNPATH
+               plugf="-Wl,--disable-new-dtags" ;;
         now) libf="-fPIC -fno-plt"; progf="-fPIE -pie -fno-plt"; ldf="-Wl,-z,now -Wl,-z,relro" ;;
         noshdr) progf="-fPIE -pie" ;;
     esac
-    mkdir -p "$d/lib"
+    mkdir -p "$d/lib/sub"
     # shellcheck disable=SC2086,SC2016
     {
         $CC -O1 -shared $libf $ldf -DWHO=1 -Wl,-soname,libA.so -o "$d/lib/libA.so" "$src/who.c" &&
         $CC -O1 -shared $libf $ldf -DWHO=2 -Wl,-soname,libB.so -o "$d/lib/libB.so" "$src/who.c" &&
-        $CC -O1 -shared $libf $ldf -Wl,--no-as-needed -o "$d/lib/libplug.so" "$src/plug.c" \
-            -L"$d/lib" -lB -Wl,-rpath,'$ORIGIN' &&
+        $CC -O1 -shared $libf $ldf -DWHO=5 -Wl,-soname,libextra.so -o "$d/lib/sub/libextra.so" "$src/who.c" &&
+        $CC -O1 -shared $libf $ldf $plugf -Wl,--no-as-needed -o "$d/lib/libplug.so" "$src/plug.c" \
+            -L"$d/lib" -lB -Wl,-rpath,'$ORIGIN:$ORIGIN/sub' &&
         $CC -O1 -shared $libf $ldf -Wl,--no-as-needed -o "$d/lib/libwrap.so" "$src/wrap.c" \
             -L"$d/lib" -lplug -Wl,-rpath,'$ORIGIN' &&
         $CC -std=gnu11 -O1 -Wall $progf $ldf -Wl,--no-as-needed -I"$top_srcdir/components/abi/gotswap" \
@@ -73,7 +75,9 @@ check_variant() {
     local v=$1 d=$tmp/$1
     local ptype; ptype=$(LC_ALL=C readelf -h "$d/prog" | awk '/Type:/ {print $2}')
     case $v in
-        nopie) [ "$ptype" = EXEC ] || fail "$v: the program is $ptype, not EXEC" ;;
+        nopie) [ "$ptype" = EXEC ] || fail "$v: the program is $ptype, not EXEC"
+               LC_ALL=C readelf -dW "$d/prog" | grep -q '(RPATH)' || fail "$v: the program has no DT_RPATH"
+               LC_ALL=C readelf -dW "$d/lib/libplug.so" | grep -q '(RPATH)' || fail "$v: libplug.so has no DT_RPATH" ;;
         *) [ "$ptype" = DYN ] || fail "$v: the program is $ptype, not DYN (PIE)" ;;
     esac
     local r; r=$(LC_ALL=C readelf -rW "$d/lib/libplug.so" 2>&1)
