@@ -50,10 +50,25 @@ cat > prog.c <<'EOF'
 #include <stdlib.h>
 int main(void)
 {
-    const char *a = getenv("KUMI_ABI"), *l = getenv("LD_LIBRARY_PATH");
-    printf("abi=%s ldpath=%s\n", a ? a : "unset", l ? l : "unset");
+    const char *a = getenv("KUMI_ABI"), *l = getenv("LD_LIBRARY_PATH"), *p = getenv("LD_PRELOAD");
+    printf("abi=%s ldpath=%s%s%s\n", a ? a : "unset", l ? l : "unset", p ? " preload=" : "", p ? p : "");
     return 0;
 }
+EOF
+# where: prints the file its libmpi.so.40 / libmpich.so.12 was loaded from
+cat > where.c <<'EOF'
+#define _GNU_SOURCE
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+static int cb(struct dl_phdr_info *i, size_t n, void *d)
+{
+    (void)n; (void)d;
+    const char *b = strrchr(i->dlpi_name, '/');
+    if (b && (!strcmp(b, "/libmpi.so.40") || !strcmp(b, "/libmpich.so.12"))) printf("loaded %s\n", i->dlpi_name);
+    return 0;
+}
+int main(void) { dl_iterate_phdr(cb, NULL); return 0; }
 EOF
 build() { # name libraries...
     local out=$1; shift
@@ -74,6 +89,13 @@ build transold -l:libwrapold.so
 # DT_RPATH (not RUNPATH): it comes before LD_LIBRARY_PATH, which may name
 # Kumi's own folder (the build tree's libtool wrapper of mpiexec sets it)
 build ompi1 -L"$tmp/other" -l:libmpi.so.0 -Wl,--disable-new-dtags,-rpath,"$tmp/other"
+# the real library on a DT_RPATH: LD_LIBRARY_PATH would lose, the shim is preloaded
+build ompirp -l:libmpi.so.40 -Wl,--disable-new-dtags
+readelf -d ompirp | grep -q '(RPATH)' || fail "ompirp has no DT_RPATH"
+for v in "" rp; do
+    $cc -o where$v where.c -Wl,--no-as-needed -L"$tmp/lib" -l:libmpi.so.40 ${v:+-Wl,--disable-new-dtags} \
+        -Wl,-rpath,"$tmp/lib" || fail "cannot build where$v"
+done
 build kumi0p -L"$tmp/kumi0" -l:libmpi.so.0 -Wl,--disable-new-dtags,-rpath,"$tmp/kumi0"
 readelf -d ompi1 | grep -q '(RPATH)' || fail "ompi1 has no DT_RPATH"
 # shellcheck disable=SC2086
@@ -137,6 +159,12 @@ expect_run "abi=standard ldpath=$U" -- -n 2 ./kumi0p     # a libmpi.so.0 with ku
 expect_run "abi=unset ldpath=$U" -- -n 2 ./plain                      # no MPI: as is
 expect_run "abi=unset ldpath=$Bx" KUMI_ABI=auto LD_LIBRARY_PATH=/x -- -n 2 ./plain
 expect_run "abi=unset script" -- -n 2 ./script.sh                        # not ELF: as is
+expect_run "abi=ompi ldpath=$O preload=$tmp/abi/ompi/libmpi.so.40" -- -n 2 ./ompirp
+expect_run "abi=ompi ldpath=$O preload=$tmp/abi/ompi/libmpi.so.40:/p.so" LD_PRELOAD=/p.so -- -n 2 ./ompirp
+# the ranks load the shim, not the library the program was linked against
+expect_run "loaded $tmp/abi/ompi/libmpi.so.40" -- -n 2 ./where
+expect_run "loaded $tmp/abi/ompi/libmpi.so.40" -- -n 2 ./whererp
+expect_run "loaded $tmp/lib/libmpi.so.40" -- -n 1 --abi mpich ./whererp     # (not the shim of another ABI)
 # transitively: trans -> libwrap2.so -> libwrap.so -> libmpi.so.40
 expect_run "abi=ompi ldpath=$O" -- -n 2 ./trans
 KUMI_VERBOSE=1 "$MPIEXEC" -n 1 ./trans > o 2> e < /dev/null || { cat e; fail "verbose trans failed"; }

@@ -316,7 +316,9 @@ static int search_list(const char *list, const char *origin, const char *name, c
 }
 
 /* Where the loader would find `name` needed by object o (at opath), in a
- * process whose program is prog (at progpath). */
+ * process whose program is prog (at progpath); 2 when found through a
+ * DT_RPATH (which LD_LIBRARY_PATH does not override), 1 otherwise, 0 when
+ * not found. */
 static int resolve(const char *name, const struct elf_obj *o, const char *opath, const struct elf_obj *prog,
                    const char *progpath, const char *ldpath, char *out, size_t len)
 {
@@ -328,8 +330,8 @@ static int resolve(const char *name, const struct elf_obj *o, const char *opath,
     dirname_of(opath, origin, sizeof origin);
     dirname_of(progpath, porigin, sizeof porigin);
     if (!o->runpath) {
-        if (search_list(o->rpath, origin, name, out, len)) return 1;
-        if (prog != o && !prog->runpath && search_list(prog->rpath, porigin, name, out, len)) return 1;
+        if (search_list(o->rpath, origin, name, out, len)) return 2;
+        if (prog != o && !prog->runpath && search_list(prog->rpath, porigin, name, out, len)) return 2;
     }
     if (search_list(ldpath, origin, name, out, len)) return 1;
     if (search_list(o->runpath, origin, name, out, len)) return 1;
@@ -388,7 +390,7 @@ int mx_abi_detect(const char *progpath, const char *ldpath, struct mx_abi_result
     q[nq++].depth = 0;
     struct { char by[PATH_MAX]; char lib[256]; } first[3];   /* ompi, mpich, standard: first seen */
     int seen[3] = { 0, 0, 0 };
-    unsigned mask[3] = { 0, 0, 0 };
+    unsigned mask[3] = { 0, 0, 0 }, rpath[3] = { 0, 0, 0 };
     int foreign = 0;
 
     while (head < nq && !foreign) {
@@ -446,6 +448,8 @@ int mx_abi_detect(const char *progpath, const char *ldpath, struct mx_abi_result
                 }
                 break;
             }
+            if (s >= 0 && idx >= 0 && resolve(nm, o, opath, &prog, progpath, ldpath, found, sizeof found) == 2)
+                rpath[s] |= 1u << idx;     /* LD_LIBRARY_PATH would not win: preload */
             if (s >= 0) {
                 if (!seen[s]) {
                     seen[s] = 1;
@@ -478,6 +482,7 @@ int mx_abi_detect(const char *progpath, const char *ldpath, struct mx_abi_result
     int s = seen[0] ? 0 : seen[1] ? 1 : seen[2] ? 2 : -1;
     if (s < 0) return 0;
     r->libmask = mask[s];
+    r->rpathmask = rpath[s];
     r->abi = s == 0 ? MX_ABI_OMPI : s == 1 ? MX_ABI_MPICH : MX_ABI_STANDARD;
     scopy(r->lib, sizeof r->lib, first[s].lib);
     scopy(r->by, sizeof r->by, first[s].by);

@@ -13,6 +13,7 @@ struct mx_abi_result {
     int mixed;                /* needs both Open MPI's and MPICH's libraries */
     char other[256], other_by[PATH_MAX];   /* mixed: MPICH's library, and who needs it */
     unsigned libmask;         /* bit i: mx_abi_desc(abi)->libs[i] is needed */
+    unsigned rpathmask;       /* bit i: ... and found through a DT_RPATH, before LD_LIBRARY_PATH */
     int nobjects;             /* ELF objects read */
 };
 

@@ -417,13 +417,16 @@ static int name_is(const char *entry, const char *name)
  * folder <abi dir>/<abi> (abi.h) first in LD_LIBRARY_PATH, so that the
  * program's libmpi.so.40 / libmpich.so.12 is Kumi's shim; the standard ABI
  * needs that only for its libmpi_abi.so.1 (Kumi's libmpi.so.0 is found as
- * usual).  The ranks get KUMI_ABI=<abi> (removed for a program that is no
+ * usual).  A library the loader would find through a DT_RPATH (before
+ * LD_LIBRARY_PATH) gets its shim first in LD_PRELOAD, where the loader
+ * takes it by its soname.  The ranks get KUMI_ABI=<abi> (removed for a program that is no
  * MPI program).  A program of an ABI Kumi does not provide, or whose shim
  * this installation lacks, is refused before any rank starts. */
 
 static struct {
     enum mx_abi abi;
     char dir[PATH_MAX];      /* to put first in LD_LIBRARY_PATH, or "" */
+    char preload[4 * PATH_MAX];   /* to put first in LD_PRELOAD, or "" */
 } abi_choice;
 
 static const char *which_of(const char *by)
@@ -522,6 +525,14 @@ static void choose_abi(const char *prog)
         exit(1);
     }
     if (r.libmask) snprintf(abi_choice.dir, sizeof abi_choice.dir, "%s", dir);
+    /* a library found through a DT_RPATH comes before LD_LIBRARY_PATH: the
+     * shim of that name is preloaded (the loader then takes it by soname) */
+    for (int i = 0; d->libs[i]; i++) {
+        if (!(r.rpathmask & (1u << i))) continue;
+        size_t l = strlen(abi_choice.preload);
+        snprintf(abi_choice.preload + l, sizeof abi_choice.preload - l, "%s%s/%s", l ? ":" : "", dir, d->libs[i]);
+    }
+    if (job.verbose && abi_choice.preload[0]) mx_msg("%s: preloading %s (DT_RPATH)", shown, abi_choice.preload);
 }
 
 /* Environment of the ranks; *rank_slot receives the index of KUMI_RANK,
@@ -534,7 +545,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 16, sizeof *env);
+    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 18, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++) {
         const char *e = environ[i];
@@ -573,14 +584,17 @@ static char **build_env(const char *rpim_name, int *rank_slot)
         snprintf(b, sizeof b, "KUMI_ABI=%s", mx_abi_desc(abi_choice.abi)->name);
         env[k++] = xstrdup(b);
     }
-    if (abi_choice.dir[0]) {
-        /* the shim folder first in LD_LIBRARY_PATH (replacing the entry the
-         * ranks would otherwise get, from -x or the environment) */
-        size_t j;
-        for (j = 0; j < k && !name_is(env[j], "LD_LIBRARY_PATH"); j++) {}
-        const char *old = j < k ? env[j] + strlen("LD_LIBRARY_PATH=") : "";
-        char *e = xcalloc(1, strlen("LD_LIBRARY_PATH=") + strlen(abi_choice.dir) + 1 + strlen(old) + 1);
-        sprintf(e, "LD_LIBRARY_PATH=%s%s%s", abi_choice.dir, *old ? ":" : "", old);
+    /* the shim folder first in LD_LIBRARY_PATH, the shims to preload first
+     * in LD_PRELOAD (replacing the entry the ranks would otherwise get, from
+     * -x or the environment) */
+    for (int w = 0; w < 2; w++) {
+        const char *var = w ? "LD_PRELOAD" : "LD_LIBRARY_PATH", *first = w ? abi_choice.preload : abi_choice.dir;
+        if (!first[0]) continue;
+        size_t j, vl = strlen(var);
+        for (j = 0; j < k && !name_is(env[j], var); j++) {}
+        const char *old = j < k ? env[j] + vl + 1 : "";
+        char *e = xcalloc(1, vl + 1 + strlen(first) + 1 + strlen(old) + 1);
+        sprintf(e, "%s=%s%s%s", var, first, *old ? ":" : "", old);
         if (j < k) env[j] = e;
         else env[k++] = e;
     }
