@@ -85,6 +85,11 @@ build ompi3 -l:libmpi.so.20
 build mpich2 -l:libmpich.so.3
 build mixed -l:libmpi.so.40 -l:libmpich.so.12
 build trans -l:libwrap2.so
+# $ORIGIN of the program's real path: bin/orig is a link to ./orig, whose
+# RUNPATH $ORIGIN/olib holds libwrapo.so, linked against libmpi.so.40
+mkdir olib bin && stub olib libwrapo.so -L"$tmp/lib" -l:libmpi.so.40 -Wl,-rpath,"$tmp/lib"
+$cc -o orig prog.c -Wl,--no-as-needed -L"$tmp/olib" -l:libwrapo.so -Wl,-rpath,'$ORIGIN/olib' || fail "cannot build orig"
+ln -s ../orig bin/orig
 build transold -l:libwrapold.so
 # DT_RPATH (not RUNPATH): it comes before LD_LIBRARY_PATH, which may name
 # Kumi's own folder (the build tree's libtool wrapper of mpiexec sets it)
@@ -167,6 +172,7 @@ expect_run "loaded $tmp/abi/ompi/libmpi.so.40" -- -n 2 ./whererp
 expect_run "loaded $tmp/lib/libmpi.so.40" -- -n 1 --abi mpich ./whererp     # (not the shim of another ABI)
 # transitively: trans -> libwrap2.so -> libwrap.so -> libmpi.so.40
 expect_run "abi=ompi ldpath=$O" -- -n 2 ./trans
+expect_run "abi=ompi ldpath=$O" -- -n 2 bin/orig
 KUMI_VERBOSE=1 "$MPIEXEC" -n 1 ./trans > o 2> e < /dev/null || { cat e; fail "verbose trans failed"; }
 grep -q "ABI ompi, libmpi.so.40 (through $tmp/lib/libwrap.so)" e || { cat e; fail "verbose: no 'through libwrap.so'"; }
 echo "ok: KUMI_VERBOSE=1 says the ABI and through which library"

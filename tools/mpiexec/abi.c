@@ -375,10 +375,13 @@ static enum lib_kind classify(const char *name, int *index)
     return LIB_OTHER;
 }
 
-int mx_abi_detect(const char *progpath, const char *ldpath, struct mx_abi_result *r)
+int mx_abi_detect(const char *given, const char *ldpath, struct mx_abi_result *r)
 {
     memset(r, 0, sizeof *r);
     r->abi = MX_ABI_NONE;
+    /* the loader's $ORIGIN of the program is the folder of its real path */
+    char progpath[PATH_MAX];
+    if (!realpath(given, progpath)) scopy(progpath, sizeof progpath, given);
     struct {
         char *path;
         int depth;
