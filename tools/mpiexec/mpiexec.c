@@ -16,7 +16,8 @@
  * that is 0 modulo 256), 1 for a rank that exited 0 without MPI_Finalize,
  * 124 for --timeout, 128+signal when mpiexec itself got SIGINT/SIGTERM/SIGHUP,
  * 127 when the program cannot be found, 126 when it is not executable,
- * 1 for bad usage or a launch failure. */
+ * 1 for bad usage or a launch failure (a program of an MPI ABI this Kumi
+ * does not provide, or whose shim is not installed, included). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -153,7 +154,9 @@ static void usage(FILE *f)
         "every rank are forwarded line by line.  The exit status is 0 when every rank\n"
         "exited 0; when one fails (non-zero exit, signal, MPI_Abort) the others are\n"
         "stopped and mpiexec returns its status (128+signal, the abort code).\n"
-        "Environment: KUMI_VERBOSE=1 prints the control address and job id.\n");
+        "Environment: KUMI_VERBOSE=1 prints the control address, the job id and the\n"
+        "ABI chosen; KUMI_ABI is --abi's default; KUMI_ABI_DIR replaces the folder of\n"
+        "the ABI shims (" KUMI_PKGLIBDIR "/abi).\n");
 }
 
 static void die_usage(const char *fmt, const char *arg)
