@@ -62,6 +62,7 @@ static const char *const runtime_vars[] = {
     "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_JOB_SECRET",
     "KUMI_RPIM", "KUMI_COMPONENT_PATH", "KUMI_VERBOSE", "KUMI_CC", "KUMI_CXX", "KUMI_FC",
     "KUMI_INFO", /* exported by tests/run-tests.sh to every test */
+    "KUMI_ABI", "KUMI_ABI_DIR", /* the ABI mpiexec chose (or is told), where the shims are */
     NULL
 };
 static const char *const runtime_prefixes[] = { "KUMI_TEST_", "KUMI_BENCH_", "KUMI_INTERNAL_", NULL };

@@ -1,7 +1,8 @@
 /* kumi_info: what this Kumi installation has: version, folders, every
  * framework (with the version of its component contract) and component found
- * (version, the contract it was built against, path, status, description)
- * and, with --param, their parameters (value, source, type, level, help).
+ * (version, the contract it was built against, path, status, description),
+ * the MPI ABIs it runs programs of (the native standard ABI; the Open MPI
+ * and MPICH shims that are installed, mpiexec --abi), and, with --param, their parameters (value, source, type, level, help).
  *
  *   kumi_info [--parsable] [--all] [--param FW COMP|all] [--level N] [--help]
  */
@@ -9,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "registry/registry.h"
+#include "abi.h"      /* tools/mpiexec: the ABIs, where their shims are */
 
 #ifndef KUMI_PKGLIBDIR
 #define KUMI_PKGLIBDIR "(unknown)"
@@ -74,6 +78,7 @@ static void usage(FILE *f)
             "  --help, -h        this text\n"
             "\n"
             "Environment: KUMI_COMPONENT_PATH (more component folders, ':' separated),\n"
+            "KUMI_ABI_DIR (the folder of the ABI shims instead of <pkglibdir>/abi),\n"
             "MPI_COMPONENTS (e.g. \"p2p=self,tcp;coll=^tuned\"), KUMI_<PARAMETER> (parameter values).\n");
 }
 
@@ -130,6 +135,62 @@ static void print_header(void)
         snprintf(fws + l, sizeof fws - l, "%s%s (contract v%s)", f ? ", " : "", kumi_frameworks[f], v);
     }
     label("Frameworks", fws);
+}
+
+/* The ABIs: standard (native), and each foreign one whose shim is in the
+ * abi dir (<pkglibdir>/abi or $KUMI_ABI_DIR; mpiexec uses the same). */
+static void print_abis(void)
+{
+    const char *dir = mx_abi_dir();
+    int maj = 0, min = 0;
+    MPI_Abi_get_version(&maj, &min);
+    if (parsable) kv("path", "abi_dir", dir);
+    else label("ABI shims (KUMI_ABI_DIR)", dir);
+    for (int i = 0; i < MX_NABIS; i++) {
+        const struct mx_abi_desc *d = &mx_abis[i];
+        char sub[4200], libs[2048] = "", pfx[64], buf[8400];
+        snprintf(sub, sizeof sub, "%s/%s", dir, d->name);
+        int have_main = 0;
+        if (d->abi == MX_ABI_STANDARD) snprintf(libs, sizeof libs, "libmpi.so.0");
+        for (int k = 0; d->libs[k]; k++) {
+            char p[4400];
+            snprintf(p, sizeof p, "%s/%s", sub, d->libs[k]);
+            if (access(p, F_OK) != 0) continue;
+            if (k == 0) have_main = 1;
+            size_t l = strlen(libs);
+            snprintf(libs + l, sizeof libs - l, "%s%s", l ? (parsable ? "," : ", ") : "", d->libs[k]);
+        }
+        snprintf(pfx, sizeof pfx, "abi:%s", d->name);
+        if (d->abi == MX_ABI_STANDARD) {
+            char ver[32];
+            snprintf(ver, sizeof ver, "%d.%d", maj, min);
+            if (parsable) {
+                kv(pfx, "status", "native");
+                kv(pfx, "description", "MPI 5.0 standard ABI");
+                kv(pfx, "version", ver);
+                kv(pfx, "libraries", libs);
+                if (have_main) kv(pfx, "path", sub);
+                continue;
+            }
+            snprintf(buf, sizeof buf, "standard (MPI 5.0 ABI %s, native: %s%s%s)", ver, libs,
+                     have_main ? " at " : "", have_main ? sub : "");
+            label("ABI", buf);
+            continue;
+        }
+        if (parsable) {
+            kv(pfx, "status", have_main ? "available" : "not built");
+            kv(pfx, "description", d->what);
+            kv(pfx, "path", sub);
+            kv(pfx, "libraries", libs);
+            continue;
+        }
+        if (have_main)
+            snprintf(buf, sizeof buf, "%s (%s, %s) at %s", d->name, d->what, libs, sub);
+        else
+            snprintf(buf, sizeof buf, "%s (%s, %s): not built (%s/%s missing)", d->name, d->what, d->main_lib,
+                     sub, d->main_lib);
+        label("ABI", buf);
+    }
 }
 
 static void print_entry(const struct kumi_comp_entry *e)
@@ -361,6 +422,7 @@ int main(int argc, char **argv)
         return prc;
     }
     print_header();
+    print_abis();
     print_components();
     if (parsable || all)
         print_params("all", "all", maxlevel);

@@ -16,7 +16,8 @@
  * that is 0 modulo 256), 1 for a rank that exited 0 without MPI_Finalize,
  * 124 for --timeout, 128+signal when mpiexec itself got SIGINT/SIGTERM/SIGHUP,
  * 127 when the program cannot be found, 126 when it is not executable,
- * 1 for bad usage or a launch failure. */
+ * 1 for bad usage or a launch failure (a program of an MPI ABI this Kumi
+ * does not provide, or whose shim is not installed, included). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -44,6 +45,7 @@
 #include <kumi/rpim.h>
 #include "registry/registry.h"
 #include "mpiexec.h"
+#include "abi_detect.h"
 
 extern char **environ;
 
@@ -63,6 +65,7 @@ static struct {
     enum mx_bind_level bind;           /* --bind-to */
     int overload;                      /* --oversubscribe, or :overload-allowed */
     int report_bindings;
+    const char *abi;                   /* --abi, else $KUMI_ABI; NULL or "auto": from the program */
     char **argv;                       /* program and arguments */
 } opt;
 
@@ -138,13 +141,22 @@ static void usage(FILE *f)
         "                       processes than cores, else unbound\n"
         "  --oversubscribe      allow --bind-to with more processes than cores\n"
         "  --report-bindings    print each process's binding on stderr\n"
+        "  --abi A              the MPI ABI the program was built for: ompi (Open MPI\n"
+        "                       4.x), mpich (MPICH 4.x), standard (MPI 5.0 ABI, Kumi's\n"
+        "                       own) or auto (default; also environment KUMI_ABI): auto\n"
+        "                       reads the program's DT_NEEDED (libmpi.so.40: ompi,\n"
+        "                       libmpich.so.12 or libmpi.so.12: mpich) and runs it on\n"
+        "                       Kumi through that ABI's shim; give it for interpreters\n"
+        "                       (python3 with mpi4py) and scripts\n"
         "  -h, --help           this help\n"
         "  --version            print the version\n\n"
         "stdin goes to rank 0, the other ranks read /dev/null.  stdout and stderr of\n"
         "every rank are forwarded line by line.  The exit status is 0 when every rank\n"
         "exited 0; when one fails (non-zero exit, signal, MPI_Abort) the others are\n"
         "stopped and mpiexec returns its status (128+signal, the abort code).\n"
-        "Environment: KUMI_VERBOSE=1 prints the control address and job id.\n");
+        "Environment: KUMI_VERBOSE=1 prints the control address, the job id and the\n"
+        "ABI chosen; KUMI_ABI is --abi's default; KUMI_ABI_DIR replaces the folder of\n"
+        "the ABI shims (" KUMI_PKGLIBDIR "/abi).\n");
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -246,6 +258,13 @@ static int is_opt(const char *a, const char *name)
     return strncmp(a, name, nl) == 0 && (a[nl] == 0 || a[nl] == '=');
 }
 
+static const struct mx_abi_desc *mx_abi_by_name(const char *s)
+{
+    for (int i = 0; i < MX_NABIS; i++)
+        if (!strcmp(s, mx_abis[i].name)) return &mx_abis[i];
+    return NULL;
+}
+
 static void parse_args(int argc, char **argv)
 {
     opt.np = 1;
@@ -325,6 +344,10 @@ static void parse_args(int argc, char **argv)
             opt.overload = 1;
         } else if (strcmp(a, "--report-bindings") == 0 || strcmp(a, "-report-bindings") == 0) {
             opt.report_bindings = 1;
+        } else if (is_opt(a, "--abi") || is_opt(a, "-abi")) {
+            opt.abi = optval(argc, argv, &i);
+            if (strcmp(opt.abi, "auto") && !mx_abi_by_name(opt.abi))
+                die_usage("--abi: expected ompi, mpich, standard or auto, not '%s'", opt.abi);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             exit(0);
@@ -390,17 +413,142 @@ static int name_is(const char *entry, const char *name)
     return strncmp(entry, name, nl) == 0 && entry[nl] == '=';
 }
 
+/* ------------------------------------------------------------ ABI
+ *
+ * Which ABI the program needs (abi.c reads its DT_NEEDED, transitively),
+ * unless --abi or KUMI_ABI says; for ompi and mpich the ranks get the shim
+ * folder <abi dir>/<abi> (abi.h) first in LD_LIBRARY_PATH, so that the
+ * program's libmpi.so.40 / libmpich.so.12 is Kumi's shim; the standard ABI
+ * needs that only for its libmpi_abi.so.1 (Kumi's libmpi.so.0 is found as
+ * usual).  A library the loader would find through a DT_RPATH (before
+ * LD_LIBRARY_PATH) gets its shim first in LD_PRELOAD, where the loader
+ * takes it by its soname.  The ranks get KUMI_ABI=<abi> (removed for a program that is no
+ * MPI program).  A program of an ABI Kumi does not provide, or whose shim
+ * this installation lacks, is refused before any rank starts. */
+
+static struct {
+    enum mx_abi abi;
+    char dir[PATH_MAX];      /* to put first in LD_LIBRARY_PATH, or "" */
+    char preload[4 * PATH_MAX];   /* to put first in LD_PRELOAD, or "" */
+} abi_choice;
+
+static const char *which_of(const char *by)
+{
+    static char b[PATH_MAX + 32];
+    if (!by || !*by) return "";
+    snprintf(b, sizeof b, " (through %s)", by);
+    return b;
+}
+
+/* "standard (libmpi.so.0, libmpi_abi.so.1), ompi (Open MPI 4.x, libmpi.so.40)": what this Kumi has */
+static void abis_provided(char *out, size_t len)
+{
+    const char *dir = mx_abi_dir();
+    snprintf(out, len, "standard (MPI 5.0 ABI: libmpi.so.0, libmpi_abi.so.1)");
+    for (int i = 0; i < MX_NABIS; i++) {
+        if (mx_abis[i].abi == MX_ABI_STANDARD) continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s/%s", dir, mx_abis[i].name, mx_abis[i].main_lib);
+        if (access(p, F_OK) != 0) continue;
+        size_t l = strlen(out);
+        snprintf(out + l, len - l, ", %s (%s: %s)", mx_abis[i].name, mx_abis[i].what, mx_abis[i].main_lib);
+    }
+}
+
+/* The LD_LIBRARY_PATH the ranks would get without a shim */
+static const char *ranks_ld_path(void)
+{
+    for (int j = opt.nx - 1; j >= 0; j--)
+        if (name_is(opt.xvars[j], "LD_LIBRARY_PATH") && strchr(opt.xvars[j], '='))
+            return strchr(opt.xvars[j], '=') + 1;
+    return getenv("LD_LIBRARY_PATH");
+}
+
+/* Decide abi_choice for prog; exits 1 with a message when it cannot run. */
+static void choose_abi(const char *prog)
+{
+    const char *shown = opt.argv[0];
+    const char *how = opt.abi ? "--abi" : "KUMI_ABI";
+    const char *want = opt.abi ? opt.abi : getenv("KUMI_ABI");
+    if (want && !*want) want = NULL;
+    if (want && strcmp(want, "auto") && !mx_abi_by_name(want)) {
+        mx_msg("KUMI_ABI: expected ompi, mpich, standard or auto, not '%s'", want);
+        exit(1);
+    }
+    struct mx_abi_result r;
+    memset(&r, 0, sizeof r);
+    char provided[1024];
+    if (want && strcmp(want, "auto")) {
+        r.abi = mx_abi_by_name(want)->abi;
+        r.libmask = 1;                     /* its main library */
+    } else {
+        want = NULL;
+        mx_abi_detect(prog, ranks_ld_path(), &r);
+        if (job.verbose)
+            mx_msg("%s: ABI %s%s%s%s (%d ELF object%s read)", shown,
+                   r.abi == MX_ABI_NONE ? "none" : r.abi == MX_ABI_UNSUPPORTED ? "unsupported"
+                                                                               : mx_abi_desc(r.abi)->name,
+                   r.lib[0] ? ", " : "", r.lib, which_of(r.by), r.nobjects, r.nobjects == 1 ? "" : "s");
+        if (r.abi == MX_ABI_UNSUPPORTED) {
+            abis_provided(provided, sizeof provided);
+            if (r.mixed) {
+                char by2[PATH_MAX + 32];
+                snprintf(by2, sizeof by2, "%s", which_of(r.other_by));
+                mx_msg("%s needs both Open MPI's %s%s and MPICH's %s%s; Kumi runs a process through one ABI "
+                       "(ABIs provided: %s)", shown, r.lib, which_of(r.by), r.other, by2, provided);
+            } else {
+                char where[PATH_MAX + 32] = "";
+                if (r.where[0]) snprintf(where, sizeof where, ", found at %s, is not Kumi's", r.where);
+                mx_msg("%s needs %s%s%s, the library of an MPI whose ABI Kumi does not provide "
+                       "(ABIs provided: %s; --abi overrides)", shown, r.lib, which_of(r.by), where, provided);
+            }
+            exit(1);
+        }
+    }
+    abi_choice.abi = r.abi;
+    if (r.abi == MX_ABI_NONE) return;
+    const struct mx_abi_desc *d = mx_abi_desc(r.abi);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", mx_abi_dir(), d->name);
+    /* every library of that ABI the program needs must be in the shim folder */
+    for (int i = 0; d->libs[i]; i++) {
+        if (!(r.libmask & (1u << i))) continue;
+        char p[PATH_MAX + 64];
+        snprintf(p, sizeof p, "%s/%s", dir, d->libs[i]);
+        if (access(p, F_OK) == 0) continue;
+        if (r.abi == MX_ABI_STANDARD && want) return;   /* --abi standard: Kumi's libmpi.so.0 will do */
+        if (want)
+            mx_msg("%s %s: this Kumi has no %s shim (%s missing)", how, want, d->what, p);
+        else if (r.abi == MX_ABI_STANDARD)
+            mx_msg("%s is a standard-ABI binary (%s%s), but this Kumi has no %s (%s missing)", shown, d->libs[i],
+                   which_of(r.by), d->libs[i], p);
+        else
+            mx_msg("%s is an %s binary (%s%s), but this Kumi has no %s shim%s%s (%s missing)", shown, d->what, d->libs[i], which_of(r.by), d->what,
+                   i ? " for " : "", i ? d->libs[i] : "", p);
+        exit(1);
+    }
+    if (r.libmask) snprintf(abi_choice.dir, sizeof abi_choice.dir, "%s", dir);
+    /* a library found through a DT_RPATH comes before LD_LIBRARY_PATH: the
+     * shim of that name is preloaded (the loader then takes it by soname) */
+    for (int i = 0; d->libs[i]; i++) {
+        if (!(r.rpathmask & (1u << i))) continue;
+        size_t l = strlen(abi_choice.preload);
+        snprintf(abi_choice.preload + l, sizeof abi_choice.preload - l, "%s%s/%s", l ? ":" : "", dir, d->libs[i]);
+    }
+    if (job.verbose && abi_choice.preload[0]) mx_msg("%s: preloading %s (DT_RPATH)", shown, abi_choice.preload);
+}
+
 /* Environment of the ranks; *rank_slot receives the index of KUMI_RANK,
  * which is followed by room for the three KUMI_ENV_BIND_* and a NULL. */
 static char **build_env(const char *rpim_name, int *rank_slot)
 {
-    static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL",
+    static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_ABI",
                                             "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_BIND_CPUS,
                                             KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX };
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 14, sizeof *env);
+    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 18, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++) {
         const char *e = environ[i];
@@ -435,6 +583,24 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
     env[k++] = xstrdup(b);
     env[k++] = xstrdup(KUMI_ENV_NHOSTS "=1");       /* every rank runs on this host */
+    if (abi_choice.abi != MX_ABI_NONE) {
+        snprintf(b, sizeof b, "KUMI_ABI=%s", mx_abi_desc(abi_choice.abi)->name);
+        env[k++] = xstrdup(b);
+    }
+    /* the shim folder first in LD_LIBRARY_PATH, the shims to preload first
+     * in LD_PRELOAD (replacing the entry the ranks would otherwise get, from
+     * -x or the environment) */
+    for (int w = 0; w < 2; w++) {
+        const char *var = w ? "LD_PRELOAD" : "LD_LIBRARY_PATH", *first = w ? abi_choice.preload : abi_choice.dir;
+        if (!first[0]) continue;
+        size_t j, vl = strlen(var);
+        for (j = 0; j < k && !name_is(env[j], var); j++) {}
+        const char *old = j < k ? env[j] + vl + 1 : "";
+        char *e = xcalloc(1, vl + 1 + strlen(first) + 1 + strlen(old) + 1);
+        sprintf(e, "%s=%s%s%s", var, first, *old ? ":" : "", old);
+        if (j < k) env[j] = e;
+        else env[k++] = e;
+    }
     *rank_slot = (int)k;
     for (int j = 0; j < 5; j++) env[k + (size_t)j] = NULL;   /* KUMI_RANK, KUMI_ENV_BIND_*, per rank */
     return env;
@@ -1091,6 +1257,11 @@ int main(int argc, char **argv)
         }
     }
     char *prog = resolve_program(opt.argv[0]);
+    {
+        const char *v = getenv("KUMI_VERBOSE");
+        job.verbose = v ? atoi(v) : 0;
+    }
+    choose_abi(prog);
     raise_fd_limit();
     if (check_limits(opt.np) < 0) return 1;
 
