@@ -9,6 +9,7 @@ Inputs (all data, so the build needs no foreign MPI installed):
   --api     data/mpi-procedures.json   every procedure, each parameter with its kind
   --native  data/mpi-abi-1.0.json      Kumi's ABI: constant values, handle types, status
   --facts   data/abi/<abi>.json        the foreign ABI, from tools/abi-probe.py
+  --native-entries bindings.c         Kumi's generated bindings (which kumi_abi_MPI_X exist)
   --abi     ompi                       which table of ABI_RULES below (the per-ABI parts
                                        the facts do not spell out: handle representation,
                                        the private fields of MPI_Status)
@@ -39,7 +40,8 @@ ABI_RULES = {
     'ompi': {
         'handles': 'object',
         'status_private': [('int', '_cancelled', 12, 'cancelled'), ('size_t', '_ucount', 16, 'count')],
-        'magic': '0x4b756d694f6d7069ULL',   # "KumiOmpi": first 8 bytes of every predefined object
+        'magic': '0x4b756d694f6d7069ULL',
+        'native_library': 'libmpi.so.0',   # "KumiOmpi": first 8 bytes of every predefined object
     },
 }
 
@@ -53,6 +55,7 @@ HANDLE_KINDS = {'COMMUNICATOR': 'MPI_Comm', 'DATATYPE': 'MPI_Datatype', 'GROUP':
 # Integer parameters whose values include constants that may differ between ABIs.
 INT_DOMAINS = {
     'RANK': ['MPI_ANY_SOURCE', 'MPI_PROC_NULL', 'MPI_ROOT', 'MPI_UNDEFINED'],
+    'RANK_NNI': ['MPI_PROC_NULL'],    # RMA target ranks, MPI_Win_lock, ...: MPI_PROC_NULL is allowed
     'TAG': ['MPI_ANY_TAG'],
     'COLOR': ['MPI_UNDEFINED'],
     'INDEX': ['MPI_UNDEFINED'],
@@ -87,7 +90,7 @@ PASS_KINDS = {
     'POLYDISPLACEMENT_COUNT', 'POLYDISPOFFSET', 'POLYDTYPE_NUM_ELEM', 'POLYDTYPE_NUM_ELEM_NNI',
     'POLYDTYPE_NUM_ELEM_PI', 'POLYDTYPE_PACK_SIZE', 'POLYDTYPE_STRIDE_BYTES', 'POLYLOCATION',
     'POLYNUM_BYTES', 'POLYNUM_BYTES_NNI', 'POLYRMA_DISPLACEMENT', 'POLYXFER_NUM_ELEM',
-    'POLYXFER_NUM_ELEM_NNI', 'PROCESS_GRID_SIZE', 'RANK_NNI', 'RMA_DISPLACEMENT_NNI', 'WINDOW_SIZE',
+    'POLYXFER_NUM_ELEM_NNI', 'PROCESS_GRID_SIZE', 'RMA_DISPLACEMENT_NNI', 'WINDOW_SIZE',
     'WIN_ATTACH_SIZE', 'XFER_NUM_ELEM', 'XFER_NUM_ELEM_NNI', 'XFER_NUM_ELEM_SMALL', 'NUM_BYTES',
     'ALLOC_MEM_NUM_BYTES', 'LOCATION_SMALL', 'INFO_VALUE_LENGTH', 'STRING_LENGTH', 'KEY_INDEX', 'VERSION',
     'TYPECLASS_SIZE', 'MATH', 'GENERIC_DTYPE_INT', 'POLYNUM_PARAM_VALUES', 'OFFSET',
@@ -109,12 +112,16 @@ ARRAY_LENGTHS = {
     ('MPI_Type_struct', 'array_of_types'): 'count',
     ('MPI_Type_get_contents', 'array_of_datatypes'): 'max_datatypes',
     ('MPI_Type_get_contents', 'array_of_integers'): None,
-    ('MPI_Alltoallw', 'sendtypes'): 'peers(comm)', ('MPI_Alltoallw', 'recvtypes'): 'peers(comm)',
+    ('MPI_Alltoallw', 'sendtypes'): 'sendbuf == F_IN_PLACE ? 0 : peers(comm)',   # ignored when in place
+    ('MPI_Alltoallw', 'recvtypes'): 'peers(comm)',
     ('MPI_Group_translate_ranks', 'ranks1'): 'n', ('MPI_Group_translate_ranks', 'ranks2'): 'n',
     ('MPI_Group_incl', 'ranks'): None, ('MPI_Group_excl', 'ranks'): None,   # valid ranks only
     ('MPI_Group_range_incl', 'ranges'): None, ('MPI_Group_range_excl', 'ranges'): None,
     ('MPI_Waitsome', 'array_of_indices'): None, ('MPI_Testsome', 'array_of_indices'): None,
     ('MPI_Graph_create', 'index'): None, ('MPI_Graph_get', 'index'): None, ('MPI_Graph_map', 'index'): None,
+    ('MPI_Dist_graph_create', 'sources'): None, ('MPI_Dist_graph_create', 'destinations'): None,
+    ('MPI_Dist_graph_create_adjacent', 'sources'): None, ('MPI_Dist_graph_create_adjacent', 'destinations'): None,
+    ('MPI_Dist_graph_neighbors', 'sources'): None, ('MPI_Dist_graph_neighbors', 'destinations'): None,
     ('MPI_Graph_create', 'edges'): None, ('MPI_Graph_get', 'edges'): None,
     ('MPI_Graph_map', 'edges'): None, ('MPI_Graph_neighbors', 'neighbors'): None,
     ('MPI_Type_create_darray', 'array_of_distribs'): 'ndims',
@@ -157,7 +164,7 @@ TOOLS = re.compile(r'^MPI_T_')
 
 # Procedures written here (callbacks): name -> C body builder; their parameters are not
 # checked by kind.
-SPECIAL = ['MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
+SPECIAL = ['MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
            'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr']
 
@@ -167,8 +174,8 @@ def cint(s):
 
 
 class Gen:
-    def __init__(self, api, native, facts, rules):
-        self.api, self.facts, self.rules = api, facts, rules
+    def __init__(self, api, native, facts, rules, kumi=None):
+        self.api, self.facts, self.rules, self.kumi = api, facts, rules, kumi
         self.nat = {}
         for c in native['constants']:
             if 'alias_of' in c:
@@ -274,6 +281,7 @@ class Gen:
         w(' * predefined objects below ({magic, native handle, padding}; a PIE executable has its')
         w(' * own copy of each, by copy relocation, which this library reaches through its GOT)')
         w(' * or, for objects the program created, Kumi\'s own pointers. */')
+        w('#define _GNU_SOURCE   /* dladdr, dl_iterate_phdr */')
         w('#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <limits.h>')
         w('#define SHIM_EXPORT __attribute__((visibility("default")))')
         w('#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)')
@@ -399,6 +407,7 @@ static inline int err_in(int c)
                 if fv is not None and fv != nv:
                     w('    if ((uintptr_t)p == %d) return (void *)%d;   /* %s */' % (fv, nv, n))
             w('    return (void *)p;\n}')
+        w('#define F_IN_PLACE ((const void *)%d)' % self.fval('MPI_IN_PLACE'))
         for n in ('MPI_STATUS_IGNORE', 'MPI_STATUSES_IGNORE', 'MPI_ERRCODES_IGNORE'):
             if self.fval(n) != self.nval(n):
                 sys.exit('mkshim: %s differs: not supported yet' % n)
@@ -468,7 +477,7 @@ static inline void st_in(N_Status *n, const F_Status *f)
                 ln = ARRAY_LENGTHS.get((name, pn))
                 if ln is None:
                     return 'array %s: length unknown' % pn
-                pre = ['int %s_n = %s;' % (pn, ln), 'SCRATCH(N_%s, %s_k, %s_n);' % (s, pn, pn),
+                pre = ['int %s_n = %s ? (%s) : 0;' % (pn, pn, ln), 'SCRATCH(N_%s, %s_k, %s_n);' % (s, pn, pn),
                        'if (!%s_k) return SHIM_ERR_NO_MEM;' % pn]
                 post = []
                 if d in ('IN', 'INOUT'):
@@ -476,7 +485,7 @@ static inline void st_in(N_Status *n, const F_Status *f)
                 if d in ('OUT', 'INOUT'):
                     post.append('for (int i = 0; i < %s_n; i++) %s[i] = h_out(%s_k[i]);' % (pn, pn, pn))
                 post.append('SCRATCH_FREE(%s_k);' % pn)
-                return ('N_%s *' % s, '%sF_%s *' % (const, s), pre, '%s_k' % pn, post)
+                return ('N_%s *' % s, '%sF_%s *' % (const, s), pre, '%s ? %s_k : NULL' % (pn, pn), post)
             if t == ht:
                 return ('N_%s' % s, 'F_%s' % s, [], 'h_in(%s)' % pn, [])
             if t == ht + '*':
@@ -669,6 +678,72 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
 SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name, 'a': arg, 'k': kind})
             return None
+        if name == 'MPI_Get_version':
+            # The program was built against the foreign mpi.h: it sees that version of the standard
+            # (MPI_VERSION, MPI_SUBVERSION), whatever Kumi implements beyond it.
+            fv, fs = self.fval('MPI_VERSION'), self.fval('MPI_SUBVERSION')
+            o.append('''extern int kumi_abi_MPI_Get_version(int *, int *);
+SHIM_EXPORT int PMPI_Get_version(int *version, int *subversion)
+{
+    int v, s;
+    int rc = kumi_abi_MPI_Get_version(version ? &v : NULL, subversion ? &s : NULL);
+    if (rc == 0) {
+        if (v > %(v)d || (v == %(v)d && s > %(s)d)) { v = %(v)d; s = %(s)d; }
+        *version = v; *subversion = s;
+    }
+    return err_out(rc);
+}
+SHIM_EXPORT int MPI_Get_version(int *version, int *subversion) __attribute__((weak, alias("PMPI_Get_version")));
+''' % {'v': fv, 's': fs})
+            return None
+        if name == 'MPI_Buffer_attach':
+            # The program sizes its buffer with the foreign MPI_BSEND_OVERHEAD per message; Kumi
+            # needs its own.  So the shim attaches a buffer of its own, large enough for as many
+            # messages as the program's could hold by the foreign rule (size / foreign overhead),
+            # and MPI_Buffer_detach gives the program's buffer and size back.
+            fo, no = self.fval('MPI_BSEND_OVERHEAD'), self.nval('MPI_BSEND_OVERHEAD')
+            o.append('''#include <pthread.h>
+extern int kumi_abi_MPI_Buffer_attach(void *, int);
+extern int kumi_abi_MPI_Buffer_detach(void *, int *);
+static pthread_mutex_t shim_bsend_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *user, *mine; int size; } shim_bsend;   /* the process's attached buffer */
+SHIM_EXPORT int PMPI_Buffer_attach(void *buffer, int size)
+{
+    if (size < 0 || %(no)d <= %(fo)d) return err_out(kumi_abi_MPI_Buffer_attach(buffer, size));
+    long long n = (long long)size + ((long long)size / %(fo)d + 1) * (%(no)d - %(fo)d);
+    if (n > INT_MAX) n = INT_MAX;
+    void *mine = malloc((size_t)n);
+    if (!mine) return SHIM_ERR_NO_MEM;
+    pthread_mutex_lock(&shim_bsend_lock);
+    int rc = kumi_abi_MPI_Buffer_attach(mine, (int)n);
+    if (rc == 0) { shim_bsend.user = buffer; shim_bsend.mine = mine; shim_bsend.size = size; }
+    pthread_mutex_unlock(&shim_bsend_lock);
+    if (rc != 0) free(mine);
+    return err_out(rc);
+}
+SHIM_EXPORT int MPI_Buffer_attach(void *buffer, int size) __attribute__((weak, alias("PMPI_Buffer_attach")));
+SHIM_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
+{
+    void *b = NULL;
+    int n = 0;
+    pthread_mutex_lock(&shim_bsend_lock);
+    int rc = kumi_abi_MPI_Buffer_detach(buffer_addr ? (void *)&b : NULL, size ? &n : NULL);
+    if (rc == 0) {
+        if (b && b == shim_bsend.mine) {
+            free(shim_bsend.mine);
+            b = shim_bsend.user; n = shim_bsend.size;
+            shim_bsend.mine = shim_bsend.user = NULL; shim_bsend.size = 0;
+        }
+        *(void **)buffer_addr = b; *size = n;
+    }
+    pthread_mutex_unlock(&shim_bsend_lock);
+    return err_out(rc);
+}
+SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((weak, alias("PMPI_Buffer_detach")));
+''' % {'fo': fo, 'no': no})
+            return None
+        if name == 'MPI_Buffer_detach':
+            return None   # written with MPI_Buffer_attach
         attr = {'MPI_Comm_get_attr': 'F_Comm', 'MPI_Attr_get': 'F_Comm', 'MPI_Win_get_attr': 'F_Win'}
         if name in attr:
             # Predefined attributes: the value (an int, or MPI_WIN_BASE's address etc.) is Kumi's;
@@ -698,6 +773,9 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
             if name not in self.ffuncs:
                 self.skipped.append((name, 'not in %s' % self.facts['library']))
                 continue
+            if self.kumi is not None and name not in self.kumi:
+                self.skipped.append((name, 'not implemented by Kumi (no kumi_abi_%s)' % name))
+                continue
             if TOOLS.match(name):
                 self.skipped.append((name, 'MPI_T tools interface not translated yet'))
                 continue
@@ -711,7 +789,121 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
                 self.skipped.append((name, why))
             else:
                 self.exported.append(name)
-        return '\n'.join(self.out) + '\n'
+        return self.bind_native('\n'.join(self.out) + '\n')
+
+    def bind_native(self, src):
+        """Kumi's entries are reached through pointers that a constructor fills from a dlopen of
+        Kumi's libmpi.  Linked as a DT_NEEDED, libmpi.so.0 would be in the program's global
+        scope from the start, and a procedure the shim does not export would bind to Kumi's
+        native MPI_X (another ABI) instead of failing at load time.  Loaded by the constructor,
+        after the program's own relocations, it misses the immediate bindings (-z now: a missing
+        procedure fails at load, as it should).  It must be RTLD_GLOBAL (Kumi's components find
+        libmpi's internals in the global scope), so lazily bound references could still reach
+        it: the constructor checks every MPI_* / PMPI_* that the objects loaded so far import
+        and stops the program, naming them, if the shim does not export one."""
+        names, out = [], []
+        for line in src.split('\n'):
+            m = re.match(r'^extern (\w+) (kumi_abi_\w+)\((.*)\);$', line)
+            if m:
+                if m.group(2) in names:
+                    continue
+                names.append(m.group(2))
+                line = 'static %s (*%s)(%s);' % m.groups()
+            out.append(line)
+        lib = self.rules['native_library']
+        out.append('''/* ---- Kumi's libmpi, loaded privately (see mkshim.py: bind_native) */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+#ifndef KUMI_LIBDIR
+#define KUMI_LIBDIR "."
+#endif
+static const struct { const char *name; void **slot; } shim_entries[] = {''')
+        for n in names:
+            out.append('    { "%s", (void **)&%s },' % (n, n))
+        out.append('''};
+/* the procedures this library exports, sorted (strcmp) */
+static const char *const shim_exports[] = {
+%(exports)s
+};
+static int shim_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int shim_exported(const char *name)
+{
+    if (strncmp(name, "PMPI_", 5) == 0) name++;
+    return bsearch(&name, shim_exports, sizeof shim_exports / sizeof shim_exports[0], sizeof shim_exports[0], shim_cmp) != NULL;
+}
+#include <link.h>
+struct shim_scan { const void *self_base, *kumi_base; int missing; };
+static void shim_scan_rela(const ElfW(Rela) *r, size_t bytes, const ElfW(Sym) *sym, const char *str, struct shim_scan *sc)
+{
+    for (size_t i = 0; r && i < bytes / sizeof *r; i++) {
+        size_t k = ELF64_R_SYM(r[i].r_info);
+        if (k == 0 || sym[k].st_shndx != SHN_UNDEF) continue;
+        const char *n = str + sym[k].st_name;
+        if ((strncmp(n, "MPI_", 4) == 0 || strncmp(n, "PMPI_", 5) == 0) && !shim_exported(n)) {
+            if (sc->missing++ < 20) fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): %%s is not provided yet\\n", n);
+        }
+    }
+}
+static int shim_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct shim_scan *sc = arg;
+    const void *base = (const void *)info->dlpi_addr;
+    if (base == sc->self_base || base == sc->kumi_base) return 0;
+    for (int p = 0; p < info->dlpi_phnum; p++) {
+        if (info->dlpi_phdr[p].p_type != PT_DYNAMIC) continue;
+        const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[p].p_vaddr);
+        const ElfW(Rela) *rela = NULL, *jmp = NULL;
+        const ElfW(Sym) *sym = NULL;
+        const char *str = NULL;
+        size_t relasz = 0, jmpsz = 0;
+        long pltrel = DT_RELA;
+        for (; d->d_tag != DT_NULL; d++) {
+            switch (d->d_tag) {   /* glibc has relocated these pointers (absolute addresses) */
+            case DT_RELA: rela = (const ElfW(Rela) *)d->d_un.d_ptr; break;
+            case DT_RELASZ: relasz = d->d_un.d_val; break;
+            case DT_JMPREL: jmp = (const ElfW(Rela) *)d->d_un.d_ptr; break;
+            case DT_PLTRELSZ: jmpsz = d->d_un.d_val; break;
+            case DT_PLTREL: pltrel = (long)d->d_un.d_val; break;
+            case DT_SYMTAB: sym = (const ElfW(Sym) *)d->d_un.d_ptr; break;
+            case DT_STRTAB: str = (const char *)d->d_un.d_ptr; break;
+            }
+        }
+        if (!sym || !str || pltrel != DT_RELA) return 0;
+        shim_scan_rela(rela, relasz, sym, str, sc);
+        shim_scan_rela(jmp, jmpsz, sym, str, sc);
+    }
+    return 0;
+}
+__attribute__((constructor)) static void shim_load(void)
+{
+    Dl_info self;
+    dladdr((void *)shim_load, &self);
+    void *h = dlopen("%(lib)s", RTLD_NOW | RTLD_GLOBAL);
+    if (!h) h = dlopen(KUMI_LIBDIR "/%(lib)s", RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+        fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): cannot load Kumi's %(lib)s: %%s\\n", dlerror());
+        _exit(127);
+    }
+    for (size_t i = 0; i < sizeof shim_entries / sizeof shim_entries[0]; i++) {
+        *shim_entries[i].slot = dlsym(h, shim_entries[i].name);
+        if (!*shim_entries[i].slot) {
+            fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): Kumi's %(lib)s has no %%s: an older Kumi?\\n", shim_entries[i].name);
+            _exit(127);
+        }
+    }
+    Dl_info kumi;
+    dladdr(*shim_entries[0].slot, &kumi);
+    struct shim_scan sc = { self.dli_fbase, kumi.dli_fbase, 0 };
+    dl_iterate_phdr(shim_scan_one, &sc);
+    if (sc.missing) {
+        fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): the program needs %%d MPI procedure(s) this library does not translate yet\\n", sc.missing);
+        _exit(127);
+    }
+}''' % {'lib': lib, 'me': self.facts['library'], 'abi': self.facts['name'],
+        'exports': '\n'.join('    "%s",' % n for n in sorted(self.exported))})
+        self.nentries = len(names)
+        return '\n'.join(out) + '\n'
 
     def coverage(self):
         o = ['%s shim (%s): %d procedures exported, %d not (of %d in the API data); %d predefined objects'
@@ -737,8 +929,13 @@ def main():
     ap.add_argument('--abi', required=True, choices=sorted(ABI_RULES))
     ap.add_argument('--out', required=True)
     ap.add_argument('--coverage', required=True)
+    ap.add_argument('--native-entries', help="Kumi's generated bindings.c: the kumi_abi_MPI_X it defines "
+                    '(procedures Kumi does not implement yet are not exported)')
     a = ap.parse_args()
-    g = Gen(json.load(open(a.api)), json.load(open(a.native)), json.load(open(a.facts)), ABI_RULES[a.abi])
+    kumi = None
+    if a.native_entries:
+        kumi = set(re.findall(r'\bkumi_abi_(MPI_\w+)\(', open(a.native_entries).read()))
+    g = Gen(json.load(open(a.api)), json.load(open(a.native)), json.load(open(a.facts)), ABI_RULES[a.abi], kumi)
     src = g.run()
     with open(a.out + '.tmp', 'w') as f:
         f.write(src)
