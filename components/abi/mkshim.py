@@ -504,13 +504,17 @@ static inline void st_in(N_Status *n, const F_Status *f)
                 pre = ['int %s_n = %s ? %s : 0;' % (pn, pn, ln),
                        'SCRATCH(N_Status, %s_k, %s_n);' % (pn, pn),
                        'if (!%s_k) return SHIM_ERR_NO_MEM;' % pn,
-                       'for (int i = 0; i < %s_n; i++) %s_k[i].MPI_ERROR = SHIM_POISON;' % (pn, pn)]
-                post = ['for (int i = 0; i < %s_n; i++) st_out(&%s[i], &%s_k[i]);' % (pn, pn, pn),
+                       'for (int i = 0; i < %s_n; i++) %s_k[i].MPI_ERROR = %s_k[i].MPI_SOURCE = SHIM_POISON;' % (pn, pn, pn)]
+                post = ['for (int i = 0; i < %s_n; i++) if (%s_k[i].MPI_SOURCE != SHIM_POISON) st_out(&%s[i], &%s_k[i]);' % (pn, pn, pn, pn),
                         'SCRATCH_FREE(%s_k);' % pn]
                 return ('N_Status *', 'F_Status *', pre, '%s ? %s_k : NULL' % (pn, pn), post)
             if d == 'OUT':
-                return ('N_Status *', 'F_Status *', ['N_Status %s_k; %s_k.MPI_ERROR = SHIM_POISON;' % (pn, pn)],
-                        '%s ? &%s_k : NULL' % (pn, pn), ['if (%s) st_out(%s, &%s_k);' % (pn, pn, pn)])
+                # MPI_ERROR is left as it was unless Kumi sets it; a status Kumi did not write
+                # (an error before the call got to it) is left as it was
+                return ('N_Status *', 'F_Status *',
+                        ['N_Status %s_k; %s_k.MPI_ERROR = %s_k.MPI_SOURCE = SHIM_POISON;' % (pn, pn, pn)],
+                        '%s ? &%s_k : NULL' % (pn, pn),
+                        ['if (%s && %s_k.MPI_SOURCE != SHIM_POISON) st_out(%s, &%s_k);' % (pn, pn, pn, pn)])
             if d == 'IN':
                 return ('const N_Status *', 'const F_Status *', ['N_Status %s_k; if (%s) st_in(&%s_k, %s);' % (pn, pn, pn, pn)],
                         '%s ? &%s_k : NULL' % (pn, pn), [])
@@ -748,22 +752,36 @@ SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((w
         if name in attr:
             # Predefined attributes: the value (an int, or MPI_WIN_BASE's address etc.) is Kumi's;
             # the only value that could differ is MPI_HOST's (MPI_PROC_NULL), kept in a per-process copy.
+            # Predefined attributes whose value is a constant (MPI_HOST: MPI_PROC_NULL or a rank;
+            # MPI_WIN_CREATE_FLAVOR, MPI_WIN_MODEL): the value pointer is redirected to a
+            # constant of the foreign ABI (no mutable state).
             nt = 'N_' + attr[name][2:]
+            consts = {'MPI_HOST': ['MPI_PROC_NULL'],
+                      'MPI_WIN_CREATE_FLAVOR': ['MPI_WIN_FLAVOR_CREATE', 'MPI_WIN_FLAVOR_ALLOCATE',
+                                                'MPI_WIN_FLAVOR_DYNAMIC', 'MPI_WIN_FLAVOR_SHARED'],
+                      'MPI_WIN_MODEL': ['MPI_WIN_SEPARATE', 'MPI_WIN_UNIFIED']}
+            fix = []
+            for key, names in consts.items():
+                for cn in names:
+                    fv = self.fval(cn)
+                    if fv is None or fv == self.nval(cn):
+                        continue
+                    fix.append('        if (kv == %d && v == %d) { static const int f = %d; *(const int **)attribute_val = &f; }   /* %s */'
+                               % (self.nval(key), self.nval(cn), fv, cn))
             o.append('''extern int kumi_abi_%(n)s(%(nt)s, int, void *, int *);
 SHIM_EXPORT int P%(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag)
 {
     int kv = dom_keyval_in(keyval);
     int rc = kumi_abi_%(n)s(h_in(obj), kv, attribute_val, flag);
-    if (rc == 0 && *flag && kv == %(host)d) {
-        static int host_value;   /* written once with the same value by any thread */
+    if (rc == 0 && *flag && (%(keys)s)) {
         int v = **(int **)attribute_val;
-        host_value = dom_rank_out(v);
-        *(int **)attribute_val = &host_value;
+%(fix)s
     }
     return err_out(rc);
 }
 SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __attribute__((weak, alias("P%(n)s")));
-''' % {'n': name, 'ft': attr[name], 'nt': nt, 'host': self.nval('MPI_HOST')})
+''' % {'n': name, 'ft': attr[name], 'nt': nt, 'fix': '\n'.join(fix),
+       'keys': ' || '.join('kv == %d' % self.nval(k) for k in consts)})
             return None
         return 'no special translation'
 

@@ -300,6 +300,14 @@ int main(int argc, char **argv)
     MPI_Win win;
     int wbuf = -1;
     OK(MPI_Win_create(&wbuf, sizeof wbuf, sizeof wbuf, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    int *flavor = NULL, *model = NULL;
+    OK(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_CREATE, "MPI_WIN_CREATE_FLAVOR %d", flag ? *flavor : -1);
+    OK(MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag));
+    CHECK(flag && (*model == MPI_WIN_UNIFIED || *model == MPI_WIN_SEPARATE), "MPI_WIN_MODEL %d", flag ? *model : -1);
+    void *base = NULL;
+    OK(MPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag));
+    CHECK(flag && base == &wbuf, "MPI_WIN_BASE");
     OK(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
     OK(MPI_Put(&rank, 1, MPI_INT, right, 0, 1, MPI_INT, win));
     OK(MPI_Put(&rank, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win));
