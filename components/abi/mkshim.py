@@ -96,7 +96,7 @@ PASS_KINDS = {
     'TYPECLASS_SIZE', 'MATH', 'GENERIC_DTYPE_INT', 'POLYNUM_PARAM_VALUES', 'OFFSET',
 }
 # Pointers passed through untouched, after the sentinels of SENTINELS are mapped.
-PTR_KINDS = {'BUFFER', 'C_BUFFER', 'C_BUFFER2', 'ATTRIBUTE_VAL', 'ARGUMENT_LIST'}
+PTR_KINDS = {'BUFFER', 'C_BUFFER', 'C_BUFFER2', 'ATTRIBUTE_VAL', 'ATTRIBUTE_VAL_10', 'ARGUMENT_LIST'}
 SENTINELS = {'BUFFER': ['MPI_IN_PLACE', 'MPI_BOTTOM'], 'WEIGHT': ['MPI_UNWEIGHTED', 'MPI_WEIGHTS_EMPTY']}
 
 # Lengths of array parameters (C expressions of the foreign call's parameters; peers(comm):
@@ -164,7 +164,8 @@ TOOLS = re.compile(r'^MPI_T_')
 
 # Procedures written here (callbacks): name -> C body builder; their parameters are not
 # checked by kind.
-SPECIAL = ['MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
+SPECIAL = ['MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
+           'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
            'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr']
 
@@ -682,6 +683,18 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
 SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name, 'a': arg, 'k': kind})
             return None
+        if name in ('MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create'):
+            if not getattr(self, '_kv_done', False):
+                self._kv_done = True
+                self.keyval_common()
+            o.append('''extern int kumi_abi_%(n)s(void *, void *, int *, void *);
+SHIM_EXPORT int P%(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_state)
+{
+    return shim_create_keyval(kumi_abi_%(n)s, copy_fn, delete_fn, keyval, extra_state);
+}
+SHIM_EXPORT int %(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_state) __attribute__((weak, alias("P%(n)s")));
+''' % {'n': name})
+            return None
         if name == 'MPI_Get_version':
             # The program was built against the foreign mpi.h: it sees that version of the standard
             # (MPI_VERSION, MPI_SUBVERSION), whatever Kumi implements beyond it.
@@ -785,6 +798,70 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
             return None
         return 'no special translation'
 
+    def keyval_common(self):
+        """Attribute copy/delete callbacks: the foreign ABI's predefined ones (functions of the
+        foreign library, compared by address) become Kumi's constants; the program's own are
+        wrapped through extra_state."""
+        o = self.out
+        roles = {'NULL_COPY_FN': [], 'DUP_FN': [], 'NULL_DELETE_FN': []}
+        for cname, c in sorted(self.fc.items()):
+            if 'symbol' not in c or not c['type'].endswith('function*'):
+                continue
+            for role in roles:
+                if cname.endswith('_' + role) or cname == 'MPI_' + role:
+                    roles[role].append((cname, c['symbol']))
+        nat = {'NULL_COPY_FN': self.nval('MPI_COMM_NULL_COPY_FN'), 'DUP_FN': self.nval('MPI_COMM_DUP_FN'),
+               'NULL_DELETE_FN': self.nval('MPI_COMM_NULL_DELETE_FN')}
+        o.append('/* ---- attribute callbacks: the foreign library\'s predefined ones, callable, compared by address */')
+        for cname, sym in roles['NULL_COPY_FN']:
+            o.append('SHIM_EXPORT int %s(void *o, int k, void *e, void *in, void *out, int *flag) { *flag = 0; return 0; }   /* %s */' % (sym, cname))
+        for cname, sym in roles['DUP_FN']:
+            o.append('SHIM_EXPORT int %s(void *o, int k, void *e, void *in, void *out, int *flag) { *(void **)out = in; *flag = 1; return 0; }   /* %s */' % (sym, cname))
+        for cname, sym in roles['NULL_DELETE_FN']:
+            o.append('SHIM_EXPORT int %s(void *o, int k, void *v, void *e) { return 0; }   /* %s */' % (sym, cname))
+        def test(role):
+            return ' || '.join('f == (void *)%s' % sym for _, sym in roles[role]) or '0'
+        o.append('''/* a keyval's foreign callbacks and extra_state: kept for the life of the process (Kumi may
+ * call delete callbacks of attributes after MPI_*_free_keyval) */
+struct shim_keyval { void *copy, *del, *extra; };
+typedef int (shim_copy_fn)(void *, int, void *, void *, void *, int *);
+typedef int (shim_delete_fn)(void *, int, void *, void *);
+static int shim_copy_tramp(void *obj, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    struct shim_keyval *w = extra;
+    return err_in(((shim_copy_fn *)w->copy)(h_out(obj), dom_keyval_out(keyval), w->extra, in, out, flag));
+}
+static int shim_delete_tramp(void *obj, int keyval, void *val, void *extra)
+{
+    struct shim_keyval *w = extra;
+    return err_in(((shim_delete_fn *)w->del)(h_out(obj), dom_keyval_out(keyval), val, w->extra));
+}
+static int shim_create_keyval(int (*create)(void *, void *, int *, void *), void *copy_fn, void *delete_fn,
+                              int *keyval, void *extra_state)
+{
+    void *f = copy_fn, *nc, *nd;
+    if (%(nullcopy)s) nc = (void *)%(ncopy)d;
+    else if (%(dup)s) nc = (void *)%(ndup)d;
+    else nc = (void *)shim_copy_tramp;
+    f = delete_fn;
+    if (%(nulldel)s) nd = (void *)%(ndel)d;
+    else nd = (void *)shim_delete_tramp;
+    struct shim_keyval *w = NULL;
+    if (nc == (void *)shim_copy_tramp || nd == (void *)shim_delete_tramp) {
+        w = malloc(sizeof *w);
+        if (!w) return SHIM_ERR_NO_MEM;
+        w->copy = copy_fn; w->del = delete_fn; w->extra = extra_state;
+        extra_state = w;
+    }
+    int k = 0;
+    int rc = create(nc, nd, keyval ? &k : NULL, extra_state);
+    if (rc == 0) *keyval = dom_keyval_out(k);
+    else free(w);
+    return err_out(rc);
+}''' % {'nullcopy': test('NULL_COPY_FN'), 'dup': test('DUP_FN'), 'nulldel': test('NULL_DELETE_FN'),
+       'ncopy': nat['NULL_COPY_FN'], 'ndup': nat['DUP_FN'], 'ndel': nat['NULL_DELETE_FN']})
+        self.keyval_fns = [sym for r in roles.values() for _, sym in r]
+
     def run(self):
         self.prologue()
         for name, ret, p in self.procs():
@@ -792,7 +869,7 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
                 self.skipped.append((name, 'not in %s' % self.facts['library']))
                 continue
             if self.kumi is not None and name not in self.kumi:
-                self.skipped.append((name, 'not implemented by Kumi (no kumi_abi_%s)' % name))
+                self.skipped.append((name, 'no kumi_abi_ entry in Kumi (not implemented, or written by hand: c2f/f2c)'))
                 continue
             if TOOLS.match(name):
                 self.skipped.append((name, 'MPI_T tools interface not translated yet'))

@@ -59,6 +59,24 @@ static void sum_op(void *in, void *inout, int *len, MPI_Datatype *dt)
     }
 }
 
+static int copies, deletes;
+static MPI_Comm copy_comm;
+static int copy_fn(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    copies++;
+    copy_comm = comm;
+    CHECK(*(int *)extra == 77, "extra_state");
+    *(void **)out = (char *)in + 1;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+static int delete_fn(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+    deletes++;
+    CHECK(*(int *)extra == 77, "extra_state");
+    return MPI_SUCCESS;
+}
+
 static int handler_calls, handler_code;
 static MPI_Comm handler_comm;
 static void handler(MPI_Comm *comm, int *code, ...)
@@ -127,6 +145,50 @@ int main(int argc, char **argv)
     int *tagub = NULL, flag = 0;
     OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagub, &flag));
     CHECK(flag && *tagub >= 32767, "MPI_TAG_UB");
+
+    /* attribute keyvals: the program's callbacks, and the predefined ones compared by address */
+    static int extra = 77;
+    int kv_user, kv_dup, kv_null;
+    static char anchor[4];
+    OK(MPI_Comm_create_keyval(copy_fn, delete_fn, &kv_user, &extra));
+    OK(MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &kv_dup, NULL));
+    OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &kv_null, NULL));
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    OK(MPI_Comm_set_attr(c, kv_user, anchor));
+    OK(MPI_Comm_set_attr(c, kv_dup, anchor + 2));
+    OK(MPI_Comm_set_attr(c, kv_null, anchor + 3));
+    MPI_Comm c2;
+    OK(MPI_Comm_dup(c, &c2));
+    EQ(copies, 1);
+    CHECK(copy_comm == c, "copy callback gets the old communicator");
+    void *av = NULL;
+    OK(MPI_Comm_get_attr(c2, kv_user, &av, &flag));
+    CHECK(flag && av == anchor + 1, "copied by the program's callback");
+    OK(MPI_Comm_get_attr(c2, kv_dup, &av, &flag));
+    CHECK(flag && av == anchor + 2, "MPI_COMM_DUP_FN");
+    OK(MPI_Comm_get_attr(c2, kv_null, &av, &flag));
+    CHECK(!flag, "MPI_COMM_NULL_COPY_FN");
+    OK(MPI_Comm_free(&c2));
+    EQ(deletes, 1);
+    OK(MPI_Comm_delete_attr(c, kv_user));
+    EQ(deletes, 2);
+    OK(MPI_Comm_free(&c));
+    OK(MPI_Comm_free_keyval(&kv_user));
+    CHECK(kv_user == MPI_KEYVAL_INVALID, "freed keyval");
+    OK(MPI_Comm_free_keyval(&kv_dup));
+    OK(MPI_Comm_free_keyval(&kv_null));
+    int tkv;
+    MPI_Datatype tdup;
+    OK(MPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &tkv, NULL));
+    OK(MPI_Type_dup(MPI_INT, &tdup));
+    OK(MPI_Type_set_attr(tdup, tkv, anchor));
+    MPI_Datatype tdup2;
+    OK(MPI_Type_dup(tdup, &tdup2));
+    OK(MPI_Type_get_attr(tdup2, tkv, &av, &flag));
+    CHECK(flag && av == anchor, "MPI_TYPE_DUP_FN");
+    OK(MPI_Type_free(&tdup2));
+    OK(MPI_Type_free(&tdup));
+    OK(MPI_Type_free_keyval(&tkv));
 
     /* point-to-point: statuses, wildcards, MPI_PROC_NULL */
     MPI_Status st;
