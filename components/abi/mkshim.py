@@ -155,7 +155,6 @@ SKIP = {
     'MPI_Neighbor_alltoallw': 'array length (neighbour counts) not computed yet',
     'MPI_Comm_spawn': 'spawn not translated yet', 'MPI_Comm_spawn_multiple': 'spawn not translated yet',
     'MPI_Grequest_start': 'generalized requests not translated yet',
-    'MPI_Type_get_contents': 'combiner-dependent integers, datatypes out: not translated yet',
     'MPI_Group_translate_ranks': None,
 }
 # Parameters whose kind says more than the procedure uses (overrides).
@@ -164,7 +163,7 @@ TOOLS = re.compile(r'^MPI_T_')
 
 # Procedures written here (callbacks): name -> C body builder; their parameters are not
 # checked by kind.
-SPECIAL = ['MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
+SPECIAL = ['MPI_Type_get_contents', 'MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
            'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
            'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr']
@@ -694,6 +693,46 @@ SHIM_EXPORT int P%(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_
 }
 SHIM_EXPORT int %(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_state) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name})
+            return None
+        if name == 'MPI_Type_get_contents':
+            # The integers depend on the combiner: MPI_ORDER_* (subarray, darray), MPI_DISTRIBUTE_*
+            # and MPI_DISTRIBUTE_DFLT_DARG (darray) are constants; the datatypes are handles.
+            o.append('''extern int kumi_abi_MPI_Type_get_envelope(N_Datatype, int *, int *, int *, int *);
+extern int kumi_abi_MPI_Type_get_contents(N_Datatype, int, int, int, int *, MPI_Aint *, N_Datatype *);
+SHIM_EXPORT int PMPI_Type_get_contents(F_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
+                                       int *array_of_integers, MPI_Aint *array_of_addresses, F_Datatype *array_of_datatypes)
+{
+    N_Datatype dt = h_in(datatype);
+    int ni = 0, na = 0, nd = 0, comb = 0;
+    int rc = kumi_abi_MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb);
+    if (rc != 0) return err_out(rc);
+    int n = max_datatypes < 0 ? 0 : max_datatypes;
+    SCRATCH(N_Datatype, types_k, n);
+    if (!types_k) return SHIM_ERR_NO_MEM;
+    rc = kumi_abi_MPI_Type_get_contents(dt, max_integers, max_addresses, max_datatypes, array_of_integers,
+                                        array_of_addresses, array_of_datatypes ? types_k : NULL);
+    if (rc == 0) {
+        int *v = array_of_integers;
+        for (int i = 0; i < n && i < nd; i++) array_of_datatypes[i] = h_out(types_k[i]);
+        if (comb == %(subarray)d && ni >= 1) {
+            int d = v[0];
+            v[3 * d + 1] = dom_order_out(v[3 * d + 1]);
+        } else if (comb == %(darray)d && ni >= 3) {
+            int d = v[2];
+            for (int i = 0; i < d; i++) {
+                v[3 + d + i] = dom_distrib_enum_out(v[3 + d + i]);
+                v[3 + 2 * d + i] = dom_dtype_distribution_out(v[3 + 2 * d + i]);
+            }
+            v[3 + 4 * d] = dom_order_out(v[3 + 4 * d]);
+        }
+    }
+    SCRATCH_FREE(types_k);
+    return err_out(rc);
+}
+SHIM_EXPORT int MPI_Type_get_contents(F_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
+                                      int *array_of_integers, MPI_Aint *array_of_addresses, F_Datatype *array_of_datatypes)
+    __attribute__((weak, alias("PMPI_Type_get_contents")));
+''' % {'subarray': self.nval('MPI_COMBINER_SUBARRAY'), 'darray': self.nval('MPI_COMBINER_DARRAY')})
             return None
         if name == 'MPI_Get_version':
             # The program was built against the foreign mpi.h: it sees that version of the standard
