@@ -154,7 +154,6 @@ SKIP = {
     'MPI_Ineighbor_alltoallw': 'type arrays must outlive the call (not kept alive yet)',
     'MPI_Neighbor_alltoallw': 'array length (neighbour counts) not computed yet',
     'MPI_Comm_spawn': 'spawn not translated yet', 'MPI_Comm_spawn_multiple': 'spawn not translated yet',
-    'MPI_Grequest_start': 'generalized requests not translated yet',
     'MPI_Group_translate_ranks': None,
 }
 # Parameters whose kind says more than the procedure uses (overrides).
@@ -163,7 +162,7 @@ TOOLS = re.compile(r'^MPI_T_')
 
 # Procedures written here (callbacks): name -> C body builder; their parameters are not
 # checked by kind.
-SPECIAL = ['MPI_Type_get_contents', 'MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
+SPECIAL = ['MPI_Grequest_start', 'MPI_Type_get_contents', 'MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
            'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
            'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr']
@@ -693,6 +692,51 @@ SHIM_EXPORT int P%(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_
 }
 SHIM_EXPORT int %(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_state) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name})
+            return None
+        if name == 'MPI_Grequest_start':
+            # generalized requests: the program's callbacks wrapped through extra_state; the
+            # wrapper goes with the request's free callback (called once).
+            o.append('''struct shim_greq { int (*query)(void *, F_Status *); int (*free)(void *); int (*cancel)(void *, int); void *extra; };
+static int shim_greq_query(void *extra, N_Status *status)
+{
+    struct shim_greq *w = extra;
+    F_Status fs;
+    st_out(&fs, status);
+    int rc = w->query(w->extra, &fs);
+    st_in(status, &fs);
+    return err_in(rc);
+}
+static int shim_greq_free(void *extra)
+{
+    struct shim_greq *w = extra;
+    int rc = w->free(w->extra);
+    free(w);
+    return err_in(rc);
+}
+static int shim_greq_cancel(void *extra, int complete)
+{
+    struct shim_greq *w = extra;
+    return err_in(w->cancel(w->extra, complete));
+}
+extern int kumi_abi_MPI_Grequest_start(void *, void *, void *, void *, N_Request *);
+SHIM_EXPORT int PMPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, F_Request *request)
+{
+    struct shim_greq *w = malloc(sizeof *w);
+    if (!w) return SHIM_ERR_NO_MEM;
+    w->query = (int (*)(void *, F_Status *))query_fn;
+    w->free = (int (*)(void *))free_fn;
+    w->cancel = (int (*)(void *, int))cancel_fn;
+    w->extra = extra_state;
+    N_Request k;
+    int rc = kumi_abi_MPI_Grequest_start(query_fn ? (void *)shim_greq_query : NULL, free_fn ? (void *)shim_greq_free : NULL,
+                                         cancel_fn ? (void *)shim_greq_cancel : NULL, w, request ? &k : NULL);
+    if (rc == 0) *request = h_out(k);
+    else free(w);
+    return err_out(rc);
+}
+SHIM_EXPORT int MPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, F_Request *request)
+    __attribute__((weak, alias("PMPI_Grequest_start")));
+''')
             return None
         if name == 'MPI_Type_get_contents':
             # The integers depend on the combiner: MPI_ORDER_* (subarray, darray), MPI_DISTRIBUTE_*

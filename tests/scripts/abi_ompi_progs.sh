@@ -3,17 +3,18 @@
 # MPI ABI shim at 1, 2 and 4 ranks: tests/abi/ompi_xlate.c (checks that the library is Kumi,
 # reached through the shim, and each kind of translation: handles, ranks and tags, statuses
 # and their arrays, error classes and handlers, comparison results, combiners, MPI_IN_PLACE,
-# MPI_BOTTOM, user ops, RMA asserts, info keys), examples/ring.c, and project tests of
+# MPI_BOTTOM, user ops, attribute keyvals, datatype contents, RMA asserts and attributes,
+# info keys), examples/ring.c, and project tests of
 # tests/mpi (p2p with statuses and wildcards, probe, Waitall/Waitany/Testsome, cancel,
-# persistent requests, truncation, collectives, reduction ops, derived datatypes, attributes,
-# communicators, groups, error classes, topologies, RMA).  A run on Open MPI's own
+# persistent requests, generalized requests, truncation, collectives, reduction ops, derived
+# datatypes, attributes, communicators, groups, error classes, topologies, RMA).  A run on Open MPI's own
 # libmpi.so.40 (no shim) must fail the Kumi check.
 set -u
 . "$top_srcdir/tests/scripts/abi_ompi_common.inc"
 ompicc xlate "$top_srcdir/tests/abi/ompi_xlate.c"
 ompicc ring "$top_srcdir/examples/ring.c"
 progs1="coll_all coll_ops coll_userop coll_derived dt_bottom dt_comm p2p_types p2p_persist p2p_trunc core_comm
-        core_errors grp_algebra topo_cart topo_graph rma_ops nbc_multi attr_predef attr_errors"
+        core_errors grp_algebra topo_cart topo_graph rma_ops nbc_multi attr_predef attr_errors greq_basic"
 progs2="p2p_probe p2p_wait p2p_match p2p_cancel err_call"
 for p in $progs1 $progs2; do ompicc "$p" "$top_srcdir/tests/mpi/$p.c"; done
 bad=0
