@@ -100,7 +100,8 @@ PTR_KINDS = {'BUFFER', 'C_BUFFER', 'C_BUFFER2', 'ATTRIBUTE_VAL', 'ATTRIBUTE_VAL_
 SENTINELS = {'BUFFER': ['MPI_IN_PLACE', 'MPI_BOTTOM'], 'WEIGHT': ['MPI_UNWEIGHTED', 'MPI_WEIGHTS_EMPTY']}
 
 # Lengths of array parameters (C expressions of the foreign call's parameters; peers(comm):
-# the size of the (remote) group of a foreign communicator).
+# the size of the (remote) group of a foreign communicator; nbr_count(comm, out): its number of
+# out- (1) or in-neighbours (0) in its topology).
 ARRAY_LENGTHS = {
     ('MPI_Waitall', 'array_of_requests'): 'count', ('MPI_Waitall', 'array_of_statuses'): 'count',
     ('MPI_Testall', 'array_of_requests'): 'count', ('MPI_Testall', 'array_of_statuses'): 'count',
@@ -114,6 +115,8 @@ ARRAY_LENGTHS = {
     ('MPI_Type_get_contents', 'array_of_integers'): None,
     ('MPI_Alltoallw', 'sendtypes'): 'sendbuf == F_IN_PLACE ? 0 : peers(comm)',   # ignored when in place
     ('MPI_Alltoallw', 'recvtypes'): 'peers(comm)',
+    ('MPI_Neighbor_alltoallw', 'sendtypes'): 'nbr_count(comm, 1)',
+    ('MPI_Neighbor_alltoallw', 'recvtypes'): 'nbr_count(comm, 0)',
     ('MPI_Group_translate_ranks', 'ranks1'): 'n', ('MPI_Group_translate_ranks', 'ranks2'): 'n',
     ('MPI_Group_incl', 'ranks'): None, ('MPI_Group_excl', 'ranks'): None,   # valid ranks only
     ('MPI_Group_range_incl', 'ranges'): None, ('MPI_Group_range_excl', 'ranges'): None,
@@ -152,7 +155,6 @@ SKIP = {
     'MPI_Comm_get_attr': None, 'MPI_Attr_get': None, 'MPI_Win_get_attr': None,   # see ATTR_OUT
     'MPI_Ialltoallw': 'type arrays must outlive the call (not kept alive yet)',
     'MPI_Ineighbor_alltoallw': 'type arrays must outlive the call (not kept alive yet)',
-    'MPI_Neighbor_alltoallw': 'array length (neighbour counts) not computed yet',
     'MPI_Comm_spawn': 'spawn not translated yet', 'MPI_Comm_spawn_multiple': 'spawn not translated yet',
     'MPI_Group_translate_ranks': None,
 }
@@ -441,6 +443,21 @@ static inline void st_in(N_Status *n, const F_Status *f)
         w('extern int kumi_abi_MPI_Comm_size(N_Comm, int *);')
         w('extern int kumi_abi_MPI_Comm_remote_size(N_Comm, int *);')
         w('extern int kumi_abi_MPI_Type_get_extent(N_Datatype, MPI_Aint *, MPI_Aint *);')
+        w('extern int kumi_abi_MPI_Topo_test(N_Comm, int *);')
+        w('extern int kumi_abi_MPI_Cartdim_get(N_Comm, int *);')
+        w('extern int kumi_abi_MPI_Comm_rank(N_Comm, int *);')
+        w('extern int kumi_abi_MPI_Graph_neighbors_count(N_Comm, int, int *);')
+        w('extern int kumi_abi_MPI_Dist_graph_neighbors_count(N_Comm, int *, int *, int *);')
+        w('''static int nbr_count(void *fcomm, int out)
+{
+    N_Comm c = h_in(fcomm);
+    int t = 0, n = 0, in_n = 0, out_n = 0, wt = 0, r = 0;
+    if (kumi_abi_MPI_Topo_test(c, &t) != 0) return 0;
+    if (t == %(cart)d) { kumi_abi_MPI_Cartdim_get(c, &n); return 2 * n; }
+    if (t == %(graph)d) { kumi_abi_MPI_Comm_rank(c, &r); kumi_abi_MPI_Graph_neighbors_count(c, r, &n); return n; }
+    if (t == %(dist)d) { kumi_abi_MPI_Dist_graph_neighbors_count(c, &in_n, &out_n, &wt); return out ? out_n : in_n; }
+    return 0;
+}''' % {'cart': self.nval('MPI_CART'), 'graph': self.nval('MPI_GRAPH'), 'dist': self.nval('MPI_DIST_GRAPH')})
         w('''static int peers(void *fcomm)
 {
     N_Comm c = h_in(fcomm);

@@ -376,6 +376,16 @@ int main(int argc, char **argv)
     if (rank == 0) EQ(src, MPI_PROC_NULL);
     if (rank == size - 1) EQ(dst, MPI_PROC_NULL);
     OK(MPI_Comm_free(&c));
+    /* neighbour alltoallw on a ring: the type arrays' lengths come from the topology */
+    periods[0] = 1;
+    OK(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &c));
+    int nb_s[2] = { rank, rank }, nb_r[2] = { -1, -1 }, nb_c[2] = { 1, 1 };
+    MPI_Aint nb_d[2] = { 0, sizeof(int) };
+    MPI_Datatype nb_t[2] = { MPI_INT, MPI_INT };
+    OK(MPI_Neighbor_alltoallw(nb_s, nb_c, nb_d, nb_t, nb_r, nb_c, nb_d, nb_t, c));
+    EQ(nb_r[0], left);
+    EQ(nb_r[1], right);
+    OK(MPI_Comm_free(&c));
 
     /* one-sided: MPI_MODE_* asserts, lock types, MPI_PROC_NULL targets */
     MPI_Win win;
