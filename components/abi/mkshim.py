@@ -149,7 +149,6 @@ OUT_STRINGS = {
 # may not be expressible by kind).
 SKIP = {
     'MPI_Abort': None,                       # errorcode is an exit status: generated with PASS below
-    'MPI_Pcontrol': 'variadic',
     'MPI_File_set_view': 'disp: MPI_DISPLACEMENT_CURRENT (MPI_Offset sentinel) not translated yet',
     'MPI_File_get_view': 'datarep string and disp sentinel not translated yet',
     'MPI_Comm_get_attr': None, 'MPI_Attr_get': None, 'MPI_Win_get_attr': None,   # see ATTR_OUT
@@ -177,6 +176,7 @@ def cint(s):
 class Gen:
     def __init__(self, api, native, facts, rules, kumi=None):
         self.api, self.facts, self.rules, self.kumi = api, facts, rules, kumi
+        self.dlsym_names = {}   # kumi_abi_X pointer -> the symbol of Kumi's libmpi it is, where not kumi_abi_X
         self.nat = {}
         for c in native['constants']:
             if 'alias_of' in c:
@@ -898,6 +898,22 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
             return None
         return 'no special translation'
 
+    def handle_conv(self, name, what, way):
+        """MPI_X_c2f / MPI_X_f2c: Kumi's Fortran integers (Kumi writes these by hand: they have
+        no kumi_abi_ entry, the shim takes Kumi's PMPI_X_c2f).  The Fortran library of this ABI
+        will have to use the same integers."""
+        s = {'Type': 'Datatype'}.get(what, what)
+        self.dlsym_names['kumi_abi_' + name] = 'P' + name
+        o = self.out
+        if way == 'c2f':
+            o.append('extern MPI_Fint kumi_abi_%s(N_%s);' % (name, s))
+            o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return kumi_abi_%s(h_in(h)); }' % (name, s, name))
+            o.append('SHIM_EXPORT MPI_Fint %s(F_%s h) __attribute__((weak, alias("P%s")));' % (name, s, name))
+        else:
+            o.append('extern N_%s kumi_abi_%s(MPI_Fint);' % (s, name))
+            o.append('SHIM_EXPORT F_%s P%s(MPI_Fint f) { return h_out(kumi_abi_%s(f)); }' % (s, name, name))
+            o.append('SHIM_EXPORT F_%s %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (s, name, name))
+
     def keyval_common(self):
         """Attribute copy/delete callbacks: the foreign ABI's predefined ones (functions of the
         foreign library, compared by address) become Kumi's constants; the program's own are
@@ -968,8 +984,29 @@ static int shim_create_keyval(int (*create)(void *, void *, int *, void *), void
             if name not in self.ffuncs:
                 self.skipped.append((name, 'not in %s' % self.facts['library']))
                 continue
+            if name == 'MPI_Pcontrol':   # variadic, written by hand in Kumi: no kumi_abi_ entry
+                self.dlsym_names['kumi_abi_MPI_Pcontrol'] = 'PMPI_Pcontrol'
+                self.out.append('''extern int kumi_abi_MPI_Pcontrol(const int, ...);
+SHIM_EXPORT int PMPI_Pcontrol(const int level, ...) { return err_out(kumi_abi_MPI_Pcontrol(level)); }
+SHIM_EXPORT int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("PMPI_Pcontrol")));''')
+                self.exported.append(name)
+                continue
+            m = re.match(r'^MPI_(Comm|Type|Group|Info|Errhandler|Op|Request|Win|File|Message)_(c2f|f2c)$', name)
+            if m:
+                self.handle_conv(name, m.group(1), m.group(2))
+                self.exported.append(name)
+                continue
             if self.kumi is not None and name not in self.kumi:
-                self.skipped.append((name, 'no kumi_abi_ entry in Kumi (not implemented, or written by hand: c2f/f2c)'))
+                why = 'Kumi does not implement it yet'
+                if TOOLS.match(name):
+                    why = 'Kumi does not implement MPI_T yet'
+                elif name.startswith('MPI_File_') or name == 'MPI_Register_datarep':
+                    why = 'Kumi does not implement file I/O yet'
+                elif re.search(r'_(c2f|f2c|c2f08|f082c|f082f|f2f08)$', name):
+                    why = 'status conversions to Fortran (the Fortran library\'s part)'
+                elif re.match(r'^MPI_(Comm_(spawn|accept|connect|disconnect|get_parent|join)|Open_port|Close_port|(Un)?[Pp]ublish_name|Lookup_name)', name):
+                    why = 'Kumi does not implement dynamic processes yet'
+                self.skipped.append((name, why))
                 continue
             if TOOLS.match(name):
                 self.skipped.append((name, 'MPI_T tools interface not translated yet'))
@@ -1015,7 +1052,7 @@ static int shim_create_keyval(int (*create)(void *, void *, int *, void *), void
 #endif
 static const struct { const char *name; void **slot; } shim_entries[] = {''')
         for n in names:
-            out.append('    { "%s", (void **)&%s },' % (n, n))
+            out.append('    { "%s", (void **)&%s },' % (self.dlsym_names.get(n, n), n))
         out.append('''};
 /* the procedures this library exports, sorted (strcmp) */
 static const char *const shim_exports[] = {

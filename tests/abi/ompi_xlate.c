@@ -141,6 +141,15 @@ int main(int argc, char **argv)
     OK(MPI_Topo_test(MPI_COMM_WORLD, &kind));
     EQ(kind, MPI_UNDEFINED);
 
+    OK(MPI_Pcontrol(1));
+
+    /* Fortran integers of handles, both ways */
+    MPI_Fint fw = MPI_Comm_c2f(MPI_COMM_WORLD);
+    CHECK(MPI_Comm_f2c(fw) == MPI_COMM_WORLD, "c2f/f2c of MPI_COMM_WORLD");
+    CHECK(MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) == MPI_DOUBLE, "c2f/f2c of MPI_DOUBLE");
+    CHECK(MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) == MPI_SUM, "c2f/f2c of MPI_SUM");
+    CHECK(MPI_Request_f2c(MPI_Request_c2f(MPI_REQUEST_NULL)) == MPI_REQUEST_NULL, "c2f/f2c of MPI_REQUEST_NULL");
+
     /* attributes with predefined keys */
     int *tagub = NULL, flag = 0;
     OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagub, &flag));

@@ -26,8 +26,11 @@ done
 # of main.  It is called through another C name (no prototype of mpi.h in the way).
 cov=$top_builddir/components/abi/ompi/ompi-coverage.txt
 grep -q "procedures exported" "$cov" 2>/dev/null || fail "no coverage summary $cov"
-missing=$(awk '/^exported:/ { exit } /^ +[0-9]+  / && !/not in libmpi|no kumi_abi_ entry/ {
-                  sub(/^[^:]*: /, ""); print $1; exit }' "$cov")
+kumi_has=$(nm -D --defined-only "$top_builddir/framework/.libs/libmpi.so.0" | awk '$3 ~ /^MPI_/ { print $3 }')
+missing=
+for n in $(awk '/^exported:/ { exit } /^ +[0-9]+  / && !/not in libmpi/ { sub(/^[^:]*: /, ""); print }' "$cov"); do
+    case " $(echo $kumi_has) " in *" $n "*) missing=$n; break ;; esac
+done
 if [ -z "$missing" ]; then
     echo "note: every procedure Kumi implements is translated: no missing-procedure check"
 else
