@@ -158,7 +158,9 @@ SKIP = {
     'MPI_Group_translate_ranks': None,
 }
 # Parameters whose kind says more than the procedure uses (overrides).
-PARAM_KIND = {('MPI_Abort', 'errorcode'): 'KEY'}   # an exit status, not an MPI error code
+PARAM_KIND = {('MPI_Abort', 'errorcode'): 'KEY',   # an exit status, not an MPI error code
+              # the calling process's rank: never a special value (no translation on the fast path)
+              ('MPI_Comm_rank', 'rank'): 'KEY', ('MPI_Cart_rank', 'rank'): 'KEY'}
 TOOLS = re.compile(r'^MPI_T_')
 
 # Procedures written here (callbacks): name -> C body builder; their parameters are not
