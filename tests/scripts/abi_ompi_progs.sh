@@ -4,10 +4,11 @@
 # reached through the shim, and each kind of translation: handles, ranks and tags, statuses
 # and their arrays, error classes and handlers, comparison results, combiners, MPI_IN_PLACE,
 # MPI_BOTTOM, user ops, attribute keyvals, datatype contents, RMA asserts and attributes,
-# info keys, Fortran integers of handles), examples/ring.c, and project tests of tests/mpi (p2p with statuses and wildcards, probe, Waitall/Waitany/Testsome, cancel,
-# persistent requests, generalized requests, truncation, collectives, reduction ops, derived
-# datatypes, attributes, communicators, intercommunicators with MPI_ROOT, groups, error classes,
-# topologies, RMA, threads).  A run on Open MPI's own libmpi.so.40 (no shim) must fail the
+# info keys, Fortran integers of handles), examples/ring.c, and project tests of tests/mpi
+# (p2p with statuses and wildcards, probe, Waitall/Waitany/Testsome, cancel, persistent requests,
+# generalized requests, truncation, collectives, reduction ops, derived datatypes, attributes,
+# communicators, intercommunicators with MPI_ROOT, groups, error classes, topologies, RMA,
+# threads).  A run on Open MPI's own libmpi.so.40 (no shim) must fail the
 # Kumi check.
 set -u
 . "$top_srcdir/tests/scripts/abi_ompi_common.inc"
