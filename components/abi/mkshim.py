@@ -1031,10 +1031,12 @@ SHIM_EXPORT int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("P
         scope from the start, and a procedure the shim does not export would bind to Kumi's
         native MPI_X (another ABI) instead of failing at load time.  Loaded by the constructor,
         after the program's own relocations, it misses the immediate bindings (-z now: a missing
-        procedure fails at load, as it should).  It must be RTLD_GLOBAL (Kumi's components find
-        libmpi's internals in the global scope), so lazily bound references could still reach
-        it: the constructor checks every MPI_* / PMPI_* that the objects loaded so far import
-        and stops the program, naming them, if the shim does not export one."""
+        procedure fails at load, as it should).  It is RTLD_LOCAL (Kumi's components link
+        libmpi themselves), so neither lazily bound references nor objects the program dlopens
+        later (a Python extension) can reach Kumi's native MPI_X: they fail as undefined.  The
+        constructor also checks every MPI_* / PMPI_* that the objects loaded so far import and
+        stops the program, naming them, if the shim does not export one, so that a program
+        that needs one fails at load rather than at its first call."""
         names, out = [], []
         for line in src.split('\n'):
             m = re.match(r'^extern (\w+) (kumi_abi_\w+)\((.*)\);$', line)
@@ -1113,8 +1115,8 @@ __attribute__((constructor)) static void shim_load(void)
 {
     Dl_info self;
     dladdr((void *)shim_load, &self);
-    void *h = dlopen("%(lib)s", RTLD_NOW | RTLD_GLOBAL);
-    if (!h) h = dlopen(KUMI_LIBDIR "/%(lib)s", RTLD_NOW | RTLD_GLOBAL);
+    void *h = dlopen("%(lib)s", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen(KUMI_LIBDIR "/%(lib)s", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): cannot load Kumi's %(lib)s: %%s\\n", dlerror());
         _exit(127);

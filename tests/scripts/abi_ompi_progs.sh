@@ -33,8 +33,19 @@ for n in 1 2 4; do
     [ "$n" -ge 2 ] && for p in $progs2; do run "$n" "$p"; done
 done
 grep -q "got the token 45 back" "$work/run.ring.4.log" || { echo "FAILED: ring at 4 ranks: no token back"; bad=$((bad + 1)); }
-# without the shim the program gets Open MPI's libmpi.so.40, which is not Kumi: it must fail
-if (cd "$work" && timeout 120 "$MPIEXEC" --timeout 100 -n 1 ./xlate) > "$work/noshim.log" 2>&1; then
+# mpiexec chooses the shim by itself (the program needs libmpi.so.40): nothing on
+# LD_LIBRARY_PATH but Kumi's own libmpi.so.0; KUMI_ABI_DIR points at this build's shim
+mkdir -p "$work/abi/ompi" && ln -sf "$SHIMDIR/libmpi.so.40" "$work/abi/ompi/libmpi.so.40"
+if (cd "$work" && KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
+        timeout 120 "$MPIEXEC" --timeout 100 -n 2 ./xlate) > "$work/auto.log" 2>&1 &&
+   grep -q "ompi_xlate: 2 ranks ok" "$work/auto.log"; then
+    echo "ok: xlate at 2 with the shim chosen by mpiexec"
+else
+    echo "FAILED: xlate with the shim chosen by mpiexec:"; sed 's/^/    | /' "$work/auto.log" | tail -8; bad=$((bad + 1))
+fi
+# without the shim (mpiexec told the program is of the standard ABI, so it puts no shim on
+# LD_LIBRARY_PATH) the program gets Open MPI's libmpi.so.40, which is not Kumi: it must fail
+if (cd "$work" && timeout 120 "$MPIEXEC" --abi standard --timeout 100 -n 1 ./xlate) > "$work/noshim.log" 2>&1; then
     fail "xlate passed without the shim (its Kumi check is broken)"
 fi
 grep -q "not Kumi\|libmpi.so.40" "$work/noshim.log" || { sed 's/^/    | /' "$work/noshim.log" | tail -5; echo "note: without the shim it failed otherwise"; }
