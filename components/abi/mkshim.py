@@ -634,13 +634,15 @@ static inline void st_in(N_Status *n, const F_Status *f)
         args = ', '.join(r[3] for _, r in plans)
         for x in pre:
             o.append('    ' + x)
-        if rett == 'double':
+        if rett == 'double' or not post:
+            # nothing to convert afterwards: a tail call (Kumi returns the code in this ABI
+            # already: kumi_abi_set_err_out, set by the constructor)
             o.append('    return kumi_abi_%s(%s);\n}' % (name, args))
         else:
             o.append('    int rc = kumi_abi_%s(%s);' % (name, args))
             for x in post:
                 o.append('    ' + x)
-            o.append('    return err_out(rc);\n}')
+            o.append('    return rc;\n}')
         o.append('SHIM_EXPORT %s %s(%s) __attribute__((weak, alias("P%s")));' % (rett, name, fparams, name))
         o.append('')
         return None
@@ -669,7 +671,7 @@ SHIM_EXPORT int PMPI_Op_create(F_User_function *user_fn, int commute, F_Op *op)
     N_Op k;
     int rc = kumi_abi_op_create(shim_op_tramp, (void *)user_fn, commute, &k);
     if (rc == 0) *op = h_out(k);
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int MPI_Op_create(F_User_function *user_fn, int commute, F_Op *op) __attribute__((weak, alias("PMPI_Op_create")));
 ''')
@@ -695,7 +697,7 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
     N_Errhandler k;
     int rc = kumi_abi_errhandler_create(%(k)s, shim_eh_tramp, (void *)%(a)s, &k);
     if (rc == 0) *errhandler = h_out(k);
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name, 'a': arg, 'k': kind})
@@ -751,7 +753,7 @@ SHIM_EXPORT int PMPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_
                                          cancel_fn ? (void *)shim_greq_cancel : NULL, w, request ? &k : NULL);
     if (rc == 0) *request = h_out(k);
     else free(w);
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int MPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, F_Request *request)
     __attribute__((weak, alias("PMPI_Grequest_start")));
@@ -768,7 +770,7 @@ SHIM_EXPORT int PMPI_Type_get_contents(F_Datatype datatype, int max_integers, in
     N_Datatype dt = h_in(datatype);
     int ni = 0, na = 0, nd = 0, comb = 0;
     int rc = kumi_abi_MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb);
-    if (rc != 0) return err_out(rc);
+    if (rc != 0) return rc;
     int n = max_datatypes < 0 ? 0 : max_datatypes;
     SCRATCH(N_Datatype, types_k, n);
     if (!types_k) return SHIM_ERR_NO_MEM;
@@ -790,7 +792,7 @@ SHIM_EXPORT int PMPI_Type_get_contents(F_Datatype datatype, int max_integers, in
         }
     }
     SCRATCH_FREE(types_k);
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int MPI_Type_get_contents(F_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
                                       int *array_of_integers, MPI_Aint *array_of_addresses, F_Datatype *array_of_datatypes)
@@ -810,7 +812,7 @@ SHIM_EXPORT int PMPI_Get_version(int *version, int *subversion)
         if (v > %(v)d || (v == %(v)d && s > %(s)d)) { v = %(v)d; s = %(s)d; }
         *version = v; *subversion = s;
     }
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int MPI_Get_version(int *version, int *subversion) __attribute__((weak, alias("PMPI_Get_version")));
 ''' % {'v': fv, 's': fs})
@@ -828,7 +830,7 @@ static pthread_mutex_t shim_bsend_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { void *user, *mine; int size; } shim_bsend;   /* the process's attached buffer */
 SHIM_EXPORT int PMPI_Buffer_attach(void *buffer, int size)
 {
-    if (size < 0 || %(no)d <= %(fo)d) return err_out(kumi_abi_MPI_Buffer_attach(buffer, size));
+    if (size < 0 || %(no)d <= %(fo)d) return kumi_abi_MPI_Buffer_attach(buffer, size);
     long long n = (long long)size + ((long long)size / %(fo)d + 1) * (%(no)d - %(fo)d);
     if (n > INT_MAX) n = INT_MAX;
     void *mine = malloc((size_t)n);
@@ -838,7 +840,7 @@ SHIM_EXPORT int PMPI_Buffer_attach(void *buffer, int size)
     if (rc == 0) { shim_bsend.user = buffer; shim_bsend.mine = mine; shim_bsend.size = size; }
     pthread_mutex_unlock(&shim_bsend_lock);
     if (rc != 0) free(mine);
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int MPI_Buffer_attach(void *buffer, int size) __attribute__((weak, alias("PMPI_Buffer_attach")));
 SHIM_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
@@ -856,7 +858,7 @@ SHIM_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
         *(void **)buffer_addr = b; *size = n;
     }
     pthread_mutex_unlock(&shim_bsend_lock);
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((weak, alias("PMPI_Buffer_detach")));
 ''' % {'fo': fo, 'no': no})
@@ -892,7 +894,7 @@ SHIM_EXPORT int P%(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag)
         int v = **(int **)attribute_val;
 %(fix)s
     }
-    return err_out(rc);
+    return rc;
 }
 SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name, 'ft': attr[name], 'nt': nt, 'fix': '\n'.join(fix),
@@ -975,7 +977,7 @@ static int shim_create_keyval(int (*create)(void *, void *, int *, void *), void
     int rc = create(nc, nd, keyval ? &k : NULL, extra_state);
     if (rc == 0) *keyval = dom_keyval_out(k);
     else free(w);
-    return err_out(rc);
+    return rc;
 }''' % {'nullcopy': test('NULL_COPY_FN'), 'dup': test('DUP_FN'), 'nulldel': test('NULL_DELETE_FN'),
        'ncopy': nat['NULL_COPY_FN'], 'ndup': nat['DUP_FN'], 'ndel': nat['NULL_DELETE_FN']})
         self.keyval_fns = [sym for r in roles.values() for _, sym in r]
@@ -989,7 +991,7 @@ static int shim_create_keyval(int (*create)(void *, void *, int *, void *), void
             if name == 'MPI_Pcontrol':   # variadic, written by hand in Kumi: no kumi_abi_ entry
                 self.dlsym_names['kumi_abi_MPI_Pcontrol'] = 'PMPI_Pcontrol'
                 self.out.append('''extern int kumi_abi_MPI_Pcontrol(const int, ...);
-SHIM_EXPORT int PMPI_Pcontrol(const int level, ...) { return err_out(kumi_abi_MPI_Pcontrol(level)); }
+SHIM_EXPORT int PMPI_Pcontrol(const int level, ...) { return kumi_abi_MPI_Pcontrol(level); }
 SHIM_EXPORT int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("PMPI_Pcontrol")));''')
                 self.exported.append(name)
                 continue
@@ -1111,6 +1113,7 @@ static int shim_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     }
     return 0;
 }
+static int shim_err_out(int c) { return err_out(c); }
 __attribute__((constructor)) static void shim_load(void)
 {
     Dl_info self;
@@ -1128,6 +1131,13 @@ __attribute__((constructor)) static void shim_load(void)
             _exit(127);
         }
     }
+    /* Kumi returns the codes of failed calls in this ABI, so that entries jump straight in */
+    void (*set_err_out)(int (*)(int)) = (void (*)(int (*)(int)))dlsym(h, "kumi_abi_set_err_out");
+    if (!set_err_out) {
+        fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): Kumi's %(lib)s has no kumi_abi_set_err_out: an older Kumi?\\n");
+        _exit(127);
+    }
+    set_err_out(shim_err_out);
     Dl_info kumi;
     dladdr(*shim_entries[0].slot, &kumi);
     struct shim_scan sc = { self.dli_fbase, kumi.dli_fbase, 0 };

@@ -412,20 +412,21 @@ def gen_binding(name, ret, params, kinds, rule):
         # a window's errors go to its handler once the handle is resolved
         out.append('    if (rc == MPI_SUCCESS) {%s return rc; }' % (' kumi_unlock();' if lock else ''))
         out.append('fail:')
-        out.append('    rc = %s ? kumi_win_err_handle(%s, rc) : kumi_err_handle(NULL, rc);' % (kw, kw))
+        out.append('    rc = KUMI_ERR_OUT(%s ? kumi_win_err_handle(%s, rc) : kumi_err_handle(NULL, rc));' % (kw, kw))
     elif kc:
         out.append('    if (rc == MPI_SUCCESS) {%s return rc; }' % (' kumi_unlock();' if lock else ''))
         out.append('fail:')
-        out.append('    rc = kumi_err_handle(%s, rc);' % kc)
+        out.append('    rc = KUMI_ERR_OUT(kumi_err_handle(%s, rc));' % kc)
     elif body:
         out.append('    if (rc == MPI_SUCCESS) {%s return rc; }' % (' kumi_unlock();' if lock else ''))
         out.append('    goto done;')
         out.append('fail:')
         out.append('    rc = kumi_err_handle(NULL, rc);')
         out.append('done:')
+        out.append('    rc = KUMI_ERR_OUT(rc);')
     else:
         # the implementation handles its errors; what it returns unnamed gets the call's name
-        out.append('    if (rc != MPI_SUCCESS) rc = kumi_err_in(rc, kumi_call);')
+        out.append('    if (rc != MPI_SUCCESS) rc = KUMI_ERR_OUT(kumi_err_in(rc, kumi_call));')
     if unlock:
         out.append(unlock)
     out.append('    return rc;')

@@ -107,6 +107,14 @@ static inline bool kumi_sig_part(const struct kumi_comm *c, int root)
 }
 bool kumi_sig_counts(const struct kumi_comm *c, const void *counts, size_t elsize);
 
+/* The code a failed MPI call returns, as the caller's ABI spells it: a
+ * foreign-ABI shim (kumi/abi.h: kumi_abi_set_err_out) translates Kumi's codes
+ * into its ABI's here, on the error path only, so that its entry points can
+ * jump straight into Kumi's.  Every generated entry point applies it once,
+ * last, to what it returns. */
+extern int (*kumi_err_out_hook)(int code);
+#define KUMI_ERR_OUT(rc) (__builtin_expect(kumi_err_out_hook != NULL, 0) ? kumi_err_out_hook(rc) : (rc))
+
 /* Names for messages. */
 const char *kumi_dt_name(const struct kumi_dt *dt);
 const char *kumi_op_name(const struct kumi_op *op);

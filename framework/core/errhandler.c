@@ -571,7 +571,14 @@ int kumi_abi_errhandler_create(int objkind, kumi_abi_errhandler_fn *fn, void *ct
         e->ctx = ctx;
         *errhandler = e->handle;
     }
-    if (rc) rc = kumi_err_handle(NULL, rc);
+    if (rc) rc = KUMI_ERR_OUT(kumi_err_handle(NULL, rc));
     kumi_unlock();
     return rc;
+}
+
+int (*kumi_err_out_hook)(int code);
+
+void kumi_abi_set_err_out(int (*fn)(int code))
+{
+    __atomic_store_n(&kumi_err_out_hook, fn, __ATOMIC_RELEASE);
 }

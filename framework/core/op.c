@@ -328,6 +328,7 @@ int kumi_abi_op_create(kumi_abi_op_fn *fn, void *ctx, int commute, MPI_Op *op)
         o->fn_ctx = fn;
         o->ctx = ctx;
     }
+    if (rc) rc = KUMI_ERR_OUT(rc);
     kumi_unlock();
     return rc;
 }

@@ -4,7 +4,8 @@
  * (Allreduce, Reduce_local, an accumulate-free reduction of a derived type),
  * and error handlers created with kumi_abi_errhandler_create get their
  * context, the object kind and a pointer to the native handle of the
- * communicator or window that failed, and the error code. */
+ * communicator or window that failed, and the error code; and the codes that
+ * failed calls return pass kumi_abi_set_err_out's translation, once. */
 #include "kt.h"
 #include <kumi/abi.h>
 
@@ -20,6 +21,13 @@ static void scaled_sum(void *in, void *inout, MPI_Count len, MPI_Datatype dt, vo
 }
 
 struct ehctx { int magic; int calls; int kind; void *handle; int code; };
+
+static int hook_calls;
+static int plus_million(int code)
+{
+    hook_calls++;
+    return code + 1000000;
+}
 
 static void handler(int objkind, void *handle, int *errcode, void *ctx)
 {
@@ -96,6 +104,27 @@ int main(int argc, char **argv)
     KT_EQ_INT(cls, MPI_ERR_RMA_SYNC);
     KT_MPI(MPI_Win_free(&w));
     KT_MPI(MPI_Errhandler_free(&eh));
+
+    /* error codes in the caller's ABI: the hook translates what failed calls return (after
+     * the handler, which gets Kumi's code), nothing else */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    hook_calls = 0;
+    kumi_abi_set_err_out(plus_million);
+    rc = MPI_Send(&x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
+    KT_CHECK(rc >= 1000000, "the code %d did not pass the hook", rc);
+    KT_EQ_INT(hook_calls, 1);
+    MPI_Error_class(rc - 1000000, &cls);
+    KT_EQ_INT(cls, MPI_ERR_RANK);
+    rc = MPI_Waitall(-1, NULL, NULL);                   /* an entry whose own code reports errors */
+    KT_CHECK(rc >= 1000000, "MPI_Waitall's code %d did not pass the hook", rc);
+    KT_ERRCLASS(kumi_abi_op_create(NULL, &oc, 1, &op) - 1000000, MPI_ERR_ARG);
+    KT_MPI(MPI_Barrier(MPI_COMM_WORLD));                /* success: untouched */
+    int n = hook_calls;
+    KT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    KT_EQ_INT(hook_calls, n);
+    kumi_abi_set_err_out(NULL);
+    rc = MPI_Send(&x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
+    KT_CHECK(rc > 0 && rc < 1000000, "with no hook the code is Kumi's: %d", rc);
 
     /* bad arguments */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

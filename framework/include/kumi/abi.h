@@ -11,7 +11,8 @@
  *
  * These functions follow the rules of the MPI procedures they mirror (state
  * checks, the library lock, error classes); their errors go through the
- * default error handler (MPI_COMM_WORLD's) like MPI_Op_create's. */
+ * default error handler (MPI_COMM_WORLD's) like MPI_Op_create's, and what they
+ * return passes kumi_abi_set_err_out's translation as the procedures' does. */
 #ifndef KUMI_ABI_H
 #define KUMI_ABI_H
 
@@ -37,6 +38,14 @@ typedef void (kumi_abi_errhandler_fn)(int objkind, void *handle, int *errcode, v
 /* MPI_Comm_create_errhandler, MPI_Win_..., MPI_File_..., MPI_Session_... with a context. */
 KUMI_EXPORT int kumi_abi_errhandler_create(int objkind, kumi_abi_errhandler_fn *fn, void *ctx,
                                            MPI_Errhandler *errhandler);
+
+/* The error codes a failed call returns, in the shim's ABI: fn (NULL: none)
+ * translates each code (Kumi's class, detailed code or user code) that an MPI
+ * procedure or a function of this header returns, after the error handler
+ * ran (the handler itself gets Kumi's code).  Codes in statuses, and those a
+ * program passes in, are the shim's to translate.  One per process: the last
+ * call wins. */
+KUMI_EXPORT void kumi_abi_set_err_out(int (*fn)(int code));
 
 #ifdef __cplusplus
 }
