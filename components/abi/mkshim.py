@@ -43,6 +43,15 @@ ABI_RULES = {
         'magic': '0x4b756d694f6d7069ULL',
         'native_library': 'libmpi.so.0',   # "KumiOmpi": first 8 bytes of every predefined object
     },
+    # MPICH 4.x (mpi.h): handles are ints whose bits 30-31 are the handle's storage (1: builtin,
+    # 2: direct, 3: indirect) and 26-29 the kind of object (HANDLE_GET_MPI_KIND), except MPI_File
+    # (a pointer); MPI_Status is { int count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG,
+    # MPI_ERROR }, the count's high bits shifted left by one above the cancelled bit.
+    'mpich': {
+        'handles': 'int',
+        'status_private': [('int', 'count_lo', 0, 'count_lo'), ('int', 'count_hi_and_cancelled', 4, 'count_hi')],
+        'native_library': 'libmpi.so.0',
+    },
 }
 
 HANDLE_TYPES = ['MPI_Comm', 'MPI_Datatype', 'MPI_Group', 'MPI_Info', 'MPI_Errhandler', 'MPI_Op',
@@ -188,6 +197,7 @@ class Gen:
             if 'alias_of' in c:
                 self.nat[c['name']] = self.nat[c['alias_of']]
         self.fc = facts['constants']
+        self.ints = rules['handles'] == 'int'
         self.fobjects = facts['objects']
         self.ffuncs = set(facts['functions'])
         self.out = []
@@ -289,12 +299,13 @@ class Gen:
         w('#define SHIM_EXPORT __attribute__((visibility("default")))')
         w('#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)')
         w('#define SHIM_POISON (INT_MIN + 77)   /* a value no MPI accepts */')
-        w('#define SHIM_MAGIC %s' % r['magic'])
+        if not self.ints:
+            w('#define SHIM_MAGIC %s' % r['magic'])
         w('#define SHIM_STACK 32   /* arrays up to this many entries are converted on the stack */')
         for t in HANDLE_TYPES:
             s = t[4:]
             w('typedef struct N_%s_s *N_%s;' % (s, s))
-            w('typedef void *F_%s;' % s)
+            w('typedef %sF_%s;' % ('int ' if self.ints and t != 'MPI_File' else 'void *', s))
         w('typedef intptr_t MPI_Aint;\ntypedef int64_t MPI_Offset;\ntypedef int64_t MPI_Count;\ntypedef int MPI_Fint;')
         w('typedef struct { int MPI_SOURCE, MPI_TAG, MPI_ERROR; int MPI_internal[5]; } N_Status;')
         st = self.facts['status']
@@ -315,6 +326,260 @@ class Gen:
         w('extern int kumi_abi_errhandler_create(int, kumi_abi_errhandler_fn *, void *, N_Errhandler *);')
         w('enum { KUMI_ABI_ERRH_COMM = 1, KUMI_ABI_ERRH_WIN, KUMI_ABI_ERRH_FILE, KUMI_ABI_ERRH_SESSION };')
         w('')
+        if self.ints:
+            self.int_handles(w)
+        else:
+            self.object_handles(w)
+        self.rest_of_prologue(o, w)
+
+    # ------------------------------------------------------------ int handles (MPICH)
+    def hin(self, s, e):
+        return 'h_in_%s(%s)' % (s, e) if self.ints else 'h_in(%s)' % e
+
+    def hout(self, s, e):
+        return 'h_out_%s(%s)' % (s, e) if self.ints else 'h_out(%s)' % e
+
+    def hpeek(self, s, e):
+        """a handle passed to a callback (not a new reference for the program)"""
+        return 'h_peek_%s(%s)' % (s, e) if self.ints else 'h_out(%s)' % e
+
+    def int_handles(self, w):
+        """Foreign handles are ints.  Predefined ones map through switches generated from the
+        facts (and a table native -> foreign); the program's own objects get handles of
+        MPICH's shape (direct, the kind's bits, an index) from one table per handle type:
+        two levels (chunks of 4096 entries published atomically, so lookups take no lock),
+        entries released when the object is freed (the handle of an INOUT argument that
+        Kumi replaced, e.g. by MPI_COMM_NULL or MPI_REQUEST_NULL).  Requests and messages,
+        created and freed at a high rate, take and give back entries through per-thread
+        free lists; other kinds count references (MPI_Comm_group twice gives the same
+        handle twice, each to be freed) and find a native object's handle through a hash."""
+        natv = {}
+        for n, c in self.nat.items():
+            if c['type'] in HANDLE_TYPES:
+                natv[n] = (c['type'], self.nval(n))
+        fin = {t: {} for t in HANDLE_TYPES}    # type -> foreign value -> (name, native)
+        hout = {}
+        for n, (t, nv) in sorted(natv.items(), key=lambda x: (not x[0].endswith('_NULL'), x[0])):
+            fv = self.fval(n)
+            if fv is None or t in ('MPI_File', 'MPI_Session'):
+                continue
+            fv &= 0xffffffff
+            if fv not in fin[t]:
+                fin[t][fv] = (n, nv)
+            hout.setdefault(nv, fv)
+        kinds = {}
+        for t in HANDLE_TYPES:
+            if t in ('MPI_File', 'MPI_Session'):
+                continue
+            kinds[t] = (self.fval(t.upper() + '_NULL') >> 26) & 0xf
+        # native predefined handles the foreign ABI lacks: a builtin handle of the kind, made up
+        for n, (t, nv) in sorted(natv.items()):
+            if t in kinds and nv not in hout:
+                fv = (1 << 30) | (kinds[t] << 26) | 0x3f0000 | nv
+                fin[t][fv] = (n, nv)
+                hout[nv] = fv
+        self.nobj = sum(len(v) for v in fin.values())
+        top = max(v for _, v in natv.values()) + 1
+        w('''/* ---- handles: MPICH's ints (MPI_File: a pointer) */
+#include <pthread.h>
+#define SHIM_BAD ((void *)0x%(bad)x)   /* a native predefined handle that is none: Kumi reports it invalid */
+#define HT_CHUNK_BITS 12
+#define HT_CHUNK (1 << HT_CHUNK_BITS)
+#define HT_NCHUNKS (1 << (26 - HT_CHUNK_BITS))
+#define HT_FIRST 64     /* indices below are MPICH's predefined direct handles (MPI_FLOAT_INT, ...) */
+#define HT_BATCH 64     /* request entries moved at once between a thread's free list and the table's */
+struct ht_ent { void *native; int refs; int next; };
+struct ht_rev { void *native; int idx; struct ht_rev *next; };
+struct ht {
+    struct ht_ent *chunks[HT_NCHUNKS];   /* read with acquire loads, published with release stores */
+    pthread_mutex_t lock;                /* for the rest */
+    int used;                            /* entries handed out so far (bump allocation) */
+    int free_head, nfree;                /* entries given back */
+    unsigned base;                       /* (2 << 30) | kind << 26: a direct handle of the kind */
+    int fast;                            /* requests, messages: per-thread free lists, no references */
+    struct ht_rev *rev[1024];            /* native -> index (not fast) */
+};
+static inline struct ht_ent *ht_ent(struct ht *t, unsigned idx)
+{
+    struct ht_ent *c = __atomic_load_n(&t->chunks[idx >> HT_CHUNK_BITS], __ATOMIC_ACQUIRE);
+    return c ? &c[idx & (HT_CHUNK - 1)] : NULL;
+}
+static inline void *ht_get(struct ht *t, int f)
+{
+    unsigned idx = (unsigned)f & 0x3ffffff;
+    struct ht_ent *e = ht_ent(t, idx);
+    void *n = e ? __atomic_load_n(&e->native, __ATOMIC_ACQUIRE) : NULL;
+    return n ? n : SHIM_BAD;
+}
+/* under t->lock: a fresh or given-back entry's index, or -1 */
+static int ht_take_locked(struct ht *t)
+{
+    if (t->free_head >= 0) {
+        int i = t->free_head;
+        t->free_head = ht_ent(t, (unsigned)i)->next;
+        t->nfree--;
+        return i;
+    }
+    if (t->used == 0) t->used = HT_FIRST;
+    if (t->used >= (1 << 26)) return -1;
+    unsigned i = (unsigned)t->used;
+    if (!t->chunks[i >> HT_CHUNK_BITS]) {
+        struct ht_ent *c = calloc(HT_CHUNK, sizeof *c);
+        if (!c) return -1;
+        __atomic_store_n(&t->chunks[i >> HT_CHUNK_BITS], c, __ATOMIC_RELEASE);
+    }
+    t->used++;
+    return (int)i;
+}
+static unsigned ht_rev_hash(void *n) { uintptr_t v = (uintptr_t)n >> 4; return (unsigned)((v ^ (v >> 10) ^ (v >> 20)) & 1023); }
+/* a handle for native object n (not fast): its existing one, or a new one; ref: count a reference */
+static int ht_out(struct ht *t, void *n, int ref)
+{
+    pthread_mutex_lock(&t->lock);
+    unsigned h = ht_rev_hash(n);
+    struct ht_rev *r;
+    for (r = t->rev[h]; r; r = r->next)
+        if (r->native == n) break;
+    int i;
+    if (r) {
+        i = r->idx;
+        if (ref) ht_ent(t, (unsigned)i)->refs++;
+    } else {
+        i = ht_take_locked(t);
+        r = i >= 0 ? malloc(sizeof *r) : NULL;
+        if (!r) { pthread_mutex_unlock(&t->lock); return (int)(t->base | 0x3ffffff); }   /* out of handles: invalid */
+        struct ht_ent *e = ht_ent(t, (unsigned)i);
+        e->refs = 1;
+        __atomic_store_n(&e->native, n, __ATOMIC_RELEASE);
+        r->native = n; r->idx = i; r->next = t->rev[h]; t->rev[h] = r;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return (int)(t->base | (unsigned)i);
+}
+static void ht_release(struct ht *t, int f)
+{
+    unsigned i = (unsigned)f & 0x3ffffff;
+    pthread_mutex_lock(&t->lock);
+    struct ht_ent *e = ht_ent(t, i);
+    if (e && e->native && --e->refs <= 0) {
+        struct ht_rev **pp = &t->rev[ht_rev_hash(e->native)];
+        while (*pp && (*pp)->native != e->native) pp = &(*pp)->next;
+        if (*pp) { struct ht_rev *d = *pp; *pp = d->next; free(d); }
+        __atomic_store_n(&e->native, NULL, __ATOMIC_RELEASE);
+        e->next = t->free_head; t->free_head = (int)i; t->nfree++;
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+/* requests and messages: a thread keeps up to 4 * HT_BATCH free entries of each table */
+static __thread struct { int head, n; } ht_tl[2] = { { -1, 0 }, { -1, 0 } };
+static pthread_key_t ht_key;   /* a thread that ends gives its free entries back (ht_thread_end) */
+static int ht_new_fast(struct ht *t, int slot, void *n)
+{
+    int i = ht_tl[slot].head;
+    if (i < 0) {   /* refill from the table */
+        pthread_setspecific(ht_key, (void *)1);
+        pthread_mutex_lock(&t->lock);
+        for (int k = 0; k < HT_BATCH; k++) {
+            int j = ht_take_locked(t);
+            if (j < 0) break;
+            ht_ent(t, (unsigned)j)->next = ht_tl[slot].head;
+            ht_tl[slot].head = j; ht_tl[slot].n++;
+        }
+        pthread_mutex_unlock(&t->lock);
+        i = ht_tl[slot].head;
+        if (i < 0) return (int)(t->base | 0x3ffffff);
+    }
+    struct ht_ent *e = ht_ent(t, (unsigned)i);
+    ht_tl[slot].head = e->next; ht_tl[slot].n--;
+    __atomic_store_n(&e->native, n, __ATOMIC_RELEASE);
+    return (int)(t->base | (unsigned)i);
+}
+static void ht_release_fast(struct ht *t, int slot, int f)
+{
+    unsigned i = (unsigned)f & 0x3ffffff;
+    struct ht_ent *e = ht_ent(t, i);
+    if (!e || !e->native) return;
+    __atomic_store_n(&e->native, NULL, __ATOMIC_RELEASE);
+    e->next = ht_tl[slot].head; ht_tl[slot].head = (int)i; ht_tl[slot].n++;
+    if (ht_tl[slot].n > 4 * HT_BATCH) {   /* give half back to the table */
+        pthread_mutex_lock(&t->lock);
+        while (ht_tl[slot].n > 2 * HT_BATCH) {
+            int j = ht_tl[slot].head;
+            struct ht_ent *x = ht_ent(t, (unsigned)j);
+            ht_tl[slot].head = x->next; ht_tl[slot].n--;
+            x->next = t->free_head; t->free_head = j; t->nfree++;
+        }
+        pthread_mutex_unlock(&t->lock);
+    }
+}
+/* native predefined handle (< 0x%(top)x) -> foreign */
+static const int shim_hout[0x%(top)x] = {''' % {'bad': 0xfff, 'top': top})
+        for v in sorted(hout):
+            w('    [0x%x] = (int)0x%08x,' % (v, hout[v]))
+        w('};')
+        slot = {'MPI_Request': 0, 'MPI_Message': 1}
+        names = []
+        for t, k in kinds.items():
+            s = t[4:]
+            names.append(s)
+            w('static struct ht ht_%s = { .lock = PTHREAD_MUTEX_INITIALIZER, .free_head = -1, .base = 0x%08xu, .fast = %d };'
+              % (s, (2 << 30) | (k << 26), t in slot))
+            w('static inline void *h_in_%s(int f)\n{' % s)
+            w('    if (SHIM_LIKELY(((unsigned)f >> 26) == 0x%x) && ((unsigned)f & 0x3ffffff) >= HT_FIRST) return ht_get(&ht_%s, f);' % (0x20 | k, s))
+            w('    switch ((unsigned)f) {')
+            for fv, (n, nv) in sorted(fin[t].items()):
+                w('    case 0x%08xu: return (void *)0x%x;   /* %s */' % (fv, nv, n))
+            w('    default: return SHIM_BAD;\n    }\n}')
+            if t in slot:
+                new = 'ht_new_fast(&ht_%s, %d, n)' % (s, slot[t])
+                rel = 'ht_release_fast(&ht_%s, %d, f)' % (s, slot[t])
+                peek = new
+            else:
+                new = 'ht_out(&ht_%s, n, 1)' % s
+                rel = 'ht_release(&ht_%s, f)' % s
+                peek = 'ht_out(&ht_%s, n, 0)' % s
+            w('''static inline int h_out_%(s)s(N_%(s)s n)
+{
+    if ((uintptr_t)n < 0x%(top)x) return shim_hout[(uintptr_t)n];
+    return %(new)s;
+}
+static inline int h_peek_%(s)s(N_%(s)s n)
+{
+    if ((uintptr_t)n < 0x%(top)x) return shim_hout[(uintptr_t)n];
+    return %(peek)s;
+}
+/* *p's object became n (an INOUT argument): where Kumi replaced it (freed: MPI_COMM_NULL,
+ * MPI_REQUEST_NULL, ...), the old handle goes back to the table */
+static inline void h_upd_%(s)s(int *p, N_%(s)s n)
+{
+    int f = *p;
+    if (SHIM_LIKELY(h_in_%(s)s(f) == (void *)n)) return;
+    if (((unsigned)f >> 26) == 0x%(user)x && ((unsigned)f & 0x3ffffff) >= HT_FIRST) %(rel)s;
+    *p = h_out_%(s)s(n);
+}''' % {'s': s, 'top': top, 'new': new, 'peek': peek, 'rel': rel, 'user': 0x20 | k})
+        fnull = self.nval('MPI_FILE_NULL')
+        w('''static inline void *h_in_File(void *f) { return f ? f : (void *)0x%x; }
+static inline void *h_out_File(N_File n) { return (uintptr_t)n == 0x%x ? NULL : (void *)n; }
+static inline void *h_peek_File(N_File n) { return h_out_File(n); }
+static inline void h_upd_File(void **p, N_File n) { *p = h_out_File(n); }''' % (fnull, fnull))
+        w('''static void ht_thread_end(void *unused)
+{
+    struct ht *t[2] = { &ht_Request, &ht_Message };
+    for (int s = 0; s < 2; s++) {
+        pthread_mutex_lock(&t[s]->lock);
+        while (ht_tl[s].head >= 0) {
+            int j = ht_tl[s].head;
+            struct ht_ent *x = ht_ent(t[s], (unsigned)j);
+            ht_tl[s].head = x->next;
+            x->next = t[s]->free_head; t[s]->free_head = j; t[s]->nfree++;
+        }
+        ht_tl[s].n = 0;
+        pthread_mutex_unlock(&t[s]->lock);
+    }
+}
+__attribute__((constructor)) static void ht_init(void) { pthread_key_create(&ht_key, ht_thread_end); }''')
+
+    def object_handles(self, w):
         # predefined objects
         w('/* ---- predefined objects: one per foreign handle constant that is the address of one */')
         w('struct shim_obj { uint64_t magic; void *native; };')
@@ -358,6 +623,9 @@ static inline void *h_out(void *n)
     if ((uintptr_t)n < 0x%x) return shim_hout[(uintptr_t)n];
     return n;
 }''' % top)
+
+    def rest_of_prologue(self, o, w):
+        r = self.rules
         # error classes
         w('/* ---- error codes: Kumi\'s code is its class (< 0x4000) or ((slot + 1) << 14 | class) for a')
         w(' * detailed message, or >= 0x01000000 for user codes and classes (passed as they are: they lie')
@@ -404,19 +672,56 @@ static inline int err_in(int c)
         # sentinels
         for kind, names in SENTINELS.items():
             lo = self.lower(kind)
+            syms = [(n, self.fc[n]['symbol']) for n in names if self.ints and 'symbol' in self.fc.get(n, {})]
+            for n, sym in syms:
+                # MPICH: extern int * const MPI_UNWEIGHTED, pointing at MPIR_C_MPI_UNWEIGHTED (both
+                # may be copy-relocated into the program: reached through the GOT)
+                tgt = 'MPIR_C_' + sym
+                w('SHIM_EXPORT char %s[%d];' % (tgt, self.fobjects[tgt]))
+                assert self.fobjects[sym] == 8
+                w('SHIM_EXPORT int *const %s = (int *)%s;' % (sym, tgt))
             w('static inline void *sent_%s_in(const void *p)\n{' % lo)
+            for n, sym in syms:
+                w('    if (p == (const void *)MPIR_C_%s || p == (const void *)%s) return (void *)%d;   /* %s */' % (sym, sym, self.nval(n), n))
             for n in names:
                 fv, nv = self.fval(n), self.nval(n)
                 if fv is not None and fv != nv:
-                    w('    if ((uintptr_t)p == %d) return (void *)%d;   /* %s */' % (fv, nv, n))
+                    w('    if ((uintptr_t)p == %s) return (void *)%d;   /* %s */' % ('(uintptr_t)%d' % fv if fv < 0 else fv, nv, n))
             w('    return (void *)p;\n}')
         w('#define F_IN_PLACE ((const void *)%d)' % self.fval('MPI_IN_PLACE'))
         for n in ('MPI_STATUS_IGNORE', 'MPI_STATUSES_IGNORE', 'MPI_ERRCODES_IGNORE'):
-            if self.fval(n) != self.nval(n):
+            if self.fval(n) != self.nval(n) and not (self.ints and n != 'MPI_ERRCODES_IGNORE'):
                 sys.exit('mkshim: %s differs: not supported yet' % n)
         # status
         priv = {role: n for _, n, _, role in r['status_private']}
-        w('''/* ---- MPI_Status.  Kumi keeps the received byte count in MPI_internal[0] (low 32 bits) and
+        if self.ints:
+            assert self.nval('MPI_STATUS_IGNORE') == 0 and self.fval('MPI_STATUS_IGNORE') == self.fval('MPI_STATUSES_IGNORE')
+            w('''/* ---- MPI_Status.  Kumi keeps the received byte count in MPI_internal[0] (low 32 bits) and
+ * [1] (high), and 1 in MPI_internal[2] if the request was cancelled (framework/core/core.h); the
+ * foreign status has the count's low 32 bits in %(lo)s, and its high bits, shifted left by one,
+ * above the cancelled bit (bit 0) in %(hi)s.  MPI_STATUS(ES)_IGNORE is (F_Status *)%(ign)d here,
+ * NULL in Kumi (ST_OK: a status to write). */
+#define ST_OK(p) ((uintptr_t)(p) > %(ign)d)
+static inline void st_out(F_Status *f, const N_Status *n)
+{
+    f->MPI_SOURCE = dom_rank_out(n->MPI_SOURCE);
+    f->MPI_TAG = dom_tag_out(n->MPI_TAG);
+    if (n->MPI_ERROR != SHIM_POISON) f->MPI_ERROR = err_out(n->MPI_ERROR);   /* else: left as it was */
+    f->%(lo)s = n->MPI_internal[0];
+    f->%(hi)s = (int)(((uint32_t)n->MPI_internal[1] << 1) | (n->MPI_internal[2] != 0));
+}
+static inline void st_in(N_Status *n, const F_Status *f)
+{
+    n->MPI_SOURCE = dom_rank_in(f->MPI_SOURCE);
+    n->MPI_TAG = dom_tag_in(f->MPI_TAG);
+    n->MPI_ERROR = err_in(f->MPI_ERROR);
+    n->MPI_internal[0] = f->%(lo)s;
+    n->MPI_internal[1] = (int)((uint32_t)f->%(hi)s >> 1);
+    n->MPI_internal[2] = f->%(hi)s & 1;
+    n->MPI_internal[3] = n->MPI_internal[4] = 0;
+}''' % {'lo': priv['count_lo'], 'hi': priv['count_hi'], 'ign': self.fval('MPI_STATUS_IGNORE')})
+        else:
+          w('''/* ---- MPI_Status.  Kumi keeps the received byte count in MPI_internal[0] (low 32 bits) and
  * [1] (high), and 1 in MPI_internal[2] if the request was cancelled (framework/core/core.h). */
 static inline void st_out(F_Status *f, const N_Status *n)
 {
@@ -450,24 +755,24 @@ static inline void st_in(N_Status *n, const F_Status *f)
         w('extern int kumi_abi_MPI_Comm_rank(N_Comm, int *);')
         w('extern int kumi_abi_MPI_Graph_neighbors_count(N_Comm, int, int *);')
         w('extern int kumi_abi_MPI_Dist_graph_neighbors_count(N_Comm, int *, int *, int *);')
-        w('''static int nbr_count(void *fcomm, int out)
+        w('''static int nbr_count(%(ft)sfcomm, int out)
 {
-    N_Comm c = h_in(fcomm);
+    N_Comm c = %(hin)s;
     int t = 0, n = 0, in_n = 0, out_n = 0, wt = 0, r = 0;
     if (kumi_abi_MPI_Topo_test(c, &t) != 0) return 0;
     if (t == %(cart)d) { kumi_abi_MPI_Cartdim_get(c, &n); return 2 * n; }
     if (t == %(graph)d) { kumi_abi_MPI_Comm_rank(c, &r); kumi_abi_MPI_Graph_neighbors_count(c, r, &n); return n; }
     if (t == %(dist)d) { kumi_abi_MPI_Dist_graph_neighbors_count(c, &in_n, &out_n, &wt); return out ? out_n : in_n; }
     return 0;
-}''' % {'cart': self.nval('MPI_CART'), 'graph': self.nval('MPI_GRAPH'), 'dist': self.nval('MPI_DIST_GRAPH')})
-        w('''static int peers(void *fcomm)
+}''' % {'ft': 'int ' if self.ints else 'void *', 'hin': self.hin('Comm', 'fcomm'), 'cart': self.nval('MPI_CART'), 'graph': self.nval('MPI_GRAPH'), 'dist': self.nval('MPI_DIST_GRAPH')})
+        w('''static int peers(%(ft)sfcomm)
 {
-    N_Comm c = h_in(fcomm);
+    N_Comm c = %(hin)s;
     int inter = 0, n = 0;
     if (kumi_abi_MPI_Comm_test_inter(c, &inter) != 0) return 0;
     if (inter) kumi_abi_MPI_Comm_remote_size(c, &n); else kumi_abi_MPI_Comm_size(c, &n);
     return n;
-}''')
+}''' % {'ft': 'int ' if self.ints else 'void *', 'hin': self.hin('Comm', 'fcomm')})
         self.out.extend(o)
 
     # ------------------------------------------------------------ procedures
@@ -499,46 +804,50 @@ static inline void st_in(N_Status *n, const F_Status *f)
                        'if (!%s_k) return SHIM_ERR_NO_MEM;' % pn]
                 post = []
                 if d in ('IN', 'INOUT'):
-                    pre.append('for (int i = 0; i < %s_n; i++) %s_k[i] = h_in(%s[i]);' % (pn, pn, pn))
-                if d in ('OUT', 'INOUT'):
-                    post.append('for (int i = 0; i < %s_n; i++) %s[i] = h_out(%s_k[i]);' % (pn, pn, pn))
+                    pre.append('for (int i = 0; i < %s_n; i++) %s_k[i] = %s;' % (pn, pn, self.hin(s, '%s[i]' % pn)))
+                if d == 'INOUT' and self.ints:
+                    post.append('for (int i = 0; i < %s_n; i++) h_upd_%s(&%s[i], %s_k[i]);' % (pn, s, pn, pn))
+                elif d in ('OUT', 'INOUT'):
+                    post.append('for (int i = 0; i < %s_n; i++) %s[i] = %s;' % (pn, pn, self.hout(s, '%s_k[i]' % pn)))
                 post.append('SCRATCH_FREE(%s_k);' % pn)
                 return ('N_%s *' % s, '%sF_%s *' % (const, s), pre, '%s ? %s_k : NULL' % (pn, pn), post)
             if t == ht:
-                return ('N_%s' % s, 'F_%s' % s, [], 'h_in(%s)' % pn, [])
+                return ('N_%s' % s, 'F_%s' % s, [], self.hin(s, pn), [])
             if t == ht + '*':
                 if d == 'OUT':
                     return ('N_%s *' % s, 'F_%s *' % s, ['N_%s %s_k;' % (s, pn)], '&%s_k' % pn,
-                            ['if (rc == 0) *%s = h_out(%s_k);' % (pn, pn)])
+                            ['if (rc == 0) *%s = %s;' % (pn, self.hout(s, pn + '_k'))])
                 if d == 'INOUT' or d == 'IN':
-                    return ('N_%s *' % s, 'F_%s *' % s, ['N_%s %s_k = h_in(*%s);' % (s, pn, pn)], '&%s_k' % pn,
-                            ['*%s = h_out(%s_k);' % (pn, pn)])
+                    return ('N_%s *' % s, 'F_%s *' % s, ['N_%s %s_k = %s;' % (s, pn, self.hin(s, '*' + pn))], '&%s_k' % pn,
+                            ['h_upd_%s(%s, %s_k);' % (s, pn, pn) if self.ints else '*%s = h_out(%s_k);' % (pn, pn)])
             return 'handle %s of type %s' % (pn, t)
         if kind == 'STATUS':
             if arr:
                 ln = ARRAY_LENGTHS.get((name, pn))
                 if ln is None:
                     return 'status array %s: length unknown' % pn
-                pre = ['int %s_n = %s ? %s : 0;' % (pn, pn, ln),
+                ok = 'ST_OK(%s)' % pn if self.ints else pn
+                pre = ['int %s_n = %s ? %s : 0;' % (pn, ok, ln),
                        'SCRATCH(N_Status, %s_k, %s_n);' % (pn, pn),
                        'if (!%s_k) return SHIM_ERR_NO_MEM;' % pn,
                        'for (int i = 0; i < %s_n; i++) %s_k[i].MPI_ERROR = %s_k[i].MPI_SOURCE = SHIM_POISON;' % (pn, pn, pn)]
                 post = ['for (int i = 0; i < %s_n; i++) if (%s_k[i].MPI_SOURCE != SHIM_POISON) st_out(&%s[i], &%s_k[i]);' % (pn, pn, pn, pn),
                         'SCRATCH_FREE(%s_k);' % pn]
-                return ('N_Status *', 'F_Status *', pre, '%s ? %s_k : NULL' % (pn, pn), post)
+                return ('N_Status *', 'F_Status *', pre, '%s ? %s_k : NULL' % (ok, pn), post)
+            ok = 'ST_OK(%s)' % pn if self.ints else pn
             if d == 'OUT':
                 # MPI_ERROR is left as it was unless Kumi sets it; a status Kumi did not write
                 # (an error before the call got to it) is left as it was
                 return ('N_Status *', 'F_Status *',
                         ['N_Status %s_k; %s_k.MPI_ERROR = %s_k.MPI_SOURCE = SHIM_POISON;' % (pn, pn, pn)],
-                        '%s ? &%s_k : NULL' % (pn, pn),
-                        ['if (%s && %s_k.MPI_SOURCE != SHIM_POISON) st_out(%s, &%s_k);' % (pn, pn, pn, pn)])
+                        '%s ? &%s_k : NULL' % (ok, pn),
+                        ['if (%s && %s_k.MPI_SOURCE != SHIM_POISON) st_out(%s, &%s_k);' % (ok, pn, pn, pn)])
             if d == 'IN':
-                return ('const N_Status *', 'const F_Status *', ['N_Status %s_k; if (%s) st_in(&%s_k, %s);' % (pn, pn, pn, pn)],
-                        '%s ? &%s_k : NULL' % (pn, pn), [])
+                return ('const N_Status *', 'const F_Status *', ['N_Status %s_k; if (%s) st_in(&%s_k, %s);' % (pn, ok, pn, pn)],
+                        '%s ? &%s_k : NULL' % (ok, pn), [])
             if d == 'INOUT':
-                return ('N_Status *', 'F_Status *', ['N_Status %s_k; if (%s) st_in(&%s_k, %s);' % (pn, pn, pn, pn)],
-                        '%s ? &%s_k : NULL' % (pn, pn), ['if (%s) st_out(%s, &%s_k);' % (pn, pn, pn)])
+                return ('N_Status *', 'F_Status *', ['N_Status %s_k; if (%s) st_in(&%s_k, %s);' % (pn, ok, pn, pn)],
+                        '%s ? &%s_k : NULL' % (ok, pn), ['if (%s) st_out(%s, &%s_k);' % (ok, pn, pn)])
         if kind in INT_DOMAINS or kind in BIT_DOMAINS or kind in ERR_KINDS:
             if kind in INT_DOMAINS:
                 fi, fo = 'dom_%s_in' % kind.lower(), 'dom_%s_out' % kind.lower()
@@ -655,7 +964,7 @@ static inline void st_in(N_Status *n, const F_Status *f)
 static void shim_op_tramp(void *in, void *inout, MPI_Count len, N_Datatype dt, void *ctx)
 {
     F_User_function *fn = (F_User_function *)ctx;
-    F_Datatype fdt = h_out(dt);
+    F_Datatype fdt = %(peekdt)s;
     MPI_Aint lb = 0, ext = 0;
     if (len > INT_MAX) kumi_abi_MPI_Type_get_extent(dt, &lb, &ext);
     while (len > 0) {
@@ -670,11 +979,11 @@ SHIM_EXPORT int PMPI_Op_create(F_User_function *user_fn, int commute, F_Op *op)
 {
     N_Op k;
     int rc = kumi_abi_op_create(shim_op_tramp, (void *)user_fn, commute, &k);
-    if (rc == 0) *op = h_out(k);
+    if (rc == 0) *op = %(outop)s;
     return rc;
 }
 SHIM_EXPORT int MPI_Op_create(F_User_function *user_fn, int commute, F_Op *op) __attribute__((weak, alias("PMPI_Op_create")));
-''')
+''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k')})
             return None
         eh = {'MPI_Comm_create_errhandler': ('KUMI_ABI_ERRH_COMM', 'comm_errhandler_fn'),
               'MPI_Errhandler_create': ('KUMI_ABI_ERRH_COMM', 'function'),
@@ -682,6 +991,20 @@ SHIM_EXPORT int MPI_Op_create(F_User_function *user_fn, int commute, F_Op *op) _
               'MPI_File_create_errhandler': ('KUMI_ABI_ERRH_FILE', 'file_errhandler_fn')}
         if name in eh:
             kind, arg = eh[name]
+            if not getattr(self, '_eh_done', False) and self.ints:
+                self._eh_done = True
+                o.append('''/* error handler: the foreign function gets the foreign handle and the foreign code */
+static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
+{
+    int code = err_out(*errcode);
+    if (objkind == KUMI_ABI_ERRH_FILE) {
+        void *fh = h_peek_File(*(N_File *)handle);
+        ((void (*)(void *, int *, ...))ctx)(&fh, &code);
+        return;
+    }
+    int fh = objkind == KUMI_ABI_ERRH_WIN ? h_peek_Win(*(N_Win *)handle) : h_peek_Comm(*(N_Comm *)handle);
+    ((void (*)(int *, int *, ...))ctx)(&fh, &code);
+}''')
             if not getattr(self, '_eh_done', False):
                 self._eh_done = True
                 o.append('''/* error handler: the foreign function gets the foreign handle and the foreign code */
@@ -696,11 +1019,11 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
 {
     N_Errhandler k;
     int rc = kumi_abi_errhandler_create(%(k)s, shim_eh_tramp, (void *)%(a)s, &k);
-    if (rc == 0) *errhandler = h_out(k);
+    if (rc == 0) *errhandler = %(out)s;
     return rc;
 }
 SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __attribute__((weak, alias("P%(n)s")));
-''' % {'n': name, 'a': arg, 'k': kind})
+''' % {'n': name, 'a': arg, 'k': kind, 'out': self.hout('Errhandler', 'k')})
             return None
         if name in ('MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create'):
             if not getattr(self, '_kv_done', False):
@@ -709,10 +1032,10 @@ SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __
             o.append('''extern int kumi_abi_%(n)s(void *, void *, int *, void *);
 SHIM_EXPORT int P%(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_state)
 {
-    return shim_create_keyval(kumi_abi_%(n)s, copy_fn, delete_fn, keyval, extra_state);
+    return shim_create_keyval(kumi_abi_%(n)s, %(kind)scopy_fn, delete_fn, keyval, extra_state);
 }
 SHIM_EXPORT int %(n)s(void *copy_fn, void *delete_fn, int *keyval, void *extra_state) __attribute__((weak, alias("P%(n)s")));
-''' % {'n': name})
+''' % {'n': name, 'kind': ('%d, ' % {'MPI_Type_create_keyval': 1, 'MPI_Win_create_keyval': 2}.get(name, 0)) if self.ints else ''})
             return None
         if name == 'MPI_Grequest_start':
             # generalized requests: the program's callbacks wrapped through extra_state; the
@@ -751,13 +1074,13 @@ SHIM_EXPORT int PMPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_
     N_Request k;
     int rc = kumi_abi_MPI_Grequest_start(query_fn ? (void *)shim_greq_query : NULL, free_fn ? (void *)shim_greq_free : NULL,
                                          cancel_fn ? (void *)shim_greq_cancel : NULL, w, request ? &k : NULL);
-    if (rc == 0) *request = h_out(k);
+    if (rc == 0) *request = %s;
     else free(w);
     return rc;
 }
 SHIM_EXPORT int MPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, F_Request *request)
     __attribute__((weak, alias("PMPI_Grequest_start")));
-''')
+''' % self.hout('Request', 'k'))
             return None
         if name == 'MPI_Type_get_contents':
             # The integers depend on the combiner: MPI_ORDER_* (subarray, darray), MPI_DISTRIBUTE_*
@@ -767,7 +1090,7 @@ extern int kumi_abi_MPI_Type_get_contents(N_Datatype, int, int, int, int *, MPI_
 SHIM_EXPORT int PMPI_Type_get_contents(F_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
                                        int *array_of_integers, MPI_Aint *array_of_addresses, F_Datatype *array_of_datatypes)
 {
-    N_Datatype dt = h_in(datatype);
+    N_Datatype dt = %(hin)s;
     int ni = 0, na = 0, nd = 0, comb = 0;
     int rc = kumi_abi_MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb);
     if (rc != 0) return rc;
@@ -778,7 +1101,7 @@ SHIM_EXPORT int PMPI_Type_get_contents(F_Datatype datatype, int max_integers, in
                                         array_of_addresses, array_of_datatypes ? types_k : NULL);
     if (rc == 0) {
         int *v = array_of_integers;
-        for (int i = 0; i < n && i < nd; i++) array_of_datatypes[i] = h_out(types_k[i]);
+        for (int i = 0; i < n && i < nd; i++) array_of_datatypes[i] = %(hout)s;
         if (comb == %(subarray)d && ni >= 1) {
             int d = v[0];
             v[3 * d + 1] = dom_order_out(v[3 * d + 1]);
@@ -797,7 +1120,7 @@ SHIM_EXPORT int PMPI_Type_get_contents(F_Datatype datatype, int max_integers, in
 SHIM_EXPORT int MPI_Type_get_contents(F_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
                                       int *array_of_integers, MPI_Aint *array_of_addresses, F_Datatype *array_of_datatypes)
     __attribute__((weak, alias("PMPI_Type_get_contents")));
-''' % {'subarray': self.nval('MPI_COMBINER_SUBARRAY'), 'darray': self.nval('MPI_COMBINER_DARRAY')})
+''' % {'hin': self.hin('Datatype', 'datatype'), 'hout': self.hout('Datatype', 'types_k[i]'), 'subarray': self.nval('MPI_COMBINER_SUBARRAY'), 'darray': self.nval('MPI_COMBINER_DARRAY')})
             return None
         if name == 'MPI_Get_version':
             # The program was built against the foreign mpi.h: it sees that version of the standard
@@ -889,7 +1212,7 @@ SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((w
 SHIM_EXPORT int P%(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag)
 {
     int kv = dom_keyval_in(keyval);
-    int rc = kumi_abi_%(n)s(h_in(obj), kv, attribute_val, flag);
+    int rc = kumi_abi_%(n)s(%(hin)s, kv, attribute_val, flag);
     if (rc == 0 && *flag && (%(keys)s)) {
         int v = **(int **)attribute_val;
 %(fix)s
@@ -897,7 +1220,7 @@ SHIM_EXPORT int P%(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag)
     return rc;
 }
 SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __attribute__((weak, alias("P%(n)s")));
-''' % {'n': name, 'ft': attr[name], 'nt': nt, 'fix': '\n'.join(fix),
+''' % {'n': name, 'ft': attr[name], 'nt': nt, 'fix': '\n'.join(fix), 'hin': self.hin(attr[name][2:], 'obj'),
        'keys': ' || '.join('kv == %d' % self.nval(k) for k in consts)})
             return None
         return 'no special translation'
@@ -907,8 +1230,16 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
         no kumi_abi_ entry, the shim takes Kumi's PMPI_X_c2f).  The Fortran library of this ABI
         will have to use the same integers."""
         s = {'Type': 'Datatype'}.get(what, what)
-        self.dlsym_names['kumi_abi_' + name] = 'P' + name
         o = self.out
+        if self.ints:   # identity macros in MPICH's mpi.h (C handle == Fortran integer); exported all the same
+            if way == 'c2f':
+                o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return (MPI_Fint)(intptr_t)h; }' % (name, s))
+                o.append('SHIM_EXPORT MPI_Fint %s(F_%s h) __attribute__((weak, alias("P%s")));' % (name, s, name))
+            else:
+                o.append('SHIM_EXPORT F_%s P%s(MPI_Fint f) { return (F_%s)(intptr_t)f; }' % (s, name, s))
+                o.append('SHIM_EXPORT F_%s %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (s, name, name))
+            return
+        self.dlsym_names['kumi_abi_' + name] = 'P' + name
         if way == 'c2f':
             o.append('extern MPI_Fint kumi_abi_%s(N_%s);' % (name, s))
             o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return kumi_abi_%s(h_in(h)); }' % (name, s, name))
@@ -917,6 +1248,53 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
             o.append('extern N_%s kumi_abi_%s(MPI_Fint);' % (s, name))
             o.append('SHIM_EXPORT F_%s P%s(MPI_Fint f) { return h_out(kumi_abi_%s(f)); }' % (s, name, name))
             o.append('SHIM_EXPORT F_%s %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (s, name, name))
+
+    def keyval_ints(self, roles, nat, test):
+        o = self.out
+        o.append('''/* a keyval's foreign callbacks and extra_state, and the kind of object its attributes go on
+ * (0 communicators, 1 datatypes, 2 windows): kept for the life of the process */
+struct shim_keyval { void *copy, *del, *extra; int kind; };
+typedef int (shim_copy_fn)(int, int, void *, void *, void *, int *);
+typedef int (shim_delete_fn)(int, int, void *, void *);
+static int shim_obj_out(int kind, void *obj)
+{
+    return kind == 1 ? h_peek_Datatype(obj) : kind == 2 ? h_peek_Win(obj) : h_peek_Comm(obj);
+}
+static int shim_copy_tramp(void *obj, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    struct shim_keyval *w = extra;
+    return err_in(((shim_copy_fn *)w->copy)(shim_obj_out(w->kind, obj), dom_keyval_out(keyval), w->extra, in, out, flag));
+}
+static int shim_delete_tramp(void *obj, int keyval, void *val, void *extra)
+{
+    struct shim_keyval *w = extra;
+    return err_in(((shim_delete_fn *)w->del)(shim_obj_out(w->kind, obj), dom_keyval_out(keyval), val, w->extra));
+}
+static int shim_create_keyval(int (*create)(void *, void *, int *, void *), int kind, void *copy_fn, void *delete_fn,
+                              int *keyval, void *extra_state)
+{
+    void *f = copy_fn, *nc, *nd;
+    if (%(nullcopy)s) nc = (void *)%(ncopy)d;
+    else if (%(dup)s) nc = (void *)%(ndup)d;
+    else nc = (void *)shim_copy_tramp;
+    f = delete_fn;
+    if (%(nulldel)s) nd = (void *)%(ndel)d;
+    else nd = (void *)shim_delete_tramp;
+    struct shim_keyval *w = NULL;
+    if (nc == (void *)shim_copy_tramp || nd == (void *)shim_delete_tramp) {
+        w = malloc(sizeof *w);
+        if (!w) return SHIM_ERR_NO_MEM;
+        w->copy = copy_fn; w->del = delete_fn; w->extra = extra_state; w->kind = kind;
+        extra_state = w;
+    }
+    int k = 0;
+    int rc = create(nc, nd, keyval ? &k : NULL, extra_state);
+    if (rc == 0) *keyval = dom_keyval_out(k);
+    else free(w);
+    return rc;
+}''' % {'nullcopy': test('NULL_COPY_FN'), 'dup': test('DUP_FN'), 'nulldel': test('NULL_DELETE_FN'),
+       'ncopy': nat['NULL_COPY_FN'], 'ndup': nat['DUP_FN'], 'ndel': nat['NULL_DELETE_FN']})
+        self.keyval_fns = [sym for r in roles.values() for _, sym in r]
 
     def keyval_common(self):
         """Attribute copy/delete callbacks: the foreign ABI's predefined ones (functions of the
@@ -932,6 +1310,9 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
                     roles[role].append((cname, c['symbol']))
         nat = {'NULL_COPY_FN': self.nval('MPI_COMM_NULL_COPY_FN'), 'DUP_FN': self.nval('MPI_COMM_DUP_FN'),
                'NULL_DELETE_FN': self.nval('MPI_COMM_NULL_DELETE_FN')}
+        for role in roles:   # one function per symbol (MPICH: MPI_DUP_FN, MPI_COMM_DUP_FN, ... are MPIR_Dup_fn)
+            seen = set()
+            roles[role] = [(c, y) for c, y in roles[role] if not (y in seen or seen.add(y))]
         o.append('/* ---- attribute callbacks: the foreign library\'s predefined ones, callable, compared by address */')
         for cname, sym in roles['NULL_COPY_FN']:
             o.append('SHIM_EXPORT int %s(void *o, int k, void *e, void *in, void *out, int *flag) { *flag = 0; return 0; }   /* %s */' % (sym, cname))
@@ -940,7 +1321,13 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
         for cname, sym in roles['NULL_DELETE_FN']:
             o.append('SHIM_EXPORT int %s(void *o, int k, void *v, void *e) { return 0; }   /* %s */' % (sym, cname))
         def test(role):
-            return ' || '.join('f == (void *)%s' % sym for _, sym in roles[role]) or '0'
+            t = ['f == (void *)%s' % sym for _, sym in roles[role]]
+            if self.ints and any(self.fval(n) == 0 for n in self.fc if n.endswith(role) and 'symbol' not in self.fc[n]):
+                t.append('f == NULL')
+            return ' || '.join(t) or '0'
+        if self.ints:
+            self.keyval_ints(roles, nat, test)
+            return
         o.append('''/* a keyval's foreign callbacks and extra_state: kept for the life of the process (Kumi may
  * call delete callbacks of attributes after MPI_*_free_keyval) */
 struct shim_keyval { void *copy, *del, *extra; };
