@@ -491,6 +491,7 @@ static int ht_new_fast(struct ht *t, int slot, void *n)
     }
     struct ht_ent *e = ht_ent(t, (unsigned)i);
     ht_tl[slot].head = e->next; ht_tl[slot].n--;
+    e->refs = 0;
     __atomic_store_n(&e->native, n, __ATOMIC_RELEASE);
     return (int)(t->base | (unsigned)i);
 }
@@ -558,7 +559,31 @@ static inline void h_upd_%(s)s(int *p, N_%(s)s n)
     *p = h_out_%(s)s(n);
 }''' % {'s': s, 'top': top, 'new': new, 'peek': peek, 'rel': rel, 'user': 0x20 | k})
         fnull = self.nval('MPI_FILE_NULL')
-        w('''static inline void *h_in_File(void *f) { return f ? f : (void *)0x%x; }
+        w('''/* generalized requests: MPI_Grequest_complete may come after MPI_Request_free (the program kept
+ * a copy of the handle): refs 1 marks a generalized request, 2 one freed but not complete; the
+ * entry goes back at MPI_Grequest_complete then (mark 3), else when completed by a wait or test */
+static void ht_greq_mark(int f, int how)
+{
+    unsigned i = (unsigned)f & 0x3ffffff;
+    if (((unsigned)f >> 26) != (ht_Request.base >> 26) || i < HT_FIRST) return;
+    struct ht_ent *e = ht_ent(&ht_Request, i);
+    if (!e || !e->native) return;
+    if (how == 1) e->refs = 1;
+    else if (how == 3 && e->refs == 2) { e->refs = 0; ht_release_fast(&ht_Request, 0, f); }
+}
+static void h_free_Request(int *p, N_Request n)
+{
+    int f = *p;
+    unsigned i = (unsigned)f & 0x3ffffff;
+    struct ht_ent *e = ((unsigned)f >> 26) == (ht_Request.base >> 26) && i >= HT_FIRST ? ht_ent(&ht_Request, i) : NULL;
+    if (e && e->native && e->refs == 1 && h_in_Request(f) != (void *)n) {
+        e->refs = 2;
+        *p = h_out_Request(n);
+        return;
+    }
+    h_upd_Request(p, n);
+}
+static inline void *h_in_File(void *f) { return f ? f : (void *)0x%x; }
 static inline void *h_out_File(N_File n) { return (uintptr_t)n == 0x%x ? NULL : (void *)n; }
 static inline void *h_peek_File(N_File n) { return h_out_File(n); }
 static inline void h_upd_File(void **p, N_File n) { *p = h_out_File(n); }''' % (fnull, fnull))
@@ -653,7 +678,27 @@ static inline void *h_out(void *n)
                 fv = 0x100 + nv
             w('    case %d: return %d;   /* %s */' % (fv, nv, n))
         w('    default: return c;\n    }\n}')
-        w('''static inline int err_out(int c)
+        last = self.fval('MPI_ERR_LASTCODE')
+        if last is not None and last >= 0x01000000:
+            # the foreign predefined codes reach up to MPI_ERR_LASTCODE (MPICH: 0x3fffffff) and its
+            # user classes and codes lie above: Kumi's (>= 0x01000000) get that bit
+            ub = 1 << last.bit_length()
+            w('''static inline int err_out(int c)
+{
+    if (SHIM_LIKELY(c == 0)) return 0;
+    if (c < 0) return c;
+    if (c >= 0x01000000) return c | 0x%(ub)x;
+    return (c & ~0x3fff) | err_cls_out(c & 0x3fff);
+}
+static inline int err_in(int c)
+{
+    if (c <= 0) return c;
+    if (c & 0x%(ub)x) return c & ~0x%(ub)x;
+    if (c >= 0x01000000) return c;
+    return (c & ~0x3fff) | err_cls_in(c & 0x3fff);
+}''' % {'ub': ub})
+        else:
+          w('''static inline int err_out(int c)
 {
     if (SHIM_LIKELY(c == 0)) return 0;
     if (c < 0 || c >= 0x01000000) return c;
@@ -943,6 +988,10 @@ static inline void st_in(N_Status *n, const F_Status *f)
         args = ', '.join(r[3] for _, r in plans)
         for x in pre:
             o.append('    ' + x)
+        if self.ints and name == 'MPI_Request_free':
+            post = ['h_free_Request(request, request_k);' if x.startswith('h_upd_Request') else x for x in post]
+        if self.ints and name == 'MPI_Grequest_complete':
+            post = ['if (rc == 0) ht_greq_mark(request, 3);']
         if rett == 'double' or not post:
             # nothing to convert afterwards: a tail call (Kumi returns the code in this ABI
             # already: kumi_abi_set_err_out, set by the constructor)
@@ -1075,12 +1124,13 @@ SHIM_EXPORT int PMPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_
     int rc = kumi_abi_MPI_Grequest_start(query_fn ? (void *)shim_greq_query : NULL, free_fn ? (void *)shim_greq_free : NULL,
                                          cancel_fn ? (void *)shim_greq_cancel : NULL, w, request ? &k : NULL);
     if (rc == 0) *request = %s;
-    else free(w);
+    else free(w);%s
     return rc;
 }
 SHIM_EXPORT int MPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, F_Request *request)
     __attribute__((weak, alias("PMPI_Grequest_start")));
-''' % self.hout('Request', 'k'))
+''' % (self.hout('Request', 'k'), '''
+    if (rc == 0) ht_greq_mark(*request, 1);   /* usable after MPI_Request_free until complete */''' if self.ints else ''))
             return None
         if name == 'MPI_Type_get_contents':
             # The integers depend on the combiner: MPI_ORDER_* (subarray, darray), MPI_DISTRIBUTE_*
@@ -1201,6 +1251,10 @@ SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((w
                                                 'MPI_WIN_FLAVOR_DYNAMIC', 'MPI_WIN_FLAVOR_SHARED'],
                       'MPI_WIN_MODEL': ['MPI_WIN_SEPARATE', 'MPI_WIN_UNIFIED']}
             fix = []
+            # MPI_IO (MPI_ANY_SOURCE, MPI_PROC_NULL or a rank): where those differ
+            io = [cn for cn in ('MPI_PROC_NULL', 'MPI_ANY_SOURCE') if self.fval(cn) != self.nval(cn)]
+            if io and attr[name] == 'F_Comm':
+                consts['MPI_IO'] = io
             for key, names in consts.items():
                 for cn in names:
                     fv = self.fval(cn)
@@ -1208,6 +1262,12 @@ SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((w
                         continue
                     fix.append('        if (kv == %d && v == %d) { static const int f = %d; *(const int **)attribute_val = &f; }   /* %s */'
                                % (self.nval(key), self.nval(cn), fv, cn))
+            last = self.fval('MPI_ERR_LASTCODE')
+            if attr[name] == 'F_Comm' and last is not None and last >= 0x01000000:
+                # MPI_LASTUSEDCODE: at least the foreign MPI_ERR_LASTCODE; user codes with their bit
+                consts['MPI_LASTUSEDCODE'] = []
+                fix.append('        if (kv == %d) { static __thread int f; f = v >= 0x01000000 ? err_out(v) : %d; *(const int **)attribute_val = &f; }   /* MPI_LASTUSEDCODE */'
+                           % (self.nval('MPI_LASTUSEDCODE'), last))
             o.append('''extern int kumi_abi_%(n)s(%(nt)s, int, void *, int *);
 SHIM_EXPORT int P%(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag)
 {

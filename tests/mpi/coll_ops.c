@@ -40,8 +40,10 @@ static const struct tinfo types[] = {
     T(MPI_DOUBLE_COMPLEX, S_CDOUBLE, C_COMPLEX), T(MPI_COMPLEX8, S_CFLOAT, C_COMPLEX),
     T(MPI_COMPLEX16, S_CDOUBLE, C_COMPLEX),
     T(MPI_C_BOOL, S_BOOL, C_LOGICAL), T(MPI_LOGICAL, S_INT, C_LOGICAL),
+#ifdef MPI_LOGICAL1   /* MPI 4.1; absent from MPICH 4.0's mpi.h (abi_mpich_progs) */
     T(MPI_LOGICAL1, S_I8, C_LOGICAL), T(MPI_LOGICAL2, S_I16, C_LOGICAL),
     T(MPI_LOGICAL4, S_I32, C_LOGICAL), T(MPI_LOGICAL8, S_I64, C_LOGICAL),
+#endif
     T(MPI_BYTE, S_BYTE, C_BYTE),
 };
 #define NTYPES (int)(sizeof types / sizeof types[0])
