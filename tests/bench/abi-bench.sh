@@ -2,7 +2,8 @@
 # The cost of the foreign-ABI shims (issue 17), the "abi" configuration of
 # run-bench.sh (which runs this script; it can also run alone):
 # tests/abi/callcost.c built with Kumi's own compiler (native) and with each
-# foreign wrapper whose shim is built (mpicc.openmpi -> libmpi.so.40), run on
+# foreign wrapper whose shim is built (mpicc.openmpi -> libmpi.so.40, mpicc.mpich ->
+# libmpich.so.12), run on
 # Kumi at 2 ranks, one per core, with mpiexec choosing the shim by itself.
 # Per call: MPI_Comm_rank (handles only), MPI_Recv from MPI_PROC_NULL (a
 # status), and the one-way time of an 8-byte ping-pong; the median of
@@ -44,7 +45,15 @@ if [ -f "$top_builddir/components/abi/ompi/.libs/libmpi.so.40" ] && command -v m
     if mpicc.openmpi -O2 -o "$work/callcost.ompi" "$src" 2> "$out/build.abi.ompi.err"; then shims+=(ompi)
     else echo "abi: building callcost.c with mpicc.openmpi failed (see $out/build.abi.ompi.err)"; fi
 else
-    echo "abi: the Open MPI shim or mpicc.openmpi is missing: no shim to measure"
+    echo "abi: the Open MPI shim or mpicc.openmpi is missing: not measured"
+fi
+if [ -f "$top_builddir/components/abi/mpich/.libs/libmpich.so.12" ] && command -v mpicc.mpich > /dev/null 2>&1; then
+    mkdir -p "$work/abi/mpich"
+    ln -s "$top_builddir/components/abi/mpich/.libs/libmpich.so.12" "$work/abi/mpich/libmpich.so.12"
+    if mpicc.mpich -O2 -o "$work/callcost.mpich" "$src" 2> "$out/build.abi.mpich.err"; then shims+=(mpich)
+    else echo "abi: building callcost.c with mpicc.mpich failed (see $out/build.abi.mpich.err)"; fi
+else
+    echo "abi: the MPICH shim or mpicc.mpich is missing: not measured"
 fi
 
 # run VARIANT: one launch; prints "rank recv pingpong" (ns ns us)
