@@ -471,7 +471,7 @@ static void ht_release(struct ht *t, int f)
     pthread_mutex_unlock(&t->lock);
 }
 /* requests and messages: a thread keeps up to 4 * HT_BATCH free entries of each table */
-static __thread struct { int head, n; } ht_tl[2] = { { -1, 0 }, { -1, 0 } };
+static __thread __attribute__((tls_model("initial-exec"))) struct { int head, n; } ht_tl[2] = { { -1, 0 }, { -1, 0 } };
 static pthread_key_t ht_key;   /* a thread that ends gives its free entries back (ht_thread_end) */
 static int ht_new_fast(struct ht *t, int slot, void *n)
 {
@@ -519,12 +519,14 @@ static const int shim_hout[0x%(top)x] = {''' % {'bad': 0xfff, 'top': top})
             w('    [0x%x] = (int)0x%08x,' % (v, hout[v]))
         w('};')
         slot = {'MPI_Request': 0, 'MPI_Message': 1}
+        self.ht_inits = []
         names = []
         for t, k in kinds.items():
             s = t[4:]
             names.append(s)
-            w('static struct ht ht_%s = { .lock = PTHREAD_MUTEX_INITIALIZER, .free_head = -1, .base = 0x%08xu, .fast = %d };'
-              % (s, (2 << 30) | (k << 26), t in slot))
+            # zero-initialized (.bss: the chunk pointers take 128 KiB a type), set up by ht_init
+            w('static struct ht ht_%s;' % s)
+            self.ht_inits.append('    ht_setup(&ht_%s, 0x%08xu, %d);' % (s, (2 << 30) | (k << 26), t in slot))
             w('static inline void *h_in_%s(int f)\n{' % s)
             w('    if (SHIM_LIKELY(((unsigned)f >> 26) == 0x%x) && ((unsigned)f & 0x3ffffff) >= HT_FIRST) return ht_get(&ht_%s, f);' % (0x20 | k, s))
             w('    switch ((unsigned)f) {')
@@ -602,7 +604,18 @@ static inline void h_upd_File(void **p, N_File n) { *p = h_out_File(n); }''' % (
         pthread_mutex_unlock(&t[s]->lock);
     }
 }
-__attribute__((constructor)) static void ht_init(void) { pthread_key_create(&ht_key, ht_thread_end); }''')
+static void ht_setup(struct ht *t, unsigned base, int fast)
+{
+    pthread_mutex_init(&t->lock, NULL);
+    t->free_head = -1;
+    t->base = base;
+    t->fast = fast;
+}
+__attribute__((constructor)) static void ht_init(void)
+{
+%s
+    pthread_key_create(&ht_key, ht_thread_end);
+}''' % '\n'.join(self.ht_inits))
 
     def object_handles(self, w):
         # predefined objects
