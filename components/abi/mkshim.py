@@ -361,7 +361,7 @@ class Gen:
         hout = {}
         for n, (t, nv) in sorted(natv.items(), key=lambda x: (not x[0].endswith('_NULL'), x[0])):
             fv = self.fval(n)
-            if fv is None or t in ('MPI_File', 'MPI_Session'):
+            if fv is None or t == 'MPI_File':
                 continue
             fv &= 0xffffffff
             if fv not in fin[t]:
@@ -369,7 +369,7 @@ class Gen:
             hout.setdefault(nv, fv)
         kinds = {}
         for t in HANDLE_TYPES:
-            if t in ('MPI_File', 'MPI_Session'):
+            if t == 'MPI_File':
                 continue
             kinds[t] = (self.fval(t.upper() + '_NULL') >> 26) & 0xf
         # native predefined handles the foreign ABI lacks: a builtin handle of the kind, made up
@@ -852,7 +852,7 @@ static inline void st_in(N_Status *n, const F_Status *f)
         if kind in HANDLE_KINDS:
             ht = HANDLE_KINDS[kind]
             s = ht[4:]
-            if ht == 'MPI_Session':
+            if ht == 'MPI_Session' and not self.ints:   # MPICH 4 has sessions (int handles)
                 return 'sessions: not in the foreign ABI'
             if arr:
                 ln = ARRAY_LENGTHS.get((name, pn))

@@ -4,7 +4,8 @@
  * integer handles of the right kind (HANDLE_GET_MPI_KIND, bits 26-29) for the objects the
  * program creates, handle table entries given back when objects are freed and requests
  * complete (persistent requests keep theirs), the same handle for the same object, the 20-byte
- * MPI_Status with a count beyond 32 bits, MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY (data symbols). */
+ * MPI_Status with a count beyond 32 bits, MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY (data symbols),
+ * sessions. */
 #define XLATE_NAME "mpich_xlate"
 #define XLATE_DIR "/abi/mpich"
 #define XLATE_LIB "libmpich.so.12"
@@ -110,4 +111,23 @@ static void mpich_extra(void)
     ERRCLASS(MPI_Comm_size((MPI_Comm)0x44000077, &cmp), MPI_ERR_COMM);
     OK(MPI_Type_free(&t));
     EQ(t, MPI_DATATYPE_NULL);
+    /* sessions (MPICH 4 has them): int handles of their own kind */
+    MPI_Session ses;
+    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &ses));
+    EQ(KIND(ses), KIND(MPI_SESSION_NULL));
+    int np = 0;
+    OK(MPI_Session_get_num_psets(ses, MPI_INFO_NULL, &np));
+    CHECK(np >= 2, "%d process sets", np);
+    MPI_Group wg;
+    OK(MPI_Group_from_session_pset(ses, "mpi://WORLD", &wg));
+    OK(MPI_Group_size(wg, &np));
+    EQ(np, size);
+    MPI_Comm sc;
+    OK(MPI_Comm_create_from_group(wg, "kumi.abi.mpich", MPI_INFO_NULL, MPI_ERRORS_RETURN, &sc));
+    OK(MPI_Allreduce(&rank, &np, 1, MPI_INT, MPI_SUM, sc));
+    EQ(np, size * (size - 1) / 2);
+    OK(MPI_Comm_free(&sc));
+    OK(MPI_Group_free(&wg));
+    OK(MPI_Session_finalize(&ses));
+    EQ(ses, MPI_SESSION_NULL);
 }
