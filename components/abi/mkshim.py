@@ -343,6 +343,18 @@ class Gen:
         """a handle passed to a callback (not a new reference for the program)"""
         return 'h_peek_%s(%s)' % (s, e) if self.ints else 'h_out(%s)' % e
 
+    @staticmethod
+    def perfect_hash(vals):
+        """(bits, odd multiplier): (v * mul mod 2^32) >> (32 - bits) distinct for all vals"""
+        import random
+        rnd = random.Random(17)   # deterministic output
+        for bits in range(max(1, (len(vals) - 1).bit_length()), 12):
+            for _ in range(20000):
+                mul = rnd.getrandbits(32) | 1
+                if len({((v * mul) & 0xffffffff) >> (32 - bits) for v in vals}) == len(vals):
+                    return bits, mul
+        sys.exit('mkshim: no perfect hash for %d handles' % len(vals))
+
     def int_handles(self, w):
         """Foreign handles are ints.  Predefined ones map through switches generated from the
         facts (and a table native -> foreign); the program's own objects get handles of
@@ -520,6 +532,7 @@ static const int shim_hout[0x%(top)x] = {''' % {'bad': 0xfff, 'top': top})
         w('};')
         slot = {'MPI_Request': 0, 'MPI_Message': 1}
         self.ht_inits = []
+        w('struct shim_pre { uint32_t f; void *n; };   /* predefined handles: foreign, native */')
         names = []
         for t, k in kinds.items():
             s = t[4:]
@@ -527,12 +540,22 @@ static const int shim_hout[0x%(top)x] = {''' % {'bad': 0xfff, 'top': top})
             # zero-initialized (.bss: the chunk pointers take 128 KiB a type), set up by ht_init
             w('static struct ht ht_%s;' % s)
             self.ht_inits.append('    ht_setup(&ht_%s, 0x%08xu, %d);' % (s, (2 << 30) | (k << 26), t in slot))
+            # predefined: a perfect hash (multiplier searched here) into a table of {foreign, native}
+            vals = sorted(fin[t])
+            bits, mul = self.perfect_hash(vals)
+            slots = {((v * mul) & 0xffffffff) >> (32 - bits): v for v in vals}
+            w('static const struct shim_pre shim_pre_%s[%d] = {' % (s, 1 << bits))
+            for i in range(1 << bits):
+                v = slots.get(i)
+                if v is None:
+                    w('    { 0xffffffffu, SHIM_BAD },')
+                else:
+                    w('    { 0x%08xu, (void *)0x%x },   /* %s */' % (v, fin[t][v][1], fin[t][v][0]))
+            w('};')
             w('static inline void *h_in_%s(int f)\n{' % s)
             w('    if (SHIM_LIKELY(((unsigned)f >> 26) == 0x%x) && ((unsigned)f & 0x3ffffff) >= HT_FIRST) return ht_get(&ht_%s, f);' % (0x20 | k, s))
-            w('    switch ((unsigned)f) {')
-            for fv, (n, nv) in sorted(fin[t].items()):
-                w('    case 0x%08xu: return (void *)0x%x;   /* %s */' % (fv, nv, n))
-            w('    default: return SHIM_BAD;\n    }\n}')
+            w('    const struct shim_pre *e = &shim_pre_%s[((uint32_t)f * 0x%08xu) >> %d];' % (s, mul, 32 - bits))
+            w('    return SHIM_LIKELY(e->f == (uint32_t)f) ? e->n : SHIM_BAD;\n}')
             if t in slot:
                 new = 'ht_new_fast(&ht_%s, %d, n)' % (s, slot[t])
                 rel = 'ht_release_fast(&ht_%s, %d, f)' % (s, slot[t])
