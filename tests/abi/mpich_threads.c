@@ -3,7 +3,8 @@
  * and free communicators, datatypes and requests through the shim's handle tables (its
  * lock-free lookups, per-thread request free lists, chunk publication while other threads
  * read), exchange messages with the neighbour ranks on their own communicators, and check
- * that every handle has the right kind, stays valid while in use and is reused once freed. */
+ * that every handle has the right kind, stays valid while in use and is reused once freed;
+ * then each thread completes requests that another thread created. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,32 @@
 
 static int rank, size;
 static MPI_Comm tcomm[NT];   /* one communicator per thread, dup'd by the main thread */
+/* phase 2: requests created by one thread and completed by another (entries move between the
+ * threads' free lists) */
+#define K 16
+static MPI_Request xreq[NT][2 * K];
+static int xbuf[NT][2 * K];
+static pthread_barrier_t bar;
+
+static void *cross(void *arg)
+{
+    int t = (int)(long)arg, o = (t + 1) % NT;
+    for (int i = 0; i < 100; i++) {
+        for (int k = 0; k < K; k++) {
+            xbuf[t][K + k] = i * K + k;
+            OK(MPI_Irecv(&xbuf[t][k], 1, MPI_INT, 0, k, tcomm[t], &xreq[t][k]));
+            OK(MPI_Isend(&xbuf[t][K + k], 1, MPI_INT, 0, k, tcomm[t], &xreq[t][K + k]));
+        }
+        pthread_barrier_wait(&bar);
+        OK(MPI_Waitall(2 * K, xreq[o], MPI_STATUSES_IGNORE));
+        for (int k = 0; k < 2 * K; k++)
+            if (xreq[o][k] != MPI_REQUEST_NULL) FAIL("cross: request not MPI_REQUEST_NULL");
+        for (int k = 0; k < K; k++)
+            if (xbuf[o][k] != i * K + k) FAIL("cross: got %d, expected %d", xbuf[o][k], i * K + k);
+        pthread_barrier_wait(&bar);
+    }
+    return NULL;
+}
 
 static void *work(void *arg)
 {
@@ -81,6 +108,14 @@ int main(int argc, char **argv)
     for (int t = 0; t < NT; t++)
         if (pthread_create(&th[t], NULL, work, (void *)(long)t)) FAIL("pthread_create");
     for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
+    /* requests completed by other threads than their creators, on MPI_COMM_SELF copies */
+    for (int t = 0; t < NT; t++) OK(MPI_Comm_free(&tcomm[t]));
+    for (int t = 0; t < NT; t++) OK(MPI_Comm_dup(MPI_COMM_SELF, &tcomm[t]));
+    pthread_barrier_init(&bar, NULL, NT);
+    for (int t = 0; t < NT; t++)
+        if (pthread_create(&th[t], NULL, cross, (void *)(long)t)) FAIL("pthread_create");
+    for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&bar);
     /* all freed: a new communicator reuses a small index */
     MPI_Comm c;
     OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
