@@ -2,7 +2,7 @@
  * that runs on Kumi through libmpi.so.40 and libmpi_cxx.so.40 (components/abi/ompi).
  * Checks: the library is Kumi; MPI::COMM_WORLD Get_rank/Get_size; Send/Recv with MPI::Status;
  * Bcast; Allreduce with MPI::SUM and with a user MPI::Op; Create_contiguous; Split, Dup,
- * Create_cart (Get_coords, Shift); virtual calls on MPI::COMM_WORLD through a reference;
+ * Create_cart (Get_coords, Shift); Grequest::Start with C++ callbacks; virtual calls on MPI::COMM_WORLD through a reference;
  * MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
  * from Spawn, which Kumi lacks); ERRORS_RETURN again. */
 #include <mpi.h>
@@ -24,6 +24,19 @@ static void user_max(const void *in, void *inout, int len, const MPI::Datatype &
 
 /* virtual calls through a reference: the predefined object's vptr (set by libmpi_cxx.so.40) */
 static int __attribute__((noinline)) size_of(const MPI::Comm &c) { return c.Get_size(); }
+
+/* a generalized request whose C++ callbacks see the extra state and fill the status */
+static int greq_freed;
+static int greq_query(void *extra, MPI::Status &st)
+{
+    st.Set_source(*(int *)extra);
+    st.Set_tag(77);
+    st.Set_cancelled(false);
+    st.Set_elements(MPI::BYTE, 0);
+    return MPI::SUCCESS;
+}
+static int greq_free(void *extra) { greq_freed = *(int *)extra; return MPI::SUCCESS; }
+static int greq_cancel(void *, bool) { return MPI::SUCCESS; }
 
 int main(int argc, char **argv)
 {
@@ -106,6 +119,15 @@ int main(int argc, char **argv)
     cart.Shift(0, 1, src, dst);
     CHECK(dst == ((coords[0] + 1) % dims[0]) * dims[1] + coords[1], "shift dst %d", dst);
     cart.Free();
+    /* generalized request */
+    int gx = 1000 + rank;
+    MPI::Grequest gr = MPI::Grequest::Start(greq_query, greq_free, greq_cancel, &gx);
+    gr.Complete();
+    MPI::Status gst;
+    gr.Wait(gst);
+    CHECK(gst.Get_source() == 1000 + rank && gst.Get_tag() == 77, "grequest status %d %d", gst.Get_source(),
+          gst.Get_tag());
+    CHECK(greq_freed == 1000 + rank, "grequest free %d", greq_freed);
     /* exceptions */
     MPI::COMM_WORLD.Set_errhandler(MPI::ERRORS_THROW_EXCEPTIONS);
     bool thrown = false;

@@ -24,6 +24,28 @@ ompicxx() { # OUT SRC [flags...]
         { cat "$work/$out.cc.log"; fail "$OMPICXX $src $*"; }
     readelf -d "$work/$out" | grep -q 'NEEDED.*\[libmpi_cxx\.so\.40\]' || fail "$out does not need libmpi_cxx.so.40"
 }
+# the library exports every object of Open MPI's (data/abi/ompi.json cxx.objects; typeinfo
+# apart: programs carry their own) with its size, and every strong function but those only
+# Open MPI's libmpi calls (errhandler and attribute callbacks of its internals)
+nm -D -S --defined-only "$CXXLIB" > "$work/nm.txt" || fail "nm $CXXLIB"
+"${PYTHON3:-python3}" - "$top_srcdir/data/abi/ompi.json" "$work/nm.txt" <<'PY' || fail "libmpi_cxx.so.40 lacks what Open MPI's exports (above)"
+import json, re, sys
+cx = json.load(open(sys.argv[1]))['cxx']
+ours = {}
+for line in open(sys.argv[2]):
+    f = line.split()
+    if len(f) == 4:
+        ours[f[3].split('@')[0]] = int(f[1], 16)
+    elif len(f) == 3:
+        ours[f[2].split('@')[0]] = 0
+internal = re.compile(r'ompi_cxx_|ompi_mpi_cxx_(\w+_errhandler_invoke|\w+_throw_excptn_fctn|throw_exception|\w+_attr_intercept)$')
+bad = ['object %s: size %r, Open MPI %d' % (n, ours.get(n), s) for n, s in sorted(cx['objects'].items())
+       if not n.startswith(('_ZTI', '_ZTS')) and not internal.match(n) and ours.get(n) != s]
+bad += ['function %s: missing' % n for n in cx['functions'] if not internal.match(n) and n not in ours]
+bad and print('\n'.join(bad))
+sys.exit(1 if bad else 0)
+PY
+echo "ok: libmpi_cxx.so.40 exports Open MPI's objects (sizes) and functions"
 ompicxx cxx "$top_srcdir/tests/abi/ompi_cxx.cc"
 ompicxx ring -x c++ "$top_srcdir/examples/ring.c"
 mkdir -p "$work/abi/ompi" "$work/abic/ompi"

@@ -20,7 +20,8 @@
  *    never instantiates: not seen in practice).
  *  - the out-of-line functions: MPI::Comm::Comm(), MPI::Comm::Comm(const Comm_Null &),
  *    MPI::Datatype::Free(), MPI::Win::Free(), MPI::InitializeIntercepts()
- *    (called by MPI::Init after MPI_Init), the reduction intercept ompi_mpi_cxx_op_intercept
+ *    (called by MPI::Init after MPI_Init), the generalized-request intercepts of
+ *    MPI::Grequest::Start, the reduction intercept ompi_mpi_cxx_op_intercept
  *    with ompi_op_set_cxx_callback (which Open MPI's libmpi.so.40 exports: defined here), and the
  *    C handle of MPI::ERRORS_THROW_EXCEPTIONS, ompi_mpi_errors_throw_exceptions, an object of the
  *    C shim's predefined-handle form {magic, native} whose native error handler (created at
@@ -54,49 +55,36 @@ int MPI_Op_commutative(OHandle, int *);
 }
 enum { OMPI_MAX_ERROR_STRING = 256 };   /* MPI::MAX_ERROR_STRING (MPI_MAX_ERROR_STRING) */
 
-/* the C shim's predefined handles (data/abi/ompi.json constants) */
-#define OMPI_C_OBJECTS(X) \
-    X(comm_world) X(comm_self) X(comm_null) X(group_null) X(group_empty) X(win_null) X(info_null) \
-    X(file_null) X(request_null) X(op_null) X(errhandler_null) X(errors_are_fatal) X(errors_return) \
-    X(datatype_null) X(char) X(short) X(int) X(long) X(signed_char) X(unsigned_char) X(unsigned_short) \
-    X(unsigned) X(unsigned_long) X(float) X(double) X(long_double) X(byte) X(packed) X(wchar) \
-    X(float_int) X(double_int) X(long_int) X(2int) X(short_int) X(longdbl_int) X(integer) X(real) \
-    X(dblprec) X(cplex) X(logical) X(character) X(2real) X(2dblprec) X(2integer) X(long_long_int) \
-    X(unsigned_long_long) X(cxx_bool) X(cxx_cplex) X(cxx_dblcplex) X(cxx_ldblcplex) X(dblcplex) \
-    X(op_max) X(op_min) X(op_sum) X(op_prod) X(op_maxloc) X(op_minloc) X(op_band) X(op_bor) \
-    X(op_bxor) X(op_land) X(op_lor) X(op_lxor) X(op_replace)
-#define DECL_C(n) extern "C" char ompi_mpi_##n[];
-OMPI_C_OBJECTS(DECL_C)
-extern "C" char ompi_request_null[];
+/* the tables, generated from the facts (data/abi/ompi.json 'cxx') by mkcxx.py */
+#include "ompi_cxx_facts.h"
+
+/* the C shim's predefined handles the C++ objects hold */
+#define DECL_C(n) extern "C" char n[];
+KUMI_CXX_CSYMS(DECL_C)
 
 /* ---- the C handle of MPI::ERRORS_THROW_EXCEPTIONS, in the C shim's predefined-object form
  * (components/abi/mkshim.py: struct shim_obj { uint64_t magic; void *native; }, SHIM_MAGIC);
  * size 1024 as Open MPI's (data/abi/ompi.json objects).  Until MPI::Init it stands for
  * MPI_ERRORS_RETURN (Kumi's predefined handle 0x143). */
-struct shim_obj1024 { uint64_t magic; void *native; char pad[1008]; };
-extern "C" KX shim_obj1024 ompi_mpi_errors_throw_exceptions;
-shim_obj1024 ompi_mpi_errors_throw_exceptions = { 0x4b756d694f6d7069ULL, (void *)0x143, {0} };
+struct shim_obj { uint64_t magic; void *native; };
+extern "C" KX __attribute__((aligned(16))) char ompi_mpi_errors_throw_exceptions[KUMI_CXX_THROW_SIZE];
+char ompi_mpi_errors_throw_exceptions[KUMI_CXX_THROW_SIZE];
+static shim_obj *throw_obj() { return (shim_obj *)(void *)ompi_mpi_errors_throw_exceptions; }
 
 /* ---- vtables: the program's (weak references), else these fallbacks.  Sizes in bytes from
- * data/abi/ompi.json cxx.objects ("vtable for MPI::X"). */
+ * data/abi/ompi.json cxx.objects ("vtable for MPI::X", _ZTVN3MPI..E). */
 extern "C" void kumi_cxx_no_vtable(void)
 {
     std::fprintf(stderr, "Kumi libmpi_cxx.so.40: a virtual function of a predefined MPI:: object was "
                  "called, but the program has no vtable of its class (not supported)\n");
     std::abort();
 }
-#define VTABLES(X) \
-    X(Comm_Null, _ZTVN3MPI9Comm_NullE, 0x20) X(Comm, _ZTVN3MPI4CommE, 0x1d0) \
-    X(Intracomm, _ZTVN3MPI9IntracommE, 0x238) X(Datatype, _ZTVN3MPI8DatatypeE, 0x100) \
-    X(Op, _ZTVN3MPI2OpE, 0x40) X(Errhandler, _ZTVN3MPI10ErrhandlerE, 0x28) \
-    X(Group, _ZTVN3MPI5GroupE, 0x58) X(Win, _ZTVN3MPI3WinE, 0xc0) X(Info, _ZTVN3MPI4InfoE, 0x60) \
-    X(File, _ZTVN3MPI4FileE, 0x20) X(Request, _ZTVN3MPI7RequestE, 0x60)
 #define VT(cls, sym, bytes) \
     extern "C" KX __attribute__((weak)) void *kumi_vt_##cls[(bytes) / 8] __asm__(#sym); \
     extern "C" { __attribute__((weak)) void *kumi_vt_##cls[(bytes) / 8] = { 0 }; } \
     extern "C" __attribute__((visibility("hidden"), alias(#sym))) void *kumi_vt_own_##cls[(bytes) / 8]; \
-    static void *const *vt_##cls() { return (void *const *)kumi_vt_##cls + 2; }
-VTABLES(VT)
+    static __attribute__((unused)) void *const *vt_##cls() { return (void *const *)kumi_vt_##cls + 2; }
+KUMI_CXX_VTABLES(VT)
 
 /* this library's vtable, when it is the one in use (the program has none of that class), gets
  * the stopping function in every slot */
@@ -109,50 +97,9 @@ static void fill_fallback(void **vt, void **own, size_t n)
 /* ---- the objects: { vptr, handle }, as the program sees them */
 struct Obj { void *const *vptr; void *h; };
 
-#define CXX_OBJECTS(X) \
-    X(Intracomm, COMM_WORLD, _ZN3MPI10COMM_WORLDE, comm_world) X(Intracomm, COMM_SELF, _ZN3MPI9COMM_SELFE, comm_self) \
-    X(Comm_Null, COMM_NULL, _ZN3MPI9COMM_NULLE, comm_null) X(Group, GROUP_NULL, _ZN3MPI10GROUP_NULLE, group_null) \
-    X(Group, GROUP_EMPTY, _ZN3MPI11GROUP_EMPTYE, group_empty) X(Win, WIN_NULL, _ZN3MPI8WIN_NULLE, win_null) \
-    X(Info, INFO_NULL, _ZN3MPI9INFO_NULLE, info_null) X(File, FILE_NULL, _ZN3MPI9FILE_NULLE, file_null) \
-    X(Op, OP_NULL, _ZN3MPI7OP_NULLE, op_null) X(Errhandler, ERRHANDLER_NULL, _ZN3MPI15ERRHANDLER_NULLE, errhandler_null) \
-    X(Errhandler, ERRORS_ARE_FATAL, _ZN3MPI16ERRORS_ARE_FATALE, errors_are_fatal) \
-    X(Errhandler, ERRORS_RETURN, _ZN3MPI13ERRORS_RETURNE, errors_return) \
-    X(Datatype, DATATYPE_NULL, _ZN3MPI13DATATYPE_NULLE, datatype_null) \
-    X(Datatype, CHAR, _ZN3MPI4CHARE, char) X(Datatype, SHORT, _ZN3MPI5SHORTE, short) X(Datatype, INT, _ZN3MPI3INTE, int) \
-    X(Datatype, LONG, _ZN3MPI4LONGE, long) X(Datatype, SIGNED_CHAR, _ZN3MPI11SIGNED_CHARE, signed_char) \
-    X(Datatype, UNSIGNED_CHAR, _ZN3MPI13UNSIGNED_CHARE, unsigned_char) \
-    X(Datatype, UNSIGNED_SHORT, _ZN3MPI14UNSIGNED_SHORTE, unsigned_short) X(Datatype, UNSIGNED, _ZN3MPI8UNSIGNEDE, unsigned) \
-    X(Datatype, UNSIGNED_LONG, _ZN3MPI13UNSIGNED_LONGE, unsigned_long) X(Datatype, FLOAT, _ZN3MPI5FLOATE, float) \
-    X(Datatype, DOUBLE, _ZN3MPI6DOUBLEE, double) X(Datatype, LONG_DOUBLE, _ZN3MPI11LONG_DOUBLEE, long_double) \
-    X(Datatype, BYTE, _ZN3MPI4BYTEE, byte) X(Datatype, PACKED, _ZN3MPI6PACKEDE, packed) X(Datatype, WCHAR, _ZN3MPI5WCHARE, wchar) \
-    X(Datatype, FLOAT_INT, _ZN3MPI9FLOAT_INTE, float_int) X(Datatype, DOUBLE_INT, _ZN3MPI10DOUBLE_INTE, double_int) \
-    X(Datatype, LONG_INT, _ZN3MPI8LONG_INTE, long_int) X(Datatype, TWOINT, _ZN3MPI6TWOINTE, 2int) \
-    X(Datatype, SHORT_INT, _ZN3MPI9SHORT_INTE, short_int) X(Datatype, LONG_DOUBLE_INT, _ZN3MPI15LONG_DOUBLE_INTE, longdbl_int) \
-    X(Datatype, INTEGER, _ZN3MPI7INTEGERE, integer) X(Datatype, REAL, _ZN3MPI4REALE, real) \
-    X(Datatype, DOUBLE_PRECISION, _ZN3MPI16DOUBLE_PRECISIONE, dblprec) X(Datatype, F_COMPLEX, _ZN3MPI9F_COMPLEXE, cplex) \
-    X(Datatype, LOGICAL, _ZN3MPI7LOGICALE, logical) X(Datatype, CHARACTER, _ZN3MPI9CHARACTERE, character) \
-    X(Datatype, TWOREAL, _ZN3MPI7TWOREALE, 2real) X(Datatype, TWODOUBLE_PRECISION, _ZN3MPI19TWODOUBLE_PRECISIONE, 2dblprec) \
-    X(Datatype, TWOINTEGER, _ZN3MPI10TWOINTEGERE, 2integer) \
-    X(Datatype, LONG_LONG, _ZN3MPI9LONG_LONGE, long_long_int) X(Datatype, LONG_LONG_INT, _ZN3MPI13LONG_LONG_INTE, long_long_int) \
-    X(Datatype, UNSIGNED_LONG_LONG, _ZN3MPI18UNSIGNED_LONG_LONGE, unsigned_long_long) \
-    X(Datatype, BOOL, _ZN3MPI4BOOLE, cxx_bool) X(Datatype, COMPLEX, _ZN3MPI7COMPLEXE, cxx_cplex) \
-    X(Datatype, DOUBLE_COMPLEX, _ZN3MPI14DOUBLE_COMPLEXE, cxx_dblcplex) \
-    X(Datatype, F_DOUBLE_COMPLEX, _ZN3MPI16F_DOUBLE_COMPLEXE, dblcplex) \
-    X(Datatype, LONG_DOUBLE_COMPLEX, _ZN3MPI19LONG_DOUBLE_COMPLEXE, cxx_ldblcplex) \
-    X(Datatype, INTEGER1, _ZN3MPI8INTEGER1E, datatype_null) X(Datatype, INTEGER2, _ZN3MPI8INTEGER2E, datatype_null) \
-    X(Datatype, INTEGER4, _ZN3MPI8INTEGER4E, datatype_null) X(Datatype, REAL2, _ZN3MPI5REAL2E, datatype_null) \
-    X(Datatype, REAL4, _ZN3MPI5REAL4E, datatype_null) X(Datatype, REAL8, _ZN3MPI5REAL8E, datatype_null) \
-    X(Op, MAX, _ZN3MPI3MAXE, op_max) X(Op, MIN, _ZN3MPI3MINE, op_min) X(Op, SUM, _ZN3MPI3SUME, op_sum) \
-    X(Op, PROD, _ZN3MPI4PRODE, op_prod) X(Op, MAXLOC, _ZN3MPI6MAXLOCE, op_maxloc) X(Op, MINLOC, _ZN3MPI6MINLOCE, op_minloc) \
-    X(Op, BAND, _ZN3MPI4BANDE, op_band) X(Op, BOR, _ZN3MPI3BORE, op_bor) X(Op, BXOR, _ZN3MPI4BXORE, op_bxor) \
-    X(Op, LAND, _ZN3MPI4LANDE, op_land) X(Op, LOR, _ZN3MPI3LORE, op_lor) X(Op, LXOR, _ZN3MPI4LXORE, op_lxor) \
-    X(Op, REPLACE, _ZN3MPI7REPLACEE, op_replace)
-#define DEF_OBJ(cls, name, sym, c) extern "C" KX Obj kumi_cxx_##name __asm__(#sym); Obj kumi_cxx_##name;
-CXX_OBJECTS(DEF_OBJ)
-extern "C" KX Obj kumi_cxx_ERRORS_THROW_EXCEPTIONS __asm__("_ZN3MPI23ERRORS_THROW_EXCEPTIONSE");
-Obj kumi_cxx_ERRORS_THROW_EXCEPTIONS;
-extern "C" KX Obj kumi_cxx_REQUEST_NULL __asm__("_ZN3MPI12REQUEST_NULLE");
-Obj kumi_cxx_REQUEST_NULL;
+#define DEF_OBJ(cls, name, sym, c, size) extern "C" KX Obj kumi_cxx_##name __asm__(#sym); Obj kumi_cxx_##name; \
+    static_assert(sizeof(Obj) == size, "size of MPI::" #name);
+KUMI_CXX_OBJECTS(DEF_OBJ)
 /* MPI::BOTTOM, MPI::IN_PLACE (void *const: Open MPI's MPI_BOTTOM 0, MPI_IN_PLACE 1), ARGV_NULL,
  * ARGVS_NULL (null), mpi_errno, ompi_libcxx_version_string */
 extern "C" KX void *const kumi_cxx_BOTTOM __asm__("_ZN3MPI6BOTTOME");
@@ -170,19 +117,17 @@ const char kumi_cxx_version[6] = "4.1.4";
 
 __attribute__((constructor)) static void kumi_cxx_init(void)
 {
-#define SET_OBJ(cls, name, sym, c) kumi_cxx_##name.vptr = vt_##cls(); kumi_cxx_##name.h = ompi_mpi_##c;
-    CXX_OBJECTS(SET_OBJ)
-    kumi_cxx_ERRORS_THROW_EXCEPTIONS.vptr = vt_Errhandler();
-    kumi_cxx_ERRORS_THROW_EXCEPTIONS.h = &ompi_mpi_errors_throw_exceptions;
-    kumi_cxx_REQUEST_NULL.vptr = vt_Request();
-    kumi_cxx_REQUEST_NULL.h = ompi_request_null;
+    throw_obj()->magic = 0x4b756d694f6d7069ULL;   /* the C shim's SHIM_MAGIC */
+    throw_obj()->native = (void *)0x143;          /* Kumi's MPI_ERRORS_RETURN until MPI::Init */
+#define SET_OBJ(cls, name, sym, c, size) kumi_cxx_##name.vptr = vt_##cls(); kumi_cxx_##name.h = c;
+    KUMI_CXX_OBJECTS(SET_OBJ)
 #define FILL(cls, sym, bytes) fill_fallback(kumi_vt_##cls, kumi_vt_own_##cls, (bytes) / 8);
-    VTABLES(FILL)
+    KUMI_CXX_VTABLES(FILL)
 }
 
 /* ---- MPI::Exception (layout of Open MPI's: no vptr) */
 namespace MPI {
-class Exception {
+class Exception {   /* the layout of the facts (cxx.exception): code at 0, string at 8, class at 16 */
 public:
     explicit Exception(int ec) : error_code(ec), error_string(new char[OMPI_MAX_ERROR_STRING]), error_class(-1)
     {
@@ -204,6 +149,8 @@ protected:
 };
 }
 
+static_assert(sizeof(MPI::Exception) == KUMI_CXX_EXCEPTION_SIZE, "size of MPI::Exception");
+
 static void throw_exception(OHandle *, int *code, ...)
 {
     throw MPI::Exception(*code);
@@ -219,7 +166,7 @@ extern "C" void kumi_cxx_initialize_intercepts(void)
     /* a user error handler of the C shim (its handle is Kumi's native one) that throws */
     OHandle eh = 0;
     if (MPI_Comm_create_errhandler(throw_exception, &eh) == 0)
-        ompi_mpi_errors_throw_exceptions.native = eh;
+        throw_obj()->native = eh;
 }
 
 /* ---- MPI::Comm::Comm(), MPI::Comm::Comm(const Comm_Null &) (C1 and C2: no virtual base) */
@@ -285,6 +232,40 @@ extern "C" KX void ompi_mpi_cxx_op_intercept(void *invec, void *outvec, int *len
     }
     Obj dt = { vt_Datatype(), *datatype };
     op_fn(invec, outvec, *len, dt);
+}
+
+/* ---- generalized requests: MPI::Grequest::Start (inline) passes these intercepts to
+ * MPI_Grequest_start with its Intercept_data_t { extra; query; free; cancel } (new'd) as the
+ * extra state; MPI::Status is { vptr; MPI_Status }. */
+struct GreqData {
+    void *extra;
+    int (*query)(void *, void *status_obj);
+    int (*free_fn)(void *);
+    int (*cancel)(void *, bool);
+};
+struct StatusObj { void *const *vptr; unsigned char st[KUMI_C_STATUS_SIZE]; };
+static_assert(sizeof(StatusObj) == KUMI_CXX_STATUS_SIZE, "size of MPI::Status");
+extern "C" KX int ompi_mpi_cxx_grequest_query_fn_intercept(void *state, void *status)
+{
+    GreqData *d = (GreqData *)state;
+    StatusObj s;
+    s.vptr = vt_Status();
+    std::memcpy(s.st, status, sizeof s.st);
+    int rc = d->query(d->extra, &s);
+    std::memcpy(status, s.st, sizeof s.st);
+    return rc;
+}
+extern "C" KX int ompi_mpi_cxx_grequest_free_fn_intercept(void *state)
+{
+    GreqData *d = (GreqData *)state;
+    int rc = d->free_fn(d->extra);
+    ::operator delete(d);
+    return rc;
+}
+extern "C" KX int ompi_mpi_cxx_grequest_cancel_fn_intercept(void *state, int canceled)
+{
+    GreqData *d = (GreqData *)state;
+    return d->cancel(d->extra, canceled != 0);
 }
 
 /* ---- out-of-line entries not provided: they stop the program with a message */
