@@ -2,7 +2,7 @@
  * that runs on Kumi through libmpi.so.40 and libmpi_cxx.so.40 (components/abi/ompi).
  * Checks: the library is Kumi; MPI::COMM_WORLD Get_rank/Get_size; Send/Recv with MPI::Status;
  * Bcast; Allreduce with MPI::SUM and with a user MPI::Op; Create_contiguous; Split, Dup,
- * Create_cart (Get_coords, Shift); Grequest::Start with C++ callbacks; virtual calls on MPI::COMM_WORLD through a reference;
+ * Create_cart (Get_coords, Shift); Grequest::Start and Create_keyval with C++ callbacks; virtual calls on MPI::COMM_WORLD through a reference;
  * MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
  * from Spawn, which Kumi lacks); ERRORS_RETURN again. */
 #include <mpi.h>
@@ -37,6 +37,22 @@ static int greq_query(void *extra, MPI::Status &st)
 }
 static int greq_free(void *extra) { greq_freed = *(int *)extra; return MPI::SUCCESS; }
 static int greq_cancel(void *, bool) { return MPI::SUCCESS; }
+
+/* attribute callbacks in C++: the copy callback sees the old communicator as an object of its
+ * class (virtual calls work), the delete callback runs at Free */
+static int copies, deletes;
+static int attr_copy(const MPI::Comm &old, int, void *extra, void *in, void *out, bool &flag)
+{
+    copies += *(int *)extra + (old.Get_size() == MPI::COMM_WORLD.Get_size() ? 0 : 1000);
+    *(void **)out = (char *)in + 1;
+    flag = true;
+    return MPI::SUCCESS;
+}
+static int attr_delete(MPI::Comm &, int, void *, void *extra)
+{
+    deletes += *(int *)extra;
+    return MPI::SUCCESS;
+}
 
 int main(int argc, char **argv)
 {
@@ -119,6 +135,20 @@ int main(int argc, char **argv)
     cart.Shift(0, 1, src, dst);
     CHECK(dst == ((coords[0] + 1) % dims[0]) * dims[1] + coords[1], "shift dst %d", dst);
     cart.Free();
+    /* keyvals with C++ callbacks */
+    static int kextra = 1;
+    int kv = MPI::Comm::Create_keyval(attr_copy, attr_delete, &kextra);
+    MPI::Intracomm a = MPI::COMM_WORLD.Dup();
+    static char base[4];
+    a.Set_attr(kv, base);
+    MPI::Intracomm b = a.Dup();
+    void *got = 0;
+    CHECK(b.Get_attr(kv, &got) && got == base + 1, "copied attribute %p (base %p)", got, (void *)base);
+    CHECK(copies == 1, "copy callback %d", copies);
+    b.Free();
+    a.Free();
+    CHECK(deletes == 2, "delete callback %d", deletes);
+    MPI::Comm::Free_keyval(kv);
     /* generalized request */
     int gx = 1000 + rank;
     MPI::Grequest gr = MPI::Grequest::Start(greq_query, greq_free, greq_cancel, &gx);

@@ -21,12 +21,12 @@
  *  - the out-of-line functions: MPI::Comm::Comm(), MPI::Comm::Comm(const Comm_Null &),
  *    MPI::Datatype::Free(), MPI::Win::Free(), MPI::InitializeIntercepts()
  *    (called by MPI::Init after MPI_Init), the generalized-request intercepts of
- *    MPI::Grequest::Start, the reduction intercept ompi_mpi_cxx_op_intercept
+ *    MPI::Grequest::Start, the keyvals of Comm/Datatype/Win::Create_keyval, the reduction intercept ompi_mpi_cxx_op_intercept
  *    with ompi_op_set_cxx_callback (which Open MPI's libmpi.so.40 exports: defined here), and the
  *    C handle of MPI::ERRORS_THROW_EXCEPTIONS, ompi_mpi_errors_throw_exceptions, an object of the
  *    C shim's predefined-handle form {magic, native} whose native error handler (created at
  *    InitializeIntercepts) throws MPI::Exception.  The other out-of-line entries (user error
- *    handlers and keyvals with C++ callbacks, Register_datarep, File::Close) stop the program with a
+ *    handlers with C++ callbacks, Register_datarep, File::Close) stop the program with a
  *    message; MPI_Comm_accept, _connect, _disconnect, _spawn and _spawn_multiple, which every such
  *    program imports (the headers' inline virtual functions call them), are defined here and fail
  *    with MPI_ERR_UNSUPPORTED_OPERATION.
@@ -48,6 +48,14 @@ extern "C" {
 int MPI_Type_free(OHandle *);
 int MPI_Win_free(OHandle *);
 int MPI_Comm_call_errhandler(OHandle, int);
+int MPI_Comm_create_keyval(int (*)(OHandle, int, void *, void *, void *, int *), int (*)(OHandle, int, void *, void *),
+                           int *, void *);
+int MPI_Type_create_keyval(int (*)(OHandle, int, void *, void *, void *, int *), int (*)(OHandle, int, void *, void *),
+                           int *, void *);
+int MPI_Win_create_keyval(int (*)(OHandle, int, void *, void *, void *, int *), int (*)(OHandle, int, void *, void *),
+                          int *, void *);
+int MPI_Comm_test_inter(OHandle, int *);
+int MPI_Topo_test(OHandle, int *);
 int MPI_Error_class(int, int *);
 int MPI_Error_string(int, char *, int *);
 int MPI_Comm_create_errhandler(void (*)(OHandle *, int *, ...), OHandle *);
@@ -268,15 +276,89 @@ extern "C" KX int ompi_mpi_cxx_grequest_cancel_fn_intercept(void *state, int can
     return d->cancel(d->extra, canceled != 0);
 }
 
+/* ---- attribute keyvals: MPI::Comm/Datatype/Win::Create_keyval (inline) call the static
+ * do_create_keyval(c_copy, c_delete, cxx_copy, cxx_delete, extra_state, int &keyval) with the
+ * C or the C++ form of each callback (NULL for the other).  The keyval is the C shim's, with
+ * trampolines that get this state as their extra_state and call the C form as it is, or the
+ * C++ form with an object of the handle (a communicator's of its dynamic class: Intercomm,
+ * Cartcomm, Graphcomm or Intracomm, so that virtual calls reach the program's vtables), or do
+ * what MPI_NULL_COPY_FN / MPI_NULL_DELETE_FN do.  The state lives as long as the process. */
+typedef int (CCopy)(OHandle, int, void *, void *, void *, int *);
+typedef int (CDelete)(OHandle, int, void *, void *);
+typedef int (CxxCopy)(const Obj &, int, void *, void *, void *, bool &);
+typedef int (CxxDelete)(Obj &, int, void *, void *);
+struct KeyState { CCopy *c_copy; CDelete *c_delete; CxxCopy *cxx_copy; CxxDelete *cxx_delete; void *extra; };
+
+static void *const *comm_vtable(OHandle comm)
+{
+    int inter = 0, topo = -1;
+    (void)MPI_Comm_test_inter(comm, &inter);
+    if (inter) return vt_Intercomm();
+    (void)MPI_Topo_test(comm, &topo);
+    if (topo == 1) return vt_Cartcomm();    /* Open MPI's MPI_CART 1, MPI_GRAPH 2 (ompi.json) */
+    if (topo == 2) return vt_Graphcomm();
+    return vt_Intracomm();
+}
+template <void *const *(*VTF)(OHandle)>
+static int key_copy(OHandle h, int keyval, void *state, void *in, void *out, int *flag)
+{
+    KeyState *k = (KeyState *)state;
+    if (k->c_copy) return k->c_copy(h, keyval, k->extra, in, out, flag);
+    if (!k->cxx_copy) { *flag = 0; return 0; }
+    Obj o = { VTF(h), h };
+    bool f = false;
+    int rc = k->cxx_copy(o, keyval, k->extra, in, out, f);
+    *flag = f;
+    return rc;
+}
+template <void *const *(*VTF)(OHandle)>
+static int key_delete(OHandle h, int keyval, void *attr, void *state)
+{
+    KeyState *k = (KeyState *)state;
+    if (k->c_delete) return k->c_delete(h, keyval, attr, k->extra);
+    if (!k->cxx_delete) return 0;
+    Obj o = { VTF(h), h };
+    return k->cxx_delete(o, keyval, attr, k->extra);
+}
+static void *const *type_vtable(OHandle) { return vt_Datatype(); }
+static void *const *win_vtable(OHandle) { return vt_Win(); }
+typedef int (CreateKeyval)(CCopy *, CDelete *, int *, void *);
+template <void *const *(*VTF)(OHandle)>
+static int create_keyval(CreateKeyval *create, CCopy *cc, CDelete *cd, CxxCopy *xc, CxxDelete *xd, void *extra,
+                         int *keyval)
+{
+    KeyState *k = new (std::nothrow) KeyState;
+    if (!k) return 39;   /* Open MPI's MPI_ERR_NO_MEM (ompi.json) */
+    *k = KeyState{ cc, cd, xc, xd, extra };
+    int rc = create(key_copy<VTF>, key_delete<VTF>, keyval, k);
+    if (rc) delete k;
+    return rc;
+}
+extern "C" KX int kumi_cxx_comm_keyval(CCopy *, CDelete *, CxxCopy *, CxxDelete *, void *, int *)
+    __asm__("_ZN3MPI4Comm16do_create_keyvalEPFiP19ompi_communicator_tiPvS3_S3_PiEPFiS2_iS3_S3_EPFiRKS0_iS3_S3_S3_RbEPFiRS0_iS3_S3_ES3_Ri");
+extern "C" int kumi_cxx_comm_keyval(CCopy *cc, CDelete *cd, CxxCopy *xc, CxxDelete *xd, void *extra, int *keyval)
+{
+    return create_keyval<comm_vtable>(MPI_Comm_create_keyval, cc, cd, xc, xd, extra, keyval);
+}
+extern "C" KX int kumi_cxx_type_keyval(CCopy *, CDelete *, CxxCopy *, CxxDelete *, void *, int *)
+    __asm__("_ZN3MPI8Datatype16do_create_keyvalEPFiP15ompi_datatype_tiPvS3_S3_PiEPFiS2_iS3_S3_EPFiRKS0_iS3_PKvS3_RbEPFiRS0_iS3_S3_ES3_Ri");
+extern "C" int kumi_cxx_type_keyval(CCopy *cc, CDelete *cd, CxxCopy *xc, CxxDelete *xd, void *extra, int *keyval)
+{
+    return create_keyval<type_vtable>(MPI_Type_create_keyval, cc, cd, xc, xd, extra, keyval);
+}
+extern "C" KX int kumi_cxx_win_keyval(CCopy *, CDelete *, CxxCopy *, CxxDelete *, void *, int *)
+    __asm__("_ZN3MPI3Win16do_create_keyvalEPFiP10ompi_win_tiPvS3_S3_PiEPFiS2_iS3_S3_EPFiRKS0_iS3_S3_S3_RbEPFiRS0_iS3_S3_ES3_Ri");
+extern "C" int kumi_cxx_win_keyval(CCopy *cc, CDelete *cd, CxxCopy *xc, CxxDelete *xd, void *extra, int *keyval)
+{
+    return create_keyval<win_vtable>(MPI_Win_create_keyval, cc, cd, xc, xd, extra, keyval);
+}
+
 /* ---- out-of-line entries not provided: they stop the program with a message */
 #define UNSUPPORTED(X) \
     X(10, _ZN3MPI4File5CloseEv, "MPI::File::Close (Kumi has no file I/O)") \
     X(0, _ZN3MPI4Comm17Create_errhandlerEPFvRS0_PizE, "MPI::Comm::Create_errhandler") \
     X(1, _ZN3MPI3Win17Create_errhandlerEPFvRS0_PizE, "MPI::Win::Create_errhandler") \
     X(2, _ZN3MPI4File17Create_errhandlerEPFvRS0_PizE, "MPI::File::Create_errhandler") \
-    X(3, _ZN3MPI4Comm16do_create_keyvalEPFiP19ompi_communicator_tiPvS3_S3_PiEPFiS2_iS3_S3_EPFiRKS0_iS3_S3_S3_RbEPFiRS0_iS3_S3_ES3_Ri, "MPI::Comm::Create_keyval") \
-    X(4, _ZN3MPI3Win16do_create_keyvalEPFiP10ompi_win_tiPvS3_S3_PiEPFiS2_iS3_S3_EPFiRKS0_iS3_S3_S3_RbEPFiRS0_iS3_S3_ES3_Ri, "MPI::Win::Create_keyval") \
-    X(5, _ZN3MPI8Datatype16do_create_keyvalEPFiP15ompi_datatype_tiPvS3_S3_PiEPFiS2_iS3_S3_EPFiRKS0_iS3_PKvS3_RbEPFiRS0_iS3_S3_ES3_Ri, "MPI::Datatype::Create_keyval") \
     X(6, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_EPFvS2_RNS_8DatatypeEiS2_xS2_EPFvRKS7_RlS2_ES2_, "MPI::Register_datarep") \
     X(7, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_ES6_PFvRKNS_8DatatypeERlS2_ES2_, "MPI::Register_datarep") \
     X(8, _ZN3MPI16Register_datarepEPKcPFvPvRNS_8DatatypeEiS2_xS2_EPFiS2_P15ompi_datatype_tiS2_xS2_EPFvRKS3_RlS2_ES2_, "MPI::Register_datarep") \
