@@ -1,7 +1,7 @@
 /* ompi_cxx: a program of Open MPI's C++ bindings (namespace MPI, built with mpicxx.openmpi)
  * that runs on Kumi through libmpi.so.40 and libmpi_cxx.so.40 (components/abi/ompi).
  * Checks: the library is Kumi; MPI::COMM_WORLD Get_rank/Get_size; Send/Recv with MPI::Status;
- * Bcast; Allreduce with MPI::SUM and with a user MPI::Op; Create_contiguous; Split, Dup,
+ * Bcast; Allreduce with MPI::SUM and with user MPI::Ops (two alive at once, 200 created and freed); Create_contiguous; Split, Dup,
  * Create_cart (Get_coords, Shift); Grequest::Start and Create_keyval with C++ callbacks; virtual calls on MPI::COMM_WORLD through a reference;
  * MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
  * from Spawn, which Kumi lacks); ERRORS_RETURN again. */
@@ -54,6 +54,13 @@ static int attr_delete(MPI::Comm &, int, void *, void *extra)
     return MPI::SUCCESS;
 }
 
+static void user_min(const void *in, void *inout, int len, const MPI::Datatype &)
+{
+    const int *a = (const int *)in;
+    int *b = (int *)inout;
+    for (int i = 0; i < len; i++) if (a[i] < b[i]) b[i] = a[i];
+}
+
 int main(int argc, char **argv)
 {
     MPI::Init(argc, argv);
@@ -96,7 +103,27 @@ int main(int argc, char **argv)
     int mine[2] = {rank * 10, -rank}, mx[2];
     MPI::COMM_WORLD.Allreduce(mine, mx, 2, MPI::INT, op);
     CHECK(mx[0] == (size - 1) * 10 && mx[1] == 0, "user op %d %d", mx[0], mx[1]);
+    /* a second user op alive at once, with another function, also nonblocking */
+    MPI::Op op2;
+    op2.Init(user_min, true);
+    int mn[2] = {7, 7}, mx2[2] = {0, 0};
+    MPI_Request rq;   /* (the MPI-2 C++ bindings have no nonblocking collectives) */
+    MPI_Iallreduce(mine, mn, 2, MPI_INT, op2, MPI_COMM_WORLD, &rq);
+    MPI::COMM_WORLD.Allreduce(mine, mx2, 2, MPI::INT, op);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    CHECK(mn[0] == 0 && mn[1] == -(size - 1), "second user op %d %d", mn[0], mn[1]);
+    CHECK(mx2[0] == (size - 1) * 10 && mx2[1] == 0, "first user op again %d %d", mx2[0], mx2[1]);
+    op2.Free();
     op.Free();
+    /* many ops created and freed: the trampolines are reused */
+    for (int k = 0; k < 200; k++) {
+        MPI::Op t;
+        t.Init(k % 2 ? user_min : user_max, true);
+        int v = rank, r = -1;
+        MPI::COMM_WORLD.Allreduce(&v, &r, 1, MPI::INT, t);
+        if (r != (k % 2 ? 0 : size - 1)) { CHECK(false, "op %d: %d", k, r); break; }
+        t.Free();
+    }
     /* derived datatype */
     MPI::Datatype pair = MPI::INT.Create_contiguous(2);
     pair.Commit();

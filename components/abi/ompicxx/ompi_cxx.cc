@@ -22,7 +22,8 @@
  *    MPI::Datatype::Free(), MPI::Win::Free(), MPI::InitializeIntercepts()
  *    (called by MPI::Init after MPI_Init), the generalized-request intercepts of
  *    MPI::Grequest::Start, the keyvals of Comm/Datatype/Win::Create_keyval, the reduction intercept ompi_mpi_cxx_op_intercept
- *    with ompi_op_set_cxx_callback (which Open MPI's libmpi.so.40 exports: defined here), and the
+ *    with ompi_op_set_cxx_callback (which Open MPI's libmpi.so.40 exports: defined here) and, to
+ *    give each C++ op a trampoline of its own, MPI_Op_create and MPI_Op_free; and the
  *    C handle of MPI::ERRORS_THROW_EXCEPTIONS, ompi_mpi_errors_throw_exceptions, an object of the
  *    C shim's predefined-handle form {magic, native} whose native error handler (created at
  *    InitializeIntercepts) throws MPI::Exception.  The other out-of-line entries (user error
@@ -39,6 +40,7 @@
 #include <cstring>
 #include <cstdint>
 #include <new>
+#include <pthread.h>
 
 #define KX __attribute__((visibility("default")))
 
@@ -216,30 +218,88 @@ KX int MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const OHandl
 }
 }
 
-/* ---- user reductions: MPI::Op::Init (inline) creates a C op whose function is
- * ompi_mpi_cxx_op_intercept and then calls ompi_op_set_cxx_callback(op, fn).  Open MPI's
- * libmpi hands the C++ function to the intercept as a fifth argument; the C shim's
- * reduction trampoline passes the C arguments only, so the intercept finds the C++ function
- * here: the one registered, or, with several different ones, none (the program stops with a
- * message: Kumi's kumi/abi.h has no way yet to give an existing op a new context). */
+/* ---- user reductions: MPI::Op::Init (inline) calls MPI_Op_create(ompi_mpi_cxx_op_intercept,
+ * commute, &op) and then ompi_op_set_cxx_callback(op, fn).  Open MPI's libmpi hands the C++
+ * function to the intercept as a fifth argument; the C shim's reduction trampoline passes the
+ * C arguments only.  So this library defines MPI_Op_create and MPI_Op_free too (it comes before
+ * libmpi.so.40 in the program's lookup scope; other calls pass through to the shim's PMPI_
+ * entries): an op created with the intercept gets one of OP_SLOTS trampolines of its own,
+ * whose slot ompi_op_set_cxx_callback fills with the C++ function, and MPI_Op_free releases
+ * it.  Beyond OP_SLOTS live C++ ops, the intercept itself is the op's function and finds the
+ * C++ function only while one function is registered (else the program stops with a message). */
 typedef void (CxxUserFn)(const void *, void *, int, const Obj &);
-static CxxUserFn *op_fn;
+typedef void (CUserFn)(void *, void *, int *, OHandle *);
+extern "C" int PMPI_Op_create(CUserFn *, int, OHandle *);
+extern "C" int PMPI_Op_free(OHandle *);
+enum { OP_SLOTS = 64 };
+static struct OpSlot { OHandle op; CxxUserFn *fn; bool used; } op_slot[OP_SLOTS];
+static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
+static CxxUserFn *op_fn;            /* the fallback: the one function registered */
 static bool op_ambiguous;
-extern "C" KX void ompi_op_set_cxx_callback(OHandle op, CxxUserFn *fn)
+
+static void call_user(CxxUserFn *fn, void *in, void *out, int *len, OHandle *datatype)
 {
-    (void)op;
-    if (op_fn && op_fn != fn) op_ambiguous = true;
-    op_fn = fn;
+    Obj dt = { vt_Datatype(), *datatype };
+    fn(in, out, *len, dt);
 }
+template <int I> static void op_tramp(void *in, void *out, int *len, OHandle *dt)
+{
+    CxxUserFn *fn = __atomic_load_n(&op_slot[I].fn, __ATOMIC_ACQUIRE);
+    if (!fn) { std::fprintf(stderr, "Kumi libmpi_cxx.so.40: MPI::Op without a function\n"); std::abort(); }
+    call_user(fn, in, out, len, dt);
+}
+#define T4(b) &op_tramp<b>, &op_tramp<b + 1>, &op_tramp<b + 2>, &op_tramp<b + 3>
+#define T16(b) T4(b), T4(b + 4), T4(b + 8), T4(b + 12)
+static CUserFn *const op_tramps[OP_SLOTS] = { T16(0), T16(16), T16(32), T16(48) };
+
 extern "C" KX void ompi_mpi_cxx_op_intercept(void *invec, void *outvec, int *len, OHandle *datatype)
 {
     if (!op_fn || op_ambiguous) {
-        std::fprintf(stderr, "Kumi libmpi_cxx.so.40: %s\n", op_fn ? "reduction with one of several MPI::Op "
-                     "user functions (only one per process is supported)" : "MPI::Op without a function");
+        std::fprintf(stderr, "Kumi libmpi_cxx.so.40: %s\n", op_fn ? "more than 64 MPI::Op alive, with several "
+                     "user functions" : "MPI::Op without a function");
         std::abort();
     }
-    Obj dt = { vt_Datatype(), *datatype };
-    op_fn(invec, outvec, *len, dt);
+    call_user(op_fn, invec, outvec, len, datatype);
+}
+extern "C" KX int MPI_Op_create(CUserFn *fn, int commute, OHandle *op)
+{
+    if (fn != ompi_mpi_cxx_op_intercept || !op) return PMPI_Op_create(fn, commute, op);
+    int i;
+    pthread_mutex_lock(&op_lock);
+    for (i = 0; i < OP_SLOTS && op_slot[i].used; i++) {}
+    if (i < OP_SLOTS) op_slot[i] = OpSlot{ 0, 0, true };
+    pthread_mutex_unlock(&op_lock);
+    if (i == OP_SLOTS) return PMPI_Op_create(fn, commute, op);
+    int rc = PMPI_Op_create(op_tramps[i], commute, op);
+    pthread_mutex_lock(&op_lock);
+    if (rc) op_slot[i].used = false;
+    else op_slot[i].op = *op;
+    pthread_mutex_unlock(&op_lock);
+    return rc;
+}
+extern "C" KX int MPI_Op_free(OHandle *op)
+{
+    OHandle h = op ? *op : 0;
+    int rc = PMPI_Op_free(op);
+    if (rc == 0 && h) {
+        pthread_mutex_lock(&op_lock);
+        for (int i = 0; i < OP_SLOTS; i++)
+            if (op_slot[i].used && op_slot[i].op == h) op_slot[i] = OpSlot{ 0, 0, false };
+        pthread_mutex_unlock(&op_lock);
+    }
+    return rc;
+}
+extern "C" KX void ompi_op_set_cxx_callback(OHandle op, CxxUserFn *fn)
+{
+    pthread_mutex_lock(&op_lock);
+    int i;
+    for (i = 0; i < OP_SLOTS; i++)
+        if (op_slot[i].used && op_slot[i].op == op) { __atomic_store_n(&op_slot[i].fn, fn, __ATOMIC_RELEASE); break; }
+    if (i == OP_SLOTS) {
+        if (op_fn && op_fn != fn) op_ambiguous = true;
+        op_fn = fn;
+    }
+    pthread_mutex_unlock(&op_lock);
 }
 
 /* ---- generalized requests: MPI::Grequest::Start (inline) passes these intercepts to
