@@ -3,7 +3,7 @@
  * Checks: the library is Kumi; MPI::COMM_WORLD Get_rank/Get_size; Send/Recv with MPI::Status;
  * Bcast; Allreduce with MPI::SUM and with user MPI::Ops (two alive at once, 200 created and freed); Create_contiguous; Split, Dup,
  * Create_cart (Get_coords, Shift); Grequest::Start and Create_keyval with C++ callbacks; virtual calls on MPI::COMM_WORLD through a reference;
- * MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
+ * a C++ error handler from Comm::Create_errhandler; MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
  * from Spawn, which Kumi lacks); ERRORS_RETURN again. */
 #include <mpi.h>
 #include <cstdio>
@@ -59,6 +59,15 @@ static void user_min(const void *in, void *inout, int len, const MPI::Datatype &
     const int *a = (const int *)in;
     int *b = (int *)inout;
     for (int i = 0; i < len; i++) if (a[i] < b[i]) b[i] = a[i];
+}
+
+/* a C++ error handler: gets the communicator as an object of its class and the code */
+static int eh_calls, eh_class, eh_size;
+static void my_eh(MPI::Comm &c, int *code, ...)
+{
+    eh_calls++;
+    MPI_Error_class(*code, &eh_class);
+    eh_size = c.Get_size();
 }
 
 int main(int argc, char **argv)
@@ -185,6 +194,17 @@ int main(int argc, char **argv)
     CHECK(gst.Get_source() == 1000 + rank && gst.Get_tag() == 77, "grequest status %d %d", gst.Get_source(),
           gst.Get_tag());
     CHECK(greq_freed == 1000 + rank, "grequest free %d", greq_freed);
+    /* a C++ error handler */
+    {
+        MPI::Errhandler eh = MPI::Comm::Create_errhandler(my_eh);
+        MPI::Intracomm d = MPI::COMM_WORLD.Dup();
+        d.Set_errhandler(eh);
+        d.Send(&one, 1, MPI::INT, size + 5, 0);
+        CHECK(eh_calls == 1 && eh_class == MPI::ERR_RANK && eh_size == size, "C++ error handler %d %d %d", eh_calls,
+              eh_class, eh_size);
+        d.Free();
+        eh.Free();
+    }
     /* exceptions */
     MPI::COMM_WORLD.Set_errhandler(MPI::ERRORS_THROW_EXCEPTIONS);
     bool thrown = false;

@@ -21,13 +21,14 @@
  *  - the out-of-line functions: MPI::Comm::Comm(), MPI::Comm::Comm(const Comm_Null &),
  *    MPI::Datatype::Free(), MPI::Win::Free(), MPI::InitializeIntercepts()
  *    (called by MPI::Init after MPI_Init), the generalized-request intercepts of
- *    MPI::Grequest::Start, the keyvals of Comm/Datatype/Win::Create_keyval, the reduction intercept ompi_mpi_cxx_op_intercept
+ *    MPI::Grequest::Start, the keyvals of Comm/Datatype/Win::Create_keyval, Comm/Win::
+ *    Create_errhandler with C++ handlers, the reduction intercept ompi_mpi_cxx_op_intercept
  *    with ompi_op_set_cxx_callback (which Open MPI's libmpi.so.40 exports: defined here) and, to
  *    give each C++ op a trampoline of its own, MPI_Op_create and MPI_Op_free; and the
  *    C handle of MPI::ERRORS_THROW_EXCEPTIONS, ompi_mpi_errors_throw_exceptions, an object of the
  *    C shim's predefined-handle form {magic, native} whose native error handler (created at
  *    InitializeIntercepts) throws MPI::Exception.  The other out-of-line entries (user error
- *    handlers with C++ callbacks, Register_datarep, File::Close) stop the program with a
+ *    handlers of files, Register_datarep, File::Close) stop the program with a
  *    message; MPI_Comm_accept, _connect, _disconnect, _spawn and _spawn_multiple, which every such
  *    program imports (the headers' inline virtual functions call them), are defined here and fail
  *    with MPI_ERR_UNSUPPORTED_OPERATION.
@@ -57,6 +58,7 @@ int MPI_Type_create_keyval(int (*)(OHandle, int, void *, void *, void *, int *),
 int MPI_Win_create_keyval(int (*)(OHandle, int, void *, void *, void *, int *), int (*)(OHandle, int, void *, void *),
                           int *, void *);
 int MPI_Comm_test_inter(OHandle, int *);
+int MPI_Win_create_errhandler(void (*)(OHandle *, int *, ...), OHandle *);
 int MPI_Topo_test(OHandle, int *);
 int MPI_Error_class(int, int *);
 int MPI_Error_string(int, char *, int *);
@@ -413,11 +415,51 @@ extern "C" int kumi_cxx_win_keyval(CCopy *cc, CDelete *cd, CxxCopy *xc, CxxDelet
     return create_keyval<win_vtable>(MPI_Win_create_keyval, cc, cd, xc, xd, extra, keyval);
 }
 
+/* ---- C++ error handlers: Comm::Create_errhandler and Win::Create_errhandler (static, returning
+ * an MPI::Errhandler { vptr; handle } through the hidden result pointer) create a C shim error
+ * handler whose function is one of EH_SLOTS trampolines, each bound to one C++ function (the
+ * shim's callback carries no context); the trampoline hands the C++ function an object of the
+ * handle (a communicator of its dynamic class).  Slots are per (kind, function) and kept. */
+typedef void (CxxErrFn)(Obj &, int *, ...);
+typedef void (CErrFn)(OHandle *, int *, ...);
+enum { EH_SLOTS = 32 };
+static struct EhSlot { CxxErrFn *fn; int kind; } eh_slot[EH_SLOTS];
+static pthread_mutex_t eh_lock = PTHREAD_MUTEX_INITIALIZER;
+template <int I> static void eh_tramp(OHandle *h, int *code, ...)
+{
+    EhSlot *e = &eh_slot[I];
+    Obj o = { e->kind == 0 ? comm_vtable(*h) : vt_Win(), *h };
+    e->fn(o, code);
+    *h = o.h;
+}
+#define E4(b) &eh_tramp<b>, &eh_tramp<b + 1>, &eh_tramp<b + 2>, &eh_tramp<b + 3>
+static CErrFn *const eh_tramps[EH_SLOTS] = { E4(0), E4(4), E4(8), E4(12), E4(16), E4(20), E4(24), E4(28) };
+static Obj *create_errhandler(Obj *ret, int kind, CxxErrFn *fn)
+{
+    ret->vptr = vt_Errhandler();
+    ret->h = ompi_mpi_errhandler_null;
+    int i;
+    pthread_mutex_lock(&eh_lock);
+    for (i = 0; i < EH_SLOTS && eh_slot[i].fn && !(eh_slot[i].fn == fn && eh_slot[i].kind == kind); i++) {}
+    if (i < EH_SLOTS && !eh_slot[i].fn) eh_slot[i] = EhSlot{ fn, kind };
+    pthread_mutex_unlock(&eh_lock);
+    if (i == EH_SLOTS) {
+        std::fprintf(stderr, "Kumi libmpi_cxx.so.40: more than %d C++ error handler functions\n", EH_SLOTS);
+        std::abort();
+    }
+    OHandle eh = 0;
+    int rc = kind == 0 ? MPI_Comm_create_errhandler(eh_tramps[i], &eh) : MPI_Win_create_errhandler(eh_tramps[i], &eh);
+    if (rc == 0) ret->h = eh;
+    return ret;
+}
+extern "C" KX Obj *kumi_cxx_comm_errh(Obj *ret, CxxErrFn *fn) __asm__("_ZN3MPI4Comm17Create_errhandlerEPFvRS0_PizE");
+extern "C" Obj *kumi_cxx_comm_errh(Obj *ret, CxxErrFn *fn) { return create_errhandler(ret, 0, fn); }
+extern "C" KX Obj *kumi_cxx_win_errh(Obj *ret, CxxErrFn *fn) __asm__("_ZN3MPI3Win17Create_errhandlerEPFvRS0_PizE");
+extern "C" Obj *kumi_cxx_win_errh(Obj *ret, CxxErrFn *fn) { return create_errhandler(ret, 1, fn); }
+
 /* ---- out-of-line entries not provided: they stop the program with a message */
 #define UNSUPPORTED(X) \
     X(10, _ZN3MPI4File5CloseEv, "MPI::File::Close (Kumi has no file I/O)") \
-    X(0, _ZN3MPI4Comm17Create_errhandlerEPFvRS0_PizE, "MPI::Comm::Create_errhandler") \
-    X(1, _ZN3MPI3Win17Create_errhandlerEPFvRS0_PizE, "MPI::Win::Create_errhandler") \
     X(2, _ZN3MPI4File17Create_errhandlerEPFvRS0_PizE, "MPI::File::Create_errhandler") \
     X(6, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_EPFvS2_RNS_8DatatypeEiS2_xS2_EPFvRKS7_RlS2_ES2_, "MPI::Register_datarep") \
     X(7, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_ES6_PFvRKNS_8DatatypeERlS2_ES2_, "MPI::Register_datarep") \
