@@ -9,6 +9,7 @@
 #     MPI::SUM and with a user MPI::Op; Create_contiguous; Split, Dup, Compare; Create_cart,
 #     Get_coords, Shift; MPI::ERRORS_THROW_EXCEPTIONS: bad rank, bad count and Spawn (which Kumi
 #     lacks) throw MPI::Exception of the right class, caught; ERRORS_RETURN;
+#   the same built -O0, non-PIE and with -fno-plt -z now (at 2 ranks);
 #   examples/ring.c compiled as C++ (mpicxx links libmpi_cxx.so.40 even for C code).
 # Without our libmpi_cxx.so.40 (Open MPI's own in its place) and without the shims
 # (--abi standard: all of Open MPI) the C++ program must fail.
@@ -48,6 +49,11 @@ PY
 echo "ok: libmpi_cxx.so.40 exports Open MPI's objects (sizes) and functions"
 ompicxx cxx "$top_srcdir/tests/abi/ompi_cxx.cc"
 ompicxx ring -x c++ "$top_srcdir/examples/ring.c"
+# other ways to build: unoptimised (no devirtualisation: every call through the vtables),
+# non-PIE, and -fno-plt -z now
+ompicxx cxx_O0 "$top_srcdir/tests/abi/ompi_cxx.cc" -O0
+ompicxx cxx_nopie "$top_srcdir/tests/abi/ompi_cxx.cc" -O2 -no-pie
+ompicxx cxx_now "$top_srcdir/tests/abi/ompi_cxx.cc" -O2 -fno-plt -Wl,-z,now
 mkdir -p "$work/abi/ompi" "$work/abic/ompi"
 ln -sf "$SHIMDIR/libmpi.so.40" "$work/abi/ompi/libmpi.so.40"
 ln -sf "$CXXLIB" "$work/abi/ompi/libmpi_cxx.so.40"
@@ -67,6 +73,13 @@ for n in 1 2 4; do
         echo "ok: ompi_cxx at $n"
     else
         echo "FAILED: ompi_cxx at $n rank(s):"; sed 's/^/    | /' "$log" | tail -12; bad=$((bad + 1))
+    fi
+done
+for v in cxx_O0 cxx_nopie cxx_now; do
+    if onkumi "$work/abi" 2 $v > "$work/$v.log" 2>&1 && grep -q "ompi_cxx: 2 ranks ok" "$work/$v.log"; then
+        echo "ok: ompi_cxx built as $v at 2"
+    else
+        echo "FAILED: ompi_cxx built as $v:"; sed 's/^/    | /' "$work/$v.log" | tail -8; bad=$((bad + 1))
     fi
 done
 if onkumi "$work/abi" 4 ring > "$work/ring.log" 2>&1 && grep -q "got the token 45 back" "$work/ring.log"; then
