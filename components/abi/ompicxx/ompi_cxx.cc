@@ -63,7 +63,6 @@ int MPI_Topo_test(OHandle, int *);
 int MPI_Error_class(int, int *);
 int MPI_Error_string(int, char *, int *);
 int MPI_Comm_create_errhandler(void (*)(OHandle *, int *, ...), OHandle *);
-int MPI_Op_commutative(OHandle, int *);
 }
 enum { OMPI_MAX_ERROR_STRING = 256 };   /* MPI::MAX_ERROR_STRING (MPI_MAX_ERROR_STRING) */
 
@@ -75,9 +74,10 @@ enum { OMPI_MAX_ERROR_STRING = 256 };   /* MPI::MAX_ERROR_STRING (MPI_MAX_ERROR_
 KUMI_CXX_CSYMS(DECL_C)
 
 /* ---- the C handle of MPI::ERRORS_THROW_EXCEPTIONS, in the C shim's predefined-object form
- * (components/abi/mkshim.py: struct shim_obj { uint64_t magic; void *native; }, SHIM_MAGIC);
- * size 1024 as Open MPI's (data/abi/ompi.json objects).  Until MPI::Init it stands for
- * MPI_ERRORS_RETURN (Kumi's predefined handle 0x143). */
+ * (components/abi/mkshim.py: struct shim_obj { uint64_t magic; void *native; }), of Open MPI's
+ * size (data/abi/ompi.json objects).  At load it is made a copy of the shim's
+ * ompi_mpi_errors_return (its magic and Kumi's handle), so that until MPI::Init it stands for
+ * MPI_ERRORS_RETURN; InitializeIntercepts gives it the native handler that throws. */
 struct shim_obj { uint64_t magic; void *native; };
 extern "C" KX __attribute__((aligned(16))) char ompi_mpi_errors_throw_exceptions[KUMI_CXX_THROW_SIZE];
 char ompi_mpi_errors_throw_exceptions[KUMI_CXX_THROW_SIZE];
@@ -129,8 +129,7 @@ const char kumi_cxx_version[6] = "4.1.4";
 
 __attribute__((constructor)) static void kumi_cxx_init(void)
 {
-    throw_obj()->magic = 0x4b756d694f6d7069ULL;   /* the C shim's SHIM_MAGIC */
-    throw_obj()->native = (void *)0x143;          /* Kumi's MPI_ERRORS_RETURN until MPI::Init */
+    *throw_obj() = *(const shim_obj *)(const void *)ompi_mpi_errors_return;
 #define SET_OBJ(cls, name, sym, c, size) kumi_cxx_##name.vptr = vt_##cls(); kumi_cxx_##name.h = c;
     KUMI_CXX_OBJECTS(SET_OBJ)
 #define FILL(cls, sym, bytes) fill_fallback(kumi_vt_##cls, kumi_vt_own_##cls, (bytes) / 8);
