@@ -2,7 +2,7 @@
 """Probe the facts of a foreign MPI ABI (Open MPI, MPICH) into a JSON file.
 
 usage: tools/abi-probe.py --name NAME --cc WRAPPER --lib LIBRARY [--abi data/mpi-abi-1.0.json]
-                          [-o data/abi/NAME.json]
+                          [--fortran-lib LIB] [--cxx-lib LIB [--cxx WRAPPER]] [-o data/abi/NAME.json]
 
 The ABI shims (issue 17) translate between Kumi's native ABI (the MPI 5.0
 standard ABI, data/mpi-abi-1.0.json) and a foreign one; their translators are
@@ -12,7 +12,7 @@ it again where the foreign MPI is installed to re-derive them:
 
     L=/usr/lib/x86_64-linux-gnu
     tools/abi-probe.py --name ompi --cc mpicc.openmpi --lib $L/libmpi.so.40 \
-        --fortran-lib $L/libmpi_mpifh.so.40 -o data/abi/ompi.json
+        --fortran-lib $L/libmpi_mpifh.so.40 --cxx-lib $L/libmpi_cxx.so.40 -o data/abi/ompi.json
     tools/abi-probe.py --name mpich --cc mpicc.mpich --lib $L/libmpich.so.12 \
         --fortran-lib $L/libmpichfort.so.12 -o data/abi/mpich.json
 
@@ -31,6 +31,18 @@ relocation, so a shim must define them with the same names and sizes.
 
 Only the C compiler is run (the program it builds prints constants; it calls
 no MPI function), so no MPI process starts.
+
+With --cxx-lib (Open MPI's C++ bindings library, libmpi_cxx.so.40, which
+mpicxx links every program with) it also records, under 'cxx', what that
+library exports (mangled names; data objects with their sizes: the
+predefined C++ objects such as MPI::COMM_WORLD, which PIE programs copy-
+relocate, and the vtables and typeinfo of the classes; functions, 'strong'
+ones apart from the inline functions it also emits), the sizes of the
+binding classes and the layout of MPI::Exception (a program built with the
+C++ wrapper prints them), and the class of each predefined C++ object and
+which C handle object it holds ('handles': that program, linked with the
+library, reads each object's typeid and handle after the library's static
+initialisation, without MPI_Init, and names the handle with dladdr).
 """
 import argparse
 import json
@@ -82,6 +94,94 @@ def exports(lib):
         if kind:
             out[name] = (kind, int(size, 16))
     return out
+
+
+def cxx_exports(lib):
+    """{name: (kind, size, weak)} of the dynamic symbols lib defines, names mangled."""
+    r = run(['nm', '-D', '-S', '--defined-only', lib])
+    if r.returncode:
+        sys.exit('abi-probe: nm %s: %s' % (lib, r.stderr.strip()))
+    out = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) == 4:
+            _, size, t, name = f
+        elif len(f) == 3:
+            _, t, name = f
+            size = '0'
+        else:
+            continue
+        kind = 'function' if t in 'TtWi' else 'object' if t in 'BbDdRrVvGgSs' else None
+        if kind:
+            out[name.split('@')[0]] = (kind, int(size, 16), t in 'WwVv')
+    return out
+
+
+CXX_CLASSES = ('Comm_Null', 'Comm', 'Intracomm', 'Cartcomm', 'Graphcomm', 'Intercomm', 'Datatype', 'Op',
+               'Errhandler', 'Group', 'Win', 'Info', 'File', 'Request', 'Prequest', 'Grequest', 'Status',
+               'Exception')
+# the C++ classes whose conversion to a C handle names a predefined object's handle
+CXX_HANDLE_OF = (('Comm_Null', 'MPI_Comm'), ('Datatype', 'MPI_Datatype'), ('Op', 'MPI_Op'),
+                 ('Errhandler', 'MPI_Errhandler'), ('Group', 'MPI_Group'), ('Win', 'MPI_Win'),
+                 ('Info', 'MPI_Info'), ('File', 'MPI_File'), ('Request', 'MPI_Request'))
+
+
+def cxx_facts(cxx, lib, tmp):
+    """The 'cxx' facts: see the module's doc."""
+    r = run(['objdump', '-p', lib])
+    m = re.search(r'SONAME\s+(\S+)', r.stdout)
+    syms = cxx_exports(lib)
+    dem = run(['c++filt'], input='\n'.join(sorted(syms))).stdout.split('\n')
+    demangled = dict(zip(sorted(syms), dem))
+    # predefined objects: MPI::NAME data objects of 16 bytes (vptr and handle), not vtables
+    predef = sorted(demangled[n] for n, (k, sz, w) in syms.items()
+                    if k == 'object' and not w and re.match(r'MPI::[A-Z][A-Z0-9_]*$', demangled[n]) and sz == 16)
+    src = os.path.join(tmp, 'cxxprobe.cc')
+    with open(src, 'w') as f:
+        f.write('#include <mpi.h>\n#include <dlfcn.h>\n#include <cstdio>\n#include <cstddef>\n')
+        for cls, ctype in CXX_HANDLE_OF:
+            f.write('static void *h(const MPI::%s &o) { return (void *)(%s)o; }\n' % (cls, ctype))
+        f.write('struct E : MPI::Exception { E() : MPI::Exception(0) {}\n'
+                '  static void show() { std::printf("exception error_code %zu\\nexception error_string %zu\\n'
+                'exception error_class %zu\\n", offsetof(E, error_code), offsetof(E, error_string), '
+                'offsetof(E, error_class)); } };\n')
+        f.write('#include <typeinfo>\n')
+        f.write('static void name(const char *n, const char *t, void *p) { Dl_info i; std::printf("handle %s %s %s\\n", '
+                'n, t, p && dladdr(p, &i) && i.dli_sname && i.dli_saddr == p ? i.dli_sname : "-"); }\n')
+        f.write('int main()\n{\n')
+        for c in CXX_CLASSES:
+            f.write('    std::printf("sizeof %s %%zu\\n", sizeof(MPI::%s));\n' % (c, c))
+        f.write('    E::show();\n')
+        for n in predef:
+            f.write('    name("%s", typeid(%s).name(), h(%s));\n' % (n, n, n))
+        f.write('    return 0;\n}\n')
+    ccx, incs, ldflags = wrapper_flags(cxx)
+    prog = os.path.join(tmp, 'cxxprobe')
+    r = run([ccx] + incs + ['-w', '-o', prog, src] + ldflags + ['-ldl'])
+    if r.returncode:
+        sys.exit('abi-probe: the C++ probe program does not build:\n' + r.stderr[:3000])
+    r = run([prog])
+    if r.returncode:
+        sys.exit('abi-probe: the C++ probe program failed: ' + r.stderr)
+    sizes, exc, handles = {}, {}, {}
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if w[0] == 'sizeof':
+            sizes['MPI::' + w[1]] = int(w[2])
+        elif w[0] == 'exception':
+            exc[w[1]] = int(w[2])
+        elif w[0] == 'handle':
+            t = re.match(r'N3MPI\d+(\w+)E$', w[2])
+            handles[w[1]] = {'class': 'MPI::' + t.group(1) if t else w[2], 'handle': None if w[3] == '-' else w[3]}
+    return {
+        'library': m.group(1) if m else os.path.basename(lib),
+        'objects': {n: sz for n, (k, sz, w) in sorted(syms.items()) if k == 'object'},
+        'functions': sorted(n for n, (k, sz, w) in syms.items() if k == 'function' and not w),
+        'inline_functions': sorted(n for n, (k, sz, w) in syms.items() if k == 'function' and w),
+        'sizeof': sizes,
+        'exception': exc,
+        'handles': handles,
+    }
 
 
 def expansions(cc, incs, names, tmp):
@@ -141,6 +241,9 @@ def main():
     ap.add_argument('--lib', required=True, help='the foreign libmpi (its soname is recorded)')
     ap.add_argument('--fortran-lib', help="the foreign MPI's Fortran library (mpif.h / use mpi): its exports "
                     "and COMMON blocks are recorded")
+    ap.add_argument('--cxx-lib', help="the foreign MPI's C++ bindings library (libmpi_cxx.so.40): its exports, "
+                    "class sizes and predefined objects are recorded")
+    ap.add_argument('--cxx', help='the C++ wrapper for --cxx-lib (default: --cc with cc replaced by cxx)')
     ap.add_argument('--abi', default=os.path.join(top, 'data', 'mpi-abi-1.0.json'))
     ap.add_argument('-o', '--output')
     a = ap.parse_args()
@@ -205,6 +308,9 @@ def main():
             'functions': sorted(n for n, (k, sz) in fsyms.items() if k == 'function'
                                 and re.match(r'(p?mpi_|MPI_|PMPI_|__mpi)', n, re.I)),
         }
+    if a.cxx_lib:
+        with tempfile.TemporaryDirectory() as tmp:
+            facts['cxx'] = cxx_facts(a.cxx or a.cc.replace('cc', 'cxx', 1), os.path.realpath(a.cxx_lib), tmp)
     for c in consts:
         n = c['name']
         e = exp.get(n)

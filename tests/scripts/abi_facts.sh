@@ -4,7 +4,9 @@
 # 1. Always: each file covers every constant of the standard ABI
 #    (data/mpi-abi-1.0.json), each constant with a value, a symbol or marked
 #    absent, the status layout and handle sizes are there, and every symbol
-#    a constant names is one the library (or its Fortran library) exports.
+#    a constant names is one the library (or its Fortran library) exports;
+#    Open MPI's C++ predefined objects have their class's size and hold
+#    handles the C library exports.
 # 2. Where the foreign MPI is installed (mpicc.openmpi, mpicc.mpich):
 #    tools/abi-probe.py, run again, derives the same facts; and the checks
 #    fire on a planted difference.
@@ -44,6 +46,16 @@ for t in ('MPI_Comm', 'MPI_Datatype', 'MPI_Request', 'MPI_Aint', 'MPI_Count', 'M
 for n in ('MPI_Send', 'MPI_Init', 'PMPI_Send'):
     if n not in f['functions']:
         bad.append('function %s: not listed' % n)
+# the C++ bindings library (Open MPI): each predefined C++ object is exported with the size of
+# its class and holds a C handle the C library exports
+cx = f.get('cxx')
+for n, r in sorted((cx or {}).get('handles', {}).items()):
+    mangled = '_ZN3MPI%d%sE' % (len(n[5:]), n[5:])
+    if cx['objects'].get(mangled) != cx['sizeof'].get(r['class']):
+        bad.append('C++ %s: exported size %r, sizeof %s %r' % (n, cx['objects'].get(mangled), r['class'],
+                                                                   cx['sizeof'].get(r['class'])))
+    if r['handle'] not in f['objects']:
+        bad.append('C++ %s: handle %s is not exported by %s' % (n, r['handle'], f['library']))
 print('\n'.join(bad))
 EOF
 }
@@ -68,6 +80,11 @@ assert m['constants']['MPI_COMM_WORLD']['value'] == 0x44000000
 assert o['constants']['MPI_IN_PLACE']['value'] == 1 and m['constants']['MPI_IN_PLACE']['value'] == -1
 assert o['constants']['MPI_PROC_NULL']['value'] == -2 and m['constants']['MPI_PROC_NULL']['value'] == -1
 assert o['constants']['MPI_COMM_NULL_COPY_FN']['symbol'] == 'OMPI_C_MPI_COMM_NULL_COPY_FN'
+c = o['cxx']
+assert c['library'] == 'libmpi_cxx.so.40' and c['objects']['_ZN3MPI10COMM_WORLDE'] == 16
+assert c['handles']['MPI::COMM_WORLD'] == {'class': 'MPI::Intracomm', 'handle': 'ompi_mpi_comm_world'}
+assert c['sizeof']['MPI::Exception'] == 24 and c['exception']['error_class'] == 16
+assert '_ZN3MPI4CommC2Ev' in c['functions'] and '_ZN3MPI20InitializeInterceptsEv' in c['functions']
 EOF
 # the checks fire: a constant dropped, a symbol the library lacks
 "$py" -c "
@@ -75,13 +92,18 @@ import json, sys
 d = json.load(open(sys.argv[1])); del d['constants']['MPI_COMM_WORLD']; json.dump(d, open(sys.argv[2], 'w'))
 d = json.load(open(sys.argv[1])); d['constants']['MPI_INT']['symbol'] = 'ompi_mpi_nosuch'; json.dump(d, open(sys.argv[3], 'w'))
 " "$top_srcdir/data/abi/ompi.json" "$tmp/drop.json" "$tmp/sym.json"
+"$py" -c "
+import json, sys
+d = json.load(open(sys.argv[1])); d['cxx']['objects']['_ZN3MPI3INTE'] = 8; json.dump(d, open(sys.argv[2], 'w'))
+" "$top_srcdir/data/abi/ompi.json" "$tmp/cxx.json"
+check_file "$tmp/cxx.json" | grep -q 'C++ MPI::INT: exported size 8' || fail "a C++ object of the wrong size went unnoticed"
 check_file "$tmp/drop.json" | grep -q 'MPI_COMM_WORLD: missing' || fail "a dropped constant went unnoticed"
 check_file "$tmp/sym.json" | grep -q 'MPI_INT: symbol ompi_mpi_nosuch is not exported' ||
     fail "a symbol the library lacks went unnoticed"
 
 # 2. the probe derives the same facts where the foreign MPI is installed
 probed=0
-for spec in "ompi mpicc.openmpi libmpi.so.40 libmpi_mpifh.so.40" "mpich mpicc.mpich libmpich.so.12 libmpichfort.so.12"; do
+for spec in "ompi mpicc.openmpi libmpi.so.40 libmpi_mpifh.so.40 libmpi_cxx.so.40" "mpich mpicc.mpich libmpich.so.12 libmpichfort.so.12"; do
     set -- $spec
     if ! command -v "$2" > /dev/null 2>&1 || [ ! -e "$L/$3" ]; then
         echo "note: $2 or $L/$3 absent: the $1 facts are not re-derived here"
@@ -89,6 +111,7 @@ for spec in "ompi mpicc.openmpi libmpi.so.40 libmpi_mpifh.so.40" "mpich mpicc.mp
     fi
     fl=()
     [ -e "$L/$4" ] && fl=(--fortran-lib "$L/$4")
+    [ $# -ge 5 ] && [ -e "$L/$5" ] && command -v "${2/cc/cxx}" > /dev/null 2>&1 && fl+=(--cxx-lib "$L/$5")
     "$py" "$probe" --name "$1" --cc "$2" --lib "$L/$3" "${fl[@]}" -o "$tmp/$1.json" 2> "$tmp/probe.err" ||
         { cat "$tmp/probe.err"; fail "abi-probe.py for $1 failed"; }
     "$py" - "$top_srcdir/data/abi/$1.json" "$tmp/$1.json" <<'EOF' || fail "data/abi/$1.json is not what the probe derives now (run tools/abi-probe.py again)"

@@ -4,19 +4,21 @@
 # reached through the shim, and each kind of translation: handles, ranks and tags, statuses
 # and their arrays, error classes and handlers, comparison results, combiners, MPI_IN_PLACE,
 # MPI_BOTTOM, user ops, attribute keyvals, datatype contents, RMA asserts and attributes,
-# info keys, Fortran integers of handles), examples/ring.c, and project tests of tests/mpi
+# info keys, Fortran integers of handles), examples/ring.c, tests/abi/ompi_nbrw.c (MPI_Ialltoallw
+# and MPI_Ineighbor_alltoallw, whose converted type arrays are freed on return), and project tests of tests/mpi
 # (p2p with statuses and wildcards, probe, Waitall/Waitany/Testsome, cancel, persistent requests,
 # generalized requests, truncation, collectives, reduction ops, derived datatypes, attributes,
 # communicators, intercommunicators with MPI_ROOT, groups, error classes, topologies, RMA,
-# threads).  A run on Open MPI's own libmpi.so.40 (no shim) must fail the
+# threads, nonblocking collectives).  A run on Open MPI's own libmpi.so.40 (no shim) must fail the
 # Kumi check.
 set -u
 . "$top_srcdir/tests/scripts/abi_ompi_common.inc"
 ompicc xlate "$top_srcdir/tests/abi/ompi_xlate.c"
 ompicc ring "$top_srcdir/examples/ring.c"
+ompicc nbrw "$top_srcdir/tests/abi/ompi_nbrw.c"
 progs1="coll_all coll_ops coll_userop coll_derived dt_bottom dt_comm p2p_types p2p_persist p2p_trunc core_comm
         core_errors grp_algebra topo_cart topo_graph rma_ops nbc_multi attr_predef attr_errors greq_basic
-        comm_threads"
+        comm_threads nbc_basic"
 progs2="p2p_probe p2p_wait p2p_match p2p_cancel p2p_early err_call inter_basic inter_coll"
 for p in $progs1 $progs2; do ompicc "$p" "$top_srcdir/tests/mpi/$p.c"; done
 bad=0
@@ -29,6 +31,8 @@ for n in 1 2 4; do
     run "$n" xlate
     grep -q "ompi_xlate: $n ranks ok" "$work/run.xlate.$n.log" || { echo "FAILED: xlate at $n printed no result"; bad=$((bad + 1)); }
     run "$n" ring
+    run "$n" nbrw
+    grep -q "ompi_nbrw: $n ranks ok" "$work/run.nbrw.$n.log" || { echo "FAILED: nbrw at $n printed no result"; bad=$((bad + 1)); }
     for p in $progs1; do run "$n" "$p"; done
     [ "$n" -ge 2 ] && for p in $progs2; do run "$n" "$p"; done
 done

@@ -12,7 +12,14 @@
  * INT_MAX: compute sizes and offsets in size_t / MPI_Aint, never in int.
  * The MPI front end widens the int arrays of the plain MPI forms before the
  * call; the arrays are valid only during the call (a schedule builder copies
- * what it needs).  Arguments have been checked
+ * what it needs).  This is a guarantee callers rely on: the front end frees
+ * the widened arrays when the builder returns, and the foreign-ABI shims
+ * (components/abi) free the type arrays they convert for MPI_Ialltoallw and
+ * MPI_Ineighbor_alltoallw when the call returns, so no nonblocking or
+ * persistent schedule may keep a pointer into count, displacement or type
+ * arrays (coll/basic, its inter and neighborhood builders and coll/tuned copy
+ * per-block addresses, counts and types into the schedule's nodes, or into
+ * memory they free before returning).  Arguments have been checked
  * (handles valid, counts >= 0, root in range) before a component is called.
  * Handles passed in may be predefined constants or object pointers; use the
  * helper functions below to look inside them.  Return MPI_SUCCESS or an MPI
