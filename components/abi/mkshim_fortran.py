@@ -35,7 +35,11 @@ COMMON_OF = {'MPI_BOTTOM': 'mpi_fortran_bottom_', 'MPI_IN_PLACE': 'mpi_fortran_i
              'MPI_UNWEIGHTED': 'mpi_fortran_unweighted_', 'MPI_WEIGHTS_EMPTY': 'mpi_fortran_weights_empty_',
              'MPI_ERRCODES_IGNORE': 'mpi_fortran_errcodes_ignore_'}
 # procedures whose Fortran form differs from the C one: written here by hand
-SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol')
+SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol', 'MPI_Op_create',
+           'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler')
+# the program's Fortran callbacks reach C through a pool of trampolines each (C callbacks carry
+# no context): one slot per distinct Fortran procedure, kept for the life of the process
+POOLS = {'op': 128, 'comm_eh': 32, 'win_eh': 32}
 
 
 class Gen:
@@ -136,6 +140,7 @@ static void fstr_out(char *f, size_t n, const char *c)
     memcpy(f, c, l);
     memset(f + l, ' ', n - l);
 }
+%(pools)s
 /* lengths of arrays that the API data does not name */
 extern int PMPI_Cartdim_get(void *, int *);
 extern int PMPI_Comm_size(void *, int *);
@@ -154,7 +159,41 @@ static int fshim_peers(void *comm)
     return n;
 }
 #define FSHIM_ERR_NO_MEM %(nomem)d
-#define FSHIM_ERR_ARG %(errarg)d''' % {'nomem': self.cval('MPI_ERR_NO_MEM'), 'errarg': self.cval('MPI_ERR_ARG')})
+#define FSHIM_ERR_ARG %(errarg)d''' % {'nomem': self.cval('MPI_ERR_NO_MEM'), 'errarg': self.cval('MPI_ERR_ARG'),
+       'pools': self.pools()})
+
+    def pools(self):
+        out = ['''/* ---- the program's Fortran callbacks: pools of C trampolines */
+#include <pthread.h>
+static pthread_mutex_t fshim_lock = PTHREAD_MUTEX_INITIALIZER;
+/* the trampoline of slot i of a pool for Fortran procedure fn (the same one again for the same
+ * procedure); NULL when the pool is full */
+static void *fshim_slot(void **fns, void *const *tramps, int n, void *fn)
+{
+    void *t = 0;
+    pthread_mutex_lock(&fshim_lock);
+    for (int i = 0; i < n; i++) {
+        if (!fns[i]) fns[i] = fn;
+        if (fns[i] == fn) { t = tramps[i]; break; }
+    }
+    pthread_mutex_unlock(&fshim_lock);
+    return t;
+}
+typedef void (fshim_user_fn)(void *, void *, MPI_Fint *, MPI_Fint *);
+typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
+        for pool, n in POOLS.items():
+            out.append('static void *fshim_%s_fn[%d];' % (pool, n))
+            for i in range(n):
+                if pool == 'op':
+                    out.append('static void fshim_op_%d(void *in, void *io, int *len, void **dt) '
+                               '{ MPI_Fint f = c2f_Type(*dt); ((fshim_user_fn *)fshim_op_fn[%d])(in, io, len, &f); }' % (i, i))
+                else:
+                    k = 'Comm' if pool == 'comm_eh' else 'Win'
+                    out.append('static void fshim_%s_%d(void **h, int *code, ...) '
+                               '{ MPI_Fint f = c2f_%s(*h), c = *code; ((fshim_eh_fn *)fshim_%s_fn[%d])(&f, &c); }' % (pool, i, k, pool, i))
+            out.append('static void *const fshim_%s_tramp[%d] = { %s };'
+                       % (pool, n, ', '.join('(void *)fshim_%s_%d' % (pool, i) for i in range(n))))
+        return '\n'.join(out)
 
     def sentinel_test(self, var, names):
         parts = []
@@ -348,6 +387,19 @@ static int fshim_peers(void *comm)
         elif name in ('MPI_Wtime', 'MPI_Wtick'):
             o.append('extern double P%s(void);' % name)
             self.exports(name, 'double', '', '    return P%s();' % name)
+        elif name == 'MPI_Op_create':
+            o.append('extern int PMPI_Op_create(void *, int, void **);')
+            self.exports(name, 'void', 'void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror', '''    void *t = fshim_slot(fshim_op_fn, fshim_op_tramp, %d, fn), *h = 0;
+    if (!t) { *ierror = FSHIM_ERR_NO_MEM; return; }
+    *ierror = PMPI_Op_create(t, *commute != 0, &h);
+    if (*ierror == 0) *op = c2f_Op(h);''' % POOLS['op'])
+        elif name in ('MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler'):
+            pool = name.split('_')[1].lower() + '_eh'
+            o.append('extern int P%s(void *, void **);' % name)
+            self.exports(name, 'void', 'void *fn, MPI_Fint *errhandler, MPI_Fint *ierror', '''    void *t = fshim_slot(fshim_%(p)s_fn, fshim_%(p)s_tramp, %(n)d, fn), *h = 0;
+    if (!t) { *ierror = FSHIM_ERR_NO_MEM; return; }
+    *ierror = P%(name)s(t, &h);
+    if (*ierror == 0) *errhandler = c2f_Errhandler(h);''' % {'p': pool, 'n': POOLS[pool], 'name': name})
         elif name == 'MPI_Pcontrol':
             o.append('extern int PMPI_Pcontrol(const int, ...);')
             self.exports(name, 'void', 'MPI_Fint *level, MPI_Fint *ierror', '    *ierror = PMPI_Pcontrol(*level);')
