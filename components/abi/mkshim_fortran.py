@@ -35,6 +35,9 @@ COMMON_OF = {'MPI_BOTTOM': 'mpi_fortran_bottom_', 'MPI_IN_PLACE': 'mpi_fortran_i
              'MPI_UNWEIGHTED': 'mpi_fortran_unweighted_', 'MPI_WEIGHTS_EMPTY': 'mpi_fortran_weights_empty_',
              'MPI_ERRCODES_IGNORE': 'mpi_fortran_errcodes_ignore_'}
 # procedures whose Fortran form differs from the C one: written here by hand
+ATTR = ('MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr', 'MPI_Type_create_keyval',
+        'MPI_Type_set_attr', 'MPI_Type_get_attr', 'MPI_Win_create_keyval', 'MPI_Win_set_attr', 'MPI_Win_get_attr',
+        'MPI_Attr_get', 'MPI_Attr_put')
 SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol', 'MPI_Op_create',
            'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler')
 # the program's Fortran callbacks reach C through a pool of trampolines each (C callbacks carry
@@ -375,6 +378,99 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
                 return '*' + c
         return None
 
+    def attributes(self):
+        """Attributes: Fortran's values are INTEGER(KIND=MPI_ADDRESS_KIND) (INTEGER for the
+        deprecated MPI_ATTR_GET / PUT), a predefined attribute's C value points at it; the
+        program's copy / delete procedures are called through C trampolines whose
+        extra_state carries them; the predefined MPI_*_DUP_FN, NULL_COPY_FN, NULL_DELETE_FN
+        (Open MPI keeps them in libmpi.so.40, the C shim does not) are defined here."""
+        o = self.out
+        ci = lambda n: self.cval(n)
+        comm_int = ' || '.join('k == %d' % ci(n) for n in ('MPI_TAG_UB', 'MPI_HOST', 'MPI_IO', 'MPI_WTIME_IS_GLOBAL',
+                                                             'MPI_UNIVERSE_SIZE', 'MPI_APPNUM', 'MPI_LASTUSEDCODE'))
+        win_int = ' || '.join('k == %d' % ci(n) for n in ('MPI_WIN_DISP_UNIT', 'MPI_WIN_CREATE_FLAVOR', 'MPI_WIN_MODEL'))
+        o.append('''/* ---- attributes */
+typedef void (fshim_copy_fn)(MPI_Fint *, MPI_Fint *, intptr_t *, intptr_t *, intptr_t *, MPI_Fint *, MPI_Fint *);
+typedef void (fshim_delete_fn)(MPI_Fint *, MPI_Fint *, intptr_t *, intptr_t *, MPI_Fint *);
+struct fshim_keyval { fshim_copy_fn *copy; fshim_delete_fn *del; intptr_t extra; };
+static intptr_t fshim_attr_value(int win, int k, void *v)
+{
+    if (!win && (%(ci)s)) return *(int *)v;
+    if (win && (%(wi)s)) return *(int *)v;
+    if (win && k == %(ws)d) return *(intptr_t *)v;
+    return (intptr_t)v;
+}''' % {'ci': comm_int, 'wi': win_int, 'ws': ci('MPI_WIN_SIZE')})
+        for kind, win in (('Comm', 0), ('Type', 0), ('Win', 1)):
+            low = kind.lower()
+            for role, body in (('null_copy_fn', '*flag = 0; *ierr = 0;'),
+                               ('dup_fn', '*out = *in; *flag = FSHIM_TRUE; *ierr = 0;')):
+                o.append('void fshim_%s_%s(MPI_Fint *o, MPI_Fint *k, intptr_t *e, intptr_t *in, intptr_t *out, MPI_Fint *flag, MPI_Fint *ierr) { %s }'
+                         % (low, role, body))
+                self.alias_all('mpi_%s_%s' % (low, role), 'void', 'MPI_Fint *o, MPI_Fint *k, intptr_t *e, intptr_t *in, intptr_t *out, MPI_Fint *flag, MPI_Fint *ierr', 'fshim_%s_%s' % (low, role))
+            o.append('void fshim_%s_null_delete_fn(MPI_Fint *o, MPI_Fint *k, intptr_t *v, intptr_t *e, MPI_Fint *ierr) { *ierr = 0; }' % low)
+            self.alias_all('mpi_%s_null_delete_fn' % low, 'void', 'MPI_Fint *o, MPI_Fint *k, intptr_t *v, intptr_t *e, MPI_Fint *ierr', 'fshim_%s_null_delete_fn' % low)
+            o.append('''extern int PMPI_%(K)s_create_keyval(void *, void *, int *, void *);
+extern int PMPI_%(K)s_set_attr(void *, int, void *);
+extern int PMPI_%(K)s_get_attr(void *, int, void *, int *);
+static int fshim_%(k)s_copy(void *o, int k, void *extra, void *in, void *out, int *flag)
+{
+    struct fshim_keyval *kv = extra;
+    MPI_Fint fo = c2f_%(K)s(o), fk = k, ff = 0, ierr = 0;
+    intptr_t vin = (intptr_t)in, vout = 0;
+    kv->copy(&fo, &fk, &kv->extra, &vin, &vout, &ff, &ierr);
+    *flag = ff != 0;
+    if (ff) *(void **)out = (void *)vout;
+    return ierr;
+}
+static int fshim_%(k)s_delete(void *o, int k, void *val, void *extra)
+{
+    struct fshim_keyval *kv = extra;
+    MPI_Fint fo = c2f_%(K)s(o), fk = k, ierr = 0;
+    intptr_t v = (intptr_t)val;
+    kv->del(&fo, &fk, &v, &kv->extra, &ierr);
+    return ierr;
+}''' % {'K': kind, 'k': low})
+            self.exports('MPI_%s_create_keyval' % kind, 'void', 'void *copy, void *del, MPI_Fint *keyval, intptr_t *extra, MPI_Fint *ierror', '''    struct fshim_keyval *kv = malloc(sizeof *kv);   /* kept: callbacks may run after the keyval's free */
+    if (!kv) { *ierror = FSHIM_ERR_NO_MEM; return; }
+    kv->copy = (fshim_copy_fn *)copy;
+    kv->del = (fshim_delete_fn *)del;
+    kv->extra = *extra;
+    int k = -1;
+    *ierror = PMPI_%(K)s_create_keyval((void *)fshim_%(k)s_copy, (void *)fshim_%(k)s_delete, &k, kv);
+    if (*ierror) free(kv);
+    else *keyval = k;''' % {'K': kind, 'k': low})
+            self.exports('MPI_%s_set_attr' % kind, 'void', 'MPI_Fint *o, MPI_Fint *keyval, intptr_t *val, MPI_Fint *ierror',
+                         '    *ierror = PMPI_%s_set_attr(f2c_%s(*o), *keyval, (void *)*val);' % (kind, kind))
+            self.exports('MPI_%s_get_attr' % kind, 'void', 'MPI_Fint *o, MPI_Fint *keyval, intptr_t *val, MPI_Fint *flag, MPI_Fint *ierror', '''    void *v = 0;
+    int f = 0;
+    *ierror = PMPI_%(K)s_get_attr(f2c_%(K)s(*o), *keyval, &v, &f);
+    if (*ierror == 0) {
+        *flag = f ? FSHIM_TRUE : 0;
+        if (f) *val = fshim_attr_value(%(win)d, *keyval, v);
+    }''' % {'K': kind, 'win': win})
+        # MPI-1 (deprecated): INTEGER values, on communicators
+        self.exports('MPI_Attr_put', 'void', 'MPI_Fint *o, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror',
+                     '    *ierror = PMPI_Comm_set_attr(f2c_Comm(*o), *keyval, (void *)(intptr_t)*val);')
+        self.exports('MPI_Attr_get', 'void', 'MPI_Fint *o, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag, MPI_Fint *ierror', '''    void *v = 0;
+    int f = 0;
+    *ierror = PMPI_Comm_get_attr(f2c_Comm(*o), *keyval, &v, &f);
+    if (*ierror == 0) {
+        *flag = f ? FSHIM_TRUE : 0;
+        if (f) *val = (MPI_Fint)fshim_attr_value(0, *keyval, v);
+    }''')
+
+    def alias_all(self, low, ret, params, target):
+        for sym in self.spellings(low):
+            self.out.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("%s")));' % (ret, sym, params, target))
+
+    def spellings(self, low):
+        out = []
+        for sp in self.ff['spellings']:
+            for pre in ([''] + (['p'] if self.ff.get('profiling') else [])):
+                out.append({'lower': pre + low, 'lower_': pre + low + '_', 'lower__': pre + low + '__',
+                            'upper': (pre + low).upper()}[sp])
+        return out
+
     def special(self, name):
         o = self.out
         if name == 'MPI_Init':
@@ -419,6 +515,9 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
             if re.search(r'_(c2f|f2c)$', name):
                 self.skipped.append((name, 'C only'))
                 continue
+            if name in ATTR:
+                self.exported.append(name)     # attributes(), below
+                continue
             if name in SPECIAL:
                 self.special(name)
                 self.exported.append(name)
@@ -428,6 +527,7 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
                 self.skipped.append((name, why))
             else:
                 self.exported.append(name)
+        self.attributes()
         known = {p['name'] for p in self.api['procedures']}
         for low in sorted(self.fprocs - known):
             self.skipped.append((low.upper(), 'not in the API data (removed or Open MPI extension)'))

@@ -8,7 +8,9 @@
 # 1-based indices, MPI_IN_PLACE, MPI_BOTTOM, derived types, Comm_split/dup/free, error
 # classes with MPI_ERRORS_RETURN, a Fortran error handler), and Kumi's own Fortran tests that
 # Open MPI's mpif90 compiles: fortran_coll.f (fixed form, mpif.h, a Fortran user op),
-# fortran_jacobi.f90 (Cartesian topology; the same result at every size), misc3_buffers.f90.
+# fortran_jacobi.f90 (Cartesian topology; the same result at every size), misc3_buffers.f90,
+# fortran_attr.f90 (MPI_TAG_UB, keyvals with Fortran copy / delete procedures, MPI_COMM_DUP_FN)
+# and fortran_errh.f90; and that data/abi/ompi-fortran.json is what the probe derives.
 # Without the shims (mpiexec --abi standard: Open MPI's own libraries) the Kumi check fails.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
@@ -38,6 +40,8 @@ ompifc mpifh "$work/mpifh.f90" -fallow-argument-mismatch -w   # no interfaces: g
 ompifc coll "$top_srcdir/tests/fortran/fortran_coll.f" -fallow-argument-mismatch -w
 ompifc jacobi "$top_srcdir/tests/fortran/fortran_jacobi.f90"
 ompifc buffers "$top_srcdir/tests/fortran/misc3_buffers.f90"
+ompifc attr "$top_srcdir/tests/fortran/fortran_attr.f90"
+ompifc errh "$top_srcdir/tests/fortran/fortran_errh.f90"
 bad=0
 run() { # N PROG
     local log=$work/run.$2.$1.log
@@ -50,13 +54,21 @@ for n in 1 2 4; do
         run "$n" "$p"
         grep -q "ompi_fortran: $n ranks ok" "$work/run.$p.$n.log" || { echo "FAILED: $p at $n printed no result"; bad=$((bad + 1)); }
     done
-    for p in coll jacobi buffers; do run "$n" "$p"; done
+    for p in coll jacobi buffers attr errh; do run "$n" "$p"; done
 done
 grep -q '^probe' "$work/run.jacobi.1.log" || { echo "FAILED: jacobi printed no probe values"; bad=$((bad + 1)); }
 for n in 2 4; do
     diff <(grep '^probe' "$work/run.jacobi.1.log") <(grep '^probe' "$work/run.jacobi.$n.log") > /dev/null ||
         { echo "FAILED: jacobi probe values differ at $n ranks"; bad=$((bad + 1)); }
 done
+# the Fortran facts are what tools/abi-probe-fortran.py derives from this Open MPI
+if "${PYTHON3:-python3}" "$top_srcdir/tools/abi-probe-fortran.py" --name ompi --fc "$OMPIFC" \
+        --lib /usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40 -o "$work/ompi-fortran.json" 2> "$work/probe.log"; then
+    cmp -s "$work/ompi-fortran.json" "$top_srcdir/data/abi/ompi-fortran.json" ||
+        { echo "FAILED: data/abi/ompi-fortran.json is not what tools/abi-probe-fortran.py derives now"; bad=$((bad + 1)); }
+else
+    echo "note: the Fortran probe did not run here: $(tail -1 "$work/probe.log")"
+fi
 # the shim's coverage list is installed beside it
 grep -q 'procedures exported' "$top_builddir/components/abi/ompi-fortran/ompi-fortran-coverage.txt" ||
     { echo "FAILED: no coverage list"; bad=$((bad + 1)); }
