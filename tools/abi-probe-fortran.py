@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 EXTRA = ['MPI_STATUS_SIZE', 'MPI_SOURCE', 'MPI_TAG', 'MPI_ERROR', 'MPI_ADDRESS_KIND', 'MPI_OFFSET_KIND',
-         'MPI_COUNT_KIND', 'MPI_INTEGER_KIND']
+         'MPI_COUNT_KIND', 'MPI_INTEGER_KIND', 'MPI_LB', 'MPI_UB']   # the last two: MPI-1 markers (removed)
 
 # referenced by the probe program, so that it defines all their COMMON blocks
 SENTINELS = ('MPI_BOTTOM', 'MPI_IN_PLACE', 'MPI_STATUS_IGNORE', 'MPI_STATUSES_IGNORE', 'MPI_ERRCODES_IGNORE',

@@ -459,6 +459,116 @@ static int fshim_%(k)s_delete(void *o, int k, void *val, void *extra)
         if (f) *val = (MPI_Fint)fshim_attr_value(0, *keyval, v);
     }''')
 
+    def removed(self):
+        """The MPI-1 procedures that MPI-3 removed and Open MPI 4.x still exports (old Fortran
+        code uses them): on their successors, with INTEGER addresses and attribute values."""
+        self.removed_done = []
+        have = self.fprocs
+        o = self.out
+        def add(name, params, body, decl=None):
+            if name.lower() not in have:
+                return
+            if decl:
+                o.append(decl)
+            self.exports(name, 'void', params, body)
+            self.removed_done.append(name)
+            self.exported.append(name)
+        add('MPI_ADDRESS', 'void *location, MPI_Fint *address, MPI_Fint *ierror', '''    intptr_t a = 0;
+    *ierror = PMPI_Get_address(location, &a);
+    if (*ierror == 0) *address = (MPI_Fint)a;''')
+        o.append('extern int PMPI_Type_get_extent(void *, intptr_t *, intptr_t *);')
+        for name, expr in (('MPI_TYPE_EXTENT', 'e'), ('MPI_TYPE_LB', 'lb'), ('MPI_TYPE_UB', 'lb + e')):
+            add(name, 'MPI_Fint *datatype, MPI_Fint *v, MPI_Fint *ierror', '''    intptr_t lb = 0, e = 0;
+    *ierror = PMPI_Type_get_extent(f2c_Type(*datatype), &lb, &e);
+    if (*ierror == 0) *v = (MPI_Fint)(%s);''' % expr)
+        add('MPI_TYPE_HVECTOR', 'MPI_Fint *count, MPI_Fint *blocklength, MPI_Fint *stride, MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierror',
+            '''    void *t = 0;
+    *ierror = PMPI_Type_create_hvector(*count, *blocklength, (intptr_t)*stride, f2c_Type(*oldtype), &t);
+    if (*ierror == 0) *newtype = c2f_Type(t);''', 'extern int PMPI_Type_create_hvector(int, int, intptr_t, void *, void **);')
+        add('MPI_TYPE_HINDEXED', 'MPI_Fint *count, MPI_Fint *blens, MPI_Fint *displs, MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierror',
+            '''    int n = *count > 0 ? *count : 0;
+    intptr_t *d = malloc(sizeof *d * (n ? n : 1));
+    if (!d) { *ierror = FSHIM_ERR_NO_MEM; return; }
+    for (int i = 0; i < n; i++) d[i] = displs[i];
+    void *t = 0;
+    *ierror = PMPI_Type_create_hindexed(*count, blens, d, f2c_Type(*oldtype), &t);
+    free(d);
+    if (*ierror == 0) *newtype = c2f_Type(t);''')
+        # MPI_LB / MPI_UB (removed types) are markers: the struct of the other entries, resized
+        fc = self.ff['constants']
+        add('MPI_TYPE_STRUCT', 'MPI_Fint *count, MPI_Fint *blens, MPI_Fint *displs, MPI_Fint *types, MPI_Fint *newtype, MPI_Fint *ierror',
+            '''    int n = *count > 0 ? *count : 0, m = 0, haslb = 0, hasub = 0;
+    intptr_t *d = malloc(sizeof *d * (n ? n : 1)), lb = 0, ub = 0;
+    void **ty = malloc(sizeof *ty * (n ? n : 1));
+    int *bl = malloc(sizeof *bl * (n ? n : 1));
+    if (!d || !ty || !bl) { free(d); free(ty); free(bl); *ierror = FSHIM_ERR_NO_MEM; return; }
+    for (int i = 0; i < n; i++) {
+        if (types[i] == %(lb)d) { if (!haslb || displs[i] < lb) lb = displs[i]; haslb = 1; continue; }
+        if (types[i] == %(ub)d) { if (!hasub || displs[i] > ub) ub = displs[i]; hasub = 1; continue; }
+        d[m] = displs[i]; bl[m] = blens[i]; ty[m] = f2c_Type(types[i]); m++;
+    }
+    void *t = 0;
+    *ierror = PMPI_Type_create_struct(haslb || hasub ? m : *count, bl, d, ty, &t);
+    free(d); free(ty); free(bl);
+    if (*ierror == 0 && (haslb || hasub)) {
+        intptr_t l = 0, e = 0;
+        void *r = 0;
+        *ierror = PMPI_Type_get_extent(t, &l, &e);
+        if (*ierror == 0) {
+            if (!hasub) ub = l + e;
+            if (!haslb) lb = m ? l : ub;
+            *ierror = PMPI_Type_create_resized(t, lb, ub - lb, &r);
+        }
+        PMPI_Type_free(&t);
+        t = r;
+    }
+    if (*ierror == 0) *newtype = c2f_Type(t);''' % {'lb': fc.get('MPI_LB', -999), 'ub': fc.get('MPI_UB', -999)})
+        add('MPI_ERRHANDLER_SET', 'MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierror',
+            '    *ierror = PMPI_Comm_set_errhandler(f2c_Comm(*comm), f2c_Errhandler(*eh));',
+            'extern int PMPI_Comm_set_errhandler(void *, void *);\nextern int PMPI_Comm_get_errhandler(void *, void **);')
+        add('MPI_ERRHANDLER_GET', 'MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierror', '''    void *h = 0;
+    *ierror = PMPI_Comm_get_errhandler(f2c_Comm(*comm), &h);
+    if (*ierror == 0) *eh = c2f_Errhandler(h);''')
+        add('MPI_ERRHANDLER_CREATE', 'void *fn, MPI_Fint *errhandler, MPI_Fint *ierror', '''    void *t = fshim_slot(fshim_comm_eh_fn, fshim_comm_eh_tramp, %d, fn), *h = 0;
+    if (!t) { *ierror = FSHIM_ERR_NO_MEM; return; }
+    *ierror = PMPI_Comm_create_errhandler(t, &h);
+    if (*ierror == 0) *errhandler = c2f_Errhandler(h);''' % POOLS['comm_eh'])
+        if 'mpi_keyval_create' in have:
+            # MPI-1 keyvals: INTEGER extra state and values; callbacks of INTEGER arguments
+            o.append('''typedef void (fshim_copy1_fn)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+typedef void (fshim_delete1_fn)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+struct fshim_keyval1 { fshim_copy1_fn *copy; fshim_delete1_fn *del; MPI_Fint extra; };
+static int fshim_copy1(void *o, int k, void *extra, void *in, void *out, int *flag)
+{
+    struct fshim_keyval1 *kv = extra;
+    MPI_Fint fo = c2f_Comm(o), fk = k, ff = 0, ierr = 0, vin = (MPI_Fint)(intptr_t)in, vout = 0;
+    kv->copy(&fo, &fk, &kv->extra, &vin, &vout, &ff, &ierr);
+    *flag = ff != 0;
+    if (ff) *(void **)out = (void *)(intptr_t)vout;
+    return ierr;
+}
+static int fshim_delete1(void *o, int k, void *val, void *extra)
+{
+    struct fshim_keyval1 *kv = extra;
+    MPI_Fint fo = c2f_Comm(o), fk = k, ierr = 0, v = (MPI_Fint)(intptr_t)val;
+    kv->del(&fo, &fk, &v, &kv->extra, &ierr);
+    return ierr;
+}''')
+            for role, body in (('null_copy_fn', '*flag = 0; *ierr = 0;'), ('dup_fn', '*out = *in; *flag = FSHIM_TRUE; *ierr = 0;')):
+                o.append('void fshim1_%s(MPI_Fint *o, MPI_Fint *k, MPI_Fint *e, MPI_Fint *in, MPI_Fint *out, MPI_Fint *flag, MPI_Fint *ierr) { %s }' % (role, body))
+                self.alias_all('mpi_' + role, 'void', 'MPI_Fint *o, MPI_Fint *k, MPI_Fint *e, MPI_Fint *in, MPI_Fint *out, MPI_Fint *flag, MPI_Fint *ierr', 'fshim1_' + role)
+            o.append('void fshim1_null_delete_fn(MPI_Fint *o, MPI_Fint *k, MPI_Fint *v, MPI_Fint *e, MPI_Fint *ierr) { *ierr = 0; }')
+            self.alias_all('mpi_null_delete_fn', 'void', 'MPI_Fint *o, MPI_Fint *k, MPI_Fint *v, MPI_Fint *e, MPI_Fint *ierr', 'fshim1_null_delete_fn')
+            add('MPI_KEYVAL_CREATE', 'void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra, MPI_Fint *ierror', '''    struct fshim_keyval1 *kv = malloc(sizeof *kv);
+    if (!kv) { *ierror = FSHIM_ERR_NO_MEM; return; }
+    kv->copy = (fshim_copy1_fn *)copy;
+    kv->del = (fshim_delete1_fn *)del;
+    kv->extra = *extra;
+    int k = -1;
+    *ierror = PMPI_Comm_create_keyval((void *)fshim_copy1, (void *)fshim_delete1, &k, kv);
+    if (*ierror) free(kv);
+    else *keyval = k;''')
+
     def alias_all(self, low, ret, params, target):
         for sym in self.spellings(low):
             self.out.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("%s")));' % (ret, sym, params, target))
@@ -528,7 +638,8 @@ static int fshim_%(k)s_delete(void *o, int k, void *val, void *extra)
             else:
                 self.exported.append(name)
         self.attributes()
-        known = {p['name'] for p in self.api['procedures']}
+        self.removed()
+        known = {p['name'] for p in self.api['procedures']} | {n.lower() for n in self.removed_done}
         for low in sorted(self.fprocs - known):
             self.skipped.append((low.upper(), 'not in the API data (removed or Open MPI extension)'))
         return '\n'.join(self.out) + '\n'

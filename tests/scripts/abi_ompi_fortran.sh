@@ -10,7 +10,8 @@
 # Open MPI's mpif90 compiles: fortran_coll.f (fixed form, mpif.h, a Fortran user op),
 # fortran_jacobi.f90 (Cartesian topology; the same result at every size), misc3_buffers.f90,
 # fortran_attr.f90 (MPI_TAG_UB, keyvals with Fortran copy / delete procedures, MPI_COMM_DUP_FN)
-# and fortran_errh.f90; and that data/abi/ompi-fortran.json is what the probe derives.
+# fortran_errh.f90 and fortran_removed.f (MPI-1's MPI_ADDRESS, MPI_TYPE_STRUCT with MPI_LB /
+# MPI_UB, MPI_TYPE_EXTENT, MPI_KEYVAL_CREATE, MPI_ERRHANDLER_SET, ...); and that data/abi/ompi-fortran.json is what the probe derives.
 # Without the shims (mpiexec --abi standard: Open MPI's own libraries) the Kumi check fails.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
@@ -42,6 +43,7 @@ ompifc jacobi "$top_srcdir/tests/fortran/fortran_jacobi.f90"
 ompifc buffers "$top_srcdir/tests/fortran/misc3_buffers.f90"
 ompifc attr "$top_srcdir/tests/fortran/fortran_attr.f90"
 ompifc errh "$top_srcdir/tests/fortran/fortran_errh.f90"
+ompifc removed "$top_srcdir/tests/fortran/fortran_removed.f" -fallow-argument-mismatch -w
 bad=0
 run() { # N PROG
     local log=$work/run.$2.$1.log
@@ -55,6 +57,7 @@ for n in 1 2 4; do
         grep -q "ompi_fortran: $n ranks ok" "$work/run.$p.$n.log" || { echo "FAILED: $p at $n printed no result"; bad=$((bad + 1)); }
     done
     for p in coll jacobi buffers attr errh; do run "$n" "$p"; done
+    [ "$n" -eq 2 ] && run "$n" removed   # written for 2 ranks
 done
 grep -q '^probe' "$work/run.jacobi.1.log" || { echo "FAILED: jacobi printed no probe values"; bad=$((bad + 1)); }
 for n in 2 4; do
