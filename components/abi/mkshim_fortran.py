@@ -619,6 +619,11 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
             low = name.lower()
             if low not in self.fprocs:
                 continue     # not a Fortran procedure of this ABI
+            if name in ('MPI_Aint_add', 'MPI_Aint_diff'):   # arithmetic, done here
+                op = '+' if name.endswith('add') else '-'
+                self.exports(name, 'intptr_t', 'intptr_t *a, intptr_t *b', '    return (intptr_t)((uintptr_t)*a %s (uintptr_t)*b);' % op)
+                self.exported.append(name)
+                continue
             if name not in self.cexp:
                 self.skipped.append((name, 'not exported by the C shim'))
                 continue

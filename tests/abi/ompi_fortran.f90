@@ -131,6 +131,8 @@ program ompi_fortran
   rbuf = 0
   call MPI_Sendrecv(MPI_BOTTOM, 1, stype, rank, 2, rbuf, 3, MPI_INTEGER, rank, 2, MPI_COMM_WORLD, st, ierr)
   call chk(ierr == MPI_SUCCESS .and. rbuf(1) == 2 .and. rbuf(2) == 5 .and. rbuf(3) == 6, 'struct with MPI_BOTTOM')
+  call chk(MPI_Aint_diff(disps(2), disps(1)) == 12 .and. MPI_Aint_add(disps(1), 12_MPI_ADDRESS_KIND) == disps(2), &
+           'MPI_Aint_add / MPI_Aint_diff')
   call MPI_Type_size(stype, n, ierr)
   call chk(n == 12, 'Type_size')
   call MPI_Type_get_extent(vtype, a1, disps(1), ierr)
