@@ -39,7 +39,7 @@ ATTR = ('MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr', 'MPI
         'MPI_Type_set_attr', 'MPI_Type_get_attr', 'MPI_Win_create_keyval', 'MPI_Win_set_attr', 'MPI_Win_get_attr',
         'MPI_Attr_get', 'MPI_Attr_put')
 SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol', 'MPI_Op_create',
-           'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler')
+           'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler', 'MPI_Grequest_start')
 # the program's Fortran callbacks reach C through a pool of trampolines each (C callbacks carry
 # no context): one slot per distinct Fortran procedure, kept for the life of the process
 POOLS = {'op': 128, 'comm_eh': 32, 'win_eh': 32}
@@ -607,6 +607,43 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
     if (!t) { *ierror = FSHIM_ERR_NO_MEM; return; }
     *ierror = P%(name)s(t, &h);
     if (*ierror == 0) *errhandler = c2f_Errhandler(h);''' % {'p': pool, 'n': POOLS[pool], 'name': name})
+        elif name == 'MPI_Grequest_start':
+            o.append('''/* generalized requests: the Fortran procedures and extra state ride in the C extra_state */
+typedef void (fshim_gq_fn)(intptr_t *, MPI_Fint *, MPI_Fint *);
+typedef void (fshim_gf_fn)(intptr_t *, MPI_Fint *);
+typedef void (fshim_gc_fn)(intptr_t *, MPI_Fint *, MPI_Fint *);
+struct fshim_greq { fshim_gq_fn *query; fshim_gf_fn *free; fshim_gc_fn *cancel; intptr_t extra; };
+static int fshim_greq_query(void *e, void *status)
+{
+    struct fshim_greq *g = e;
+    MPI_Fint ierr = 0;
+    g->query(&g->extra, status, &ierr);   /* the C status is the Fortran one, byte for byte */
+    return ierr;
+}
+static int fshim_greq_free(void *e)
+{
+    struct fshim_greq *g = e;
+    MPI_Fint ierr = 0;
+    g->free(&g->extra, &ierr);
+    free(g);
+    return ierr;
+}
+static int fshim_greq_cancel(void *e, int complete)
+{
+    struct fshim_greq *g = e;
+    MPI_Fint ierr = 0, c = complete ? FSHIM_TRUE : 0;
+    g->cancel(&g->extra, &c, &ierr);
+    return ierr;
+}
+extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
+            self.exports(name, 'void', 'void *query, void *freefn, void *cancel, intptr_t *extra, MPI_Fint *request, MPI_Fint *ierror', '''    struct fshim_greq *g = malloc(sizeof *g);
+    if (!g) { *ierror = FSHIM_ERR_NO_MEM; return; }
+    g->query = (fshim_gq_fn *)query; g->free = (fshim_gf_fn *)freefn; g->cancel = (fshim_gc_fn *)cancel;
+    g->extra = *extra;
+    void *r = 0;
+    *ierror = PMPI_Grequest_start((void *)fshim_greq_query, (void *)fshim_greq_free, (void *)fshim_greq_cancel, g, &r);
+    if (*ierror) free(g);
+    else *request = c2f_Request(r);''')
         elif name == 'MPI_Pcontrol':
             o.append('extern int PMPI_Pcontrol(const int, ...);')
             self.exports(name, 'void', 'MPI_Fint *level, MPI_Fint *ierror', '    *ierror = PMPI_Pcontrol(*level);')

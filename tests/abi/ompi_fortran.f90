@@ -19,6 +19,9 @@ program ompi_fortran
   integer :: eh, ehcomm, ehcode
   common /ehrec/ ehcomm, ehcode
   external myeh
+  integer :: gfreed
+  common /grec/ gfreed
+  external gquery, gfree, gcancel
   double precision :: t0
   nbad = 0
   call MPI_Initialized(flag, ierr)
@@ -141,6 +144,15 @@ program ompi_fortran
   call chk(vtype == MPI_DATATYPE_NULL, 'Type_free sets MPI_DATATYPE_NULL')
   call MPI_Type_free(stype, ierr)
 
+  ! a generalized request with Fortran query / free / cancel procedures
+  gfreed = 0
+  call MPI_Grequest_start(gquery, gfree, gcancel, 41_MPI_ADDRESS_KIND, reqs(1), ierr)
+  call chk(ierr == MPI_SUCCESS, 'Grequest_start')
+  call MPI_Grequest_complete(reqs(1), ierr)
+  call MPI_Wait(reqs(1), st, ierr)
+  call chk(ierr == MPI_SUCCESS .and. st(MPI_TAG) == 42 .and. st(MPI_SOURCE) == 3, 'Grequest status from the query procedure')
+  call chk(gfreed == 41 .and. reqs(1) == MPI_REQUEST_NULL, 'Grequest free procedure with the extra state')
+
   ! errors: MPI_ERRORS_RETURN, ierror and its class
   call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
   call MPI_Send(buf, 1, MPI_INTEGER, nproc, 0, MPI_COMM_WORLD, ierr)
@@ -192,4 +204,35 @@ subroutine myeh(comm, code)
   common /ehrec/ ehcomm, ehcode
   ehcomm = comm
   ehcode = code
+end subroutine
+
+subroutine gquery(extra, status, ierr)
+  use mpi
+  implicit none
+  integer(kind=MPI_ADDRESS_KIND) :: extra
+  integer :: status(MPI_STATUS_SIZE), ierr
+  status(MPI_SOURCE) = 3
+  status(MPI_TAG) = int(extra) + 1
+  call MPI_Status_set_elements(status, MPI_INTEGER, 0, ierr)
+  call MPI_Status_set_cancelled(status, .false., ierr)
+  ierr = MPI_SUCCESS
+end subroutine
+
+subroutine gfree(extra, ierr)
+  use mpi
+  implicit none
+  integer(kind=MPI_ADDRESS_KIND) :: extra
+  integer :: ierr, gfreed
+  common /grec/ gfreed
+  gfreed = int(extra)
+  ierr = MPI_SUCCESS
+end subroutine
+
+subroutine gcancel(extra, complete, ierr)
+  use mpi
+  implicit none
+  integer(kind=MPI_ADDRESS_KIND) :: extra
+  logical :: complete
+  integer :: ierr
+  ierr = MPI_SUCCESS
 end subroutine
