@@ -162,9 +162,24 @@ static int fshim_peers(void *comm)
     if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != 0) return 0;
     return n;
 }
+extern int PMPI_Topo_test(void *, int *);
+extern int PMPI_Dist_graph_neighbors_count(void *, int *, int *, int *);
+extern int PMPI_Comm_rank(void *, int *);
+extern int PMPI_Graph_neighbors_count(void *, int, int *);
+/* a topology's in-degree (out = 0) or out-degree (out = 1) */
+static int fshim_degree(void *comm, int out)
+{
+    int t = 0, in = 0, o = 0, w = 0, r = 0;
+    if (PMPI_Topo_test(comm, &t) != 0) return 0;
+    if (t == %(cart)d) return 2 * fshim_cartdim(comm);
+    if (t == %(graph)d) return PMPI_Comm_rank(comm, &r) == 0 && PMPI_Graph_neighbors_count(comm, r, &o) == 0 ? o : 0;
+    if (t == %(dist)d && PMPI_Dist_graph_neighbors_count(comm, &in, &o, &w) == 0) return out ? o : in;
+    return 0;
+}
 #define FSHIM_ERR_NO_MEM %(nomem)d
 #define FSHIM_ERR_ARG %(errarg)d''' % {'nomem': self.cval('MPI_ERR_NO_MEM'), 'errarg': self.cval('MPI_ERR_ARG'),
-       'pools': self.pools()})
+       'pools': self.pools(), 'cart': self.cval('MPI_CART'), 'graph': self.cval('MPI_GRAPH'),
+       'dist': self.cval('MPI_DIST_GRAPH')})
 
     def pools(self):
         out = ['''/* ---- the program's Fortran callbacks: pools of C trampolines */
@@ -372,7 +387,9 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
         n = q['name']
         if n == 'remain_dims':
             return 'fshim_cartdim(f2c_Comm(*comm))'
-        if n in ('sendtypes', 'recvtypes') and 'comm' in names and 'sendcounts' in names and 'Neighbor' not in name:
+        if n in ('sendtypes', 'recvtypes') and 'comm' in names and 'sendcounts' in names:
+            if 'Neighbor' in name:
+                return 'fshim_degree(f2c_Comm(*comm), %d)' % (n == 'sendtypes')
             return 'fshim_peers(f2c_Comm(*comm))'
         for c in ('count', 'incount', 'ndims', 'maxdims', 'max_datatypes'):
             if c in names:
@@ -474,6 +491,7 @@ static int fshim_%(k)s_delete(void *o, int k, void *val, void *extra)
             self.exports(name, 'void', params, body)
             self.removed_done.append(name)
             self.exported.append(name)
+            self.skipped = [(n, w) for n, w in self.skipped if n.lower() != name.lower()]
         add('MPI_ADDRESS', 'void *location, MPI_Fint *address, MPI_Fint *ierror', '''    intptr_t a = 0;
     *ierror = PMPI_Get_address(location, &a);
     if (*ierror == 0) *address = (MPI_Fint)a;''')
@@ -652,6 +670,11 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
         self.prologue()
         for p in sorted(self.api['procedures'], key=lambda p: p['name']):
             if not p.get('c'):
+                if p['name'] == 'mpi_f_sync_reg' and p['name'] in self.fprocs:   # a no-op for the compiler's sake
+                    self.exports('MPI_F_SYNC_REG', 'void', 'void *buf', '    __asm__ volatile("" : : "r"(buf) : "memory");')
+                    self.exported.append('MPI_F_SYNC_REG')
+                elif p['name'] in self.fprocs:
+                    self.skipped.append((p['name'].upper(), 'Fortran only'))
                 continue
             name = p['c'].split('(')[0].split()[-1]
             low = name.lower()

@@ -144,6 +144,20 @@ program ompi_fortran
   call chk(vtype == MPI_DATATYPE_NULL, 'Type_free sets MPI_DATATYPE_NULL')
   call MPI_Type_free(stype, ierr)
 
+  ! MPI_Neighbor_alltoallw on a periodic ring: the type arrays have the topology's degrees
+  call MPI_Cart_create(MPI_COMM_WORLD, 1, (/ nproc /), (/ .true. /), .false., newc, ierr)
+  call chk(ierr == MPI_SUCCESS, 'Cart_create')
+  buf(1:2) = (/ 10 * rank, 10 * rank + 1 /)
+  rbuf(1:2) = -1
+  call MPI_Neighbor_alltoallw(buf, (/ 1, 1 /), (/ 0_MPI_ADDRESS_KIND, 4_MPI_ADDRESS_KIND /), (/ MPI_INTEGER, MPI_INTEGER /), &
+       rbuf, (/ 1, 1 /), (/ 0_MPI_ADDRESS_KIND, 4_MPI_ADDRESS_KIND /), (/ MPI_INTEGER, MPI_INTEGER /), newc, ierr)
+  call chk(ierr == MPI_SUCCESS, 'Neighbor_alltoallw')
+  ! from the left neighbour its second block (sent to its right), from the right one its first
+  call chk(rbuf(1) == 10 * mod(rank + nproc - 1, nproc) + 1 .and. rbuf(2) == 10 * mod(rank + 1, nproc), &
+           'Neighbor_alltoallw data')
+  call MPI_Comm_free(newc, ierr)
+  call MPI_F_sync_reg(buf)
+
   ! a generalized request with Fortran query / free / cancel procedures
   gfreed = 0
   call MPI_Grequest_start(gquery, gfree, gcancel, 41_MPI_ADDRESS_KIND, reqs(1), ierr)
