@@ -132,7 +132,8 @@ typedef int MPI_Fint;
         o.append('''/* strings: Fortran's are blank padded, of a hidden length */
 static char *fstr_in(const char *s, size_t n)
 {
-    while (n > 0 && s[n - 1] == ' ') n--;
+    while (n > 0 && s[n - 1] == ' ') n--;   /* leading and trailing blanks go, as Open MPI's do */
+    while (n > 0 && s[0] == ' ') { s++; n--; }
     char *c = malloc(n + 1);
     if (c) { memcpy(c, s, n); c[n] = 0; }
     return c;
@@ -265,8 +266,12 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
                 params.append('char *%s' % n)
                 lens.append('size_t %s_len' % n)
                 if dout and not din:
-                    pre.append('    char *%s_c = malloc(%s_len + 4097);\n    if (!%s_c) { *ierror = FSHIM_ERR_NO_MEM; goto out; }\n    %s_c[0] = 0;' % (n, n, n, n))
-                    post.append('    if (rc == 0) fstr_out(%s, %s_len, %s_c);' % (n, n, n))
+                    vl = [c['name'] for c in cps if c['kind'] == 'INFO_VALUE_LENGTH' and c['type'] == 'int']
+                    extra = '(size_t)(*%s > 0 ? *%s : 0) + ' % (vl[0], vl[0]) if vl else ''
+                    pre.append('    char *%s_c = malloc(%s%s_len + 4097);\n    if (!%s_c) { *ierror = FSHIM_ERR_NO_MEM; goto out; }\n    %s_c[0] = 0;' % (n, extra, n, n, n))
+                    # a value that is not there (flag false) leaves the program's string as it was
+                    hasflag = any(c['name'] == 'flag' and c['kind'] == 'LOGICAL' for c in cps)
+                    post.append('    if (rc == 0%s) fstr_out(%s, %s_len, %s_c);' % (' && flag_c' if hasflag else '', n, n, n))
                 else:
                     pre.append('    char *%s_c = fstr_in(%s, %s_len);\n    if (!%s_c) { *ierror = FSHIM_ERR_NO_MEM; goto out; }' % (n, n, n, n))
                 frees.append('free(%s_c);' % n)

@@ -16,7 +16,7 @@ program ompi_fortran
   character(len=MPI_MAX_OBJECT_NAME) :: cname
   character(len=MPI_MAX_ERROR_STRING) :: estr
   logical :: flag
-  integer :: eh, ehcomm, ehcode
+  integer :: eh, ehcomm, ehcode, info
   common /ehrec/ ehcomm, ehcode
   external myeh
   integer :: gfreed
@@ -143,6 +143,23 @@ program ompi_fortran
   call MPI_Type_free(vtype, ierr)
   call chk(vtype == MPI_DATATYPE_NULL, 'Type_free sets MPI_DATATYPE_NULL')
   call MPI_Type_free(stype, ierr)
+
+  ! info: strings in (blanks around them dropped) and out (blank padded), LOGICAL flags
+  call MPI_Info_create(info, ierr)
+  call MPI_Info_set(info, ' kumikey ', 'a value  ', ierr)
+  call chk(ierr == MPI_SUCCESS, 'Info_set')
+  cname = 'untouched'
+  call MPI_Info_get(info, 'kumikey', 20, cname, flag, ierr)
+  call chk(flag .and. cname == 'a value', 'Info_get: '//trim(cname))
+  cname = 'untouched'
+  call MPI_Info_get(info, 'nokey', 20, cname, flag, ierr)
+  call chk(.not. flag .and. cname == 'untouched', 'Info_get of a missing key')
+  call MPI_Info_get_nkeys(info, n, ierr)
+  call chk(n == 1, 'Info_get_nkeys')
+  call MPI_Info_get_nthkey(info, 0, cname, ierr)
+  call chk(cname == 'kumikey', 'Info_get_nthkey')
+  call MPI_Info_free(info, ierr)
+  call chk(info == MPI_INFO_NULL, 'Info_free sets MPI_INFO_NULL')
 
   ! MPI_Neighbor_alltoallw on a periodic ring: the type arrays have the topology's degrees
   call MPI_Cart_create(MPI_COMM_WORLD, 1, (/ nproc /), (/ .true. /), .false., newc, ierr)
