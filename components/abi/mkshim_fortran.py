@@ -111,10 +111,19 @@ typedef int MPI_Fint;
                 o.append('    [%d] = 0x%x + 1,   /* %s */' % (fv, nv, name))
             o.append('};')
             o.append('extern void *PMPI_%s_f2c(MPI_Fint);\nextern MPI_Fint PMPI_%s_c2f(void *);' % (k, k))
+            o.append('static void *fcache_%s[%d];' % (k, n))
             o.append('''static inline void *f2c_%(k)s(MPI_Fint f)
 {
     if (f >= KUMI_PREDEF_MAX) return PMPI_%(k)s_f2c(f);
-    if (f >= 0 && f < %(n)d && fpre_%(k)s[f]) return PMPI_%(k)s_f2c(fpre_%(k)s[f] - 1);
+    if (f >= 0 && f < %(n)d && fpre_%(k)s[f]) {
+        /* a predefined handle's C value (an object of the C shim) never changes: kept */
+        void *h = __atomic_load_n(&fcache_%(k)s[f], __ATOMIC_RELAXED);
+        if (!h) {
+            h = PMPI_%(k)s_f2c(fpre_%(k)s[f] - 1);
+            __atomic_store_n(&fcache_%(k)s[f], h, __ATOMIC_RELAXED);
+        }
+        return h;
+    }
     return (void *)0;   /* no handle: the C shim reports it */
 }''' % {'k': k, 'n': n})
         o.append('/* Kumi integer of a predefined handle -> Open MPI Fortran value + 1 */')
