@@ -114,17 +114,16 @@ typedef int MPI_Fint;
             o.append('static void *fcache_%s[%d];' % (k, n))
             o.append('''static inline void *f2c_%(k)s(MPI_Fint f)
 {
-    if (f >= KUMI_PREDEF_MAX) return PMPI_%(k)s_f2c(f);
     if (f >= 0 && f < %(n)d && fpre_%(k)s[f]) {
         /* a predefined handle's C value (an object of the C shim) never changes: kept */
         void *h = __atomic_load_n(&fcache_%(k)s[f], __ATOMIC_RELAXED);
         if (!h) {
-            h = PMPI_%(k)s_f2c(fpre_%(k)s[f] - 1);
+            h = PMPI_%(k)s_f2c(f);
             __atomic_store_n(&fcache_%(k)s[f], h, __ATOMIC_RELAXED);
         }
         return h;
     }
-    return (void *)0;   /* no handle: the C shim reports it */
+    return PMPI_%(k)s_f2c(f);   /* the C shim maps through fshim_fint_in (below) */
 }''' % {'k': k, 'n': n})
         o.append('/* Kumi integer of a predefined handle -> Open MPI Fortran value + 1 */')
         o.append('static const int fback[KUMI_PREDEF_MAX] = {')
@@ -132,12 +131,29 @@ typedef int MPI_Fint;
             o.append('    [0x%x] = %d + 1,   /* %s */' % (nv, fv, name))
         o.append('};')
         for k in self.kinds:
-            o.append('''static inline MPI_Fint c2f_%(k)s(void *h)
+            o.append('static inline MPI_Fint c2f_%s(void *h) { return PMPI_%s_c2f(h); }   /* mapped by fshim_fint_out */' % (k, k))
+        # the C shim's MPI_X_c2f / f2c (which C code of the program calls too) map the
+        # predefined handles through these hooks, so that C and Fortran agree
+        o.append('''static MPI_Fint fshim_fint_out(MPI_Fint i)
 {
-    MPI_Fint i = PMPI_%(k)s_c2f(h);
-    if (i >= 0 && i < KUMI_PREDEF_MAX && fback[i]) return fback[i] - 1;
-    return i;
-}''' % {'k': k})
+    return i >= 0 && i < KUMI_PREDEF_MAX && fback[i] ? fback[i] - 1 : i;
+}
+static MPI_Fint fshim_fint_in(int kind, MPI_Fint f)
+{
+    if (f < 0 || f >= KUMI_PREDEF_MAX) return f;
+    switch (kind) {''')
+        order = ('Comm', 'Type', 'Group', 'Info', 'Errhandler', 'Op', 'Request', 'Win', 'File', 'Message', 'Session')
+        for k in self.kinds:
+            o.append('    case %d: return f < (MPI_Fint)(sizeof fpre_%s / sizeof fpre_%s[0]) && fpre_%s[f] ? fpre_%s[f] - 1 : -1;'
+                     % (order.index(k), k, k, k, k))
+        o.append('''    }
+    return -1;   /* no handle of this ABI: Kumi's f2c answers a null handle */
+}
+extern void kumi_shim_fortran_hooks(MPI_Fint (*)(MPI_Fint), MPI_Fint (*)(int, MPI_Fint));
+__attribute__((constructor)) static void fshim_hooks(void)
+{
+    kumi_shim_fortran_hooks(fshim_fint_out, fshim_fint_in);
+}''')
         o.append('''/* strings: Fortran's are blank padded, of a hidden length */
 static char *fstr_in(const char *s, size_t n)
 {

@@ -12,7 +12,8 @@
 # fortran_attr.f90 (MPI_TAG_UB, keyvals with Fortran copy / delete procedures, MPI_COMM_DUP_FN)
 # fortran_errh.f90 and fortran_removed.f (MPI-1's MPI_ADDRESS, MPI_TYPE_STRUCT with MPI_LB /
 # MPI_UB, MPI_TYPE_EXTENT, MPI_KEYVAL_CREATE, MPI_ERRHANDLER_SET, ...); that a program needing
-# a procedure the shim lacks stops at load; and that data/abi/ompi-fortran.json is what the probe derives.
+# a procedure the shim lacks stops at load; tests/abi/ompi_fortran_mixed.f90 with its C part
+# (handles passed between C and Fortran: MPI_X_c2f / f2c agree with mpif.h); and that data/abi/ompi-fortran.json is what the probe derives.
 # Without the shims (mpiexec --abi standard: Open MPI's own libraries) the Kumi check fails.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
@@ -43,6 +44,12 @@ ompifc coll "$top_srcdir/tests/fortran/fortran_coll.f" -fallow-argument-mismatch
 ompifc jacobi "$top_srcdir/tests/fortran/fortran_jacobi.f90"
 ompifc buffers "$top_srcdir/tests/fortran/misc3_buffers.f90"
 ompifc attr "$top_srcdir/tests/fortran/fortran_attr.f90"
+# a program of Fortran and C parts (handles cross as integers: the C shim's MPI_X_c2f / f2c
+# answer the Fortran library's values)
+OMPICC=${OMPICC:-mpicc.openmpi}
+command -v "$OMPICC" > /dev/null 2>&1 || fail "$OMPICC not found (it comes with $OMPIFC)"
+"$OMPICC" -O1 -c -o "$work/mixed_c.o" "$top_srcdir/tests/abi/ompi_fortran_mixed_c.c" || fail "$OMPICC ompi_fortran_mixed_c.c"
+ompifc mixed "$top_srcdir/tests/abi/ompi_fortran_mixed.f90" "$work/mixed_c.o"
 ompifc errh "$top_srcdir/tests/fortran/fortran_errh.f90"
 ompifc removed "$top_srcdir/tests/fortran/fortran_removed.f" -fallow-argument-mismatch -w
 bad=0
@@ -58,6 +65,8 @@ for n in 1 2 4; do
         grep -q "ompi_fortran: $n ranks ok" "$work/run.$p.$n.log" || { echo "FAILED: $p at $n printed no result"; bad=$((bad + 1)); }
     done
     for p in coll jacobi buffers attr errh; do run "$n" "$p"; done
+    run "$n" mixed
+    grep -q "ompi_fortran_mixed: $n ranks ok" "$work/run.mixed.$n.log" || { echo "FAILED: mixed at $n printed no result"; bad=$((bad + 1)); }
     [ "$n" -eq 2 ] && run "$n" removed   # written for 2 ranks
 done
 grep -q '^probe' "$work/run.jacobi.1.log" || { echo "FAILED: jacobi printed no probe values"; bad=$((bad + 1)); }
