@@ -91,6 +91,8 @@ BIT_DOMAINS = {
                     'MPI_MODE_WRONLY'],
 }
 ERR_KINDS = {'ERROR_CODE', 'ERROR_CLASS'}
+# handle kinds as the Fortran library's hooks number them (kumi_shim_fortran_hooks)
+FINT_KINDS = ('Comm', 'Type', 'Group', 'Info', 'Errhandler', 'Op', 'Request', 'Win', 'File', 'Message', 'Session')
 # Integer / address / count kinds whose values are plain numbers in every ABI.
 PASS_KINDS = {
     'ARRAY_LENGTH', 'ARRAY_LENGTH_NNI', 'ARRAY_LENGTH_PI', 'ARGUMENT_COUNT', 'COMM_SIZE', 'COMM_SIZE_PI',
@@ -1327,8 +1329,10 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
 
     def handle_conv(self, name, what, way):
         """MPI_X_c2f / MPI_X_f2c: Kumi's Fortran integers (Kumi writes these by hand: they have
-        no kumi_abi_ entry, the shim takes Kumi's PMPI_X_c2f).  The Fortran library of this ABI
-        will have to use the same integers."""
+        no kumi_abi_ entry, the shim takes Kumi's PMPI_X_c2f), except that the Fortran library
+        of this ABI (components/abi/*-fortran), when loaded, maps the predefined handles to
+        and from its own Fortran values through hooks it sets (kumi_shim_fortran_hooks), so
+        that C and Fortran parts of a program agree."""
         s = {'Type': 'Datatype'}.get(what, what)
         o = self.out
         if self.ints:   # identity macros in MPICH's mpi.h (C handle == Fortran integer); exported all the same
@@ -1340,13 +1344,26 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
                 o.append('SHIM_EXPORT F_%s %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (s, name, name))
             return
         self.dlsym_names['kumi_abi_' + name] = 'P' + name
+        if not getattr(self, 'fint_hooks', False):
+            self.fint_hooks = True
+            o.append('''/* set by this ABI's Fortran library: Kumi's integer of a predefined handle <-> its own */
+static MPI_Fint (*shim_fint_out_fn)(MPI_Fint);
+static MPI_Fint (*shim_fint_in_fn)(int, MPI_Fint);
+SHIM_EXPORT void kumi_shim_fortran_hooks(MPI_Fint (*out)(MPI_Fint), MPI_Fint (*in)(int, MPI_Fint))
+{
+    shim_fint_out_fn = out;
+    shim_fint_in_fn = in;
+}
+static inline MPI_Fint shim_fint_out(MPI_Fint i) { return shim_fint_out_fn ? shim_fint_out_fn(i) : i; }
+static inline MPI_Fint shim_fint_in(int kind, MPI_Fint i) { return shim_fint_in_fn ? shim_fint_in_fn(kind, i) : i; }''')
+        kind = FINT_KINDS.index(what)
         if way == 'c2f':
             o.append('extern MPI_Fint kumi_abi_%s(N_%s);' % (name, s))
-            o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return kumi_abi_%s(h_in(h)); }' % (name, s, name))
+            o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return shim_fint_out(kumi_abi_%s(h_in(h))); }' % (name, s, name))
             o.append('SHIM_EXPORT MPI_Fint %s(F_%s h) __attribute__((weak, alias("P%s")));' % (name, s, name))
         else:
             o.append('extern N_%s kumi_abi_%s(MPI_Fint);' % (s, name))
-            o.append('SHIM_EXPORT F_%s P%s(MPI_Fint f) { return h_out(kumi_abi_%s(f)); }' % (s, name, name))
+            o.append('SHIM_EXPORT F_%s P%s(MPI_Fint f) { return h_out(kumi_abi_%s(shim_fint_in(%d, f))); }' % (s, name, name, kind))
             o.append('SHIM_EXPORT F_%s %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (s, name, name))
 
     def keyval_ints(self, roles, nat, test):
