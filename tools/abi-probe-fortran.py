@@ -58,8 +58,11 @@ def values(fc, names, tmp):
         r = run([fc, '-ffree-line-length-none', '-c', '-o', prog + '.o', src])
         if r.returncode == 0:
             with open(os.path.join(tmp, 'ref.c'), 'w') as f:
-                f.write(''.join('void kumiref_%s_(void *p) { (void)p; }\n' % s.lower() for s in SENTINELS))
-            r = run([fc, '-o', prog, prog + '.o', os.path.join(tmp, 'ref.c')])
+                f.write('#include <stdio.h>\n' + ''.join(
+                    'void kumiref_%s_(void *p) { printf("KUMI_AT_%s %%lu\\n", (unsigned long)p); }\n'
+                    % (s.lower(), s) for s in SENTINELS))
+            # not PIE: the sentinels' addresses printed are those nm gives
+            r = run([fc, '-no-pie', '-o', prog, prog + '.o', os.path.join(tmp, 'ref.c')])
         if r.returncode == 0:
             break
         lines = src_lines = open(src).read().split('\n')
@@ -78,13 +81,23 @@ def values(fc, names, tmp):
     if r.returncode:
         sys.exit('abi-probe-fortran: the probe program failed: ' + r.stderr)
     vals = {k: int(v) for k, v in (line.split() for line in r.stdout.splitlines())}
+    at = {k[8:]: vals.pop(k) for k in list(vals) if k.startswith('KUMI_AT_')}
     nm = run(['nm', '-S', '--defined-only', prog]).stdout
-    commons = {}
+    commons, where = {}, {}
     for line in nm.splitlines():
         f = line.split()
-        if len(f) == 4 and f[2] in 'BbCD' and re.match(r'^mpi_fortran_\w+_$', f[3]):
+        # Open MPI: mpi_fortran_*_ (one a sentinel); MPICH: mpipriv1_, mpipriv2_, mpiprivc_,
+        # mpifcmb5_, ... (several sentinels in one)
+        if len(f) == 4 and f[2] in 'BbCD' and re.match(r'^(mpi_fortran_\w+|mpipriv\w+|mpifcmb\w+)_$', f[3]):
             commons[f[3]] = int(f[1], 16)
-    return vals, commons
+            where[f[3]] = int(f[0], 16)
+    # each sentinel: the COMMON block it is in and its offset there
+    sentinels = {}
+    for sname, addr in sorted(at.items()):
+        for sym, base in where.items():
+            if base <= addr < base + commons[sym]:
+                sentinels[sname] = [sym, addr - base]
+    return vals, commons, sentinels
 
 
 def main():
@@ -106,7 +119,7 @@ def main():
             names.append(n)
     names += [n for n in EXTRA if n not in names]
     with tempfile.TemporaryDirectory() as tmp:
-        vals, commons = values(a.fc, names, tmp)
+        vals, commons, sentinels = values(a.fc, names, tmp)
     lib = os.path.realpath(a.lib)
     m = re.search(r'SONAME\s+(\S+)', run(['objdump', '-p', lib]).stdout)
     nm = run(['nm', '-D', '--defined-only', lib]).stdout
@@ -128,6 +141,7 @@ def main():
                   'constants: the value of each integer PARAMETER of mpif.h among the standard ABI\'s constants '
                   '(handles, integers) and MPI_STATUS_SIZE / MPI_SOURCE / MPI_TAG / MPI_ERROR (1-based indices); '
                   'commons: the COMMON blocks (sentinels) a program that includes mpif.h defines, symbol -> size; '
+                  'sentinels: the COMMON block each sentinel (MPI_BOTTOM, ...) is in and its byte offset there; '
                   'true: the integer value of .TRUE.; procedures: the Fortran procedures the library exports '
                   '(lower case, no underscore), spellings: which symbol spellings it exports.'],
         'name': a.name,
@@ -136,6 +150,7 @@ def main():
         'true': vals.pop('KUMI_TRUE', 1),
         'constants': dict(sorted(vals.items())),
         'commons': dict(sorted(commons.items())),
+        'sentinels': sentinels,
         'spellings': sorted(k for k in spell if spell[k] == len(procs)),
         'profiling': pm == len(procs),
         'procedures': procs,

@@ -51,10 +51,15 @@ class Gen:
         self.native = {c['name']: c for c in json.load(open(a.native))['constants'] if c.get('name')}
         self.facts = json.load(open(a.facts))
         self.ff = json.load(open(a.ffacts))
+        self.csyms = set()
         cov = open(a.c_coverage).read()
         self.cexp = set(cov.split('exported:', 1)[1].split())
         self.fprocs = set(self.ff['procedures'])
         self.out, self.exported, self.skipped = [], [], []
+        # MPICH: C handles are ints and the Fortran integer of a handle is its C value
+        # (MPI_X_c2f / f2c are the identity), so handles pass through; not MPI_File (a pointer)
+        types = self.facts.get('types', {})
+        self.ident = {k for t, k in HANDLES.items() if types.get(t) == 4}
         st = self.facts['status']
         fc = self.ff['constants']
         if st['size'] != 4 * fc['MPI_STATUS_SIZE']:
@@ -90,6 +95,24 @@ typedef int MPI_Fint;
         o.append('/* ---- sentinels: the COMMON blocks of mpif.h, with the probed sizes */')
         for sym, size in sorted(self.ff['commons'].items()):
             o.append('FSHIM_EXPORT int %s[%d] __attribute__((aligned(16)));' % (sym, (size + 3) // 4))
+        if self.ident:
+            self.kinds = sorted(set(HANDLES.values()))
+            o.append('/* handles: C handle == Fortran integer (this ABI\'s C handles are ints) */')
+            o.append('#pragma GCC diagnostic ignored "-Wunused-function"   /* array lengths: not needed here */')
+            for k in self.kinds:
+                if k in self.ident:
+                    o.append('static inline void *f2c_%s(MPI_Fint f) { return (void *)(intptr_t)f; }' % k)
+                    o.append('static inline MPI_Fint c2f_%s(void *h) { return (MPI_Fint)(intptr_t)h; }' % k)
+                else:
+                    o.append('extern void *PMPI_%s_f2c(MPI_Fint);\nextern MPI_Fint PMPI_%s_c2f(void *);' % (k, k))
+                    o.append('static inline void *f2c_%s(MPI_Fint f) { return PMPI_%s_f2c(f); }' % (k, k))
+                    o.append('static inline MPI_Fint c2f_%s(void *h) { return PMPI_%s_c2f(h); }' % (k, k))
+        else:
+            self.tables()
+        self.prologue_rest()
+
+    def tables(self):
+        o = self.out
         # predefined handles: Open MPI Fortran value -> Kumi's integer, and back
         per = {k: {} for k in set(HANDLES.values())}
         back = {}
@@ -154,6 +177,9 @@ __attribute__((constructor)) static void fshim_hooks(void)
 {
     kumi_shim_fortran_hooks(fshim_fint_out, fshim_fint_in);
 }''')
+
+    def prologue_rest(self):
+        o = self.out
         o.append('''/* strings: Fortran's are blank padded, of a hidden length */
 static char *fstr_in(const char *s, size_t n)
 {
@@ -229,7 +255,13 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
         for pool, n in POOLS.items():
             out.append('static void *fshim_%s_fn[%d];' % (pool, n))
             for i in range(n):
-                if pool == 'op':
+                if self.ident and pool == 'op':
+                    out.append('static void fshim_op_%d(void *in, void *io, int *len, int *dt) '
+                               '{ MPI_Fint f = *dt; ((fshim_user_fn *)fshim_op_fn[%d])(in, io, len, &f); }' % (i, i))
+                elif self.ident:
+                    out.append('static void fshim_%s_%d(int *h, int *code, ...) '
+                               '{ MPI_Fint f = *h, c = *code; ((fshim_eh_fn *)fshim_%s_fn[%d])(&f, &c); }' % (pool, i, pool, i))
+                elif pool == 'op':
                     out.append('static void fshim_op_%d(void *in, void *io, int *len, void **dt) '
                                '{ MPI_Fint f = c2f_Type(*dt); ((fshim_user_fn *)fshim_op_fn[%d])(in, io, len, &f); }' % (i, i))
                 else:
@@ -244,9 +276,19 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
         parts = []
         for n in names:
             cv = self.cval(n)
-            sym = COMMON_OF[n]
-            if sym in self.ff['commons'] and cv is not None:
-                parts.append('%s == (void *)%s ? (void *)(intptr_t)%d' % (var, sym, cv))
+            sym, off = self.ff.get('sentinels', {}).get(n, (COMMON_OF[n], 0))
+            at = '(void *)%s' % sym if off == 0 else '(void *)((char *)%s + %d)' % (sym, off)
+            c = self.facts['constants'][n]
+            if cv is None and c.get('symbol') and c.get('type', '').endswith('*'):
+                # a C sentinel that is the value of a data object of the C shim (MPICH's
+                # MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY: int *const)
+                if c['symbol'] not in self.csyms:
+                    self.csyms.add(c['symbol'])
+                    self.out.append('extern %s const %s;' % (c['type'].replace('*', ' *'), c['symbol']))
+                if sym in self.ff['commons']:
+                    parts.append('%s == %s ? (void *)%s' % (var, at, c['symbol']))
+            elif sym in self.ff['commons'] and cv is not None:
+                parts.append('%s == %s ? (void *)(intptr_t)%d' % (var, at, cv))
         return parts
 
     def exports(self, name, ret, params, body):
@@ -303,6 +345,11 @@ typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
                 call.append('%s_c' % n)
             elif base == 'char':
                 return 'string arrays'
+            elif base in HANDLES and HANDLES[base] in self.ident:
+                # declared void * like the others (the C shim reads an int from the register
+                # / writes ints where it points)
+                params.append('MPI_Fint *%s' % n)
+                call.append('(void *)%s' % n if arr or ptr else 'f2c_%s(*%s)' % (HANDLES[base], n))
             elif base in HANDLES:
                 kk = HANDLES[base]
                 if arr:
@@ -571,6 +618,32 @@ static int fshim_%(k)s_delete(void *o, int k, void *val, void *extra)
         PMPI_Type_free(&t);
         t = r;
     }
+    if (*ierror == 0) *newtype = c2f_Type(t);''' % {'lb': fc.get('MPI_LB', -999), 'ub': fc.get('MPI_UB', -999)}
+            if 'Type' not in self.ident else '''    int n = *count > 0 ? *count : 0, m = 0, haslb = 0, hasub = 0;
+    intptr_t *d = malloc(sizeof *d * (n ? n : 1)), lb = 0, ub = 0;
+    int *ty = malloc(sizeof *ty * (n ? n : 1));
+    int *bl = malloc(sizeof *bl * (n ? n : 1));
+    if (!d || !ty || !bl) { free(d); free(ty); free(bl); *ierror = FSHIM_ERR_NO_MEM; return; }
+    for (int i = 0; i < n; i++) {
+        if (types[i] == %(lb)d) { if (!haslb || displs[i] < lb) lb = displs[i]; haslb = 1; continue; }
+        if (types[i] == %(ub)d) { if (!hasub || displs[i] > ub) ub = displs[i]; hasub = 1; continue; }
+        d[m] = displs[i]; bl[m] = blens[i]; ty[m] = types[i]; m++;
+    }
+    void *t = 0;
+    *ierror = PMPI_Type_create_struct(haslb || hasub ? m : *count, bl, d, (void *)(haslb || hasub ? ty : types), &t);
+    free(d); free(ty); free(bl);
+    if (*ierror == 0 && (haslb || hasub)) {
+        intptr_t l = 0, e = 0;
+        void *r = 0;
+        *ierror = PMPI_Type_get_extent(t, &l, &e);
+        if (*ierror == 0) {
+            if (!hasub) ub = l + e;
+            if (!haslb) lb = m ? l : ub;
+            *ierror = PMPI_Type_create_resized(t, lb, ub - lb, &r);
+        }
+        PMPI_Type_free(&t);
+        t = r;
+    }
     if (*ierror == 0) *newtype = c2f_Type(t);''' % {'lb': fc.get('MPI_LB', -999), 'ub': fc.get('MPI_UB', -999)})
         add('MPI_ERRHANDLER_SET', 'MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierror',
             '    *ierror = PMPI_Comm_set_errhandler(f2c_Comm(*comm), f2c_Errhandler(*eh));',
@@ -619,6 +692,8 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
     else *keyval = k;''')
 
     def alias_all(self, low, ret, params, target):
+        if low in self.fprocs and low.upper() not in self.exported:   # MPICH's MPI_COMM_DUP_FN, ...
+            self.exported.append(low.upper())
         for sym in self.spellings(low):
             self.out.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("%s")));' % (ret, sym, params, target))
 
@@ -735,9 +810,10 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
                 self.exported.append(name)
         self.attributes()
         self.removed()
-        known = {p['name'] for p in self.api['procedures']} | {n.lower() for n in self.removed_done}
+        known = {p['name'] for p in self.api['procedures']} | {n.lower() for n in self.removed_done} | {n.lower() for n in self.exported}
         for low in sorted(self.fprocs - known):
-            self.skipped.append((low.upper(), 'not in the API data (removed or Open MPI extension)'))
+            self.skipped.append((low.upper(), 'not in the API data (removed or %s extension)'
+                                 % ('Open MPI' if self.facts['name'] == 'ompi' else self.facts['name'].upper())))
         self.load_check()
         return '\n'.join(self.out) + '\n'
 
