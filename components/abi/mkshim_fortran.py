@@ -495,6 +495,20 @@ static intptr_t fshim_attr_value(int win, int k, void *v)
     if (win && k == %(ws)d) return *(intptr_t *)v;
     return (intptr_t)v;
 }''' % {'ci': comm_int, 'wi': win_int, 'ws': ci('MPI_WIN_SIZE')})
+        # predefined keyvals whose Fortran value is not the C one (MPICH's are the C value + 1)
+        kvmap = {}
+        for n in ('MPI_TAG_UB', 'MPI_HOST', 'MPI_IO', 'MPI_WTIME_IS_GLOBAL', 'MPI_UNIVERSE_SIZE', 'MPI_APPNUM',
+                  'MPI_LASTUSEDCODE', 'MPI_WIN_BASE', 'MPI_WIN_SIZE', 'MPI_WIN_DISP_UNIT', 'MPI_WIN_CREATE_FLAVOR',
+                  'MPI_WIN_MODEL'):
+            fv = self.ff['constants'].get(n)
+            if fv is not None and ci(n) is not None and fv != ci(n):
+                kvmap[fv] = (ci(n), n)
+        kv = '*keyval'
+        if kvmap:
+            kv = 'fshim_kv(*keyval)'
+            o.append('/* a Fortran keyval -> the C one */\nstatic int fshim_kv(int k)\n{\n    switch (k) {')
+            o.extend('    case %d: return %d;   /* %s */' % (f, c, n) for f, (c, n) in sorted(kvmap.items()))
+            o.append('    }\n    return k;\n}')
         for kind, win in (('Comm', 0), ('Type', 0), ('Win', 1)):
             low = kind.lower()
             for role, body in (('null_copy_fn', '*flag = 0; *ierr = 0;'),
@@ -535,24 +549,24 @@ static int fshim_%(k)s_delete(void *o, int k, void *val, void *extra)
     if (*ierror) free(kv);
     else *keyval = k;''' % {'K': kind, 'k': low})
             self.exports('MPI_%s_set_attr' % kind, 'void', 'MPI_Fint *o, MPI_Fint *keyval, intptr_t *val, MPI_Fint *ierror',
-                         '    *ierror = PMPI_%s_set_attr(f2c_%s(*o), *keyval, (void *)*val);' % (kind, kind))
+                         '    *ierror = PMPI_%s_set_attr(f2c_%s(*o), %s, (void *)*val);' % (kind, kind, kv))
             self.exports('MPI_%s_get_attr' % kind, 'void', 'MPI_Fint *o, MPI_Fint *keyval, intptr_t *val, MPI_Fint *flag, MPI_Fint *ierror', '''    void *v = 0;
     int f = 0;
-    *ierror = PMPI_%(K)s_get_attr(f2c_%(K)s(*o), *keyval, &v, &f);
+    *ierror = PMPI_%(K)s_get_attr(f2c_%(K)s(*o), %(kv)s, &v, &f);
     if (*ierror == 0) {
         *flag = f ? FSHIM_TRUE : 0;
-        if (f) *val = fshim_attr_value(%(win)d, *keyval, v);
-    }''' % {'K': kind, 'win': win})
+        if (f) *val = fshim_attr_value(%(win)d, %(kv)s, v);
+    }''' % {'K': kind, 'win': win, 'kv': kv})
         # MPI-1 (deprecated): INTEGER values, on communicators
         self.exports('MPI_Attr_put', 'void', 'MPI_Fint *o, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror',
-                     '    *ierror = PMPI_Comm_set_attr(f2c_Comm(*o), *keyval, (void *)(intptr_t)*val);')
+                     '    *ierror = PMPI_Comm_set_attr(f2c_Comm(*o), %s, (void *)(intptr_t)*val);' % kv)
         self.exports('MPI_Attr_get', 'void', 'MPI_Fint *o, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag, MPI_Fint *ierror', '''    void *v = 0;
     int f = 0;
-    *ierror = PMPI_Comm_get_attr(f2c_Comm(*o), *keyval, &v, &f);
+    *ierror = PMPI_Comm_get_attr(f2c_Comm(*o), %(kv)s, &v, &f);
     if (*ierror == 0) {
         *flag = f ? FSHIM_TRUE : 0;
-        if (f) *val = (MPI_Fint)fshim_attr_value(0, *keyval, v);
-    }''')
+        if (f) *val = (MPI_Fint)fshim_attr_value(0, %(kv)s, v);
+    }''' % {'kv': kv})
 
     def removed(self):
         """The MPI-1 procedures that MPI-3 removed and Open MPI 4.x still exports (old Fortran
