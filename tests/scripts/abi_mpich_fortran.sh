@@ -10,6 +10,7 @@
 # mpipriv2_ at offsets), LOGICALs, strings, 1-based indices, derived types, errors; Kumi's
 # fortran_coll.f, fortran_jacobi.f90, misc3_buffers.f90, fortran_attr.f90, fortran_errh.f90,
 # fortran_removed.f; the mixed C / Fortran program, its C part built with mpicc.mpich);
+# tests/abi/mpich_fortran_sentinels.f90 (MPI_UNWEIGHTED, MPI_STATUSES_IGNORE);
 # that a program needing a procedure the shim lacks stops at load; that
 # data/abi/mpich-fortran.json is what the probe derives; and that without the shims
 # (MPICH's own libraries) the Kumi check fails.
@@ -52,6 +53,7 @@ command -v "$MPICHCC" > /dev/null 2>&1 || fail "$MPICHCC not found (it comes wit
 "$MPICHCC" -O1 -c -o "$work/mixed_c.o" "$top_srcdir/tests/abi/ompi_fortran_mixed_c.c" || fail "$MPICHCC ompi_fortran_mixed_c.c"
 mfc mixed "$top_srcdir/tests/abi/ompi_fortran_mixed.f90" "$work/mixed_c.o"
 mfc errh "$top_srcdir/tests/fortran/fortran_errh.f90"
+mfc sentinels "$top_srcdir/tests/abi/mpich_fortran_sentinels.f90"
 mfc removed "$top_srcdir/tests/fortran/fortran_removed.f" -fallow-argument-mismatch -w
 bad=0
 run() { # N PROG
@@ -68,6 +70,8 @@ for n in 1 2 4; do
     for p in coll jacobi buffers attr errh; do run "$n" "$p"; done
     run "$n" mixed
     grep -q "ompi_fortran_mixed: $n ranks ok" "$work/run.mixed.$n.log" || { echo "FAILED: mixed at $n printed no result"; bad=$((bad + 1)); }
+    run "$n" sentinels
+    grep -q "mpich_fortran_sentinels: $n ranks ok" "$work/run.sentinels.$n.log" || { echo "FAILED: sentinels at $n printed no result"; bad=$((bad + 1)); }
     [ "$n" -eq 2 ] && run "$n" removed   # written for 2 ranks
 done
 grep -q '^probe' "$work/run.jacobi.1.log" || { echo "FAILED: jacobi printed no probe values"; bad=$((bad + 1)); }
