@@ -100,6 +100,32 @@ def values(fc, names, tmp):
     return vals, commons, sentinels
 
 
+# MPI_SIZEOF of `use mpi`: the types it is asked about and their sizes (gfortran's kinds)
+SIZEOF_TYPES = (('character', 1), ('complex', 8), ('double precision', 8), ('integer', 4), ('integer(kind=1)', 1),
+                ('integer(kind=2)', 2), ('integer(kind=8)', 8), ('logical', 4), ('real', 4), ('real(kind=8)', 8),
+                ('complex(kind=8)', 16))
+
+
+def sizeofs(fc, syms, tmp):
+    """MPICH's `use mpi` makes MPI_SIZEOF module procedures of its Fortran library
+    (__mpi_sizeofs_MOD_mpi_sizeof_d, ...): which one a call on each type, scalar or array,
+    imports, and that type's size in bytes (only those the library exports)."""
+    out = {}
+    for decl, size in SIZEOF_TYPES:
+        for dims in ('', '(2)'):
+            src = os.path.join(tmp, 'sz.f90')
+            with open(src, 'w') as f:
+                f.write('subroutine kumisz\nuse mpi\n%s :: x%s\ninteger :: s, ierr\n'
+                        'call MPI_Sizeof(x, s, ierr)\nend subroutine\n' % (decl, dims))
+            if run([fc, '-c', '-o', os.path.join(tmp, 'sz.o'), src], cwd=tmp).returncode:
+                continue
+            for line in run(['nm', '-u', os.path.join(tmp, 'sz.o')]).stdout.splitlines():
+                sym = line.split()[-1]
+                if sym in syms and re.search(r'_MOD_mpi_sizeof', sym):
+                    out[sym] = size
+    return out
+
+
 def main():
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -135,6 +161,8 @@ def main():
     for form, fmt in forms.items():
         spell[form] = sum(1 for n in procs if (fmt % (n.upper() if form == 'upper' else n)) in syms)
     pm = sum(1 for n in procs if 'p' + n + '_' in syms)
+    with tempfile.TemporaryDirectory() as tmp:
+        sizeof = sizeofs(a.fc, syms, tmp)
     facts = {
         'about': ['Fortran facts of a foreign MPI ABI (mpif.h, use mpi), produced by tools/abi-probe-fortran.py '
                   '(do not edit by hand: run it again where that MPI is installed).',
@@ -155,6 +183,10 @@ def main():
         'profiling': pm == len(procs),
         'procedures': procs,
     }
+    if sizeof:
+        facts['sizeof'] = dict(sorted(sizeof.items()))
+        facts['about'].append('sizeof: the module procedures of MPI_SIZEOF (use mpi) the library exports, '
+                              'symbol -> the size in bytes of the type it answers for')
     text = json.dumps(facts, indent=1) + '\n'
     if a.output:
         with open(a.output, 'w') as f:

@@ -824,6 +824,15 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
                 self.exported.append(name)
         self.attributes()
         self.removed()
+        if self.ff.get('sizeof'):
+            # MPI_SIZEOF of `use mpi` (MPICH: module procedures of the Fortran library, one per
+            # type): the size is a fact of the type; the data (and a CHARACTER's hidden length)
+            # are not read
+            self.out.append('/* ---- MPI_SIZEOF (use mpi): one module procedure per type */')
+            for sym, size in sorted(self.ff['sizeof'].items()):
+                self.out.append('FSHIM_EXPORT void %s(void *x, MPI_Fint *size, MPI_Fint *ierror) { *size = %d; *ierror = 0; }'
+                                % (sym, size))
+            self.exported.append('MPI_SIZEOF')
         known = {p['name'] for p in self.api['procedures']} | {n.lower() for n in self.removed_done} | {n.lower() for n in self.exported}
         for low in sorted(self.fprocs - known):
             self.skipped.append((low.upper(), 'not in the API data (removed or %s extension)'

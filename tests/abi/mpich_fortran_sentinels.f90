@@ -1,13 +1,24 @@
 program mpich_fortran_sentinels
   ! MPICH's sentinels in its COMMON blocks (mpif90.mpich): MPI_UNWEIGHTED (mpifcmb5_) must reach
-  ! Kumi as unweighted, MPI_STATUSES_IGNORE (mpipriv2_) as ignored; run by abi_mpich_fortran.sh
+  ! Kumi as unweighted, MPI_STATUSES_IGNORE (mpipriv2_) as ignored; and MPI_SIZEOF (module
+  ! procedures of MPICH's `use mpi` in its Fortran library); run by abi_mpich_fortran.sh
   use mpi
   implicit none
   integer :: ierr, rank, size, comm, src(1), dst(1), indeg, outdeg, req(2), a, b
   logical :: wtd
   character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: v
-  integer :: vl
+  integer :: vl, sz
+  real(kind=8) :: d
+  integer(kind=2) :: i2(3)
+  character :: ch
   call MPI_Init(ierr)
+  d = 1; i2 = 1; ch = 'a'
+  call MPI_Sizeof(d, sz, ierr)
+  if (ierr /= 0 .or. sz /= 8) stop 6
+  call MPI_Sizeof(i2, sz, ierr)
+  if (ierr /= 0 .or. sz /= 2) stop 7
+  call MPI_Sizeof(ch, sz, ierr)
+  if (ierr /= 0 .or. sz /= 1) stop 8
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
   src(1) = mod(rank + size - 1, size); dst(1) = mod(rank + 1, size)

@@ -10,7 +10,7 @@
 # mpipriv2_ at offsets), LOGICALs, strings, 1-based indices, derived types, errors; Kumi's
 # fortran_coll.f, fortran_jacobi.f90, misc3_buffers.f90, fortran_attr.f90, fortran_errh.f90,
 # fortran_removed.f; the mixed C / Fortran program, its C part built with mpicc.mpich);
-# tests/abi/mpich_fortran_sentinels.f90 (MPI_UNWEIGHTED, MPI_STATUSES_IGNORE);
+# tests/abi/mpich_fortran_sentinels.f90 (MPI_UNWEIGHTED, MPI_STATUSES_IGNORE, MPI_SIZEOF);
 # that a program needing a procedure the shim lacks stops at load; that
 # data/abi/mpich-fortran.json is what the probe derives; and that without the shims
 # (MPICH's own libraries) the Kumi check fails.
