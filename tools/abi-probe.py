@@ -74,30 +74,9 @@ def wrapper_flags(cc):
     sys.exit('abi-probe: %s answers neither -show nor -showme' % cc)
 
 
-def exports(lib):
-    """{name: (kind, size)} of the dynamic symbols lib defines: kind 'object' or 'function'."""
-    r = run(['nm', '-D', '-S', '--defined-only', lib])
-    if r.returncode:
-        sys.exit('abi-probe: nm %s: %s' % (lib, r.stderr.strip()))
-    out = {}
-    for line in r.stdout.splitlines():
-        f = line.split()
-        if len(f) == 4:
-            _, size, t, name = f
-        elif len(f) == 3:
-            _, t, name = f
-            size = '0'
-        else:
-            continue
-        name = name.split('@')[0]
-        kind = 'function' if t in 'TtWi' else 'object' if t in 'BbDdRrVvGgSs' else None
-        if kind:
-            out[name] = (kind, int(size, 16))
-    return out
-
-
 def cxx_exports(lib):
-    """{name: (kind, size, weak)} of the dynamic symbols lib defines, names mangled."""
+    """{name: (kind, size, weak)} of the dynamic symbols lib defines: kind 'object' or
+    'function'; weak: a weak or unique definition (C++ vtables, inline objects)."""
     r = run(['nm', '-D', '-S', '--defined-only', lib])
     if r.returncode:
         sys.exit('abi-probe: nm %s: %s' % (lib, r.stderr.strip()))
@@ -115,6 +94,11 @@ def cxx_exports(lib):
         if kind:
             out[name.split('@')[0]] = (kind, int(size, 16), t in 'WwVv')
     return out
+
+
+def exports(lib):
+    """{name: (kind, size)} of the dynamic symbols lib defines: kind 'object' or 'function'."""
+    return {n: (k, sz) for n, (k, sz, _) in cxx_exports(lib).items()}
 
 
 CXX_CLASSES = ('Comm_Null', 'Comm', 'Intracomm', 'Cartcomm', 'Graphcomm', 'Intercomm', 'Datatype', 'Op',
