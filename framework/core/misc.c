@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <kumi/rpim.h>
 
 KUMI_EXPORT int kumi_verbose_level;
 
@@ -23,6 +25,37 @@ const char *kumi_hostname(void)
         hostname[sizeof hostname - 1] = 0;
     }
     return hostname;
+}
+
+/* "hostname/boot id/net namespace inode": see kumi.h.  The boot id tells
+ * machines apart (and a rebooted one), the namespace inode the network
+ * namespaces of one machine (each is a host of its own, with its own
+ * addresses: ranks in two of them talk as if across hosts). */
+const char *kumi_host_id(void)
+{
+    static char id[MPI_MAX_PROCESSOR_NAME + 96];
+    if (!id[0]) {
+        char boot[64] = "";
+        struct stat st;
+        unsigned long long ns = 0;
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+        if (f) {
+            if (!fgets(boot, sizeof boot, f)) boot[0] = 0;
+            fclose(f);
+            boot[strcspn(boot, "\n")] = 0;
+        }
+        if (stat("/proc/self/ns/net", &st) == 0) ns = (unsigned long long)st.st_ino;
+        snprintf(id, sizeof id, "%s/%s/%llu", kumi_hostname(), boot, ns);
+    }
+    return id;
+}
+
+int kumi_same_host(int r)
+{
+    char h[KUMI_KVS_VAL_MAX];
+    if (r == kumi_core_world_rank) return 1;
+    if (kumi_rpim_get(r, "kumi.hostid", h, sizeof h) != MPI_SUCCESS) return 0;
+    return strcmp(h, kumi_host_id()) == 0;
 }
 
 double kumi_time(void)

@@ -533,7 +533,7 @@ int kumi_mpi_comm_split_type(struct kumi_comm *comm, int split_type, int key, MP
     case MPI_UNDEFINED:
         return kumi_mpi_comm_split(comm, MPI_UNDEFINED, key, newcomm);
     case MPI_COMM_TYPE_SHARED:
-        rc = color_by_string(comm, undef ? NULL : kumi_hostname(), &color, &nparts, &maxpart);
+        rc = color_by_string(comm, undef ? NULL : kumi_host_id(), &color, &nparts, &maxpart);
         return rc ? rc : split_with_info(comm, color, key, "mpi_shared_memory", newcomm);
     case MPI_COMM_TYPE_HW_GUIDED:
     case MPI_COMM_TYPE_RESOURCE_GUIDED: {

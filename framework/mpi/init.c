@@ -63,6 +63,7 @@ int kumi_runtime_start(void)
     kumi_log(1, "rank %d of %d on %s (rpim %s)", kumi_world_rank(), kumi_world_size(), kumi_hostname(),
              kumi_rpim_name());
     if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) return rc;
+    if ((rc = kumi_rpim_put("kumi.hostid", kumi_host_id()))) return rc;
     if ((rc = kumi_sched_engine_init())) return rc;
     if ((rc = kumi_req_init())) return rc;
     kumi_part_register();                 /* the request kinds beyond send and receive */

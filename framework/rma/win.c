@@ -8,7 +8,7 @@
  *      the same error everywhere, before any communication);
  *   2. a private duplicate of comm (own context ids) for the window's traffic;
  *   3. allgather of {base, size, disp_unit, flags, pid, rkey} over it; the
- *      host of each rank comes from the key-value exchange ("kumi.host" of
+ *      host of each rank comes from the key-value exchange ("kumi.hostid" of
  *      its job rank);
  *   4. one segment per host (below); Win_allocate / Win_allocate_shared
  *      then a second allgather of the bases (addresses in each owner's
@@ -239,21 +239,21 @@ static int win_comm(struct kumi_comm *comm, struct kumi_comm **out)
 static int host_map(const char *fn, const struct kumi_comm *comm, int *local, int *nlocal)
 {
     char me[KUMI_KVS_VAL_MAX], h[KUMI_KVS_VAL_MAX];
-    const char *mine = kumi_hostname();
+    const char *mine = kumi_host_id();
     int n = 0;
     if (comm->size == 1) {
         local[0] = 0;
         *nlocal = 1;
         return MPI_SUCCESS;
     }
-    if (kumi_rpim_get(kumi_comm_world_rank(comm, comm->rank), "kumi.host", me, sizeof me) == MPI_SUCCESS)
+    if (kumi_rpim_get(kumi_comm_world_rank(comm, comm->rank), "kumi.hostid", me, sizeof me) == MPI_SUCCESS)
         mine = me;
     if (!mine) return kumi_error(MPI_ERR_INTERN, "%s: the host of this process is unknown", fn);
     for (int r = 0; r < comm->size; r++) {
         int same;
         if (r == comm->rank) same = 1;
         else {
-            int rc = kumi_rpim_get(kumi_comm_world_rank(comm, r), "kumi.host", h, sizeof h);
+            int rc = kumi_rpim_get(kumi_comm_world_rank(comm, r), "kumi.hostid", h, sizeof h);
             if (rc) return kumi_error(MPI_ERR_INTERN, "%s: the host of rank %d (job rank %d) is unknown", fn, r,
                                       kumi_comm_world_rank(comm, r));
             same = !strcmp(h, mine);

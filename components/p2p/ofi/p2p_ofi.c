@@ -360,7 +360,7 @@ static int p2p_ofi_init(void)
     ofi_hex(hex, (unsigned char *)name, nl);
     rc = kumi_rpim_put("p2p.ofi.addr", hex);
     if (rc == MPI_SUCCESS) rc = kumi_rpim_put("p2p.ofi.prov", ofi_provname);
-    if (rc == MPI_SUCCESS) rc = kumi_rpim_put("p2p.ofi.host", kumi_hostname() ? kumi_hostname() : "");
+    if (rc == MPI_SUCCESS) rc = kumi_rpim_put("p2p.ofi.host", kumi_host_id());
     if (rc != MPI_SUCCESS) {
         ofi_teardown();
         return rc;
@@ -374,7 +374,7 @@ static int p2p_ofi_wireup(void)
 {
     char hex[2 * OFI_NAME_MAX + 8], prov[64], host[256];
     unsigned char name[OFI_NAME_MAX];
-    const char *myhost = kumi_hostname();
+    const char *myhost = kumi_host_id();
     int shm = !strcmp(ofi_provname, "shm"), nreach = 0;
     for (int r = 0; r < ofi_n; r++) {
         struct ofi_peer *p = &ofi_peers[r];

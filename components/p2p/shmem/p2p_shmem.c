@@ -218,8 +218,7 @@ static int p2p_shmem_init(void)
 
 static int p2p_shmem_wireup(void)
 {
-    char host[KUMI_KVS_VAL_MAX], val[KUMI_KVS_VAL_MAX];
-    const char *me = kumi_hostname();
+    char val[KUMI_KVS_VAL_MAX];
     int ncma = 0;
     if (p2p_shmem_size <= 1 || !p2p_shmem_seg) return MPI_SUCCESS;
     /* Mapping in a ring allocates and zeroes its pages: every rank of a job
@@ -236,7 +235,10 @@ static int p2p_shmem_wireup(void)
         int pid = 0;
         char name[128], why[160];
         if (r == p2p_shmem_me) continue;
-        if (kumi_rpim_get(r, "kumi.host", host, sizeof host) != 0 || strcmp(host, me) != 0) continue;
+        /* same host: same boot id and network namespace (kumi_host_id), so
+         * ranks in two network namespaces of one machine never use shared
+         * memory or CMA between them, as two machines could not */
+        if (!kumi_same_host(r)) continue;
         if (kumi_rpim_get(r, "p2p.shmem.addr", val, sizeof val) != 0 ||
             sscanf(val, "%d %llx %llx %llx", &pid, &addr, &p->segdev, &p->segino) != 4)
             continue;

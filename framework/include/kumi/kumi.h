@@ -39,6 +39,13 @@ KUMI_EXPORT int kumi_error(int cls, const char *fmt, ...) __attribute__((format(
 KUMI_EXPORT int kumi_world_rank(void);
 KUMI_EXPORT int kumi_world_size(void);
 KUMI_EXPORT const char *kumi_hostname(void);
+/* This host's identity for "same host?" decisions (shared memory, CMA,
+ * loopback): "hostname/boot id/network namespace", so two network
+ * namespaces of one machine are two hosts, as two machines are, even with
+ * the same host name.  Published as "kumi.hostid" by MPI_Init. */
+KUMI_EXPORT const char *kumi_host_id(void);
+/* 1 if world rank r is on this host (its "kumi.hostid" is ours; r == me: 1). */
+KUMI_EXPORT int kumi_same_host(int r);
 
 /* Monotonic time in seconds. */
 KUMI_EXPORT double kumi_time(void);
