@@ -137,7 +137,7 @@ static int match_item(const struct kumi_netif *f, const char *s, size_t len, cha
 {
     char buf[128], *slash;
     struct sockaddr_storage ss;
-    int bits = -1, nbytes, fb;
+    int bits = -1, nbytes = 0, fb = 0;
     const unsigned char *a, *b;
     if (len >= sizeof buf) {
         seterr(err, errlen, "interface list item \"%.*s\" is too long", s, len);

@@ -1040,6 +1040,19 @@ int kumi_req_init(void)
             kumi_log(1, "p2p/%s serves ranks %s", tr_entry[i]->name, list);
         }
     }
+    if (kumi_verbose_level >= 1 && nworld <= 256) {   /* one line per peer: "rank 0 -> rank 2: tcp 10.0.0.2:40123" */
+        for (p = 0; p < nworld; p++) {
+            char how[160];
+            const char *tn = "?";
+            how[0] = 0;
+            for (i = 0; i < ntr; i++)
+                if (tr_ops[i] == peer_ops[p]) tn = tr_entry[i]->name;
+            if (peer_ops[p]->hdr.size > offsetof(struct kumi_p2p_ops, describe) && peer_ops[p]->describe &&
+                peer_ops[p]->describe(p, how, sizeof how) != 0)
+                how[0] = 0;
+            kumi_log(1, "rank %d -> rank %d: %s%s%s", kumi_world_rank(), p, tn, how[0] ? " " : "", how);
+        }
+    }
     rc = kumi_match_init(nworld);
     if (rc != MPI_SUCCESS) return rc;
     eager_quiet = false;

@@ -1,10 +1,13 @@
 /* p2p/tcp: TCP sockets to any rank that published an address.
  *
  * Addresses: init() listens on ephemeral ports, one socket per chosen
- * address (the host's IPv4 interfaces after p2p_tcp_if_include /
- * p2p_tcp_if_exclude; for a job on one host only the loopback among them),
- * never on INADDR_ANY, and publishes "p2p.tcp.addr" = "ip:port,ip:port,..."
- * (non-loopback first, 127.0.0.1 last) and "p2p.tcp.host" = host name.
+ * address (the host's IPv4 and IPv6 addresses after p2p_tcp_if_include /
+ * p2p_tcp_if_exclude (names, name* prefixes, CIDR subnets: kumi/netif.h) and
+ * p2p_tcp_family (any / ipv4 / ipv6 / prefer_ipv6); for a job on one host only
+ * the loopback ones among them), never on a wildcard address, and publishes
+ * "p2p.tcp.addr" = "ip:port,[ip6]:port,..." (non-loopback first, IPv4 before
+ * IPv6 unless prefer_ipv6, loopback last) and "p2p.tcp.host" = the host's
+ * identity (kumi_host_id(): differs between network namespaces).
  * wireup() closes the listeners when no peer can need them: every other
  * rank is on this host and reached through p2p/shmem (both sides published
  * its address, and shmem comes before tcp in the selection), and this rank
@@ -54,7 +57,8 @@
 /* parameters */
 size_t p2p_tcp_eager;
 size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
-const char *p2p_tcp_if_include, *p2p_tcp_if_exclude;
+const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
+static int p2p_tcp_fflags;    /* KUMI_NETIF_V4 / V6 / PREFER6 from p2p_tcp_family */
 double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
 size_t p2p_tcp_auth_max;
 
@@ -72,7 +76,7 @@ double p2p_tcp_next_expiry;   /* earliest deadline of those (0: none armed) */
 unsigned long p2p_tcp_refused; /* closed at once or for want of a valid PROOF */
 struct p2p_tcp_peer *p2p_tcp_peers;
 struct p2p_tcp_in *p2p_tcp_ins;
-struct p2p_tcp_if p2p_tcp_ifs[P2P_TCP_MAXADDR];
+struct kumi_netif p2p_tcp_ifs[P2P_TCP_MAXADDR];
 int p2p_tcp_nifs;
 size_t p2p_tcp_nqueued;       /* ops queued to live peers */
 int p2p_tcp_nconnecting;
@@ -103,13 +107,18 @@ static void p2p_tcp_register(void)
                              "Socket receive buffer size (SO_RCVBUF); 0 = system default",
                              KUMI_LEVEL_TUNER, &p2p_tcp_rcvbuf);
     kumi_param_register_string("p2p", "tcp", "if_include", "",
-                               "Comma-separated interface names to use (a trailing * matches a "
-                               "prefix, e.g. eth*); empty = all",
+                               "Comma-separated interfaces to use: names (a trailing * matches a "
+                               "prefix, e.g. eth*), subnets (10.1.0.0/16, fd00::/64) or addresses; "
+                               "empty = all",
                                KUMI_LEVEL_USER, &p2p_tcp_if_include);
     kumi_param_register_string("p2p", "tcp", "if_exclude", "",
-                               "Comma-separated interface names not to use (a trailing * matches a "
-                               "prefix)",
+                               "Comma-separated interfaces not to use: names (a trailing * matches "
+                               "a prefix), subnets or addresses",
                                KUMI_LEVEL_USER, &p2p_tcp_if_exclude);
+    kumi_param_register_string("p2p", "tcp", "family", "any",
+                               "IP versions to use: any (IPv4 and IPv6, IPv4 tried first), "
+                               "prefer_ipv6 (both, IPv6 first), ipv4, ipv6",
+                               KUMI_LEVEL_USER, &p2p_tcp_family);
     kumi_param_register_double("p2p", "tcp", "connect_timeout", 10.0,
                                "Seconds to wait for a TCP connect to one address before trying the "
                                "peer's next address",
@@ -124,14 +133,28 @@ static void p2p_tcp_register(void)
                              KUMI_LEVEL_TUNER, &p2p_tcp_auth_max);
 }
 
+static int p2p_tcp_parse_family(const char *v)
+{
+    if (!v || !*v || !strcmp(v, "any") || !strcmp(v, "both") || !strcmp(v, "prefer_ipv4"))
+        return KUMI_NETIF_V4 | KUMI_NETIF_V6;
+    if (!strcmp(v, "prefer_ipv6")) return KUMI_NETIF_V4 | KUMI_NETIF_V6 | KUMI_NETIF_PREFER6;
+    if (!strcmp(v, "ipv4") || !strcmp(v, "4")) return KUMI_NETIF_V4;
+    if (!strcmp(v, "ipv6") || !strcmp(v, "6")) return KUMI_NETIF_V6 | KUMI_NETIF_PREFER6;
+    return -1;
+}
+
 static int p2p_tcp_open(char *why, size_t whylen)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(why, whylen, "no IPv4 TCP sockets: %s", strerror(errno));
+    int fd4 = -1, fd6 = -1, fl = p2p_tcp_parse_family(p2p_tcp_family);
+    if (fl < 0) fl = KUMI_NETIF_V4 | KUMI_NETIF_V6;     /* init() reports the bad value */
+    if (fl & KUMI_NETIF_V4) fd4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fl & KUMI_NETIF_V6) fd6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd4 < 0 && fd6 < 0) {
+        snprintf(why, whylen, "no TCP sockets (%s): %s", p2p_tcp_family, strerror(errno));
         return KUMI_UNAVAILABLE;
     }
-    close(fd);
+    if (fd4 >= 0) close(fd4);
+    if (fd6 >= 0) close(fd6);
     return KUMI_OK;
 }
 
@@ -233,105 +256,44 @@ void p2p_tcp_lost_warn(int rank)
 /* ------------------------------------------------------------------ */
 /* interfaces and addresses */
 
-static int p2p_tcp_name_in_list(const char *name, const char *list)
+/* The addresses to listen on (kumi/netif.h chooses them); -1 for a bad list. */
+static int p2p_tcp_scan_ifs(char *err, size_t errlen)
 {
-    const char *s = list;
-    while (s && *s) {
-        const char *e = strchr(s, ',');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        while (len && (*s == ' ' || *s == '\t')) { s++; len--; }
-        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
-        if (len) {
-            if (s[len - 1] == '*') {
-                if (strncmp(name, s, len - 1) == 0) return 1;
-            } else if (strlen(name) == len && strncmp(name, s, len) == 0) {
-                return 1;
-            }
-        }
-        if (!e) break;
-        s = e + 1;
-    }
+    int fl = p2p_tcp_fflags | (p2p_tcp_onehost ? KUMI_NETIF_ONEHOST : KUMI_NETIF_KEEP_LO);
+    p2p_tcp_nifs = kumi_netif_choose(p2p_tcp_ifs, P2P_TCP_MAXADDR, p2p_tcp_if_include, p2p_tcp_if_exclude,
+                                     fl, err, errlen);
+    return p2p_tcp_nifs < 0 ? -1 : 0;
+}
+
+static int p2p_tcp_shared_subnet(const struct sockaddr *sa)
+{
+    for (int i = 0; i < p2p_tcp_nifs; i++)
+        if (!p2p_tcp_ifs[i].loopback && kumi_netif_same_subnet(&p2p_tcp_ifs[i], sa)) return 1;
     return 0;
 }
 
-static void p2p_tcp_scan_ifs(void)
-{
-    struct ifaddrs *ifa0 = NULL, *ifa;
-    struct p2p_tcp_if lo[P2P_TCP_MAXADDR];
-    int nlo = 0;
-    p2p_tcp_nifs = 0;
-    if (getifaddrs(&ifa0) != 0) ifa0 = NULL;
-    for (ifa = ifa0; ifa; ifa = ifa->ifa_next) {
-        struct p2p_tcp_if f;
-        if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET) continue;
-        if (!(ifa->ifa_flags & IFF_UP)) continue;
-        if (p2p_tcp_if_include && *p2p_tcp_if_include &&
-            !p2p_tcp_name_in_list(ifa->ifa_name, p2p_tcp_if_include))
-            continue;
-        if (p2p_tcp_if_exclude && *p2p_tcp_if_exclude &&
-            p2p_tcp_name_in_list(ifa->ifa_name, p2p_tcp_if_exclude))
-            continue;
-        memset(&f, 0, sizeof f);
-        snprintf(f.name, sizeof f.name, "%s", ifa->ifa_name);
-        f.addr = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
-        if (ifa->ifa_netmask && ifa->ifa_netmask->sa_family == AF_INET)
-            f.mask = ((struct sockaddr_in *)ifa->ifa_netmask)->sin_addr;
-        else
-            f.mask.s_addr = htonl(0xffffffffu);
-        f.loopback = (ifa->ifa_flags & IFF_LOOPBACK) ||
-                     (ntohl(f.addr.s_addr) >> 24) == 127;
-        if (f.loopback) {
-            if (nlo < P2P_TCP_MAXADDR) lo[nlo++] = f;
-        } else if (p2p_tcp_nifs < P2P_TCP_MAXADDR) {
-            p2p_tcp_ifs[p2p_tcp_nifs++] = f;
-        }
-    }
-    if (ifa0) freeifaddrs(ifa0);
-    for (int i = 0; i < nlo && p2p_tcp_nifs < P2P_TCP_MAXADDR; i++)
-        p2p_tcp_ifs[p2p_tcp_nifs++] = lo[i];
-}
-
-static int p2p_tcp_is_loopback(const struct sockaddr_in *sa)
-{
-    return (ntohl(sa->sin_addr.s_addr) >> 24) == 127;
-}
-
-static int p2p_tcp_shared_subnet(const struct sockaddr_in *sa)
-{
-    for (int i = 0; i < p2p_tcp_nifs; i++) {
-        const struct p2p_tcp_if *f = &p2p_tcp_ifs[i];
-        if (f->loopback) continue;
-        if ((sa->sin_addr.s_addr & f->mask.s_addr) == (f->addr.s_addr & f->mask.s_addr))
-            return 1;
-    }
-    return 0;
-}
-
-/* Parse "ip:port,ip:port" into p->addrs, ordered for this rank. */
+/* Parse "ip:port,[ip6]:port" into p->addrs, ordered for this rank: loopback
+ * first (same host only), then those on a subnet of ours, then the rest;
+ * within each, the preferred IP version first; versions p2p_tcp_family
+ * excludes are left out. */
 static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int same_host)
 {
-    struct sockaddr_in all[P2P_TCP_MAXADDR];
-    int n = 0;
+    struct sockaddr_storage all[P2P_TCP_MAXADDR];
+    int n = 0, fam[2];
     const char *s = list;
+    fam[0] = (p2p_tcp_fflags & KUMI_NETIF_PREFER6) ? AF_INET6 : AF_INET;
+    fam[1] = fam[0] == AF_INET ? AF_INET6 : AF_INET;
     while (*s && n < P2P_TCP_MAXADDR) {
-        char item[64];
+        char item[KUMI_NETIF_ADDRSTR];
         const char *e = strchr(s, ',');
         size_t len = e ? (size_t)(e - s) : strlen(s);
         if (len > 0 && len < sizeof item) {
-            char *colon;
             memcpy(item, s, len);
             item[len] = 0;
-            colon = strrchr(item, ':');
-            if (colon) {
-                char *end;
-                unsigned long port;
-                *colon = 0;
-                port = strtoul(colon + 1, &end, 10);
-                memset(&all[n], 0, sizeof all[n]);
-                all[n].sin_family = AF_INET;
-                all[n].sin_port = htons((uint16_t)port);
-                if (*end == 0 && port > 0 && port < 65536 &&
-                    inet_pton(AF_INET, item, &all[n].sin_addr) == 1)
+            if (kumi_netif_parse(item, &all[n], NULL, 0) == 0) {
+                int f = all[n].ss_family;
+                if ((f == AF_INET && (p2p_tcp_fflags & KUMI_NETIF_V4)) ||
+                    (f == AF_INET6 && (p2p_tcp_fflags & KUMI_NETIF_V6)))
                     n++;
             }
         }
@@ -341,18 +303,33 @@ static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int sa
     p->addrs = calloc(n ? (size_t)n : 1, sizeof *p->addrs);
     p->naddrs = 0;
     if (!p->addrs) return;
-    /* pass 0: loopback (same host only); pass 1: shared subnet; pass 2: the rest */
-    for (int pass = 0; pass < 3; pass++) {
+    /* class 0: loopback (same host only); 1: shared subnet; 2: the rest */
+    for (int pass = 0; pass < 6; pass++) {
+        int cls = pass / 2, f = fam[pass % 2];
         for (int i = 0; i < n; i++) {
-            int lo = p2p_tcp_is_loopback(&all[i]);
-            int take;
-            if (lo) take = (same_host || p2p_tcp_onehost) && pass == 0;
-            else if (pass == 1) take = p2p_tcp_shared_subnet(&all[i]);
-            else if (pass == 2) take = !p2p_tcp_shared_subnet(&all[i]);
+            const struct sockaddr *sa = (const struct sockaddr *)&all[i];
+            int lo = kumi_netif_is_loopback(sa), take;
+            if (sa->sa_family != f) continue;
+            if (lo) take = (same_host || p2p_tcp_onehost) && cls == 0;
+            else if (cls == 1) take = p2p_tcp_shared_subnet(sa);
+            else if (cls == 2) take = !p2p_tcp_shared_subnet(sa);
             else take = 0;
             if (take) p->addrs[p->naddrs++] = all[i];
         }
     }
+}
+
+/* The address this rank reaches peer at: the one connected (or being
+ * tried), else the first it will try. */
+const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len)
+{
+    const struct p2p_tcp_peer *p;
+    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer].naddrs <= 0) {
+        snprintf(buf, len, "?");
+        return buf;
+    }
+    p = &p2p_tcp_peers[peer];
+    return kumi_netif_format((const struct sockaddr *)&p->addrs[p->cur < p->naddrs ? p->cur : 0], 1, buf, len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -377,23 +354,23 @@ static int p2p_tcp_init_failed(int rc)
     return rc;
 }
 
-/* Listen on an ephemeral port of addr; returns the port, or -1 (errno). */
-static int p2p_tcp_listen_on(struct in_addr addr)
+/* Listen on an ephemeral port of addr (port 0); returns the port, or -1 (errno). */
+static int p2p_tcp_listen_on(const struct sockaddr *addr)
 {
-    struct sockaddr_in sa;
+    struct sockaddr_storage sa;
     socklen_t salen = sizeof sa;
     struct p2p_tcp_listener *l = &p2p_tcp_lis[p2p_tcp_nlis];
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
+    if (addr->sa_family == AF_INET6) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    }
     if (p2p_tcp_rcvbuf) {           /* accepted sockets inherit it (window scaling) */
         int v = p2p_tcp_rcvbuf > (size_t)0x7fffffff ? 0x7fffffff : (int)p2p_tcp_rcvbuf;
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
     }
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr = addr;
-    sa.sin_port = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, SOMAXCONN) != 0 ||
+    if (bind(fd, addr, kumi_netif_salen(addr)) != 0 || listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
         int e = errno;
         close(fd);
@@ -404,7 +381,8 @@ static int p2p_tcp_listen_on(struct in_addr addr)
     l->fd = fd;
     p2p_tcp_nlis++;
     p2p_tcp_ep_add(fd, EPOLLIN, l);
-    return ntohs(sa.sin_port);
+    return sa.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port)
+                                    : ntohs(((struct sockaddr_in *)&sa)->sin_port);
 }
 
 static int p2p_tcp_init(void)
@@ -412,7 +390,8 @@ static int p2p_tcp_init(void)
     char val[KUMI_KVS_VAL_MAX], tmp[KUMI_KVS_VAL_MAX];
     size_t off = 0;
     const char *host, *nh = getenv(KUMI_ENV_NHOSTS);
-    int rc, haslo = 0;
+    char err[256];
+    int rc;
 
     p2p_tcp_me = kumi_world_rank();
     p2p_tcp_size = kumi_world_size();
@@ -424,10 +403,27 @@ static int p2p_tcp_init(void)
     p2p_tcp_self_first = kumi_rpim_get(p2p_tcp_me, "p2p.self.up", tmp, sizeof tmp) == MPI_SUCCESS;
     p2p_tcp_shmem_first = kumi_rpim_get(p2p_tcp_me, "p2p.shmem.addr", tmp, sizeof tmp) == MPI_SUCCESS;
 
-    p2p_tcp_scan_ifs();
+    /* a bad parameter leaves tcp out: said once (rank 0), since MPI_Init's
+     * own message would only say that no transport reaches some rank */
+    p2p_tcp_fflags = p2p_tcp_parse_family(p2p_tcp_family);
+    if (p2p_tcp_fflags < 0) {
+        if (p2p_tcp_me == 0)
+            kumi_warn("p2p/tcp: not used: p2p_tcp_family \"%s\" is not one of any, prefer_ipv6, ipv4, ipv6",
+                      p2p_tcp_family);
+        return kumi_error(MPI_ERR_ARG, "p2p/tcp: p2p_tcp_family \"%s\" is not one of any, prefer_ipv6, "
+                          "ipv4, ipv6", p2p_tcp_family);
+    }
+    /* a job on one host needs no more than loopback (if it was chosen) */
+    p2p_tcp_onehost = !nh || !*nh || strcmp(nh, "1") == 0;
+    if (p2p_tcp_scan_ifs(err, sizeof err) != 0) {
+        if (p2p_tcp_me == 0) kumi_warn("p2p/tcp: not used: p2p_tcp_if_%s", err);
+        return kumi_error(MPI_ERR_ARG, "p2p/tcp: p2p_tcp_if_%s", err);
+    }
     if (p2p_tcp_nifs == 0)
-        return kumi_error(MPI_ERR_OTHER, "p2p/tcp: no IPv4 interface left to use "
-                          "(see p2p_tcp_if_include / p2p_tcp_if_exclude)");
+        return kumi_error(MPI_ERR_OTHER, "p2p/tcp: no %s address left to use "
+                          "(see p2p_tcp_if_include / p2p_tcp_if_exclude / p2p_tcp_family)",
+                          p2p_tcp_fflags == KUMI_NETIF_V4 ? "IPv4" :
+                          !(p2p_tcp_fflags & KUMI_NETIF_V4) ? "IPv6" : "IP");
 
     p2p_tcp_epfd = epoll_create1(EPOLL_CLOEXEC);
     if (p2p_tcp_epfd < 0)
@@ -437,21 +433,21 @@ static int p2p_tcp_init(void)
         return p2p_tcp_init_failed(kumi_error(MPI_ERR_OTHER, "p2p/tcp: timerfd_create: %s", strerror(errno)));
     p2p_tcp_ep_add(p2p_tcp_tfd, EPOLLIN, &p2p_tcp_timer_kind);
 
-    /* a job on one host needs no more than loopback (if it was chosen) */
-    p2p_tcp_onehost = !nh || !*nh || strcmp(nh, "1") == 0;
-    for (int i = 0; i < p2p_tcp_nifs; i++) haslo |= p2p_tcp_ifs[i].loopback;
     val[0] = 0;
     for (int i = 0; i < p2p_tcp_nifs; i++) {
-        char ip[INET_ADDRSTRLEN];
+        char ip[KUMI_NETIF_ADDRSTR];
         int k, port;
-        if (p2p_tcp_onehost && haslo && !p2p_tcp_ifs[i].loopback) continue;
-        inet_ntop(AF_INET, &p2p_tcp_ifs[i].addr, ip, sizeof ip);
-        port = p2p_tcp_listen_on(p2p_tcp_ifs[i].addr);
+        struct kumi_netif *f = &p2p_tcp_ifs[i];
+        port = p2p_tcp_listen_on(&f->addr.sa);
         if (port < 0) {
-            kumi_log(2, "p2p/tcp: cannot listen on %s (%s): %s", ip, p2p_tcp_ifs[i].name, strerror(errno));
+            kumi_log(2, "p2p/tcp: cannot listen on %s (%s): %s", kumi_netif_format(&f->addr.sa, 0, ip, sizeof ip),
+                     f->name, strerror(errno));
             continue;
         }
-        k = snprintf(val + off, sizeof val - off, "%s%s:%d", off ? "," : "", ip, port);
+        if (f->addr.sa.sa_family == AF_INET6) f->addr.in6.sin6_port = htons((uint16_t)port);
+        else f->addr.in4.sin_port = htons((uint16_t)port);
+        kumi_netif_format(&f->addr.sa, 1, ip, sizeof ip);
+        k = snprintf(val + off, sizeof val - off, "%s%s", off ? "," : "", ip);
         if (k < 0 || (size_t)k >= sizeof val - off) {
             val[off] = 0;
             break;
@@ -463,7 +459,7 @@ static int p2p_tcp_init(void)
                                               "address: %s", strerror(errno)));
     rc = kumi_rpim_put("p2p.tcp.addr", val);
     if (rc != MPI_SUCCESS) return p2p_tcp_init_failed(rc);
-    host = kumi_hostname();
+    host = kumi_host_id();
     rc = kumi_rpim_put("p2p.tcp.host", host ? host : "");
     if (rc != MPI_SUCCESS) return p2p_tcp_init_failed(rc);
     kumi_log(2, "p2p/tcp: listening on %s", val);
@@ -472,7 +468,7 @@ static int p2p_tcp_init(void)
 
 static int p2p_tcp_wireup(void)
 {
-    const char *myhost = kumi_hostname();
+    const char *myhost = kumi_host_id();
     char val[KUMI_KVS_VAL_MAX], host[KUMI_KVS_VAL_MAX];
     int needed = 0;
     p2p_tcp_peers = calloc((size_t)p2p_tcp_size, sizeof *p2p_tcp_peers);
@@ -508,6 +504,13 @@ static int p2p_tcp_wireup(void)
 int p2p_tcp_reaches(int peer)
 {
     return p2p_tcp_peers && peer >= 0 && peer < p2p_tcp_size && p2p_tcp_peers[peer].naddrs > 0;
+}
+
+static int p2p_tcp_describe(int peer, char *buf, size_t len)
+{
+    char a[KUMI_NETIF_ADDRSTR];
+    snprintf(buf, len, "%s", p2p_tcp_peer_addr(peer, a, sizeof a));
+    return 0;
 }
 
 static size_t p2p_tcp_eager_limit(int peer)
@@ -607,6 +610,7 @@ static const struct kumi_p2p_ops p2p_tcp_ops = {
     .pollfds = p2p_tcp_pollfds,
     .busy = p2p_tcp_busy,
     .finalize = p2p_tcp_finalize,
+    .describe = p2p_tcp_describe,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_tcp_component = {

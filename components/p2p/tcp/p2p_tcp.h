@@ -34,6 +34,7 @@
 #include <sys/uio.h>
 
 #include <kumi/jobkey.h>
+#include <kumi/netif.h>
 
 #define P2P_TCP_MAGIC_HELLO 0x4b554d48u     /* "KUMH" */
 #define P2P_TCP_MAGIC_CHAL  0x4b554d43u     /* "KUMC" */
@@ -67,7 +68,7 @@ struct p2p_tcp_peer {            /* one per world rank: the outgoing side */
     int fd;
     int state;
     uint32_t events;             /* registered epoll events */
-    struct sockaddr_in *addrs;   /* in the order to try */
+    struct sockaddr_storage *addrs; /* in the order to try (IPv4, IPv6) */
     int naddrs, cur;
     double deadline;             /* of the current connect and handshake */
     unsigned char hello[P2P_TCP_CHAL_LEN];
@@ -83,15 +84,9 @@ struct p2p_tcp_listener {
     int fd;
 };
 
-struct p2p_tcp_if {
-    char name[IF_NAMESIZE];
-    struct in_addr addr, mask;
-    int loopback;
-};
-
 extern size_t p2p_tcp_eager;
 extern size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
-extern const char *p2p_tcp_if_include, *p2p_tcp_if_exclude;
+extern const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
 extern double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
 extern size_t p2p_tcp_auth_max;
 extern struct p2p_tcp_listener p2p_tcp_lis[P2P_TCP_MAXADDR];
@@ -107,7 +102,7 @@ extern double p2p_tcp_next_expiry;
 extern unsigned long p2p_tcp_refused;
 extern struct p2p_tcp_peer *p2p_tcp_peers;
 extern struct p2p_tcp_in *p2p_tcp_ins;
-extern struct p2p_tcp_if p2p_tcp_ifs[P2P_TCP_MAXADDR];
+extern struct kumi_netif p2p_tcp_ifs[P2P_TCP_MAXADDR];
 extern int p2p_tcp_nifs;
 extern size_t p2p_tcp_nqueued;
 extern int p2p_tcp_nconnecting;
@@ -132,5 +127,6 @@ void p2p_tcp_proof(const char *what, const unsigned char *nonce_a, const unsigne
 int p2p_tcp_reaches(int peer);
 int p2p_tcp_send(int peer, struct kumi_sendop *op);
 void p2p_tcp_sockopts(int fd);
+const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len);
 
 #endif

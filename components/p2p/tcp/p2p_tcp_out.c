@@ -86,11 +86,16 @@ static int p2p_tcp_out_read(struct p2p_tcp_peer *p, size_t len)
 static void p2p_tcp_connect_next(struct p2p_tcp_peer *p)
 {
     while (p->cur < p->naddrs) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        const struct sockaddr *sa = (const struct sockaddr *)&p->addrs[p->cur];
+        int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         int r;
-        if (fd < 0) break;
+        if (fd < 0) {               /* e.g. no IPv6 here: the next address */
+            kumi_log(3, "p2p/tcp: socket for rank %d address %d: %s", p->rank, p->cur, strerror(errno));
+            p->cur++;
+            continue;
+        }
         p2p_tcp_sockopts(fd);
-        do r = connect(fd, (struct sockaddr *)&p->addrs[p->cur], sizeof p->addrs[p->cur]);
+        do r = connect(fd, sa, kumi_netif_salen(sa));
         while (r < 0 && errno == EINTR);
         if (r == 0 || errno == EINPROGRESS) {
             p->fd = fd;

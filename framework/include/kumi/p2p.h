@@ -113,12 +113,13 @@ struct kumi_p2p_rma {
 /* The p2p contract (see kumi/component.h for the rules):
  *   1.0  the mandatory part, hdr ... finalize;
  *   1.1  adds rget, pull (KUMI_P2P_CAP_RGET);
- *   1.2  adds mem_reg, mem_dereg, rma (KUMI_P2P_CAP_RMA).
+ *   1.2  adds mem_reg, mem_dereg, rma (KUMI_P2P_CAP_RMA);
+ *   1.3  adds describe (optional, no capability flag: NULL or absent = none).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 2
+#define KUMI_P2P_CONTRACT_MINOR 3
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -198,6 +199,11 @@ struct kumi_p2p_ops {
     /* Start op on peer's memory; no ordering between operations is promised.
      * MPI_SUCCESS (done() will run) or an MPI error (it will not). */
     int (*rma)(int peer, struct kumi_p2p_rma *op);
+
+    /* ---- Contract 1.3, optional (may be NULL): how this transport reaches
+     * peer, for KUMI_VERBOSE's table (e.g. tcp: "10.0.0.2:40123").  Writes
+     * a short text to buf; returns 0, or -1 when there is nothing to say. */
+    int (*describe)(int peer, char *buf, size_t len);
 };
 
 /* Upcalls into the request layer, for transports. */
