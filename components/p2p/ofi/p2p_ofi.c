@@ -15,6 +15,7 @@ const char *(*p_fi_strerror)(int);
 
 /* ---- parameters */
 const char *ofi_prov_param;
+static const char *ofi_if_include, *ofi_if_exclude;
 size_t ofi_eager;
 long long ofi_nrxbufs, ofi_cache_max;
 size_t ofi_read_chunk;
@@ -68,6 +69,14 @@ static void p2p_ofi_register(void)
                                "send-after-send ordering wins.  shm is skipped in a job that "
                                "spans hosts; sockets only when named",
                                KUMI_LEVEL_USER, &ofi_prov_param);
+    kumi_param_register_string("p2p", "ofi", "if_include", "",
+                               "Interfaces an IP provider (tcp;ofi_rxm, udp;ofi_rxd) may use: names "
+                               "(eth*), subnets (10.1.0.0/16, fd00::/64) or addresses, comma-separated; "
+                               "empty = the provider's first (a loopback one only for a job on one host)",
+                               KUMI_LEVEL_USER, &ofi_if_include);
+    kumi_param_register_string("p2p", "ofi", "if_exclude", "",
+                               "Interfaces an IP provider must not use (names, subnets, addresses)",
+                               KUMI_LEVEL_USER, &ofi_if_exclude);
     kumi_param_register_size("p2p", "ofi", "eager_limit", 64 * 1024,
                              "Largest message sent eagerly over libfabric; larger ones are read "
                              "by the receiver with fi_read (rendezvous)",
@@ -158,6 +167,47 @@ static int ofi_job_hosts(void)
     return n > 0 ? n : 1;
 }
 
+/* The first of the provider's answers (one per interface for IP providers)
+ * whose source address p2p_ofi_if_include / if_exclude allow; in a job that
+ * spans hosts never a loopback one (it reaches no other host).  Answers
+ * without an IP source address (shm) are taken as they are; IPv6 link-local
+ * ones only on one host.  NULL: none
+ * (*why says why), or a bad list. */
+static struct fi_info *ofi_pick(struct fi_info *info, int multi, char *why, size_t whylen)
+{
+    char err[256];
+    for (struct fi_info *fi = info; fi; fi = fi->next) {
+        const struct sockaddr *sa = fi->src_addr;
+        struct kumi_netif f;
+        if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+            fi->src_addrlen < kumi_netif_salen(sa))
+            return fi;
+        memset(&f, 0, sizeof f);
+        snprintf(f.name, sizeof f.name, "%s", fi->domain_attr && fi->domain_attr->name ? fi->domain_attr->name : "");
+        memcpy(&f.addr, sa, kumi_netif_salen(sa));
+        f.family = sa->sa_family;
+        f.prefix = sa->sa_family == AF_INET ? 32 : 128;
+        f.up = 1;
+        f.loopback = kumi_netif_is_loopback(sa) || !strcmp(f.name, "lo");
+        if (multi && f.loopback) continue;
+        /* an IPv6 link-local address needs the interface index, which means
+         * nothing on another host */
+        if (multi && sa->sa_family == AF_INET6 &&
+            IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+            continue;
+        int in = !ofi_if_include || !*ofi_if_include ? 1 : kumi_netif_match(&f, ofi_if_include, err, sizeof err);
+        int ex = !ofi_if_exclude || !*ofi_if_exclude ? 0 : kumi_netif_match(&f, ofi_if_exclude, err, sizeof err);
+        if (in < 0 || ex < 0) {
+            snprintf(why, whylen, "p2p_ofi_if_%s: %s", in < 0 ? "include" : "exclude", err);
+            return NULL;
+        }
+        if (in && !ex) return fi;
+    }
+    snprintf(why, whylen, "no interface left (p2p_ofi_if_include / if_exclude%s)",
+             multi ? "; loopback ones reach no other host" : "");
+    return NULL;
+}
+
 /* Try the providers of the parameter in order; keep the first that works. */
 static int ofi_choose(char *why, size_t whylen)
 {
@@ -194,7 +244,14 @@ static int ofi_choose(char *why, size_t whylen)
             p_fi_freeinfo(h);
         }
         if (rc == 0 && info) {
-            ofi_info = p_fi_dupinfo(info);       /* the first match (best interface) */
+            char pwhy[300];
+            struct fi_info *pick = ofi_pick(info, multi, pwhy, sizeof pwhy);
+            if (!pick) {
+                p_fi_freeinfo(info);
+                snprintf(tried + l, sizeof tried - l, "%s%s: %s", l ? "; " : "", p, pwhy);
+                continue;
+            }
+            ofi_info = p_fi_dupinfo(pick);       /* the first allowed (best interface) */
             p_fi_freeinfo(info);
             if (!ofi_info) break;
             snprintf(ofi_provname, sizeof ofi_provname, "%s", ofi_info->fabric_attr->prov_name);
@@ -524,6 +581,29 @@ static void p2p_ofi_finalize(void)
     ofi_teardown();
 }
 
+/* KUMI_VERBOSE's table: the provider, and the peer's address where its
+ * endpoint name is an IP socket address (tcp;ofi_rxm, udp;ofi_rxd). */
+static int p2p_ofi_describe(int peer, char *buf, size_t len)
+{
+    char hex[2 * OFI_NAME_MAX + 8], a[KUMI_NETIF_ADDRSTR];
+    unsigned char name[OFI_NAME_MAX];
+    size_t nl = 0;
+    if (kumi_rpim_get(peer, "p2p.ofi.addr", hex, sizeof hex) == MPI_SUCCESS)
+        nl = ofi_unhex(name, sizeof name, hex);
+    if (nl >= sizeof(struct sockaddr_in)) {
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof ss);
+        memcpy(&ss, name, nl < sizeof ss ? nl : sizeof ss);
+        if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
+            nl >= kumi_netif_salen((struct sockaddr *)&ss)) {
+            snprintf(buf, len, "%s %s", ofi_provname, kumi_netif_format((struct sockaddr *)&ss, 1, a, sizeof a));
+            return 0;
+        }
+    }
+    snprintf(buf, len, "%s", ofi_provname);
+    return 0;
+}
+
 static const struct kumi_p2p_ops p2p_ofi_ops = {
     .hdr = KUMI_P2P_OPS_HDR,
     .caps = KUMI_P2P_CAP_RGET | KUMI_P2P_CAP_RMA,
@@ -541,6 +621,7 @@ static const struct kumi_p2p_ops p2p_ofi_ops = {
     .mem_reg = p2p_ofi_mem_reg,
     .mem_dereg = p2p_ofi_mem_dereg,
     .rma = p2p_ofi_rma,
+    .describe = p2p_ofi_describe,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_ofi_component = {

@@ -82,6 +82,7 @@
 #include <kumi/param.h>
 #include <kumi/rpim.h>
 #include <kumi/p2p.h>
+#include <kumi/netif.h>
 
 #include <dlfcn.h>
 #include <errno.h>
