@@ -6,7 +6,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 export MPI_COMPONENTS="p2p=self,tcp"
 
 info=$("$KUMI_INFO" --param p2p tcp --parsable 2>&1) || fail "kumi_info --param p2p tcp failed: $info"
-for p in eager_limit sndbuf rcvbuf if_include if_exclude; do
+for p in eager_limit sndbuf rcvbuf if_include if_exclude family; do
     echo "$info" | grep -q "^param:p2p_tcp_$p:value:" || fail "parameter p2p_tcp_$p not listed"
 done
 echo "$info" | grep -qx "param:p2p_tcp_eager_limit:value:65536" || fail "default eager limit is not 64 KiB: $(echo "$info" | grep eager_limit:value)"
