@@ -7,7 +7,8 @@
 #  1. "same host" is the network namespace, not the host name: shmem serves
 #     the peer in one's own namespace only, tcp the others, at the veth
 #     address (KUMI_VERBOSE=1's per-peer lines); the ring, the collectives
-#     and RMA run;
+#     and RMA run; MPI_COMM_TYPE_SHARED splits by namespace (rma_ops skips
+#     shared windows);
 #  2. the same over IPv6 (p2p_tcp_family=ipv6: [fd42:7::2]);
 #  3. p2p/ofi (tcp;ofi_rxm) across the two: it serves the other host's ranks
 #     at the veth address; p2p_ofi_if_include names the subnet; an
@@ -65,6 +66,9 @@ out=$(hosts -x MPI_COMPONENTS=p2p=self,shmem,tcp "${wrap[@]}" -- "$TESTBIN/coll_
 out=$(hosts -x MPI_COMPONENTS=p2p=self,shmem,tcp "${wrap[@]}" -- "$TESTBIN/rma_ops") ||
     { echo "$out" | tail -30; fail "rma_ops over two namespace hosts"; }
 echo "$out" | grep -q 'rma_ops: 4 ranks OK' || { echo "$out" | tail -20; fail "rma_ops said nothing"; }
+# MPI_COMM_TYPE_SHARED groups the ranks of one namespace: no shared windows across
+echo "$out" | grep -q 'the ranks span hosts: no shared windows' ||
+    { echo "$out" | tail -20; fail "MPI_COMM_TYPE_SHARED put both namespaces in one node communicator"; }
 echo "ok: tcp between namespaces with one host name, shmem within; ring, collectives, RMA"
 
 # 2. IPv6 between them
