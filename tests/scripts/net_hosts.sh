@@ -9,7 +9,8 @@
 #     address (KUMI_VERBOSE=1's per-peer lines); the ring, the collectives
 #     and RMA run; MPI_COMM_TYPE_SHARED splits by namespace (rma_ops skips
 #     shared windows);
-#  2. the same over IPv6 (p2p_tcp_family=ipv6: [fd42:7::2]);
+#  2. the same over IPv6 (p2p_tcp_family=ipv6: [fd42:7::2]); with IPv4 to
+#     the other host cut (a prohibit route), peers are reached over IPv6;
 #  3. p2p/ofi (tcp;ofi_rxm) across the two: it serves the other host's ranks
 #     at the veth address; p2p_ofi_if_include names the subnet; an
 #     if_exclude that leaves no interface leaves ofi out.
@@ -79,6 +80,18 @@ expect "$out" 3 1 'tcp \[fd42:7::1\]:[0-9]+$' "IPv6 across namespaces"
 out=$(hosts -x MPI_COMPONENTS=p2p=self,shmem,tcp --param p2p_tcp_family=ipv6 "${wrap[@]}" -- "$TESTBIN/coll_all") ||
     { echo "$out" | tail -30; fail "coll_all over IPv6 between namespaces"; }
 echo "ok: IPv6 between namespaces"
+
+# 2b. the first address does not work (IPv4 to the other host prohibited in the
+# first namespace): the next one (IPv6) serves, and KUMI_VERBOSE says so
+ip -n $A route add prohibit 10.231.7.2/32 || fail "cannot add a prohibit route"
+out=$(hosts -x MPI_COMPONENTS=p2p=self,shmem,tcp --param p2p_tcp_connect_timeout=1 -x KUMI_VERBOSE=1 "${wrap[@]}" -- \
+      "$TESTBIN/p2p_ring" 300) || { echo "$out" | tail -30; fail "ring with IPv4 between namespaces cut"; }
+ip -n $A route del prohibit 10.231.7.2/32
+for rp in "0 2" "1 3" "2 0" "3 1"; do
+    set -- $rp
+    expect "$out" $1 $2 "tcp \\[fd42:7::$(( $2 / 2 + 1 ))\\]:[0-9]+ \\(after 1 address that failed\\)" "fallback to IPv6"
+done
+echo "ok: a peer is reached at its next address when the first fails"
 
 # 3. p2p/ofi across the namespaces
 if "$KUMI_INFO" --parsable 2>/dev/null | grep -q '^component:p2p:ofi:status:available'; then

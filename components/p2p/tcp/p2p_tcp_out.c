@@ -238,6 +238,11 @@ void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev)
         }
         p2p_tcp_nconnecting--;
         p->state = P2P_TCP_OUT_UP;
+        if (p->cur > 0) {      /* not at the address KUMI_VERBOSE's table named */
+            char a[KUMI_NETIF_ADDRSTR];
+            kumi_log(1, "rank %d -> rank %d: tcp %s (after %d address%s that failed)", p2p_tcp_me, p->rank,
+                     p2p_tcp_peer_addr(p->rank, a, sizeof a), p->cur, p->cur == 1 ? "" : "es");
+        }
         kumi_log(3, "p2p/tcp: connected to rank %d", p->rank);
         p2p_tcp_flush(p);
         break;
