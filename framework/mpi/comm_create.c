@@ -434,7 +434,7 @@ static int hw_where(const char *type, char *buf, size_t len)
         for (unsigned i = 0; i < nobj; i++) {
             hwloc_obj_t o = hwloc_get_obj_by_depth(topo, depth, i);
             if (o && o->cpuset && hwloc_bitmap_isincluded(set, o->cpuset)) {
-                snprintf(buf, len, "%s/%s#%u", kumi_hostname(), type, o->logical_index);
+                snprintf(buf, len, "%s/%s#%u", kumi_host_id(), type, o->logical_index);
                 found = 1;
                 break;
             }
@@ -483,11 +483,12 @@ int kumi_mpi_get_hw_resource_info(MPI_Info *hw_info)
     return MPI_SUCCESS;
 }
 
-/* Where this process is at level type ("mpi_shared_memory": the host). */
+/* Where this process is at level type ("mpi_shared_memory": the host, as
+ * kumi_host_id() tells hosts apart, like MPI_COMM_TYPE_SHARED). */
 static const char *level_string(const char *type, char *buf, size_t len)
 {
     if (!strcmp(type, "mpi_shared_memory")) {
-        snprintf(buf, len, "%s", kumi_hostname());
+        snprintf(buf, len, "%s", kumi_host_id());
         return buf;
     }
     return hw_where(hw_type_name(type), buf, len) ? buf : NULL;
