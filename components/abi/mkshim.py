@@ -1366,6 +1366,37 @@ static inline MPI_Fint shim_fint_in(int kind, MPI_Fint i) { return shim_fint_in_
             o.append('SHIM_EXPORT F_%s P%s(MPI_Fint f) { return h_out(kumi_abi_%s(shim_fint_in(%d, f))); }' % (s, name, name, kind))
             o.append('SHIM_EXPORT F_%s %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (s, name, name))
 
+    def status_conv(self, name):
+        """MPI_Status_c2f / MPI_Status_f2c: the foreign ABI's Fortran status is its C status seen
+        as MPI_Fint[sizeof(MPI_Status) / sizeof(MPI_Fint)] (Open MPI 6 integers, MPICH 5), so
+        both copy it as it is, in the foreign layout.  A null pointer or the foreign
+        MPI_STATUS(ES)_IGNORE on the C side is refused through Kumi's own conversion (its
+        PMPI_Status_c2f / _f2c, given NULL), which raises MPI_ERR_ARG naming the argument
+        through the error handler of MPI_COMM_WORLD; the code comes back in the foreign ABI."""
+        o = self.out
+        self.dlsym_names['kumi_abi_' + name] = 'P' + name
+        ign = sorted({self.fval('MPI_STATUS_IGNORE'), self.fval('MPI_STATUSES_IGNORE')})
+        bad_c = ' || '.join(['!c'] + ['c == (const F_Status *)%d' % v for v in ign if v])
+        o.append('extern int kumi_abi_%s(const void *, void *);' % name)
+        if name == 'MPI_Status_c2f':
+            o.append('''SHIM_EXPORT int PMPI_Status_c2f(const F_Status *c, MPI_Fint *f)
+{
+    if (%(bad)s || !f) return err_out(kumi_abi_MPI_Status_c2f(%(bad)s ? NULL : (const void *)c, NULL));
+    memmove(f, c, sizeof(F_Status));
+    return 0;
+}
+SHIM_EXPORT int MPI_Status_c2f(const F_Status *c, MPI_Fint *f) __attribute__((weak, alias("PMPI_Status_c2f")));''' % {'bad': bad_c})
+        else:
+            o.append('''SHIM_EXPORT int PMPI_Status_f2c(const MPI_Fint *f, F_Status *c)
+{
+    if (!f || %(bad)s) return err_out(kumi_abi_MPI_Status_f2c(f, NULL));
+    memmove(c, f, sizeof(F_Status));
+    return 0;
+}
+SHIM_EXPORT int MPI_Status_f2c(const MPI_Fint *f, F_Status *c) __attribute__((weak, alias("PMPI_Status_f2c")));''' % {'bad': bad_c})
+        if name == 'MPI_Status_c2f':
+            o.append('_Static_assert(sizeof(F_Status) % sizeof(MPI_Fint) == 0, "a Fortran status is the C one");')
+
     def keyval_ints(self, roles, nat, test):
         o = self.out
         o.append('''/* a keyval's foreign callbacks and extra_state, and the kind of object its attributes go on
@@ -1502,6 +1533,10 @@ SHIM_EXPORT int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("P
             m = re.match(r'^MPI_(Comm|Type|Group|Info|Errhandler|Op|Request|Win|File|Message)_(c2f|f2c)$', name)
             if m:
                 self.handle_conv(name, m.group(1), m.group(2))
+                self.exported.append(name)
+                continue
+            if name in ('MPI_Status_c2f', 'MPI_Status_f2c'):
+                self.status_conv(name)
                 self.exported.append(name)
                 continue
             if self.kumi is not None and name not in self.kumi:
