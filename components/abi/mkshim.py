@@ -1074,7 +1074,39 @@ SHIM_EXPORT int PMPI_Op_create(F_User_function *user_fn, int commute, F_Op *op)
     return rc;
 }
 SHIM_EXPORT int MPI_Op_create(F_User_function *user_fn, int commute, F_Op *op) __attribute__((weak, alias("PMPI_Op_create")));
-''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k')})
+/* the same with a context of the caller's, for the C++ bindings libraries of this ABI
+ * (libmpi_cxx.so.40, libmpichcxx.so.12): each C++ op gets its C++ function through ctx, with no
+ * trampoline of its own.  The record {fn, ctx} lives as long as the process (Kumi calls no
+ * function when an op is freed). */
+typedef void (shim_ctx_op_fn)(void *, void *, int *, F_Datatype *, void *);
+struct shim_ctx_rec { void (*fn)(void); void *ctx; };
+static void shim_op_ctx_tramp(void *in, void *inout, MPI_Count len, N_Datatype dt, void *ctx)
+{
+    struct shim_ctx_rec *r = (struct shim_ctx_rec *)ctx;
+    F_Datatype fdt = %(peekdt)s;
+    MPI_Aint lb = 0, ext = 0;
+    if (len > INT_MAX) kumi_abi_MPI_Type_get_extent(dt, &lb, &ext);
+    while (len > 0) {
+        int n = len > INT_MAX ? INT_MAX : (int)len;
+        ((shim_ctx_op_fn *)r->fn)(in, inout, &n, &fdt, r->ctx);
+        len -= n;
+        in = (char *)in + (MPI_Aint)n * ext;
+        inout = (char *)inout + (MPI_Aint)n * ext;
+    }
+}
+SHIM_EXPORT int kumi_shim_op_create_ctx(shim_ctx_op_fn *fn, void *ctx, int commute, F_Op *op)
+{
+    struct shim_ctx_rec *r = malloc(sizeof *r);
+    if (!r) return err_out(%(nomem)d);
+    r->fn = (void (*)(void))fn;
+    r->ctx = ctx;
+    N_Op k;
+    int rc = kumi_abi_op_create(shim_op_ctx_tramp, r, commute, &k);
+    if (rc == 0) *op = %(outop)s;
+    else free(r);
+    return rc;
+}
+''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k'), 'nomem': self.nval('MPI_ERR_NO_MEM')})
             return None
         eh = {'MPI_Comm_create_errhandler': ('KUMI_ABI_ERRH_COMM', 'comm_errhandler_fn'),
               'MPI_Errhandler_create': ('KUMI_ABI_ERRH_COMM', 'function'),
@@ -1096,6 +1128,37 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
     int fh = objkind == KUMI_ABI_ERRH_WIN ? h_peek_Win(*(N_Win *)handle) : h_peek_Comm(*(N_Comm *)handle);
     ((void (*)(int *, int *, ...))ctx)(&fh, &code);
 }''')
+            if not getattr(self, '_ehctx_done', False):
+                self._ehctx_done = True
+                if self.ints:
+                    fh = '''    if (objkind == KUMI_ABI_ERRH_FILE) { void *ff = h_peek_File(*(N_File *)handle); fn(&ff, &code, r->ctx); return; }
+    int fh = objkind == KUMI_ABI_ERRH_WIN ? h_peek_Win(*(N_Win *)handle) : h_peek_Comm(*(N_Comm *)handle);'''
+                else:
+                    fh = '    void *fh = h_out(*(void **)handle);'
+                o.append('''/* an error handler with a context of the caller's (the C++ bindings libraries: each C++
+ * handler function without a trampoline of its own): fn gets the foreign handle, the foreign
+ * code and ctx.  The record {fn, ctx} lives as long as the process. */
+typedef void (shim_ctx_eh_fn)(void *, int *, void *);
+static void shim_eh_ctx_tramp(int objkind, void *handle, int *errcode, void *ctx)
+{
+    struct { void (*fn)(void); void *ctx; } *r = ctx;
+    shim_ctx_eh_fn *fn = (shim_ctx_eh_fn *)r->fn;
+    int code = err_out(*errcode);
+%(fh)s
+    fn(&fh, &code, r->ctx);
+}
+SHIM_EXPORT int kumi_shim_errhandler_create_ctx(int objkind, shim_ctx_eh_fn *fn, void *ctx, F_Errhandler *errhandler)
+{
+    struct { void (*fn)(void); void *ctx; } *r = malloc(sizeof *r);
+    if (!r) return err_out(%(nomem)d);
+    r->fn = (void (*)(void))fn;
+    r->ctx = ctx;
+    N_Errhandler k;
+    int rc = kumi_abi_errhandler_create(objkind, shim_eh_ctx_tramp, r, &k);
+    if (rc == 0) *errhandler = %(out)s;
+    else free(r);
+    return rc;
+}''' % {'fh': fh, 'nomem': self.nval('MPI_ERR_NO_MEM'), 'out': self.hout('Errhandler', 'k')})
             if not getattr(self, '_eh_done', False):
                 self._eh_done = True
                 o.append('''/* error handler: the foreign function gets the foreign handle and the foreign code */
