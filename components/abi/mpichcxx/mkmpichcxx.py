@@ -82,6 +82,11 @@ def main():
                 names.append(s)
             ix.append(str(idx[s]))
         vts.append('static const short kumi_mcxx_vt_%s[%d] = { %s };' % (cls, len(ix), ', '.join(ix)))
+        vts.append('#define KUMI_MCXX_TI_INIT_%s %s' % (cls, '(void *)&kumi_sti_vt[2], (void *)kumi_ts_%s, (void *)kumi_ti_%s'
+                                                        % (cls, bm.group(1)) if bm else
+                                                        '(void *)&kumi_cti_vt[2], (void *)kumi_ts_%s' % cls))
+        vts.append('#define KUMI_MCXX_VT_INIT_%s 0, (void *)kumi_ti_%s, %s' % (
+            cls, cls, ', '.join('0' if i == '-1' else '(void *)&kumi_mcxx_s%s' % i for i in ix)))
     table('KUMI_MCXX_CLASSES', classes)
     out.extend(vts)
     out.append('#define KUMI_MCXX_NSLOT_NAMES %d' % len(names))
@@ -93,6 +98,8 @@ def main():
     out.extend('    "%s",' % dem.get(n, n).replace('"', '') for n in names)
     out.append('};')
     table('KUMI_MCXX_STOPS', ['X(%d)' % i for i in range(len(names))])
+    # the slot functions, weak references: the program's copies, this library's, or none (null)
+    table('KUMI_MCXX_SLOT_DECLS', ['X(%d, %s)' % (i, n) for i, n in enumerate(names)])
     out.append('#define KUMI_MCXX_EXCEPTION_SIZE %d' % cx['sizeof']['MPI::Exception'])
     out.append('#define KUMI_MCXX_EXC_CODE %d' % cx['exception']['the_real_exception'])
     out.append('#define KUMI_MCXX_EXC_MSG %d' % cx['exception']['the_error_message'])

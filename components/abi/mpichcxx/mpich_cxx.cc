@@ -18,7 +18,11 @@
  *    library defines it too.  The vptrs set here name those symbols, so they resolve to the
  *    program's vtables where it has them (exact layout by construction).  Where it has none
  *    (a program that only uses MPI::COMM_WORLD never emits the vtable of MPI::Intracomm, yet
- *    its inline functions call Call_errhandler through it), this library's vtable is used:
+ *    its inline functions call Call_errhandler through it; and the classes with an out-of-line
+ *    virtual function, MPI::Intracomm's Create_cart, MPI::Comm's Call_errhandler, ..., have
+ *    their vtable in the library only, which a PIE program that constructs such objects
+ *    copy-relocates: a copy, made before this library's constructor runs), this library's
+ *    vtable is used, or the program's copy of it (either is filled while it is empty):
  *    its slots are laid out as the facts say (data/abi/mpich.json cxx.vtables: the function of
  *    each slot, from MPICH's relocations) and filled at load with the function of that name
  *    that the process has (dlsym: the program's copy of the inline function, or this
@@ -47,6 +51,8 @@
 #include <cstdarg>
 #include <new>
 #include <dlfcn.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 #define KX __attribute__((visibility("default")))
 
@@ -121,21 +127,30 @@ enum { ERRH_COMM = 1, ERRH_WIN = 2, ERRH_FILE = 3 };   /* kumi/abi.h KUMI_ABI_ER
 /* the tables, generated from the facts (data/abi/mpich.json 'cxx') by mkmpichcxx.py */
 #include "mpich_cxx_facts.h"
 
-/* ---- vtables and typeinfo: the program's (weak definitions here), else these, filled at load */
-#define VT(cls, sym, n, ti, ts, base, tname, tiw) \
-    extern "C" KX __attribute__((weak)) void *kumi_vt_##cls[n] __asm__(#sym); \
-    extern "C" { __attribute__((weak)) void *kumi_vt_##cls[n] = { 0 }; } \
-    extern "C" __attribute__((visibility("hidden"), alias(#sym))) void *kumi_vt_own_##cls[n]; \
-    extern "C" KX __attribute__((weak)) void *kumi_ti_##cls[tiw] __asm__(#ti); \
-    extern "C" { __attribute__((weak)) void *kumi_ti_##cls[tiw] = { 0 }; } \
-    extern "C" __attribute__((visibility("hidden"), alias(#ti))) void *kumi_ti_own_##cls[tiw]; \
-    extern "C" KX __attribute__((weak)) const char kumi_ts_##cls[sizeof tname] __asm__(#ts); \
-    extern "C" { extern __attribute__((weak)) const char kumi_ts_##cls[sizeof tname] = tname; } \
-    static __attribute__((unused)) void *const *vt_##cls() { return (void *const *)kumi_vt_##cls + 2; }
-KUMI_MCXX_CLASSES(VT)
-static void *kumi_ti_Nobase[1];
+/* ---- vtables and typeinfo: the program's where it emits them (weak definitions here), else
+ * these.  Both are initialised statically, by relocations against the slot functions (weak
+ * references: the program's copy of an inline function, this library's function of that name,
+ * or null), so that a copy relocation of them into the program, made after this library's
+ * relocations and before its constructor, copies them whole (it lands in the program's RELRO
+ * segment, read-only once relocated).  Null slots (a function that exists nowhere) are
+ * patched at load with a function that stops the program naming the missing one. */
 extern "C" void *kumi_cti_vt[] __asm__("_ZTVN10__cxxabiv117__class_type_infoE");
 extern "C" void *kumi_sti_vt[] __asm__("_ZTVN10__cxxabiv120__si_class_type_infoE");
+#define SLOT_DECL(i, sym) extern "C" void kumi_mcxx_s##i(void) __asm__(#sym) __attribute__((weak));
+KUMI_MCXX_SLOT_DECLS(SLOT_DECL)
+#define TS(cls, sym, n, ti, ts, base, tname, tiw) \
+    extern "C" KX __attribute__((weak)) const char kumi_ts_##cls[sizeof tname] __asm__(#ts); \
+    extern "C" { extern __attribute__((weak)) const char kumi_ts_##cls[sizeof tname] = tname; } \
+    extern "C" KX __attribute__((weak)) void *kumi_ti_##cls[tiw] __asm__(#ti);
+KUMI_MCXX_CLASSES(TS)
+#define TI(cls, sym, n, ti, ts, base, tname, tiw) \
+    extern "C" { __attribute__((weak)) void *kumi_ti_##cls[tiw] = { KUMI_MCXX_TI_INIT_##cls }; }
+KUMI_MCXX_CLASSES(TI)
+#define VT(cls, sym, n, ti, ts, base, tname, tiw) \
+    extern "C" KX __attribute__((weak)) void *kumi_vt_##cls[n] __asm__(#sym); \
+    extern "C" { __attribute__((weak)) void *kumi_vt_##cls[n] = { KUMI_MCXX_VT_INIT_##cls }; } \
+    static __attribute__((unused)) void *const *vt_##cls() { return (void *const *)kumi_vt_##cls + 2; }
+KUMI_MCXX_CLASSES(VT)
 
 extern "C" KX void kumi_mcxx_stop(int i)
 {
@@ -147,24 +162,38 @@ template <int I> static void stop_slot() { kumi_mcxx_stop(I); }
 #define STOPREF(i) &stop_slot<i>,
 static void (*const stops[KUMI_MCXX_NSLOT_NAMES])() = { KUMI_MCXX_STOPS(STOPREF) };
 
-static void fill_vtable(void **vt, void **own, size_t n, const short *slots, void **ti)
+/* the protection of the page at p (/proc/self/maps), PROT_READ | PROT_WRITE if unknown */
+static int page_prot(uintptr_t p)
 {
-    if (vt != own) return;   /* the program's */
-    vt[0] = 0;
-    vt[1] = ti;
-    for (size_t k = 2; k < n; k++) {
-        int i = slots[k - 2];
-        if (i < 0) { vt[k] = 0; continue; }
-        void *f = dlsym(RTLD_DEFAULT, kumi_mcxx_slot_names[i]);
-        vt[k] = f ? f : (void *)stops[i];
+    int prot = PROT_READ | PROT_WRITE;
+    FILE *f = std::fopen("/proc/self/maps", "r");
+    char line[512];
+    while (f && std::fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perm[8];
+        if (std::sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 && p >= lo && p < hi) {
+            prot = (perm[0] == 'r' ? PROT_READ : 0) | (perm[1] == 'w' ? PROT_WRITE : 0) | (perm[2] == 'x' ? PROT_EXEC : 0);
+            break;
+        }
     }
+    if (f) std::fclose(f);
+    return prot;
 }
-static void fill_typeinfo(void **ti, void **own, size_t words, const char *name, void **base)
+/* the null slots of the vtable in use (this library's, or a copy of it in the program, read-only
+ * once relocated): the stopping functions */
+static void patch_vtable(void **vt, size_t n, const short *slots)
 {
-    if (ti != own) return;
-    ti[0] = words == 3 ? (void *)&kumi_sti_vt[2] : (void *)&kumi_cti_vt[2];
-    ti[1] = (void *)name;
-    if (words == 3) ti[2] = base;
+    bool any = false;
+    for (size_t k = 2; k < n; k++) any |= slots[k - 2] >= 0 && !vt[k];
+    if (!any) return;
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)vt & ~(uintptr_t)(pg - 1), hi = ((uintptr_t)(vt + n) + pg - 1) & ~(uintptr_t)(pg - 1);
+    int prot = page_prot(lo), prot2 = page_prot(hi - 1);
+    bool ro = !(prot & PROT_WRITE) || !(prot2 & PROT_WRITE);
+    if (ro && mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0) return;
+    for (size_t k = 2; k < n; k++)
+        if (slots[k - 2] >= 0 && !vt[k]) vt[k] = (void *)stops[slots[k - 2]];
+    if (ro) (void)mprotect((void *)lo, hi - lo, prot & prot2);
 }
 
 /* ---- the objects: { vptr, handle }, as the program sees them */
@@ -184,12 +213,8 @@ static volatile int throw_eh = KUMI_MCXX_ERRORS_RETURN;
 
 __attribute__((constructor)) static void kumi_mcxx_init(void)
 {
-#define FILL_TI(cls, sym, n, ti, ts, base, tname, tiw) \
-    fill_typeinfo(kumi_ti_##cls, kumi_ti_own_##cls, tiw, kumi_ts_##cls, kumi_ti_##base);
-    KUMI_MCXX_CLASSES(FILL_TI)
-#define FILL_VT(cls, sym, n, ti, ts, base, tname, tiw) \
-    fill_vtable(kumi_vt_##cls, kumi_vt_own_##cls, n, kumi_mcxx_vt_##cls, kumi_ti_##cls);
-    KUMI_MCXX_CLASSES(FILL_VT)
+#define PATCH_VT(cls, sym, n, ti, ts, base, tname, tiw) patch_vtable(kumi_vt_##cls, n, kumi_mcxx_vt_##cls);
+    KUMI_MCXX_CLASSES(PATCH_VT)
 #define SET_OBJ(cls, name, sym, val) kumi_mcxx_##name.vptr = vt_##cls(); kumi_mcxx_##name.h = (int)(val);
     KUMI_MCXX_OBJECTS(SET_OBJ)
     kumi_mcxx_ERRORS_THROW_EXCEPTIONS.h = throw_eh;
@@ -219,8 +244,18 @@ void Exception::offsets()
 static_assert(sizeof(MPI::Exception) == KUMI_MCXX_EXCEPTION_SIZE, "size of MPI::Exception");
 
 /* ---- error handling: MPICH's scheme.  The throwing handler returns (the C call gives the code
- * back); Call_errhandler then throws when the object's handler is that one. */
+ * back); Call_errhandler then throws when the object's handler is that one.  Kumi's error
+ * handlers are of one kind of object: MPI::ERRORS_THROW_EXCEPTIONS holds the one for
+ * communicators, and MPI_Win_set_errhandler (defined here too) sets the one for windows in
+ * its place.  (So a window's Get_errhandler then gives that other handle: not
+ * MPI::ERRORS_THROW_EXCEPTIONS.)
+ *
+ * A C++ handler of a communicator (Create_errhandler) runs once per error, as on MPICH: when
+ * the C call failed and ran it, the Call_errhandler that the bindings' inline function then
+ * makes with the same communicator and code does not run it again (last_cxx_eh: what the C++
+ * handler last ran for, in this thread). */
 static void eh_return(void *, int *, void *) {}
+static volatile int throw_eh_win = KUMI_MCXX_ERRORS_RETURN;
 static void make_throw_handler(void)
 {
     static bool done;
@@ -231,20 +266,28 @@ static void make_throw_handler(void)
         throw_eh = eh;
         kumi_mcxx_ERRORS_THROW_EXCEPTIONS.h = eh;
     }
+    if (kumi_shim_errhandler_create_ctx(ERRH_WIN, eh_return, 0, &eh) == 0) throw_eh_win = eh;
 }
 static bool is_user_handle(H h) { return ((unsigned)h >> 30) == 2; }   /* MPICH's direct kind: not predefined */
 static bool throws(int rc_get, H eh)
 {
-    bool t = rc_get == 0 && eh == throw_eh && is_user_handle(eh);
+    bool t = rc_get == 0 && (eh == throw_eh || eh == throw_eh_win) && is_user_handle(eh);
     if (rc_get == 0 && is_user_handle(eh)) (void)MPI_Errhandler_free(&eh);
     return t;
 }
+static __thread struct { H comm; int code; bool set; } last_cxx_eh;
 static void comm_call_errhandler(H comm, int err)
 {
     H eh = KUMI_MCXX_ERRHANDLER_NULL;
     int rc = MPI_Comm_get_errhandler(comm, &eh);
     if (throws(rc, eh)) throw MPI::Exception(err);
+    if (last_cxx_eh.set && last_cxx_eh.comm == comm && last_cxx_eh.code == err) {
+        last_cxx_eh.set = false;   /* the C call ran it already */
+        return;
+    }
+    last_cxx_eh.set = false;
     (void)MPI_Comm_call_errhandler(comm, err);
+    last_cxx_eh.set = false;
 }
 static void world(int err)
 {
@@ -252,6 +295,7 @@ static void world(int err)
 }
 
 extern "C" {
+int PMPI_Win_set_errhandler(H, H);
 /* MPI_Init / MPI_Init_thread: the shim's, then the throwing handler */
 KX int MPI_Init(int *argc, char ***argv)
 {
@@ -264,6 +308,11 @@ KX int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == 0) make_throw_handler();
     return rc;
+}
+KX int MPI_Win_set_errhandler(H win, H eh)
+{
+    if (eh == throw_eh && is_user_handle(eh)) eh = throw_eh_win;
+    return PMPI_Win_set_errhandler(win, eh);
 }
 
 /* MPI::MPIR_Call_world_errhand(int), MPI::Comm/Win/File::Call_errhandler(int) const */
@@ -460,6 +509,9 @@ typedef void (CxxFileErrFn)(PObj &, int *, ...);
 static void eh_comm(void *h, int *code, void *ctx)
 {
     Obj o = { comm_vtable(*(H *)h), *(H *)h, 0 };
+    last_cxx_eh.comm = o.h;
+    last_cxx_eh.code = *code;
+    last_cxx_eh.set = true;
     ((CxxErrFn *)ctx)(o, code);
 }
 static void eh_win(void *h, int *code, void *ctx)
@@ -538,8 +590,10 @@ KX int kumi_mcxx_win_keyval(CxxCopy *, CxxDelete *, void *)
 int kumi_mcxx_win_keyval(CxxCopy *c, CxxDelete *d, void *x) { return create_keyval<win_vtable>(MPI_Win_create_keyval, c, d, x); }
 }
 
-/* ---- generalized requests: MPI::Grequest::Start (static, an MPI::Grequest through the hidden
- * result): the C++ query function gets an MPI::Status { vptr; MPI_Status } */
+/* ---- generalized requests: MPI::Grequest::Start (in MPICH's header a member function, not a
+ * static one as the standard has it: the hidden result, then the object, which it ignores),
+ * an MPI::Grequest through the hidden result; the C++ query function gets an MPI::Status
+ * { vptr; MPI_Status } */
 struct StatusObj { void *const *vptr; CStatus st; int pad[(KUMI_MCXX_STATUS_SIZE - 8 - sizeof(CStatus)) / sizeof(int)]; };
 static_assert(sizeof(StatusObj) == KUMI_MCXX_STATUS_SIZE, "size of MPI::Status");
 static_assert(sizeof(CStatus) == KUMI_MCXX_C_STATUS_SIZE, "size of MPI_Status");
@@ -572,9 +626,9 @@ static int greq_cancel(void *state, int complete)
     GreqState *g = (GreqState *)state;
     return g->cancel(g->extra, complete != 0);
 }
-extern "C" KX Obj *kumi_mcxx_greq_start(Obj *, void *, void *, void *, void *)
+extern "C" KX Obj *kumi_mcxx_greq_start(Obj *, const Obj *, void *, void *, void *, void *)
     __asm__("_ZN3MPI8Grequest5StartEPFiPvRNS_6StatusEEPFiS1_EPFiS1_bES1_");
-extern "C" Obj *kumi_mcxx_greq_start(Obj *ret, void *q, void *f, void *c, void *extra)
+extern "C" Obj *kumi_mcxx_greq_start(Obj *ret, const Obj *, void *q, void *f, void *c, void *extra)
 {
     ret->vptr = vt_Grequest(); ret->h = KUMI_MCXX_REQUEST_NULL; ret->pad = 0;
     GreqState *g = new (std::nothrow) GreqState{ (int (*)(void *, StatusObj &))q, (int (*)(void *))f,
