@@ -712,7 +712,7 @@ OWN(void, kumi_mcxx_own_send, "_ZNK3MPI4Comm4SendEPKviRKNS_8DatatypeEii",
 { on(self, MPI_Send(b, n, t->h, dest, tag, self->h)); }
 OWN(void, kumi_mcxx_own_recv, "_ZNK3MPI4Comm4RecvEPviRKNS_8DatatypeEii",
     (const Obj *self, void *b, int n, const Obj *t, int src, int tag))
-{ on(self, MPI_Recv(b, n, t->h, src, tag, self->h, (CStatus *)1)); }   /* MPICH's MPI_STATUS_IGNORE */
+{ on(self, MPI_Recv(b, n, t->h, src, tag, self->h, (CStatus *)KUMI_MCXX_STATUS_IGNORE)); }
 OWN(void, kumi_mcxx_own_recv_st, "_ZNK3MPI4Comm4RecvEPviRKNS_8DatatypeEiiRNS_6StatusE",
     (const Obj *self, void *b, int n, const Obj *t, int src, int tag, StatusObj *st))
 { on(self, MPI_Recv(b, n, t->h, src, tag, self->h, &st->st)); }

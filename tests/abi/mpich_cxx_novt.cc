@@ -1,0 +1,76 @@
+/* mpich_cxx_novt: a program of MPICH's C++ bindings (built -O0 with mpicxx.mpich) that reaches the
+ * communicators only through references (MPI::Comm &, MPI::Intracomm &) to MPI::COMM_WORLD and
+ * never constructs one: it emits no copy of the methods it calls virtually, so every call goes
+ * through the vtable of libmpichcxx.so.12 (components/abi/mpichcxx) to its own functions.
+ * tests/scripts/abi_mpich_cxx.sh runs it at 2 ranks; with the argument "missing" it then calls a
+ * method that neither it nor the library has, which must stop it with a message naming the
+ * method (the documented limit of the library's vtables). */
+#include <mpi.h>
+#include <cstdio>
+#include <cstring>
+
+static int bad;
+#define CHECK(c, ...) do { if (!(c)) { std::printf("FAILED %s: ", #c); std::printf(__VA_ARGS__); std::printf("\n"); bad++; } } while (0)
+
+static void work(const MPI::Comm &c, const MPI::Intracomm &ic)
+{
+    int rank = c.Get_rank(), size = c.Get_size();
+    int v = rank + 1, s = 0, mx = -1;
+    c.Allreduce(&v, &s, 1, MPI::INT, MPI::SUM);
+    CHECK(s == size * (size + 1) / 2, "Allreduce %d", s);
+    c.Reduce(&v, &mx, 1, MPI::INT, MPI::MAX, 0);
+    CHECK(rank != 0 || mx == size, "Reduce %d", mx);
+    double d = rank == 0 ? 2.5 : 0;
+    c.Bcast(&d, 1, MPI::DOUBLE, 0);
+    CHECK(d == 2.5, "Bcast %g", d);
+    c.Barrier();
+    if (size >= 2) {
+        int x = 40 + rank, y = -1;
+        if (rank == 0) {
+            c.Send(&x, 1, MPI::INT, 1, 3);
+        } else if (rank == 1) {
+            MPI::Status st;
+            c.Recv(&y, 1, MPI::INT, 0, 3, st);
+            CHECK(y == 40 && st.Get_source() == 0 && st.Get_tag() == 3 && st.Get_count(MPI::INT) == 1,
+                  "Recv %d from %d", y, st.Get_source());
+            c.Send(&x, 1, MPI::INT, 0, 4);
+        }
+        if (rank == 0) {
+            c.Recv(&y, 1, MPI::INT, 1, 4);
+            CHECK(y == 41, "Recv without status %d", y);
+        }
+    }
+    CHECK(ic.Get_size() == size, "through MPI::Intracomm &");
+    /* errors: through the library's Call_errhandler */
+    bool thrown = false;
+    try {
+        c.Send(&v, 1, MPI::INT, size + 3, 0);
+    } catch (MPI::Exception &e) {
+        thrown = e.Get_error_class() == MPI::ERR_RANK;
+    }
+    CHECK(thrown, "no exception from Send to a bad rank");
+}
+
+static void missing(const MPI::Comm &c)
+{
+    std::printf("calling Is_inter\n");
+    std::fflush(stdout);
+    bool inter = c.Is_inter();
+    std::printf("Is_inter returned %d\n", (int)inter);
+}
+
+int main(int argc, char **argv)
+{
+    MPI::Init(argc, argv);
+    MPI::COMM_WORLD.Set_errhandler(MPI::ERRORS_THROW_EXCEPTIONS);
+    work(MPI::COMM_WORLD, MPI::COMM_WORLD);
+    int all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0 && all == 0) std::printf("mpich_cxx_novt: ok\n");
+    std::fflush(stdout);
+    if (argc > 1 && std::strcmp(argv[1], "missing") == 0) missing(MPI::COMM_WORLD);
+    MPI::Finalize();
+    return all != 0;
+}
