@@ -6,8 +6,7 @@
  * Datatype::Create_keyval with C++ callbacks, Win::Create_errhandler, MPI::Get_error_class,
  * Compute_dims, Alloc_mem), persistent and nonblocking requests with MPI::Status arrays, the
  * constants the library defines (MPI::ANY_SOURCE, MPI::ERR_RANK, MPI::IN_PLACE: MPICH's values),
- * many C++ ops and error handlers alive at once (no pool of trampolines), exceptions from the
- * out-of-line functions, and that the libraries in the process are Kumi's. */
+ * exceptions from the out-of-line functions, and that the libraries in the process are Kumi's. */
 #define CXX_NAME "mpich_cxx"
 static void mpich_extra(int rank, int size);
 #define CXX_EXTRA mpich_extra
@@ -32,16 +31,6 @@ static void win_eh(MPI::Win &, int *code, ...)
     win_eh_calls++;
     win_eh_class = MPI::Get_error_class(*code);
 }
-/* each C++ op adds its own constant: 100 alive at once, every one still right */
-template <int K> static void add_k(const void *in, void *inout, int len, const MPI::Datatype &)
-{
-    const int *a = (const int *)in;
-    int *b = (int *)inout;
-    for (int i = 0; i < len; i++) b[i] = a[i] + b[i] + K;
-}
-typedef void (OpFn)(const void *, void *, int, const MPI::Datatype &);
-static OpFn *const add_fns[4] = { add_k<0>, add_k<1>, add_k<2>, add_k<3> };
-
 static void mpich_extra(int rank, int size)
 {
     /* the libraries of the process: Kumi's shim and C++ companion, MPICH's constants */
@@ -161,35 +150,6 @@ static void mpich_extra(int rank, int size)
         g.Free();
         delete[] index;
         delete[] edges;
-    }
-
-    /* many C++ ops alive at once: each its own function, no pool to run out of */
-    {
-        enum { NOPS = 100 };
-        MPI::Op *ops = new MPI::Op[NOPS];
-        for (int k = 0; k < NOPS; k++) ops[k].Init(add_fns[k % 4], true);
-        for (int k = NOPS - 1; k >= 0; k -= 7) {
-            int one = 1, r = -1;
-            MPI::COMM_WORLD.Allreduce(&one, &r, 1, MPI::INT, ops[k]);
-            if (r != size + (size - 1) * (k % 4)) { CHECK(false, "op %d of %d alive: %d", k, NOPS, r); break; }
-        }
-        for (int k = 0; k < NOPS; k++) ops[k].Free();
-        delete[] ops;
-    }
-    /* and many C++ error handler functions (Comm::Create_errhandler per communicator) */
-    {
-        enum { NEH = 40 };
-        MPI::Errhandler *ehs = new MPI::Errhandler[NEH];
-        for (int k = 0; k < NEH; k++) ehs[k] = MPI::Comm::Create_errhandler(my_eh);
-        MPI::Intracomm d = MPI::COMM_WORLD.Dup();
-        d.Set_errhandler(ehs[NEH - 1]);
-        int before = eh_calls;
-        int one = 1;
-        d.Send(&one, 1, MPI::INT, size + 9, 0);
-        CHECK(eh_calls == before + 1 && eh_class == MPI::ERR_RANK, "40th C++ error handler %d", eh_calls - before);
-        d.Free();
-        for (int k = 0; k < NEH; k++) ehs[k].Free();
-        delete[] ehs;
     }
 
     /* a window's C++ error handler (Win::Create_errhandler) and Win::Call_errhandler */
