@@ -1,7 +1,8 @@
 /* mpich_cxx_novt: a program of MPICH's C++ bindings (built -O0 with mpicxx.mpich) that reaches the
  * communicators only through references (MPI::Comm &, MPI::Intracomm &) to MPI::COMM_WORLD and
  * never constructs one: it emits no copy of the methods it calls virtually, so every call goes
- * through the vtable of libmpichcxx.so.12 (components/abi/mpichcxx) to its own functions.
+ * through the vtable of libmpichcxx.so.12 (components/abi/mpichcxx) to its own functions
+ * (point to point, nonblocking, collectives, Split, Dup, names, errors).
  * tests/scripts/abi_mpich_cxx.sh runs it at 2 ranks; with the argument "missing" it then calls a
  * method that neither it nor the library has, which must stop it with a message naming the
  * method (the documented limit of the library's vtables). */
@@ -41,6 +42,39 @@ static void work(const MPI::Comm &c, const MPI::Intracomm &ic)
         }
     }
     CHECK(ic.Get_size() == size, "through MPI::Intracomm &");
+    CHECK(!c.Is_inter() && c.Get_topology() == MPI::UNDEFINED, "Is_inter, Get_topology");
+    /* nonblocking, Sendrecv, more collectives, Split, Dup, names through the references */
+    int right = (rank + 1) % size, left = (rank + size - 1) % size, got = -1, out = rank + 100;
+    MPI::Request r1 = c.Irecv(&got, 1, MPI::INT, left, 6);
+    MPI::Request r2 = c.Isend(&out, 1, MPI::INT, right, 6);
+    MPI::Status st;
+    r1.Wait(st);
+    r2.Wait();
+    CHECK(got == left + 100 && st.Get_source() == left, "Isend/Irecv %d", got);
+    got = -1;
+    c.Sendrecv(&out, 1, MPI::INT, right, 7, &got, 1, MPI::INT, left, 7, st);
+    CHECK(got == left + 100 && st.Get_tag() == 7, "Sendrecv %d", got);
+    int *all = new int[size];
+    c.Allgather(&rank, 1, MPI::INT, all, 1, MPI::INT);
+    for (int i = 0; i < size; i++) CHECK(all[i] == i, "Allgather [%d] %d", i, all[i]);
+    for (int i = 0; i < size; i++) all[i] = -1;
+    c.Gather(&rank, 1, MPI::INT, all, 1, MPI::INT, size - 1);
+    if (rank == size - 1) for (int i = 0; i < size; i++) CHECK(all[i] == i, "Gather [%d] %d", i, all[i]);
+    delete[] all;
+    int pre = 0;
+    ic.Scan(&v, &pre, 1, MPI::INT, MPI::SUM);
+    CHECK(pre == (rank + 1) * (rank + 2) / 2, "Scan %d", pre);
+    MPI::Intracomm half = ic.Split(rank % 2, rank);
+    CHECK(half.Get_size() == (size + 1 - rank % 2) / 2, "Split size %d", half.Get_size());
+    half.Free();
+    MPI::Intracomm dd = ic.Dup();
+    int cmp = MPI::Comm::Compare(dd, c);
+    CHECK(cmp == MPI::CONGRUENT, "Dup: compare %d", cmp);
+    dd.Free();
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0;
+    c.Get_name(name, len);
+    CHECK(std::strcmp(name, "MPI_COMM_WORLD") == 0, "Get_name %s", name);
     /* errors: through the library's Call_errhandler */
     bool thrown = false;
     try {
@@ -53,10 +87,11 @@ static void work(const MPI::Comm &c, const MPI::Intracomm &ic)
 
 static void missing(const MPI::Comm &c)
 {
-    std::printf("calling Is_inter\n");
+    std::printf("calling Reduce_scatter_block\n");
     std::fflush(stdout);
-    bool inter = c.Is_inter();
-    std::printf("Is_inter returned %d\n", (int)inter);
+    int a = 1, b = 0;
+    c.Reduce_scatter_block(&a, &b, 1, MPI::INT, MPI::SUM);
+    std::printf("Reduce_scatter_block returned %d\n", b);
 }
 
 int main(int argc, char **argv)

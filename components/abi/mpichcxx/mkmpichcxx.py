@@ -110,7 +110,7 @@ def main():
     for c in ('MPI_ERRORS_RETURN', 'MPI_ERRHANDLER_NULL', 'MPI_COMM_WORLD', 'MPI_COMM_NULL', 'MPI_OP_NULL',
               'MPI_ERR_UNSUPPORTED_OPERATION', 'MPI_ERR_NO_MEM', 'MPI_ERR_OTHER', 'MPI_MAX_ERROR_STRING',
               'MPI_IDENT', 'MPI_CART', 'MPI_GRAPH', 'MPI_DATATYPE_NULL', 'MPI_WIN_NULL', 'MPI_REQUEST_NULL',
-              'MPI_KEYVAL_INVALID', 'MPI_STATUS_IGNORE'):
+              'MPI_KEYVAL_INVALID', 'MPI_STATUS_IGNORE', 'MPI_GROUP_NULL'):
         v = f['constants'][c].get('value')
         if v is None:
             sys.exit('mkmpichcxx: no value of %s in the facts' % c)

@@ -115,6 +115,44 @@ int MPI_Bcast(void *, int, H, int, H);
 int MPI_Reduce(const void *, void *, int, H, H, int, H);
 int MPI_Allreduce(const void *, void *, int, H, H, H);
 int MPI_Type_size(H, int *);
+int MPI_Ssend(const void *, int, H, int, int, H);
+int MPI_Bsend(const void *, int, H, int, int, H);
+int MPI_Rsend(const void *, int, H, int, int, H);
+int MPI_Isend(const void *, int, H, int, int, H, H *);
+int MPI_Issend(const void *, int, H, int, int, H, H *);
+int MPI_Ibsend(const void *, int, H, int, int, H, H *);
+int MPI_Irsend(const void *, int, H, int, int, H, H *);
+int MPI_Irecv(void *, int, H, int, int, H, H *);
+int MPI_Send_init(const void *, int, H, int, int, H, H *);
+int MPI_Ssend_init(const void *, int, H, int, int, H, H *);
+int MPI_Bsend_init(const void *, int, H, int, int, H, H *);
+int MPI_Rsend_init(const void *, int, H, int, int, H, H *);
+int MPI_Recv_init(void *, int, H, int, int, H, H *);
+int MPI_Sendrecv(const void *, int, H, int, int, void *, int, H, int, int, H, CStatus *);
+int MPI_Sendrecv_replace(void *, int, H, int, int, int, int, H, CStatus *);
+int MPI_Probe(int, int, H, CStatus *);
+int MPI_Iprobe(int, int, H, int *, CStatus *);
+int MPI_Gather(const void *, int, H, void *, int, H, int, H);
+int MPI_Scatter(const void *, int, H, void *, int, H, int, H);
+int MPI_Allgather(const void *, int, H, void *, int, H, H);
+int MPI_Alltoall(const void *, int, H, void *, int, H, H);
+int MPI_Gatherv(const void *, int, H, void *, const int *, const int *, H, int, H);
+int MPI_Allgatherv(const void *, int, H, void *, const int *, const int *, H, H);
+int MPI_Scatterv(const void *, const int *, const int *, H, void *, int, H, int, H);
+int MPI_Alltoallv(const void *, const int *, const int *, H, void *, const int *, const int *, H, H);
+int MPI_Reduce_scatter(const void *, void *, const int *, H, H, H);
+int MPI_Scan(const void *, void *, int, H, H, H);
+int MPI_Exscan(const void *, void *, int, H, H, H);
+int MPI_Abort(H, int);
+int MPI_Comm_get_name(H, char *, int *);
+int MPI_Comm_set_name(H, const char *);
+int MPI_Comm_set_errhandler(H, H);
+int MPI_Comm_get_attr(H, int, void *, int *);
+int MPI_Comm_set_attr(H, int, void *);
+int MPI_Comm_delete_attr(H, int);
+int MPI_Comm_group(H, H *);
+int MPI_Comm_split(H, int, int, H *);
+int MPI_Comm_create(H, H, H *);
 int MPI_Type_commit(H *);
 int MPI_Type_free(H *);
 int MPI_Get_count(const CStatus *, H, int *);
@@ -725,6 +763,146 @@ OWN(void, kumi_mcxx_own_reduce, "_ZNK3MPI4Comm6ReduceEPKvPviRKNS_8DatatypeERKNS_
 OWN(void, kumi_mcxx_own_allreduce, "_ZNK3MPI4Comm9AllreduceEPKvPviRKNS_8DatatypeERKNS_2OpE",
     (const Obj *self, const void *s, void *r, int n, const Obj *t, const Obj *op))
 { on(self, MPI_Allreduce(s, r, n, t->h, op->h, self->h)); }
+/* point to point */
+#define SENDLIKE(cname, sym, cfn) \
+    OWN(void, cname, sym, (const Obj *self, const void *b, int n, const Obj *t, int dest, int tag)) \
+    { on(self, cfn(b, n, t->h, dest, tag, self->h)); }
+SENDLIKE(kumi_mcxx_own_ssend, "_ZNK3MPI4Comm5SsendEPKviRKNS_8DatatypeEii", MPI_Ssend)
+SENDLIKE(kumi_mcxx_own_bsend, "_ZNK3MPI4Comm5BsendEPKviRKNS_8DatatypeEii", MPI_Bsend)
+SENDLIKE(kumi_mcxx_own_rsend, "_ZNK3MPI4Comm5RsendEPKviRKNS_8DatatypeEii", MPI_Rsend)
+/* nonblocking and persistent: an MPI::Request (or MPI::Prequest) through the hidden result */
+#define ISENDLIKE(cname, sym, cfn, cls) \
+    OWN(Obj *, cname, sym, (Obj *ret, const Obj *self, const void *b, int n, const Obj *t, int peer, int tag)) \
+    { \
+        ret->vptr = vt_##cls(); ret->h = KUMI_MCXX_REQUEST_NULL; ret->pad = 0; \
+        on(self, cfn((void *)b, n, t->h, peer, tag, self->h, &ret->h)); \
+        return ret; \
+    }
+ISENDLIKE(kumi_mcxx_own_isend, "_ZNK3MPI4Comm5IsendEPKviRKNS_8DatatypeEii", MPI_Isend, Request)
+ISENDLIKE(kumi_mcxx_own_issend, "_ZNK3MPI4Comm6IssendEPKviRKNS_8DatatypeEii", MPI_Issend, Request)
+ISENDLIKE(kumi_mcxx_own_ibsend, "_ZNK3MPI4Comm6IbsendEPKviRKNS_8DatatypeEii", MPI_Ibsend, Request)
+ISENDLIKE(kumi_mcxx_own_irsend, "_ZNK3MPI4Comm6IrsendEPKviRKNS_8DatatypeEii", MPI_Irsend, Request)
+ISENDLIKE(kumi_mcxx_own_irecv, "_ZNK3MPI4Comm5IrecvEPviRKNS_8DatatypeEii", MPI_Irecv, Request)
+ISENDLIKE(kumi_mcxx_own_send_init, "_ZNK3MPI4Comm9Send_initEPKviRKNS_8DatatypeEii", MPI_Send_init, Prequest)
+ISENDLIKE(kumi_mcxx_own_ssend_init, "_ZNK3MPI4Comm10Ssend_initEPKviRKNS_8DatatypeEii", MPI_Ssend_init, Prequest)
+ISENDLIKE(kumi_mcxx_own_bsend_init, "_ZNK3MPI4Comm10Bsend_initEPKviRKNS_8DatatypeEii", MPI_Bsend_init, Prequest)
+ISENDLIKE(kumi_mcxx_own_rsend_init, "_ZNK3MPI4Comm10Rsend_initEPKviRKNS_8DatatypeEii", MPI_Rsend_init, Prequest)
+ISENDLIKE(kumi_mcxx_own_recv_init, "_ZNK3MPI4Comm9Recv_initEPviRKNS_8DatatypeEii", MPI_Recv_init, Prequest)
+OWN(void, kumi_mcxx_own_sendrecv_st, "_ZNK3MPI4Comm8SendrecvEPKviRKNS_8DatatypeEiiPviS5_iiRNS_6StatusE",
+    (const Obj *self, const void *sb, int sn, const Obj *st_, int dest, int stag, void *rb, int rn, const Obj *rt,
+     int src, int rtag, StatusObj *st))
+{ on(self, MPI_Sendrecv(sb, sn, st_->h, dest, stag, rb, rn, rt->h, src, rtag, self->h, &st->st)); }
+OWN(void, kumi_mcxx_own_sendrecv, "_ZNK3MPI4Comm8SendrecvEPKviRKNS_8DatatypeEiiPviS5_ii",
+    (const Obj *self, const void *sb, int sn, const Obj *st_, int dest, int stag, void *rb, int rn, const Obj *rt,
+     int src, int rtag))
+{ on(self, MPI_Sendrecv(sb, sn, st_->h, dest, stag, rb, rn, rt->h, src, rtag, self->h, (CStatus *)KUMI_MCXX_STATUS_IGNORE)); }
+OWN(void, kumi_mcxx_own_sendrecv_replace_st, "_ZNK3MPI4Comm16Sendrecv_replaceEPviRKNS_8DatatypeEiiiiRNS_6StatusE",
+    (const Obj *self, void *b, int n, const Obj *t, int dest, int stag, int src, int rtag, StatusObj *st))
+{ on(self, MPI_Sendrecv_replace(b, n, t->h, dest, stag, src, rtag, self->h, &st->st)); }
+OWN(void, kumi_mcxx_own_sendrecv_replace, "_ZNK3MPI4Comm16Sendrecv_replaceEPviRKNS_8DatatypeEiiii",
+    (const Obj *self, void *b, int n, const Obj *t, int dest, int stag, int src, int rtag))
+{ on(self, MPI_Sendrecv_replace(b, n, t->h, dest, stag, src, rtag, self->h, (CStatus *)KUMI_MCXX_STATUS_IGNORE)); }
+OWN(void, kumi_mcxx_own_probe_st, "_ZNK3MPI4Comm5ProbeEiiRNS_6StatusE", (const Obj *self, int src, int tag, StatusObj *st))
+{ on(self, MPI_Probe(src, tag, self->h, &st->st)); }
+OWN(void, kumi_mcxx_own_probe, "_ZNK3MPI4Comm5ProbeEii", (const Obj *self, int src, int tag))
+{ on(self, MPI_Probe(src, tag, self->h, (CStatus *)KUMI_MCXX_STATUS_IGNORE)); }
+OWN(bool, kumi_mcxx_own_iprobe_st, "_ZNK3MPI4Comm6IprobeEiiRNS_6StatusE", (const Obj *self, int src, int tag, StatusObj *st))
+{ int f = 0; on(self, MPI_Iprobe(src, tag, self->h, &f, &st->st)); return f != 0; }
+OWN(bool, kumi_mcxx_own_iprobe, "_ZNK3MPI4Comm6IprobeEii", (const Obj *self, int src, int tag))
+{ int f = 0; on(self, MPI_Iprobe(src, tag, self->h, &f, (CStatus *)KUMI_MCXX_STATUS_IGNORE)); return f != 0; }
+/* collectives */
+OWN(void, kumi_mcxx_own_gather, "_ZNK3MPI4Comm6GatherEPKviRKNS_8DatatypeEPviS5_i",
+    (const Obj *self, const void *sb, int sn, const Obj *st, void *rb, int rn, const Obj *rt, int root))
+{ on(self, MPI_Gather(sb, sn, st->h, rb, rn, rt->h, root, self->h)); }
+OWN(void, kumi_mcxx_own_scatter, "_ZNK3MPI4Comm7ScatterEPKviRKNS_8DatatypeEPviS5_i",
+    (const Obj *self, const void *sb, int sn, const Obj *st, void *rb, int rn, const Obj *rt, int root))
+{ on(self, MPI_Scatter(sb, sn, st->h, rb, rn, rt->h, root, self->h)); }
+OWN(void, kumi_mcxx_own_allgather, "_ZNK3MPI4Comm9AllgatherEPKviRKNS_8DatatypeEPviS5_",
+    (const Obj *self, const void *sb, int sn, const Obj *st, void *rb, int rn, const Obj *rt))
+{ on(self, MPI_Allgather(sb, sn, st->h, rb, rn, rt->h, self->h)); }
+OWN(void, kumi_mcxx_own_alltoall, "_ZNK3MPI4Comm8AlltoallEPKviRKNS_8DatatypeEPviS5_",
+    (const Obj *self, const void *sb, int sn, const Obj *st, void *rb, int rn, const Obj *rt))
+{ on(self, MPI_Alltoall(sb, sn, st->h, rb, rn, rt->h, self->h)); }
+OWN(void, kumi_mcxx_own_gatherv, "_ZNK3MPI4Comm7GathervEPKviRKNS_8DatatypeEPvPKiS8_S5_i",
+    (const Obj *self, const void *sb, int sn, const Obj *st, void *rb, const int *rc, const int *rd, const Obj *rt, int root))
+{ on(self, MPI_Gatherv(sb, sn, st->h, rb, rc, rd, rt->h, root, self->h)); }
+OWN(void, kumi_mcxx_own_allgatherv, "_ZNK3MPI4Comm10AllgathervEPKviRKNS_8DatatypeEPvPKiS8_S5_",
+    (const Obj *self, const void *sb, int sn, const Obj *st, void *rb, const int *rc, const int *rd, const Obj *rt))
+{ on(self, MPI_Allgatherv(sb, sn, st->h, rb, rc, rd, rt->h, self->h)); }
+OWN(void, kumi_mcxx_own_scatterv, "_ZNK3MPI4Comm8ScattervEPKvPKiS4_RKNS_8DatatypeEPviS7_i",
+    (const Obj *self, const void *sb, const int *sc, const int *sd, const Obj *st, void *rb, int rn, const Obj *rt, int root))
+{ on(self, MPI_Scatterv(sb, sc, sd, st->h, rb, rn, rt->h, root, self->h)); }
+OWN(void, kumi_mcxx_own_alltoallv, "_ZNK3MPI4Comm9AlltoallvEPKvPKiS4_RKNS_8DatatypeEPvS4_S4_S7_",
+    (const Obj *self, const void *sb, const int *sc, const int *sd, const Obj *st, void *rb, const int *rc, const int *rd,
+     const Obj *rt))
+{ on(self, MPI_Alltoallv(sb, sc, sd, st->h, rb, rc, rd, rt->h, self->h)); }
+OWN(void, kumi_mcxx_own_reduce_scatter, "_ZNK3MPI4Comm14Reduce_scatterEPKvPvPKiRKNS_8DatatypeERKNS_2OpE",
+    (const Obj *self, const void *s_, void *r, const int *rc, const Obj *t, const Obj *op))
+{ on(self, MPI_Reduce_scatter(s_, r, rc, t->h, op->h, self->h)); }
+OWN(void, kumi_mcxx_own_scan, "_ZNK3MPI9Intracomm4ScanEPKvPviRKNS_8DatatypeERKNS_2OpE",
+    (const Obj *self, const void *s_, void *r, int n, const Obj *t, const Obj *op))
+{ on(self, MPI_Scan(s_, r, n, t->h, op->h, self->h)); }
+OWN(void, kumi_mcxx_own_exscan, "_ZNK3MPI9Intracomm6ExscanEPKvPviRKNS_8DatatypeERKNS_2OpE",
+    (const Obj *self, const void *s_, void *r, int n, const Obj *t, const Obj *op))
+{ on(self, MPI_Exscan(s_, r, n, t->h, op->h, self->h)); }
+/* communicators */
+OWN(bool, kumi_mcxx_own_is_inter, "_ZNK3MPI4Comm8Is_interEv", (const Obj *self))
+{ int f = 0; on(self, MPI_Comm_test_inter(self->h, &f)); return f != 0; }
+OWN(int, kumi_mcxx_own_topology, "_ZNK3MPI4Comm12Get_topologyEv", (const Obj *self))
+{ int t = 0; on(self, MPI_Topo_test(self->h, &t)); return t; }
+OWN(void, kumi_mcxx_own_abort, "_ZNK3MPI4Comm5AbortEi", (const Obj *self, int code))
+{ on(self, MPI_Abort(self->h, code)); }
+OWN(void, kumi_mcxx_own_get_name, "_ZNK3MPI4Comm8Get_nameEPcRi", (const Obj *self, char *n, int *len))
+{ on(self, MPI_Comm_get_name(self->h, n, len)); }
+OWN(void, kumi_mcxx_own_set_name, "_ZN3MPI4Comm8Set_nameEPKc", (Obj *self, const char *n))
+{ on(self, MPI_Comm_set_name(self->h, n)); }
+OWN(void, kumi_mcxx_own_set_errh, "_ZN3MPI4Comm14Set_errhandlerERKNS_10ErrhandlerE", (Obj *self, const Obj *eh))
+{ on(self, MPI_Comm_set_errhandler(self->h, eh->h)); }
+OWN(Obj *, kumi_mcxx_own_get_errh, "_ZNK3MPI4Comm14Get_errhandlerEv", (Obj *ret, const Obj *self))
+{
+    ret->vptr = vt_Errhandler(); ret->h = KUMI_MCXX_ERRHANDLER_NULL; ret->pad = 0;
+    on(self, MPI_Comm_get_errhandler(self->h, &ret->h));
+    return ret;
+}
+OWN(bool, kumi_mcxx_own_get_attr, "_ZNK3MPI4Comm8Get_attrEiPv", (const Obj *self, int kv, void *v))
+{ int f = 0; on(self, MPI_Comm_get_attr(self->h, kv, v, &f)); return f != 0; }
+OWN(void, kumi_mcxx_own_set_attr, "_ZN3MPI4Comm8Set_attrEiPKv", (Obj *self, int kv, const void *v))
+{ on(self, MPI_Comm_set_attr(self->h, kv, (void *)v)); }
+OWN(void, kumi_mcxx_own_delete_attr, "_ZN3MPI4Comm11Delete_attrEi", (Obj *self, int kv))
+{ on(self, MPI_Comm_delete_attr(self->h, kv)); }
+OWN(Obj *, kumi_mcxx_own_get_group, "_ZNK3MPI4Comm9Get_groupEv", (Obj *ret, const Obj *self))
+{
+    ret->vptr = vt_Group(); ret->h = KUMI_MCXX_GROUP_NULL; ret->pad = 0;
+    on(self, MPI_Comm_group(self->h, &ret->h));
+    return ret;
+}
+OWN(Obj *, kumi_mcxx_own_split, "_ZNK3MPI9Intracomm5SplitEii", (Obj *ret, const Obj *self, int color, int key))
+{
+    ret->vptr = vt_Intracomm(); ret->h = KUMI_MCXX_COMM_NULL; ret->pad = 0;
+    on(self, MPI_Comm_split(self->h, color, key, &ret->h));
+    return ret;
+}
+OWN(Obj *, kumi_mcxx_own_dup, "_ZNK3MPI9Intracomm3DupEv", (Obj *ret, const Obj *self))
+{
+    ret->vptr = vt_Intracomm(); ret->h = KUMI_MCXX_COMM_NULL; ret->pad = 0;
+    on(self, MPI_Comm_dup(self->h, &ret->h));
+    return ret;
+}
+OWN(Obj *, kumi_mcxx_own_create, "_ZNK3MPI9Intracomm6CreateERKNS_5GroupE", (Obj *ret, const Obj *self, const Obj *g))
+{
+    ret->vptr = vt_Intracomm(); ret->h = KUMI_MCXX_COMM_NULL; ret->pad = 0;
+    on(self, MPI_Comm_create(self->h, g->h, &ret->h));
+    return ret;
+}
+/* Intracomm::Clone: a new'd MPI::Intracomm of a duplicate (the caller deletes it) */
+OWN(Obj *, kumi_mcxx_own_clone, "_ZNK3MPI9Intracomm5CloneEv", (const Obj *self))
+{
+    H c = KUMI_MCXX_COMM_NULL;
+    on(self, MPI_Comm_dup(self->h, &c));
+    Obj *o = (Obj *)::operator new(sizeof(Obj));
+    o->vptr = vt_Intracomm(); o->h = c; o->pad = 0;
+    return o;
+}
 OWN(void, kumi_mcxx_own_comm_free, "_ZN3MPI4Comm4FreeEv", (Obj *self))
 { on(self, MPI_Comm_free(&self->h)); }
 OWN(int, kumi_mcxx_own_type_size, "_ZNK3MPI8Datatype8Get_sizeEv", (const Obj *self))
