@@ -14,7 +14,7 @@ it again where the foreign MPI is installed to re-derive them:
     tools/abi-probe.py --name ompi --cc mpicc.openmpi --lib $L/libmpi.so.40 \
         --fortran-lib $L/libmpi_mpifh.so.40 --cxx-lib $L/libmpi_cxx.so.40 -o data/abi/ompi.json
     tools/abi-probe.py --name mpich --cc mpicc.mpich --lib $L/libmpich.so.12 \
-        --fortran-lib $L/libmpichfort.so.12 -o data/abi/mpich.json
+        --fortran-lib $L/libmpichfort.so.12 --cxx-lib $L/libmpichcxx.so.12 -o data/abi/mpich.json
 
 For every constant of the standard ABI it records how the foreign mpi.h
 spells it (its preprocessed expansion) and, where the value is known at
@@ -43,6 +43,14 @@ C++ wrapper prints them), and the class of each predefined C++ object and
 which C handle object it holds ('handles': that program, linked with the
 library, reads each object's typeid and handle after the library's static
 initialisation, without MPI_Init, and names the handle with dladdr).
+
+With --cxx-lib for an ABI of int handles (MPICH's libmpichcxx.so.12; cxx_facts_ints) 'cxx'
+also has 'handles_are': 'int', each predefined object's handle value, 'constants' (the
+'const int' objects MPI::ANY_SOURCE, ... and the 8-byte MPI::BOTTOM, ... with their values,
+read by the program), 'vtables' (for every vtable the function each slot names, from the
+library's symbolic relocations: null for offset-to-top and empty slots), 'typeinfo_bases' and
+'demangled' names; its classes with an out-of-line virtual function have their vtable in the
+library only, so a library that replaces it must lay them out as recorded.
 """
 import argparse
 import json
@@ -330,7 +338,7 @@ def main():
     ap.add_argument('--lib', required=True, help='the foreign libmpi (its soname is recorded)')
     ap.add_argument('--fortran-lib', help="the foreign MPI's Fortran library (mpif.h / use mpi): its exports "
                     "and COMMON blocks are recorded")
-    ap.add_argument('--cxx-lib', help="the foreign MPI's C++ bindings library (libmpi_cxx.so.40): its exports, "
+    ap.add_argument('--cxx-lib', help="the foreign MPI's C++ bindings library (libmpi_cxx.so.40, libmpichcxx.so.12): its exports, "
                     "class sizes and predefined objects are recorded")
     ap.add_argument('--cxx', help='the C++ wrapper for --cxx-lib (default: --cc with cc replaced by cxx)')
     ap.add_argument('--abi', default=os.path.join(top, 'data', 'mpi-abi-1.0.json'))
