@@ -42,7 +42,20 @@
  *    at the call), else MPI_ERR_UNSUPPORTED_OPERATION through the communicator's handler.
  *
  * MPI::Exception is { vptr; int the_real_exception; char the_error_message[512]; }: this library
- * defines the class itself (same name, so the program's catch clauses match it by type name). */
+ * defines the class itself (same name, so the program's catch clauses match it by type name).
+ *
+ * Limits (what MPICH's library does that this one does not):
+ *  - a virtual call through this library's vtables (see above) to a method that neither the
+ *    program has a copy of nor this library defines stops the program with a message naming it
+ *    (the methods of kumi_mcxx_own below cover the communicators' common ones; the File, Win and
+ *    Datatype methods mostly not: a program that calls them through references, with no copy
+ *    of its own, stops);
+ *  - files: Kumi has no file I/O; File::Call_errhandler does nothing (MPI_ERRORS_RETURN, the
+ *    files' default), MPI::Register_datarep fails with MPI_ERR_UNSUPPORTED_OPERATION;
+ *  - MPI::ERRORS_THROW_EXCEPTIONS set on a window reads back (Win::Get_errhandler) as another
+ *    handle, and a C++ handler's second run for the same error is told apart from a new one by
+ *    the communicator and the code only (see last_cxx_eh);
+ *  - the vtable layouts are MPICH 4.0's on x86-64 (data/abi/mpich.json: re-probe for another). */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
