@@ -711,6 +711,29 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
         for sym in self.spellings(low):
             self.out.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("%s")));' % (ret, sym, params, target))
 
+    def cptr(self):
+        """Open MPI's `use mpi` calls MPI_ALLOC_MEM, MPI_WIN_ALLOCATE, MPI_WIN_ALLOCATE_SHARED and
+        MPI_WIN_SHARED_QUERY with a TYPE(C_PTR) baseptr as MPI_X_CPTR (mpi_alloc_mem_cptr_, ...):
+        a C_PTR passed by reference is the address of a pointer-sized variable, as the
+        INTEGER(KIND=MPI_ADDRESS_KIND) baseptr of MPI_X is, so MPI_X_CPTR is MPI_X (aliases)."""
+        self.cptr_done = []
+        for base in ('MPI_ALLOC_MEM', 'MPI_WIN_ALLOCATE', 'MPI_WIN_ALLOCATE_SHARED', 'MPI_WIN_SHARED_QUERY'):
+            low = base.lower()
+            if low + '_cptr' not in self.fprocs:
+                continue
+            decl = None
+            for line in self.out:
+                m = re.match(r'FSHIM_EXPORT void %s\((.*)\) __attribute__\(\(alias\("fshim_%s"\)\)\);$' % (low, low), line)
+                if m:
+                    decl = m.group(1)
+                    break
+            if decl is None:
+                continue
+            for sym in self.spellings(low + '_cptr'):
+                self.out.append('FSHIM_EXPORT void %s(%s) __attribute__((alias("fshim_%s")));' % (sym, decl, low))
+            self.exported.append(base + '_CPTR')
+            self.cptr_done.append(base + '_CPTR')
+
     def spellings(self, low):
         out = []
         for sp in self.ff['spellings']:
@@ -824,6 +847,7 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
                 self.exported.append(name)
         self.attributes()
         self.removed()
+        self.cptr()
         if self.ff.get('sizeof'):
             # MPI_SIZEOF of `use mpi` (MPICH: module procedures of the Fortran library, one per
             # type): the size is a fact of the type; the data (and a CHARACTER's hidden length)
