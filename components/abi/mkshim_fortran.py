@@ -40,8 +40,8 @@ ATTR = ('MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr', 'MPI
         'MPI_Attr_get', 'MPI_Attr_put')
 SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol', 'MPI_Op_create',
            'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler', 'MPI_Grequest_start')
-# the program's Fortran callbacks reach C through a pool of trampolines each (C callbacks carry
-# no context): one slot per distinct Fortran procedure, kept for the life of the process
+# the program's Fortran reductions and error handlers: the Fortran procedure is the context of
+# the C shim's callback (kumi_shim_op_create_ctx / kumi_shim_errhandler_create_ctx; see pools())
 
 
 class Gen:
