@@ -31,8 +31,8 @@
  *    InitializeIntercepts) throws MPI::Exception.  The other out-of-line entries (user error
  *    handlers of files, Register_datarep, File::Close) stop the program with a
  *    message; MPI_Comm_accept, _connect, _disconnect, _spawn and _spawn_multiple, which every such
- *    program imports (the headers' inline virtual functions call them), are defined here and fail
- *    with MPI_ERR_UNSUPPORTED_OPERATION.
+ *    program imports (the headers' inline virtual functions call them), are defined here: the C
+ *    shim's where it has them, else they fail with MPI_ERR_UNSUPPORTED_OPERATION.
  *
  * MPI::Exception is { int error_code; char *error_string; int error_class; } with no virtual
  * function; the program catches it by type name (N3MPI9ExceptionE) and frees it with its own
@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <new>
 #include <pthread.h>
+#include <dlfcn.h>
 
 #define KX __attribute__((visibility("default")))
 
@@ -197,26 +198,44 @@ extern "C" KX void kumi_cxx_win_free(Obj *self) __asm__("_ZN3MPI3Win4FreeEv");
 extern "C" void kumi_cxx_win_free(Obj *self) { (void)MPI_Win_free(&self->h); }
 
 /* ---- the dynamic-process procedures: the headers' inline Comm::Accept, Connect, Disconnect,
- * Spawn and Spawn_multiple make every program import them, and Kumi has no dynamic processes
- * yet (the C shim does not export them): MPI_ERR_UNSUPPORTED_OPERATION (Open MPI's 52) through
- * the communicator's error handler. */
+ * Spawn and Spawn_multiple make every program import them.  This library comes before the C
+ * shim in the program's lookup scope, so it defines them: the shim's PMPI_ entry where the shim
+ * has one (looked up at the call: Kumi gains them), else MPI_ERR_UNSUPPORTED_OPERATION (Open
+ * MPI's 52) through the communicator's error handler. */
 static int unsupported(OHandle comm)
 {
     const int code = 52;
     (void)MPI_Comm_call_errhandler(comm, code);
     return code;
 }
+#define FORWARD(T, name, comm, ...) \
+    T *f = (T *)dlsym(RTLD_NEXT, "P" name); \
+    return f ? f(__VA_ARGS__) : unsupported(comm);
 extern "C" {
-KX int MPI_Comm_accept(const char *, OHandle, int, OHandle comm, OHandle *) { return unsupported(comm); }
-KX int MPI_Comm_connect(const char *, OHandle, int, OHandle comm, OHandle *) { return unsupported(comm); }
-KX int MPI_Comm_disconnect(OHandle *comm) { return unsupported(comm ? *comm : ompi_mpi_comm_world); }
-KX int MPI_Comm_spawn(const char *, char **, int, OHandle, int, OHandle comm, OHandle *, int *)
+typedef int (AcceptFn)(const char *, OHandle, int, OHandle, OHandle *);
+KX int MPI_Comm_accept(const char *p, OHandle info, int root, OHandle comm, OHandle *nc)
 {
-    return unsupported(comm);
+    FORWARD(AcceptFn, "MPI_Comm_accept", comm, p, info, root, comm, nc)
 }
-KX int MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const OHandle *, int, OHandle comm, OHandle *, int *)
+KX int MPI_Comm_connect(const char *p, OHandle info, int root, OHandle comm, OHandle *nc)
 {
-    return unsupported(comm);
+    FORWARD(AcceptFn, "MPI_Comm_connect", comm, p, info, root, comm, nc)
+}
+typedef int (DisconnectFn)(OHandle *);
+KX int MPI_Comm_disconnect(OHandle *comm)
+{
+    FORWARD(DisconnectFn, "MPI_Comm_disconnect", comm ? *comm : (OHandle)ompi_mpi_comm_world, comm)
+}
+typedef int (SpawnFn)(const char *, char **, int, OHandle, int, OHandle, OHandle *, int *);
+KX int MPI_Comm_spawn(const char *cmd, char **argv, int n, OHandle info, int root, OHandle comm, OHandle *ic, int *errs)
+{
+    FORWARD(SpawnFn, "MPI_Comm_spawn", comm, cmd, argv, n, info, root, comm, ic, errs)
+}
+typedef int (SpawnMultipleFn)(int, char **, char ***, const int *, const OHandle *, int, OHandle, OHandle *, int *);
+KX int MPI_Comm_spawn_multiple(int c, char **cmds, char ***argvs, const int *ns, const OHandle *infos, int root,
+                               OHandle comm, OHandle *ic, int *errs)
+{
+    FORWARD(SpawnMultipleFn, "MPI_Comm_spawn_multiple", comm, c, cmds, argvs, ns, infos, root, comm, ic, errs)
 }
 }
 
