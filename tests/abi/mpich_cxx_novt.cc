@@ -2,7 +2,8 @@
  * communicators only through references (MPI::Comm &, MPI::Intracomm &) to MPI::COMM_WORLD and
  * never constructs one: it emits no copy of the methods it calls virtually, so every call goes
  * through the vtable of libmpichcxx.so.12 (components/abi/mpichcxx) to its own functions
- * (point to point, nonblocking, collectives, Split, Dup, names, errors).
+ * (point to point, nonblocking, collectives, Split, Dup, names, errors; datatypes and windows
+ * through references too).
  * tests/scripts/abi_mpich_cxx.sh runs it at 2 ranks; with the argument "missing" it then calls a
  * method that neither it nor the library has, which must stop it with a message naming the
  * method (the documented limit of the library's vtables). */
@@ -85,6 +86,39 @@ static void work(const MPI::Comm &c, const MPI::Intracomm &ic)
     CHECK(thrown, "no exception from Send to a bad rank");
 }
 
+/* datatypes and windows through references (their vtables are the library's: MPICH defines
+ * Datatype::Pack and Win::Call_errhandler out of line) */
+static void types_and_windows(const MPI::Datatype &intt, MPI::Datatype &scratch, const MPI::Comm &c)
+{
+    int rank = c.Get_rank(), size = c.Get_size();
+    MPI::Datatype v = intt.Create_vector(2, 1, 3);
+    scratch = v;
+    scratch.Commit();
+    MPI::Aint lb = -1, ext = -1;
+    scratch.Get_extent(lb, ext);
+    CHECK(lb == 0 && ext == 4 * 4 && scratch.Get_size() == 8, "vector extent %ld size %d", (long)ext, scratch.Get_size());
+    scratch.Set_name("kumi_vec");
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0;
+    scratch.Get_name(name, len);
+    CHECK(std::strcmp(name, "kumi_vec") == 0, "type name %s", name);
+    scratch.Free();
+    int wbuf[2] = {-1, -1};
+    MPI::Win w = MPI::Win::Create(wbuf, sizeof wbuf, sizeof(int), MPI::INFO_NULL, MPI::COMM_WORLD);
+    MPI::Win &wr = w;
+    wr.Fence(0);
+    int val = rank;
+    wr.Put(&val, 1, intt, (rank + 1) % size, 0, 1, intt);
+    wr.Fence(0);
+    CHECK(wbuf[0] == (rank + size - 1) % size, "Put through a Win & %d", wbuf[0]);
+    wr.Lock(MPI::LOCK_SHARED, (rank + 1) % size, 0);
+    int got = -1;
+    wr.Get(&got, 1, intt, (rank + 1) % size, 0, 1, intt);
+    wr.Unlock((rank + 1) % size);
+    CHECK(got == rank, "Get through a Win & %d", got);
+    wr.Free();
+}
+
 static void missing(const MPI::Comm &c)
 {
     std::printf("calling Reduce_scatter_block\n");
@@ -99,6 +133,8 @@ int main(int argc, char **argv)
     MPI::Init(argc, argv);
     MPI::COMM_WORLD.Set_errhandler(MPI::ERRORS_THROW_EXCEPTIONS);
     work(MPI::COMM_WORLD, MPI::COMM_WORLD);
+    MPI::Datatype scratch;
+    types_and_windows(MPI::INT, scratch, MPI::COMM_WORLD);
     int all = 0;
     MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     int rank = 0;

@@ -47,9 +47,8 @@
  * Limits (what MPICH's library does that this one does not):
  *  - a virtual call through this library's vtables (see above) to a method that neither the
  *    program has a copy of nor this library defines stops the program with a message naming it
- *    (the methods of kumi_mcxx_own below cover the communicators' common ones; the File, Win and
- *    Datatype methods mostly not: a program that calls them through references, with no copy
- *    of its own, stops);
+ *    (the methods of kumi_mcxx_own below cover the communicators', datatypes' and windows' common
+ *    ones, not the File methods nor the rarer ones);
  *  - files: Kumi has no file I/O; File::Call_errhandler does nothing (MPI_ERRORS_RETURN, the
  *    files' default), MPI::Register_datarep fails with MPI_ERR_UNSUPPORTED_OPERATION;
  *  - MPI::ERRORS_THROW_EXCEPTIONS set on a window reads back (Win::Get_errhandler) as another
@@ -129,6 +128,23 @@ int MPI_Reduce(const void *, void *, int, H, H, int, H);
 int MPI_Allreduce(const void *, void *, int, H, H, H);
 int MPI_Type_size(H, int *);
 int MPI_Ssend(const void *, int, H, int, int, H);
+int MPI_Type_contiguous(int, H, H *);
+int MPI_Type_vector(int, int, int, H, H *);
+int MPI_Type_create_hvector(int, int, MPI_Aint_t, H, H *);
+int MPI_Type_indexed(int, const int *, const int *, H, H *);
+int MPI_Type_create_resized(H, MPI_Aint_t, MPI_Aint_t, H *);
+int MPI_Type_get_extent(H, MPI_Aint_t *, MPI_Aint_t *);
+int MPI_Type_get_true_extent(H, MPI_Aint_t *, MPI_Aint_t *);
+int MPI_Type_get_name(H, char *, int *);
+int MPI_Type_set_name(H, const char *);
+int MPI_Type_get_envelope(H, int *, int *, int *, int *);
+int MPI_Win_fence(int, H);
+int MPI_Put(const void *, int, H, int, MPI_Aint_t, int, H, H);
+int MPI_Get(void *, int, H, int, MPI_Aint_t, int, H, H);
+int MPI_Accumulate(const void *, int, H, int, MPI_Aint_t, int, H, H, H);
+int MPI_Win_lock(int, int, int, H);
+int MPI_Win_unlock(int, H);
+int MPI_Win_free(H *);
 int MPI_Bsend(const void *, int, H, int, int, H);
 int MPI_Rsend(const void *, int, H, int, int, H);
 int MPI_Isend(const void *, int, H, int, int, H, H *);
@@ -924,6 +940,52 @@ OWN(void, kumi_mcxx_own_type_commit, "_ZN3MPI8Datatype6CommitEv", (Obj *self))
 { world(MPI_Type_commit(&self->h)); }
 OWN(void, kumi_mcxx_own_type_free, "_ZN3MPI8Datatype4FreeEv", (Obj *self))
 { world(MPI_Type_free(&self->h)); }
+/* datatypes (errors: MPI_COMM_WORLD's handler, as the bindings' MPIX_CALLWORLD) */
+#define NEWTYPE(ret, call) \
+    ret->vptr = vt_Datatype(); ret->h = KUMI_MCXX_DATATYPE_NULL; ret->pad = 0; world(call); return ret;
+OWN(Obj *, kumi_mcxx_own_contig, "_ZNK3MPI8Datatype17Create_contiguousEi", (Obj *ret, const Obj *self, int n))
+{ NEWTYPE(ret, MPI_Type_contiguous(n, self->h, &ret->h)) }
+OWN(Obj *, kumi_mcxx_own_vector, "_ZNK3MPI8Datatype13Create_vectorEiii", (Obj *ret, const Obj *self, int n, int bl, int st))
+{ NEWTYPE(ret, MPI_Type_vector(n, bl, st, self->h, &ret->h)) }
+OWN(Obj *, kumi_mcxx_own_hvector, "_ZNK3MPI8Datatype14Create_hvectorEiil", (Obj *ret, const Obj *self, int n, int bl, MPI_Aint_t st))
+{ NEWTYPE(ret, MPI_Type_create_hvector(n, bl, st, self->h, &ret->h)) }
+OWN(Obj *, kumi_mcxx_own_indexed, "_ZNK3MPI8Datatype14Create_indexedEiPKiS2_",
+    (Obj *ret, const Obj *self, int n, const int *bl, const int *d))
+{ NEWTYPE(ret, MPI_Type_indexed(n, bl, d, self->h, &ret->h)) }
+OWN(Obj *, kumi_mcxx_own_resized, "_ZNK3MPI8Datatype14Create_resizedEll", (Obj *ret, const Obj *self, MPI_Aint_t lb, MPI_Aint_t ext))
+{ NEWTYPE(ret, MPI_Type_create_resized(self->h, lb, ext, &ret->h)) }
+OWN(void, kumi_mcxx_own_extent, "_ZNK3MPI8Datatype10Get_extentERlS1_", (const Obj *self, MPI_Aint_t *lb, MPI_Aint_t *ext))
+{ world(MPI_Type_get_extent(self->h, lb, ext)); }
+OWN(void, kumi_mcxx_own_true_extent, "_ZNK3MPI8Datatype15Get_true_extentERlS1_", (const Obj *self, MPI_Aint_t *lb, MPI_Aint_t *ext))
+{ world(MPI_Type_get_true_extent(self->h, lb, ext)); }
+OWN(void, kumi_mcxx_own_type_get_name, "_ZNK3MPI8Datatype8Get_nameEPcRi", (const Obj *self, char *n, int *len))
+{ world(MPI_Type_get_name(self->h, n, len)); }
+OWN(void, kumi_mcxx_own_type_set_name, "_ZN3MPI8Datatype8Set_nameEPKc", (Obj *self, const char *n))
+{ world(MPI_Type_set_name(self->h, n)); }
+OWN(void, kumi_mcxx_own_envelope, "_ZNK3MPI8Datatype12Get_envelopeERiS1_S1_S1_", (const Obj *self, int *ni, int *na, int *nd, int *comb))
+{ world(MPI_Type_get_envelope(self->h, ni, na, nd, comb)); }
+/* windows (errors: the window's handler) */
+static void won(const Obj *win, int err)
+{
+    if (err) kumi_mcxx_win_call_errh(win, err);
+}
+OWN(void, kumi_mcxx_own_fence, "_ZNK3MPI3Win5FenceEi", (const Obj *self, int a))
+{ won(self, MPI_Win_fence(a, self->h)); }
+OWN(void, kumi_mcxx_own_put, "_ZNK3MPI3Win3PutEPKviRKNS_8DatatypeEiliS5_",
+    (const Obj *self, const void *b, int n, const Obj *t, int rank, MPI_Aint_t disp, int tn, const Obj *tt))
+{ won(self, MPI_Put(b, n, t->h, rank, disp, tn, tt->h, self->h)); }
+OWN(void, kumi_mcxx_own_get, "_ZNK3MPI3Win3GetEPviRKNS_8DatatypeEiliS4_",
+    (const Obj *self, void *b, int n, const Obj *t, int rank, MPI_Aint_t disp, int tn, const Obj *tt))
+{ won(self, MPI_Get(b, n, t->h, rank, disp, tn, tt->h, self->h)); }
+OWN(void, kumi_mcxx_own_acc, "_ZNK3MPI3Win10AccumulateEPKviRKNS_8DatatypeEiliS5_RKNS_2OpE",
+    (const Obj *self, const void *b, int n, const Obj *t, int rank, MPI_Aint_t disp, int tn, const Obj *tt, const Obj *op))
+{ won(self, MPI_Accumulate(b, n, t->h, rank, disp, tn, tt->h, op->h, self->h)); }
+OWN(void, kumi_mcxx_own_lock, "_ZNK3MPI3Win4LockEiii", (const Obj *self, int type, int rank, int a))
+{ won(self, MPI_Win_lock(type, rank, a, self->h)); }
+OWN(void, kumi_mcxx_own_unlock, "_ZNK3MPI3Win6UnlockEi", (const Obj *self, int rank))
+{ won(self, MPI_Win_unlock(rank, self->h)); }
+OWN(void, kumi_mcxx_own_win_free, "_ZN3MPI3Win4FreeEv", (Obj *self))
+{ won(self, MPI_Win_free(&self->h)); }
 OWN(int, kumi_mcxx_own_get_count, "_ZNK3MPI6Status9Get_countERKNS_8DatatypeE", (const StatusObj *self, const Obj *t))
 { int c = 0; world(MPI_Get_count(&self->st, t->h, &c)); return c; }
 OWN(int, kumi_mcxx_own_get_source, "_ZNK3MPI6Status10Get_sourceEv", (const StatusObj *self))
