@@ -738,6 +738,22 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
             self.exported.append(base + '_CPTR')
             self.cptr_done.append(base + '_CPTR')
 
+    def status_f08(self):
+        """MPI_Status_c2f08 / MPI_Status_f082c (C functions that MPICH's Fortran library exports,
+        with PMPI_ twins): MPICH's MPI_F08_status is its C MPI_Status and its Fortran status
+        field for field, so they are the C shim's MPI_Status_c2f / f2c (which copy, and refuse
+        NULL and MPI_STATUS_IGNORE with MPI_ERR_ARG)."""
+        have = set(self.facts.get('fortran', {}).get('functions', []))
+        pairs = (('MPI_Status_c2f08', 'PMPI_Status_c2f', 'const void *c, void *f', 'c, f'),
+                 ('MPI_Status_f082c', 'PMPI_Status_f2c', 'const void *f, void *c', 'f, c'))
+        for name, target, params, args in pairs:
+            if name not in have:
+                continue
+            self.out.append('extern int %s(const void *, void *);' % target)
+            self.out.append('FSHIM_EXPORT int P%s(%s) { return %s(%s); }' % (name, params, target, args))
+            self.out.append('FSHIM_EXPORT int %s(%s) __attribute__((alias("P%s")));' % (name, params, name))
+            self.exported.append(name)
+
     def spellings(self, low):
         out = []
         for sp in self.ff['spellings']:
@@ -848,6 +864,7 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
         self.attributes()
         self.removed()
         self.cptr()
+        self.status_f08()
         if self.ff.get('sizeof'):
             # MPI_SIZEOF of `use mpi` (MPICH: module procedures of the Fortran library, one per
             # type): the size is a fact of the type; the data (and a CHARACTER's hidden length)
