@@ -103,13 +103,15 @@ def values(fc, names, tmp):
 # MPI_SIZEOF of `use mpi`: the types it is asked about and their sizes (gfortran's kinds)
 SIZEOF_TYPES = (('character', 1), ('complex', 8), ('double precision', 8), ('integer', 4), ('integer(kind=1)', 1),
                 ('integer(kind=2)', 2), ('integer(kind=8)', 8), ('logical', 4), ('real', 4), ('real(kind=8)', 8),
-                ('complex(kind=8)', 16))
+                ('complex(kind=8)', 16), ('real(kind=16)', 16), ('complex(kind=16)', 32))
 
 
 def sizeofs(fc, syms, tmp):
     """MPICH's `use mpi` makes MPI_SIZEOF module procedures of its Fortran library
-    (__mpi_sizeofs_MOD_mpi_sizeof_d, ...): which one a call on each type, scalar or array,
-    imports, and that type's size in bytes (only those the library exports)."""
+    (__mpi_sizeofs_MOD_mpi_sizeof_d, ...), Open MPI's procedures of one name per type and
+    array rank (mpi_sizeof_real64_scalar_, mpi_sizeof_real64_r1_ ... _r15_, and pmpi_): which
+    one a call on each type, scalar or array, imports, and that type's size in bytes (only those
+    the library exports; for Open MPI, every rank and the pmpi_ twin of the names probed)."""
     out = {}
     for decl, size in SIZEOF_TYPES:
         for dims in ('', '(2)'):
@@ -121,8 +123,14 @@ def sizeofs(fc, syms, tmp):
                 continue
             for line in run(['nm', '-u', os.path.join(tmp, 'sz.o')]).stdout.splitlines():
                 sym = line.split()[-1]
-                if sym in syms and re.search(r'_MOD_mpi_sizeof', sym):
+                if sym in syms and re.search(r'_MOD_mpi_sizeof|^mpi_sizeof_', sym):
                     out[sym] = size
+    for sym, size in list(out.items()):
+        m = re.match(r'^mpi_sizeof_(\w+?)_(scalar|r\d+)_$', sym)
+        if m:
+            for other in syms:
+                if re.match(r'^p?mpi_sizeof_%s_(scalar|r\d+)_$' % m.group(1), other):
+                    out[other] = size
     return out
 
 

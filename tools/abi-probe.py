@@ -14,7 +14,7 @@ it again where the foreign MPI is installed to re-derive them:
     tools/abi-probe.py --name ompi --cc mpicc.openmpi --lib $L/libmpi.so.40 \
         --fortran-lib $L/libmpi_mpifh.so.40 --cxx-lib $L/libmpi_cxx.so.40 -o data/abi/ompi.json
     tools/abi-probe.py --name mpich --cc mpicc.mpich --lib $L/libmpich.so.12 \
-        --fortran-lib $L/libmpichfort.so.12 -o data/abi/mpich.json
+        --fortran-lib $L/libmpichfort.so.12 --cxx-lib $L/libmpichcxx.so.12 -o data/abi/mpich.json
 
 For every constant of the standard ABI it records how the foreign mpi.h
 spells it (its preprocessed expansion) and, where the value is known at
@@ -43,6 +43,14 @@ C++ wrapper prints them), and the class of each predefined C++ object and
 which C handle object it holds ('handles': that program, linked with the
 library, reads each object's typeid and handle after the library's static
 initialisation, without MPI_Init, and names the handle with dladdr).
+
+With --cxx-lib for an ABI of int handles (MPICH's libmpichcxx.so.12; cxx_facts_ints) 'cxx'
+also has 'handles_are': 'int', each predefined object's handle value, 'constants' (the
+'const int' objects MPI::ANY_SOURCE, ... and the 8-byte MPI::BOTTOM, ... with their values,
+read by the program), 'vtables' (for every vtable the function each slot names, from the
+library's symbolic relocations: null for offset-to-top and empty slots), 'typeinfo_bases' and
+'demangled' names; its classes with an out-of-line virtual function have their vtable in the
+library only, so a library that replaces it must lay them out as recorded.
 """
 import argparse
 import json
@@ -168,6 +176,111 @@ def cxx_facts(cxx, lib, tmp):
     }
 
 
+def relocations(lib):
+    """{offset: symbol} of the library's symbolic dynamic relocations (R_X86_64_64 and the like:
+    a vtable's slots, a typeinfo's base)."""
+    r = run(['readelf', '-rW', lib])
+    out = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 5 and re.match(r'^[0-9a-f]{8,}$', f[0]) and f[2].startswith('R_') and not f[2].endswith('RELATIVE'):
+            out[int(f[0], 16)] = f[4].split('@')[0]
+    return out
+
+
+def cxx_facts_ints(cxx, lib, tmp):
+    """The 'cxx' facts of MPICH's C++ bindings library (libmpichcxx.so.12), whose handles are
+    ints: see the module's doc.  Besides what cxx_facts records: the value of every predefined
+    object's handle, the value of every constant the library defines (MPI::ANY_SOURCE, ...:
+    'const int' objects programs read from it), the slots of every vtable (the function each
+    slot names, from the library's relocations: a program that emits no vtable of a class uses
+    the library's) and the base of every typeinfo."""
+    r = run(['objdump', '-p', lib])
+    m = re.search(r'SONAME\s+(\S+)', r.stdout)
+    syms = cxx_exports(lib)
+    dem = run(['c++filt'], input='\n'.join(sorted(syms))).stdout.split('\n')
+    demangled = dict(zip(sorted(syms), dem))
+    r = run(['nm', '-D', '--defined-only', lib])
+    addr = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) == 3:
+            addr[f[2].split('@')[0]] = int(f[0], 16)
+    rel = relocations(lib)
+    vtables, bases = {}, {}
+    for n, (k, sz, w) in sorted(syms.items()):
+        if n.startswith('_ZTV') and k == 'object':
+            vtables[n] = [rel.get(addr[n] + 8 * i) for i in range(sz // 8)]
+        elif n.startswith('_ZTI') and k == 'object' and sz == 24:
+            bases[n] = rel.get(addr[n] + 16)
+    objs = {demangled[n]: (n, sz) for n, (k, sz, w) in syms.items()
+            if k == 'object' and not w and re.match(r'MPI::[A-Z][A-Z0-9_]*$', demangled[n])}
+    predef = sorted(d for d, (n, sz) in objs.items() if sz == 16)
+    consts = sorted(d for d, (n, sz) in objs.items() if sz in (4, 8))
+    classes = [c if c != 'Comm_Null' else 'Nullcomm' for c in CXX_CLASSES]
+    lines = ['#include <mpi.h>', '#include <cstdio>', '#include <cstddef>', '#include <typeinfo>',
+             'struct E : MPI::Exception { static void show() { std::printf("exception the_real_exception %zu\\n'
+             'exception the_error_message %zu\\n", offsetof(E, the_real_exception), offsetof(E, the_error_message)); } };',
+             'template <class T> static long long h(const T &o) { return (long long)*(const int *)((const char *)&o + 8); }',
+             'static long long h(const MPI::File &o) { return (long long)(intptr_t)(MPI_File)o; }',
+             'int main()', '{']
+    for c in classes:
+        lines.append('    std::printf("sizeof %s %%zu\\n", sizeof(MPI::%s));' % (c, c))
+    lines.append('    E::show();')
+    lines.append('    { MPI::Intracomm c(MPI_COMM_WORLD); MPI::Datatype d(MPI_INT); '
+                 'if ((MPI_Comm)c != (MPI_Comm)h(c) || (MPI_Datatype)d != (MPI_Datatype)h(d)) return 3; }')
+    body = []
+    for n in predef:
+        body.append('    std::printf("handle %s %%s %%lld\\n", typeid(%s).name(), h(%s));' % (n, n, n))
+    for n in consts:
+        body.append('    std::printf("const %s %%lld\\n", (long long)(intptr_t)(%s));' % (n, n))
+    src = os.path.join(tmp, 'cxxprobe.cc')
+    prog = os.path.join(tmp, 'cxxprobe')
+    ccx, incs, ldflags = wrapper_flags(cxx)
+    for _ in range(len(body) + 1):
+        with open(src, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+            for i, b in enumerate(body):
+                f.write('#line %d "probe-item"\n%s\n' % (i + 1, b))
+            f.write('    return 0;\n}\n')
+        r = run([ccx] + incs + ['-w', '-o', prog, src] + ldflags)
+        if r.returncode == 0:
+            break
+        bad = {int(x.group(1)) for x in re.finditer(r'probe-item:(\d+):', r.stderr)}
+        if not bad:
+            sys.exit('abi-probe: the C++ probe program does not build:\n' + r.stderr[:3000])
+        body = [b for i, b in enumerate(body) if i + 1 not in bad]
+    r = run([prog])
+    if r.returncode:
+        sys.exit('abi-probe: the C++ probe program failed (%d): %s' % (r.returncode, r.stderr))
+    sizes, exc, handles, values = {}, {}, {}, {}
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if w[0] == 'sizeof':
+            sizes['MPI::' + w[1]] = int(w[2])
+        elif w[0] == 'exception':
+            exc[w[1]] = int(w[2])
+        elif w[0] == 'handle':
+            t = re.match(r'N3MPI\d+(\w+)E$', w[2])
+            handles[w[1]] = {'class': 'MPI::' + t.group(1) if t else w[2], 'value': int(w[3])}
+        elif w[0] == 'const':
+            values[w[1]] = int(w[2])
+    return {
+        'library': m.group(1) if m else os.path.basename(lib),
+        'handles_are': 'int',
+        'objects': {n: sz for n, (k, sz, w) in sorted(syms.items()) if k == 'object'},
+        'functions': sorted(n for n, (k, sz, w) in syms.items() if k == 'function' and not w),
+        'inline_functions': sorted(n for n, (k, sz, w) in syms.items() if k == 'function' and w),
+        'demangled': {n: demangled[n] for n in sorted(syms) if syms[n][0] == 'function' or n.startswith('_ZT')},
+        'sizeof': sizes,
+        'exception': exc,
+        'handles': handles,
+        'constants': {d: {'symbol': objs[d][0], 'size': objs[d][1], 'value': values[d]} for d in consts if d in values},
+        'vtables': vtables,
+        'typeinfo_bases': bases,
+    }
+
+
 def expansions(cc, incs, names, tmp):
     """How mpi.h spells each name after preprocessing (None: not a macro of it, or absent)."""
     src = os.path.join(tmp, 'pp.c')
@@ -225,7 +338,7 @@ def main():
     ap.add_argument('--lib', required=True, help='the foreign libmpi (its soname is recorded)')
     ap.add_argument('--fortran-lib', help="the foreign MPI's Fortran library (mpif.h / use mpi): its exports "
                     "and COMMON blocks are recorded")
-    ap.add_argument('--cxx-lib', help="the foreign MPI's C++ bindings library (libmpi_cxx.so.40): its exports, "
+    ap.add_argument('--cxx-lib', help="the foreign MPI's C++ bindings library (libmpi_cxx.so.40, libmpichcxx.so.12): its exports, "
                     "class sizes and predefined objects are recorded")
     ap.add_argument('--cxx', help='the C++ wrapper for --cxx-lib (default: --cc with cc replaced by cxx)')
     ap.add_argument('--abi', default=os.path.join(top, 'data', 'mpi-abi-1.0.json'))
@@ -294,7 +407,8 @@ def main():
         }
     if a.cxx_lib:
         with tempfile.TemporaryDirectory() as tmp:
-            facts['cxx'] = cxx_facts(a.cxx or a.cc.replace('cc', 'cxx', 1), os.path.realpath(a.cxx_lib), tmp)
+            probe = cxx_facts_ints if facts['types'].get('MPI_Comm') == 4 else cxx_facts
+            facts['cxx'] = probe(a.cxx or a.cc.replace('cc', 'cxx', 1), os.path.realpath(a.cxx_lib), tmp)
     for c in consts:
         n = c['name']
         e = exp.get(n)

@@ -1074,7 +1074,39 @@ SHIM_EXPORT int PMPI_Op_create(F_User_function *user_fn, int commute, F_Op *op)
     return rc;
 }
 SHIM_EXPORT int MPI_Op_create(F_User_function *user_fn, int commute, F_Op *op) __attribute__((weak, alias("PMPI_Op_create")));
-''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k')})
+/* the same with a context of the caller's, for the C++ bindings libraries of this ABI
+ * (libmpi_cxx.so.40, libmpichcxx.so.12): each C++ op gets its C++ function through ctx, with no
+ * trampoline of its own.  The record {fn, ctx} lives as long as the process (Kumi calls no
+ * function when an op is freed). */
+typedef void (shim_ctx_op_fn)(void *, void *, int *, F_Datatype *, void *);
+struct shim_ctx_rec { void (*fn)(void); void *ctx; };
+static void shim_op_ctx_tramp(void *in, void *inout, MPI_Count len, N_Datatype dt, void *ctx)
+{
+    struct shim_ctx_rec *r = (struct shim_ctx_rec *)ctx;
+    F_Datatype fdt = %(peekdt)s;
+    MPI_Aint lb = 0, ext = 0;
+    if (len > INT_MAX) kumi_abi_MPI_Type_get_extent(dt, &lb, &ext);
+    while (len > 0) {
+        int n = len > INT_MAX ? INT_MAX : (int)len;
+        ((shim_ctx_op_fn *)r->fn)(in, inout, &n, &fdt, r->ctx);
+        len -= n;
+        in = (char *)in + (MPI_Aint)n * ext;
+        inout = (char *)inout + (MPI_Aint)n * ext;
+    }
+}
+SHIM_EXPORT int kumi_shim_op_create_ctx(shim_ctx_op_fn *fn, void *ctx, int commute, F_Op *op)
+{
+    struct shim_ctx_rec *r = malloc(sizeof *r);
+    if (!r) return err_out(%(nomem)d);
+    r->fn = (void (*)(void))fn;
+    r->ctx = ctx;
+    N_Op k;
+    int rc = kumi_abi_op_create(shim_op_ctx_tramp, r, commute, &k);
+    if (rc == 0) *op = %(outop)s;
+    else free(r);
+    return rc;
+}
+''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k'), 'nomem': self.nval('MPI_ERR_NO_MEM')})
             return None
         eh = {'MPI_Comm_create_errhandler': ('KUMI_ABI_ERRH_COMM', 'comm_errhandler_fn'),
               'MPI_Errhandler_create': ('KUMI_ABI_ERRH_COMM', 'function'),
@@ -1096,6 +1128,37 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
     int fh = objkind == KUMI_ABI_ERRH_WIN ? h_peek_Win(*(N_Win *)handle) : h_peek_Comm(*(N_Comm *)handle);
     ((void (*)(int *, int *, ...))ctx)(&fh, &code);
 }''')
+            if not getattr(self, '_ehctx_done', False):
+                self._ehctx_done = True
+                if self.ints:
+                    fh = '''    if (objkind == KUMI_ABI_ERRH_FILE) { void *ff = h_peek_File(*(N_File *)handle); fn(&ff, &code, r->ctx); return; }
+    int fh = objkind == KUMI_ABI_ERRH_WIN ? h_peek_Win(*(N_Win *)handle) : h_peek_Comm(*(N_Comm *)handle);'''
+                else:
+                    fh = '    void *fh = h_out(*(void **)handle);'
+                o.append('''/* an error handler with a context of the caller's (the C++ bindings libraries: each C++
+ * handler function without a trampoline of its own): fn gets the foreign handle, the foreign
+ * code and ctx.  The record {fn, ctx} lives as long as the process. */
+typedef void (shim_ctx_eh_fn)(void *, int *, void *);
+static void shim_eh_ctx_tramp(int objkind, void *handle, int *errcode, void *ctx)
+{
+    struct { void (*fn)(void); void *ctx; } *r = ctx;
+    shim_ctx_eh_fn *fn = (shim_ctx_eh_fn *)r->fn;
+    int code = err_out(*errcode);
+%(fh)s
+    fn(&fh, &code, r->ctx);
+}
+SHIM_EXPORT int kumi_shim_errhandler_create_ctx(int objkind, shim_ctx_eh_fn *fn, void *ctx, F_Errhandler *errhandler)
+{
+    struct { void (*fn)(void); void *ctx; } *r = malloc(sizeof *r);
+    if (!r) return err_out(%(nomem)d);
+    r->fn = (void (*)(void))fn;
+    r->ctx = ctx;
+    N_Errhandler k;
+    int rc = kumi_abi_errhandler_create(objkind, shim_eh_ctx_tramp, r, &k);
+    if (rc == 0) *errhandler = %(out)s;
+    else free(r);
+    return rc;
+}''' % {'fh': fh, 'nomem': self.nval('MPI_ERR_NO_MEM'), 'out': self.hout('Errhandler', 'k')})
             if not getattr(self, '_eh_done', False):
                 self._eh_done = True
                 o.append('''/* error handler: the foreign function gets the foreign handle and the foreign code */
@@ -1366,6 +1429,37 @@ static inline MPI_Fint shim_fint_in(int kind, MPI_Fint i) { return shim_fint_in_
             o.append('SHIM_EXPORT F_%s P%s(MPI_Fint f) { return h_out(kumi_abi_%s(shim_fint_in(%d, f))); }' % (s, name, name, kind))
             o.append('SHIM_EXPORT F_%s %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (s, name, name))
 
+    def status_conv(self, name):
+        """MPI_Status_c2f / MPI_Status_f2c: the foreign ABI's Fortran status is its C status seen
+        as MPI_Fint[sizeof(MPI_Status) / sizeof(MPI_Fint)] (Open MPI 6 integers, MPICH 5), so
+        both copy it as it is, in the foreign layout.  A null pointer or the foreign
+        MPI_STATUS(ES)_IGNORE on the C side is refused through Kumi's own conversion (its
+        PMPI_Status_c2f / _f2c, given NULL), which raises MPI_ERR_ARG naming the argument
+        through the error handler of MPI_COMM_WORLD; the code comes back in the foreign ABI."""
+        o = self.out
+        self.dlsym_names['kumi_abi_' + name] = 'P' + name
+        ign = sorted({self.fval('MPI_STATUS_IGNORE'), self.fval('MPI_STATUSES_IGNORE')})
+        bad_c = ' || '.join(['!c'] + ['c == (const F_Status *)%d' % v for v in ign if v])
+        o.append('extern int kumi_abi_%s(const void *, void *);' % name)
+        if name == 'MPI_Status_c2f':
+            o.append('''SHIM_EXPORT int PMPI_Status_c2f(const F_Status *c, MPI_Fint *f)
+{
+    if (%(bad)s || !f) return err_out(kumi_abi_MPI_Status_c2f(%(bad)s ? NULL : (const void *)c, NULL));
+    memmove(f, c, sizeof(F_Status));
+    return 0;
+}
+SHIM_EXPORT int MPI_Status_c2f(const F_Status *c, MPI_Fint *f) __attribute__((weak, alias("PMPI_Status_c2f")));''' % {'bad': bad_c})
+        else:
+            o.append('''SHIM_EXPORT int PMPI_Status_f2c(const MPI_Fint *f, F_Status *c)
+{
+    if (!f || %(bad)s) return err_out(kumi_abi_MPI_Status_f2c(f, NULL));
+    memmove(c, f, sizeof(F_Status));
+    return 0;
+}
+SHIM_EXPORT int MPI_Status_f2c(const MPI_Fint *f, F_Status *c) __attribute__((weak, alias("PMPI_Status_f2c")));''' % {'bad': bad_c})
+        if name == 'MPI_Status_c2f':
+            o.append('_Static_assert(sizeof(F_Status) % sizeof(MPI_Fint) == 0, "a Fortran status is the C one");')
+
     def keyval_ints(self, roles, nat, test):
         o = self.out
         o.append('''/* a keyval's foreign callbacks and extra_state, and the kind of object its attributes go on
@@ -1502,6 +1596,10 @@ SHIM_EXPORT int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("P
             m = re.match(r'^MPI_(Comm|Type|Group|Info|Errhandler|Op|Request|Win|File|Message)_(c2f|f2c)$', name)
             if m:
                 self.handle_conv(name, m.group(1), m.group(2))
+                self.exported.append(name)
+                continue
+            if name in ('MPI_Status_c2f', 'MPI_Status_f2c'):
+                self.status_conv(name)
                 self.exported.append(name)
                 continue
             if self.kumi is not None and name not in self.kumi:

@@ -40,9 +40,8 @@ ATTR = ('MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr', 'MPI
         'MPI_Attr_get', 'MPI_Attr_put')
 SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol', 'MPI_Op_create',
            'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler', 'MPI_Grequest_start')
-# the program's Fortran callbacks reach C through a pool of trampolines each (C callbacks carry
-# no context): one slot per distinct Fortran procedure, kept for the life of the process
-POOLS = {'op': 128, 'comm_eh': 32, 'win_eh': 32}
+# the program's Fortran reductions and error handlers: the Fortran procedure is the context of
+# the C shim's callback (kumi_shim_op_create_ctx / kumi_shim_errhandler_create_ctx; see pools())
 
 
 class Gen:
@@ -234,42 +233,48 @@ static int fshim_degree(void *comm, int out)
        'dist': self.cval('MPI_DIST_GRAPH')})
 
     def pools(self):
-        out = ['''/* ---- the program's Fortran callbacks: pools of C trampolines */
-#include <pthread.h>
-static pthread_mutex_t fshim_lock = PTHREAD_MUTEX_INITIALIZER;
-/* the trampoline of slot i of a pool for Fortran procedure fn (the same one again for the same
- * procedure); NULL when the pool is full */
-static void *fshim_slot(void **fns, void *const *tramps, int n, void *fn)
-{
-    void *t = 0;
-    pthread_mutex_lock(&fshim_lock);
-    for (int i = 0; i < n; i++) {
-        if (!fns[i]) fns[i] = fn;
-        if (fns[i] == fn) { t = tramps[i]; break; }
-    }
-    pthread_mutex_unlock(&fshim_lock);
-    return t;
-}
+        """The program's Fortran reductions and error handlers: through the C shim's entries with
+        a context (kumi_shim_op_create_ctx, kumi_shim_errhandler_create_ctx), whose context is
+        the Fortran procedure: no pool of trampolines, as many as the program makes."""
+        out = ['''/* ---- the program's Fortran callbacks: the Fortran procedure is the context of the C shim's
+ * callback (no pool of trampolines) */
 typedef void (fshim_user_fn)(void *, void *, MPI_Fint *, MPI_Fint *);
-typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);''']
-        for pool, n in POOLS.items():
-            out.append('static void *fshim_%s_fn[%d];' % (pool, n))
-            for i in range(n):
-                if self.ident and pool == 'op':
-                    out.append('static void fshim_op_%d(void *in, void *io, int *len, int *dt) '
-                               '{ MPI_Fint f = *dt; ((fshim_user_fn *)fshim_op_fn[%d])(in, io, len, &f); }' % (i, i))
-                elif self.ident:
-                    out.append('static void fshim_%s_%d(int *h, int *code, ...) '
-                               '{ MPI_Fint f = *h, c = *code; ((fshim_eh_fn *)fshim_%s_fn[%d])(&f, &c); }' % (pool, i, pool, i))
-                elif pool == 'op':
-                    out.append('static void fshim_op_%d(void *in, void *io, int *len, void **dt) '
-                               '{ MPI_Fint f = c2f_Type(*dt); ((fshim_user_fn *)fshim_op_fn[%d])(in, io, len, &f); }' % (i, i))
-                else:
-                    k = 'Comm' if pool == 'comm_eh' else 'Win'
-                    out.append('static void fshim_%s_%d(void **h, int *code, ...) '
-                               '{ MPI_Fint f = c2f_%s(*h), c = *code; ((fshim_eh_fn *)fshim_%s_fn[%d])(&f, &c); }' % (pool, i, k, pool, i))
-            out.append('static void *const fshim_%s_tramp[%d] = { %s };'
-                       % (pool, n, ', '.join('(void *)fshim_%s_%d' % (pool, i) for i in range(n))))
+typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);
+extern int kumi_shim_op_create_ctx(void *, void *, int, void *);
+extern int kumi_shim_errhandler_create_ctx(int, void *, void *, void *);
+enum { FSHIM_ERRH_COMM = 1, FSHIM_ERRH_WIN = 2 };   /* kumi/abi.h KUMI_ABI_ERRH_* */''']
+        if self.ident:
+            out.append('''static void fshim_op_ctx(void *in, void *io, int *len, int *dt, void *fn)
+{
+    MPI_Fint f = *dt;
+    ((fshim_user_fn *)fn)(in, io, len, &f);
+}
+static void fshim_comm_eh_ctx(void *h, int *code, void *fn)
+{
+    MPI_Fint f = *(int *)h, c = *code;
+    ((fshim_eh_fn *)fn)(&f, &c);
+}
+static void fshim_win_eh_ctx(void *h, int *code, void *fn)
+{
+    MPI_Fint f = *(int *)h, c = *code;
+    ((fshim_eh_fn *)fn)(&f, &c);
+}''')
+        else:
+            out.append('''static void fshim_op_ctx(void *in, void *io, int *len, void **dt, void *fn)
+{
+    MPI_Fint f = c2f_Type(*dt);
+    ((fshim_user_fn *)fn)(in, io, len, &f);
+}
+static void fshim_comm_eh_ctx(void *h, int *code, void *fn)
+{
+    MPI_Fint f = c2f_Comm(*(void **)h), c = *code;
+    ((fshim_eh_fn *)fn)(&f, &c);
+}
+static void fshim_win_eh_ctx(void *h, int *code, void *fn)
+{
+    MPI_Fint f = c2f_Win(*(void **)h), c = *code;
+    ((fshim_eh_fn *)fn)(&f, &c);
+}''')
         return '\n'.join(out)
 
     def sentinel_test(self, var, names):
@@ -665,10 +670,9 @@ static int fshim_%(k)s_delete(void *o, int k, void *val, void *extra)
         add('MPI_ERRHANDLER_GET', 'MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierror', '''    void *h = 0;
     *ierror = PMPI_Comm_get_errhandler(f2c_Comm(*comm), &h);
     if (*ierror == 0) *eh = c2f_Errhandler(h);''')
-        add('MPI_ERRHANDLER_CREATE', 'void *fn, MPI_Fint *errhandler, MPI_Fint *ierror', '''    void *t = fshim_slot(fshim_comm_eh_fn, fshim_comm_eh_tramp, %d, fn), *h = 0;
-    if (!t) { *ierror = FSHIM_ERR_NO_MEM; return; }
-    *ierror = PMPI_Comm_create_errhandler(t, &h);
-    if (*ierror == 0) *errhandler = c2f_Errhandler(h);''' % POOLS['comm_eh'])
+        add('MPI_ERRHANDLER_CREATE', 'void *fn, MPI_Fint *errhandler, MPI_Fint *ierror', '''    void *h = 0;
+    *ierror = kumi_shim_errhandler_create_ctx(FSHIM_ERRH_COMM, (void *)fshim_comm_eh_ctx, fn, &h);
+    if (*ierror == 0) *errhandler = c2f_Errhandler(h);''')
         if 'mpi_keyval_create' in have:
             # MPI-1 keyvals: INTEGER extra state and values; callbacks of INTEGER arguments
             o.append('''typedef void (fshim_copy1_fn)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
@@ -711,6 +715,45 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
         for sym in self.spellings(low):
             self.out.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("%s")));' % (ret, sym, params, target))
 
+    def cptr(self):
+        """Open MPI's `use mpi` calls MPI_ALLOC_MEM, MPI_WIN_ALLOCATE, MPI_WIN_ALLOCATE_SHARED and
+        MPI_WIN_SHARED_QUERY with a TYPE(C_PTR) baseptr as MPI_X_CPTR (mpi_alloc_mem_cptr_, ...):
+        a C_PTR passed by reference is the address of a pointer-sized variable, as the
+        INTEGER(KIND=MPI_ADDRESS_KIND) baseptr of MPI_X is, so MPI_X_CPTR is MPI_X (aliases)."""
+        self.cptr_done = []
+        for base in ('MPI_ALLOC_MEM', 'MPI_WIN_ALLOCATE', 'MPI_WIN_ALLOCATE_SHARED', 'MPI_WIN_SHARED_QUERY'):
+            low = base.lower()
+            if low + '_cptr' not in self.fprocs:
+                continue
+            decl = None
+            for line in self.out:
+                m = re.match(r'FSHIM_EXPORT void %s\((.*)\) __attribute__\(\(alias\("fshim_%s"\)\)\);$' % (low, low), line)
+                if m:
+                    decl = m.group(1)
+                    break
+            if decl is None:
+                continue
+            for sym in self.spellings(low + '_cptr'):
+                self.out.append('FSHIM_EXPORT void %s(%s) __attribute__((alias("fshim_%s")));' % (sym, decl, low))
+            self.exported.append(base + '_CPTR')
+            self.cptr_done.append(base + '_CPTR')
+
+    def status_f08(self):
+        """MPI_Status_c2f08 / MPI_Status_f082c (C functions that MPICH's Fortran library exports,
+        with PMPI_ twins): MPICH's MPI_F08_status is its C MPI_Status and its Fortran status
+        field for field, so they are the C shim's MPI_Status_c2f / f2c (which copy, and refuse
+        NULL and MPI_STATUS_IGNORE with MPI_ERR_ARG)."""
+        have = set(self.facts.get('fortran', {}).get('functions', []))
+        pairs = (('MPI_Status_c2f08', 'PMPI_Status_c2f', 'const void *c, void *f', 'c, f'),
+                 ('MPI_Status_f082c', 'PMPI_Status_f2c', 'const void *f, void *c', 'f, c'))
+        for name, target, params, args in pairs:
+            if name not in have:
+                continue
+            self.out.append('extern int %s(const void *, void *);' % target)
+            self.out.append('FSHIM_EXPORT int P%s(%s) { return %s(%s); }' % (name, params, target, args))
+            self.out.append('FSHIM_EXPORT int %s(%s) __attribute__((alias("P%s")));' % (name, params, name))
+            self.exported.append(name)
+
     def spellings(self, low):
         out = []
         for sp in self.ff['spellings']:
@@ -732,18 +775,14 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
             o.append('extern double P%s(void);' % name)
             self.exports(name, 'double', '', '    return P%s();' % name)
         elif name == 'MPI_Op_create':
-            o.append('extern int PMPI_Op_create(void *, int, void **);')
-            self.exports(name, 'void', 'void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror', '''    void *t = fshim_slot(fshim_op_fn, fshim_op_tramp, %d, fn), *h = 0;
-    if (!t) { *ierror = FSHIM_ERR_NO_MEM; return; }
-    *ierror = PMPI_Op_create(t, *commute != 0, &h);
-    if (*ierror == 0) *op = c2f_Op(h);''' % POOLS['op'])
+            self.exports(name, 'void', 'void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror', '''    void *h = 0;
+    *ierror = kumi_shim_op_create_ctx((void *)fshim_op_ctx, fn, *commute != 0, &h);
+    if (*ierror == 0) *op = c2f_Op(h);''')
         elif name in ('MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler'):
-            pool = name.split('_')[1].lower() + '_eh'
-            o.append('extern int P%s(void *, void **);' % name)
-            self.exports(name, 'void', 'void *fn, MPI_Fint *errhandler, MPI_Fint *ierror', '''    void *t = fshim_slot(fshim_%(p)s_fn, fshim_%(p)s_tramp, %(n)d, fn), *h = 0;
-    if (!t) { *ierror = FSHIM_ERR_NO_MEM; return; }
-    *ierror = P%(name)s(t, &h);
-    if (*ierror == 0) *errhandler = c2f_Errhandler(h);''' % {'p': pool, 'n': POOLS[pool], 'name': name})
+            kind = name.split('_')[1].lower()
+            self.exports(name, 'void', 'void *fn, MPI_Fint *errhandler, MPI_Fint *ierror', '''    void *h = 0;
+    *ierror = kumi_shim_errhandler_create_ctx(FSHIM_ERRH_%(K)s, (void *)fshim_%(k)s_eh_ctx, fn, &h);
+    if (*ierror == 0) *errhandler = c2f_Errhandler(h);''' % {'k': kind, 'K': kind.upper()})
         elif name == 'MPI_Grequest_start':
             o.append('''/* generalized requests: the Fortran procedures and extra state ride in the C extra_state */
 typedef void (fshim_gq_fn)(intptr_t *, MPI_Fint *, MPI_Fint *);
@@ -824,6 +863,8 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
                 self.exported.append(name)
         self.attributes()
         self.removed()
+        self.cptr()
+        self.status_f08()
         if self.ff.get('sizeof'):
             # MPI_SIZEOF of `use mpi` (MPICH: module procedures of the Fortran library, one per
             # type): the size is a fact of the type; the data (and a CHARACTER's hidden length)

@@ -1,14 +1,17 @@
 /* ompi_cxx: a program of Open MPI's C++ bindings (namespace MPI, built with mpicxx.openmpi)
  * that runs on Kumi through libmpi.so.40 and libmpi_cxx.so.40 (components/abi/ompi).
  * Checks: the library is Kumi; MPI::COMM_WORLD Get_rank/Get_size; Send/Recv with MPI::Status;
- * Bcast; Allreduce with MPI::SUM and with user MPI::Ops (two alive at once, 200 created and freed); Create_contiguous; Split, Dup,
+ * Bcast; Allreduce with MPI::SUM and with user MPI::Ops (two alive at once, 200 created and freed, 100 alive at once); Create_contiguous; Split, Dup,
  * Create_cart (Get_coords, Shift); Grequest::Start and Create_keyval with C++ callbacks; virtual calls on MPI::COMM_WORLD through a reference;
- * a C++ error handler from Comm::Create_errhandler; MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
+ * a C++ error handler from Comm::Create_errhandler, 40 of them with 40 functions; MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
  * from Spawn, which Kumi lacks); ERRORS_RETURN again. */
 #include <mpi.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#ifndef CXX_NAME
+#define CXX_NAME "ompi_cxx"
+#endif
 
 static int bad = 0;
 #define CHECK(c, ...) do { if (!(c)) { std::printf("rank %d: FAILED %s: ", rank, #c); std::printf(__VA_ARGS__); \
@@ -60,6 +63,22 @@ static void user_min(const void *in, void *inout, int len, const MPI::Datatype &
     int *b = (int *)inout;
     for (int i = 0; i < len; i++) if (a[i] < b[i]) b[i] = a[i];
 }
+
+/* each C++ op adds its own constant: 100 alive at once, every one still right */
+template <int K> static void add_k(const void *in, void *inout, int len, const MPI::Datatype &)
+{
+    const int *a = (const int *)in;
+    int *b = (int *)inout;
+    for (int i = 0; i < len; i++) b[i] = a[i] + b[i] + K;
+}
+typedef void (OpFn)(const void *, void *, int, const MPI::Datatype &);
+static OpFn *const add_fns[4] = { add_k<0>, add_k<1>, add_k<2>, add_k<3> };
+/* 40 C++ error handler functions, each counting its own calls */
+static int ehk_calls[40];
+template <int K> static void eh_k(MPI::Comm &, int *, ...) { ehk_calls[K]++; }
+typedef void (EhFn)(MPI::Comm &, int *, ...);
+#define EH4(k) eh_k<k>, eh_k<k + 1>, eh_k<k + 2>, eh_k<k + 3>
+static EhFn *const eh_fns[40] = { EH4(0), EH4(4), EH4(8), EH4(12), EH4(16), EH4(20), EH4(24), EH4(28), EH4(32), EH4(36) };
 
 /* a C++ error handler: gets the communicator as an object of its class and the code */
 static int eh_calls, eh_class, eh_size;
@@ -124,7 +143,7 @@ int main(int argc, char **argv)
     CHECK(mx2[0] == (size - 1) * 10 && mx2[1] == 0, "first user op again %d %d", mx2[0], mx2[1]);
     op2.Free();
     op.Free();
-    /* many ops created and freed: the trampolines are reused */
+    /* many ops created and freed */
     for (int k = 0; k < 200; k++) {
         MPI::Op t;
         t.Init(k % 2 ? user_min : user_max, true);
@@ -187,7 +206,8 @@ int main(int argc, char **argv)
     MPI::Comm::Free_keyval(kv);
     /* generalized request */
     int gx = 1000 + rank;
-    MPI::Grequest gr = MPI::Grequest::Start(greq_query, greq_free, greq_cancel, &gx);
+    /* (through an object: MPICH's header has Start as a member function, Open MPI's as a static one) */
+    MPI::Grequest gr = MPI::Grequest().Start(greq_query, greq_free, greq_cancel, &gx);
     gr.Complete();
     MPI::Status gst;
     gr.Wait(gst);
@@ -204,6 +224,34 @@ int main(int argc, char **argv)
               eh_class, eh_size);
         d.Free();
         eh.Free();
+    }
+    /* many C++ ops alive at once, each with its function (no pool of trampolines to run out of) */
+    {
+        enum { NOPS = 100 };
+        MPI::Op *ops = new MPI::Op[NOPS];
+        for (int k = 0; k < NOPS; k++) ops[k].Init(add_fns[k % 4], true);
+        for (int k = NOPS - 1; k >= 0; k -= 7) {
+            int one = 1, r = -1;
+            MPI::COMM_WORLD.Allreduce(&one, &r, 1, MPI::INT, ops[k]);
+            if (r != size + (size - 1) * (k % 4)) { CHECK(false, "op %d of %d alive: %d", k, NOPS, r); break; }
+        }
+        for (int k = 0; k < NOPS; k++) ops[k].Free();
+        delete[] ops;
+    }
+    /* and 40 C++ error handler functions at once, each called for its own communicator */
+    {
+        enum { NEH = 40 };
+        MPI::Errhandler *ehs = new MPI::Errhandler[NEH];
+        for (int k = 0; k < NEH; k++) ehs[k] = MPI::Comm::Create_errhandler(eh_fns[k]);
+        MPI::Intracomm d = MPI::COMM_WORLD.Dup();
+        for (int k = NEH - 1; k >= 0; k -= 3) {
+            d.Set_errhandler(ehs[k]);
+            d.Send(&one, 1, MPI::INT, size + 9, 0);
+            if (ehk_calls[k] != 1) { CHECK(false, "error handler %d of %d: %d calls", k, NEH, ehk_calls[k]); break; }
+        }
+        d.Free();
+        for (int k = 0; k < NEH; k++) ehs[k].Free();
+        delete[] ehs;
     }
     /* exceptions */
     MPI::COMM_WORLD.Set_errhandler(MPI::ERRORS_THROW_EXCEPTIONS);
@@ -237,7 +285,11 @@ int main(int argc, char **argv)
 
     int all = 0;
     MPI::COMM_WORLD.Allreduce(&bad, &all, 1, MPI::INT, MPI::SUM);
-    if (rank == 0 && all == 0) std::printf("ompi_cxx: %d ranks ok\n", size);
+#ifdef CXX_EXTRA
+    CXX_EXTRA(rank, size);   /* (an ABI's own checks: tests/abi/mpich_cxx.cc) */
+    MPI::COMM_WORLD.Allreduce(&bad, &all, 1, MPI::INT, MPI::SUM);
+#endif
+    if (rank == 0 && all == 0) std::printf(CXX_NAME ": %d ranks ok\n", size);
     MPI::Finalize();
     return all != 0;
 }

@@ -16,6 +16,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 
 #define FAIL(...) do { fprintf(stderr, "FAIL rank %d line %d: ", rank, __LINE__); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
@@ -243,6 +244,32 @@ int main(int argc, char **argv)
     OK(MPI_Get_count(&st, MPI_INT, &cnt));
     EQ(cnt, 2);
     OK(MPI_Recv(rbuf, 4, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    /* MPI_Status_c2f / f2c (mpi4py imports them): the foreign Fortran status is the C one as
+     * integers, round trip keeps source, tag, error and count; the ignore sentinels and NULL are
+     * refused (MPI_ERR_ARG, through MPI_COMM_WORLD's handler: MPI_ERRORS_RETURN here) */
+    {
+        MPI_Fint fst[sizeof(MPI_Status) / sizeof(MPI_Fint) + 1];
+        MPI_Status back;
+        memset(fst, 0x5a, sizeof fst);
+        st.MPI_ERROR = MPI_ERR_TAG;
+        OK(MPI_Status_c2f(&st, fst));
+        EQ(fst[offsetof(MPI_Status, MPI_SOURCE) / sizeof(MPI_Fint)], left);
+        EQ(fst[offsetof(MPI_Status, MPI_TAG) / sizeof(MPI_Fint)], 9);
+        EQ(fst[offsetof(MPI_Status, MPI_ERROR) / sizeof(MPI_Fint)], MPI_ERR_TAG);
+        EQ(fst[sizeof(MPI_Status) / sizeof(MPI_Fint)], 0x5a5a5a5a);   /* nothing written beyond */
+        memset(&back, 0, sizeof back);
+        OK(MPI_Status_f2c(fst, &back));
+        CHECK(memcmp(&back, &st, sizeof st) == 0, "c2f then f2c gives the status back");
+        EQ(back.MPI_SOURCE, left);
+        EQ(back.MPI_ERROR, MPI_ERR_TAG);
+        OK(MPI_Get_count(&back, MPI_INT, &cnt));
+        EQ(cnt, 2);
+        ERRCLASS(MPI_Status_c2f(MPI_STATUS_IGNORE, fst), MPI_ERR_ARG);
+        ERRCLASS(MPI_Status_c2f(MPI_STATUSES_IGNORE, fst), MPI_ERR_ARG);
+        ERRCLASS(MPI_Status_c2f(&st, NULL), MPI_ERR_ARG);
+        ERRCLASS(MPI_Status_f2c(NULL, &back), MPI_ERR_ARG);
+        ERRCLASS(MPI_Status_f2c(fst, MPI_STATUS_IGNORE), MPI_ERR_ARG);
+    }
     int idx = -5;
     rq[0] = MPI_REQUEST_NULL;
     OK(MPI_Irecv(rbuf, 4, MPI_INT, left, 11, MPI_COMM_WORLD, &rq[1]));

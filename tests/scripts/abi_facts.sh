@@ -5,8 +5,9 @@
 #    (data/mpi-abi-1.0.json), each constant with a value, a symbol or marked
 #    absent, the status layout and handle sizes are there, and every symbol
 #    a constant names is one the library (or its Fortran library) exports;
-#    Open MPI's C++ predefined objects have their class's size and hold
-#    handles the C library exports.
+#    the C++ predefined objects have their class's size and hold handles
+#    the C library exports (Open MPI) or the C constants' values (MPICH),
+#    and MPICH's C++ constants have the C ones' values.
 # 2. Where the foreign MPI is installed (mpicc.openmpi, mpicc.mpich):
 #    tools/abi-probe.py, run again, derives the same facts; and the checks
 #    fire on a planted difference.
@@ -46,16 +47,31 @@ for t in ('MPI_Comm', 'MPI_Datatype', 'MPI_Request', 'MPI_Aint', 'MPI_Count', 'M
 for n in ('MPI_Send', 'MPI_Init', 'PMPI_Send'):
     if n not in f['functions']:
         bad.append('function %s: not listed' % n)
-# the C++ bindings library (Open MPI): each predefined C++ object is exported with the size of
-# its class and holds a C handle the C library exports
+# the C++ bindings library: each predefined C++ object is exported with the size of its class
+# and holds a C handle the C library exports (Open MPI) or the value of the C constant of its
+# name (MPICH: int handles; its constants too); every vtable slot names a function
 cx = f.get('cxx')
 for n, r in sorted((cx or {}).get('handles', {}).items()):
     mangled = '_ZN3MPI%d%sE' % (len(n[5:]), n[5:])
     if cx['objects'].get(mangled) != cx['sizeof'].get(r['class']):
         bad.append('C++ %s: exported size %r, sizeof %s %r' % (n, cx['objects'].get(mangled), r['class'],
                                                                    cx['sizeof'].get(r['class'])))
-    if r['handle'] not in f['objects']:
+    if cx.get('handles_are') == 'int':
+        # (the C++ COMPLEX types are C++'s std::complex: MPI_CXX_*_COMPLEX, not Fortran's)
+        alt = {'COMPLEX': 'CXX_FLOAT_COMPLEX', 'DOUBLE_COMPLEX': 'CXX_DOUBLE_COMPLEX',
+               'LONG_DOUBLE_COMPLEX': 'CXX_LONG_DOUBLE_COMPLEX', 'BOOL': 'CXX_BOOL'}.get(n[5:], n[5:])
+        c = f['constants'].get('MPI_' + alt, {})
+        if 'value' in c and c['value'] & 0xffffffff != r['value'] & 0xffffffff:
+            bad.append('C++ %s: handle 0x%x, MPI_%s 0x%x' % (n, r['value'], n[5:], c['value']))
+    elif r['handle'] not in f['objects']:
         bad.append('C++ %s: handle %s is not exported by %s' % (n, r['handle'], f['library']))
+for n, c in sorted((cx or {}).get('constants', {}).items()):
+    k = f['constants'].get('MPI_' + n[5:], {})
+    if c['size'] == 4 and 'value' in k and k['value'] != c['value']:
+        bad.append('C++ %s: %d, MPI_%s %d' % (n, c['value'], n[5:], k['value']))
+for v, slots in sorted((cx or {}).get('vtables', {}).items()):
+    if len(slots) < 3 or slots[0] is not None or not (slots[1] or '').startswith('_ZTI'):
+        bad.append('C++ vtable %s: %r...' % (v, slots[:3]))
 print('\n'.join(bad))
 EOF
 }
@@ -103,7 +119,7 @@ check_file "$tmp/sym.json" | grep -q 'MPI_INT: symbol ompi_mpi_nosuch is not exp
 
 # 2. the probe derives the same facts where the foreign MPI is installed
 probed=0
-for spec in "ompi mpicc.openmpi libmpi.so.40 libmpi_mpifh.so.40 libmpi_cxx.so.40" "mpich mpicc.mpich libmpich.so.12 libmpichfort.so.12"; do
+for spec in "ompi mpicc.openmpi libmpi.so.40 libmpi_mpifh.so.40 libmpi_cxx.so.40" "mpich mpicc.mpich libmpich.so.12 libmpichfort.so.12 libmpichcxx.so.12"; do
     set -- $spec
     if ! command -v "$2" > /dev/null 2>&1 || [ ! -e "$L/$3" ]; then
         echo "note: $2 or $L/$3 absent: the $1 facts are not re-derived here"

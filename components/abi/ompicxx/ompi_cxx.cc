@@ -24,14 +24,15 @@
  *    MPI::Grequest::Start, the keyvals of Comm/Datatype/Win::Create_keyval, Comm/Win::
  *    Create_errhandler with C++ handlers, the reduction intercept ompi_mpi_cxx_op_intercept
  *    with ompi_op_set_cxx_callback (which Open MPI's libmpi.so.40 exports: defined here) and, to
- *    give each C++ op a trampoline of its own, MPI_Op_create and MPI_Op_free; and the
+ *    give each C++ op its function (through the context of the shim's kumi_shim_op_create_ctx),
+ *    MPI_Op_create and MPI_Op_free; and the
  *    C handle of MPI::ERRORS_THROW_EXCEPTIONS, ompi_mpi_errors_throw_exceptions, an object of the
  *    C shim's predefined-handle form {magic, native} whose native error handler (created at
  *    InitializeIntercepts) throws MPI::Exception.  The other out-of-line entries (user error
  *    handlers of files, Register_datarep, File::Close) stop the program with a
  *    message; MPI_Comm_accept, _connect, _disconnect, _spawn and _spawn_multiple, which every such
- *    program imports (the headers' inline virtual functions call them), are defined here and fail
- *    with MPI_ERR_UNSUPPORTED_OPERATION.
+ *    program imports (the headers' inline virtual functions call them), are defined here: the C
+ *    shim's where it has them, else they fail with MPI_ERR_UNSUPPORTED_OPERATION.
  *
  * MPI::Exception is { int error_code; char *error_string; int error_class; } with no virtual
  * function; the program catches it by type name (N3MPI9ExceptionE) and frees it with its own
@@ -42,6 +43,7 @@
 #include <cstdint>
 #include <new>
 #include <pthread.h>
+#include <dlfcn.h>
 
 #define KX __attribute__((visibility("default")))
 
@@ -196,85 +198,91 @@ extern "C" KX void kumi_cxx_win_free(Obj *self) __asm__("_ZN3MPI3Win4FreeEv");
 extern "C" void kumi_cxx_win_free(Obj *self) { (void)MPI_Win_free(&self->h); }
 
 /* ---- the dynamic-process procedures: the headers' inline Comm::Accept, Connect, Disconnect,
- * Spawn and Spawn_multiple make every program import them, and Kumi has no dynamic processes
- * yet (the C shim does not export them): MPI_ERR_UNSUPPORTED_OPERATION (Open MPI's 52) through
- * the communicator's error handler. */
+ * Spawn and Spawn_multiple make every program import them.  This library comes before the C
+ * shim in the program's lookup scope, so it defines them: the shim's PMPI_ entry where the shim
+ * has one (looked up at the call: Kumi gains them), else MPI_ERR_UNSUPPORTED_OPERATION (Open
+ * MPI's 52) through the communicator's error handler. */
 static int unsupported(OHandle comm)
 {
     const int code = 52;
     (void)MPI_Comm_call_errhandler(comm, code);
     return code;
 }
+#define FORWARD(T, name, comm, ...) \
+    T *f = (T *)dlsym(RTLD_NEXT, "P" name); \
+    return f ? f(__VA_ARGS__) : unsupported(comm);
 extern "C" {
-KX int MPI_Comm_accept(const char *, OHandle, int, OHandle comm, OHandle *) { return unsupported(comm); }
-KX int MPI_Comm_connect(const char *, OHandle, int, OHandle comm, OHandle *) { return unsupported(comm); }
-KX int MPI_Comm_disconnect(OHandle *comm) { return unsupported(comm ? *comm : ompi_mpi_comm_world); }
-KX int MPI_Comm_spawn(const char *, char **, int, OHandle, int, OHandle comm, OHandle *, int *)
+typedef int (AcceptFn)(const char *, OHandle, int, OHandle, OHandle *);
+KX int MPI_Comm_accept(const char *p, OHandle info, int root, OHandle comm, OHandle *nc)
 {
-    return unsupported(comm);
+    FORWARD(AcceptFn, "MPI_Comm_accept", comm, p, info, root, comm, nc)
 }
-KX int MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const OHandle *, int, OHandle comm, OHandle *, int *)
+KX int MPI_Comm_connect(const char *p, OHandle info, int root, OHandle comm, OHandle *nc)
 {
-    return unsupported(comm);
+    FORWARD(AcceptFn, "MPI_Comm_connect", comm, p, info, root, comm, nc)
+}
+typedef int (DisconnectFn)(OHandle *);
+KX int MPI_Comm_disconnect(OHandle *comm)
+{
+    FORWARD(DisconnectFn, "MPI_Comm_disconnect", comm ? *comm : (OHandle)ompi_mpi_comm_world, comm)
+}
+typedef int (SpawnFn)(const char *, char **, int, OHandle, int, OHandle, OHandle *, int *);
+KX int MPI_Comm_spawn(const char *cmd, char **argv, int n, OHandle info, int root, OHandle comm, OHandle *ic, int *errs)
+{
+    FORWARD(SpawnFn, "MPI_Comm_spawn", comm, cmd, argv, n, info, root, comm, ic, errs)
+}
+typedef int (SpawnMultipleFn)(int, char **, char ***, const int *, const OHandle *, int, OHandle, OHandle *, int *);
+KX int MPI_Comm_spawn_multiple(int c, char **cmds, char ***argvs, const int *ns, const OHandle *infos, int root,
+                               OHandle comm, OHandle *ic, int *errs)
+{
+    FORWARD(SpawnMultipleFn, "MPI_Comm_spawn_multiple", comm, c, cmds, argvs, ns, infos, root, comm, ic, errs)
 }
 }
 
 /* ---- user reductions: MPI::Op::Init (inline) calls MPI_Op_create(ompi_mpi_cxx_op_intercept,
  * commute, &op) and then ompi_op_set_cxx_callback(op, fn).  Open MPI's libmpi hands the C++
- * function to the intercept as a fifth argument; the C shim's reduction trampoline passes the
- * C arguments only.  So this library defines MPI_Op_create and MPI_Op_free too (it comes before
+ * function to the intercept as a fifth argument; the C shim's MPI_Op_create passes the C
+ * arguments only.  So this library defines MPI_Op_create and MPI_Op_free too (it comes before
  * libmpi.so.40 in the program's lookup scope; other calls pass through to the shim's PMPI_
- * entries): an op created with the intercept gets one of OP_SLOTS trampolines of its own,
- * whose slot ompi_op_set_cxx_callback fills with the C++ function, and MPI_Op_free releases
- * it.  Beyond OP_SLOTS live C++ ops, the intercept itself is the op's function and finds the
- * C++ function only while one function is registered (else the program stops with a message). */
+ * entries): an op created with the intercept is made with the shim's kumi_shim_op_create_ctx,
+ * whose context is a record of this op (kept as long as the process: a nonblocking reduction
+ * may still run after MPI_Op_free), which ompi_op_set_cxx_callback fills with the C++
+ * function.  No pool of trampolines: as many C++ ops as the program makes. */
 typedef void (CxxUserFn)(const void *, void *, int, const Obj &);
 typedef void (CUserFn)(void *, void *, int *, OHandle *);
 extern "C" int PMPI_Op_create(CUserFn *, int, OHandle *);
 extern "C" int PMPI_Op_free(OHandle *);
-enum { OP_SLOTS = 64 };
-static struct OpSlot { OHandle op; CxxUserFn *fn; bool used; } op_slot[OP_SLOTS];
+extern "C" int kumi_shim_op_create_ctx(void (*)(void *, void *, int *, OHandle *, void *), void *, int, OHandle *);
+extern "C" int kumi_shim_errhandler_create_ctx(int, void (*)(void *, int *, void *), void *, OHandle *);
+struct OpRec { CxxUserFn *fn; OHandle op; OpRec *next; };
+static OpRec *op_live;   /* the ops not freed yet, to find the record of an op */
 static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
-static CxxUserFn *op_fn;            /* the fallback: the one function registered */
-static bool op_ambiguous;
 
-static void call_user(CxxUserFn *fn, void *in, void *out, int *len, OHandle *datatype)
+static void op_ctx_tramp(void *in, void *out, int *len, OHandle *datatype, void *ctx)
 {
+    CxxUserFn *fn = __atomic_load_n(&((OpRec *)ctx)->fn, __ATOMIC_ACQUIRE);
+    if (!fn) { std::fprintf(stderr, "Kumi libmpi_cxx.so.40: MPI::Op without a function\n"); std::abort(); }
     Obj dt = { vt_Datatype(), *datatype };
     fn(in, out, *len, dt);
 }
-template <int I> static void op_tramp(void *in, void *out, int *len, OHandle *dt)
+extern "C" KX void ompi_mpi_cxx_op_intercept(void *, void *, int *, OHandle *)
 {
-    CxxUserFn *fn = __atomic_load_n(&op_slot[I].fn, __ATOMIC_ACQUIRE);
-    if (!fn) { std::fprintf(stderr, "Kumi libmpi_cxx.so.40: MPI::Op without a function\n"); std::abort(); }
-    call_user(fn, in, out, len, dt);
-}
-#define T4(b) &op_tramp<b>, &op_tramp<b + 1>, &op_tramp<b + 2>, &op_tramp<b + 3>
-#define T16(b) T4(b), T4(b + 4), T4(b + 8), T4(b + 12)
-static CUserFn *const op_tramps[OP_SLOTS] = { T16(0), T16(16), T16(32), T16(48) };
-
-extern "C" KX void ompi_mpi_cxx_op_intercept(void *invec, void *outvec, int *len, OHandle *datatype)
-{
-    if (!op_fn || op_ambiguous) {
-        std::fprintf(stderr, "Kumi libmpi_cxx.so.40: %s\n", op_fn ? "more than 64 MPI::Op alive, with several "
-                     "user functions" : "MPI::Op without a function");
-        std::abort();
-    }
-    call_user(op_fn, invec, outvec, len, datatype);
+    /* only reached for an op this library did not make (MPI_Op_create comes here first) */
+    std::fprintf(stderr, "Kumi libmpi_cxx.so.40: ompi_mpi_cxx_op_intercept called for an op this library did not "
+                 "create\n");
+    std::abort();
 }
 extern "C" KX int MPI_Op_create(CUserFn *fn, int commute, OHandle *op)
 {
     if (fn != ompi_mpi_cxx_op_intercept || !op) return PMPI_Op_create(fn, commute, op);
-    int i;
+    OpRec *r = new (std::nothrow) OpRec{ 0, 0, 0 };
+    if (!r) return 39;   /* Open MPI's MPI_ERR_NO_MEM (ompi.json) */
+    int rc = kumi_shim_op_create_ctx(op_ctx_tramp, r, commute, op);
+    if (rc) { delete r; return rc; }
     pthread_mutex_lock(&op_lock);
-    for (i = 0; i < OP_SLOTS && op_slot[i].used; i++) {}
-    if (i < OP_SLOTS) op_slot[i] = OpSlot{ 0, 0, true };
-    pthread_mutex_unlock(&op_lock);
-    if (i == OP_SLOTS) return PMPI_Op_create(fn, commute, op);
-    int rc = PMPI_Op_create(op_tramps[i], commute, op);
-    pthread_mutex_lock(&op_lock);
-    if (rc) op_slot[i].used = false;
-    else op_slot[i].op = *op;
+    r->op = *op;
+    r->next = op_live;
+    op_live = r;
     pthread_mutex_unlock(&op_lock);
     return rc;
 }
@@ -284,8 +292,8 @@ extern "C" KX int MPI_Op_free(OHandle *op)
     int rc = PMPI_Op_free(op);
     if (rc == 0 && h) {
         pthread_mutex_lock(&op_lock);
-        for (int i = 0; i < OP_SLOTS; i++)
-            if (op_slot[i].used && op_slot[i].op == h) op_slot[i] = OpSlot{ 0, 0, false };
+        for (OpRec **p = &op_live; *p; p = &(*p)->next)
+            if ((*p)->op == h) { *p = (*p)->next; break; }   /* the record stays (see above) */
         pthread_mutex_unlock(&op_lock);
     }
     return rc;
@@ -293,13 +301,8 @@ extern "C" KX int MPI_Op_free(OHandle *op)
 extern "C" KX void ompi_op_set_cxx_callback(OHandle op, CxxUserFn *fn)
 {
     pthread_mutex_lock(&op_lock);
-    int i;
-    for (i = 0; i < OP_SLOTS; i++)
-        if (op_slot[i].used && op_slot[i].op == op) { __atomic_store_n(&op_slot[i].fn, fn, __ATOMIC_RELEASE); break; }
-    if (i == OP_SLOTS) {
-        if (op_fn && op_fn != fn) op_ambiguous = true;
-        op_fn = fn;
-    }
+    for (OpRec *r = op_live; r; r = r->next)
+        if (r->op == op) { __atomic_store_n(&r->fn, fn, __ATOMIC_RELEASE); break; }
     pthread_mutex_unlock(&op_lock);
 }
 
@@ -416,38 +419,27 @@ extern "C" int kumi_cxx_win_keyval(CCopy *cc, CDelete *cd, CxxCopy *xc, CxxDelet
 
 /* ---- C++ error handlers: Comm::Create_errhandler and Win::Create_errhandler (static, returning
  * an MPI::Errhandler { vptr; handle } through the hidden result pointer) create a C shim error
- * handler whose function is one of EH_SLOTS trampolines, each bound to one C++ function (the
- * shim's callback carries no context); the trampoline hands the C++ function an object of the
- * handle (a communicator of its dynamic class).  Slots are per (kind, function) and kept. */
+ * handler with the C++ function as its context (kumi_shim_errhandler_create_ctx: no pool of
+ * trampolines); it hands the C++ function an object of the handle (a communicator of its
+ * dynamic class). */
 typedef void (CxxErrFn)(Obj &, int *, ...);
-typedef void (CErrFn)(OHandle *, int *, ...);
-enum { EH_SLOTS = 32 };
-static struct EhSlot { CxxErrFn *fn; int kind; } eh_slot[EH_SLOTS];
-static pthread_mutex_t eh_lock = PTHREAD_MUTEX_INITIALIZER;
-template <int I> static void eh_tramp(OHandle *h, int *code, ...)
+static void eh_comm(void *h, int *code, void *ctx)
 {
-    EhSlot *e = &eh_slot[I];
-    Obj o = { e->kind == 0 ? comm_vtable(*h) : vt_Win(), *h };
-    e->fn(o, code);
-    *h = o.h;
+    Obj o = { comm_vtable(*(OHandle *)h), *(OHandle *)h };
+    ((CxxErrFn *)ctx)(o, code);
 }
-#define E4(b) &eh_tramp<b>, &eh_tramp<b + 1>, &eh_tramp<b + 2>, &eh_tramp<b + 3>
-static CErrFn *const eh_tramps[EH_SLOTS] = { E4(0), E4(4), E4(8), E4(12), E4(16), E4(20), E4(24), E4(28) };
+static void eh_win(void *h, int *code, void *ctx)
+{
+    Obj o = { vt_Win(), *(OHandle *)h };
+    ((CxxErrFn *)ctx)(o, code);
+}
 static Obj *create_errhandler(Obj *ret, int kind, CxxErrFn *fn)
 {
     ret->vptr = vt_Errhandler();
     ret->h = ompi_mpi_errhandler_null;
-    int i;
-    pthread_mutex_lock(&eh_lock);
-    for (i = 0; i < EH_SLOTS && eh_slot[i].fn && !(eh_slot[i].fn == fn && eh_slot[i].kind == kind); i++) {}
-    if (i < EH_SLOTS && !eh_slot[i].fn) eh_slot[i] = EhSlot{ fn, kind };
-    pthread_mutex_unlock(&eh_lock);
-    if (i == EH_SLOTS) {
-        std::fprintf(stderr, "Kumi libmpi_cxx.so.40: more than %d C++ error handler functions\n", EH_SLOTS);
-        std::abort();
-    }
     OHandle eh = 0;
-    int rc = kind == 0 ? MPI_Comm_create_errhandler(eh_tramps[i], &eh) : MPI_Win_create_errhandler(eh_tramps[i], &eh);
+    int rc = kind == 0 ? kumi_shim_errhandler_create_ctx(1, eh_comm, (void *)fn, &eh)    /* KUMI_ABI_ERRH_COMM */
+                       : kumi_shim_errhandler_create_ctx(2, eh_win, (void *)fn, &eh);    /* KUMI_ABI_ERRH_WIN */
     if (rc == 0) ret->h = eh;
     return ret;
 }
