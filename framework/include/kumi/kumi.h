@@ -39,6 +39,12 @@ KUMI_EXPORT int kumi_error(int cls, const char *fmt, ...) __attribute__((format(
 KUMI_EXPORT int kumi_world_rank(void);
 KUMI_EXPORT int kumi_world_size(void);
 KUMI_EXPORT const char *kumi_hostname(void);
+/* The name under which this process's host is known to the job, when the
+ * rpim component knows it better than gethostname() (rpim/pmix: the node's
+ * name in the resource manager, unique per node even where nodes share a
+ * host name).  Set in client_init, before anything is put; every component
+ * compares host names against kumi_hostname(). */
+KUMI_EXPORT void kumi_set_hostname(const char *name);
 
 /* Monotonic time in seconds. */
 KUMI_EXPORT double kumi_time(void);
