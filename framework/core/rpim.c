@@ -117,6 +117,14 @@ int kumi_rpim_select(void)
                           "Kumi has no rpim/pmix component (built without PMIx: install libpmix-dev and "
                           "rebuild; or excluded by MPI_COMPONENTS); see kumi_info", getenv("PMIX_RANK"));
     }
+    {
+        /* srun without PMIx (--mpi=none, or MpiDefault=none): every task is
+         * a job of one; say so, the user most likely wanted one job */
+        const char *nt = getenv("SLURM_STEP_NUM_TASKS");
+        if (nt && atoi(nt) > 1 && getenv("SLURM_STEP_ID"))
+            kumi_warn("started by Slurm as one of %s tasks without PMIx: this process is a job of one "
+                      "(MPI_COMM_WORLD of size 1); use srun --mpi=pmix for one job of %s ranks", nt, nt);
+    }
     kumi_core_world_rank = 0;      /* singleton */
     kumi_core_world_size = 1;
     return MPI_SUCCESS;

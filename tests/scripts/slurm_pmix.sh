@@ -11,7 +11,7 @@
 #   - MPI_Abort in one rank while the others block: the step ends soon with
 #     a non-zero exit, nothing of it left running, no shared memory left;
 #   - rpim/pmix left out (MPI_COMPONENTS): a clear refusal, not 4 singletons;
-#   - KUMI_RANK present (mpiexec's rank): rpim/pmix stays out of the way.
+#   - srun --mpi=none: each task a job of one, with a warning saying so.
 set -u
 : "${TESTBIN:?}" "${top_srcdir:?}"
 . "$top_srcdir/tests/scripts/slurmlab.sh"
@@ -109,6 +109,14 @@ echo "srun without rpim/pmix: exit $rc"
 [ $rc -ne 0 ] || { echo "$out" | tail; fail "srun --mpi=pmix without rpim/pmix ran (as singletons?)"; }
 echo "$out" | grep -q 'started by a PMIx launcher.*no rpim/pmix component' ||
     { echo "$out" | tail; fail "srun --mpi=pmix without rpim/pmix: no clear message"; }
+
+# 6. srun without PMIx: each task a job of one, with a warning saying so
+out=$(srun_t 60 -N 2 -n 2 --mpi=none ./coll_all 2>&1)
+rc=$?
+echo "srun --mpi=none: exit $rc"
+[ $rc -eq 0 ] || { echo "$out" | tail; fail "srun --mpi=none -n 2 ./coll_all exited $rc (two jobs of one)"; }
+n=$(echo "$out" | grep -c 'one of 2 tasks without PMIx.*srun --mpi=pmix')
+[ "$n" = 2 ] || { echo "$out" | tail; fail "srun --mpi=none: expected a warning from each of the 2 tasks, saw $n"; }
 
 if [ $fails -ne 0 ]; then
     slurmlab_logs 10

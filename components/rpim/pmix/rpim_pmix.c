@@ -96,7 +96,8 @@ static long rpim_pmix_job_uint(const char *key)
 
 /* A string value of rank's key (rank PMIX_RANK_WILDCARD: the job's);
  * PMIX_OPTIONAL: only what this process already holds, never a request to
- * the server that could wait for a key nobody put.  0, or -1 (absent). */
+ * the server that could wait for a key nobody put.  0, -1 (absent) or -2
+ * (longer than outlen; *need says how long). */
 static int rpim_pmix_get_str(pmix_rank_t rank, const char *key, int optional, char *out, size_t outlen,
                              size_t *need)
 {
