@@ -5,8 +5,8 @@
 # each; tests/scripts/slurmlab.sh):
 #   - srun -N 2 -n 4: the collectives test and a ring across both nodes; the
 #     job is one MPI_COMM_WORLD of 4 (not 4 singletons), two ranks per node,
-#     shmem between the ranks of a node and tcp between nodes (from PMIx's
-#     locality: both nodes have the same host name);
+#     shmem between the ranks of a node and ofi (the ring: tcp) between
+#     nodes (from PMIx's locality: both nodes have the same host name);
 #   - srun -n 1: a job of one, through PMIx;
 #   - MPI_Abort in one rank while the others block: the step ends soon with
 #     a non-zero exit, nothing of it left running, no shared memory left;
@@ -59,13 +59,18 @@ else
     # same-node peers: exactly one per rank (2 ranks per node)
     s=$(echo "$out" | grep -c 'p2p/shmem: 1 same-host peer')
     [ "$s" = 4 ] || { echo "$out" | grep 'same-host' ; fail "expected each rank to see 1 same-host peer over shmem, saw $s"; }
+    # the other node's ranks over a network transport (p2p/ofi opens: the job spans 2 hosts)
+    echo "$out" | grep -q 'kumi\[0\]: p2p/ofi serves ranks 2-3' ||
+        { echo "$out" | grep 'serves' ; fail "rank 0 does not reach ranks 2-3 (the other node) over p2p/ofi"; }
 fi
 
-# 2. a ring over 2 nodes x 2 ranks
-out=$(srun_t 120 -N 2 -n 4 --mpi=pmix ./p2p_ring 200 2>&1)
+# 2. a ring over 2 nodes x 2 ranks, between nodes over p2p/tcp
+out=$(srun_t 120 -N 2 -n 4 --mpi=pmix env MPI_COMPONENTS='p2p=self,shmem,tcp' KUMI_VERBOSE=2 ./p2p_ring 200 2>&1)
 rc=$?
 [ $rc -eq 0 ] || { echo "$out" | tail -20; fail "srun -N 2 -n 4 --mpi=pmix ./p2p_ring exited $rc"; }
-echo "srun -N 2 -n 4 p2p_ring: exit $rc"
+echo "$out" | grep -q 'kumi\[3\]: p2p/tcp serves ranks 0-1' ||
+    { echo "$out" | grep 'serves' ; fail "rank 3 does not reach ranks 0-1 (the other node) over p2p/tcp"; }
+echo "srun -N 2 -n 4 p2p_ring (tcp between nodes): exit $rc"
 
 # 3. a job of one through PMIx (and the ring with its one rank)
 out=$(srun_t 60 -n 1 --mpi=pmix env KUMI_VERBOSE=1 ./coll_all 2>&1)

@@ -228,27 +228,34 @@ static void rpim_pmix_node_name(void)
     if (h[0]) kumi_set_hostname(h);
 }
 
-static int rpim_pmix_client_init(struct kumi_rpim_info *info)
+/* Started by a PMIx launcher, for rpim/pmix to join? */
+static int rpim_pmix_env(void)
 {
-    if (getenv("KUMI_RANK")) return KUMI_UNAVAILABLE;        /* mpiexec's rank: rpim/fork */
-    if (!getenv("PMIX_NAMESPACE") || !getenv("PMIX_RANK")) return KUMI_UNAVAILABLE;
-    if (rpim_pmix_up) {
-        info->rank = rpim_pmix_rank;
-        info->size = rpim_pmix_size;
-        info->jobid = rpim_pmix_jobid;
-        return MPI_SUCCESS;
-    }
+    return !getenv("KUMI_RANK") &&                  /* mpiexec's rank: rpim/fork */
+           getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK");
+}
+
+static int rpim_pmix_joined;            /* rpim_pmix_join ran; its result: */
+static int rpim_pmix_join_rc;
+
+/* PMIx_Init, rank, size, nodes, this node's name and KUMI_INTERNAL_NHOSTS:
+ * what the other components may read when they open (see open below). */
+static int rpim_pmix_join(void)
+{
+    if (rpim_pmix_joined) return rpim_pmix_join_rc;
+    rpim_pmix_joined = 1;
     pmix_status_t rc = PMIx_Init(&rpim_pmix_me, NULL, 0);
     if (rc != PMIX_SUCCESS)
-        return kumi_error(MPI_ERR_OTHER, "MPI_Init (rpim/pmix): PMIx_Init failed (%s): the PMIx server of "
-                          "the launcher (srun --mpi=pmix?) cannot be reached", rpim_pmix_err(rc));
+        return rpim_pmix_join_rc = kumi_error(MPI_ERR_OTHER, "MPI_Init (rpim/pmix): PMIx_Init failed (%s): the PMIx "
+                                              "server of the launcher (srun --mpi=pmix?) cannot be reached",
+                                              rpim_pmix_err(rc));
     rpim_pmix_up = 1;
     long size = rpim_pmix_job_uint(PMIX_JOB_SIZE);
     if (size < 1 || size > INT_MAX || rpim_pmix_me.rank >= (pmix_rank_t)size) {
         PMIx_Finalize(NULL, 0);
         rpim_pmix_up = 0;
-        return kumi_error(MPI_ERR_OTHER, "MPI_Init (rpim/pmix): PMIx gives no valid job size (%ld) for rank %u",
-                          size, (unsigned)rpim_pmix_me.rank);
+        return rpim_pmix_join_rc = kumi_error(MPI_ERR_OTHER, "MPI_Init (rpim/pmix): PMIx gives no valid job size "
+                                              "(%ld) for rank %u", size, (unsigned)rpim_pmix_me.rank);
     }
     rpim_pmix_rank = (int)rpim_pmix_me.rank;
     rpim_pmix_size = (int)size;
@@ -259,7 +266,7 @@ static int rpim_pmix_client_init(struct kumi_rpim_info *info)
     if (!rpim_pmix_local) {
         PMIx_Finalize(NULL, 0);
         rpim_pmix_up = 0;
-        return kumi_error(MPI_ERR_NO_MEM, "MPI_Init (rpim/pmix): out of memory");
+        return rpim_pmix_join_rc = kumi_error(MPI_ERR_NO_MEM, "MPI_Init (rpim/pmix): out of memory");
     }
     {
         size_t need = 0;
@@ -269,33 +276,54 @@ static int rpim_pmix_client_init(struct kumi_rpim_info *info)
             g = rpim_pmix_get_str(PMIX_RANK_WILDCARD, PMIX_LOCAL_PEERS, 0, peers, need, NULL);
         if (g == 0) rpim_pmix_parse_peers(peers);
         else if (rpim_pmix_nnodes == 1) memset(rpim_pmix_local, 1, (size_t)rpim_pmix_size);
-        if (peers != small) free(peers);
+        if (peers && peers != small) free(peers);
         rpim_pmix_local[rpim_pmix_rank] = 1;
     }
-
     rpim_pmix_node_name();
-    int r = rpim_pmix_secret();
-    if (r != MPI_SUCCESS) {
-        PMIx_Finalize(NULL, 0);
-        rpim_pmix_up = 0;
-        free(rpim_pmix_local);
-        rpim_pmix_local = NULL;
-        return r;
+    if (!getenv(KUMI_ENV_NHOSTS)) {
+        char num[32];
+        snprintf(num, sizeof num, "%d", rpim_pmix_nnodes);
+        setenv(KUMI_ENV_NHOSTS, num, 1);
     }
+    return rpim_pmix_join_rc = MPI_SUCCESS;
+}
+
+/* Components open framework by framework, rpim's first: joining here lets
+ * the transports' open() see KUMI_INTERNAL_NHOSTS as under mpiexec (p2p/ofi
+ * opens only for jobs across hosts).  Always available: a failure is
+ * client_init's to report. */
+static int rpim_pmix_open(char *why, size_t whylen)
+{
+    (void)why;
+    (void)whylen;
+    if (!kumi_registry_listing() && rpim_pmix_env()) rpim_pmix_join();
+    return KUMI_OK;
+}
+
+static int rpim_pmix_client_init(struct kumi_rpim_info *info)
+{
+    if (!rpim_pmix_env()) return KUMI_UNAVAILABLE;
+    if (rpim_pmix_jobid) {                                   /* already joined */
+        info->rank = rpim_pmix_rank;
+        info->size = rpim_pmix_size;
+        info->jobid = rpim_pmix_jobid;
+        return MPI_SUCCESS;
+    }
+    int r = rpim_pmix_join();
+    if (r != MPI_SUCCESS) return r;
+    r = rpim_pmix_secret();
+    if (r != MPI_SUCCESS) return r;
     rpim_pmix_jobid = rpim_pmix_hash_jobid(rpim_pmix_me.nspace);
     /* the environment the rest of Kumi reads (see the top of this file) */
-    char num[32];
-    if (!getenv("KUMI_JOBID")) {
+    const char *j = getenv("KUMI_JOBID");
+    if (!j) {
+        char num[32];
         snprintf(num, sizeof num, "%ld", rpim_pmix_jobid);
         setenv("KUMI_JOBID", num, 1);
     } else {
         char *end;
-        long j = strtol(getenv("KUMI_JOBID"), &end, 10);
-        if (*end == 0 && j > 0) rpim_pmix_jobid = j;
-    }
-    if (!getenv(KUMI_ENV_NHOSTS)) {
-        snprintf(num, sizeof num, "%d", rpim_pmix_nnodes);
-        setenv(KUMI_ENV_NHOSTS, num, 1);
+        long v = strtol(j, &end, 10);
+        if (*end == 0 && v > 0) rpim_pmix_jobid = v;
     }
     int nlocal = 0;
     for (int i = 0; i < rpim_pmix_size; i++) nlocal += rpim_pmix_local[i];
@@ -429,6 +457,8 @@ static int rpim_pmix_client_finalize(void)
             ret = kumi_error(MPI_ERR_OTHER, "MPI_Finalize: PMIx_Finalize: %s", rpim_pmix_err(rc));
         rpim_pmix_up = 0;
     }
+    rpim_pmix_joined = 0;
+    rpim_pmix_jobid = 0;
     rpim_pmix_own_clear();
     free(rpim_pmix_local);
     rpim_pmix_local = NULL;
@@ -454,7 +484,7 @@ KUMI_EXPORT const struct kumi_component kumi_rpim_pmix_component = {
     .description = "processes started by a PMIx launcher (srun --mpi=pmix); key exchange through PMIx",
     .priority = 20,
     .register_params = NULL,
-    .open = NULL,
+    .open = rpim_pmix_open,
     .close = NULL,
     .ops = &rpim_pmix_ops,
 };
