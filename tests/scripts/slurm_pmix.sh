@@ -11,20 +11,16 @@
 #   - MPI_Abort in one rank while the others block: the step ends soon with
 #     a non-zero exit, nothing of it left running, no shared memory left;
 #   - rpim/pmix left out (MPI_COMPONENTS): a clear refusal, not 4 singletons;
-#   - srun --mpi=none: each task a job of one, with a warning saying so.
+#   - srun --mpi=none: each task a job of one, with a warning saying so;
+#   - salloc -N 2 -n 4 and srun --mpi=pmix inside the allocation.
 set -u
 : "${TESTBIN:?}" "${top_srcdir:?}"
 . "$top_srcdir/tests/scripts/slurmlab.sh"
 for p in coll_all p2p_ring launch_fail; do
     [ -x "$TESTBIN/$p" ] || slurmlab_skip "$TESTBIN/$p not built"
 done
-comp_dir=
-for d in ${KUMI_COMPONENT_PATH//:/ }; do
-    [ -e "$d/kumi_rpim_pmix.so" ] && comp_dir=$d
-done
-[ -n "$comp_dir" ] || [ -n "$(ls "${top_builddir:-/nonexistent}"/framework/.libs/libmpi.so* 2>/dev/null)" ] ||
-    slurmlab_skip "no build tree"
-if [ -z "$comp_dir" ]; then
+: "${KUMI_INFO:?}"
+if ! "$KUMI_INFO" 2> /dev/null | grep -q 'rpim: pmix '; then
     # PMIx is here, so configure should have built the component
     pkg-config --exists pmix 2> /dev/null && { echo "FAIL: PMIx is installed but rpim/pmix was not built"; exit 1; }
     slurmlab_skip "rpim/pmix not built (configure found no PMIx; Debian: libpmix-dev)"
@@ -122,6 +118,16 @@ echo "srun --mpi=none: exit $rc"
 [ $rc -eq 0 ] || { echo "$out" | tail; fail "srun --mpi=none -n 2 ./coll_all exited $rc (two jobs of one)"; }
 n=$(echo "$out" | grep -c 'one of 2 tasks without PMIx.*srun --mpi=pmix')
 [ "$n" = 2 ] || { echo "$out" | tail; fail "srun --mpi=none: expected a warning from each of the 2 tasks, saw $n"; }
+
+# 7. inside an allocation: salloc -N 2 -n 4, then srun --mpi=pmix in it
+out=$(timeout -k 5 120 nsenter --net=/var/run/netns/"$SLURMLAB_HUB" env SLURM_CONF="$SLURM_CONF" \
+      salloc -N 2 -n 4 sh -c 'echo "nodelist=$SLURM_JOB_NODELIST"; srun --mpi=pmix env KUMI_VERBOSE=1 ./p2p_ring 50' 2>&1)
+rc=$?
+echo "salloc -N 2 -n 4 + srun --mpi=pmix p2p_ring: exit $rc"
+[ $rc -eq 0 ] || { echo "$out" | tail; fail "salloc -N 2 -n 4 srun --mpi=pmix ./p2p_ring exited $rc"; }
+echo "$out" | grep -q '^nodelist=kn\[1-2\]$' || { echo "$out" | head -3; fail "salloc: SLURM_JOB_NODELIST is not kn[1-2]"; }
+n=$(echo "$out" | grep -c 'rank [0-3] of 4 on kn[12] (rpim pmix)')
+[ "$n" = 4 ] || { echo "$out" | tail; fail "salloc + srun: expected 4 ranks of 4 through rpim pmix, saw $n"; }
 
 if [ $fails -ne 0 ]; then
     slurmlab_logs 10
