@@ -18,6 +18,11 @@ static char hostname[MPI_MAX_PROCESSOR_NAME];
 int kumi_world_rank(void) { return kumi_core_world_rank; }
 int kumi_world_size(void) { return kumi_core_world_size; }
 
+void kumi_set_hostname(const char *name)
+{
+    if (name && *name) snprintf(hostname, sizeof hostname, "%s", name);
+}
+
 const char *kumi_hostname(void)
 {
     if (!hostname[0]) {

@@ -102,6 +102,29 @@ int kumi_rpim_select(void)
         return kumi_error(MPI_ERR_OTHER, "started by mpiexec (rpim %s) but no rpim component could join the job%s%s",
                           launcher ? launcher : "?", msg[0] ? ": " : "", msg);
     }
+    if (getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK")) {
+        /* started by a PMIx launcher (srun --mpi=pmix): a singleton here
+         * would run the job's ranks as so many jobs of one, each rank 0 */
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0, have = 0;
+        for (int i = 0; i < n; i++)
+            if (list[i]->comp && !strcmp(list[i]->comp->name, "pmix")) have = 1;
+        if (why != KUMI_UNAVAILABLE) kumi_mpi_error_string(why, msg, &len);
+        if (have)
+            return kumi_error(MPI_ERR_OTHER, "started by a PMIx launcher (PMIX_RANK=%s, e.g. srun --mpi=pmix) but "
+                              "rpim/pmix could not join the job%s%s", getenv("PMIX_RANK"), msg[0] ? ": " : "", msg);
+        return kumi_error(MPI_ERR_OTHER, "started by a PMIx launcher (PMIX_RANK=%s, e.g. srun --mpi=pmix) but this "
+                          "Kumi has no rpim/pmix component (built without PMIx: install libpmix-dev and "
+                          "rebuild; or excluded by MPI_COMPONENTS); see kumi_info", getenv("PMIX_RANK"));
+    }
+    {
+        /* srun without PMIx (--mpi=none, or MpiDefault=none): every task is
+         * a job of one; say so, the user most likely wanted one job */
+        const char *nt = getenv("SLURM_STEP_NUM_TASKS");
+        if (nt && atoi(nt) > 1 && getenv("SLURM_STEP_ID"))
+            kumi_warn("started by Slurm as one of %s tasks without PMIx: this process is a job of one "
+                      "(MPI_COMM_WORLD of size 1); use srun --mpi=pmix for one job of %s ranks", nt, nt);
+    }
     kumi_core_world_rank = 0;      /* singleton */
     kumi_core_world_size = 1;
     return MPI_SUCCESS;

@@ -46,6 +46,12 @@ KUMI_EXPORT const char *kumi_hostname(void);
 KUMI_EXPORT const char *kumi_host_id(void);
 /* 1 if world rank r is on this host (its "kumi.hostid" is ours; r == me: 1). */
 KUMI_EXPORT int kumi_same_host(int r);
+/* The name under which this process's host is known to the job, when the
+ * rpim component knows it better than gethostname() (rpim/pmix: the node's
+ * name in the resource manager, unique per node even where nodes share a
+ * host name).  Set in client_init, before anything is put; every component
+ * compares host names against kumi_hostname(). */
+KUMI_EXPORT void kumi_set_hostname(const char *name);
 
 /* Monotonic time in seconds. */
 KUMI_EXPORT double kumi_time(void);

@@ -24,6 +24,12 @@
  * so every rank can see its peers'): keys KUMI_KVS_BIND_CPUS,
  * KUMI_KVS_BIND_LEVEL, KUMI_KVS_BIND_INDEX of that rank, same values.
  *
+ * A rank started by a PMIx launcher (srun --mpi=pmix: PMIX_NAMESPACE and
+ * PMIX_RANK, no KUMI_RANK) is rpim/pmix's: it sets KUMI_JOBID,
+ * KUMI_JOB_SECRET and KUMI_ENV_NHOSTS itself (components/rpim/pmix), and the
+ * node's name through kumi_set_hostname(), so that components read the same
+ * things whoever started the job.
+ *
  * The control channel behind KUMI_CONTROL (frames, message codes, limits, the
  * job's shared-memory naming rule) is kumi/launch_proto.h.
  */
