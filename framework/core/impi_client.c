@@ -217,7 +217,7 @@ int kumi_impi_client_auth(struct kumi_impi_client *c, uint32_t mask, uint64_t ke
         kumi_impi_put64(out, key);
         if (send_all(c, out, 8, "the AUTH key") != 0)
             return -1;
-        c->key_sent = 1;
+        c->key_sent_ms = now_ms();
     }
     return 0;
 }
@@ -232,9 +232,10 @@ int kumi_impi_client_impi(struct kumi_impi_client *c, int rank)
         return -1;
     /* a refused key shows here: the server closes the connection */
     if (recv_frame(c, "the IMPI reply (the number of clients)", &f, &fr) != 0) {
-        if (c->key_sent && strstr(c->err, "closed the connection")) {
+        /* a server refuses a wrong key by closing at once; later closes have other reasons */
+        if (c->key_sent_ms && now_ms() - c->key_sent_ms < 1000 && strstr(c->err, "closed the connection")) {
             size_t l = strlen(c->err);
-            snprintf(c->err + l, sizeof c->err - l, " (the server closes on a wrong key: was the key right?)");
+            snprintf(c->err + l, sizeof c->err - l, " at once after the key: was the key right?");
         }
         return -1;
     }

@@ -152,7 +152,7 @@ static void die(const char *fmt, ...)
             close(S.c[i].fd);
         }
     if (told)
-        fprintf(stderr, "impi_server: closed the connections of the %d other client(s)\n", told);
+        fprintf(stderr, "impi_server: closed the connections of %d client(s) to tell them\n", told);
     exit(1);
 }
 
@@ -191,7 +191,11 @@ static void flush(struct conn *c)
         } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
             return;
         } else if (c->rank >= 0 && c->st != ST_FINI) {
-            die("the %s is gone (sending: %s)", who(c), w < 0 ? strerror(errno) : "closed");
+            char m[128];
+            snprintf(m, sizeof m, "%s", who(c));
+            const char *why = w < 0 ? strerror(errno) : "closed";
+            drop(c);
+            die("%s is gone (sending: %s)", m, why);
         } else {
             drop(c);
         }
@@ -243,17 +247,17 @@ static void on_coll(struct conn *c, const struct kumi_impi_frame *f)
     size_t e;
     char err[200];
     if (S.done & (1u << r))
-        die("the %s sent label %s after its DONE", who(c), ln);
+        die("%s sent label %s after its DONE", who(c), ln);
     if (S.complete[li] || (S.got[li] & (1u << r)))
-        die("the %s sent label %s twice", who(c), ln);
+        die("%s sent label %s twice", who(c), ln);
     kumi_impi_label_info(f->label, &scope, &e);
     uint32_t cnt = scope == 'H' ? S.count[0][r] : scope == 'P' ? S.count[1][r] : 0;
     if (kumi_impi_label_check(f->label, f->ndata, cnt, err, sizeof err) != 0)
-        die("the %s: %s", who(c), err);
+        die("%s: %s", who(c), err);
     if (f->label == KUMI_IMPI_C_NHOSTS || f->label == KUMI_IMPI_C_NPROCS) {
         int32_t v = (int32_t)kumi_impi_get32(f->data);
         if (v < 1)
-            die("the %s announces %d in label %s (at least 1)", who(c), v, ln);
+            die("%s announces %d in label %s (at least 1)", who(c), v, ln);
         S.count[f->label == KUMI_IMPI_C_NPROCS][r] = (uint32_t)v;
     }
     if (!(S.data[li][r] = malloc(f->ndata ? f->ndata : 1)))
@@ -337,7 +341,7 @@ static size_t step(struct conn *c)
         if (c->rank < 0)
             refuse(c, "%s: %s", c->st == ST_AUTH ? "in its first command" : "before its IMPI rank", err);
         else
-            die("the %s broke the protocol: %s", who(c), err);
+            die("%s broke the protocol: %s", who(c), err);
         return 0;
     }
     if (r == KUMI_IMPI_MORE) {
@@ -394,22 +398,22 @@ static size_t step(struct conn *c)
         case KUMI_IMPI_CMD_COLL: on_coll(c, &f); break;
         case KUMI_IMPI_CMD_DONE:
             if (S.done & (1u << c->rank))
-                die("the %s sent DONE twice", who(c));
+                die("%s sent DONE twice", who(c));
             on_done(c);
             break;
         case KUMI_IMPI_CMD_FINI:
             if (!S.all_done)
-                die("the %s sent FINI during the start-up (before every client's DONE)", who(c));
+                die("%s sent FINI during the start-up (before every client's DONE)", who(c));
             S.fini |= 1u << c->rank;
             c->st = ST_FINI;
             vlog("%s: FINI (%d of %d)", who(c), __builtin_popcount(S.fini), S.n);
             break;
         default:
-            die("the %s sent %s after the start of the exchange", who(c), kumi_impi_cmd_name(f.cmd));
+            die("%s sent %s after the start of the exchange", who(c), kumi_impi_cmd_name(f.cmd));
         }
         break;
     case ST_FINI:
-        die("the %s sent %s after its FINI", who(c), kumi_impi_cmd_name(f.cmd));
+        die("%s sent %s after its FINI", who(c), kumi_impi_cmd_name(f.cmd));
     default:
         break;
     }
@@ -440,7 +444,10 @@ static void on_input(struct conn *c)
             drop(c);
             return;
         }
-        die("the %s closed its connection before FINI (%s, %s): the job failed", who(c), why,
+        char w[128];
+        snprintf(w, sizeof w, "%s", who(c));
+        drop(c);
+        die("%s closed its connection before FINI (%s, %s): the job failed", w, why,
             S.all_done ? "after the start-up" : "during the start-up");
     }
     c->inlen += (size_t)got;

@@ -112,7 +112,6 @@ int main(int argc, char **argv)
         kumi_impi_put64(o + 8, k);
         if (send(c.fd, o, sizeof o, MSG_NOSIGNAL) != (ssize_t)sizeof o)
             return 1;
-        c.key_sent = 1;
     } else {
         uint32_t mask = 0;
         uint64_t key = 0;

@@ -258,7 +258,7 @@ struct kumi_impi_client {
     int fd;
     int rank, size;             /* my client rank; number of clients (after kumi_impi_client_impi) */
     int timeout_ms;             /* bound of each wait for the server (<= 0: none) */
-    int key_sent;               /* AUTH ended with this client's key (a close now means: refused) */
+    long long key_sent_ms;      /* when this client sent its key (monotonic ms; 0: not sent) */
     char server[80];            /* "host:port" as given */
     char err[320];              /* the last error */
 };
