@@ -1,7 +1,8 @@
 #!/bin/bash
 # The IMPI wire code under AddressSanitizer + UndefinedBehaviorSanitizer (issue 19 item 1):
 #  1. tests/unit/test_impi_wire.c and test_impi_fuzz.c (300000 random / mutated frames)
-#     built with framework/core/impi_wire.c alone, every input in a heap block of its size;
+#     built with framework/core/impi_wire.c alone, every input in a heap block of its size,
+#     and test_impi_client.c with impi_client.c;
 #  2. impi_server and impi_testclient built from their sources with the sanitizers;
 #     a 3-client exchange passes;
 #  3. the server fuzzed over its socket: rounds of servers (1-3 clients, with and without a
@@ -27,11 +28,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 # shellcheck disable=SC2086
 { $CC $flags -o "$dir/t_wire" "$top_srcdir/tests/unit/test_impi_wire.c" "$core/impi_wire.c" &&
   $CC $flags -o "$dir/t_fuzz" "$top_srcdir/tests/unit/test_impi_fuzz.c" "$core/impi_wire.c" &&
+  $CC $flags -o "$dir/t_client" "$top_srcdir/tests/unit/test_impi_client.c" "$core/impi_wire.c" "$core/impi_client.c" \
+      "$core/netif.c" -lpthread &&
   $CC $flags -o "$dir/impi_server" "$srv/impi_server.c" "$core/impi_wire.c" "$core/netif.c" &&
   $CC $flags -o "$dir/impi_testclient" "$srv/impi_testclient.c" "$core/impi_wire.c" "$core/impi_client.c" "$core/netif.c"
 } 2> "$dir/build.err" || { cat "$dir/build.err"; fail "the sanitizer build failed"; }
 
 "$dir/t_wire" > "$dir/wire.out" 2>&1 || { cat "$dir/wire.out"; fail "test_impi_wire under the sanitizers"; }
+"$dir/t_client" > "$dir/client.out" 2>&1 || { cat "$dir/client.out"; fail "test_impi_client under the sanitizers"; }
 KUMI_FUZZ_ITER=300000 "$dir/t_fuzz" > "$dir/fuzz.out" 2>&1 || { cat "$dir/fuzz.out"; fail "test_impi_fuzz under the sanitizers"; }
 tail -2 "$dir/fuzz.out"
 

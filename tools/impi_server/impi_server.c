@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #define MAXCONN 128                    /* clients and connections not yet authenticated */
+#define AUTH_TIMEOUT_S 60
 
 enum state { ST_AUTH, ST_KEY, ST_RANK, ST_IN, ST_FINI, ST_GONE };
 
@@ -507,14 +508,17 @@ static void on_accept(void)
 /* The bounded waits of the start-up. */
 static void check_time(void)
 {
-    if (S.timeout_s <= 0 || S.all_done)
-        return;
     long long t = now_ms(), lim = (long long)S.timeout_s * 1000;
+    /* a connection has at most AUTH_TIMEOUT_S (or -timeout if shorter) to authenticate and give
+     * its rank, also without -timeout: strays must not hold the connection slots */
+    int auth_s = S.timeout_s > 0 && S.timeout_s < AUTH_TIMEOUT_S ? S.timeout_s : AUTH_TIMEOUT_S;
     for (int i = 0; i < S.nconn; i++) {
         struct conn *c = &S.c[i];
-        if (c->fd >= 0 && c->rank < 0 && t - c->since > lim)
-            refuse(c, "no AUTH / IMPI rank within %d s", S.timeout_s);
+        if (c->fd >= 0 && c->rank < 0 && t - c->since > auth_s * 1000LL)
+            refuse(c, "no AUTH and IMPI rank within %d s", auth_s);
     }
+    if (S.timeout_s <= 0 || S.all_done)
+        return;
     if (!S.started) {
         if (t - S.t0 <= lim)
             return;
