@@ -299,10 +299,17 @@ int kumi_impi_dec_server_auth(const uint8_t in[8], uint32_t offered, int32_t *wh
 
 int kumi_impi_parse_key(const char *text, uint64_t *key)
 {
-    if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
+    if (!text || !*text || *text == '+' || *text == ' ')
         return -1;
     char *end;
     errno = 0;
+    if (*text == '-') {                /* LAM reads IMPI_AUTH_KEY with atoll: a negative key is its bits */
+        long long v = strtoll(text, &end, 10);
+        if (errno || *end || end == text + 1)
+            return -1;
+        *key = (uint64_t)v;
+        return 0;
+    }
     unsigned long long v = strtoull(text, &end, 0);
     if (errno || *end || end == text)
         return -1;

@@ -182,7 +182,7 @@ has "$dir/u1" "the number of clients is missing" "usage"
 "$SERVER" -n 33 > /dev/null 2> "$dir/u2"; [ $? = 2 ] || fail "-n 33: not exit 2"
 has "$dir/u2" "1..32" "usage"
 "$SERVER" -n 2 -auth 12ab > /dev/null 2> "$dir/u3"; [ $? = 2 ] || fail "-auth 12ab: not exit 2"
-has "$dir/u3" "64-bit unsigned number" "usage"
+has "$dir/u3" "64-bit number" "usage"
 "$SERVER" -n 2 -port 70000 > /dev/null 2> "$dir/u4"; [ $? = 2 ] || fail "-port 70000: not exit 2"
 [ $fails = 0 ] && ok "disagreeing XSIZE stops both clients with the values; usage errors exit 2"
 

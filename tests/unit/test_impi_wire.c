@@ -98,7 +98,11 @@ static void test_frames(void)
     CHECK_INT(kumi_impi_parse_key("0xffffffffffffffff", &key), 0);
     CHECK(key == UINT64_MAX, "hex key");
     CHECK_INT(kumi_impi_parse_key("18446744073709551616", &key), -1);
-    CHECK_INT(kumi_impi_parse_key("-1", &key), -1);
+    CHECK_INT(kumi_impi_parse_key("-1", &key), 0);    /* LAM: atoll */
+    CHECK(key == UINT64_MAX, "-1 as a key");
+    CHECK_INT(kumi_impi_parse_key("-", &key), -1);
+    CHECK_INT(kumi_impi_parse_key("-0x5", &key), -1);
+    CHECK_INT(kumi_impi_parse_key("-9223372036854775809", &key), -1);
     CHECK_INT(kumi_impi_parse_key("", &key), -1);
     CHECK_INT(kumi_impi_parse_key("12x", &key), -1);
 

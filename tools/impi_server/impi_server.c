@@ -616,8 +616,9 @@ static void usage(FILE *o)
                "  -port P, LO:HI       port (or range) to listen on; default: IMPI_SERVER_PORT_RANGE, else any\n"
                "  -host ADDR           listen on this address only and print it (default: all; print this\n"
                "                       host's first non-loopback IPv4 address)\n"
-               "  -auth KEY            require this 64-bit key (decimal or 0x hex; IMPI_AUTH_KEY in the\n"
-               "                       environment does the same); without it only AUTH NONE is accepted\n"
+               "  -auth KEY            require this 64-bit key (decimal, negative too as LAM reads it, or\n"
+               "                       0x hex; IMPI_AUTH_KEY in the environment does the same);\n"
+               "                       without it only AUTH NONE is accepted\n"
                "  -portfile FILE       also write host:port to FILE\n"
                "  -timeout SECONDS     bound of every wait during the start-up (default 300, 0: none)\n"
                "  -v                   say what happens on stderr\n"
@@ -722,7 +723,7 @@ int main(int argc, char **argv)
         keytext = getenv("IMPI_AUTH_KEY");
     if (keytext) {
         if (kumi_impi_parse_key(keytext, &S.key) != 0) {
-            msg("-auth %s: the key must be a 64-bit unsigned number (decimal or 0x hex)", keytext);
+            msg("-auth %s: the key must be a 64-bit number (decimal or 0x hex)", keytext);
             return 2;
         }
         S.have_key = 1;

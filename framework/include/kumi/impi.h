@@ -170,7 +170,8 @@ KUMI_EXPORT size_t kumi_impi_enc_server_auth(uint8_t out[8], int32_t which, int3
 KUMI_EXPORT int kumi_impi_dec_server_auth(const uint8_t in[8], uint32_t offered, int32_t *which, int32_t *len,
                                           char *err, size_t errlen);
 
-/* A 64-bit key as text: decimal (LAM's IMPI_AUTH_KEY) or 0x hex.  0 / -1. */
+/* A 64-bit key as text: decimal (LAM's IMPI_AUTH_KEY, read with atoll: a
+ * negative number stands for its two's complement bits) or 0x hex.  0 / -1. */
 KUMI_EXPORT int kumi_impi_parse_key(const char *text, uint64_t *key);
 
 /* ---- what one client contributes, and the job every client learns ---- */
