@@ -555,6 +555,94 @@ static int32_t agree(const int32_t *v, int n, int32_t dflt, const char *ln, char
     return first;
 }
 
+static int proc_cmp(const struct kumi_impi_proc *a, const uint8_t id[16], int64_t pid)
+{
+    int c = memcmp(a->id, id, 16);
+    return c ? c : a->pid < pid ? -1 : a->pid > pid;
+}
+
+struct sortent {
+    const struct kumi_impi_proc *p;
+    int idx;
+};
+
+static int sort_cmp(const void *x, const void *y)
+{
+    const struct sortent *a = x, *b = y;
+    int c = proc_cmp(a->p, b->p->id, b->p->pid);
+    return c ? c : a->idx - b->idx;
+}
+
+/* proc_index: the procs ordered by (P_IPV6, P_PID); two equal pairs are refused */
+static int index_procs(struct kumi_impi_job *job, char *err, size_t errlen)
+{
+    size_t n = (size_t)job->nprocs;
+    struct sortent *t = malloc((n ? n : 1) * sizeof *t);
+    free(job->proc_index);
+    job->proc_index = malloc((n ? n : 1) * sizeof *job->proc_index);
+    if (!t || !job->proc_index) {
+        free(t);
+        return fail(err, errlen, "out of memory for %zu procs", n);
+    }
+    for (size_t i = 0; i < n; i++)
+        t[i] = (struct sortent){ &job->procs[i], (int)i };
+    qsort(t, n, sizeof *t, sort_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (i && !proc_cmp(t[i - 1].p, t[i].p->id, t[i].p->pid)) {
+            int a = t[i - 1].idx, b = t[i].idx;
+            free(t);
+            return fail(err, errlen, "procs %d and %d have the same P_IPV6 and P_PID %lld (a pid must be unique "
+                        "among the procs of one P_IPV6)", a, b, (long long)job->procs[b].pid);
+        }
+        job->proc_index[i] = t[i].idx;
+    }
+    free(t);
+    return 0;
+}
+
+int kumi_impi_job_find_proc(const struct kumi_impi_job *job, const uint8_t id[16], int64_t pid)
+{
+    if (!job->proc_index)
+        return -1;
+    int lo = 0, hi = job->nprocs - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, p = job->proc_index[mid];
+        int c = proc_cmp(&job->procs[p], id, pid);
+        if (!c)
+            return p;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+int kumi_impi_job_proc_host(const struct kumi_impi_job *job, int p)
+{
+    if (!job->host_first_proc || p < 0 || p >= job->nprocs)
+        return -1;
+    int lo = 0, hi = job->nhosts - 1;  /* the last host whose first proc is <= p */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (job->host_first_proc[mid] <= p)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+int kumi_impi_job_host_client(const struct kumi_impi_job *job, int h)
+{
+    if (h < 0 || h >= job->nhosts)
+        return -1;
+    for (int c = 0; c < job->nclients; c++)
+        if (h < job->first_host[c + 1])
+            return c;
+    return -1;
+}
+
 int kumi_impi_job_finish(struct kumi_impi_job *job, char *err, size_t errlen)
 {
     for (int i = 0; i < KUMI_IMPI_NLABELS; i++)
@@ -602,7 +690,7 @@ int kumi_impi_job_finish(struct kumi_impi_job *job, char *err, size_t errlen)
             return fail(err, errlen, "client %d: its hosts have %lld procs (H_NPROCS), its C_NPROCS says %d", c, s,
                         job->c_nprocs[c]);
     }
-    return 0;
+    return index_procs(job, err, errlen);
 }
 
 void kumi_impi_job_free(struct kumi_impi_job *job)
@@ -610,6 +698,8 @@ void kumi_impi_job_free(struct kumi_impi_job *job)
     free(job->hosts);
     free(job->procs);
     free(job->host_first_proc);
+    free(job->proc_index);
+    job->proc_index = NULL;
     job->hosts = NULL;
     job->procs = NULL;
     job->host_first_proc = NULL;

@@ -303,7 +303,27 @@ static void test_job(void)
     uint8_t a4[16];
     CHECK_INT(kumi_impi_hostid_get(job.procs[7].id, a4), AF_INET);
     CHECK(a4[0] == 10 && a4[1] == 2 && a4[2] == 0 && a4[3] == 1, "proc 7 address");
+    UT_CASE("lookups");
+    for (int p = 0; p < job.nprocs; p++)
+        CHECK(kumi_impi_job_find_proc(&job, job.procs[p].id, job.procs[p].pid) == p, "find proc %d", p);
+    CHECK_INT(kumi_impi_job_find_proc(&job, job.procs[7].id, 999), -1);
+    CHECK_INT(kumi_impi_job_find_proc(&job, job.procs[0].id, job.procs[7].pid), -1);
+    static const int host_of[9] = { 0, 1, 1, 2, 2, 2, 3, 3, 3 };
+    for (int p = 0; p < 9; p++)
+        CHECK(kumi_impi_job_proc_host(&job, p) == host_of[p], "host of proc %d: %d", p, kumi_impi_job_proc_host(&job, p));
+    CHECK_INT(kumi_impi_job_proc_host(&job, 9), -1);
+    CHECK_INT(kumi_impi_job_proc_host(&job, -1), -1);
+    CHECK_INT(kumi_impi_job_host_client(&job, 0), 0);
+    CHECK_INT(kumi_impi_job_host_client(&job, 2), 1);
+    CHECK_INT(kumi_impi_job_host_client(&job, 3), 2);
+    CHECK_INT(kumi_impi_job_host_client(&job, 4), -1);
     kumi_impi_job_free(&job);
+    UT_CASE("job refusals");
+    procs[2][1].pid = procs[2][2].pid;   /* two procs of one host id with one pid */
+    CHECK(build(&job, -1) != 0, "a repeated (P_IPV6, P_PID) accepted");
+    CHECK_HAS(err, "procs 7 and 8 have the same P_IPV6 and P_PID 202");
+    kumi_impi_job_free(&job);
+    procs[2][1].pid = 201;
 
     UT_CASE("job refusals");
     mine[2].xsize = 2048;

@@ -149,7 +149,13 @@ static void die(const char *fmt, ...)
     int told = 0;
     for (int i = 0; i < S.nconn; i++)
         if (S.c[i].fd >= 0) {
+            /* an orderly end of stream (FIN) where possible: what the client sent and the server
+             * did not read would make the close a reset */
+            char sink[4096];
             told += S.c[i].rank >= 0;
+            shutdown(S.c[i].fd, SHUT_WR);
+            while (recv(S.c[i].fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
+                ;
             close(S.c[i].fd);
         }
     if (told)

@@ -205,6 +205,7 @@ struct kumi_impi_job {
     struct kumi_impi_host *hosts;       /* nhosts, client order */
     struct kumi_impi_proc *procs;       /* nprocs: MPI_COMM_WORLD order */
     int *host_first_proc;               /* nhosts + 1 */
+    int *proc_index;                    /* nprocs: procs ordered by (P_IPV6, P_PID), for lookups */
     /* derived (sheet §1.10) */
     int32_t pk_maxlen, tag_ub, xsize, maxlinear;
     uint32_t ackmark, hiwater;
@@ -224,6 +225,14 @@ KUMI_EXPORT int kumi_impi_job_add(struct kumi_impi_job *job, uint32_t label, uin
                                   const uint8_t *data, size_t n, char *err, size_t errlen);
 KUMI_EXPORT int kumi_impi_job_finish(struct kumi_impi_job *job, char *err, size_t errlen);
 KUMI_EXPORT void kumi_impi_job_free(struct kumi_impi_job *job);
+/* Lookups in a finished job.  The global proc (= MPI_COMM_WORLD rank) whose
+ * IMPI_Proc is (id, pid), compared bytewise as announced (sheet §3.1), or -1;
+ * kumi_impi_job_finish refuses two procs with the same pair (P_PID must be
+ * unique among procs of one P_IPV6, sheet §1.9).  The host of global proc p,
+ * the client of host h (-1 when out of range). */
+KUMI_EXPORT int kumi_impi_job_find_proc(const struct kumi_impi_job *job, const uint8_t id[16], int64_t pid);
+KUMI_EXPORT int kumi_impi_job_proc_host(const struct kumi_impi_job *job, int p);
+KUMI_EXPORT int kumi_impi_job_host_client(const struct kumi_impi_job *job, int h);
 
 /* Host identifiers (sheet §6.3): IPv4 goes in as IPv4-compatible (12 zero
  * bytes + address, as LAM); both that and IPv4-mapped (::ffff:a.b.c.d, as
