@@ -482,6 +482,47 @@ KUMI_EXPORT void pmpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *err
 KUMI_EXPORT void mpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_session_create_errhandler_")));
 
+/* --------------------------------------------------- file error handlers */
+/* As for communicators: one trampoline finds the Fortran procedure from the
+ * file's error handler (MPI_FILE_NULL's for errors of no file). */
+typedef void kf_ferrh_fn(MPI_Fint *file, MPI_Fint *code);
+static struct { MPI_Errhandler eh; kf_ferrh_fn *fn; } kf_ferrh[KF_NERRH];
+static int kf_nferrh;
+
+static void kf_ferrh_tramp(MPI_File *file, int *code, ...)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    kf_ferrh_fn *fn = NULL;
+    if (PMPI_File_get_errhandler(*file, &eh) != MPI_SUCCESS) return;
+    pthread_mutex_lock(&kf_lock);
+    for (int i = 0; i < kf_nferrh; i++)
+        if (kf_ferrh[i].eh == eh) fn = kf_ferrh[i].fn;
+    pthread_mutex_unlock(&kf_lock);
+    PMPI_Errhandler_free(&eh);
+    MPI_Fint ff = PMPI_File_c2f(*file), fcode = *code;
+    if (fn) fn(&ff, &fcode);
+}
+
+KUMI_EXPORT void pmpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = PMPI_File_create_errhandler(fn ? kf_ferrh_tramp : NULL, &eh);
+    if (rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&kf_lock);
+        int i;
+        for (i = 0; i < kf_nferrh && kf_ferrh[i].eh != eh; i++) {}  /* an address used before */
+        if (i == kf_nferrh && kf_nferrh < KF_NERRH) kf_nferrh++;
+        if (i < kf_nferrh) { kf_ferrh[i].eh = eh; kf_ferrh[i].fn = (kf_ferrh_fn *)(void *)fn; }
+        else rc = MPI_ERR_INTERN;
+        pthread_mutex_unlock(&kf_lock);
+        if (rc != MPI_SUCCESS) PMPI_Errhandler_free(&eh);
+    }
+    *errhandler = PMPI_Errhandler_c2f(eh);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_file_create_errhandler_")));
+
 /* ------------------------------------------- neighborhood array lengths */
 /* Lengths of the per-neighbor arrays (sendtypes: outdegree, recvtypes:
  * indegree) of MPI_NEIGHBOR_ALLTOALLW and its variants; 0 for a
