@@ -118,6 +118,7 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     if (su > 0) dsize = (dsize + su - 1) / su * su;
     if (dsize <= 0) dsize = 1;
     MPI_Offset rounds = (dsize + cbs - 1) / cbs;
+    MPI_Offset cap0 = cbs < dsize ? cbs : dsize;      /* the window buffers' first size */
 
     /* my pieces per aggregator domain, and the lists the aggregators get */
     struct plist *mine = calloc((size_t)na, sizeof *mine);
@@ -128,6 +129,7 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     size_t *cur = calloc((size_t)na + (size_t)P, sizeof *cur);
     int64_t *meta_out = NULL, *meta_in = NULL;
     unsigned char *tmp = NULL, *win = NULL;
+    MPI_Offset tmp_cap = 0, win_cap = 0;
     struct plist wl = { 0 };
     if (!mine || !scnt || !sdsp || !theirs || !cnt_out || !cur) goto nomem;
     MPI_Count *rcnt = scnt + (size_t)P, *mcnt = scnt + 2 * (size_t)P, *mrcnt = scnt + 3 * (size_t)P;
@@ -211,9 +213,17 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
                     if (wl.v[i].off + wl.v[i].len > hi) hi = wl.v[i].off + wl.v[i].len;
                 }
             }
-            free(tmp); tmp = malloc(tot ? (size_t)tot : 1);
-            free(win); win = malloc(hi > lo ? (size_t)(hi - lo) : 1);
-            if (!tmp || !win) goto nomem;
+            /* the buffers grow as needed and serve every window */
+            if (tot > tmp_cap || !tmp) {
+                free(tmp);
+                tmp_cap = tot > cap0 ? tot : cap0;
+                if (!(tmp = malloc((size_t)tmp_cap))) goto nomem;
+            }
+            if (hi - lo > win_cap || !win) {
+                free(win);
+                win_cap = hi - lo > cap0 ? hi - lo : cap0;
+                if (!(win = malloc((size_t)win_cap))) goto nomem;
+            }
         }
         if (write) {
             rc = kumi_coll_alltoallv(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, true, buf, scnt, sdsp, byte, tmp,

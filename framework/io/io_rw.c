@@ -149,11 +149,15 @@ static int io_access(const char *kfn, enum kumi_form form, struct kumi_file *f, 
                         "of etypes %s", kfn, (long long)count, kumi_dt_name(dt), kumi_dt_name(f->etype));
     if (rc && !coll) return rc;
 
-    /* where the access starts in the stream */
+    /* where the access starts in the stream (a rank that failed still takes
+     * part in the ordered forms' collectives, with nothing) */
     MPI_Offset s = 0;
-    if (!rc) {
+    if (k & KUMI_IO_ORDERED) {
+        int orc = ordered_start(f, kfn, rc ? 0 : n / f->esize, &s);
+        if (!rc) rc = orc;
+        s *= f->esize;
+    } else if (!rc) {
         if (k & KUMI_IO_AT) s = offset * f->esize;
-        else if (k & KUMI_IO_ORDERED) rc = ordered_start(f, kfn, n / f->esize, &s), s *= f->esize;
         else if (k & KUMI_IO_SHARED) { rc = kumi_io_shared_fetch_add(f, kfn, n / f->esize, &s); s *= f->esize; }
         else s = f->fp * f->esize;
     }

@@ -112,6 +112,22 @@ int main(int argc, char **argv)
         for (int i = 0; i < 100; i++) KT_EQ_INT(in[i], peer * 1000 + i);
         close(fd);
     }
+    /* the large-count forms */
+    {
+        MPI_Count cc;
+        int big[4] = { 7, 8, 9, 10 }, back[4] = { 0 };
+        MPI_Barrier(MPI_COMM_WORLD);      /* every rank checked the size */
+        KT_MPI(MPI_File_write_at_c(fh, (MPI_Offset)size * 400 + 16 * rank, big, (MPI_Count)4, MPI_INT, &st));
+        KT_MPI(MPI_Get_count_c(&st, MPI_INT, &cc));
+        KT_EQ_INT(cc, 4);
+        KT_MPI(MPI_File_read_at_c(fh, (MPI_Offset)size * 400 + 16 * rank, back, (MPI_Count)4, MPI_INT, &st));
+        KT_EQ_INT(back[3], 10);
+        MPI_Count ce;
+        KT_MPI(MPI_File_get_type_extent_c(fh, MPI_INT, &ce));
+        KT_EQ_INT(ce, 4);
+        MPI_Barrier(MPI_COMM_WORLD);
+        KT_MPI(MPI_File_set_size(fh, (MPI_Offset)size * 400));
+    }
     /* read past the end: a short count */
     KT_MPI(MPI_File_read_at(fh, (MPI_Offset)(size * 400 - 40), in, 100, MPI_INT, &st));
     MPI_Get_count(&st, MPI_INT, &cnt);
