@@ -19,6 +19,7 @@
 #include "core/check.h"
 #include <kumi_impl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +88,41 @@ static int full_io(int write, int fd, unsigned char *p, MPI_Offset len, MPI_Offs
     return 0;
 }
 
+/* A pread / pwrite of one window in a thread of its own, so that the
+ * aggregator's disk work overlaps the next window's exchange (the thread
+ * calls nothing of MPI).  Where no thread can be made it runs inline. */
+struct job { pthread_t th; bool active; int fd, write, err; unsigned char *p; MPI_Offset len, off, got; };
+
+static void *job_main(void *a)
+{
+    struct job *j = a;
+    j->err = full_io(j->write, j->fd, j->p, j->len, j->off, &j->got);
+    return NULL;
+}
+
+static void job_start(struct job *j, int fd, int write, unsigned char *p, MPI_Offset len, MPI_Offset off)
+{
+    j->fd = fd; j->write = write; j->p = p; j->len = len; j->off = off; j->got = 0; j->err = 0;
+    j->active = pthread_create(&j->th, NULL, job_main, j) == 0;
+    if (!j->active) job_main(j);
+}
+
+static int job_wait(struct job *j)
+{
+    if (j->active) { pthread_join(j->th, NULL); j->active = false; }
+    int e = j->err;
+    j->err = 0;
+    return e;
+}
+
+static int grow(unsigned char **b, MPI_Offset *cap, MPI_Offset need, MPI_Offset dflt)
+{
+    if (*b && need <= *cap) return 0;
+    free(*b);
+    *cap = need > dflt ? need : dflt;
+    return (*b = malloc((size_t)*cap)) ? 0 : -1;
+}
+
 int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset s, unsigned char *buf, MPI_Offset n,
                      MPI_Offset *done)
 {
@@ -128,8 +164,10 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     int64_t *cnt_out = calloc((size_t)P * 2, sizeof *cnt_out);
     size_t *cur = calloc((size_t)na + (size_t)P, sizeof *cur);
     int64_t *meta_out = NULL, *meta_in = NULL;
-    unsigned char *tmp = NULL, *win = NULL;
-    MPI_Offset tmp_cap = 0, win_cap = 0;
+    unsigned char *tmp = NULL, *wb[2] = { NULL, NULL };
+    MPI_Offset tmp_cap = 0, wcap[2] = { 0, 0 }, *slo = NULL, *shi = NULL;
+    struct job jobs[2];
+    memset(jobs, 0, sizeof jobs);
     struct plist wl = { 0 };
     if (!mine || !scnt || !sdsp || !theirs || !cnt_out || !cur) goto nomem;
     MPI_Count *rcnt = scnt + (size_t)P, *mcnt = scnt + 2 * (size_t)P, *mrcnt = scnt + 3 * (size_t)P;
@@ -179,6 +217,29 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
 
     size_t *mcur = cur, *tcur = cur + na;
     int ioerr = 0;
+    if (!write && me >= 0 && rounds > 0) {
+        /* reads: the span of every window, so that the next one is read ahead */
+        slo = calloc((size_t)rounds * 2, sizeof *slo);
+        size_t *c2 = calloc((size_t)P, sizeof *c2);
+        if (!slo || !c2) { free(c2); goto nomem; }
+        shi = slo + rounds;
+        for (MPI_Offset rd = 0; rd < rounds; rd++) {
+            MPI_Offset w0 = base + me * dsize + rd * cbs, w1 = w0 + cbs, first;
+            if (w1 > base + (me + 1) * dsize) w1 = base + (me + 1) * dsize;
+            wl.n = 0;
+            for (int r = 0; r < P; r++) clip(theirs[r].v, theirs[r].n, &c2[r], w0, w1, &wl, &first);
+            if (wl.nomem) { free(c2); goto nomem; }
+            for (size_t i = 0; i < wl.n; i++) {
+                if (i == 0 || wl.v[i].off < slo[rd]) slo[rd] = wl.v[i].off;
+                if (wl.v[i].off + wl.v[i].len > shi[rd]) shi[rd] = wl.v[i].off + wl.v[i].len;
+            }
+        }
+        free(c2);
+        if (shi[0] > slo[0]) {
+            if (grow(&wb[0], &wcap[0], shi[0] - slo[0], cap0)) goto nomem;
+            job_start(&jobs[0], f->fd, 0, wb[0], shi[0] - slo[0], slo[0]);
+        }
+    }
     for (MPI_Offset rd = 0; rd < rounds; rd++) {
         /* what I exchange with each aggregator in this window */
         for (int r = 0; r < P; r++) { scnt[r] = 0; sdsp[r] = 0; rcnt[r] = 0; rdsp[r] = 0; }
@@ -191,6 +252,7 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
         }
         /* an aggregator: the pieces of every rank in its window */
         MPI_Offset tot = 0, lo = 0, hi = 0;
+        int cb = (int)(rd & 1);
         wl.n = 0;
         if (me >= 0) {
             MPI_Offset w0 = base + me * dsize + rd * cbs, w1 = w0 + cbs, first;
@@ -214,22 +276,17 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
                 }
             }
             /* the buffers grow as needed and serve every window */
-            if (tot > tmp_cap || !tmp) {
-                free(tmp);
-                tmp_cap = tot > cap0 ? tot : cap0;
-                if (!(tmp = malloc((size_t)tmp_cap))) goto nomem;
-            }
-            if (hi - lo > win_cap || !win) {
-                free(win);
-                win_cap = hi - lo > cap0 ? hi - lo : cap0;
-                if (!(win = malloc((size_t)win_cap))) goto nomem;
-            }
+            if (grow(&tmp, &tmp_cap, tot, cap0)) goto nomem;
         }
         if (write) {
             rc = kumi_coll_alltoallv(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, true, buf, scnt, sdsp, byte, tmp,
                                      rcnt, rdsp, byte, f->comm);
             if (rc) goto out;
-            if (me >= 0 && wl.n && !ioerr) {
+            if (me >= 0 && wl.n) {
+                int e = job_wait(&jobs[cb]);         /* the write of two windows ago is done with wb[cb] */
+                if (e && !ioerr) ioerr = e;
+                if (grow(&wb[cb], &wcap[cb], hi - lo, cap0)) goto nomem;
+                unsigned char *win = wb[cb];
                 /* holes in [lo, hi): read it first */
                 qsort(wl.v, wl.n, sizeof *wl.v, by_off);
                 MPI_Offset covered = 0, reach = lo;
@@ -237,27 +294,36 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
                     MPI_Offset a0 = wl.v[i].off > reach ? wl.v[i].off : reach, a1 = wl.v[i].off + wl.v[i].len;
                     if (a1 > a0) { covered += a1 - a0; reach = a1; }
                 }
-                if (covered < hi - lo) {
+                if (covered < hi - lo && !ioerr) {
                     MPI_Offset got = 0;
                     ioerr = full_io(0, f->fd, win, hi - lo, lo, &got);
                     if (!ioerr && got < hi - lo) memset(win + got, 0, (size_t)(hi - lo - got));
                 }
                 for (size_t i = 0; i < wl.n; i++)
                     memcpy(win + (wl.v[i].off - lo), tmp + wl.v[i].pos, (size_t)wl.v[i].len);
-                if (!ioerr) ioerr = full_io(1, f->fd, win, hi - lo, lo, NULL);
+                if (!ioerr) job_start(&jobs[cb], f->fd, 1, win, hi - lo, lo);
             }
         } else {
-            if (me >= 0 && wl.n && !ioerr) {
-                MPI_Offset got = 0;
-                ioerr = full_io(0, f->fd, win, hi - lo, lo, &got);
-                if (got < hi - lo) memset(win + got, 0, (size_t)(hi - lo - got));
-                for (size_t i = 0; i < wl.n; i++)
-                    memcpy(tmp + wl.v[i].pos, win + (wl.v[i].off - lo), (size_t)wl.v[i].len);
+            if (me >= 0 && wl.n) {
+                int e = job_wait(&jobs[cb]);         /* this window, read ahead */
+                if (e && !ioerr) ioerr = e;
+                if (jobs[cb].got < hi - lo) memset(wb[cb] + jobs[cb].got, 0, (size_t)(hi - lo - jobs[cb].got));
             }
+            if (me >= 0 && rd + 1 < rounds && shi[rd + 1] > slo[rd + 1] && !ioerr) {
+                if (grow(&wb[1 - cb], &wcap[1 - cb], shi[rd + 1] - slo[rd + 1], cap0)) goto nomem;
+                job_start(&jobs[1 - cb], f->fd, 0, wb[1 - cb], shi[rd + 1] - slo[rd + 1], slo[rd + 1]);
+            }
+            if (me >= 0 && wl.n)
+                for (size_t i = 0; i < wl.n; i++)
+                    memcpy(tmp + wl.v[i].pos, wb[cb] + (wl.v[i].off - lo), (size_t)wl.v[i].len);
             rc = kumi_coll_alltoallv(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, true, tmp, rcnt, rdsp, byte, buf,
                                      scnt, sdsp, byte, f->comm);
             if (rc) goto out;
         }
+    }
+    for (int j = 0; j < 2; j++) {
+        int e = job_wait(&jobs[j]);
+        if (e && !ioerr) ioerr = e;
     }
     /* every rank learns whether an aggregator failed */
     {
@@ -281,9 +347,10 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
 nomem:
     rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
 out:
+    for (int j = 0; j < 2; j++) job_wait(&jobs[j]);
     if (mine) for (int a = 0; a < na; a++) free(mine[a].v);
     if (theirs) for (int r = 0; r < P; r++) free(theirs[r].v);
     free(mine); free(theirs); free(scnt); free(sdsp); free(cnt_out); free(cur);
-    free(meta_out); free(meta_in); free(tmp); free(win); free(wl.v); free(my.v);
+    free(meta_out); free(meta_in); free(tmp); free(wb[0]); free(wb[1]); free(slo); free(wl.v); free(my.v);
     return rc;
 }
