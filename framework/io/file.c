@@ -56,9 +56,8 @@ static int sys_error(const char *fn, const char *what, const char *path, int e)
 }
 
 /* ------------------------------------------------- collective helpers */
-static int allreduce_i64(struct kumi_file *f, struct kumi_comm *c, const char *fn, int64_t *v, int n, MPI_Op op)
+static int allreduce_i64(struct kumi_comm *c, const char *fn, int64_t *v, int n, MPI_Op op)
 {
-    (void)f;
     return kumi_coll_allreduce(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, MPI_IN_PLACE, v, n,
                                kumi_dt_get(MPI_INT64_T), kumi_op_get(op), c);
 }
@@ -73,7 +72,7 @@ static int barrier(struct kumi_comm *c, const char *fn)
 static int agree(struct kumi_comm *c, const char *fn, int rc)
 {
     int64_t v = rc ? (rc & 0x3fff) : INT64_MAX;
-    int arc = allreduce_i64(NULL, c, fn, &v, 1, MPI_MIN);
+    int arc = allreduce_i64(c, fn, &v, 1, MPI_MIN);
     if (rc) return rc;
     if (arc) return arc;
     if (v != INT64_MAX)
@@ -455,9 +454,6 @@ int kumi_mpi_file_open(struct kumi_comm *comm, const char *filename, int amode, 
     rc = agree(f->comm, fn, rc);
     if (!rc && f->rank != 0) rc = open_fd(f, fn, amode, false, false);
     if ((rc = agree(f->comm, fn, rc))) {
-        if (f->rank == 0 && f->fd >= 0 && create) {
-            /* the file this call created stays only if it existed */
-        }
         file_free(f);
         return rc;
     }
@@ -537,7 +533,7 @@ int kumi_mpi_file_set_size(struct kumi_file *fh, MPI_Offset size)
     int rc = writable(fh, fn);
     if (!rc && size < 0) rc = kumi_error(MPI_ERR_ARG, "%s: size %lld (argument size) is negative", fn, (long long)size);
     int64_t v[2] = { size, -size };
-    int arc = allreduce_i64(fh, fh->comm, fn, v, 2, MPI_MIN);
+    int arc = allreduce_i64(fh->comm, fn, v, 2, MPI_MIN);
     if (rc) return rc;
     if (arc) return arc;
     if (v[0] != -v[1]) return kumi_error(MPI_ERR_ARG, "%s: the ranks passed different sizes (argument size)", fn);
@@ -623,7 +619,7 @@ int kumi_mpi_file_set_atomicity(struct kumi_file *fh, int flag)
 {
     static const char fn[] = "MPI_File_set_atomicity";
     int64_t v[2] = { !!flag, -(int64_t)!!flag };
-    int rc = allreduce_i64(fh, fh->comm, fn, v, 2, MPI_MIN);
+    int rc = allreduce_i64(fh->comm, fn, v, 2, MPI_MIN);
     if (rc) return rc;
     if (v[0] != -v[1]) return kumi_error(MPI_ERR_ARG, "%s: the ranks passed different flags (argument flag)", fn);
     fh->atomic = flag != 0;
@@ -801,7 +797,7 @@ int kumi_mpi_file_seek_shared(struct kumi_file *fh, MPI_Offset offset, int whenc
 {
     static const char fn[] = "MPI_File_seek_shared";
     int64_t v[4] = { offset, -offset, whence, -(int64_t)whence };
-    int rc = allreduce_i64(fh, fh->comm, fn, v, 4, MPI_MIN);
+    int rc = allreduce_i64(fh->comm, fn, v, 4, MPI_MIN);
     if (rc) return rc;
     if (v[0] != -v[1] || v[2] != -v[3])
         return kumi_error(MPI_ERR_ARG, "%s: the ranks passed different offsets or whences", fn);
