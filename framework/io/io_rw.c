@@ -136,6 +136,8 @@ static int io_access(const char *kfn, enum kumi_form form, struct kumi_file *f, 
     else if ((f->amode & MPI_MODE_SEQUENTIAL) && !(k & (KUMI_IO_SHARED | KUMI_IO_ORDERED)))
         rc = kumi_error(MPI_ERR_UNSUPPORTED_OPERATION, "%s: only shared file pointer calls are allowed on a file "
                         "opened MPI_MODE_SEQUENTIAL", kfn);
+    else if (count < 0)
+        rc = kumi_error(MPI_ERR_COUNT, "%s: invalid count %lld (argument count)", kfn, (long long)count);
     else if ((k & KUMI_IO_AT) && offset < 0)
         rc = kumi_error(MPI_ERR_ARG, "%s: offset %lld (argument offset) is negative", kfn, (long long)offset);
     else if ((k & KUMI_IO_BEGIN) && f->split)

@@ -150,6 +150,8 @@ int main(int argc, char **argv)
     KT_ERRCLASS(MPI_File_seek(fh, -1, MPI_SEEK_SET), MPI_ERR_ARG);
     KT_ERRCLASS(MPI_File_read_at(fh, -1, in, 1, MPI_INT, &st), MPI_ERR_ARG);
     KT_ERRCLASS(MPI_File_read_at(fh, 0, NULL, 1, MPI_INT, &st), MPI_ERR_BUFFER);
+    KT_ERRCLASS(MPI_File_read_at(fh, 0, in, -1, MPI_INT, &st), MPI_ERR_COUNT);
+    KT_ERRCLASS(MPI_File_read_at(fh, 0, in, 1, MPI_DATATYPE_NULL, &st), MPI_ERR_TYPE);
     KT_ERRCLASS(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "no-such-rep", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP);
 
     /* byte offsets and type extents of the default view */
