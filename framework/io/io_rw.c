@@ -13,22 +13,57 @@
 #include <unistd.h>
 
 /* ------------------------------------------------ independent transfers */
-struct xfer { struct kumi_file *f; int write; unsigned char *buf; MPI_Offset done; bool eof; int err; };
+/* Reads of small pieces that lie close together are sieved (as ROMIO does):
+ * a buffer of up to SIEVE_MAX bytes is read at once and the pieces copied
+ * out of it, when the data is at least a quarter of the span it covers. */
+#define SIEVE_MAX (4 << 20)
+#define SIEVE_PIECE (64 << 10)
+
+struct xfer {
+    struct kumi_file *f; int write; unsigned char *buf; MPI_Offset done; bool eof; int err;
+    unsigned char *sv; MPI_Offset sv_off, sv_len, sv_cap;     /* the sieve (reads) */
+};
+
+static MPI_Offset full(struct xfer *x, int write, unsigned char *p, MPI_Offset len, MPI_Offset off)
+{
+    MPI_Offset got = 0;
+    while (got < len) {
+        ssize_t r = write ? pwrite(x->f->fd, p + got, (size_t)(len - got), (off_t)(off + got))
+                          : pread(x->f->fd, p + got, (size_t)(len - got), (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            x->err = errno;
+            break;
+        }
+        if (r == 0) { x->eof = true; break; }
+        got += r;
+    }
+    return got;
+}
 
 static int xfer_piece(void *arg, MPI_Offset off, MPI_Offset len, MPI_Offset bufoff)
 {
     struct xfer *x = arg;
-    MPI_Offset got = 0;
-    while (got < len) {
-        ssize_t r = x->write ? pwrite(x->f->fd, x->buf + bufoff + got, (size_t)(len - got), (off_t)(off + got))
-                             : pread(x->f->fd, x->buf + bufoff + got, (size_t)(len - got), (off_t)(off + got));
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            x->err = errno;
-            return 1;
+    MPI_Offset got;
+    if (x->sv && len <= SIEVE_PIECE) {
+        if (off < x->sv_off || off + len > x->sv_off + x->sv_len) {
+            if (x->sv_off >= 0 && off >= x->sv_off && x->sv_len < x->sv_cap) {
+                got = 0;                /* the last fill ended at the end of the file */
+            } else {
+                x->sv_off = off;
+                x->sv_len = full(x, 0, x->sv, x->sv_cap, off);
+                if (x->err) return 1;
+                x->eof = false;
+            }
         }
-        if (r == 0) { x->eof = true; break; }
-        got += r;
+        got = x->sv_off + x->sv_len - off;
+        if (got > len) got = len;
+        if (got < 0) got = 0;
+        memcpy(x->buf + bufoff, x->sv + (off - x->sv_off), (size_t)got);
+        if (got < len) x->eof = true;
+    } else {
+        got = full(x, x->write, x->buf + bufoff, len, off);
+        if (x->err) return 1;
     }
     x->done += got;
     return got < len ? 1 : 0;
@@ -56,8 +91,16 @@ int kumi_io_xfer(struct kumi_file *f, const char *fn, int write, MPI_Offset s, u
         if (e) return kumi_error(MPI_ERR_IO, "%s: cannot lock bytes %lld..%lld of \"%s\": %s", fn, (long long)lo,
                                  (long long)hi, f->path, strerror(e));
     }
-    struct xfer x = { f, write, buf, 0, false, 0 };
+    struct xfer x = { f, write, buf, 0, false, 0, NULL, -1, 0, 0 };
+    if (!write && n < kumi_io_file_off(f, s + n - 1) + 1 - kumi_io_file_off(f, s) && f->nblk) {
+        MPI_Offset span = kumi_io_file_off(f, s + n - 1) + 1 - kumi_io_file_off(f, s);
+        if (n * 4 >= span) {
+            x.sv_cap = span < SIEVE_MAX ? span : SIEVE_MAX;
+            x.sv = malloc((size_t)x.sv_cap);        /* none: piece by piece */
+        }
+    }
     kumi_io_pieces(f, s, n, xfer_piece, &x);
+    free(x.sv);
     if (f->atomic) range_lock(f, F_UNLCK, lo, hi);
     *done = x.done;
     if (x.err)

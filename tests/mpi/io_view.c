@@ -159,6 +159,18 @@ int main(int argc, char **argv)
     MPI_Get_count(&st, MPI_INT, &cnt);
     KT_EQ_INT(cnt, NB * BL);
     for (int i = 0; i < NB * BL; i++) KT_EQ_INT(in[i], buf[i]);
+    {   /* through the view past the end of the file (sieved reads): only what is there */
+        int *two = malloc(2 * NB * BL * sizeof(int));
+        KT_MPI(MPI_File_read_at(fh, 0, two, 2 * NB * BL, MPI_INT, &st));
+        MPI_Get_count(&st, MPI_INT, &cnt);
+        KT_EQ_INT(cnt, NB * BL);
+        for (int i = 0; i < NB * BL; i++) KT_EQ_INT(two[i], buf[i]);
+        KT_MPI(MPI_File_read_at(fh, NB * BL - 2, two, 2 * NB * BL, MPI_INT, &st));
+        MPI_Get_count(&st, MPI_INT, &cnt);
+        KT_EQ_INT(cnt, 2);
+        KT_EQ_INT(two[1], buf[NB * BL - 1]);
+        free(two);
+    }
     KT_MPI(MPI_File_iread_at(fh, 0, in, 1, MPI_INT, &rq));
     KT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
     KT_MPI(MPI_File_iread_all(fh, in, 1, MPI_INT, &rq));
