@@ -14,11 +14,45 @@ subroutine my_file_handler(fh, code)
   last_code = code
 end subroutine my_file_handler
 
+subroutine wconv(userbuf, datatype, count, filebuf, position, extra_state, ierror)
+  use mpi
+  implicit none
+  integer :: userbuf(*), filebuf(*), datatype, count, ierror, i
+  integer(kind=MPI_OFFSET_KIND) :: position
+  integer(kind=MPI_ADDRESS_KIND) :: extra_state
+  do i = 1, count
+    filebuf(i) = userbuf(i + position) + int(extra_state)
+  end do
+  ierror = MPI_SUCCESS
+end subroutine wconv
+
+subroutine rconv(userbuf, datatype, count, filebuf, position, extra_state, ierror)
+  use mpi
+  implicit none
+  integer :: userbuf(*), filebuf(*), datatype, count, ierror, i
+  integer(kind=MPI_OFFSET_KIND) :: position
+  integer(kind=MPI_ADDRESS_KIND) :: extra_state
+  do i = 1, count
+    userbuf(i + position) = filebuf(i) - int(extra_state)
+  end do
+  ierror = MPI_SUCCESS
+end subroutine rconv
+
+subroutine dext(datatype, extent, extra_state, ierror)
+  use mpi
+  implicit none
+  integer :: datatype, ierror
+  integer(kind=MPI_ADDRESS_KIND) :: extent, extra_state
+  extent = 4
+  ierror = MPI_SUCCESS
+end subroutine dext
+
 program fortran_io
   use mpi
   use io_state
   implicit none
-  external my_file_handler
+  external my_file_handler, wconv, rconv, dext
+  integer(kind=MPI_ADDRESS_KIND) :: es
   integer :: ierr, rank, size, fh, eh, cls, vec, i, nfail, cnt
   integer :: status(MPI_STATUS_SIZE)
   integer(kind=MPI_OFFSET_KIND) :: off, fsize, disp
@@ -63,6 +97,25 @@ program fortran_io
   off = rank
   call MPI_FILE_READ_AT(fh, off, inb, 1, MPI_INTEGER, status, ierr)
   if (inb(1) /= rank * 100 + 1) call fail('write_all placement')
+
+  ! a Fortran data representation: the file holds each integer + 1000
+  es = 1000
+  call MPI_REGISTER_DATAREP('plus1000', rconv, wconv, dext, es, ierr)
+  if (ierr /= MPI_SUCCESS) call fail('register_datarep')
+  disp = 4 * size * 20
+  call MPI_FILE_SET_VIEW(fh, disp, MPI_INTEGER, MPI_INTEGER, 'plus1000', MPI_INFO_NULL, ierr)
+  if (ierr /= MPI_SUCCESS) call fail('set_view plus1000')
+  off = rank * 10
+  call MPI_FILE_WRITE_AT(fh, off, buf, 10, MPI_INTEGER, status, ierr)
+  call MPI_FILE_READ_AT(fh, off, inb, 10, MPI_INTEGER, status, ierr)
+  do i = 1, 10
+    if (inb(i) /= buf(i)) call fail('plus1000 read back')
+  end do
+  call MPI_FILE_SET_VIEW(fh, disp, MPI_INTEGER, MPI_INTEGER, 'native', MPI_INFO_NULL, ierr)
+  call MPI_FILE_READ_AT(fh, off, inb, 10, MPI_INTEGER, status, ierr)
+  do i = 1, 10
+    if (inb(i) /= buf(i) + 1000) call fail('plus1000 file contents')
+  end do
 
   ! a Fortran file error handler
   call MPI_FILE_CREATE_ERRHANDLER(my_file_handler, eh, ierr)
