@@ -79,6 +79,15 @@ int main(int argc, char **argv)
     MPI_File fh;
     KT_MPI(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
     MPI_Info_free(&info);
+    if (getenv("IO_EXPECT_CB_NODES")) {    /* the default: one aggregator per host */
+        MPI_Info used;
+        char v[32];
+        int flag;
+        KT_MPI(MPI_File_get_info(fh, &used));
+        MPI_Info_get(used, "cb_nodes", sizeof v - 1, v, &flag);
+        KT_CHECK(flag && !strcmp(v, getenv("IO_EXPECT_CB_NODES")), "cb_nodes is %s", flag ? v : "unset");
+        MPI_Info_free(&used);
+    }
 
     /* 1. vector filetype: NB blocks of BL ints, stride size*BL, displaced by rank */
     MPI_Datatype vec, ft;
