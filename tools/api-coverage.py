@@ -8,15 +8,16 @@ Reads the MPI 4.1 API data (the same file the bindings are generated from,
 with the removed MPI-1 procedures of data/mpi-removed.json beside it), the
 MPI 5.0 additions of the standard ABI facts, and the dynamic symbols of the
 library (nm -D).  A procedure counts as exported when both MPI_<Name> and
-PMPI_<Name> are.  The summary answers "every MPI-4.1 procedure outside MPI-IO,
-dynamic processes and MPI_T exported, and every large-count form of those":
+PMPI_<Name> are.  The summary answers "every MPI-4.1 procedure outside dynamic
+processes and MPI_T exported, and every large-count form of those":
 
   in scope      MPI-4.1 procedures (deprecated ones included) outside the
-                three chapters below; their large-count (_c) forms; the MPI 5.0
+                two chapters below, MPI-IO (MPI_File_*, MPI_Register_datarep*)
+                included; their large-count (_c) forms; the MPI 5.0
                 procedures of the standard ABI; the removed MPI-1 procedures
-  out of scope  MPI-IO (MPI_File_*, MPI_Register_datarep*), dynamic processes
-                (spawn, ports, connect / accept / join / disconnect,
-                get_parent, name publishing), MPI_T_* (reported, not checked)
+  out of scope  dynamic processes (spawn, ports, connect / accept / join /
+                disconnect, get_parent, name publishing), MPI_T_* (reported,
+                not checked)
 
 Lists what is missing (in scope; --missing-only lists nothing else), then the
 summary.  --check: exit status 1 if anything in scope is missing.
@@ -37,10 +38,6 @@ DYNAMIC = re.compile(r'^MPI_(Comm_spawn(_multiple)?|Open_port|Close_port|Comm_ac
 
 def chapter(name):
     """The out-of-scope chapter of a procedure (its int-count name), or None."""
-    if name.startswith('MPI_File_') and not name.endswith(('_c2f', '_f2c', '_toint', '_fromint')):
-        return 'MPI-IO'
-    if name.startswith('MPI_Register_datarep'):
-        return 'MPI-IO'
     if DYNAMIC.match(name):
         return 'dynamic processes'
     if name.startswith('MPI_T_'):
@@ -96,7 +93,7 @@ def main():
         ch = chapter(name[:-2] if name.endswith('_c') else name)
         add(ch or 'abi5', name)
     ok = lambda n: n in have and 'P' + n in have  # noqa: E731
-    titles = [('main', 'MPI-4.1 procedures outside MPI-IO, dynamic processes and MPI_T'),
+    titles = [('main', 'MPI-4.1 procedures outside dynamic processes and MPI_T'),
               ('large', 'their large-count (_c) forms'),
               ('abi5', 'MPI 5.0 procedures of the standard ABI 1.0'),
               ('removed', 'removed MPI-1 procedures (data/mpi-removed.json)')]

@@ -39,6 +39,10 @@ int kumi_chk_bad_win(const char *fn, const char *arg, MPI_Win h)
 {
     return bad_handle(fn, arg, h, MPI_ERR_WIN, "window", MPI_WIN_NULL, "MPI_WIN_NULL");
 }
+int kumi_chk_bad_file(const char *fn, const char *arg, MPI_File h)
+{
+    return bad_handle(fn, arg, h, MPI_ERR_FILE, "file", MPI_FILE_NULL, "MPI_FILE_NULL");
+}
 int kumi_chk_dt_usable_slow(const char *fn, const char *arg, const struct kumi_dt *dt)
 {
     return kumi_error(MPI_ERR_TYPE, "%s: datatype %s (argument %s) is not committed",

@@ -15,6 +15,7 @@ int kumi_chk_bad_datatype(const char *fn, const char *arg, MPI_Datatype h);
 int kumi_chk_bad_op(const char *fn, const char *arg, MPI_Op h);
 int kumi_chk_bad_errhandler(const char *fn, const char *arg, MPI_Errhandler h);
 int kumi_chk_bad_win(const char *fn, const char *arg, MPI_Win h);
+int kumi_chk_bad_file(const char *fn, const char *arg, MPI_File h);
 int kumi_chk_dt_usable_slow(const char *fn, const char *arg, const struct kumi_dt *dt);
 static inline int kumi_chk_dt_usable(const char *fn, const char *arg, const struct kumi_dt *dt)
 {

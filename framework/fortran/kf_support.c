@@ -5,6 +5,7 @@
 #include "kf_support.h"
 #include <kumi/kumi.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- sentinels */
@@ -114,6 +115,61 @@ KUMI_EXPORT void mpi_conversion_fn_null_(void *ub, MPI_Fint *dt, MPI_Fint *count
     (void)ub; (void)dt; (void)count; (void)fb; (void)pos; (void)es;
     *ierr = MPI_SUCCESS;
 }
+
+/* ---------------------------------------------- data representations */
+/* MPI_REGISTER_DATAREP: the C library calls C trampolines whose extra_state
+ * is this record of the Fortran procedures (never freed: a representation
+ * stays registered until MPI_Finalize); MPI_CONVERSION_FN_NULL stays NULL. */
+typedef void kf_conv_fn(void *ub, MPI_Fint *dt, MPI_Fint *count, void *fb, MPI_Offset *pos, MPI_Aint *es,
+                        MPI_Fint *ierr);
+typedef void kf_ext_fn(MPI_Fint *dt, MPI_Aint *extent, MPI_Aint *es, MPI_Fint *ierr);
+struct kf_datarep { kf_conv_fn *rd, *wr; kf_ext_fn *ext; MPI_Aint extra; };
+
+static int kf_conv(kf_conv_fn *fn, void *ub, MPI_Datatype dt, int count, void *fb, MPI_Offset pos, struct kf_datarep *d)
+{
+    MPI_Fint fdt = PMPI_Type_c2f(dt), fc = count, ierr = MPI_SUCCESS;
+    MPI_Offset p = pos;
+    MPI_Aint es = d->extra;
+    fn(ub, &fdt, &fc, fb, &p, &es, &ierr);
+    return ierr;
+}
+static int kf_dr_read(void *ub, MPI_Datatype dt, int count, void *fb, MPI_Offset pos, void *extra)
+{
+    return kf_conv(((struct kf_datarep *)extra)->rd, ub, dt, count, fb, pos, extra);
+}
+static int kf_dr_write(void *ub, MPI_Datatype dt, int count, void *fb, MPI_Offset pos, void *extra)
+{
+    return kf_conv(((struct kf_datarep *)extra)->wr, ub, dt, count, fb, pos, extra);
+}
+static int kf_dr_extent(MPI_Datatype dt, MPI_Aint *extent, void *extra)
+{
+    struct kf_datarep *d = extra;
+    MPI_Fint fdt = PMPI_Type_c2f(dt), ierr = MPI_SUCCESS;
+    MPI_Aint es = d->extra;
+    d->ext(&fdt, extent, &es, &ierr);
+    return ierr;
+}
+
+KUMI_EXPORT void pmpi_register_datarep_(char *datarep, void (*rd)(void), void (*wr)(void), void (*ext)(void),
+                                        MPI_Aint *extra_state, MPI_Fint *ierror, size_t datarep_len)
+{
+    char *name = kf_str_in(datarep, datarep_len);
+    struct kf_datarep *d = malloc(sizeof *d);
+    if (!name || !d) { free(name); free(d); *ierror = kf_nomem("MPI_Register_datarep"); return; }
+    void (*null)(void) = (void (*)(void))mpi_conversion_fn_null_;
+    d->rd = rd == null ? NULL : (kf_conv_fn *)(void *)rd;
+    d->wr = wr == null ? NULL : (kf_conv_fn *)(void *)wr;
+    d->ext = (kf_ext_fn *)(void *)ext;
+    d->extra = *extra_state;
+    int rc = PMPI_Register_datarep(name, d->rd ? kf_dr_read : MPI_CONVERSION_FN_NULL,
+                                   d->wr ? kf_dr_write : MPI_CONVERSION_FN_NULL, ext ? kf_dr_extent : NULL, d);
+    if (rc != MPI_SUCCESS) free(d);
+    free(name);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_register_datarep_(char *datarep, void (*rd)(void), void (*wr)(void), void (*ext)(void),
+                                       MPI_Aint *extra_state, MPI_Fint *ierror, size_t datarep_len)
+    __attribute__((weak, alias("pmpi_register_datarep_")));
 
 /* ---------------------------------------------------------- user ops */
 /* The core calls an MPI_User_function without a context, so each Fortran op
@@ -481,6 +537,47 @@ KUMI_EXPORT void pmpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *err
 }
 KUMI_EXPORT void mpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_session_create_errhandler_")));
+
+/* --------------------------------------------------- file error handlers */
+/* As for communicators: one trampoline finds the Fortran procedure from the
+ * file's error handler (MPI_FILE_NULL's for errors of no file). */
+typedef void kf_ferrh_fn(MPI_Fint *file, MPI_Fint *code);
+static struct { MPI_Errhandler eh; kf_ferrh_fn *fn; } kf_ferrh[KF_NERRH];
+static int kf_nferrh;
+
+static void kf_ferrh_tramp(MPI_File *file, int *code, ...)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    kf_ferrh_fn *fn = NULL;
+    if (PMPI_File_get_errhandler(*file, &eh) != MPI_SUCCESS) return;
+    pthread_mutex_lock(&kf_lock);
+    for (int i = 0; i < kf_nferrh; i++)
+        if (kf_ferrh[i].eh == eh) fn = kf_ferrh[i].fn;
+    pthread_mutex_unlock(&kf_lock);
+    PMPI_Errhandler_free(&eh);
+    MPI_Fint ff = PMPI_File_c2f(*file), fcode = *code;
+    if (fn) fn(&ff, &fcode);
+}
+
+KUMI_EXPORT void pmpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = PMPI_File_create_errhandler(fn ? kf_ferrh_tramp : NULL, &eh);
+    if (rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&kf_lock);
+        int i;
+        for (i = 0; i < kf_nferrh && kf_ferrh[i].eh != eh; i++) {}  /* an address used before */
+        if (i == kf_nferrh && kf_nferrh < KF_NERRH) kf_nferrh++;
+        if (i < kf_nferrh) { kf_ferrh[i].eh = eh; kf_ferrh[i].fn = (kf_ferrh_fn *)(void *)fn; }
+        else rc = MPI_ERR_INTERN;
+        pthread_mutex_unlock(&kf_lock);
+        if (rc != MPI_SUCCESS) PMPI_Errhandler_free(&eh);
+    }
+    *errhandler = PMPI_Errhandler_c2f(eh);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_file_create_errhandler_")));
 
 /* ------------------------------------------- neighborhood array lengths */
 /* Lengths of the per-neighbor arrays (sendtypes: outdegree, recvtypes:

@@ -38,6 +38,10 @@
 #            followed by MPI_Win_flush, in a passive-target epoch
 #            (MPI_Win_lock shared) of rank 0, while rank 1 waits in MPI_Barrier;
 #            default components, bound as in shm
+#   io       MPI-IO (io-bench.sh): collective write and read of a 3-D
+#            block-distributed array of doubles (tests/bench/iobench.c; 1 GiB
+#            at 4 ranks, KUMI_BENCH_IO_MIB / KUMI_BENCH_IO_RANKS change it),
+#            each implementation with its defaults (Open MPI: OMPIO, MPICH: ROMIO)
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
 # when its --help lists it, otherwise each rank is started under taskset -c RANK.
 # Output: one table per configuration and metric with Kumi's value, each peer's
@@ -50,7 +54,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -70,7 +74,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -319,7 +323,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    [ "$cfg" = abi ] && continue        # abi-bench.sh measures it, below
+    [ "$cfg" = abi ] || [ "$cfg" = io ] && continue   # abi-bench.sh, io-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -619,6 +623,10 @@ for cfg in $configs; do
         echo; echo "==== foreign-ABI shims: per-call cost, native vs through each shim (tests/bench/abi-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/abi-bench.sh" ;;
+    io)
+        echo; echo "==== MPI-IO: collective I/O of a 3-D block-distributed array (tests/bench/io-bench.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
+            KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/io-bench.sh" ;;
     esac
 done
 
