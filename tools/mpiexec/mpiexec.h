@@ -156,4 +156,44 @@ void mx_rank_aborted(struct mx_job *job, int rank, int code, const char *msg);
 void mx_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mx_fence_dead(int rank);   /* rank exited while the others wait for it in a fence */
 
+/* ---- options.c ---- */
+struct mx_opts {
+    int np;
+    char **xvars; int nx;              /* -x NAME or NAME=value */
+    char **params; int nparams;        /* KUMI_NAME=value from --param */
+    double timeout;
+    int tag_output;
+    int stdin_none;
+    enum mx_bind_level bind;           /* --bind-to */
+    int overload;                      /* --oversubscribe, or :overload-allowed */
+    int report_bindings;
+    const char *abi;                   /* --abi, else $KUMI_ABI; NULL or "auto": from the program */
+    char **argv;                       /* program and arguments */
+};
+extern struct mx_opts mx_opt;
+void mx_parse_args(int argc, char **argv);
+void mx_die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
+char *mx_xstrdup(const char *s);
+void *mx_xcalloc(size_t n, size_t sz);
+struct mx_abi_desc;
+const struct mx_abi_desc *mx_abi_by_name(const char *s);
+
+/* ---- output.c ---- */
+struct mx_sink;
+void mx_sinks_init(void);
+int sink_flush(struct mx_sink *k, int wait_ms);
+void sink_put(struct mx_sink *k, const void *p, size_t n);
+size_t mx_sink_queued(int which);            /* bytes waiting for fd 1 or 2 */
+#define MX_SINK_MAX (1024 * 1024)
+/* poll entry of sink w (0 stdout, 1 stderr): fd to wait POLLOUT on, or -1 */
+int mx_sink_poll_fd(int w);
+void mx_sink_event(int w, short revents);
+void mx_out_flush(int r, struct mx_out *o, int at_eof);
+void mx_out_close(int r, struct mx_out *o);
+void mx_out_read(int r, struct mx_out *o, int drain);
+void mx_sinks_finish(int sigfd);
+void mx_sinks_at_exit(void);
+extern int mx_signalled;                     /* mpiexec got SIGINT/SIGTERM/SIGHUP */
+extern struct mx_job mx_job_main;
+
 #endif
