@@ -57,6 +57,8 @@ struct mx_job mx_job_main;
 
 /* job control state */
 static int stopping;                   /* the job is being stopped */
+static int remote;                     /* the ranks run behind per-host proxies (remote.c) */
+static int nhosts_used;                /* hosts with ranks */
 static int exit_code = -1;             /* first failure, or -1 */
 static double kill_deadline;           /* SIGKILL time while stopping */
 static int killed_hard;
@@ -289,13 +291,14 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_JOBID=%ld", job.jobid);
     env[k++] = mx_xstrdup(b);
-    snprintf(b, sizeof b, "KUMI_CONTROL=127.0.0.1:%d", job.port);
+    snprintf(b, sizeof b, "KUMI_CONTROL=127.0.0.1:%d", job.port);   /* a proxy puts its own */
     env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_JOB_SECRET=%s", job.secret);
     env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
     env[k++] = mx_xstrdup(b);
-    env[k++] = mx_xstrdup(KUMI_ENV_NHOSTS "=1");       /* every rank runs on this host */
+    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_NHOSTS, remote ? nhosts_used : 1);
+    env[k++] = mx_xstrdup(b);
     if (abi_choice.abi != MX_ABI_NONE) {
         snprintf(b, sizeof b, "KUMI_ABI=%s", mx_abi_desc(abi_choice.abi)->name);
         env[k++] = mx_xstrdup(b);
@@ -350,6 +353,10 @@ static const char *rpim_name_used = "fork";
 
 static void signal_groups(int sig, int all)
 {
+    if (remote) {                      /* the proxies signal their ranks */
+        mx_remote_signal(sig);
+        return;
+    }
     for (int r = 0; r < job.n; r++) {
         struct mx_rank *rk = &job.ranks[r];
         if (rk->pid <= 0) continue;
@@ -360,7 +367,7 @@ static void signal_groups(int sig, int all)
     }
 }
 
-static void stop_job(int code, int sig)
+void mx_stop_job(int code, int sig)
 {
     if (stopping) return;
     stopping = 1;
@@ -375,6 +382,11 @@ static void stop_job(int code, int sig)
     }
 }
 
+int mx_stopping(void)
+{
+    return stopping;
+}
+
 void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
 {
     (void)j;
@@ -382,10 +394,10 @@ void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
     if (msg && msg[0]) mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d): %s", rank, code, msg);
     else mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d)", rank, code);
     int ec = code & 255;
-    stop_job(ec ? ec : 1, SIGTERM);
+    mx_stop_job(ec ? ec : 1, SIGTERM);
 }
 
-static void rank_exited(int r, int status)
+void mx_rank_exited(int r, int status)
 {
     struct mx_rank *rk = &job.ranks[r];
     rk->state = MX_RANK_EXITED;
@@ -402,14 +414,14 @@ static void rank_exited(int r, int status)
     if (stopping) return;
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         mx_msg("rank %d (pid %d) exited with status %d; stopping the job", r, (int)rk->pid, WEXITSTATUS(status));
-        stop_job(WEXITSTATUS(status), SIGTERM);
+        mx_stop_job(WEXITSTATUS(status), SIGTERM);
     } else if (WIFSIGNALED(status)) {
         int s = WTERMSIG(status);
         mx_msg("rank %d (pid %d) was killed by signal %d (%s); stopping the job", r, (int)rk->pid, s, strsignal(s));
-        stop_job(128 + s, SIGTERM);
+        mx_stop_job(128 + s, SIGTERM);
     } else if (rk->connected && !rk->finalized) {
         mx_msg("rank %d (pid %d) exited without calling MPI_Finalize; stopping the job", r, (int)rk->pid);
-        stop_job(1, SIGTERM);
+        mx_stop_job(1, SIGTERM);
     } else {
         if (job.verbose > 1) mx_msg("rank %d (pid %d) exited with status 0", r, (int)rk->pid);
         mx_ctl_check_fence(&job);
@@ -421,7 +433,7 @@ void mx_fence_dead(int r)
     if (stopping) return;
     mx_msg("rank %d (pid %d) exited without %s while other ranks wait for it in MPI_Init; stopping the job",
            r, (int)job.ranks[r].pid, job.ranks[r].connected ? "completing MPI_Init" : "calling MPI_Init");
-    stop_job(1, SIGTERM);
+    mx_stop_job(1, SIGTERM);
 }
 
 static void reap(void)
@@ -431,9 +443,13 @@ static void reap(void)
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p < 0 && errno == EINTR) continue;
         if (p <= 0) return;
+        if (remote) {                  /* an agent; the ranks are elsewhere */
+            mx_remote_reaped(p, st);
+            continue;
+        }
         for (int r = 0; r < job.n; r++)
             if (job.ranks[r].pid == p && job.ranks[r].state == MX_RANK_RUNNING) {
-                rank_exited(r, st);
+                mx_rank_exited(r, st);
                 break;
             }
     }
@@ -447,7 +463,7 @@ static void got_signal(int sig)
     mx_signalled = 1;
     if (!stopping) {
         mx_msg("received signal %d (%s); stopping the job", sig, strsignal(sig));
-        stop_job(128 + sig, sig);
+        mx_stop_job(128 + sig, sig);
     } else if (!killed_hard) {
         signal_groups(SIGKILL, 1);
         killed_hard = 1;
@@ -519,7 +535,7 @@ static void shm_cleanup_at_exit(void)
 
 /* ------------------------------------------------------------ main loop */
 
-enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK };
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE };
 struct tag {
     int kind, rank, which;
     struct mx_conn *conn;
@@ -535,13 +551,17 @@ static int run_loop(int sigfd, double t_start)
     for (;;) {
         double now = mx_now();
         double next = mx_ctl_housekeeping(&job, now);
+        if (remote) {
+            double t = mx_remote_timers(now);
+            if (t < next) next = t;
+        }
 
         /* timers */
         if (mx_opt.timeout > 0 && !stopping) {
             double dl = t_start + mx_opt.timeout;
             if (now >= dl) {
                 mx_msg("job timed out after %g seconds; stopping the job", mx_opt.timeout);
-                stop_job(124, SIGTERM);
+                mx_stop_job(124, SIGTERM);
             } else if (dl < next) next = dl;
         }
         if (stopping && !killed_hard) {
@@ -557,6 +577,10 @@ static int run_loop(int sigfd, double t_start)
             if (job.ranks[r].state == MX_RANK_RUNNING) running++;
             pipes_open += (job.ranks[r].out[0].fd >= 0) + (job.ranks[r].out[1].fd >= 0);
         }
+        if (!running && remote) {
+            mx_remote_end();           /* the proxies send what is left, then BYE */
+            pipes_open += mx_remote_open();
+        }
         if (!running) {
             /* the grace for pipes held open runs only while their output
              * can be taken (not while a slow reader throttles it) */
@@ -564,7 +588,9 @@ static int run_loop(int sigfd, double t_start)
                 all_exited_at = now;
             if (!pipes_open) break;
             /* Something (a child of a rank) still holds a pipe. */
-            if (now >= all_exited_at + MX_PIPE_GRACE) {
+            double grace = remote ? 3 * MX_PIPE_GRACE : MX_PIPE_GRACE;
+            if (now >= all_exited_at + grace) {
+                if (remote) mx_remote_kill();
                 signal_groups(SIGKILL, 1);
                 for (int r = 0; r < job.n; r++)
                     for (int w = 0; w < 2; w++) {
@@ -574,11 +600,11 @@ static int run_loop(int sigfd, double t_start)
                     }
                 break;
             }
-            if (all_exited_at + MX_PIPE_GRACE < next) next = all_exited_at + MX_PIPE_GRACE;
+            if (all_exited_at + grace < next) next = all_exited_at + grace;
         }
 
         /* poll set */
-        size_t need = 4 + (size_t)job.n * 2 + 64;
+        size_t need = 4 + (size_t)job.n * 2 + 64 + (remote ? mx_remote_maxfds() : 0);
         for (struct mx_conn *c = job.conns; c; c = c->next) need++;
         if (need > cap) {
             cap = need * 2;
@@ -596,6 +622,7 @@ static int run_loop(int sigfd, double t_start)
         ADD(sigfd, POLLIN, T_SIG, -1, 0, NULL);
         if (job.listen_fd >= 0) ADD(job.listen_fd, POLLIN, T_LISTEN, -1, 0, NULL);
         if (stdin_open && stdin_pipe >= 0 && stdin_off == stdin_len) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
+        if (remote && stdin_open && mx_remote_stdin_room()) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
         if (stdin_pipe >= 0 && (stdin_off < stdin_len || !stdin_open))
             ADD(stdin_pipe, stdin_off < stdin_len ? POLLOUT : 0, T_STDIN_PIPE, 0, 0, NULL);
         /* a rank's output is read only while its sink has room */
@@ -609,6 +636,21 @@ static int run_loop(int sigfd, double t_start)
         for (struct mx_conn *c = job.conns; c; c = c->next)
             if (!c->dead) ADD(c->fd, mx_ctl_events(c), T_CONN, c->rank, 0, c);
 #undef ADD
+        if (remote) {
+            static int *aux;
+            static size_t auxcap;
+            if (auxcap < mx_remote_maxfds()) {
+                auxcap = mx_remote_maxfds();
+                aux = realloc(aux, auxcap * sizeof *aux);
+                if (!aux) exit(1);
+            }
+            size_t k = mx_remote_pollset(pfd + np, aux, room[1] && room[2]);
+            for (size_t i = 0; i < k; i++) {
+                tags[np + i].kind = T_REMOTE;
+                tags[np + i].rank = aux[i];
+            }
+            np += k;
+        }
 
         int tmo = -1;
         if (next < 1e299) {
@@ -619,7 +661,7 @@ static int run_loop(int sigfd, double t_start)
         if (nr < 0) {
             if (errno == EINTR) continue;
             mx_msg("poll: %s", strerror(errno));
-            stop_job(1, SIGKILL);
+            mx_stop_job(1, SIGKILL);
             continue;
         }
         now = mx_now();
@@ -642,6 +684,17 @@ static int run_loop(int sigfd, double t_start)
                 mx_ctl_accept(&job, now);
                 break;
             case T_STDIN: {
+                if (remote) {
+                    char b[65536];
+                    ssize_t n = (re & POLLNVAL) ? 0 : read(0, b, sizeof b);
+                    if (n > 0) {
+                        mx_remote_stdin(b, (size_t)n);
+                    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                        stdin_open = 0;
+                        mx_remote_stdin(b, 0);
+                    }
+                    break;
+                }
                 if (re & POLLNVAL) {
                     stdin_open = 0;
                 } else {
@@ -687,12 +740,53 @@ static int run_loop(int sigfd, double t_start)
             case T_SINK:
                 mx_sink_event(t->which, re);
                 break;
+            case T_REMOTE:
+                mx_remote_event(t->rank, re, now);
+                break;
             }
         }
     }
     free(pfd);
     free(tags);
     return exit_code < 0 ? 0 : exit_code;
+}
+
+/* Is name this machine? */
+static int host_is_local(const char *name)
+{
+    char me[256] = "";
+    if (!strcmp(name, "localhost") || !strcmp(name, "127.0.0.1")) return 1;
+    if (gethostname(me, sizeof me - 1) != 0) return 0;
+    size_t sl = strcspn(me, ".");
+    return !strcmp(name, me) || (strlen(name) == sl && !strncmp(name, me, sl));
+}
+
+/* Hosts given (-host, --hostfile): where each rank goes, and whether the
+ * job goes through proxies (remote); one local host without --launcher or
+ * --launch-agent is today's path, the slots counted. */
+static int *plan_hosts(void)
+{
+    struct mx_hostlist *hl = &mx_opt.hosts;
+    if (hl->n == 0) {
+        if (mx_opt.ppn && !mx_opt.np_given) mx_opt.np = mx_opt.ppn;
+        if (mx_opt.launcher || mx_opt.agent) {          /* proxies on this host */
+            if (mx_hosts_add(hl, "localhost", 9, mx_opt.np) < 0) exit(1);
+        } else {
+            return NULL;
+        }
+    }
+    if (!mx_opt.np_given) mx_opt.np = mx_hosts_total_slots(hl, mx_opt.ppn);
+    int *host_of = mx_xcalloc((size_t)mx_opt.np, sizeof *host_of);
+    char err[600];
+    if (mx_hosts_map(hl, mx_opt.np, mx_opt.ppn, mx_opt.bynode, mx_opt.overload, host_of, err, sizeof err) < 0) {
+        mx_msg("%s", err);
+        exit(1);
+    }
+    char *used = mx_xcalloc((size_t)hl->n, 1);
+    for (int r = 0; r < mx_opt.np; r++) nhosts_used += !used[host_of[r]]++;
+    free(used);
+    remote = hl->n > 1 || !host_is_local(hl->h[0].name) || mx_opt.launcher || mx_opt.agent;
+    return host_of;
 }
 
 int main(int argc, char **argv)
@@ -722,14 +816,25 @@ int main(int argc, char **argv)
             mx_opt.timeout = sec;
         }
     }
+    int *host_of = plan_hosts();
     char *prog = resolve_program(mx_opt.argv[0]);
+    if (mx_opt.wdir && !remote) {
+        /* the ranks of this host start in -wdir: so does mpiexec, once it
+         * has found the program from here */
+        char *abs = prog[0] == '/' ? prog : realpath(prog, NULL);
+        if (abs) prog = abs;
+        if (chdir(mx_opt.wdir) < 0) {
+            mx_msg("-wdir %s: %s", mx_opt.wdir, strerror(errno));
+            return 1;
+        }
+    }
     {
         const char *v = getenv("KUMI_VERBOSE");
         job.verbose = v ? atoi(v) : 0;
     }
     choose_abi(prog);
     raise_fd_limit();
-    if (check_limits(mx_opt.np) < 0) return 1;
+    if (!remote && check_limits(mx_opt.np) < 0) return 1;
 
     const char *v = getenv("KUMI_VERBOSE");
     job.verbose = v ? atoi(v) : 0;
@@ -737,7 +842,7 @@ int main(int argc, char **argv)
     job.jobid = (long)getpid();
     job.listen_fd = -1;
     job.ranks = mx_xcalloc((size_t)job.n, sizeof *job.ranks);
-    if (mx_bind_plan(&job, mx_opt.bind, mx_opt.overload) < 0) return 1;
+    if (mx_bind_plan(&job, remote ? MX_BIND_NONE : mx_opt.bind, mx_opt.overload) < 0) return 1;
     for (int r = 0; r < job.n; r++)
         if (job.bind[r].bound) {
             char b[32];
@@ -770,13 +875,17 @@ int main(int argc, char **argv)
         mx_msg("cannot read /dev/urandom: %s", strerror(errno));
         return 1;
     }
-    if (mx_ctl_listen(&job) < 0) return 1;
+    if (!remote && mx_ctl_listen(&job) < 0) return 1;
     /* shared-memory objects of this job id: leftovers of an earlier
      * mpiexec with our pid that was killed, and ours at the end */
     mx_shm_cleanup(job.jobid);
     atexit(shm_cleanup_at_exit);
-    if (job.verbose) mx_msg("job %ld: %d process%s of %s, control 127.0.0.1:%d", job.jobid, job.n,
-                            job.n == 1 ? "" : "es", prog, job.port);
+    if (job.verbose && !remote)
+        mx_msg("job %ld: %d process%s of %s, control 127.0.0.1:%d", job.jobid, job.n, job.n == 1 ? "" : "es", prog,
+               job.port);
+    if (job.verbose && remote)
+        mx_msg("job %ld: %d process%s of %s on %d hosts, through proxies", job.jobid, job.n, job.n == 1 ? "" : "es",
+               prog, mx_opt.hosts.n);
 
     /* signals: through a signalfd; children get a clean mask from spawn */
     sigset_t ss;
@@ -808,7 +917,8 @@ int main(int argc, char **argv)
 
     stdin_open = !mx_opt.stdin_none;
     double t_start = mx_now();
-    for (int r = 0; r < job.n; r++) {
+    if (remote) mx_remote_start(&job, host_of, cargv, env, rank_slot, stdin_open);
+    for (int r = 0; r < job.n && !remote; r++) {
         struct mx_rank *rk = &job.ranks[r];
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
         for (int w = 0; w < 2; w++) {
@@ -823,7 +933,7 @@ int main(int argc, char **argv)
                 if (outp[k] >= 0) close(outp[k]);
                 if (errp[k] >= 0) close(errp[k]);
             }
-            stop_job(1, SIGTERM);
+            mx_stop_job(1, SIGTERM);
             continue;
         }
         char rb[32], bl[64], bi[48];
@@ -861,7 +971,7 @@ int main(int argc, char **argv)
             close(outp[0]);
             close(errp[0]);
             if (inp[1] >= 0) close(inp[1]);
-            stop_job(1, SIGTERM);
+            mx_stop_job(1, SIGTERM);
             continue;
         }
         rk->pid = pid;
@@ -875,7 +985,7 @@ int main(int argc, char **argv)
             set_nonblock(stdin_pipe);
         }
     }
-    if (stdin_pipe < 0) stdin_open = 0;
+    if (stdin_pipe < 0 && !remote) stdin_open = 0;
 
     int code = run_loop(sigfd, t_start);
     mx_shm_cleanup(job.jobid);             /* every rank has exited */

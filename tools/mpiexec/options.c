@@ -50,7 +50,8 @@ static void usage(FILE *f)
         "                       :overload-allowed to allow more processes than cores).\n"
         "                       Default: one process per core when there are no more\n"
         "                       processes than cores, else unbound\n"
-        "  --oversubscribe      allow --bind-to with more processes than cores\n"
+        "  --oversubscribe      allow --bind-to with more processes than cores, and\n"
+        "                       more processes than the hosts' slots\n"
         "  --report-bindings    print each process's binding on stderr\n"
         "  --abi A              the MPI ABI the program was built for: ompi (Open MPI\n"
         "                       4.x), mpich (MPICH 4.x), standard (MPI 5.0 ABI, Kumi's\n"
@@ -59,6 +60,21 @@ static void usage(FILE *f)
         "                       libmpich.so.12 or libmpi.so.12: mpich) and runs it on\n"
         "                       Kumi through that ABI's shim; give it for interpreters\n"
         "                       (python3 with mpi4py) and scripts\n"
+        "Hosts (several hosts: one proxy per host, started over ssh by default):\n"
+        "  -host, -H H1,H2:N    run on these hosts (N slots; 1 when not given)\n"
+        "  --hostfile FILE      hosts from FILE: lines 'host', 'host slots=N' or\n"
+        "                       'host:N'; '#' starts a comment (also -f, --machinefile)\n"
+        "  -ppn N               N processes per host (every host gets N slots)\n"
+        "  --map-by slot|node   fill each host's slots in turn (slot, the default), or\n"
+        "                       one process per host in turn (node)\n"
+        "                       -n defaults to the number of slots\n"
+        "  --launcher L         how proxies start: ssh (default), rsh, or fork (every\n"
+        "                       host's proxy on this machine)\n"
+        "  --launch-agent CMD   start proxies with CMD HOST kumi_proxy (%%h in CMD\n"
+        "                       stands for the host instead); also KUMI_RPIM_SSH_AGENT\n"
+        "                       or --param rpim_ssh_agent=CMD\n"
+        "  --host-timeout S     a host silent for S seconds is lost (default 5)\n"
+        "  -wdir DIR            the processes start in DIR (default: this folder)\n"
         "  -h, --help           this help\n"
         "  --version            print the version\n\n"
         "stdin goes to rank 0, the other ranks read /dev/null.  stdout and stderr of\n"
@@ -179,6 +195,7 @@ const struct mx_abi_desc *mx_abi_by_name(const char *s)
 void mx_parse_args(int argc, char **argv)
 {
     mx_opt.np = 1;
+    mx_opt.host_timeout = 5.0;
     int i;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -192,6 +209,46 @@ void mx_parse_args(int argc, char **argv)
             const char *s = optval(argc, argv, &i);
             if (parse_int(s, 1, 1000000, &v)) mx_die_usage("invalid number of processes '%s'", s);
             mx_opt.np = (int)v;
+            mx_opt.np_given = 1;
+        } else if (is_opt(a, "-host") || is_opt(a, "--host") || is_opt(a, "-H") || is_opt(a, "-hosts") ||
+                   is_opt(a, "--hosts")) {
+            char err[600];
+            if (mx_hosts_add_spec(&mx_opt.hosts, optval(argc, argv, &i), err, sizeof err) < 0)
+                mx_die_usage("%s", err);
+        } else if (is_opt(a, "--hostfile") || is_opt(a, "-hostfile") || is_opt(a, "-f") ||
+                   is_opt(a, "--machinefile") || is_opt(a, "-machinefile")) {
+            char err[1200];
+            if (mx_hosts_read_file(&mx_opt.hosts, optval(argc, argv, &i), err, sizeof err) < 0) {
+                fprintf(stderr, "mpiexec: %s\n", err);
+                exit(1);
+            }
+        } else if (is_opt(a, "-ppn") || is_opt(a, "--ppn") || is_opt(a, "-npernode") || is_opt(a, "--npernode")) {
+            const char *s = optval(argc, argv, &i);
+            if (parse_int(s, 1, 1000000, &v)) mx_die_usage("-ppn: invalid number of processes per host '%s'", s);
+            mx_opt.ppn = (int)v;
+        } else if (is_opt(a, "--map-by") || is_opt(a, "-map-by")) {
+            const char *s = optval(argc, argv, &i);
+            if (strcmp(s, "slot") == 0 || strcmp(s, "core") == 0) mx_opt.bynode = 0;
+            else if (strcmp(s, "node") == 0) mx_opt.bynode = 1;
+            else mx_die_usage("--map-by: expected slot or node, not '%s'", s);
+        } else if (is_opt(a, "-wdir") || is_opt(a, "--wdir") || is_opt(a, "-wd") || is_opt(a, "--wd")) {
+            mx_opt.wdir = optval(argc, argv, &i);
+            if (!mx_opt.wdir[0]) mx_die_usage("-wdir: empty folder name%s", "");
+        } else if (is_opt(a, "--launcher") || is_opt(a, "-launcher")) {
+            const char *s = optval(argc, argv, &i);
+            if (strcmp(s, "ssh") && strcmp(s, "rsh") && strcmp(s, "fork"))
+                mx_die_usage("--launcher: expected ssh, rsh or fork, not '%s'", s);
+            mx_opt.launcher = s;
+        } else if (is_opt(a, "--launch-agent") || is_opt(a, "-launch-agent") || is_opt(a, "-launcher-exec") ||
+                   is_opt(a, "--launcher-exec")) {
+            mx_opt.agent = optval(argc, argv, &i);
+            if (!mx_opt.agent[0]) mx_die_usage("--launch-agent: empty command%s", "");
+        } else if (is_opt(a, "--host-timeout")) {
+            const char *s = optval(argc, argv, &i);
+            char *end;
+            double t = strtod(s, &end);
+            if (end == s || *end || !(t > 0) || t > 1e6) mx_die_usage("--host-timeout: invalid number of seconds '%s'", s);
+            mx_opt.host_timeout = t;
         } else if (is_opt(a, "-x")) {
             const char *s = optval(argc, argv, &i);
             if (!s[0] || s[0] == '=') mx_die_usage("-x: invalid variable '%s'", s);

@@ -244,6 +244,43 @@ void mx_out_close(int r, struct mx_out *o)
     o->len = o->cap = 0;
 }
 
+/* Output of rank r that a proxy forwarded (remote ranks have no pipe here). */
+void mx_out_data(int r, struct mx_out *o, const char *p, size_t n)
+{
+    while (n > 0) {
+        if (o->len == o->cap) {
+            if (o->cap < MX_LINE_MAX) {
+                size_t cap = o->cap ? 2 * o->cap : 4096;
+                char *b = realloc(o->buf, cap);
+                if (!b) {
+                    mx_msg("out of memory");
+                    exit(1);
+                }
+                o->buf = b;
+                o->cap = cap;
+            } else {
+                mx_out_flush(r, o, 0);
+                if (o->len == o->cap) mx_out_flush(r, o, 1);
+            }
+        }
+        size_t k = o->cap - o->len < n ? o->cap - o->len : n;
+        memcpy(o->buf + o->len, p, k);
+        o->len += k;
+        p += k;
+        n -= k;
+    }
+    mx_out_flush(r, o, 0);
+}
+
+/* End of a remote rank's stream: the rest, then the buffer is freed. */
+void mx_out_eof(int r, struct mx_out *o)
+{
+    mx_out_flush(r, o, 1);
+    free(o->buf);
+    o->buf = NULL;
+    o->len = o->cap = 0;
+}
+
 /* Read what a rank's pipe holds now (bounded); closes it at EOF.  The line
  * buffer is allocated on the first output and grows up to MX_LINE_MAX. */
 void mx_out_read(int r, struct mx_out *o, int drain)

@@ -1,0 +1,523 @@
+/* kumi_proxy: mpiexec's agent on one host of a job (started by mpiexec
+ * through ssh, rsh, a launch agent, or directly; see remote.c).
+ *
+ * It speaks to mpiexec over its stdin and stdout (proxy_proto.h) and to
+ * the host's ranks exactly as mpiexec does on one host: a control listener
+ * on 127.0.0.1 (control.c, the same code), to which each rank's rpim/fork
+ * connects with the job secret.  It forks the ranks (each the leader of its
+ * process group, killed if the proxy dies), forwards their stdout/stderr
+ * (and stdin to rank 0), their key-value puts (sent upstream once per
+ * fence, when every rank of the host entered it or has exited: one FENCE
+ * per host), MPI_Abort and exits; it signals the ranks when mpiexec says.
+ *
+ * If mpiexec goes away (end of file on stdin, nothing heard for twice the
+ * host timeout, or SIGTERM/SIGHUP from sshd) the proxy kills its ranks,
+ * removes the job's shared-memory objects on this host and exits.
+ *
+ * The secret arrives in the START message, never on a command line, and
+ * reaches the ranks in their environment as on one host (KUMI_JOB_SECRET). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "mpiexec.h"
+
+#define PX_PING_EVERY 1.0
+#define PX_SILENCE    10.0          /* seconds without a word from mpiexec: it is gone */
+#define PX_END_GRACE  1.0
+
+struct px_rank {
+    int rank;
+    pid_t pid;
+    int exited;
+    int out[2];                     /* stdout, stderr pipes (read ends), -1 at EOF */
+};
+
+static struct mx_job job;
+static struct mx_link up;
+static struct px_rank *loc;
+static int nloc, hostidx, started, ending;
+static int fences_sent;
+static char **r_argv, **r_env;
+static int stdin_here, stdin_pipe = -1, stdin_eof;
+static struct mx_buf stdin_q;
+static char hostname[256];
+
+void mx_msg(const char *fmt, ...)
+{
+    char b[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "kumi_proxy on %s: %s\n", hostname, b);
+}
+
+void *mx_xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) {
+        fputs("kumi_proxy: out of memory\n", stderr);
+        _exit(1);
+    }
+    return p;
+}
+
+double mx_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void send_frame(int type, const struct mx_buf *m)
+{
+    mx_frame_begin(&up.out, type, m ? m->len : 0);
+    if (m) mx_buf_put(&up.out, m->data, m->len);
+    mx_link_flush(&up);
+}
+
+void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
+{
+    (void)j;
+    struct mx_buf m = { 0 };
+    mx_buf_u32(&m, (uint32_t)rank);
+    mx_buf_u32(&m, (uint32_t)code);
+    mx_buf_str(&m, msg, strlen(msg));
+    send_frame(MX_P_ABORT, &m);
+    mx_buf_free(&m);
+}
+
+void mx_fence_dead(int rank)
+{
+    (void)rank;                     /* mpiexec decides (fence_check below) */
+}
+
+/* Every rank of the host entered the fence or has exited: the host's puts
+ * and the ranks that entered go upstream, once. */
+static void fence_check(struct mx_job *j)
+{
+    int entered = 0;
+    for (int i = 0; i < nloc; i++) {
+        struct mx_rank *rk = &j->ranks[loc[i].rank];
+        if (rk->fences > fences_sent) entered++;
+        else if (!loc[i].exited) return;
+    }
+    if (!entered) return;
+    struct mx_buf m = { 0 };
+    mx_buf_u32(&m, (uint32_t)j->nkv);
+    for (size_t i = 0; i < j->nkv; i++) {
+        mx_buf_u32(&m, (uint32_t)j->kv[i].rank);
+        mx_buf_str(&m, j->kv[i].key, j->kv[i].klen);
+        mx_buf_str(&m, j->kv[i].val, j->kv[i].vlen);
+        free(j->kv[i].key);
+        free(j->kv[i].val);
+    }
+    j->nkv = 0;
+    mx_buf_u32(&m, (uint32_t)entered);
+    for (int i = 0; i < nloc; i++)
+        if (j->ranks[loc[i].rank].fences > fences_sent) mx_buf_u32(&m, (uint32_t)loc[i].rank);
+    fences_sent++;
+    send_frame(MX_P_FENCE, &m);
+    mx_buf_free(&m);
+}
+
+static void kill_ranks(int sig)
+{
+    for (int i = 0; i < nloc; i++) {
+        if (loc[i].pid <= 0 || loc[i].exited) continue;
+        if (killpg(loc[i].pid, sig) < 0) kill(loc[i].pid, sig);
+    }
+}
+
+/* mpiexec is gone: nothing of the job may stay on this host. */
+static void __attribute__((noreturn)) abandon(const char *why)
+{
+    if (why) mx_msg("%s; killing this host's ranks", why);
+    kill_ranks(SIGKILL);
+    for (int i = 0; i < nloc; i++)
+        if (loc[i].pid > 0 && !loc[i].exited) waitpid(loc[i].pid, NULL, 0);
+    if (job.jobid) kumi_launch_shm_cleanup(job.jobid);
+    _exit(1);
+}
+
+/* Forward what a rank's pipe holds (all of it when drain). */
+static void pipe_read(struct px_rank *l, int w, int drain)
+{
+    char b[65536];
+    for (int rounds = drain ? 256 : 4; l->out[w] >= 0 && rounds > 0; rounds--) {
+        ssize_t n = read(l->out[w], b, sizeof b);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        struct mx_buf m = { 0 };
+        mx_buf_u32(&m, (uint32_t)l->rank);
+        mx_buf_u32(&m, (uint32_t)(w + 1));
+        if (n > 0) mx_buf_put(&m, b, (size_t)n);
+        send_frame(MX_P_OUT, &m);
+        mx_buf_free(&m);
+        if (n <= 0) {                       /* EOF: told as an empty OUT */
+            close(l->out[w]);
+            l->out[w] = -1;
+        }
+    }
+}
+
+static void spawn_all(void)
+{
+    int envc = 0;
+    while (r_env[envc]) envc++;
+    char **env = mx_xcalloc((size_t)envc + 3, sizeof *env);
+    int k = 0;
+    for (int i = 0; i < envc; i++)
+        if (strncmp(r_env[i], "KUMI_CONTROL=", 13) && strncmp(r_env[i], "KUMI_RANK=", 10)) env[k++] = r_env[i];
+    char ctl[64], rk[32];
+    snprintf(ctl, sizeof ctl, "KUMI_CONTROL=127.0.0.1:%d", job.port);
+    env[k++] = ctl;
+    int rank_slot = k;
+    pid_t me = getpid();
+    for (int i = 0; i < nloc; i++) {
+        struct px_rank *l = &loc[i];
+        int op[2], ep[2], ip[2] = { -1, -1 };
+        if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
+            (l->rank == 0 && stdin_here && pipe2(ip, O_CLOEXEC) < 0)) {
+            abandon("cannot create pipes");
+        }
+        snprintf(rk, sizeof rk, "KUMI_RANK=%d", l->rank);
+        env[rank_slot] = rk;
+        env[rank_slot + 1] = NULL;
+        pid_t p = fork();
+        if (p < 0) abandon("cannot fork");
+        if (p == 0) {
+            setpgid(0, 0);
+            if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != me) _exit(128 + SIGKILL);
+            sigset_t none;
+            sigemptyset(&none);
+            sigprocmask(SIG_SETMASK, &none, NULL);
+            signal(SIGPIPE, SIG_DFL);
+            int in = ip[0] >= 0 ? ip[0] : open("/dev/null", O_RDONLY);
+            dup2(in, 0);
+            dup2(op[1], 1);
+            dup2(ep[1], 2);
+            execvpe(r_argv[0], r_argv, env);
+            fprintf(stderr, "mpiexec: rank %d: cannot execute '%s' on %s: %s\n", l->rank, r_argv[0], hostname,
+                    strerror(errno));
+            _exit(127);
+        }
+        setpgid(p, p);
+        close(op[1]);
+        close(ep[1]);
+        l->pid = p;
+        l->out[0] = op[0];
+        l->out[1] = ep[0];
+        fcntl(op[0], F_SETFL, O_NONBLOCK);
+        fcntl(ep[0], F_SETFL, O_NONBLOCK);
+        if (ip[0] >= 0) {
+            close(ip[0]);
+            stdin_pipe = ip[1];
+            fcntl(stdin_pipe, F_SETFL, O_NONBLOCK);
+        }
+        job.ranks[l->rank].state = MX_RANK_RUNNING;
+        job.ranks[l->rank].pid = p;
+        struct mx_buf m = { 0 };
+        mx_buf_u32(&m, (uint32_t)l->rank);
+        mx_buf_u32(&m, (uint32_t)p);
+        send_frame(MX_P_STARTED, &m);
+        mx_buf_free(&m);
+    }
+    free(env);
+    started = 1;
+}
+
+static int on_start(struct mx_rd *rd)
+{
+    hostidx = (int)mx_rd_u32(rd);
+    (void)mx_rd_u32(rd);                    /* nhosts */
+    nloc = (int)mx_rd_u32(rd);
+    if (rd->bad || nloc < 1 || (size_t)nloc > rd->n / 4) return -1;
+    loc = mx_xcalloc((size_t)nloc, sizeof *loc);
+    for (int i = 0; i < nloc; i++) {
+        loc[i].rank = (int)mx_rd_u32(rd);
+        loc[i].out[0] = loc[i].out[1] = -1;
+    }
+    char *secret = mx_rd_strdup(rd), *jid = mx_rd_strdup(rd), *size = mx_rd_strdup(rd), *wdir = mx_rd_strdup(rd);
+    uint32_t flags = mx_rd_u32(rd);
+    if (rd->bad || strlen(secret) != KUMI_LAUNCH_SECRET_LEN) return -1;
+    uint32_t argc = mx_rd_u32(rd);
+    if (rd->bad || argc < 1 || argc > rd->n) return -1;
+    r_argv = mx_xcalloc(argc + 1, sizeof *r_argv);
+    for (uint32_t i = 0; i < argc && !rd->bad; i++) r_argv[i] = mx_rd_strdup(rd);
+    uint32_t envc = mx_rd_u32(rd);
+    if (rd->bad || envc > rd->n) return -1;
+    r_env = mx_xcalloc(envc + 1, sizeof *r_env);
+    for (uint32_t i = 0; i < envc && !rd->bad; i++) r_env[i] = mx_rd_strdup(rd);
+    if (rd->bad) return -1;
+    memcpy(job.secret, secret, KUMI_LAUNCH_SECRET_LEN + 1);
+    memset(secret, 0, KUMI_LAUNCH_SECRET_LEN);
+    free(secret);
+    job.jobid = atol(jid);
+    job.n = atoi(size);
+    free(jid);
+    free(size);
+    for (int i = 0; i < nloc; i++)
+        if (loc[i].rank < 0 || loc[i].rank >= job.n) return -1;
+    job.ranks = mx_xcalloc((size_t)job.n, sizeof *job.ranks);
+    job.listen_fd = -1;
+    job.fence_check_hook = fence_check;
+    stdin_here = flags & 1;
+    struct mx_buf m = { 0 };
+    if (chdir(wdir) < 0) {
+        if (flags & 2) {                    /* -wdir given: it must exist */
+            char b[PATH_MAX + 128];
+            snprintf(b, sizeof b, "cannot change to folder %s on host %s: %s", wdir, hostname, strerror(errno));
+            mx_buf_str(&m, b, strlen(b));
+            send_frame(MX_P_ERROR, &m);
+            mx_buf_free(&m);
+            free(wdir);
+            return 0;
+        }
+        const char *home = getenv("HOME");
+        if (!home || chdir(home) < 0) (void)!chdir("/");
+    }
+    free(wdir);
+    if (mx_ctl_listen(&job) < 0) {
+        const char *b = "cannot listen on 127.0.0.1 for the ranks' control connections";
+        mx_buf_str(&m, b, strlen(b));
+        send_frame(MX_P_ERROR, &m);
+        mx_buf_free(&m);
+        return 0;
+    }
+    mx_buf_str(&m, hostname, strlen(hostname));
+    send_frame(MX_P_READY, &m);
+    mx_buf_free(&m);
+    return 0;
+}
+
+static int on_frame(void *arg, int type, const unsigned char *p, size_t n)
+{
+    (void)arg;
+    struct mx_rd rd = { p, n, 0, 0 };
+    if (!loc && type != MX_P_START && type != MX_P_PING) return -1;
+    switch (type) {
+    case MX_P_START:
+        if (loc) return -1;
+        return on_start(&rd);
+    case MX_P_GO:
+        if (!started && job.listen_fd >= 0) spawn_all();
+        return 0;
+    case MX_P_SIGNAL: {
+        uint32_t sig = mx_rd_u32(&rd);
+        if (rd.bad || sig < 1 || sig > 64) return -1;
+        kill_ranks((int)sig);
+        return 0;
+    }
+    case MX_P_STDIN:
+        if (n == 0) stdin_eof = 1;
+        else if (stdin_pipe >= 0) mx_buf_put(&stdin_q, p, n);
+        return 0;
+    case MX_P_PING:
+        return 0;
+    case MX_P_END:
+        ending = 1;
+        return 0;
+    case KUMI_LAUNCH_MSG_FENCE_DONE: {
+        struct mx_buf f = { 0 };
+        mx_frame_begin(&f, type, n);
+        mx_buf_put(&f, p, n);
+        job.fences_done++;
+        for (int i = 0; i < nloc; i++) mx_ctl_send_frame(&job, loc[i].rank, f.data, f.len);
+        mx_buf_free(&f);
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+static void reap(void)
+{
+    for (;;) {
+        int st;
+        pid_t p = waitpid(-1, &st, WNOHANG);
+        if (p < 0 && errno == EINTR) continue;
+        if (p <= 0) return;
+        for (int i = 0; i < nloc; i++) {
+            struct px_rank *l = &loc[i];
+            if (l->pid != p || l->exited) continue;
+            l->exited = 1;
+            job.ranks[l->rank].state = MX_RANK_EXITED;
+            /* what it wrote and sent before it exited comes first */
+            pipe_read(l, 0, 1);
+            pipe_read(l, 1, 1);
+            mx_ctl_drain_rank(&job, l->rank);
+            if (l->rank == 0 && stdin_pipe >= 0) {
+                close(stdin_pipe);
+                stdin_pipe = -1;
+            }
+            struct mx_buf m = { 0 };
+            mx_buf_u32(&m, (uint32_t)l->rank);
+            mx_buf_u32(&m, (uint32_t)st);
+            mx_buf_u32(&m, (uint32_t)(job.ranks[l->rank].connected | job.ranks[l->rank].finalized << 1));
+            send_frame(MX_P_EXIT, &m);
+            mx_buf_free(&m);
+            fence_check(&job);
+            break;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    if (gethostname(hostname, sizeof hostname - 1) != 0) strcpy(hostname, "?");
+    up.rfd = 0;
+    up.wfd = 1;
+    fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+    fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGCHLD);
+    sigaddset(&ss, SIGTERM);
+    sigaddset(&ss, SIGINT);
+    sigaddset(&ss, SIGHUP);
+    sigprocmask(SIG_BLOCK, &ss, NULL);
+    int sigfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigfd < 0) {
+        mx_msg("signalfd: %s", strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    double now = mx_now(), last_ping = now, end_at = -1;
+    up.last_rx = now;
+    size_t cap = 64;
+    struct pollfd *pfd = mx_xcalloc(cap, sizeof *pfd);
+    int *tag = mx_xcalloc(cap, sizeof *tag);
+    struct mx_conn **cp = mx_xcalloc(cap, sizeof *cp);     /* -1 up read, -2 up write, -3 sig, -4 listen, -5 stdin pipe,
+                                                    2*i+w rank pipe, -100-k conn */
+    for (;;) {
+        now = mx_now();
+        double next = mx_ctl_housekeeping(&job, now);
+        if (now - up.last_rx > PX_SILENCE) abandon("no word from mpiexec for 10 seconds");
+        if (now - last_ping >= PX_PING_EVERY) {
+            last_ping = now;
+            send_frame(MX_P_PONG, NULL);
+        }
+        if (now + PX_PING_EVERY < next) next = now + PX_PING_EVERY;
+        if (ending) {
+            int open = 0, alive = 0;
+            for (int i = 0; i < nloc; i++) {
+                open += (loc[i].out[0] >= 0) + (loc[i].out[1] >= 0);
+                alive += loc[i].pid > 0 && !loc[i].exited;
+            }
+            if (end_at < 0) {
+                end_at = now;
+                if (alive) kill_ranks(SIGKILL);
+            }
+            if ((!open && !alive) || now - end_at > PX_END_GRACE) {
+                send_frame(MX_P_BYE, NULL);
+                double dl = now + 2.0;
+                while (mx_link_queued(&up) && !up.broken && mx_now() < dl) {
+                    struct pollfd w = { .fd = 1, .events = POLLOUT };
+                    poll(&w, 1, 100);
+                    mx_link_flush(&up);
+                }
+                kill_ranks(SIGKILL);
+                kumi_launch_shm_cleanup(job.jobid);
+                return 0;
+            }
+            if (end_at + PX_END_GRACE < next) next = end_at + PX_END_GRACE;
+        }
+        size_t need = 8 + 2 * (size_t)nloc;
+        for (struct mx_conn *c = job.conns; c; c = c->next) need++;
+        if (need > cap) {
+            cap = 2 * need;
+            pfd = realloc(pfd, cap * sizeof *pfd);
+            tag = realloc(tag, cap * sizeof *tag);
+            cp = realloc(cp, cap * sizeof *cp);
+            if (!pfd || !tag || !cp) abandon("out of memory");
+        }
+        size_t np = 0;
+#define ADD(fd_, ev_, t_) do { pfd[np].fd = (fd_); pfd[np].events = (ev_); pfd[np].revents = 0; tag[np++] = (t_); } while (0)
+        if (!up.eof) ADD(0, POLLIN, -1);
+        if (mx_link_queued(&up)) ADD(1, POLLOUT, -2);
+        ADD(sigfd, POLLIN, -3);
+        if (job.listen_fd >= 0) ADD(job.listen_fd, POLLIN, -4);
+        if (stdin_pipe >= 0 && (stdin_q.len > stdin_q.off || stdin_eof)) ADD(stdin_pipe, POLLOUT, -5);
+        if (mx_link_queued(&up) < MX_LINK_HIGH)
+            for (int i = 0; i < nloc; i++)
+                for (int w = 0; w < 2; w++)
+                    if (loc[i].out[w] >= 0) ADD(loc[i].out[w], POLLIN, 2 * i + w);
+        for (struct mx_conn *c = job.conns; c; c = c->next)
+            if (!c->dead) {
+                cp[np] = c;
+                ADD(c->fd, mx_ctl_events(c), -100);
+            }
+#undef ADD
+        double d = (next - now) * 1000.0;
+        int tmo = d <= 0 ? 0 : d > 60000 ? 60000 : (int)d + 1;
+        if (poll(pfd, (nfds_t)np, tmo) < 0) {
+            if (errno == EINTR) continue;
+            abandon("poll failed");
+        }
+        now = mx_now();
+        for (size_t i = 0; i < np; i++) {
+            short re = pfd[i].revents;
+            if (!re) continue;
+            switch (tag[i]) {
+            case -100:                         /* freed only by housekeeping: still valid */
+                mx_ctl_event(&job, cp[i], re);
+                break;
+            case -1:
+                if (mx_link_read(&up, now, on_frame, NULL) < 0) abandon(NULL);
+                break;
+            case -2:
+                if (mx_link_flush(&up) < 0) abandon(NULL);
+                break;
+            case -3: {
+                struct signalfd_siginfo si;
+                int chld = 0;
+                while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    if (si.ssi_signo == SIGCHLD) chld = 1;
+                    else abandon("signalled");
+                }
+                if (chld) reap();
+                break;
+            }
+            case -4:
+                mx_ctl_accept(&job, now);
+                break;
+            case -5:
+                if (stdin_q.len > stdin_q.off) {
+                    ssize_t w = write(stdin_pipe, stdin_q.data + stdin_q.off, stdin_q.len - stdin_q.off);
+                    if (w > 0) stdin_q.off += (size_t)w;
+                    else if (w < 0 && errno != EAGAIN && errno != EINTR) re |= POLLERR;
+                    if (stdin_q.off == stdin_q.len) stdin_q.off = stdin_q.len = 0;
+                }
+                if ((re & (POLLERR | POLLHUP | POLLNVAL)) || (stdin_eof && stdin_q.len == stdin_q.off)) {
+                    close(stdin_pipe);
+                    stdin_pipe = -1;
+                    mx_buf_free(&stdin_q);
+                }
+                break;
+            default:
+                pipe_read(&loc[tag[i] / 2], tag[i] % 2, 0);
+                break;
+            }
+        }
+    }
+}
