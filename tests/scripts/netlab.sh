@@ -5,6 +5,8 @@
 #   netlab_up 4 || exit $?        # hosts h0 (the head) .. h4; exits 77 with a reason when impossible
 #   netlab_exec 0 "$MPIEXEC" --hostfile "$NETLAB_DIR/hosts4" ...   # run on the head
 #   netlab_exec 2 ls /dev/shm     # run on host h2
+#   netlab_bg 0 OUT ERR cmd...    # in the background; $NETLAB_BG is cmd's own pid
+#   netlab_ps 2                   # "pid name" of h2's processes (pgrep sees every host)
 #   netlab_kill_host 2            # every process of h2 dies at once (a host crash)
 #   netlab_cut_link 2             # h2's cable is pulled (no FIN, no RST: silence)
 #
@@ -36,10 +38,19 @@ netlab_skip() { echo "SKIP: $*"; exit 77; }
 
 # pids of every process in the network namespace of holder pid $1
 netlab_pids_in() {
-    local ns p
+    local ns
     ns=$(readlink "/proc/$1/ns/net" 2>/dev/null) || return 0
-    for p in /proc/[0-9]*; do
-        [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"
+    find /proc/[0-9]*/ns/net -maxdepth 0 -printf '%p %l\n' 2> /dev/null |
+        awk -v ns="$ns" '$2 == ns { split($1, a, "/"); print a[3] }'
+}
+
+# "pid name" of every process of host $1 but its holder (pgrep and ps see
+# every host: the lab shares one pid namespace)
+netlab_ps() {
+    local p
+    for p in $(netlab_pids_in "${NETLAB_HOLD[$1]}"); do
+        [ "$p" = "${NETLAB_HOLD[$1]}" ] && continue
+        echo "$p $(cat "/proc/$p/comm" 2> /dev/null)"
     done
 }
 
@@ -49,11 +60,23 @@ netlab_exec() { # host-index command...
     nsenter -t "${NETLAB_HOLD[$i]}" -n -u -m --wd="$PWD" -- "$@"
 }
 
+# run command on host $1 in the background, stdout to $2, stderr to $3;
+# NETLAB_BG is its pid (the command itself: nsenter execs it, no subshell
+# in between, so that signals sent to NETLAB_BG reach it)
+netlab_bg() {
+    local i=$1 out=$2 err=$3
+    shift 3
+    (exec nsenter -t "${NETLAB_HOLD[$i]}" -n -u -m --wd="$PWD" -- "$@" > "$out" 2> "$err" < /dev/null) &
+    NETLAB_BG=$!
+}
+
 netlab_addr() { echo "198.18.77.$((10 + $1))"; }
 
-netlab_kill_host() {
+netlab_kill_host() { # every process of the host but its holder (the host can be used again)
     local p
-    for p in $(netlab_pids_in "${NETLAB_HOLD[$1]}"); do kill -KILL "$p" 2>/dev/null; done
+    for p in $(netlab_pids_in "${NETLAB_HOLD[$1]}"); do
+        [ "$p" = "${NETLAB_HOLD[$1]}" ] || kill -KILL "$p" 2>/dev/null
+    done
 }
 
 netlab_cut_link() {
@@ -66,6 +89,13 @@ netlab_down() {
         [ -n "$h" ] || continue
         for p in $(netlab_pids_in "$h"); do kill -KILL "$p" 2>/dev/null; done
         kill -KILL "$h" 2>/dev/null
+    done
+    # gone (or a zombie waiting for init) before returning
+    for h in "${NETLAB_HOLD[@]}" $NETLAB_SW; do
+        for p in $(seq 50); do
+            [ -e "/proc/$h" ] && [ "$(awk '{print $3}' "/proc/$h/stat" 2> /dev/null)" != Z ] || break
+            sleep 0.05
+        done
     done
     NETLAB_HOLD=()
     NETLAB_SW=
@@ -180,3 +210,27 @@ EOF
     done
     return 0
 }
+
+# Run as a test (not sourced): the lab itself works and leaves nothing behind.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -u
+    netlab_up 2 || { echo "FAIL: the lab does not come up"; exit 1; }
+    [ "$(netlab_exec 0 $NETLAB_SSH h2 hostname)" = h2 ] || { echo "FAIL: ssh h2 from h0"; exit 1; }
+    [ "$(netlab_exec 1 $NETLAB_SSH h2 cat /proc/sys/kernel/hostname)" = h2 ] || { echo "FAIL: ssh h2 from h1"; exit 1; }
+    netlab_exec 1 touch /dev/shm/netlab-probe /tmp/netlab-probe
+    netlab_exec 2 test -e /dev/shm/netlab-probe && { echo "FAIL: /dev/shm is shared between hosts"; exit 1; }
+    netlab_exec 2 test -e /tmp/netlab-probe && { echo "FAIL: /tmp is shared between hosts"; exit 1; }
+    [ -e /dev/shm/netlab-probe ] && { echo "FAIL: a host's /dev/shm is the machine's"; exit 1; }
+    [ "$(netlab_exec 2 getent hosts h1 | awk '{print $1}')" = "$(netlab_addr 1)" ] || { echo "FAIL: h1 unknown on h2"; exit 1; }
+    $NETLAB_DIR/agent h1 hostname | grep -qx h1 || { echo "FAIL: the nsenter agent"; exit 1; }
+    holders="${NETLAB_HOLD[*]} $NETLAB_SW"
+    dir=$NETLAB_DIR
+    netlab_down
+    trap - EXIT
+    for h in $holders; do
+        [ -e "/proc/$h" ] && [ "$(awk '{print $3}' "/proc/$h/stat" 2> /dev/null)" != Z ] && { echo "FAIL: holder $h left"; exit 1; }
+    done
+    [ -e "$dir" ] && { echo "FAIL: $dir left"; exit 1; }
+    echo "netlab: 3 hosts up (ssh, private /tmp and /dev/shm, names) and removed"
+    exit 0
+fi

@@ -769,7 +769,7 @@ static int *plan_hosts(void)
     struct mx_hostlist *hl = &mx_opt.hosts;
     if (hl->n == 0) {
         if (mx_opt.ppn && !mx_opt.np_given) mx_opt.np = mx_opt.ppn;
-        if (mx_opt.launcher || mx_opt.agent) {          /* proxies on this host */
+        if (mx_opt.launcher && !strcmp(mx_opt.launcher, "fork")) {   /* proxies on this host */
             if (mx_hosts_add(hl, "localhost", 9, mx_opt.np) < 0) exit(1);
         } else {
             return NULL;
@@ -785,7 +785,7 @@ static int *plan_hosts(void)
     char *used = mx_xcalloc((size_t)hl->n, 1);
     for (int r = 0; r < mx_opt.np; r++) nhosts_used += !used[host_of[r]]++;
     free(used);
-    remote = hl->n > 1 || !host_is_local(hl->h[0].name) || mx_opt.launcher || mx_opt.agent;
+    remote = hl->n > 1 || !host_is_local(hl->h[0].name) || (mx_opt.launcher && !strcmp(mx_opt.launcher, "fork"));
     return host_of;
 }
 

@@ -54,7 +54,7 @@ static struct px_rank *loc;
 static int nloc, hostidx, started, ending;
 static int fences_sent;
 static char **r_argv, **r_env;
-static int stdin_here, stdin_pipe = -1, stdin_eof;
+static int stdin_here, stdin_pipe = -1, stdin_eof, stdin_closed;
 static struct mx_buf stdin_q;
 static char hostname[256];
 
@@ -327,7 +327,7 @@ static int on_frame(void *arg, int type, const unsigned char *p, size_t n)
     }
     case MX_P_STDIN:
         if (n == 0) stdin_eof = 1;
-        else if (stdin_pipe >= 0) mx_buf_put(&stdin_q, p, n);
+        else if (stdin_here && !stdin_closed) mx_buf_put(&stdin_q, p, n);   /* also before rank 0 starts */
         return 0;
     case MX_P_PING:
         return 0;
@@ -367,6 +367,8 @@ static void reap(void)
             if (l->rank == 0 && stdin_pipe >= 0) {
                 close(stdin_pipe);
                 stdin_pipe = -1;
+                stdin_closed = 1;
+                mx_buf_free(&stdin_q);
             }
             struct mx_buf m = { 0 };
             mx_buf_u32(&m, (uint32_t)l->rank);
@@ -511,6 +513,7 @@ int main(int argc, char **argv)
                 if ((re & (POLLERR | POLLHUP | POLLNVAL)) || (stdin_eof && stdin_q.len == stdin_q.off)) {
                     close(stdin_pipe);
                     stdin_pipe = -1;
+                    stdin_closed = 1;
                     mx_buf_free(&stdin_q);
                 }
                 break;

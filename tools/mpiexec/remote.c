@@ -93,7 +93,7 @@ static void host_lost(struct mx_proxy *p, const char *why)
                p->errlen ? p->errline : "");
         mx_stop_job(1, SIGTERM);
     } else if (running && !p->bye) {
-        mx_msg("host %s lost (%s)%s%s: rank%s %s lost; stopping the job", p->name, why, p->errlen ? ": " : "",
+        mx_msg("host %s lost (%s%s%s): rank%s %s lost; stopping the job", p->name, why, p->errlen ? ": " : "",
                p->errlen ? p->errline : "", p->nranks == 1 ? "" : "s", rl);
         mx_stop_job(1, SIGTERM);
     }
@@ -430,6 +430,7 @@ void mx_remote_signal(int sig)
  * more now (poll stdin again later) */
 int mx_remote_stdin_room(void)
 {
+    if (!go_sent) return 0;
     for (int h = 0; h < npx; h++)
         if (px[h].nranks && px[h].ranks[0] == 0) return mx_link_queued(&px[h].link) < MX_LINK_HIGH;
     return 1;
@@ -570,7 +571,9 @@ void mx_remote_event(int aux, short re, double now)
     switch (aux % 3) {
     case 0:
         if (p->link.eof) return;
-        if (mx_link_read(&p->link, now, on_frame, p) < 0 && !p->bye)
+        /* before READY, the agent's exit (reaped) says why, with its
+         * last words (ssh: "Could not resolve hostname") */
+        if (mx_link_read(&p->link, now, on_frame, p) < 0 && !p->bye && p->ready)
             host_lost(p, "its proxy's connection closed");
         break;
     case 1:
@@ -594,6 +597,8 @@ double mx_remote_timers(double now)
     double next = now + MX_PING_EVERY;
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
+        if (p->link.eof && !p->ready && !p->lost && !p->agent_done && now - p->link.last_rx > mx_opt.host_timeout)
+            kill(p->agent, SIGKILL);       /* its agent's exit reports it */
         if (p->lost || p->link.eof || p->bye) continue;
         if (now - p->link.last_rx > mx_opt.host_timeout + (go_sent ? 0 : 30.0)) {
             char why[96];
