@@ -5,7 +5,8 @@
 #     (an error unless --oversubscribe), an unknown host (named, reported
 #     before any rank starts);
 #   - a host that dies mid-run (every process of it killed): the job ends
-#     within seconds, naming the host and its ranks, non-zero status;
+#     within seconds, naming the host and its ranks, non-zero status; also
+#     a host in the middle of a tree of proxies (the hosts behind it named);
 #   - a host whose link is cut (silence, no FIN): the same after
 #     --host-timeout, and the cut-off proxy kills its own ranks;
 #   - mpiexec SIGKILLed: the proxies see their channel close and kill their
@@ -68,7 +69,8 @@ t0=$SECONDS
 mx -host h1,nosuchhost,h2 --tag-output hostname > "$D/out" 2> "$D/err"
 rc=$?
 [ $rc != 0 ] || fail "unknown host: exit 0"
-grep -q "cannot start the proxy on host nosuchhost" "$D/err" || { cat "$D/err"; fail "unknown host: not named"; }
+grep -q "cannot start the proxy on host nosuchhost: .*: ssh: Could not resolve hostname nosuchhost" "$D/err" ||
+    { cat "$D/err"; fail "unknown host: not named with ssh's reason"; }
 [ ! -s "$D/out" ] || fail "unknown host: ranks started anyway: $(cat "$D/out")"
 echo "ok: host list errors ($((SECONDS - t0)) s for the unknown host): $(grep nosuchhost "$D/err" | tail -1)"
 wait_clean 5 1 2 || fail "unknown host: left on h1/h2"
@@ -83,9 +85,23 @@ wait $mp
 rc=$?
 t=$(echo "$(date +%s.%N) - $t0" | bc)
 [ $rc != 0 ] || fail "host death: exit 0"
-grep -q "host h2 lost.*ranks 2-3 lost" "$D/err" || { cat "$D/err"; fail "host death: message"; }
+grep -q "host h2 lost.*ranks 2-3 \(lost\|had ended\)" "$D/err" || { cat "$D/err"; fail "host death: message"; }
 echo "ok: host h2 killed: mpiexec ended in $t s with status $rc: $(grep 'host h2 lost' "$D/err")"
 wait_clean 5 1 3 || fail "host death: left on h1/h3"
+netlab_exec 2 /usr/sbin/sshd -f "$D/sshd_config" -o "ListenAddress=$(netlab_addr 2)"
+
+# ---- a proxy in the middle of a tree dies (--fanout 1: h1 starts h2, h2 starts h4)
+netlab_bg 0 "$D/out" "$D/err" "$MPIEXEC" --launch-agent "$NETLAB_SSH" --fanout 1 -host h1:2,h2:2,h4:2 ./launch_fail hang
+mp=$NETLAB_BG
+wait_ranks 1 2 4 || { kill -KILL $mp; cat "$D/err"; fail "tree: the job did not start"; }
+netlab_kill_host 2
+wait $mp
+rc=$?
+[ $rc != 0 ] || fail "tree: exit 0"
+grep -q "host h2 lost.*ranks 2-3 \(lost\|had ended\)" "$D/err" || { cat "$D/err"; fail "tree: h2 not named"; }
+grep -q "host h4 lost (started by host h2, which was lost): ranks 4-5 lost" "$D/err" || { cat "$D/err"; fail "tree: h4 not named"; }
+wait_clean 5 1 4 || fail "tree: left on h1/h4"
+echo "ok: the middle of a tree killed: $(grep -c 'lost' "$D/err") hosts named"
 netlab_exec 2 /usr/sbin/sshd -f "$D/sshd_config" -o "ListenAddress=$(netlab_addr 2)"
 
 # ---- a link cut: silence

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "proxy_proto.h"
@@ -167,4 +169,88 @@ void mx_link_free(struct mx_link *l)
 {
     mx_buf_free(&l->in);
     mx_buf_free(&l->out);
+}
+
+char **mx_agent_argv(const char *agent, const char *host, const char *proxy, int fork_mode)
+{
+    size_t cap = 8, n = 0;
+    char **v = xrealloc(NULL, cap * sizeof *v);
+    int had_h = 0;
+    const char *s = fork_mode ? "" : agent;
+    for (;;) {
+        while (*s == ' ' || *s == '\t') s++;
+        if (!*s) break;
+        size_t l = strcspn(s, " \t");
+        char *w = xrealloc(NULL, l + strlen(host) * 4 + 1), *o = w;
+        for (size_t i = 0; i < l; i++) {
+            if (s[i] == '%' && i + 1 < l && s[i + 1] == 'h') {
+                o += sprintf(o, "%s", host);
+                i++;
+                had_h = 1;
+            } else {
+                *o++ = s[i];
+            }
+        }
+        *o = 0;
+        if (n + 4 > cap) {
+            cap *= 2;
+            v = xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = w;
+        s += l;
+    }
+    if (!had_h && !fork_mode) v[n++] = strdup(host);
+    v[n++] = strdup(proxy);
+    v[n] = NULL;
+    return v;
+}
+
+void mx_agent_argv_free(char **av)
+{
+    for (int i = 0; av && av[i]; i++) free(av[i]);
+    free(av);
+}
+
+pid_t mx_agent_start(char **av, int *rfd, int *wfd, int *errfd)
+{
+    int in[2], out[2], err[2];
+    if (pipe2(in, O_CLOEXEC) < 0) return -1;
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    if (pipe2(err, O_CLOEXEC) < 0) {
+        for (int k = 0; k < 2; k++) close(in[k]), close(out[k]);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        for (int k = 0; k < 2; k++) close(in[k]), close(out[k]), close(err[k]);
+        return -1;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);                     /* a terminal's ^C goes to mpiexec only */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        execvp(av[0], av);
+        fprintf(stderr, "cannot execute %s: %s\n", av[0], strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    *rfd = out[0];
+    *wfd = in[1];
+    *errfd = err[0];
+    for (int k = 0; k < 3; k++) {
+        int fd = k == 0 ? out[0] : k == 1 ? in[1] : err[0];
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    return pid;
 }

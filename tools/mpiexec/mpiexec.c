@@ -1,7 +1,12 @@
-/* mpiexec (and mpirun, a symlink): start an MPI job on this host.
+/* mpiexec (and mpirun, a symlink): start an MPI job on this host, or
+ * across hosts (-host, --hostfile: hosts.c places the ranks; remote.c starts
+ * one kumi_proxy per host over ssh and relays everything; proxy.c is the
+ * proxy).  Options: options.c; output forwarding: output.c.
  *
  *   mpiexec [options] prog [args]
  *
+ * What follows describes the job on this host (also what each proxy does
+ * for its own host's ranks).
  * Starts N ranks through the first usable rpim component (rpim/fork),
  * each the leader of its own process group, with the environment of
  * mpiexec plus the rpim contract variables (kumi/rpim.h).  One thread,

@@ -179,6 +179,7 @@ struct mx_opts {
     const char *launcher;              /* --launcher ssh|rsh|fork, or NULL */
     const char *agent;                 /* --launch-agent */
     double host_timeout;               /* --host-timeout */
+    int fanout;                        /* --fanout: proxies one proxy starts (0: 32) */
 };
 extern struct mx_opts mx_opt;
 void mx_parse_args(int argc, char **argv);

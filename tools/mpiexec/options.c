@@ -29,7 +29,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "Usage: mpiexec [options] program [arguments]\n"
-        "Start an MPI job of N processes on this host.\n\n"
+        "Start an MPI job of N processes on this host, or on the hosts named.\n\n"
         "  -n, -np, --np N      number of processes (default 1)\n"
         "  -x NAME[=VALUE]      export NAME (with VALUE, or its current value) to the\n"
         "                       processes; by default the whole environment is passed\n"
@@ -74,6 +74,8 @@ static void usage(FILE *f)
         "                       stands for the host instead); also KUMI_RPIM_SSH_AGENT\n"
         "                       or --param rpim_ssh_agent=CMD\n"
         "  --host-timeout S     a host silent for S seconds is lost (default 5)\n"
+        "  --fanout K           mpiexec starts at most K proxies, each proxy K more\n"
+        "                       (a tree when there are more hosts; default 32)\n"
         "  -wdir DIR            the processes start in DIR (default: this folder)\n"
         "  -h, --help           this help\n"
         "  --version            print the version\n\n"
@@ -243,6 +245,10 @@ void mx_parse_args(int argc, char **argv)
                    is_opt(a, "--launcher-exec")) {
             mx_opt.agent = optval(argc, argv, &i);
             if (!mx_opt.agent[0]) mx_die_usage("--launch-agent: empty command%s", "");
+        } else if (is_opt(a, "--fanout")) {
+            const char *s = optval(argc, argv, &i);
+            if (parse_int(s, 1, 100000, &v)) mx_die_usage("--fanout: invalid number of hosts '%s'", s);
+            mx_opt.fanout = (int)v;
         } else if (is_opt(a, "--host-timeout")) {
             const char *s = optval(argc, argv, &i);
             char *end;

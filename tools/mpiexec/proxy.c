@@ -57,6 +57,24 @@ static char **r_argv, **r_env;
 static int stdin_here, stdin_pipe = -1, stdin_eof, stdin_closed;
 static struct mx_buf stdin_q;
 static char hostname[256];
+static char *agent, *proxy_exe;
+static int fork_mode;
+
+/* Proxies this one started (a tree of proxies, see proxy_proto.h) */
+struct px_child {
+    int idx;                        /* its host index */
+    char *name;
+    pid_t agent;
+    int agent_done;
+    struct mx_link link;
+    int errfd;
+    char errline[512], lastline[512];
+    size_t errlen;
+    int *desc, ndesc;               /* hosts reached through it (itself first) */
+    int bye, gone;
+};
+static struct px_child *kids;
+static int nkids;
 
 void mx_msg(const char *fmt, ...)
 {
@@ -150,6 +168,8 @@ static void __attribute__((noreturn)) abandon(const char *why)
 {
     if (why) mx_msg("%s; killing this host's ranks", why);
     kill_ranks(SIGKILL);
+    for (int i = 0; i < nkids; i++)          /* their proxies see their stdin close */
+        if (kids[i].agent > 0 && !kids[i].agent_done) kill(kids[i].agent, SIGTERM);
     for (int i = 0; i < nloc; i++)
         if (loc[i].pid > 0 && !loc[i].exited) waitpid(loc[i].pid, NULL, 0);
     if (job.jobid) kumi_launch_shm_cleanup(job.jobid);
@@ -243,6 +263,113 @@ static void spawn_all(void)
     started = 1;
 }
 
+static void frame_to(struct mx_link *l, int type, const void *p, size_t n)
+{
+    if (l->broken || l->eof) return;
+    mx_frame_begin(&l->out, type, n);
+    mx_buf_put(&l->out, p, n);
+    mx_link_flush(l);
+}
+
+/* A child's proxy is gone: so are the hosts behind it (told upstream). */
+static void kid_gone(struct px_child *k, const char *why)
+{
+    if (k->gone) return;
+    k->gone = 1;
+    k->link.eof = 1;
+    if (k->agent > 0 && !k->agent_done) kill(k->agent, SIGKILL);
+    if (k->bye) return;
+    for (int i = 0; i < k->ndesc; i++) {
+        char w[800];
+        const char *said = k->errlen ? k->errline : k->lastline;
+        if (i == 0) snprintf(w, sizeof w, "%s%s%s", why, *said ? ": " : "", said);
+        else snprintf(w, sizeof w, "started by host %s, which was lost", k->name);
+        struct mx_buf in = { 0 }, m = { 0 };
+        mx_buf_str(&in, w, strlen(w));
+        mx_buf_u32(&m, (uint32_t)k->desc[i]);
+        mx_frame_begin(&m, MX_P_LOST, in.len);
+        mx_buf_put(&m, in.data, in.len);
+        send_frame(MX_P_FROM, &m);
+        mx_buf_free(&in);
+        mx_buf_free(&m);
+    }
+}
+
+/* What a child sends goes upstream, wrapped once with its host. */
+static int on_kid_frame(void *arg, int type, const unsigned char *p, size_t n)
+{
+    struct px_child *k = arg;
+    if (type == MX_P_FROM) {
+        frame_to(&up, type, p, n);
+        return 0;
+    }
+    if (type == MX_P_BYE) k->bye = 1;
+    struct mx_buf m = { 0 };
+    mx_buf_u32(&m, (uint32_t)k->idx);
+    mx_frame_begin(&m, type, n);
+    mx_buf_put(&m, p, n);
+    send_frame(MX_P_FROM, &m);
+    mx_buf_free(&m);
+    return 0;
+}
+
+static void kid_stderr(struct px_child *k)
+{
+    char b[4096];
+    ssize_t n = read(k->errfd, b, sizeof b);
+    if (n <= 0) {
+        if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+            close(k->errfd);
+            k->errfd = -1;
+        }
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (b[i] == '\n') {
+            k->errline[k->errlen] = 0;
+            if (k->errlen) {
+                mx_msg("host %s: %s", k->name, k->errline);
+                memcpy(k->lastline, k->errline, k->errlen + 1);
+            }
+            k->errlen = 0;
+            continue;
+        }
+        if (b[i] == '\r') continue;
+        if (k->errlen < sizeof k->errline - 1) k->errline[k->errlen++] = b[i];
+        k->errline[k->errlen] = 0;
+    }
+}
+
+static int on_spawn(struct mx_rd *rd)
+{
+    uint32_t idx = mx_rd_u32(rd);
+    char *name = mx_rd_strdup(rd);
+    uint32_t nd = mx_rd_u32(rd);
+    if (rd->bad || !name || nd < 1 || nd > rd->n || !agent) return -1;
+    kids = realloc(kids, (size_t)(nkids + 1) * sizeof *kids);
+    if (!kids) abandon("out of memory");
+    struct px_child *k = &kids[nkids++];
+    memset(k, 0, sizeof *k);
+    k->idx = (int)idx;
+    k->name = name;
+    k->desc = mx_xcalloc(nd, sizeof(int));
+    k->ndesc = (int)nd;
+    for (uint32_t i = 0; i < nd; i++) k->desc[i] = (int)mx_rd_u32(rd);
+    if (rd->bad) return -1;
+    k->link.last_rx = mx_now();
+    char **av = mx_agent_argv(agent, name, proxy_exe, fork_mode);
+    k->agent = mx_agent_start(av, &k->link.rfd, &k->link.wfd, &k->errfd);
+    mx_agent_argv_free(av);
+    if (k->agent < 0) {
+        k->link.rfd = k->link.wfd = k->errfd = -1;
+        char w[300];
+        snprintf(w, sizeof w, "cannot start its launch agent on %s: %s", hostname, strerror(errno));
+        k->agent = 0;
+        kid_gone(k, w);
+    }
+    return 0;
+}
+
 static int on_start(struct mx_rd *rd)
 {
     hostidx = (int)mx_rd_u32(rd);
@@ -265,6 +392,9 @@ static int on_start(struct mx_rd *rd)
     if (rd->bad || envc > rd->n) return -1;
     r_env = mx_xcalloc(envc + 1, sizeof *r_env);
     for (uint32_t i = 0; i < envc && !rd->bad; i++) r_env[i] = mx_rd_strdup(rd);
+    agent = mx_rd_strdup(rd);
+    proxy_exe = mx_rd_strdup(rd);
+    fork_mode = (int)mx_rd_u32(rd);
     if (rd->bad) return -1;
     memcpy(job.secret, secret, KUMI_LAUNCH_SECRET_LEN + 1);
     memset(secret, 0, KUMI_LAUNCH_SECRET_LEN);
@@ -311,8 +441,29 @@ static int on_frame(void *arg, int type, const unsigned char *p, size_t n)
 {
     (void)arg;
     struct mx_rd rd = { p, n, 0, 0 };
+    if (type == MX_P_ROUTE) {               /* for this host or one below */
+        uint32_t dest = mx_rd_u32(&rd);
+        if (rd.bad || n - rd.pos < KUMI_LAUNCH_HDR_LEN) return -1;
+        const unsigned char *f = p + rd.pos;
+        uint32_t fl = kumi_launch_get_u32(f);
+        if (fl < 1 || fl != n - rd.pos - 4) return -1;
+        if ((int)dest == hostidx && loc) return on_frame(arg, f[4], f + KUMI_LAUNCH_HDR_LEN, fl - 1);
+        for (int i = 0; i < nkids; i++)
+            for (int j = 0; j < kids[i].ndesc; j++)
+                if (kids[i].desc[j] == (int)dest) {
+                    if (dest == (uint32_t)kids[i].idx) frame_to(&kids[i].link, f[4], f + KUMI_LAUNCH_HDR_LEN, fl - 1);
+                    else frame_to(&kids[i].link, type, p, n);
+                    return 0;
+                }
+        return 0;                           /* a host already gone */
+    }
+    if (type == MX_P_GO || type == MX_P_SIGNAL || type == MX_P_PING || type == MX_P_END ||
+        type == KUMI_LAUNCH_MSG_FENCE_DONE)
+        for (int i = 0; i < nkids; i++) frame_to(&kids[i].link, type, p, n);   /* passed down */
     if (!loc && type != MX_P_START && type != MX_P_PING) return -1;
     switch (type) {
+    case MX_P_SPAWN:
+        return on_spawn(&rd);
     case MX_P_START:
         if (loc) return -1;
         return on_start(&rd);
@@ -355,6 +506,19 @@ static void reap(void)
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p < 0 && errno == EINTR) continue;
         if (p <= 0) return;
+        for (int i = 0; i < nkids; i++)
+            if (kids[i].agent == p) {
+                kids[i].agent_done = 1;
+                if (!kids[i].link.eof) mx_link_read(&kids[i].link, mx_now(), on_kid_frame, &kids[i]);
+                if (kids[i].errfd >= 0) {
+                    fcntl(kids[i].errfd, F_SETFL, O_NONBLOCK);
+                    kid_stderr(&kids[i]);
+                }
+                char w[96];
+                if (WIFEXITED(st)) snprintf(w, sizeof w, "its launch agent exited with status %d", WEXITSTATUS(st));
+                else snprintf(w, sizeof w, "its launch agent was killed by signal %d", WTERMSIG(st));
+                kid_gone(&kids[i], w);
+            }
         for (int i = 0; i < nloc; i++) {
             struct px_rank *l = &loc[i];
             if (l->pid != p || l->exited) continue;
@@ -430,7 +594,9 @@ int main(int argc, char **argv)
                 end_at = now;
                 if (alive) kill_ranks(SIGKILL);
             }
-            if ((!open && !alive) || now - end_at > PX_END_GRACE) {
+            int kidsup = 0;
+            for (int i = 0; i < nkids; i++) kidsup += !kids[i].gone && !kids[i].link.eof;
+            if ((!open && !alive && !kidsup) || now - end_at > PX_END_GRACE + (nkids ? 2.0 : 0.0)) {
                 send_frame(MX_P_BYE, NULL);
                 double dl = now + 2.0;
                 while (mx_link_queued(&up) && !up.broken && mx_now() < dl) {
@@ -443,8 +609,9 @@ int main(int argc, char **argv)
                 return 0;
             }
             if (end_at + PX_END_GRACE < next) next = end_at + PX_END_GRACE;
+            if (nkids && end_at + PX_END_GRACE + 2.0 < next) next = end_at + PX_END_GRACE + 2.0;
         }
-        size_t need = 8 + 2 * (size_t)nloc;
+        size_t need = 8 + 2 * (size_t)nloc + 3 * (size_t)nkids;
         for (struct mx_conn *c = job.conns; c; c = c->next) need++;
         if (need > cap) {
             cap = 2 * need;
@@ -464,6 +631,12 @@ int main(int argc, char **argv)
             for (int i = 0; i < nloc; i++)
                 for (int w = 0; w < 2; w++)
                     if (loc[i].out[w] >= 0) ADD(loc[i].out[w], POLLIN, 2 * i + w);
+        for (int i = 0; i < nkids; i++) {
+            struct px_child *k = &kids[i];
+            if (!k->link.eof && mx_link_queued(&up) < MX_LINK_HIGH) ADD(k->link.rfd, POLLIN, -1000 - 3 * i);
+            if (!k->link.eof && !k->link.broken && mx_link_queued(&k->link)) ADD(k->link.wfd, POLLOUT, -1001 - 3 * i);
+            if (k->errfd >= 0) ADD(k->errfd, POLLIN, -1002 - 3 * i);
+        }
         for (struct mx_conn *c = job.conns; c; c = c->next)
             if (!c->dead) {
                 cp[np] = c;
@@ -480,6 +653,21 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < np; i++) {
             short re = pfd[i].revents;
             if (!re) continue;
+            if (tag[i] <= -1000) {           /* a child proxy */
+                struct px_child *k = &kids[(-1000 - tag[i]) / 3];
+                switch ((-1000 - tag[i]) % 3) {
+                case 0:
+                    if (mx_link_read(&k->link, now, on_kid_frame, k) < 0 && !k->bye && !k->gone)
+                        kid_gone(k, "its proxy's connection closed");
+                    break;
+                case 1:
+                    if (mx_link_flush(&k->link) < 0 && !k->bye) kid_gone(k, "cannot write to its proxy");
+                    break;
+                default:
+                    kid_stderr(k);
+                }
+                continue;
+            }
             switch (tag[i]) {
             case -100:                         /* freed only by housekeeping: still valid */
                 mx_ctl_event(&job, cp[i], re);

@@ -13,12 +13,20 @@
  *     START    0x41  u32 hostidx, u32 nhosts, u32 nlocal, nlocal x u32 rank,
  *                    str secret, str jobid, str size, str wdir, u32 flags
  *                    (1: rank 0 is here and reads stdin),
- *                    u32 argc, argc x str, u32 envc, envc x str
+ *                    u32 argc, argc x str, u32 envc, envc x str,
+ *                    str agent, str proxy path, u32 fork (for SPAWN)
  *     GO       0x42  (empty) every host is ready: start the ranks
  *     SIGNAL   0x43  u32 signal, to every rank's process group
  *     STDIN    0x44  bytes for rank 0 (empty: end of input)
  *     PING     0x45  (empty) sent every second
  *     END      0x46  (empty) the job is over: kill what runs, flush, BYE
+ *     SPAWN    0x47  u32 host, str name, u32 n, n x u32 host: start the
+ *                    proxy of that host (a tree of proxies when there are
+ *                    more hosts than --fanout), and forward to it what goes
+ *                    to any of the n hosts (itself and those it starts)
+ *     ROUTE    0x48  u32 host, frame: for that host (forwarded down)
+ *   GO, SIGNAL, PING, END and FENCE_DONE go to the hosts mpiexec started;
+ *   each proxy passes them to the proxies it started.
  *     FENCE_DONE 0x83 (KUMI_LAUNCH_MSG_FENCE_DONE, forwarded as is to the
  *                    host's ranks)
  *   proxy -> mpiexec
@@ -36,6 +44,9 @@
  *     PING     0x57  (empty) sent every second
  *     ERROR    0x58  str message (the proxy cannot go on)
  *     BYE      0x59  (empty) after END: nothing more will come
+ *     FROM     0x5a  u32 host, frame: a frame of a host further down
+ *                    (a proxy wraps what its children send, once)
+ *     LOST     0x5b  str why (inside FROM): that host's proxy is gone
  * A side that hears nothing from the other for the host timeout (mpiexec
  * --host-timeout, 5 s by default; the proxy: twice that) takes the other as
  * gone: mpiexec stops the job naming the host and its ranks, the proxy kills
@@ -45,6 +56,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <kumi/launch_proto.h>
 
 #define MX_P_START    0x41
@@ -53,6 +65,8 @@
 #define MX_P_STDIN    0x44
 #define MX_P_PING     0x45
 #define MX_P_END      0x46
+#define MX_P_SPAWN    0x47
+#define MX_P_ROUTE    0x48
 #define MX_P_READY    0x51
 #define MX_P_STARTED  0x52
 #define MX_P_OUT      0x53
@@ -62,6 +76,8 @@
 #define MX_P_PONG     0x57
 #define MX_P_ERROR    0x58
 #define MX_P_BYE      0x59
+#define MX_P_FROM     0x5a
+#define MX_P_LOST     0x5b
 
 #define MX_LINK_MAX_FRAME  KUMI_LAUNCH_MAX_REPLY
 #define MX_LINK_HIGH       (1024 * 1024)    /* stop feeding a link that holds this much */
@@ -107,5 +123,11 @@ int mx_link_read(struct mx_link *l, double now, int (*fn)(void *arg, int type, c
                  void *arg);
 size_t mx_link_queued(const struct mx_link *l);
 void mx_link_free(struct mx_link *l);
+
+/* Launch agents: argv of "AGENT HOST PROXY" (%h in AGENT is the host; fork_mode: just PROXY) */
+char **mx_agent_argv(const char *agent, const char *host, const char *proxy, int fork_mode);
+void mx_agent_argv_free(char **av);
+/* start it with pipes for its stdin (*wfd), stdout (*rfd) and stderr; pid or -1 */
+pid_t mx_agent_start(char **av, int *rfd, int *wfd, int *errfd);
 
 #endif

@@ -14,8 +14,15 @@
  *
  * A host whose link ends (EOF, agent exited) or stays silent for
  * --host-timeout seconds is lost: mpiexec names it and its ranks and stops
- * the job.  At the end mpiexec sends END and waits for each proxy's BYE
- * (its ranks' last output). */
+ * the job (the hosts its proxy started with it).  At the end mpiexec sends
+ * END and waits for each proxy's BYE (its ranks' last output).
+ *
+ * Many hosts: mpiexec starts at most --fanout (32) proxies itself; host j
+ * of the others is started by the proxy of host j/fanout - 1 (SPAWN), so
+ * start-up takes log(hosts) rounds.  Frames for such a host travel as
+ * ROUTE down the tree, its frames come back wrapped in FROM; what goes to
+ * every host (GO, SIGNAL, PING, END, the fence's table) is sent to the top
+ * proxies only and passed down by each. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -43,11 +50,13 @@ struct mx_proxy {
     int agent_status;
     struct mx_link link;
     int errfd;                   /* the agent's stderr */
-    char errline[512];           /* its last line */
+    char errline[512];           /* the line it is writing */
+    char lastline[512];          /* its last complete line */
     size_t errlen;
     int ready, bye, lost, ended;
     int *ranks, nranks;
     double last_ping;
+    int parent;                  /* host whose proxy started this one (tree), or -1 */
 };
 
 static struct mx_proxy *px;
@@ -73,11 +82,31 @@ static void rank_list(const struct mx_proxy *p, char *out, size_t len)
     }
 }
 
+/* A frame for host p: on its own link, or (started by another proxy) as
+ * ROUTE(p) on the link of the top of its tree, forwarded down by proxies. */
+static void send_to(struct mx_proxy *p, int type, const void *pl, size_t n)
+{
+    if (p->lost) return;
+    if (p->parent < 0) {
+        if (p->link.broken) return;
+        mx_frame_begin(&p->link.out, type, n);
+        mx_buf_put(&p->link.out, pl, n);
+        mx_link_flush(&p->link);
+        return;
+    }
+    struct mx_proxy *top = p;
+    while (top->parent >= 0) top = &px[top->parent];
+    if (top->lost || top->link.broken) return;
+    mx_frame_begin(&top->link.out, MX_P_ROUTE, 4 + KUMI_LAUNCH_HDR_LEN + n);
+    mx_buf_u32(&top->link.out, (uint32_t)(p - px));
+    mx_frame_begin(&top->link.out, type, n);
+    mx_buf_put(&top->link.out, pl, n);
+    mx_link_flush(&top->link);
+}
+
 static void send_empty(struct mx_proxy *p, int type)
 {
-    if (p->lost || p->link.broken) return;
-    mx_frame_begin(&p->link.out, type, 0);
-    mx_link_flush(&p->link);
+    send_to(p, type, NULL, 0);
 }
 
 static void host_lost(struct mx_proxy *p, const char *why)
@@ -88,13 +117,14 @@ static void host_lost(struct mx_proxy *p, const char *why)
     rank_list(p, rl, sizeof rl);
     int running = 0;
     for (int i = 0; i < p->nranks; i++) running += J->ranks[p->ranks[i]].state == MX_RANK_RUNNING;
+    (void)running;
+    const char *said = p->errlen ? p->errline : p->lastline;   /* the agent's last words */
     if (!go_sent) {
-        mx_msg("cannot start the proxy on host %s: %s%s%s", p->name, why, p->errlen ? ": " : "",
-               p->errlen ? p->errline : "");
+        mx_msg("cannot start the proxy on host %s: %s%s%s", p->name, why, *said ? ": " : "", said);
         mx_stop_job(1, SIGTERM);
-    } else if (running && !p->bye) {
-        mx_msg("host %s lost (%s%s%s): rank%s %s lost; stopping the job", p->name, why, p->errlen ? ": " : "",
-               p->errlen ? p->errline : "", p->nranks == 1 ? "" : "s", rl);
+    } else if (!p->bye && !p->ended) {
+        mx_msg("host %s lost (%s%s%s): rank%s %s %s; stopping the job", p->name, why, *said ? ": " : "", said,
+               p->nranks == 1 ? "" : "s", rl, running ? "lost" : "had ended");
         mx_stop_job(1, SIGTERM);
     }
     for (int i = 0; i < p->nranks; i++) {
@@ -107,6 +137,13 @@ static void host_lost(struct mx_proxy *p, const char *why)
     }
     if (p->agent > 0 && !p->agent_done) kill(p->agent, SIGKILL);
     p->link.eof = 1;
+    /* the hosts it started are cut off with it */
+    for (int h = 0; h < npx; h++)
+        if (px[h].parent == p - px && !px[h].lost && !px[h].bye) {
+            char w[300];
+            snprintf(w, sizeof w, "started by host %s, which was lost", p->name);
+            host_lost(&px[h], w);
+        }
     mx_ctl_check_fence(J);
 }
 
@@ -115,7 +152,7 @@ static void fence_done(struct mx_job *job, const struct mx_buf *tab)
 {
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
-        if (p->lost || p->link.broken) continue;
+        if (p->lost || p->link.broken || p->parent >= 0) continue;   /* proxies pass it down */
         mx_frame_begin(&p->link.out, KUMI_LAUNCH_MSG_FENCE_DONE, tab->len);
         mx_buf_put(&p->link.out, tab->data, tab->len);
         mx_link_flush(&p->link);
@@ -212,84 +249,40 @@ static int on_frame(void *arg, int type, const unsigned char *pl, size_t n)
     }
     case MX_P_BYE:
         p->bye = 1;
+        if (p->parent >= 0) p->link.eof = 1;
         return 0;
+    case MX_P_FROM: {                  /* from a host further down p's tree */
+        uint32_t src = mx_rd_u32(&rd);
+        if (rd.bad || src >= (uint32_t)npx || n - rd.pos < KUMI_LAUNCH_HDR_LEN) return -1;
+        struct mx_proxy *q = &px[src];
+        const unsigned char *f = pl + rd.pos;
+        uint32_t fl = kumi_launch_get_u32(f);
+        if (fl < 1 || fl != n - rd.pos - 4 || q->parent < 0) return -1;
+        if (q->lost) return 0;
+        q->link.last_rx = p->link.last_rx;
+        if (f[4] == MX_P_LOST) {
+            struct mx_rd r2 = { f + KUMI_LAUNCH_HDR_LEN, fl - 1, 0, 0 };
+            char *why = mx_rd_strdup(&r2);
+            if (!why) return -1;
+            host_lost(q, why);
+            free(why);
+            return 0;
+        }
+        return on_frame(q, f[4], f + KUMI_LAUNCH_HDR_LEN, fl - 1);
+    }
     default:
         return -1;
     }
 }
 
-/* Words of the agent command with %h replaced (or the host appended),
- * then the proxy's path. */
-static char **agent_argv(const char *agent, const char *host, const char *proxy)
-{
-    size_t cap = 8, n = 0;
-    char **v = mx_xcalloc(cap, sizeof *v);
-    int had_h = 0;
-    const char *s = agent;
-    for (;;) {
-        while (*s == ' ' || *s == '\t') s++;
-        if (!*s) break;
-        size_t l = strcspn(s, " \t");
-        char *w = mx_xcalloc(1, l + strlen(host) * 4 + 1), *o = w;
-        for (size_t i = 0; i < l; i++) {
-            if (s[i] == '%' && i + 1 < l && s[i + 1] == 'h') {
-                o += sprintf(o, "%s", host);
-                i++;
-                had_h = 1;
-            } else {
-                *o++ = s[i];
-            }
-        }
-        if (n + 4 > cap) {
-            cap *= 2;
-            v = realloc(v, cap * sizeof *v);
-            if (!v) exit(1);
-        }
-        v[n++] = w;
-        s += l;
-    }
-    if (!had_h) v[n++] = mx_xstrdup(host);
-    v[n++] = mx_xstrdup(proxy);
-    v[n] = NULL;
-    return v;
-}
-
 static void start_agent(struct mx_proxy *p, char **av)
 {
-    int in[2], out[2], err[2];
-    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-        mx_msg("cannot start the proxy of host %s: pipe: %s", p->name, strerror(errno));
-        exit(1);
-    }
-    pid_t pid = fork();
+    pid_t pid = mx_agent_start(av, &p->link.rfd, &p->link.wfd, &p->errfd);
     if (pid < 0) {
-        mx_msg("cannot start the proxy of host %s: fork: %s", p->name, strerror(errno));
+        mx_msg("cannot start the proxy of host %s: %s", p->name, strerror(errno));
         exit(1);
     }
-    if (pid == 0) {
-        setpgid(0, 0);                     /* the terminal's ^C goes to mpiexec only */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        dup2(err[1], 2);
-        execvp(av[0], av);
-        fprintf(stderr, "cannot execute %s: %s\n", av[0], strerror(errno));
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    close(err[1]);
     p->agent = pid;
-    p->link.rfd = out[0];
-    p->link.wfd = in[1];
-    p->errfd = err[0];
-    for (int k = 0; k < 3; k++) {
-        int fd = k == 0 ? out[0] : k == 1 ? in[1] : err[0];
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    }
 }
 
 /* kumi_proxy next to this mpiexec (also in the build tree, where mpiexec
@@ -364,32 +357,58 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
     while (argv[argc]) argc++;
     while (env[envc] && envc < rank_slot) envc++;
     double now = mx_now();
+    /* the tree: hosts with ranks in order; the first `fanout` are started
+     * by mpiexec, host j (j >= fanout) by host j/fanout - 1 (fanout
+     * children each): start-up in log(hosts) steps */
+    int fanout = mx_opt.fanout > 0 ? mx_opt.fanout : 32;
+    int *act = mx_xcalloc((size_t)npx, sizeof *act), nact = 0;
     for (int h = 0; h < npx; h++) {
-        struct mx_proxy *p = &px[h];
-        if (p->nranks == 0) {          /* no rank there: not started */
-            p->ready = p->bye = p->agent_done = 1;
-            p->link.eof = 1;
+        px[h].parent = -1;
+        if (px[h].nranks == 0) {       /* no rank there: not started */
+            px[h].ready = px[h].bye = px[h].agent_done = 1;
+            px[h].link.eof = 1;
             nready++;
             continue;
         }
-        char **av;
-        if (fork_mode) {
-            av = mx_xcalloc(2, sizeof *av);
-            av[0] = (char *)proxy;
-        } else {
-            av = agent_argv(agent, p->name, proxy);
-        }
-        if (job->verbose > 1) {
-            char b[1024] = "";
-            for (int i = 0; av[i]; i++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", i ? " " : "", av[i]);
-            mx_msg("host %s: starting %s", p->name, b);
-        }
-        start_agent(p, av);
-        if (!fork_mode)
-            for (int i = 0; av[i]; i++) free(av[i]);
-        free(av);
+        if (nact >= fanout) px[h].parent = act[nact / fanout - 1];
+        act[nact++] = h;
+    }
+    for (int j = 0; j < nact; j++) {
+        int h = act[j];
+        struct mx_proxy *p = &px[h];
         p->link.last_rx = now;
         p->last_ping = now;
+        if (p->parent < 0) {
+            char **av = mx_agent_argv(agent, p->name, proxy, fork_mode);
+            if (job->verbose > 1) {
+                char b[1024] = "";
+                for (int i = 0; av[i]; i++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", i ? " " : "", av[i]);
+                mx_msg("host %s: starting %s", p->name, b);
+            }
+            start_agent(p, av);
+            mx_agent_argv_free(av);
+        } else {
+            /* its parent starts it; the parent forwards what goes to any
+             * host below that child */
+            struct mx_buf s = { 0 };
+            mx_buf_u32(&s, (uint32_t)h);
+            mx_buf_str(&s, p->name, strlen(p->name));
+            int nd = 0;
+            for (int k = j; k < nact; k++) {
+                int a = act[k];
+                while (a >= 0 && a != h) a = px[a].parent;
+                nd += a == h;
+            }
+            mx_buf_u32(&s, (uint32_t)nd);
+            for (int k = j; k < nact; k++) {
+                int a = act[k];
+                while (a >= 0 && a != h) a = px[a].parent;
+                if (a == h) mx_buf_u32(&s, (uint32_t)act[k]);
+            }
+            if (job->verbose > 1) mx_msg("host %s: started by the proxy of host %s", p->name, px[p->parent].name);
+            send_to(&px[p->parent], MX_P_SPAWN, s.data, s.len);
+            mx_buf_free(&s);
+        }
         struct mx_buf m = { 0 };
         mx_buf_u32(&m, (uint32_t)h);
         mx_buf_u32(&m, (uint32_t)npx);
@@ -404,25 +423,27 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
         for (int i = 0; i < argc; i++) mx_buf_str(&m, argv[i], strlen(argv[i]));
         mx_buf_u32(&m, (uint32_t)envc);
         for (int i = 0; i < envc; i++) mx_buf_str(&m, env[i], strlen(env[i]));
-        mx_frame_begin(&p->link.out, MX_P_START, m.len);
-        mx_buf_put(&p->link.out, m.data, m.len);
+        mx_buf_str(&m, agent, strlen(agent));
+        mx_buf_str(&m, proxy, strlen(proxy));
+        mx_buf_u32(&m, (uint32_t)fork_mode);
+        send_to(p, MX_P_START, m.data, m.len);
         mx_buf_free(&m);
-        mx_link_flush(&p->link);
     }
+    free(act);
 }
 
 void mx_remote_signal(int sig)
 {
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
-        if (p->lost || p->link.broken || p->link.eof) continue;
+        if (p->lost || p->link.broken || p->link.eof || p->parent >= 0) continue;   /* passed down */
         if (!go_sent) {
             if (p->agent > 0 && !p->agent_done) kill(p->agent, sig == SIGKILL ? SIGKILL : SIGTERM);
             continue;
         }
-        mx_frame_begin(&p->link.out, MX_P_SIGNAL, 4);
-        mx_buf_u32(&p->link.out, (uint32_t)sig);
-        mx_link_flush(&p->link);
+        unsigned char b[4];
+        kumi_launch_put_u32(b, (uint32_t)sig);
+        send_to(p, MX_P_SIGNAL, b, 4);
     }
 }
 
@@ -432,7 +453,11 @@ int mx_remote_stdin_room(void)
 {
     if (!go_sent) return 0;
     for (int h = 0; h < npx; h++)
-        if (px[h].nranks && px[h].ranks[0] == 0) return mx_link_queued(&px[h].link) < MX_LINK_HIGH;
+        if (px[h].nranks && px[h].ranks[0] == 0) {
+            struct mx_proxy *top = &px[h];
+            while (top->parent >= 0) top = &px[top->parent];
+            return mx_link_queued(&top->link) < MX_LINK_HIGH;
+        }
     return 1;
 }
 
@@ -440,10 +465,8 @@ void mx_remote_stdin(const char *b, size_t n)
 {
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
-        if (!p->nranks || p->ranks[0] != 0 || p->lost || p->link.broken) continue;
-        mx_frame_begin(&p->link.out, MX_P_STDIN, n);
-        mx_buf_put(&p->link.out, b, n);
-        mx_link_flush(&p->link);
+        if (!p->nranks || p->ranks[0] != 0 || p->lost) continue;
+        send_to(p, MX_P_STDIN, b, n);
     }
 }
 
@@ -453,7 +476,7 @@ void mx_remote_end(void)
     for (int h = 0; h < npx; h++)
         if (!px[h].ended) {
             px[h].ended = 1;
-            send_empty(&px[h], MX_P_END);
+            if (px[h].parent < 0) send_empty(&px[h], MX_P_END);   /* passed down */
         }
 }
 
@@ -476,6 +499,8 @@ void mx_remote_kill(void)
     }
 }
 
+static ssize_t agent_stderr(struct mx_proxy *p);
+
 int mx_remote_reaped(pid_t pid, int status)
 {
     for (int h = 0; h < npx; h++) {
@@ -489,23 +514,8 @@ int mx_remote_reaped(pid_t pid, int status)
             char why[128];
             if (WIFEXITED(status)) snprintf(why, sizeof why, "its launch agent exited with status %d", WEXITSTATUS(status));
             else snprintf(why, sizeof why, "its launch agent was killed by signal %d", WTERMSIG(status));
-            /* read the agent's last words (ssh: why it failed) */
-            if (p->errfd >= 0) {
-                char b[4096];
-                ssize_t n;
-                while ((n = read(p->errfd, b, sizeof b)) > 0) {
-                    for (ssize_t i = 0; i < n; i++) {
-                        if (b[i] == '\n') {
-                            if (p->errlen) p->errline[p->errlen] = 0;
-                            continue;
-                        }
-                        if (b[i] == '\r') continue;
-                        if (i == 0 || b[i - 1] == '\n') p->errlen = 0;
-                        if (p->errlen < sizeof p->errline - 1) p->errline[p->errlen++] = b[i];
-                        p->errline[p->errlen] = 0;
-                    }
-                }
-            }
+            /* the agent's last words (ssh: why it failed) */
+            while (p->errfd >= 0 && agent_stderr(p) > 0) {}
             host_lost(p, why);
         }
         return 1;
@@ -515,7 +525,7 @@ int mx_remote_reaped(pid_t pid, int status)
 
 /* Lines the agent writes to stderr (ssh's complaints, the proxy's own
  * messages) are shown with the host's name; the last is kept for a report. */
-static void agent_stderr(struct mx_proxy *p)
+static ssize_t agent_stderr(struct mx_proxy *p)
 {
     char b[4096];
     ssize_t n = read(p->errfd, b, sizeof b);
@@ -524,12 +534,15 @@ static void agent_stderr(struct mx_proxy *p)
             close(p->errfd);
             p->errfd = -1;
         }
-        return;
+        return n;
     }
     for (ssize_t i = 0; i < n; i++) {
         if (b[i] == '\n') {
             p->errline[p->errlen] = 0;
-            if (p->errlen) mx_msg("host %s: %s", p->name, p->errline);
+            if (p->errlen) {
+                mx_msg("host %s: %s", p->name, p->errline);
+                memcpy(p->lastline, p->errline, p->errlen + 1);
+            }
             p->errlen = 0;
             continue;
         }
@@ -537,6 +550,7 @@ static void agent_stderr(struct mx_proxy *p)
         if (p->errlen < sizeof p->errline - 1) p->errline[p->errlen++] = b[i];
         p->errline[p->errlen] = 0;
     }
+    return n;
 }
 
 size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room)
@@ -544,6 +558,7 @@ size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room)
     size_t n = 0;
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
+        if (p->parent >= 0) continue;  /* reached through its tree */
         if (!p->link.eof && room) {
             pfd[n] = (struct pollfd){ .fd = p->link.rfd, .events = POLLIN };
             aux[n++] = 3 * h;
@@ -592,7 +607,8 @@ double mx_remote_timers(double now)
 {
     if (!go_sent && nready == npx && !mx_stopping()) {
         go_sent = 1;
-        for (int h = 0; h < npx; h++) send_empty(&px[h], MX_P_GO);
+        for (int h = 0; h < npx; h++)
+            if (px[h].parent < 0) send_empty(&px[h], MX_P_GO);     /* passed down */
     }
     double next = now + MX_PING_EVERY;
     for (int h = 0; h < npx; h++) {
@@ -606,7 +622,7 @@ double mx_remote_timers(double now)
             host_lost(p, why);
             continue;
         }
-        if (now - p->last_ping >= MX_PING_EVERY) {
+        if (now - p->last_ping >= MX_PING_EVERY && p->parent < 0) {
             p->last_ping = now;
             send_empty(p, MX_P_PING);
         }
