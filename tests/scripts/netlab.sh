@@ -29,19 +29,26 @@
 # and sshds included; the namespaces vanish with their last process.
 
 NETLAB_DIR=
-NETLAB_HOLD=()        # holder pid per host, index 0 = head, and [s] = switch
+NETLAB_HOLD=()        # holder pid per host, index 0 = head
+NETLAB_NS=()          # their network namespaces ("net:[inode]"), the switch's last
 NETLAB_SW=
 NETLAB_N=0
 NETLAB_SSH=
 
 netlab_skip() { echo "SKIP: $*"; exit 77; }
 
+# pids of every process in network namespace $1 ("net:[inode]")
+netlab_pids_ns() {
+    local ns=$1
+    find /proc/[0-9]*/ns/net -maxdepth 0 -printf '%p %l\n' 2> /dev/null |
+        awk -v ns="$ns" '$2 == ns { split($1, a, "/"); print a[3] }'
+}
+
 # pids of every process in the network namespace of holder pid $1
 netlab_pids_in() {
     local ns
     ns=$(readlink "/proc/$1/ns/net" 2>/dev/null) || return 0
-    find /proc/[0-9]*/ns/net -maxdepth 0 -printf '%p %l\n' 2> /dev/null |
-        awk -v ns="$ns" '$2 == ns { split($1, a, "/"); print a[3] }'
+    netlab_pids_ns "$ns"
 }
 
 # "pid name" of every process of host $1 but its holder (pgrep and ps see
@@ -84,11 +91,14 @@ netlab_cut_link() {
 }
 
 netlab_down() {
-    local h p
+    local h p ns
+    # by namespace, not by holder: the holders may be gone already (a
+    # signal to the whole process group) while sshd and others live on
+    for ns in "${NETLAB_NS[@]}"; do
+        for p in $(netlab_pids_ns "$ns"); do kill -KILL "$p" 2>/dev/null; done
+    done
     for h in "${NETLAB_HOLD[@]}" $NETLAB_SW; do
-        [ -n "$h" ] || continue
-        for p in $(netlab_pids_in "$h"); do kill -KILL "$p" 2>/dev/null; done
-        kill -KILL "$h" 2>/dev/null
+        [ -n "$h" ] && kill -KILL "$h" 2>/dev/null
     done
     # gone (or a zombie waiting for init) before returning
     for h in "${NETLAB_HOLD[@]}" $NETLAB_SW; do
@@ -98,6 +108,7 @@ netlab_down() {
         done
     done
     NETLAB_HOLD=()
+    NETLAB_NS=()
     NETLAB_SW=
     [ -n "$NETLAB_DIR" ] && rm -rf "$NETLAB_DIR"
     NETLAB_DIR=
@@ -179,12 +190,14 @@ EOF
 
     NETLAB_SW=$(netlab_holder --net)
     [ -n "$NETLAB_SW" ] || netlab_skip "cannot create a network namespace"
+    NETLAB_NS[1000]=$(readlink "/proc/$NETLAB_SW/ns/net")
     nsenter -t "$NETLAB_SW" -n -- ip link add br0 type bridge || netlab_skip "cannot create a bridge in a namespace"
     nsenter -t "$NETLAB_SW" -n -- ip link set br0 up
     for ((i = 0; i <= n; i++)); do
         NETLAB_HOLD[$i]=$(netlab_holder --net --uts --mount --propagation private)
         local h=${NETLAB_HOLD[$i]}
         [ -n "$h" ] || { echo "netlab: cannot create host h$i"; return 1; }
+        NETLAB_NS[$i]=$(readlink "/proc/$h/ns/net")
         sed -i "s/@PID$i@/$h/" "$NETLAB_DIR/agent"
         ip link add eth0 netns "$h" type veth peer name "p$i" netns "$NETLAB_SW" || return 1
         nsenter -t "$NETLAB_SW" -n -- ip link set "p$i" master br0 up || return 1
