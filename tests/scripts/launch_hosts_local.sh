@@ -3,8 +3,8 @@
 # namespaces needed): -host/--hostfile slots on the local host (today's path,
 # slots counted, --oversubscribe), -wdir, and the per-host proxies with
 # --launcher fork (every "host" a proxy on this machine): an MPI ring, output
-# tags, stdin to rank 0, exit codes, and mpiexec SIGKILLed (the proxies kill
-# their ranks and remove the job's /dev/shm objects).
+# tags, stdin to rank 0, exit codes, binding by each proxy, and mpiexec
+# SIGKILLed (the proxies kill their ranks and remove the job's /dev/shm objects).
 set -u
 : "${MPIEXEC:?}" "${TESTBIN:?}"
 for p in p2p_ring launch_stdin launch_fail; do
@@ -46,6 +46,16 @@ cmp -s "$tmp/in" "$tmp/out" || fail "stdin: rank 0 did not get mpiexec's stdin t
 rc=$?
 [ $rc = 9 ] || { cat "$tmp/err"; fail "exit(9) of rank 3: exit $rc"; }
 echo "ok: ring, tags, stdin, exit status through proxies"
+if [ -x "$TESTBIN/bind_check" ] && [ "$(nproc)" -ge 2 ]; then
+    # each proxy binds its host's ranks as mpiexec does on one host; the
+    # ranks see each other's binding in the key-value table (bind_check)
+    "$MPIEXEC" --launcher fork -host a:2,b:2 ./bind_check > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "binding through proxies"; }
+    [ "$(grep -c '^rank [0-9] cpus [0-9]* env [0-9]*$' "$tmp/out")" = 4 ] || { cat "$tmp/out"; fail "binding: every rank bound to a CPU"; }
+    n=$(($(nproc) + 1))
+    "$MPIEXEC" --launcher fork -host a:$n,b --bind-to core true > "$tmp/out" 2> "$tmp/err" && fail "--bind-to core, $n ranks on a host: exit 0"
+    grep -q "host a: cannot bind $n processes as asked" "$tmp/err" || { cat "$tmp/err"; fail "--bind-to core: message"; }
+    echo "ok: binding on each host"
+fi
 
 # mpiexec SIGKILLed: the proxies kill their ranks
 "$MPIEXEC" --launcher fork -host a:2,b:2 "$prog" hang > "$tmp/out" 2> "$tmp/err" < /dev/null &

@@ -29,12 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <kumi/rpim.h>
 #include "mpiexec.h"
 
 #define PX_PING_EVERY 1.0
@@ -59,6 +61,7 @@ static struct mx_buf stdin_q;
 static char hostname[256];
 static char *agent, *proxy_exe;
 static int fork_mode;
+static struct mx_job bj;            /* the binding of this host's ranks (bind.c), by local index */
 
 /* Proxies this one started (a tree of proxies, see proxy_proto.h) */
 struct px_child {
@@ -201,7 +204,7 @@ static void spawn_all(void)
 {
     int envc = 0;
     while (r_env[envc]) envc++;
-    char **env = mx_xcalloc((size_t)envc + 3, sizeof *env);
+    char **env = mx_xcalloc((size_t)envc + 6, sizeof *env);
     int k = 0;
     for (int i = 0; i < envc; i++)
         if (strncmp(r_env[i], "KUMI_CONTROL=", 13) && strncmp(r_env[i], "KUMI_RANK=", 10)) env[k++] = r_env[i];
@@ -220,6 +223,17 @@ static void spawn_all(void)
         snprintf(rk, sizeof rk, "KUMI_RANK=%d", l->rank);
         env[rank_slot] = rk;
         env[rank_slot + 1] = NULL;
+        const struct mx_binding *bd = &bj.bind[i];
+        char bc[4200], bl[64], bi[48];
+        if (bd->bound) {
+            snprintf(bc, sizeof bc, "%s=%s", KUMI_ENV_BIND_CPUS, bd->cpus);
+            snprintf(bl, sizeof bl, "%s=%s", KUMI_ENV_BIND_LEVEL, bd->level);
+            snprintf(bi, sizeof bi, "%s=%d", KUMI_ENV_BIND_INDEX, bd->index);
+            env[rank_slot + 1] = bc;
+            env[rank_slot + 2] = bl;
+            env[rank_slot + 3] = bi;
+            env[rank_slot + 4] = NULL;
+        }
         pid_t p = fork();
         if (p < 0) abandon("cannot fork");
         if (p == 0) {
@@ -233,6 +247,11 @@ static void spawn_all(void)
             dup2(in, 0);
             dup2(op[1], 1);
             dup2(ep[1], 2);
+            if (bd->bound && sched_setaffinity(0, bd->setsize, (const cpu_set_t *)bd->cpuset) < 0) {
+                fprintf(stderr, "mpiexec: rank %d: cannot bind to its CPUs on %s: %s\n", l->rank, hostname,
+                        strerror(errno));
+                _exit(1);
+            }
             execvpe(r_argv[0], r_argv, env);
             fprintf(stderr, "mpiexec: rank %d: cannot execute '%s' on %s: %s\n", l->rank, r_argv[0], hostname,
                     strerror(errno));
@@ -395,7 +414,8 @@ static int on_start(struct mx_rd *rd)
     agent = mx_rd_strdup(rd);
     proxy_exe = mx_rd_strdup(rd);
     fork_mode = (int)mx_rd_u32(rd);
-    if (rd->bad) return -1;
+    uint32_t level = mx_rd_u32(rd), overload = mx_rd_u32(rd);
+    if (rd->bad || level > MX_BIND_PACKAGE) return -1;
     memcpy(job.secret, secret, KUMI_LAUNCH_SECRET_LEN + 1);
     memset(secret, 0, KUMI_LAUNCH_SECRET_LEN);
     free(secret);
@@ -410,6 +430,18 @@ static int on_start(struct mx_rd *rd)
     job.fence_check_hook = fence_check;
     stdin_here = flags & 1;
     struct mx_buf m = { 0 };
+    /* the binding of this host's ranks, as mpiexec does on one host; the
+     * ranks' peers see it in the key-value table */
+    bj.n = nloc;
+    if (mx_bind_plan(&bj, (enum mx_bind_level)level, (int)overload) < 0) {
+        char b[300];
+        snprintf(b, sizeof b, "cannot bind %d process%s as asked on host %s (--bind-to)", nloc, nloc == 1 ? "" : "es",
+                 hostname);
+        mx_buf_str(&m, b, strlen(b));
+        send_frame(MX_P_ERROR, &m);
+        mx_buf_free(&m);
+        return 0;
+    }
     if (chdir(wdir) < 0) {
         if (flags & 2) {                    /* -wdir given: it must exist */
             char b[PATH_MAX + 128];
@@ -424,6 +456,14 @@ static int on_start(struct mx_rd *rd)
         if (!home || chdir(home) < 0) (void)!chdir("/");
     }
     free(wdir);
+    for (int i = 0; i < nloc; i++)
+        if (bj.bind[i].bound) {
+            char b[32];
+            snprintf(b, sizeof b, "%d", bj.bind[i].index);
+            mx_ctl_kv_put(&job, loc[i].rank, KUMI_KVS_BIND_CPUS, bj.bind[i].cpus);
+            mx_ctl_kv_put(&job, loc[i].rank, KUMI_KVS_BIND_LEVEL, bj.bind[i].level);
+            mx_ctl_kv_put(&job, loc[i].rank, KUMI_KVS_BIND_INDEX, b);
+        }
     if (mx_ctl_listen(&job) < 0) {
         const char *b = "cannot listen on 127.0.0.1 for the ranks' control connections";
         mx_buf_str(&m, b, strlen(b));
@@ -683,7 +723,7 @@ int main(int argc, char **argv)
                 int chld = 0;
                 while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
                     if (si.ssi_signo == SIGCHLD) chld = 1;
-                    else abandon("signalled");
+                    else abandon(started ? "signalled" : NULL);   /* before the start: mpiexec stops it */
                 }
                 if (chld) reap();
                 break;

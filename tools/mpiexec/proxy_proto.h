@@ -14,7 +14,8 @@
  *                    str secret, str jobid, str size, str wdir, u32 flags
  *                    (1: rank 0 is here and reads stdin),
  *                    u32 argc, argc x str, u32 envc, envc x str,
- *                    str agent, str proxy path, u32 fork (for SPAWN)
+ *                    str agent, str proxy path, u32 fork (for SPAWN),
+ *                    u32 bind level (enum mx_bind_level), u32 overload
  *     GO       0x42  (empty) every host is ready: start the ranks
  *     SIGNAL   0x43  u32 signal, to every rank's process group
  *     STDIN    0x44  bytes for rank 0 (empty: end of input)

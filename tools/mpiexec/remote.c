@@ -119,7 +119,9 @@ static void host_lost(struct mx_proxy *p, const char *why)
     for (int i = 0; i < p->nranks; i++) running += J->ranks[p->ranks[i]].state == MX_RANK_RUNNING;
     (void)running;
     const char *said = p->errlen ? p->errline : p->lastline;   /* the agent's last words */
-    if (!go_sent) {
+    if (!go_sent && mx_stopping()) {
+        /* stopped by mpiexec before the start: nothing to report */
+    } else if (!go_sent) {
         mx_msg("cannot start the proxy on host %s: %s%s%s", p->name, why, *said ? ": " : "", said);
         mx_stop_job(1, SIGTERM);
     } else if (!p->bye && !p->ended) {
@@ -426,6 +428,8 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
         mx_buf_str(&m, agent, strlen(agent));
         mx_buf_str(&m, proxy, strlen(proxy));
         mx_buf_u32(&m, (uint32_t)fork_mode);
+        mx_buf_u32(&m, (uint32_t)mx_opt.bind);
+        mx_buf_u32(&m, (uint32_t)mx_opt.overload);
         send_to(p, MX_P_START, m.data, m.len);
         mx_buf_free(&m);
     }
