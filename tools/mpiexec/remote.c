@@ -617,7 +617,8 @@ double mx_remote_timers(double now)
     double next = now + MX_PING_EVERY;
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
-        if (p->link.eof && !p->ready && !p->lost && !p->agent_done && now - p->link.last_rx > mx_opt.host_timeout)
+        if (p->agent > 0 && p->link.eof && !p->ready && !p->lost && !p->agent_done &&
+            now - p->link.last_rx > mx_opt.host_timeout)
             kill(p->agent, SIGKILL);       /* its agent's exit reports it */
         if (p->lost || p->link.eof || p->bye) continue;
         if (now - p->link.last_rx > mx_opt.host_timeout + (go_sent ? 0 : 30.0)) {
