@@ -205,8 +205,8 @@ EOF
         netlab_exec "$i" ip addr add "$(netlab_addr $i)/24" dev eth0 || return 1
         netlab_exec "$i" ip link set eth0 up || return 1
         netlab_exec "$i" hostname "h$i" || return 1
-        netlab_exec "$i" mount -t tmpfs -o size=64m,mode=1777 tmpfs /tmp || return 1
-        netlab_exec "$i" mount -t tmpfs -o size=256m,mode=1777 tmpfs /dev/shm || return 1
+        netlab_exec "$i" mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp || return 1
+        netlab_exec "$i" mount -t tmpfs -o mode=1777 tmpfs /dev/shm || return 1
         netlab_exec "$i" mount --bind "$NETLAB_DIR/hosts" /etc/hosts || return 1
         if ((i > 0)); then
             netlab_exec "$i" /usr/sbin/sshd -f "$NETLAB_DIR/sshd_config" -o "ListenAddress=$(netlab_addr $i)" ||
