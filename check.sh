@@ -9,10 +9,11 @@ export BUILDDIR
 CONFIGURE_FLAGS=${CONFIGURE_FLAGS:---enable-werror} "$top/install.sh" || { echo "0 passed, 1 failed"; exit 1; }
 # What only the tests need: the foreign MPIs whose ABIs Kumi translates (their
 # wrappers build the foreign binaries of the ABI tests, and tools/abi-probe.py
-# re-derives data/abi from them), and Slurm with munge for the Slurm lab of
-# tests/scripts/slurmlab.sh (srun --mpi=pmix; libpmix-dev is install.sh's).
+# re-derives data/abi from them), Slurm with munge for the Slurm lab of
+# tests/scripts/slurmlab.sh (srun --mpi=pmix; libpmix-dev is install.sh's), and
+# sshd for the tests of mpiexec across hosts (tests/scripts/netlab.sh).
 # KUMI_SKIP_APT=1 skips it, as for install.sh.
-test_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge)
+test_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge openssh-server)
 if [ "${KUMI_SKIP_APT:-0}" != 1 ]; then
     missing=()
     for p in "${test_pkgs[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done

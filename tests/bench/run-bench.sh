@@ -29,6 +29,9 @@
 #   coll4    the same with 4 ranks on the cores there are (2 here): no binding,
 #            Open MPI --oversubscribe, as in oversub; fewer iterations
 #   coll     both, coll2 and coll4
+#   launch   launch time across hosts made of network namespaces with sshd
+#            (launch-bench.sh): hello world at 8, 64, 256 ranks over 1, 4, 8
+#            hosts, Kumi's mpiexec next to Open MPI's mpirun and MPICH's Hydra
 #   abi      the foreign-ABI shims (abi-bench.sh): tests/abi/callcost.c native and
 #            built with mpicc.openmpi (through the libmpi.so.40 shim), on Kumi:
 #            MPI_Comm_rank, MPI_Recv from MPI_PROC_NULL, 8 B ping-pong (no peers)
@@ -54,7 +57,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io launch"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -74,7 +77,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io launch}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -323,7 +326,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    [ "$cfg" = abi ] || [ "$cfg" = io ] && continue   # abi-bench.sh, io-bench.sh measure them, below
+    case $cfg in abi|io|launch) continue ;; esac   # abi-bench.sh, io-bench.sh, launch-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -623,10 +626,17 @@ for cfg in $configs; do
         echo; echo "==== foreign-ABI shims: per-call cost, native vs through each shim (tests/bench/abi-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/abi-bench.sh" ;;
+<<<<<<< HEAD
     io)
         echo; echo "==== MPI-IO: collective I/O of a 3-D block-distributed array (tests/bench/io-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/io-bench.sh" ;;
+=======
+    launch)
+        echo; echo "==== launch time across hosts made of namespaces (tests/bench/launch-bench.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
+            KUMI_BENCH_REPS=$([ "$quick" = 1 ] && echo 1 || echo 3) KUMI_BENCH_TIMEOUT=$limit bash "$here/launch-bench.sh" ;;
+>>>>>>> h-launch
     esac
 done
 

@@ -33,50 +33,12 @@ static void *mx_xrealloc(void *p, size_t n)
     return q;
 }
 
-static void buf_reserve(struct mx_buf *b, size_t more)
-{
-    if (b->len + more <= b->cap) return;
-    if (b->off > 0) {                      /* compact first */
-        memmove(b->data, b->data + b->off, b->len - b->off);
-        b->len -= b->off;
-        b->off = 0;
-        if (b->len + more <= b->cap) return;
-    }
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more) cap *= 2;
-    b->data = mx_xrealloc(b->data, cap);
-    b->cap = cap;
-}
-
-static void buf_put(struct mx_buf *b, const void *p, size_t n)
-{
-    buf_reserve(b, n);
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-}
-
-static void buf_u32(struct mx_buf *b, uint32_t v)
-{
-    unsigned char x[4];
-    kumi_launch_put_u32(x, v);
-    buf_put(b, x, 4);
-}
-
+#define buf_reserve mx_buf_reserve
+#define buf_put mx_buf_put
+#define buf_u32 mx_buf_u32
+#define buf_free mx_buf_free
+#define frame_begin mx_frame_begin
 #define get_u32 kumi_launch_get_u32
-
-static void buf_free(struct mx_buf *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof *b);
-}
-
-/* Append a frame header for a message whose payload is plen bytes. */
-static void frame_begin(struct mx_buf *b, int type, size_t plen)
-{
-    buf_u32(b, (uint32_t)(plen + 1));
-    unsigned char t = (unsigned char)type;
-    buf_put(b, &t, 1);
-}
 
 /* Try to write what a connection has queued (non-blocking). */
 static void conn_flush(struct mx_conn *c)
@@ -212,6 +174,11 @@ static void fence_complete(struct mx_job *job)
         buf_put(&tab, kv->val, kv->vlen);
     }
     job->fences_done++;
+    if (job->fence_done_hook) {                  /* ranks behind proxies */
+        job->fence_done_hook(job, &tab);
+        buf_free(&tab);
+        return;
+    }
     for (int r = 0; r < job->n; r++) {
         struct mx_conn *c = job->ranks[r].conn;
         if (!c || c->dead) continue;
@@ -225,6 +192,10 @@ static void fence_complete(struct mx_job *job)
 
 void mx_ctl_check_fence(struct mx_job *job)
 {
+    if (job->fence_check_hook) {
+        job->fence_check_hook(job);
+        return;
+    }
     for (;;) {
         int waiting = 0, missing = -1;
         for (int r = 0; r < job->n; r++) {
@@ -486,4 +457,12 @@ void mx_ctl_close_all(struct mx_job *job)
     free(job->kv);
     job->kv = NULL;
     job->nkv = job->capkv = 0;
+}
+
+void mx_ctl_send_frame(struct mx_job *job, int rank, const void *frame, size_t len)
+{
+    struct mx_conn *c = job->ranks[rank].conn;
+    if (!c || c->dead) return;
+    buf_put(&c->out, frame, len);
+    conn_flush(c);
 }

@@ -1,7 +1,12 @@
-/* mpiexec (and mpirun, a symlink): start an MPI job on this host.
+/* mpiexec (and mpirun, a symlink): start an MPI job on this host, or
+ * across hosts (-host, --hostfile: hosts.c places the ranks; remote.c starts
+ * one kumi_proxy per host over ssh and relays everything; proxy.c is the
+ * proxy).  Options: options.c; output forwarding: output.c.
  *
  *   mpiexec [options] prog [args]
  *
+ * What follows describes the job on this host (also what each proxy does
+ * for its own host's ranks).
  * Starts N ranks through the first usable rpim component (rpim/fork),
  * each the leader of its own process group, with the environment of
  * mpiexec plus the rpim contract variables (kumi/rpim.h).  One thread,
@@ -49,28 +54,16 @@
 
 extern char **environ;
 
-#define MX_LINE_MAX   (64 * 1024)   /* a longer line without '\n' is written in pieces */
 #define MX_KILL_GRACE 1.0           /* seconds between SIGTERM and SIGKILL */
 #define MX_PIPE_GRACE 1.0           /* seconds to wait for pipes after every rank exited */
 
-static struct mx_job job;
-
-static struct {
-    int np;
-    char **xvars; int nx;              /* -x NAME or NAME=value */
-    char **params; int nparams;        /* KUMI_NAME=value from --param */
-    double timeout;
-    int tag_output;
-    int stdin_none;
-    enum mx_bind_level bind;           /* --bind-to */
-    int overload;                      /* --oversubscribe, or :overload-allowed */
-    int report_bindings;
-    const char *abi;                   /* --abi, else $KUMI_ABI; NULL or "auto": from the program */
-    char **argv;                       /* program and arguments */
-} opt;
+#define job mx_job_main
+struct mx_job mx_job_main;
 
 /* job control state */
 static int stopping;                   /* the job is being stopped */
+static int remote;                     /* the ranks run behind per-host proxies (remote.c) */
+static int nhosts_used;                /* hosts with ranks */
 static int exit_code = -1;             /* first failure, or -1 */
 static double kill_deadline;           /* SIGKILL time while stopping */
 static int killed_hard;
@@ -81,32 +74,6 @@ static int stdin_pipe = -1;            /* write end to rank 0 */
 static char stdin_buf[65536];
 static size_t stdin_len, stdin_off;
 
-struct mx_sink;
-static struct mx_sink *sink_of[3];
-static void sink_put(struct mx_sink *k, const void *p, size_t n);
-static int sink_flush(struct mx_sink *k, int wait_ms);
-
-void mx_msg(const char *fmt, ...)
-{
-    char b[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof b - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n > sizeof b - 2) n = (int)sizeof b - 2;
-    b[n++] = '\n';
-    if (!sink_of[2]) {                   /* before the sinks exist */
-        fputs("mpiexec: ", stderr);
-        fwrite(b, 1, (size_t)n, stderr);
-        fflush(stderr);
-        return;
-    }
-    sink_put(sink_of[2], "mpiexec: ", 9);
-    sink_put(sink_of[2], b, (size_t)n);
-    sink_flush(sink_of[2], 0);
-}
-
 double mx_now(void)
 {
     struct timespec ts;
@@ -114,253 +81,6 @@ double mx_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "Usage: mpiexec [options] program [arguments]\n"
-        "Start an MPI job of N processes on this host.\n\n"
-        "  -n, -np, --np N      number of processes (default 1)\n"
-        "  -x NAME[=VALUE]      export NAME (with VALUE, or its current value) to the\n"
-        "                       processes; by default the whole environment is passed\n"
-        "  --param NAME=VALUE   set parameter NAME for the processes (environment\n"
-        "                       KUMI_<NAME in upper case>); see kumi_info --param;\n"
-        "                       also --param NAME VALUE (or --mca NAME VALUE)\n"
-        "  --memory-alloc-kinds LIST\n"
-        "                       memory allocation kinds the program asks for (MPI 4.1\n"
-        "                       info key mpi_memory_alloc_kinds; default mpi,system)\n"
-        "  --timeout S          stop the job after S seconds (exit status 124); without\n"
-        "                       it, the environment variable MPIEXEC_TIMEOUT (seconds;\n"
-        "                       0 or empty: no limit) sets the limit, as in Open MPI\n"
-        "                       and MPICH\n"
-        "  --tag-output         prefix each output line with [jobid,rank]<stdout>: or <stderr>:\n"
-        "  --stdin none         do not forward stdin to rank 0 (it gets /dev/null)\n"
-        "  --bind-to L          bind each process to a core, package or hwthread, or\n"
-        "                       none (L: core, package, hwthread, none; append\n"
-        "                       :overload-allowed to allow more processes than cores).\n"
-        "                       Default: one process per core when there are no more\n"
-        "                       processes than cores, else unbound\n"
-        "  --oversubscribe      allow --bind-to with more processes than cores\n"
-        "  --report-bindings    print each process's binding on stderr\n"
-        "  --abi A              the MPI ABI the program was built for: ompi (Open MPI\n"
-        "                       4.x), mpich (MPICH 4.x), standard (MPI 5.0 ABI, Kumi's\n"
-        "                       own) or auto (default; also environment KUMI_ABI): auto\n"
-        "                       reads the program's DT_NEEDED (libmpi.so.40: ompi,\n"
-        "                       libmpich.so.12 or libmpi.so.12: mpich) and runs it on\n"
-        "                       Kumi through that ABI's shim; give it for interpreters\n"
-        "                       (python3 with mpi4py) and scripts\n"
-        "  -h, --help           this help\n"
-        "  --version            print the version\n\n"
-        "stdin goes to rank 0, the other ranks read /dev/null.  stdout and stderr of\n"
-        "every rank are forwarded line by line.  The exit status is 0 when every rank\n"
-        "exited 0; when one fails (non-zero exit, signal, MPI_Abort) the others are\n"
-        "stopped and mpiexec returns its status (128+signal, the abort code).\n"
-        "Environment: KUMI_VERBOSE=1 prints the control address, the job id and the\n"
-        "ABI chosen; KUMI_ABI is --abi's default; KUMI_ABI_DIR replaces the folder of\n"
-        "the ABI shims (" KUMI_PKGLIBDIR "/abi).\n");
-}
-
-static void die_usage(const char *fmt, const char *arg)
-{
-    fputs("mpiexec: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\nTry 'mpiexec --help'.\n", stderr);
-    exit(1);
-}
-
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (!d) {
-        mx_msg("out of memory");
-        exit(1);
-    }
-    return d;
-}
-
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p) {
-        mx_msg("out of memory");
-        exit(1);
-    }
-    return p;
-}
-
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-static void add_param(const char *name, const char *value)
-{
-    /* the global parameters' full names start with kumi_ (kumi_base_verbose,
-     * as kumi_info lists them); their variable is KUMI_BASE_VERBOSE, not
-     * KUMI_KUMI_BASE_VERBOSE (the registry's kumi_param_envname rule) */
-    if (strncmp(name, "kumi_", 5) == 0 && name[5]) name += 5;
-    size_t nl = strlen(name);
-    if (nl == 0) die_usage("--param: empty parameter name%s", "");
-    char *e = xcalloc(1, 5 + nl + 1 + strlen(value) + 1);
-    memcpy(e, "KUMI_", 5);
-    for (size_t i = 0; i < nl; i++) {
-        char c = name[i];
-        if (!(c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
-            die_usage("--param: invalid parameter name '%s'", name);
-        e[5 + i] = (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
-    }
-    e[5 + nl] = '=';
-    strcpy(e + 5 + nl + 1, value);
-    opt.params = realloc(opt.params, (size_t)(opt.nparams + 1) * sizeof *opt.params);
-    if (!opt.params) exit(1);
-    opt.params[opt.nparams++] = e;
-}
-
-static int is_number(const char *s)
-{
-    char *end;
-    errno = 0;
-    (void)strtod(s, &end);
-    return end != s && *end == 0;
-}
-
-/* Next argument as the value of option a (--opt value): never an option
- * (a word beginning with '-' that is not a number), which would silently
- * swallow it; "--opt=value" carries any value. */
-static const char *next_value(int argc, char **argv, int *i, const char *a, const char *what)
-{
-    if (*i + 1 >= argc) die_usage("option %s needs a value", what ? what : a);
-    const char *v = argv[*i + 1];
-    if (v[0] == '-' && !is_number(v)) {
-        fprintf(stderr, "mpiexec: option %s needs a value, not the option '%s' (write %s=VALUE for a value that "
-                "begins with '-')\nTry 'mpiexec --help'.\n", what ? what : a, v, what ? what : a);
-        exit(1);
-    }
-    return argv[++*i];
-}
-
-/* Value of "--opt value" or "--opt=value" forms. */
-static const char *optval(int argc, char **argv, int *i)
-{
-    const char *a = argv[*i];
-    const char *eq = strchr(a, '=');
-    if (eq) return eq + 1;
-    return next_value(argc, argv, i, a, NULL);
-}
-
-static int is_opt(const char *a, const char *name)
-{
-    size_t nl = strlen(name);
-    return strncmp(a, name, nl) == 0 && (a[nl] == 0 || a[nl] == '=');
-}
-
-static const struct mx_abi_desc *mx_abi_by_name(const char *s)
-{
-    for (int i = 0; i < MX_NABIS; i++)
-        if (!strcmp(s, mx_abis[i].name)) return &mx_abis[i];
-    return NULL;
-}
-
-static void parse_args(int argc, char **argv)
-{
-    opt.np = 1;
-    int i;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        long v;
-        if (a[0] != '-') break;
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (is_opt(a, "-n") || is_opt(a, "-np") || is_opt(a, "--np") || is_opt(a, "--n") || is_opt(a, "-c")) {
-            const char *s = optval(argc, argv, &i);
-            if (parse_int(s, 1, 1000000, &v)) die_usage("invalid number of processes '%s'", s);
-            opt.np = (int)v;
-        } else if (is_opt(a, "-x")) {
-            const char *s = optval(argc, argv, &i);
-            if (!s[0] || s[0] == '=') die_usage("-x: invalid variable '%s'", s);
-            opt.xvars = realloc(opt.xvars, (size_t)(opt.nx + 1) * sizeof *opt.xvars);
-            if (!opt.xvars) exit(1);
-            opt.xvars[opt.nx++] = xstrdup(s);
-        } else if (is_opt(a, "--param") || is_opt(a, "--mca")) {
-            /* --param NAME=VALUE, or --param NAME VALUE (two arguments, as
-             * Open MPI's --mca name value); --param=NAME=VALUE too */
-            const char *o = a[2] == 'p' ? "--param" : "--mca";
-            const char *s = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
-            if (!s) {
-                if (i + 1 >= argc) die_usage("option %s needs NAME=VALUE or NAME VALUE", o);
-                s = argv[++i];
-            }
-            if (s[0] == '-') {
-                fprintf(stderr, "mpiexec: option %s needs a parameter name, not the option '%s'\nTry 'mpiexec --help'.\n",
-                        o, s);
-                exit(1);
-            }
-            const char *eq = strchr(s, '=');
-            if (eq) {
-                char *name = xstrdup(s);
-                name[eq - s] = 0;
-                add_param(name, eq + 1);
-                free(name);
-            } else {
-                char what[300];
-                snprintf(what, sizeof what, "%s %s", o, s);
-                if (i + 1 >= argc) die_usage("option %s needs a value (NAME=VALUE or NAME VALUE)", what);
-                add_param(s, next_value(argc, argv, &i, a, what));
-            }
-        } else if (is_opt(a, "--memory-alloc-kinds")) {
-            add_param("base_memory_alloc_kinds", optval(argc, argv, &i));
-        } else if (is_opt(a, "--timeout")) {
-            const char *s = optval(argc, argv, &i);
-            char *end;
-            double t = strtod(s, &end);
-            if (end == s || *end || !(t > 0) || t > 1e9) die_usage("--timeout: invalid number of seconds '%s'", s);
-            opt.timeout = t;
-        } else if (strcmp(a, "--tag-output") == 0) {
-            opt.tag_output = 1;
-        } else if (is_opt(a, "--stdin")) {
-            const char *s = optval(argc, argv, &i);
-            if (strcmp(s, "none") == 0) opt.stdin_none = 1;
-            else if (strcmp(s, "0") == 0 || strcmp(s, "rank0") == 0) opt.stdin_none = 0;
-            else die_usage("--stdin: expected 'none' or '0', not '%s'", s);
-        } else if (is_opt(a, "--bind-to") || is_opt(a, "-bind-to")) {
-            const char *s = optval(argc, argv, &i);
-            size_t l = strcspn(s, ":");
-            if (s[l] && strcmp(s + l, ":overload-allowed") == 0) opt.overload = 1;
-            else if (s[l]) die_usage("--bind-to: unknown qualifier '%s' (only :overload-allowed)", s + l);
-            if (l == 4 && strncmp(s, "none", 4) == 0) opt.bind = MX_BIND_NONE;
-            else if (l == 4 && strncmp(s, "core", 4) == 0) opt.bind = MX_BIND_CORE;
-            else if ((l == 7 && strncmp(s, "package", 7) == 0) || (l == 6 && strncmp(s, "socket", 6) == 0))
-                opt.bind = MX_BIND_PACKAGE;
-            else if ((l == 8 && strncmp(s, "hwthread", 8) == 0) || (l == 3 && strncmp(s, "cpu", 3) == 0))
-                opt.bind = MX_BIND_HWTHREAD;
-            else die_usage("--bind-to: expected core, package, hwthread or none, not '%s'", s);
-        } else if (strcmp(a, "--oversubscribe") == 0 || strcmp(a, "-oversubscribe") == 0) {
-            opt.overload = 1;
-        } else if (strcmp(a, "--report-bindings") == 0 || strcmp(a, "-report-bindings") == 0) {
-            opt.report_bindings = 1;
-        } else if (is_opt(a, "--abi") || is_opt(a, "-abi")) {
-            opt.abi = optval(argc, argv, &i);
-            if (strcmp(opt.abi, "auto") && !mx_abi_by_name(opt.abi))
-                die_usage("--abi: expected ompi, mpich, standard or auto, not '%s'", opt.abi);
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            exit(0);
-        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
-            printf("mpiexec (Kumi) %s\n", KUMI_VERSION_STRING);
-            exit(0);
-        } else {
-            die_usage("unknown option '%s'", a);
-        }
-    }
-    if (i >= argc) die_usage("no program to run%s", "");
-    opt.argv = &argv[i];
-}
 
 /* Find the program like execvp does; exits 127 (not found) or 126. */
 static char *resolve_program(const char *prog)
@@ -375,7 +95,7 @@ static char *resolve_program(const char *prog)
             mx_msg("cannot execute '%s': %s", prog, S_ISDIR(st.st_mode) ? "Is a directory" : strerror(errno));
             exit(126);
         }
-        return xstrdup(prog);
+        return mx_xstrdup(prog);
     }
     const char *path = getenv("PATH");
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
@@ -384,7 +104,7 @@ static char *resolve_program(const char *prog)
     for (;;) {
         const char *colon = strchr(p, ':');
         size_t dl = colon ? (size_t)(colon - p) : strlen(p);
-        char *cand = xcalloc(1, dl + strlen(prog) + 3);
+        char *cand = mx_xcalloc(1, dl + strlen(prog) + 3);
         if (dl == 0) strcpy(cand, "./");   /* empty entry: current folder */
         else {
             memcpy(cand, p, dl);
@@ -458,18 +178,18 @@ static void abis_provided(char *out, size_t len)
 /* The LD_LIBRARY_PATH the ranks would get without a shim */
 static const char *ranks_ld_path(void)
 {
-    for (int j = opt.nx - 1; j >= 0; j--)
-        if (name_is(opt.xvars[j], "LD_LIBRARY_PATH") && strchr(opt.xvars[j], '='))
-            return strchr(opt.xvars[j], '=') + 1;
+    for (int j = mx_opt.nx - 1; j >= 0; j--)
+        if (name_is(mx_opt.xvars[j], "LD_LIBRARY_PATH") && strchr(mx_opt.xvars[j], '='))
+            return strchr(mx_opt.xvars[j], '=') + 1;
     return getenv("LD_LIBRARY_PATH");
 }
 
 /* Decide abi_choice for prog; exits 1 with a message when it cannot run. */
 static void choose_abi(const char *prog)
 {
-    const char *shown = opt.argv[0];
-    const char *how = opt.abi ? "--abi" : "KUMI_ABI";
-    const char *want = opt.abi ? opt.abi : getenv("KUMI_ABI");
+    const char *shown = mx_opt.argv[0];
+    const char *how = mx_opt.abi ? "--abi" : "KUMI_ABI";
+    const char *want = mx_opt.abi ? mx_opt.abi : getenv("KUMI_ABI");
     if (want && !*want) want = NULL;
     if (want && strcmp(want, "auto") && !mx_abi_by_name(want)) {
         mx_msg("KUMI_ABI: expected ompi, mpich, standard or auto, not '%s'", want);
@@ -548,44 +268,45 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = xcalloc(ne + (size_t)opt.nx + (size_t)opt.nparams + 18, sizeof *env);
+    char **env = mx_xcalloc(ne + (size_t)mx_opt.nx + (size_t)mx_opt.nparams + 18, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++) {
         const char *e = environ[i];
         int skip = 0;
         for (int j = 0; j < nres && !skip; j++) skip = name_is(e, reserved[j]);
-        for (int j = 0; j < opt.nx && !skip; j++) skip = name_is(e, opt.xvars[j]);
-        for (int j = 0; j < opt.nparams && !skip; j++) skip = name_is(e, opt.params[j]);
+        for (int j = 0; j < mx_opt.nx && !skip; j++) skip = name_is(e, mx_opt.xvars[j]);
+        for (int j = 0; j < mx_opt.nparams && !skip; j++) skip = name_is(e, mx_opt.params[j]);
         if (!skip) env[k++] = (char *)e;
     }
-    for (int j = 0; j < opt.nx; j++) {
-        const char *x = opt.xvars[j];
+    for (int j = 0; j < mx_opt.nx; j++) {
+        const char *x = mx_opt.xvars[j];
         if (strchr(x, '=')) {
             env[k++] = (char *)x;
         } else {
             const char *v = getenv(x);
             if (!v) continue;              /* not set here: nothing to export */
-            char *e = xcalloc(1, strlen(x) + strlen(v) + 2);
+            char *e = mx_xcalloc(1, strlen(x) + strlen(v) + 2);
             sprintf(e, "%s=%s", x, v);
             env[k++] = e;
         }
     }
-    for (int j = 0; j < opt.nparams; j++) env[k++] = opt.params[j];
+    for (int j = 0; j < mx_opt.nparams; j++) env[k++] = mx_opt.params[j];
     char b[256];
     snprintf(b, sizeof b, "KUMI_SIZE=%d", job.n);
-    env[k++] = xstrdup(b);
+    env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_JOBID=%ld", job.jobid);
-    env[k++] = xstrdup(b);
-    snprintf(b, sizeof b, "KUMI_CONTROL=127.0.0.1:%d", job.port);
-    env[k++] = xstrdup(b);
+    env[k++] = mx_xstrdup(b);
+    snprintf(b, sizeof b, "KUMI_CONTROL=127.0.0.1:%d", job.port);   /* a proxy puts its own */
+    env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_JOB_SECRET=%s", job.secret);
-    env[k++] = xstrdup(b);
+    env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
-    env[k++] = xstrdup(b);
-    env[k++] = xstrdup(KUMI_ENV_NHOSTS "=1");       /* every rank runs on this host */
+    env[k++] = mx_xstrdup(b);
+    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_NHOSTS, remote ? nhosts_used : 1);
+    env[k++] = mx_xstrdup(b);
     if (abi_choice.abi != MX_ABI_NONE) {
         snprintf(b, sizeof b, "KUMI_ABI=%s", mx_abi_desc(abi_choice.abi)->name);
-        env[k++] = xstrdup(b);
+        env[k++] = mx_xstrdup(b);
     }
     /* the shim folder first in LD_LIBRARY_PATH, the shims to preload first
      * in LD_PRELOAD (replacing the entry the ranks would otherwise get, from
@@ -596,7 +317,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
         size_t j, vl = strlen(var);
         for (j = 0; j < k && !name_is(env[j], var); j++) {}
         const char *old = j < k ? env[j] + vl + 1 : "";
-        char *e = xcalloc(1, vl + 1 + strlen(first) + 1 + strlen(old) + 1);
+        char *e = mx_xcalloc(1, vl + 1 + strlen(first) + 1 + strlen(old) + 1);
         sprintf(e, "%s=%s%s%s", var, first, *old ? ":" : "", old);
         if (j < k) env[j] = e;
         else env[k++] = e;
@@ -631,235 +352,16 @@ static int make_secret(char *out)
     return 0;
 }
 
-/* ------------------------------------------------------------ output
- *
- * What mpiexec writes to its stdout and stderr (the ranks' output and its
- * own messages) goes through a queue per destination ("sink"), written
- * without blocking from the event loop: a stdout that nobody reads never
- * stops mpiexec from handling signals, dead ranks or the control channel.
- * When a sink holds MX_SINK_MAX bytes, mpiexec stops reading the ranks'
- * pipes that feed it (the ranks then block in their own writes), so memory
- * stays bounded.  A pipe (FIFO) or a terminal is reopened through
- * /proc/self/fd with O_NONBLOCK (a description of our own: the shell's is
- * not changed; where that fails it is written in pieces of at most PIPE_BUF
- * bytes once poll() says it is writable); a socket is written with
- * MSG_DONTWAIT; a regular file never blocks.  stdout and stderr that are the same object
- * (2>&1) share one sink, so their order is kept. */
-
-#define MX_SINK_MAX (1024 * 1024)
-
-enum { SINK_FILE, SINK_NONBLOCK, SINK_SOCKET, SINK_POLL };
-
-struct mx_sink {
-    int fd;              /* where to write (fd 1 or 2, or our reopened copy) */
-    int mode;
-    int broken;          /* EPIPE or the like: output dropped */
-    char *q;
-    size_t len, off, cap;
-};
-static struct mx_sink sinks[2];
-static struct mx_sink *sink_of[3];    /* [1] stdout, [2] stderr; NULL until sinks_init */
-
-static void sinks_init(void)
-{
-    struct stat st[3];
-    for (int fd = 1; fd <= 2; fd++) {
-        struct mx_sink *k = &sinks[fd - 1];
-        k->fd = fd;
-        k->mode = SINK_FILE;
-        sink_of[fd] = k;
-        if (fstat(fd, &st[fd]) < 0) continue;
-        if (fd == 2 && st[1].st_dev == st[2].st_dev && st[1].st_ino == st[2].st_ino &&
-            (st[2].st_mode & S_IFMT) == (st[1].st_mode & S_IFMT)) {
-            sink_of[2] = sink_of[1];
-            break;
-        }
-        if (S_ISFIFO(st[fd].st_mode) || S_ISCHR(st[fd].st_mode)) {
-            char path[64];
-            snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-            int n = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-            struct stat sn;
-            if (n >= 0 && fstat(n, &sn) == 0 && sn.st_dev == st[fd].st_dev && sn.st_ino == st[fd].st_ino) {
-                k->fd = n;
-                k->mode = SINK_NONBLOCK;
-            } else {
-                if (n >= 0) close(n);
-                k->mode = SINK_POLL;
-            }
-        } else if (S_ISSOCK(st[fd].st_mode)) {
-            k->mode = SINK_SOCKET;
-        }
-    }
-}
-
-/* Write what the sink holds, without blocking (wait > 0: for up to that
- * many ms in all).  Returns 1 when it is empty (or broken). */
-static int sink_flush(struct mx_sink *k, int wait_ms)
-{
-    double end = mx_now() + wait_ms / 1000.0;
-    while (k->off < k->len && !k->broken) {
-        size_t n = k->len - k->off;
-        ssize_t w;
-        if (k->mode == SINK_POLL) {
-            struct pollfd p = { .fd = k->fd, .events = POLLOUT };
-            int left = (int)((end - mx_now()) * 1000.0);
-            int pr = poll(&p, 1, left > 0 ? left : 0);
-            if (pr == 0) return 0;
-            if (pr < 0) {
-                if (errno == EINTR) continue;
-                return 0;
-            }
-            if (n > PIPE_BUF) n = PIPE_BUF;
-            w = write(k->fd, k->q + k->off, n);
-        } else if (k->mode == SINK_SOCKET) {
-            w = send(k->fd, k->q + k->off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-        } else {
-            w = write(k->fd, k->q + k->off, n);
-        }
-        if (w > 0) {
-            k->off += (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int left = (int)((end - mx_now()) * 1000.0);
-            if (left <= 0) return 0;
-            struct pollfd p = { .fd = k->fd, .events = POLLOUT };
-            poll(&p, 1, left);
-            continue;
-        }
-        k->broken = 1;                    /* EPIPE or the like: drop output */
-    }
-    if (k->broken) k->len = k->off = 0;
-    if (k->off == k->len) k->off = k->len = 0;
-    return 1;
-}
-
-static void sink_put(struct mx_sink *k, const void *p, size_t n)
-{
-    if (k->broken || n == 0) return;
-    if (k->len + n > k->cap) {
-        if (k->off > 0) {
-            memmove(k->q, k->q + k->off, k->len - k->off);
-            k->len -= k->off;
-            k->off = 0;
-        }
-        size_t cap = k->cap ? k->cap : 4096;
-        while (cap < k->len + n) cap *= 2;
-        if (cap != k->cap) {
-            char *q = realloc(k->q, cap);
-            if (!q) {                     /* drop rather than die */
-                k->broken = 1;
-                return;
-            }
-            k->q = q;
-            k->cap = cap;
-        }
-    }
-    memcpy(k->q + k->len, p, n);
-    k->len += n;
-}
-
-/* Bytes waiting in the sink of fd 1 or 2. */
-static size_t sink_queued(int which)
-{
-    return sink_of[which]->len - sink_of[which]->off;
-}
-
-/* Write o->buf[0..len) of rank r into its sink: complete lines, possibly
- * followed by a piece without '\n' (at EOF, or when the buffer is full).
- * With --tag-output every piece is a line of its own with its tag (a line
- * longer than MX_LINE_MAX is cut into tagged lines); the sink receives each
- * piece whole, so pieces of different ranks never mix. */
-static void emit(int r, struct mx_out *o, size_t len, int at_eof)
-{
-    if (len == 0) return;
-    struct mx_sink *k = sink_of[o->which];
-    if (!opt.tag_output) {
-        sink_put(k, o->buf, len);
-        return;
-    }
-    (void)at_eof;
-    char prefix[64];
-    int pl = snprintf(prefix, sizeof prefix, "[%ld,%d]<%s>: ", job.jobid, r, o->which == 1 ? "stdout" : "stderr");
-    size_t pos = 0;
-    while (pos < len) {
-        char *nl = memchr(o->buf + pos, '\n', len - pos);
-        size_t end = nl ? (size_t)(nl - o->buf) + 1 : len;
-        sink_put(k, prefix, (size_t)pl);
-        sink_put(k, o->buf + pos, end - pos);
-        if (!nl) sink_put(k, "\n", 1);
-        pos = end;
-    }
-}
-
-/* Emit complete lines of o; with at_eof, also the rest. */
-static void out_flush(int r, struct mx_out *o, int at_eof)
-{
-    if (o->len == 0) return;
-    size_t n = 0;
-    for (size_t i = o->len; i > 0; i--)
-        if (o->buf[i - 1] == '\n') {
-            n = i;
-            break;
-        }
-    if (at_eof || (n == 0 && o->len >= MX_LINE_MAX)) n = o->len;
-    if (n == 0) return;
-    emit(r, o, n, at_eof);
-    memmove(o->buf, o->buf + n, o->len - n);
-    o->len -= n;
-    sink_flush(sink_of[o->which], 0);
-}
-
-static void out_close(int r, struct mx_out *o)
-{
-    close(o->fd);
-    o->fd = -1;
-    out_flush(r, o, 1);
-    free(o->buf);
-    o->buf = NULL;
-    o->len = o->cap = 0;
-}
-
-/* Read what a rank's pipe holds now (bounded); closes it at EOF.  The line
- * buffer is allocated on the first output and grows up to MX_LINE_MAX. */
-static void out_read(int r, struct mx_out *o, int drain)
-{
-    int rounds = drain ? 256 : 16;
-    while (o->fd >= 0 && rounds-- > 0) {
-        if (o->len == o->cap) {
-            if (o->cap < MX_LINE_MAX) {
-                size_t cap = o->cap ? 2 * o->cap : 4096;
-                char *b = realloc(o->buf, cap);
-                if (!b) {
-                    mx_msg("out of memory");
-                    exit(1);
-                }
-                o->buf = b;
-                o->cap = cap;
-            } else {
-                out_flush(r, o, 0);
-            }
-        }
-        ssize_t n = read(o->fd, o->buf + o->len, o->cap - o->len);
-        if (n > 0) {
-            o->len += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        out_close(r, o);                  /* EOF or error */
-        return;
-    }
-    out_flush(r, o, 0);
-}
-
 /* ------------------------------------------------------------ job control */
 
 static const char *rpim_name_used = "fork";
 
 static void signal_groups(int sig, int all)
 {
+    if (remote) {                      /* the proxies signal their ranks */
+        mx_remote_signal(sig);
+        return;
+    }
     for (int r = 0; r < job.n; r++) {
         struct mx_rank *rk = &job.ranks[r];
         if (rk->pid <= 0) continue;
@@ -870,7 +372,7 @@ static void signal_groups(int sig, int all)
     }
 }
 
-static void stop_job(int code, int sig)
+void mx_stop_job(int code, int sig)
 {
     if (stopping) return;
     stopping = 1;
@@ -885,6 +387,11 @@ static void stop_job(int code, int sig)
     }
 }
 
+int mx_stopping(void)
+{
+    return stopping;
+}
+
 void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
 {
     (void)j;
@@ -892,17 +399,17 @@ void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
     if (msg && msg[0]) mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d): %s", rank, code, msg);
     else mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d)", rank, code);
     int ec = code & 255;
-    stop_job(ec ? ec : 1, SIGTERM);
+    mx_stop_job(ec ? ec : 1, SIGTERM);
 }
 
-static void rank_exited(int r, int status)
+void mx_rank_exited(int r, int status)
 {
     struct mx_rank *rk = &job.ranks[r];
     rk->state = MX_RANK_EXITED;
     rk->status = status;
     /* What the rank wrote and sent before it exited comes first. */
-    out_read(r, &rk->out[0], 1);
-    out_read(r, &rk->out[1], 1);
+    mx_out_read(r, &rk->out[0], 1);
+    mx_out_read(r, &rk->out[1], 1);
     mx_ctl_drain_rank(&job, r);
     if (r == 0 && stdin_pipe >= 0) {
         close(stdin_pipe);
@@ -912,14 +419,14 @@ static void rank_exited(int r, int status)
     if (stopping) return;
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         mx_msg("rank %d (pid %d) exited with status %d; stopping the job", r, (int)rk->pid, WEXITSTATUS(status));
-        stop_job(WEXITSTATUS(status), SIGTERM);
+        mx_stop_job(WEXITSTATUS(status), SIGTERM);
     } else if (WIFSIGNALED(status)) {
         int s = WTERMSIG(status);
         mx_msg("rank %d (pid %d) was killed by signal %d (%s); stopping the job", r, (int)rk->pid, s, strsignal(s));
-        stop_job(128 + s, SIGTERM);
+        mx_stop_job(128 + s, SIGTERM);
     } else if (rk->connected && !rk->finalized) {
         mx_msg("rank %d (pid %d) exited without calling MPI_Finalize; stopping the job", r, (int)rk->pid);
-        stop_job(1, SIGTERM);
+        mx_stop_job(1, SIGTERM);
     } else {
         if (job.verbose > 1) mx_msg("rank %d (pid %d) exited with status 0", r, (int)rk->pid);
         mx_ctl_check_fence(&job);
@@ -931,7 +438,7 @@ void mx_fence_dead(int r)
     if (stopping) return;
     mx_msg("rank %d (pid %d) exited without %s while other ranks wait for it in MPI_Init; stopping the job",
            r, (int)job.ranks[r].pid, job.ranks[r].connected ? "completing MPI_Init" : "calling MPI_Init");
-    stop_job(1, SIGTERM);
+    mx_stop_job(1, SIGTERM);
 }
 
 static void reap(void)
@@ -941,23 +448,27 @@ static void reap(void)
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p < 0 && errno == EINTR) continue;
         if (p <= 0) return;
+        if (remote) {                  /* an agent; the ranks are elsewhere */
+            mx_remote_reaped(p, st);
+            continue;
+        }
         for (int r = 0; r < job.n; r++)
             if (job.ranks[r].pid == p && job.ranks[r].state == MX_RANK_RUNNING) {
-                rank_exited(r, st);
+                mx_rank_exited(r, st);
                 break;
             }
     }
 }
 
-static int signalled;                  /* mpiexec got SIGINT/SIGTERM/SIGHUP */
+int mx_signalled;                      /* mpiexec got SIGINT/SIGTERM/SIGHUP */
 
 static void got_signal(int sig)
 {
     if (sig == SIGCHLD) return;
-    signalled = 1;
+    mx_signalled = 1;
     if (!stopping) {
         mx_msg("received signal %d (%s); stopping the job", sig, strsignal(sig));
-        stop_job(128 + sig, sig);
+        mx_stop_job(128 + sig, sig);
     } else if (!killed_hard) {
         signal_groups(SIGKILL, 1);
         killed_hard = 1;
@@ -1026,32 +537,10 @@ static void shm_cleanup_at_exit(void)
     mx_shm_cleanup(job.jobid);
 }
 
-/* At the end: write what the sinks hold, waiting as long as the reader
- * takes, unless mpiexec was (or now is) told to stop by a signal: then what
- * cannot be written at once is dropped. */
-static void sinks_finish(int sigfd)
-{
-    for (int w = 0; w < 2; w++) {
-        struct mx_sink *k = &sinks[w];
-        while (!sink_flush(k, 0) && !signalled) {
-            struct pollfd p[2] = { { .fd = k->fd, .events = POLLOUT }, { .fd = sigfd, .events = POLLIN } };
-            if (poll(p, 2, -1) < 0 && errno != EINTR) break;
-            struct signalfd_siginfo si;
-            while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-                if (si.ssi_signo != SIGCHLD) signalled = 1;
-        }
-        k->len = k->off = 0;
-    }
-}
-
-static void sinks_at_exit(void)
-{
-    for (int w = 0; w < 2; w++) sink_flush(&sinks[w], signalled ? 0 : 1000);
-}
 
 /* ------------------------------------------------------------ main loop */
 
-enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK };
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE };
 struct tag {
     int kind, rank, which;
     struct mx_conn *conn;
@@ -1060,20 +549,24 @@ struct tag {
 static int run_loop(int sigfd, double t_start)
 {
     size_t cap = 16;
-    struct pollfd *pfd = xcalloc(cap, sizeof *pfd);
-    struct tag *tags = xcalloc(cap, sizeof *tags);
+    struct pollfd *pfd = mx_xcalloc(cap, sizeof *pfd);
+    struct tag *tags = mx_xcalloc(cap, sizeof *tags);
     double all_exited_at = -1;
 
     for (;;) {
         double now = mx_now();
         double next = mx_ctl_housekeeping(&job, now);
+        if (remote) {
+            double t = mx_remote_timers(now);
+            if (t < next) next = t;
+        }
 
         /* timers */
-        if (opt.timeout > 0 && !stopping) {
-            double dl = t_start + opt.timeout;
+        if (mx_opt.timeout > 0 && !stopping) {
+            double dl = t_start + mx_opt.timeout;
             if (now >= dl) {
-                mx_msg("job timed out after %g seconds; stopping the job", opt.timeout);
-                stop_job(124, SIGTERM);
+                mx_msg("job timed out after %g seconds; stopping the job", mx_opt.timeout);
+                mx_stop_job(124, SIGTERM);
             } else if (dl < next) next = dl;
         }
         if (stopping && !killed_hard) {
@@ -1089,28 +582,34 @@ static int run_loop(int sigfd, double t_start)
             if (job.ranks[r].state == MX_RANK_RUNNING) running++;
             pipes_open += (job.ranks[r].out[0].fd >= 0) + (job.ranks[r].out[1].fd >= 0);
         }
+        if (!running && remote) {
+            mx_remote_end();           /* the proxies send what is left, then BYE */
+            pipes_open += mx_remote_open();
+        }
         if (!running) {
             /* the grace for pipes held open runs only while their output
              * can be taken (not while a slow reader throttles it) */
-            if (all_exited_at < 0 || sink_queued(1) >= MX_SINK_MAX || sink_queued(2) >= MX_SINK_MAX)
+            if (all_exited_at < 0 || mx_sink_queued(1) >= MX_SINK_MAX || mx_sink_queued(2) >= MX_SINK_MAX)
                 all_exited_at = now;
             if (!pipes_open) break;
             /* Something (a child of a rank) still holds a pipe. */
-            if (now >= all_exited_at + MX_PIPE_GRACE) {
+            double grace = remote ? 3 * MX_PIPE_GRACE : MX_PIPE_GRACE;
+            if (now >= all_exited_at + grace) {
+                if (remote) mx_remote_kill();
                 signal_groups(SIGKILL, 1);
                 for (int r = 0; r < job.n; r++)
                     for (int w = 0; w < 2; w++) {
                         struct mx_out *o = &job.ranks[r].out[w];
-                        out_read(r, o, 0);
-                        if (o->fd >= 0) out_close(r, o);
+                        mx_out_read(r, o, 0);
+                        if (o->fd >= 0) mx_out_close(r, o);
                     }
                 break;
             }
-            if (all_exited_at + MX_PIPE_GRACE < next) next = all_exited_at + MX_PIPE_GRACE;
+            if (all_exited_at + grace < next) next = all_exited_at + grace;
         }
 
         /* poll set */
-        size_t need = 4 + (size_t)job.n * 2 + 64;
+        size_t need = 4 + (size_t)job.n * 2 + 64 + (remote ? mx_remote_maxfds() : 0);
         for (struct mx_conn *c = job.conns; c; c = c->next) need++;
         if (need > cap) {
             cap = need * 2;
@@ -1128,20 +627,35 @@ static int run_loop(int sigfd, double t_start)
         ADD(sigfd, POLLIN, T_SIG, -1, 0, NULL);
         if (job.listen_fd >= 0) ADD(job.listen_fd, POLLIN, T_LISTEN, -1, 0, NULL);
         if (stdin_open && stdin_pipe >= 0 && stdin_off == stdin_len) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
+        if (remote && stdin_open && mx_remote_stdin_room()) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
         if (stdin_pipe >= 0 && (stdin_off < stdin_len || !stdin_open))
             ADD(stdin_pipe, stdin_off < stdin_len ? POLLOUT : 0, T_STDIN_PIPE, 0, 0, NULL);
         /* a rank's output is read only while its sink has room */
-        int room[3] = { 0, sink_queued(1) < MX_SINK_MAX, sink_queued(2) < MX_SINK_MAX };
+        int room[3] = { 0, mx_sink_queued(1) < MX_SINK_MAX, mx_sink_queued(2) < MX_SINK_MAX };
         for (int r = 0; r < job.n; r++)
             for (int w = 0; w < 2; w++)
                 if (job.ranks[r].out[w].fd >= 0 && room[w + 1])
                     ADD(job.ranks[r].out[w].fd, POLLIN, T_OUT, r, w, NULL);
         for (int w = 0; w < 2; w++)
-            if (sinks[w].len > sinks[w].off && sinks[w].mode != SINK_FILE)
-                ADD(sinks[w].fd, POLLOUT, T_SINK, -1, w, NULL);
+            if (mx_sink_poll_fd(w) >= 0) ADD(mx_sink_poll_fd(w), POLLOUT, T_SINK, -1, w, NULL);
         for (struct mx_conn *c = job.conns; c; c = c->next)
             if (!c->dead) ADD(c->fd, mx_ctl_events(c), T_CONN, c->rank, 0, c);
 #undef ADD
+        if (remote) {
+            static int *aux;
+            static size_t auxcap;
+            if (auxcap < mx_remote_maxfds()) {
+                auxcap = mx_remote_maxfds();
+                aux = realloc(aux, auxcap * sizeof *aux);
+                if (!aux) exit(1);
+            }
+            size_t k = mx_remote_pollset(pfd + np, aux, room[1] && room[2]);
+            for (size_t i = 0; i < k; i++) {
+                tags[np + i].kind = T_REMOTE;
+                tags[np + i].rank = aux[i];
+            }
+            np += k;
+        }
 
         int tmo = -1;
         if (next < 1e299) {
@@ -1152,7 +666,7 @@ static int run_loop(int sigfd, double t_start)
         if (nr < 0) {
             if (errno == EINTR) continue;
             mx_msg("poll: %s", strerror(errno));
-            stop_job(1, SIGKILL);
+            mx_stop_job(1, SIGKILL);
             continue;
         }
         now = mx_now();
@@ -1175,6 +689,17 @@ static int run_loop(int sigfd, double t_start)
                 mx_ctl_accept(&job, now);
                 break;
             case T_STDIN: {
+                if (remote) {
+                    char b[65536];
+                    ssize_t n = (re & POLLNVAL) ? 0 : read(0, b, sizeof b);
+                    if (n > 0) {
+                        mx_remote_stdin(b, (size_t)n);
+                    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                        stdin_open = 0;
+                        mx_remote_stdin(b, 0);
+                    }
+                    break;
+                }
                 if (re & POLLNVAL) {
                     stdin_open = 0;
                 } else {
@@ -1212,14 +737,16 @@ static int run_loop(int sigfd, double t_start)
                 }
                 break;
             case T_OUT:
-                out_read(t->rank, &job.ranks[t->rank].out[t->which], 0);
+                mx_out_read(t->rank, &job.ranks[t->rank].out[t->which], 0);
                 break;
             case T_CONN:
                 mx_ctl_event(&job, t->conn, re);
                 break;
             case T_SINK:
-                if (re & (POLLERR | POLLNVAL)) sinks[t->which].broken = 1;
-                sink_flush(&sinks[t->which], 0);
+                mx_sink_event(t->which, re);
+                break;
+            case T_REMOTE:
+                mx_remote_event(t->rank, re, now);
                 break;
             }
         }
@@ -1227,6 +754,44 @@ static int run_loop(int sigfd, double t_start)
     free(pfd);
     free(tags);
     return exit_code < 0 ? 0 : exit_code;
+}
+
+/* Is name this machine? */
+static int host_is_local(const char *name)
+{
+    char me[256] = "";
+    if (!strcmp(name, "localhost") || !strcmp(name, "127.0.0.1")) return 1;
+    if (gethostname(me, sizeof me - 1) != 0) return 0;
+    size_t sl = strcspn(me, ".");
+    return !strcmp(name, me) || (strlen(name) == sl && !strncmp(name, me, sl));
+}
+
+/* Hosts given (-host, --hostfile): where each rank goes, and whether the
+ * job goes through proxies (remote); one local host without --launcher or
+ * --launch-agent is today's path, the slots counted. */
+static int *plan_hosts(void)
+{
+    struct mx_hostlist *hl = &mx_opt.hosts;
+    if (hl->n == 0) {
+        if (mx_opt.ppn && !mx_opt.np_given) mx_opt.np = mx_opt.ppn;
+        if (mx_opt.launcher && !strcmp(mx_opt.launcher, "fork")) {   /* proxies on this host */
+            if (mx_hosts_add(hl, "localhost", 9, mx_opt.np) < 0) exit(1);
+        } else {
+            return NULL;
+        }
+    }
+    if (!mx_opt.np_given) mx_opt.np = mx_hosts_total_slots(hl, mx_opt.ppn);
+    int *host_of = mx_xcalloc((size_t)mx_opt.np, sizeof *host_of);
+    char err[600];
+    if (mx_hosts_map(hl, mx_opt.np, mx_opt.ppn, mx_opt.bynode, mx_opt.overload, host_of, err, sizeof err) < 0) {
+        mx_msg("%s", err);
+        exit(1);
+    }
+    char *used = mx_xcalloc((size_t)hl->n, 1);
+    for (int r = 0; r < mx_opt.np; r++) nhosts_used += !used[host_of[r]]++;
+    free(used);
+    remote = hl->n > 1 || !host_is_local(hl->h[0].name) || (mx_opt.launcher && !strcmp(mx_opt.launcher, "fork"));
+    return host_of;
 }
 
 int main(int argc, char **argv)
@@ -1240,10 +805,10 @@ int main(int argc, char **argv)
                 close(n);
             }
         }
-    sinks_init();
-    atexit(sinks_at_exit);
-    parse_args(argc, argv);
-    if (opt.timeout == 0) {             /* the variable test runners use to bound a job */
+    mx_sinks_init();
+    atexit(mx_sinks_at_exit);
+    mx_parse_args(argc, argv);
+    if (mx_opt.timeout == 0) {             /* the variable test runners use to bound a job */
         const char *t = getenv("MPIEXEC_TIMEOUT");
         if (t && *t) {
             char *end;
@@ -1253,25 +818,36 @@ int main(int argc, char **argv)
                 fprintf(stderr, "mpiexec: MPIEXEC_TIMEOUT: invalid number of seconds '%s'\n", t);
                 return 1;
             }
-            opt.timeout = sec;
+            mx_opt.timeout = sec;
         }
     }
-    char *prog = resolve_program(opt.argv[0]);
+    int *host_of = plan_hosts();
+    char *prog = resolve_program(mx_opt.argv[0]);
+    if (mx_opt.wdir && !remote) {
+        /* the ranks of this host start in -wdir: so does mpiexec, once it
+         * has found the program from here */
+        char *abs = prog[0] == '/' ? prog : realpath(prog, NULL);
+        if (abs) prog = abs;
+        if (chdir(mx_opt.wdir) < 0) {
+            mx_msg("-wdir %s: %s", mx_opt.wdir, strerror(errno));
+            return 1;
+        }
+    }
     {
         const char *v = getenv("KUMI_VERBOSE");
         job.verbose = v ? atoi(v) : 0;
     }
     choose_abi(prog);
     raise_fd_limit();
-    if (check_limits(opt.np) < 0) return 1;
+    if (!remote && check_limits(mx_opt.np) < 0) return 1;
 
     const char *v = getenv("KUMI_VERBOSE");
     job.verbose = v ? atoi(v) : 0;
-    job.n = opt.np;
+    job.n = mx_opt.np;
     job.jobid = (long)getpid();
     job.listen_fd = -1;
-    job.ranks = xcalloc((size_t)job.n, sizeof *job.ranks);
-    if (mx_bind_plan(&job, opt.bind, opt.overload) < 0) return 1;
+    job.ranks = mx_xcalloc((size_t)job.n, sizeof *job.ranks);
+    if (mx_bind_plan(&job, remote ? MX_BIND_NONE : mx_opt.bind, mx_opt.overload) < 0) return 1;
     for (int r = 0; r < job.n; r++)
         if (job.bind[r].bound) {
             char b[32];
@@ -1304,13 +880,17 @@ int main(int argc, char **argv)
         mx_msg("cannot read /dev/urandom: %s", strerror(errno));
         return 1;
     }
-    if (mx_ctl_listen(&job) < 0) return 1;
+    if (!remote && mx_ctl_listen(&job) < 0) return 1;
     /* shared-memory objects of this job id: leftovers of an earlier
      * mpiexec with our pid that was killed, and ours at the end */
     mx_shm_cleanup(job.jobid);
     atexit(shm_cleanup_at_exit);
-    if (job.verbose) mx_msg("job %ld: %d process%s of %s, control 127.0.0.1:%d", job.jobid, job.n,
-                            job.n == 1 ? "" : "es", prog, job.port);
+    if (job.verbose && !remote)
+        mx_msg("job %ld: %d process%s of %s, control 127.0.0.1:%d", job.jobid, job.n, job.n == 1 ? "" : "es", prog,
+               job.port);
+    if (job.verbose && remote)
+        mx_msg("job %ld: %d process%s of %s on %d hosts, through proxies", job.jobid, job.n, job.n == 1 ? "" : "es",
+               prog, mx_opt.hosts.n);
 
     /* signals: through a signalfd; children get a clean mask from spawn */
     sigset_t ss;
@@ -1335,14 +915,15 @@ int main(int argc, char **argv)
     int rank_slot;
     char **env = build_env(rpim_name_used, &rank_slot);
     int nargs = 0;
-    while (opt.argv[nargs]) nargs++;
-    char **cargv = xcalloc((size_t)nargs + 1, sizeof *cargv);
+    while (mx_opt.argv[nargs]) nargs++;
+    char **cargv = mx_xcalloc((size_t)nargs + 1, sizeof *cargv);
     cargv[0] = prog;
-    for (int i = 1; i < nargs; i++) cargv[i] = opt.argv[i];
+    for (int i = 1; i < nargs; i++) cargv[i] = mx_opt.argv[i];
 
-    stdin_open = !opt.stdin_none;
+    stdin_open = !mx_opt.stdin_none;
     double t_start = mx_now();
-    for (int r = 0; r < job.n; r++) {
+    if (remote) mx_remote_start(&job, host_of, cargv, env, rank_slot, stdin_open);
+    for (int r = 0; r < job.n && !remote; r++) {
         struct mx_rank *rk = &job.ranks[r];
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
         for (int w = 0; w < 2; w++) {
@@ -1357,7 +938,7 @@ int main(int argc, char **argv)
                 if (outp[k] >= 0) close(outp[k]);
                 if (errp[k] >= 0) close(errp[k]);
             }
-            stop_job(1, SIGTERM);
+            mx_stop_job(1, SIGTERM);
             continue;
         }
         char rb[32], bl[64], bi[48];
@@ -1366,7 +947,7 @@ int main(int argc, char **argv)
         const struct mx_binding *bd = &job.bind[r];
         char *bc = NULL;
         if (bd->bound) {
-            bc = xcalloc(1, strlen(bd->cpus) + sizeof KUMI_ENV_BIND_CPUS + 1);
+            bc = mx_xcalloc(1, strlen(bd->cpus) + sizeof KUMI_ENV_BIND_CPUS + 1);
             sprintf(bc, "%s=%s", KUMI_ENV_BIND_CPUS, bd->cpus);
             snprintf(bl, sizeof bl, "%s=%s", KUMI_ENV_BIND_LEVEL, bd->level);
             snprintf(bi, sizeof bi, "%s=%d", KUMI_ENV_BIND_INDEX, bd->index);
@@ -1376,7 +957,7 @@ int main(int argc, char **argv)
         } else {
             env[rank_slot + 1] = NULL;
         }
-        if (opt.report_bindings) mx_bind_report(&job, r);
+        if (mx_opt.report_bindings) mx_bind_report(&job, r);
         struct kumi_spawn sp = {
             .rank = r, .host = NULL, .argv = cargv, .envp = env,
             .stdin_fd = inp[0], .stdout_fd = outp[1], .stderr_fd = errp[1],
@@ -1395,7 +976,7 @@ int main(int argc, char **argv)
             close(outp[0]);
             close(errp[0]);
             if (inp[1] >= 0) close(inp[1]);
-            stop_job(1, SIGTERM);
+            mx_stop_job(1, SIGTERM);
             continue;
         }
         rk->pid = pid;
@@ -1409,11 +990,11 @@ int main(int argc, char **argv)
             set_nonblock(stdin_pipe);
         }
     }
-    if (stdin_pipe < 0) stdin_open = 0;
+    if (stdin_pipe < 0 && !remote) stdin_open = 0;
 
     int code = run_loop(sigfd, t_start);
     mx_shm_cleanup(job.jobid);             /* every rank has exited */
-    sinks_finish(sigfd);                   /* output still queued for a slow reader */
+    mx_sinks_finish(sigfd);                   /* output still queued for a slow reader */
 
     mx_ctl_close_all(&job);
     if (stdin_pipe >= 0) close(stdin_pipe);
@@ -1421,3 +1002,4 @@ int main(int argc, char **argv)
     if (job.verbose > 1) mx_msg("job %ld ends with status %d", job.jobid, code);
     return code;
 }
+

@@ -43,14 +43,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <kumi/launch_proto.h>
+#include "proxy_proto.h"
+#include "hosts.h"
 
 #define MX_MAX_STRANGERS    64          /* unauthenticated connections at once, beyond the job's size */
-
-struct mx_buf {
-    char *data;
-    size_t len, cap;     /* bytes held, allocated */
-    size_t off;          /* bytes already consumed / written */
-};
 
 struct mx_conn {
     int fd;
@@ -115,6 +111,10 @@ struct mx_job {
     int verbose;
     struct mx_binding *bind;  /* per rank */
     char *unbound_why;        /* report text when ranks are unbound */
+    /* ranks behind proxies (mpiexec): the fence's table goes to them */
+    void (*fence_done_hook)(struct mx_job *job, const struct mx_buf *tab);
+    /* the proxy: decides itself when its ranks' fence goes upstream */
+    void (*fence_check_hook)(struct mx_job *job);
 };
 
 /* ---- control.c ---- */
@@ -133,6 +133,9 @@ void mx_ctl_close_all(struct mx_job *job);
 /* Complete the fences every rank has entered; a fence that a rank which has
  * already exited never entered stops the job (mx_fence_dead). */
 void mx_ctl_check_fence(struct mx_job *job);
+
+/* Queue a complete frame for rank's connection (the proxy forwards FENCE_DONE). */
+void mx_ctl_send_frame(struct mx_job *job, int rank, const void *frame, size_t len);
 
 /* ---- bind.c ---- */
 /* Fill job->bind (job->n entries) for the level asked; overload: allow more
@@ -155,5 +158,78 @@ double mx_now(void);
 void mx_rank_aborted(struct mx_job *job, int rank, int code, const char *msg);
 void mx_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mx_fence_dead(int rank);   /* rank exited while the others wait for it in a fence */
+
+/* ---- options.c ---- */
+struct mx_opts {
+    int np;
+    char **xvars; int nx;              /* -x NAME or NAME=value */
+    char **params; int nparams;        /* KUMI_NAME=value from --param */
+    double timeout;
+    int tag_output;
+    int stdin_none;
+    enum mx_bind_level bind;           /* --bind-to */
+    int overload;                      /* --oversubscribe, or :overload-allowed */
+    int report_bindings;
+    const char *abi;                   /* --abi, else $KUMI_ABI; NULL or "auto": from the program */
+    char **argv;                       /* program and arguments */
+    int np_given;
+    struct mx_hostlist hosts;          /* -host, --hostfile */
+    int ppn, bynode;                   /* -ppn, --map-by node */
+    const char *wdir;                  /* -wdir */
+    const char *launcher;              /* --launcher ssh|rsh|fork, or NULL */
+    const char *agent;                 /* --launch-agent */
+    double host_timeout;               /* --host-timeout */
+    int fanout;                        /* --fanout: proxies one proxy starts (0: 32) */
+};
+extern struct mx_opts mx_opt;
+void mx_parse_args(int argc, char **argv);
+void mx_die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
+char *mx_xstrdup(const char *s);
+void *mx_xcalloc(size_t n, size_t sz);
+struct mx_abi_desc;
+const struct mx_abi_desc *mx_abi_by_name(const char *s);
+
+/* ---- output.c ---- */
+struct mx_sink;
+void mx_sinks_init(void);
+int sink_flush(struct mx_sink *k, int wait_ms);
+void sink_put(struct mx_sink *k, const void *p, size_t n);
+size_t mx_sink_queued(int which);            /* bytes waiting for fd 1 or 2 */
+#define MX_SINK_MAX (1024 * 1024)
+/* poll entry of sink w (0 stdout, 1 stderr): fd to wait POLLOUT on, or -1 */
+int mx_sink_poll_fd(int w);
+void mx_sink_event(int w, short revents);
+void mx_out_flush(int r, struct mx_out *o, int at_eof);
+void mx_out_close(int r, struct mx_out *o);
+void mx_out_read(int r, struct mx_out *o, int drain);
+void mx_out_data(int r, struct mx_out *o, const char *p, size_t n);
+void mx_out_eof(int r, struct mx_out *o);
+void mx_sinks_finish(int sigfd);
+void mx_sinks_at_exit(void);
+extern int mx_signalled;                     /* mpiexec got SIGINT/SIGTERM/SIGHUP */
+extern struct mx_job mx_job_main;
+
+
+/* ---- remote.c: ranks behind per-host proxies ---- */
+struct pollfd;
+void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char **env, int rank_slot,
+                     int stdin_wanted);
+int mx_remote_nhosts(void);
+void mx_remote_signal(int sig);
+int mx_remote_stdin_room(void);
+void mx_remote_stdin(const char *b, size_t n);
+void mx_remote_end(void);
+int mx_remote_open(void);
+void mx_remote_kill(void);
+int mx_remote_reaped(pid_t pid, int status);
+size_t mx_remote_maxfds(void);
+size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room);
+void mx_remote_event(int aux, short revents, double now);
+double mx_remote_timers(double now);
+
+/* ---- mpiexec.c (called by remote.c) ---- */
+void mx_stop_job(int code, int sig);
+int mx_stopping(void);
+void mx_rank_exited(int r, int status);
 
 #endif

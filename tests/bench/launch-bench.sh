@@ -1,0 +1,86 @@
+#!/bin/bash
+# launch-bench.sh: launch time across hosts made of network namespaces
+# (tests/scripts/netlab.sh, each with its own sshd), for run-bench.sh's
+# "launch" configuration (or alone).  The program is MPI_Init + MPI_Finalize
+# (tests/mpi/core_init.c, built here); Kumi's mpiexec at 8, 64 and 256 ranks
+# over 1 host (the head itself, no proxy), 4 and 8 hosts (one kumi_proxy
+# per host over ssh), next to Open MPI's mpirun (plm_rsh_agent = the same
+# ssh) over the same hosts.  MPICH's Hydra is tried too (its proxies must
+# reach the head over TCP).  Kumi's ranks use p2p self,shmem,tcp (p2p/ofi's
+# start-up alone costs ~0.4 s of CPU per rank on a multi-host job here).
+# The median of KUMI_BENCH_REPS runs (default 3) per cell; a run is limited
+# to KUMI_BENCH_TIMEOUT seconds (default 120).  Every host shares this
+# machine's cores: the numbers show the launcher's cost, not a cluster's.
+# Writes $KUMI_BENCH_OUT/launch.kumi.status (ok, or why not).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir/_build}
+out=${KUMI_BENCH_OUT:-$top_builddir/tests/bench-logs}
+reps=${KUMI_BENCH_REPS:-3}
+limit=${KUMI_BENCH_TIMEOUT:-120}
+mkdir -p "$out" || exit 1
+status() { echo "$1" > "$out/launch.kumi.status"; }
+MPIEXEC=$top_builddir/tools/mpiexec/mpiexec
+prog=$out/launch_hello
+cc -O1 -I"$top_builddir/framework/include" -I"$top_srcdir/framework/include" -I"$top_srcdir/tests/mpi" \
+    -o "$prog" "$top_srcdir/tests/mpi/core_init.c" -L"$top_builddir/framework/.libs" \
+    -Wl,-rpath,"$top_builddir/framework/.libs" -lmpi 2> "$out/build.launch.err" ||
+    { echo "launch: building core_init.c failed (see $out/build.launch.err)"; status "build failed"; exit 1; }
+(
+    . "$top_srcdir/tests/scripts/netlab.sh"
+    netlab_skip() { echo "launch: skipped: $*"; status ok; exit 0; }   # not a failure of Kumi
+    netlab_up 8 || { status "the lab does not come up"; exit 1; }
+    export KUMI_COMPONENT_PATH=${KUMI_COMPONENT_PATH:-$(ls -d "$top_builddir"/components/*/*/.libs | tr '\n' ':')}
+    hosts() { # hosts ranks: "-host h1:q,h2:q,..." style list for Open MPI / Kumi
+        local n=$1 r=$2 i l=
+        for ((i = 1; i <= n; i++)); do l="$l${l:+,}h$i:$((r / n))"; done
+        echo "$l"
+    }
+    one() { # command...: seconds, or "fail"
+        local s e
+        s=$(date +%s.%N)
+        timeout "$limit" nsenter -t "${NETLAB_HOLD[0]}" -n -u -m --wd="$out" -- "$@" > "$out/launch.run.out" 2> "$out/launch.run.err" < /dev/null ||
+            { echo fail; return; }
+        e=$(date +%s.%N)
+        echo "$e - $s" | bc
+    }
+    median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR == 0 || a[1] == "fail") print "-"; else printf "%.2f", a[int((NR + 1) / 2)]}'; }
+    cell() { # impl ranks hosts
+        local impl=$1 n=$2 h=$3 t= i
+        for ((i = 0; i < reps; i++)); do
+            case $impl in
+            kumi) if [ "$h" = 1 ]; then
+                      t="$t $(one "$MPIEXEC" -n "$n" -x MPI_COMPONENTS=p2p=self,shmem,tcp "$prog")"
+                  else
+                      t="$t $(one "$MPIEXEC" --launch-agent "$NETLAB_SSH" -host "$(hosts "$h" "$n")" \
+                              -x MPI_COMPONENTS=p2p=self,shmem,tcp "$prog")"
+                  fi ;;
+            ompi) command -v mpirun.openmpi > /dev/null || { echo "n/a"; return; }
+                  if [ "$h" = 1 ]; then
+                      t="$t $(one mpirun.openmpi --allow-run-as-root --oversubscribe -n "$n" true)"
+                  else
+                      t="$t $(one mpirun.openmpi --allow-run-as-root --oversubscribe --mca plm_rsh_agent "$NETLAB_SSH" \
+                              --host "$(hosts "$h" "$n")" -n "$n" true)"
+                  fi ;;
+            mpich) command -v mpiexec.mpich > /dev/null || { echo "n/a"; return; }
+                  if [ "$h" = 1 ]; then
+                      t="$t $(one mpiexec.mpich -n "$n" true)"
+                  else
+                      t="$t $(one mpiexec.mpich -launcher ssh -launcher-exec "$NETLAB_SSH" -hosts "$(hosts "$h" "$n")" -n "$n" true)"
+                  fi ;;
+            esac
+            [[ $t == *fail* ]] && break
+        done
+        echo "$t" | median
+    }
+    echo "launch time in seconds (median of $reps; '-' failed or timed out after $limit s)"
+    echo "Kumi: hello world (MPI_Init + MPI_Finalize); Open MPI and MPICH: /bin/true (no MPI), a lower bound of theirs"
+    printf "  %-6s %-6s %10s %10s %10s\n" ranks hosts Kumi "Open MPI" MPICH
+    for n in 8 64 256; do
+        for h in 1 4 8; do
+            printf "  %-6s %-6s %10s %10s %10s\n" "$n" "$h" "$(cell kumi "$n" "$h")" "$(cell ompi "$n" "$h")" "$(cell mpich "$n" "$h")"
+        done
+    done
+    status ok
+)

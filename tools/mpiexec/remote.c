@@ -1,0 +1,636 @@
+/* mpiexec across hosts: one proxy (kumi_proxy) per host, started through
+ * the launch agent (ssh by default; rsh; a command the user names; or the
+ * proxy itself on this machine with --launcher fork), spoken to over the
+ * agent's stdin and stdout (the protocol: proxy_proto.h).
+ *
+ * Start-up: every agent is started at once and gets its START message
+ * (plan, secret, environment) through its stdin; a proxy answers READY.
+ * Only when every host answered does mpiexec send GO, so that a host that
+ * cannot be reached (ssh fails, unknown host) is reported by name before
+ * any rank starts.  Then the proxies fork their ranks and relay their
+ * output, key-value puts and fences (one FENCE per host, answered with the
+ * whole table), aborts and exits.  mpiexec's own rank table stays the one
+ * place that decides the job's fate (mpiexec.c: rank_exited, stop_job).
+ *
+ * A host whose link ends (EOF, agent exited) or stays silent for
+ * --host-timeout seconds is lost: mpiexec names it and its ranks and stops
+ * the job (the hosts its proxy started with it).  At the end mpiexec sends
+ * END and waits for each proxy's BYE (its ranks' last output).
+ *
+ * Many hosts: mpiexec starts at most --fanout (32) proxies itself; host j
+ * of the others is started by the proxy of host j/fanout - 1 (SPAWN), so
+ * start-up takes log(hosts) rounds.  Frames for such a host travel as
+ * ROUTE down the tree, its frames come back wrapped in FROM; what goes to
+ * every host (GO, SIGNAL, PING, END, the fence's table) is sent to the top
+ * proxies only and passed down by each. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "mpiexec.h"
+
+#define MX_PING_EVERY 1.0
+
+struct mx_proxy {
+    const char *name;
+    pid_t agent;                 /* the agent process (ssh, or the proxy) */
+    int agent_done;
+    int agent_status;
+    struct mx_link link;
+    int errfd;                   /* the agent's stderr */
+    char errline[512];           /* the line it is writing */
+    char lastline[512];          /* its last complete line */
+    size_t errlen;
+    int ready, bye, lost, ended;
+    int *ranks, nranks;
+    double last_ping;
+    int parent;                  /* host whose proxy started this one (tree), or -1 */
+};
+
+static struct mx_proxy *px;
+static int npx, nready, go_sent;
+static struct mx_job *J;
+
+int mx_remote_nhosts(void)
+{
+    return npx;
+}
+
+/* "ranks 4-7, 9" of proxy p */
+static void rank_list(const struct mx_proxy *p, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; i < p->nranks && o + 24 < len;) {
+        int j = i;
+        while (j + 1 < p->nranks && p->ranks[j + 1] == p->ranks[j] + 1) j++;
+        if (j > i) o += (size_t)snprintf(out + o, len - o, "%s%d-%d", o ? ", " : "", p->ranks[i], p->ranks[j]);
+        else o += (size_t)snprintf(out + o, len - o, "%s%d", o ? ", " : "", p->ranks[i]);
+        i = j + 1;
+    }
+}
+
+/* A frame for host p: on its own link, or (started by another proxy) as
+ * ROUTE(p) on the link of the top of its tree, forwarded down by proxies. */
+static void send_to(struct mx_proxy *p, int type, const void *pl, size_t n)
+{
+    if (p->lost) return;
+    if (p->parent < 0) {
+        if (p->link.broken) return;
+        mx_frame_begin(&p->link.out, type, n);
+        mx_buf_put(&p->link.out, pl, n);
+        mx_link_flush(&p->link);
+        return;
+    }
+    struct mx_proxy *top = p;
+    while (top->parent >= 0) top = &px[top->parent];
+    if (top->lost || top->link.broken) return;
+    mx_frame_begin(&top->link.out, MX_P_ROUTE, 4 + KUMI_LAUNCH_HDR_LEN + n);
+    mx_buf_u32(&top->link.out, (uint32_t)(p - px));
+    mx_frame_begin(&top->link.out, type, n);
+    mx_buf_put(&top->link.out, pl, n);
+    mx_link_flush(&top->link);
+}
+
+static void send_empty(struct mx_proxy *p, int type)
+{
+    send_to(p, type, NULL, 0);
+}
+
+static void host_lost(struct mx_proxy *p, const char *why)
+{
+    if (p->lost) return;
+    p->lost = 1;
+    char rl[400];
+    rank_list(p, rl, sizeof rl);
+    int running = 0;
+    for (int i = 0; i < p->nranks; i++) running += J->ranks[p->ranks[i]].state == MX_RANK_RUNNING;
+    (void)running;
+    const char *said = p->errlen ? p->errline : p->lastline;   /* the agent's last words */
+    if (!go_sent && mx_stopping()) {
+        /* stopped by mpiexec before the start: nothing to report */
+    } else if (!go_sent) {
+        mx_msg("cannot start the proxy on host %s: %s%s%s", p->name, why, *said ? ": " : "", said);
+        mx_stop_job(1, SIGTERM);
+    } else if (!p->bye && !p->ended) {
+        mx_msg("host %s lost (%s%s%s): rank%s %s %s; stopping the job", p->name, why, *said ? ": " : "", said,
+               p->nranks == 1 ? "" : "s", rl, running ? "lost" : "had ended");
+        mx_stop_job(1, SIGTERM);
+    }
+    for (int i = 0; i < p->nranks; i++) {
+        struct mx_rank *rk = &J->ranks[p->ranks[i]];
+        if (rk->state != MX_RANK_EXITED) {
+            rk->state = MX_RANK_EXITED;
+            rk->status = SIGKILL;
+        }
+        for (int w = 0; w < 2; w++) mx_out_eof(p->ranks[i], &rk->out[w]);
+    }
+    if (p->agent > 0 && !p->agent_done) kill(p->agent, SIGKILL);
+    p->link.eof = 1;
+    /* the hosts it started are cut off with it */
+    for (int h = 0; h < npx; h++)
+        if (px[h].parent == p - px && !px[h].lost && !px[h].bye) {
+            char w[300];
+            snprintf(w, sizeof w, "started by host %s, which was lost", p->name);
+            host_lost(&px[h], w);
+        }
+    mx_ctl_check_fence(J);
+}
+
+/* The whole table of a completed fence goes to every host. */
+static void fence_done(struct mx_job *job, const struct mx_buf *tab)
+{
+    for (int h = 0; h < npx; h++) {
+        struct mx_proxy *p = &px[h];
+        if (p->lost || p->link.broken || p->parent >= 0) continue;   /* proxies pass it down */
+        mx_frame_begin(&p->link.out, KUMI_LAUNCH_MSG_FENCE_DONE, tab->len);
+        mx_buf_put(&p->link.out, tab->data, tab->len);
+        mx_link_flush(&p->link);
+    }
+    (void)job;
+}
+
+static int my_rank(const struct mx_proxy *p, uint32_t r)
+{
+    for (int i = 0; i < p->nranks; i++)
+        if ((uint32_t)p->ranks[i] == r) return 1;
+    return 0;
+}
+
+static int on_frame(void *arg, int type, const unsigned char *pl, size_t n)
+{
+    struct mx_proxy *p = arg;
+    struct mx_rd rd = { pl, n, 0, 0 };
+    switch (type) {
+    case MX_P_READY: {
+        char *host = mx_rd_strdup(&rd);
+        if (!host) return -1;
+        if (J->verbose) mx_msg("host %s: proxy ready (%s)", p->name, host);
+        free(host);
+        if (!p->ready) {
+            p->ready = 1;
+            nready++;
+        }
+        return 0;
+    }
+    case MX_P_STARTED: {
+        uint32_t r = mx_rd_u32(&rd), pid = mx_rd_u32(&rd);
+        if (rd.bad || !my_rank(p, r)) return -1;
+        J->ranks[r].pid = (pid_t)pid;
+        return 0;
+    }
+    case MX_P_OUT: {
+        uint32_t r = mx_rd_u32(&rd), w = mx_rd_u32(&rd);
+        if (rd.bad || !my_rank(p, r) || w < 1 || w > 2) return -1;
+        struct mx_out *o = &J->ranks[r].out[w - 1];
+        if (n == rd.pos) mx_out_eof((int)r, o);
+        else mx_out_data((int)r, o, (const char *)pl + rd.pos, n - rd.pos);
+        return 0;
+    }
+    case MX_P_FENCE: {
+        uint32_t nkv = mx_rd_u32(&rd);
+        for (uint32_t i = 0; i < nkv && !rd.bad; i++) {
+            uint32_t r = mx_rd_u32(&rd);
+            char *k = mx_rd_strdup(&rd), *v = mx_rd_strdup(&rd);
+            if (k && v && my_rank(p, r)) mx_ctl_kv_put(J, (int)r, k, v);
+            else rd.bad = 1;
+            free(k);
+            free(v);
+        }
+        uint32_t nf = mx_rd_u32(&rd);
+        for (uint32_t i = 0; i < nf && !rd.bad; i++) {
+            uint32_t r = mx_rd_u32(&rd);
+            if (!rd.bad && my_rank(p, r)) J->ranks[r].fences++;
+        }
+        if (rd.bad) return -1;
+        mx_ctl_check_fence(J);
+        return 0;
+    }
+    case MX_P_ABORT: {
+        uint32_t r = mx_rd_u32(&rd);
+        int code = (int32_t)mx_rd_u32(&rd);
+        char *m = mx_rd_strdup(&rd);
+        if (!m || !my_rank(p, r)) {
+            free(m);
+            return -1;
+        }
+        mx_rank_aborted(J, (int)r, code, m);
+        free(m);
+        return 0;
+    }
+    case MX_P_EXIT: {
+        uint32_t r = mx_rd_u32(&rd), st = mx_rd_u32(&rd), fl = mx_rd_u32(&rd);
+        if (rd.bad || !my_rank(p, r)) return -1;
+        struct mx_rank *rk = &J->ranks[r];
+        rk->connected = (fl & 1) != 0;
+        rk->finalized = (fl & 2) != 0;
+        if (rk->state == MX_RANK_RUNNING) mx_rank_exited((int)r, (int)st);
+        return 0;
+    }
+    case MX_P_PONG:
+        return 0;
+    case MX_P_ERROR: {
+        char *m = mx_rd_strdup(&rd);
+        if (!m) return -1;
+        mx_msg("host %s: %s", p->name, m);
+        free(m);
+        mx_stop_job(1, SIGTERM);
+        return 0;
+    }
+    case MX_P_BYE:
+        p->bye = 1;
+        if (p->parent >= 0) p->link.eof = 1;
+        return 0;
+    case MX_P_FROM: {                  /* from a host further down p's tree */
+        uint32_t src = mx_rd_u32(&rd);
+        if (rd.bad || src >= (uint32_t)npx || n - rd.pos < KUMI_LAUNCH_HDR_LEN) return -1;
+        struct mx_proxy *q = &px[src];
+        const unsigned char *f = pl + rd.pos;
+        uint32_t fl = kumi_launch_get_u32(f);
+        if (fl < 1 || fl != n - rd.pos - 4 || q->parent < 0) return -1;
+        if (q->lost) return 0;
+        q->link.last_rx = p->link.last_rx;
+        if (f[4] == MX_P_LOST) {
+            struct mx_rd r2 = { f + KUMI_LAUNCH_HDR_LEN, fl - 1, 0, 0 };
+            char *why = mx_rd_strdup(&r2);
+            if (!why) return -1;
+            host_lost(q, why);
+            free(why);
+            return 0;
+        }
+        return on_frame(q, f[4], f + KUMI_LAUNCH_HDR_LEN, fl - 1);
+    }
+    default:
+        return -1;
+    }
+}
+
+static void start_agent(struct mx_proxy *p, char **av)
+{
+    pid_t pid = mx_agent_start(av, &p->link.rfd, &p->link.wfd, &p->errfd);
+    if (pid < 0) {
+        mx_msg("cannot start the proxy of host %s: %s", p->name, strerror(errno));
+        exit(1);
+    }
+    p->agent = pid;
+}
+
+/* kumi_proxy next to this mpiexec (also in the build tree, where mpiexec
+ * may run from .libs), else the installed one; KUMI_PROXY overrides. */
+static const char *proxy_path(void)
+{
+    static char path[PATH_MAX];
+    const char *e = getenv("KUMI_PROXY");
+    if (e && *e) return e;
+    char self[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (l > 0) {
+        self[l] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            size_t dl = strlen(self);
+            if (dl >= 6 && strcmp(self + dl - 6, "/.libs") == 0) self[dl - 6] = 0;
+            snprintf(path, sizeof path, "%s/kumi_proxy", self);
+            if (access(path, X_OK) == 0) return path;
+        }
+    }
+    snprintf(path, sizeof path, "%s/kumi_proxy", KUMI_BINDIR);
+    return path;
+}
+
+static const char *agent_command(void)
+{
+    if (mx_opt.agent) return mx_opt.agent;
+    const char *e = getenv("KUMI_RPIM_SSH_AGENT");
+    if (e && *e) return e;
+    for (int j = mx_opt.nparams - 1; j >= 0; j--)
+        if (strncmp(mx_opt.params[j], "KUMI_RPIM_SSH_AGENT=", 20) == 0 && mx_opt.params[j][20])
+            return mx_opt.params[j] + 20;
+    if (mx_opt.launcher && strcmp(mx_opt.launcher, "rsh") == 0) return "rsh";
+    return "ssh -x -o BatchMode=yes";
+}
+
+void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char **env, int rank_slot,
+                     int stdin_wanted)
+{
+    J = job;
+    job->fence_done_hook = fence_done;
+    npx = mx_opt.hosts.n;
+    px = mx_xcalloc((size_t)npx, sizeof *px);
+    for (int r = 0; r < job->n; r++) px[host_of[r]].nranks++;
+    for (int h = 0; h < npx; h++) {
+        px[h].name = mx_opt.hosts.h[h].name;
+        px[h].ranks = mx_xcalloc((size_t)px[h].nranks, sizeof(int));
+        px[h].nranks = 0;
+        px[h].errfd = -1;
+        px[h].link.rfd = px[h].link.wfd = -1;
+    }
+    for (int r = 0; r < job->n; r++) {
+        struct mx_proxy *p = &px[host_of[r]];
+        p->ranks[p->nranks++] = r;
+        job->ranks[r].state = MX_RANK_RUNNING;
+        for (int w = 0; w < 2; w++) {
+            job->ranks[r].out[w].fd = -1;
+            job->ranks[r].out[w].which = w + 1;
+        }
+    }
+    char cwd[PATH_MAX];
+    const char *wdir = mx_opt.wdir ? mx_opt.wdir : getcwd(cwd, sizeof cwd) ? cwd : "/";
+    int fork_mode = mx_opt.launcher && strcmp(mx_opt.launcher, "fork") == 0 && !mx_opt.agent;
+    const char *proxy = proxy_path();
+    const char *agent = agent_command();
+    char jid[32], size[32];
+    snprintf(jid, sizeof jid, "%ld", job->jobid);
+    snprintf(size, sizeof size, "%d", job->n);
+    int argc = 0, envc = 0;
+    while (argv[argc]) argc++;
+    while (env[envc] && envc < rank_slot) envc++;
+    double now = mx_now();
+    /* the tree: hosts with ranks in order; the first `fanout` are started
+     * by mpiexec, host j (j >= fanout) by host j/fanout - 1 (fanout
+     * children each): start-up in log(hosts) steps */
+    int fanout = mx_opt.fanout > 0 ? mx_opt.fanout : 32;
+    int *act = mx_xcalloc((size_t)npx, sizeof *act), nact = 0;
+    for (int h = 0; h < npx; h++) {
+        px[h].parent = -1;
+        if (px[h].nranks == 0) {       /* no rank there: not started */
+            px[h].ready = px[h].bye = px[h].agent_done = 1;
+            px[h].link.eof = 1;
+            nready++;
+            continue;
+        }
+        if (nact >= fanout) px[h].parent = act[nact / fanout - 1];
+        act[nact++] = h;
+    }
+    for (int j = 0; j < nact; j++) {
+        int h = act[j];
+        struct mx_proxy *p = &px[h];
+        p->link.last_rx = now;
+        p->last_ping = now;
+        if (p->parent < 0) {
+            char **av = mx_agent_argv(agent, p->name, proxy, fork_mode);
+            if (job->verbose > 1) {
+                char b[1024] = "";
+                for (int i = 0; av[i]; i++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", i ? " " : "", av[i]);
+                mx_msg("host %s: starting %s", p->name, b);
+            }
+            start_agent(p, av);
+            mx_agent_argv_free(av);
+        } else {
+            /* its parent starts it; the parent forwards what goes to any
+             * host below that child */
+            struct mx_buf s = { 0 };
+            mx_buf_u32(&s, (uint32_t)h);
+            mx_buf_str(&s, p->name, strlen(p->name));
+            int nd = 0;
+            for (int k = j; k < nact; k++) {
+                int a = act[k];
+                while (a >= 0 && a != h) a = px[a].parent;
+                nd += a == h;
+            }
+            mx_buf_u32(&s, (uint32_t)nd);
+            for (int k = j; k < nact; k++) {
+                int a = act[k];
+                while (a >= 0 && a != h) a = px[a].parent;
+                if (a == h) mx_buf_u32(&s, (uint32_t)act[k]);
+            }
+            if (job->verbose > 1) mx_msg("host %s: started by the proxy of host %s", p->name, px[p->parent].name);
+            send_to(&px[p->parent], MX_P_SPAWN, s.data, s.len);
+            mx_buf_free(&s);
+        }
+        struct mx_buf m = { 0 };
+        mx_buf_u32(&m, (uint32_t)h);
+        mx_buf_u32(&m, (uint32_t)npx);
+        mx_buf_u32(&m, (uint32_t)p->nranks);
+        for (int i = 0; i < p->nranks; i++) mx_buf_u32(&m, (uint32_t)p->ranks[i]);
+        mx_buf_str(&m, job->secret, strlen(job->secret));
+        mx_buf_str(&m, jid, strlen(jid));
+        mx_buf_str(&m, size, strlen(size));
+        mx_buf_str(&m, wdir, strlen(wdir));
+        mx_buf_u32(&m, (uint32_t)((stdin_wanted && p->ranks[0] == 0) | (mx_opt.wdir ? 2 : 0)));
+        mx_buf_u32(&m, (uint32_t)argc);
+        for (int i = 0; i < argc; i++) mx_buf_str(&m, argv[i], strlen(argv[i]));
+        mx_buf_u32(&m, (uint32_t)envc);
+        for (int i = 0; i < envc; i++) mx_buf_str(&m, env[i], strlen(env[i]));
+        mx_buf_str(&m, agent, strlen(agent));
+        mx_buf_str(&m, proxy, strlen(proxy));
+        mx_buf_u32(&m, (uint32_t)fork_mode);
+        mx_buf_u32(&m, (uint32_t)mx_opt.bind);
+        mx_buf_u32(&m, (uint32_t)mx_opt.overload);
+        send_to(p, MX_P_START, m.data, m.len);
+        mx_buf_free(&m);
+    }
+    free(act);
+}
+
+void mx_remote_signal(int sig)
+{
+    for (int h = 0; h < npx; h++) {
+        struct mx_proxy *p = &px[h];
+        if (p->lost || p->link.broken || p->link.eof || p->parent >= 0) continue;   /* passed down */
+        if (!go_sent) {
+            if (p->agent > 0 && !p->agent_done) kill(p->agent, sig == SIGKILL ? SIGKILL : SIGTERM);
+            continue;
+        }
+        unsigned char b[4];
+        kumi_launch_put_u32(b, (uint32_t)sig);
+        send_to(p, MX_P_SIGNAL, b, 4);
+    }
+}
+
+/* stdin for rank 0 (n == 0: end of input); 0 when its host cannot take
+ * more now (poll stdin again later) */
+int mx_remote_stdin_room(void)
+{
+    if (!go_sent) return 0;
+    for (int h = 0; h < npx; h++)
+        if (px[h].nranks && px[h].ranks[0] == 0) {
+            struct mx_proxy *top = &px[h];
+            while (top->parent >= 0) top = &px[top->parent];
+            return mx_link_queued(&top->link) < MX_LINK_HIGH;
+        }
+    return 1;
+}
+
+void mx_remote_stdin(const char *b, size_t n)
+{
+    for (int h = 0; h < npx; h++) {
+        struct mx_proxy *p = &px[h];
+        if (!p->nranks || p->ranks[0] != 0 || p->lost) continue;
+        send_to(p, MX_P_STDIN, b, n);
+    }
+}
+
+/* After every rank exited: tell each proxy that the job is over. */
+void mx_remote_end(void)
+{
+    for (int h = 0; h < npx; h++)
+        if (!px[h].ended) {
+            px[h].ended = 1;
+            if (px[h].parent < 0) send_empty(&px[h], MX_P_END);   /* passed down */
+        }
+}
+
+/* Links still open (a proxy that has not said BYE) */
+int mx_remote_open(void)
+{
+    int n = 0;
+    for (int h = 0; h < npx; h++) n += !px[h].link.eof || px[h].errfd >= 0;
+    return n;
+}
+
+void mx_remote_kill(void)
+{
+    for (int h = 0; h < npx; h++) {
+        struct mx_proxy *p = &px[h];
+        if (p->agent > 0 && !p->agent_done) kill(p->agent, SIGKILL);
+        p->link.eof = 1;
+        if (p->errfd >= 0) close(p->errfd);
+        p->errfd = -1;
+    }
+}
+
+static ssize_t agent_stderr(struct mx_proxy *p);
+
+int mx_remote_reaped(pid_t pid, int status)
+{
+    for (int h = 0; h < npx; h++) {
+        struct mx_proxy *p = &px[h];
+        if (p->agent != pid) continue;
+        p->agent_done = 1;
+        p->agent_status = status;
+        /* what it said before it went */
+        if (!p->link.eof) mx_link_read(&p->link, mx_now(), on_frame, p);
+        if (!p->bye && !p->lost) {
+            char why[128];
+            if (WIFEXITED(status)) snprintf(why, sizeof why, "its launch agent exited with status %d", WEXITSTATUS(status));
+            else snprintf(why, sizeof why, "its launch agent was killed by signal %d", WTERMSIG(status));
+            /* the agent's last words (ssh: why it failed) */
+            while (p->errfd >= 0 && agent_stderr(p) > 0) {}
+            host_lost(p, why);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Lines the agent writes to stderr (ssh's complaints, the proxy's own
+ * messages) are shown with the host's name; the last is kept for a report. */
+static ssize_t agent_stderr(struct mx_proxy *p)
+{
+    char b[4096];
+    ssize_t n = read(p->errfd, b, sizeof b);
+    if (n <= 0) {
+        if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+            close(p->errfd);
+            p->errfd = -1;
+        }
+        return n;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (b[i] == '\n') {
+            p->errline[p->errlen] = 0;
+            if (p->errlen) {
+                mx_msg("host %s: %s", p->name, p->errline);
+                memcpy(p->lastline, p->errline, p->errlen + 1);
+            }
+            p->errlen = 0;
+            continue;
+        }
+        if (b[i] == '\r') continue;
+        if (p->errlen < sizeof p->errline - 1) p->errline[p->errlen++] = b[i];
+        p->errline[p->errlen] = 0;
+    }
+    return n;
+}
+
+size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room)
+{
+    size_t n = 0;
+    for (int h = 0; h < npx; h++) {
+        struct mx_proxy *p = &px[h];
+        if (p->parent >= 0) continue;  /* reached through its tree */
+        if (!p->link.eof && room) {
+            pfd[n] = (struct pollfd){ .fd = p->link.rfd, .events = POLLIN };
+            aux[n++] = 3 * h;
+        }
+        if (!p->link.broken && !p->link.eof && mx_link_queued(&p->link)) {
+            pfd[n] = (struct pollfd){ .fd = p->link.wfd, .events = POLLOUT };
+            aux[n++] = 3 * h + 1;
+        }
+        if (p->errfd >= 0) {
+            pfd[n] = (struct pollfd){ .fd = p->errfd, .events = POLLIN };
+            aux[n++] = 3 * h + 2;
+        }
+    }
+    return n;
+}
+
+size_t mx_remote_maxfds(void)
+{
+    return 3 * (size_t)npx;
+}
+
+void mx_remote_event(int aux, short re, double now)
+{
+    struct mx_proxy *p = &px[aux / 3];
+    switch (aux % 3) {
+    case 0:
+        if (p->link.eof) return;
+        /* before READY, the agent's exit (reaped) says why, with its
+         * last words (ssh: "Could not resolve hostname") */
+        if (mx_link_read(&p->link, now, on_frame, p) < 0 && !p->bye && p->ready)
+            host_lost(p, "its proxy's connection closed");
+        break;
+    case 1:
+        if (mx_link_flush(&p->link) < 0 && !p->bye && !p->ended) host_lost(p, "cannot write to its proxy");
+        break;
+    case 2:
+        agent_stderr(p);
+        break;
+    }
+    (void)re;
+}
+
+/* Pings, host timeouts, and GO once every host is ready; returns the next
+ * time something is due. */
+double mx_remote_timers(double now)
+{
+    if (!go_sent && nready == npx && !mx_stopping()) {
+        go_sent = 1;
+        for (int h = 0; h < npx; h++)
+            if (px[h].parent < 0) send_empty(&px[h], MX_P_GO);     /* passed down */
+    }
+    double next = now + MX_PING_EVERY;
+    for (int h = 0; h < npx; h++) {
+        struct mx_proxy *p = &px[h];
+        if (p->agent > 0 && p->link.eof && !p->ready && !p->lost && !p->agent_done &&
+            now - p->link.last_rx > mx_opt.host_timeout)
+            kill(p->agent, SIGKILL);       /* its agent's exit reports it */
+        if (p->lost || p->link.eof || p->bye) continue;
+        if (now - p->link.last_rx > mx_opt.host_timeout + (go_sent ? 0 : 30.0)) {
+            char why[96];
+            snprintf(why, sizeof why, "no word from its proxy for %g seconds", mx_opt.host_timeout);
+            host_lost(p, why);
+            continue;
+        }
+        if (now - p->last_ping >= MX_PING_EVERY && p->parent < 0) {
+            p->last_ping = now;
+            send_empty(p, MX_P_PING);
+        }
+    }
+    return next;
+}
