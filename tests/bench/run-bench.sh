@@ -626,17 +626,14 @@ for cfg in $configs; do
         echo; echo "==== foreign-ABI shims: per-call cost, native vs through each shim (tests/bench/abi-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/abi-bench.sh" ;;
-<<<<<<< HEAD
     io)
         echo; echo "==== MPI-IO: collective I/O of a 3-D block-distributed array (tests/bench/io-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/io-bench.sh" ;;
-=======
     launch)
         echo; echo "==== launch time across hosts made of namespaces (tests/bench/launch-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
             KUMI_BENCH_REPS=$([ "$quick" = 1 ] && echo 1 || echo 3) KUMI_BENCH_TIMEOUT=$limit bash "$here/launch-bench.sh" ;;
->>>>>>> h-launch
     esac
 done
 
