@@ -75,7 +75,7 @@ program cg
   call MPI_Allreduce(MPI_IN_PLACE, t1, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
   ok = abs(zeta - zeta_prev) <= 1d-7 * abs(zeta) .and. rnorm < 1d-6 .and. abs(zeta - zref) <= 1d-10 * zref
   if (rank == 0) then
-    print '(a,a,a,i0,a,f10.3,a,a)', 'kernel=CG class=', trim(cls), ' ranks=', np, ' time=', t1, &
+    print '(a,a,a,i0,a,f12.6,a,a)', 'kernel=CG class=', trim(cls), ' ranks=', np, ' time=', t1, &
       ' verified=', merge('yes', 'no ', ok)
     call MPI_Get_library_version(lib, liblen, ierr)
     print '(a,a)', 'library: ', lib(1:min(liblen, 40))

@@ -84,7 +84,7 @@ program ft
     do it = 1, niter
       print '(a,i3,a,2f22.12)', ' it', it, '  checksum', chk(it)
     end do
-    print '(a,a,a,i0,a,f10.3,a,a)', 'kernel=FT class=', trim(cls), ' ranks=', np, ' time=', t1, &
+    print '(a,a,a,i0,a,f12.6,a,a)', 'kernel=FT class=', trim(cls), ' ranks=', np, ' time=', t1, &
       ' verified=', merge('yes', 'no ', ok)
     call MPI_Get_library_version(lib, liblen, ierr)
     print '(a,a)', 'library: ', lib(1:min(liblen, 40))

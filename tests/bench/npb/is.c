@@ -180,7 +180,7 @@ int main(int argc, char **argv)
         MPI_Get_library_version(lib, &len);
         if (len > 40) len = 40;
         printf(" keys %lld (of %ld), key sum %lld before and %lld after the exchange\n", g[0], total, g[1], g[2]);
-        printf("kernel=IS class=%s ranks=%d time=%10.3f verified=%s\n", cls, np, t1, ok ? "yes" : "no");
+        printf("kernel=IS class=%s ranks=%d time=%12.6f verified=%s\n", cls, np, t1, ok ? "yes" : "no");
         printf("library: %.*s\n", len, lib);
         printf("result: keys=%lld sum=%lld checksum=%lld\n", g[0], g[2], g[3]);
     }

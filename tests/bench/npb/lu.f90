@@ -9,7 +9,8 @@
 ! D u(p) - sum of u at the six neighbours of p = f(p), D a fixed 5x5 coupling block (diagonal
 ! 6.05..6.25, 0.01 between neighbouring components; strictly diagonally dominant), u = 0 outside
 ! the grid, f smooth; relaxation factor 1.2.  The order of the updates is that of the
-! sequential lexicographic sweep, so the result does not depend on the number of ranks.
+! sequential lexicographic sweep, so the result does not depend on the number of ranks (the
+! norms only through the rounding of their per-rank partial sums).
 !   lu [CLASS [ITERATIONS]]   CLASS S (12^3, 50 iterations), W (33^3, 300), A (64^3, 250).
 !                             Default A.  ITERATIONS overrides the class's count.
 ! Verification: the five residual norms sqrt(sum r^2 / n^3) all fall (final below the
@@ -91,7 +92,7 @@ program lu
       print '(a,i2,a,es20.12,a,es20.12)', ' component', m, '  residual norm', rn0(m), ' ->', rn1(m)
     end do
     write (arg, '(i0)') itmax
-    print '(a,a,a,i0,a,f10.3,a,a,a,a)', 'kernel=LU class=', trim(cls), ' ranks=', np, ' time=', t1, &
+    print '(a,a,a,i0,a,f12.6,a,a,a,a)', 'kernel=LU class=', trim(cls), ' ranks=', np, ' time=', t1, &
       ' verified=', merge('yes', 'no ', ok), ' iterations=', trim(arg)
     call MPI_Get_library_version(lib, liblen, ierr)
     print '(a,a)', 'library: ', lib(1:min(liblen, 40))

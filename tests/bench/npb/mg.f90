@@ -96,7 +96,7 @@ program mg
     do it = 0, nit
       print '(a,i3,a,es20.12)', ' it', it, '  residual norm', rnm(it)
     end do
-    print '(a,a,a,i0,a,f10.3,a,a)', 'kernel=MG class=', trim(cls), ' ranks=', np, ' time=', t1, &
+    print '(a,a,a,i0,a,f12.6,a,a)', 'kernel=MG class=', trim(cls), ' ranks=', np, ' time=', t1, &
       ' verified=', merge('yes', 'no ', ok)
     call MPI_Get_library_version(lib, liblen, ierr)
     print '(a,a)', 'library: ', lib(1:min(liblen, 40))
