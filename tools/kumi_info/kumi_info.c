@@ -40,6 +40,7 @@ static const char *source_name(enum kumi_param_source s)
     case KUMI_PARAM_SRC_DEFAULT: return "default";
     case KUMI_PARAM_SRC_FILE: return "file";
     case KUMI_PARAM_SRC_ENV: return "env";
+    case KUMI_PARAM_SRC_RUNTIME: return "run time";
     }
     return "?";
 }
