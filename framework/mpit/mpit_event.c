@@ -248,7 +248,8 @@ int kumi_mpi_t_event_handle_alloc(int event_index, void *obj_handle, MPI_Info in
     if (event_index != 0) MPIT_RETURN(MPI_T_ERR_INVALID_INDEX);
     if (!event_registration) MPIT_RETURN(MPI_T_ERR_INVALID);
     kumi_lock();
-    struct kumi_comm *c = obj_handle && kumi_state == KUMI_STATE_INIT ? kumi_comm_get(*(MPI_Comm *)obj_handle) : NULL;
+    bool live = kumi_state == KUMI_STATE_INIT || kumi_sessions_active;
+    struct kumi_comm *c = obj_handle && live ? kumi_comm_get(*(MPI_Comm *)obj_handle) : NULL;
     if (!c) {
         kumi_unlock();
         MPIT_RETURN(MPI_T_ERR_INVALID_HANDLE);

@@ -142,7 +142,6 @@ static uint64_t raw(const struct pvar *p, int32_t ctx)
     case RNDV: return kumi_pv.rndv;
     case COMM_UE:
     case COMM_POSTED:
-        if (kumi_state != KUMI_STATE_INIT) return 0;
         kumi_match_count_ctx(ctx, &ue, &posted);
         return p->kind == COMM_UE ? ue : posted;
     case TR_MSGS:
@@ -270,8 +269,8 @@ int kumi_mpi_t_pvar_handle_alloc(MPI_T_pvar_session pe_session, int pvar_index, 
     if (p->bind == MPI_T_BIND_MPI_COMM) {
         /* the communicator must exist (the library initialized) */
         kumi_lock();
-        struct kumi_comm *c = obj_handle && kumi_state == KUMI_STATE_INIT ? kumi_comm_get(*(MPI_Comm *)obj_handle)
-                                                                         : NULL;
+        bool live = kumi_state == KUMI_STATE_INIT || kumi_sessions_active;
+        struct kumi_comm *c = obj_handle && live ? kumi_comm_get(*(MPI_Comm *)obj_handle) : NULL;
         if (c) ctx = c->ctx;
         kumi_unlock();
         if (!c) MPIT_RETURN(MPI_T_ERR_INVALID_HANDLE);

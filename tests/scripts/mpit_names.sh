@@ -7,7 +7,7 @@
 # (<framework>, <framework>_<component>).
 . "$(dirname "$0")/registry_common.inc"
 : "${MPIEXEC:=$top_builddir/tools/mpiexec/mpiexec}" "${TESTBIN:=$top_builddir/tests/mpi}"
-[ -x "$TESTBIN/mpit_cvar" ] || { echo "SKIP: $TESTBIN/mpit_cvar not built"; exit 77; }
+[ -x "$TESTBIN/mpit_cvar" ] || { echo "FAIL: $TESTBIN/mpit_cvar not built (make check-programs)"; exit 1; }
 export MPI_COMPONENTS="p2p=self,shmem,tcp"
 
 "$KUMI_INFO" --parsable > "$TMP/info" 2> "$TMP/info.err" || fail "kumi_info exited $?"
