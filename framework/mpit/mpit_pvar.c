@@ -179,7 +179,7 @@ int kumi_mpi_t_pvar_get_info(int pvar_index, char *name, int *name_len, int *ver
     if (bind) *bind = p->bind;
     if (readonly_) *readonly_ = readonly(p);
     if (continuous_) *continuous_ = continuous(p);
-    if (atomic) *atomic = 0;
+    if (atomic) *atomic = !readonly(p);         /* read and reset under the library lock, which the counters change under */
     MPIT_RETURN(MPI_SUCCESS);
 }
 

@@ -5,8 +5,9 @@
  * keeps working with the new value; the categories are one per framework
  * and one per component, and hold the variables they should; bad indices,
  * names and handles give the MPI_T error classes.
- * With an argument FILE: writes the names of all control variables and
- * categories to FILE ("cvar NAME", "category NAME"), for
+ * With an argument FILE: writes the names of all control variables,
+ * performance variables and categories to FILE ("cvar NAME", "pvar NAME",
+ * "category NAME"), for
  * tests/scripts/mpit_names.sh to compare with kumi_info. */
 #include "kt.h"
 
@@ -51,7 +52,14 @@ int main(int argc, char **argv)
             KT_MPI(MPI_T_cvar_get_info(i, name, &len, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
             fprintf(f, "cvar %s\n", name);
         }
-        int nc;
+        int nc, np;
+        KT_MPI(MPI_T_pvar_get_num(&np));
+        for (int i = 0; i < np; i++) {
+            char name[256];
+            int len = sizeof name;
+            KT_MPI(MPI_T_pvar_get_info(i, name, &len, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+            fprintf(f, "pvar %s\n", name);
+        }
         KT_MPI(MPI_T_category_get_num(&nc));
         for (int i = 0; i < nc; i++) {
             char name[256];
