@@ -9,15 +9,15 @@ with the removed MPI-1 procedures of data/mpi-removed.json beside it), the
 MPI 5.0 additions of the standard ABI facts, and the dynamic symbols of the
 library (nm -D).  A procedure counts as exported when both MPI_<Name> and
 PMPI_<Name> are.  The summary answers "every MPI-4.1 procedure outside dynamic
-processes and MPI_T exported, and every large-count form of those":
+processes exported, and every large-count form of those":
 
   in scope      MPI-4.1 procedures (deprecated ones included) outside the
-                two chapters below, MPI-IO (MPI_File_*, MPI_Register_datarep*)
+                chapter below, MPI-IO (MPI_File_*, MPI_Register_datarep*)
                 included; their large-count (_c) forms; the MPI 5.0
-                procedures of the standard ABI; the removed MPI-1 procedures
+                procedures of the standard ABI; the removed MPI-1 procedures;
+                the MPI_T tools interface (MPI_T_*, checked)
   out of scope  dynamic processes (spawn, ports, connect / accept / join /
-                disconnect, get_parent, name publishing), MPI_T_* (reported,
-                not checked)
+                disconnect, get_parent, name publishing)
 
 Lists what is missing (in scope; --missing-only lists nothing else), then the
 summary.  --check: exit status 1 if anything in scope is missing.
@@ -94,6 +94,7 @@ def main():
         add(ch or 'abi5', name)
     ok = lambda n: n in have and 'P' + n in have  # noqa: E731
     titles = [('main', 'MPI-4.1 procedures outside dynamic processes and MPI_T'),
+              ('MPI_T', 'the MPI_T tools interface (MPI-4.1 chapter 15)'),
               ('large', 'their large-count (_c) forms'),
               ('abi5', 'MPI 5.0 procedures of the standard ABI 1.0'),
               ('removed', 'removed MPI-1 procedures (data/mpi-removed.json)')]

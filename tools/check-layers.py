@@ -3,7 +3,7 @@
 
     include (framework/include: mpi.h, the kumi/ contracts; and the generated
              declarations kumi_impl.h and config.h)
-      <- registry <- core <- request <- sched, rma <- mpi <- io <- bindings
+      <- registry <- core <- request <- sched, rma <- mpi, mpit <- io <- bindings
 
 1. #include lines: a file includes headers of its own folder or of lower
    layers only (sched and rma, on one level, include neither each other).
@@ -19,7 +19,7 @@
 tests/scripts/struct_layers.sh).  Exit 0 when clean, 1 otherwise."""
 import argparse, collections, os, re, subprocess, sys
 
-LAYERS = {'include': 0, 'registry': 1, 'core': 2, 'request': 3, 'sched': 4, 'rma': 4, 'mpi': 5, 'io': 6, 'bindings': 7}
+LAYERS = {'include': 0, 'registry': 1, 'core': 2, 'request': 3, 'sched': 4, 'rma': 4, 'mpi': 5, 'mpit': 5, 'io': 6, 'bindings': 7}
 INCLUDE_LEVEL = {'kumi_impl.h', 'config.h'}
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

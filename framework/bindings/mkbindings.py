@@ -290,7 +290,11 @@ def gen_binding(name, ret, params, kinds, rule):
         out.append('    KUMI_CHECK_STATE(kfn);')
     elif not is_int:
         out.append('    (void)kfn;')
-    if not is_int:
+    if not is_int or rule.get('direct_return'):
+        if rule.get('direct_return') and not (rule.get('anytime') and rule.get('nolock')):
+            raise SystemExit('mkbindings: %s: direct_return needs anytime and nolock' % name)
+        if is_int:
+            out.append('    (void)kfn;')
         args = ', '.join(p['name'] for p in params)
         out.append('    return %s(%s);' % (iname, args))
         out += ['}', 'KUMI_EXPORT %s %s(%s) __attribute__((weak, alias("P%s")));' % (ret, name, decl, name),

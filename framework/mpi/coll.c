@@ -28,6 +28,7 @@ void kumi_coll_register_params(void)
                             "for the coll components on the stack (0 .. 64); longer ones are "
                             "widened into allocated memory (for testing)",
                             KUMI_LEVEL_DEV, &widen_stack);
+    kumi_param_set_runtime("kumi_base_coll_widen_stack");      /* read at each v-collective */
 }
 
 int kumi_widen_begin(struct kumi_widen *w, const char *fn, int n, int ncounts, int ndispls)

@@ -39,6 +39,8 @@ struct param {
     enum kumi_param_source source;
     char *source_detail;
     union param_val val, def;
+    void *storage;              /* where the first registration keeps the value */
+    int runtime;                /* may change while the library runs (kumi_param_set_runtime) */
 };
 
 struct file_entry {
@@ -337,6 +339,7 @@ static int param_register(const char *fw, const char *comp, const char *name, en
                             full, kumi_param_type_name(type), kumi_param_type_name(p->type));
         else
             store(p, storage);
+        if (!p->storage) p->storage = storage;
         pthread_mutex_unlock(&param_lock);
         return rc;
     }
@@ -362,6 +365,7 @@ static int param_register(const char *fw, const char *comp, const char *name, en
     p->level = level;
     p->source = KUMI_PARAM_SRC_DEFAULT;
     p->source_detail = xstrdup("");
+    p->storage = storage;
     if (type == KUMI_PARAM_STRING) def.s = def.s ? xstrdup(def.s) : NULL;
     p->def = def;
     p->val = def;
@@ -489,6 +493,79 @@ KUMI_EXPORT int kumi_param_get_info(int i, struct kumi_param_info *info)
     snprintf(info->source_detail, sizeof info->source_detail, "%s", p->source_detail);
     value_text(p->type, &p->val, info->value, sizeof info->value);
     value_text(p->type, &p->def, info->defval, sizeof info->defval);
+    info->runtime = p->runtime && p->storage;
+    pthread_mutex_unlock(&param_lock);
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------- run-time access (MPI_T) */
+
+KUMI_EXPORT int kumi_param_set_runtime(const char *fullname)
+{
+    pthread_mutex_lock(&param_lock);
+    struct param *p = fullname ? find_param(fullname) : NULL;
+    if (p) p->runtime = 1;
+    pthread_mutex_unlock(&param_lock);
+    return p ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+KUMI_EXPORT int kumi_param_index(const char *fullname)
+{
+    int k = -1;
+    pthread_mutex_lock(&param_lock);
+    for (int i = 0; fullname && i < nparams; i++)
+        if (!strcmp(params[i].fullname, fullname)) { k = i; break; }
+    pthread_mutex_unlock(&param_lock);
+    return k;
+}
+
+KUMI_EXPORT int kumi_param_read(int i, void *buf, size_t len)
+{
+    pthread_mutex_lock(&param_lock);
+    if (i < 0 || i >= nparams || !buf) {
+        pthread_mutex_unlock(&param_lock);
+        return MPI_ERR_ARG;
+    }
+    const struct param *p = &params[i];
+    switch (p->type) {
+    case KUMI_PARAM_INT: *(long long *)buf = p->val.i; break;
+    case KUMI_PARAM_SIZE: *(size_t *)buf = p->val.z; break;
+    case KUMI_PARAM_BOOL: *(int *)buf = p->val.b; break;
+    case KUMI_PARAM_DOUBLE: *(double *)buf = p->val.d; break;
+    case KUMI_PARAM_STRING:
+        if (len) snprintf(buf, len, "%s", p->val.s ? p->val.s : "");
+        break;
+    }
+    pthread_mutex_unlock(&param_lock);
+    return MPI_SUCCESS;
+}
+
+KUMI_EXPORT int kumi_param_write(int i, const void *buf)
+{
+    pthread_mutex_lock(&param_lock);
+    if (i < 0 || i >= nparams || !buf) {
+        pthread_mutex_unlock(&param_lock);
+        return MPI_ERR_ARG;
+    }
+    struct param *p = &params[i];
+    if (!p->runtime || !p->storage) {
+        pthread_mutex_unlock(&param_lock);
+        return MPI_ERR_ACCESS;
+    }
+    switch (p->type) {
+    case KUMI_PARAM_INT: p->val.i = *(const long long *)buf; break;
+    case KUMI_PARAM_SIZE: p->val.z = *(const size_t *)buf; break;
+    case KUMI_PARAM_BOOL: p->val.b = *(const int *)buf ? 1 : 0; break;
+    case KUMI_PARAM_DOUBLE: p->val.d = *(const double *)buf; break;
+    case KUMI_PARAM_STRING:
+        /* the old string stays allocated: a component may still hold it */
+        p->val.s = xstrdup(buf);
+        break;
+    }
+    p->source = KUMI_PARAM_SRC_RUNTIME;
+    free(p->source_detail);
+    p->source_detail = xstrdup("MPI_T_cvar_write");
+    store(p, p->storage);
     pthread_mutex_unlock(&param_lock);
     return MPI_SUCCESS;
 }

@@ -72,10 +72,17 @@ struct kumi_param_info {
     char source_detail[4096];            /* env var name or file path */
     char value[1024];                    /* current value as text */
     char defval[1024];
+    int runtime;                         /* changeable while running (kumi_param_set_runtime) */
 };
 int kumi_param_count(void);
 const char *kumi_param_type_name(enum kumi_param_type t);   /* "int", "size", ... */
 int kumi_param_get_info(int i, struct kumi_param_info *info);
+/* MPI_T: index of a parameter (-1: none); its value in binary (long long,
+ * size_t, int 0/1, double; a string into buf of len bytes); set a run-time
+ * one (MPI_ERR_ACCESS: it is not; a string is copied). */
+int kumi_param_index(const char *fullname);
+int kumi_param_read(int i, void *buf, size_t len);
+int kumi_param_write(int i, const void *buf);
 /* Environment name of a parameter: KUMI_<FW>_<COMP>_<NAME> upper-cased. */
 void kumi_param_envname(const char *fullname, char *out, size_t outlen);
 /* Warn (once per process, only if KUMI_VERBOSE or on rank 0 of a job) about

@@ -14,6 +14,7 @@ static struct kumi_req *posted_head, *posted_tail;
 static struct kumi_ue *ue_head, *ue_tail;
 static uint32_t *send_seq, *recv_seq;
 static int nworld;
+struct kumi_pvars kumi_pv;
 
 int kumi_match_init(int n)
 {
@@ -33,6 +34,7 @@ void kumi_match_finalize(void)
     }
     ue_head = ue_tail = NULL;
     posted_head = posted_tail = NULL;
+    kumi_pv.ue_len = kumi_pv.posted_len = 0;
     free(send_seq); free(recv_seq);
     send_seq = recv_seq = NULL;
     kumi_ubuf_drain();
@@ -63,6 +65,7 @@ void kumi_match_post(struct kumi_req *r)
     r->qprev = posted_tail;
     if (posted_tail) posted_tail->qnext = r; else posted_head = r;
     posted_tail = r;
+    if (++kumi_pv.posted_len > kumi_pv.posted_peak) kumi_pv.posted_peak = kumi_pv.posted_len;
 }
 
 static void unlink_posted(struct kumi_req *r)
@@ -70,6 +73,7 @@ static void unlink_posted(struct kumi_req *r)
     if (r->qprev) r->qprev->qnext = r->qnext; else posted_head = r->qnext;
     if (r->qnext) r->qnext->qprev = r->qprev; else posted_tail = r->qprev;
     r->qnext = r->qprev = NULL;
+    kumi_pv.posted_len--;
 }
 
 int kumi_match_unpost(struct kumi_req *r)
@@ -95,6 +99,9 @@ void kumi_match_ue_append(struct kumi_ue *u)
     if (ue_tail) ue_tail->next = u; else ue_head = u;
     ue_tail = u;
     u->queued = true;
+    if (++kumi_pv.ue_len > kumi_pv.ue_peak) kumi_pv.ue_peak = kumi_pv.ue_len;
+    kumi_pv.ue_total++;
+    if (__builtin_expect(kumi_pv.ue_hook != NULL, 0)) kumi_pv.ue_hook(&u->hdr);
 }
 
 void kumi_match_ue_remove(struct kumi_ue *u)
@@ -104,6 +111,7 @@ void kumi_match_ue_remove(struct kumi_ue *u)
     if (u->next) u->next->prev = u->prev; else ue_tail = u->prev;
     u->next = u->prev = NULL;
     u->queued = false;
+    kumi_pv.ue_len--;
 }
 
 struct kumi_ue *kumi_match_unexpected(int32_t ctx, int src, int tag, int remove)
@@ -123,4 +131,15 @@ struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq
     for (u = ue_head; u; u = u->next)
         if (u->wpeer == wpeer && u->hdr.seq == seq && u->hdr.sreq == sreq) return u;
     return NULL;
+}
+
+void kumi_match_count_ctx(int32_t ctx, uint64_t *ue, uint64_t *posted)
+{
+    uint64_t nu = 0, np = 0;
+    for (struct kumi_ue *u = ue_head; u; u = u->next)
+        if (u->hdr.ctx == ctx) nu++;
+    for (struct kumi_req *r = posted_head; r; r = r->qnext)
+        if (r->ctx == ctx) np++;
+    *ue = nu;
+    *posted = np;
 }

@@ -63,6 +63,7 @@ void kumi_progress_register_params(void)
     kumi_param_register_int("kumi", "base", "progress_sleep_ms", 20,
                             "Longest sleep (ms) of a blocking wait in poll() on the transports' descriptors",
                             KUMI_LEVEL_TUNER, &sleep_ms);
+    kumi_param_set_runtime("kumi_base_progress_sleep_ms");     /* read at each sleep */
     kumi_req_register_params();          /* the request layer's own (request.c) */
 }
 
@@ -188,7 +189,7 @@ static void sleep_on_fds(void)
         if (!engine) __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
     }
     int d = kumi_lock_release_all();
-    poll(nf ? fds : NULL, (nfds_t)nf, nap ? 1 : (int)sleep_ms);
+    poll(nf ? fds : NULL, (nfds_t)nf, nap || sleep_ms < 1 ? 1 : (int)sleep_ms);   /* MPI_T may set it */
     kumi_lock_reacquire(d);
     sleep_over();
     if (kumi_mt && fds) {
@@ -210,8 +211,10 @@ static int sleep_and_poll(void)
 
 int kumi_progress(int blocking)
 {
+    double t0 = __builtin_expect(kumi_pv.timing, 0) ? kumi_time() : 0;
     int n = poll_once();
     if (n == 0 && blocking) n = sleep_and_poll();
+    if (t0 > 0) kumi_pv.progress_secs += kumi_time() - t0;
     return n;
 }
 
@@ -220,6 +223,7 @@ void kumi_progress_wait(int (*done)(void *), void *arg)
     enum { P_SPIN, P_TSPIN, P_YIELD, P_SLEEP } phase = P_SPIN;
     long long n = 0;                     /* idle polls in this phase */
     double t0 = 0;                       /* start of a timed phase */
+    double tp = __builtin_expect(kumi_pv.timing, 0) ? kumi_time() : 0;    /* MPI_T: time in progress */
     kumi_req_flush_ctl();
     while (!done(arg)) {
         if (poll_once() > 0) { phase = P_SPIN; n = 0; continue; }
@@ -249,6 +253,7 @@ void kumi_progress_wait(int (*done)(void *), void *arg)
         }
         if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* spinning: let other threads in */
     }
+    if (tp > 0) kumi_pv.progress_secs += kumi_time() - tp;
 }
 
 static int flag_set(void *arg) { return *(volatile bool *)arg; }

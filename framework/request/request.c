@@ -13,6 +13,7 @@
 
 
 static const struct kumi_p2p_ops **peer_ops;     /* per world rank */
+static unsigned char *peer_tr;                   /* per world rank: index of its transport */
 static struct kumi_comp_entry *tr_entry[KUMI_MAX_TRANSPORTS];
 static const struct kumi_p2p_ops *tr_ops[KUMI_MAX_TRANSPORTS];
 static int ntr;
@@ -228,6 +229,17 @@ void kumi_req_release(struct kumi_req *r)
 const struct kumi_p2p_ops *kumi_req_transport(int wpeer)
 {
     return (wpeer >= 0 && wpeer < nworld) ? peer_ops[wpeer] : NULL;
+}
+
+/* The names of the transports of the last MPI_Init (kept after finalize, so
+ * that MPI_T reads the counters then too). */
+static char tr_names[KUMI_MAX_TRANSPORTS][64];
+
+int kumi_req_transport_index(const char *name)
+{
+    for (int i = 0; i < KUMI_MAX_TRANSPORTS && name && tr_names[i][0]; i++)
+        if (!strcmp(tr_names[i], name)) return i;
+    return -1;
 }
 
 /* Sends issued from inside an upcall (or while a flush runs) are deferred
@@ -465,6 +477,8 @@ int kumi_req_start_send(struct kumi_req *r)
     r->wpeer = kumi_comm_peer_world(r->comm, r->peer);
     ops = kumi_req_transport(r->wpeer);
     if (!ops) return kumi_error(MPI_ERR_INTERN, "%s: no transport reaches rank %d", r->fname, r->peer);
+    kumi_pv.msgs[peer_tr[r->wpeer]]++;
+    kumi_pv.bytes[peer_tr[r->wpeer]] += r->bytes;
 
     memset(&r->op, 0, sizeof r->op);
     struct kumi_hdr *h = &r->op.hdr;
@@ -488,6 +502,7 @@ int kumi_req_start_send(struct kumi_req *r)
         h->paylen = 0;
         r->op.payload = payload;
         r->rndv = r->rget = true;
+        kumi_pv.rndv++;
         r->pending = 1;                            /* the RTS op: done once pulled */
     } else {
         size_t frag = hold ? 0 : elim;             /* goes with the RTS */
@@ -496,6 +511,7 @@ int kumi_req_start_send(struct kumi_req *r)
         h->paylen = frag;
         r->op.payload = frag ? payload : NULL;
         r->rndv = true;
+        kumi_pv.rndv++;
         r->frag = frag;
         r->dop.payload = (const char *)payload + frag;
         r->pending = 2;                            /* RTS sent, DATA sent */
@@ -1008,6 +1024,8 @@ int kumi_req_init(void)
             ntr--; i--;
         }
     }
+    memset(tr_names, 0, sizeof tr_names);
+    for (i = 0; i < ntr; i++) snprintf(tr_names[i], sizeof tr_names[i], "%s", tr_entry[i]->name);
     for (i = 0; i < ntr; i++) {
         size_t l = strlen(names);
         snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", tr_entry[i]->name);
@@ -1015,11 +1033,12 @@ int kumi_req_init(void)
     if (!names[0]) snprintf(names, sizeof names, "none");
 
     peer_ops = calloc((size_t)nworld, sizeof *peer_ops);
-    if (!peer_ops) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
+    peer_tr = calloc((size_t)nworld, sizeof *peer_tr);
+    if (!peer_ops || !peer_tr) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
     bool used[KUMI_MAX_TRANSPORTS] = { false };
     for (p = 0; p < nworld; p++) {
         for (i = 0; i < ntr; i++)
-            if (tr_ops[i]->reaches(p)) { peer_ops[p] = tr_ops[i]; used[i] = true; break; }
+            if (tr_ops[i]->reaches(p)) { peer_ops[p] = tr_ops[i]; peer_tr[p] = (unsigned char)i; used[i] = true; break; }
         if (!peer_ops[p])
             return kumi_error(MPI_ERR_OTHER, "MPI_Init: no transport reaches rank %d (p2p components in use: %s)",
                               p, names);
@@ -1087,6 +1106,8 @@ void kumi_req_finalize(void)
     kumi_progress_setup(NULL, NULL, 0);
     kumi_match_finalize();
     free(peer_ops);
+    free(peer_tr);
+    peer_tr = NULL;
     peer_ops = NULL;
     free(eager_peers);
     eager_peers = NULL;

@@ -272,6 +272,32 @@ void kumi_match_finalize(void);
 /* The most p2p components one process uses at once (selection stops there). */
 #define KUMI_MAX_TRANSPORTS 16
 
+/* ---- Performance counters (read through MPI_T, framework/mpit) ----
+ * Plain per-process counters, updated on the existing paths under the
+ * library lock (no lock or atomic of their own): match.c keeps the queue
+ * lengths, request.c the sends per transport and the rendezvous, progress.c
+ * the time in progress while `timing` is set (an MPI_T handle of the timer
+ * is started: the clock is not read otherwise).  ue_hook, when set, is
+ * called for each message that arrives unexpected (an MPI_T event). */
+struct kumi_pvars {
+    uint64_t ue_len, ue_peak;            /* unexpected-message queue: now, highest */
+    uint64_t ue_total;                   /* messages that arrived unexpected */
+    uint64_t posted_len, posted_peak;    /* posted-receive queue: now, highest */
+    uint64_t rndv;                       /* sends by rendezvous */
+    uint64_t msgs[KUMI_MAX_TRANSPORTS];  /* messages sent, per transport index */
+    uint64_t bytes[KUMI_MAX_TRANSPORTS]; /* payload bytes sent, per transport index */
+    double progress_secs;                /* time in progress (while timing) */
+    int timing;
+    void (*ue_hook)(const struct kumi_hdr *h);
+};
+extern struct kumi_pvars kumi_pv;
+/* Index (into kumi_pv.msgs / bytes) of the p2p component named name that this
+ * process uses, or -1. */
+int kumi_req_transport_index(const char *name);
+/* Messages of context ctx in the unexpected and the posted-receive queues
+ * (walks both: for MPI_T reads, not the fast path). */
+void kumi_match_count_ctx(int32_t ctx, uint64_t *ue, uint64_t *posted);
+
 /* ---- progress.c ---- */
 /* used[i]: transport i serves at least one peer (polled every round; the
  * others every KUMI_IDLE_POLL_EVERY rounds and around every sleep). */

@@ -1,6 +1,6 @@
 #!/bin/bash
 # api_coverage: libmpi exports every MPI-4.1 procedure outside dynamic
-# processes and MPI_T (MPI-IO included), every large-count form of those, every MPI 5.0
+# processes (MPI-IO and the MPI_T tools interface included), every large-count form of those, every MPI 5.0
 # procedure of the standard ABI and the removed MPI-1 calls
 # (tools/api-coverage.py --check); and the check fires on a library that
 # lacks one (a copy of the API data naming a procedure nobody exports).

@@ -5,8 +5,8 @@
  * value, the call returns MPI_ERR_ARG whose message names the value, where it
  * came from (variable, or file:line), the parameter and the type expected,
  * and one warning with the same facts is printed.  Also: registering a name
- * twice, environment names, and the warning about KUMI_* variables and file
- * lines that name no parameter. */
+ * twice, environment names, the warning about KUMI_* variables and file
+ * lines that name no parameter, and run-time parameters (MPI_T writes). */
 #include "registry/registry.h"
 #include "core/core.h"
 #include "ut.h"
@@ -282,6 +282,43 @@ static void test_register(void)
     unsetenv("KUMI_TEST_WHATEVER");
 }
 
+/* Run-time parameters (MPI_T_cvar_write): only one its owner declared so is
+ * written, into the storage of its first registration; the value and its
+ * source ("run time") show in the listing; strings are copied. */
+static void test_runtime(void)
+{
+    UT_CASE("run-time parameters");
+    static long long rt = 0, ro = 0;
+    static const char *rs = NULL;
+    CHECK_INT(kumi_param_register_int("ut", "rt", "w", 3, "h", 1, &rt), MPI_SUCCESS);
+    CHECK_INT(kumi_param_register_int("ut", "rt", "ro", 4, "h", 1, &ro), MPI_SUCCESS);
+    CHECK_INT(kumi_param_register_string("ut", "rt", "s", "a", "h", 1, &rs), MPI_SUCCESS);
+    int iw = kumi_param_index("ut_rt_w"), iro = kumi_param_index("ut_rt_ro"), is = kumi_param_index("ut_rt_s");
+    CHECK(iw >= 0 && iro >= 0 && is >= 0, "indices %d %d %d", iw, iro, is);
+    CHECK_INT(kumi_param_index("ut_rt_nosuch"), -1);
+    long long v = 42, got = 0;
+    CHECK_INT(kumi_param_write(iw, &v), MPI_ERR_ACCESS);              /* not declared run-time yet */
+    CHECK_INT(kumi_param_set_runtime("ut_rt_w"), MPI_SUCCESS);
+    CHECK_INT(kumi_param_set_runtime("ut_rt_nosuch"), MPI_ERR_ARG);
+    CHECK_INT(kumi_param_write(iw, &v), MPI_SUCCESS);
+    CHECK_INT(rt, 42);                                                 /* the owner's variable */
+    CHECK_INT(kumi_param_read(iw, &got, 0), MPI_SUCCESS);
+    CHECK_INT(got, 42);
+    CHECK_INT(kumi_param_write(iro, &v), MPI_ERR_ACCESS);
+    CHECK_INT(ro, 4);
+    struct kumi_param_info pi;
+    CHECK(find_info("ut_rt_w", &pi) && pi.runtime && pi.source == KUMI_PARAM_SRC_RUNTIME &&
+          !strcmp(pi.value, "42"), "listing of ut_rt_w: runtime %d, value %s", pi.runtime, pi.value);
+    CHECK(find_info("ut_rt_ro", &pi) && !pi.runtime, "ut_rt_ro listed as run-time");
+    CHECK_INT(kumi_param_set_runtime("ut_rt_s"), MPI_SUCCESS);
+    char buf[8] = "xyz", out[4];
+    CHECK_INT(kumi_param_write(is, buf), MPI_SUCCESS);
+    buf[0] = 'q';                                                      /* the registry keeps a copy */
+    CHECK(rs && !strcmp(rs, "xyz"), "string storage is %s", rs ? rs : "NULL");
+    CHECK_INT(kumi_param_read(is, out, sizeof out), MPI_SUCCESS);
+    CHECK(!strcmp(out, "xyz"), "read back %s", out);
+}
+
 int main(void)
 {
     printf("no random input\n");
@@ -311,6 +348,7 @@ int main(void)
     test_file();
     test_env();
     test_register();
+    test_runtime();
     unlink(path);
     rmdir(dir);
     rmdir(home);

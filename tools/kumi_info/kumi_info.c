@@ -14,6 +14,7 @@
 
 #include "registry/registry.h"
 #include "abi.h"      /* tools/mpiexec: the ABIs, where their shims are */
+#include "info_mpit.h"
 
 #ifndef KUMI_PKGLIBDIR
 #define KUMI_PKGLIBDIR "(unknown)"
@@ -40,6 +41,7 @@ static const char *source_name(enum kumi_param_source s)
     case KUMI_PARAM_SRC_DEFAULT: return "default";
     case KUMI_PARAM_SRC_FILE: return "file";
     case KUMI_PARAM_SRC_ENV: return "env";
+    case KUMI_PARAM_SRC_RUNTIME: return "run time";
     }
     return "?";
 }
@@ -72,6 +74,8 @@ static void usage(FILE *f)
             "  --param FW COMP   list the parameters of component COMP of framework FW\n"
             "                    (either may be 'all'; FW 'kumi' holds global parameters)\n"
             "  --all             components and every parameter\n"
+            "  --mpit            the MPI_T performance variables and categories (the control\n"
+            "                    variables are the parameters, under the same names)\n"
             "  --level N         only parameters of level <= N (1-3 user, 4-6 tuner, 7-9 developer)\n"
             "  --parsable, -p    stable key:value lines for scripts (includes all parameters\n"
             "                    unless --param narrows them)\n"
@@ -376,13 +380,15 @@ static int print_params(const char *fw, const char *comp, int maxlevel)
 int main(int argc, char **argv)
 {
     const char *pfw = NULL, *pcomp = NULL;
-    int all = 0, maxlevel = 9;
+    int all = 0, maxlevel = 9, mpit = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--parsable") || !strcmp(a, "-p") || !strcmp(a, "--parseable"))
             parsable = 1;
         else if (!strcmp(a, "--all") || !strcmp(a, "-a"))
             all = 1;
+        else if (!strcmp(a, "--mpit"))
+            mpit = 1;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -416,6 +422,11 @@ int main(int argc, char **argv)
         return 1;
     }
     kumi_param_warn_unknown();
+    if (mpit && !pfw) {
+        int mrc = kumi_info_mpit(parsable);
+        kumi_registry_close();
+        return mrc;
+    }
     if (pfw) {
         int prc = print_params(pfw, pcomp, maxlevel);
         kumi_registry_close();

@@ -34,7 +34,8 @@ enum kumi_param_type {
 #define KUMI_LEVEL_DEV    7
 
 enum kumi_param_source {
-    KUMI_PARAM_SRC_DEFAULT, KUMI_PARAM_SRC_FILE, KUMI_PARAM_SRC_ENV
+    KUMI_PARAM_SRC_DEFAULT, KUMI_PARAM_SRC_FILE, KUMI_PARAM_SRC_ENV,
+    KUMI_PARAM_SRC_RUNTIME      /* set while running (MPI_T_cvar_write) */
 };
 
 /* Register a parameter and store its current value in *storage.
@@ -56,6 +57,12 @@ KUMI_EXPORT int kumi_param_register_double(const char *fw, const char *comp, con
 KUMI_EXPORT int kumi_param_register_string(const char *fw, const char *comp, const char *name,
                                            const char *defval, const char *help, int level,
                                            const char **storage);
+
+/* The registered parameter fullname may change while the library runs: its
+ * storage (given at the first registration, which must live as long as the
+ * process) is read where it is used, so that MPI_T_cvar_write may set it.
+ * Others are read-only through MPI_T.  MPI_ERR_ARG if no such parameter. */
+KUMI_EXPORT int kumi_param_set_runtime(const char *fullname);
 
 #ifdef __cplusplus
 }
