@@ -32,6 +32,10 @@
 #   abi      the foreign-ABI shims (abi-bench.sh): tests/abi/callcost.c native and
 #            built with mpicc.openmpi (through the libmpi.so.40 shim), on Kumi:
 #            MPI_Comm_rank, MPI_Recv from MPI_PROC_NULL, 8 B ping-pong (no peers)
+#   wan      all-to-all over the wide-area lab (wan-bench.sh): two clusters of
+#            network namespaces behind a 100 Mbit/s bottleneck at 0, 5, 10 ms,
+#            NAS IS-like and FT-like all-to-all, pacing/sockrate on vs off,
+#            bottleneck drops counted (Kumi only; needs root / namespaces)
 #   rma      one-sided latency (rmabench.c): MPI_Put, MPI_Get, MPI_Accumulate
 #            (MPI_DOUBLE, MPI_SUM) at 8 B and 64 KiB and MPI_Fetch_and_op
 #            (MPI_INT64_T) to rank 1 of a window from MPI_Win_allocate, each
@@ -50,7 +54,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi wan"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -70,7 +74,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi wan}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -319,7 +323,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    [ "$cfg" = abi ] && continue        # abi-bench.sh measures it, below
+    [ "$cfg" = abi ] || [ "$cfg" = wan ] && continue   # abi-bench.sh, wan-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -619,6 +623,10 @@ for cfg in $configs; do
         echo; echo "==== foreign-ABI shims: per-call cost, native vs through each shim (tests/bench/abi-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/abi-bench.sh" ;;
+    wan)
+        echo; echo "==== all-to-all over the wide-area lab, pacing/sockrate off vs on (tests/bench/wan-bench.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_QUICK=$quick \
+            bash "$here/wan-bench.sh" ;;
     esac
 done
 

@@ -37,8 +37,12 @@ echo "$info" | grep -q '^component:pacing:sockrate:reason:.*no wide-area link' |
 info=$(KUMI_PACING_SOCKRATE_TOPOLOGY=$topo "$KUMI_INFO" 2>&1)
 echo "$info" | grep -q 'available (during alltoall,alltoallv: SO_MAX_PACING_RATE = link x 0.95 / this cluster.s ranks.*links: A-B 12.5 MB/s' ||
     { echo "$info" | grep -i -A2 pacing; fail "kumi_info does not say what pacing/sockrate would set"; }
+printf 'cluster A %s\ncluster B %s\nlink A B 100 12.5\n' $WL_NET_A $WL_NET_B > $TMP/lan
+info=$(KUMI_PACING_SOCKRATE_TOPOLOGY=$TMP/lan "$KUMI_INFO" 2>&1)
+echo "$info" | grep -q 'links: A-B not paced (latency 100 us < pacing_sockrate_min_latency_us)' ||
+    { echo "$info" | grep -i -A2 pacing; fail "kumi_info does not say that a 100 us link is not paced"; }
 params=$("$KUMI_INFO" --param pacing sockrate 2>&1)
-for p in enable colls topology remote bandwidth share verbose; do
+for p in enable colls topology remote bandwidth share min_latency_us verbose; do
     echo "$params" | grep -q "pacing_sockrate_$p" || { echo "$params"; fail "kumi_info --param: no pacing_sockrate_$p"; }
 done
 echo "ok: kumi_info shows the pacing framework, its parameters and what it would set"

@@ -54,7 +54,7 @@
 static int sr_enable;
 static long long sr_verbose;
 static const char *sr_topology, *sr_remote, *sr_colls;
-static double sr_bandwidth, sr_share, sr_poll_ms;
+static double sr_bandwidth, sr_share, sr_poll_ms, sr_min_latency;
 
 static void sr_register(void)
 {
@@ -82,6 +82,11 @@ static void sr_register(void)
     kumi_param_register_double("pacing", "sockrate", "share", 0.95,
                                "Fraction of the link bandwidth the cluster's senders share "
                                "(headers and acknowledgements take the rest)", KUMI_LEVEL_TUNER, &sr_share);
+    kumi_param_register_double("pacing", "sockrate", "min_latency_us", 1000.0,
+                               "Links of the topology file with a latency below this (microseconds) "
+                               "are not paced: TCP recovers from a loss within a round trip there, "
+                               "and pacing only slows it (pacing_sockrate_remote's link: always paced)",
+                               KUMI_LEVEL_TUNER, &sr_min_latency);
     kumi_param_register_double("pacing", "sockrate", "poll_ms", 1.0,
                                "Least time (ms) between two send-queue checks of sockets whose rate "
                                "waits to be restored", KUMI_LEVEL_TUNER, &sr_poll_ms);
@@ -99,6 +104,7 @@ struct sr_cluster {
 static struct sr_cluster cl[SR_MAXCL];
 static int ncl;
 static double linkbw[SR_MAXCL][SR_MAXCL];   /* MB/s; 0: no link known */
+static double linklat[SR_MAXCL][SR_MAXCL];  /* microseconds; -1: not known */
 static int remote_mode;
 static char cfgsrc[300];
 
@@ -107,6 +113,8 @@ static void sr_config_free(void)
     for (int i = 0; i < ncl; i++) free(cl[i].nets);
     memset(cl, 0, sizeof cl);
     memset(linkbw, 0, sizeof linkbw);
+    for (int a = 0; a < SR_MAXCL; a++)
+        for (int b = 0; b < SR_MAXCL; b++) linklat[a][b] = -1;
     ncl = 0;
     remote_mode = 0;
 }
@@ -182,9 +190,12 @@ static int read_topology(const char *path, char *why, size_t whylen)
             if (n != 5) CERR("%s:%d: expected `link NAME1 NAME2 LATENCY_US BANDWIDTH_MBPS`", path, lineno);
             double bw = strtod(tok[4], &end);
             if (*end || !(bw > 0)) CERR("%s:%d: bandwidth '%s' is not a positive number", path, lineno, tok[4]);
+            double lat = strtod(tok[3], &end);
+            if (*end || !(lat >= 0)) CERR("%s:%d: latency '%s' is not a number >= 0", path, lineno, tok[3]);
             int a = cl_add(tok[1]), b = cl_add(tok[2]);
             if (a < 0 || b < 0) CERR("%s:%d: more than %d clusters", path, lineno, SR_MAXCL);
             linkbw[a][b] = linkbw[b][a] = bw;
+            linklat[a][b] = linklat[b][a] = lat;
         }   /* node, net and anything else: coll/lact's business */
     }
     rc = 0;
@@ -287,8 +298,10 @@ static int my_cluster(void)
     return -1;
 }
 
+/* The bandwidth to pace a link at (MB/s); 0: not paced. */
 static double link_of(int a, int b)
 {
+    if (a >= 0 && b >= 0 && linklat[a][b] >= 0 && linklat[a][b] < sr_min_latency) return 0;
     if (sr_bandwidth > 0) return sr_bandwidth;
     return (a >= 0 && b >= 0) ? linkbw[a][b] : 0;
 }
@@ -324,11 +337,11 @@ static double next_poll;
 
 static uint64_t get_rate(int fd)
 {
-    uint64_t v = 0;
-    socklen_t l = sizeof v;
+    union { uint64_t u64; uint32_t u32; } v = { 0 };
+    socklen_t l = sizeof v.u64;
     if (getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, &l) != 0) return 0;
-    if (l == sizeof(uint32_t)) v = *(uint32_t *)&v == UINT32_MAX ? UINT64_MAX : *(uint32_t *)&v;
-    return v;
+    if (l == sizeof v.u32) return v.u32 == UINT32_MAX ? UINT64_MAX : v.u32;   /* an older kernel */
+    return v.u64;
 }
 
 static int set_rate(int fd, uint64_t v)
@@ -516,6 +529,10 @@ static int sr_open(char *why, size_t whylen)
                 if (bw > 0 && l + 80 < sizeof links)
                     l += (size_t)snprintf(links + l, sizeof links - l, "%s%s-%s %g MB/s", l ? ", " : "",
                                           cl[a].name, cl[b].name, bw);
+                else if (!remote_mode && linkbw[a][b] > 0 && l + 80 < sizeof links)
+                    l += (size_t)snprintf(links + l, sizeof links - l, "%s%s-%s not paced (latency %g us "
+                                          "< pacing_sockrate_min_latency_us)", l ? ", " : "", cl[a].name,
+                                          cl[b].name, linklat[a][b]);
             }
         int c = my_cluster();
         snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks in the "
