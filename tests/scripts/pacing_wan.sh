@@ -11,7 +11,8 @@
 #     previous rate back afterwards; a socket opened during the call is paced
 #     at once; the results are right, paced and unpaced;
 #  3. pacing_sockrate_remote + _bandwidth instead of the topology file;
-#     pacing_sockrate_colls chooses the collectives; _enable=0 turns it off;
+#     pacing_sockrate_colls chooses the collectives; _divide=sockets shares
+#     a rank's part among its peers across; _enable=0 turns it off;
 #  4. the bottleneck's drop counter (tc -s qdisc) with and without pacing
 #     over a bandwidth-bound all-to-all.
 # Skipped where network namespaces cannot be made.
@@ -94,14 +95,15 @@ echo "ok: pacing_sockrate_enable=0: nothing paced, results right"
 
 # 3. remote networks and a bandwidth instead of the file; another list of collectives
 out=$(run 2 --param pacing_sockrate_remote=$WL_NET_B --param pacing_sockrate_bandwidth=25 \
-      --param pacing_sockrate_colls=allgather -x KUMI_PACING_SOCKRATE_VERBOSE=1 "${wrap2[@]}" -- \
+      --param pacing_sockrate_colls=allgather --param pacing_sockrate_divide=sockets -x KUMI_PACING_SOCKRATE_VERBOSE=1 "${wrap2[@]}" -- \
       "$TESTBIN/wan_a2a" -k mix -b 65536 -n 2) || { echo "$out" | tail -30; fail "paced allgather over the lab"; }
 echo "$out" | grep -q "^pacing/sockrate\[1\]: cluster local, 2 of 4" || { echo "$out" | grep sockrate | head; fail "remote networks: rank 1 not local"; }
 echo "$out" | grep -q "^pacing/sockrate\[2\]: cluster remote, 2 of 4" || { echo "$out" | grep sockrate | head; fail "remote networks: rank 2 not remote"; }
-echo "$out" | grep -Eq "^pacing/sockrate\[0\]: (allgather|opened): rank 2 fd [0-9]+ rate 11875000 B/s" ||
-    { echo "$out" | grep sockrate | head; fail "pacing_sockrate_colls=allgather with 25 MB/s: not 11875000 B/s on rank 0's socket to rank 2"; }
+# 25 MB/s x 0.95 / 2 senders / 2 peers across
+echo "$out" | grep -Eq "^pacing/sockrate\[0\]: (allgather|opened): rank 2 fd [0-9]+ rate 5937500 B/s" ||
+    { echo "$out" | grep sockrate | head; fail "pacing_sockrate_colls=allgather, 25 MB/s, divide=sockets: not 5937500 B/s on rank 0's socket to rank 2"; }
 echo "$out" | grep -Eq 'pacing/sockrate\[[0-9]\]: (alltoall|alltoallv):' && fail "alltoall paced although not listed"
-echo "ok: pacing_sockrate_remote / _bandwidth / _colls"
+echo "ok: pacing_sockrate_remote / _bandwidth / _colls / _divide"
 
 # 4. drops at the bottleneck, bandwidth-bound all-to-all (5 ms each way)
 wanlab_down
@@ -115,9 +117,10 @@ drops() { # extra arguments for mpiexec
     echo "$((d1 - d0)) $(echo "$o" | sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p')"
 }
 un=$(drops -x KUMI_PACING_SOCKRATE_ENABLE=0) || fail "unpaced bandwidth-bound all-to-all"
-pa=$(drops -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo") || fail "paced bandwidth-bound all-to-all"
+pa=$(drops -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_DIVIDE=sockets) ||
+    fail "paced bandwidth-bound all-to-all"
 set -- $un $pa
-echo "bottleneck drops, 4 x 1 MiB all-to-all, 2 x 2 ranks, 5 ms: unpaced $1 (${2}s), paced $3 (${4}s)"
+echo "bottleneck drops, 4 x 1 MiB all-to-all, 2 x 2 ranks, 5 ms: unpaced $1 (${2}s), paced (divide=sockets) $3 (${4}s)"
 [ "$3" -le "$1" ] || fail "pacing dropped more packets ($3) than no pacing ($1)"
 [ "$1" -lt 50 ] || [ "$3" -lt $(( $1 / 2 + 1 )) ] || fail "pacing did not at least halve the drops ($1 -> $3)"
 echo "ok: drop counter read; pacing does not add drops"

@@ -53,7 +53,8 @@
 
 static int sr_enable;
 static long long sr_verbose;
-static const char *sr_topology, *sr_remote, *sr_colls;
+static const char *sr_topology, *sr_remote, *sr_colls, *sr_divide;
+static int sr_per_socket;
 static double sr_bandwidth, sr_share, sr_poll_ms, sr_min_latency;
 
 static void sr_register(void)
@@ -82,6 +83,12 @@ static void sr_register(void)
     kumi_param_register_double("pacing", "sockrate", "share", 0.95,
                                "Fraction of the link bandwidth the cluster's senders share "
                                "(headers and acknowledgements take the rest)", KUMI_LEVEL_TUNER, &sr_share);
+    kumi_param_register_string("pacing", "sockrate", "divide", "senders",
+                               "What shares a link: \"senders\": each socket gets link / this cluster's "
+                               "ranks in the communicator (one connection at a time per rank, as in a "
+                               "pairwise all-to-all); \"sockets\": link / (those ranks x this rank's "
+                               "peers across that link), for algorithms that send to every peer at once",
+                               KUMI_LEVEL_USER, &sr_divide);
     kumi_param_register_double("pacing", "sockrate", "min_latency_us", 1000.0,
                                "Links of the topology file with a latency below this (microseconds) "
                                "are not paced: TCP recovers from a loss within a round trip there, "
@@ -212,6 +219,11 @@ static int sr_config(char *why, size_t whylen)
         snprintf(why, whylen, "disabled (pacing_sockrate_enable=0)");
         return -1;
     }
+    if (!sr_divide || (strcmp(sr_divide, "senders") && strcmp(sr_divide, "sockets"))) {
+        snprintf(why, whylen, "pacing_sockrate_divide='%s' is neither senders nor sockets", sr_divide ? sr_divide : "");
+        return -1;
+    }
+    sr_per_socket = !strcmp(sr_divide, "sockets");
     if (!(sr_share > 0 && sr_share <= 1)) {
         snprintf(why, whylen, "pacing_sockrate_share=%g is not in (0, 1]", sr_share);
         return -1;
@@ -449,11 +461,11 @@ static int sr_init(void)
 static int sr_enter(const char *coll, const int *wranks, int n)
 {
     if (!coll_listed(coll)) return 0;
-    int nsend = 0, any = 0;
+    int nsend = 0, any = 0, nto[SR_MAXCL] = { 0 };
     for (int i = 0; i < n; i++) {
         int c = wranks[i] >= 0 && wranks[i] < nworld ? wcl[wranks[i]] : -1;
         if (c == mycl) nsend++;
-        else if (c >= 0) any = 1;
+        else if (c >= 0) { any = 1; nto[c]++; }
     }
     if (!any || nsend == 0) return 0;
     for (int i = 0; i < n; i++) {
@@ -461,7 +473,7 @@ static int sr_enter(const char *coll, const int *wranks, int n)
         if (c < 0 || c == mycl) continue;
         double bw = link_of(mycl, c);
         if (!(bw > 0)) continue;
-        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend);
+        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / (sr_per_socket ? nto[c] : 1));
         if (rate < 1) rate = 1;
         target[r] = rate;
         int fds[SR_FDS];
@@ -536,8 +548,9 @@ static int sr_open(char *why, size_t whylen)
             }
         int c = my_cluster();
         snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks in the "
-                 "communicator on sockets to other clusters; links: %s; this host: cluster %s (%s)",
-                 sr_colls, sr_share, links[0] ? links : "none", c >= 0 ? cl[c].name : "none", cfgsrc);
+                 "communicator%s on sockets to other clusters; links: %s; this host: cluster %s (%s)",
+                 sr_colls, sr_share, sr_per_socket ? " / this rank's peers across the link" : "",
+                 links[0] ? links : "none", c >= 0 ? cl[c].name : "none", cfgsrc);
     }
     return KUMI_OK;
 }
