@@ -228,8 +228,9 @@ static int inter_undefined(const char *fname)
     do {                                                                                \
         if (mode == KUMI_FORM_BLOCKING) {                                                    \
             if (!comm->coll.fld) return no_coll(fn);                                   \
-            int rc_;                                                                    \
+            int rc_, pc_ = kumi_pacing_enter(#fld, comm);                               \
             KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
+            kumi_pacing_leave(pc_);                                                     \
             return rc_;                                                                 \
         }                                                                               \
         if (!comm->coll.i##fld) return no_coll(fn);                                    \
@@ -246,8 +247,11 @@ static int inter_undefined(const char *fname)
         struct kumi_sched *s_;                                                          \
         if (mode == KUMI_FORM_BLOCKING && !comm->coll.fld)                              \
             rc_ = no_coll(fn);                                                          \
-        else if (mode == KUMI_FORM_BLOCKING)                                            \
+        else if (mode == KUMI_FORM_BLOCKING) {                                          \
+            int pc_ = kumi_pacing_enter(#fld, comm);                                    \
             KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
+            kumi_pacing_leave(pc_);                                                     \
+        }                                                                               \
         else if (!comm->coll.i##fld)                                                    \
             rc_ = no_coll(fn);                                                          \
         else if ((rc_ = kumi_sched_begin(comm, fn, mode == KUMI_FORM_INIT, info, request, &s_)) \

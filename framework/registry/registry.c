@@ -36,6 +36,7 @@
 
 #include <kumi/coll.h>
 #include <kumi/p2p.h>
+#include <kumi/pacing.h>
 #include <kumi/rpim.h>
 
 #include "registry/registry.h"
@@ -47,7 +48,7 @@
 /* A framework exists once it has a contract header (kumi/<fw>.h with its
  * ops table and KUMI_<FW>_CONTRACT_*): one row in contracts[] and one name
  * in kumi_frameworks[], in the same order. */
-KUMI_EXPORT const char *const kumi_frameworks[] = { "rpim", "p2p", "coll", NULL };
+KUMI_EXPORT const char *const kumi_frameworks[] = { "rpim", "p2p", "coll", "pacing", NULL };
 #define NFW ((int)(sizeof kumi_frameworks / sizeof kumi_frameworks[0]) - 1)
 
 static int p2p_check(const void *ops, char *why, size_t len);
@@ -67,6 +68,8 @@ static const struct fw_contract {
       p2p_check },
     { KUMI_COLL_CONTRACT_MAJOR, KUMI_COLL_CONTRACT_MINOR, sizeof(struct kumi_coll_ops), KUMI_COLL_OPS_MIN_SIZE, 0,
       coll_check },
+    { KUMI_PACING_CONTRACT_MAJOR, KUMI_PACING_CONTRACT_MINOR, sizeof(struct kumi_pacing_ops),
+      KUMI_PACING_OPS_MIN_SIZE, 1, NULL },
 };
 _Static_assert(sizeof contracts / sizeof contracts[0] == (size_t)NFW, "one contract per framework");
 
@@ -76,6 +79,7 @@ union ops_copy {
     struct kumi_rpim_ops rpim;
     struct kumi_p2p_ops p2p;
     struct kumi_coll_ops coll;
+    struct kumi_pacing_ops pacing;
 };
 
 #if !defined(KUMI_WANT_DLOPEN)

@@ -112,6 +112,7 @@ static int poll_once(void)
     bool all = nidle == 0 || ++poll_round % KUMI_IDLE_POLL_EVERY == 0;
     int n = poll_transports(all);
     if (kumi_req_ctl_pending()) { kumi_req_flush_ctl(); n++; }
+    if (kumi_pacing_has_pending) kumi_pacing_progress();
     return n;
 }
 

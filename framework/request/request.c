@@ -1080,7 +1080,9 @@ int kumi_req_init(void)
     /* Progress polls every initialized transport (a peer might reach us through
      * one we do not use to reach it), but those that serve no peer of ours only
      * now and then: an idle tcp costs a system call per poll. */
-    return kumi_progress_setup(tr_ops, used, ntr);
+    rc = kumi_progress_setup(tr_ops, used, ntr);
+    if (rc == MPI_SUCCESS) kumi_pacing_init();
+    return rc;
 }
 
 static double drain_deadline;
@@ -1100,6 +1102,7 @@ void kumi_req_finalize(void)
     eager_quiet = true;                 /* the peers may be closing: they need no budget now */
     drain_deadline = kumi_time() + 60.0;
     kumi_progress_wait(drained, NULL);
+    kumi_pacing_finalize();
     for (int i = ntr - 1; i >= 0; i--)
         if (tr_ops[i]->finalize) tr_ops[i]->finalize();
     ntr = 0;

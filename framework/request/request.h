@@ -306,6 +306,16 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
 void kumi_progress_wait_flag(volatile bool *flag);
 void kumi_progress_wait(int (*done)(void *), void *arg);
 
+/* ---- pacing.c: the pacing framework (kumi/pacing.h) ---- */
+void kumi_pacing_init(void);        /* after the transports' wireup */
+void kumi_pacing_finalize(void);    /* before they close */
+/* Around a blocking collective (coll: the kumi_coll_ops field name): enter
+ * returns a token for leave (0: nothing to undo). */
+int kumi_pacing_enter(const char *coll, const struct kumi_comm *comm);
+void kumi_pacing_leave(int token);
+extern bool kumi_pacing_has_pending;   /* the progress engine calls kumi_pacing_progress */
+void kumi_pacing_progress(void);
+
 /* ---- pt2pt.c ---- */
 void kumi_req_status_out(const struct kumi_req *r, MPI_Status *st);
 

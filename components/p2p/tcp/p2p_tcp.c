@@ -513,6 +513,25 @@ static int p2p_tcp_describe(int peer, char *buf, size_t len)
     return 0;
 }
 
+/* p2p contract 1.4: the outgoing connection is the one socket that carries
+ * this process's bytes to peer (accepted connections only receive). */
+static int p2p_tcp_peer_sockets(int peer, int *fds, int max)
+{
+    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || max < 1) return 0;
+    const struct p2p_tcp_peer *p = &p2p_tcp_peers[peer];
+    if (p->fd < 0 || p->state == P2P_TCP_OUT_NONE || p->state == P2P_TCP_OUT_DEAD) return 0;
+    fds[0] = p->fd;
+    return 1;
+}
+
+static int p2p_tcp_peer_sockaddr(int peer, struct sockaddr_storage *sa)
+{
+    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer].naddrs <= 0) return -1;
+    const struct p2p_tcp_peer *p = &p2p_tcp_peers[peer];
+    *sa = p->addrs[p->cur < p->naddrs ? p->cur : 0];
+    return 0;
+}
+
 static size_t p2p_tcp_eager_limit(int peer)
 {
     (void)peer;
@@ -611,6 +630,8 @@ static const struct kumi_p2p_ops p2p_tcp_ops = {
     .busy = p2p_tcp_busy,
     .finalize = p2p_tcp_finalize,
     .describe = p2p_tcp_describe,
+    .peer_sockets = p2p_tcp_peer_sockets,
+    .peer_sockaddr = p2p_tcp_peer_sockaddr,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_tcp_component = {

@@ -24,6 +24,7 @@
 #define KUMI_P2P_H
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <kumi/kumi.h>
 #include <kumi/component.h>
 
@@ -114,12 +115,14 @@ struct kumi_p2p_rma {
  *   1.0  the mandatory part, hdr ... finalize;
  *   1.1  adds rget, pull (KUMI_P2P_CAP_RGET);
  *   1.2  adds mem_reg, mem_dereg, rma (KUMI_P2P_CAP_RMA);
- *   1.3  adds describe (optional, no capability flag: NULL or absent = none).
+ *   1.3  adds describe (optional, no capability flag: NULL or absent = none);
+ *   1.4  adds peer_sockets, peer_sockaddr (optional, for pacing: NULL or
+ *        absent = the transport has no sockets to pace).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 3
+#define KUMI_P2P_CONTRACT_MINOR 4
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -204,11 +207,31 @@ struct kumi_p2p_ops {
      * peer, for KUMI_VERBOSE's table (e.g. tcp: "10.0.0.2:40123").  Writes
      * a short text to buf; returns 0, or -1 when there is nothing to say. */
     int (*describe)(int peer, char *buf, size_t len);
+
+    /* ---- Contract 1.4, optional (may be NULL): the sockets of a socket
+     * transport, for the pacing framework (kumi/pacing.h).
+     * The socket descriptors open now that carry this process's bytes to
+     * peer (at most max into fds); returns how many (0: none open yet).  The
+     * caller may set socket options on them (e.g. SO_MAX_PACING_RATE) but
+     * must not read, write or close them.  A transport that creates such a
+     * socket later calls kumi_p2p_socket_opened(peer, fd). */
+    int (*peer_sockets)(int peer, int *fds, int max);
+    /* The address this transport connects to (or would connect to) for
+     * peer: 0, or -1 when it has none (*sa untouched). */
+    int (*peer_sockaddr)(int peer, struct sockaddr_storage *sa);
 };
 
 /* Upcalls into the request layer, for transports. */
 KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *hdr);
 KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx);
+/* A transport created socket fd, which will carry this process's bytes to
+ * world rank peer (contract 1.4; call it before the first byte is written). */
+KUMI_EXPORT void kumi_p2p_socket_opened(int peer, int fd);
+
+/* For the pacing framework: the same as the ops above, asked of the
+ * transport that serves world rank peer (0 / -1 where it has none). */
+KUMI_EXPORT int kumi_p2p_peer_sockets(int peer, int *fds, int max);
+KUMI_EXPORT int kumi_p2p_peer_sockaddr(int peer, struct sockaddr_storage *sa);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,583 @@
+/* pacing/sockrate: during all-to-all patterns, cap the sending rate of every
+ * socket that crosses a wide-area link at
+ *     link bandwidth x share / (ranks of this cluster in the communicator)
+ * with SO_MAX_PACING_RATE (TCP's own pacing honours it without the fq
+ * qdisc), so that the cluster's senders together fill the bottleneck
+ * without overrunning its queue (GridMPI's idea: an all-to-all over a
+ * shared link otherwise loses packets and waits for retransmissions).
+ * After the collective, each socket gets its previous rate back once its
+ * send queue is empty (SIOCOUTQ == 0): checked from the progress engine
+ * without blocking, at the next paced call, and unconditionally at
+ * MPI_Finalize.
+ *
+ * Which peer is across a wide-area link: the address the peer's transport
+ * connects to (p2p contract 1.4, kumi_p2p_peer_sockaddr) is matched against
+ * the clusters, either
+ *   - pacing_sockrate_remote = list of networks (the kumi/netif.h list form,
+ *     e.g. "198.18.2.0/24"): two clusters, the addresses in the list and the
+ *     others; or
+ *   - the topology file of coll/lact (pacing_sockrate_topology, or when
+ *     empty coll_lact_topology's environment variable): `cluster NAME
+ *     PATTERN...` lines (network patterns only: host-name globs mean nothing
+ *     to an address) and `link NAME1 NAME2 LATENCY_US BANDWIDTH_MBPS`, the
+ *     bandwidth in MB/s as coll/lact reads it.
+ * This process's own cluster: the first of its interface addresses that a
+ * cluster matches.  A peer reached without sockets (shmem, self) or over
+ * loopback is in this process's cluster.  pacing_sockrate_bandwidth (MB/s,
+ * > 0) overrides the link's bandwidth. */
+#include <mpi.h>
+#include <kumi/kumi.h>
+#include <kumi/component.h>
+#include <kumi/param.h>
+#include <kumi/p2p.h>
+#include <kumi/pacing.h>
+#include <kumi/netif.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+
+#ifndef SO_MAX_PACING_RATE
+#define SO_MAX_PACING_RATE 47
+#endif
+
+#define SR_MAXCL 32
+#define SR_FDS 4
+
+static int sr_enable;
+static long long sr_verbose;
+static const char *sr_topology, *sr_remote, *sr_colls, *sr_divide;
+static int sr_per_socket;
+static double sr_bandwidth, sr_share, sr_poll_ms, sr_min_latency;
+
+static void sr_register(void)
+{
+    kumi_param_register_bool("pacing", "sockrate", "enable", 1,
+                             "Pace the sockets that cross a wide-area link during the collectives of "
+                             "pacing_sockrate_colls (0: off)", KUMI_LEVEL_USER, &sr_enable);
+    kumi_param_register_string("pacing", "sockrate", "colls", "alltoall,alltoallv",
+                               "Blocking collectives to pace, comma-separated (names as in "
+                               "MPI_Alltoall -> alltoall: alltoall, alltoallv, alltoallw, "
+                               "allgather, allgatherv, gather, scatter, bcast, ...; \"all\": every one)",
+                               KUMI_LEVEL_USER, &sr_colls);
+    kumi_param_register_string("pacing", "sockrate", "topology", "",
+                               "Topology file (coll/lact's form: `cluster NAME NETWORK...`, `link "
+                               "NAME1 NAME2 LATENCY_US BANDWIDTH_MBPS` with MB/s); empty: the file "
+                               "KUMI_COLL_LACT_TOPOLOGY names", KUMI_LEVEL_USER, &sr_topology);
+    kumi_param_register_string("pacing", "sockrate", "remote", "",
+                               "Networks of the other cluster (e.g. \"198.18.2.0/24,fd00:2::/64\"): "
+                               "peers whose address is in the list and those whose address is not "
+                               "are in different clusters (instead of the topology file's clusters)",
+                               KUMI_LEVEL_USER, &sr_remote);
+    kumi_param_register_double("pacing", "sockrate", "bandwidth", 0.0,
+                               "Bandwidth (MB/s) of the wide-area link; > 0 overrides the topology "
+                               "file's link (needed with pacing_sockrate_remote)",
+                               KUMI_LEVEL_USER, &sr_bandwidth);
+    kumi_param_register_double("pacing", "sockrate", "share", 0.95,
+                               "Fraction of the link bandwidth the cluster's senders share "
+                               "(headers and acknowledgements take the rest)", KUMI_LEVEL_TUNER, &sr_share);
+    kumi_param_register_string("pacing", "sockrate", "divide", "senders",
+                               "What shares a link: \"senders\": each socket gets link / this cluster's "
+                               "ranks in the communicator (one connection at a time per rank, as in a "
+                               "pairwise all-to-all); \"sockets\": link / (those ranks x this rank's "
+                               "peers across that link), for algorithms that send to every peer at once",
+                               KUMI_LEVEL_USER, &sr_divide);
+    kumi_param_register_double("pacing", "sockrate", "min_latency_us", 1000.0,
+                               "Links of the topology file with a latency below this (microseconds) "
+                               "are not paced: TCP recovers from a loss within a round trip there, "
+                               "and pacing only slows it (pacing_sockrate_remote's link: always paced)",
+                               KUMI_LEVEL_TUNER, &sr_min_latency);
+    kumi_param_register_double("pacing", "sockrate", "poll_ms", 1.0,
+                               "Least time (ms) between two send-queue checks of sockets whose rate "
+                               "waits to be restored", KUMI_LEVEL_TUNER, &sr_poll_ms);
+    kumi_param_register_int("pacing", "sockrate", "verbose", 0,
+                            "1: print each rate set and restored (as read back with getsockopt) on "
+                            "stderr, prefix \"pacing/sockrate[rank]: \"", KUMI_LEVEL_DEV,
+                            &sr_verbose);
+}
+
+/* ------------------------------------------------------------ configuration */
+struct sr_cluster {
+    char name[64];
+    char *nets;                 /* comma-separated networks (kumi_netif_match's list form) */
+};
+static struct sr_cluster cl[SR_MAXCL];
+static int ncl;
+static double linkbw[SR_MAXCL][SR_MAXCL];   /* MB/s; 0: no link known */
+static double linklat[SR_MAXCL][SR_MAXCL];  /* microseconds; -1: not known */
+static int remote_mode;
+static char cfgsrc[300];
+
+static void sr_config_free(void)
+{
+    for (int i = 0; i < ncl; i++) free(cl[i].nets);
+    memset(cl, 0, sizeof cl);
+    memset(linkbw, 0, sizeof linkbw);
+    for (int a = 0; a < SR_MAXCL; a++)
+        for (int b = 0; b < SR_MAXCL; b++) linklat[a][b] = -1;
+    ncl = 0;
+    remote_mode = 0;
+}
+
+static int cl_find(const char *name)
+{
+    for (int i = 0; i < ncl; i++)
+        if (!strcmp(cl[i].name, name)) return i;
+    return -1;
+}
+
+static int cl_add(const char *name)
+{
+    int i = cl_find(name);
+    if (i >= 0 || ncl >= SR_MAXCL) return i;
+    snprintf(cl[ncl].name, sizeof cl[ncl].name, "%s", name);
+    cl[ncl].nets = NULL;
+    return ncl++;
+}
+
+static int is_network(const char *s)
+{
+    if (!*s) return 0;
+    for (const char *p = s; *p; p++)
+        if (!isxdigit((unsigned char)*p) && !strchr(".:/", *p)) return 0;
+    return strchr(s, '.') || strchr(s, ':');
+}
+
+static int add_net(int c, const char *net)
+{
+    size_t old = cl[c].nets ? strlen(cl[c].nets) : 0;
+    char *n = realloc(cl[c].nets, old + strlen(net) + 2);
+    if (!n) return -1;
+    if (old) n[old++] = ',';
+    strcpy(n + old, net);
+    cl[c].nets = n;
+    return 0;
+}
+
+#define CERR(...) do { snprintf(why, whylen, __VA_ARGS__); goto out; } while (0)
+
+static int read_topology(const char *path, char *why, size_t whylen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(why, whylen, "topology file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    int lineno = 0, rc = -1;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *h = strchr(line, '#');
+        if (h) *h = 0;
+        char *tok[64], *save = NULL;
+        int n = 0;
+        for (char *t = strtok_r(line, " \t\r\n", &save); t && n < 64; t = strtok_r(NULL, " \t\r\n", &save))
+            tok[n++] = t;
+        if (n == 0) continue;
+        if (!strcmp(tok[0], "cluster")) {
+            if (n < 2) CERR("%s:%d: expected `cluster NAME PATTERN...`", path, lineno);
+            int c = cl_add(tok[1]);
+            if (c < 0) CERR("%s:%d: more than %d clusters", path, lineno, SR_MAXCL);
+            for (int k = 2; k < n; k++) {
+                if (!is_network(tok[k])) continue;    /* a host-name glob: not an address */
+                char err[200];
+                if (kumi_netif_check_list(tok[k], err, sizeof err) != 0)
+                    CERR("%s:%d: %s", path, lineno, err);
+                if (add_net(c, tok[k]) != 0) CERR("out of memory");
+            }
+        } else if (!strcmp(tok[0], "link")) {
+            char *end;
+            if (n != 5) CERR("%s:%d: expected `link NAME1 NAME2 LATENCY_US BANDWIDTH_MBPS`", path, lineno);
+            double bw = strtod(tok[4], &end);
+            if (*end || !(bw > 0)) CERR("%s:%d: bandwidth '%s' is not a positive number", path, lineno, tok[4]);
+            double lat = strtod(tok[3], &end);
+            if (*end || !(lat >= 0)) CERR("%s:%d: latency '%s' is not a number >= 0", path, lineno, tok[3]);
+            int a = cl_add(tok[1]), b = cl_add(tok[2]);
+            if (a < 0 || b < 0) CERR("%s:%d: more than %d clusters", path, lineno, SR_MAXCL);
+            linkbw[a][b] = linkbw[b][a] = bw;
+            linklat[a][b] = linklat[b][a] = lat;
+        }   /* node, net and anything else: coll/lact's business */
+    }
+    rc = 0;
+out:
+    fclose(f);
+    return rc;
+}
+
+/* Parse the parameters into clusters and links: 0, or -1 with why set. */
+static int sr_config(char *why, size_t whylen)
+{
+    sr_config_free();
+    if (!sr_enable) {
+        snprintf(why, whylen, "disabled (pacing_sockrate_enable=0)");
+        return -1;
+    }
+    if (!sr_divide || (strcmp(sr_divide, "senders") && strcmp(sr_divide, "sockets"))) {
+        snprintf(why, whylen, "pacing_sockrate_divide='%s' is neither senders nor sockets", sr_divide ? sr_divide : "");
+        return -1;
+    }
+    sr_per_socket = !strcmp(sr_divide, "sockets");
+    if (!(sr_share > 0 && sr_share <= 1)) {
+        snprintf(why, whylen, "pacing_sockrate_share=%g is not in (0, 1]", sr_share);
+        return -1;
+    }
+    if (sr_remote && *sr_remote) {
+        char err[200];
+        if (kumi_netif_check_list(sr_remote, err, sizeof err) != 0) {
+            snprintf(why, whylen, "pacing_sockrate_remote: %s", err);
+            return -1;
+        }
+        if (!(sr_bandwidth > 0)) {
+            snprintf(why, whylen, "pacing_sockrate_remote is set but pacing_sockrate_bandwidth is not");
+            return -1;
+        }
+        remote_mode = 1;
+        cl_add("local");
+        cl_add("remote");
+        add_net(1, sr_remote);
+        snprintf(cfgsrc, sizeof cfgsrc, "remote networks %s", sr_remote);
+        return 0;
+    }
+    const char *topo = sr_topology && *sr_topology ? sr_topology : getenv("KUMI_COLL_LACT_TOPOLOGY");
+    if (!topo || !*topo) {
+        snprintf(why, whylen, "no wide-area link known (set pacing_sockrate_topology or coll_lact_topology, "
+                 "or pacing_sockrate_remote and pacing_sockrate_bandwidth)");
+        return -1;
+    }
+    if (read_topology(topo, why, whylen) != 0) return -1;
+    int nlinks = 0, nnets = 0;
+    for (int a = 0; a < ncl; a++) {
+        if (cl[a].nets) nnets++;
+        for (int b = a + 1; b < ncl; b++) nlinks += linkbw[a][b] > 0;
+    }
+    if (!nnets) {
+        snprintf(why, whylen, "%s: no cluster is given by networks (pacing needs `cluster NAME a.b.c.d/n`)", topo);
+        return -1;
+    }
+    if (!nlinks && !(sr_bandwidth > 0)) {
+        snprintf(why, whylen, "%s: no `link` line and pacing_sockrate_bandwidth unset", topo);
+        return -1;
+    }
+    snprintf(cfgsrc, sizeof cfgsrc, "topology %s", topo);
+    return 0;
+}
+
+/* Cluster of an address: index, or -1 when no cluster names it. */
+static int cl_of_addr(const struct sockaddr *sa)
+{
+    struct kumi_netif f;
+    memset(&f, 0, sizeof f);
+    f.family = sa->sa_family;
+    if (sa->sa_family == AF_INET) f.addr.in4 = *(const struct sockaddr_in *)sa;
+    else if (sa->sa_family == AF_INET6) f.addr.in6 = *(const struct sockaddr_in6 *)sa;
+    else return -1;
+    for (int i = 0; i < ncl; i++)
+        if (cl[i].nets && kumi_netif_match(&f, cl[i].nets, NULL, 0) == 1) return i;
+    return remote_mode ? 0 : -1;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return 0;
+}
+
+/* This host's cluster: the first interface address a cluster names. */
+static int my_cluster(void)
+{
+    struct kumi_netif ifs[KUMI_NETIF_MAX];
+    int n = kumi_netif_scan(ifs, KUMI_NETIF_MAX);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            if (ifs[i].loopback || !ifs[i].up) continue;
+            for (int c = 0; c < ncl; c++)
+                if (cl[c].nets && kumi_netif_match(&ifs[i], cl[c].nets, NULL, 0) == 1) {
+                    if (pass == 0 && remote_mode && c == 0) continue;   /* prefer a positive match */
+                    return c;
+                }
+            if (pass == 1 && remote_mode) return 0;
+        }
+    return -1;
+}
+
+/* The bandwidth to pace a link at (MB/s); 0: not paced. */
+static double link_of(int a, int b)
+{
+    if (a >= 0 && b >= 0 && linklat[a][b] >= 0 && linklat[a][b] < sr_min_latency) return 0;
+    if (sr_bandwidth > 0) return sr_bandwidth;
+    return (a >= 0 && b >= 0) ? linkbw[a][b] : 0;
+}
+
+static int coll_listed(const char *coll)
+{
+    const char *s = sr_colls ? sr_colls : "";
+    size_t n = strlen(coll);
+    while (*s) {
+        while (*s == ',' || *s == ' ') s++;
+        const char *e = s;
+        while (*e && *e != ',' && *e != ' ') e++;
+        if ((size_t)(e - s) == 3 && !strncmp(s, "all", 3)) return 1;
+        if ((size_t)(e - s) == n && !strncmp(s, coll, n)) return 1;
+        s = e;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ state */
+struct sr_sock {
+    int peer, fd;
+    uint64_t old;                /* the rate before the first paced call */
+    int restoring;               /* the call is over: restore once drained */
+};
+static struct sr_sock *socks;
+static int nsocks, capsocks;
+static int *wcl;                 /* [world] cluster of each rank (-1 unknown) */
+static int mycl = -1, me, nworld;
+static uint64_t *target;         /* [world] rate during the current call (0: not paced) */
+static int active;
+static double next_poll;
+
+static uint64_t get_rate(int fd)
+{
+    union { uint64_t u64; uint32_t u32; } v = { 0 };
+    socklen_t l = sizeof v.u64;
+    if (getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, &l) != 0) return 0;
+    if (l == sizeof v.u32) return v.u32 == UINT32_MAX ? UINT64_MAX : v.u32;   /* an older kernel */
+    return v.u64;
+}
+
+static int set_rate(int fd, uint64_t v)
+{
+    return setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof v);
+}
+
+static const char *rate_str(uint64_t v, char *buf, size_t len)
+{
+    if (v == UINT64_MAX || v == (uint64_t)UINT32_MAX) snprintf(buf, len, "unlimited");
+    else snprintf(buf, len, "%llu", (unsigned long long)v);
+    return buf;
+}
+
+static void pace(int peer, int fd, uint64_t rate, const char *coll)
+{
+    int i;
+    for (i = 0; i < nsocks; i++)
+        if (socks[i].fd == fd) break;
+    if (i == nsocks) {
+        if (nsocks == capsocks) {
+            int nc = capsocks ? 2 * capsocks : 16;
+            struct sr_sock *n = realloc(socks, sizeof *n * (size_t)nc);
+            if (!n) return;
+            socks = n;
+            capsocks = nc;
+        }
+        socks[i].peer = peer;
+        socks[i].fd = fd;
+        socks[i].old = get_rate(fd);
+        nsocks++;
+    }
+    socks[i].restoring = 0;
+    if (set_rate(fd, rate) != 0) {
+        kumi_log(1, "pacing/sockrate: SO_MAX_PACING_RATE on the socket to rank %d: %s", peer, strerror(errno));
+        return;
+    }
+    if (sr_verbose) {
+        char a[32], b[32];
+        fprintf(stderr, "pacing/sockrate[%d]: %s: rank %d fd %d rate %s B/s (was %s)\n", me, coll, peer, fd,
+                rate_str(get_rate(fd), a, sizeof a), rate_str(socks[i].old, b, sizeof b));
+    }
+}
+
+/* Is fd still the socket to peer (the transport may have closed it)? */
+static int still_open(int peer, int fd)
+{
+    int fds[SR_FDS];
+    int n = kumi_p2p_peer_sockets(peer, fds, SR_FDS);
+    for (int k = 0; k < n; k++)
+        if (fds[k] == fd) return 1;
+    return 0;
+}
+
+/* Restore the sockets whose call is over and whose send queue is empty
+ * (all of them with force).  Returns how many wait. */
+static int try_restore(int force)
+{
+    int k = 0;
+    for (int i = 0; i < nsocks; i++) {
+        struct sr_sock *s = &socks[i];
+        if (!s->restoring && !force) { socks[k++] = *s; continue; }
+        int q = 0;
+        if (!still_open(s->peer, s->fd)) continue;           /* closed: nothing to restore */
+        if (!force && ioctl(s->fd, SIOCOUTQ, &q) == 0 && q > 0) { socks[k++] = *s; continue; }
+        set_rate(s->fd, s->old);
+        if (sr_verbose) {
+            char a[32];
+            fprintf(stderr, "pacing/sockrate[%d]: restored rank %d fd %d rate %s (queue %d%s)\n", me, s->peer,
+                    s->fd, rate_str(get_rate(s->fd), a, sizeof a), q, force ? ", finalize" : "");
+        }
+    }
+    nsocks = k;
+    return k;
+}
+
+/* ------------------------------------------------------------ ops */
+static int sr_init(void)
+{
+    me = kumi_world_rank();
+    nworld = kumi_world_size();
+    mycl = my_cluster();
+    if (mycl < 0) {
+        kumi_log(1, "pacing/sockrate: no cluster names an address of this host (%s): nothing paced", cfgsrc);
+        return MPI_ERR_OTHER;
+    }
+    wcl = malloc(sizeof *wcl * (size_t)nworld);
+    target = calloc((size_t)nworld, sizeof *target);
+    if (!wcl || !target) return MPI_ERR_NO_MEM;
+    int remote = 0;
+    for (int r = 0; r < nworld; r++) {
+        struct sockaddr_storage sa;
+        if (r == me || kumi_p2p_peer_sockaddr(r, &sa) != 0 || is_loopback((struct sockaddr *)&sa))
+            wcl[r] = mycl;
+        else
+            wcl[r] = cl_of_addr((struct sockaddr *)&sa);
+        remote += wcl[r] >= 0 && wcl[r] != mycl;
+    }
+    if (sr_verbose)
+        fprintf(stderr, "pacing/sockrate[%d]: cluster %s, %d of %d ranks in other clusters (%s)\n", me,
+                cl[mycl].name, remote, nworld, cfgsrc);
+    return MPI_SUCCESS;
+}
+
+static int sr_enter(const char *coll, const int *wranks, int n)
+{
+    if (!coll_listed(coll)) return 0;
+    int nsend = 0, any = 0, nto[SR_MAXCL] = { 0 };
+    for (int i = 0; i < n; i++) {
+        int c = wranks[i] >= 0 && wranks[i] < nworld ? wcl[wranks[i]] : -1;
+        if (c == mycl) nsend++;
+        else if (c >= 0) { any = 1; nto[c]++; }
+    }
+    if (!any || nsend == 0) return 0;
+    for (int i = 0; i < n; i++) {
+        int r = wranks[i], c = wcl[r];
+        if (c < 0 || c == mycl) continue;
+        double bw = link_of(mycl, c);
+        if (!(bw > 0)) continue;
+        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / (sr_per_socket ? nto[c] : 1));
+        if (rate < 1) rate = 1;
+        target[r] = rate;
+        int fds[SR_FDS];
+        int k = kumi_p2p_peer_sockets(r, fds, SR_FDS);
+        for (int j = 0; j < k; j++) pace(r, fds[j], rate, coll);
+        if (sr_verbose && k == 0)
+            fprintf(stderr, "pacing/sockrate[%d]: %s: rank %d no socket yet, rate %llu B/s when it opens\n",
+                    me, coll, r, (unsigned long long)rate);
+    }
+    active = 1;
+    return 1;
+}
+
+static void sr_leave(void)
+{
+    active = 0;
+    for (int r = 0; r < nworld; r++) target[r] = 0;
+    for (int i = 0; i < nsocks; i++) socks[i].restoring = 1;
+    try_restore(0);
+    next_poll = kumi_time() + sr_poll_ms * 1e-3;
+}
+
+static void sr_socket_opened(int peer, int fd)
+{
+    if (active && peer >= 0 && peer < nworld && target[peer] > 0) pace(peer, fd, target[peer], "opened");
+}
+
+static int sr_pending(void)
+{
+    return !active && nsocks > 0;
+}
+
+static void sr_progress(void)
+{
+    double t = kumi_time();
+    if (t < next_poll) return;
+    next_poll = t + sr_poll_ms * 1e-3;
+    try_restore(0);
+}
+
+static void sr_finalize(void)
+{
+    active = 0;
+    try_restore(1);
+    free(socks);
+    socks = NULL;
+    nsocks = capsocks = 0;
+    free(wcl);
+    wcl = NULL;
+    free(target);
+    target = NULL;
+}
+
+/* ------------------------------------------------------------ component */
+static int sr_open(char *why, size_t whylen)
+{
+    if (sr_config(why, whylen) != 0) return KUMI_UNAVAILABLE;
+    if (kumi_registry_listing()) {        /* kumi_info: what it would set */
+        char links[600];
+        size_t l = 0;
+        links[0] = 0;
+        for (int a = 0; a < ncl; a++)
+            for (int b = a + 1; b < ncl; b++) {
+                double bw = remote_mode ? sr_bandwidth : link_of(a, b);
+                if (bw > 0 && l + 80 < sizeof links)
+                    l += (size_t)snprintf(links + l, sizeof links - l, "%s%s-%s %g MB/s", l ? ", " : "",
+                                          cl[a].name, cl[b].name, bw);
+                else if (!remote_mode && linkbw[a][b] > 0 && l + 80 < sizeof links)
+                    l += (size_t)snprintf(links + l, sizeof links - l, "%s%s-%s not paced (latency %g us "
+                                          "< pacing_sockrate_min_latency_us)", l ? ", " : "", cl[a].name,
+                                          cl[b].name, linklat[a][b]);
+            }
+        int c = my_cluster();
+        snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks in the "
+                 "communicator%s on sockets to other clusters; links: %s; this host: cluster %s (%s)",
+                 sr_colls, sr_share, sr_per_socket ? " / this rank's peers across the link" : "",
+                 links[0] ? links : "none", c >= 0 ? cl[c].name : "none", cfgsrc);
+    }
+    return KUMI_OK;
+}
+
+static void sr_close(void)
+{
+    sr_config_free();
+}
+
+static const struct kumi_pacing_ops sr_ops = {
+    .hdr = KUMI_PACING_OPS_HDR,
+    .init = sr_init,
+    .enter = sr_enter,
+    .leave = sr_leave,
+    .socket_opened = sr_socket_opened,
+    .pending = sr_pending,
+    .progress = sr_progress,
+    .finalize = sr_finalize,
+};
+
+KUMI_EXPORT const struct kumi_component kumi_pacing_sockrate_component = {
+    .abi_version = KUMI_COMPONENT_ABI_VERSION,
+    .framework = "pacing", .name = "sockrate",
+    .version = { 0, 1, 0 },
+    .description = "SO_MAX_PACING_RATE on wide-area sockets during all-to-all patterns",
+    .priority = 10,
+    .register_params = sr_register,
+    .open = sr_open, .close = sr_close,
+    .ops = &sr_ops,
+};

@@ -1,0 +1,121 @@
+#!/bin/bash
+# All-to-all over the wide-area lab, paced vs unpaced (issue 19 items 6-7):
+# the "wan" configuration of run-bench.sh (which runs this script; it can
+# also run alone, as root where network namespaces can be made).
+#
+# Two clusters of KUMI_BENCH_WAN_RANKS ranks each (default 2) as network
+# namespaces behind a router with a 100 Mbit/s tbf bottleneck and a one-way
+# delay of 0, 5 and 10 ms (tests/scripts/wanlab.sh, loss-based TCP), the
+# topology file giving the link (12.5 MB/s, the delay as its latency: at 0 ms
+# pacing/sockrate leaves it alone, pacing_sockrate_min_latency_us).  Kernels (tests/mpi/wan_a2a.c):
+#   IS  NAS IS class W's key exchange: per iteration an MPI_Alltoall of the
+#       counts and an MPI_Alltoallv of uneven buckets around 2^20 keys x 4 B /
+#       P^2 (256 KiB a pair at P = 4), 10 iterations (IS's);
+#   FT  NAS FT class W's transpose: MPI_Alltoall of 8 MiB / P^2 (512 KiB a
+#       pair at P = 4), 6 iterations (FT's), bandwidth-bound.
+# Each: Kumi unpaced (pacing_sockrate_enable=0), paced by the issue's rule
+# (link / senders of the cluster: "senders") and paced with each rank's part
+# shared among its peers across (pacing_sockrate_divide=sockets: Kumi's
+# all-to-all sends to every peer at once at these sizes), KUMI_BENCH_REPS
+# interleaved runs (default 3), the median time of the measured iterations
+# and the bottleneck's drops (tc -s qdisc on the router, both directions)
+# of that run.  Open MPI over the same namespaces is not run (its launcher
+# cannot start ranks in other network namespaces here).
+# Target: paced >= 1.3x faster than unpaced at 10 ms, no slower at 0 ms
+# (within 5 %), near-zero drops (at most 1 per 1000 packets moved).
+#
+# Env: top_srcdir, top_builddir, KUMI_BENCH_OUT, KUMI_BENCH_REPS, KUMI_BENCH_QUICK=1
+#      (1 repetition, delays 0 and 10 ms), KUMI_BENCH_WAN_DELAYS="0 5 10" (ms).
+# Writes $KUMI_BENCH_OUT/wan.table, appends to $KUMI_BENCH_OUT/targets and
+# writes $KUMI_BENCH_OUT/wan.kumi.status (ok, or why not).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir/_build}
+out=${KUMI_BENCH_OUT:-$top_builddir/tests/bench-logs}
+quick=${KUMI_BENCH_QUICK:-0}
+reps=${KUMI_BENCH_REPS:-3}
+[ "$quick" = 1 ] && reps=1
+delays=${KUMI_BENCH_WAN_DELAYS:-$([ "$quick" = 1 ] && echo "0 10" || echo "0 5 10")}
+n=${KUMI_BENCH_WAN_RANKS:-2}
+mkdir -p "$out" || exit 1
+status() { echo "$1" > "$out/wan.kumi.status"; }
+MPIEXEC=$top_builddir/tools/mpiexec/mpiexec
+TESTBIN=$top_builddir/tests/mpi
+export KUMI_COMPONENT_PATH=${KUMI_COMPONENT_PATH:-$(ls -d "$top_builddir"/components/*/*/.libs 2>/dev/null | tr '\n' ':')}
+export KUMI_INTERNAL_NO_PKGLIBDIR=1
+if [ ! -x "$TESTBIN/wan_a2a" ] || [ ! -x "$TESTBIN/wan_delay" ]; then
+    make -C "$top_builddir/tests" mpi/wan_a2a mpi/wan_delay > /dev/null 2>&1 ||
+        { echo "wan: cannot build tests/mpi/wan_a2a.c, wan_delay.c"; status "build failed"; exit 1; }
+fi
+. "$top_srcdir/tests/scripts/wanlab.sh"
+work=$(mktemp -d) || exit 1
+topo=$work/topo
+:
+p=$((2 * n))
+is_b=$(( (1 << 22) / (p * p) )) ft_b=$(( (8 << 20) / (p * p) ))
+kernels=("IS|-k a2av -b $is_b -n 10" "FT|-k a2a -b $ft_b -n 6")
+table=$out/wan.table
+: > "$table"
+run1() { # args -> "seconds drops" (or "fail")
+    local d0 d1 o
+    d0=$(wanlab_drops)
+    o=$(timeout 300 "$MPIEXEC" --timeout 280 -n $p -x MPI_COMPONENTS=p2p=self,shmem,tcp \
+        -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" "$@" 2>&1)
+    local rc=$?
+    d1=$(wanlab_drops)
+    [ $rc -eq 0 ] || { echo "$o" | tail -5 >> "$out/wan.err"; echo "fail"; return; }
+    echo "$(echo "$o" | sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p') $((d1 - d0))"
+}
+median() { sort -g | awk '{a[NR] = $0} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
+printf "%-3s %6s %9s %6s | %9s %6s %7s | %9s %6s %7s\n" "" delay unpaced drops "senders" drops speedup \
+    "sockets" drops speedup | tee -a "$table"
+ok=1
+for d in $delays; do
+    wanlab_up $((d * 1000)) 100 > "$work/lab.out" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        cat "$work/lab.out"
+        [ $rc -eq 77 ] && { echo "wan: skipped"; status ok; rm -rf "$work"; exit 0; }
+        status "lab failed"; rm -rf "$work"; exit 1
+    fi
+    # the topology file describes the link as it is (pacing_sockrate_min_latency_us
+    # leaves a link of less than 1 ms alone)
+    printf 'cluster A %s\ncluster B %s\nlink A B %d 12.5\n' "$WL_NET_A" "$WL_NET_B" $((d * 1000)) > "$topo"
+    wrap=(python3 "$top_srcdir/tests/scripts/netns_rank.py" "$n" "$WL_NS_A" "$WL_NS_B")
+    for k in "${kernels[@]}"; do
+        name=${k%%|*} args=${k#*|}
+        : > "$work/u"; : > "$work/p"; : > "$work/s"
+        for r in $(seq "$reps"); do
+            # shellcheck disable=SC2086
+            run1 -x KUMI_PACING_SOCKRATE_ENABLE=0 "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/u"
+            # shellcheck disable=SC2086
+            run1 "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/p"
+            # shellcheck disable=SC2086
+            run1 -x KUMI_PACING_SOCKRATE_DIVIDE=sockets "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/s"
+        done
+        if grep -q fail "$work/u" "$work/p" "$work/s"; then ok=0; echo "$name $d ms: a run failed (see $out/wan.err)"; continue; fi
+        tu=$(cut -d' ' -f1 "$work/u" | median) tp=$(cut -d' ' -f1 "$work/p" | median) ts=$(cut -d' ' -f1 "$work/s" | median)
+        du=$(cut -d' ' -f2 "$work/u" | median) dp=$(cut -d' ' -f2 "$work/p" | median) ds=$(cut -d' ' -f2 "$work/s" | median)
+        sp=$(awk -v u="$tu" -v p="$tp" 'BEGIN {printf "%.2f", u / p}')
+        ss=$(awk -v u="$tu" -v p="$ts" 'BEGIN {printf "%.2f", u / p}')
+        printf "%-3s %3s ms %8ss %6s | %8ss %6s %6sx | %8ss %6s %6sx\n" "$name" "$d" "$tu" "$du" "$tp" "$dp" "$sp" \
+            "$ts" "$ds" "$ss" | tee -a "$table"
+        echo "$name $d $tu $du $tp $dp $sp $ts $ds $ss" >> "$work/rows"
+    done
+    wanlab_down
+done
+echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; times: the slowest rank's, all iterations)" | tee -a "$table"
+# targets: 10 ms paced >= 1.3x; 0 ms paced no slower (>= 0.95x); paced drops near zero
+if [ -f "$work/rows" ]; then
+    for v in "senders 7" "sockets 10"; do
+        set -- $v
+        m10=$(awk -v f=$2 '$2 == 10 && $f >= 1.3' "$work/rows" | wc -l) t10=$(awk '$2 == 10' "$work/rows" | wc -l)
+        m0=$(awk -v f=$2 '$2 == 0 && $f >= 0.95' "$work/rows" | wc -l) t0=$(awk '$2 == 0' "$work/rows" | wc -l)
+        [ "$t10" -gt 0 ] && echo "wan|paced ($1) all-to-all >= 1.3x faster than unpaced at 10 ms|$m10|$t10" >> "$out/targets"
+        [ "$t0" -gt 0 ] && echo "wan|paced ($1) all-to-all no slower than unpaced at 0 ms (>= 0.95x)|$m0|$t0" >> "$out/targets"
+    done
+fi
+rm -rf "$work"
+[ $ok = 1 ] && status ok || status "a run failed"
+[ $ok = 1 ]

@@ -1,0 +1,127 @@
+#!/bin/bash
+# pacing/sockrate on the wide-area lab (issue 19 items 6 and 7):
+#  1. kumi_info lists the pacing framework, sockrate's parameters, and what it
+#     would set (the link from the topology file, the share per sender);
+#     without a link it says why it is unavailable;
+#  2. 2 x 2 ranks in two clusters behind a 100 Mbit/s bottleneck with 2 ms
+#     each way: during MPI_Alltoall / MPI_Alltoallv (and only then: not
+#     during MPI_Allgather / MPI_Bcast), the sockets to the other cluster's
+#     ranks (and only those) carry SO_MAX_PACING_RATE = 12.5 MB/s x 0.95 / 2
+#     as read back with getsockopt (pacing_sockrate_verbose), and get their
+#     previous rate back afterwards; a socket opened during the call is paced
+#     at once; the results are right, paced and unpaced;
+#  3. pacing_sockrate_remote + _bandwidth instead of the topology file;
+#     pacing_sockrate_colls chooses the collectives; _divide=sockets shares
+#     a rank's part among its peers across; _enable=0 turns it off;
+#  4. the bottleneck's drop counter (tc -s qdisc) with and without pacing
+#     over a bandwidth-bound all-to-all.
+# Skipped where network namespaces cannot be made.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+. "$top_srcdir/tests/scripts/wanlab.sh"
+TMP=$(mktemp -d)
+topo=$TMP/topo
+cat > "$topo" <<EOF
+# the lab: cluster A and cluster B behind a 100 Mbit/s (12.5 MB/s) link
+cluster A 198.18.1.0/24
+cluster B 198.18.2.0/24
+link A B 2000 12.5
+EOF
+
+# 1. kumi_info
+info=$("$KUMI_INFO" --parsable 2>&1)
+echo "$info" | grep -q '^framework:pacing:contract:' || fail "kumi_info lists no pacing framework"
+echo "$info" | grep -q '^component:pacing:sockrate:status:unavailable' ||
+    { echo "$info" | grep pacing; fail "pacing/sockrate without a link must be unavailable"; }
+echo "$info" | grep -q '^component:pacing:sockrate:reason:.*no wide-area link' ||
+    { echo "$info" | grep pacing; fail "no reason given for pacing/sockrate being unavailable"; }
+info=$(KUMI_PACING_SOCKRATE_TOPOLOGY=$topo "$KUMI_INFO" 2>&1)
+echo "$info" | grep -q 'available (during alltoall,alltoallv: SO_MAX_PACING_RATE = link x 0.95 / this cluster.s ranks.*links: A-B 12.5 MB/s' ||
+    { echo "$info" | grep -i -A2 pacing; fail "kumi_info does not say what pacing/sockrate would set"; }
+printf 'cluster A %s\ncluster B %s\nlink A B 100 12.5\n' $WL_NET_A $WL_NET_B > $TMP/lan
+info=$(KUMI_PACING_SOCKRATE_TOPOLOGY=$TMP/lan "$KUMI_INFO" 2>&1)
+echo "$info" | grep -q 'links: A-B not paced (latency 100 us < pacing_sockrate_min_latency_us)' ||
+    { echo "$info" | grep -i -A2 pacing; fail "kumi_info does not say that a 100 us link is not paced"; }
+params=$("$KUMI_INFO" --param pacing sockrate 2>&1)
+for p in enable colls topology remote bandwidth share min_latency_us verbose; do
+    echo "$params" | grep -q "pacing_sockrate_$p" || { echo "$params"; fail "kumi_info --param: no pacing_sockrate_$p"; }
+done
+echo "ok: kumi_info shows the pacing framework, its parameters and what it would set"
+
+# 2. the lab
+trap 'rm -rf "$TMP"; wanlab_down' EXIT
+wanlab_up 2000 100 || exit $?
+trap 'rm -rf "$TMP"; wanlab_down' EXIT
+run() { # ranks per cluster, mpiexec arguments..., -- program args
+    local n=$1; shift
+    timeout 200 "$MPIEXEC" --timeout 180 -n $((2 * n)) -x MPI_COMPONENTS=p2p=self,shmem,tcp "$@" 2>&1
+}
+wrap2=(python3 "$top_srcdir/tests/scripts/netns_rank.py" 2 "$WL_NS_A" "$WL_NS_B")
+rate=5937500    # 12.5e6 * 0.95 / 2
+out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=1 "${wrap2[@]}" -- \
+      "$TESTBIN/wan_a2a" -k mix -b 65536 -n 3) || { echo "$out" | tail -30; fail "paced all-to-all over the lab"; }
+echo "$out" | grep -q '^wan_a2a: mix 4 ranks' || { echo "$out" | tail; fail "wan_a2a said nothing"; }
+for r in 0 1 2 3; do
+    cl=A; [ $r -ge 2 ] && cl=B
+    echo "$out" | grep -q "^pacing/sockrate\[$r\]: cluster $cl, 2 of 4 ranks in other clusters" ||
+        { echo "$out" | grep sockrate | head; fail "rank $r: not in cluster $cl with 2 remote ranks"; }
+    others="2 3"; [ $r -ge 2 ] && others="0 1"
+    set_lines=$(echo "$out" | grep -E "^pacing/sockrate\[$r\]: [a-z]+: rank [0-9]+ fd [0-9]+ rate ")
+    for o in $others; do
+        echo "$set_lines" | grep -Eq "^pacing/sockrate\[$r\]: (alltoall|alltoallv|opened): rank $o fd [0-9]+ rate $rate B/s \(was unlimited\)\$" ||
+            { echo "$out" | grep "sockrate\[$r\]"; fail "rank $r: its socket to rank $o was not paced at $rate B/s"; }
+        echo "$out" | grep -Eq "^pacing/sockrate\[$r\]: restored rank $o fd [0-9]+ rate unlimited" ||
+            { echo "$out" | grep "sockrate\[$r\]"; fail "rank $r: the rate of its socket to rank $o was not restored"; }
+    done
+    # only the other cluster's ranks, only alltoall / alltoallv (the counts' alltoall too)
+    bad=$(echo "$set_lines" | grep -Ev "rank (${others// /|}) fd" ; echo "$set_lines" | grep -Ev ': (alltoall|alltoallv|opened): ')
+    [ -z "$bad" ] || { echo "$bad"; fail "rank $r paced a socket it must not"; }
+    echo "$set_lines" | grep -q ': alltoallv: ' || fail "rank $r: nothing paced during MPI_Alltoallv"
+done
+echo "$out" | grep -Eq 'pacing/sockrate\[[0-9]\]: (allgather|bcast)' && fail "MPI_Allgather / MPI_Bcast were paced"
+# every "set" is followed by a "restored" before the next collective that is not paced:
+# the restore happened after the call (queue 0 or at the next call)
+nset=$(echo "$out" | grep -Ec '^pacing/sockrate\[[0-9]\]: (alltoall|alltoallv|opened): rank')
+nres=$(echo "$out" | grep -Ec '^pacing/sockrate\[[0-9]\]: restored rank')
+[ "$nres" -ge 8 ] || fail "only $nres restores for $nset rates set"
+echo "ok: the sockets to the other cluster are paced during MPI_Alltoall(v) only and restored ($nset set, $nres restored)"
+
+out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=1 \
+      -x KUMI_PACING_SOCKRATE_ENABLE=0 "${wrap2[@]}" -- "$TESTBIN/wan_a2a" -k mix -b 65536 -n 3) ||
+    { echo "$out" | tail -30; fail "unpaced all-to-all over the lab"; }
+echo "$out" | grep -q 'pacing/sockrate' && { echo "$out" | grep sockrate | head; fail "pacing_sockrate_enable=0 still paced"; }
+echo "$out" | grep -q '^wan_a2a: mix 4 ranks' || fail "unpaced run said nothing"
+echo "ok: pacing_sockrate_enable=0: nothing paced, results right"
+
+# 3. remote networks and a bandwidth instead of the file; another list of collectives
+out=$(run 2 --param pacing_sockrate_remote=$WL_NET_B --param pacing_sockrate_bandwidth=25 \
+      --param pacing_sockrate_colls=allgather --param pacing_sockrate_divide=sockets -x KUMI_PACING_SOCKRATE_VERBOSE=1 "${wrap2[@]}" -- \
+      "$TESTBIN/wan_a2a" -k mix -b 65536 -n 2) || { echo "$out" | tail -30; fail "paced allgather over the lab"; }
+echo "$out" | grep -q "^pacing/sockrate\[1\]: cluster local, 2 of 4" || { echo "$out" | grep sockrate | head; fail "remote networks: rank 1 not local"; }
+echo "$out" | grep -q "^pacing/sockrate\[2\]: cluster remote, 2 of 4" || { echo "$out" | grep sockrate | head; fail "remote networks: rank 2 not remote"; }
+# 25 MB/s x 0.95 / 2 senders / 2 peers across
+echo "$out" | grep -Eq "^pacing/sockrate\[0\]: (allgather|opened): rank 2 fd [0-9]+ rate 5937500 B/s" ||
+    { echo "$out" | grep sockrate | head; fail "pacing_sockrate_colls=allgather, 25 MB/s, divide=sockets: not 5937500 B/s on rank 0's socket to rank 2"; }
+echo "$out" | grep -Eq 'pacing/sockrate\[[0-9]\]: (alltoall|alltoallv):' && fail "alltoall paced although not listed"
+echo "ok: pacing_sockrate_remote / _bandwidth / _colls / _divide"
+
+# 4. drops at the bottleneck, bandwidth-bound all-to-all (5 ms each way)
+wanlab_down
+wanlab_up 5000 100 || exit $?
+trap 'rm -rf "$TMP"; wanlab_down' EXIT
+drops() { # extra arguments for mpiexec
+    local d0 d1 o
+    d0=$(wanlab_drops)
+    o=$(run 2 "$@" "${wrap2[@]}" -- "$TESTBIN/wan_a2a" -k a2a -b 1048576 -n 4) || { echo "$o" | tail; return 1; }
+    d1=$(wanlab_drops)
+    echo "$((d1 - d0)) $(echo "$o" | sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p')"
+}
+un=$(drops -x KUMI_PACING_SOCKRATE_ENABLE=0) || fail "unpaced bandwidth-bound all-to-all"
+pa=$(drops -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_DIVIDE=sockets) ||
+    fail "paced bandwidth-bound all-to-all"
+set -- $un $pa
+echo "bottleneck drops, 4 x 1 MiB all-to-all, 2 x 2 ranks, 5 ms: unpaced $1 (${2}s), paced (divide=sockets) $3 (${4}s)"
+[ "$3" -le "$1" ] || fail "pacing dropped more packets ($3) than no pacing ($1)"
+[ "$1" -lt 50 ] || [ "$3" -lt $(( $1 / 2 + 1 )) ] || fail "pacing did not at least halve the drops ($1 -> $3)"
+echo "ok: drop counter read; pacing does not add drops"
+exit 0
