@@ -11,11 +11,16 @@
 /* Defined here with default visibility and reached through the GOT, so that a
  * program's COMMON block (which may be allocated in the executable) and the
  * addresses compared in kf_support.h are the same object. */
-KUMI_EXPORT MPI_Fint kumi_fc_bottom_, kumi_fc_in_place_, kumi_fc_buffer_automatic_;
+/* Aligned as gfortran aligns the COMMON blocks the mpi_f08 module (in this
+ * library) declares, so that the linker merges them without a warning. */
+#define KF_COMMON_ALIGN __attribute__((aligned(16)))
+KUMI_EXPORT MPI_Fint kumi_fc_bottom_ KF_COMMON_ALIGN, kumi_fc_in_place_ KF_COMMON_ALIGN,
+    kumi_fc_buffer_automatic_ KF_COMMON_ALIGN;
 /* kumi_fc_status_ignore_ and kumi_fc_statuses_ignore_ are libmpi's (mpi.h's
  * MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE point at them: core/pcontrol.c). */
-KUMI_EXPORT MPI_Fint kumi_fc_errcodes_ignore_[1], kumi_fc_unweighted_[1], kumi_fc_weights_empty_[1];
-KUMI_EXPORT char kumi_fc_argv_null_[1], kumi_fc_argvs_null_[1];
+KUMI_EXPORT MPI_Fint kumi_fc_errcodes_ignore_[1] KF_COMMON_ALIGN, kumi_fc_unweighted_[1] KF_COMMON_ALIGN,
+    kumi_fc_weights_empty_[1] KF_COMMON_ALIGN;
+KUMI_EXPORT char kumi_fc_argv_null_[1] KF_COMMON_ALIGN, kumi_fc_argvs_null_[1] KF_COMMON_ALIGN;
 
 /* ---------------------------------------------------------------- helpers */
 char *kf_str_in(const char *f, size_t len)

@@ -1,0 +1,32 @@
+/* Helpers of the `use mpi_f08` module (mkf08.py): choice buffers arrive as
+ * the C descriptors of assumed-type, assumed-rank dummies (TYPE(*),
+ * DIMENSION(..)), ISO_Fortran_binding.h's CFI_cdesc_t. */
+#include "kf_support.h"
+#include <ISO_Fortran_binding.h>
+#include <kumi/kumi.h>
+#include <stdint.h>
+
+/* The address of a choice buffer for the Fortran glue (which recognizes the
+ * sentinels MPI_BOTTOM, MPI_IN_PLACE, ... by their COMMON blocks).  A
+ * non-contiguous array section is refused (MPI_SUBARRAYS_SUPPORTED is
+ * .FALSE.): *ierr is an MPI_ERR_BUFFER code naming the procedure and the
+ * argument, after MPI_COMM_WORLD's error handler. */
+KUMI_EXPORT intptr_t kumi_f08_buf(CFI_cdesc_t *d, const char *proc, const char *arg, MPI_Fint *ierr)
+{
+    *ierr = MPI_SUCCESS;
+    if (d->rank > 0 && d->base_addr && !CFI_is_contiguous(d)) {
+        int rc = kumi_error(MPI_ERR_BUFFER, "%s: %s is a non-contiguous array section (MPI_SUBARRAYS_SUPPORTED "
+                            "is .FALSE.: pass a contiguous copy)", proc, arg);
+        PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+        *ierr = rc;
+        return 0;
+    }
+    return (intptr_t)d->base_addr;
+}
+
+/* MPI_F_SYNC_REG: an external call the compiler cannot see into, so that it
+ * keeps the buffer in memory across it. */
+KUMI_EXPORT void kumi_f08_sync_reg(CFI_cdesc_t *d)
+{
+    __asm__ __volatile__("" : : "r"(d) : "memory");
+}
