@@ -361,6 +361,8 @@ def main():
     for src in a.bindings:
         implemented |= set(re.findall(r'^KUMI_EXPORT\s[^(\n]*?\bPMPI_(\w+)\s*\(', open(src).read(), re.M))
     glued = glue_symbols([a.glue, a.support])
+    # what kf_support.c writes by hand (some through macros the scan above misses)
+    glued |= {n[4:].lower() for n, r in rules.items() if r.get('fortran_by_hand') and n[4:] in implemented}
     not_f08 = {n.lower() for n in f08['not_f08']}
     asyncs = {k.lower(): {x.lower() for x in v} for k, v in f08['asynchronous'].items()}
     callbacks, abstract = abstract_interfaces(api)
