@@ -131,9 +131,16 @@ class Proc:
         for b in bufs:
             L.append('  INTEGER(C_INTPTR_T) :: %s_p' % b)
         L.append('  ierr_c = 0')
+        # whose error handler a refused buffer goes to: the communicator, window or file
+        hkind, hval = 0, '0'
+        for a in self.fargs:
+            d = self.decl_of(a)[0]
+            for k, t in ((1, 'MPI_Comm'), (2, 'MPI_Win'), (3, 'MPI_File')):
+                if not hkind and d == 'TYPE(%s) :: %s' % (t, a):
+                    hkind, hval = k, a + '%MPI_VAL'
         for b in bufs:
-            L.append('  IF (ierr_c == 0) %s_p = kumi_f08_buf(%s, "%s" // C_NULL_CHAR, "%s" // C_NULL_CHAR, ierr_c)'
-                     % (b, b, self.name, b))
+            L += wrap_free('  IF (ierr_c == 0) %s_p = kumi_f08_buf(%s, "%s" // C_NULL_CHAR, "%s" // C_NULL_CHAR, '
+                           '%d, %s, ierr_c)' % (b, b, self.name, b, hkind, hval))
         call = 'call %s(%s)' % (self.glue, ', '.join(passes))
         if bufs:
             L += wrap_free('  IF (ierr_c == 0) ' + call)
@@ -318,10 +325,11 @@ END SUBROUTINE MPI_Status_f2f08'''
 
 HELPERS = '''\
 INTERFACE
-  FUNCTION kumi_f08_buf(buf, proc, arg, ierr) BIND(C, name="kumi_f08_buf") RESULT(p)
+  FUNCTION kumi_f08_buf(buf, proc, arg, hkind, hval, ierr) BIND(C, name="kumi_f08_buf") RESULT(p)
     IMPORT :: C_INTPTR_T, C_CHAR
     TYPE(*), DIMENSION(..) :: buf
     CHARACTER(KIND=C_CHAR), DIMENSION(*) :: proc, arg
+    INTEGER, VALUE :: hkind, hval
     INTEGER :: ierr
     INTEGER(C_INTPTR_T) :: p
   END FUNCTION kumi_f08_buf

@@ -57,16 +57,16 @@ program f08_errh
   if (slen <= 0 .or. slen > MPI_MAX_ERROR_STRING .or. len_trim(msg) /= slen) call fail('error_string')
   if (calls /= 1) call fail('user handler called after MPI_ERRORS_RETURN was set')
 
-  ! a non-contiguous section: refused (through MPI_COMM_WORLD's handler)
+  ! a non-contiguous section: refused through the communicator's handler (dup
+  ! returns errors; COMM_WORLD's would abort)
   if (MPI_SUBARRAYS_SUPPORTED) call fail('MPI_SUBARRAYS_SUPPORTED is .TRUE. but sections are refused')
-  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)
   buf = 0
-  call MPI_Send(buf(1:10:2), 5, MPI_INTEGER, rank, 9, MPI_COMM_WORLD, ierr)
+  call MPI_Send(buf(1:10:2), 5, MPI_INTEGER, rank, 9, dup, ierr)
   call MPI_Error_class(ierr, cls)
   if (cls /= MPI_ERR_BUFFER) call fail('non-contiguous section: class is not MPI_ERR_BUFFER')
   ! a contiguous section is fine
   call MPI_Sendrecv(buf(2:6), 5, MPI_INTEGER, rank, 9, buf(6:10), 5, MPI_INTEGER, rank, 9, &
-       MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+       dup, MPI_STATUS_IGNORE, ierr)
   if (ierr /= MPI_SUCCESS) call fail('contiguous section')
 
   call MPI_Comm_free(dup, ierr)
