@@ -56,8 +56,10 @@ PREDEFINED_CALLBACKS = {  # predefined callback -> its abstract interface (kf_su
 }
 
 
-def cparams_by_name(params):
-    return {p['name'].lower(): p for p in params}
+def cparams_by_name(params, c_params=()):
+    """The C parameters by (lowercase) name, with the kind the API data gives each."""
+    kinds = {q['name']: q.get('kind') for q in c_params or ()}
+    return {p['name'].lower(): dict(p, kind=kinds.get(p['name'])) for p in params}
 
 
 def core_type(p):
@@ -91,6 +93,8 @@ class Proc:
             if cb.lower() in self.callbacks:
                 return 'PROCEDURE(%s) :: %s' % (self.callbacks[cb.lower()], A), A
             raise Skip('callback %s of type %s' % (a, cb))
+        if p is not None and p.get('kind') == 'C_BUFFER' and ft == 'INTEGER(KIND=MPI_ADDRESS_KIND)':
+            return 'TYPE(C_PTR) :: %s' % A, A
         if ft == 'TYPE(MPI_Status)':
             return 'TYPE(MPI_Status) :: %s%s' % (A, dims), A
         if p is not None:
@@ -392,7 +396,7 @@ def main():
         except Skip as e:
             skipped.append((cname, str(e)))
             continue
-        cpar = cparams_by_name(params)
+        cpar = cparams_by_name(params, p.get('c_params'))
         asy = asyncs.get(cname.lower(), set())
         specifics = []
         try:
@@ -418,7 +422,7 @@ def main():
             try:
                 g = gen_glue(lname, lret, lparams, kinds, dirs, fret, fargs, ldecl, rule)
                 lp = Proc(lname, lname + '_f08', 'pmpi_' + lname[4:].lower(), fret, fargs, ldecl,
-                          cparams_by_name(lparams), asy, callbacks)
+                          cparams_by_name(lparams, p.get('c_params')), asy, callbacks)
                 lbody = lp.lines()
                 cglue += [x for x in g if 'alias(' not in x] + ['']
                 bodies += lbody
