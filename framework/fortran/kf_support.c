@@ -487,6 +487,45 @@ KUMI_EXPORT void pmpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *err
 KUMI_EXPORT void mpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_session_create_errhandler_")));
 
+/* MPI_WIN_CREATE_ERRHANDLER: the same, with the window's error handler. */
+typedef void kf_werrh_fn(MPI_Fint *win, MPI_Fint *code);
+static struct { MPI_Errhandler eh; kf_werrh_fn *fn; } kf_werrh[KF_NERRH];
+static int kf_nwerrh;
+
+static void kf_werrh_tramp(MPI_Win *win, int *code, ...)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    kf_werrh_fn *fn = NULL;
+    if (*win == MPI_WIN_NULL || PMPI_Win_get_errhandler(*win, &eh) != MPI_SUCCESS) return;
+    pthread_mutex_lock(&kf_lock);
+    for (int i = 0; i < kf_nwerrh; i++)
+        if (kf_werrh[i].eh == eh) fn = kf_werrh[i].fn;
+    pthread_mutex_unlock(&kf_lock);
+    PMPI_Errhandler_free(&eh);
+    MPI_Fint fw = PMPI_Win_c2f(*win), fcode = *code;
+    if (fn) fn(&fw, &fcode);
+}
+
+KUMI_EXPORT void pmpi_win_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = PMPI_Win_create_errhandler(fn ? kf_werrh_tramp : NULL, &eh);
+    if (rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&kf_lock);
+        int i;
+        for (i = 0; i < kf_nwerrh && kf_werrh[i].eh != eh; i++) {}  /* an address used before */
+        if (i == kf_nwerrh && kf_nwerrh < KF_NERRH) kf_nwerrh++;
+        if (i < kf_nwerrh) { kf_werrh[i].eh = eh; kf_werrh[i].fn = (kf_werrh_fn *)(void *)fn; }
+        else rc = MPI_ERR_INTERN;
+        pthread_mutex_unlock(&kf_lock);
+        if (rc != MPI_SUCCESS) { PMPI_Errhandler_free(&eh); PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc); }
+    }
+    *errhandler = PMPI_Errhandler_c2f(eh);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_win_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_win_create_errhandler_")));
+
 /* ------------------------------------------- neighborhood array lengths */
 /* Lengths of the per-neighbor arrays (sendtypes: outdegree, recvtypes:
  * indegree) of MPI_NEIGHBOR_ALLTOALLW and its variants; 0 for a
