@@ -113,10 +113,7 @@ class Proc:
             raise Skip('Fortran type %s' % ft)
         return '%s :: %s%s' % (ft, A, dims), A
 
-    def lines(self):
-        kind = 'FUNCTION' if self.fret else 'SUBROUTINE'
-        L = wrap_free('%s %s(%s)' % (kind, self.specific, ', '.join(self.fargs)))
-        L.append('  IMPLICIT NONE')
+    def decls(self):
         scalars, arrays, passes, bufs = [], [], [], []
         for a in self.fargs:
             d, pas = self.decl_of(a)
@@ -124,12 +121,38 @@ class Proc:
             passes.append(pas)
             if d.startswith('TYPE(*)'):
                 bufs.append(a)
-        L += scalars + arrays
+        return scalars + arrays, passes, bufs      # scalars first: array bounds may name them
+
+    def names(self, prefix):
+        """(specific procedure, Fortran glue entry point) for MPI_ or PMPI_: MPI_Send_f08
+        calls mpi_send_ (the weak alias a tool may replace), PMPI_Send_f08 pmpi_send_."""
+        return prefix + self.specific[3:], prefix.lower() + self.glue[4:]
+
+    def interface(self, prefix):
+        """The interface body of the specific (in the mpi_f08 module)."""
+        kind = 'FUNCTION' if self.fret else 'SUBROUTINE'
+        spec = self.names(prefix)[0]
+        L = wrap_free('%s %s(%s)' % (kind, spec, ', '.join(self.fargs)))
+        L += ['  IMPORT', '  IMPLICIT NONE'] + self.decls()[0]
         if self.fret:
-            L.append('  %s :: %s' % (self.fret, self.specific))
-            L.append('  %s, EXTERNAL :: %s' % (self.fret, self.glue))
-            L.append('  %s = %s(%s)' % (self.specific, self.glue, ', '.join(passes)))
-            L.append('END FUNCTION %s' % self.specific)
+            L.append('  %s :: %s' % (self.fret, spec))
+        L.append('END %s %s' % (kind, spec))
+        return L
+
+    def lines(self, prefix):
+        """The specific as an external procedure (mpi_f08_procs.f90): its linker name is
+        gfortran's for an external (mpi_send_f08_), which a profiling tool can replace."""
+        kind = 'FUNCTION' if self.fret else 'SUBROUTINE'
+        spec, glue = self.names(prefix)
+        L = wrap_free('%s %s(%s)' % (kind, spec, ', '.join(self.fargs)))
+        L += ['  USE mpi_f08_types', '  IMPLICIT NONE']
+        decls, passes, bufs = self.decls()
+        L += decls
+        if self.fret:
+            L.append('  %s :: %s' % (self.fret, spec))
+            L.append('  %s, EXTERNAL :: %s' % (self.fret, glue))
+            L.append('  %s = %s(%s)' % (spec, glue, ', '.join(passes)))
+            L.append('END FUNCTION %s' % spec)
             return L
         L.append('  INTEGER :: ierr_c')
         for b in bufs:
@@ -145,14 +168,14 @@ class Proc:
         for b in bufs:
             L += wrap_free('  IF (ierr_c == 0) %s_p = kumi_f08_buf(%s, "%s" // C_NULL_CHAR, "%s" // C_NULL_CHAR, '
                            '%d, %s, ierr_c)' % (b, b, self.name, b, hkind, hval))
-        call = 'call %s(%s)' % (self.glue, ', '.join(passes))
+        call = 'call %s(%s)' % (glue, ', '.join(passes))
         if bufs:
             L += wrap_free('  IF (ierr_c == 0) ' + call)
         else:
             L += wrap_free('  ' + call)
         if 'ierror' in self.fargs:
             L.append('  IF (PRESENT(ierror)) ierror = ierr_c')
-        L.append('END SUBROUTINE %s' % self.specific)
+        L.append('END SUBROUTINE %s' % spec)
         return L
 
 
@@ -353,7 +376,8 @@ def glue_symbols(paths):
 
 def main():
     ap = argparse.ArgumentParser()
-    for o in ('--procedures', '--abi', '--rules', '--f08', '--glue', '--support', '--out-mod', '--out-c'):
+    for o in ('--procedures', '--abi', '--rules', '--f08', '--glue', '--support', '--out-mod', '--out-procs',
+              '--out-c'):
         ap.add_argument(o, required=True)
     ap.add_argument('--bindings', required=True, action='append')
     ap.add_argument('--report', action='store_true')
@@ -402,7 +426,7 @@ def main():
         try:
             base = Proc(cname, cname + '_f08', 'pmpi_' + cname[4:].lower(), fret, fargs, fdecl, cpar, asy,
                         callbacks)
-            body = base.lines()
+            body = base.lines('MPI') + base.lines('PMPI')
         except Skip as e:
             skipped.append((cname, str(e)))
             continue
@@ -423,29 +447,38 @@ def main():
                 g = gen_glue(lname, lret, lparams, kinds, dirs, fret, fargs, ldecl, rule)
                 lp = Proc(lname, lname + '_f08', 'pmpi_' + lname[4:].lower(), fret, fargs, ldecl,
                           cparams_by_name(lparams, p.get('c_params')), asy, callbacks)
-                lbody = lp.lines()
-                cglue += [x for x in g if 'alias(' not in x] + ['']
+                lbody = lp.lines('MPI') + lp.lines('PMPI')
+                cglue += g + ['']
                 bodies += lbody
                 specifics.append(lp)
             except Skip as e:
                 skipped.append((lname, str(e)))
         if len(specifics) == 2 and specifics[0].signature_key() == specifics[1].signature_key():
-            generics += ['INTERFACE %s' % cname, '  MODULE PROCEDURE %s' % specifics[0].specific, 'END INTERFACE',
-                         'INTERFACE %s' % lname, '  MODULE PROCEDURE %s' % specifics[1].specific, 'END INTERFACE']
+            groups = [(cname, specifics[:1]), (lname, specifics[1:])]
         else:
-            generics += ['INTERFACE %s' % cname,
-                         '  MODULE PROCEDURE %s' % ', '.join(s.specific for s in specifics), 'END INTERFACE']
+            groups = [(cname, specifics)]
+        for prefix in ('MPI', 'PMPI'):
+            for gname, members in groups:
+                generics.append('INTERFACE %s%s' % (prefix, gname[3:]))
+                for sp in members:
+                    generics += ['  ' + x for x in sp.interface(prefix)]
+                generics.append('END INTERFACE')
     abi_all = dict(abi, constants=abi['constants'])
+    # mpi_f08_types: what the specifics need; mpi_f08: that and the generic interfaces
     mod = ['! The `use mpi_f08` module of Kumi: generated by mkf08.py.  Do not edit.',
-           'MODULE mpi_f08', 'USE, INTRINSIC :: ISO_C_BINDING, ONLY: C_PTR, C_INTPTR_T, C_CHAR, C_NULL_CHAR',
+           'MODULE mpi_f08_types', 'USE, INTRINSIC :: ISO_C_BINDING, ONLY: C_PTR, C_INTPTR_T, C_CHAR, C_NULL_CHAR',
            'IMPLICIT NONE']
-    mod += types_and_operators(abi_all) + constants(abi_all) + sentinels() + abstract
-    mod += predefined_callbacks(api, callbacks) + HELPERS.split('\n') + generics
-    mod += ['CONTAINS'] + operator_bodies() + HAND_WRITTEN.split('\n') + bodies + ['END MODULE mpi_f08']
-    out = []
-    for line in mod:
-        out += wrap_free(line, 130)
-    open(a.out_mod, 'w').write('\n'.join(out) + '\n')
+    mod += types_and_operators(abi_all) + constants(abi_all) + sentinels() + abstract + HELPERS.split('\n')
+    mod += ['CONTAINS'] + operator_bodies() + ['END MODULE mpi_f08_types', '',
+                                               'MODULE mpi_f08', 'USE mpi_f08_types', 'IMPLICIT NONE']
+    mod += predefined_callbacks(api, callbacks) + generics
+    mod += ['CONTAINS'] + HAND_WRITTEN.split('\n') + ['END MODULE mpi_f08']
+    for path, lines in ((a.out_mod, mod), (a.out_procs, ['! The specific procedures of the `use mpi_f08` module '
+                                                          '(generated by mkf08.py).  Do not edit.'] + bodies)):
+        out = []
+        for line in lines:
+            out += wrap_free(line, 130)
+        open(path, 'w').write('\n'.join(out) + '\n')
     cglue.append('/* skipped: */')
     cglue += ['/*   %s: %s */' % s for s in skipped]
     open(a.out_c, 'w').write('\n'.join(cglue) + '\n')
