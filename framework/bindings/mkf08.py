@@ -3,33 +3,38 @@
 
 usage: mkf08.py --procedures P.json --abi A.json --rules R.json --f08 F.json
                 --bindings bindings.c [--bindings ...] --glue kf_glue.c --support kf_support.c
-                --out-mod mpi_f08.f90 --out-c kf08_glue.c [--report]
+                --out-mod mpi_f08.f90 --out-procs mpi_f08_procs.f90 --out-c kf08_glue.c [--report]
 
-The module has:
-* the handle types TYPE(MPI_Comm), ... (BIND(C), one INTEGER :: MPI_VAL, the
-  same value as the `use mpi` handle) with == and /=, TYPE(MPI_Status) (BIND(C),
-  the layout of the standard ABI's Fortran status: MPI_SOURCE, MPI_TAG and
-  MPI_ERROR at their MPI_F_* indices), the constants of the standard ABI facts
-  (handles as TYPE(MPI_<Handle>) named constants), the sentinels in the same
-  COMMON blocks as `use mpi` (mkfortran.py's SENTINELS), the abstract
-  interfaces of the callbacks and the predefined callbacks;
-* for every procedure the Fortran glue of libmpifort defines (pmpi_<name>_ of
-  the generated kf_glue.c or of kf_support.c) and the standard gives an f08
-  binding (data/mpi-f08.json's not_f08), a generic MPI_<Name> whose specific
-  MPI_<Name>_f08 has the f08 signature (handles as TYPE(MPI_<Handle>), ierror
-  OPTIONAL, choice buffers TYPE(*), DIMENSION(..), ASYNCHRONOUS where
-  mpi-f08.json says) and calls that entry point; with the large-count
-  specific MPI_<Name>_c_f08 (INTEGER(MPI_COUNT_KIND) counts) where the C
-  library has the _c form.  Where the two specifics cannot be told apart
-  (MPI_ADDRESS_KIND = MPI_COUNT_KIND) the _c one is the generic MPI_<Name>_c.
-* Choice buffers reach C through kumi_f08_buf (kf08_support.c, a BIND(C)
-  function taking the CFI_cdesc_t): a contiguous buffer's address, or an
-  MPI_ERR_BUFFER (MPI_SUBARRAYS_SUPPORTED is .FALSE.) for a non-contiguous
-  array section.
+mpi_f08.f90 has two modules.  mpi_f08_types: the handle types TYPE(MPI_Comm), ...
+(BIND(C), one INTEGER :: MPI_VAL, the same value as the `use mpi` handle) with
+== and /=, TYPE(MPI_Status) (BIND(C), the layout of the standard ABI's Fortran
+status: MPI_SOURCE, MPI_TAG and MPI_ERROR at their MPI_F_* indices), the
+constants of the standard ABI facts (handles as TYPE(MPI_<Handle>) named
+constants), the sentinels in the same COMMON blocks as `use mpi`
+(mkfortran.py's SENTINELS), the abstract interfaces of the callbacks.  mpi_f08:
+those, the predefined callbacks, MPI_F_sync_reg and the status conversions,
+and for every procedure the Fortran glue of libmpifort defines (pmpi_<name>_
+of the generated kf_glue.c or of kf_support.c) and the standard gives an f08
+binding (data/mpi-f08.json's not_f08), the generic MPI_<Name> (and
+PMPI_<Name>) whose specific MPI_<Name>_f08 has the f08 signature (handles as
+TYPE(MPI_<Handle>), ierror OPTIONAL, choice buffers TYPE(*), DIMENSION(..),
+ASYNCHRONOUS where mpi-f08.json says); with the large-count specific
+MPI_<Name>_c_f08 (INTEGER(MPI_COUNT_KIND) counts) where the C library has the
+_c form.  Where the two cannot be told apart (MPI_ADDRESS_KIND =
+MPI_COUNT_KIND) the _c one is the generic MPI_<Name>_c.
 
-kf08_glue.c has the Fortran glue pmpi_<name>_c_ of the large-count forms,
-written by mkfortran.gen_glue from the f90 signature with the kinds of the _c
-prototype.
+mpi_f08_procs.f90: the specifics as external procedures (so a profiling tool
+can replace MPI_Send_f08 and call PMPI_Send): MPI_<Name>_f08 calls the weak
+mpi_<name>_, PMPI_<Name>_f08 pmpi_<name>_.  Choice buffers reach C through
+kumi_f08_buf (kf08_support.c, BIND(C), taking the CFI_cdesc_t): a contiguous
+buffer's address, or an MPI_ERR_BUFFER (MPI_SUBARRAYS_SUPPORTED is .FALSE.)
+for a non-contiguous array section, through the error handler of the call's
+communicator, window or file.
+
+kf08_glue.c has the Fortran glue mpi_<name>_c_ / pmpi_<name>_c_ of the
+large-count forms, written by mkfortran.gen_glue from the f90 signature with
+the kinds of the _c prototype.  The MPI-IO procedures follow by themselves
+once libmpi defines them (kf_glue.c then has their entry points).
 """
 import argparse
 import json
