@@ -50,6 +50,8 @@ from mkfortran import HANDLES, SENTINELS, Skip, gen_glue, parse_f90, wrap_free  
 F08_TYPES = {'MPI_' + k[4:]: k for k in HANDLES}          # TYPE(MPI_Comm) ...
 CTYPE_FORTRAN = {'MPI_Count': 'INTEGER(KIND=MPI_COUNT_KIND)', 'MPI_Aint': 'INTEGER(KIND=MPI_ADDRESS_KIND)',
                  'MPI_Offset': 'INTEGER(KIND=MPI_OFFSET_KIND)', 'int': 'INTEGER'}
+# Entry points of kf08_support.c where the f08 binding differs from the use mpi one
+F08_GLUE = {'MPI_Buffer_detach': '_buffer_detach_f08glue'}   # writes BUFFER_ADDR, a TYPE(C_PTR)
 PREDEFINED_CALLBACKS = {  # predefined callback -> its abstract interface (kf_support.c defines them)
     'MPI_COMM_NULL_COPY_FN': 'MPI_Comm_copy_attr_function', 'MPI_COMM_DUP_FN': 'MPI_Comm_copy_attr_function',
     'MPI_COMM_NULL_DELETE_FN': 'MPI_Comm_delete_attr_function',
@@ -90,6 +92,9 @@ class Proc:
         A = a
         if a == 'ierror':
             return 'INTEGER, OPTIONAL, INTENT(OUT) :: ierror', 'ierr_c'
+        if p is not None and p.get('kind') == 'C_BUFFER2' and ft == '<type>':
+            # MPI_Buffer_detach's address out: TYPE(C_PTR) in f08 (F08_GLUE's entry point sets it)
+            return 'TYPE(C_PTR) :: %s' % A, A
         if ft == '<type>':
             attr = ', ASYNCHRONOUS' if a in self.asyncs else ''
             return 'TYPE(*), DIMENSION(..)%s :: %s' % (attr, A), '%%val(%s_p)' % A
@@ -131,7 +136,7 @@ class Proc:
     def names(self, prefix):
         """(specific procedure, Fortran glue entry point) for MPI_ or PMPI_: MPI_Send_f08
         calls mpi_send_ (the weak alias a tool may replace), PMPI_Send_f08 pmpi_send_."""
-        return prefix + self.specific[3:], prefix.lower() + self.glue[4:]
+        return prefix + self.specific[3:], prefix.lower() + F08_GLUE.get(self.name, self.glue[4:])
 
     def interface(self, prefix):
         """The interface body of the specific (in the mpi_f08 module)."""

@@ -42,3 +42,19 @@ KUMI_EXPORT void kumi_f08_sync_reg(CFI_cdesc_t *d)
 {
     __asm__ __volatile__("" : : "r"(d) : "memory");
 }
+
+/* MPI_Buffer_detach of mpi_f08: BUFFER_ADDR is a TYPE(C_PTR), which gets the
+ * address of the detached buffer (use mpi's MPI_BUFFER_DETACH leaves it alone). */
+KUMI_EXPORT void pmpi_buffer_detach_f08glue_(void **buffer_addr, MPI_Fint *size, MPI_Fint *ierror)
+{
+    void *p = NULL;
+    int n = 0;
+    int rc = PMPI_Buffer_detach(&p, &n);
+    if (rc == MPI_SUCCESS) {
+        *buffer_addr = p;
+        *size = n;
+    }
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_buffer_detach_f08glue_(void **buffer_addr, MPI_Fint *size, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_buffer_detach_f08glue_")));
