@@ -50,6 +50,7 @@ from mkfortran import HANDLES, SENTINELS, Skip, gen_glue, parse_f90, wrap_free  
 F08_TYPES = {'MPI_' + k[4:]: k for k in HANDLES}          # TYPE(MPI_Comm) ...
 CTYPE_FORTRAN = {'MPI_Count': 'INTEGER(KIND=MPI_COUNT_KIND)', 'MPI_Aint': 'INTEGER(KIND=MPI_ADDRESS_KIND)',
                  'MPI_Offset': 'INTEGER(KIND=MPI_OFFSET_KIND)', 'int': 'INTEGER'}
+INTENTS = {'Direction.IN': 'IN', 'Direction.OUT': 'OUT', 'Direction.INOUT': 'INOUT'}
 # Entry points of kf08_support.c where the f08 binding differs from the use mpi one
 F08_GLUE = {'MPI_Buffer_detach': '_buffer_detach_f08glue'}   # writes BUFFER_ADDR, a TYPE(C_PTR)
 PREDEFINED_CALLBACKS = {  # predefined callback -> its abstract interface (kf_support.c defines them)
@@ -65,8 +66,9 @@ PREDEFINED_CALLBACKS = {  # predefined callback -> its abstract interface (kf_su
 
 def cparams_by_name(params, c_params=()):
     """The C parameters by (lowercase) name, with the kind the API data gives each."""
-    kinds = {q['name']: q.get('kind') for q in c_params or ()}
-    return {p['name'].lower(): dict(p, kind=kinds.get(p['name'])) for p in params}
+    info = {q['name']: q for q in c_params or ()}
+    return {p['name'].lower(): dict(p, kind=info.get(p['name'], {}).get('kind'),
+                                    direction=info.get(p['name'], {}).get('direction')) for p in params}
 
 
 def core_type(p):
@@ -86,7 +88,16 @@ class Proc:
         return tuple(re.sub(r'KIND=MPI_\w+_KIND', 'K8', self.decl_of(a)[0]) for a in self.fargs if a != 'ierror')
 
     def decl_of(self, a):
-        """(Fortran declaration, how the glue is passed the dummy)"""
+        """(Fortran declaration, how the glue is passed the dummy), with the INTENT of the
+        C parameter's direction (not for choice buffers and procedures, as in the standard)"""
+        d, pas = self.declaration(a)
+        p = self.cpar.get(a)
+        intent = INTENTS.get((p or {}).get('direction'))
+        if intent and not d.startswith(('TYPE(*)', 'PROCEDURE', 'INTEGER, OPTIONAL')):
+            d = d.replace(' :: ', ', INTENT(%s) :: ' % intent, 1)
+        return d, pas
+
+    def declaration(self, a):
         ft, dims = self.fdecl.get(a, ('INTEGER', ''))
         p = self.cpar.get(a)
         A = a
@@ -173,7 +184,7 @@ class Proc:
         for a in self.fargs:
             d = self.decl_of(a)[0]
             for k, t in ((1, 'MPI_Comm'), (2, 'MPI_Win'), (3, 'MPI_File')):
-                if not hkind and d == 'TYPE(%s) :: %s' % (t, a):
+                if not hkind and re.match(r'TYPE\(%s\)(, INTENT\(\w+\))? :: %s$' % (t, a), d):
                     hkind, hval = k, a + '%MPI_VAL'
         for b in bufs:
             L += wrap_free('  IF (ierr_c == 0) %s_p = kumi_f08_buf(%s, "%s" // C_NULL_CHAR, "%s" // C_NULL_CHAR, '
