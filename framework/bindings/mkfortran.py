@@ -158,7 +158,12 @@ def gen_glue(cname, ret, params, kinds, dirs, fret, fargs, fdecl, rule):
             raise Skip('C parameter %s has no Fortran argument' % n)
         ft = fdecl[n][0]
         fct = FTYPES.get(ft)
-        if core == 'void' and base.endswith('*') and not arr:
+        if core == 'void' and base == 'void*' and not arr and kinds.get(n) == 'C_BUFFER' \
+                and ft == 'INTEGER(KIND=MPI_ADDRESS_KIND)':
+            # an address out (MPI_Alloc_mem's baseptr: C writes the pointer through it) into
+            # an address-sized integer (use mpi) or a TYPE(C_PTR) (use mpi_f08)
+            expr[n] = '(void *)' + n
+        elif core == 'void' and base.endswith('*') and not arr:
             if ft != '<type>':
                 raise Skip('void* %s as %s' % (n, ft))
             expr[n] = 'KF_BUF(%s)' % n

@@ -12,11 +12,16 @@
 /* Defined here with default visibility and reached through the GOT, so that a
  * program's COMMON block (which may be allocated in the executable) and the
  * addresses compared in kf_support.h are the same object. */
-KUMI_EXPORT MPI_Fint kumi_fc_bottom_, kumi_fc_in_place_, kumi_fc_buffer_automatic_;
+/* Aligned as gfortran aligns the COMMON blocks the mpi_f08 module (in this
+ * library) declares, so that the linker merges them without a warning. */
+#define KF_COMMON_ALIGN __attribute__((aligned(16)))
+KUMI_EXPORT MPI_Fint kumi_fc_bottom_ KF_COMMON_ALIGN, kumi_fc_in_place_ KF_COMMON_ALIGN,
+    kumi_fc_buffer_automatic_ KF_COMMON_ALIGN;
 /* kumi_fc_status_ignore_ and kumi_fc_statuses_ignore_ are libmpi's (mpi.h's
  * MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE point at them: core/pcontrol.c). */
-KUMI_EXPORT MPI_Fint kumi_fc_errcodes_ignore_[1], kumi_fc_unweighted_[1], kumi_fc_weights_empty_[1];
-KUMI_EXPORT char kumi_fc_argv_null_[1], kumi_fc_argvs_null_[1];
+KUMI_EXPORT MPI_Fint kumi_fc_errcodes_ignore_[1] KF_COMMON_ALIGN, kumi_fc_unweighted_[1] KF_COMMON_ALIGN,
+    kumi_fc_weights_empty_[1] KF_COMMON_ALIGN;
+KUMI_EXPORT char kumi_fc_argv_null_[1] KF_COMMON_ALIGN, kumi_fc_argvs_null_[1] KF_COMMON_ALIGN;
 
 /* ---------------------------------------------------------------- helpers */
 char *kf_str_in(const char *f, size_t len)
@@ -578,6 +583,45 @@ KUMI_EXPORT void pmpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhan
 }
 KUMI_EXPORT void mpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_file_create_errhandler_")));
+
+/* MPI_WIN_CREATE_ERRHANDLER: the same, with the window's error handler. */
+typedef void kf_werrh_fn(MPI_Fint *win, MPI_Fint *code);
+static struct { MPI_Errhandler eh; kf_werrh_fn *fn; } kf_werrh[KF_NERRH];
+static int kf_nwerrh;
+
+static void kf_werrh_tramp(MPI_Win *win, int *code, ...)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    kf_werrh_fn *fn = NULL;
+    if (*win == MPI_WIN_NULL || PMPI_Win_get_errhandler(*win, &eh) != MPI_SUCCESS) return;
+    pthread_mutex_lock(&kf_lock);
+    for (int i = 0; i < kf_nwerrh; i++)
+        if (kf_werrh[i].eh == eh) fn = kf_werrh[i].fn;
+    pthread_mutex_unlock(&kf_lock);
+    PMPI_Errhandler_free(&eh);
+    MPI_Fint fw = PMPI_Win_c2f(*win), fcode = *code;
+    if (fn) fn(&fw, &fcode);
+}
+
+KUMI_EXPORT void pmpi_win_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = PMPI_Win_create_errhandler(fn ? kf_werrh_tramp : NULL, &eh);
+    if (rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&kf_lock);
+        int i;
+        for (i = 0; i < kf_nwerrh && kf_werrh[i].eh != eh; i++) {}  /* an address used before */
+        if (i == kf_nwerrh && kf_nwerrh < KF_NERRH) kf_nwerrh++;
+        if (i < kf_nwerrh) { kf_werrh[i].eh = eh; kf_werrh[i].fn = (kf_werrh_fn *)(void *)fn; }
+        else rc = MPI_ERR_INTERN;
+        pthread_mutex_unlock(&kf_lock);
+        if (rc != MPI_SUCCESS) { PMPI_Errhandler_free(&eh); PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc); }
+    }
+    *errhandler = PMPI_Errhandler_c2f(eh);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_win_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+    __attribute__((weak, alias("pmpi_win_create_errhandler_")));
 
 /* ------------------------------------------- neighborhood array lengths */
 /* Lengths of the per-neighbor arrays (sendtypes: outdegree, recvtypes:

@@ -5,7 +5,8 @@
 # MPI_Buffer_iflush").  The MPI_ and PMPI_ procedures that the preprocessed
 # mpi.h declares are compared, both ways, with the dynamic symbols of
 # libmpi.so (nm -D); and every procedure the `use mpi` module gives an
-# explicit interface is exported by libmpifort (mpi_<name>_ and pmpi_<name>_).
+# explicit interface is exported by libmpifort (mpi_<name>_ and pmpi_<name>_),
+# and every specific procedure of the mpi_f08 module (mpi_<name>_f08_, pmpi_...).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 tmp=$(mktemp -d) || exit 1
@@ -47,6 +48,18 @@ if [ -f "$mod" ] && [ -f "$flib" ]; then
     sed 's/^/p/' "$tmp/finterfaces" | LC_ALL=C comm -23 - "$tmp/fexported" > "$tmp/fmissing"
     [ -s "$tmp/fmissing" ] && fail "libmpifort lacks the profiling twins: $(head -20 "$tmp/fmissing" | tr '\n' ' ')"
     echo "core_mpih_exports: Fortran: $nf interfaces, all exported"
+    # use mpi_f08: every specific of its generic interfaces is an external procedure of libmpifort
+    f08=$top_builddir/framework/fortran/mpi_f08.f90
+    if [ -f "$f08" ]; then
+        sed -nE 's/^ *(SUBROUTINE|FUNCTION) (P?MPI_[A-Za-z0-9_]+_f08)\(.*/\2/p' "$f08" | tr 'A-Z' 'a-z' |
+            sed 's/$/_/' | LC_ALL=C sort -u > "$tmp/f08specifics"
+        n8=$(wc -l < "$tmp/f08specifics")
+        [ "$n8" -gt 400 ] || fail "only $n8 specifics found in $f08: the scan is broken"
+        nm -D --defined-only "$flib" | awk '{ print $NF }' | LC_ALL=C sort -u > "$tmp/fall"
+        LC_ALL=C comm -23 "$tmp/f08specifics" "$tmp/fall" > "$tmp/fmissing"
+        [ -s "$tmp/fmissing" ] && fail "the mpi_f08 module declares specifics libmpifort does not export: $(head -20 "$tmp/fmissing" | tr '\n' ' ')"
+        echo "core_mpih_exports: mpi_f08: $n8 specifics, all exported"
+    fi
 fi
 echo "core_mpih_exports: ok ($nd declarations, $ne exported)"
 exit 0
