@@ -238,31 +238,33 @@ KUMI_EXPORT void pmpi_op_free_(MPI_Fint *op, MPI_Fint *ierror)
 KUMI_EXPORT void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierror) __attribute__((weak, alias("pmpi_op_free_")));
 
 /* ------------------------------------------------- error handlers */
-/* One trampoline for every Fortran communicator error handler: it finds the
- * Fortran procedure from the communicator's error handler. */
-typedef void kf_errh_fn(MPI_Fint *comm, MPI_Fint *code);
+/* Fortran error handlers of communicators, windows, files and sessions: one C
+ * trampoline per kind finds the Fortran procedure from the object's error
+ * handler in one table (an MPI_Errhandler is of one kind only). */
+typedef void kf_errh_fn(MPI_Fint *obj, MPI_Fint *code);
 #define KF_NERRH 256
 static struct { MPI_Errhandler eh; kf_errh_fn *fn; } kf_errh[KF_NERRH];
 static int kf_nerrh;
 
-static void kf_errh_tramp(MPI_Comm *comm, int *code, ...)
+/* The Fortran procedure of eh (NULL if none); frees eh (a reference from a
+ * get_errhandler call). */
+static kf_errh_fn *kf_errh_find(MPI_Errhandler eh)
 {
-    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
     kf_errh_fn *fn = NULL;
-    if (PMPI_Comm_get_errhandler(*comm, &eh) != MPI_SUCCESS) return;
     pthread_mutex_lock(&kf_lock);
     for (int i = 0; i < kf_nerrh; i++)
         if (kf_errh[i].eh == eh) fn = kf_errh[i].fn;
     pthread_mutex_unlock(&kf_lock);
     PMPI_Errhandler_free(&eh);
-    MPI_Fint fc = PMPI_Comm_c2f(*comm), fcode = *code;
-    if (fn) fn(&fc, &fcode);
+    return fn;
 }
 
-KUMI_EXPORT void pmpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+/* After PMPI_<Kind>_create_errhandler returned rc and *eh: remember fn for
+ * *eh, answer the Fortran arguments.  A full table is MPI_ERR_INTERN (the
+ * handler is freed), reported to MPI_COMM_WORLD's handler when report. */
+static void kf_errh_created(int rc, MPI_Errhandler eh, void (*fn)(void), int report,
+                            MPI_Fint *errhandler, MPI_Fint *ierror)
 {
-    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    int rc = PMPI_Comm_create_errhandler(fn ? kf_errh_tramp : NULL, &eh);
     if (rc == MPI_SUCCESS) {
         pthread_mutex_lock(&kf_lock);
         int i;
@@ -271,10 +273,29 @@ KUMI_EXPORT void pmpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhan
         if (i < kf_nerrh) { kf_errh[i].eh = eh; kf_errh[i].fn = (kf_errh_fn *)(void *)fn; }
         else rc = MPI_ERR_INTERN;
         pthread_mutex_unlock(&kf_lock);
-        if (rc != MPI_SUCCESS) { PMPI_Errhandler_free(&eh); PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc); }
+        if (rc != MPI_SUCCESS) {
+            PMPI_Errhandler_free(&eh);
+            if (report) PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+        }
     }
     *errhandler = PMPI_Errhandler_c2f(eh);
     *ierror = rc;
+}
+
+static void kf_errh_tramp(MPI_Comm *comm, int *code, ...)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    if (PMPI_Comm_get_errhandler(*comm, &eh) != MPI_SUCCESS) return;
+    kf_errh_fn *fn = kf_errh_find(eh);
+    MPI_Fint fc = PMPI_Comm_c2f(*comm), fcode = *code;
+    if (fn) fn(&fc, &fcode);
+}
+
+KUMI_EXPORT void pmpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = PMPI_Comm_create_errhandler(fn ? kf_errh_tramp : NULL, &eh);
+    kf_errh_created(rc, eh, fn, 1, errhandler, ierror);
 }
 KUMI_EXPORT void mpi_comm_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_comm_create_errhandler_")));
@@ -496,25 +517,14 @@ KUMI_EXPORT void pmpi_pcontrol_(MPI_Fint *level)
 }
 KUMI_EXPORT void mpi_pcontrol_(MPI_Fint *level) __attribute__((weak, alias("pmpi_pcontrol_")));
 
-/* ------------------------------------------------ session error handlers */
-/* As for communicators: one trampoline finds the Fortran procedure from the
- * session's error handler. */
+/* ------------------------------------- session, file, window error handlers */
 #pragma weak PMPI_Session_create_errhandler
 #pragma weak PMPI_Session_get_errhandler
-typedef void kf_serrh_fn(MPI_Fint *session, MPI_Fint *code);
-static struct { MPI_Errhandler eh; kf_serrh_fn *fn; } kf_serrh[KF_NERRH];
-static int kf_nserrh;
-
 static void kf_serrh_tramp(MPI_Session *session, int *code, ...)
 {
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    kf_serrh_fn *fn = NULL;
     if (*session == MPI_SESSION_NULL || PMPI_Session_get_errhandler(*session, &eh) != MPI_SUCCESS) return;
-    pthread_mutex_lock(&kf_lock);
-    for (int i = 0; i < kf_nserrh; i++)
-        if (kf_serrh[i].eh == eh) fn = kf_serrh[i].fn;
-    pthread_mutex_unlock(&kf_lock);
-    PMPI_Errhandler_free(&eh);
+    kf_errh_fn *fn = kf_errh_find(eh);
     MPI_Fint fs = PMPI_Session_c2f(*session), fcode = *code;
     if (fn) fn(&fs, &fcode);
 }
@@ -527,39 +537,17 @@ KUMI_EXPORT void pmpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *err
     }
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
     int rc = PMPI_Session_create_errhandler(fn ? kf_serrh_tramp : NULL, &eh);
-    if (rc == MPI_SUCCESS) {
-        pthread_mutex_lock(&kf_lock);
-        int i;
-        for (i = 0; i < kf_nserrh && kf_serrh[i].eh != eh; i++) {}  /* an address used before */
-        if (i == kf_nserrh && kf_nserrh < KF_NERRH) kf_nserrh++;
-        if (i < kf_nserrh) { kf_serrh[i].eh = eh; kf_serrh[i].fn = (kf_serrh_fn *)(void *)fn; }
-        else rc = MPI_ERR_INTERN;
-        pthread_mutex_unlock(&kf_lock);
-        if (rc != MPI_SUCCESS) PMPI_Errhandler_free(&eh);
-    }
-    *errhandler = PMPI_Errhandler_c2f(eh);
-    *ierror = rc;
+    kf_errh_created(rc, eh, fn, 0, errhandler, ierror);
 }
 KUMI_EXPORT void mpi_session_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_session_create_errhandler_")));
 
-/* --------------------------------------------------- file error handlers */
-/* As for communicators: one trampoline finds the Fortran procedure from the
- * file's error handler (MPI_FILE_NULL's for errors of no file). */
-typedef void kf_ferrh_fn(MPI_Fint *file, MPI_Fint *code);
-static struct { MPI_Errhandler eh; kf_ferrh_fn *fn; } kf_ferrh[KF_NERRH];
-static int kf_nferrh;
-
+/* A file's error handler (MPI_FILE_NULL's for errors of no file). */
 static void kf_ferrh_tramp(MPI_File *file, int *code, ...)
 {
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    kf_ferrh_fn *fn = NULL;
     if (PMPI_File_get_errhandler(*file, &eh) != MPI_SUCCESS) return;
-    pthread_mutex_lock(&kf_lock);
-    for (int i = 0; i < kf_nferrh; i++)
-        if (kf_ferrh[i].eh == eh) fn = kf_ferrh[i].fn;
-    pthread_mutex_unlock(&kf_lock);
-    PMPI_Errhandler_free(&eh);
+    kf_errh_fn *fn = kf_errh_find(eh);
     MPI_Fint ff = PMPI_File_c2f(*file), fcode = *code;
     if (fn) fn(&ff, &fcode);
 }
@@ -568,37 +556,16 @@ KUMI_EXPORT void pmpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhan
 {
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
     int rc = PMPI_File_create_errhandler(fn ? kf_ferrh_tramp : NULL, &eh);
-    if (rc == MPI_SUCCESS) {
-        pthread_mutex_lock(&kf_lock);
-        int i;
-        for (i = 0; i < kf_nferrh && kf_ferrh[i].eh != eh; i++) {}  /* an address used before */
-        if (i == kf_nferrh && kf_nferrh < KF_NERRH) kf_nferrh++;
-        if (i < kf_nferrh) { kf_ferrh[i].eh = eh; kf_ferrh[i].fn = (kf_ferrh_fn *)(void *)fn; }
-        else rc = MPI_ERR_INTERN;
-        pthread_mutex_unlock(&kf_lock);
-        if (rc != MPI_SUCCESS) PMPI_Errhandler_free(&eh);
-    }
-    *errhandler = PMPI_Errhandler_c2f(eh);
-    *ierror = rc;
+    kf_errh_created(rc, eh, fn, 0, errhandler, ierror);
 }
 KUMI_EXPORT void mpi_file_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_file_create_errhandler_")));
 
-/* MPI_WIN_CREATE_ERRHANDLER: the same, with the window's error handler. */
-typedef void kf_werrh_fn(MPI_Fint *win, MPI_Fint *code);
-static struct { MPI_Errhandler eh; kf_werrh_fn *fn; } kf_werrh[KF_NERRH];
-static int kf_nwerrh;
-
 static void kf_werrh_tramp(MPI_Win *win, int *code, ...)
 {
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    kf_werrh_fn *fn = NULL;
     if (*win == MPI_WIN_NULL || PMPI_Win_get_errhandler(*win, &eh) != MPI_SUCCESS) return;
-    pthread_mutex_lock(&kf_lock);
-    for (int i = 0; i < kf_nwerrh; i++)
-        if (kf_werrh[i].eh == eh) fn = kf_werrh[i].fn;
-    pthread_mutex_unlock(&kf_lock);
-    PMPI_Errhandler_free(&eh);
+    kf_errh_fn *fn = kf_errh_find(eh);
     MPI_Fint fw = PMPI_Win_c2f(*win), fcode = *code;
     if (fn) fn(&fw, &fcode);
 }
@@ -607,18 +574,7 @@ KUMI_EXPORT void pmpi_win_create_errhandler_(void (*fn)(void), MPI_Fint *errhand
 {
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
     int rc = PMPI_Win_create_errhandler(fn ? kf_werrh_tramp : NULL, &eh);
-    if (rc == MPI_SUCCESS) {
-        pthread_mutex_lock(&kf_lock);
-        int i;
-        for (i = 0; i < kf_nwerrh && kf_werrh[i].eh != eh; i++) {}  /* an address used before */
-        if (i == kf_nwerrh && kf_nwerrh < KF_NERRH) kf_nwerrh++;
-        if (i < kf_nwerrh) { kf_werrh[i].eh = eh; kf_werrh[i].fn = (kf_werrh_fn *)(void *)fn; }
-        else rc = MPI_ERR_INTERN;
-        pthread_mutex_unlock(&kf_lock);
-        if (rc != MPI_SUCCESS) { PMPI_Errhandler_free(&eh); PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc); }
-    }
-    *errhandler = PMPI_Errhandler_c2f(eh);
-    *ierror = rc;
+    kf_errh_created(rc, eh, fn, 1, errhandler, ierror);
 }
 KUMI_EXPORT void mpi_win_create_errhandler_(void (*fn)(void), MPI_Fint *errhandler, MPI_Fint *ierror)
     __attribute__((weak, alias("pmpi_win_create_errhandler_")));
