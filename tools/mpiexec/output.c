@@ -244,25 +244,31 @@ void mx_out_close(int r, struct mx_out *o)
     o->len = o->cap = 0;
 }
 
+/* Room in a full line buffer: doubled up to MX_LINE_MAX, then the whole
+ * lines it holds are written out. */
+static void mx_out_room(int r, struct mx_out *o)
+{
+    if (o->len < o->cap) return;
+    if (o->cap < MX_LINE_MAX) {
+        size_t cap = o->cap ? 2 * o->cap : 4096;
+        char *b = realloc(o->buf, cap);
+        if (!b) {
+            mx_msg("out of memory");
+            exit(1);
+        }
+        o->buf = b;
+        o->cap = cap;
+    } else {
+        mx_out_flush(r, o, 0);
+    }
+}
+
 /* Output of rank r that a proxy forwarded (remote ranks have no pipe here). */
 void mx_out_data(int r, struct mx_out *o, const char *p, size_t n)
 {
     while (n > 0) {
-        if (o->len == o->cap) {
-            if (o->cap < MX_LINE_MAX) {
-                size_t cap = o->cap ? 2 * o->cap : 4096;
-                char *b = realloc(o->buf, cap);
-                if (!b) {
-                    mx_msg("out of memory");
-                    exit(1);
-                }
-                o->buf = b;
-                o->cap = cap;
-            } else {
-                mx_out_flush(r, o, 0);
-                if (o->len == o->cap) mx_out_flush(r, o, 1);
-            }
-        }
+        mx_out_room(r, o);
+        if (o->len == o->cap) mx_out_flush(r, o, 1);   /* one line fills it: cut */
         size_t k = o->cap - o->len < n ? o->cap - o->len : n;
         memcpy(o->buf + o->len, p, k);
         o->len += k;
@@ -287,20 +293,7 @@ void mx_out_read(int r, struct mx_out *o, int drain)
 {
     int rounds = drain ? 256 : 16;
     while (o->fd >= 0 && rounds-- > 0) {
-        if (o->len == o->cap) {
-            if (o->cap < MX_LINE_MAX) {
-                size_t cap = o->cap ? 2 * o->cap : 4096;
-                char *b = realloc(o->buf, cap);
-                if (!b) {
-                    mx_msg("out of memory");
-                    exit(1);
-                }
-                o->buf = b;
-                o->cap = cap;
-            } else {
-                mx_out_flush(r, o, 0);
-            }
-        }
+        mx_out_room(r, o);
         ssize_t n = read(o->fd, o->buf + o->len, o->cap - o->len);
         if (n > 0) {
             o->len += (size_t)n;
