@@ -15,7 +15,8 @@
  * no file).  Unpublish removes it when it holds the same port name
  * (MPI_ERR_SERVICE otherwise).  A process removes the names it published and
  * did not unpublish when it exits normally.  The info arguments carry no key
- * Kumi uses (must be valid or MPI_INFO_NULL). */
+ * Kumi uses (must be valid or MPI_INFO_NULL).  Errors go to the handler of
+ * MPI_COMM_SELF (no communicator is involved: kumi_err_handle(NULL, ...)). */
 #include <kumi/param.h>
 #include "mpi/mpi_front.h"
 #include <errno.h>
@@ -132,7 +133,7 @@ static int read_port(const char *path, char *port)
     return 0;
 }
 
-int kumi_mpi_publish_name(const char *service_name, MPI_Info info, const char *port_name)
+static int do_publish_name(const char *service_name, MPI_Info info, const char *port_name)
 {
     static const char fn[] = "MPI_Publish_name";
     char path[4096], tmp[4096 + 64];
@@ -178,7 +179,7 @@ int kumi_mpi_publish_name(const char *service_name, MPI_Info info, const char *p
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_lookup_name(const char *service_name, MPI_Info info, char *port_name)
+static int do_lookup_name(const char *service_name, MPI_Info info, char *port_name)
 {
     static const char fn[] = "MPI_Lookup_name";
     char path[4096];
@@ -197,7 +198,7 @@ int kumi_mpi_lookup_name(const char *service_name, MPI_Info info, char *port_nam
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_unpublish_name(const char *service_name, MPI_Info info, const char *port_name)
+static int do_unpublish_name(const char *service_name, MPI_Info info, const char *port_name)
 {
     static const char fn[] = "MPI_Unpublish_name";
     char path[4096], cur[MPI_MAX_PORT_NAME];
@@ -222,4 +223,19 @@ int kumi_mpi_unpublish_name(const char *service_name, MPI_Info info, const char 
             break;
         }
     return MPI_SUCCESS;
+}
+
+int kumi_mpi_publish_name(const char *service_name, MPI_Info info, const char *port_name)
+{
+    return kumi_err_handle(NULL, do_publish_name(service_name, info, port_name));
+}
+
+int kumi_mpi_lookup_name(const char *service_name, MPI_Info info, char *port_name)
+{
+    return kumi_err_handle(NULL, do_lookup_name(service_name, info, port_name));
+}
+
+int kumi_mpi_unpublish_name(const char *service_name, MPI_Info info, const char *port_name)
+{
+    return kumi_err_handle(NULL, do_unpublish_name(service_name, info, port_name));
 }

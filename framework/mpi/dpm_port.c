@@ -9,7 +9,8 @@
  * name closed and a port opened later on the same TCP port do not match.
  * The listener stays open (and its name valid) until MPI_Close_port or the
  * process's end.  Closing a name this process did not open is MPI_ERR_PORT.
- * The info argument carries no key Kumi uses. */
+ * The info argument carries no key Kumi uses.  No communicator is involved:
+ * errors go to the handler of MPI_COMM_SELF (kumi_err_handle(NULL, ...)). */
 #define _GNU_SOURCE
 #include "mpi/mpi_front.h"
 #include <arpa/inet.h>
@@ -47,7 +48,7 @@ static void host_ipv4(char *buf, size_t len)
     freeifaddrs(ifs);
 }
 
-int kumi_mpi_open_port(MPI_Info info, char *port_name)
+static int do_open_port(MPI_Info info, char *port_name)
 {
     static const char fn[] = "MPI_Open_port";
     if (info != MPI_INFO_NULL && !kumi_info_get(info))
@@ -81,7 +82,7 @@ int kumi_mpi_open_port(MPI_Info info, char *port_name)
     return MPI_SUCCESS;
 }
 
-int kumi_mpi_close_port(const char *port_name)
+static int do_close_port(const char *port_name)
 {
     static const char fn[] = "MPI_Close_port";
     if (!port_name) return kumi_error(MPI_ERR_ARG, "%s: argument port_name is NULL", fn);
@@ -95,4 +96,14 @@ int kumi_mpi_close_port(const char *port_name)
         }
     return kumi_error(MPI_ERR_PORT, "%s: argument port_name (\"%.*s\") is not a port this process opened", fn,
                       200, port_name);
+}
+
+int kumi_mpi_open_port(MPI_Info info, char *port_name)
+{
+    return kumi_err_handle(NULL, do_open_port(info, port_name));
+}
+
+int kumi_mpi_close_port(const char *port_name)
+{
+    return kumi_err_handle(NULL, do_close_port(port_name));
 }
