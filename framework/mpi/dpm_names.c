@@ -48,9 +48,11 @@ struct pub {
 };
 static struct pub *published;
 static bool exit_hook;
+static pid_t publisher;         /* this process (a child it forks that calls exit() removes nothing) */
 
 static void unpublish_at_exit(void)
 {
+    if (getpid() != publisher) return;
     for (struct pub *p = published; p; p = p->next) unlink(p->path);
 }
 
@@ -172,6 +174,7 @@ static int do_publish_name(const char *service_name, MPI_Info info, const char *
     if (p && (p->path = strdup(path))) {
         p->next = published;
         published = p;
+        publisher = getpid();
         if (!exit_hook) exit_hook = atexit(unpublish_at_exit) == 0;
     } else {
         free(p);

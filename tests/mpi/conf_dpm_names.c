@@ -16,8 +16,13 @@
  *                             unpublishes and closes.
  *   conf_dpm_names client DIR every rank of another job looks "kumi-xjob" up
  *                             and checks it against DIR/port; rank 0 writes
- *                             DIR/done. */
+ *                             DIR/done.
+ *   conf_dpm_names leave DIR  rank 0 publishes "kumi-left" and ends without
+ *                             unpublishing it (the script checks that it is
+ *                             gone); a child it forks that calls exit() does
+ *                             not remove it. */
 #include "kt.h"
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void errmsg(int rc, int cls, const char *word)
@@ -113,6 +118,16 @@ int main(int argc, char **argv)
             wait_file(path);
             KT_MPI(MPI_Unpublish_name("kumi-xjob", MPI_INFO_NULL, port));
             KT_MPI(MPI_Close_port(port));
+        }
+    } else if (!strcmp(argv[1], "leave")) {
+        if (rank == 0) {
+            KT_MPI(MPI_Publish_name("kumi-left", MPI_INFO_NULL, "kumi:tcp:127.0.0.1:1:left"));
+            pid_t pid = fork();
+            if (pid == 0) exit(0);
+            int st;
+            waitpid(pid, &st, 0);
+            KT_MPI(MPI_Lookup_name("kumi-left", MPI_INFO_NULL, found));
+            KT_CHECK(!strcmp(found, "kumi:tcp:127.0.0.1:1:left"), "looked up '%s'", found);
         }
     } else {
         snprintf(path, sizeof path, "%s/port", argv[2]);
