@@ -23,6 +23,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <kumi/rpim.h>
+
+/* MPI_UNIVERSE_SIZE: what mpiexec says (KUMI_ENV_UNIVERSE: the slots it
+ * knows), never below the size of MPI_COMM_WORLD. */
+static int universe_size(void)
+{
+    const char *v = getenv(KUMI_ENV_UNIVERSE);
+    long u = v ? strtol(v, NULL, 10) : 0;
+    int n = kumi_world_size();
+    return u > n && u <= 1000000 ? (int)u : n;
+}
 
 #define KEYVAL_BASE 1024
 
@@ -244,7 +255,7 @@ int kumi_attr_get(const char *fn, struct kumi_attr *list, int kind, int keyval, 
         case MPI_WTIME_IS_GLOBAL: p = &wtime_global; break;
         case MPI_APPNUM: p = &appnum; break;
         case MPI_LASTUSEDCODE: p = &kumi_err_lastusedcode; break;
-        case MPI_UNIVERSE_SIZE: universe = kumi_world_size(); p = &universe; break;
+        case MPI_UNIVERSE_SIZE: universe = universe_size(); p = &universe; break;
         }
         *val = p;
         *flag = 1;

@@ -54,6 +54,10 @@ void kumi_coll_register_params(void);
     } while (0)
 
 
+/* ---------------------------------------------------- dynamic processes */
+/* (mpi/dpm_names.c) parameter kumi_dpm_name_dir of the name service. */
+void kumi_dpm_register_params(void);
+
 /* ---------------------------------------------------- intercommunicators */
 /* (mpi/intercomm.c) What comm_create.c calls for c->inter. */
 /* MPI_Comm_dup(_with_info) / idup: info = the new communicator's hints (copied; NULL: none). */

@@ -16,7 +16,7 @@
 set -u
 : "${TESTBIN:?}" "${top_srcdir:?}"
 . "$top_srcdir/tests/scripts/slurmlab.sh"
-for p in coll_all p2p_ring launch_fail; do
+for p in coll_all p2p_ring launch_fail conf_dpm_comm; do
     [ -x "$TESTBIN/$p" ] || slurmlab_skip "$TESTBIN/$p not built"
 done
 : "${KUMI_INFO:?}"
@@ -67,6 +67,13 @@ rc=$?
 echo "$out" | grep -q 'kumi\[3\]: p2p/tcp serves ranks 0-1' ||
     { echo "$out" | grep 'serves' ; fail "rank 3 does not reach ranks 0-1 (the other node) over p2p/tcp"; }
 echo "srun -N 2 -n 4 p2p_ring (tcp between nodes): exit $rc"
+
+# 2b. MPI_Comm_disconnect of communicators spanning both nodes, MPI_UNIVERSE_SIZE
+#     (PMIX_UNIV_SIZE) at least the job, no parent
+out=$(srun_t 120 -N 2 -n 4 --mpi=pmix ./conf_dpm_comm 2>&1)
+rc=$?
+[ $rc -eq 0 ] || { echo "$out" | tail -20; fail "srun -N 2 -n 4 --mpi=pmix ./conf_dpm_comm exited $rc"; }
+echo "srun -N 2 -n 4 conf_dpm_comm: exit $rc"
 
 # 3. a job of one through PMIx (and the ring with its one rank)
 out=$(srun_t 60 -n 1 --mpi=pmix env KUMI_VERBOSE=1 ./coll_all 2>&1)

@@ -258,17 +258,26 @@ static void choose_abi(const char *prog)
     if (job.verbose && abi_choice.preload[0]) mx_msg("%s: preloading %s (DT_RPATH)", shown, abi_choice.preload);
 }
 
+/* MPI_UNIVERSE_SIZE of the job: the slots mpiexec knows (those of the hosts
+ * of -host / --hostfile, else this host's online CPUs), at least the ranks it
+ * starts. */
+static int universe_size(void)
+{
+    long u = mx_opt.hosts.n > 0 ? mx_hosts_total_slots(&mx_opt.hosts, mx_opt.ppn) : sysconf(_SC_NPROCESSORS_ONLN);
+    return u > job.n ? (int)u : job.n;
+}
+
 /* Environment of the ranks; *rank_slot receives the index of KUMI_RANK,
  * which is followed by room for the three KUMI_ENV_BIND_* and a NULL. */
 static char **build_env(const char *rpim_name, int *rank_slot)
 {
     static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_ABI",
-                                            "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_BIND_CPUS,
+                                            "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_UNIVERSE, KUMI_ENV_BIND_CPUS,
                                             KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX };
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = mx_xcalloc(ne + (size_t)mx_opt.nx + (size_t)mx_opt.nparams + 18, sizeof *env);
+    char **env = mx_xcalloc(ne + (size_t)mx_opt.nx + (size_t)mx_opt.nparams + 19, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++) {
         const char *e = environ[i];
@@ -303,6 +312,8 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
     env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "%s=%d", KUMI_ENV_NHOSTS, remote ? nhosts_used : 1);
+    env[k++] = mx_xstrdup(b);
+    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_UNIVERSE, universe_size());
     env[k++] = mx_xstrdup(b);
     if (abi_choice.abi != MX_ABI_NONE) {
         snprintf(b, sizeof b, "KUMI_ABI=%s", mx_abi_desc(abi_choice.abi)->name);

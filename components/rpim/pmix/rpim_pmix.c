@@ -22,6 +22,7 @@
  *                    shared-memory segments; never on a command line or in
  *                    the environment the process was started with;
  *   KUMI_INTERNAL_NHOSTS  PMIX_NUM_NODES (how many hosts the job spans);
+ *   KUMI_INTERNAL_UNIVERSE_SIZE  PMIX_UNIV_SIZE (MPI_UNIVERSE_SIZE), when given;
  *   kumi_hostname()  the node's name for PMIx (PMIX_HOSTNAME of this rank:
  *                    Slurm's node name), set with kumi_set_hostname(): every
  *                    component decides which peers share its host by comparing
@@ -284,6 +285,12 @@ static int rpim_pmix_join(void)
         char num[32];
         snprintf(num, sizeof num, "%d", rpim_pmix_nnodes);
         setenv(KUMI_ENV_NHOSTS, num, 1);
+    }
+    long us = rpim_pmix_job_uint(PMIX_UNIV_SIZE);     /* MPI_UNIVERSE_SIZE, as mpiexec gives it */
+    if (us > 0 && us <= INT_MAX && !getenv(KUMI_ENV_UNIVERSE)) {
+        char num[32];
+        snprintf(num, sizeof num, "%ld", us);
+        setenv(KUMI_ENV_UNIVERSE, num, 1);
     }
     return rpim_pmix_join_rc = MPI_SUCCESS;
 }

@@ -13,6 +13,8 @@
  *   KUMI_JOB_SECRET               random hex key that the rank presents
  *   KUMI_RPIM                     name of the rpim component that started it
  *   KUMI_ENV_NHOSTS               number of hosts the job spans (absent: 1)
+ *   KUMI_ENV_UNIVERSE             MPI_UNIVERSE_SIZE: slots mpiexec knows (absent:
+ *                                 the job's size)
  * and, only when mpiexec bound the rank to CPUs (see tools/mpiexec/mpiexec.h;
  * names below as macros, under the KUMI_INTERNAL_ prefix that the parameter
  * registry does not warn about):
@@ -45,6 +47,7 @@ extern "C" {
 #endif
 
 #define KUMI_ENV_NHOSTS     "KUMI_INTERNAL_NHOSTS"
+#define KUMI_ENV_UNIVERSE   "KUMI_INTERNAL_UNIVERSE_SIZE"
 #define KUMI_ENV_BIND_CPUS  "KUMI_INTERNAL_BIND_CPUS"
 #define KUMI_ENV_BIND_LEVEL "KUMI_INTERNAL_BIND_LEVEL"
 #define KUMI_ENV_BIND_INDEX "KUMI_INTERNAL_BIND_INDEX"
