@@ -166,8 +166,6 @@ OUT_STRINGS = {
 # may not be expressible by kind).
 SKIP = {
     'MPI_Abort': None,                       # errorcode is an exit status: generated with PASS below
-    'MPI_File_set_view': 'disp: MPI_DISPLACEMENT_CURRENT (MPI_Offset sentinel) not translated yet',
-    'MPI_File_get_view': 'datarep string and disp sentinel not translated yet',
     'MPI_Comm_get_attr': None, 'MPI_Attr_get': None, 'MPI_Win_get_attr': None,   # see ATTR_OUT
     'MPI_Comm_spawn': 'spawn not translated yet', 'MPI_Comm_spawn_multiple': 'spawn not translated yet',
     'MPI_Group_translate_ranks': None,
@@ -183,7 +181,8 @@ TOOLS = re.compile(r'^MPI_T_')
 SPECIAL = ['MPI_Grequest_start', 'MPI_Type_get_contents', 'MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
            'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
-           'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr']
+           'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr',
+           'MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c']
 
 
 def cint(s):
@@ -1179,6 +1178,8 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
 SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name, 'a': arg, 'k': kind, 'out': self.hout('Errhandler', 'k')})
             return None
+        if name in ('MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c'):
+            return self.file_view(name)
         if name in ('MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create'):
             if not getattr(self, '_kv_done', False):
                 self._kv_done = True
@@ -1389,6 +1390,106 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
        'keys': ' || '.join('kv == %d' % self.nval(k) for k in consts)})
             return None
         return 'no special translation'
+
+    def file_view(self, name):
+        """MPI_File_set_view / get_view: the MPI_DISPLACEMENT_CURRENT sentinel (an MPI_Offset), the
+        etype and filetype handles and the datarep string (bounded by MPI_MAX_DATAREP_STRING);
+        MPI_Register_datarep(_c): the conversion and extent functions get foreign datatype
+        handles and return foreign codes, wrapped through extra_state."""
+        o = self.out
+        fcur, ncur = self.fval('MPI_DISPLACEMENT_CURRENT'), self.nval('MPI_DISPLACEMENT_CURRENT')
+        if fcur is None:
+            return 'MPI_DISPLACEMENT_CURRENT absent'
+        d = {'n': name, 'fcur': fcur, 'ncur': ncur, 'hf': self.hin('File', 'fh'), 'het': self.hin('Datatype', 'etype'),
+             'hft': self.hin('Datatype', 'filetype'), 'hinfo': self.hin('Info', 'info'),
+             'oet': self.hout('Datatype', 'et_k'), 'oft': self.hout('Datatype', 'ft_k'),
+             'peek': self.hpeek('Datatype', 'dt'), 'nmax': self.nval('MPI_MAX_DATAREP_STRING'),
+             'fmax': self.fval('MPI_MAX_DATAREP_STRING') or 128, 'nomem': self.nval('MPI_ERR_NO_MEM')}
+        if name == 'MPI_File_set_view':
+            o.append('''extern int kumi_abi_MPI_File_set_view(N_File, MPI_Offset, N_Datatype, N_Datatype, const char *, N_Info);
+/* disp: the foreign MPI_DISPLACEMENT_CURRENT (%(fcur)d) is Kumi's %(ncur)d; a foreign %(ncur)d, a
+ * negative displacement that is no sentinel there, stays invalid (another negative value) */
+static inline MPI_Offset shim_disp_in(MPI_Offset d)
+{
+    if (d == (MPI_Offset)%(fcur)d) return (MPI_Offset)%(ncur)d;
+    if (d == (MPI_Offset)%(ncur)d) return (MPI_Offset)%(fcur)d == -2 ? -3 : -2;
+    return d;
+}
+SHIM_EXPORT int PMPI_File_set_view(F_File fh, MPI_Offset disp, F_Datatype etype, F_Datatype filetype, const char *datarep, F_Info info)
+{
+    return kumi_abi_MPI_File_set_view(%(hf)s, shim_disp_in(disp), %(het)s, %(hft)s, datarep, %(hinfo)s);
+}
+SHIM_EXPORT int MPI_File_set_view(F_File fh, MPI_Offset disp, F_Datatype etype, F_Datatype filetype, const char *datarep, F_Info info) __attribute__((weak, alias("PMPI_File_set_view")));
+''' % d)
+            return None
+        if name == 'MPI_File_get_view':
+            o.append('''extern int kumi_abi_MPI_File_get_view(N_File, MPI_Offset *, N_Datatype *, N_Datatype *, char *);
+/* the etype and filetype come back as new foreign handles (derived ones the caller frees); the
+ * datarep name is copied into the caller's MPI_MAX_DATAREP_STRING (%(fmax)d) chars */
+SHIM_EXPORT int PMPI_File_get_view(F_File fh, MPI_Offset *disp, F_Datatype *etype, F_Datatype *filetype, char *datarep)
+{
+    N_Datatype et_k, ft_k;
+    MPI_Offset d_k;
+    char rep_k[%(nmax)d > %(fmax)d ? %(nmax)d : %(fmax)d];
+    int rc = kumi_abi_MPI_File_get_view(%(hf)s, disp ? &d_k : NULL, etype ? &et_k : NULL, filetype ? &ft_k : NULL,
+                                        datarep ? rep_k : NULL);
+    if (rc == 0) {
+        *disp = d_k == (MPI_Offset)%(ncur)d ? (MPI_Offset)%(fcur)d : d_k;
+        *etype = %(oet)s;
+        *filetype = %(oft)s;
+        size_t l = strnlen(rep_k, %(fmax)d - 1);
+        memcpy(datarep, rep_k, l);
+        datarep[l] = 0;
+    }
+    return rc;
+}
+SHIM_EXPORT int MPI_File_get_view(F_File fh, MPI_Offset *disp, F_Datatype *etype, F_Datatype *filetype, char *datarep) __attribute__((weak, alias("PMPI_File_get_view")));
+''' % d)
+            return None
+        c = name.endswith('_c')
+        d['cnt'] = 'MPI_Count' if c else 'int'
+        d['sfx'] = '_c' if c else ''
+        o.append('''extern int kumi_abi_%(n)s(const char *, void *, void *, void *, void *);
+/* user data representation: the foreign conversion and extent functions, and the foreign
+ * extra_state, in a record that Kumi hands back as the extra_state (it lives as long as the
+ * process, as a registered representation does) */
+typedef int (shim_conv%(sfx)s_fn)(void *, F_Datatype, %(cnt)s, void *, MPI_Offset, void *);
+typedef int (shim_extent_fn)(F_Datatype, MPI_Aint *, void *);
+struct shim_rep%(sfx)s { shim_conv%(sfx)s_fn *rd, *wr; shim_extent_fn *ext; void *extra; };
+static int shim_rep%(sfx)s_read(void *userbuf, N_Datatype dt, %(cnt)s count, void *filebuf, MPI_Offset pos, void *extra)
+{
+    struct shim_rep%(sfx)s *r = extra;
+    return err_in(r->rd(userbuf, %(peek)s, count, filebuf, pos, r->extra));
+}
+static int shim_rep%(sfx)s_write(void *userbuf, N_Datatype dt, %(cnt)s count, void *filebuf, MPI_Offset pos, void *extra)
+{
+    struct shim_rep%(sfx)s *r = extra;
+    return err_in(r->wr(userbuf, %(peek)s, count, filebuf, pos, r->extra));
+}
+static int shim_rep%(sfx)s_extent(N_Datatype dt, MPI_Aint *extent, void *extra)
+{
+    struct shim_rep%(sfx)s *r = extra;
+    return err_in(r->ext(%(peek)s, extent, r->extra));
+}
+SHIM_EXPORT int P%(n)s(const char *datarep, shim_conv%(sfx)s_fn *read_conversion_fn, shim_conv%(sfx)s_fn *write_conversion_fn,
+                       shim_extent_fn *dtype_file_extent_fn, void *extra_state)
+{
+    struct shim_rep%(sfx)s *r = malloc(sizeof *r);
+    if (!r) return err_out(%(nomem)d);
+    r->rd = read_conversion_fn;
+    r->wr = write_conversion_fn;
+    r->ext = dtype_file_extent_fn;
+    r->extra = extra_state;
+    int rc = kumi_abi_%(n)s(datarep, read_conversion_fn ? (void *)shim_rep%(sfx)s_read : NULL,
+                            write_conversion_fn ? (void *)shim_rep%(sfx)s_write : NULL,
+                            dtype_file_extent_fn ? (void *)shim_rep%(sfx)s_extent : NULL, r);
+    if (rc != 0) free(r);
+    return rc;
+}
+SHIM_EXPORT int %(n)s(const char *datarep, shim_conv%(sfx)s_fn *read_conversion_fn, shim_conv%(sfx)s_fn *write_conversion_fn,
+                      shim_extent_fn *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("P%(n)s")));
+''' % d)
+        return None
 
     def handle_conv(self, name, what, way):
         """MPI_X_c2f / MPI_X_f2c: Kumi's Fortran integers (Kumi writes these by hand: they have
