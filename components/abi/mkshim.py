@@ -1499,6 +1499,19 @@ SHIM_EXPORT int %(n)s(const char *datarep, shim_conv%(sfx)s_fn *read_conversion_
         that C and Fortran parts of a program agree."""
         s = {'Type': 'Datatype'}.get(what, what)
         o = self.out
+        if self.ints and what == 'File':
+            # MPICH's MPI_File is a pointer (MPI_FILE_NULL: NULL, Fortran 0): its Fortran integer
+            # is Kumi's (a table entry, never 0), not the pointer cut to 32 bits
+            self.dlsym_names['kumi_abi_' + name] = 'P' + name
+            if way == 'c2f':
+                o.append('extern MPI_Fint kumi_abi_%s(N_File);' % name)
+                o.append('SHIM_EXPORT MPI_Fint P%s(F_File h) { return h ? kumi_abi_%s(h_in_File(h)) : 0; }' % (name, name))
+                o.append('SHIM_EXPORT MPI_Fint %s(F_File h) __attribute__((weak, alias("P%s")));' % (name, name))
+            else:
+                o.append('extern N_File kumi_abi_%s(MPI_Fint);' % name)
+                o.append('SHIM_EXPORT F_File P%s(MPI_Fint f) { return f ? h_out_File(kumi_abi_%s(f)) : NULL; }' % (name, name))
+                o.append('SHIM_EXPORT F_File %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (name, name))
+            return
         if self.ints:   # identity macros in MPICH's mpi.h (C handle == Fortran integer); exported all the same
             if way == 'c2f':
                 o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return (MPI_Fint)(intptr_t)h; }' % (name, s))
@@ -1521,6 +1534,21 @@ SHIM_EXPORT void kumi_shim_fortran_hooks(MPI_Fint (*out)(MPI_Fint), MPI_Fint (*i
 static inline MPI_Fint shim_fint_out(MPI_Fint i) { return shim_fint_out_fn ? shim_fint_out_fn(i) : i; }
 static inline MPI_Fint shim_fint_in(int kind, MPI_Fint i) { return shim_fint_in_fn ? shim_fint_in_fn(kind, i) : i; }''')
         kind = FINT_KINDS.index(what)
+        if what == 'File':
+            # MPI_FILE_NULL's Fortran integer is 0 in this ABI, also when its Fortran library
+            # (which sets the hooks) is not loaded: a C program's MPI_File_c2f / f2c
+            fnull = self.nval('MPI_FILE_NULL')
+            if way == 'c2f':
+                o.append('extern MPI_Fint kumi_abi_%s(N_File);' % name)
+                o.append('SHIM_EXPORT MPI_Fint P%s(F_File h)\n{\n    MPI_Fint i = kumi_abi_%s(h_in(h));\n'
+                         '    return shim_fint_out_fn ? shim_fint_out_fn(i) : i == 0x%x ? 0 : i;\n}' % (name, name, fnull))
+                o.append('SHIM_EXPORT MPI_Fint %s(F_File h) __attribute__((weak, alias("P%s")));' % (name, name))
+            else:
+                o.append('extern N_File kumi_abi_%s(MPI_Fint);' % name)
+                o.append('SHIM_EXPORT F_File P%s(MPI_Fint f)\n{\n    if (!shim_fint_in_fn && f == 0) f = 0x%x;\n'
+                         '    return h_out(kumi_abi_%s(shim_fint_in(%d, f)));\n}' % (name, fnull, name, kind))
+                o.append('SHIM_EXPORT F_File %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (name, name))
+            return
         if way == 'c2f':
             o.append('extern MPI_Fint kumi_abi_%s(N_%s);' % (name, s))
             o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return shim_fint_out(kumi_abi_%s(h_in(h))); }' % (name, s, name))

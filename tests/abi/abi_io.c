@@ -1,7 +1,7 @@
 /* abi_io: MPI-IO through a foreign-ABI shim (built with mpicc.openmpi or mpicc.mpich; only
  * standard API, so the same source checks both shims).  argv[1]: a file name prefix in a
  * folder all ranks share.  Checks, with file contents compared byte for byte:
- * open/close (MPI_FILE_NULL after close), write_at_all and the status of a write
+ * open/close (MPI_FILE_NULL after close), MPI_File_c2f/f2c, write_at_all and the status of a write
  * (MPI_Get_count), a view of a derived filetype set and got back (disp, etype == MPI_INT,
  * the filetype a new derived handle the caller frees, datarep "native"), read_all through the
  * view, MPI_DISPLACEMENT_CURRENT on a sequential file (and the native sentinel's value
@@ -88,6 +88,11 @@ int main(int argc, char **argv)
     MPI_File fh = MPI_FILE_NULL;
     OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
     CHECK(fh != MPI_FILE_NULL, "open gave MPI_FILE_NULL");
+    /* Fortran integers of files: 0 for MPI_FILE_NULL (both ABIs), a round trip for a file */
+    MPI_Fint ffh = MPI_File_c2f(fh);
+    CHECK(MPI_File_c2f(MPI_FILE_NULL) == 0 && ffh != 0, "MPI_File_c2f: %d for MPI_FILE_NULL, %d for a file",
+          (int)MPI_File_c2f(MPI_FILE_NULL), (int)ffh);
+    CHECK(MPI_File_f2c(ffh) == fh && MPI_File_f2c(0) == MPI_FILE_NULL, "MPI_File_f2c does not give the file back");
     MPI_Offset sz = -1;
     OK(MPI_File_get_size(fh, &sz));
     int mine[4];

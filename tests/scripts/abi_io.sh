@@ -8,7 +8,9 @@
 # shared file pointer, iread_at/iwrite_at through MPI_Waitall, a file error handler (called
 # with the program's own MPI_File handle) and MPI_Register_datarep with user conversion and
 # extent functions that get the program's datatype handles.  A compiler that is absent skips
-# its half; both absent: skip (77).
+# its half; both absent: skip (77).  tests/abi/abi_io.f90 does the same from Fortran (mpif.h,
+# mpif90.openmpi / mpif90.mpich: MPI_FILE_* of the Fortran shims, MPI_FILE_CREATE_ERRHANDLER and
+# MPI_REGISTER_DATAREP with Fortran procedures).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -41,16 +43,33 @@ if command -v "$MPICHCC" > /dev/null 2>&1; then
 else
     echo "note: $MPICHCC not found: the MPICH half is skipped"
 fi
+# the Fortran halves (mpif.h): libmpi_mpifh.so.40 / libmpichfort.so.12 next to the C shims
+OMPIFC=${OMPIFC:-mpif90.openmpi}
+MPICHFC=${MPICHFC:-mpif90.mpich}
+if [ -e "$work/abi/ompi/libmpi.so.40" ] && command -v "$OMPIFC" > /dev/null 2>&1; then
+    fshim=$top_builddir/components/abi/ompi-fortran/.libs/libmpi_mpifh.so.40
+    [ -f "$fshim" ] || fail "no shim $fshim"
+    ln -s "$fshim" "$work/abi/ompi/libmpi_mpifh.so.40"
+    "$OMPIFC" -O1 -J "$work" -o "$work/iof_ompi" "$top_srcdir/tests/abi/abi_io.f90" > "$work/fc.log" 2>&1 ||
+        { cat "$work/fc.log"; fail "$OMPIFC abi_io.f90"; }
+fi
+if [ -e "$work/abi/mpich/libmpich.so.12" ] && command -v "$MPICHFC" > /dev/null 2>&1; then
+    fshim=$top_builddir/components/abi/mpich-fortran/.libs/libmpichfort.so.12
+    [ -f "$fshim" ] || fail "no shim $fshim"
+    ln -s "$fshim" "$work/abi/mpich/libmpichfort.so.12"
+    "$MPICHFC" -O1 -J "$work" -o "$work/iof_mpich" "$top_srcdir/tests/abi/abi_io.f90" > "$work/fc.log" 2>&1 ||
+        { cat "$work/fc.log"; fail "$MPICHFC abi_io.f90"; }
+fi
 [ "$built" -gt 0 ] || { echo "SKIP: neither $OMPICC nor $MPICHCC found"; exit 77; }
 bad=0
-for p in io_ompi io_mpich; do
+for p in io_ompi io_mpich iof_ompi iof_mpich; do
     [ -x "$work/$p" ] || continue
     for n in 1 2 4; do
         log=$work/run.$p.$n.log
         rm -f "$work"/f.$p.$n.*
         if (cd "$work" && KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
                 timeout 200 "$MPIEXEC" --timeout 180 -n "$n" "./$p" "$work/f.$p.$n") > "$log" 2>&1 &&
-           grep -q "abi_io: $n ranks ok" "$log"; then
+           grep -q "abi_io\(_f\)\?: $n ranks ok" "$log"; then
             echo "ok: $p at $n"
         else
             echo "FAILED: $p at $n rank(s):"; sed 's/^/    | /' "$log" | tail -12; bad=$((bad + 1))
