@@ -10,7 +10,9 @@
 # extent functions that get the program's datatype handles.  A compiler that is absent skips
 # its half; both absent: skip (77).  tests/abi/abi_io.f90 does the same from Fortran (mpif.h,
 # mpif90.openmpi / mpif90.mpich: MPI_FILE_* of the Fortran shims, MPI_FILE_CREATE_ERRHANDLER and
-# MPI_REGISTER_DATAREP with Fortran procedures).
+# MPI_REGISTER_DATAREP with Fortran procedures), tests/abi/abi_io_cxx.cc from C++ (mpicxx.*:
+# MPI::File methods, File::Create_errhandler / Call_errhandler, MPI::Register_datarep with C++
+# conversion functions, MPI::ERRORS_THROW_EXCEPTIONS on a file).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -60,16 +62,29 @@ if [ -e "$work/abi/mpich/libmpich.so.12" ] && command -v "$MPICHFC" > /dev/null 
     "$MPICHFC" -O1 -J "$work" -o "$work/iof_mpich" "$top_srcdir/tests/abi/abi_io.f90" > "$work/fc.log" 2>&1 ||
         { cat "$work/fc.log"; fail "$MPICHFC abi_io.f90"; }
 fi
+# the C++ halves: libmpi_cxx.so.40 / libmpichcxx.so.12 next to the C shims
+OMPICXX=${OMPICXX:-mpicxx.openmpi}
+MPICHCXX=${MPICHCXX:-mpicxx.mpich}
+if [ -e "$work/abi/ompi/libmpi.so.40" ] && command -v "$OMPICXX" > /dev/null 2>&1; then
+    ln -s "$top_builddir/components/abi/ompicxx/.libs/libmpi_cxx.so.40" "$work/abi/ompi/libmpi_cxx.so.40"
+    "$OMPICXX" -O1 -o "$work/ioc_ompi" "$top_srcdir/tests/abi/abi_io_cxx.cc" > "$work/cxx.log" 2>&1 ||
+        { cat "$work/cxx.log"; fail "$OMPICXX abi_io_cxx.cc"; }
+fi
+if [ -e "$work/abi/mpich/libmpich.so.12" ] && command -v "$MPICHCXX" > /dev/null 2>&1; then
+    ln -s "$top_builddir/components/abi/mpichcxx/.libs/libmpichcxx.so.12" "$work/abi/mpich/libmpichcxx.so.12"
+    "$MPICHCXX" -O1 -o "$work/ioc_mpich" "$top_srcdir/tests/abi/abi_io_cxx.cc" > "$work/cxx.log" 2>&1 ||
+        { cat "$work/cxx.log"; fail "$MPICHCXX abi_io_cxx.cc"; }
+fi
 [ "$built" -gt 0 ] || { echo "SKIP: neither $OMPICC nor $MPICHCC found"; exit 77; }
 bad=0
-for p in io_ompi io_mpich iof_ompi iof_mpich; do
+for p in io_ompi io_mpich iof_ompi iof_mpich ioc_ompi ioc_mpich; do
     [ -x "$work/$p" ] || continue
     for n in 1 2 4; do
         log=$work/run.$p.$n.log
         rm -f "$work"/f.$p.$n.*
         if (cd "$work" && KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
                 timeout 200 "$MPIEXEC" --timeout 180 -n "$n" "./$p" "$work/f.$p.$n") > "$log" 2>&1 &&
-           grep -q "abi_io\(_f\)\?: $n ranks ok" "$log"; then
+           grep -q "abi_io\(_f\|_cxx\)\?: $n ranks ok" "$log"; then
             echo "ok: $p at $n"
         else
             echo "FAILED: $p at $n rank(s):"; sed 's/^/    | /' "$log" | tail -12; bad=$((bad + 1))
