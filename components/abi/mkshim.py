@@ -96,7 +96,7 @@ FINT_KINDS = ('Comm', 'Type', 'Group', 'Info', 'Errhandler', 'Op', 'Request', 'W
 # Integer / address / count kinds whose values are plain numbers in every ABI.
 PASS_KINDS = {
     'ARRAY_LENGTH', 'ARRAY_LENGTH_NNI', 'ARRAY_LENGTH_PI', 'ARGUMENT_COUNT', 'COMM_SIZE', 'COMM_SIZE_PI',
-    'COORDINATE', 'DEGREE', 'DIMENSION', 'DISPLACEMENT', 'DISPLACEMENT_NNI', 'KEY', 'LOGICAL',
+    'COORDINATE', 'DEGREE', 'DIMENSION', 'DISPLACEMENT', 'FILE_DESCRIPTOR', 'DISPLACEMENT_NNI', 'KEY', 'LOGICAL',
     'LOGICAL_OPTIONAL', 'NUM_DIMS', 'PARTITION', 'POLYDISPLACEMENT', 'POLYDISPLACEMENT_AINT_COUNT',
     'POLYDISPLACEMENT_COUNT', 'POLYDISPOFFSET', 'POLYDTYPE_NUM_ELEM', 'POLYDTYPE_NUM_ELEM_NNI',
     'POLYDTYPE_NUM_ELEM_PI', 'POLYDTYPE_PACK_SIZE', 'POLYDTYPE_STRIDE_BYTES', 'POLYLOCATION',
@@ -167,7 +167,6 @@ OUT_STRINGS = {
 SKIP = {
     'MPI_Abort': None,                       # errorcode is an exit status: generated with PASS below
     'MPI_Comm_get_attr': None, 'MPI_Attr_get': None, 'MPI_Win_get_attr': None,   # see ATTR_OUT
-    'MPI_Comm_spawn': 'spawn not translated yet', 'MPI_Comm_spawn_multiple': 'spawn not translated yet',
     'MPI_Group_translate_ranks': None,
 }
 # Parameters whose kind says more than the procedure uses (overrides).
@@ -182,7 +181,8 @@ SPECIAL = ['MPI_Grequest_start', 'MPI_Type_get_contents', 'MPI_Comm_create_keyva
            'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
            'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr',
-           'MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c']
+           'MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c',
+           'MPI_Comm_spawn', 'MPI_Comm_spawn_multiple']
 
 
 def cint(s):
@@ -1180,6 +1180,8 @@ SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __
             return None
         if name in ('MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c'):
             return self.file_view(name)
+        if name in ('MPI_Comm_spawn', 'MPI_Comm_spawn_multiple'):
+            return self.spawn(name)
         if name in ('MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create'):
             if not getattr(self, '_kv_done', False):
                 self._kv_done = True
@@ -1390,6 +1392,71 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
        'keys': ' || '.join('kv == %d' % self.nval(k) for k in consts)})
             return None
         return 'no special translation'
+
+    def spawn(self, name):
+        """MPI_Comm_spawn(_multiple): the strings and argv arrays pass (MPI_ARGV_NULL, MPI_ARGVS_NULL
+        and MPI_ERRCODES_IGNORE are 0 in every ABI here); root is a rank, the info handles and
+        the communicators are translated, and the error codes (maxprocs of them, their sum for
+        _multiple; significant at the root only, where maxprocs is) come back in this ABI."""
+        for n in ('MPI_ARGV_NULL', 'MPI_ARGVS_NULL', 'MPI_ERRCODES_IGNORE'):
+            if self.fval(n) != 0 or self.nval(n) != 0:
+                return '%s is not 0 in both ABIs' % n
+        d = {'hinfo': self.hin('Info', 'info'), 'hcomm': self.hin('Comm', 'comm'), 'oic': self.hout('Comm', 'ic_k'),
+             'hinfoi': self.hin('Info', 'array_of_info[i]'), 'nomem': self.nval('MPI_ERR_NO_MEM')}
+        o = self.out
+        if name == 'MPI_Comm_spawn':
+            o.append('''extern int kumi_abi_MPI_Comm_spawn(const char *, char **, int, N_Info, int, N_Comm, N_Comm *, int *);
+SHIM_EXPORT int PMPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
+                                F_Comm *intercomm, int *array_of_errcodes)
+{
+    int n = array_of_errcodes && maxprocs > 0 ? maxprocs : 0;
+    SCRATCH(int, err_k, n);
+    if (n && !err_k) return SHIM_ERR_NO_MEM;
+    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
+    N_Comm ic_k;
+    int rc = kumi_abi_MPI_Comm_spawn(command, argv, maxprocs, %(hinfo)s, dom_rank_in(root), %(hcomm)s, &ic_k,
+                                     array_of_errcodes ? err_k : NULL);
+    if (rc == 0) *intercomm = %(oic)s;
+    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
+    SCRATCH_FREE(err_k);
+    return rc;
+}
+SHIM_EXPORT int MPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
+                               F_Comm *intercomm, int *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn")));
+''' % d)
+            return None
+        o.append('''extern int kumi_abi_MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const N_Info *, int, N_Comm, N_Comm *, int *);
+SHIM_EXPORT int PMPI_Comm_spawn_multiple(int count, char **array_of_commands, char ***array_of_argv,
+                                         const int *array_of_maxprocs, const F_Info *array_of_info, int root, F_Comm comm,
+                                         F_Comm *intercomm, int *array_of_errcodes)
+{
+    int c = count > 0 && array_of_info ? count : 0, n = 0;
+    for (int i = 0; array_of_errcodes && array_of_maxprocs && i < count; i++)
+        if (array_of_maxprocs[i] > 0) n += array_of_maxprocs[i];
+    SCRATCH(N_Info, info_k, c);
+    SCRATCH(int, err_k, n);
+    if ((c && !info_k) || (n && !err_k)) {
+        if (info_k) SCRATCH_FREE(info_k);
+        if (err_k) SCRATCH_FREE(err_k);
+        return SHIM_ERR_NO_MEM;
+    }
+    for (int i = 0; i < c; i++) info_k[i] = %(hinfoi)s;
+    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
+    N_Comm ic_k;
+    int rc = kumi_abi_MPI_Comm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs,
+                                              array_of_info ? info_k : NULL, dom_rank_in(root), %(hcomm)s, &ic_k,
+                                              array_of_errcodes ? err_k : NULL);
+    if (rc == 0) *intercomm = %(oic)s;
+    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
+    SCRATCH_FREE(info_k);
+    SCRATCH_FREE(err_k);
+    return rc;
+}
+SHIM_EXPORT int MPI_Comm_spawn_multiple(int count, char **array_of_commands, char ***array_of_argv,
+                                        const int *array_of_maxprocs, const F_Info *array_of_info, int root, F_Comm comm,
+                                        F_Comm *intercomm, int *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn_multiple")));
+''' % d)
+        return None
 
     def file_view(self, name):
         """MPI_File_set_view / get_view: the MPI_DISPLACEMENT_CURRENT sentinel (an MPI_Offset), the
