@@ -96,7 +96,7 @@ FINT_KINDS = ('Comm', 'Type', 'Group', 'Info', 'Errhandler', 'Op', 'Request', 'W
 # Integer / address / count kinds whose values are plain numbers in every ABI.
 PASS_KINDS = {
     'ARRAY_LENGTH', 'ARRAY_LENGTH_NNI', 'ARRAY_LENGTH_PI', 'ARGUMENT_COUNT', 'COMM_SIZE', 'COMM_SIZE_PI',
-    'COORDINATE', 'DEGREE', 'DIMENSION', 'DISPLACEMENT', 'DISPLACEMENT_NNI', 'KEY', 'LOGICAL',
+    'COORDINATE', 'DEGREE', 'DIMENSION', 'DISPLACEMENT', 'FILE_DESCRIPTOR', 'DISPLACEMENT_NNI', 'KEY', 'LOGICAL',
     'LOGICAL_OPTIONAL', 'NUM_DIMS', 'PARTITION', 'POLYDISPLACEMENT', 'POLYDISPLACEMENT_AINT_COUNT',
     'POLYDISPLACEMENT_COUNT', 'POLYDISPOFFSET', 'POLYDTYPE_NUM_ELEM', 'POLYDTYPE_NUM_ELEM_NNI',
     'POLYDTYPE_NUM_ELEM_PI', 'POLYDTYPE_PACK_SIZE', 'POLYDTYPE_STRIDE_BYTES', 'POLYLOCATION',
@@ -166,10 +166,7 @@ OUT_STRINGS = {
 # may not be expressible by kind).
 SKIP = {
     'MPI_Abort': None,                       # errorcode is an exit status: generated with PASS below
-    'MPI_File_set_view': 'disp: MPI_DISPLACEMENT_CURRENT (MPI_Offset sentinel) not translated yet',
-    'MPI_File_get_view': 'datarep string and disp sentinel not translated yet',
     'MPI_Comm_get_attr': None, 'MPI_Attr_get': None, 'MPI_Win_get_attr': None,   # see ATTR_OUT
-    'MPI_Comm_spawn': 'spawn not translated yet', 'MPI_Comm_spawn_multiple': 'spawn not translated yet',
     'MPI_Group_translate_ranks': None,
 }
 # Parameters whose kind says more than the procedure uses (overrides).
@@ -183,7 +180,9 @@ TOOLS = re.compile(r'^MPI_T_')
 SPECIAL = ['MPI_Grequest_start', 'MPI_Type_get_contents', 'MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
            'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
-           'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr']
+           'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr',
+           'MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c',
+           'MPI_Comm_spawn', 'MPI_Comm_spawn_multiple']
 
 
 def cint(s):
@@ -1179,6 +1178,10 @@ static void shim_eh_tramp(int objkind, void *handle, int *errcode, void *ctx)
 SHIM_EXPORT int %(n)s(F_Errhandler_function *%(a)s, F_Errhandler *errhandler) __attribute__((weak, alias("P%(n)s")));
 ''' % {'n': name, 'a': arg, 'k': kind, 'out': self.hout('Errhandler', 'k')})
             return None
+        if name in ('MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c'):
+            return self.file_view(name)
+        if name in ('MPI_Comm_spawn', 'MPI_Comm_spawn_multiple'):
+            return self.spawn(name)
         if name in ('MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create'):
             if not getattr(self, '_kv_done', False):
                 self._kv_done = True
@@ -1390,6 +1393,171 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
             return None
         return 'no special translation'
 
+    def spawn(self, name):
+        """MPI_Comm_spawn(_multiple): the strings and argv arrays pass (MPI_ARGV_NULL, MPI_ARGVS_NULL
+        and MPI_ERRCODES_IGNORE are 0 in every ABI here); root is a rank, the info handles and
+        the communicators are translated, and the error codes (maxprocs of them, their sum for
+        _multiple; significant at the root only, where maxprocs is) come back in this ABI."""
+        for n in ('MPI_ARGV_NULL', 'MPI_ARGVS_NULL', 'MPI_ERRCODES_IGNORE'):
+            if self.fval(n) != 0 or self.nval(n) != 0:
+                return '%s is not 0 in both ABIs' % n
+        d = {'hinfo': self.hin('Info', 'info'), 'hcomm': self.hin('Comm', 'comm'), 'oic': self.hout('Comm', 'ic_k'),
+             'hinfoi': self.hin('Info', 'array_of_info[i]'), 'nomem': self.nval('MPI_ERR_NO_MEM')}
+        o = self.out
+        if name == 'MPI_Comm_spawn':
+            o.append('''extern int kumi_abi_MPI_Comm_spawn(const char *, char **, int, N_Info, int, N_Comm, N_Comm *, int *);
+SHIM_EXPORT int PMPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
+                                F_Comm *intercomm, int *array_of_errcodes)
+{
+    int n = array_of_errcodes && maxprocs > 0 ? maxprocs : 0;
+    SCRATCH(int, err_k, n);
+    if (n && !err_k) return SHIM_ERR_NO_MEM;
+    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
+    N_Comm ic_k;
+    int rc = kumi_abi_MPI_Comm_spawn(command, argv, maxprocs, %(hinfo)s, dom_rank_in(root), %(hcomm)s, &ic_k,
+                                     array_of_errcodes ? err_k : NULL);
+    if (rc == 0) *intercomm = %(oic)s;
+    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
+    SCRATCH_FREE(err_k);
+    return rc;
+}
+SHIM_EXPORT int MPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
+                               F_Comm *intercomm, int *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn")));
+''' % d)
+            return None
+        o.append('''extern int kumi_abi_MPI_Comm_spawn_multiple(int, char **, char ***, const int *, const N_Info *, int, N_Comm, N_Comm *, int *);
+SHIM_EXPORT int PMPI_Comm_spawn_multiple(int count, char **array_of_commands, char ***array_of_argv,
+                                         const int *array_of_maxprocs, const F_Info *array_of_info, int root, F_Comm comm,
+                                         F_Comm *intercomm, int *array_of_errcodes)
+{
+    int c = count > 0 && array_of_info ? count : 0, n = 0;
+    for (int i = 0; array_of_errcodes && array_of_maxprocs && i < count; i++)
+        if (array_of_maxprocs[i] > 0) n += array_of_maxprocs[i];
+    SCRATCH(N_Info, info_k, c);
+    SCRATCH(int, err_k, n);
+    if ((c && !info_k) || (n && !err_k)) {
+        if (info_k) SCRATCH_FREE(info_k);
+        if (err_k) SCRATCH_FREE(err_k);
+        return SHIM_ERR_NO_MEM;
+    }
+    for (int i = 0; i < c; i++) info_k[i] = %(hinfoi)s;
+    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
+    N_Comm ic_k;
+    int rc = kumi_abi_MPI_Comm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs,
+                                              array_of_info ? info_k : NULL, dom_rank_in(root), %(hcomm)s, &ic_k,
+                                              array_of_errcodes ? err_k : NULL);
+    if (rc == 0) *intercomm = %(oic)s;
+    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
+    SCRATCH_FREE(info_k);
+    SCRATCH_FREE(err_k);
+    return rc;
+}
+SHIM_EXPORT int MPI_Comm_spawn_multiple(int count, char **array_of_commands, char ***array_of_argv,
+                                        const int *array_of_maxprocs, const F_Info *array_of_info, int root, F_Comm comm,
+                                        F_Comm *intercomm, int *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn_multiple")));
+''' % d)
+        return None
+
+    def file_view(self, name):
+        """MPI_File_set_view / get_view: the MPI_DISPLACEMENT_CURRENT sentinel (an MPI_Offset), the
+        etype and filetype handles and the datarep string (bounded by MPI_MAX_DATAREP_STRING);
+        MPI_Register_datarep(_c): the conversion and extent functions get foreign datatype
+        handles and return foreign codes, wrapped through extra_state."""
+        o = self.out
+        fcur, ncur = self.fval('MPI_DISPLACEMENT_CURRENT'), self.nval('MPI_DISPLACEMENT_CURRENT')
+        if fcur is None:
+            return 'MPI_DISPLACEMENT_CURRENT absent'
+        d = {'n': name, 'fcur': fcur, 'ncur': ncur, 'hf': self.hin('File', 'fh'), 'het': self.hin('Datatype', 'etype'),
+             'hft': self.hin('Datatype', 'filetype'), 'hinfo': self.hin('Info', 'info'),
+             'oet': self.hout('Datatype', 'et_k'), 'oft': self.hout('Datatype', 'ft_k'),
+             'peek': self.hpeek('Datatype', 'dt'), 'nmax': self.nval('MPI_MAX_DATAREP_STRING'),
+             'fmax': self.fval('MPI_MAX_DATAREP_STRING') or 128, 'nomem': self.nval('MPI_ERR_NO_MEM')}
+        if name == 'MPI_File_set_view':
+            o.append('''extern int kumi_abi_MPI_File_set_view(N_File, MPI_Offset, N_Datatype, N_Datatype, const char *, N_Info);
+/* disp: the foreign MPI_DISPLACEMENT_CURRENT (%(fcur)d) is Kumi's %(ncur)d; a foreign %(ncur)d, a
+ * negative displacement that is no sentinel there, stays invalid (another negative value) */
+static inline MPI_Offset shim_disp_in(MPI_Offset d)
+{
+    if (d == (MPI_Offset)%(fcur)d) return (MPI_Offset)%(ncur)d;
+    if (d == (MPI_Offset)%(ncur)d) return (MPI_Offset)%(fcur)d == -2 ? -3 : -2;
+    return d;
+}
+SHIM_EXPORT int PMPI_File_set_view(F_File fh, MPI_Offset disp, F_Datatype etype, F_Datatype filetype, const char *datarep, F_Info info)
+{
+    return kumi_abi_MPI_File_set_view(%(hf)s, shim_disp_in(disp), %(het)s, %(hft)s, datarep, %(hinfo)s);
+}
+SHIM_EXPORT int MPI_File_set_view(F_File fh, MPI_Offset disp, F_Datatype etype, F_Datatype filetype, const char *datarep, F_Info info) __attribute__((weak, alias("PMPI_File_set_view")));
+''' % d)
+            return None
+        if name == 'MPI_File_get_view':
+            o.append('''extern int kumi_abi_MPI_File_get_view(N_File, MPI_Offset *, N_Datatype *, N_Datatype *, char *);
+/* the etype and filetype come back as new foreign handles (derived ones the caller frees); the
+ * datarep name is copied into the caller's MPI_MAX_DATAREP_STRING (%(fmax)d) chars */
+SHIM_EXPORT int PMPI_File_get_view(F_File fh, MPI_Offset *disp, F_Datatype *etype, F_Datatype *filetype, char *datarep)
+{
+    N_Datatype et_k, ft_k;
+    MPI_Offset d_k;
+    char rep_k[%(nmax)d > %(fmax)d ? %(nmax)d : %(fmax)d];
+    int rc = kumi_abi_MPI_File_get_view(%(hf)s, disp ? &d_k : NULL, etype ? &et_k : NULL, filetype ? &ft_k : NULL,
+                                        datarep ? rep_k : NULL);
+    if (rc == 0) {
+        *disp = d_k == (MPI_Offset)%(ncur)d ? (MPI_Offset)%(fcur)d : d_k;
+        *etype = %(oet)s;
+        *filetype = %(oft)s;
+        size_t l = strnlen(rep_k, %(fmax)d - 1);
+        memcpy(datarep, rep_k, l);
+        datarep[l] = 0;
+    }
+    return rc;
+}
+SHIM_EXPORT int MPI_File_get_view(F_File fh, MPI_Offset *disp, F_Datatype *etype, F_Datatype *filetype, char *datarep) __attribute__((weak, alias("PMPI_File_get_view")));
+''' % d)
+            return None
+        c = name.endswith('_c')
+        d['cnt'] = 'MPI_Count' if c else 'int'
+        d['sfx'] = '_c' if c else ''
+        o.append('''extern int kumi_abi_%(n)s(const char *, void *, void *, void *, void *);
+/* user data representation: the foreign conversion and extent functions, and the foreign
+ * extra_state, in a record that Kumi hands back as the extra_state (it lives as long as the
+ * process, as a registered representation does) */
+typedef int (shim_conv%(sfx)s_fn)(void *, F_Datatype, %(cnt)s, void *, MPI_Offset, void *);
+typedef int (shim_extent_fn)(F_Datatype, MPI_Aint *, void *);
+struct shim_rep%(sfx)s { shim_conv%(sfx)s_fn *rd, *wr; shim_extent_fn *ext; void *extra; };
+static int shim_rep%(sfx)s_read(void *userbuf, N_Datatype dt, %(cnt)s count, void *filebuf, MPI_Offset pos, void *extra)
+{
+    struct shim_rep%(sfx)s *r = extra;
+    return err_in(r->rd(userbuf, %(peek)s, count, filebuf, pos, r->extra));
+}
+static int shim_rep%(sfx)s_write(void *userbuf, N_Datatype dt, %(cnt)s count, void *filebuf, MPI_Offset pos, void *extra)
+{
+    struct shim_rep%(sfx)s *r = extra;
+    return err_in(r->wr(userbuf, %(peek)s, count, filebuf, pos, r->extra));
+}
+static int shim_rep%(sfx)s_extent(N_Datatype dt, MPI_Aint *extent, void *extra)
+{
+    struct shim_rep%(sfx)s *r = extra;
+    return err_in(r->ext(%(peek)s, extent, r->extra));
+}
+SHIM_EXPORT int P%(n)s(const char *datarep, shim_conv%(sfx)s_fn *read_conversion_fn, shim_conv%(sfx)s_fn *write_conversion_fn,
+                       shim_extent_fn *dtype_file_extent_fn, void *extra_state)
+{
+    struct shim_rep%(sfx)s *r = malloc(sizeof *r);
+    if (!r) return err_out(%(nomem)d);
+    r->rd = read_conversion_fn;
+    r->wr = write_conversion_fn;
+    r->ext = dtype_file_extent_fn;
+    r->extra = extra_state;
+    int rc = kumi_abi_%(n)s(datarep, read_conversion_fn ? (void *)shim_rep%(sfx)s_read : NULL,
+                            write_conversion_fn ? (void *)shim_rep%(sfx)s_write : NULL,
+                            dtype_file_extent_fn ? (void *)shim_rep%(sfx)s_extent : NULL, r);
+    if (rc != 0) free(r);
+    return rc;
+}
+SHIM_EXPORT int %(n)s(const char *datarep, shim_conv%(sfx)s_fn *read_conversion_fn, shim_conv%(sfx)s_fn *write_conversion_fn,
+                      shim_extent_fn *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("P%(n)s")));
+''' % d)
+        return None
+
     def handle_conv(self, name, what, way):
         """MPI_X_c2f / MPI_X_f2c: Kumi's Fortran integers (Kumi writes these by hand: they have
         no kumi_abi_ entry, the shim takes Kumi's PMPI_X_c2f), except that the Fortran library
@@ -1398,6 +1566,19 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
         that C and Fortran parts of a program agree."""
         s = {'Type': 'Datatype'}.get(what, what)
         o = self.out
+        if self.ints and what == 'File':
+            # MPICH's MPI_File is a pointer (MPI_FILE_NULL: NULL, Fortran 0): its Fortran integer
+            # is Kumi's (a table entry, never 0), not the pointer cut to 32 bits
+            self.dlsym_names['kumi_abi_' + name] = 'P' + name
+            if way == 'c2f':
+                o.append('extern MPI_Fint kumi_abi_%s(N_File);' % name)
+                o.append('SHIM_EXPORT MPI_Fint P%s(F_File h) { return h ? kumi_abi_%s(h_in_File(h)) : 0; }' % (name, name))
+                o.append('SHIM_EXPORT MPI_Fint %s(F_File h) __attribute__((weak, alias("P%s")));' % (name, name))
+            else:
+                o.append('extern N_File kumi_abi_%s(MPI_Fint);' % name)
+                o.append('SHIM_EXPORT F_File P%s(MPI_Fint f) { return f ? h_out_File(kumi_abi_%s(f)) : NULL; }' % (name, name))
+                o.append('SHIM_EXPORT F_File %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (name, name))
+            return
         if self.ints:   # identity macros in MPICH's mpi.h (C handle == Fortran integer); exported all the same
             if way == 'c2f':
                 o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return (MPI_Fint)(intptr_t)h; }' % (name, s))
@@ -1420,6 +1601,21 @@ SHIM_EXPORT void kumi_shim_fortran_hooks(MPI_Fint (*out)(MPI_Fint), MPI_Fint (*i
 static inline MPI_Fint shim_fint_out(MPI_Fint i) { return shim_fint_out_fn ? shim_fint_out_fn(i) : i; }
 static inline MPI_Fint shim_fint_in(int kind, MPI_Fint i) { return shim_fint_in_fn ? shim_fint_in_fn(kind, i) : i; }''')
         kind = FINT_KINDS.index(what)
+        if what == 'File':
+            # MPI_FILE_NULL's Fortran integer is 0 in this ABI, also when its Fortran library
+            # (which sets the hooks) is not loaded: a C program's MPI_File_c2f / f2c
+            fnull = self.nval('MPI_FILE_NULL')
+            if way == 'c2f':
+                o.append('extern MPI_Fint kumi_abi_%s(N_File);' % name)
+                o.append('SHIM_EXPORT MPI_Fint P%s(F_File h)\n{\n    MPI_Fint i = kumi_abi_%s(h_in(h));\n'
+                         '    return shim_fint_out_fn ? shim_fint_out_fn(i) : i == 0x%x ? 0 : i;\n}' % (name, name, fnull))
+                o.append('SHIM_EXPORT MPI_Fint %s(F_File h) __attribute__((weak, alias("P%s")));' % (name, name))
+            else:
+                o.append('extern N_File kumi_abi_%s(MPI_Fint);' % name)
+                o.append('SHIM_EXPORT F_File P%s(MPI_Fint f)\n{\n    if (!shim_fint_in_fn && f == 0) f = 0x%x;\n'
+                         '    return h_out(kumi_abi_%s(shim_fint_in(%d, f)));\n}' % (name, fnull, name, kind))
+                o.append('SHIM_EXPORT F_File %s(MPI_Fint f) __attribute__((weak, alias("P%s")));' % (name, name))
+            return
         if way == 'c2f':
             o.append('extern MPI_Fint kumi_abi_%s(N_%s);' % (name, s))
             o.append('SHIM_EXPORT MPI_Fint P%s(F_%s h) { return shim_fint_out(kumi_abi_%s(h_in(h))); }' % (name, s, name))

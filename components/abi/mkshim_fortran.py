@@ -39,7 +39,8 @@ ATTR = ('MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr', 'MPI
         'MPI_Type_set_attr', 'MPI_Type_get_attr', 'MPI_Win_create_keyval', 'MPI_Win_set_attr', 'MPI_Win_get_attr',
         'MPI_Attr_get', 'MPI_Attr_put')
 SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol', 'MPI_Op_create',
-           'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler', 'MPI_Grequest_start')
+           'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler', 'MPI_File_create_errhandler', 'MPI_Grequest_start',
+           'MPI_Register_datarep')
 # the program's Fortran reductions and error handlers: the Fortran procedure is the context of
 # the C shim's callback (kumi_shim_op_create_ctx / kumi_shim_errhandler_create_ctx; see pools())
 
@@ -242,7 +243,7 @@ typedef void (fshim_user_fn)(void *, void *, MPI_Fint *, MPI_Fint *);
 typedef void (fshim_eh_fn)(MPI_Fint *, MPI_Fint *);
 extern int kumi_shim_op_create_ctx(void *, void *, int, void *);
 extern int kumi_shim_errhandler_create_ctx(int, void *, void *, void *);
-enum { FSHIM_ERRH_COMM = 1, FSHIM_ERRH_WIN = 2 };   /* kumi/abi.h KUMI_ABI_ERRH_* */''']
+enum { FSHIM_ERRH_COMM = 1, FSHIM_ERRH_WIN = 2, FSHIM_ERRH_FILE = 3 };   /* kumi/abi.h KUMI_ABI_ERRH_* */''']
         if self.ident:
             out.append('''static void fshim_op_ctx(void *in, void *io, int *len, int *dt, void *fn)
 {
@@ -257,6 +258,11 @@ static void fshim_comm_eh_ctx(void *h, int *code, void *fn)
 static void fshim_win_eh_ctx(void *h, int *code, void *fn)
 {
     MPI_Fint f = *(int *)h, c = *code;
+    ((fshim_eh_fn *)fn)(&f, &c);
+}
+static void fshim_file_eh_ctx(void *h, int *code, void *fn)
+{
+    MPI_Fint f = c2f_File(*(void **)h), c = *code;   /* MPI_File: a pointer in this ABI too */
     ((fshim_eh_fn *)fn)(&f, &c);
 }''')
         else:
@@ -273,6 +279,11 @@ static void fshim_comm_eh_ctx(void *h, int *code, void *fn)
 static void fshim_win_eh_ctx(void *h, int *code, void *fn)
 {
     MPI_Fint f = c2f_Win(*(void **)h), c = *code;
+    ((fshim_eh_fn *)fn)(&f, &c);
+}
+static void fshim_file_eh_ctx(void *h, int *code, void *fn)
+{
+    MPI_Fint f = c2f_File(*(void **)h), c = *code;
     ((fshim_eh_fn *)fn)(&f, &c);
 }''')
         return '\n'.join(out)
@@ -778,7 +789,61 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
             self.exports(name, 'void', 'void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror', '''    void *h = 0;
     *ierror = kumi_shim_op_create_ctx((void *)fshim_op_ctx, fn, *commute != 0, &h);
     if (*ierror == 0) *op = c2f_Op(h);''')
-        elif name in ('MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler'):
+        elif name == 'MPI_Register_datarep':
+            # the Fortran conversion and extent procedures and extra state ride in the C
+            # extra_state; MPI_CONVERSION_FN_NULL (where the foreign library has it) is a
+            # procedure of this library, compared by address
+            dt = 'int' if self.ident else 'void *'
+            hasnull = 'mpi_conversion_fn_null' in self.fprocs
+            if hasnull:
+                self.exports('MPI_CONVERSION_FN_NULL', 'void', 'void *u, MPI_Fint *d, MPI_Fint *c, void *f, int64_t *p, intptr_t *x, MPI_Fint *ierror',
+                             '    (void)u; (void)d; (void)c; (void)f; (void)p; (void)x;\n    *ierror = 0;')
+                self.exported.append('MPI_CONVERSION_FN_NULL')
+            o.append('''/* user data representations: Fortran conversion and extent procedures */
+typedef void (fshim_conv_fn)(void *, MPI_Fint *, MPI_Fint *, void *, int64_t *, intptr_t *, MPI_Fint *);
+typedef void (fshim_dext_fn)(MPI_Fint *, intptr_t *, intptr_t *, MPI_Fint *);
+struct fshim_rep { fshim_conv_fn *rd, *wr; fshim_dext_fn *ext; intptr_t extra; };
+extern int PMPI_Register_datarep(const char *, void *, void *, void *, void *);
+static int fshim_rep_conv(fshim_conv_fn *fn, void *u, %(dt)s dt, int count, void *fb, int64_t pos, struct fshim_rep *r)
+{
+    MPI_Fint d = c2f_Type((void *)(intptr_t)dt), c = count, e = 0;
+    int64_t p = pos;
+    fn(u, &d, &c, fb, &p, &r->extra, &e);
+    return e;
+}
+static int fshim_rep_read(void *u, %(dt)s dt, int count, void *fb, int64_t pos, void *x)
+{
+    return fshim_rep_conv(((struct fshim_rep *)x)->rd, u, dt, count, fb, pos, x);
+}
+static int fshim_rep_write(void *u, %(dt)s dt, int count, void *fb, int64_t pos, void *x)
+{
+    return fshim_rep_conv(((struct fshim_rep *)x)->wr, u, dt, count, fb, pos, x);
+}
+static int fshim_rep_extent(%(dt)s dt, intptr_t *extent, void *x)
+{
+    struct fshim_rep *r = x;
+    MPI_Fint d = c2f_Type((void *)(intptr_t)dt), e = 0;
+    intptr_t ext = 0;
+    r->ext(&d, &ext, &r->extra, &e);
+    if (e == 0) *extent = ext;
+    return e;
+}''' % {'dt': dt})
+            null = ' || (void *)fn == (void *)fshim_mpi_conversion_fn_null' if hasnull else ''
+            self.exports(name, 'void', 'const char *datarep, void *rd, void *wr, void *ext, intptr_t *extra, MPI_Fint *ierror, size_t datarep_len',
+                         '''    char *rep = fstr_in(datarep, datarep_len);
+    struct fshim_rep *r = malloc(sizeof *r);    /* kept: the representation lives as long as the process */
+    if (!rep || !r) { free(rep); free(r); *ierror = FSHIM_ERR_NO_MEM; return; }
+#define FSHIM_NULLFN(fn) (!(fn)%(null)s)
+    r->rd = (fshim_conv_fn *)rd;
+    r->wr = (fshim_conv_fn *)wr;
+    r->ext = (fshim_dext_fn *)ext;
+    r->extra = *extra;
+    *ierror = PMPI_Register_datarep(rep, FSHIM_NULLFN(rd) ? NULL : (void *)fshim_rep_read,
+                                    FSHIM_NULLFN(wr) ? NULL : (void *)fshim_rep_write, (void *)fshim_rep_extent, r);
+#undef FSHIM_NULLFN
+    if (*ierror) free(r);
+    free(rep);''' % {'null': null})
+        elif name in ('MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler', 'MPI_File_create_errhandler'):
             kind = name.split('_')[1].lower()
             self.exports(name, 'void', 'void *fn, MPI_Fint *errhandler, MPI_Fint *ierror', '''    void *h = 0;
     *ierror = kumi_shim_errhandler_create_ctx(FSHIM_ERRH_%(K)s, (void *)fshim_%(k)s_eh_ctx, fn, &h);

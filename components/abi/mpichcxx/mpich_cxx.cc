@@ -49,8 +49,8 @@
  *    program has a copy of nor this library defines stops the program with a message naming it
  *    (the methods of kumi_mcxx_own below cover the communicators', datatypes' and windows' common
  *    ones, not the File methods nor the rarer ones);
- *  - files: Kumi has no file I/O; File::Call_errhandler does nothing (MPI_ERRORS_RETURN, the
- *    files' default), MPI::Register_datarep fails with MPI_ERR_UNSUPPORTED_OPERATION;
+ *  - files: MPI::ERRORS_THROW_EXCEPTIONS on a file is a third handler (files' kind), as on
+ *    windows;
  *  - MPI::ERRORS_THROW_EXCEPTIONS set on a window reads back (Win::Get_errhandler) as another
  *    handle, and a C++ handler's second run for the same error is told apart from a new one by
  *    the communicator and the code only (see last_cxx_eh);
@@ -322,7 +322,7 @@ static_assert(sizeof(MPI::Exception) == KUMI_MCXX_EXCEPTION_SIZE, "size of MPI::
  * makes with the same communicator and code does not run it again (last_cxx_eh: what the C++
  * handler last ran for, in this thread). */
 static void eh_return(void *, int *, void *) {}
-static volatile int throw_eh_win = KUMI_MCXX_ERRORS_RETURN;
+static volatile int throw_eh_win = KUMI_MCXX_ERRORS_RETURN, throw_eh_file = KUMI_MCXX_ERRORS_RETURN;
 static void make_throw_handler(void)
 {
     static bool done;
@@ -334,11 +334,12 @@ static void make_throw_handler(void)
         kumi_mcxx_ERRORS_THROW_EXCEPTIONS.h = eh;
     }
     if (kumi_shim_errhandler_create_ctx(ERRH_WIN, eh_return, 0, &eh) == 0) throw_eh_win = eh;
+    if (kumi_shim_errhandler_create_ctx(ERRH_FILE, eh_return, 0, &eh) == 0) throw_eh_file = eh;
 }
 static bool is_user_handle(H h) { return ((unsigned)h >> 30) == 2; }   /* MPICH's direct kind: not predefined */
 static bool throws(int rc_get, H eh)
 {
-    bool t = rc_get == 0 && (eh == throw_eh || eh == throw_eh_win) && is_user_handle(eh);
+    bool t = rc_get == 0 && (eh == throw_eh || eh == throw_eh_win || eh == throw_eh_file) && is_user_handle(eh);
     if (rc_get == 0 && is_user_handle(eh)) (void)MPI_Errhandler_free(&eh);
     return t;
 }
@@ -381,6 +382,13 @@ KX int MPI_Win_set_errhandler(H win, H eh)
     if (eh == throw_eh && is_user_handle(eh)) eh = throw_eh_win;
     return PMPI_Win_set_errhandler(win, eh);
 }
+/* the same for files (MPI::File::Set_errhandler(MPI::ERRORS_THROW_EXCEPTIONS)) */
+int PMPI_File_set_errhandler(void *, H);
+KX int MPI_File_set_errhandler(void *file, H eh)
+{
+    if (eh == throw_eh && is_user_handle(eh)) eh = throw_eh_file;
+    return PMPI_File_set_errhandler(file, eh);
+}
 
 /* MPI::MPIR_Call_world_errhand(int), MPI::Comm/Win/File::Call_errhandler(int) const */
 KX void kumi_mcxx_world_errhand(int err) __asm__("_ZN3MPI23MPIR_Call_world_errhandEi");
@@ -395,9 +403,17 @@ void kumi_mcxx_win_call_errh(const Obj *self, int err)
     if (throws(rc, eh)) throw MPI::Exception(err);
     (void)MPI_Win_call_errhandler(self->h, err);
 }
-/* files: Kumi has no file I/O yet; a file's handler is MPI_ERRORS_RETURN (the default) */
+/* files: MPI::ERRORS_THROW_EXCEPTIONS throws, another handler runs */
+int MPI_File_get_errhandler(void *, H *);
+int MPI_File_call_errhandler(void *, int);
 KX void kumi_mcxx_file_call_errh(const PObj *self, int err) __asm__("_ZNK3MPI4File15Call_errhandlerEi");
-void kumi_mcxx_file_call_errh(const PObj *, int) {}
+void kumi_mcxx_file_call_errh(const PObj *self, int err)
+{
+    H eh = KUMI_MCXX_ERRHANDLER_NULL;
+    int rc = MPI_File_get_errhandler(self->h, &eh);
+    if (throws(rc, eh)) throw MPI::Exception(err);
+    (void)MPI_File_call_errhandler(self->h, err);
+}
 
 /* ---- the procedures without a class */
 KX void kumi_mcxx_init0(void) __asm__("_ZN3MPI4InitEv");
@@ -534,12 +550,40 @@ Obj *kumi_mcxx_join(Obj *ret, int fd)
     ret->vptr = vt_Intercomm(); ret->h = c; ret->pad = 0;
     return ret;
 }
-/* MPI::Register_datarep: file I/O, which Kumi lacks */
-KX void kumi_mcxx_register_datarep(const char *, void *, void *, void *, void *)
-    __asm__("_ZN3MPI16Register_datarepEPKcPFiPvRNS_8DatatypeEiS2_lS2_ES6_PFiRKS3_RlS2_ES2_");
-void kumi_mcxx_register_datarep(const char *, void *, void *, void *, void *)
+/* MPI::Register_datarep: the C++ conversion and extent functions (they get an MPI::Datatype)
+ * wrapped through the C extra_state, in a record that lives as long as the process */
+int MPI_Register_datarep(const char *, void *, void *, void *, void *);
+}
+typedef int (CxxConvFn)(void *, Obj &, int, void *, long, void *);
+typedef int (CxxExtentFn)(const Obj &, long &, void *);
+struct CxxRep { CxxConvFn *rd, *wr; CxxExtentFn *ext; void *extra; };
+static int rep_read(void *u, H dt, int count, void *fb, long pos, void *x)
 {
-    world(KUMI_MCXX_ERR_UNSUPPORTED_OPERATION);
+    CxxRep *r = (CxxRep *)x;
+    Obj o = { vt_Datatype(), dt, 0 };
+    return r->rd(u, o, count, fb, pos, r->extra);
+}
+static int rep_write(void *u, H dt, int count, void *fb, long pos, void *x)
+{
+    CxxRep *r = (CxxRep *)x;
+    Obj o = { vt_Datatype(), dt, 0 };
+    return r->wr(u, o, count, fb, pos, r->extra);
+}
+static int rep_extent(H dt, long *extent, void *x)
+{
+    CxxRep *r = (CxxRep *)x;
+    Obj o = { vt_Datatype(), dt, 0 };
+    return r->ext(o, *extent, r->extra);
+}
+extern "C" {
+KX void kumi_mcxx_register_datarep(const char *, CxxConvFn *, CxxConvFn *, CxxExtentFn *, void *)
+    __asm__("_ZN3MPI16Register_datarepEPKcPFiPvRNS_8DatatypeEiS2_lS2_ES6_PFiRKS3_RlS2_ES2_");
+void kumi_mcxx_register_datarep(const char *name, CxxConvFn *rd, CxxConvFn *wr, CxxExtentFn *ext, void *extra)
+{
+    CxxRep *r = new (std::nothrow) CxxRep{rd, wr, ext, extra};
+    if (!r) { world(KUMI_MCXX_ERR_NO_MEM); return; }
+    int rc = MPI_Register_datarep(name, rd ? (void *)rep_read : 0, wr ? (void *)rep_write : 0, ext ? (void *)rep_extent : 0, r);
+    if (rc) { delete r; world(rc); }
 }
 }
 

@@ -28,9 +28,9 @@
  *    MPI_Op_create and MPI_Op_free; and the
  *    C handle of MPI::ERRORS_THROW_EXCEPTIONS, ompi_mpi_errors_throw_exceptions, an object of the
  *    C shim's predefined-handle form {magic, native} whose native error handler (created at
- *    InitializeIntercepts) throws MPI::Exception.  The other out-of-line entries (user error
- *    handlers of files, Register_datarep, File::Close) stop the program with a
- *    message; MPI_Comm_accept, _connect, _disconnect, _spawn and _spawn_multiple, which every such
+ *    InitializeIntercepts) throws MPI::Exception; File::Close, File::Create_errhandler (a C++
+ *    handler of files, through the same context) and the four Register_datarep (C and C++
+ *    conversion functions, wrapped through the C extra_state); MPI_Comm_accept, _connect, _disconnect, _spawn and _spawn_multiple, which every such
  *    program imports (the headers' inline virtual functions call them), are defined here: the C
  *    shim's where it has them, else they fail with MPI_ERR_UNSUPPORTED_OPERATION.
  *
@@ -448,16 +448,71 @@ extern "C" Obj *kumi_cxx_comm_errh(Obj *ret, CxxErrFn *fn) { return create_errha
 extern "C" KX Obj *kumi_cxx_win_errh(Obj *ret, CxxErrFn *fn) __asm__("_ZN3MPI3Win17Create_errhandlerEPFvRS0_PizE");
 extern "C" Obj *kumi_cxx_win_errh(Obj *ret, CxxErrFn *fn) { return create_errhandler(ret, 1, fn); }
 
-/* ---- out-of-line entries not provided: they stop the program with a message */
-#define UNSUPPORTED(X) \
-    X(10, _ZN3MPI4File5CloseEv, "MPI::File::Close (Kumi has no file I/O)") \
-    X(2, _ZN3MPI4File17Create_errhandlerEPFvRS0_PizE, "MPI::File::Create_errhandler") \
-    X(6, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_EPFvS2_RNS_8DatatypeEiS2_xS2_EPFvRKS7_RlS2_ES2_, "MPI::Register_datarep") \
-    X(7, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_ES6_PFvRKNS_8DatatypeERlS2_ES2_, "MPI::Register_datarep") \
-    X(8, _ZN3MPI16Register_datarepEPKcPFvPvRNS_8DatatypeEiS2_xS2_EPFiS2_P15ompi_datatype_tiS2_xS2_EPFvRKS3_RlS2_ES2_, "MPI::Register_datarep") \
-    X(9, _ZN3MPI16Register_datarepEPKcPFvPvRNS_8DatatypeEiS2_xS2_ES6_PFvRKS3_RlS2_ES2_, "MPI::Register_datarep")
-#define UNSUP(i, sym, what) \
-    extern "C" KX void kumi_cxx_unsup_##i(void) __asm__(#sym); \
-    extern "C" void kumi_cxx_unsup_##i(void) \
-    { std::fprintf(stderr, "Kumi libmpi_cxx.so.40: %s is not supported\n", what); std::abort(); }
-UNSUPPORTED(UNSUP)
+/* ---- MPI::File: Close, Create_errhandler (a C++ handler gets an MPI::File of the handle),
+ * Register_datarep (C++ conversion functions get an MPI::Datatype, the C ones Open MPI's C
+ * handle; the record of the functions is the C extra_state and lives as long as the process) */
+extern "C" {
+int MPI_File_close(OHandle *);
+int MPI_Register_datarep(const char *, void *, void *, void *, void *);
+}
+extern "C" KX void kumi_cxx_file_close(Obj *self) __asm__("_ZN3MPI4File5CloseEv");
+extern "C" void kumi_cxx_file_close(Obj *self) { (void)MPI_File_close(&self->h); }
+static void eh_file(void *h, int *code, void *ctx)
+{
+    Obj o = { vt_File(), *(OHandle *)h };
+    ((CxxErrFn *)ctx)(o, code);
+}
+extern "C" KX Obj *kumi_cxx_file_errh(Obj *ret, CxxErrFn *fn) __asm__("_ZN3MPI4File17Create_errhandlerEPFvRS0_PizE");
+extern "C" Obj *kumi_cxx_file_errh(Obj *ret, CxxErrFn *fn)
+{
+    ret->vptr = vt_Errhandler();
+    ret->h = ompi_mpi_errhandler_null;
+    OHandle eh = 0;
+    if (kumi_shim_errhandler_create_ctx(3, eh_file, (void *)fn, &eh) == 0) ret->h = eh;   /* KUMI_ABI_ERRH_FILE */
+    return ret;
+}
+typedef int (CConvFn)(void *, OHandle, int, void *, long long, void *);
+typedef void (CxxConvFn)(void *, Obj &, int, void *, long long, void *);
+typedef void (CxxExtentFn)(const Obj &, long &, void *);
+struct CxxRep { void *rd, *wr; bool rd_cxx, wr_cxx; CxxExtentFn *ext; void *extra; };
+static int rep_conv(void *fn, bool cxx, void *u, OHandle dt, int count, void *fb, long long pos, void *extra)
+{
+    if (!cxx) return ((CConvFn *)fn)(u, dt, count, fb, pos, extra);
+    Obj o = { vt_Datatype(), dt };
+    ((CxxConvFn *)fn)(u, o, count, fb, pos, extra);
+    return 0;
+}
+static int rep_read(void *u, OHandle dt, int count, void *fb, long long pos, void *x)
+{
+    CxxRep *r = (CxxRep *)x;
+    return rep_conv(r->rd, r->rd_cxx, u, dt, count, fb, pos, r->extra);
+}
+static int rep_write(void *u, OHandle dt, int count, void *fb, long long pos, void *x)
+{
+    CxxRep *r = (CxxRep *)x;
+    return rep_conv(r->wr, r->wr_cxx, u, dt, count, fb, pos, r->extra);
+}
+static int rep_extent(OHandle dt, long *extent, void *x)
+{
+    CxxRep *r = (CxxRep *)x;
+    Obj o = { vt_Datatype(), dt };
+    long e = 0;
+    r->ext(o, e, r->extra);
+    *extent = e;
+    return 0;
+}
+static void register_rep(const char *name, void *rd, bool rd_cxx, void *wr, bool wr_cxx, CxxExtentFn *ext, void *extra)
+{
+    CxxRep *r = new (std::nothrow) CxxRep{rd, wr, rd_cxx, wr_cxx, ext, extra};
+    if (!r) return;
+    if (MPI_Register_datarep(name, rd ? (void *)rep_read : 0, wr ? (void *)rep_write : 0, ext ? (void *)rep_extent : 0, r) != 0)
+        delete r;
+}
+#define REGREP(i, sym, rdcxx, wrcxx) \
+    extern "C" KX void kumi_cxx_regrep_##i(const char *, void *, void *, CxxExtentFn *, void *) __asm__(#sym); \
+    extern "C" void kumi_cxx_regrep_##i(const char *n, void *rd, void *wr, CxxExtentFn *ext, void *extra) \
+    { register_rep(n, rd, rdcxx, wr, wrcxx, ext, extra); }
+REGREP(6, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_EPFvS2_RNS_8DatatypeEiS2_xS2_EPFvRKS7_RlS2_ES2_, false, true)
+REGREP(7, _ZN3MPI16Register_datarepEPKcPFiPvP15ompi_datatype_tiS2_xS2_ES6_PFvRKNS_8DatatypeERlS2_ES2_, false, false)
+REGREP(8, _ZN3MPI16Register_datarepEPKcPFvPvRNS_8DatatypeEiS2_xS2_EPFiS2_P15ompi_datatype_tiS2_xS2_EPFvRKS3_RlS2_ES2_, true, false)
+REGREP(9, _ZN3MPI16Register_datarepEPKcPFvPvRNS_8DatatypeEiS2_xS2_ES6_PFvRKS3_RlS2_ES2_, true, true)
