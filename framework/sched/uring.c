@@ -172,6 +172,12 @@ static void fatal_io(const char *what, int peer, int err)
     kumi_err_fatal("kumi_base_sched_engine=uring: %s (rank %d) failed: %s", what, peer, strerror(err));
 }
 
+/* A linked chain must go to the kernel in one submission: room for n SQEs first. */
+static void room(unsigned n)
+{
+    if (io_uring_sq_space_left(&ring) < n) io_uring_submit(&ring);
+}
+
 static struct io_uring_sqe *get_sqe(void)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
@@ -422,16 +428,18 @@ static void prep_send(struct uop *o, struct io_uring_sqe *sqe)
 static void flush_sends(struct conn *c)
 {
     if (c->state != C_UP || c->sending || !c->sq) return;
-    while (c->sq) {
+    room(8);
+    unsigned left = io_uring_sq_space_left(&ring);
+    while (c->sq && left-- > 0) {       /* the rest when this chain is over */
         struct uop *o = c->sq;
         c->sq = o->next;
         o->next = NULL;
         struct io_uring_sqe *sqe = get_sqe();
         prep_send(o, sqe);
-        if (c->sq) sqe->flags |= IOSQE_IO_LINK;
+        if (c->sq && left > 0) sqe->flags |= IOSQE_IO_LINK;
         c->sending++;
     }
-    c->sqtail = NULL;
+    if (!c->sq) c->sqtail = NULL;
 }
 
 static size_t node_bytes(const struct kumi_sched_node *nd, struct kumi_dt **dtp)
@@ -583,6 +591,7 @@ static void got_hdr(struct conn *c)
         return;
     }
     /* payload -> [forwarding send ->] next header, in this order on the socket */
+    room(3);
     c->payload = o;
     struct io_uring_sqe *sqe = get_sqe();
     io_uring_prep_recv(sqe, c->fd, dst, (size_t)h.len, MSG_WAITALL);

@@ -26,6 +26,12 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
     else
         echo "ok $name -n $n ($(echo "$out" | grep -E 'sched_uring: [0-9]+ ranks got' || echo values checked))"
     fi
+    # the CAD ring's forwarding (receive a chunk, send it on) is a chain: linked SQEs
+    if [ "$name" = cad_ring ] && [ "$n" -ge 3 ]; then
+        linked=$(echo "$out" | sed -n 's/.*, \([0-9]*\) sends linked behind their receive/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        [ "$linked" -gt 0 ] || { echo "FAIL cad_ring -n $n: no send was linked behind its receive"; fail=1; }
+        echo "   cad_ring -n $n: $linked sends linked behind their receive"
+    fi
 }
 if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != 0 ]; then
     echo "io_uring is disabled on this host: checking the fall-back only"
