@@ -79,6 +79,7 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i) { (void)s; (void)i;
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define UR_MAGIC 0x4b55524eu            /* "KURN" */
@@ -315,6 +316,8 @@ static void accepted(int fd)
         size_t got = 0;
         int fl = fcntl(fd, F_GETFL);
         if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        struct timeval tv = { 5, 0 };   /* a stranger that says nothing is dropped */
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         while (got < sizeof who) {      /* the connector writes it at once */
             ssize_t r = read(fd, (char *)&who + got, sizeof who - got);
             if (r > 0) got += (size_t)r;
@@ -332,6 +335,8 @@ static void accepted(int fd)
                 c->fd = -1;
                 conns[who] = c;
             }
+            struct timeval none = { 0, 0 };
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
             conn_up(conns[who], fd);
         }
     }
