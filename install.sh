@@ -9,7 +9,7 @@ top=$(cd "$(dirname "$0")" && pwd)
 PREFIX=${PREFIX:-$top/_install}
 BUILDDIR=${BUILDDIR:-$top/_build}
 pkgs=(build-essential autoconf automake libtool pkg-config python3 libltdl-dev libelf-dev
-      libhwloc-dev libfabric-dev gfortran libpmix-dev openssh-client)
+      libhwloc-dev libfabric-dev gfortran libpmix-dev openssh-client liburing-dev)
 if [ "${KUMI_SKIP_APT:-0}" != 1 ]; then
     missing=()
     for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -496,6 +496,9 @@ void kumi_progress_register_params(void);
 /* A request completed: wake threads sleeping in a wait (MPI_THREAD_MULTIPLE). */
 void kumi_progress_wake(void);
 void kumi_progress_wake_engine(void);   /* out of its poll() (sched/engine.c, stopping) */
+/* The io_uring schedule engine's poller and descriptors (NULL, NULL: none). */
+struct pollfd;
+void kumi_progress_set_hook(int (*poll_fn)(void), int (*fds_fn)(struct pollfd *fds, int max));
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
 

@@ -107,13 +107,25 @@ static int poll_transports(bool all)
     return n;
 }
 
+/* One extra poller (the io_uring schedule engine, sched/uring.c): called by
+ * every progress round, its descriptors slept on with the transports'. */
+static int (*xpoll)(void);
+static int (*xfds)(struct pollfd *fds, int max);
+
+void kumi_progress_set_hook(int (*poll_fn)(void), int (*fds_fn)(struct pollfd *fds, int max))
+{
+    xpoll = poll_fn;
+    xfds = fds_fn;
+}
+
 static int poll_once(void)
 {
+    int x = xpoll && xpoll() > 0;
     bool all = nidle == 0 || ++poll_round % KUMI_IDLE_POLL_EVERY == 0;
     int n = poll_transports(all);
     if (kumi_req_ctl_pending()) { kumi_req_flush_ctl(); n++; }
     if (kumi_pacing_has_pending) kumi_pacing_progress();
-    return n;
+    return n + x;
 }
 
 /* At MPI_THREAD_MULTIPLE another thread may complete the request a sleeper
@@ -170,6 +182,10 @@ static void sleep_on_fds(void)
                 else if (k == KUMI_P2P_NAP) nap = 1;
                 else if (k < 0) nosleep = 1;
             }
+    if (xfds && fds && nf < KUMI_MAX_POLLFDS) {
+        int k = xfds(fds + nf, KUMI_MAX_POLLFDS - nf);
+        if (k > 0) nf += k;
+    }
     if (nosleep) {                          /* a transport cannot be slept on now */
         sleep_over();
         int d = kumi_lock_release_all();
@@ -205,9 +221,12 @@ static void sleep_on_fds(void)
 static int sleep_and_poll(void)
 {
     int n = poll_transports(true);
+    if (xpoll && xpoll() > 0) n++;
     if (n > 0) return n;
     sleep_on_fds();
-    return poll_transports(true);
+    n = poll_transports(true);
+    if (xpoll && xpoll() > 0) n++;
+    return n;
 }
 
 int kumi_progress(int blocking)

@@ -11,7 +11,13 @@
  *   every thread level: the progress thread and the application share the
  *   library.
  *
- * Parameter kumi_base_sched_engine (KUMI_BASE_SCHED_ENGINE) = loop | thread. */
+ * uring: SEND and RECV nodes whose peer is reached over a socket become
+ *   io_uring operations on a connection of the engine's own (uring.c); the
+ *   kernel moves their data while the application computes.  Built when
+ *   configure found liburing; unavailable at run time (io_uring disabled,
+ *   kumi_base_sched_uring_unavailable), the loop engine runs instead.
+ *
+ * Parameter kumi_base_sched_engine (KUMI_BASE_SCHED_ENGINE) = loop | thread | uring. */
 #include "sched/sched.h"
 #include <kumi/param.h>
 #include <pthread.h>
@@ -22,7 +28,7 @@
 
 static const char *engine_name = "loop";
 static long long slice_us = 100;
-static bool use_thread;
+static bool use_thread, use_uring;
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
@@ -33,25 +39,37 @@ void kumi_sched_register_params(void)
 {
     kumi_param_register_string("kumi", "base", "sched_engine", "loop",
                                "What progresses non-blocking and persistent collectives: loop (inside "
-                               "MPI calls) or thread (also a progress thread while one is active)",
+                               "MPI calls), thread (also a progress thread while one is active) or uring "
+                               "(messages over sockets are io_uring operations the kernel moves)",
                                KUMI_LEVEL_TUNER, &engine_name);
     kumi_param_register_int("kumi", "base", "sched_thread_slice_us", 100,
                             "Time slice (microseconds) the progress thread asks of the kernel (Linux 6.12 "
                             "and later), so that it runs as soon as a message wakes it; 0: the kernel's default",
                             KUMI_LEVEL_TUNER, &slice_us);
+    kumi_sched_uring_register_params();
 }
 
 int kumi_sched_engine_init(void)
 {
     kumi_engine_work = 0;
     thr_stop = 0;
+    use_uring = false;
     if (!strcmp(engine_name, "loop")) {
         use_thread = false;
+    } else if (!strcmp(engine_name, "uring")) {
+        use_thread = false;
+#ifdef KUMI_HAVE_LIBURING
+        use_uring = kumi_sched_uring_init() == 0;
+#else
+        if (kumi_world_rank() == 0)
+            kumi_warn("kumi_base_sched_engine=uring: this Kumi was built without liburing (Debian: "
+                      "liburing-dev); collectives use the loop engine");
+#endif
     } else if (!strcmp(engine_name, "thread")) {
         use_thread = true;
         kumi_mt = true;                 /* the progress thread shares the library */
     } else {
-        return kumi_error(MPI_ERR_ARG, "parameter kumi_base_sched_engine = \"%s\": expected loop or thread",
+        return kumi_error(MPI_ERR_ARG, "parameter kumi_base_sched_engine = \"%s\": expected loop, thread or uring",
                           engine_name);
     }
     return MPI_SUCCESS;
@@ -59,7 +77,7 @@ int kumi_sched_engine_init(void)
 
 const char *kumi_sched_engine(void)
 {
-    return use_thread ? "thread" : "loop";
+    return use_thread ? "thread" : use_uring ? "uring" : "loop";
 }
 
 static bool idle(void)
@@ -149,6 +167,8 @@ void kumi_sched_engine_finished(void)
 
 void kumi_sched_engine_stop(void)
 {
+    if (use_uring) kumi_sched_uring_stop();
+    use_uring = false;
     if (!thr_started) return;
     __atomic_store_n(&thr_stop, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&tmx);

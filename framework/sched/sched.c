@@ -271,7 +271,7 @@ void kumi_sched_destroy(struct kumi_sched *s)
     for (int i = 0; i < s->nops; i++) kumi_op_release(s->ops[i]);
     free(s->mem); free(s->dts); free(s->ops);
     free(s->node); free(s->succ); free(s->edge);
-    free(s->pending); free(s->ready);
+    free(s->pending); free(s->ready); free(s->uflag);
     if (s->cprev) s->cprev->cnext = s->cnext;
     else s->comm->scheds = s->cnext;
     if (s->cnext) s->cnext->cprev = s->cprev;
@@ -364,6 +364,15 @@ static void run_error(struct kumi_sched *s, int rc)
     if (s->rerr == MPI_SUCCESS) s->rerr = rc;
 }
 
+/* A SEND or RECV node that another engine ran (sched/uring.c) is over. */
+void kumi_sched_msg_done(struct kumi_sched *s, uint32_t i, int err)
+{
+    if (err != MPI_SUCCESS) run_error(s, err);
+    s->inflight--;
+    node_done(s, i);
+    advance(s);
+}
+
 /* A SEND or RECV request of node cb_idx completed. */
 static void sub_done(struct kumi_req *r)
 {
@@ -386,6 +395,7 @@ static void start_msg(struct kumi_sched *s, uint32_t i)
     const struct kumi_sched_node *nd = &s->node[i];
     bool send = nd->kind == KUMI_SCHED_SEND;
     struct kumi_comm *c = s->comm;
+    if (kumi_sched_uring_take(s, i)) return;       /* the io_uring engine runs it */
     struct kumi_req *r = kumi_req_internal(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, c, c->ctx + 1, s->req->fname,
                                            (void *)(uintptr_t)nd->buf, (size_t)nd->count,
                                            kumi_dt_get((MPI_Datatype)(uintptr_t)nd->dt), nd->peer,
@@ -457,6 +467,7 @@ static void run(struct kumi_sched *s)
     s->rhead = s->rtail = 0;
     s->rerr = MPI_SUCCESS;
     s->inflight = 0;
+    if (s->uflag) memset(s->uflag, 0, s->n);
     push_ready(s, 0);
     advance(s);
     kumi_req_flush_ctl();                /* sends queued by callbacks go out now */

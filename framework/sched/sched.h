@@ -62,6 +62,7 @@ struct kumi_sched {
     bool busy;                      /* kumi_sched_advance is running */
     int rerr;                       /* first error of this run */
     struct kumi_req *req;           /* the user's request (kind KUMI_REQ_COLL) */
+    uint8_t *uflag;                 /* io_uring engine: per node, started ahead (linked) */
 };
 #define KUMI_SCHED_MAGIC 0x4b534348u   /* "KSCH" */
 
@@ -100,12 +101,23 @@ int kumi_sched_start(struct kumi_req *r);
 void kumi_sched_register(void);       /* registers the request kind KUMI_REQ_COLL */
 
 
-/* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread. */
+/* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread | uring. */
 void kumi_sched_register_params(void);
 int kumi_sched_engine_init(void);       /* at start-up: checks the parameter */
 void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress thread */
 const char *kumi_sched_engine(void);
 void kumi_sched_engine_started(void);   /* a schedule starts a run */
 void kumi_sched_engine_finished(void);  /* a run is over */
+
+
+/* The io_uring engine (uring.c). */
+void kumi_sched_uring_register_params(void);
+int kumi_sched_uring_init(void);        /* 0: running; -1: unavailable (said under KUMI_VERBOSE) */
+void kumi_sched_uring_stop(void);
+/* Node i (SEND / RECV) is ready: true if the engine took it (its peer is
+ * reached over a socket), false to run it as a point-to-point request. */
+bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i);
+/* From the engine: node i is over (err: MPI_SUCCESS or an error code). */
+void kumi_sched_msg_done(struct kumi_sched *s, uint32_t i, int err);
 
 #endif

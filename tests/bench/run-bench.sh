@@ -21,7 +21,7 @@
 #   overlap  non-blocking collectives next to computation (overlap.c):
 #            MPI_Iallreduce and MPI_Ibcast, MPI_Test every k compute iterations
 #            (k = 0, 1, 10, 100); Kumi with each schedule engine (loop, and
-#            thread: KUMI_BASE_SCHED_ENGINE=thread), Open MPI, MPICH; default
+#            thread: KUMI_BASE_SCHED_ENGINE=thread; uring over tcp where built), Open MPI, MPICH; default
 #            transports, bound as in shm
 #   coll2    blocking collectives (collbench.c): MPI_Bcast, MPI_Allreduce,
 #            MPI_Allgather, MPI_Alltoall at 8 B, 64 KiB, 1 MiB and MPI_Barrier,
@@ -135,8 +135,10 @@ kumi_cc() {
 kumi_cc "$src" "$work/mpibench.kumi" || { echo "run-bench: building mpibench with Kumi failed"; exit 1; }
 impls=(kumi)
 declare -A name ovl_built coll_built rma_built
+# the io_uring schedule engine is there when libmpi links liburing
+uring_built() { ldd "$top_builddir/framework/.libs/libmpi.so" 2>/dev/null | grep -q liburing; }
 name[kumi]=Kumi; name[ompi]="Open MPI"; name[mpich]=MPICH; name[kumitcp]="Kumi p2p/tcp"
-name[kumithr]="Kumi thread"
+name[kumithr]="Kumi thread"; name[kumiuring]="Kumi uring"
 want_overlap=0 want_coll=0 want_rma=0
 case " $configs " in *" overlap "*) want_overlap=1 ;; esac
 case " $configs " in *" coll2 "*|*" coll4 "*) want_coll=1 ;; esac
@@ -144,6 +146,7 @@ case " $configs " in *" rma "*) want_rma=1 ;; esac
 if [ $want_overlap = 1 ]; then
     if kumi_cc "$here/overlap.c" "$work/overlap.kumi" 2> "$out/build.overlap.kumi.err"; then
         cp "$work/overlap.kumi" "$work/overlap.kumithr"
+        cp "$work/overlap.kumi" "$work/overlap.kumiuring"
     else
         echo "skipping the overlap configuration: building overlap.c with Kumi failed (see $out/build.overlap.kumi.err)"
         configs=$(echo "$configs" | sed 's/\boverlap\b//'); want_overlap=0
@@ -189,7 +192,7 @@ cfg_impls() {
     local i
     case $1 in
     ofi) echo kumi kumitcp; for i in "${impls[@]}"; do [ "$i" = mpich ] && echo mpich; done ;;
-    overlap) echo kumi kumithr; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${ovl_built[$i]:-}" ] && echo "$i"; done ;;
+    overlap) echo kumi kumithr; uring_built && echo kumiuring; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${ovl_built[$i]:-}" ] && echo "$i"; done ;;
     coll2|coll4) echo kumi; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${coll_built[$i]:-}" ] && echo "$i"; done ;;
     rma) echo kumi; for i in "${impls[@]}"; do [ "$i" != kumi ] && [ -n "${rma_built[$i]:-}" ] && echo "$i"; done ;;
     *) echo "${impls[@]}" ;;
@@ -243,6 +246,7 @@ launch() {
     kumitcp/ofi) cmd=(env MPI_COMPONENTS="p2p=self,tcp" "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumi/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=loop "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     kumithr/overlap) cmd=(env -u MPI_COMPONENTS KUMI_BASE_SCHED_ENGINE=thread "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
+    kumiuring/overlap) cmd=(env MPI_COMPONENTS="p2p=self,tcp" KUMI_BASE_SCHED_ENGINE=uring "$mpiexec" -n 2 "${kumi_bind[@]}") ;;
     mpich/ofi) cmd=(env "UCX_TLS=tcp,self" MPIR_CVAR_NOLOCAL=1 mpirun.mpich -bind-to core -n 2) ;;
     ompi/shm|ompi/overlap|ompi/coll2|ompi/rma) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core -n 2) ;;
     ompi/tcp) cmd=(mpirun.openmpi "${root_opt[@]}" --bind-to core --mca pml ob1 --mca btl "tcp,self" -n 2) ;;
@@ -475,6 +479,7 @@ table_overlap() {
         local l=${name[$impl]}
         [ "$impl" = kumi ] && l="Kumi, loop engine (the default)"
         [ "$impl" = kumithr ] && l="Kumi, thread engine (KUMI_BASE_SCHED_ENGINE=thread)"
+        [ "$impl" = kumiuring ] && l="Kumi, uring engine over tcp (KUMI_BASE_SCHED_ENGINE=uring, p2p=self,tcp)"
         local st; st=$(cat "$out/overlap.$impl.status" 2>/dev/null || echo missing)
         [ "$st" = ok ] || l="$l [$st]"
         labels+=("$l")
@@ -510,7 +515,7 @@ table_overlap() {
             thr = 0; ompi = 0; np = 0
             for (j = 1; j <= n; j++) {
                 if (nm[j] == "kumithr") thr = j
-                else if (nm[j] != "kumi") peer[++np] = j
+                else if (nm[j] != "kumi" && nm[j] != "kumiuring") peer[++np] = j
                 if (nm[j] == "ompi") ompi = j
             }
             nt = (target == "") ? 0 : split(target, tgs, ";")

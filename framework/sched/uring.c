@@ -1,0 +1,775 @@
+/* The io_uring engine of schedules (kumi_base_sched_engine = uring).
+ *
+ * A schedule's SEND and RECV nodes whose peer is reached over a socket
+ * transport (kumi_p2p_peer_sockaddr() answers for it: tcp, not shmem or
+ * self) become io_uring operations; every other node runs as in the loop
+ * engine (sched.c).
+ *
+ * Connections.  The engine has its own TCP connection per pair of ranks, so
+ * the tcp transport's stream (framed and matched by the request layer) is
+ * never interleaved with the engine's bytes.  At start-up each rank listens
+ * on a port of its own and publishes it (rpim key "sched.uring.port"); at
+ * first use the lower world rank connects to the address the tcp transport
+ * connects to for the peer (kumi_p2p_peer_sockaddr, p2p contract 1.4) with
+ * that port and says who it is (4 bytes); the higher one accepts it in its
+ * progress (the listening socket is polled with the transports), so
+ * starting a collective never blocks on a peer that has not started it.
+ * A pair uses the engine only if both ranks published a port: a rank whose
+ * io_uring does not work keeps the tcp transport for everything.
+ *
+ * Framing.  Each message is a 24-byte header (magic, context, tag, length)
+ * and its bytes.  A send is one IORING_OP_SENDMSG (header and data in two
+ * iovecs, MSG_WAITALL); the sends of one connection go out in order: those
+ * ready together are submitted as one linked chain (IOSQE_IO_LINK), and a
+ * send that becomes ready while the connection sends waits for the chain
+ * to end.  Each connection has one header receive posted; when it completes
+ * (in the rank's next MPI call) the header is matched against the RECV nodes
+ * posted for that peer (context and tag, in posting order; a message nobody
+ * waits for yet is received into a buffer of its own), and the payload is
+ * received by the kernel straight into the node's buffer (MSG_WAITALL),
+ * linked with the next header receive.  Where the DAG is a chain -- a RECV
+ * whose only successor is a SEND of the same buffer that has no other
+ * predecessor (a broadcast tree's or a pipeline's forwarding) -- the SEND is
+ * linked behind the payload receive, so the kernel forwards the data as it
+ * lands, without the application.
+ *
+ * What moves without the application: every send once its node is ready,
+ * chains of sends to one peer, the payload of a receive whose header was
+ * seen, and the forwarding SEND linked to it.  What needs the application
+ * (its next MPI call, or a wait): reading a header (one per message),
+ * starting nodes whose predecessors completed (CALC, COPY, and sends after
+ * a CALC), and the schedule's completion.
+ *
+ * Non-contiguous datatypes are packed into (sends) or received through
+ * (receives) a buffer of the engine.  Errors on the engine's sockets are
+ * fatal, as a broken connection of the tcp transport is. */
+#include "sched/sched.h"
+#include <kumi/param.h>
+#include <kumi/p2p.h>
+#include <kumi/rpim.h>
+#include <kumi/coll.h>
+
+static int simulate_unavailable;
+static long long ring_entries = 256;
+
+void kumi_sched_uring_register_params(void)
+{
+    kumi_param_register_bool("kumi", "base", "sched_uring_unavailable", 0,
+                             "Behave as if io_uring could not be used (tests the fall-back of "
+                             "kumi_base_sched_engine=uring to the loop engine)",
+                             KUMI_LEVEL_DEV, &simulate_unavailable);
+    kumi_param_register_int("kumi", "base", "sched_uring_entries", 256,
+                            "Submission queue entries of the io_uring engine's ring",
+                            KUMI_LEVEL_TUNER, &ring_entries);
+}
+
+#ifndef KUMI_HAVE_LIBURING
+int kumi_sched_uring_init(void) { return -1; }
+void kumi_sched_uring_stop(void) {}
+bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i) { (void)s; (void)i; return false; }
+#else
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define UR_MAGIC 0x4b55524eu            /* "KURN" */
+
+struct ur_hdr {
+    uint32_t magic;
+    int32_t ctx;
+    int32_t tag;
+    uint32_t pad;
+    uint64_t len;
+};
+
+enum { OP_HDR = 1, OP_PAYLOAD, OP_SEND, OP_ACCEPT };
+
+struct conn;
+
+/* An io_uring operation in flight (the SQE's user data). */
+struct uop {
+    int kind;
+    struct conn *c;
+    struct uop *next;                   /* a connection's send queue */
+    struct kumi_sched *s;               /* SEND, PAYLOAD of a posted receive */
+    uint32_t node;
+    struct ur_hdr h;
+    struct iovec iov[2];
+    struct msghdr msg;
+    size_t total, done;                 /* SEND: bytes of header and data; PAYLOAD: of the data */
+    void *tmp;                          /* packed data (SEND), or received data (PAYLOAD) */
+    struct urecv *rv;                   /* PAYLOAD: the receive it fills (NULL: unexpected) */
+    struct unex *ux;                    /* PAYLOAD of an unexpected message */
+    struct uop *fwd;                    /* PAYLOAD: the SEND linked behind it */
+    bool cancelled;                     /* SEND: its link broke; resubmitted after the payload */
+    bool is_fwd;                        /* SEND linked behind a payload receive */
+    char *data;                         /* SEND: the data */
+    size_t dlen;
+};
+
+/* A RECV node posted on a connection, not matched yet. */
+struct urecv {
+    struct urecv *next;
+    struct kumi_sched *s;
+    uint32_t node;
+    int32_t ctx, tag;
+    void *buf;                          /* where the data goes (user buffer, or tmp) */
+    size_t cap;
+    void *tmp;                          /* non-contiguous type: unpacked at the end */
+    uint64_t len;                       /* the matched message's length */
+};
+
+/* A message that arrived before its RECV node was posted. */
+struct unex {
+    struct unex *next;
+    int32_t ctx, tag;
+    void *data;
+    uint64_t len;
+    bool complete;
+    struct urecv *waiter;               /* matched while its payload still arrives */
+};
+
+enum { C_NONE, C_WAIT_ACCEPT, C_UP, C_CLOSED };
+
+struct conn {
+    int state;
+    int fd;
+    int peer;                           /* world rank */
+    int sending;                        /* SEND operations in flight */
+    struct uop *sq, *sqtail;            /* sends waiting for the connection */
+    struct urecv *posted, *ptail;
+    struct unex *unex, *utail;
+    struct uop *hdr;                    /* the header receive */
+    struct uop *payload;                /* the payload receive in flight */
+    bool hdr_cancelled;                 /* its link broke: posted again after the payload */
+};
+
+static struct io_uring ring;
+static bool up;
+static int lfd = -1;                    /* listening socket */
+static struct conn **conns;             /* by world rank, made at first use */
+static int nworld, me;
+static int8_t *usable;                  /* by world rank: 0 unknown, 1 yes, -1 no */
+static int nflight;                     /* operations in flight */
+static struct uop acc = { .kind = OP_ACCEPT };
+static unsigned long long nsends, nrecvs, nlinked, nunex;   /* said at the end under KUMI_VERBOSE */
+
+static int complete(void);
+static int fds(struct pollfd *f, int max);
+static void post_accept(void);
+
+static void fatal_io(const char *what, int peer, int err)
+{
+    kumi_err_fatal("kumi_base_sched_engine=uring: %s (rank %d) failed: %s", what, peer, strerror(err));
+}
+
+/* A linked chain must go to the kernel in one submission: room for n SQEs first. */
+static void room(unsigned n)
+{
+    if (io_uring_sq_space_left(&ring) < n) io_uring_submit(&ring);
+}
+
+static struct io_uring_sqe *get_sqe(void)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+    while (!sqe) {                      /* the queue is full: the kernel takes what is there */
+        io_uring_submit(&ring);
+        sqe = io_uring_get_sqe(&ring);
+    }
+    nflight++;
+    return sqe;
+}
+
+int kumi_sched_uring_init(void)
+{
+    if (simulate_unavailable) {
+        kumi_log(1, "kumi_base_sched_engine=uring: io_uring is unavailable (kumi_base_sched_uring_unavailable); "
+                    "collectives use the loop engine");
+        return -1;
+    }
+    int rc = io_uring_queue_init((unsigned)(ring_entries > 8 ? ring_entries : 8), &ring, 0);
+    if (rc < 0) {
+        kumi_log(1, "kumi_base_sched_engine=uring: io_uring_setup failed (%s; see sysctl "
+                    "kernel.io_uring_disabled); collectives use the loop engine", strerror(-rc));
+        return -1;
+    }
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+        int zero = 0;
+        struct sockaddr_in6 a6;
+        memset(&a6, 0, sizeof a6);
+        a6.sin6_family = AF_INET6;
+        a6.sin6_addr = in6addr_any;
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) || bind(fd, (void *)&a6, sizeof a6)) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd < 0) {
+        struct sockaddr_in a4;
+        memset(&a4, 0, sizeof a4);
+        a4.sin_family = AF_INET;
+        a4.sin_addr.s_addr = htonl(INADDR_ANY);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd >= 0 && bind(fd, (void *)&a4, sizeof a4)) { close(fd); fd = -1; }
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (fd < 0 || listen(fd, 128) || getsockname(fd, (void *)&ss, &sl)) {
+        kumi_log(1, "kumi_base_sched_engine=uring: no listening socket (%s); collectives use the loop engine",
+                 strerror(errno));
+        if (fd >= 0) close(fd);
+        io_uring_queue_exit(&ring);
+        return -1;
+    }
+    int port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                        : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    char v[16];
+    snprintf(v, sizeof v, "%d", port);
+    if (kumi_rpim_put("sched.uring.port", v) != MPI_SUCCESS) {
+        close(fd);
+        io_uring_queue_exit(&ring);
+        return -1;
+    }
+    lfd = fd;
+    nworld = kumi_world_size();
+    me = kumi_world_rank();
+    conns = calloc((size_t)nworld, sizeof *conns);
+    usable = calloc((size_t)nworld, 1);
+    if (!conns || !usable) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+    up = true;
+    kumi_progress_set_hook(complete, fds);
+    post_accept();
+    io_uring_submit(&ring);
+    kumi_log(1, "kumi_base_sched_engine=uring: io_uring ring of %lld entries, listening on port %d",
+             ring_entries, port);
+    return 0;
+}
+
+void kumi_sched_uring_stop(void)
+{
+    if (!up) return;
+    kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
+                "linked behind their receive", nsends, nrecvs, nunex, nlinked);
+    kumi_progress_set_hook(NULL, NULL);
+    for (int i = 0; i < nworld; i++)
+        if (conns[i]) {
+            if (conns[i]->fd >= 0) shutdown(conns[i]->fd, SHUT_RDWR);
+        }
+    io_uring_queue_exit(&ring);         /* cancels what is in flight */
+    for (int i = 0; i < nworld; i++)
+        if (conns[i]) {
+            if (conns[i]->fd >= 0) close(conns[i]->fd);
+            free(conns[i]);             /* leftovers of an unfinished job are not worth tracking */
+        }
+    free(conns); conns = NULL;
+    free(usable); usable = NULL;
+    close(lfd);
+    lfd = -1;
+    up = false;
+    nflight = 0;
+}
+
+/* ------------------------------------------------------------ connections */
+static void post_hdr(struct conn *c);
+static void flush_sends(struct conn *c);
+
+static void sock_opts(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void conn_up(struct conn *c, int fd)
+{
+    c->fd = fd;
+    c->state = C_UP;
+    sock_opts(fd);
+    kumi_log(2, "kumi_base_sched_engine=uring: connection with rank %d up", c->peer);
+    post_hdr(c);
+    flush_sends(c);
+    io_uring_submit(&ring);
+}
+
+static void post_accept(void)
+{
+    struct io_uring_sqe *sqe = get_sqe();
+    io_uring_prep_accept(sqe, lfd, NULL, NULL, SOCK_CLOEXEC);
+    io_uring_sqe_set_data(sqe, &acc);
+}
+
+/* A connection came in (fd, or an error): who is it? */
+static void accepted(int fd)
+{
+    if (fd >= 0) {
+        int32_t who = -1;
+        size_t got = 0;
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        struct timeval tv = { 5, 0 };   /* a stranger that says nothing is dropped */
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        while (got < sizeof who) {      /* the connector writes it at once */
+            ssize_t r = read(fd, (char *)&who + got, sizeof who - got);
+            if (r > 0) got += (size_t)r;
+            else if (r < 0 && errno == EINTR) continue;
+            else break;
+        }
+        if (got != sizeof who || who < 0 || who >= nworld || who >= me ||
+            (conns[who] && conns[who]->state != C_WAIT_ACCEPT)) {
+            close(fd);
+        } else {
+            if (!conns[who]) {
+                struct conn *c = calloc(1, sizeof *c);
+                if (!c) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+                c->peer = who;
+                c->fd = -1;
+                conns[who] = c;
+            }
+            struct timeval none = { 0, 0 };
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+            conn_up(conns[who], fd);
+        }
+    }
+    post_accept();
+}
+
+/* Is world rank w reached over sockets, and does it run the engine? */
+static bool peer_usable(int w)
+{
+    if (w < 0 || w >= nworld || w == me) return false;
+    if (usable[w]) return usable[w] > 0;
+    struct sockaddr_storage sa;
+    char v[16];
+    usable[w] = -1;
+    if (kumi_p2p_peer_sockaddr(w, &sa) != 0) return false;
+    if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6) return false;
+    if (kumi_rpim_get(w, "sched.uring.port", v, sizeof v) != MPI_SUCCESS || atoi(v) <= 0) return false;
+    usable[w] = 1;
+    return true;
+}
+
+static struct conn *get_conn(int w)
+{
+    if (conns[w]) return conns[w];
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+    c->peer = w;
+    c->fd = -1;
+    conns[w] = c;
+    if (me > w) {                       /* the peer connects (accepted in complete()) */
+        c->state = C_WAIT_ACCEPT;
+        return c;
+    }
+    struct sockaddr_storage sa;
+    char v[16];
+    kumi_p2p_peer_sockaddr(w, &sa);
+    kumi_rpim_get(w, "sched.uring.port", v, sizeof v);
+    socklen_t sl;
+    if (sa.ss_family == AF_INET6) {
+        ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)atoi(v));
+        sl = sizeof(struct sockaddr_in6);
+    } else {
+        ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)atoi(v));
+        sl = sizeof(struct sockaddr_in);
+    }
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) fatal_io("socket", w, errno);
+    int r;
+    do r = connect(fd, (void *)&sa, sl); while (r < 0 && errno == EINTR);
+    if (r < 0) fatal_io("connect", w, errno);
+    int32_t mine = me;
+    if (write(fd, &mine, sizeof mine) != (ssize_t)sizeof mine) fatal_io("hello", w, errno);
+    conn_up(c, fd);
+    return c;
+}
+
+/* ------------------------------------------------------------ operations */
+static void prep_hdr(struct conn *c, struct io_uring_sqe *sqe)
+{
+    struct uop *o = c->hdr;
+    io_uring_prep_recv(sqe, c->fd, (char *)&o->h + o->done, sizeof o->h - o->done, MSG_WAITALL);
+    io_uring_sqe_set_data(sqe, o);
+}
+
+static void post_hdr(struct conn *c)
+{
+    if (!c->hdr && !(c->hdr = calloc(1, sizeof *c->hdr))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+    c->hdr->kind = OP_HDR;
+    c->hdr->c = c;
+    c->hdr->done = 0;
+    prep_hdr(c, get_sqe());
+}
+
+static void prep_send(struct uop *o, struct io_uring_sqe *sqe)
+{
+    size_t off = o->done, h = sizeof o->h;    /* what is left of header + data */
+    if (off < h) {
+        o->iov[0].iov_base = (char *)&o->h + off;
+        o->iov[0].iov_len = h - off;
+        o->iov[1].iov_base = o->data;
+        o->iov[1].iov_len = o->dlen;
+        o->msg.msg_iovlen = 2;
+    } else {
+        o->iov[0].iov_base = o->data + (off - h);
+        o->iov[0].iov_len = o->dlen - (off - h);
+        o->msg.msg_iovlen = 1;
+    }
+    o->msg.msg_iov = o->iov;
+    io_uring_prep_sendmsg(sqe, o->c->fd, &o->msg, MSG_WAITALL | MSG_NOSIGNAL);
+    io_uring_sqe_set_data(sqe, o);
+}
+
+/* Submit the sends waiting on c as one linked chain. */
+static void flush_sends(struct conn *c)
+{
+    if (c->state != C_UP || c->sending || !c->sq) return;
+    room(8);
+    unsigned left = io_uring_sq_space_left(&ring);
+    while (c->sq && left-- > 0) {       /* the rest when this chain is over */
+        struct uop *o = c->sq;
+        c->sq = o->next;
+        o->next = NULL;
+        struct io_uring_sqe *sqe = get_sqe();
+        prep_send(o, sqe);
+        if (c->sq && left > 0) sqe->flags |= IOSQE_IO_LINK;
+        c->sending++;
+    }
+    if (!c->sq) c->sqtail = NULL;
+}
+
+static size_t node_bytes(const struct kumi_sched_node *nd, struct kumi_dt **dtp)
+{
+    struct kumi_dt *dt = kumi_dt_get((MPI_Datatype)(uintptr_t)nd->dt);
+    *dtp = dt;
+    return dt ? (size_t)nd->count * dt->size : 0;
+}
+
+/* A send operation for SEND node i (not queued yet). */
+static struct uop *make_send(struct kumi_sched *s, uint32_t i, struct conn *c)
+{
+    const struct kumi_sched_node *nd = &s->node[i];
+    struct kumi_dt *dt;
+    size_t bytes = node_bytes(nd, &dt);
+    struct uop *o = calloc(1, sizeof *o);
+    if (!o) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+    o->kind = OP_SEND;
+    nsends++;
+    o->c = c;
+    o->s = s;
+    o->node = i;
+    o->h.magic = UR_MAGIC;
+    o->h.ctx = s->comm->ctx + 1;
+    o->h.tag = s->tagbase + nd->tag;
+    o->h.len = bytes;
+    char *data;
+    if (dt->contig || !bytes) {
+        data = (char *)(uintptr_t)nd->buf + (bytes ? dt->true_lb : 0);
+    } else {
+        if (!(o->tmp = malloc(bytes))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+        kumi_dt_copy((const void *)(uintptr_t)nd->buf, (size_t)nd->count, (MPI_Datatype)(uintptr_t)nd->dt,
+                     o->tmp, bytes, MPI_BYTE);
+        data = o->tmp;
+    }
+    o->data = data;
+    o->dlen = bytes;
+    o->total = sizeof o->h + bytes;
+    return o;
+}
+
+static void queue_send(struct conn *c, struct uop *o)
+{
+    if (c->sqtail) c->sqtail->next = o;
+    else c->sq = o;
+    c->sqtail = o;
+}
+
+/* The RECV node rv waits for has its message: finish it. */
+static void recv_over(struct urecv *rv, int err)
+{
+    struct kumi_sched *s = rv->s;
+    const struct kumi_sched_node *nd = &s->node[rv->node];
+    if (err == MPI_SUCCESS && rv->tmp) {
+        size_t n = rv->len < rv->cap ? (size_t)rv->len : rv->cap;
+        kumi_dt_copy(rv->tmp, n, MPI_BYTE, (void *)(uintptr_t)nd->buf, (size_t)nd->count,
+                     (MPI_Datatype)(uintptr_t)nd->dt);
+    }
+    free(rv->tmp);
+    uint32_t i = rv->node;
+    free(rv);
+    kumi_sched_msg_done(s, i, err);
+}
+
+static int trunc_err(struct urecv *rv)
+{
+    return kumi_error(MPI_ERR_TRUNCATE, "%s: a message of %llu bytes from rank %d was truncated to %zu bytes "
+                      "(the ranks disagree on counts or datatypes)", rv->s->req ? rv->s->req->fname : "collective",
+                      (unsigned long long)rv->len, rv->s->node[rv->node].peer, rv->cap);
+}
+
+/* Deliver unexpected message u to receive rv (u's payload is complete). */
+static void deliver_unex(struct unex *u, struct urecv *rv)
+{
+    rv->len = u->len;
+    size_t n = u->len < rv->cap ? (size_t)u->len : rv->cap;
+    if (n) memcpy(rv->buf, u->data, n);
+    free(u->data);
+    free(u);
+    recv_over(rv, rv->len > rv->cap ? trunc_err(rv) : MPI_SUCCESS);
+}
+
+/* Header of c received: match it, receive the payload (and link what can
+ * be linked), then the next header. */
+static void done_op(struct uop *o, int res);
+
+static void got_hdr(struct conn *c)
+{
+    struct ur_hdr h = c->hdr->h;
+    if (h.magic != UR_MAGIC) kumi_err_fatal("kumi_base_sched_engine=uring: bad frame from rank %d", c->peer);
+    struct urecv *rv = c->posted, *prev = NULL;
+    while (rv && !(rv->ctx == h.ctx && rv->tag == h.tag)) { prev = rv; rv = rv->next; }
+    struct uop *o = calloc(1, sizeof *o);
+    if (!o) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+    o->kind = OP_PAYLOAD;
+    o->c = c;
+    o->total = h.len;
+    char *dst;
+    struct uop *fwd = NULL;
+    if (rv) {
+        if (prev) prev->next = rv->next;
+        else c->posted = rv->next;
+        if (c->ptail == rv) c->ptail = prev;
+        rv->len = h.len;
+        o->rv = rv;
+        if (h.len <= rv->cap) {
+            dst = rv->buf;
+            /* a chain: the RECV's one successor is a SEND of the same data, after nothing else */
+            struct kumi_sched *s = rv->s;
+            const struct kumi_sched_node *nd = &s->node[rv->node];
+            if (!rv->tmp && nd->nsucc == 1 && s->uflag) {
+                uint32_t j = s->succ[nd->first];
+                const struct kumi_sched_node *sn = &s->node[j];
+                int w = sn->kind == KUMI_SCHED_SEND && sn->npred == 1 && sn->buf == nd->buf &&
+                        sn->count == nd->count && sn->dt == nd->dt && sn->peer != MPI_PROC_NULL
+                        ? kumi_comm_peer_world(s->comm, sn->peer) : -1;
+                if (w >= 0 && peer_usable(w)) {
+                    struct conn *oc = get_conn(w);
+                    if (oc->state == C_UP && !oc->sending && !oc->sq) {
+                        fwd = make_send(s, j, oc);
+                        fwd->is_fwd = true;
+                        nlinked++;
+                        s->uflag[j] = 1;
+                        s->inflight++;
+                    }
+                }
+            }
+        } else {                        /* truncated: receive it all, keep what fits */
+            if (!(o->tmp = malloc(h.len))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+            dst = o->tmp;
+        }
+    } else {
+        struct unex *u = calloc(1, sizeof *u);
+        if (!u || (h.len && !(u->data = malloc(h.len)))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+        nunex++;
+        u->ctx = h.ctx;
+        u->tag = h.tag;
+        u->len = h.len;
+        if (c->utail) c->utail->next = u;
+        else c->unex = u;
+        c->utail = u;
+        o->ux = u;
+        dst = u->data;
+    }
+    o->iov[0].iov_base = dst;
+    if (h.len == 0) {                   /* nothing to receive */
+        post_hdr(c);
+        done_op(o, 0);
+        return;
+    }
+    /* payload -> [forwarding send ->] next header, in this order on the socket */
+    room(3);
+    c->payload = o;
+    struct io_uring_sqe *sqe = get_sqe();
+    io_uring_prep_recv(sqe, c->fd, dst, (size_t)h.len, MSG_WAITALL);
+    io_uring_sqe_set_data(sqe, o);
+    sqe->flags |= IOSQE_IO_LINK;
+    if (fwd) {                          /* recv -> forwarding send, in the kernel */
+        o->fwd = fwd;
+        struct io_uring_sqe *s2 = get_sqe();
+        prep_send(fwd, s2);
+        s2->flags |= IOSQE_IO_LINK;
+        fwd->c->sending++;
+    }
+    post_hdr(c);
+}
+
+/* Completion of one operation. */
+static void done_op(struct uop *o, int res)
+{
+    struct conn *c = o->c;
+    switch (o->kind) {
+    case OP_ACCEPT:
+        accepted(res);
+        return;
+    case OP_HDR:
+        if (res == -ECANCELED && c->payload) { c->hdr_cancelled = true; return; }
+        if (res == -ECANCELED || res == -EINTR || res == -EAGAIN) { prep_hdr(c, get_sqe()); return; }
+        if (res == 0 && o->done == 0) {     /* the peer closed it (it finalized) */
+            kumi_log(2, "kumi_base_sched_engine=uring: rank %d closed its connection", c->peer);
+            c->state = C_CLOSED;
+            return;
+        }
+        if (res <= 0) fatal_io("receive", c->peer, res < 0 ? -res : ECONNRESET);
+        o->done += (size_t)res;
+        if (o->done < sizeof o->h) { prep_hdr(c, get_sqe()); return; }
+        got_hdr(c);
+        return;
+    case OP_PAYLOAD:
+        if (o->total) {
+            if (res == -EINTR || res == -EAGAIN) res = 0;
+            else if (res <= 0) fatal_io("receive", c->peer, res < 0 ? -res : ECONNRESET);
+            o->done += (size_t)res;
+            if (o->done < o->total) {   /* short: the rest */
+                struct io_uring_sqe *sqe = get_sqe();
+                io_uring_prep_recv(sqe, c->fd, (char *)o->iov[0].iov_base + o->done, o->total - o->done, MSG_WAITALL);
+                io_uring_sqe_set_data(sqe, o);
+                return;
+            }
+        }
+        if (c->payload == o) {
+            c->payload = NULL;
+            if (c->hdr_cancelled) { c->hdr_cancelled = false; prep_hdr(c, get_sqe()); }
+        }
+        if (o->fwd && o->fwd->cancelled) { o->fwd->cancelled = false; prep_send(o->fwd, get_sqe()); }
+        if (o->rv) {
+            struct urecv *rv = o->rv;
+            int err = MPI_SUCCESS;
+            if (o->tmp) {               /* truncated */
+                if (rv->cap) memcpy(rv->buf, o->tmp, rv->cap);
+                err = trunc_err(rv);
+                free(o->tmp);
+            }
+            free(o);
+            recv_over(rv, err);
+        } else {
+            struct unex *u = o->ux;
+            free(o);
+            u->complete = true;
+            if (u->waiter) {            /* matched meanwhile */
+                struct urecv *rv = u->waiter;
+                struct unex **pp = &c->unex, *prev = NULL;
+                while (*pp != u) { prev = *pp; pp = &(*pp)->next; }
+                *pp = u->next;
+                if (c->utail == u) c->utail = prev;
+                deliver_unex(u, rv);
+            }
+        }
+        return;
+    case OP_SEND:
+        if (res == -ECANCELED && o->is_fwd) { o->cancelled = true; return; }   /* its payload receive broke the link */
+        if (res == -EINTR || res == -EAGAIN) res = 0;
+        else if (res < 0) fatal_io("send", c->peer, -res);
+        o->done += (size_t)res;
+        if (o->done < o->total) {
+            prep_send(o, get_sqe());
+            return;
+        }
+        c->sending--;
+        struct kumi_sched *s = o->s;
+        uint32_t i = o->node;
+        free(o->tmp);
+        free(o);
+        flush_sends(c);
+        kumi_sched_msg_done(s, i, MPI_SUCCESS);
+        return;
+    }
+}
+
+/* Reap completions (the progress hook); returns how many. */
+static int complete(void)
+{
+    if (!up) return 0;
+    int n = 0;
+    struct io_uring_cqe *cqe;
+    while (io_uring_peek_cqe(&ring, &cqe) == 0) {
+        struct uop *o = io_uring_cqe_get_data(cqe);
+        int res = cqe->res;
+        io_uring_cqe_seen(&ring, cqe);
+        nflight--;
+        if (o) done_op(o, res);
+        n++;
+    }
+    if (io_uring_sq_ready(&ring)) io_uring_submit(&ring);
+    return n;
+}
+
+/* Descriptors to sleep on: the ring (readable when completions wait). */
+static int fds(struct pollfd *f, int max)
+{
+    if (!up || max < 1) return 0;
+    int n = 0;
+    f[n].fd = ring.ring_fd;
+    f[n].events = POLLIN;
+    f[n++].revents = 0;
+    return n;
+}
+
+/* ------------------------------------------------------------ nodes */
+bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
+{
+    if (!up) return false;
+    const struct kumi_sched_node *nd = &s->node[i];
+    if (s->uflag && s->uflag[i]) return true;        /* linked ahead: in flight already */
+    if (nd->peer == MPI_PROC_NULL) return false;
+    int w = kumi_comm_peer_world(s->comm, nd->peer);
+    if (!peer_usable(w)) return false;
+    if (!s->uflag && !(s->uflag = calloc(s->n, 1))) return false;
+    struct conn *c = get_conn(w);
+    s->inflight++;
+    if (nd->kind == KUMI_SCHED_SEND) {
+        queue_send(c, make_send(s, i, c));
+        flush_sends(c);
+    } else {
+        struct kumi_dt *dt;
+        size_t bytes = node_bytes(nd, &dt);
+        struct urecv *rv = calloc(1, sizeof *rv);
+        if (!rv) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+        nrecvs++;
+        rv->s = s;
+        rv->node = i;
+        rv->ctx = s->comm->ctx + 1;
+        rv->tag = s->tagbase + nd->tag;
+        rv->cap = bytes;
+        if (dt->contig || !bytes) {
+            rv->buf = (char *)(uintptr_t)nd->buf + (bytes ? dt->true_lb : 0);
+        } else {
+            if (!(rv->tmp = malloc(bytes))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+            rv->buf = rv->tmp;
+        }
+        /* an unexpected message first (arrival order) */
+        for (struct unex *u = c->unex, *prev = NULL; u; prev = u, u = u->next) {
+            if (u->ctx != rv->ctx || u->tag != rv->tag || u->waiter) continue;
+            if (!u->complete) { u->waiter = rv; return true; }
+            if (prev) prev->next = u->next;
+            else c->unex = u->next;
+            if (c->utail == u) c->utail = prev;
+            deliver_unex(u, rv);
+            return true;
+        }
+        if (c->ptail) c->ptail->next = rv;
+        else c->posted = rv;
+        c->ptail = rv;
+    }
+    if (io_uring_sq_ready(&ring)) io_uring_submit(&ring);
+    return true;
+}
+#endif
