@@ -48,7 +48,11 @@ echo "$out" | tail -3
 [ $rc -ne 0 ] || fail "shm provider: exit 0 although rank 1 was killed"
 echo "$out" | grep -q '^jobid ' || fail "shm provider: rank 0 did not start its transfers"
 after=$(ls /dev/shm | sort)
-new=$(comm -13 <(echo "$before") <(echo "$after"))
+# Kumi's own objects are named kumi.<jobid>.*: those of other jobs running on
+# this machine at the same time are not this job's leftovers.
+jobid=$(echo "$out" | sed -n 's/^jobid \([0-9]*\).*/\1/p' | head -1)
+new=$(comm -13 <(echo "$before") <(echo "$after") | grep -v -E "^(sem\.)?kumi\.[0-9]+\." ;
+      comm -13 <(echo "$before") <(echo "$after") | grep -E "^(sem\.)?kumi\.${jobid:-x}\.")
 [ -z "$new" ] || fail "left in /dev/shm after kill -9 with the shm provider: $new"
 echo "shm provider: killed rank ended the job (rc $rc), nothing left in /dev/shm"
 exit 0
