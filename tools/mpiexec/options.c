@@ -238,8 +238,8 @@ void mx_parse_args(int argc, char **argv)
             if (!mx_opt.wdir[0]) mx_die_usage("-wdir: empty folder name%s", "");
         } else if (is_opt(a, "--launcher") || is_opt(a, "-launcher")) {
             const char *s = optval(argc, argv, &i);
-            if (strcmp(s, "ssh") && strcmp(s, "rsh") && strcmp(s, "fork"))
-                mx_die_usage("--launcher: expected ssh, rsh or fork, not '%s'", s);
+            if (strcmp(s, "ssh") && strcmp(s, "rsh") && strcmp(s, "fork") && strcmp(s, "slurm"))
+                mx_die_usage("--launcher: expected ssh, rsh, fork or slurm, not '%s'", s);
             mx_opt.launcher = s;
         } else if (is_opt(a, "--launch-agent") || is_opt(a, "-launch-agent") || is_opt(a, "-launcher-exec") ||
                    is_opt(a, "--launcher-exec")) {
