@@ -5,8 +5,11 @@
 # (tests/mpi/core_init.c, built here); Kumi's mpiexec at 8, 64 and 256 ranks
 # over 1 host (the head itself, no proxy), 4 and 8 hosts (one kumi_proxy
 # per host over ssh), next to Open MPI's mpirun (plm_rsh_agent = the same
-# ssh) over the same hosts.  MPICH's Hydra is tried too (its proxies must
-# reach the head over TCP).  Kumi's ranks use p2p self,shmem,tcp (p2p/ofi's
+# ssh) over the same hosts, and MPICH's mpiexec (Hydra, -launcher ssh; its
+# proxies reach the head over TCP, by the head's name h0 from each host's
+# /etc/hosts).  Hydra's -launcher-exec is one file that it execs as is (no
+# arguments: "ssh -F conf" fails with "execvp error on file ssh -F ...", and
+# Hydra then hangs until killed), so it gets a two-line wrapper script.  Kumi's ranks use p2p self,shmem,tcp (p2p/ofi's
 # start-up alone costs ~0.4 s of CPU per rank on a multi-host job here).
 # The median of KUMI_BENCH_REPS runs (default 3) per cell; a run is limited
 # to KUMI_BENCH_TIMEOUT seconds (default 120).  Every host shares this
@@ -31,6 +34,9 @@ cc -O1 -I"$top_builddir/framework/include" -I"$top_srcdir/framework/include" -I"
     . "$top_srcdir/tests/scripts/netlab.sh"
     netlab_skip() { echo "launch: skipped: $*"; status ok; exit 0; }   # not a failure of Kumi
     netlab_up 8 || { status "the lab does not come up"; exit 1; }
+    # Hydra's launcher: one executable, no arguments (see above)
+    printf '#!/bin/sh\nexec %s "$@"\n' "$NETLAB_SSH" > "$out/netlab-ssh" && chmod +x "$out/netlab-ssh" ||
+        { status "cannot write $out/netlab-ssh"; exit 1; }
     export KUMI_COMPONENT_PATH=${KUMI_COMPONENT_PATH:-$(ls -d "$top_builddir"/components/*/*/.libs | tr '\n' ':')}
     hosts() { # hosts ranks: "-host h1:q,h2:q,..." style list for Open MPI / Kumi
         local n=$1 r=$2 i l=
@@ -67,7 +73,7 @@ cc -O1 -I"$top_builddir/framework/include" -I"$top_srcdir/framework/include" -I"
                   if [ "$h" = 1 ]; then
                       t="$t $(one mpiexec.mpich -n "$n" true)"
                   else
-                      t="$t $(one mpiexec.mpich -launcher ssh -launcher-exec "$NETLAB_SSH" -hosts "$(hosts "$h" "$n")" -n "$n" true)"
+                      t="$t $(one mpiexec.mpich -launcher ssh -launcher-exec "$out/netlab-ssh" -hosts "$(hosts "$h" "$n")" -n "$n" true)"
                   fi ;;
             esac
             [[ $t == *fail* ]] && break
