@@ -787,6 +787,14 @@ static int *plan_hosts(void)
         if (mx_opt.ppn && !mx_opt.np_given) mx_opt.np = mx_opt.ppn;
         if (mx_opt.launcher && !strcmp(mx_opt.launcher, "fork")) {   /* proxies on this host */
             if (mx_hosts_add(hl, "localhost", 9, mx_opt.np) < 0) exit(1);
+        } else if (mx_opt.launcher ? !strcmp(mx_opt.launcher, "slurm") : !mx_opt.agent && mx_slurm_inside()) {
+            /* inside salloc / sbatch: the allocation's hosts, proxies by srun (slurm.c) */
+            if (!mx_slurm_inside()) {
+                mx_msg("--launcher slurm: not inside a Slurm allocation (no SLURM_JOB_ID / SLURM_JOB_NODELIST)");
+                exit(1);
+            }
+            if (mx_slurm_hosts(hl) < 0) exit(1);
+            mx_opt.launcher = "slurm";
         } else {
             return NULL;
         }
@@ -801,7 +809,8 @@ static int *plan_hosts(void)
     char *used = mx_xcalloc((size_t)hl->n, 1);
     for (int r = 0; r < mx_opt.np; r++) nhosts_used += !used[host_of[r]]++;
     free(used);
-    remote = hl->n > 1 || !host_is_local(hl->h[0].name) || (mx_opt.launcher && !strcmp(mx_opt.launcher, "fork"));
+    remote = hl->n > 1 || !host_is_local(hl->h[0].name) ||
+             (mx_opt.launcher && (!strcmp(mx_opt.launcher, "fork") || !strcmp(mx_opt.launcher, "slurm")));
     return host_of;
 }
 

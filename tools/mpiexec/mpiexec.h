@@ -227,6 +227,15 @@ size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room);
 void mx_remote_event(int aux, short revents, double now);
 double mx_remote_timers(double now);
 
+/* ---- slurm.c: inside a Slurm allocation (--launcher slurm) ---- */
+int mx_slurm_inside(void);
+int mx_slurm_hosts(struct mx_hostlist *hl);
+int mx_slurm_launch(int nh, char *const *names, const char *proxy, const char *secret, int *fds, pid_t *agent,
+                    int *errfd, int verbose);
+
+/* proxy_slurm.c: kumi_proxy --slurm ADDRS:PORT (started by srun) */
+int mx_proxy_slurm_connect(const char *where);
+
 /* ---- mpiexec.c (called by remote.c) ---- */
 void mx_stop_job(int code, int sig);
 int mx_stopping(void);

@@ -68,8 +68,10 @@ static void usage(FILE *f)
         "  --map-by slot|node   fill each host's slots in turn (slot, the default), or\n"
         "                       one process per host in turn (node)\n"
         "                       -n defaults to the number of slots\n"
-        "  --launcher L         how proxies start: ssh (default), rsh, or fork (every\n"
-        "                       host's proxy on this machine)\n"
+        "  --launcher L         how proxies start: ssh (default), rsh, fork (every\n"
+        "                       host's proxy on this machine) or slurm (one srun;\n"
+        "                       the default inside salloc/sbatch without -host or\n"
+        "                       --hostfile: hosts and slots from the allocation)\n"
         "  --launch-agent CMD   start proxies with CMD HOST kumi_proxy (%%h in CMD\n"
         "                       stands for the host instead); also KUMI_RPIM_SSH_AGENT\n"
         "                       or --param rpim_ssh_agent=CMD\n"
@@ -238,8 +240,8 @@ void mx_parse_args(int argc, char **argv)
             if (!mx_opt.wdir[0]) mx_die_usage("-wdir: empty folder name%s", "");
         } else if (is_opt(a, "--launcher") || is_opt(a, "-launcher")) {
             const char *s = optval(argc, argv, &i);
-            if (strcmp(s, "ssh") && strcmp(s, "rsh") && strcmp(s, "fork"))
-                mx_die_usage("--launcher: expected ssh, rsh or fork, not '%s'", s);
+            if (strcmp(s, "ssh") && strcmp(s, "rsh") && strcmp(s, "fork") && strcmp(s, "slurm"))
+                mx_die_usage("--launcher: expected ssh, rsh, fork or slurm, not '%s'", s);
             mx_opt.launcher = s;
         } else if (is_opt(a, "--launch-agent") || is_opt(a, "-launch-agent") || is_opt(a, "-launcher-exec") ||
                    is_opt(a, "--launcher-exec")) {

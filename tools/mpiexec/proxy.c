@@ -588,9 +588,9 @@ static void reap(void)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
     if (gethostname(hostname, sizeof hostname - 1) != 0) strcpy(hostname, "?");
+    if (argc == 3 && strcmp(argv[1], "--slurm") == 0 && mx_proxy_slurm_connect(argv[2]) < 0)
+        return 1;                          /* started by srun: the link is a connection to mpiexec */
     up.rfd = 0;
     up.wfd = 1;
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);

@@ -39,6 +39,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <mpi.h>
+#include <kumi/param.h>
 #include "mpiexec.h"
 
 #define MX_PING_EVERY 1.0
@@ -314,11 +316,17 @@ static const char *proxy_path(void)
 static const char *agent_command(void)
 {
     if (mx_opt.agent) return mx_opt.agent;
-    const char *e = getenv("KUMI_RPIM_SSH_AGENT");
-    if (e && *e) return e;
     for (int j = mx_opt.nparams - 1; j >= 0; j--)
         if (strncmp(mx_opt.params[j], "KUMI_RPIM_SSH_AGENT=", 20) == 0 && mx_opt.params[j][20])
             return mx_opt.params[j] + 20;
+    /* parameter rpim_ssh_agent (registered by rpim/fork, so that kumi_info
+     * lists it): KUMI_RPIM_SSH_AGENT, then the params.conf files */
+    static const char *reg;
+    if (kumi_param_register_string("rpim", NULL, "ssh_agent", "", "mpiexec: launch agent", KUMI_LEVEL_USER, &reg) ==
+            MPI_SUCCESS && reg && *reg)
+        return reg;
+    const char *e = getenv("KUMI_RPIM_SSH_AGENT");
+    if (e && *e) return e;
     if (mx_opt.launcher && strcmp(mx_opt.launcher, "rsh") == 0) return "rsh";
     return "ssh -x -o BatchMode=yes";
 }
@@ -362,7 +370,8 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
     /* the tree: hosts with ranks in order; the first `fanout` are started
      * by mpiexec, host j (j >= fanout) by host j/fanout - 1 (fanout
      * children each): start-up in log(hosts) steps */
-    int fanout = mx_opt.fanout > 0 ? mx_opt.fanout : 32;
+    int slurm = mx_opt.launcher && !strcmp(mx_opt.launcher, "slurm") && !mx_opt.agent;
+    int fanout = slurm ? npx : mx_opt.fanout > 0 ? mx_opt.fanout : 32;   /* srun starts them all */
     int *act = mx_xcalloc((size_t)npx, sizeof *act), nact = 0;
     for (int h = 0; h < npx; h++) {
         px[h].parent = -1;
@@ -375,12 +384,28 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
         if (nact >= fanout) px[h].parent = act[nact / fanout - 1];
         act[nact++] = h;
     }
+    if (slurm && nact) {                   /* one srun for every proxy (slurm.c) */
+        char **nm = mx_xcalloc((size_t)nact, sizeof *nm);
+        int *fds = mx_xcalloc((size_t)nact, sizeof *fds);
+        for (int j = 0; j < nact; j++) nm[j] = (char *)px[act[j]].name;
+        pid_t ag = -1;
+        int ef = -1;
+        if (mx_slurm_launch(nact, nm, proxy, job->secret, fds, &ag, &ef, job->verbose > 1) < 0) exit(1);
+        for (int j = 0; j < nact; j++) px[act[j]].link.rfd = px[act[j]].link.wfd = fds[j];
+        px[act[0]].agent = ag;             /* srun: its exit, its stderr */
+        px[act[0]].errfd = ef;
+        for (int j = 1; j < nact; j++) px[act[j]].agent_done = 1;
+        free(nm);
+        free(fds);
+    }
     for (int j = 0; j < nact; j++) {
         int h = act[j];
         struct mx_proxy *p = &px[h];
         p->link.last_rx = now;
         p->last_ping = now;
-        if (p->parent < 0) {
+        if (slurm) {
+            /* started above */
+        } else if (p->parent < 0) {
             char **av = mx_agent_argv(agent, p->name, proxy, fork_mode);
             if (job->verbose > 1) {
                 char b[1024] = "";

@@ -29,6 +29,7 @@
 #include <mpi.h>
 #include <kumi/kumi.h>
 #include <kumi/component.h>
+#include <kumi/param.h>
 #include <kumi/rpim.h>
 #include <kumi/launch_proto.h>
 
@@ -253,6 +254,10 @@ static void *rpim_fork_watch(void *arg)
         ssize_t w = write(2, b, (size_t)l < sizeof b ? (size_t)l : sizeof b - 1);
         (void)w;
     }
+    /* what the rank started (its process group, made at spawn) goes with it:
+     * nobody else is left to stop it (a proxy killed by SIGKILL, under a
+     * Slurm without cgroups) */
+    if (getpgrp() == getpid()) kill(0, SIGKILL);
     _exit(128 + SIGHUP);
 }
 
@@ -577,6 +582,21 @@ static int rpim_fork_client_finalize(void)
     return rc;
 }
 
+/* mpiexec's launch agent for the proxies of other hosts (tools/mpiexec/
+ * remote.c reads it after opening the registry); registered here so that
+ * kumi_info lists it and params.conf may set it.  Empty: ssh (rsh with
+ * --launcher rsh). */
+static const char *rpim_ssh_agent;
+
+static void rpim_fork_register(void)
+{
+    kumi_param_register_string("rpim", NULL, "ssh_agent", "",
+                               "mpiexec: command that starts the proxy of another host (the host name "
+                               "is appended, or replaces %h); empty = \"ssh -x -o BatchMode=yes\" "
+                               "(\"rsh\" with --launcher rsh); also mpiexec --launch-agent",
+                               KUMI_LEVEL_USER, &rpim_ssh_agent);
+}
+
 static const struct kumi_rpim_ops rpim_fork_ops = {
     .hdr = KUMI_RPIM_OPS_HDR,
     .spawn = rpim_fork_spawn,
@@ -595,7 +615,7 @@ KUMI_EXPORT const struct kumi_component kumi_rpim_fork_component = {
     .version = { 0, 1, 0 },
     .description = "start processes on this host (fork/exec); key exchange through mpiexec",
     .priority = 10,
-    .register_params = NULL,
+    .register_params = rpim_fork_register,
     .open = NULL,
     .close = NULL,
     .ops = &rpim_fork_ops,
