@@ -57,6 +57,14 @@ void kumi_coll_register_params(void);
 /* ---------------------------------------------------- dynamic processes */
 /* (mpi/dpm_names.c) parameter kumi_dpm_name_dir of the name service. */
 void kumi_dpm_register_params(void);
+/* (mpi/dpm_port.c) connections through a port, for MPI_Comm_accept /
+ * connect: accept (the process that opened port_name) or connect, checking
+ * the port's token; then blobs both ways.  fn names the MPI procedure in
+ * errors; timeout in seconds (< 0: none, not for connect). */
+int kumi_dpm_port_accept(const char *fn, const char *port_name, double timeout, int *fd);
+int kumi_dpm_port_connect(const char *fn, const char *port_name, double timeout, int *fd);
+int kumi_dpm_send_blob(const char *fn, int fd, const void *buf, size_t len, double timeout);
+int kumi_dpm_recv_blob(const char *fn, int fd, void **buf, size_t *len, double timeout);
 
 /* ---------------------------------------------------- intercommunicators */
 /* (mpi/intercomm.c) What comm_create.c calls for c->inter. */

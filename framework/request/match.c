@@ -9,19 +9,38 @@
  * the non-overtaking rule per (sender, communicator); hdr.seq checks it. */
 #include "request/request.h"
 #include <stdlib.h>
+#include <string.h>
 
 static struct kumi_req *posted_head, *posted_tail;
 static struct kumi_ue *ue_head, *ue_tail;
 static uint32_t *send_seq, *recv_seq;
-static int nworld;
+static int npeers;           /* entries of send_seq / recv_seq: world ranks, then added peers */
 struct kumi_pvars kumi_pv;
 
 int kumi_match_init(int n)
 {
-    nworld = n;
+    npeers = n;
     send_seq = calloc((size_t)n, sizeof *send_seq);
     recv_seq = calloc((size_t)n, sizeof *recv_seq);
     if (!send_seq || !recv_seq) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
+    return MPI_SUCCESS;
+}
+
+/* Room for peers numbered up to n - 1 (processes of another job, numbered
+ * after the world ranks): the new peers start at sequence number 0, those
+ * there keep theirs.  Never shrinks. */
+int kumi_match_grow(int n)
+{
+    if (n <= npeers) return MPI_SUCCESS;
+    uint32_t *s = realloc(send_seq, (size_t)n * sizeof *s);
+    if (!s) return kumi_error(MPI_ERR_NO_MEM, "out of memory (request layer: %d peers)", n);
+    send_seq = s;
+    uint32_t *r = realloc(recv_seq, (size_t)n * sizeof *r);
+    if (!r) return kumi_error(MPI_ERR_NO_MEM, "out of memory (request layer: %d peers)", n);
+    recv_seq = r;
+    memset(send_seq + npeers, 0, (size_t)(n - npeers) * sizeof *s);
+    memset(recv_seq + npeers, 0, (size_t)(n - npeers) * sizeof *r);
+    npeers = n;
     return MPI_SUCCESS;
 }
 
@@ -37,6 +56,7 @@ void kumi_match_finalize(void)
     kumi_pv.ue_len = kumi_pv.posted_len = 0;
     free(send_seq); free(recv_seq);
     send_seq = recv_seq = NULL;
+    npeers = 0;
     kumi_ubuf_drain();
 }
 

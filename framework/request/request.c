@@ -18,6 +18,7 @@ static struct kumi_comp_entry *tr_entry[KUMI_MAX_TRANSPORTS];
 static const struct kumi_p2p_ops *tr_ops[KUMI_MAX_TRANSPORTS];
 static int ntr;
 static int nworld;
+static int npeers;            /* entries of the per-peer tables: nworld, then added peers */
 long kumi_req_inflight;
 
 /* ------------------------------------------------------------ statuses */
@@ -228,7 +229,7 @@ void kumi_req_release(struct kumi_req *r)
 /* ------------------------------------------------------------ sending */
 const struct kumi_p2p_ops *kumi_req_transport(int wpeer)
 {
-    return (wpeer >= 0 && wpeer < nworld) ? peer_ops[wpeer] : NULL;
+    return (wpeer >= 0 && wpeer < npeers) ? peer_ops[wpeer] : NULL;
 }
 
 /* The names of the transports of the last MPI_Init (kept after finalize, so
@@ -427,7 +428,7 @@ static void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
 static void eager_release(int wpeer, const struct kumi_hdr *h)
 {
     size_t c = kumi_req_eager_charge(h);
-    if (!c || !eager_peers || wpeer < 0 || wpeer >= nworld) return;
+    if (!c || !eager_peers || wpeer < 0 || wpeer >= npeers) return;
     struct eager_peer *e = &eager_peers[wpeer];
     e->held = c < e->held ? e->held - c : 0;
     e->due += c;
@@ -995,7 +996,7 @@ int kumi_req_init(void)
     struct kumi_comp_entry **av = kumi_registry_available("p2p", &n);
     char names[512];
 
-    nworld = kumi_world_size();
+    nworld = npeers = kumi_world_size();
     ntr = 0;
     names[0] = 0;
     for (i = 0; av && i < n && ntr < KUMI_MAX_TRANSPORTS; i++) {
@@ -1085,6 +1086,40 @@ int kumi_req_init(void)
     return rc;
 }
 
+/* A peer beyond the world (a process of another job, reached through a
+ * connection MPI_Comm_accept / connect / join / spawn set up): grows the
+ * per-peer tables by one entry served by the transport with ops; returns
+ * its peer number (>= the world size), or -1 with *err set.  Peers are
+ * numbered in the order added and never reused within a run. */
+int kumi_req_add_peer(const struct kumi_p2p_ops *ops, int *err)
+{
+    int i, n = npeers + 1;
+    for (i = 0; i < ntr && tr_ops[i] != ops; i++) ;
+    if (!ops || i == ntr) { *err = kumi_error(MPI_ERR_INTERN, "request layer: a peer added to no transport in use"); return -1; }
+    const struct kumi_p2p_ops **po = realloc(peer_ops, (size_t)n * sizeof *po);
+    if (!po) goto nomem;
+    peer_ops = po;
+    unsigned char *pt = realloc(peer_tr, (size_t)n);
+    if (!pt) goto nomem;
+    peer_tr = pt;
+    struct eager_peer *ep = realloc(eager_peers, (size_t)n * sizeof *ep);
+    if (!ep) goto nomem;
+    eager_peers = ep;
+    if ((*err = kumi_match_grow(n)) != MPI_SUCCESS) return -1;
+    peer_ops[npeers] = ops;
+    peer_tr[npeers] = (unsigned char)i;
+    memset(&eager_peers[npeers], 0, sizeof eager_peers[0]);
+    return npeers++;
+nomem:
+    *err = kumi_error(MPI_ERR_NO_MEM, "out of memory (request layer: %d peers)", n);
+    return -1;
+}
+
+int kumi_req_npeers(void)
+{
+    return npeers;
+}
+
 static double drain_deadline;
 static int drained(void *arg)
 {
@@ -1108,6 +1143,7 @@ void kumi_req_finalize(void)
     ntr = 0;
     kumi_progress_setup(NULL, NULL, 0);
     kumi_match_finalize();
+    npeers = 0;
     free(peer_ops);
     free(peer_tr);
     peer_tr = NULL;

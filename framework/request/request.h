@@ -244,6 +244,11 @@ void kumi_req_bsend_link(struct kumi_req *r, struct kumi_req *b);
 void kumi_req_bsend_unlink(struct kumi_req *r);
 /* Number of world peers; transport for a peer. */
 const struct kumi_p2p_ops *kumi_req_transport(int wpeer);
+/* Peers beyond the world (processes of other jobs): add one served by ops
+ * (a transport in use); its number, or -1 with *err set.  npeers: world
+ * ranks + added peers. */
+int kumi_req_add_peer(const struct kumi_p2p_ops *ops, int *err);
+int kumi_req_npeers(void);
 /* Send a control header (CTS, SYNC_ACK, CANCEL_*): queued, flushed soon. */
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
@@ -267,6 +272,7 @@ struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq
 uint32_t kumi_match_next_send_seq(int wpeer);
 void kumi_match_check_recv_seq(int wpeer, uint32_t seq);
 int kumi_match_init(int nworld);
+int kumi_match_grow(int npeers);                    /* room for peers 0 .. npeers-1 */
 void kumi_match_finalize(void);
 
 /* The most p2p components one process uses at once (selection stops there). */

@@ -12,6 +12,8 @@
  *    leaves it there, the posted queue stays empty);
  *  - cancel: kumi_match_unpost from the head, the middle and the tail;
  *  - the sequence numbers per peer and the out-of-order diagnostic;
+ *  - growing the peer tables (peers of another job, numbered after the
+ *    world): the world's sequence numbers are kept, new peers start at 0;
  *  - a random sequence of posts, arrivals and cancels checked against a
  *    naive model of the two queues (fixed seed). */
 #include "request/request.h"
@@ -255,6 +257,10 @@ static void seq_gap(void)
     kumi_match_check_recv_seq(3, 0);
     kumi_match_check_recv_seq(3, 2);
 }
+static void seq_gap_added(void)
+{
+    kumi_match_check_recv_seq(NWORLD + 500, 5);
+}
 
 static void test_seq(void)
 {
@@ -271,6 +277,27 @@ static void test_seq(void)
     CHECK(buf[0] == '\0', "messages in order: nothing printed, got \"%s\"", buf);
     capture_stderr(seq_gap, buf, sizeof buf);
     CHECK_HAS(buf, "rank 3 out of order", "seq 2", "expected 1");
+    kumi_verbose_level = saved;
+}
+
+static void test_grow(void)
+{
+    UT_CASE("peers added beyond the world");
+    uint32_t next1 = kumi_match_next_send_seq(1);      /* the world's counters go on */
+    CHECK_INT(kumi_match_grow(NWORLD + 1000), MPI_SUCCESS);
+    CHECK_INT(kumi_match_next_send_seq(1), next1 + 1);
+    CHECK_INT(kumi_match_next_send_seq(NWORLD), 0);
+    CHECK_INT(kumi_match_next_send_seq(NWORLD + 999), 0);
+    CHECK_INT(kumi_match_next_send_seq(NWORLD + 999), 1);
+    CHECK_INT(kumi_match_grow(NWORLD), MPI_SUCCESS);   /* never shrinks */
+    CHECK_INT(kumi_match_next_send_seq(NWORLD + 999), 2);
+    kumi_match_check_recv_seq(NWORLD + 500, 0);
+    kumi_match_check_recv_seq(NWORLD + 500, 1);
+    int saved = kumi_verbose_level;
+    kumi_verbose_level = 1;
+    char buf[1024];
+    capture_stderr(seq_gap_added, buf, sizeof buf);
+    CHECK_HAS(buf, "out of order", "seq 5", "expected 2");
     kumi_verbose_level = saved;
 }
 
@@ -386,6 +413,7 @@ int main(void)
     test_unexpected_then_posted();
     test_cancel();
     test_seq();
+    test_grow();
     test_random();
     kumi_match_finalize();
     return ut_done("test_match");

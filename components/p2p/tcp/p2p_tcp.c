@@ -74,7 +74,11 @@ int p2p_tcp_onehost;          /* mpiexec says every rank runs on this machine */
 size_t p2p_tcp_npending;      /* accepted, not yet authenticated */
 double p2p_tcp_next_expiry;   /* earliest deadline of those (0: none armed) */
 unsigned long p2p_tcp_refused; /* closed at once or for want of a valid PROOF */
-struct p2p_tcp_peer *p2p_tcp_peers;
+/* Per peer, by pointer (an epoll registration points at its entry, so
+ * entries never move when the table grows for peers beyond the world):
+ * the world's entries lie in one block, p2p_tcp_world_peers. */
+struct p2p_tcp_peer **p2p_tcp_peers;
+static struct p2p_tcp_peer *p2p_tcp_world_peers;
 struct p2p_tcp_in *p2p_tcp_ins;
 struct kumi_netif p2p_tcp_ifs[P2P_TCP_MAXADDR];
 int p2p_tcp_nifs;
@@ -247,8 +251,8 @@ void p2p_tcp_out_events(struct p2p_tcp_peer *p, uint32_t ev)
 
 void p2p_tcp_lost_warn(int rank)
 {
-    if (rank >= 0 && rank < p2p_tcp_size && !p2p_tcp_peers[rank].warned) {
-        p2p_tcp_peers[rank].warned = 1;
+    if (p2p_tcp_peers && rank >= 0 && rank < p2p_tcp_size && !p2p_tcp_peers[rank]->warned) {
+        p2p_tcp_peers[rank]->warned = 1;
         kumi_warn("p2p/tcp: connection to rank %d lost", rank);
     }
 }
@@ -324,11 +328,11 @@ static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int sa
 const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len)
 {
     const struct p2p_tcp_peer *p;
-    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer].naddrs <= 0) {
+    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer]->naddrs <= 0) {
         snprintf(buf, len, "?");
         return buf;
     }
-    p = &p2p_tcp_peers[peer];
+    p = p2p_tcp_peers[peer];
     return kumi_netif_format((const struct sockaddr *)&p->addrs[p->cur < p->naddrs ? p->cur : 0], 1, buf, len);
 }
 
@@ -472,9 +476,10 @@ static int p2p_tcp_wireup(void)
     char val[KUMI_KVS_VAL_MAX], host[KUMI_KVS_VAL_MAX];
     int needed = 0;
     p2p_tcp_peers = calloc((size_t)p2p_tcp_size, sizeof *p2p_tcp_peers);
-    if (!p2p_tcp_peers) return kumi_error(MPI_ERR_NO_MEM, "p2p/tcp: out of memory");
+    p2p_tcp_world_peers = calloc((size_t)p2p_tcp_size, sizeof *p2p_tcp_world_peers);
+    if (!p2p_tcp_peers || !p2p_tcp_world_peers) return kumi_error(MPI_ERR_NO_MEM, "p2p/tcp: out of memory");
     for (int r = 0; r < p2p_tcp_size; r++) {
-        struct p2p_tcp_peer *p = &p2p_tcp_peers[r];
+        struct p2p_tcp_peer *p = p2p_tcp_peers[r] = &p2p_tcp_world_peers[r];
         int same;
         p->kind = P2P_TCP_K_OUT;
         p->rank = r;
@@ -503,7 +508,7 @@ static int p2p_tcp_wireup(void)
 
 int p2p_tcp_reaches(int peer)
 {
-    return p2p_tcp_peers && peer >= 0 && peer < p2p_tcp_size && p2p_tcp_peers[peer].naddrs > 0;
+    return p2p_tcp_peers && peer >= 0 && peer < p2p_tcp_size && p2p_tcp_peers[peer]->naddrs > 0;
 }
 
 static int p2p_tcp_describe(int peer, char *buf, size_t len)
@@ -518,7 +523,7 @@ static int p2p_tcp_describe(int peer, char *buf, size_t len)
 static int p2p_tcp_peer_sockets(int peer, int *fds, int max)
 {
     if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || max < 1) return 0;
-    const struct p2p_tcp_peer *p = &p2p_tcp_peers[peer];
+    const struct p2p_tcp_peer *p = p2p_tcp_peers[peer];
     if (p->fd < 0 || p->state == P2P_TCP_OUT_NONE || p->state == P2P_TCP_OUT_DEAD) return 0;
     fds[0] = p->fd;
     return 1;
@@ -526,8 +531,8 @@ static int p2p_tcp_peer_sockets(int peer, int *fds, int max)
 
 static int p2p_tcp_peer_sockaddr(int peer, struct sockaddr_storage *sa)
 {
-    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer].naddrs <= 0) return -1;
-    const struct p2p_tcp_peer *p = &p2p_tcp_peers[peer];
+    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer]->naddrs <= 0) return -1;
+    const struct p2p_tcp_peer *p = p2p_tcp_peers[peer];
     *sa = p->addrs[p->cur < p->naddrs ? p->cur : 0];
     return 0;
 }
@@ -545,7 +550,7 @@ static void p2p_tcp_check_timeouts(void)
 {
     double now = kumi_time();
     for (int r = 0; r < p2p_tcp_size && p2p_tcp_nconnecting > 0; r++) {
-        struct p2p_tcp_peer *p = &p2p_tcp_peers[r];
+        struct p2p_tcp_peer *p = p2p_tcp_peers[r];
         if (p2p_tcp_handshaking(p->state) && now > p->deadline) {
             kumi_log(2, "p2p/tcp: connect to rank %d address %d timed out", r, p->cur);
             p2p_tcp_connect_failed(p);
@@ -600,12 +605,14 @@ static void p2p_tcp_finalize(void)
     while (p2p_tcp_ins) p2p_tcp_in_close(p2p_tcp_ins, 0);
     if (p2p_tcp_peers) {
         for (int r = 0; r < p2p_tcp_size; r++) {
-            struct p2p_tcp_peer *p = &p2p_tcp_peers[r];
+            struct p2p_tcp_peer *p = p2p_tcp_peers[r];
             if (p->fd >= 0) close(p->fd);
             free(p->addrs);
         }
         free(p2p_tcp_peers);
+        free(p2p_tcp_world_peers);
         p2p_tcp_peers = NULL;
+        p2p_tcp_world_peers = NULL;
     }
     p2p_tcp_close_listeners();
     if (p2p_tcp_tfd >= 0) close(p2p_tcp_tfd);

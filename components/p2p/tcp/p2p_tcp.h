@@ -100,7 +100,7 @@ extern int p2p_tcp_onehost;
 extern size_t p2p_tcp_npending;
 extern double p2p_tcp_next_expiry;
 extern unsigned long p2p_tcp_refused;
-extern struct p2p_tcp_peer *p2p_tcp_peers;
+extern struct p2p_tcp_peer **p2p_tcp_peers;
 extern struct p2p_tcp_in *p2p_tcp_ins;
 extern struct kumi_netif p2p_tcp_ifs[P2P_TCP_MAXADDR];
 extern int p2p_tcp_nifs;

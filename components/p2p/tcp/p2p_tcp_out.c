@@ -266,7 +266,7 @@ int p2p_tcp_send(int peer, struct kumi_sendop *op)
     struct p2p_tcp_peer *p;
     if (!p2p_tcp_reaches(peer))
         return kumi_error(MPI_ERR_OTHER, "p2p/tcp: rank %d published no TCP address", peer);
-    p = &p2p_tcp_peers[peer];
+    p = p2p_tcp_peers[peer];
     op->tnext = NULL;
     op->toff = 0;
     if (p->state == P2P_TCP_OUT_UP && !p->head) {
