@@ -125,6 +125,16 @@ netlab_holder() { # unshare options...
     echo "$pid"
 }
 
+# The top folders under /tmp that hold the source, build or install trees the
+# tests run from (each once), e.g. /tmp/ci-clone.
+netlab_tmp_keep() {
+    local d
+    for d in "${top_srcdir:-}" "${top_builddir:-}" "${MPIEXEC:+$(dirname "$MPIEXEC")}" "$PWD"; do
+        [ -n "$d" ] && d=$(realpath -m "$d") || continue
+        case $d in /tmp/?*) echo "/tmp/$(echo "${d#/tmp/}" | cut -d/ -f1)" ;; esac
+    done | sort -u
+}
+
 netlab_up() { # number of hosts besides the head
     local n=$1 i a
     [ "$(id -u)" = 0 ] || netlab_skip "netlab needs root (namespaces, sshd)"
@@ -205,7 +215,21 @@ EOF
         netlab_exec "$i" ip addr add "$(netlab_addr $i)/24" dev eth0 || return 1
         netlab_exec "$i" ip link set eth0 up || return 1
         netlab_exec "$i" hostname "h$i" || return 1
+        # the private /tmp hides what lives under /tmp (a checkout or build tree
+        # there, e.g. CI's clone): those trees are carried over into it
+        local k=0 keep
+        for keep in $(netlab_tmp_keep); do
+            mkdir -p "$NETLAB_DIR/keep.$k" &&
+                netlab_exec "$i" mount --bind "$keep" "$NETLAB_DIR/keep.$k" || return 1
+            k=$((k + 1))
+        done
         netlab_exec "$i" mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp || return 1
+        k=0
+        for keep in $(netlab_tmp_keep); do
+            netlab_exec "$i" mkdir -p "$keep" &&
+                netlab_exec "$i" mount --move "$NETLAB_DIR/keep.$k" "$keep" || return 1
+            k=$((k + 1))
+        done
         netlab_exec "$i" mount -t tmpfs -o mode=1777 tmpfs /dev/shm || return 1
         netlab_exec "$i" mount --bind "$NETLAB_DIR/hosts" /etc/hosts || return 1
         if ((i > 0)); then
