@@ -125,15 +125,7 @@ netlab_holder() { # unshare options...
     echo "$pid"
 }
 
-# The top folders under /tmp that hold the source, build or install trees the
-# tests run from (each once), e.g. /tmp/ci-clone.
-netlab_tmp_keep() {
-    local d
-    for d in "${top_srcdir:-}" "${top_builddir:-}" "${MPIEXEC:+$(dirname "$MPIEXEC")}" "$PWD"; do
-        [ -n "$d" ] && d=$(realpath -m "$d") || continue
-        case $d in /tmp/?*) echo "/tmp/$(echo "${d#/tmp/}" | cut -d/ -f1)" ;; esac
-    done | sort -u
-}
+. "$(dirname "${BASH_SOURCE[0]}")/tmp_keep.inc"
 
 netlab_up() { # number of hosts besides the head
     local n=$1 i a
@@ -218,14 +210,14 @@ EOF
         # the private /tmp hides what lives under /tmp (a checkout or build tree
         # there, e.g. CI's clone): those trees are carried over into it
         local k=0 keep
-        for keep in $(netlab_tmp_keep); do
+        for keep in $(lab_tmp_keep); do
             mkdir -p "$NETLAB_DIR/keep.$k" &&
                 netlab_exec "$i" mount --bind "$keep" "$NETLAB_DIR/keep.$k" || return 1
             k=$((k + 1))
         done
         netlab_exec "$i" mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp || return 1
         k=0
-        for keep in $(netlab_tmp_keep); do
+        for keep in $(lab_tmp_keep); do
             netlab_exec "$i" mkdir -p "$keep" &&
                 netlab_exec "$i" mount --move "$NETLAB_DIR/keep.$k" "$keep" || return 1
             k=$((k + 1))

@@ -36,6 +36,8 @@
 SLURMLAB_SELFTEST=0
 [ "${BASH_SOURCE[0]}" = "$0" ] && SLURMLAB_SELFTEST=1
 
+. "$(dirname "${BASH_SOURCE[0]}")/tmp_keep.inc"
+
 slurmlab_skip() {
     echo "SKIP: $*"
     exit 77
@@ -192,9 +194,18 @@ slurmlab_up() {
     } > "$SLURM_CONF"
     nsenter --net=/var/run/netns/"$SLURMLAB_HUB" slurmctld -f "$SLURM_CONF" > "$SLURMLAB_DIR/log/slurmctld.out" 2>&1 ||
         { slurmlab_log "slurmctld did not start"; slurmlab_logs >&2; return 1; }
+    # each slurmd's private /tmp gets the trees the tests run from that live
+    # under /tmp (tmp_keep.inc), carried over by bind mounts
+    local keep pre="" post="" j=0
+    for keep in $(lab_tmp_keep); do
+        mkdir -p "$SLURMLAB_DIR/keep.$j" || return 1
+        pre="$pre mount --bind '$keep' '$SLURMLAB_DIR/keep.$j' &&"
+        post="$post mkdir -p '$keep' && mount --move '$SLURMLAB_DIR/keep.$j' '$keep' &&"
+        j=$((j + 1))
+    done
     for k in $(seq "$n"); do
         nsenter --net=/var/run/netns/ksl$$n$k unshare -m --propagation private \
-            sh -c "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec slurmd -f '$SLURM_CONF' -N kn$k" \
+            sh -c "$pre mount -t tmpfs -o mode=1777 tmpfs /tmp && $post exec slurmd -f '$SLURM_CONF' -N kn$k" \
             > "$SLURMLAB_DIR/log/slurmd.kn$k.out" 2>&1 ||
             { slurmlab_log "slurmd kn$k did not start"; slurmlab_logs >&2; return 1; }
     done
