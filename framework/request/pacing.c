@@ -58,6 +58,7 @@ int kumi_pacing_enter(const char *coll, const struct kumi_comm *comm)
     if (depth++ > 0) return 1;
     paced = 0;
     if (comm->inter || !pops->enter) return 1;
+    if (pops->wants && !pops->wants(coll)) return 1;     /* no rank list for what is never paced */
     int stackw[64] = {0}, *w = stackw;   /* zeroed: gcc -Werror=maybe-uninitialized cannot see size <= 64 fills it */
     if (comm->size > 64 && !(w = malloc(sizeof *w * (size_t)comm->size))) return 1;
     for (int r = 0; r < comm->size; r++) w[r] = kumi_comm_world_rank(comm, r);

@@ -568,6 +568,7 @@ static const struct kumi_pacing_ops sr_ops = {
     .socket_opened = sr_socket_opened,
     .pending = sr_pending,
     .progress = sr_progress,
+    .wants = coll_listed,
     .finalize = sr_finalize,
 };
 

@@ -11,6 +11,9 @@
  *                           returns 1 when it paced something (leave() is
  *                           then due), 0 otherwise;
  *   leave()                 after the collective returned;
+ *   wants(coll)             optional: 0 when enter() would not pace `coll`
+ *                           whatever the ranks, so that the library skips
+ *                           building wranks (NULL: enter is always called);
  *   socket_opened(peer, fd) from a transport that just created a socket
  *                           carrying this process's bytes to world rank
  *                           peer (p2p.h: kumi_p2p_socket_opened), so that a
@@ -51,6 +54,7 @@ struct kumi_pacing_ops {
     int (*pending)(void);
     void (*progress)(void);
     void (*finalize)(void);
+    int (*wants)(const char *coll);
 };
 
 #ifdef __cplusplus
