@@ -10,6 +10,8 @@
 #     over tcp;
 #   - a rank's exit code and MPI_Abort's code are mpiexec's;
 #   - the job secret is on no command line (srun's, the proxies');
+#   - the address the proxies call back to follows rpim_if_include /
+#     rpim_if_exclude, IPv6 included; a bad list is a clear error;
 #   - a proxy killed (SIGKILL) and the step cancelled (scancel) end the job
 #     within seconds, naming the host and its ranks, non-zero exit, no rank
 #     left running;
@@ -85,6 +87,33 @@ rc=$?
 grep -q 'kumi\[3\]: p2p/tcp serves ranks 0-1' "$D/out" ||
     { grep 'serves' "$D/out"; fail "rank 3 does not reach ranks 0-1 (the other node) over p2p/tcp"; }
 echo "ring over tcp: exit $rc"
+
+# 2b. the address the proxies call back to: rpim_if_include / _exclude,
+# IPv6 (the lab gets fd00:250::/64 beside its IPv4 subnet)
+ip -n "$SLURMLAB_HUB" -6 addr add fd00:250::1/64 dev br0 nodad 2> /dev/null
+k=1
+for ns in "${SLURMLAB_NS[@]}"; do
+    ip -n "$ns" -6 addr add "fd00:250::$((10 + k))/64" dev eth0 nodad 2> /dev/null
+    k=$((k + 1))
+done
+in_alloc 120 'KUMI_RPIM_IF_INCLUDE=fd00:250::/64 KUMI_VERBOSE=2 $MPIEXEC ./coll_all' > "$D/out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { tail -20 "$D/out"; fail "rpim_if_include=fd00:250::/64: mpiexec ./coll_all exited $rc"; }
+grep -q 'kumi_proxy --slurm \[fd00:250::1\]:[0-9]*$' "$D/out" ||
+    { tail -20 "$D/out"; fail "rpim_if_include=fd00:250::/64: the proxies were not told [fd00:250::1]:PORT alone"; }
+in_alloc 120 'KUMI_VERBOSE=2 $MPIEXEC --param rpim_if_exclude=10.250.0.0/16,lo ./coll_all' > "$D/out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q 'kumi_proxy --slurm \[fd00:250::1\]:[0-9]*$' "$D/out" ||
+    { grep 'kumi_proxy\|exit' "$D/out"; fail "--param rpim_if_exclude=10.250.0.0/16,lo: exit $rc, or not [fd00:250::1]:PORT alone"; }
+in_alloc 60 'KUMI_RPIM_IF_INCLUDE=10.250.0.0/33 $MPIEXEC ./coll_all' > "$D/out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q 'rpim_if_include / rpim_if_exclude: .*10.250.0.0/33' "$D/out" ||
+    { cat "$D/out"; fail "rpim_if_include=10.250.0.0/33: exit $rc, no message naming the bad item"; }
+in_alloc 60 'KUMI_RPIM_IF_INCLUDE=192.0.2.0/24 $MPIEXEC ./coll_all' > "$D/out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q 'no address of this host is left for the proxies' "$D/out" ||
+    { cat "$D/out"; fail "rpim_if_include=192.0.2.0/24 (no such address): exit $rc, no clear message"; }
+echo "call-back addresses: ok"
 
 # 3. exit codes
 in_alloc 60 '$MPIEXEC ./launch_fail exit 3 7' > "$D/out" 2>&1

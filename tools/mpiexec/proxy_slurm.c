@@ -1,7 +1,7 @@
 /* kumi_proxy started by srun (mpiexec --launcher slurm, slurm.c): read the
  * job secret from stdin (srun --input=all gives every task the same line),
- * connect back to mpiexec ("--slurm ADDR,ADDR...:PORT": the first address
- * that answers), present "KUMI-PROXY <node> <nodeid> <secret>\n" and make
+ * connect back to mpiexec ("--slurm ADDR:PORT,ADDR:PORT,...", IPv6 as
+ * "[ADDR]:PORT": the first address that answers), present "KUMI-PROXY <node> <nodeid> <secret>\n" and make
  * that connection the link (fds 0 and 1), as ssh's channel is otherwise. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,13 +19,40 @@
 #include <unistd.h>
 #include "mpiexec.h"
 
-static int connect_to(const char *addr, int port)
+/* "1.2.3.4:80" or "[fd00::1]:80" -> a connected socket, or -1 */
+static int connect_to(const char *item)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) return -1;
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof ss);
+    char host[INET6_ADDRSTRLEN + 1];
+    const char *colon = strrchr(item, ':');
+    if (!colon) return -1;
+    long port = strtol(colon + 1, NULL, 10);
+    if (port <= 0 || port > 65535) return -1;
+    size_t hl = (size_t)(colon - item);
+    if (hl >= 2 && item[0] == '[' && item[hl - 1] == ']') {
+        if (hl - 2 >= sizeof host) return -1;
+        memcpy(host, item + 1, hl - 2);
+        host[hl - 2] = 0;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1) return -1;
+        sl = sizeof *s6;
+    } else {
+        if (hl >= sizeof host) return -1;
+        memcpy(host, item, hl);
+        host[hl] = 0;
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, host, &s4->sin_addr) != 1) return -1;
+        sl = sizeof *s4;
+    }
+    int s = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
     if (s < 0) return -1;
-    if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    if (connect(s, (struct sockaddr *)&ss, sl) < 0) {
         if (errno != EINPROGRESS) {
             close(s);
             return -1;
@@ -59,23 +86,21 @@ int mx_proxy_slurm_connect(const char *where)
         fprintf(stderr, "kumi_proxy: --slurm: no job secret on stdin (started by mpiexec --launcher slurm only)\n");
         return -1;
     }
-    const char *colon = strrchr(where, ':');
-    int port = colon ? atoi(colon + 1) : 0;
-    if (!colon || port <= 0 || port > 65535) {
-        fprintf(stderr, "kumi_proxy: --slurm %s: expected ADDR[,ADDR...]:PORT\n", where);
+    if (!*where || !strchr(where, ':')) {
+        fprintf(stderr, "kumi_proxy: --slurm %s: expected ADDR:PORT[,ADDR:PORT...]\n", where);
         return -1;
     }
     const char *node = getenv("SLURMD_NODENAME"), *nid = getenv("SLURM_NODEID");
     char hn[256] = "?";
     if (!node || !*node) node = gethostname(hn, sizeof hn - 1) == 0 ? hn : "?";
     int s = -1;
-    for (const char *a = where; a < colon && s < 0;) {
-        size_t l = strcspn(a, ",:");
-        char ad[64];
-        if (l < sizeof ad) {
-            memcpy(ad, a, l);
-            ad[l] = 0;
-            s = connect_to(ad, port);
+    for (const char *a = where; *a && s < 0;) {    /* the first address that answers */
+        size_t l = strcspn(a, ",");
+        char item[128];
+        if (l < sizeof item) {
+            memcpy(item, a, l);
+            item[l] = 0;
+            s = connect_to(item);
         }
         a += l + (a[l] == ',');
     }

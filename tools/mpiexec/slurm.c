@@ -4,11 +4,12 @@
  *
  *   srun --mpi=none -N H --ntasks=H --ntasks-per-node=1 --nodelist=h1,...
  *        --kill-on-bad-exit=1 --input=all --cpu-bind=none --overlap
- *        kumi_proxy --slurm ADDR,ADDR...:PORT
+ *        kumi_proxy --slurm ADDR:PORT,ADDR:PORT,...
  *
  * srun's stdout is one stream for all tasks, so the proxies do not speak
  * over it: each connects back to mpiexec (a TCP port mpiexec listens on,
- * its addresses on the command line) and the link is that connection.
+ * its addresses on the command line: those rpim_if_include / _exclude
+ * allow, IPv4 and IPv6) and the link is that connection.
  * The job secret goes to every proxy through srun's stdin (--input=all:
  * one line, then end of input), never on a command line; a proxy presents
  * it with the name of its node (SLURMD_NODENAME, else SLURM_NODEID as an
@@ -24,8 +25,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <poll.h>
@@ -36,6 +35,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <kumi/netif.h>
+#include <kumi/param.h>
 #include "mpiexec.h"
 #include "../common/slurm_hosts.h"
 
@@ -78,26 +79,100 @@ int mx_slurm_hosts(struct mx_hostlist *hl)
     return 0;
 }
 
-/* "a,b,c:port": this machine's IPv4 addresses that are up, not loopback
- * (loopback alone when there is no other) */
-static void my_addresses(char *out, size_t len, int port)
+/* A parameter of mpiexec's: --param NAME=V (stored as KUMI_NAME=V), else
+ * the registry (the environment KUMI_NAME, params.conf); registered by
+ * rpim/fork too, so that kumi_info lists it. */
+static const char *mx_param(const char *envname, const char *name, const char *help)
 {
-    struct ifaddrs *ifa = NULL, *i;
+    size_t el = strlen(envname);
+    for (int j = mx_opt.nparams - 1; j >= 0; j--)
+        if (strncmp(mx_opt.params[j], envname, el) == 0 && mx_opt.params[j][el] == '=')
+            return mx_opt.params[j] + el + 1;
+    const char *reg = NULL;
+    if (kumi_param_register_string("rpim", NULL, name, "", help, KUMI_LEVEL_USER, &reg) == MPI_SUCCESS && reg)
+        return reg;
+    return getenv(envname);
+}
+
+/* The socket the proxies call back to, and "ADDR:PORT,ADDR:PORT,..." (IPv6
+ * as "[ADDR]:PORT"): this machine's addresses that rpim_if_include /
+ * rpim_if_exclude allow, loopback only when nothing else is left.  IPv6
+ * addresses are offered when a dual-stack socket can be had.  Returns the
+ * listening socket, or -1 with a message. */
+static int callback_listen(char *out, size_t len)
+{
+    const char *inc = mx_param("KUMI_RPIM_IF_INCLUDE", "if_include",
+                               "mpiexec under Slurm: interfaces, subnets or addresses the proxies may call back "
+                               "to (comma-separated, e.g. \"eth0,10.1.0.0/16\"; empty = all)");
+    const char *exc = mx_param("KUMI_RPIM_IF_EXCLUDE", "if_exclude",
+                               "mpiexec under Slurm: interfaces, subnets or addresses the proxies never call back "
+                               "to (same form as rpim_if_include)");
+    struct kumi_netif ifs[KUMI_NETIF_MAX];
+    char err[256];
+    int n = kumi_netif_choose(ifs, KUMI_NETIF_MAX, inc, exc, KUMI_NETIF_V4 | KUMI_NETIF_V6 | KUMI_NETIF_KEEP_LO, err,
+                              sizeof err);
+    if (n < 0) {
+        mx_msg("rpim_if_include / rpim_if_exclude: %s", err);
+        return -1;
+    }
+    int nonlo = 0, v6 = 0;
+    for (int i = 0; i < n; i++) {
+        nonlo += !ifs[i].loopback;
+        v6 |= ifs[i].family == AF_INET6;
+    }
+    if (n == 0) {
+        mx_msg("no address of this host is left for the proxies to call back to (rpim_if_include \"%s\", "
+               "rpim_if_exclude \"%s\")", inc ? inc : "", exc ? exc : "");
+        return -1;
+    }
+    int ls = -1, port = 0;
+    if (v6) {                              /* one dual-stack socket for both families */
+        ls = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int off = 0;
+        struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_addr = in6addr_any };
+        socklen_t sl = sizeof sa6;
+        if (ls >= 0 && (setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
+                        bind(ls, (struct sockaddr *)&sa6, sizeof sa6) < 0 ||
+                        getsockname(ls, (struct sockaddr *)&sa6, &sl) < 0)) {
+            close(ls);
+            ls = -1;
+        }
+        if (ls >= 0) port = ntohs(sa6.sin6_port);
+        else v6 = 0;                       /* no IPv6 here after all: IPv4 only */
+    }
+    if (ls < 0) {
+        ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
+        socklen_t sl = sizeof sa;
+        if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+            getsockname(ls, (struct sockaddr *)&sa, &sl) < 0) {
+            mx_msg("cannot listen for the proxies: %s", strerror(errno));
+            if (ls >= 0) close(ls);
+            return -1;
+        }
+        port = ntohs(sa.sin_port);
+    }
+    if (listen(ls, 64) < 0) {
+        mx_msg("cannot listen for the proxies: %s", strerror(errno));
+        close(ls);
+        return -1;
+    }
     size_t o = 0;
     out[0] = 0;
-    if (getifaddrs(&ifa) == 0) {
-        for (i = ifa; i; i = i->ifa_next) {
-            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
-                (i->ifa_flags & IFF_LOOPBACK))
-                continue;
-            char a[INET_ADDRSTRLEN];
-            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof a);
-            if (o + strlen(a) + 16 < len) o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "", a);
-        }
-        freeifaddrs(ifa);
+    for (int i = 0; i < n; i++) {
+        if ((nonlo && ifs[i].loopback) || (!v6 && ifs[i].family == AF_INET6)) continue;
+        char a[KUMI_NETIF_ADDRSTR];
+        if (ifs[i].family == AF_INET6) ifs[i].addr.in6.sin6_port = htons((uint16_t)port);
+        else ifs[i].addr.in4.sin_port = htons((uint16_t)port);
+        kumi_netif_format(&ifs[i].addr.sa, 1, a, sizeof a);
+        if (o + strlen(a) + 2 < len) o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "", a);
     }
-    if (!o) o += (size_t)snprintf(out, len, "127.0.0.1");
-    snprintf(out + o, len - o, ":%d", port);
+    if (!o) {
+        mx_msg("no IPv4 address is left for the proxies to call back to (this host has no IPv6 socket)");
+        close(ls);
+        return -1;
+    }
+    return ls;
 }
 
 static void show_lines(const char *host, char *buf, size_t *blen, char *last, size_t lastlen, int fd)
@@ -123,16 +198,9 @@ static void show_lines(const char *host, char *buf, size_t *blen, char *last, si
 int mx_slurm_launch(int nh, char *const *names, const char *proxy, const char *secret, int *fds, pid_t *agent,
                     int *errfd, int verbose)
 {
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
-    socklen_t sl = sizeof sa;
-    if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, nh + 16) < 0 ||
-        getsockname(ls, (struct sockaddr *)&sa, &sl) < 0) {
-        mx_msg("cannot listen for the proxies: %s", strerror(errno));
-        return -1;
-    }
-    char addrs[1024], *nodelist = NULL;
-    my_addresses(addrs, sizeof addrs, ntohs(sa.sin_port));
+    char addrs[2048], *nodelist = NULL;
+    int ls = callback_listen(addrs, sizeof addrs);
+    if (ls < 0) return -1;
     size_t nl = 1;
     for (int i = 0; i < nh; i++) nl += strlen(names[i]) + 1;
     nodelist = mx_xcalloc(nl, 1);

@@ -587,6 +587,7 @@ static int rpim_fork_client_finalize(void)
  * kumi_info lists it and params.conf may set it.  Empty: ssh (rsh with
  * --launcher rsh). */
 static const char *rpim_ssh_agent;
+static const char *rpim_if_include, *rpim_if_exclude;
 
 static void rpim_fork_register(void)
 {
@@ -595,6 +596,15 @@ static void rpim_fork_register(void)
                                "is appended, or replaces %h); empty = \"ssh -x -o BatchMode=yes\" "
                                "(\"rsh\" with --launcher rsh); also mpiexec --launch-agent",
                                KUMI_LEVEL_USER, &rpim_ssh_agent);
+    /* read by mpiexec under Slurm (tools/mpiexec/slurm.c) */
+    kumi_param_register_string("rpim", NULL, "if_include", "",
+                               "mpiexec under Slurm: interfaces, subnets or addresses the proxies may call back "
+                               "to (comma-separated, e.g. \"eth0,10.1.0.0/16\"; empty = all)",
+                               KUMI_LEVEL_USER, &rpim_if_include);
+    kumi_param_register_string("rpim", NULL, "if_exclude", "",
+                               "mpiexec under Slurm: interfaces, subnets or addresses the proxies never call back "
+                               "to (same form as rpim_if_include)",
+                               KUMI_LEVEL_USER, &rpim_if_exclude);
 }
 
 static const struct kumi_rpim_ops rpim_fork_ops = {
