@@ -2,20 +2,115 @@
  *
  * MPI's rules: a message (ctx, src, tag) matches a receive (ctx, source,
  * tag) when the contexts are equal and source / tag are equal or wildcards.
- * Both queues are kept in arrival / posting order and searched from the
- * front, so the first posted receive takes a message and a receive takes the
- * earliest matching message.  Transports deliver in order per peer and a
- * message is matched (or queued) as soon as its header arrives, which gives
- * the non-overtaking rule per (sender, communicator); hdr.seq checks it. */
+ * The first posted receive takes a message and a receive takes the earliest
+ * matching message.  Transports deliver in order per peer and a message is
+ * matched (or queued) as soon as its header arrives, which gives the
+ * non-overtaking rule per (sender, communicator); hdr.seq checks it.
+ *
+ * The queues are kept per communicator context (a hash table of struct mq)
+ * and, inside one, per source, as Open MPI's ob1 does, so that receives on
+ * other communicators and messages from other senders cost nothing:
+ *   - posted receives with a source: the list of (ctx, source); with
+ *     MPI_ANY_SOURCE: the list of ctx.  Every posted receive carries its
+ *     posting order (pseq); an arriving message takes the first match of
+ *     its source's list or of the wildcard list, whichever was posted first;
+ *   - unexpected messages: the list of ctx (arrival order; what an
+ *     MPI_ANY_SOURCE receive searches) and the list of (ctx, source) (what a
+ *     receive with a source searches); each message is on both.
+ * A receive that matches the first message of its sender on its
+ * communicator is O(1) whatever else waits in the queues. */
 #include "request/request.h"
 #include <stdlib.h>
 #include <string.h>
 
-static struct kumi_req *posted_head, *posted_tail;
-static struct kumi_ue *ue_head, *ue_tail;
+struct mq_src {                      /* one source of one context */
+    struct kumi_req *ph, *pt;        /* posted receives naming this source */
+    struct kumi_ue *uh, *ut;         /* its unexpected messages (snext / sprev) */
+};
+
+struct mq {                          /* one communicator context */
+    int32_t ctx;
+    struct kumi_req *ah, *at;        /* posted MPI_ANY_SOURCE receives */
+    struct kumi_ue *uh, *ut;         /* unexpected messages (next / prev) */
+    struct mq_src *src;              /* [nsrc], grown on demand */
+    int nsrc;
+    uint64_t nue, nposted;
+};
+
+static struct mq **tab;              /* open addressing, ntab a power of two */
+static size_t ntab, nused;
+static struct mq *last;              /* the context looked up last */
+static uint64_t pseq_next = 1;
 static uint32_t *send_seq, *recv_seq;
 static int npeers;           /* entries of send_seq / recv_seq: world ranks, then added peers */
 struct kumi_pvars kumi_pv;
+
+static inline size_t mq_hash(int32_t ctx)
+{
+    return ((uint32_t)ctx * 2654435761u) & (ntab - 1);
+}
+
+static struct mq *mq_find(int32_t ctx)
+{
+    if (last && last->ctx == ctx) return last;
+    if (!ntab) return NULL;
+    for (size_t i = mq_hash(ctx);; i = (i + 1) & (ntab - 1)) {
+        struct mq *q = tab[i];
+        if (!q) return NULL;
+        if (q->ctx == ctx) return last = q;
+    }
+}
+
+static int mq_insert(struct mq *q)
+{
+    if ((nused + 1) * 2 > ntab) {               /* keep the load under 1/2 */
+        size_t nn = ntab ? ntab * 2 : 64;
+        struct mq **nt = calloc(nn, sizeof *nt);
+        if (!nt) return -1;
+        for (size_t i = 0; i < ntab; i++) {
+            if (!tab[i]) continue;
+            size_t j = ((uint32_t)tab[i]->ctx * 2654435761u) & (nn - 1);
+            while (nt[j]) j = (j + 1) & (nn - 1);
+            nt[j] = tab[i];
+        }
+        free(tab);
+        tab = nt;
+        ntab = nn;
+    }
+    size_t i = mq_hash(q->ctx);
+    while (tab[i]) i = (i + 1) & (ntab - 1);
+    tab[i] = q;
+    nused++;
+    return 0;
+}
+
+/* The queues of ctx, made if need be (NULL: out of memory). */
+static struct mq *mq_get(int32_t ctx)
+{
+    struct mq *q = mq_find(ctx);
+    if (q) return q;
+    if (!(q = calloc(1, sizeof *q))) return NULL;
+    q->ctx = ctx;
+    if (mq_insert(q) < 0) {
+        free(q);
+        return NULL;
+    }
+    return last = q;
+}
+
+/* The queues of source src of q, made if need be (NULL: out of memory). */
+static struct mq_src *mq_src_get(struct mq *q, int src)
+{
+    if (src < q->nsrc) return &q->src[src];
+    int n = q->nsrc ? q->nsrc : 4;
+    while (n <= src) n *= 2;
+    struct mq_src *ns = realloc(q->src, (size_t)n * sizeof *ns);
+    if (!ns) return NULL;
+    memset(ns + q->nsrc, 0, (size_t)(n - q->nsrc) * sizeof *ns);
+    q->src = ns;
+    q->nsrc = n;
+    return &q->src[src];
+}
 
 int kumi_match_init(int n)
 {
@@ -46,13 +141,21 @@ int kumi_match_grow(int n)
 
 void kumi_match_finalize(void)
 {
-    struct kumi_ue *u = ue_head, *n;
-    for (; u; u = n) {
-        n = u->next;
-        if (u->arrived) { kumi_ubuf_free(u->data); u->magic = 0; free(u); }
+    for (size_t i = 0; i < ntab; i++) {
+        struct mq *q = tab[i];
+        if (!q) continue;
+        struct kumi_ue *u = q->uh, *n;
+        for (; u; u = n) {
+            n = u->next;
+            if (u->arrived) { kumi_ubuf_free(u->data); u->magic = 0; free(u); }
+        }
+        free(q->src);
+        free(q);
     }
-    ue_head = ue_tail = NULL;
-    posted_head = posted_tail = NULL;
+    free(tab);
+    tab = NULL;
+    ntab = nused = 0;
+    last = NULL;
     kumi_pv.ue_len = kumi_pv.posted_len = 0;
     free(send_seq); free(recv_seq);
     send_seq = recv_seq = NULL;
@@ -73,52 +176,96 @@ void kumi_match_check_recv_seq(int wpeer, uint32_t seq)
     recv_seq[wpeer] = seq + 1;
 }
 
-static inline int matches(int32_t ctx, int src, int tag, const struct kumi_hdr *h)
+static inline int tag_ok(int want, int32_t tag)
 {
-    return h->ctx == ctx && (src == MPI_ANY_SOURCE || src == h->src) &&
-           (tag == MPI_ANY_TAG || tag == h->tag);
+    return want == MPI_ANY_TAG || want == tag;
 }
 
-void kumi_match_post(struct kumi_req *r)
+/* The list a posted receive is on: head and tail pointers */
+static inline void posted_list(struct mq *q, const struct kumi_req *r, struct kumi_req ***h, struct kumi_req ***t)
 {
+    if (r->peer == MPI_ANY_SOURCE) {
+        *h = &q->ah;
+        *t = &q->at;
+    } else {
+        struct mq_src *ms = &q->src[r->peer];      /* there: made when r was posted */
+        *h = &ms->ph;
+        *t = &ms->pt;
+    }
+}
+
+int kumi_match_post(struct kumi_req *r)
+{
+    struct mq *q = mq_get(r->ctx);
+    if (!q || (r->peer != MPI_ANY_SOURCE && !mq_src_get(q, r->peer)))
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (matching queues)", r->fname ? r->fname : "receive");
+    struct kumi_req **h, **t;
+    posted_list(q, r, &h, &t);
     r->qnext = NULL;
-    r->qprev = posted_tail;
-    if (posted_tail) posted_tail->qnext = r; else posted_head = r;
-    posted_tail = r;
+    r->qprev = *t;
+    if (*t) (*t)->qnext = r; else *h = r;
+    *t = r;
+    r->pseq = pseq_next++;
+    q->nposted++;
     if (++kumi_pv.posted_len > kumi_pv.posted_peak) kumi_pv.posted_peak = kumi_pv.posted_len;
+    return MPI_SUCCESS;
 }
 
-static void unlink_posted(struct kumi_req *r)
+static void unlink_posted(struct mq *q, struct kumi_req *r)
 {
-    if (r->qprev) r->qprev->qnext = r->qnext; else posted_head = r->qnext;
-    if (r->qnext) r->qnext->qprev = r->qprev; else posted_tail = r->qprev;
+    struct kumi_req **h, **t;
+    posted_list(q, r, &h, &t);
+    if (r->qprev) r->qprev->qnext = r->qnext; else *h = r->qnext;
+    if (r->qnext) r->qnext->qprev = r->qprev; else *t = r->qprev;
     r->qnext = r->qprev = NULL;
+    r->pseq = 0;
+    q->nposted--;
     kumi_pv.posted_len--;
 }
 
 int kumi_match_unpost(struct kumi_req *r)
 {
-    struct kumi_req *p;
-    for (p = posted_head; p; p = p->qnext)
-        if (p == r) { unlink_posted(r); return 1; }
-    return 0;
+    if (!r->pseq) return 0;
+    struct mq *q = mq_find(r->ctx);
+    if (!q) return 0;
+    unlink_posted(q, r);
+    return 1;
 }
 
 struct kumi_req *kumi_match_posted(const struct kumi_hdr *hdr)
 {
-    struct kumi_req *r;
-    for (r = posted_head; r; r = r->qnext)
-        if (matches(r->ctx, r->peer, r->tag, hdr)) { unlink_posted(r); return r; }
-    return NULL;
+    struct mq *q = mq_find(hdr->ctx);
+    if (!q || !q->nposted) return NULL;
+    struct kumi_req *a = NULL, *b;
+    if (hdr->src >= 0 && hdr->src < q->nsrc)
+        for (a = q->src[hdr->src].ph; a && !tag_ok(a->tag, hdr->tag); a = a->qnext) {}
+    for (b = q->ah; b && !tag_ok(b->tag, hdr->tag); b = b->qnext)
+        if (a && b->pseq > a->pseq) {            /* every later wildcard was posted after a */
+            b = NULL;
+            break;
+        }
+    struct kumi_req *r = !a ? b : !b ? a : a->pseq < b->pseq ? a : b;
+    if (r) unlink_posted(q, r);
+    return r;
 }
 
 void kumi_match_ue_append(struct kumi_ue *u)
 {
+    struct mq *q = mq_get(u->hdr.ctx);
+    struct mq_src *ms = q && u->hdr.src >= 0 ? mq_src_get(q, u->hdr.src) : NULL;
+    if (!ms)                 /* as for the envelope itself (request.c): nowhere to keep it */
+        kumi_err_fatal("rank %d: out of memory for the matching queues (an unexpected message from rank %d, "
+                       "tag %d): the job cannot go on without losing it", kumi_world_rank(), u->wpeer, u->hdr.tag);
     u->next = NULL;
-    u->prev = ue_tail;
-    if (ue_tail) ue_tail->next = u; else ue_head = u;
-    ue_tail = u;
+    u->prev = q->ut;
+    if (q->ut) q->ut->next = u; else q->uh = u;
+    q->ut = u;
+    u->snext = NULL;
+    u->sprev = ms->ut;
+    if (ms->ut) ms->ut->snext = u; else ms->uh = u;
+    ms->ut = u;
     u->queued = true;
+    q->nue++;
     if (++kumi_pv.ue_len > kumi_pv.ue_peak) kumi_pv.ue_peak = kumi_pv.ue_len;
     kumi_pv.ue_total++;
     if (__builtin_expect(kumi_pv.ue_hook != NULL, 0)) kumi_pv.ue_hook(&u->hdr);
@@ -127,39 +274,46 @@ void kumi_match_ue_append(struct kumi_ue *u)
 void kumi_match_ue_remove(struct kumi_ue *u)
 {
     if (!u->queued) return;
-    if (u->prev) u->prev->next = u->next; else ue_head = u->next;
-    if (u->next) u->next->prev = u->prev; else ue_tail = u->prev;
-    u->next = u->prev = NULL;
+    struct mq *q = mq_find(u->hdr.ctx);          /* there: made when u was queued */
+    struct mq_src *ms = &q->src[u->hdr.src];
+    if (u->prev) u->prev->next = u->next; else q->uh = u->next;
+    if (u->next) u->next->prev = u->prev; else q->ut = u->prev;
+    if (u->sprev) u->sprev->snext = u->snext; else ms->uh = u->snext;
+    if (u->snext) u->snext->sprev = u->sprev; else ms->ut = u->sprev;
+    u->next = u->prev = u->snext = u->sprev = NULL;
     u->queued = false;
+    q->nue--;
     kumi_pv.ue_len--;
 }
 
 struct kumi_ue *kumi_match_unexpected(int32_t ctx, int src, int tag, int remove)
 {
+    struct mq *q = mq_find(ctx);
+    if (!q || !q->nue) return NULL;
     struct kumi_ue *u;
-    for (u = ue_head; u; u = u->next)
-        if (matches(ctx, src, tag, &u->hdr)) {
-            if (remove) kumi_match_ue_remove(u);
-            return u;
-        }
-    return NULL;
+    if (src == MPI_ANY_SOURCE) {
+        for (u = q->uh; u && !tag_ok(tag, u->hdr.tag); u = u->next) {}
+    } else {
+        if (src < 0 || src >= q->nsrc) return NULL;
+        for (u = q->src[src].uh; u && !tag_ok(tag, u->hdr.tag); u = u->snext) {}
+    }
+    if (u && remove) kumi_match_ue_remove(u);
+    return u;
 }
 
 struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq)
 {
-    struct kumi_ue *u;
-    for (u = ue_head; u; u = u->next)
-        if (u->wpeer == wpeer && u->hdr.seq == seq && u->hdr.sreq == sreq) return u;
+    for (size_t i = 0; i < ntab; i++) {
+        if (!tab[i]) continue;
+        for (struct kumi_ue *u = tab[i]->uh; u; u = u->next)
+            if (u->wpeer == wpeer && u->hdr.seq == seq && u->hdr.sreq == sreq) return u;
+    }
     return NULL;
 }
 
 void kumi_match_count_ctx(int32_t ctx, uint64_t *ue, uint64_t *posted)
 {
-    uint64_t nu = 0, np = 0;
-    for (struct kumi_ue *u = ue_head; u; u = u->next)
-        if (u->hdr.ctx == ctx) nu++;
-    for (struct kumi_req *r = posted_head; r; r = r->qnext)
-        if (r->ctx == ctx) np++;
-    *ue = nu;
-    *posted = np;
+    struct mq *q = mq_find(ctx);
+    *ue = q ? q->nue : 0;
+    *posted = q ? q->nposted : 0;
 }

@@ -726,8 +726,12 @@ static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
         kumi_req_recv_ue(r, msg);
     } else {
         struct kumi_ue *u = kumi_match_unexpected(r->ctx, r->peer, r->tag, 1);
-        if (u) kumi_req_recv_ue(r, u);
-        else kumi_match_post(r);
+        if (u) {
+            kumi_req_recv_ue(r, u);
+        } else {
+            int rc = kumi_match_post(r);
+            if (rc) return rc;
+        }
     }
     kumi_req_flush_ctl();
     return MPI_SUCCESS;

@@ -132,7 +132,9 @@ struct kumi_req {
     size_t frag;                    /* rendezvous: bytes that went (send) / came (receive)
                                        with the RTS; DATA carries the rest */
     struct kumi_ue *ue;             /* early match: message still arriving */
-    struct kumi_req *qnext, *qprev; /* posted queue */
+    struct kumi_req *qnext, *qprev; /* posted queue (of its communicator and source, or of
+                                       its communicator's MPI_ANY_SOURCE receives) */
+    uint64_t pseq;                  /* posting order while posted (from 1); 0: not posted */
     /* MPI_Isendrecv(_replace): the user's request is the receive; it owns an
      * internal send (partner) and completes only when both are done. */
     struct kumi_req *partner;       /* receive: its send */
@@ -159,7 +161,8 @@ struct kumi_ue {
     bool lost;                      /* no memory for its payload when it arrived: the receive
                                        that takes it fails with MPI_ERR_NO_MEM */
     struct kumi_req *req;           /* early match: the receive that took it */
-    struct kumi_ue *next, *prev;
+    struct kumi_ue *next, *prev;    /* its communicator's unexpected messages, in arrival order */
+    struct kumi_ue *snext, *sprev;  /* ... those of its sender (hdr.src), in arrival order */
 };
 #define KUMI_UE_MAGIC 0x4b554e58u
 
@@ -261,7 +264,7 @@ void kumi_ubuf_free(void *p);
 void kumi_ubuf_drain(void);
 
 /* ---- match.c ---- */
-void kumi_match_post(struct kumi_req *r);           /* append to posted queue */
+int kumi_match_post(struct kumi_req *r);            /* append to posted queue (MPI_ERR_NO_MEM) */
 int kumi_match_unpost(struct kumi_req *r);          /* remove if there: 1 */
 struct kumi_req *kumi_match_posted(const struct kumi_hdr *hdr);  /* find + remove */
 struct kumi_ue *kumi_match_unexpected(int32_t ctx, int src, int tag, int remove);

@@ -40,6 +40,10 @@
 #            Kumi's mpif90 / mpicc and with mpif90.openmpi / mpicc.openmpi (run through the
 #            Open MPI shim): times, ratio, verification (KUMI_NPB_CLASS, KUMI_NPB_KERNELS,
 #            KUMI_NPB_LU_ITERS, KUMI_NPB_RANKS: see npb-bench.sh)
+#   match    matching that scales (match-bench.sh, tests/bench/matchbench.c):
+#            8 B ping-pong latency alone, with 1000 other communicators each
+#            holding a posted receive, and with 100,000 messages of another
+#            communicator in the unexpected queues; Kumi, Open MPI, MPICH
 #   wan      all-to-all over the wide-area lab (wan-bench.sh): two clusters of
 #            network namespaces behind a 100 Mbit/s bottleneck at 0, 5, 10 ms,
 #            NAS IS-like and FT-like all-to-all, pacing/sockrate on vs off,
@@ -66,7 +70,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io launch npb wan"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io launch npb match wan"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -86,7 +90,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io launch npb wan}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io launch npb match wan}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -339,7 +343,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    case $cfg in abi|io|launch|npb|wan) continue ;; esac   # abi-, io-, launch-, npb-, wan-bench.sh measure them, below
+    case $cfg in abi|io|launch|npb|match|wan) continue ;; esac   # abi-, io-, launch-, npb-, match-, wan-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -652,6 +656,10 @@ for cfg in $configs; do
         echo; echo "==== NAS-style kernels, native vs built with Open MPI's wrappers through the shim (tests/bench/npb-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/npb-bench.sh" ;;
+    match)
+        echo; echo "==== matching that scales: latency with other communicators' receives and unexpected messages (tests/bench/match-bench.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
+            KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/match-bench.sh" ;;
     wan)
         echo; echo "==== all-to-all over the wide-area lab, pacing/sockrate off vs on (tests/bench/wan-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_QUICK=$quick \

@@ -105,4 +105,12 @@ echo "$out" | grep -Eq '^ +4097 +[0-9.e+]+$' || fail "run-bench.sh: no row for 4
 table() { echo "$out" | awk -v t="-- $1" 'index($0, t) == 1 { f = 1; next } /^(--|==)/ { f = 0 } f'; }
 table "coll4: MPI_Alltoall" | grep -Eq '^ +4097 +[0-9.e+]+$' || fail "run-bench.sh: no coll4 alltoall row for 4097 bytes"
 table "coll2: MPI_Barrier" | grep -Eq '^ +0 +[0-9.e+]+$' || fail "run-bench.sh: no coll2 barrier row"
+# match-bench.sh (the match configuration), Kumi alone, small counts
+out=$(KUMI_BENCH_PEERS=none KUMI_BENCH_QUICK=1 KUMI_BENCH_REPS=1 KUMI_BENCH_MATCH_COMMS=50 KUMI_BENCH_MATCH_UE=2000 \
+      KUMI_BENCH_OUT="$work/mlogs" timeout 200 bash "$top_srcdir/tests/bench/match-bench.sh" 2>&1) ||
+    fail "match-bench.sh failed: $out"
+echo "$out"
+echo "$out" | grep -Eq '^  Kumi +[0-9.]+ +[0-9.]+ \([0-9.]+x\) +[0-9.]+ \([0-9.]+x\)$' ||
+    fail "match-bench.sh: no Kumi row with base, comms and ue latencies"
+[ "$(cat "$work/mlogs/match.kumi.status")" = ok ] || fail "match-bench.sh: status not ok"
 echo "bench_smoke: ok"
