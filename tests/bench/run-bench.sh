@@ -44,6 +44,8 @@
 #            8 B ping-pong latency alone, with 1000 other communicators each
 #            holding a posted receive, and with 100,000 messages of another
 #            communicator in the unexpected queues; Kumi, Open MPI, MPICH
+#   mem      memory per rank (mem-bench.sh, tests/bench/membench.c): VmRSS and
+#            Pss of a rank after start-up at 2, 16 and 64 ranks on this host
 #   wan      all-to-all over the wide-area lab (wan-bench.sh): two clusters of
 #            network namespaces behind a 100 Mbit/s bottleneck at 0, 5, 10 ms,
 #            NAS IS-like and FT-like all-to-all, pacing/sockrate on vs off,
@@ -70,7 +72,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io launch npb match wan"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io launch npb match mem wan"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -90,7 +92,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io launch npb match wan}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io launch npb match mem wan}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -343,7 +345,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    case $cfg in abi|io|launch|npb|match|wan) continue ;; esac   # abi-, io-, launch-, npb-, match-, wan-bench.sh measure them, below
+    case $cfg in abi|io|launch|npb|match|mem|wan) continue ;; esac   # abi-, io-, launch-, npb-, match-, mem-, wan-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -660,6 +662,10 @@ for cfg in $configs; do
         echo; echo "==== matching that scales: latency with other communicators' receives and unexpected messages (tests/bench/match-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/match-bench.sh" ;;
+    mem)
+        echo; echo "==== memory per rank after start-up (tests/bench/mem-bench.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
+            KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/mem-bench.sh" ;;
     wan)
         echo; echo "==== all-to-all over the wide-area lab, pacing/sockrate off vs on (tests/bench/wan-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_QUICK=$quick \

@@ -113,4 +113,10 @@ echo "$out"
 echo "$out" | grep -Eq '^  Kumi +[0-9.]+ +[0-9.]+ \([0-9.]+x\) +[0-9.]+ \([0-9.]+x\)$' ||
     fail "match-bench.sh: no Kumi row with base, comms and ue latencies"
 [ "$(cat "$work/mlogs/match.kumi.status")" = ok ] || fail "match-bench.sh: status not ok"
+# mem-bench.sh (the mem configuration), Kumi alone, 2 and 3 ranks
+out=$(KUMI_BENCH_PEERS=none KUMI_BENCH_QUICK=1 KUMI_BENCH_MEM_RANKS="2 3" KUMI_BENCH_OUT="$work/memlogs" \
+      timeout 200 bash "$top_srcdir/tests/bench/mem-bench.sh" 2>&1) || fail "mem-bench.sh failed: $out"
+echo "$out"
+echo "$out" | grep -Eq '^  Kumi +[0-9.]+ / [0-9.]+ +[0-9.]+ / [0-9.]+$' || fail "mem-bench.sh: no Kumi row at 2 and 3 ranks"
+[ "$(cat "$work/memlogs/mem.kumi.status")" = ok ] || fail "mem-bench.sh: status not ok"
 echo "bench_smoke: ok"
