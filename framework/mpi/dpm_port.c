@@ -237,6 +237,9 @@ int kumi_dpm_port_connect(const char *fn, const char *port_name, double timeout,
     if (io_all(fd, g, sizeof g, 1, deadline) != 0 || io_all(fd, ok, sizeof ok, 0, deadline) != 0 ||
         memcmp(ok, greet_ok, sizeof ok) != 0) {
         close(fd);
+        if (kumi_time() >= deadline)
+            return kumi_error(MPI_ERR_PORT, "%s: timed out: no MPI_Comm_accept answered on port %.*s within %g s", fn,
+                              200, port_name, timeout);
         return kumi_error(MPI_ERR_PORT, "%s: port %.*s did not accept the connection (closed, or not open any more)",
                           fn, 200, port_name);
     }
