@@ -124,20 +124,31 @@ static const char greet_magic[8] = { 'K', 'U', 'M', 'I', 'P', 'O', 'R', 'T' };
 static const char greet_ok[8] = { 'K', 'U', 'M', 'I', 'P', 'O', 'K', '!' };
 
 /* Wait until fd is ready for ev or the deadline (kumi_time(); < 0: none)
- * passes: 1 ready, 0 time out, -1 error. */
+ * passes: 1 ready, 0 time out, -1 error.  The wait (e.g. an accept that
+ * waits for its connect) neither holds the library lock nor stops this
+ * process's progress: it sleeps in slices of KUMI_DPM_SLICE_MS without the
+ * lock and progresses between them. */
+#define KUMI_DPM_SLICE_MS 20
 static int wait_fd(int fd, short ev, double deadline)
 {
     for (;;) {
-        int ms = -1;
+        int ms = KUMI_DPM_SLICE_MS;
         if (deadline >= 0) {
             double left = deadline - kumi_time();
             if (left <= 0) return 0;
-            ms = (int)(left * 1000.0) + 1;
+            if (left * 1000.0 < ms) ms = (int)(left * 1000.0) + 1;
         }
         struct pollfd p = { .fd = fd, .events = ev };
+        int d = kumi_lock_release_all();
         int n = poll(&p, 1, ms);
+        int e = errno;
+        kumi_lock_reacquire(d);
         if (n > 0) return 1;
-        if (n < 0 && errno != EINTR) return -1;
+        if (n < 0 && e != EINTR) {
+            errno = e;
+            return -1;
+        }
+        kumi_progress(0);
     }
 }
 

@@ -174,6 +174,22 @@ static void check_inter(MPI_Comm ic, int side)
     KT_MPI(MPI_Sendrecv(&mr, 1, MPI_INT, (mr + 1) % ms, 13, &ring, 1, MPI_INT, (mr + ms - 1) % ms, 13, m,
                         MPI_STATUS_IGNORE));
     KT_EQ_INT(ring, (mr + ms - 1) % ms);
+    /* one-sided communication over both jobs: everyone puts its value into
+     * the window of the next rank */
+    int *wbuf;
+    MPI_Win win;
+    KT_MPI(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, m, &wbuf, &win));
+    *wbuf = -1;
+    KT_MPI(MPI_Win_fence(0, win));
+    KT_MPI(MPI_Put(&mr, 1, MPI_INT, (mr + 1) % ms, 0, 1, MPI_INT, win));
+    KT_MPI(MPI_Win_fence(0, win));
+    KT_EQ_INT(*wbuf, (mr + ms - 1) % ms);
+    int acc = 0;
+    KT_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    KT_MPI(MPI_Get(&acc, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
+    KT_MPI(MPI_Win_unlock(0, win));
+    KT_EQ_INT(acc, ms - 1);
+    KT_MPI(MPI_Win_free(&win));
     /* the merged communicator split back into the two sides */
     MPI_Comm half;
     KT_MPI(MPI_Comm_split(m, side, mr, &half));
