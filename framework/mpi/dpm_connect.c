@@ -284,14 +284,14 @@ static int bridge(const char *fn, int fd, int port_rc, int accept, int root, str
     return kumi_intercomm_bridge(comm, root, fd, dpm_timeout, rn, rworld, fn, newcomm);
 }
 
-static int check_args(const char *fn, MPI_Info info, int root, struct kumi_comm *comm, MPI_Comm *newcomm,
-                      double *timeout)
+/* The checks every process makes (the root's own ones go into the bridge,
+ * so that the others learn of them). */
+static int check_args(const char *fn, int root, struct kumi_comm *comm, MPI_Comm *newcomm)
 {
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
     if (comm->inter) return kumi_error(MPI_ERR_COMM, "%s: argument comm is an intercommunicator", fn);
     if (root < 0 || root >= comm->size)
         return kumi_error(MPI_ERR_ROOT, "%s: invalid root %d in a comm of size %d", fn, root, comm->size);
-    if (comm->rank == root) return info_timeout(fn, info, timeout);
     return MPI_SUCCESS;
 }
 
@@ -299,11 +299,11 @@ int kumi_dpm_accept(const char *fn, const char *port, MPI_Info info, int root, s
                     MPI_Comm *newcomm)
 {
     double t = -1;
-    int rc = check_args(fn, info, root, comm, newcomm, &t), fd = -1;
+    int rc = check_args(fn, root, comm, newcomm), fd = -1;
     if (rc) return rc;
     if (comm->rank == root) {
         if (!port) rc = kumi_error(MPI_ERR_ARG, "%s: argument port_name is NULL", fn);
-        else rc = kumi_dpm_port_accept(fn, port, t, &fd);
+        else if (!(rc = info_timeout(fn, info, &t))) rc = kumi_dpm_port_accept(fn, port, t, &fd);
     }
     rc = bridge(fn, fd, rc, 1, root, comm, newcomm);
     if (fd >= 0) close(fd);
@@ -314,11 +314,11 @@ int kumi_dpm_connect(const char *fn, const char *port, MPI_Info info, int root, 
                      MPI_Comm *newcomm)
 {
     double t = dpm_timeout;
-    int rc = check_args(fn, info, root, comm, newcomm, &t), fd = -1;
+    int rc = check_args(fn, root, comm, newcomm), fd = -1;
     if (rc) return rc;
     if (comm->rank == root) {
         if (!port) rc = kumi_error(MPI_ERR_ARG, "%s: argument port_name is NULL", fn);
-        else rc = kumi_dpm_port_connect(fn, port, t, &fd);
+        else if (!(rc = info_timeout(fn, info, &t))) rc = kumi_dpm_port_connect(fn, port, t, &fd);
     }
     rc = bridge(fn, fd, rc, 0, root, comm, newcomm);
     if (fd >= 0) close(fd);

@@ -202,14 +202,20 @@ int kumi_dpm_port_accept(const char *fn, const char *port_name, double timeout, 
     double deadline = timeout < 0 ? -1 : kumi_time() + timeout;
     for (;;) {
         int w = wait_fd(p->fd, POLLIN, deadline);
-        if (w == 0) return kumi_error(MPI_ERR_PORT, "%s: no process connected to port %s within %g s", fn, p->name, timeout);
+        if (w == 0) return kumi_error(MPI_ERR_PORT, "%s: timed out: no process connected to port %s within %g s", fn,
+                                      p->name, timeout);
         if (w < 0) return kumi_error(MPI_ERR_PORT, "%s: port %s: %s", fn, p->name, strerror(errno));
         int fd = accept4(p->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) continue;
         char g[24];
         double gd = kumi_time() + KUMI_DPM_GREET_S;
         if (deadline >= 0 && deadline < gd) gd = deadline;
+        char extra;
+        /* (a connection whose side already closed, e.g. a connect that gave up
+         * before this accept came, is left out: its greeting is followed by
+         * the end of the stream) */
         if (io_all(fd, g, sizeof g, 0, gd) == 0 && !memcmp(g, greet_magic, 8) && !memcmp(g + 8, token, 16) &&
+            recv(fd, &extra, 1, MSG_PEEK | MSG_DONTWAIT) != 0 &&
             io_all(fd, (void *)greet_ok, sizeof greet_ok, 1, gd) == 0) {
             *fdp = fd;
             return MPI_SUCCESS;

@@ -27,7 +27,9 @@
  *   conf_dpm_connect noaccept     rank 0 opens a port nobody accepts on; the
  *                                 job connects with info timeout=2: every
  *                                 rank gets MPI_ERR_PORT after about 2 s (not
- *                                 a hang), the message says it timed out
+ *                                 a hang), the message says it timed out; the
+ *                                 same for an accept nobody connects to
+ *                                 (timeout=1); timeout=soon: MPI_ERR_INFO
  *   conf_dpm_connect notcp DIR    (server side with p2p/tcp left out) the
  *                                 accept fails with a message that names
  *                                 p2p/tcp; DIR/port is written first so that
@@ -331,6 +333,14 @@ int main(int argc, char **argv)
         double t = MPI_Wtime() - t0;
         KT_CHECK(t >= 1.5 && t < 30, "the connect gave up after %.1f s, expected about 2", t);
         KT_CHECK(ic == MPI_COMM_NULL, "newcomm set on failure");
+        /* and an accept nobody connects to, with a time-out of 1 s */
+        MPI_Info_set(info, "timeout", "1");
+        t0 = MPI_Wtime();
+        errmsg(MPI_Comm_accept(rank == 0 ? port : NULL, info, 0, MPI_COMM_WORLD, &ic), MPI_ERR_PORT, "timed out");
+        t = MPI_Wtime() - t0;
+        KT_CHECK(t >= 0.5 && t < 30, "the accept gave up after %.1f s, expected about 1", t);
+        MPI_Info_set(info, "timeout", "soon");
+        errmsg(MPI_Comm_accept(rank == 0 ? port : NULL, info, 0, MPI_COMM_WORLD, &ic), MPI_ERR_INFO, "timeout");
         MPI_Info_free(&info);
         if (rank == 0) KT_MPI(MPI_Close_port(port));
     } else {

@@ -7,7 +7,7 @@
 #   3 + 2 with MPI_COMPONENTS=p2p=self,shmem,tcp: inside each job shmem
 #     (checked in KUMI_VERBOSE's table), across the jobs tcp (the added peers
 #     logged), even though tcp closed its listeners at start-up;
-#   3 + 2 with p2p=self,tcp only;
+#   3 + 2 with p2p=self,tcp only; 2 + 3 with coll/basic only;
 #   1 + 1 through MPI_Comm_join over a TCP connection the programs open;
 #   a job without p2p/tcp accepting: both sides fail with an error that
 #     names p2p/tcp, nobody hangs.
@@ -59,6 +59,7 @@ if pair shmem "-x KUMI_VERBOSE=2 -x MPI_COMPONENTS=p2p=self,shmem,tcp -n 3" serv
     done
 fi
 pair tcp "-x MPI_COMPONENTS=p2p=self,tcp -n 3" server "-x MPI_COMPONENTS=p2p=self,tcp -n 2" client
+pair basic "-x MPI_COMPONENTS=coll=basic -n 2" server "-x MPI_COMPONENTS=coll=basic -n 3" client
 pair join "-n 1" jserver "-n 1" jclient
 pair notcp "-x MPI_COMPONENTS=p2p=self,shmem -n 2" notcp "-n 2" client-fail
 [ -z "$(ls -A "$top/names")" ] || { ls -la "$top/names"; echo "FAIL: names left in the service directory"; fail=1; }
