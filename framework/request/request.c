@@ -1108,6 +1108,8 @@ int kumi_req_add_peer(const struct kumi_p2p_ops *ops, int *err)
     if ((*err = kumi_match_grow(n)) != MPI_SUCCESS) return -1;
     peer_ops[npeers] = ops;
     peer_tr[npeers] = (unsigned char)i;
+    kumi_progress_mark_used(ops);
+    tr_entry[i]->status = KUMI_COMP_SELECTED;
     memset(&eager_peers[npeers], 0, sizeof eager_peers[0]);
     return npeers++;
 nomem:

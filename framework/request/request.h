@@ -330,6 +330,7 @@ void kumi_match_count_ctx(int32_t ctx, uint64_t *ue, uint64_t *posted);
 /* used[i]: transport i serves at least one peer (polled every round; the
  * others every KUMI_IDLE_POLL_EVERY rounds and around every sleep). */
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n);
+void kumi_progress_mark_used(const struct kumi_p2p_ops *ops);   /* it serves a peer added later */
 /* Block (spin, yield, sleep) until *flag != 0 or done(arg) returns 1. */
 void kumi_progress_wait_flag(volatile bool *flag);
 void kumi_progress_wait(int (*done)(void *), void *arg);

@@ -24,6 +24,10 @@
  *                                 is no port, a closed port, accepting on a
  *                                 port not opened here: MPI_ERR_PORT on every
  *                                 rank, with a message naming port_name
+ * With DPM_STRAY=1, local rank 0 also poses as a process of another job
+ * (XHELLOs to its own TCP listeners): each connection is closed unanswered,
+ * and the traffic between the jobs goes on.
+ *
  *   conf_dpm_connect noaccept     rank 0 opens a port nobody accepts on; the
  *                                 job connects with info timeout=2: every
  *                                 rank gets MPI_ERR_PORT after about 2 s (not
@@ -38,6 +42,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +91,61 @@ static void errmsg(int rc, int cls, const char *word)
 
 static int val(int side, int rank) { return 1000 * (side + 1) + rank; }
 
+/* DPM_STRAY=1: connections to this process's listening TCP sockets that
+ * pose as a process of another job (an XHELLO naming a job, rank and key id
+ * nobody agreed on) are closed without an answer. */
+static void stray_xhellos(int remote_rank)
+{
+    char inodes[64][32], line[512];
+    int ninodes = 0, tried = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL && ninodes < 64) {
+        char path[300], target[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        if (sscanf(target, "socket:[%31[0-9]]", inodes[ninodes]) == 1) ninodes++;
+    }
+    if (d) closedir(d);
+    FILE *f = fopen("/proc/net/tcp", "r");
+    KT_CHECK(f != NULL, "/proc/net/tcp");
+    while (fgets(line, sizeof line, f)) {
+        unsigned a, p, st;
+        char inode[32];
+        if (sscanf(line, " %*d: %x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*d %*d %31s", &a, &p, &st, inode) != 4)
+            continue;
+        int mine = 0;
+        for (int i = 0; i < ninodes; i++) mine |= !strcmp(inodes[i], inode);
+        if (st != 0x0A || !mine) continue;          /* this process's listeners */
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)p), .sin_addr.s_addr = a };
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        KT_CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect to my listener %u", p);
+        unsigned char xh[40];
+        uint32_t magic = 0x4b554d58u;                 /* "KUMX" */
+        int32_t r = remote_rank;
+        for (int i = 0; i < 40; i++) xh[i] = (unsigned char)(rand() & 0xff);
+        memcpy(xh, &magic, 4);
+        memcpy(xh + 4, &r, 4);
+        KT_CHECK(write(fd, xh, sizeof xh) == (ssize_t)sizeof xh, "write");
+        /* the answer comes from this process's progress: wait inside MPI */
+        char buf[64];
+        ssize_t got = -1;
+        for (int i = 0; i < 500 && got < 0; i++) {
+            int flag;
+            MPI_Iprobe(MPI_ANY_SOURCE, 999, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+            got = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (got < 0) usleep(10000);
+        }
+        KT_CHECK(got == 0, "a stray XHELLO got %zd bytes back (0: closed)", got);
+        close(fd);
+        tried++;
+    }
+    fclose(f);
+    KT_CHECK(tried > 0, "no listening IPv4 socket found");
+}
+
 /* side 0: the accepting side (server, jserver), 1: the other */
 static void check_inter(MPI_Comm ic, int side)
 {
@@ -120,6 +180,7 @@ static void check_inter(MPI_Comm ic, int side)
     }
     KT_MPI(MPI_Waitall(2 * rsize, rq, MPI_STATUSES_IGNORE));
     for (int j = 0; j < rsize; j++) KT_EQ_INT(in[j], val(1 - side, j) * 100 + rank);
+    if (getenv("DPM_STRAY") && rank == 0) stray_xhellos(0);
     /* a large message (rendezvous) from remote rank 0 to local rank 0 and back */
     if (rank == 0) {
         int n = 1 << 18;
