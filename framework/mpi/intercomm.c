@@ -206,6 +206,31 @@ static int ic_make(int rank, int lsize, int *lworld, int rsize, int *rworld, int
 }
 
 /* --------------------------------------------------- MPI_Intercomm_create */
+/* The groups' members travel between the leaders as (job, job rank) pairs
+ * (kumi_req_peer_id), not as world ranks: a group may hold processes of
+ * other jobs (after MPI_Comm_accept / connect), whose numbers differ from
+ * process to process.  ids: 2n words; ids_to_world: -1 (an error) for a
+ * process this one has no connection to. */
+static uint64_t *ids_of(const int *w, int n)
+{
+    uint64_t *ids = malloc(sizeof *ids * 2 * (size_t)(n ? n : 1));
+    for (int i = 0; ids && i < n; i++) {
+        int r;
+        kumi_req_peer_id(w[i], &ids[2 * i], &r);
+        ids[2 * i + 1] = (uint64_t)(int64_t)r;
+    }
+    return ids;
+}
+
+static int ids_to_world(const uint64_t *ids, int n, int *w, const char *fn)
+{
+    for (int i = 0; i < n; i++)
+        if ((w[i] = kumi_req_peer_of(ids[2 * i], (int)(int64_t)ids[2 * i + 1])) < 0)
+            return kumi_error(MPI_ERR_COMM, "%s: rank %d of the remote group is a process of another job "
+                              "that this process has never connected to", fn, i);
+    return MPI_SUCCESS;
+}
+
 int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, struct kumi_comm *peer_comm,
                               int remote_leader, int tag, MPI_Comm *newintercomm)
 {
@@ -222,6 +247,7 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
     int hdr[2] = { 0, MPI_SUCCESS };       /* remote size, error class seen by the leader */
     int rc = MPI_SUCCESS;
     struct ic_link link = { lc, local_leader, peer_comm, remote_leader, tag, NULL, NULL, -1, 0 };
+    uint64_t *lids = NULL, *rids = NULL;
 
     if (!lworld) return nomem(fn);
     if (leader) {
@@ -244,7 +270,10 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
         if (!rc && rsize <= 0)
             rc = kumi_error(MPI_ERR_INTERN, "%s: the remote leader reported a group of size %d", fn, rsize);
         if (!rc && !(rworld = malloc(sizeof(int) * (size_t)rsize))) rc = nomem(fn);
-        if (!rc) rc = link_xchg(&link, lworld, lsize, rworld, rsize, MPI_INT);
+        if (!rc && !(lids = ids_of(lworld, lsize))) rc = nomem(fn);
+        if (!rc && !(rids = malloc(sizeof *rids * 2 * (size_t)rsize))) rc = nomem(fn);
+        if (!rc) rc = link_xchg(&link, lids, 2 * lsize, rids, 2 * rsize, MPI_UINT64_T);
+        if (!rc) rc = ids_to_world(rids, rsize, rworld, fn);
         if (!rc) {
             /* the groups must be disjoint */
             int nw = kumi_req_npeers();
@@ -260,9 +289,10 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
         hdr[0] = rsize;
         if (rc) kumi_mpi_error_class(rc, &hdr[1]);
     }
+    free(lids);
     int rc2 = lc->coll.bcast(hdr, 2, MPI_INT, local_leader, lc->handle);
     if (rc2 || hdr[1] != MPI_SUCCESS) {
-        free(lworld); free(rworld);
+        free(lworld); free(rworld); free(rids);
         if (rc) return rc;
         if (rc2) return rc2;
         return kumi_error(hdr[1], "%s: the local leader (rank %d) failed to reach the remote group", fn,
@@ -270,10 +300,13 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
     }
     int rsize = hdr[0];
     if (!leader && !(rworld = malloc(sizeof(int) * (size_t)rsize))) rc = nomem(fn);
+    if (!leader && !(rids = malloc(sizeof *rids * 2 * (size_t)rsize))) rc = nomem(fn);
     /* out of memory on one rank cannot be agreed on cheaply; the bcast still has to happen */
-    int dummy;
-    rc2 = lc->coll.bcast(rworld ? (void *)rworld : (void *)&dummy, rworld ? rsize : 0, MPI_INT,
+    uint64_t dummy;
+    rc2 = lc->coll.bcast(rids ? (void *)rids : (void *)&dummy, rids ? 2 * rsize : 0, MPI_UINT64_T,
                          local_leader, lc->handle);
+    if (!rc && !rc2 && !leader) rc = ids_to_world(rids, rsize, rworld, fn);
+    free(rids);
     if (rc || rc2) {
         free(lworld); free(rworld);
         return rc ? rc : rc2;

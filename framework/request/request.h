@@ -267,6 +267,8 @@ int kumi_req_xjob_card(const char *fn, char *buf, size_t len);
 int kumi_req_xpeer(const char *fn, uint64_t job, int rank, const char *card, const unsigned char *key,
                    uint64_t key_id, int *peer);
 void kumi_req_peer_id(int peer, uint64_t *job, int *rank);
+/* The peer number of (job, rank), or -1 when it is no peer of this process. */
+int kumi_req_peer_of(uint64_t job, int rank);
 /* The order of processes the same on every process (both jobs): by (job,
  * rank); for two world ranks, a < b. */
 bool kumi_req_peer_before(int a, int b);

@@ -73,6 +73,14 @@ void kumi_req_peer_id(int peer, uint64_t *job, int *rank)
     *rank = -1;
 }
 
+int kumi_req_peer_of(uint64_t job, int rank)
+{
+    if (job == kumi_req_job_uid()) return rank >= 0 && rank < kumi_world_size() ? rank : -1;
+    for (int i = 0; i < nxpeers; i++)
+        if (xpeers[i].job == job && xpeers[i].rank == rank) return xpeers[i].peer;
+    return -1;
+}
+
 bool kumi_req_peer_before(int a, int b)
 {
     uint64_t ja, jb;

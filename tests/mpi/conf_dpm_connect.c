@@ -15,9 +15,11 @@
  * then both sides check the intercommunicator (test_inter, remote size and
  * group), point-to-point both ways (every rank to every remote rank),
  * MPI_Barrier, MPI_Bcast (each side's root to the other side), MPI_Allreduce
- * and MPI_Allgather on it, an MPI_Comm_dup of it, MPI_Intercomm_merge
+ * and MPI_Allgather on it, an MPI_Comm_dup and _idup of it, MPI_Intercomm_merge
  * (server low: its ranks first; then both with high = 0: the same order on
- * all), collectives and a ring on the merged communicators, and
+ * all), collectives, a ring and a window on the merged communicators, a
+ * split of the merged one into the two sides joined again by
+ * MPI_Intercomm_create, and
  * MPI_Comm_disconnect.
  *
  *   conf_dpm_connect badport      errors with MPI_ERRORS_RETURN: a name that
@@ -214,6 +216,12 @@ static void check_inter(MPI_Comm ic, int side)
     KT_EQ_INT(sum, want);
     KT_MPI(MPI_Comm_disconnect(&dup));
     KT_CHECK(dup == MPI_COMM_NULL, "disconnect left the handle");
+    MPI_Request rq1;
+    KT_MPI(MPI_Comm_idup(ic, &dup, &rq1));
+    KT_MPI(MPI_Wait(&rq1, MPI_STATUS_IGNORE));
+    KT_MPI(MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, dup));
+    KT_EQ_INT(sum, want);
+    KT_MPI(MPI_Comm_free(&dup));
 
     /* merge: the accepting side low */
     MPI_Comm m;
@@ -259,6 +267,14 @@ static void check_inter(MPI_Comm ic, int side)
     int hs;
     MPI_Comm_size(half, &hs);
     KT_EQ_INT(hs, size);
+    /* ... and joined again by MPI_Intercomm_create over the merged one */
+    MPI_Comm ic2;
+    KT_MPI(MPI_Intercomm_create(half, 0, m, side == 0 ? nlow : 0, 21, &ic2));
+    MPI_Comm_remote_size(ic2, &hs);
+    KT_EQ_INT(hs, rsize);
+    KT_MPI(MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, ic2));
+    KT_EQ_INT(sum, want);
+    MPI_Comm_free(&ic2);
     MPI_Comm_free(&half);
     KT_MPI(MPI_Comm_free(&m));
 
