@@ -9,6 +9,7 @@
 #     logged), even though tcp closed its listeners at start-up;
 #   3 + 2 with p2p=self,tcp only, where the server's rank 0 also poses as a
 #     process of another job on its own listeners (closed unanswered); 2 + 3 with coll/basic only;
+#   2 + a singleton (a program started without mpiexec) connecting;
 #   1 + 1 through MPI_Comm_join over a TCP connection the programs open;
 #   a job without p2p/tcp accepting: both sides fail with an error that
 #     names p2p/tcp, nobody hangs.
@@ -24,14 +25,19 @@ cd "$TESTBIN" || exit 1
 fail=0
 
 # pair NAME "SERVER-MPIEXEC-ARGS" SERVER-MODE "CLIENT-MPIEXEC-ARGS" CLIENT-MODE
+# (CLIENT-MPIEXEC-ARGS "singleton": the client runs without mpiexec)
 pair() {
     local name=$1 sargs=$2 smode=$3 cargs=$4 cmode=$5 d=$top/$1 src crc
     mkdir "$d"
     # shellcheck disable=SC2086
     "$MPIEXEC" --timeout 100 $sargs ./conf_dpm_connect "$smode" "$d" > "$d/server.out" 2>&1 &
     local spid=$!
-    # shellcheck disable=SC2086
-    "$MPIEXEC" --timeout 100 $cargs ./conf_dpm_connect "$cmode" "$d" > "$d/client.out" 2>&1
+    if [ "$cargs" = singleton ]; then       # started without mpiexec
+        timeout 100 ./conf_dpm_connect "$cmode" "$d" > "$d/client.out" 2>&1
+    else
+        # shellcheck disable=SC2086
+        "$MPIEXEC" --timeout 100 $cargs ./conf_dpm_connect "$cmode" "$d" > "$d/client.out" 2>&1
+    fi
     crc=$?
     wait $spid
     src=$?
@@ -61,6 +67,7 @@ if pair shmem "-x DPM_STRAY=1 -x KUMI_VERBOSE=2 -x MPI_COMPONENTS=p2p=self,shmem
 fi
 pair tcp "-x DPM_STRAY=1 -x MPI_COMPONENTS=p2p=self,tcp -n 3" server "-x MPI_COMPONENTS=p2p=self,tcp -n 2" client
 pair basic "-x MPI_COMPONENTS=coll=basic -n 2" server "-x MPI_COMPONENTS=coll=basic -n 3" client
+pair singleton "-n 2" server singleton client
 pair join "-n 1" jserver "-n 1" jclient
 pair notcp "-x MPI_COMPONENTS=p2p=self,shmem -n 2" notcp "-n 2" client-fail
 [ -z "$(ls -A "$top/names")" ] || { ls -la "$top/names"; echo "FAIL: names left in the service directory"; fail=1; }
