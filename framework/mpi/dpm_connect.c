@@ -325,10 +325,9 @@ int kumi_dpm_connect(const char *fn, const char *port, MPI_Info info, int root, 
     return rc;
 }
 
-int kumi_dpm_bridge_fd(const char *fn, int fd, int accept, double timeout, int root, struct kumi_comm *comm,
-                       MPI_Comm *newcomm)
+int kumi_dpm_bridge_fd(const char *fn, int fd, int accept, int root, struct kumi_comm *comm, MPI_Comm *newcomm)
 {
-    (void)timeout;
+    if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
     return bridge(fn, comm->rank == root ? fd : -1, MPI_SUCCESS, accept, root, comm, newcomm);
 }
 

@@ -78,9 +78,9 @@ int kumi_dpm_accept(const char *fn, const char *port, MPI_Info info, int root, s
 int kumi_dpm_connect(const char *fn, const char *port, MPI_Info info, int root, struct kumi_comm *comm,
                      MPI_Comm *newcomm);
 /* The same over a socket connected to the root of the other side (fd at
- * root only, not closed here; accept: 1 on one side, 0 on the other). */
-int kumi_dpm_bridge_fd(const char *fn, int fd, int accept, double timeout, int root, struct kumi_comm *comm,
-                       MPI_Comm *newcomm);
+ * root only, not closed here; accept: 1 on one side, 0 on the other; the
+ * roots exchange within kumi_dpm_timeout seconds). */
+int kumi_dpm_bridge_fd(const char *fn, int fd, int accept, int root, struct kumi_comm *comm, MPI_Comm *newcomm);
 
 /* ---------------------------------------------------- intercommunicators */
 /* (mpi/intercomm.c) What comm_create.c calls for c->inter. */
