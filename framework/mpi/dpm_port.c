@@ -107,6 +107,18 @@ static int do_close_port(const char *port_name)
                       200, port_name);
 }
 
+/* Without the error handler (MPI_Comm_spawn's glue): port_name has
+ * MPI_MAX_PORT_NAME bytes. */
+int kumi_dpm_open_port(char *port_name)
+{
+    return do_open_port(MPI_INFO_NULL, port_name);
+}
+
+int kumi_dpm_close_port(const char *port_name)
+{
+    return do_close_port(port_name);
+}
+
 int kumi_mpi_open_port(MPI_Info info, char *port_name)
 {
     return kumi_err_handle(NULL, do_open_port(info, port_name));

@@ -62,6 +62,9 @@ void kumi_dpm_register_connect_params(void);     /* (mpi/dpm_connect.c) kumi_dpm
  * connect: accept (the process that opened port_name) or connect, checking
  * the port's token; then blobs both ways.  fn names the MPI procedure in
  * errors; timeout in seconds (< 0: none, not for connect). */
+/* MPI_Open_port / MPI_Close_port without the error handler (error codes). */
+int kumi_dpm_open_port(char *port_name);
+int kumi_dpm_close_port(const char *port_name);
 int kumi_dpm_port_accept(const char *fn, const char *port_name, double timeout, int *fd);
 int kumi_dpm_port_connect(const char *fn, const char *port_name, double timeout, int *fd);
 int kumi_dpm_send_blob(const char *fn, int fd, const void *buf, size_t len, double timeout);
