@@ -39,6 +39,7 @@ void kumi_dpm_register_params(void)
                                "empty = $TMPDIR/kumi-names-<uid> (or /tmp/...), shared by the user's jobs on "
                                "this host",
                                KUMI_LEVEL_USER, &name_dir_param);
+    kumi_dpm_register_connect_params();
 }
 
 /* The names this process published (removed at exit). */

@@ -107,6 +107,18 @@ static int do_close_port(const char *port_name)
                       200, port_name);
 }
 
+/* Without the error handler (MPI_Comm_spawn's glue): port_name has
+ * MPI_MAX_PORT_NAME bytes. */
+int kumi_dpm_open_port(char *port_name)
+{
+    return do_open_port(MPI_INFO_NULL, port_name);
+}
+
+int kumi_dpm_close_port(const char *port_name)
+{
+    return do_close_port(port_name);
+}
+
 int kumi_mpi_open_port(MPI_Info info, char *port_name)
 {
     return kumi_err_handle(NULL, do_open_port(info, port_name));
@@ -124,20 +136,31 @@ static const char greet_magic[8] = { 'K', 'U', 'M', 'I', 'P', 'O', 'R', 'T' };
 static const char greet_ok[8] = { 'K', 'U', 'M', 'I', 'P', 'O', 'K', '!' };
 
 /* Wait until fd is ready for ev or the deadline (kumi_time(); < 0: none)
- * passes: 1 ready, 0 time out, -1 error. */
+ * passes: 1 ready, 0 time out, -1 error.  The wait (e.g. an accept that
+ * waits for its connect) neither holds the library lock nor stops this
+ * process's progress: it sleeps in slices of KUMI_DPM_SLICE_MS without the
+ * lock and progresses between them. */
+#define KUMI_DPM_SLICE_MS 20
 static int wait_fd(int fd, short ev, double deadline)
 {
     for (;;) {
-        int ms = -1;
+        int ms = KUMI_DPM_SLICE_MS;
         if (deadline >= 0) {
             double left = deadline - kumi_time();
             if (left <= 0) return 0;
-            ms = (int)(left * 1000.0) + 1;
+            if (left * 1000.0 < ms) ms = (int)(left * 1000.0) + 1;
         }
         struct pollfd p = { .fd = fd, .events = ev };
+        int d = kumi_lock_release_all();
         int n = poll(&p, 1, ms);
+        int e = errno;
+        kumi_lock_reacquire(d);
         if (n > 0) return 1;
-        if (n < 0 && errno != EINTR) return -1;
+        if (n < 0 && e != EINTR) {
+            errno = e;
+            return -1;
+        }
+        kumi_progress(0);
     }
 }
 
@@ -191,14 +214,20 @@ int kumi_dpm_port_accept(const char *fn, const char *port_name, double timeout, 
     double deadline = timeout < 0 ? -1 : kumi_time() + timeout;
     for (;;) {
         int w = wait_fd(p->fd, POLLIN, deadline);
-        if (w == 0) return kumi_error(MPI_ERR_PORT, "%s: no process connected to port %s within %g s", fn, p->name, timeout);
+        if (w == 0) return kumi_error(MPI_ERR_PORT, "%s: timed out: no process connected to port %s within %g s", fn,
+                                      p->name, timeout);
         if (w < 0) return kumi_error(MPI_ERR_PORT, "%s: port %s: %s", fn, p->name, strerror(errno));
         int fd = accept4(p->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) continue;
         char g[24];
         double gd = kumi_time() + KUMI_DPM_GREET_S;
         if (deadline >= 0 && deadline < gd) gd = deadline;
+        char extra;
+        /* (a connection whose side already closed, e.g. a connect that gave up
+         * before this accept came, is left out: its greeting is followed by
+         * the end of the stream) */
         if (io_all(fd, g, sizeof g, 0, gd) == 0 && !memcmp(g, greet_magic, 8) && !memcmp(g + 8, token, 16) &&
+            recv(fd, &extra, 1, MSG_PEEK | MSG_DONTWAIT) != 0 &&
             io_all(fd, (void *)greet_ok, sizeof greet_ok, 1, gd) == 0) {
             *fdp = fd;
             return MPI_SUCCESS;
@@ -237,6 +266,9 @@ int kumi_dpm_port_connect(const char *fn, const char *port_name, double timeout,
     if (io_all(fd, g, sizeof g, 1, deadline) != 0 || io_all(fd, ok, sizeof ok, 0, deadline) != 0 ||
         memcmp(ok, greet_ok, sizeof ok) != 0) {
         close(fd);
+        if (kumi_time() >= deadline)
+            return kumi_error(MPI_ERR_PORT, "%s: timed out: no MPI_Comm_accept answered on port %.*s within %g s", fn,
+                              200, port_name, timeout);
         return kumi_error(MPI_ERR_PORT, "%s: port %.*s did not accept the connection (closed, or not open any more)",
                           fn, 200, port_name);
     }

@@ -62,8 +62,10 @@ const struct kumi_coll_fns *kumi_comm_coll(MPI_Comm comm)
 
 /* ---------------------------------------------------------- leaders' link */
 /* How the two groups' leaders talk: over peer_comm with the user's tag
- * (MPI_Intercomm_create), or over an existing intercommunicator between
- * local rank 0 and remote rank 0, in its collective context. */
+ * (MPI_Intercomm_create), over an existing intercommunicator between
+ * local rank 0 and remote rank 0, in its collective context, or (xfn set:
+ * MPI_Comm_accept / connect / join) over the leaders' socket xfd, as blobs
+ * (mpi/dpm_port.c), each exchange within xto seconds. */
 struct ic_link {
     struct kumi_comm *lc;       /* intracommunicator of the local group */
     int leader;                 /* the leader's rank in lc */
@@ -71,11 +73,26 @@ struct ic_link {
     int remote;                 /* the other leader's rank in peer */
     int tag;
     struct kumi_comm *inter;
+    const char *xfn;            /* the MPI procedure, for the socket's errors; NULL: no socket */
+    int xfd;
+    double xto;
 };
 
 static int link_xchg(const struct ic_link *l, const void *s, int scount, void *r, int rcount,
                      MPI_Datatype dt)
 {
+    if (l->xfn) {
+        size_t sz = kumi_dt_get(dt)->size, glen = 0;
+        void *got = NULL;
+        int rc = kumi_dpm_send_blob(l->xfn, l->xfd, s, (size_t)scount * sz, l->xto);
+        if (!rc) rc = kumi_dpm_recv_blob(l->xfn, l->xfd, &got, &glen, l->xto);
+        if (!rc && glen != (size_t)rcount * sz)
+            rc = kumi_error(MPI_ERR_OTHER, "%s: the other root sent %zu bytes, %zu expected", l->xfn, glen,
+                            (size_t)rcount * sz);
+        if (!rc) memcpy(r, got, glen);
+        free(got);
+        return rc;
+    }
     if (l->peer) {
         struct kumi_dt *d = kumi_dt_get(dt);
         return kumi_pt2pt_sendrecv("MPI_Sendrecv", s, scount, d, l->remote, l->tag, r, rcount, d, l->remote,
@@ -189,6 +206,31 @@ static int ic_make(int rank, int lsize, int *lworld, int rsize, int *rworld, int
 }
 
 /* --------------------------------------------------- MPI_Intercomm_create */
+/* The groups' members travel between the leaders as (job, job rank) pairs
+ * (kumi_req_peer_id), not as world ranks: a group may hold processes of
+ * other jobs (after MPI_Comm_accept / connect), whose numbers differ from
+ * process to process.  ids: 2n words; ids_to_world: -1 (an error) for a
+ * process this one has no connection to. */
+static uint64_t *ids_of(const int *w, int n)
+{
+    uint64_t *ids = malloc(sizeof *ids * 2 * (size_t)(n ? n : 1));
+    for (int i = 0; ids && i < n; i++) {
+        int r;
+        kumi_req_peer_id(w[i], &ids[2 * i], &r);
+        ids[2 * i + 1] = (uint64_t)(int64_t)r;
+    }
+    return ids;
+}
+
+static int ids_to_world(const uint64_t *ids, int n, int *w, const char *fn)
+{
+    for (int i = 0; i < n; i++)
+        if ((w[i] = kumi_req_peer_of(ids[2 * i], (int)(int64_t)ids[2 * i + 1])) < 0)
+            return kumi_error(MPI_ERR_COMM, "%s: rank %d of the remote group is a process of another job "
+                              "that this process has never connected to", fn, i);
+    return MPI_SUCCESS;
+}
+
 int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, struct kumi_comm *peer_comm,
                               int remote_leader, int tag, MPI_Comm *newintercomm)
 {
@@ -204,7 +246,8 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
     int *lworld = world_of(lc), *rworld = NULL;
     int hdr[2] = { 0, MPI_SUCCESS };       /* remote size, error class seen by the leader */
     int rc = MPI_SUCCESS;
-    struct ic_link link = { lc, local_leader, peer_comm, remote_leader, tag, NULL };
+    struct ic_link link = { lc, local_leader, peer_comm, remote_leader, tag, NULL, NULL, -1, 0 };
+    uint64_t *lids = NULL, *rids = NULL;
 
     if (!lworld) return nomem(fn);
     if (leader) {
@@ -227,10 +270,13 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
         if (!rc && rsize <= 0)
             rc = kumi_error(MPI_ERR_INTERN, "%s: the remote leader reported a group of size %d", fn, rsize);
         if (!rc && !(rworld = malloc(sizeof(int) * (size_t)rsize))) rc = nomem(fn);
-        if (!rc) rc = link_xchg(&link, lworld, lsize, rworld, rsize, MPI_INT);
+        if (!rc && !(lids = ids_of(lworld, lsize))) rc = nomem(fn);
+        if (!rc && !(rids = malloc(sizeof *rids * 2 * (size_t)rsize))) rc = nomem(fn);
+        if (!rc) rc = link_xchg(&link, lids, 2 * lsize, rids, 2 * rsize, MPI_UINT64_T);
+        if (!rc) rc = ids_to_world(rids, rsize, rworld, fn);
         if (!rc) {
             /* the groups must be disjoint */
-            int nw = kumi_world_size();
+            int nw = kumi_req_npeers();
             unsigned char *in = calloc((size_t)nw, 1);
             if (!in) rc = nomem(fn);
             for (int i = 0; !rc && i < lsize; i++) in[lworld[i]] = 1;
@@ -243,9 +289,10 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
         hdr[0] = rsize;
         if (rc) kumi_mpi_error_class(rc, &hdr[1]);
     }
+    free(lids);
     int rc2 = lc->coll.bcast(hdr, 2, MPI_INT, local_leader, lc->handle);
     if (rc2 || hdr[1] != MPI_SUCCESS) {
-        free(lworld); free(rworld);
+        free(lworld); free(rworld); free(rids);
         if (rc) return rc;
         if (rc2) return rc2;
         return kumi_error(hdr[1], "%s: the local leader (rank %d) failed to reach the remote group", fn,
@@ -253,10 +300,13 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
     }
     int rsize = hdr[0];
     if (!leader && !(rworld = malloc(sizeof(int) * (size_t)rsize))) rc = nomem(fn);
+    if (!leader && !(rids = malloc(sizeof *rids * 2 * (size_t)rsize))) rc = nomem(fn);
     /* out of memory on one rank cannot be agreed on cheaply; the bcast still has to happen */
-    int dummy;
-    rc2 = lc->coll.bcast(rworld ? (void *)rworld : (void *)&dummy, rworld ? rsize : 0, MPI_INT,
+    uint64_t dummy;
+    rc2 = lc->coll.bcast(rids ? (void *)rids : (void *)&dummy, rids ? 2 * rsize : 0, MPI_UINT64_T,
                          local_leader, lc->handle);
+    if (!rc && !rc2 && !leader) rc = ids_to_world(rids, rsize, rworld, fn);
+    free(rids);
     if (rc || rc2) {
         free(lworld); free(rworld);
         return rc ? rc : rc2;
@@ -288,13 +338,15 @@ int kumi_mpi_intercomm_merge(struct kumi_comm *intercomm, int high, MPI_Comm *ne
     if (!intercomm->inter)
         return kumi_error(MPI_ERR_COMM, "%s: argument intercomm is not an intercommunicator", fn);
     struct kumi_comm *ic = intercomm, *lc = ic->local_comm;
-    struct ic_link link = { lc, 0, NULL, 0, 0, ic };
-    /* (high, world rank of the group's rank 0): the group with high = false
-     * comes first; with equal values the group whose rank 0 has the lower
-     * world rank does. */
-    int mine[2] = { high ? 1 : 0, kumi_comm_world_rank(ic, 0) }, theirs[2] = { 0, 0 };
+    struct ic_link link = { lc, 0, NULL, 0, 0, ic, NULL, -1, 0 };
+    /* high: the group with high = false comes first; with equal values the
+     * group whose rank 0 comes first in the order of processes
+     * (kumi_req_peer_before: world ranks; the same on both sides where the
+     * groups are of different jobs) does. */
+    int mine[2] = { high ? 1 : 0, 0 }, theirs[2] = { 0, 0 };
     TRY(link_xchg_bcast(&link, mine, theirs, 2));
-    int first = mine[0] != theirs[0] ? mine[0] < theirs[0] : mine[1] < theirs[1];
+    int first = mine[0] != theirs[0] ? mine[0] < theirs[0]
+                                     : kumi_req_peer_before(kumi_comm_world_rank(ic, 0), ic->remote_world[0]);
 
     int32_t ctx;
     TRY(ic_ctx_agree(&link, fn, &ctx));
@@ -352,7 +404,7 @@ int kumi_mpi_comm_remote_group(struct kumi_comm *comm, MPI_Group *group)
 static int cmp_lists(const int *a, const int *b, int n, int *res)
 {
     if (!memcmp(a, b, sizeof(int) * (size_t)n)) { *res = MPI_IDENT; return MPI_SUCCESS; }
-    int nw = kumi_world_size();
+    int nw = kumi_req_npeers();
     unsigned char *in = calloc((size_t)nw, 1);
     if (!in) return nomem("MPI_Comm_compare");
     for (int i = 0; i < n; i++) in[a[i]] = 1;
@@ -392,7 +444,7 @@ static int ic_derive(struct kumi_comm *ic, const int *lr, int nl, const int *rr,
                      const char *fn, MPI_Comm *newcomm)
 {
     struct kumi_comm *lc = ic->local_comm;
-    struct ic_link link = { lc, 0, NULL, 0, 0, ic };
+    struct ic_link link = { lc, 0, NULL, 0, 0, ic, NULL, -1, 0 };
     int32_t ctx, lctx;
     TRY(ic_ctx_agree(&link, fn, &ctx));
     int rc = kumi_ctx_alloc(lc, &lctx);
@@ -548,7 +600,7 @@ int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *g
     if (!newcomm) return kumi_error(MPI_ERR_ARG, "%s: argument newcomm is NULL", fn);
     struct kumi_comm *lc = comm->local_comm;
     /* my position in group; every member must be in the local group */
-    int me = MPI_UNDEFINED, bad = -1, nw = kumi_world_size();
+    int me = MPI_UNDEFINED, bad = -1, nw = kumi_req_npeers();
     int *pos = malloc(sizeof(int) * (size_t)(nw ? nw : 1));
     if (!pos) return nomem(fn);
     for (int i = 0; i < nw; i++) pos[i] = -1;
@@ -624,7 +676,7 @@ static int ic_from_groups(struct kumi_group *lg, int local_leader, struct kumi_g
     if (remote_leader < 0 || remote_leader >= rg->size)
         return kumi_error(MPI_ERR_RANK, "%s: invalid remote_leader %d in a remote_group of size %d", fn,
                           remote_leader, rg->size);
-    int nw = kumi_world_size(), n = lg->size + rg->size;
+    int nw = kumi_req_npeers(), n = lg->size + rg->size;
     unsigned char *seen = calloc((size_t)nw, 1);
     int *uw = malloc(sizeof(int) * (size_t)n);
     if (!seen || !uw) {
@@ -691,4 +743,37 @@ int kumi_mpi_intercomm_create_from_groups(MPI_Group local_group, int local_leade
     if (errhandler->kind != KUMI_ERRH_USER)
         return kumi_errh_invoke(errhandler, KUMI_ERRH_OBJ_COMM, MPI_COMM_NULL, rc);
     return kumi_err_handle(NULL, rc);
+}
+
+/* ------------------------------------- MPI_Comm_accept / connect / join */
+/* The intercommunicator between lc's group and a group of another job
+ * whose processes are the peers rworld[0..rsize) (taken, also on failure):
+ * the two roots (lc rank root) talk over socket fd (at the root only) with
+ * timeout xto per exchange.  Collective over lc; the other group runs the
+ * same at the same time. */
+int kumi_intercomm_bridge(struct kumi_comm *lc, int root, int fd, double xto, int rsize, int *rworld,
+                          const char *fn, MPI_Comm *newintercomm)
+{
+    struct ic_link link = { lc, root, NULL, 0, 0, NULL, fn, fd, xto };
+    int32_t ctx, lctx;
+    int *lworld = world_of(lc);
+    if (!lworld) {
+        free(rworld);
+        return nomem(fn);
+    }
+    int rc = ic_ctx_agree(&link, fn, &ctx);
+    if (rc) {
+        free(lworld); free(rworld);
+        return rc;
+    }
+    rc = kumi_ctx_alloc(lc, &lctx);
+    if (rc) {
+        kumi_ctx_free(ctx);
+        free(lworld); free(rworld);
+        return rc;
+    }
+    struct kumi_comm *c;
+    TRY(ic_make(lc->rank, lc->size, lworld, rsize, rworld, ctx, lctx, lc, fn, &c));
+    *newintercomm = c->handle;
+    return MPI_SUCCESS;
 }

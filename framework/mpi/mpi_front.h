@@ -57,14 +57,33 @@ void kumi_coll_register_params(void);
 /* ---------------------------------------------------- dynamic processes */
 /* (mpi/dpm_names.c) parameter kumi_dpm_name_dir of the name service. */
 void kumi_dpm_register_params(void);
+void kumi_dpm_register_connect_params(void);     /* (mpi/dpm_connect.c) kumi_dpm_timeout */
 /* (mpi/dpm_port.c) connections through a port, for MPI_Comm_accept /
  * connect: accept (the process that opened port_name) or connect, checking
  * the port's token; then blobs both ways.  fn names the MPI procedure in
  * errors; timeout in seconds (< 0: none, not for connect). */
+/* MPI_Open_port / MPI_Close_port without the error handler (error codes). */
+int kumi_dpm_open_port(char *port_name);
+int kumi_dpm_close_port(const char *port_name);
 int kumi_dpm_port_accept(const char *fn, const char *port_name, double timeout, int *fd);
 int kumi_dpm_port_connect(const char *fn, const char *port_name, double timeout, int *fd);
 int kumi_dpm_send_blob(const char *fn, int fd, const void *buf, size_t len, double timeout);
 int kumi_dpm_recv_blob(const char *fn, int fd, void **buf, size_t *len, double timeout);
+/* (mpi/dpm_connect.c) MPI_Comm_accept / MPI_Comm_connect without the error
+ * handler (for MPI_Comm_spawn's glue too): collective over the
+ * intracommunicator comm; port is significant at root only; info may carry
+ * "timeout" (seconds; accept: none by default, connect: parameter
+ * kumi_dpm_timeout); fn names the MPI procedure in messages.  *newcomm: the
+ * intercommunicator (local group: comm's; remote: the other side's).
+ * Returns an error code (every process of comm gets the root's class). */
+int kumi_dpm_accept(const char *fn, const char *port, MPI_Info info, int root, struct kumi_comm *comm,
+                    MPI_Comm *newcomm);
+int kumi_dpm_connect(const char *fn, const char *port, MPI_Info info, int root, struct kumi_comm *comm,
+                     MPI_Comm *newcomm);
+/* The same over a socket connected to the root of the other side (fd at
+ * root only, not closed here; accept: 1 on one side, 0 on the other; the
+ * roots exchange within kumi_dpm_timeout seconds). */
+int kumi_dpm_bridge_fd(const char *fn, int fd, int accept, int root, struct kumi_comm *comm, MPI_Comm *newcomm);
 
 /* ---------------------------------------------------- intercommunicators */
 /* (mpi/intercomm.c) What comm_create.c calls for c->inter. */
@@ -76,6 +95,11 @@ int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *n
 /* MPI_Comm_create on an intercommunicator (group: a subgroup of the local group). */
 int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *group, MPI_Comm *newcomm);
 int kumi_intercomm_compare(struct kumi_comm *c1, struct kumi_comm *c2, int *result);
+/* MPI_Comm_accept / connect / join: the intercommunicator between lc's group
+ * and the peers rworld[0..rsize) of another job (taken), the roots (lc rank
+ * root) agreeing on its context over socket fd (xto seconds per exchange). */
+int kumi_intercomm_bridge(struct kumi_comm *lc, int root, int fd, double xto, int rsize, int *rworld,
+                          const char *fn, MPI_Comm *newintercomm);
 
 /* ------------------------------------------------ buffered-send buffers */
 /* (mpi/buffer.c) The implicit detaches: the buffer of comm (MPI_Comm_free),

@@ -48,7 +48,7 @@
  *
  * An intercommunicator's idup runs the same state machine over the processes
  * of both groups: tree member v is a rank of the group whose rank 0 has the
- * lower world rank (v < its size), else of the other group; messages to a
+ * lower world rank (kumi_req_peer_before) (v < its size), else of the other group; messages to a
  * member of the own group go through the local intracommunicator's
  * collective context, to one of the other group through the
  * intercommunicator's (the same two tags: nothing else uses them there).
@@ -515,7 +515,7 @@ int kumi_comm_idup_start(struct kumi_comm *comm, struct kumi_info *info, MPI_Com
     if (comm->inter) {
         st->inter = true;
         st->finish = finish;
-        st->low = kumi_comm_world_rank(comm, 0) < comm->remote_world[0];
+        st->low = kumi_req_peer_before(kumi_comm_world_rank(comm, 0), comm->remote_world[0]);
         st->vsize += comm->remote_size;
         if (!st->low) v += comm->remote_size;
     }

@@ -61,8 +61,10 @@ int kumi_pacing_enter(const char *coll, const struct kumi_comm *comm)
     if (pops->wants && !pops->wants(coll)) return 1;     /* no rank list for what is never paced */
     int stackw[64] = {0}, *w = stackw;   /* zeroed: gcc -Werror=maybe-uninitialized cannot see size <= 64 fills it */
     if (comm->size > 64 && !(w = malloc(sizeof *w * (size_t)comm->size))) return 1;
-    for (int r = 0; r < comm->size; r++) w[r] = kumi_comm_world_rank(comm, r);
-    paced = pops->enter(coll, w, comm->size) > 0;
+    int nw = kumi_world_size(), other = 0;
+    for (int r = 0; r < comm->size; r++) other |= (w[r] = kumi_comm_world_rank(comm, r)) >= nw;
+    /* a communicator with processes of other jobs is not paced (components know world ranks) */
+    paced = !other && pops->enter(coll, w, comm->size) > 0;
     if (w != stackw) free(w);
     update_pending();
     return 1;
@@ -84,7 +86,8 @@ void kumi_pacing_progress(void)
 
 KUMI_EXPORT void kumi_p2p_socket_opened(int peer, int fd)
 {
-    if (pops && pops->socket_opened) pops->socket_opened(peer, fd);
+    /* (a peer of another job is not paced: the components know world ranks) */
+    if (pops && pops->socket_opened && peer < kumi_world_size()) pops->socket_opened(peer, fd);
 }
 
 KUMI_EXPORT int kumi_p2p_peer_sockets(int peer, int *fds, int max)

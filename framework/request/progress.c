@@ -99,6 +99,16 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
     return MPI_SUCCESS;
 }
 
+/* ops now serves a peer (one of another job, added later): polled every round. */
+void kumi_progress_mark_used(const struct kumi_p2p_ops *ops)
+{
+    for (int i = 0; i < npops; i++)
+        if (pops[i] == ops && !pused[i]) {
+            pused[i] = true;
+            nidle--;
+        }
+}
+
 static int poll_transports(bool all)
 {
     int n = 0;

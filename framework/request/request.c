@@ -1112,6 +1112,8 @@ int kumi_req_add_peer(const struct kumi_p2p_ops *ops, int *err)
     if ((*err = kumi_match_grow(n)) != MPI_SUCCESS) return -1;
     peer_ops[npeers] = ops;
     peer_tr[npeers] = (unsigned char)i;
+    kumi_progress_mark_used(ops);
+    tr_entry[i]->status = KUMI_COMP_SELECTED;
     memset(&eager_peers[npeers], 0, sizeof eager_peers[0]);
     return npeers++;
 nomem:
@@ -1122,6 +1124,22 @@ nomem:
 int kumi_req_npeers(void)
 {
     return npeers;
+}
+
+/* The first transport in use with peers of other jobs (p2p contract 1.5). */
+const struct kumi_p2p_ops *kumi_req_xjob_transport(void)
+{
+    for (int i = 0; i < ntr; i++)
+        if (tr_ops[i]->hdr.size > offsetof(struct kumi_p2p_ops, xjob_add) && tr_ops[i]->xjob_card &&
+            tr_ops[i]->xjob_add)
+            return tr_ops[i];
+    return NULL;
+}
+
+/* An added peer its transport refused: unreachable (sends fail). */
+void kumi_req_peer_unusable(int peer)
+{
+    if (peer >= nworld && peer < npeers) peer_ops[peer] = NULL;
 }
 
 static double drain_deadline;
@@ -1147,6 +1165,7 @@ void kumi_req_finalize(void)
     ntr = 0;
     kumi_progress_setup(NULL, NULL, 0);
     kumi_match_finalize();
+    kumi_req_xjob_finalize();
     npeers = 0;
     free(peer_ops);
     free(peer_tr);

@@ -252,6 +252,30 @@ const struct kumi_p2p_ops *kumi_req_transport(int wpeer);
  * ranks + added peers. */
 int kumi_req_add_peer(const struct kumi_p2p_ops *ops, int *err);
 int kumi_req_npeers(void);
+/* (request.c) The transport that reaches processes of other jobs (p2p
+ * contract 1.5), or NULL; an added peer it refused is marked unreachable. */
+const struct kumi_p2p_ops *kumi_req_xjob_transport(void);
+void kumi_req_peer_unusable(int peer);
+/* (xjob.c) Processes of other jobs.  kumi_req_job_uid: this job's identity
+ * (the same on all its processes: from the job secret; a singleton's is
+ * random).  kumi_req_xjob_card: this process's address card for them
+ * (KUMI_XCARD_MAX bytes at most).  kumi_req_xpeer: the peer number of
+ * process rank of job at card, added (through the transport, with key) if
+ * it is not a peer yet (a process of this job: its world rank).
+ * kumi_req_peer_id: who peer is ((job, rank) as the processes of other jobs
+ * know it). */
+#define KUMI_XCARD_MAX 2048
+uint64_t kumi_req_job_uid(void);
+int kumi_req_xjob_card(const char *fn, char *buf, size_t len);
+int kumi_req_xpeer(const char *fn, uint64_t job, int rank, const char *card, const unsigned char *key,
+                   uint64_t key_id, int *peer);
+void kumi_req_peer_id(int peer, uint64_t *job, int *rank);
+/* The peer number of (job, rank), or -1 when it is no peer of this process. */
+int kumi_req_peer_of(uint64_t job, int rank);
+/* The order of processes the same on every process (both jobs): by (job,
+ * rank); for two world ranks, a < b. */
+bool kumi_req_peer_before(int a, int b);
+void kumi_req_xjob_finalize(void);
 /* Send a control header (CTS, SYNC_ACK, CANCEL_*): queued, flushed soon. */
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
@@ -311,6 +335,7 @@ void kumi_match_count_ctx(int32_t ctx, uint64_t *ue, uint64_t *posted);
 /* used[i]: transport i serves at least one peer (polled every round; the
  * others every KUMI_IDLE_POLL_EVERY rounds and around every sleep). */
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n);
+void kumi_progress_mark_used(const struct kumi_p2p_ops *ops);   /* it serves a peer added later */
 /* Block (spin, yield, sleep) until *flag != 0 or done(arg) returns 1. */
 void kumi_progress_wait_flag(volatile bool *flag);
 void kumi_progress_wait(int (*done)(void *), void *arg);

@@ -78,7 +78,9 @@ unsigned long p2p_tcp_refused; /* closed at once or for want of a valid PROOF */
  * entries never move when the table grows for peers beyond the world):
  * the world's entries lie in one block, p2p_tcp_world_peers. */
 struct p2p_tcp_peer **p2p_tcp_peers;
+int p2p_tcp_npeers;
 static struct p2p_tcp_peer *p2p_tcp_world_peers;
+char p2p_tcp_published[KUMI_KVS_VAL_MAX];   /* "p2p.tcp.addr" of this rank (cards of p2p_tcp_xjob.c) */
 struct p2p_tcp_in *p2p_tcp_ins;
 struct kumi_netif p2p_tcp_ifs[P2P_TCP_MAXADDR];
 int p2p_tcp_nifs;
@@ -251,7 +253,7 @@ void p2p_tcp_out_events(struct p2p_tcp_peer *p, uint32_t ev)
 
 void p2p_tcp_lost_warn(int rank)
 {
-    if (p2p_tcp_peers && rank >= 0 && rank < p2p_tcp_size && !p2p_tcp_peers[rank]->warned) {
+    if (p2p_tcp_peers && rank >= 0 && rank < p2p_tcp_npeers && p2p_tcp_peers[rank] && !p2p_tcp_peers[rank]->warned) {
         p2p_tcp_peers[rank]->warned = 1;
         kumi_warn("p2p/tcp: connection to rank %d lost", rank);
     }
@@ -280,7 +282,7 @@ static int p2p_tcp_shared_subnet(const struct sockaddr *sa)
  * first (same host only), then those on a subnet of ours, then the rest;
  * within each, the preferred IP version first; versions p2p_tcp_family
  * excludes are left out. */
-static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int same_host)
+void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int same_host, int onehost)
 {
     struct sockaddr_storage all[P2P_TCP_MAXADDR];
     int n = 0, fam[2];
@@ -314,7 +316,7 @@ static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int sa
             const struct sockaddr *sa = (const struct sockaddr *)&all[i];
             int lo = kumi_netif_is_loopback(sa), take;
             if (sa->sa_family != f) continue;
-            if (lo) take = (same_host || p2p_tcp_onehost) && cls == 0;
+            if (lo) take = (same_host || onehost) && cls == 0;
             else if (cls == 1) take = p2p_tcp_shared_subnet(sa);
             else if (cls == 2) take = !p2p_tcp_shared_subnet(sa);
             else take = 0;
@@ -328,7 +330,7 @@ static void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int sa
 const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len)
 {
     const struct p2p_tcp_peer *p;
-    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer]->naddrs <= 0) {
+    if (!p2p_tcp_reaches(peer)) {
         snprintf(buf, len, "?");
         return buf;
     }
@@ -359,7 +361,7 @@ static int p2p_tcp_init_failed(int rc)
 }
 
 /* Listen on an ephemeral port of addr (port 0); returns the port, or -1 (errno). */
-static int p2p_tcp_listen_on(const struct sockaddr *addr)
+int p2p_tcp_listen_on(const struct sockaddr *addr)
 {
     struct sockaddr_storage sa;
     socklen_t salen = sizeof sa;
@@ -461,6 +463,7 @@ static int p2p_tcp_init(void)
     if (p2p_tcp_nlis == 0)
         return p2p_tcp_init_failed(kumi_error(MPI_ERR_OTHER, "p2p/tcp: cannot listen on any chosen "
                                               "address: %s", strerror(errno)));
+    snprintf(p2p_tcp_published, sizeof p2p_tcp_published, "%s", val);
     rc = kumi_rpim_put("p2p.tcp.addr", val);
     if (rc != MPI_SUCCESS) return p2p_tcp_init_failed(rc);
     host = kumi_host_id();
@@ -478,6 +481,7 @@ static int p2p_tcp_wireup(void)
     p2p_tcp_peers = calloc((size_t)p2p_tcp_size, sizeof *p2p_tcp_peers);
     p2p_tcp_world_peers = calloc((size_t)p2p_tcp_size, sizeof *p2p_tcp_world_peers);
     if (!p2p_tcp_peers || !p2p_tcp_world_peers) return kumi_error(MPI_ERR_NO_MEM, "p2p/tcp: out of memory");
+    p2p_tcp_npeers = p2p_tcp_size;
     for (int r = 0; r < p2p_tcp_size; r++) {
         struct p2p_tcp_peer *p = p2p_tcp_peers[r] = &p2p_tcp_world_peers[r];
         int same;
@@ -489,7 +493,7 @@ static int p2p_tcp_wireup(void)
             continue;
         if (kumi_rpim_get(r, "p2p.tcp.host", host, sizeof host) != MPI_SUCCESS) host[0] = 0;
         same = r == p2p_tcp_me || (host[0] && myhost && strcmp(host, myhost) == 0);
-        p2p_tcp_parse_addrs(p, val, same);
+        p2p_tcp_parse_addrs(p, val, same, p2p_tcp_onehost);
         kumi_log(3, "p2p/tcp: rank %d at %s (%s, %d usable addresses)", r, val,
                  same ? "same host" : "other host", p->naddrs);
         /* could r (or this rank itself) come to us over tcp? */
@@ -508,7 +512,8 @@ static int p2p_tcp_wireup(void)
 
 int p2p_tcp_reaches(int peer)
 {
-    return p2p_tcp_peers && peer >= 0 && peer < p2p_tcp_size && p2p_tcp_peers[peer]->naddrs > 0;
+    return p2p_tcp_peers && peer >= 0 && peer < p2p_tcp_npeers && p2p_tcp_peers[peer] &&
+           p2p_tcp_peers[peer]->naddrs > 0;
 }
 
 static int p2p_tcp_describe(int peer, char *buf, size_t len)
@@ -522,7 +527,7 @@ static int p2p_tcp_describe(int peer, char *buf, size_t len)
  * this process's bytes to peer (accepted connections only receive). */
 static int p2p_tcp_peer_sockets(int peer, int *fds, int max)
 {
-    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || max < 1) return 0;
+    if (!p2p_tcp_reaches(peer) || max < 1) return 0;
     const struct p2p_tcp_peer *p = p2p_tcp_peers[peer];
     if (p->fd < 0 || p->state == P2P_TCP_OUT_NONE || p->state == P2P_TCP_OUT_DEAD) return 0;
     fds[0] = p->fd;
@@ -531,7 +536,7 @@ static int p2p_tcp_peer_sockets(int peer, int *fds, int max)
 
 static int p2p_tcp_peer_sockaddr(int peer, struct sockaddr_storage *sa)
 {
-    if (!p2p_tcp_peers || peer < 0 || peer >= p2p_tcp_size || p2p_tcp_peers[peer]->naddrs <= 0) return -1;
+    if (!p2p_tcp_reaches(peer)) return -1;
     const struct p2p_tcp_peer *p = p2p_tcp_peers[peer];
     *sa = p->addrs[p->cur < p->naddrs ? p->cur : 0];
     return 0;
@@ -549,9 +554,9 @@ static size_t p2p_tcp_eager_limit(int peer)
 static void p2p_tcp_check_timeouts(void)
 {
     double now = kumi_time();
-    for (int r = 0; r < p2p_tcp_size && p2p_tcp_nconnecting > 0; r++) {
+    for (int r = 0; r < p2p_tcp_npeers && p2p_tcp_nconnecting > 0; r++) {
         struct p2p_tcp_peer *p = p2p_tcp_peers[r];
-        if (p2p_tcp_handshaking(p->state) && now > p->deadline) {
+        if (p && p2p_tcp_handshaking(p->state) && now > p->deadline) {
             kumi_log(2, "p2p/tcp: connect to rank %d address %d timed out", r, p->cur);
             p2p_tcp_connect_failed(p);
         }
@@ -604,16 +609,19 @@ static void p2p_tcp_finalize(void)
 {
     while (p2p_tcp_ins) p2p_tcp_in_close(p2p_tcp_ins, 0);
     if (p2p_tcp_peers) {
-        for (int r = 0; r < p2p_tcp_size; r++) {
+        for (int r = 0; r < p2p_tcp_npeers; r++) {
             struct p2p_tcp_peer *p = p2p_tcp_peers[r];
+            if (!p) continue;
             if (p->fd >= 0) close(p->fd);
             free(p->addrs);
+            if (r >= p2p_tcp_size) free(p);     /* added peers: one allocation each */
         }
         free(p2p_tcp_peers);
         free(p2p_tcp_world_peers);
         p2p_tcp_peers = NULL;
         p2p_tcp_world_peers = NULL;
     }
+    p2p_tcp_npeers = 0;
     p2p_tcp_close_listeners();
     if (p2p_tcp_tfd >= 0) close(p2p_tcp_tfd);
     if (p2p_tcp_epfd >= 0) close(p2p_tcp_epfd);
@@ -639,6 +647,8 @@ static const struct kumi_p2p_ops p2p_tcp_ops = {
     .describe = p2p_tcp_describe,
     .peer_sockets = p2p_tcp_peer_sockets,
     .peer_sockaddr = p2p_tcp_peer_sockaddr,
+    .xjob_card = p2p_tcp_xjob_card,
+    .xjob_add = p2p_tcp_xjob_add,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_tcp_component = {

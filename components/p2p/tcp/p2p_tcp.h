@@ -38,11 +38,13 @@
 
 #define P2P_TCP_MAGIC_HELLO 0x4b554d48u     /* "KUMH" */
 #define P2P_TCP_MAGIC_CHAL  0x4b554d43u     /* "KUMC" */
+#define P2P_TCP_MAGIC_XHELLO 0x4b554d58u    /* "KUMX": HELLO of a process of another job */
 #define P2P_TCP_NONCE       16
 #define P2P_TCP_HELLO_LEN   (8 + P2P_TCP_NONCE)
 #define P2P_TCP_CHAL_LEN    (8 + P2P_TCP_NONCE + KUMI_JOBKEY_MAC)
 #define P2P_TCP_PROOF_LEN   KUMI_JOBKEY_MAC
-#define P2P_TCP_HSBUF       (P2P_TCP_HELLO_LEN + P2P_TCP_PROOF_LEN)
+#define P2P_TCP_XHELLO_LEN  (P2P_TCP_HELLO_LEN + 16)   /* + its job, the key's id */
+#define P2P_TCP_HSBUF       (P2P_TCP_XHELLO_LEN + P2P_TCP_PROOF_LEN)
 #define P2P_TCP_BUFSZ       (16 * 1024)     /* staging buffer of a connection */
 #define P2P_TCP_DIRECT_MIN  (8 * 1024)      /* remaining payload read straight into rx->dst */
 #define P2P_TCP_READ_BUDGET (4u << 20)      /* bytes read from one connection per progress() */
@@ -62,9 +64,11 @@ enum {
     P2P_TCP_OUT_DEAD         /* lost or unreachable */
 };
 
-struct p2p_tcp_peer {            /* one per world rank: the outgoing side */
+struct p2p_tcp_peer {            /* one per peer: the outgoing side */
     int kind;                    /* P2P_TCP_K_OUT (first: epoll tag) */
-    int rank;
+    int rank;                    /* the peer number (world rank, or an added peer) */
+    int xjob;                    /* a process of another job (p2p contract 1.5): */
+    struct kumi_p2p_xpeer x;     /* who (x.card not kept), the key of its connections */
     int fd;
     int state;
     uint32_t events;             /* registered epoll events */
@@ -101,6 +105,7 @@ extern size_t p2p_tcp_npending;
 extern double p2p_tcp_next_expiry;
 extern unsigned long p2p_tcp_refused;
 extern struct p2p_tcp_peer **p2p_tcp_peers;
+extern int p2p_tcp_npeers;      /* entries of p2p_tcp_peers: the world, then added peers (NULL: not ours) */
 extern struct p2p_tcp_in *p2p_tcp_ins;
 extern struct kumi_netif p2p_tcp_ifs[P2P_TCP_MAXADDR];
 extern int p2p_tcp_nifs;
@@ -125,6 +130,13 @@ void p2p_tcp_out_events(struct p2p_tcp_peer *p, uint32_t ev);
 void p2p_tcp_proof(const char *what, const unsigned char *nonce_a, const unsigned char *nonce_c,
                           int32_t rank_c, int32_t rank_a, unsigned char out[KUMI_JOBKEY_MAC]);
 int p2p_tcp_reaches(int peer);
+void p2p_tcp_xproof(const struct kumi_p2p_xpeer *x, const char *what, const unsigned char *nonce_a,
+                    const unsigned char *nonce_c, int connecting, unsigned char out[KUMI_JOBKEY_MAC]);
+struct p2p_tcp_peer *p2p_tcp_xfind(uint64_t job, int32_t rank, uint64_t key_id);
+int p2p_tcp_xjob_card(char *buf, size_t len);
+int p2p_tcp_xjob_add(int peer, const struct kumi_p2p_xpeer *x);
+void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int same_host, int onehost);
+int p2p_tcp_listen_on(const struct sockaddr *addr);
 int p2p_tcp_send(int peer, struct kumi_sendop *op);
 void p2p_tcp_sockopts(int fd);
 const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len);

@@ -180,12 +180,15 @@ int p2p_tcp_in_event(struct p2p_tcp_in *c)
     size_t budget = P2P_TCP_READ_BUDGET;
     int did = 0;
 
-    if (c->peer < 0) {                   /* HELLO, then (after our CHAL) PROOF */
+    if (c->peer < 0) {                   /* HELLO (or XHELLO), then (after our CHAL) PROOF */
         unsigned char want[KUMI_JOBKEY_MAC];
-        uint32_t magic = P2P_TCP_MAGIC_HELLO;
+        uint32_t magic = P2P_TCP_MAGIC_HELLO, xmagic = P2P_TCP_MAGIC_XHELLO;
         int32_t rank;
         ssize_t n;
-        size_t upto = c->hellooff < P2P_TCP_HELLO_LEN ? P2P_TCP_HELLO_LEN : P2P_TCP_HSBUF;
+        /* until the magic is known, no more than the shorter HELLO */
+        int x = c->hellooff >= 4 && !memcmp(c->hello, &xmagic, 4);
+        size_t hl = x ? P2P_TCP_XHELLO_LEN : P2P_TCP_HELLO_LEN;
+        size_t upto = c->hellooff < hl ? hl : hl + P2P_TCP_PROOF_LEN;
         do n = recv(c->fd, c->hello + c->hellooff, upto - c->hellooff, MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
@@ -195,28 +198,45 @@ int p2p_tcp_in_event(struct p2p_tcp_in *c)
         }
         c->hellooff += (size_t)n;
         /* a stranger is known by its first bytes: no need to wait for more */
-        if (memcmp(c->hello, &magic, c->hellooff < 4 ? c->hellooff : 4) != 0) {
+        size_t k = c->hellooff < 4 ? c->hellooff : 4;
+        if (memcmp(c->hello, &magic, k) != 0 && memcmp(c->hello, &xmagic, k) != 0) {
             kumi_log(2, "p2p/tcp: dropped a connection that is not from this job");
             p2p_tcp_refused++;
             p2p_tcp_in_close(c, 0);
             return 1;
         }
+        x = c->hellooff >= 4 && !memcmp(c->hello, &xmagic, 4);
+        hl = x ? P2P_TCP_XHELLO_LEN : P2P_TCP_HELLO_LEN;
+        if (upto < hl) return 1;         /* an XHELLO: its tail comes next */
         if (c->hellooff < upto) return 1;
         memcpy(&rank, c->hello + 4, 4);
-        if (rank < 0 || rank >= p2p_tcp_size) {
+        struct p2p_tcp_peer *xp = NULL;
+        if (x) {                         /* a process of another job: one we added, with its key */
+            uint64_t job, kid;
+            memcpy(&job, c->hello + P2P_TCP_HELLO_LEN, 8);
+            memcpy(&kid, c->hello + P2P_TCP_HELLO_LEN + 8, 8);
+            xp = p2p_tcp_xfind(job, rank, kid);
+            if (!xp) {
+                kumi_log(2, "p2p/tcp: dropped a connection from a process of another job that is no peer");
+                p2p_tcp_refused++;
+                p2p_tcp_in_close(c, 0);
+                return 1;
+            }
+        } else if (rank < 0 || rank >= p2p_tcp_size) {
             kumi_log(2, "p2p/tcp: dropped a connection that is not from this job");
             p2p_tcp_refused++;
             p2p_tcp_in_close(c, 0);
             return 1;
         }
-        if (upto == P2P_TCP_HELLO_LEN) { /* answer CHAL {magic, me, nonce_a, proof_a} */
+        if (upto == hl) {                /* answer CHAL {magic, me, nonce_a, proof_a} */
             unsigned char chal[P2P_TCP_CHAL_LEN];
-            int32_t me = p2p_tcp_me;
+            int32_t me = xp ? xp->x.my_rank : p2p_tcp_me;
             magic = P2P_TCP_MAGIC_CHAL;
             memcpy(chal, &magic, 4);
             memcpy(chal + 4, &me, 4);
             memcpy(chal + 8, c->nonce_a, P2P_TCP_NONCE);
-            p2p_tcp_proof("accept", c->nonce_a, c->hello + 8, rank, me, chal + 8 + P2P_TCP_NONCE);
+            if (xp) p2p_tcp_xproof(&xp->x, "accept", c->nonce_a, c->hello + 8, 0, chal + 8 + P2P_TCP_NONCE);
+            else p2p_tcp_proof("accept", c->nonce_a, c->hello + 8, rank, me, chal + 8 + P2P_TCP_NONCE);
             do n = send(c->fd, chal, sizeof chal, MSG_NOSIGNAL | MSG_DONTWAIT);
             while (n < 0 && errno == EINTR);
             if (n != (ssize_t)sizeof chal) {   /* nothing else was sent yet: fits */
@@ -225,8 +245,9 @@ int p2p_tcp_in_event(struct p2p_tcp_in *c)
             }
             return 1;
         }
-        p2p_tcp_proof("connect", c->nonce_a, c->hello + 8, rank, p2p_tcp_me, want);
-        if (!kumi_jobkey_equal(c->hello + P2P_TCP_HELLO_LEN, want, sizeof want)) {
+        if (xp) p2p_tcp_xproof(&xp->x, "connect", c->nonce_a, c->hello + 8, 0, want);
+        else p2p_tcp_proof("connect", c->nonce_a, c->hello + 8, rank, p2p_tcp_me, want);
+        if (!kumi_jobkey_equal(c->hello + hl, want, sizeof want)) {
             kumi_log(2, "p2p/tcp: dropped a connection that did not prove that it belongs to the job");
             p2p_tcp_refused++;
             p2p_tcp_in_close(c, 0);
@@ -237,9 +258,9 @@ int p2p_tcp_in_event(struct p2p_tcp_in *c)
             p2p_tcp_in_close(c, 0);
             return 1;
         }
-        c->peer = rank;
+        c->peer = xp ? xp->rank : rank;
         p2p_tcp_npending--;
-        kumi_log(3, "p2p/tcp: accepted connection from rank %d", rank);
+        kumi_log(3, "p2p/tcp: accepted connection from %s %d", xp ? "peer" : "rank", c->peer);
         return 1;                        /* its messages follow (level-triggered epoll) */
     }
 

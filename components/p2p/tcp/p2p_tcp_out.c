@@ -48,9 +48,10 @@ void p2p_tcp_connect_failed(struct p2p_tcp_peer *p)
  * under the connect deadline). */
 static void p2p_tcp_connected(struct p2p_tcp_peer *p)
 {
-    unsigned char hello[P2P_TCP_HELLO_LEN];
-    uint32_t magic = P2P_TCP_MAGIC_HELLO;
-    int32_t me = p2p_tcp_me;
+    unsigned char hello[P2P_TCP_XHELLO_LEN];
+    uint32_t magic = p->xjob ? P2P_TCP_MAGIC_XHELLO : P2P_TCP_MAGIC_HELLO;
+    int32_t me = p->xjob ? p->x.my_rank : p2p_tcp_me;
+    size_t hl = p->xjob ? P2P_TCP_XHELLO_LEN : P2P_TCP_HELLO_LEN;
     ssize_t n;
     p->state = P2P_TCP_OUT_HELLO;
     if (p2p_tcp_nonce(p->nonce_c) != 0) {
@@ -60,9 +61,13 @@ static void p2p_tcp_connected(struct p2p_tcp_peer *p)
     memcpy(hello, &magic, 4);
     memcpy(hello + 4, &me, 4);
     memcpy(hello + 8, p->nonce_c, P2P_TCP_NONCE);
-    do n = send(p->fd, hello, sizeof hello, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (p->xjob) {                        /* + who we are in our job's terms, and which key */
+        memcpy(hello + P2P_TCP_HELLO_LEN, &p->x.my_job, 8);
+        memcpy(hello + P2P_TCP_HELLO_LEN + 8, &p->x.key_id, 8);
+    }
+    do n = send(p->fd, hello, hl, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof hello) {     /* an empty fresh socket takes 24 bytes */
+    if (n != (ssize_t)hl) {               /* an empty fresh socket takes 40 bytes */
         p2p_tcp_connect_failed(p);
         return;
     }
@@ -223,14 +228,16 @@ void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev)
         }
         memcpy(&magic, p->hello, 4);
         memcpy(&rank, p->hello + 4, 4);
-        p2p_tcp_proof("accept", p->hello + 8, p->nonce_c, p2p_tcp_me, p->rank, want);
-        if (magic != P2P_TCP_MAGIC_CHAL || rank != p->rank ||
+        if (p->xjob) p2p_tcp_xproof(&p->x, "accept", p->hello + 8, p->nonce_c, 1, want);
+        else p2p_tcp_proof("accept", p->hello + 8, p->nonce_c, p2p_tcp_me, p->rank, want);
+        if (magic != P2P_TCP_MAGIC_CHAL || rank != (p->xjob ? p->x.rank : p->rank) ||
             !kumi_jobkey_equal(p->hello + 8 + P2P_TCP_NONCE, want, sizeof want)) {
             kumi_log(2, "p2p/tcp: address %d of rank %d answers for someone else", p->cur, p->rank);
             p2p_tcp_connect_failed(p);
             break;
         }
-        p2p_tcp_proof("connect", p->hello + 8, p->nonce_c, p2p_tcp_me, p->rank, proof);
+        if (p->xjob) p2p_tcp_xproof(&p->x, "connect", p->hello + 8, p->nonce_c, 1, proof);
+        else p2p_tcp_proof("connect", p->hello + 8, p->nonce_c, p2p_tcp_me, p->rank, proof);
         do n = send(p->fd, proof, sizeof proof, MSG_NOSIGNAL | MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n != (ssize_t)sizeof proof) {   /* nothing else was sent yet: fits */

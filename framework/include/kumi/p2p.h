@@ -117,12 +117,14 @@ struct kumi_p2p_rma {
  *   1.2  adds mem_reg, mem_dereg, rma (KUMI_P2P_CAP_RMA);
  *   1.3  adds describe (optional, no capability flag: NULL or absent = none);
  *   1.4  adds peer_sockets, peer_sockaddr (optional, for pacing: NULL or
- *        absent = the transport has no sockets to pace).
+ *        absent = the transport has no sockets to pace);
+ *   1.5  adds xjob_card, xjob_add (optional, for processes of other jobs:
+ *        MPI_Comm_accept / connect / join; NULL or absent = none).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 4
+#define KUMI_P2P_CONTRACT_MINOR 5
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -135,6 +137,22 @@ struct kumi_p2p_rma {
 #define KUMI_P2P_CAP_RGET  (UINT64_C(1) << 0)  /* receiver-pulled rendezvous: rget and pull */
 #define KUMI_P2P_CAP_RMA   (UINT64_C(1) << 1)  /* remote memory access for windows: mem_reg,
                                                   mem_dereg and rma */
+
+/* A process of another job (contract 1.5): who it is and how to reach it.
+ * job: a 64-bit identity of a job (the same on all its processes, different
+ * between jobs: kumi_req_job_uid()), rank: its rank in its job; card: what
+ * its transport's xjob_card wrote (exchanged out of band by the roots of an
+ * MPI_Comm_accept / connect); key: a secret both sides got out of band
+ * (from the connection of the roots), which their connections prove to know
+ * (key_id: a public name of it, which tells keys apart in a handshake). */
+#define KUMI_P2P_XKEY_LEN 32
+struct kumi_p2p_xpeer {
+    uint64_t my_job, job;
+    int32_t my_rank, rank;
+    const char *card;
+    unsigned char key[KUMI_P2P_XKEY_LEN];
+    uint64_t key_id;
+};
 
 struct kumi_p2p_ops {
     struct kumi_ops_hdr hdr;  /* KUMI_P2P_OPS_HDR */
@@ -219,6 +237,18 @@ struct kumi_p2p_ops {
     /* The address this transport connects to (or would connect to) for
      * peer: 0, or -1 when it has none (*sa untouched). */
     int (*peer_sockaddr)(int peer, struct sockaddr_storage *sa);
+
+    /* ---- Contract 1.5, optional (both or neither): peers of other jobs.
+     * xjob_card: make this process reachable by processes of other jobs
+     * (listen again where wireup stopped) and write its address card (a
+     * NUL-terminated text of at most len bytes); MPI_SUCCESS or an MPI error.
+     * xjob_add: from now on peer (a new peer number the request layer gave,
+     * >= the world size) is the process x describes; connections between the
+     * two authenticate with x->key instead of the job secret, both ways (a
+     * connection from a process that cannot prove the key is dropped).
+     * MPI_SUCCESS or an MPI error (bad card). */
+    int (*xjob_card)(char *buf, size_t len);
+    int (*xjob_add)(int peer, const struct kumi_p2p_xpeer *x);
 };
 
 /* Upcalls into the request layer, for transports. */
