@@ -124,8 +124,9 @@ void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
     mx_buf_free(&m);
 }
 
-void mx_fence_dead(int rank)
+void mx_fence_dead(struct mx_job *j, int rank)
 {
+    (void)j;
     (void)rank;                     /* mpiexec decides (fence_check below) */
 }
 

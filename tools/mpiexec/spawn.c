@@ -1,0 +1,667 @@
+/* mpiexec: jobs spawned by a rank (MPI_Comm_spawn / _multiple; the rank's
+ * side is kumi_rpim_spawn, kumi/rpim.h; the SPAWN message:
+ * kumi/launch_proto.h).
+ *
+ * A SPAWN starts ONE new job of all its commands' children: its own
+ * MPI_COMM_WORLD (the total maxprocs, ranks in command order), its own job
+ * id ((k << 32) | the main job's id, for the k-th spawned job: never the
+ * id of another mpiexec's job, which is that mpiexec's pid), secret,
+ * control listener and key-value table, so its fences are its own.  Its
+ * ranks are started on this host through rpim/fork like the main job's,
+ * unbound, stdin from /dev/null; their output is relayed like the main
+ * job's (--tag-output: "[<main job id>.<k>,<rank>]").  Each child gets the
+ * environment of the main job's ranks, its own launch variables and
+ * KUMI_SPAWNED=1, KUMI_PARENT_JOBID, KUMI_APPNUM (the command's index) and
+ * the request's KEY=VALUE strings.
+ *
+ * Placement: every host the info keys name (host, add-host, hostfile,
+ * add-hostfile, file) must be this host (children on other hosts are not
+ * supported yet, nor spawning from ranks behind per-host proxies).  Slots:
+ * those the info's hosts give, else those of the job's -host/--hostfile,
+ * less the ranks (of every job) still running; more children than that
+ * needs --oversubscribe.  Without any host list there is no limit, as for
+ * a normal launch on this host.  The program is looked up in the info's
+ * path, then in PATH (relative to the info's wdir, where the children
+ * start, else to mpiexec's folder).  All or nothing: a command that cannot
+ * start fails the whole request (nothing starts; the parent job goes on).
+ *
+ * Fate (as Open MPI): an MPI_Abort in a spawned job stops everything
+ * (every job; mpiexec exits with the abort's code); a spawned rank that
+ * fails (non-zero exit, signal, exit without MPI_Finalize) stops its own
+ * job only, is reported, and mpiexec's exit status is then non-zero (that
+ * of the first failure); when mpiexec stops the main job (its failure,
+ * MPI_Abort, a signal, --timeout) the spawned jobs are stopped with it.
+ * mpiexec exits only once every job has ended. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <kumi/rpim.h>
+#include "mpiexec.h"
+
+#define MX_SPAWN_GRACE 1.0            /* seconds between SIGTERM and SIGKILL */
+
+struct mx_cjob {
+    struct mx_job job;
+    int no;                           /* k: the k-th spawned job */
+    int stopping, killed_hard, done;
+    double kill_deadline;
+    struct mx_cjob *next;
+};
+
+static struct mx_cjob *cjobs, **cjobs_tail = &cjobs;
+static int ncjobs;
+
+/* poll entries of the last mx_spawn_pollset */
+struct sp_tag {
+    struct mx_cjob *cj;
+    int kind;                         /* 0 listener, 1 connection, 2 output pipe */
+    int rank, which;
+    struct mx_conn *conn;
+};
+static struct sp_tag *tags;
+static size_t ntags, captags;
+
+static void set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static void jobname(const struct mx_cjob *cj, char *b, size_t len)
+{
+    snprintf(b, len, "%ld.%d", mx_job_main.jobid, cj->no);
+}
+
+/* ------------------------------------------------------------ placement */
+
+/* Look prog up like execvp, in path (may be NULL) then PATH; relative
+ * names with a '/' are taken from dir.  Returns KUMI_LAUNCH_SPAWN_OK with
+ * *out malloc'ed, or NOT_FOUND / NOT_EXEC. */
+static uint32_t find_program(const char *prog, const char *path, const char *dir, char **out)
+{
+    struct stat st;
+    int noexec = 0;
+    if (strchr(prog, '/')) {
+        char *cand = mx_xcalloc(1, strlen(prog) + (dir ? strlen(dir) : 0) + 2);
+        if (prog[0] != '/' && dir) sprintf(cand, "%s/%s", dir, prog);
+        else strcpy(cand, prog);
+        if (stat(cand, &st) < 0) {
+            free(cand);
+            return KUMI_LAUNCH_SPAWN_NOT_FOUND;
+        }
+        if (S_ISDIR(st.st_mode) || access(cand, X_OK) < 0) {
+            free(cand);
+            return KUMI_LAUNCH_SPAWN_NOT_EXEC;
+        }
+        char *abs = realpath(cand, NULL);
+        if (abs) {
+            free(cand);
+            cand = abs;
+        }
+        *out = cand;
+        return KUMI_LAUNCH_SPAWN_OK;
+    }
+    const char *sys = getenv("PATH");
+    if (!sys) sys = "/usr/local/bin:/usr/bin:/bin";
+    for (int w = 0; w < 2; w++) {
+        const char *p = w ? sys : path;
+        if (!p || !*p) continue;
+        for (;;) {
+            const char *colon = strchr(p, ':');
+            size_t dl = colon ? (size_t)(colon - p) : strlen(p);
+            char *cand = mx_xcalloc(1, dl + strlen(prog) + (dir ? strlen(dir) : 0) + 4);
+            if (dl == 0) sprintf(cand, "%s/%s", dir ? dir : ".", prog);
+            else if (p[0] != '/' && dir) sprintf(cand, "%s/%.*s/%s", dir, (int)dl, p, prog);
+            else sprintf(cand, "%.*s/%s", (int)dl, p, prog);
+            if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
+                if (access(cand, X_OK) == 0) {
+                    char *abs = realpath(cand, NULL);
+                    if (abs) {
+                        free(cand);
+                        cand = abs;
+                    }
+                    *out = cand;
+                    return KUMI_LAUNCH_SPAWN_OK;
+                }
+                noexec = 1;
+            }
+            free(cand);
+            if (!colon) break;
+            p = colon + 1;
+        }
+    }
+    return noexec ? KUMI_LAUNCH_SPAWN_NOT_EXEC : KUMI_LAUNCH_SPAWN_NOT_FOUND;
+}
+
+/* ranks of every job still running (all on this host) */
+static int ranks_running(void)
+{
+    int n = 0;
+    for (int r = 0; r < mx_job_main.n; r++) n += mx_job_main.ranks[r].state == MX_RANK_RUNNING;
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
+        for (int r = 0; r < cj->job.n; r++) n += cj->job.ranks[r].state == MX_RANK_RUNNING;
+    return n;
+}
+
+/* Check one command: its info keys, hosts, slots, program.  Returns a
+ * KUMI_LAUNCH_SPAWN_* code, msg filled on failure; *prog, *wdir set on
+ * success (malloc'ed; wdir may be NULL). */
+static uint32_t check_cmd(const struct mx_spawn_cmd *c, int idx, int *slots_left, char **prog, char **wdir,
+                          char *msg, size_t ml)
+{
+    struct mx_hostlist hl = { 0 };
+    const char *path = NULL, *wd = NULL;
+    char err[600];
+    uint32_t rc = KUMI_LAUNCH_SPAWN_OK;
+    *prog = *wdir = NULL;
+    for (int k = 0; k < c->ninfo && rc == KUMI_LAUNCH_SPAWN_OK; k++) {
+        const char *key = c->ikeys[k], *val = c->ivals[k];
+        if (!strcmp(key, "host") || !strcmp(key, "add-host")) {
+            if (mx_hosts_add_spec(&hl, val, err, sizeof err) < 0) {
+                snprintf(msg, ml, "command %d: info %s=%s: %s", idx, key, val, err);
+                rc = KUMI_LAUNCH_SPAWN_BAD_INFO;
+            }
+        } else if (!strcmp(key, "hostfile") || !strcmp(key, "add-hostfile") || !strcmp(key, "file")) {
+            if (mx_hosts_read_file(&hl, val, err, sizeof err) < 0) {
+                snprintf(msg, ml, "command %d: info %s=%s: %s", idx, key, val, err);
+                rc = KUMI_LAUNCH_SPAWN_BAD_INFO;
+            }
+        } else if (!strcmp(key, "wdir")) {
+            wd = val;
+        } else if (!strcmp(key, "path")) {
+            path = val;
+        }
+    }
+    for (int h = 0; h < hl.n && rc == KUMI_LAUNCH_SPAWN_OK; h++)
+        if (!mx_host_is_local(hl.h[h].name)) {
+            snprintf(msg, ml, "command %d: host %s: spawning on another host than mpiexec's is not supported yet",
+                     idx, hl.h[h].name);
+            rc = KUMI_LAUNCH_SPAWN_UNSUPPORTED;
+        }
+    if (rc == KUMI_LAUNCH_SPAWN_OK) {
+        /* slots: the info's hosts, else the job's; none given: no limit */
+        long slots = hl.n ? mx_hosts_total_slots(&hl, 0) - ranks_running()
+                          : (*slots_left != INT_MAX ? *slots_left : INT_MAX);
+        if (slots < 0) slots = 0;
+        if (c->maxprocs > slots && !mx_opt.overload) {
+            snprintf(msg, ml, "command %d: %d process%s asked for, %ld free slot%s on %s (--oversubscribe allows more)",
+                     idx, c->maxprocs, c->maxprocs == 1 ? "" : "es", slots, slots == 1 ? "" : "s",
+                     hl.n ? "the hosts of its info" : "the job's hosts");
+            rc = KUMI_LAUNCH_SPAWN_NO_SLOTS;
+        } else if (!hl.n && *slots_left != INT_MAX) {
+            *slots_left -= c->maxprocs < *slots_left ? c->maxprocs : *slots_left;
+        }
+    }
+    if (rc == KUMI_LAUNCH_SPAWN_OK && wd) {
+        struct stat st;
+        if (stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(msg, ml, "command %d: info wdir=%s: %s", idx, wd, stat(wd, &st) < 0 ? strerror(errno) :
+                     "not a folder");
+            rc = KUMI_LAUNCH_SPAWN_BAD_INFO;
+        } else {
+            *wdir = realpath(wd, NULL);
+            if (!*wdir) *wdir = mx_xstrdup(wd);
+        }
+    }
+    if (rc == KUMI_LAUNCH_SPAWN_OK) {
+        rc = find_program(c->prog, path, *wdir, prog);
+        if (rc != KUMI_LAUNCH_SPAWN_OK)
+            snprintf(msg, ml, "command %d: %s '%s'%s%s", idx,
+                     rc == KUMI_LAUNCH_SPAWN_NOT_EXEC ? "cannot execute" : "cannot find program", c->prog,
+                     path && !strchr(c->prog, '/') ? " in the info's path or PATH" :
+                     !strchr(c->prog, '/') ? " in PATH" : "", "");
+    }
+    mx_hosts_free(&hl);
+    if (rc != KUMI_LAUNCH_SPAWN_OK) {
+        free(*wdir);
+        *wdir = NULL;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------ job control */
+
+static void cjob_signal(struct mx_cjob *cj, int sig, int all)
+{
+    for (int r = 0; r < cj->job.n; r++) {
+        struct mx_rank *rk = &cj->job.ranks[r];
+        if (rk->pid <= 0) continue;
+        if (rk->state == MX_RANK_RUNNING || all)
+            if (killpg(rk->pid, sig) < 0 && errno == ESRCH && rk->state == MX_RANK_RUNNING) kill(rk->pid, sig);
+    }
+}
+
+static void cjob_stop(struct mx_cjob *cj, int sig)
+{
+    if (cj->stopping) return;
+    cj->stopping = 1;
+    cjob_signal(cj, sig, 0);
+    cj->kill_deadline = mx_now() + MX_SPAWN_GRACE;
+}
+
+void mx_spawn_signal(int sig, int all)
+{
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next) {
+        if (!cj->stopping) {
+            cj->stopping = 1;
+            cj->kill_deadline = mx_now() + MX_SPAWN_GRACE;
+        }
+        if (sig == SIGKILL) cj->killed_hard = 1;
+        cjob_signal(cj, sig, all);
+    }
+}
+
+static struct mx_cjob *cjob_of(const struct mx_job *j)
+{
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
+        if (&cj->job == j) return cj;
+    return NULL;
+}
+
+void mx_spawn_aborted(struct mx_job *j, int rank, int code, const char *msg)
+{
+    struct mx_cjob *cj = cjob_of(j);
+    if (!cj || mx_stopping()) return;
+    char jn[64];
+    jobname(cj, jn, sizeof jn);
+    if (msg && msg[0]) mx_msg("rank %d of spawned job %s called MPI_Abort(MPI_COMM_WORLD, %d): %s", rank, jn, code, msg);
+    else mx_msg("rank %d of spawned job %s called MPI_Abort(MPI_COMM_WORLD, %d)", rank, jn, code);
+    int ec = code & 255;
+    mx_stop_job(ec ? ec : 1, SIGTERM);   /* everything connected ends: every job */
+}
+
+void mx_spawn_fence_dead(struct mx_job *j, int r)
+{
+    struct mx_cjob *cj = cjob_of(j);
+    if (!cj || cj->stopping || mx_stopping()) return;
+    char jn[64];
+    jobname(cj, jn, sizeof jn);
+    mx_msg("rank %d (pid %d) of spawned job %s exited without %s while other ranks wait for it in MPI_Init; "
+           "stopping that job", r, (int)j->ranks[r].pid, jn,
+           j->ranks[r].connected ? "completing MPI_Init" : "calling MPI_Init");
+    mx_note_failure(1);
+    cjob_stop(cj, SIGTERM);
+}
+
+static void rank_exited(struct mx_cjob *cj, int r, int status)
+{
+    struct mx_job *j = &cj->job;
+    struct mx_rank *rk = &j->ranks[r];
+    rk->state = MX_RANK_EXITED;
+    rk->status = status;
+    mx_out_read(r, &rk->out[0], 1);
+    mx_out_read(r, &rk->out[1], 1);
+    mx_ctl_drain_rank(j, r);
+    if (cj->stopping || mx_stopping()) return;
+    char jn[64], what[160];
+    jobname(cj, jn, sizeof jn);
+    int code = 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        code = WEXITSTATUS(status);
+        snprintf(what, sizeof what, "exited with status %d", code);
+    } else if (WIFSIGNALED(status)) {
+        code = 128 + WTERMSIG(status);
+        snprintf(what, sizeof what, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else if (rk->connected && !rk->finalized) {
+        code = 1;
+        snprintf(what, sizeof what, "exited without calling MPI_Finalize");
+    }
+    if (code) {
+        mx_msg("rank %d (pid %d) of spawned job %s %s; stopping that job (the other jobs go on)", r, (int)rk->pid, jn,
+               what);
+        mx_note_failure(code);
+        cjob_stop(cj, SIGTERM);
+        return;
+    }
+    if (j->verbose > 1) mx_msg("rank %d (pid %d) of spawned job %s exited with status 0", r, (int)rk->pid, jn);
+    mx_ctl_check_fence(j);
+}
+
+int mx_spawn_reaped(pid_t pid, int status)
+{
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
+        for (int r = 0; r < cj->job.n; r++)
+            if (cj->job.ranks[r].pid == pid && cj->job.ranks[r].state == MX_RANK_RUNNING) {
+                rank_exited(cj, r, status);
+                return 1;
+            }
+    return 0;
+}
+
+/* A job whose ranks all exited and whose pipes are closed is over: its
+ * shared memory and control channel go. */
+static void cjob_check_done(struct mx_cjob *cj)
+{
+    if (cj->done) return;
+    for (int r = 0; r < cj->job.n; r++) {
+        struct mx_rank *rk = &cj->job.ranks[r];
+        if (rk->state == MX_RANK_RUNNING || rk->out[0].fd >= 0 || rk->out[1].fd >= 0) return;
+    }
+    cj->done = 1;
+    mx_shm_cleanup(cj->job.jobid);
+    mx_ctl_close_all(&cj->job);
+    if (cj->job.verbose) {
+        char jn[64];
+        jobname(cj, jn, sizeof jn);
+        mx_msg("spawned job %s ended", jn);
+    }
+}
+
+void mx_spawn_busy(int *running, int *pipes_open)
+{
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next) {
+        if (cj->done) continue;
+        for (int r = 0; r < cj->job.n; r++) {
+            struct mx_rank *rk = &cj->job.ranks[r];
+            *running += rk->state == MX_RANK_RUNNING;
+            *pipes_open += (rk->out[0].fd >= 0) + (rk->out[1].fd >= 0);
+        }
+    }
+}
+
+void mx_spawn_close_pipes(void)
+{
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
+        for (int r = 0; r < cj->job.n; r++)
+            for (int w = 0; w < 2; w++) {
+                struct mx_out *o = &cj->job.ranks[r].out[w];
+                mx_out_read(r, o, 0);
+                if (o->fd >= 0) mx_out_close(r, o);
+            }
+}
+
+double mx_spawn_timers(double now)
+{
+    double next = 1e300;
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next) {
+        if (cj->done) continue;
+        double t = mx_ctl_housekeeping(&cj->job, now);
+        if (t < next) next = t;
+        if (cj->stopping && !cj->killed_hard) {
+            if (now >= cj->kill_deadline) {
+                cjob_signal(cj, SIGKILL, 1);
+                cj->killed_hard = 1;
+            } else if (cj->kill_deadline < next) {
+                next = cj->kill_deadline;
+            }
+        }
+        /* a job whose ranks exited but something of theirs holds the pipes */
+        int running = 0;
+        for (int r = 0; r < cj->job.n; r++) running += cj->job.ranks[r].state == MX_RANK_RUNNING;
+        if (!running) cjob_check_done(cj);
+    }
+    return next;
+}
+
+void mx_spawn_cleanup(void)
+{
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next) mx_shm_cleanup(cj->job.jobid);
+}
+
+/* ------------------------------------------------------------ poll */
+
+size_t mx_spawn_maxfds(void)
+{
+    size_t n = 0;
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next) {
+        if (cj->done) continue;
+        n += 1 + 2 * (size_t)cj->job.n;
+        for (struct mx_conn *c = cj->job.conns; c; c = c->next) n++;
+    }
+    return n;
+}
+
+static void tag_add(struct pollfd *pfd, size_t *np, int fd, short ev, struct mx_cjob *cj, int kind, int rank,
+                    int which, struct mx_conn *conn)
+{
+    if (ntags == captags) {
+        captags = captags ? 2 * captags : 64;
+        tags = realloc(tags, captags * sizeof *tags);
+        if (!tags) {
+            mx_msg("out of memory");
+            exit(1);
+        }
+    }
+    pfd[*np].fd = fd;
+    pfd[*np].events = ev;
+    pfd[*np].revents = 0;
+    tags[ntags] = (struct sp_tag){ cj, kind, rank, which, conn };
+    ntags++;
+    (*np)++;
+}
+
+size_t mx_spawn_pollset(struct pollfd *pfd, const int *room)
+{
+    size_t np = 0;
+    ntags = 0;
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next) {
+        if (cj->done) continue;
+        if (cj->job.listen_fd >= 0) tag_add(pfd, &np, cj->job.listen_fd, POLLIN, cj, 0, -1, 0, NULL);
+        for (struct mx_conn *c = cj->job.conns; c; c = c->next)
+            if (!c->dead) tag_add(pfd, &np, c->fd, mx_ctl_events(c), cj, 1, c->rank, 0, c);
+        for (int r = 0; r < cj->job.n; r++)
+            for (int w = 0; w < 2; w++)
+                if (cj->job.ranks[r].out[w].fd >= 0 && room[w + 1])
+                    tag_add(pfd, &np, cj->job.ranks[r].out[w].fd, POLLIN, cj, 2, r, w, NULL);
+    }
+    return np;
+}
+
+void mx_spawn_event(int i, short re, double now)
+{
+    if (i < 0 || (size_t)i >= ntags) return;
+    struct sp_tag *t = &tags[i];
+    struct mx_cjob *cj = t->cj;
+    if (cj->done) return;
+    switch (t->kind) {
+    case 0:
+        mx_ctl_accept(&cj->job, now);
+        break;
+    case 1:
+        mx_ctl_event(&cj->job, t->conn, re);
+        break;
+    default:
+        mx_out_read(t->rank, &cj->job.ranks[t->rank].out[t->which], 0);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------ the request */
+
+static void reply_fail(struct mx_job *parent, int rank, const struct mx_spawn_req *req, int bad_cmd, uint32_t why,
+                       const char *msg)
+{
+    uint32_t *codes = mx_xcalloc((size_t)(req->total > 0 ? req->total : 1), sizeof *codes);
+    int k = 0;
+    for (int i = 0; i < req->ncmds; i++)
+        for (int m = 0; m < req->cmds[i].maxprocs && k < req->total; m++)
+            codes[k++] = bad_cmd < 0 || i == bad_cmd ? why : KUMI_LAUNCH_SPAWN_NOT_STARTED;
+    mx_ctl_spawn_reply(parent, rank, why, msg, NULL, req->total, codes);
+    free(codes);
+    if (parent->verbose) mx_msg("spawn request of rank %d refused: %s", rank, msg);
+}
+
+/* Start rank r of cj (command argv, environment env with its rank slot) in
+ * wdir (NULL: mpiexec's folder).  0, or -1 with msg set. */
+static int start_rank(struct mx_cjob *cj, int r, char **argv, char **env, int rank_slot, const char *wdir, char *msg,
+                      size_t ml)
+{
+    struct mx_rank *rk = &cj->job.ranks[r];
+    int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
+    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        snprintf(msg, ml, "rank %d: pipe: %s", r, strerror(errno));
+        for (int k = 0; k < 2; k++) {
+            if (outp[k] >= 0) close(outp[k]);
+            if (errp[k] >= 0) close(errp[k]);
+        }
+        return -1;
+    }
+    char rb[32];
+    snprintf(rb, sizeof rb, "KUMI_RANK=%d", r);
+    env[rank_slot] = rb;
+    env[rank_slot + 1] = NULL;
+    struct kumi_spawn sp = {
+        .rank = r, .host = NULL, .argv = argv, .envp = env,
+        .stdin_fd = -1, .stdout_fd = outp[1], .stderr_fd = errp[1],
+        .close_fds = NULL, .nclose_fds = 0, .cpuset = NULL, .cpuset_size = 0,
+    };
+    /* the child starts in wdir: mpiexec (one thread) goes there for the fork */
+    int here = -1, src = 0;
+    if (wdir) {
+        here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (here < 0 || chdir(wdir) < 0) src = errno ? errno : EIO;
+    }
+    pid_t pid = -1;
+    if (!src) src = mx_rpim_ops->spawn(&sp, &pid);
+    if (here >= 0) {
+        if (fchdir(here) < 0) mx_msg("cannot go back to mpiexec's folder: %s", strerror(errno));
+        close(here);
+    }
+    env[rank_slot] = NULL;
+    close(outp[1]);
+    close(errp[1]);
+    if (src != 0 || pid <= 0) {
+        snprintf(msg, ml, "rank %d: %s", r, src > 0 && src < 4096 ? strerror(src) : "spawn failed");
+        close(outp[0]);
+        close(errp[0]);
+        return -1;
+    }
+    rk->pid = pid;
+    rk->state = MX_RANK_RUNNING;
+    rk->out[0].fd = outp[0];
+    rk->out[1].fd = errp[0];
+    set_nonblock(outp[0]);
+    set_nonblock(errp[0]);
+    return 0;
+}
+
+void mx_spawn_request(struct mx_job *parent, int rank, const unsigned char *p, size_t n)
+{
+    struct mx_spawn_req req;
+    char msg[1024];
+    if (mx_spawn_parse(p, n, &req) < 0) {
+        reply_fail(parent, rank, &req, -1, KUMI_LAUNCH_SPAWN_BAD_REQUEST, "malformed spawn request");
+        mx_spawn_req_free(&req);
+        return;
+    }
+    if (mx_stopping()) {
+        reply_fail(parent, rank, &req, -1, KUMI_LAUNCH_SPAWN_FAILED, "mpiexec is stopping the job");
+        mx_spawn_req_free(&req);
+        return;
+    }
+    /* every command checked before anything starts */
+    char **progs = mx_xcalloc((size_t)req.ncmds, sizeof *progs), **wdirs = mx_xcalloc((size_t)req.ncmds, sizeof *wdirs);
+    int slots_left = INT_MAX;
+    if (mx_opt.hosts.n > 0) {
+        slots_left = mx_hosts_total_slots(&mx_opt.hosts, mx_opt.ppn) - ranks_running();
+        if (slots_left < 0) slots_left = 0;
+    }
+    int bad = -1;
+    uint32_t why = KUMI_LAUNCH_SPAWN_OK;
+    for (int i = 0; i < req.ncmds && bad < 0; i++) {
+        why = check_cmd(&req.cmds[i], i, &slots_left, &progs[i], &wdirs[i], msg, sizeof msg);
+        if (why != KUMI_LAUNCH_SPAWN_OK) bad = i;
+    }
+    struct mx_cjob *cj = NULL;
+    if (bad < 0) {
+        cj = mx_xcalloc(1, sizeof *cj);
+        cj->no = ++ncjobs;
+        cj->job.n = req.total;
+        cj->job.jobid = ((long)cj->no << 32) | mx_job_main.jobid;
+        cj->job.listen_fd = -1;
+        cj->job.verbose = parent->verbose;
+        cj->job.ranks = mx_xcalloc((size_t)req.total, sizeof *cj->job.ranks);
+        for (int r = 0; r < req.total; r++)
+            for (int w = 0; w < 2; w++) {
+                cj->job.ranks[r].out[w].fd = -1;
+                cj->job.ranks[r].out[w].which = w + 1;
+                cj->job.ranks[r].out[w].jobno = cj->no;
+            }
+        if (mx_make_secret(cj->job.secret) < 0) {
+            snprintf(msg, sizeof msg, "cannot read /dev/urandom: %s", strerror(errno));
+            why = KUMI_LAUNCH_SPAWN_FAILED;
+        } else if (mx_ctl_listen(&cj->job) < 0) {
+            snprintf(msg, sizeof msg, "cannot open a control listener for the new job");
+            why = KUMI_LAUNCH_SPAWN_FAILED;
+        }
+        if (why != KUMI_LAUNCH_SPAWN_OK) {
+            free(cj->job.ranks);
+            free(cj);
+            cj = NULL;
+            ncjobs--;
+        }
+    }
+    if (!cj) {
+        reply_fail(parent, rank, &req, bad, why, msg);
+        for (int i = 0; i < req.ncmds; i++) {
+            free(progs[i]);
+            free(wdirs[i]);
+        }
+        free(progs);
+        free(wdirs);
+        mx_spawn_req_free(&req);
+        return;
+    }
+    *cjobs_tail = cj;
+    cjobs_tail = &cj->next;
+    mx_shm_cleanup(cj->job.jobid);
+    char jn[64];
+    jobname(cj, jn, sizeof jn);
+    if (parent->verbose)
+        mx_msg("spawned job %s: %d process%s for rank %d of job %ld, control 127.0.0.1:%d", jn, req.total,
+               req.total == 1 ? "" : "es", rank, parent->jobid, cj->job.port);
+
+    /* the children's extra variables: ours, then the request's */
+    int nextra = req.nenv + 3;
+    char **extra = mx_xcalloc((size_t)nextra + 1, sizeof *extra);
+    char pj[64], an[32];
+    snprintf(pj, sizeof pj, "KUMI_PARENT_JOBID=%ld", parent->jobid);
+    extra[0] = "KUMI_SPAWNED=1";
+    extra[1] = pj;
+    extra[2] = an;
+    for (int k = 0; k < req.nenv; k++) extra[3 + k] = req.env[k];
+    int r0 = 0, failed = 0;
+    for (int i = 0; i < req.ncmds && !failed; i++) {
+        snprintf(an, sizeof an, "KUMI_APPNUM=%d", i);
+        int rank_slot;
+        char **env = mx_child_env(&cj->job, extra, nextra, &rank_slot);
+        char **argv = mx_xcalloc((size_t)req.cmds[i].argc + 2, sizeof *argv);
+        argv[0] = progs[i];
+        for (int a = 0; a < req.cmds[i].argc; a++) argv[a + 1] = req.cmds[i].args[a];
+        for (int m = 0; m < req.cmds[i].maxprocs && !failed; m++)
+            if (start_rank(cj, r0 + m, argv, env, rank_slot, wdirs[i], msg, sizeof msg) < 0) failed = 1;
+        r0 += req.cmds[i].maxprocs;
+        free(argv);
+        free(env);            /* (the few strings build_env made stay: small, once per command) */
+    }
+    free(extra);
+    if (failed) {
+        mx_msg("spawned job %s: %s; stopping it", jn, msg);
+        cjob_stop(cj, SIGTERM);
+        reply_fail(parent, rank, &req, -1, KUMI_LAUNCH_SPAWN_FAILED, msg);
+    } else {
+        char id[32];
+        snprintf(id, sizeof id, "%ld", cj->job.jobid);
+        mx_ctl_spawn_reply(parent, rank, KUMI_LAUNCH_SPAWN_OK, NULL, id, req.total, NULL);
+    }
+    for (int i = 0; i < req.ncmds; i++) {
+        free(progs[i]);
+        free(wdirs[i]);
+    }
+    free(progs);
+    free(wdirs);
+    mx_spawn_req_free(&req);
+}
