@@ -10,8 +10,9 @@
 # parent goes on; info keys wdir, path, host (slots; another host refused);
 # the job's -host slots; children outliving the parent; a child's non-zero
 # exit (reported, mpiexec exits with it, the parent goes on); a child's
-# MPI_Abort (everything stops); a singleton cannot spawn; nothing left
-# running or in /dev/shm.
+# MPI_Abort (everything stops); a singleton cannot spawn; the same through
+# per-host proxies (--launcher fork: parent and children behind proxies);
+# nothing left running.  (Across hosts: launch_hosts_spawn.sh.)
 set -u
 : "${MPIEXEC:?}" "${TESTBIN:?}"
 P=$TESTBIN/spawn_rpim
@@ -116,11 +117,20 @@ timeout 30 env -u KUMI_RANK "$P" missing > "$tmp/out" 2> "$tmp/err" || fail "sin
 grep -q "refused: .*singleton" "$tmp/out" || fail "singleton: no refusal"
 echo "ok: singleton"
 
-# ranks behind per-host proxies (--launcher fork) are told it is unsupported
-run -n 2 --launcher fork "$P" infofail wdir=/ 1
-[ $rc -eq 0 ] || fail "--launcher fork: exit status $rc"
-grep -q "refused: .*not supported" "$tmp/out" || fail "--launcher fork: no refusal"
-echo "ok: through proxies"
+# --launcher fork: the parent's ranks behind proxies (the request travels
+# through them), the children behind proxies of their own
+must "--launcher fork: two commands" -n 2 --launcher fork --tag-output "$P" multi 1 2
+[ "$(children)" = "a 0 3 0 3;b 1 3 1 3;b 2 3 1 3;" ] || fail "--launcher fork: children: $(children)"
+grep -Eq '^\[[0-9]+\.1,1\]<stdout>: child b rank 1 of 3' "$tmp/out" || fail "--launcher fork: tags"
+grep -Eq '^\[[0-9]+,1\]<stdout>: parent 1: goes on ok' "$tmp/out" || fail "--launcher fork: parent rank 1"
+must "--launcher fork: missing program" -n 2 --launcher fork "$P" missing
+grep -q "parent: missing program refused" "$tmp/out" || fail "--launcher fork: no refusal"
+run -n 2 --launcher fork "$P" then exit 3
+[ $rc -eq 3 ] || fail "--launcher fork: child exit 3: mpiexec exit status $rc"
+parents_ok || fail "--launcher fork: child exit: the parent did not go on"
+SPAWN_PARENT_WAIT=30 run -n 2 --launcher fork -x SPAWN_PARENT_WAIT "$P" then abort 6
+[ $rc -eq 6 ] && [ $took -lt 20 ] || fail "--launcher fork: child abort 6: exit status $rc after $took s"
+echo "ok: --launcher fork: exit status and MPI_Abort of children"
 
 sleep 0.5
 pgrep -f "$P" && fail "processes left"

@@ -554,19 +554,20 @@ void mx_spawn_req_free(struct mx_spawn_req *req)
 void mx_ctl_spawn_reply(struct mx_job *job, int rank, uint32_t result, const char *msg, const char *jobid, int n,
                         const uint32_t *codes)
 {
-    struct mx_conn *c = job->ranks[rank].conn;
-    if (!c || c->dead) return;
     size_t ml = msg ? strlen(msg) : 0, jl = jobid ? strlen(jobid) : 0;
     if (n < 0) n = 0;
-    frame_begin(&c->out, KUMI_LAUNCH_MSG_SPAWN_DONE, 16 + ml + jl + 4 * (size_t)n);
-    buf_u32(&c->out, result);
-    buf_u32(&c->out, (uint32_t)ml);
-    buf_put(&c->out, msg, ml);
-    buf_u32(&c->out, (uint32_t)jl);
-    buf_put(&c->out, jobid, jl);
-    buf_u32(&c->out, (uint32_t)n);
-    for (int i = 0; i < n; i++) buf_u32(&c->out, codes ? codes[i] : result);
-    conn_flush(c);
+    struct mx_buf f = { 0 };
+    frame_begin(&f, KUMI_LAUNCH_MSG_SPAWN_DONE, 16 + ml + jl + 4 * (size_t)n);
+    buf_u32(&f, result);
+    buf_u32(&f, (uint32_t)ml);
+    buf_put(&f, msg, ml);
+    buf_u32(&f, (uint32_t)jl);
+    buf_put(&f, jobid, jl);
+    buf_u32(&f, (uint32_t)n);
+    for (int i = 0; i < n; i++) buf_u32(&f, codes ? codes[i] : result);
+    if (job->rank_frame_hook) job->rank_frame_hook(job, rank, f.data, f.len);   /* behind a proxy */
+    else mx_ctl_send_frame(job, rank, f.data, f.len);
+    buf_free(&f);
 }
 
 void mx_ctl_send_frame(struct mx_job *job, int rank, const void *frame, size_t len)

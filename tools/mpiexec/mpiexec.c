@@ -60,6 +60,7 @@ extern char **environ;
 #define job mx_job_main
 struct mx_job mx_job_main;
 const struct kumi_rpim_ops *mx_rpim_ops;
+int mx_hosts_user;
 
 /* job control state */
 static int stopping;                   /* the job is being stopped */
@@ -273,7 +274,8 @@ int mx_universe_size(void)
  * launch variables below cannot be replaced); *rank_slot receives the index
  * of KUMI_RANK, which is followed by room for the three KUMI_ENV_BIND_* and
  * a NULL. */
-static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const *extra, int nextra, int *rank_slot)
+static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const *extra, int nextra, int nhosts,
+                           int *rank_slot)
 {
     static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_ABI",
                                             "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_UNIVERSE, KUMI_ENV_BIND_CPUS,
@@ -323,7 +325,7 @@ static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const 
     env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
     env[k++] = mx_xstrdup(b);
-    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_NHOSTS, remote ? nhosts_used : 1);
+    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_NHOSTS, nhosts > 0 ? nhosts : remote ? nhosts_used : 1);
     env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "%s=%d", KUMI_ENV_UNIVERSE, mx_universe_size());
     env[k++] = mx_xstrdup(b);
@@ -352,14 +354,19 @@ static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const 
 
 static char **build_env(const char *rpim_name, int *rank_slot)
 {
-    return build_env_of(&job, rpim_name, NULL, 0, rank_slot);
+    return build_env_of(&job, rpim_name, NULL, 0, 0, rank_slot);
 }
 
 static const char *rpim_name_used = "fork";
 
-char **mx_child_env(struct mx_job *j, char *const *extra, int nextra, int *rank_slot)
+char **mx_child_env(struct mx_job *j, char *const *extra, int nextra, int nhosts, int *rank_slot)
 {
-    return build_env_of(j, rpim_name_used, extra, nextra, rank_slot);
+    return build_env_of(j, rpim_name_used, extra, nextra, nhosts, rank_slot);
+}
+
+int mx_remote_mode(void)
+{
+    return remote;
 }
 
 int mx_make_secret(char *out)
@@ -494,8 +501,8 @@ static void reap(void)
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p < 0 && errno == EINTR) continue;
         if (p <= 0) return;
-        if (remote) {                  /* an agent; the ranks are elsewhere */
-            mx_remote_reaped(p, st);
+        if (remote) {                  /* an agent (the ranks are elsewhere), or a spawned rank */
+            if (!mx_remote_reaped(p, st)) mx_spawn_reaped(p, st);
             continue;
         }
         int found = 0;
@@ -896,6 +903,7 @@ int main(int argc, char **argv)
             mx_opt.timeout = sec;
         }
     }
+    mx_hosts_user = mx_opt.hosts.n > 0;    /* (plan_hosts may add the hosts of --launcher fork/slurm) */
     int *host_of = plan_hosts();
     char *prog = resolve_program(mx_opt.argv[0]);
     if (mx_opt.wdir && !remote) {
@@ -957,9 +965,9 @@ int main(int argc, char **argv)
     }
     if (!remote && mx_ctl_listen(&job) < 0) return 1;
     mx_rpim_ops = ops;
-    /* MPI_Comm_spawn: children of ranks of this host (spawn.c); ranks
-     * behind proxies are told that their launch cannot spawn */
-    if (!remote) job.spawn_hook = mx_spawn_request;
+    /* MPI_Comm_spawn (spawn.c): from ranks of this host through the
+     * control channel, from ranks behind proxies through them (remote.c) */
+    job.spawn_hook = mx_spawn_request;
     /* shared-memory objects of this job id: leftovers of an earlier
      * mpiexec with our pid that was killed, and ours at the end */
     mx_shm_cleanup(job.jobid);

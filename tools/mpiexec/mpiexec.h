@@ -116,6 +116,9 @@ struct mx_job {
     void (*fence_done_hook)(struct mx_job *job, const struct mx_buf *tab);
     /* the proxy: decides itself when its ranks' fence goes upstream */
     void (*fence_check_hook)(struct mx_job *job);
+    struct mx_rset *rset;     /* mpiexec: the proxies of its ranks (remote.c), or NULL */
+    /* mpiexec: a frame for a rank behind a proxy (remote.c); NULL: the rank's connection */
+    void (*rank_frame_hook)(struct mx_job *job, int rank, const void *frame, size_t len);
     /* SPAWN from a rank (payload as received); NULL: answered "unsupported" */
     void (*spawn_hook)(struct mx_job *job, int rank, const unsigned char *p, size_t n);
 };
@@ -254,6 +257,35 @@ size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room);
 void mx_remote_event(int aux, short revents, double now);
 double mx_remote_timers(double now);
 
+/* Sets of proxies of spawned jobs (each such job has proxies of its own;
+ * the main job's set is the one of the mx_remote_* functions). */
+struct mx_rset;
+struct mx_rset_host {          /* one proxy: a host, and what its ranks run */
+    const char *name;
+    char **argv;
+    char **env;                /* envc entries (no KUMI_RANK) */
+    int envc;
+    const char *wdir;          /* where its ranks start */
+    int wdir_given;            /* 1: wdir must exist there */
+};
+struct mx_rset_ops {
+    void (*rank_exited)(void *ctx, int rank, int status);
+    void (*stop)(void *ctx, int code, const char *why);   /* a host lost or failing */
+    int (*stopping)(void *ctx);
+};
+struct mx_rset *mx_rset_start(struct mx_job *job, int nh, const struct mx_rset_host *hosts, const int *host_of,
+                              const struct mx_rset_ops *ops, void *ctx);
+int mx_rset_started(struct mx_rset *S);      /* every proxy was ready: GO sent */
+void mx_rset_signal(struct mx_rset *S, int sig);
+void mx_rset_end(struct mx_rset *S);
+int mx_rset_open(struct mx_rset *S);
+void mx_rset_kill(struct mx_rset *S);
+int mx_rset_reaped(struct mx_rset *S, pid_t pid, int status);
+size_t mx_rset_maxfds(struct mx_rset *S);
+size_t mx_rset_pollset(struct mx_rset *S, struct pollfd *pfd, int *aux, int room);
+void mx_rset_event(struct mx_rset *S, int aux, short revents, double now);
+double mx_rset_timers(struct mx_rset *S, double now);
+
 /* ---- slurm.c: inside a Slurm allocation (--launcher slurm) ---- */
 int mx_slurm_inside(void);
 int mx_slurm_hosts(struct mx_hostlist *hl);
@@ -279,7 +311,10 @@ void mx_spawn_cleanup(void);                          /* shared memory of every 
 /* mpiexec.c for spawn.c */
 struct kumi_rpim_ops;
 extern const struct kumi_rpim_ops *mx_rpim_ops;
-char **mx_child_env(struct mx_job *j, char *const *extra, int nextra, int *rank_slot);
+char **mx_child_env(struct mx_job *j, char *const *extra, int nextra, int nhosts, int *rank_slot);
+extern int mx_hosts_user;                            /* -host / --hostfile given */
+int mx_remote_mode(void);                            /* the main job's ranks are behind proxies */
+int mx_remote_running_on(const char *host);          /* main job's ranks running there (remote.c) */
 int mx_make_secret(char *out);
 int mx_universe_size(void);
 int mx_host_is_local(const char *name);

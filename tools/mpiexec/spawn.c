@@ -55,6 +55,12 @@
 
 struct mx_cjob {
     struct mx_job job;
+    char **host;                      /* per rank: its host's name (NULL: this host) */
+    struct mx_rset *rs;               /* its proxies, when its ranks run behind them (remote.c) */
+    int ended;                        /* rs: END sent */
+    /* rs: the answer to the request waits until every proxy is ready */
+    struct mx_job *req_job;           /* NULL: answered */
+    int req_rank, req_total;
     int no;                           /* k: the k-th spawned job */
     int stopping, killed_hard, done;
     double kill_deadline;
@@ -67,7 +73,7 @@ static int ncjobs;
 /* poll entries of the last mx_spawn_pollset */
 struct sp_tag {
     struct mx_cjob *cj;
-    int kind;                         /* 0 listener, 1 connection, 2 output pipe */
+    int kind;                         /* 0 listener, 1 connection, 2 output pipe, 3 proxies (rank: aux) */
     int rank, which;
     struct mx_conn *conn;
 };
@@ -146,36 +152,47 @@ static uint32_t find_program(const char *prog, const char *path, const char *dir
     return noexec ? KUMI_LAUNCH_SPAWN_NOT_EXEC : KUMI_LAUNCH_SPAWN_NOT_FOUND;
 }
 
-/* ranks of every job still running (all on this host) */
-static int ranks_running(void)
+static int same_host(const char *a, const char *b)
+{
+    if (!a || !b) return !a && !b;
+    return !strcmp(a, b) || (mx_host_is_local(a) && mx_host_is_local(b));
+}
+
+/* ranks of every job still running on host (NULL: this host) */
+static int running_on(const char *host)
 {
     int n = 0;
-    for (int r = 0; r < mx_job_main.n; r++) n += mx_job_main.ranks[r].state == MX_RANK_RUNNING;
+    if (mx_remote_mode()) n += mx_remote_running_on(host ? host : "localhost");
+    else if (!host || mx_host_is_local(host))
+        for (int r = 0; r < mx_job_main.n; r++) n += mx_job_main.ranks[r].state == MX_RANK_RUNNING;
     for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
-        for (int r = 0; r < cj->job.n; r++) n += cj->job.ranks[r].state == MX_RANK_RUNNING;
+        for (int r = 0; r < cj->job.n; r++)
+            if (cj->job.ranks[r].state == MX_RANK_RUNNING &&
+                same_host(cj->host[r] ? cj->host[r] : "localhost", host ? host : "localhost"))
+                n++;
     return n;
 }
 
-/* Check one command: its info keys, hosts, slots, program.  Returns a
- * KUMI_LAUNCH_SPAWN_* code, msg filled on failure; *prog, *wdir set on
- * success (malloc'ed; wdir may be NULL). */
-static uint32_t check_cmd(const struct mx_spawn_cmd *c, int idx, int *slots_left, char **prog, char **wdir,
+/* Check one command: its info keys, program.  Returns a KUMI_LAUNCH_SPAWN_*
+ * code, msg filled on failure; *prog, *wdir (may be NULL) and *hl (the
+ * info's hosts, maybe none) set on success. */
+static uint32_t check_cmd(const struct mx_spawn_cmd *c, int idx, char **prog, char **wdir, struct mx_hostlist *hl,
                           char *msg, size_t ml)
 {
-    struct mx_hostlist hl = { 0 };
     const char *path = NULL, *wd = NULL;
     char err[600];
     uint32_t rc = KUMI_LAUNCH_SPAWN_OK;
     *prog = *wdir = NULL;
+    memset(hl, 0, sizeof *hl);
     for (int k = 0; k < c->ninfo && rc == KUMI_LAUNCH_SPAWN_OK; k++) {
         const char *key = c->ikeys[k], *val = c->ivals[k];
         if (!strcmp(key, "host") || !strcmp(key, "add-host")) {
-            if (mx_hosts_add_spec(&hl, val, err, sizeof err) < 0) {
+            if (mx_hosts_add_spec(hl, val, err, sizeof err) < 0) {
                 snprintf(msg, ml, "command %d: info %s=%s: %s", idx, key, val, err);
                 rc = KUMI_LAUNCH_SPAWN_BAD_INFO;
             }
         } else if (!strcmp(key, "hostfile") || !strcmp(key, "add-hostfile") || !strcmp(key, "file")) {
-            if (mx_hosts_read_file(&hl, val, err, sizeof err) < 0) {
+            if (mx_hosts_read_file(hl, val, err, sizeof err) < 0) {
                 snprintf(msg, ml, "command %d: info %s=%s: %s", idx, key, val, err);
                 rc = KUMI_LAUNCH_SPAWN_BAD_INFO;
             }
@@ -185,57 +202,91 @@ static uint32_t check_cmd(const struct mx_spawn_cmd *c, int idx, int *slots_left
             path = val;
         }
     }
-    for (int h = 0; h < hl.n && rc == KUMI_LAUNCH_SPAWN_OK; h++)
-        if (!mx_host_is_local(hl.h[h].name)) {
-            snprintf(msg, ml, "command %d: host %s: spawning on another host than mpiexec's is not supported yet",
-                     idx, hl.h[h].name);
-            rc = KUMI_LAUNCH_SPAWN_UNSUPPORTED;
-        }
-    if (rc == KUMI_LAUNCH_SPAWN_OK) {
-        /* slots: the info's hosts, else the job's; none given: no limit */
-        long slots = hl.n ? mx_hosts_total_slots(&hl, 0) - ranks_running()
-                          : (*slots_left != INT_MAX ? *slots_left : INT_MAX);
-        if (slots < 0) slots = 0;
-        if (c->maxprocs > slots && !mx_opt.overload) {
-            snprintf(msg, ml, "command %d: %d process%s asked for, %ld free slot%s on %s (--oversubscribe allows more)",
-                     idx, c->maxprocs, c->maxprocs == 1 ? "" : "es", slots, slots == 1 ? "" : "s",
-                     hl.n ? "the hosts of its info" : "the job's hosts");
-            rc = KUMI_LAUNCH_SPAWN_NO_SLOTS;
-        } else if (!hl.n && *slots_left != INT_MAX) {
-            *slots_left -= c->maxprocs < *slots_left ? c->maxprocs : *slots_left;
-        }
-    }
+    int all_local = 1;
+    for (int h = 0; h < hl->n; h++) all_local &= mx_host_is_local(hl->h[h].name);
+    if (!hl->n && mx_hosts_user)
+        for (int h = 0; h < mx_opt.hosts.n; h++) all_local &= mx_host_is_local(mx_opt.hosts.h[h].name);
     if (rc == KUMI_LAUNCH_SPAWN_OK && wd) {
+        /* on this host it must exist; on others the proxy checks it */
         struct stat st;
-        if (stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            snprintf(msg, ml, "command %d: info wdir=%s: %s", idx, wd, stat(wd, &st) < 0 ? strerror(errno) :
-                     "not a folder");
+        if (wd[0] != '/' || (all_local && (stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)))) {
+            snprintf(msg, ml, "command %d: info wdir=%s: %s", idx, wd, wd[0] != '/' ? "not an absolute path" :
+                     stat(wd, &st) < 0 ? strerror(errno) : "not a folder");
             rc = KUMI_LAUNCH_SPAWN_BAD_INFO;
         } else {
-            *wdir = realpath(wd, NULL);
+            *wdir = all_local ? realpath(wd, NULL) : NULL;
             if (!*wdir) *wdir = mx_xstrdup(wd);
         }
     }
     if (rc == KUMI_LAUNCH_SPAWN_OK) {
         rc = find_program(c->prog, path, *wdir, prog);
         if (rc != KUMI_LAUNCH_SPAWN_OK)
-            snprintf(msg, ml, "command %d: %s '%s'%s%s", idx,
+            snprintf(msg, ml, "command %d: %s '%s'%s", idx,
                      rc == KUMI_LAUNCH_SPAWN_NOT_EXEC ? "cannot execute" : "cannot find program", c->prog,
                      path && !strchr(c->prog, '/') ? " in the info's path or PATH" :
-                     !strchr(c->prog, '/') ? " in PATH" : "", "");
+                     !strchr(c->prog, '/') ? " in PATH" : "");
     }
-    mx_hosts_free(&hl);
     if (rc != KUMI_LAUNCH_SPAWN_OK) {
         free(*wdir);
         *wdir = NULL;
+        mx_hosts_free(hl);
     }
     return rc;
+}
+
+/* Place the children of command idx: host[r0 .. r0+maxprocs) (NULL: this
+ * host, no host list at all).  Candidates: the info's hosts, else those of
+ * the job's -host/--hostfile; free slots: their slots less the ranks still
+ * running there and those placed before in this request; beyond that only
+ * with --oversubscribe (round robin over the candidates). */
+static uint32_t place_cmd(const struct mx_spawn_cmd *c, int idx, const struct mx_hostlist *info, const char **host,
+                          int r0, char *msg, size_t ml)
+{
+    const struct mx_hostlist *hl = info->n ? info : mx_hosts_user ? &mx_opt.hosts : NULL;
+    if (!hl) {
+        for (int m = 0; m < c->maxprocs; m++) host[r0 + m] = NULL;
+        return KUMI_LAUNCH_SPAWN_OK;
+    }
+    int *free_ = mx_xcalloc((size_t)hl->n, sizeof *free_);
+    long total = 0;
+    for (int h = 0; h < hl->n; h++) {
+        const char *name = hl->h[h].name;
+        int used = running_on(name);
+        for (int r = 0; r < r0; r++) used += host[r] && same_host(host[r], name);
+        free_[h] = used >= hl->h[h].slots ? 0 : hl->h[h].slots - used;
+        total += free_[h];
+    }
+    if (c->maxprocs > total && !mx_opt.overload) {
+        snprintf(msg, ml, "command %d: %d process%s asked for, %ld free slot%s on %s (--oversubscribe allows more)",
+                 idx, c->maxprocs, c->maxprocs == 1 ? "" : "es", total, total == 1 ? "" : "s",
+                 info->n ? "the hosts of its info" : "the job's hosts");
+        free(free_);
+        return KUMI_LAUNCH_SPAWN_NO_SLOTS;
+    }
+    int h = 0;
+    for (int m = 0; m < c->maxprocs; m++) {
+        int k;
+        for (k = 0; k < hl->n && !free_[(h + k) % hl->n]; k++) {}
+        if (k < hl->n) {
+            h = (h + k) % hl->n;
+            free_[h]--;
+            host[r0 + m] = hl->h[h].name;
+        } else {
+            host[r0 + m] = hl->h[m % hl->n].name;   /* oversubscribed */
+        }
+    }
+    free(free_);
+    return KUMI_LAUNCH_SPAWN_OK;
 }
 
 /* ------------------------------------------------------------ job control */
 
 static void cjob_signal(struct mx_cjob *cj, int sig, int all)
 {
+    if (cj->rs) {                     /* its proxies signal its ranks */
+        mx_rset_signal(cj->rs, sig);
+        return;
+    }
     for (int r = 0; r < cj->job.n; r++) {
         struct mx_rank *rk = &cj->job.ranks[r];
         if (rk->pid <= 0) continue;
@@ -333,7 +384,9 @@ static void rank_exited(struct mx_cjob *cj, int r, int status)
 int mx_spawn_reaped(pid_t pid, int status)
 {
     for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
-        for (int r = 0; r < cj->job.n; r++)
+        if (cj->rs && mx_rset_reaped(cj->rs, pid, status)) return 1;   /* a launch agent */
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
+        for (int r = 0; r < cj->job.n && !cj->rs; r++)       /* (behind proxies: their pids are not ours) */
             if (cj->job.ranks[r].pid == pid && cj->job.ranks[r].state == MX_RANK_RUNNING) {
                 rank_exited(cj, r, status);
                 return 1;
@@ -349,6 +402,13 @@ static void cjob_check_done(struct mx_cjob *cj)
     for (int r = 0; r < cj->job.n; r++) {
         struct mx_rank *rk = &cj->job.ranks[r];
         if (rk->state == MX_RANK_RUNNING || rk->out[0].fd >= 0 || rk->out[1].fd >= 0) return;
+    }
+    if (cj->rs) {                     /* the proxies send what is left, then BYE */
+        if (!cj->ended) {
+            cj->ended = 1;
+            mx_rset_end(cj->rs);
+        }
+        if (mx_rset_open(cj->rs)) return;
     }
     cj->done = 1;
     mx_shm_cleanup(cj->job.jobid);
@@ -369,11 +429,14 @@ void mx_spawn_busy(int *running, int *pipes_open)
             *running += rk->state == MX_RANK_RUNNING;
             *pipes_open += (rk->out[0].fd >= 0) + (rk->out[1].fd >= 0);
         }
+        if (cj->rs) *pipes_open += mx_rset_open(cj->rs);
     }
 }
 
 void mx_spawn_close_pipes(void)
 {
+    for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
+        if (cj->rs) mx_rset_kill(cj->rs);
     for (struct mx_cjob *cj = cjobs; cj; cj = cj->next)
         for (int r = 0; r < cj->job.n; r++)
             for (int w = 0; w < 2; w++) {
@@ -390,6 +453,13 @@ double mx_spawn_timers(double now)
         if (cj->done) continue;
         double t = mx_ctl_housekeeping(&cj->job, now);
         if (t < next) next = t;
+        if (cj->rs && (t = mx_rset_timers(cj->rs, now)) < next) next = t;
+        if (cj->rs && cj->req_job && mx_rset_started(cj->rs)) {    /* every proxy ready: the answer */
+            char id[32];
+            snprintf(id, sizeof id, "%ld", cj->job.jobid);
+            mx_ctl_spawn_reply(cj->req_job, cj->req_rank, KUMI_LAUNCH_SPAWN_OK, NULL, id, cj->req_total, NULL);
+            cj->req_job = NULL;
+        }
         if (cj->stopping && !cj->killed_hard) {
             if (now >= cj->kill_deadline) {
                 cjob_signal(cj, SIGKILL, 1);
@@ -418,7 +488,7 @@ size_t mx_spawn_maxfds(void)
     size_t n = 0;
     for (struct mx_cjob *cj = cjobs; cj; cj = cj->next) {
         if (cj->done) continue;
-        n += 1 + 2 * (size_t)cj->job.n;
+        n += 1 + 2 * (size_t)cj->job.n + (cj->rs ? mx_rset_maxfds(cj->rs) : 0);
         for (struct mx_conn *c = cj->job.conns; c; c = c->next) n++;
     }
     return n;
@@ -456,6 +526,21 @@ size_t mx_spawn_pollset(struct pollfd *pfd, const int *room)
             for (int w = 0; w < 2; w++)
                 if (cj->job.ranks[r].out[w].fd >= 0 && room[w + 1])
                     tag_add(pfd, &np, cj->job.ranks[r].out[w].fd, POLLIN, cj, 2, r, w, NULL);
+        if (cj->rs) {
+            static int *aux;
+            static size_t auxcap;
+            if (auxcap < mx_rset_maxfds(cj->rs)) {
+                auxcap = mx_rset_maxfds(cj->rs);
+                aux = realloc(aux, auxcap * sizeof *aux);
+                if (!aux) {
+                    mx_msg("out of memory");
+                    exit(1);
+                }
+            }
+            struct pollfd *q = pfd + np;
+            size_t k = mx_rset_pollset(cj->rs, q, aux, room[1] && room[2]);
+            for (size_t i = 0; i < k; i++) tag_add(pfd, &np, q[i].fd, q[i].events, cj, 3, aux[i], 0, NULL);
+        }
     }
     return np;
 }
@@ -472,6 +557,9 @@ void mx_spawn_event(int i, short re, double now)
         break;
     case 1:
         mx_ctl_event(&cj->job, t->conn, re);
+        break;
+    case 3:
+        mx_rset_event(cj->rs, t->rank, re, now);
         break;
     default:
         mx_out_read(t->rank, &cj->job.ranks[t->rank].out[t->which], 0);
@@ -548,6 +636,45 @@ static int start_rank(struct mx_cjob *cj, int r, char **argv, char **env, int ra
     return 0;
 }
 
+/* remote.c's callbacks for the proxies of a spawned job */
+static void rs_rank_exited(void *ctx, int r, int status)
+{
+    rank_exited(ctx, r, status);
+}
+
+static void rs_stop(void *ctx, int code, const char *why)
+{
+    struct mx_cjob *cj = ctx;
+    if (cj->req_job) {                /* not started: the request fails, nothing else */
+        mx_ctl_spawn_reply(cj->req_job, cj->req_rank, KUMI_LAUNCH_SPAWN_FAILED, why, NULL, cj->req_total, NULL);
+        cj->req_job = NULL;
+        cjob_stop(cj, SIGTERM);
+        return;
+    }
+    if (cj->stopping || mx_stopping()) return;
+    mx_note_failure(code);
+    cjob_stop(cj, SIGTERM);
+}
+
+static int rs_stopping(void *ctx)
+{
+    return ((struct mx_cjob *)ctx)->stopping || mx_stopping();
+}
+
+static const struct mx_rset_ops rs_ops = { rs_rank_exited, rs_stop, rs_stopping };
+
+static void free_cmds(int ncmds, char **progs, char **wdirs, struct mx_hostlist *hls)
+{
+    for (int i = 0; i < ncmds; i++) {
+        free(progs[i]);
+        free(wdirs[i]);
+        mx_hosts_free(&hls[i]);
+    }
+    free(progs);
+    free(wdirs);
+    free(hls);
+}
+
 void mx_spawn_request(struct mx_job *parent, int rank, const unsigned char *p, size_t n)
 {
     struct mx_spawn_req req;
@@ -562,18 +689,26 @@ void mx_spawn_request(struct mx_job *parent, int rank, const unsigned char *p, s
         mx_spawn_req_free(&req);
         return;
     }
-    /* every command checked before anything starts */
+    /* every command checked and placed before anything starts */
     char **progs = mx_xcalloc((size_t)req.ncmds, sizeof *progs), **wdirs = mx_xcalloc((size_t)req.ncmds, sizeof *wdirs);
-    int slots_left = INT_MAX;
-    if (mx_opt.hosts.n > 0) {
-        slots_left = mx_hosts_total_slots(&mx_opt.hosts, mx_opt.ppn) - ranks_running();
-        if (slots_left < 0) slots_left = 0;
-    }
-    int bad = -1;
+    struct mx_hostlist *hls = mx_xcalloc((size_t)req.ncmds, sizeof *hls);
+    const char **host = mx_xcalloc((size_t)req.total, sizeof *host);
+    int bad = -1, r0 = 0, remote = 0;
     uint32_t why = KUMI_LAUNCH_SPAWN_OK;
     for (int i = 0; i < req.ncmds && bad < 0; i++) {
-        why = check_cmd(&req.cmds[i], i, &slots_left, &progs[i], &wdirs[i], msg, sizeof msg);
+        why = check_cmd(&req.cmds[i], i, &progs[i], &wdirs[i], &hls[i], msg, sizeof msg);
+        if (why == KUMI_LAUNCH_SPAWN_OK) why = place_cmd(&req.cmds[i], i, &hls[i], host, r0, msg, sizeof msg);
         if (why != KUMI_LAUNCH_SPAWN_OK) bad = i;
+        r0 += req.cmds[i].maxprocs;
+    }
+    /* another host (or --launcher fork: proxies here too): the job's ranks
+     * run behind proxies of its own */
+    for (int r = 0; r < req.total && bad < 0; r++) remote |= host[r] && !mx_host_is_local(host[r]);
+    if (bad < 0 && mx_opt.launcher && !strcmp(mx_opt.launcher, "fork")) remote = 1;
+    if (bad < 0 && remote && mx_opt.launcher && !strcmp(mx_opt.launcher, "slurm")) {
+        snprintf(msg, sizeof msg, "spawning on other hosts under --launcher slurm is not supported");
+        why = KUMI_LAUNCH_SPAWN_UNSUPPORTED;
+        bad = 0;
     }
     struct mx_cjob *cj = NULL;
     if (bad < 0) {
@@ -583,21 +718,27 @@ void mx_spawn_request(struct mx_job *parent, int rank, const unsigned char *p, s
         cj->job.jobid = ((long)cj->no << 32) | mx_job_main.jobid;
         cj->job.listen_fd = -1;
         cj->job.verbose = parent->verbose;
+        cj->job.spawn_hook = mx_spawn_request;           /* its ranks may spawn in turn */
         cj->job.ranks = mx_xcalloc((size_t)req.total, sizeof *cj->job.ranks);
-        for (int r = 0; r < req.total; r++)
+        cj->host = mx_xcalloc((size_t)req.total, sizeof *cj->host);
+        for (int r = 0; r < req.total; r++) {
+            cj->host[r] = host[r] ? mx_xstrdup(host[r]) : NULL;
             for (int w = 0; w < 2; w++) {
                 cj->job.ranks[r].out[w].fd = -1;
                 cj->job.ranks[r].out[w].which = w + 1;
                 cj->job.ranks[r].out[w].jobno = cj->no;
             }
+        }
         if (mx_make_secret(cj->job.secret) < 0) {
             snprintf(msg, sizeof msg, "cannot read /dev/urandom: %s", strerror(errno));
             why = KUMI_LAUNCH_SPAWN_FAILED;
-        } else if (mx_ctl_listen(&cj->job) < 0) {
+        } else if (!remote && mx_ctl_listen(&cj->job) < 0) {
             snprintf(msg, sizeof msg, "cannot open a control listener for the new job");
             why = KUMI_LAUNCH_SPAWN_FAILED;
         }
         if (why != KUMI_LAUNCH_SPAWN_OK) {
+            for (int r = 0; r < req.total; r++) free(cj->host[r]);
+            free(cj->host);
             free(cj->job.ranks);
             free(cj);
             cj = NULL;
@@ -606,12 +747,8 @@ void mx_spawn_request(struct mx_job *parent, int rank, const unsigned char *p, s
     }
     if (!cj) {
         reply_fail(parent, rank, &req, bad, why, msg);
-        for (int i = 0; i < req.ncmds; i++) {
-            free(progs[i]);
-            free(wdirs[i]);
-        }
-        free(progs);
-        free(wdirs);
+        free_cmds(req.ncmds, progs, wdirs, hls);
+        free(host);
         mx_spawn_req_free(&req);
         return;
     }
@@ -620,48 +757,85 @@ void mx_spawn_request(struct mx_job *parent, int rank, const unsigned char *p, s
     mx_shm_cleanup(cj->job.jobid);
     char jn[64];
     jobname(cj, jn, sizeof jn);
+    /* hosts of the job: for KUMI_ENV_NHOSTS, and the proxies (one per
+     * command and host: a proxy runs one program) */
+    int nh = 0, nent = 0;
+    for (int r = 0; r < req.total; r++) {
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = same_host(host[q], host[r]);
+        nh += !seen;
+    }
     if (parent->verbose)
-        mx_msg("spawned job %s: %d process%s for rank %d of job %ld, control 127.0.0.1:%d", jn, req.total,
-               req.total == 1 ? "" : "es", rank, parent->jobid, cj->job.port);
+        mx_msg("spawned job %s: %d process%s on %d host%s for rank %d of job %ld%s", jn, req.total,
+               req.total == 1 ? "" : "es", nh, nh == 1 ? "" : "s", rank, parent->jobid,
+               remote ? ", through proxies" : "");
 
     /* the children's extra variables: ours, then the request's */
     int nextra = req.nenv + 3;
     char **extra = mx_xcalloc((size_t)nextra + 1, sizeof *extra);
-    char pj[64], an[32];
+    char pj[64];
+    char (*an)[32] = mx_xcalloc((size_t)req.ncmds, sizeof *an);   /* one per command: the env keeps pointers */
     snprintf(pj, sizeof pj, "KUMI_PARENT_JOBID=%ld", parent->jobid);
     extra[0] = "KUMI_SPAWNED=1";
     extra[1] = pj;
-    extra[2] = an;
     for (int k = 0; k < req.nenv; k++) extra[3 + k] = req.env[k];
-    int r0 = 0, failed = 0;
+    struct mx_rset_host *ents = remote ? mx_xcalloc((size_t)req.total, sizeof *ents) : NULL;
+    int *host_of = remote ? mx_xcalloc((size_t)req.total, sizeof *host_of) : NULL;
+    char ***envs = mx_xcalloc((size_t)req.ncmds, sizeof *envs), ***argvs = mx_xcalloc((size_t)req.ncmds, sizeof *argvs);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, "/");
+    int failed = 0;
+    r0 = 0;
     for (int i = 0; i < req.ncmds && !failed; i++) {
-        snprintf(an, sizeof an, "KUMI_APPNUM=%d", i);
+        snprintf(an[i], sizeof an[i], "KUMI_APPNUM=%d", i);
+        extra[2] = an[i];
         int rank_slot;
-        char **env = mx_child_env(&cj->job, extra, nextra, &rank_slot);
-        char **argv = mx_xcalloc((size_t)req.cmds[i].argc + 2, sizeof *argv);
+        char **env = envs[i] = mx_child_env(&cj->job, extra, nextra, nh, &rank_slot);
+        char **argv = argvs[i] = mx_xcalloc((size_t)req.cmds[i].argc + 2, sizeof *argv);
         argv[0] = progs[i];
         for (int a = 0; a < req.cmds[i].argc; a++) argv[a + 1] = req.cmds[i].args[a];
-        for (int m = 0; m < req.cmds[i].maxprocs && !failed; m++)
-            if (start_rank(cj, r0 + m, argv, env, rank_slot, wdirs[i], msg, sizeof msg) < 0) failed = 1;
+        for (int m = 0; m < req.cmds[i].maxprocs && !failed; m++) {
+            int r = r0 + m;
+            if (!remote) {
+                if (start_rank(cj, r, argv, env, rank_slot, wdirs[i], msg, sizeof msg) < 0) failed = 1;
+                continue;
+            }
+            int e;                             /* this command's proxy on that host */
+            for (e = 0; e < nent; e++)
+                if (ents[e].argv == argv && !strcmp(ents[e].name, host[r] ? host[r] : "localhost")) break;
+            if (e == nent) {
+                ents[nent++] = (struct mx_rset_host){ cj->host[r] ? cj->host[r] : "localhost", argv, env, rank_slot,
+                                                      wdirs[i] ? wdirs[i] : cwd, wdirs[i] != NULL };
+            }
+            host_of[r] = e;
+        }
         r0 += req.cmds[i].maxprocs;
-        free(argv);
-        free(env);            /* (the few strings build_env made stay: small, once per command) */
     }
+    if (remote && !failed) cj->rs = mx_rset_start(&cj->job, nent, ents, host_of, &rs_ops, cj);
+    for (int i = 0; i < req.ncmds; i++) {
+        free(envs[i]);                         /* (the few strings build_env made stay: small) */
+        free(argvs[i]);
+    }
+    free(envs);
+    free(argvs);
+    free(ents);
+    free(host_of);
     free(extra);
+    free(an);
     if (failed) {
         mx_msg("spawned job %s: %s; stopping it", jn, msg);
         cjob_stop(cj, SIGTERM);
         reply_fail(parent, rank, &req, -1, KUMI_LAUNCH_SPAWN_FAILED, msg);
+    } else if (cj->rs) {               /* answered once every proxy is ready (mx_spawn_timers) */
+        cj->req_job = parent;
+        cj->req_rank = rank;
+        cj->req_total = req.total;
     } else {
         char id[32];
         snprintf(id, sizeof id, "%ld", cj->job.jobid);
         mx_ctl_spawn_reply(parent, rank, KUMI_LAUNCH_SPAWN_OK, NULL, id, req.total, NULL);
     }
-    for (int i = 0; i < req.ncmds; i++) {
-        free(progs[i]);
-        free(wdirs[i]);
-    }
-    free(progs);
-    free(wdirs);
+    free_cmds(req.ncmds, progs, wdirs, hls);
+    free(host);
     mx_spawn_req_free(&req);
 }
