@@ -21,7 +21,7 @@
  *   checks KUMI_SPAWNED=1, KUMI_PARENT_JOBID (not its own job id), the
  *   request's variables (SPAWN_A=alpha, KUMI_DPM_PARENT_PORT=port-x),
  *   then MPI_Init, an allreduce of the world ranks, and prints
- *   "child TAG rank R of N appnum A sum S parent P job J universe U cwd DIR". */
+ *   "child TAG rank R of N appnum A sum S parent P job J universe U cwd DIR host H". */
 #include <limits.h>
 #include <unistd.h>
 #include <kumi/rpim.h>
@@ -49,8 +49,10 @@ static int child(int argc, char **argv)
     if (f) univ = *flag;
     char cwd[PATH_MAX] = "?";
     if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, "?");
-    printf("child %s rank %d of %d appnum %s sum %d parent %s job %s universe %d cwd %s\n", tag, rank, size,
-           app ? app : "-", sum, pj, me, univ, cwd);
+    char hn[256] = "?";
+    gethostname(hn, sizeof hn - 1);
+    printf("child %s rank %d of %d appnum %s sum %d parent %s job %s universe %d cwd %s host %s\n", tag, rank, size,
+           app ? app : "-", sum, pj, me, univ, cwd, hn);
     fflush(stdout);
     const char *act = argc > 3 ? argv[3] : "";
     int arg = argc > 4 ? atoi(argv[4]) : 0;

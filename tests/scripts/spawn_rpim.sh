@@ -75,7 +75,7 @@ parents_ok || fail "parent ranks did not go on"
 # info keys: wdir, path, host
 mkdir -p "$tmp/wd"
 must "info wdir" -n 2 "$P" info "wdir=$tmp/wd" 2
-[ "$(grep -c "^child info .* cwd $(cd "$tmp/wd" && pwd -P)\$" "$tmp/out")" = 2 ] || fail "wdir: children not started in $tmp/wd"
+[ "$(grep -c "^child info .* cwd $(cd "$tmp/wd" && pwd -P) host " "$tmp/out")" = 2 ] || fail "wdir: children not started in $tmp/wd"
 must "info path" -n 2 "$P" info "path=/nonexistent:$TESTBIN" 1
 [ "$(children)" = "info 0 1 0 0;" ] || fail "path: $(children)"
 must "info host (this host, slots enough)" -n 2 "$P" info "host=localhost:5" 3
