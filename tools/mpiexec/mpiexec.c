@@ -22,7 +22,9 @@
  * 124 for --timeout, 128+signal when mpiexec itself got SIGINT/SIGTERM/SIGHUP,
  * 127 when the program cannot be found, 126 when it is not executable,
  * 1 for bad usage or a launch failure (a program of an MPI ABI this Kumi
- * does not provide, or whose shim is not installed, included). */
+ * does not provide, or whose shim is not installed, included).  Jobs that
+ * ranks spawn (spawn.c) count too: mpiexec waits for them, and the first
+ * failure of one of their ranks (or their MPI_Abort) is a failure. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
