@@ -6,24 +6,29 @@
  * MPI_COMM_WORLD (the total maxprocs, ranks in command order), its own job
  * id ((k << 32) | the main job's id, for the k-th spawned job: never the
  * id of another mpiexec's job, which is that mpiexec's pid), secret,
- * control listener and key-value table, so its fences are its own.  Its
- * ranks are started on this host through rpim/fork like the main job's,
- * unbound, stdin from /dev/null; their output is relayed like the main
- * job's (--tag-output: "[<main job id>.<k>,<rank>]").  Each child gets the
+ * control channel and key-value table, so its fences are its own.  Its
+ * ranks on this host are started through rpim/fork like the main job's,
+ * unbound, stdin from /dev/null; when any of them goes to another host (or
+ * with --launcher fork) all of them run behind proxies of the new job's own
+ * (remote.c's struct mx_rset: one proxy per command and host, as a proxy
+ * runs one program).  Their output is relayed like the main job's
+ * (--tag-output: "[<main job id>.<k>,<rank>]").  Each child gets the
  * environment of the main job's ranks, its own launch variables and
  * KUMI_SPAWNED=1, KUMI_PARENT_JOBID, KUMI_APPNUM (the command's index) and
- * the request's KEY=VALUE strings.
+ * the request's KEY=VALUE strings.  A request from a rank behind a proxy
+ * comes as SPAWNREQ through it; the answer goes back as TORANK.
  *
- * Placement: every host the info keys name (host, add-host, hostfile,
- * add-hostfile, file) must be this host (children on other hosts are not
- * supported yet, nor spawning from ranks behind per-host proxies).  Slots:
- * those the info's hosts give, else those of the job's -host/--hostfile,
- * less the ranks (of every job) still running; more children than that
- * needs --oversubscribe.  Without any host list there is no limit, as for
- * a normal launch on this host.  The program is looked up in the info's
- * path, then in PATH (relative to the info's wdir, where the children
- * start, else to mpiexec's folder).  All or nothing: a command that cannot
- * start fails the whole request (nothing starts; the parent job goes on).
+ * Placement (place_cmd): on the hosts the info keys name (host, add-host,
+ * hostfile, add-hostfile, file), else on those of the job's -host /
+ * --hostfile, filling the slots left free by the ranks (of every job)
+ * still running there and by the request's earlier children; more needs
+ * --oversubscribe (round robin).  Without any host list: this host, no
+ * limit, as for a normal launch.  The program is looked up in the info's
+ * path, then in PATH (relative names from the info's wdir, where the
+ * children start, else from mpiexec's folder).  All or nothing: a command
+ * that cannot start fails the whole request (nothing starts; the parent
+ * job goes on); across hosts the answer waits until every proxy of the
+ * new job is ready, so an unreachable host fails the request too.
  *
  * Fate (as Open MPI): an MPI_Abort in a spawned job stops everything
  * (every job; mpiexec exits with the abort's code); a spawned rank that
