@@ -11,7 +11,8 @@
  *   info KEY=VAL... N  one command of N children with these info keys
  *                      (expects success)
  *   infofail KEY=VAL... N   the same, expects MPI_ERR_SPAWN
- *   then ARGS...       one child running "child then ARGS..." (see below)
+ *   then ARGS...       two children running "child then ARGS..." (see below)
+ *   badargs            bad arguments (MPI_ERR_ARG), then NULL errcodes/job id
  * Every parent rank prints "parent R: goes on ok" (then, with
  * SPAWN_PARENT_WAIT=SEC, sleeps and prints "parent R: finished after the
  * wait"); rank 0 prints "parent: child job JOBID (...)" or "parent: ...
@@ -163,6 +164,31 @@ int main(int argc, char **argv)
             args[argc < 7 ? argc : 7] = NULL;
             struct kumi_spawn_cmd c = { self, args, 2, 0, NULL, NULL };
             expect_ok(spawn(1, &c, errcodes, jobid, sizeof jobid), errcodes, 2, jobid, "then");
+        } else if (!strcmp(mode, "badargs")) {
+            /* bad arguments: MPI_ERR_ARG, nothing asked of mpiexec */
+            char *args[] = { "child", "never", NULL };
+            struct kumi_spawn_cmd c = { self, args, 0, 0, NULL, NULL };
+            int cls = -1;
+            MPI_Error_class(kumi_rpim_spawn(&c, 1, NULL, NULL, NULL, 0), &cls);
+            if (cls != MPI_ERR_ARG) KT_FAIL("maxprocs 0: class %d", cls);
+            c.maxprocs = 1;
+            MPI_Error_class(kumi_rpim_spawn(&c, 0, NULL, NULL, NULL, 0), &cls);
+            if (cls != MPI_ERR_ARG) KT_FAIL("0 commands: class %d", cls);
+            const char *const bad_env[] = { "NO_EQUALS_SIGN", NULL };
+            MPI_Error_class(kumi_rpim_spawn(&c, 1, bad_env, NULL, NULL, 0), &cls);
+            if (cls != MPI_ERR_ARG) KT_FAIL("env without '=': class %d", cls);
+            static char big[70000];
+            memset(big, 'x', sizeof big - 1);
+            char *bargs[] = { big, NULL };
+            struct kumi_spawn_cmd b = { self, bargs, 1, 0, NULL, NULL };
+            MPI_Error_class(kumi_rpim_spawn(&b, 1, NULL, NULL, NULL, 0), &cls);
+            if (cls != MPI_ERR_ARG) KT_FAIL("request over 64 KiB: class %d", cls);
+            /* errcodes and child_jobid may be NULL */
+            char *ok[] = { "child", "nulls", NULL };
+            struct kumi_spawn_cmd g = { self, ok, 1, 0, NULL, NULL };
+            int rc = kumi_rpim_spawn(&g, 1, child_env, NULL, NULL, 0);
+            if (rc != MPI_SUCCESS) KT_FAIL("NULL errcodes and job id: %d", rc);
+            printf("parent: bad arguments refused\n");
         } else {
             KT_FAIL("unknown mode %s", mode);
         }

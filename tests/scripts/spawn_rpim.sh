@@ -72,6 +72,11 @@ grep -q "parent: good + missing program refused: .*kumi_no_such_program_in_path"
 grep -q "^child" "$tmp/out" && fail "children started although the request failed"
 parents_ok || fail "parent ranks did not go on"
 
+# bad arguments: MPI_ERR_ARG (a request over the frame limit included); NULL errcodes and job id
+must "bad arguments" -n 2 "$P" badargs
+grep -q "^parent: bad arguments refused" "$tmp/out" || fail "bad arguments: no success line"
+[ "$(children)" = "nulls 0 1 0 0;" ] || fail "NULL errcodes: children $(children)"
+
 # info keys: wdir, path, host
 mkdir -p "$tmp/wd"
 must "info wdir" -n 2 "$P" info "wdir=$tmp/wd" 2
