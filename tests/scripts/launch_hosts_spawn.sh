@@ -3,7 +3,7 @@
 # of namespaces (netlab.sh), through tests/mpi/spawn_rpim.c (kumi_rpim_spawn):
 # a parent on the head places its children on other hosts (info host), whose
 # world then spans two hosts; a parent behind proxies (-host) spawns onto a
-# third host, and onto the free slots of its own --hostfile; an unreachable
+# third host, onto the head, and onto the free slots of its own --hostfile; an unreachable
 # host fails the request (MPI_ERR_SPAWN) while the parent goes on; a remote
 # child's exit status and MPI_Abort; nothing left on the hosts afterwards.
 set -u
@@ -45,6 +45,11 @@ parents_ok || fail "the parent did not go on"
 # a parent behind proxies (h1, h2) spawns onto h3
 must "parent across hosts, children on h3" -host h1,h2 -n 2 "$P" info "host=h3:2" 2
 [ "$(placed)" = "0:h3 1:h3 " ] || fail "placement: $(placed)"
+parents_ok || fail "the parent did not go on"
+
+# a parent behind proxies spawns onto mpiexec's own host (h0: no proxy there)
+must "parent across hosts, children on the head" -host h1,h2 -n 2 "$P" info "host=h0:2" 2
+[ "$(placed)" = "0:h0 1:h0 " ] || fail "placement: $(placed)"
 parents_ok || fail "the parent did not go on"
 
 # the job's own hostfile: the parent fills h1, the children get h2's slots
