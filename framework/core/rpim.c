@@ -64,6 +64,38 @@ static void kv_clear(void)
     }
 }
 
+/* --------------------------------------------------------------- spawn */
+int kumi_rpim_spawn(const struct kumi_spawn_cmd *cmds, int ncmds, const char *const *env, int *errcodes,
+                    char *child_jobid, size_t len)
+{
+    if (child_jobid && len) child_jobid[0] = 0;
+    if (ncmds < 1 || !cmds) return kumi_error(MPI_ERR_ARG, "spawn: %d commands (at least 1)", ncmds);
+    long total = 0;
+    for (int i = 0; i < ncmds; i++) {
+        if (!cmds[i].command || !cmds[i].command[0])
+            return kumi_error(MPI_ERR_ARG, "spawn: command %d has no program", i);
+        if (cmds[i].maxprocs < 1) return kumi_error(MPI_ERR_ARG, "spawn: maxprocs %d of command %d (at least 1)",
+                                                    cmds[i].maxprocs, i);
+        if (cmds[i].ninfo < 0 || (cmds[i].ninfo > 0 && (!cmds[i].info_keys || !cmds[i].info_vals)))
+            return kumi_error(MPI_ERR_ARG, "spawn: bad info of command %d", i);
+        total += cmds[i].maxprocs;
+        if (total > 1000000) return kumi_error(MPI_ERR_ARG, "spawn: more than 1000000 processes asked for");
+    }
+    if (env)
+        for (int i = 0; env[i]; i++)
+            if (!strchr(env[i], '=') || env[i][0] == '=')
+                return kumi_error(MPI_ERR_ARG, "spawn: environment entry '%s' is not KEY=VALUE", env[i]);
+    const char *why = NULL;
+    if (!rpim) why = "this process is a singleton (not started by mpiexec): spawning needs mpiexec";
+    else if (!rpim->spawn_job) why = "the launcher that started this job cannot spawn processes";
+    if (why) {
+        if (errcodes)
+            for (long i = 0; i < total; i++) errcodes[i] = MPI_ERR_SPAWN;
+        return kumi_error(MPI_ERR_SPAWN, "spawn: %s (rpim %s)", why, kumi_rpim_name());
+    }
+    return rpim->spawn_job(cmds, ncmds, env, errcodes, child_jobid, len);
+}
+
 /* --------------------------------------------------------------- abort */
 void kumi_abort_job(int errorcode, const char *msg)
 {

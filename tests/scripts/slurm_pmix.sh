@@ -8,6 +8,7 @@
 #     shmem between the ranks of a node and ofi (the ring: tcp) between
 #     nodes (from PMIx's locality: both nodes have the same host name);
 #   - srun -n 1: a job of one, through PMIx;
+#   - spawning (kumi_rpim_spawn) is refused with MPI_ERR_SPAWN, the job goes on;
 #   - MPI_Abort in one rank while the others block: the step ends soon with
 #     a non-zero exit, nothing of it left running, no shared memory left;
 #   - rpim/pmix left out (MPI_COMPONENTS): a clear refusal, not 4 singletons;
@@ -85,6 +86,20 @@ else
     echo "$out" | grep -q 'rank 0 of 1 on .*(rpim pmix)' || { echo "$out" | head; fail "srun -n 1: not a job of one through rpim pmix"; }
 fi
 echo "srun -n 1 coll_all: exit $rc"
+
+# 3b. a job started by srun cannot spawn (kumi_rpim_spawn through rpim/pmix):
+#     MPI_ERR_SPAWN for every child with a clear message, and the job goes on
+if [ -x "$TESTBIN/spawn_rpim" ]; then
+    out=$(srun_t 60 -N 2 -n 2 --mpi=pmix ./spawn_rpim missing 2>&1)
+    rc=$?
+    echo "srun spawn_rpim missing: exit $rc"
+    [ $rc -eq 0 ] || { echo "$out" | tail; fail "srun --mpi=pmix ./spawn_rpim missing exited $rc"; }
+    echo "$out" | grep -q 'refused: spawn: not supported for a job started by a PMIx launcher' ||
+        { echo "$out" | tail; fail "spawn under srun: no clear refusal"; }
+    [ "$(echo "$out" | grep -c '^parent [01]: goes on ok')" = 2 ] || { echo "$out" | tail; fail "spawn under srun: the job did not go on"; }
+else
+    fail "spawn_rpim not built"
+fi
 
 # 4. MPI_Abort in rank 1 (code 7) while the others block in MPI_Recv
 t0=$(date +%s.%N)

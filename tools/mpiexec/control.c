@@ -207,7 +207,7 @@ void mx_ctl_check_fence(struct mx_job *job)
             continue;
         }
         /* A rank that exited cannot join the fence the others wait in. */
-        if (waiting && job->ranks[missing].state == MX_RANK_EXITED) mx_fence_dead(missing);
+        if (waiting && job->ranks[missing].state == MX_RANK_EXITED) mx_fence_dead(job, missing);
         return;
     }
 }
@@ -339,6 +339,20 @@ static int handle_frame(struct mx_job *job, struct mx_conn *c, int type, const u
         free(msg);
         return 0;
     }
+    case KUMI_LAUNCH_MSG_SPAWN:
+        if (job->spawn_hook) {
+            job->spawn_hook(job, c->rank, p, n);
+        } else {
+            struct mx_spawn_req req;
+            int bad = mx_spawn_parse(p, n, &req);
+            mx_ctl_spawn_reply(job, c->rank, bad ? KUMI_LAUNCH_SPAWN_BAD_REQUEST : KUMI_LAUNCH_SPAWN_UNSUPPORTED,
+                               bad ? "malformed spawn request"
+                                   : "spawning is not supported for ranks started through mpiexec's per-host proxies "
+                                     "(a job across hosts, --launcher fork/slurm); start the job on one host",
+                               NULL, req.total, NULL);
+            mx_spawn_req_free(&req);
+        }
+        return 0;
     case KUMI_LAUNCH_MSG_FINALIZE:
         if (n != 0) return -1;
         rk->finalized = 1;
@@ -457,6 +471,103 @@ void mx_ctl_close_all(struct mx_job *job)
     free(job->kv);
     job->kv = NULL;
     job->nkv = job->capkv = 0;
+}
+
+/* ---- SPAWN ---- */
+static char *dup_str(struct mx_rd *r)
+{
+    size_t l;
+    const char *s = mx_rd_str(r, &l);
+    if (!s || l > KUMI_LAUNCH_MAX_FRAME || memchr(s, 0, l)) {
+        r->bad = 1;
+        return NULL;
+    }
+    char *d = mx_xrealloc(NULL, l + 1);
+    memcpy(d, s, l);
+    d[l] = 0;
+    return d;
+}
+
+int mx_spawn_parse(const unsigned char *p, size_t n, struct mx_spawn_req *req)
+{
+    struct mx_rd rd = { p, n, 0, 0 };
+    memset(req, 0, sizeof *req);
+    uint32_t nc = mx_rd_u32(&rd);
+    if (rd.bad || nc < 1 || nc > n / 16) return -1;
+    req->cmds = mx_xcalloc(nc, sizeof *req->cmds);
+    for (uint32_t i = 0; i < nc && !rd.bad; i++) {
+        struct mx_spawn_cmd *c = &req->cmds[i];
+        req->ncmds = (int)i + 1;
+        c->prog = dup_str(&rd);
+        uint32_t argc = mx_rd_u32(&rd);
+        if (rd.bad || argc > n / 4) return -1;
+        c->args = mx_xcalloc((size_t)argc + 1, sizeof *c->args);
+        for (uint32_t a = 0; a < argc && !rd.bad; a++) {
+            c->args[a] = dup_str(&rd);
+            c->argc = (int)a + 1;
+        }
+        uint32_t mp = mx_rd_u32(&rd);
+        if (rd.bad || mp < 1 || mp > 1000000 || (uint32_t)req->total + mp > 1000000) return -1;
+        c->maxprocs = (int)mp;
+        req->total += (int)mp;
+        uint32_t ni = mx_rd_u32(&rd);
+        if (rd.bad || ni > n / 8) return -1;
+        c->ikeys = mx_xcalloc((size_t)ni + 1, sizeof *c->ikeys);
+        c->ivals = mx_xcalloc((size_t)ni + 1, sizeof *c->ivals);
+        for (uint32_t k = 0; k < ni && !rd.bad; k++) {
+            c->ikeys[k] = dup_str(&rd);
+            c->ivals[k] = dup_str(&rd);
+            c->ninfo = (int)k + 1;
+        }
+    }
+    uint32_t ne = mx_rd_u32(&rd);
+    if (rd.bad || ne > n / 4) return -1;
+    req->env = mx_xcalloc((size_t)ne + 1, sizeof *req->env);
+    for (uint32_t k = 0; k < ne && !rd.bad; k++) {
+        req->env[k] = dup_str(&rd);
+        req->nenv = (int)k + 1;
+        if (req->env[k] && (!strchr(req->env[k], '=') || req->env[k][0] == '=')) return -1;
+    }
+    return rd.bad || rd.pos != n ? -1 : 0;
+}
+
+void mx_spawn_req_free(struct mx_spawn_req *req)
+{
+    for (int i = 0; i < req->ncmds; i++) {
+        struct mx_spawn_cmd *c = &req->cmds[i];
+        free(c->prog);
+        for (int a = 0; a < c->argc; a++) free(c->args[a]);
+        free(c->args);
+        for (int k = 0; k < c->ninfo; k++) {
+            free(c->ikeys[k]);
+            free(c->ivals[k]);
+        }
+        free(c->ikeys);
+        free(c->ivals);
+    }
+    free(req->cmds);
+    for (int k = 0; k < req->nenv; k++) free(req->env[k]);
+    free(req->env);
+    memset(req, 0, sizeof *req);
+}
+
+void mx_ctl_spawn_reply(struct mx_job *job, int rank, uint32_t result, const char *msg, const char *jobid, int n,
+                        const uint32_t *codes)
+{
+    size_t ml = msg ? strlen(msg) : 0, jl = jobid ? strlen(jobid) : 0;
+    if (n < 0) n = 0;
+    struct mx_buf f = { 0 };
+    frame_begin(&f, KUMI_LAUNCH_MSG_SPAWN_DONE, 16 + ml + jl + 4 * (size_t)n);
+    buf_u32(&f, result);
+    buf_u32(&f, (uint32_t)ml);
+    buf_put(&f, msg, ml);
+    buf_u32(&f, (uint32_t)jl);
+    buf_put(&f, jobid, jl);
+    buf_u32(&f, (uint32_t)n);
+    for (int i = 0; i < n; i++) buf_u32(&f, codes ? codes[i] : result);
+    if (job->rank_frame_hook) job->rank_frame_hook(job, rank, f.data, f.len);   /* behind a proxy */
+    else mx_ctl_send_frame(job, rank, f.data, f.len);
+    buf_free(&f);
 }
 
 void mx_ctl_send_frame(struct mx_job *job, int rank, const void *frame, size_t len)

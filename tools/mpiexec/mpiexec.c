@@ -22,7 +22,9 @@
  * 124 for --timeout, 128+signal when mpiexec itself got SIGINT/SIGTERM/SIGHUP,
  * 127 when the program cannot be found, 126 when it is not executable,
  * 1 for bad usage or a launch failure (a program of an MPI ABI this Kumi
- * does not provide, or whose shim is not installed, included). */
+ * does not provide, or whose shim is not installed, included).  Jobs that
+ * ranks spawn (spawn.c) count too: mpiexec waits for them, and the first
+ * failure of one of their ranks (or their MPI_Abort) is a failure. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -59,6 +61,8 @@ extern char **environ;
 
 #define job mx_job_main
 struct mx_job mx_job_main;
+const struct kumi_rpim_ops *mx_rpim_ops;
+int mx_hosts_user;
 
 /* job control state */
 static int stopping;                   /* the job is being stopped */
@@ -261,15 +265,19 @@ static void choose_abi(const char *prog)
 /* MPI_UNIVERSE_SIZE of the job: the slots mpiexec knows (those of the hosts
  * of -host / --hostfile, else this host's online CPUs), at least the ranks it
  * starts. */
-static int universe_size(void)
+int mx_universe_size(void)
 {
     long u = mx_opt.hosts.n > 0 ? mx_hosts_total_slots(&mx_opt.hosts, mx_opt.ppn) : sysconf(_SC_NPROCESSORS_ONLN);
     return u > job.n ? (int)u : job.n;
 }
 
-/* Environment of the ranks; *rank_slot receives the index of KUMI_RANK,
- * which is followed by room for the three KUMI_ENV_BIND_* and a NULL. */
-static char **build_env(const char *rpim_name, int *rank_slot)
+/* Environment of the ranks of job j (the main job, or one spawned:
+ * spawn.c), plus extra[0..nextra) KEY=VALUE (replacing inherited ones; the
+ * launch variables below cannot be replaced); *rank_slot receives the index
+ * of KUMI_RANK, which is followed by room for the three KUMI_ENV_BIND_* and
+ * a NULL. */
+static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const *extra, int nextra, int nhosts,
+                           int *rank_slot)
 {
     static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_ABI",
                                             "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_UNIVERSE, KUMI_ENV_BIND_CPUS,
@@ -277,7 +285,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = mx_xcalloc(ne + (size_t)mx_opt.nx + (size_t)mx_opt.nparams + 19, sizeof *env);
+    char **env = mx_xcalloc(ne + (size_t)mx_opt.nx + (size_t)mx_opt.nparams + (size_t)nextra + 19, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < ne; i++) {
         const char *e = environ[i];
@@ -285,6 +293,7 @@ static char **build_env(const char *rpim_name, int *rank_slot)
         for (int j = 0; j < nres && !skip; j++) skip = name_is(e, reserved[j]);
         for (int j = 0; j < mx_opt.nx && !skip; j++) skip = name_is(e, mx_opt.xvars[j]);
         for (int j = 0; j < mx_opt.nparams && !skip; j++) skip = name_is(e, mx_opt.params[j]);
+        for (int j = 0; j < nextra && !skip; j++) skip = name_is(e, extra[j]);
         if (!skip) env[k++] = (char *)e;
     }
     for (int j = 0; j < mx_opt.nx; j++) {
@@ -300,20 +309,27 @@ static char **build_env(const char *rpim_name, int *rank_slot)
         }
     }
     for (int j = 0; j < mx_opt.nparams; j++) env[k++] = mx_opt.params[j];
+    for (int i = 0; i < nextra; i++) {
+        int skip = !strchr(extra[i], '=');
+        for (int r = 0; r < nres && !skip; r++) skip = name_is(extra[i], reserved[r]);
+        for (size_t e = 0; e < k && !skip; e++)      /* -x / --param of the same name */
+            if (name_is(env[e], extra[i])) env[e] = extra[i], skip = 1;
+        if (!skip) env[k++] = extra[i];
+    }
     char b[256];
-    snprintf(b, sizeof b, "KUMI_SIZE=%d", job.n);
+    snprintf(b, sizeof b, "KUMI_SIZE=%d", j->n);
     env[k++] = mx_xstrdup(b);
-    snprintf(b, sizeof b, "KUMI_JOBID=%ld", job.jobid);
+    snprintf(b, sizeof b, "KUMI_JOBID=%ld", j->jobid);
     env[k++] = mx_xstrdup(b);
-    snprintf(b, sizeof b, "KUMI_CONTROL=127.0.0.1:%d", job.port);   /* a proxy puts its own */
+    snprintf(b, sizeof b, "KUMI_CONTROL=127.0.0.1:%d", j->port);   /* a proxy puts its own */
     env[k++] = mx_xstrdup(b);
-    snprintf(b, sizeof b, "KUMI_JOB_SECRET=%s", job.secret);
+    snprintf(b, sizeof b, "KUMI_JOB_SECRET=%s", j->secret);
     env[k++] = mx_xstrdup(b);
     snprintf(b, sizeof b, "KUMI_RPIM=%s", rpim_name);
     env[k++] = mx_xstrdup(b);
-    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_NHOSTS, remote ? nhosts_used : 1);
+    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_NHOSTS, nhosts > 0 ? nhosts : remote ? nhosts_used : 1);
     env[k++] = mx_xstrdup(b);
-    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_UNIVERSE, universe_size());
+    snprintf(b, sizeof b, "%s=%d", KUMI_ENV_UNIVERSE, mx_universe_size());
     env[k++] = mx_xstrdup(b);
     if (abi_choice.abi != MX_ABI_NONE) {
         snprintf(b, sizeof b, "KUMI_ABI=%s", mx_abi_desc(abi_choice.abi)->name);
@@ -338,7 +354,24 @@ static char **build_env(const char *rpim_name, int *rank_slot)
     return env;
 }
 
-static int make_secret(char *out)
+static char **build_env(const char *rpim_name, int *rank_slot)
+{
+    return build_env_of(&job, rpim_name, NULL, 0, 0, rank_slot);
+}
+
+static const char *rpim_name_used = "fork";
+
+char **mx_child_env(struct mx_job *j, char *const *extra, int nextra, int nhosts, int *rank_slot)
+{
+    return build_env_of(j, rpim_name_used, extra, nextra, nhosts, rank_slot);
+}
+
+int mx_remote_mode(void)
+{
+    return remote;
+}
+
+int mx_make_secret(char *out)
 {
     unsigned char r[KUMI_LAUNCH_SECRET_LEN / 2];
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -365,10 +398,9 @@ static int make_secret(char *out)
 
 /* ------------------------------------------------------------ job control */
 
-static const char *rpim_name_used = "fork";
-
 static void signal_groups(int sig, int all)
 {
+    mx_spawn_signal(sig, all);         /* spawned jobs (spawn.c) */
     if (remote) {                      /* the proxies signal their ranks */
         mx_remote_signal(sig);
         return;
@@ -403,9 +435,17 @@ int mx_stopping(void)
     return stopping;
 }
 
+void mx_note_failure(int code)
+{
+    if (exit_code < 0) exit_code = code;
+}
+
 void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
 {
-    (void)j;
+    if (j != &job) {                   /* a spawned job's rank */
+        mx_spawn_aborted(j, rank, code, msg);
+        return;
+    }
     if (stopping) return;
     if (msg && msg[0]) mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d): %s", rank, code, msg);
     else mx_msg("rank %d called MPI_Abort(MPI_COMM_WORLD, %d)", rank, code);
@@ -444,8 +484,12 @@ void mx_rank_exited(int r, int status)
     }
 }
 
-void mx_fence_dead(int r)
+void mx_fence_dead(struct mx_job *j, int r)
 {
+    if (j != &job) {
+        mx_spawn_fence_dead(j, r);
+        return;
+    }
     if (stopping) return;
     mx_msg("rank %d (pid %d) exited without %s while other ranks wait for it in MPI_Init; stopping the job",
            r, (int)job.ranks[r].pid, job.ranks[r].connected ? "completing MPI_Init" : "calling MPI_Init");
@@ -459,15 +503,17 @@ static void reap(void)
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p < 0 && errno == EINTR) continue;
         if (p <= 0) return;
-        if (remote) {                  /* an agent; the ranks are elsewhere */
-            mx_remote_reaped(p, st);
+        if (remote) {                  /* an agent (the ranks are elsewhere), or a spawned rank */
+            if (!mx_remote_reaped(p, st)) mx_spawn_reaped(p, st);
             continue;
         }
-        for (int r = 0; r < job.n; r++)
+        int found = 0;
+        for (int r = 0; r < job.n && !found; r++)
             if (job.ranks[r].pid == p && job.ranks[r].state == MX_RANK_RUNNING) {
                 mx_rank_exited(r, st);
-                break;
+                found = 1;
             }
+        if (!found) mx_spawn_reaped(p, st);
     }
 }
 
@@ -546,12 +592,13 @@ static void set_nonblock(int fd)
 static void shm_cleanup_at_exit(void)
 {
     mx_shm_cleanup(job.jobid);
+    mx_spawn_cleanup();
 }
 
 
 /* ------------------------------------------------------------ main loop */
 
-enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE };
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE, T_SPAWN };
 struct tag {
     int kind, rank, which;
     struct mx_conn *conn;
@@ -567,6 +614,10 @@ static int run_loop(int sigfd, double t_start)
     for (;;) {
         double now = mx_now();
         double next = mx_ctl_housekeeping(&job, now);
+        {
+            double t = mx_spawn_timers(now);
+            if (t < next) next = t;
+        }
         if (remote) {
             double t = mx_remote_timers(now);
             if (t < next) next = t;
@@ -593,6 +644,7 @@ static int run_loop(int sigfd, double t_start)
             if (job.ranks[r].state == MX_RANK_RUNNING) running++;
             pipes_open += (job.ranks[r].out[0].fd >= 0) + (job.ranks[r].out[1].fd >= 0);
         }
+        mx_spawn_busy(&running, &pipes_open);     /* spawned jobs: mpiexec waits for them too */
         if (!running && remote) {
             mx_remote_end();           /* the proxies send what is left, then BYE */
             pipes_open += mx_remote_open();
@@ -608,6 +660,7 @@ static int run_loop(int sigfd, double t_start)
             if (now >= all_exited_at + grace) {
                 if (remote) mx_remote_kill();
                 signal_groups(SIGKILL, 1);
+                mx_spawn_close_pipes();
                 for (int r = 0; r < job.n; r++)
                     for (int w = 0; w < 2; w++) {
                         struct mx_out *o = &job.ranks[r].out[w];
@@ -620,7 +673,7 @@ static int run_loop(int sigfd, double t_start)
         }
 
         /* poll set */
-        size_t need = 4 + (size_t)job.n * 2 + 64 + (remote ? mx_remote_maxfds() : 0);
+        size_t need = 4 + (size_t)job.n * 2 + 64 + (remote ? mx_remote_maxfds() : 0) + mx_spawn_maxfds();
         for (struct mx_conn *c = job.conns; c; c = c->next) need++;
         if (need > cap) {
             cap = need * 2;
@@ -652,6 +705,14 @@ static int run_loop(int sigfd, double t_start)
         for (struct mx_conn *c = job.conns; c; c = c->next)
             if (!c->dead) ADD(c->fd, mx_ctl_events(c), T_CONN, c->rank, 0, c);
 #undef ADD
+        {
+            size_t k = mx_spawn_pollset(pfd + np, room);
+            for (size_t i = 0; i < k; i++) {
+                tags[np + i].kind = T_SPAWN;
+                tags[np + i].rank = (int)i;
+            }
+            np += k;
+        }
         if (remote) {
             static int *aux;
             static size_t auxcap;
@@ -759,6 +820,9 @@ static int run_loop(int sigfd, double t_start)
             case T_REMOTE:
                 mx_remote_event(t->rank, re, now);
                 break;
+            case T_SPAWN:
+                mx_spawn_event(t->rank, re, now);
+                break;
             }
         }
     }
@@ -768,7 +832,7 @@ static int run_loop(int sigfd, double t_start)
 }
 
 /* Is name this machine? */
-static int host_is_local(const char *name)
+int mx_host_is_local(const char *name)
 {
     char me[256] = "";
     if (!strcmp(name, "localhost") || !strcmp(name, "127.0.0.1")) return 1;
@@ -809,7 +873,7 @@ static int *plan_hosts(void)
     char *used = mx_xcalloc((size_t)hl->n, 1);
     for (int r = 0; r < mx_opt.np; r++) nhosts_used += !used[host_of[r]]++;
     free(used);
-    remote = hl->n > 1 || !host_is_local(hl->h[0].name) ||
+    remote = hl->n > 1 || !mx_host_is_local(hl->h[0].name) ||
              (mx_opt.launcher && (!strcmp(mx_opt.launcher, "fork") || !strcmp(mx_opt.launcher, "slurm")));
     return host_of;
 }
@@ -841,6 +905,7 @@ int main(int argc, char **argv)
             mx_opt.timeout = sec;
         }
     }
+    mx_hosts_user = mx_opt.hosts.n > 0;    /* (plan_hosts may add the hosts of --launcher fork/slurm) */
     int *host_of = plan_hosts();
     char *prog = resolve_program(mx_opt.argv[0]);
     if (mx_opt.wdir && !remote) {
@@ -896,11 +961,15 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (make_secret(job.secret) < 0) {
+    if (mx_make_secret(job.secret) < 0) {
         mx_msg("cannot read /dev/urandom: %s", strerror(errno));
         return 1;
     }
     if (!remote && mx_ctl_listen(&job) < 0) return 1;
+    mx_rpim_ops = ops;
+    /* MPI_Comm_spawn (spawn.c): from ranks of this host through the
+     * control channel, from ranks behind proxies through them (remote.c) */
+    job.spawn_hook = mx_spawn_request;
     /* shared-memory objects of this job id: leftovers of an earlier
      * mpiexec with our pid that was killed, and ours at the end */
     mx_shm_cleanup(job.jobid);
@@ -1014,6 +1083,7 @@ int main(int argc, char **argv)
 
     int code = run_loop(sigfd, t_start);
     mx_shm_cleanup(job.jobid);             /* every rank has exited */
+    mx_spawn_cleanup();
     mx_sinks_finish(sigfd);                   /* output still queued for a slow reader */
 
     mx_ctl_close_all(&job);

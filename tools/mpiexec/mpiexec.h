@@ -61,6 +61,7 @@ struct mx_conn {
 struct mx_out {
     int fd;              /* read end, -1 at EOF */
     int which;           /* 1 stdout, 2 stderr */
+    int jobno;           /* 0: the main job; k: the k-th spawned job (--tag-output) */
     char *buf;           /* allocated at the first output, up to 64 KiB; freed at EOF */
     size_t len, cap;
 };
@@ -115,6 +116,28 @@ struct mx_job {
     void (*fence_done_hook)(struct mx_job *job, const struct mx_buf *tab);
     /* the proxy: decides itself when its ranks' fence goes upstream */
     void (*fence_check_hook)(struct mx_job *job);
+    struct mx_rset *rset;     /* mpiexec: the proxies of its ranks (remote.c), or NULL */
+    /* mpiexec: a frame for a rank behind a proxy (remote.c); NULL: the rank's connection */
+    void (*rank_frame_hook)(struct mx_job *job, int rank, const void *frame, size_t len);
+    /* SPAWN from a rank (payload as received); NULL: answered "unsupported" */
+    void (*spawn_hook)(struct mx_job *job, int rank, const unsigned char *p, size_t n);
+};
+
+/* A parsed SPAWN request (kumi/launch_proto.h). */
+struct mx_spawn_cmd {
+    char *prog;
+    char **args;         /* argc strings, NULL-terminated */
+    int argc;
+    int maxprocs;
+    char **ikeys, **ivals;
+    int ninfo;
+};
+struct mx_spawn_req {
+    int ncmds;
+    struct mx_spawn_cmd *cmds;
+    char **env;          /* nenv KEY=VALUE, NULL-terminated */
+    int nenv;
+    int total;           /* sum of maxprocs */
 };
 
 /* ---- control.c ---- */
@@ -133,6 +156,13 @@ void mx_ctl_close_all(struct mx_job *job);
 /* Complete the fences every rank has entered; a fence that a rank which has
  * already exited never entered stops the job (mx_fence_dead). */
 void mx_ctl_check_fence(struct mx_job *job);
+
+/* SPAWN: parse (0, or -1: malformed; total is set as far as read), free,
+ * and answer (codes: n results, NULL: all equal to result; jobid may be NULL) */
+int mx_spawn_parse(const unsigned char *p, size_t n, struct mx_spawn_req *req);
+void mx_spawn_req_free(struct mx_spawn_req *req);
+void mx_ctl_spawn_reply(struct mx_job *job, int rank, uint32_t result, const char *msg, const char *jobid, int n,
+                        const uint32_t *codes);
 
 /* Queue a complete frame for rank's connection (the proxy forwards FENCE_DONE). */
 void mx_ctl_send_frame(struct mx_job *job, int rank, const void *frame, size_t len);
@@ -157,7 +187,7 @@ void mx_ctl_kv_put(struct mx_job *job, int rank, const char *key, const char *va
 double mx_now(void);
 void mx_rank_aborted(struct mx_job *job, int rank, int code, const char *msg);
 void mx_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void mx_fence_dead(int rank);   /* rank exited while the others wait for it in a fence */
+void mx_fence_dead(struct mx_job *job, int rank);   /* rank exited while the others wait for it in a fence */
 
 /* ---- options.c ---- */
 struct mx_opts {
@@ -227,6 +257,35 @@ size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room);
 void mx_remote_event(int aux, short revents, double now);
 double mx_remote_timers(double now);
 
+/* Sets of proxies of spawned jobs (each such job has proxies of its own;
+ * the main job's set is the one of the mx_remote_* functions). */
+struct mx_rset;
+struct mx_rset_host {          /* one proxy: a host, and what its ranks run */
+    const char *name;
+    char **argv;
+    char **env;                /* envc entries (no KUMI_RANK) */
+    int envc;
+    const char *wdir;          /* where its ranks start */
+    int wdir_given;            /* 1: wdir must exist there */
+};
+struct mx_rset_ops {
+    void (*rank_exited)(void *ctx, int rank, int status);
+    void (*stop)(void *ctx, int code, const char *why);   /* a host lost or failing */
+    int (*stopping)(void *ctx);
+};
+struct mx_rset *mx_rset_start(struct mx_job *job, int nh, const struct mx_rset_host *hosts, const int *host_of,
+                              const struct mx_rset_ops *ops, void *ctx);
+int mx_rset_started(struct mx_rset *S);      /* every proxy was ready: GO sent */
+void mx_rset_signal(struct mx_rset *S, int sig);
+void mx_rset_end(struct mx_rset *S);
+int mx_rset_open(struct mx_rset *S);
+void mx_rset_kill(struct mx_rset *S);
+int mx_rset_reaped(struct mx_rset *S, pid_t pid, int status);
+size_t mx_rset_maxfds(struct mx_rset *S);
+size_t mx_rset_pollset(struct mx_rset *S, struct pollfd *pfd, int *aux, int room);
+void mx_rset_event(struct mx_rset *S, int aux, short revents, double now);
+double mx_rset_timers(struct mx_rset *S, double now);
+
 /* ---- slurm.c: inside a Slurm allocation (--launcher slurm) ---- */
 int mx_slurm_inside(void);
 int mx_slurm_hosts(struct mx_hostlist *hl);
@@ -235,6 +294,31 @@ int mx_slurm_launch(int nh, char *const *names, const char *proxy, const char *s
 
 /* proxy_slurm.c: kumi_proxy --slurm ADDRS:PORT (started by srun) */
 int mx_proxy_slurm_connect(const char *where);
+
+/* ---- spawn.c: jobs started by a rank's SPAWN (MPI_Comm_spawn) ---- */
+void mx_spawn_request(struct mx_job *parent, int rank, const unsigned char *p, size_t n);
+void mx_spawn_aborted(struct mx_job *j, int rank, int code, const char *msg);
+void mx_spawn_fence_dead(struct mx_job *j, int rank);
+int mx_spawn_reaped(pid_t pid, int status);          /* 1: a spawned rank */
+void mx_spawn_signal(int sig, int all);
+void mx_spawn_busy(int *running, int *pipes_open);   /* adds the spawned jobs' */
+void mx_spawn_close_pipes(void);
+double mx_spawn_timers(double now);
+size_t mx_spawn_maxfds(void);
+size_t mx_spawn_pollset(struct pollfd *pfd, const int *room);
+void mx_spawn_event(int i, short revents, double now);
+void mx_spawn_cleanup(void);                          /* shared memory of every spawned job */
+/* mpiexec.c for spawn.c */
+struct kumi_rpim_ops;
+extern const struct kumi_rpim_ops *mx_rpim_ops;
+char **mx_child_env(struct mx_job *j, char *const *extra, int nextra, int nhosts, int *rank_slot);
+extern int mx_hosts_user;                            /* -host / --hostfile given */
+int mx_remote_mode(void);                            /* the main job's ranks are behind proxies */
+int mx_remote_running_on(const char *host);          /* main job's ranks running there (remote.c) */
+int mx_make_secret(char *out);
+int mx_universe_size(void);
+int mx_host_is_local(const char *name);
+void mx_note_failure(int code);                      /* mpiexec's exit status, unless already set */
 
 /* ---- mpiexec.c (called by remote.c) ---- */
 void mx_stop_job(int code, int sig);

@@ -204,7 +204,10 @@ static void emit(int r, struct mx_out *o, size_t len, int at_eof)
     }
     (void)at_eof;
     char prefix[64];
-    int pl = snprintf(prefix, sizeof prefix, "[%ld,%d]<%s>: ", mx_job_main.jobid, r, o->which == 1 ? "stdout" : "stderr");
+    int pl = o->jobno ? snprintf(prefix, sizeof prefix, "[%ld.%d,%d]<%s>: ", mx_job_main.jobid, o->jobno, r,
+                                 o->which == 1 ? "stdout" : "stderr")
+                      : snprintf(prefix, sizeof prefix, "[%ld,%d]<%s>: ", mx_job_main.jobid, r,
+                                 o->which == 1 ? "stdout" : "stderr");
     size_t pos = 0;
     while (pos < len) {
         char *nl = memchr(o->buf + pos, '\n', len - pos);

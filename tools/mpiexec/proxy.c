@@ -124,8 +124,9 @@ void mx_rank_aborted(struct mx_job *j, int rank, int code, const char *msg)
     mx_buf_free(&m);
 }
 
-void mx_fence_dead(int rank)
+void mx_fence_dead(struct mx_job *j, int rank)
 {
+    (void)j;
     (void)rank;                     /* mpiexec decides (fence_check below) */
 }
 
@@ -155,6 +156,17 @@ static void fence_check(struct mx_job *j)
         if (j->ranks[loc[i].rank].fences > fences_sent) mx_buf_u32(&m, (uint32_t)loc[i].rank);
     fences_sent++;
     send_frame(MX_P_FENCE, &m);
+    mx_buf_free(&m);
+}
+
+/* MPI_Comm_spawn: mpiexec decides; the answer comes back as TORANK */
+static void spawn_fwd(struct mx_job *j, int rank, const unsigned char *p, size_t n)
+{
+    (void)j;
+    struct mx_buf m = { 0 };
+    mx_buf_u32(&m, (uint32_t)rank);
+    mx_buf_put(&m, p, n);
+    send_frame(MX_P_SPAWNREQ, &m);
     mx_buf_free(&m);
 }
 
@@ -428,6 +440,7 @@ static int on_start(struct mx_rd *rd)
     job.ranks = mx_xcalloc((size_t)job.n, sizeof *job.ranks);
     job.listen_fd = -1;
     job.fence_check_hook = fence_check;
+    job.spawn_hook = spawn_fwd;
     stdin_here = flags & 1;
     struct mx_buf m = { 0 };
     /* the binding of this host's ranks, as mpiexec does on one host; the
@@ -522,6 +535,14 @@ static int on_frame(void *arg, int type, const unsigned char *p, size_t n)
         return 0;
     case MX_P_PING:
         return 0;
+    case MX_P_TORANK: {
+        uint32_t r = mx_rd_u32(&rd);
+        if (rd.bad || (int)r >= job.n || n - rd.pos < KUMI_LAUNCH_HDR_LEN ||
+            kumi_launch_get_u32(p + rd.pos) != n - rd.pos - 4)
+            return -1;
+        mx_ctl_send_frame(&job, (int)r, p + rd.pos, n - rd.pos);
+        return 0;
+    }
     case MX_P_END:
         ending = 1;
         return 0;

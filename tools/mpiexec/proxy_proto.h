@@ -26,6 +26,8 @@
  *                    more hosts than --fanout), and forward to it what goes
  *                    to any of the n hosts (itself and those it starts)
  *     ROUTE    0x48  u32 host, frame: for that host (forwarded down)
+ *     TORANK   0x49  u32 rank, frame: for that rank's control connection
+ *                    (SPAWN_DONE)
  *   GO, SIGNAL, PING, END and FENCE_DONE go to the hosts mpiexec started;
  *   each proxy passes them to the proxies it started.
  *     FENCE_DONE 0x83 (KUMI_LAUNCH_MSG_FENCE_DONE, forwarded as is to the
@@ -48,6 +50,8 @@
  *     FROM     0x5a  u32 host, frame: a frame of a host further down
  *                    (a proxy wraps what its children send, once)
  *     LOST     0x5b  str why (inside FROM): that host's proxy is gone
+ *     SPAWNREQ 0x5c  u32 rank, bytes: a SPAWN payload that rank sent
+ *                    (kumi/launch_proto.h); mpiexec answers with TORANK
  * A side that hears nothing from the other for the host timeout (mpiexec
  * --host-timeout, 5 s by default; the proxy: twice that) takes the other as
  * gone: mpiexec stops the job naming the host and its ranks, the proxy kills
@@ -68,6 +72,7 @@
 #define MX_P_END      0x46
 #define MX_P_SPAWN    0x47
 #define MX_P_ROUTE    0x48
+#define MX_P_TORANK   0x49
 #define MX_P_READY    0x51
 #define MX_P_STARTED  0x52
 #define MX_P_OUT      0x53
@@ -79,6 +84,7 @@
 #define MX_P_BYE      0x59
 #define MX_P_FROM     0x5a
 #define MX_P_LOST     0x5b
+#define MX_P_SPAWNREQ 0x5c
 
 #define MX_LINK_MAX_FRAME  KUMI_LAUNCH_MAX_REPLY
 #define MX_LINK_HIGH       (1024 * 1024)    /* stop feeding a link that holds this much */

@@ -59,14 +59,41 @@ struct mx_proxy {
     int *ranks, nranks;
     double last_ping;
     int parent;                  /* host whose proxy started this one (tree), or -1 */
+    struct mx_rset *S;           /* its set */
 };
 
-static struct mx_proxy *px;
-static int npx, nready, go_sent;
-static struct mx_job *J;
+/* A set of proxies: those of the main job (mainset), or of a job spawned
+ * by a rank (spawn.c), which gets proxies of its own.  In the functions
+ * below, px, npx, nready, go_sent and J are those of the set S in scope. */
+struct mx_rset {
+    struct mx_proxy *px;
+    int npx, nready, go_sent;
+    struct mx_job *J;
+    const struct mx_rset_ops *ops;   /* NULL: the main job's (mpiexec.c decides) */
+    void *ctx;
+    int bind, overload;              /* for START */
+};
+static struct mx_rset mainset;
+#define px (S->px)
+#define npx (S->npx)
+#define nready (S->nready)
+#define go_sent (S->go_sent)
+#define J (S->J)
+
+static void rs_stop(struct mx_rset *S, int code, const char *why)
+{
+    if (S->ops) S->ops->stop(S->ctx, code, why);
+    else mx_stop_job(code, SIGTERM);
+}
+
+static int rs_stopping(struct mx_rset *S)
+{
+    return S->ops ? S->ops->stopping(S->ctx) : mx_stopping();
+}
 
 int mx_remote_nhosts(void)
 {
+    struct mx_rset *S = &mainset;
     return npx;
 }
 
@@ -88,6 +115,7 @@ static void rank_list(const struct mx_proxy *p, char *out, size_t len)
  * ROUTE(p) on the link of the top of its tree, forwarded down by proxies. */
 static void send_to(struct mx_proxy *p, int type, const void *pl, size_t n)
 {
+    struct mx_rset *S = p->S;
     if (p->lost) return;
     if (p->parent < 0) {
         if (p->link.broken) return;
@@ -113,6 +141,7 @@ static void send_empty(struct mx_proxy *p, int type)
 
 static void host_lost(struct mx_proxy *p, const char *why)
 {
+    struct mx_rset *S = p->S;
     if (p->lost) return;
     p->lost = 1;
     char rl[400];
@@ -121,15 +150,17 @@ static void host_lost(struct mx_proxy *p, const char *why)
     for (int i = 0; i < p->nranks; i++) running += J->ranks[p->ranks[i]].state == MX_RANK_RUNNING;
     (void)running;
     const char *said = p->errlen ? p->errline : p->lastline;   /* the agent's last words */
-    if (!go_sent && mx_stopping()) {
+    if (!go_sent && rs_stopping(S)) {
         /* stopped by mpiexec before the start: nothing to report */
     } else if (!go_sent) {
-        mx_msg("cannot start the proxy on host %s: %s%s%s", p->name, why, *said ? ": " : "", said);
-        mx_stop_job(1, SIGTERM);
+        char w[1200];
+        snprintf(w, sizeof w, "cannot start the proxy on host %s: %s%s%s", p->name, why, *said ? ": " : "", said);
+        mx_msg("%s", w);
+        rs_stop(S, 1, w);
     } else if (!p->bye && !p->ended) {
-        mx_msg("host %s lost (%s%s%s): rank%s %s %s; stopping the job", p->name, why, *said ? ": " : "", said,
-               p->nranks == 1 ? "" : "s", rl, running ? "lost" : "had ended");
-        mx_stop_job(1, SIGTERM);
+        mx_msg("host %s lost (%s%s%s): rank%s %s%s %s; stopping the job", p->name, why, *said ? ": " : "", said,
+               p->nranks == 1 ? "" : "s", rl, S->ops ? " of a spawned job" : "", running ? "lost" : "had ended");
+        rs_stop(S, 1, "a host was lost");
     }
     for (int i = 0; i < p->nranks; i++) {
         struct mx_rank *rk = &J->ranks[p->ranks[i]];
@@ -154,6 +185,7 @@ static void host_lost(struct mx_proxy *p, const char *why)
 /* The whole table of a completed fence goes to every host. */
 static void fence_done(struct mx_job *job, const struct mx_buf *tab)
 {
+    struct mx_rset *S = job->rset;
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
         if (p->lost || p->link.broken || p->parent >= 0) continue;   /* proxies pass it down */
@@ -162,6 +194,22 @@ static void fence_done(struct mx_job *job, const struct mx_buf *tab)
         mx_link_flush(&p->link);
     }
     (void)job;
+}
+
+/* A frame for a rank's control connection, through its proxy */
+static void to_rank(struct mx_job *job, int rank, const void *frame, size_t len)
+{
+    struct mx_rset *S = job->rset;
+    for (int h = 0; h < npx; h++)
+        for (int i = 0; i < px[h].nranks; i++)
+            if (px[h].ranks[i] == rank) {
+                struct mx_buf m = { 0 };
+                mx_buf_u32(&m, (uint32_t)rank);
+                mx_buf_put(&m, frame, len);
+                send_to(&px[h], MX_P_TORANK, m.data, m.len);
+                mx_buf_free(&m);
+                return;
+            }
 }
 
 static int my_rank(const struct mx_proxy *p, uint32_t r)
@@ -174,6 +222,7 @@ static int my_rank(const struct mx_proxy *p, uint32_t r)
 static int on_frame(void *arg, int type, const unsigned char *pl, size_t n)
 {
     struct mx_proxy *p = arg;
+    struct mx_rset *S = p->S;
     struct mx_rd rd = { pl, n, 0, 0 };
     switch (type) {
     case MX_P_READY: {
@@ -238,7 +287,16 @@ static int on_frame(void *arg, int type, const unsigned char *pl, size_t n)
         struct mx_rank *rk = &J->ranks[r];
         rk->connected = (fl & 1) != 0;
         rk->finalized = (fl & 2) != 0;
-        if (rk->state == MX_RANK_RUNNING) mx_rank_exited((int)r, (int)st);
+        if (rk->state == MX_RANK_RUNNING) {
+            if (S->ops) S->ops->rank_exited(S->ctx, (int)r, (int)st);
+            else mx_rank_exited((int)r, (int)st);
+        }
+        return 0;
+    }
+    case MX_P_SPAWNREQ: {          /* MPI_Comm_spawn from a rank of that host */
+        uint32_t r = mx_rd_u32(&rd);
+        if (rd.bad || !my_rank(p, r)) return -1;
+        if (J->spawn_hook) J->spawn_hook(J, (int)r, pl + rd.pos, n - rd.pos);
         return 0;
     }
     case MX_P_PONG:
@@ -247,8 +305,10 @@ static int on_frame(void *arg, int type, const unsigned char *pl, size_t n)
         char *m = mx_rd_strdup(&rd);
         if (!m) return -1;
         mx_msg("host %s: %s", p->name, m);
+        char w[1200];
+        snprintf(w, sizeof w, "host %s: %s", p->name, m);
         free(m);
-        mx_stop_job(1, SIGTERM);
+        rs_stop(S, 1, w);
         return 0;
     }
     case MX_P_BYE:
@@ -331,16 +391,21 @@ static const char *agent_command(void)
     return "ssh -x -o BatchMode=yes";
 }
 
-void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char **env, int rank_slot,
-                     int stdin_wanted)
+/* Start the proxies of set S for job: hosts[h] (its name, the argv and
+ * environment of its ranks, their folder), rank r on hosts[host_of[r]]. */
+static void rset_start(struct mx_rset *S, struct mx_job *job, int nh, const struct mx_rset_host *hosts,
+                       const int *host_of, int stdin_wanted)
 {
     J = job;
     job->fence_done_hook = fence_done;
-    npx = mx_opt.hosts.n;
+    job->rank_frame_hook = to_rank;
+    job->rset = S;
+    npx = nh;
     px = mx_xcalloc((size_t)npx, sizeof *px);
     for (int r = 0; r < job->n; r++) px[host_of[r]].nranks++;
     for (int h = 0; h < npx; h++) {
-        px[h].name = mx_opt.hosts.h[h].name;
+        px[h].S = S;
+        px[h].name = hosts[h].name;
         px[h].ranks = mx_xcalloc((size_t)px[h].nranks, sizeof(int));
         px[h].nranks = 0;
         px[h].errfd = -1;
@@ -355,22 +420,17 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
             job->ranks[r].out[w].which = w + 1;
         }
     }
-    char cwd[PATH_MAX];
-    const char *wdir = mx_opt.wdir ? mx_opt.wdir : getcwd(cwd, sizeof cwd) ? cwd : "/";
     int fork_mode = mx_opt.launcher && strcmp(mx_opt.launcher, "fork") == 0 && !mx_opt.agent;
     const char *proxy = proxy_path();
     const char *agent = agent_command();
     char jid[32], size[32];
     snprintf(jid, sizeof jid, "%ld", job->jobid);
     snprintf(size, sizeof size, "%d", job->n);
-    int argc = 0, envc = 0;
-    while (argv[argc]) argc++;
-    while (env[envc] && envc < rank_slot) envc++;
     double now = mx_now();
     /* the tree: hosts with ranks in order; the first `fanout` are started
      * by mpiexec, host j (j >= fanout) by host j/fanout - 1 (fanout
      * children each): start-up in log(hosts) steps */
-    int slurm = mx_opt.launcher && !strcmp(mx_opt.launcher, "slurm") && !mx_opt.agent;
+    int slurm = mx_opt.launcher && !strcmp(mx_opt.launcher, "slurm") && !mx_opt.agent && !S->ops;
     int fanout = slurm ? npx : mx_opt.fanout > 0 ? mx_opt.fanout : 32;   /* srun starts them all */
     int *act = mx_xcalloc((size_t)npx, sizeof *act), nact = 0;
     for (int h = 0; h < npx; h++) {
@@ -436,6 +496,9 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
             send_to(&px[p->parent], MX_P_SPAWN, s.data, s.len);
             mx_buf_free(&s);
         }
+        const struct mx_rset_host *hh = &hosts[h];
+        int argc = 0;
+        while (hh->argv[argc]) argc++;
         struct mx_buf m = { 0 };
         mx_buf_u32(&m, (uint32_t)h);
         mx_buf_u32(&m, (uint32_t)npx);
@@ -444,24 +507,56 @@ void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char *
         mx_buf_str(&m, job->secret, strlen(job->secret));
         mx_buf_str(&m, jid, strlen(jid));
         mx_buf_str(&m, size, strlen(size));
-        mx_buf_str(&m, wdir, strlen(wdir));
-        mx_buf_u32(&m, (uint32_t)((stdin_wanted && p->ranks[0] == 0) | (mx_opt.wdir ? 2 : 0)));
+        mx_buf_str(&m, hh->wdir, strlen(hh->wdir));
+        mx_buf_u32(&m, (uint32_t)((stdin_wanted && p->ranks[0] == 0) | (hh->wdir_given ? 2 : 0)));
         mx_buf_u32(&m, (uint32_t)argc);
-        for (int i = 0; i < argc; i++) mx_buf_str(&m, argv[i], strlen(argv[i]));
-        mx_buf_u32(&m, (uint32_t)envc);
-        for (int i = 0; i < envc; i++) mx_buf_str(&m, env[i], strlen(env[i]));
+        for (int i = 0; i < argc; i++) mx_buf_str(&m, hh->argv[i], strlen(hh->argv[i]));
+        mx_buf_u32(&m, (uint32_t)hh->envc);
+        for (int i = 0; i < hh->envc; i++) mx_buf_str(&m, hh->env[i], strlen(hh->env[i]));
         mx_buf_str(&m, agent, strlen(agent));
         mx_buf_str(&m, proxy, strlen(proxy));
         mx_buf_u32(&m, (uint32_t)fork_mode);
-        mx_buf_u32(&m, (uint32_t)mx_opt.bind);
-        mx_buf_u32(&m, (uint32_t)mx_opt.overload);
+        mx_buf_u32(&m, (uint32_t)S->bind);
+        mx_buf_u32(&m, (uint32_t)S->overload);
         send_to(p, MX_P_START, m.data, m.len);
         mx_buf_free(&m);
     }
     free(act);
 }
 
-void mx_remote_signal(int sig)
+void mx_remote_start(struct mx_job *job, const int *host_of, char **argv, char **env, int rank_slot,
+                     int stdin_wanted)
+{
+    char cwd[PATH_MAX];
+    const char *wdir = mx_opt.wdir ? mx_opt.wdir : getcwd(cwd, sizeof cwd) ? cwd : "/";
+    int envc = 0;
+    while (env[envc] && envc < rank_slot) envc++;
+    struct mx_rset_host *hosts = mx_xcalloc((size_t)mx_opt.hosts.n, sizeof *hosts);
+    for (int h = 0; h < mx_opt.hosts.n; h++)
+        hosts[h] = (struct mx_rset_host){ mx_opt.hosts.h[h].name, argv, env, envc, wdir, mx_opt.wdir != NULL };
+    mainset.bind = (int)mx_opt.bind;
+    mainset.overload = mx_opt.overload;
+    rset_start(&mainset, job, mx_opt.hosts.n, hosts, host_of, stdin_wanted);
+    free(hosts);
+}
+
+struct mx_rset *mx_rset_start(struct mx_job *job, int nh, const struct mx_rset_host *hosts, const int *host_of,
+                              const struct mx_rset_ops *ops, void *ctx)
+{
+    struct mx_rset *S = mx_xcalloc(1, sizeof *S);
+    S->ops = ops;
+    S->ctx = ctx;
+    S->bind = MX_BIND_NONE;
+    rset_start(S, job, nh, hosts, host_of, 0);
+    return S;
+}
+
+int mx_rset_started(struct mx_rset *S)
+{
+    return go_sent;
+}
+
+void mx_rset_signal(struct mx_rset *S, int sig)
 {
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
@@ -476,10 +571,26 @@ void mx_remote_signal(int sig)
     }
 }
 
+int mx_remote_running_on(const char *host)
+{
+    struct mx_rset *S = &mainset;
+    int n = 0;
+    for (int h = 0; h < npx; h++)
+        if (!strcmp(px[h].name, host) || (mx_host_is_local(px[h].name) && mx_host_is_local(host)))
+            for (int i = 0; i < px[h].nranks; i++) n += J->ranks[px[h].ranks[i]].state == MX_RANK_RUNNING;
+    return n;
+}
+
+void mx_remote_signal(int sig)
+{
+    mx_rset_signal(&mainset, sig);
+}
+
 /* stdin for rank 0 (n == 0: end of input); 0 when its host cannot take
  * more now (poll stdin again later) */
 int mx_remote_stdin_room(void)
 {
+    struct mx_rset *S = &mainset;
     if (!go_sent) return 0;
     for (int h = 0; h < npx; h++)
         if (px[h].nranks && px[h].ranks[0] == 0) {
@@ -492,6 +603,7 @@ int mx_remote_stdin_room(void)
 
 void mx_remote_stdin(const char *b, size_t n)
 {
+    struct mx_rset *S = &mainset;
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
         if (!p->nranks || p->ranks[0] != 0 || p->lost) continue;
@@ -501,6 +613,11 @@ void mx_remote_stdin(const char *b, size_t n)
 
 /* After every rank exited: tell each proxy that the job is over. */
 void mx_remote_end(void)
+{
+    mx_rset_end(&mainset);
+}
+
+void mx_rset_end(struct mx_rset *S)
 {
     for (int h = 0; h < npx; h++)
         if (!px[h].ended) {
@@ -512,12 +629,22 @@ void mx_remote_end(void)
 /* Links still open (a proxy that has not said BYE) */
 int mx_remote_open(void)
 {
+    return mx_rset_open(&mainset);
+}
+
+int mx_rset_open(struct mx_rset *S)
+{
     int n = 0;
     for (int h = 0; h < npx; h++) n += !px[h].link.eof || px[h].errfd >= 0;
     return n;
 }
 
 void mx_remote_kill(void)
+{
+    mx_rset_kill(&mainset);
+}
+
+void mx_rset_kill(struct mx_rset *S)
 {
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
@@ -531,6 +658,11 @@ void mx_remote_kill(void)
 static ssize_t agent_stderr(struct mx_proxy *p);
 
 int mx_remote_reaped(pid_t pid, int status)
+{
+    return mx_rset_reaped(&mainset, pid, status);
+}
+
+int mx_rset_reaped(struct mx_rset *S, pid_t pid, int status)
 {
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
@@ -584,6 +716,11 @@ static ssize_t agent_stderr(struct mx_proxy *p)
 
 size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room)
 {
+    return mx_rset_pollset(&mainset, pfd, aux, room);
+}
+
+size_t mx_rset_pollset(struct mx_rset *S, struct pollfd *pfd, int *aux, int room)
+{
     size_t n = 0;
     for (int h = 0; h < npx; h++) {
         struct mx_proxy *p = &px[h];
@@ -606,10 +743,20 @@ size_t mx_remote_pollset(struct pollfd *pfd, int *aux, int room)
 
 size_t mx_remote_maxfds(void)
 {
+    return mx_rset_maxfds(&mainset);
+}
+
+size_t mx_rset_maxfds(struct mx_rset *S)
+{
     return 3 * (size_t)npx;
 }
 
 void mx_remote_event(int aux, short re, double now)
+{
+    mx_rset_event(&mainset, aux, re, now);
+}
+
+void mx_rset_event(struct mx_rset *S, int aux, short re, double now)
 {
     struct mx_proxy *p = &px[aux / 3];
     switch (aux % 3) {
@@ -634,7 +781,12 @@ void mx_remote_event(int aux, short re, double now)
  * time something is due. */
 double mx_remote_timers(double now)
 {
-    if (!go_sent && nready == npx && !mx_stopping()) {
+    return mx_rset_timers(&mainset, now);
+}
+
+double mx_rset_timers(struct mx_rset *S, double now)
+{
+    if (!go_sent && nready == npx && !rs_stopping(S)) {
         go_sent = 1;
         for (int h = 0; h < npx; h++)
             if (px[h].parent < 0) send_empty(&px[h], MX_P_GO);     /* passed down */

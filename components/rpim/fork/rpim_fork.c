@@ -582,6 +582,145 @@ static int rpim_fork_client_finalize(void)
     return rc;
 }
 
+/* ---- spawn: a new job started by mpiexec (SPAWN / SPAWN_DONE) ---- */
+struct rpim_fork_msg {
+    unsigned char *p;
+    size_t len, cap;
+    int bad;                 /* out of memory or over the frame limit */
+};
+
+static void rpim_fork_msg_put(struct rpim_fork_msg *m, const void *d, size_t n)
+{
+    if (m->bad) return;
+    if (m->len + n > KUMI_LAUNCH_MAX_FRAME - 1) {
+        m->bad = 2;
+        return;
+    }
+    if (m->len + n > m->cap) {
+        size_t cap = m->cap ? m->cap : 1024;
+        while (cap < m->len + n) cap *= 2;
+        unsigned char *q = realloc(m->p, cap);
+        if (!q) {
+            m->bad = 1;
+            return;
+        }
+        m->p = q;
+        m->cap = cap;
+    }
+    memcpy(m->p + m->len, d, n);
+    m->len += n;
+}
+
+static void rpim_fork_msg_u32(struct rpim_fork_msg *m, uint32_t v)
+{
+    unsigned char b[4];
+    kumi_launch_put_u32(b, v);
+    rpim_fork_msg_put(m, b, 4);
+}
+
+static void rpim_fork_msg_str(struct rpim_fork_msg *m, const char *s)
+{
+    size_t l = s ? strlen(s) : 0;
+    rpim_fork_msg_u32(m, (uint32_t)l);
+    rpim_fork_msg_put(m, s, l);
+}
+
+static const char *rpim_fork_spawn_why(uint32_t r)
+{
+    switch (r) {
+    case KUMI_LAUNCH_SPAWN_NOT_FOUND: return "program not found";
+    case KUMI_LAUNCH_SPAWN_NOT_EXEC: return "program not executable";
+    case KUMI_LAUNCH_SPAWN_NO_SLOTS: return "not enough free slots";
+    case KUMI_LAUNCH_SPAWN_BAD_INFO: return "bad info value";
+    case KUMI_LAUNCH_SPAWN_UNSUPPORTED: return "not supported by this launch";
+    case KUMI_LAUNCH_SPAWN_NOT_STARTED: return "another command failed";
+    case KUMI_LAUNCH_SPAWN_BAD_REQUEST: return "malformed request";
+    default: return "failed";
+    }
+}
+
+static int rpim_fork_spawn_job(const struct kumi_spawn_cmd *cmds, int ncmds, const char *const *env, int *errcodes,
+                               char *child_jobid, size_t len)
+{
+    long total = 0;
+    for (int i = 0; i < ncmds; i++) total += cmds[i].maxprocs;
+    if (errcodes)
+        for (long i = 0; i < total; i++) errcodes[i] = MPI_ERR_SPAWN;
+    if (rpim_fork_fd < 0) return kumi_error(MPI_ERR_SPAWN, "spawn: not connected to mpiexec");
+    struct rpim_fork_msg m = { 0 };
+    rpim_fork_msg_u32(&m, (uint32_t)ncmds);
+    for (int i = 0; i < ncmds; i++) {
+        const struct kumi_spawn_cmd *c = &cmds[i];
+        rpim_fork_msg_str(&m, c->command);
+        uint32_t argc = 0;
+        while (c->argv && c->argv[argc]) argc++;
+        rpim_fork_msg_u32(&m, argc);
+        for (uint32_t a = 0; a < argc; a++) rpim_fork_msg_str(&m, c->argv[a]);
+        rpim_fork_msg_u32(&m, (uint32_t)c->maxprocs);
+        rpim_fork_msg_u32(&m, (uint32_t)c->ninfo);
+        for (int k = 0; k < c->ninfo; k++) {
+            rpim_fork_msg_str(&m, c->info_keys[k] ? c->info_keys[k] : "");
+            rpim_fork_msg_str(&m, c->info_vals[k] ? c->info_vals[k] : "");
+        }
+    }
+    uint32_t nenv = 0;
+    while (env && env[nenv]) nenv++;
+    rpim_fork_msg_u32(&m, nenv);
+    for (uint32_t k = 0; k < nenv; k++) rpim_fork_msg_str(&m, env[k]);
+    if (m.bad) {
+        free(m.p);
+        return m.bad == 2 ? kumi_error(MPI_ERR_ARG, "spawn: the request (commands, arguments, info, environment) "
+                                       "is longer than %d bytes", KUMI_LAUNCH_MAX_FRAME - 1)
+                          : kumi_error(MPI_ERR_NO_MEM, "spawn: out of memory");
+    }
+    unsigned char *p = NULL;
+    size_t n = 0;
+    int rc = rpim_fork_send(KUMI_LAUNCH_MSG_SPAWN, m.p, m.len);
+    free(m.p);
+    if (rc < 0 || rpim_fork_recv(KUMI_LAUNCH_MSG_SPAWN_DONE, &p, &n, -1) != 0)
+        return kumi_error(MPI_ERR_SPAWN, "spawn: lost the connection to mpiexec");
+    /* u32 result, str message, str jobid, u32 n, n x u32 */
+    size_t pos = 0;
+    uint32_t result = 0, ml = 0, jl = 0, nc = 0;
+    const char *msg = "", *jid = "";
+    int bad = n < 8;
+    if (!bad) {
+        result = kumi_launch_get_u32(p);
+        ml = kumi_launch_get_u32(p + 4);
+        pos = 8;
+        bad = n - pos < (size_t)ml + 4;
+    }
+    if (!bad) {
+        msg = (const char *)p + pos;
+        pos += ml;
+        jl = kumi_launch_get_u32(p + pos);
+        pos += 4;
+        bad = n - pos < (size_t)jl + 4;
+    }
+    if (!bad) {
+        jid = (const char *)p + pos;
+        pos += jl;
+        nc = kumi_launch_get_u32(p + pos);
+        pos += 4;
+        bad = nc != (uint32_t)total || (n - pos) / 4 < nc || n - pos != (size_t)nc * 4;
+    }
+    if (bad) {
+        free(p);
+        return kumi_error(MPI_ERR_SPAWN, "spawn: malformed answer from mpiexec");
+    }
+    if (errcodes)
+        for (uint32_t i = 0; i < nc; i++)
+            errcodes[i] = kumi_launch_get_u32(p + pos + 4 * i) == KUMI_LAUNCH_SPAWN_OK ? MPI_SUCCESS : MPI_ERR_SPAWN;
+    if (result != KUMI_LAUNCH_SPAWN_OK) {
+        int e = kumi_error(MPI_ERR_SPAWN, "spawn: %s: %.*s", rpim_fork_spawn_why(result), (int)ml, msg);
+        free(p);
+        return e;
+    }
+    if (child_jobid && len) snprintf(child_jobid, len, "%.*s", (int)jl, jid);
+    free(p);
+    return MPI_SUCCESS;
+}
+
 /* mpiexec's launch agent for the proxies of other hosts (tools/mpiexec/
  * remote.c reads it after opening the registry); registered here so that
  * kumi_info lists it and params.conf may set it.  Empty: ssh (rsh with
@@ -616,6 +755,7 @@ static const struct kumi_rpim_ops rpim_fork_ops = {
     .get = rpim_fork_get,
     .abort = rpim_fork_abort,
     .client_finalize = rpim_fork_client_finalize,
+    .spawn_job = rpim_fork_spawn_job,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_rpim_fork_component = {

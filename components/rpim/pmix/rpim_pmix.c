@@ -472,6 +472,21 @@ static int rpim_pmix_client_finalize(void)
     return ret;
 }
 
+/* Spawning under a PMIx launcher (srun --mpi=pmix) is not offered: Slurm's
+ * PMIx plugin does not implement PMIx_Spawn; say so clearly. */
+static int rpim_pmix_spawn_job(const struct kumi_spawn_cmd *cmds, int ncmds, const char *const *env, int *errcodes,
+                               char *child_jobid, size_t len)
+{
+    long total = 0;
+    (void)env;
+    for (int i = 0; i < ncmds; i++) total += cmds[i].maxprocs;
+    if (errcodes)
+        for (long i = 0; i < total; i++) errcodes[i] = MPI_ERR_SPAWN;
+    if (child_jobid && len) child_jobid[0] = 0;
+    return kumi_error(MPI_ERR_SPAWN, "spawn: not supported for a job started by a PMIx launcher (srun --mpi=pmix; "
+                      "rpim/pmix); start the job with Kumi's mpiexec to spawn processes");
+}
+
 static const struct kumi_rpim_ops rpim_pmix_ops = {
     .hdr = KUMI_RPIM_OPS_HDR,
     .spawn = NULL,
@@ -481,6 +496,7 @@ static const struct kumi_rpim_ops rpim_pmix_ops = {
     .get = rpim_pmix_get,
     .abort = rpim_pmix_abort,
     .client_finalize = rpim_pmix_client_finalize,
+    .spawn_job = rpim_pmix_spawn_job,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_rpim_pmix_component = {

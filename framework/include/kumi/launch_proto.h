@@ -15,6 +15,10 @@
  *     FENCE    3  (empty)
  *     ABORT    4  i32 errorcode, str message
  *     FINALIZE 5  (empty)
+ *     SPAWN    6  u32 ncmds, ncmds x { str program, u32 argc, argc x str
+ *                 (arguments after the program), u32 maxprocs, u32 ninfo,
+ *                 ninfo x { str key, str value } }, u32 nenv, nenv x str
+ *                 (KEY=VALUE for every child): start a new job (see below)
  *   mpiexec -> rank
  *     HELLO_OK      0x81 (empty)
  *     HELLO_REFUSED 0x82 u32 reason (KUMI_LAUNCH_REFUSED_*), str text;
@@ -22,6 +26,11 @@
  *     FENCE_DONE    0x83 u32 count, count x { u32 rank, str key, str value }
  *     ABORT_OK      0x84 (empty)
  *     FINALIZE_OK   0x85 (empty)
+ *     SPAWN_DONE    0x86 u32 result (KUMI_LAUNCH_SPAWN_*), str message
+ *                   (empty when result is OK), str child job id (decimal,
+ *                   empty when nothing started), u32 n, n x u32 result of
+ *                   each child in the order of the commands (n: the total
+ *                   maxprocs)
  * A connection must send a correct HELLO first, within
  * KUMI_LAUNCH_HELLO_TIMEOUT seconds; otherwise (or on any malformed frame)
  * it is closed.  mpiexec keeps a bounded number of connections that have not
@@ -32,6 +41,18 @@
  * The connection stays open for the whole life of the rank: when it closes
  * without FINALIZE, the launcher is gone and the rank ends (rpim/fork watches
  * it from a thread), after removing the job's shared-memory objects.
+ *
+ * SPAWN (MPI_Comm_spawn / _multiple; the rank side is kumi_rpim_spawn in
+ * kumi/rpim.h): mpiexec starts the children of every command as ONE new job
+ * (its own MPI_COMM_WORLD of the total maxprocs, ranks in command order,
+ * its own job id, secret and control bookkeeping), all or nothing: when a
+ * command's program cannot be found or the children cannot be placed,
+ * nothing starts, every child gets that command's failure (or
+ * KUMI_LAUNCH_SPAWN_NOT_STARTED when another command failed), and result
+ * says why.  SPAWN_DONE comes once the children were started (forked), not
+ * once they called MPI_Init.  Info keys understood (others are ignored):
+ * host, add-host (comma lists of host[:slots]), hostfile, add-hostfile,
+ * file (hostfile), wdir, path (search path for the program).
  *
  * Shared-memory objects of a job (every component follows this rule):
  * POSIX names start with "/kumi.<KUMI_JOBID>." (files
@@ -63,6 +84,19 @@
 #define KUMI_LAUNCH_MSG_FENCE_DONE     0x83
 #define KUMI_LAUNCH_MSG_ABORT_OK       0x84
 #define KUMI_LAUNCH_MSG_FINALIZE_OK    0x85
+#define KUMI_LAUNCH_MSG_SPAWN          6
+#define KUMI_LAUNCH_MSG_SPAWN_DONE     0x86
+
+/* results of SPAWN (whole request and per child) */
+#define KUMI_LAUNCH_SPAWN_OK           0
+#define KUMI_LAUNCH_SPAWN_NOT_FOUND    1   /* program not found */
+#define KUMI_LAUNCH_SPAWN_NOT_EXEC     2   /* program not executable */
+#define KUMI_LAUNCH_SPAWN_NO_SLOTS     3   /* not enough free slots on the hosts given */
+#define KUMI_LAUNCH_SPAWN_BAD_INFO     4   /* an info value mpiexec cannot use (unknown host, bad wdir) */
+#define KUMI_LAUNCH_SPAWN_UNSUPPORTED  5   /* this launcher cannot spawn (e.g. ranks behind proxies) */
+#define KUMI_LAUNCH_SPAWN_FAILED       6   /* fork/pipe failed, mpiexec stopping, ... */
+#define KUMI_LAUNCH_SPAWN_NOT_STARTED  7   /* this child's command was fine, another one failed */
+#define KUMI_LAUNCH_SPAWN_BAD_REQUEST  8   /* malformed SPAWN */
 
 /* reasons of HELLO_REFUSED */
 #define KUMI_LAUNCH_REFUSED_SECRET     1   /* wrong job secret */

@@ -32,6 +32,15 @@
  * node's name through kumi_set_hostname(), so that components read the same
  * things whoever started the job.
  *
+ * Children started by kumi_rpim_spawn (MPI_Comm_spawn's launcher side) are
+ * a job of their own (their own KUMI_JOBID, KUMI_JOB_SECRET, KUMI_SIZE =
+ * the total maxprocs, ranks in the order of the commands) and also get:
+ *   KUMI_SPAWNED=1                started by another job's spawn request
+ *   KUMI_PARENT_JOBID             KUMI_JOBID of the job that asked for them
+ *   KUMI_APPNUM                   index of the child's command (MPI_APPNUM)
+ *   and every KEY=VALUE string the request carried (e.g.
+ *   KUMI_DPM_PARENT_PORT=<port name>), which replace inherited ones.
+ *
  * The control channel behind KUMI_CONTROL (frames, message codes, limits, the
  * job's shared-memory naming rule) is kumi/launch_proto.h.
  */
@@ -83,12 +92,26 @@ struct kumi_spawn {
     size_t cpuset_size;
 };
 
+/* One command of a spawn request (MPI_Comm_spawn_multiple's arrays). */
+struct kumi_spawn_cmd {
+    const char *command;           /* program: a path, or a name searched in the
+                                      info key "path", then in mpiexec's PATH */
+    char *const *argv;             /* arguments after the program, NULL-terminated
+                                      (NULL: none) */
+    int maxprocs;                  /* >= 1 */
+    int ninfo;                     /* info keys understood by mpiexec: host, add-host,
+                                      hostfile, add-hostfile, file, wdir, path */
+    const char *const *info_keys;
+    const char *const *info_vals;
+};
+
 /* The rpim contract (see kumi/component.h for the rules):
  *   1.0  spawn ... client_finalize; the whole table is mandatory (an
  *        operation a component does not offer is NULL).
+ *   1.1  spawn_job (optional).
  * Operations added later go at the end and raise the minor. */
 #define KUMI_RPIM_CONTRACT_MAJOR 1
-#define KUMI_RPIM_CONTRACT_MINOR 0
+#define KUMI_RPIM_CONTRACT_MINOR 1
 #define KUMI_RPIM_OPS_HDR KUMI_OPS_HDR(struct kumi_rpim_ops, KUMI_RPIM_CONTRACT_MAJOR, KUMI_RPIM_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_RPIM_OPS_MIN_SIZE (offsetof(struct kumi_rpim_ops, client_finalize) + \
@@ -116,12 +139,34 @@ struct kumi_rpim_ops {
     void (*abort)(int errorcode, const char *msg);
     /* Orderly end of this rank (after MPI_Finalize's last communication). */
     int (*client_finalize)(void);
+    /* ---- 1.1 (optional: NULL or absent in older tables) ----
+     * Start a new job of the children of cmds (see kumi_rpim_spawn). */
+    int (*spawn_job)(const struct kumi_spawn_cmd *cmds, int ncmds, const char *const *env, int *errcodes,
+                     char *child_jobid, size_t len);
 };
 
 /* Framework access to the selected rpim client (singleton jobs get a local
  * table).  For use by transports at wire-up. */
 KUMI_EXPORT int kumi_rpim_put(const char *key, const char *value);
 KUMI_EXPORT int kumi_rpim_get(int rank, const char *key, char *value, size_t valuelen);
+
+/* Ask the launcher that started this process (mpiexec) to start a new job:
+ * cmds[0..ncmds) each with maxprocs children; its MPI_COMM_WORLD has the
+ * total maxprocs ranks, in command order; env: NULL or a NULL-terminated
+ * list of KEY=VALUE given to every child (besides KUMI_SPAWNED=1,
+ * KUMI_PARENT_JOBID, KUMI_APPNUM above).  All or nothing: returns
+ * MPI_SUCCESS when every child was started (errcodes[i] = MPI_SUCCESS for
+ * each of the total maxprocs, child_jobid = the new job's KUMI_JOBID);
+ * otherwise MPI_ERR_SPAWN (with the launcher's reason as the error's
+ * message; nothing was started, every errcodes[i] = MPI_ERR_SPAWN,
+ * child_jobid = "") -- also for a singleton, and under a launcher that
+ * cannot spawn (rpim/pmix, ranks behind mpiexec's per-host proxies);
+ * MPI_ERR_ARG for bad arguments.  errcodes may be NULL; child_jobid may be
+ * NULL (len 0).  Only the calling process talks to the launcher (the MPI
+ * glue calls it at the root).  Returns once the children were started, not
+ * once they called MPI_Init. */
+KUMI_EXPORT int kumi_rpim_spawn(const struct kumi_spawn_cmd *cmds, int ncmds, const char *const *env,
+                                int *errcodes, char *child_jobid, size_t len);
 
 #ifdef __cplusplus
 }
