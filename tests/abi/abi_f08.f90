@@ -10,8 +10,9 @@
 ! MPI_COMM_DUP_FN and a user delete callback, derived types, strings, a non-contiguous array
 ! section to a blocking send (Open MPI's assumed-size choice buffers: the compiler's contiguous
 ! copy, checked; with the argument "refuse", MPICH's assumed-rank ones: refused with
-! MPI_ERR_BUFFER under MPI_ERRORS_RETURN), MPI-IO write and read back with the file contents
-! checked.  Prints "abi_f08: N ranks ok".
+! MPI_ERR_BUFFER under MPI_ERRORS_RETURN), one-sided Put into MPI_Alloc_mem memory
+! (TYPE(C_PTR)), info strings and flags, Waitsome, MPI-IO write and read back with the file
+! contents checked.  Prints "abi_f08: N ranks ok".
 module f08cb
   use mpi_f08
   implicit none
@@ -47,6 +48,7 @@ end module
 program abi_f08
   use mpi_f08
   use f08cb
+  use, intrinsic :: iso_c_binding, only : c_ptr, c_null_ptr, c_f_pointer
   implicit none
   integer :: ierr, rank, nproc, i, cnt, nbad, ll, cls, idx, kv, subr, subn, sz
   integer :: buf(8), rbuf(8), sec(16), vals(4)
@@ -58,7 +60,11 @@ program abi_f08
   type(MPI_Errhandler) :: eh
   type(MPI_File) :: fh
   type(MPI_Group) :: grp
-  integer :: blens(2)
+  integer :: blens(2), idxs(4)
+  type(MPI_Win) :: win
+  type(MPI_Info) :: info
+  type(c_ptr) :: abuf
+  integer, pointer :: wmem(:)
   integer(kind=MPI_ADDRESS_KIND) :: disps(2), a0, a1, attr, extra
   integer(kind=MPI_OFFSET_KIND) :: off, fsize
   character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: ver
@@ -235,6 +241,54 @@ program abi_f08
   call chk(ierr /= MPI_SUCCESS .and. cls == MPI_ERR_COUNT, 'f08 error handler called with MPI_ERR_COUNT')
   call MPI_Errhandler_free(eh)
   call MPI_Comm_free(dupc)
+
+  ! one-sided: memory of MPI_Alloc_mem (TYPE(C_PTR)), a window, Put between fences
+  abuf = c_null_ptr
+  call MPI_Alloc_mem(int(4 * nproc, MPI_ADDRESS_KIND), MPI_INFO_NULL, abuf)
+  call c_f_pointer(abuf, wmem, [nproc])
+  wmem = -1
+  call MPI_Win_create(wmem, int(4 * nproc, MPI_ADDRESS_KIND), 4, MPI_INFO_NULL, MPI_COMM_WORLD, win)
+  call MPI_Win_fence(0, win)
+  vals(1) = 10 * rank
+  do i = 0, nproc - 1
+    call MPI_Put(vals(1), 1, MPI_INTEGER, i, int(rank, MPI_ADDRESS_KIND), 1, MPI_INTEGER, win)
+  end do
+  call MPI_Win_fence(0, win)
+  call chk(all(wmem == [(10 * i, i = 0, nproc - 1)]), 'Put into MPI_Alloc_mem memory')
+  call MPI_Win_free(win)
+  call chk(win == MPI_WIN_NULL, 'Win_free')
+  call MPI_Free_mem(wmem)
+
+  ! info: strings in and out, a LOGICAL flag
+  call MPI_Info_create(info)
+  call MPI_Info_set(info, 'kumi_key', 'f08 value')
+  call MPI_Info_get(info, 'kumi_key', MPI_MAX_INFO_VAL, estr, flag)
+  call chk(flag .and. estr == 'f08 value', 'Info_get')
+  call MPI_Info_get(info, 'no_such_key', MPI_MAX_INFO_VAL, estr, flag)
+  call chk(.not. flag, 'Info_get of an absent key')
+  call MPI_Info_get_nkeys(info, i)
+  call chk(i == 1, 'Info_get_nkeys')
+  call MPI_Info_free(info)
+  call chk(info == MPI_INFO_NULL, 'Info_free')
+
+  ! Waitsome: 1-based indices into an array of TYPE(MPI_Request)
+  do i = 1, 3
+    call MPI_Irecv(rbuf(i), 1, MPI_INTEGER, rank, 20 + i, MPI_COMM_WORLD, reqs(i))
+  end do
+  do i = 3, 1, -1
+    buf(i) = 100 + i
+    call MPI_Send(buf(i), 1, MPI_INTEGER, rank, 20 + i, MPI_COMM_WORLD)
+  end do
+  cnt = 0
+  do while (cnt < 3)
+    call MPI_Waitsome(3, reqs, subn, idxs, sts)
+    do i = 1, subn
+      call chk(idxs(i) >= 1 .and. idxs(i) <= 3, 'Waitsome index 1-based')
+      call chk(sts(i)%MPI_TAG == 20 + idxs(i), 'Waitsome status')
+    end do
+    cnt = cnt + subn
+  end do
+  call chk(all(rbuf(1:3) == [101, 102, 103]), 'Waitsome data')
 
   ! MPI-IO: each rank writes its block at its offset, all read the whole file back
   call MPI_File_open(MPI_COMM_WORLD, 'abi_f08.dat', ior(MPI_MODE_CREATE, MPI_MODE_RDWR), MPI_INFO_NULL, fh)
