@@ -120,11 +120,11 @@ typedef struct {
 } f08_desc_t;
 static int f08_contiguous(const f08_desc_t *d)
 {
-    ptrdiff_t want = (ptrdiff_t)d->elem_len;
+    ptrdiff_t want = (ptrdiff_t)d->elem_len, span = d->span ? d->span : (ptrdiff_t)d->elem_len;
     for (int i = 0; i < d->rank; i++) {
         ptrdiff_t extent = d->dim[i].ubound - d->dim[i].lbound + 1;
-        if (extent <= 1) continue;
-        if (d->dim[i].stride * d->span != want) return 0;
+        if (extent <= 1) continue;   /* also the last dimension of an assumed-size array */
+        if (d->dim[i].stride * span != want) return 0;
         want *= extent;
     }
     return 1;

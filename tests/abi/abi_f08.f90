@@ -60,7 +60,7 @@ program abi_f08
   type(MPI_Errhandler) :: eh
   type(MPI_File) :: fh
   type(MPI_Group) :: grp
-  integer :: blens(2), idxs(4)
+  integer :: blens(2), idxs(4), m2(4, 4)
   type(MPI_Win) :: win
   type(MPI_Info) :: info
   type(c_ptr) :: abuf
@@ -126,6 +126,13 @@ program abi_f08
                       MPI_COMM_WORLD, MPI_STATUS_IGNORE)
     call chk(all(vals == [1, 5, 9, 13]), 'section sent')
   end if
+  ! contiguous ones of rank 2 and a column (a descriptor, where there is one, that is contiguous)
+  m2 = reshape([(i, i = 1, 16)], [4, 4])
+  call MPI_Sendrecv(m2(:, 2), 4, MPI_INTEGER, rank, 4, vals, 4, MPI_INTEGER, rank, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+  call chk(all(vals == [5, 6, 7, 8]), 'a column')
+  sec = 0
+  call MPI_Sendrecv(m2, 16, MPI_INTEGER, rank, 4, sec, 16, MPI_INTEGER, rank, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+  call chk(all(sec == [(i, i = 1, 16)]), 'an array of rank 2')
 
   ! non-blocking ring: arrays of TYPE(MPI_Request) and TYPE(MPI_Status)
   buf = rank
