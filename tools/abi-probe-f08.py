@@ -79,6 +79,8 @@ def mod_procedures(path, pattern=r'^p?mpi_\w+_f08$'):
             d = {'name': an, 'kind': kind}
             if kind == 'handle':
                 d['type'] = dn
+            elif kind in ('integer', 'logical') and ty.group(2) != '4':
+                d['bytes'] = int(ty.group(2))   # INTEGER(KIND=MPI_ADDRESS_KIND), ...
             if 'DIMENSION' in attrs:
                 d['array'] = 'assumed-rank' if 'ASSUMED_RANK' in ab else 'assumed-size' if 'ASSUMED_SIZE' in ab else 'explicit'
             for flag in ('OPTIONAL', 'VALUE'):
@@ -227,7 +229,8 @@ def main():
                   '(do not edit by hand: run it again where that MPI is installed).',
                   'procedures: the specific procedure (its symbol less the last _) -> mpi (the MPI procedure), '
                   'large (the large-count form), prof (the symbol of its profiling twin) and args (its dummy '
-                  'arguments in order, from the compiled module of the interfaces: kind, array, optional, value), '
+                  'arguments in order, from the compiled module of the interfaces: kind, bytes of an INTEGER '
+                  'that is not 4, array, optional, value), '
                   'bind_c where it is BIND(C) (an assumed-rank choice buffer is then a CFI_cdesc_t, else '
                   'gfortran\'s own array descriptor); '
                   'sentinels: the symbol (and offset) of each sentinel of mpi_f08; sizeof: the procedure of '

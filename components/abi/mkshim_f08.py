@@ -171,6 +171,10 @@ static MPI_Fint f08_noncontig(const char *proc, const char *arg, int kind, MPI_F
                 return 'BIND(C): choice argument %s is a CFI_cdesc_t' % d['name']
             if d.get('optional') and d['name'] != 'ierror':
                 return 'optional argument %s' % d['name']
+            if d['kind'] in ('integer', 'logical'):
+                cb = 8 if re.match(r'^(intptr_t|long long)\b', p) else 4 if re.match(r'^(int|MPI_Fint)\b', p) else None
+                if cb and cb != d.get('bytes', 4):
+                    return 'argument %s of %d bytes, %d in the Fortran shim' % (d['name'], d.get('bytes', 4), cb)
         if args and args[-1]['name'] == 'ierror' and not args[-1].get('optional'):
             return 'IERROR not optional'
         return None
