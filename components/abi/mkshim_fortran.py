@@ -3,7 +3,7 @@
 
 usage: mkshim_fortran.py --api data/mpi-procedures.json --native data/mpi-abi-1.0.json
                          --facts data/abi/ompi.json --ffacts data/abi/ompi-fortran.json
-                         --c-coverage ompi-coverage.txt --out ompi_fshim.c [--coverage F]
+                         --c-coverage ompi-coverage.txt --out ompi_fshim.c [--coverage F] [--sigs F]
 
 Programs built with mpif90.openmpi (mpif.h or `use mpi`) call mpi_xxx_ with Open MPI's
 Fortran ABI: integer handles of Open MPI's values, MPI_STATUS_SIZE integers, sentinels that
@@ -56,6 +56,7 @@ class Gen:
         self.cexp = set(cov.split('exported:', 1)[1].split())
         self.fprocs = set(self.ff['procedures'])
         self.out, self.exported, self.skipped = [], [], []
+        self.sigs = {}   # procedure (lower case) -> [return type, C parameters]: --sigs
         # MPICH: C handles are ints and the Fortran integer of a handle is its C value
         # (MPI_X_c2f / f2c are the identity), so handles pass through; not MPI_File (a pointer)
         types = self.facts.get('types', {})
@@ -312,6 +313,7 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
         low = name.lower()
         o = self.out
         o.append('static %s fshim_%s(%s)\n{\n%s\n}' % (ret, low, params or 'void', body))
+        self.sigs[low] = [ret, params]
         for sp in self.ff['spellings']:
             for pre in ([''] + (['p'] if self.ff.get('profiling') else [])):
                 sym = {'lower': pre + low, 'lower_': pre + low + '_', 'lower__': pre + low + '__',
@@ -723,6 +725,7 @@ static int fshim_delete1(void *o, int k, void *val, void *extra)
     def alias_all(self, low, ret, params, target):
         if low in self.fprocs and low.upper() not in self.exported:   # MPICH's MPI_COMM_DUP_FN, ...
             self.exported.append(low.upper())
+        self.sigs[low] = [ret, params]
         for sym in self.spellings(low):
             self.out.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("%s")));' % (ret, sym, params, target))
 
@@ -933,10 +936,10 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
         if self.ff.get('sizeof'):
             # MPI_SIZEOF of `use mpi` (MPICH: module procedures of the Fortran library, one per
             # type): the size is a fact of the type; the data (and a CHARACTER's hidden length)
-            # are not read
+            # are not read; IERROR is OPTIONAL in mpi_f08 (a null address)
             self.out.append('/* ---- MPI_SIZEOF (use mpi): one module procedure per type */')
             for sym, size in sorted(self.ff['sizeof'].items()):
-                self.out.append('FSHIM_EXPORT void %s(void *x, MPI_Fint *size, MPI_Fint *ierror) { *size = %d; *ierror = 0; }'
+                self.out.append('FSHIM_EXPORT void %s(void *x, MPI_Fint *size, MPI_Fint *ierror) { *size = %d; if (ierror) *ierror = 0; }'
                                 % (sym, size))
             self.exported.append('MPI_SIZEOF')
         known = {p['name'] for p in self.api['procedures']} | {n.lower() for n in self.removed_done} | {n.lower() for n in self.exported}
@@ -952,27 +955,33 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
         of every object loaded with it and stops the program at start, naming them."""
         done = {n.lower() for n in self.exported}
         missing = sorted({sym for low in self.fprocs - done for sym in self.spellings(low)})
-        o = self.out
-        o.append('/* ---- at load: the program needs none of the procedures this library lacks */')
-        o.append('static const char *const fshim_missing[] = {')
-        o.extend('    "%s",' % n for n in missing)
-        o.append('};')
-        o.append('''#include <link.h>
+        self.out.append(load_check_text(missing, 'fshim', self.ff['library'], self.facts['name'], 'MPI Fortran'))
+
+
+
+def load_check_text(missing, prefix, lib, abi, what):
+    """The C of the load-time check: the sorted symbols `missing`, and a constructor that stops a
+    program importing any of them, naming them (also used by mkshim_f08.py)."""
+    out = ['/* ---- at load: the program needs none of the procedures this library lacks */',
+           'static const char *const %s_missing[] = {' % prefix]
+    out.extend('    "%s",' % n for n in missing)
+    out.append('};')
+    out.append('''#include <link.h>
 #include <stdio.h>
 #include <unistd.h>
-static int fshim_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-static void fshim_scan_rela(const ElfW(Rela) *r, size_t bytes, const ElfW(Sym) *sym, const char *str, int *missing)
+static int %(p)s_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static void %(p)s_scan_rela(const ElfW(Rela) *r, size_t bytes, const ElfW(Sym) *sym, const char *str, int *missing)
 {
     for (size_t i = 0; r && i < bytes / sizeof *r; i++) {
         size_t k = ELF64_R_SYM(r[i].r_info);
         if (k == 0 || sym[k].st_shndx != SHN_UNDEF) continue;
         const char *n = str + sym[k].st_name;
-        if (bsearch(&n, fshim_missing, sizeof fshim_missing / sizeof fshim_missing[0], sizeof fshim_missing[0], fshim_cmp)
+        if (bsearch(&n, %(p)s_missing, sizeof %(p)s_missing / sizeof %(p)s_missing[0], sizeof %(p)s_missing[0], %(p)s_cmp)
             && (*missing)++ < 20)
             fprintf(stderr, "%(lib)s (Kumi's %(abi)s ABI): %%s is not provided yet\\n", n);
     }
 }
-static int fshim_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+static int %(p)s_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
     for (int p = 0; p < info->dlpi_phnum; p++) {
         if (info->dlpi_phdr[p].p_type != PT_DYNAMIC) continue;
@@ -994,20 +1003,21 @@ static int fshim_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
             }
         }
         if (!sym || !str || pltrel != DT_RELA) return 0;
-        fshim_scan_rela(rela, relasz, sym, str, arg);
-        fshim_scan_rela(jmp, jmpsz, sym, str, arg);
+        %(p)s_scan_rela(rela, relasz, sym, str, arg);
+        %(p)s_scan_rela(jmp, jmpsz, sym, str, arg);
     }
     return 0;
 }
-__attribute__((constructor)) static void fshim_load(void)
+__attribute__((constructor)) static void %(p)s_load(void)
 {
     int missing = 0;
-    dl_iterate_phdr(fshim_scan_one, &missing);
+    dl_iterate_phdr(%(p)s_scan_one, &missing);
     if (missing) {
-        fprintf(stderr, "%(lib)s (Kumi's %(abi)s ABI): the program needs %%d MPI Fortran procedure(s) this library does not translate yet\\n", missing);
+        fprintf(stderr, "%(lib)s (Kumi's %(abi)s ABI): the program needs %%d %(what)s procedure(s) this library does not translate yet\\n", missing);
         _exit(127);
     }
-}''' % {'lib': self.ff['library'], 'abi': self.facts['name']})
+}''' % {'lib': lib, 'abi': abi, 'p': prefix, 'what': what})
+    return '\n'.join(out)
 
 
 def main():
@@ -1015,11 +1025,15 @@ def main():
     for n in ('api', 'native', 'facts', 'ffacts', 'c-coverage', 'out'):
         ap.add_argument('--' + n, required=True)
     ap.add_argument('--coverage')
+    ap.add_argument('--sigs', help='write the C parameters of each exported procedure (JSON; mkshim_f08.py)')
     a = ap.parse_args()
     g = Gen(a)
     src = g.run()
     with open(a.out, 'w') as f:
         f.write(src)
+    if a.sigs:
+        with open(a.sigs, 'w') as f:
+            f.write('{\n%s\n}\n' % ',\n'.join('%s: %s' % (json.dumps(k), json.dumps(v)) for k, v in sorted(g.sigs.items())))
     if a.coverage:
         by = {}
         for n, why in g.skipped:

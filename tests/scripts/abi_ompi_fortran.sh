@@ -17,8 +17,8 @@
 # data/abi/ompi-fortran.json is what the probe derives (tests/scripts/abi_fortran_common.inc);
 # tests/abi/ompi_fortran_sizeof.f90: MPI_SIZEOF on every type (which makes the program need
 # libmpi_usempif08.so.40: this build's, over the Fortran shim) and the TYPE(C_PTR) forms
-# (MPI_ALLOC_MEM_CPTR, MPI_WIN_ALLOCATE(_SHARED)_CPTR, MPI_WIN_SHARED_QUERY_CPTR); and that a
-# `use mpi_f08` program (not provided yet) is stopped at load, naming what it lacks.
+# (MPI_ALLOC_MEM_CPTR, MPI_WIN_ALLOCATE(_SHARED)_CPTR, MPI_WIN_SHARED_QUERY_CPTR).
+# (`use mpi_f08` programs: abi_ompi_f08.sh.)
 # Without the shims (mpiexec --abi standard: Open MPI's own libraries) the Kumi check fails.
 set -u
 abi=ompi
@@ -36,21 +36,4 @@ ln -s "$F08SHIM" "$work/abi/ompi/libmpi_usempif08.so.40"
 fortran_build_common
 ffc sizeof "$top_srcdir/tests/abi/ompi_fortran_sizeof.f90"
 readelf -d "$work/sizeof" | grep -q 'NEEDED.*\[libmpi_usempif08\.so\.40\]' || fail "sizeof does not need libmpi_usempif08.so.40"
-# a program of `use mpi_f08` (not provided yet) is stopped at load, naming what it lacks
-cat > "$work/f08.f90" <<'EOS'
-program f08
-  use mpi_f08
-  call MPI_Init()
-  print *, 'f08: started'
-  call MPI_Finalize()
-end program
-EOS
-"$FC" -O1 -o "$work/f08" "$work/f08.f90" > "$work/f08.fc.log" 2>&1 || { cat "$work/f08.fc.log"; fail "$FC f08.f90"; }
-if (cd "$work" && KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
-        timeout 150 "$MPIEXEC" --timeout 120 -n 1 ./f08) > "$work/run.f08.1.log" 2>&1; then
-    echo "FAILED: the use mpi_f08 program ran"; bad=$((bad + 1))
-elif grep -q 'started' "$work/run.f08.1.log" || ! grep -q 'mpi_init_f08_ (use mpi_f08) is not provided yet' "$work/run.f08.1.log"; then
-    echo "FAILED: the use mpi_f08 program was not stopped at load naming mpi_init_f08_:"
-    sed 's/^/    | /' "$work/run.f08.1.log" | tail -5; bad=$((bad + 1))
-else echo "ok: a use mpi_f08 program is stopped at load"; fi
 fortran_checks "sizeof:ompi_fortran_sizeof"
