@@ -216,6 +216,8 @@ static int parse_mappings(struct scratch *s, uint64_t skip_lo, uint64_t skip_hi)
                 if (cur.prot & PROT_READ) cur.flags |= CI_R_SAVED;
             } else {
                 struct stat sb;
+                if (name[0] != '/')
+                    return fail(s, "mapping %llx-%llx of %s: a kernel object, which cannot be saved", lo, hi, name);
                 if (stat(name, &sb) != 0 || sb.st_ino != ino)
                     return fail(s, "mapping %llx-%llx: file %s is not the one mapped", lo, hi, name);
                 cur.flags |= CI_R_FILE;
@@ -434,17 +436,14 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
         if (!(r->flags & CI_R_SAVED)) continue;
         char what[CI_PATH + 64];
         snprintf(what, sizeof what, "mapping %lx-%lx %s", (unsigned long)r->start, (unsigned long)r->end, r->name);
-        uint64_t here = (uint64_t)(uintptr_t)&here;
-        if (here >= r->start && here < r->end) {
-            /* this very stack changes under the writer: copy, then hash and write the copy */
-            size_t stage = TEXT_MAX < (1ul << 20) ? TEXT_MAX : (1ul << 20);
-            for (uint64_t a = r->start; a < r->end; a += stage) {
-                size_t k = r->end - a < stage ? (size_t)(r->end - a) : stage;
-                memcpy(s->text, (const void *)(uintptr_t)a, k);
-                if (write_all(s, fd, s->text, k, &hs, what)) goto out;
-            }
-        } else if (write_all(s, fd, (const void *)(uintptr_t)r->start, r->end - r->start, &hs, what)) {
-            goto out;
+        /* through a copy: the kernel writes into some mappings while we run (rseq's cpu
+         * number in the TLS, on any migration), and this very stack changes under us;
+         * the checksum must be of the bytes written */
+        size_t stage = TEXT_MAX < (1ul << 20) ? TEXT_MAX : (1ul << 20);
+        for (uint64_t a = r->start; a < r->end; a += stage) {
+            size_t k = r->end - a < stage ? (size_t)(r->end - a) : stage;
+            memcpy(s->text, (const void *)(uintptr_t)a, k);
+            if (write_all(s, fd, s->text, k, &hs, what)) goto out;
         }
     }
     h->checksum = ci_hash_final(&hs);
@@ -467,16 +466,12 @@ int kumi_ckpt_image_write(const char *path, int flags, char *err, size_t errlen)
     if (err && errlen) err[0] = 0;
     int nt = nthreads();
     if (nt != 1) {
+        char what[80];
+        if (nt < 0) snprintf(what, sizeof what, "cannot count this process's threads (/proc/self/status)");
+        else snprintf(what, sizeof what, "the process has %d threads", nt);
         if (err && errlen)
-            snprintf(err, errlen, "kumi_ckpt_image_write: %s; the image back end saves single-threaded processes "
-                     "only (the registers and kernel state of other threads are not captured)",
-                     nt < 0 ? "cannot count this process's threads (/proc/self/status)" : "the process has more than one thread");
-        if (err && errlen && nt > 1) {
-            char tmp[64];
-            snprintf(tmp, sizeof tmp, " [%d threads]", nt);
-            size_t l = strlen(err);
-            snprintf(err + l, errlen - l, "%s", tmp);
-        }
+            snprintf(err, errlen, "kumi_ckpt_image_write: %s; the image back end saves single-threaded processes only "
+                     "(the registers and kernel state of other threads are not captured)", what);
         return -1;
     }
     if (!path || !*path) {

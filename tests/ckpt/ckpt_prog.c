@@ -1,0 +1,115 @@
+/* The test program of tests/scripts/ckpt_image.sh: floating-point work on
+ * static data, heap, stack and an anonymous mapping, appending to a file,
+ * with a checkpoint (kumi_ckpt_image_write) at iteration K.
+ *
+ *   ckpt_prog OUT N K IMAGE [run|hang|threads|none]
+ *     run      checkpoint at K and go on to the end (the default)
+ *     hang     checkpoint at K, print "written" and wait to be killed
+ *     threads  start a second thread, then ask for the checkpoint: expects the refusal
+ *     none     no checkpoint (the uninterrupted reference run)
+ * Prints "restarted" (stderr) when the checkpoint call returned in a restarted
+ * process, and at the end "checksum HEX" over every array's bits. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kumi_ckpt_image.h"
+
+#define NSTAT 4096
+#define NHEAP (1 << 20)
+#define NMAP (1 << 18)
+#define NSTACK 512
+
+static double stat_data[NSTAT];
+static double scale = 1.0000001;
+
+static uint64_t mix(uint64_t h, const double *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t w;
+        memcpy(&w, &a[i], 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void *idle(void *arg)
+{
+    (void)arg;
+    pause();
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: ckpt_prog OUT N K IMAGE [run|hang|threads|none]\n");
+        return 2;
+    }
+    const char *out = argv[1], *image = argv[4], *mode = argc > 5 ? argv[5] : "run";
+    int n = atoi(argv[2]), k = atoi(argv[3]);
+    pid_t pid0 = getpid();
+    double stack_data[NSTACK];
+    double *heap = malloc(NHEAP * sizeof *heap);
+    double *map = mmap(NULL, NMAP * sizeof *map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    FILE *f = fopen(out, "a");
+    if (!heap || map == MAP_FAILED || !f) { perror("ckpt_prog: setup"); return 2; }
+    for (int i = 0; i < NSTAT; i++) stat_data[i] = sin(i * 0.001);
+    for (int i = 0; i < NHEAP; i++) heap[i] = cos(i * 1e-6);
+    for (int i = 0; i < NMAP; i++) map[i] = 1.0 / (i + 1);
+    for (int i = 0; i < NSTACK; i++) stack_data[i] = sqrt(i);
+    for (int it = 0; it < n; it++) {
+        if (it == k && strcmp(mode, "none") != 0) {
+            pthread_t t;
+            if (!strcmp(mode, "threads") && pthread_create(&t, NULL, idle, NULL) != 0) return 2;
+            char err[512];
+            fflush(stdout);
+            int rc = kumi_ckpt_image_write(image, 0, err, sizeof err);
+            if (rc < 0) {
+                fprintf(stderr, "%s\n", err);
+                return 3;
+            }
+            if (rc == KUMI_CKPT_RESTARTED) {
+                fprintf(stderr, "restarted (pid %s)\n", getpid() != pid0 ? "changed" : "same");
+                /* the process works normally: a new allocation, a new mapping */
+                char *p = malloc(1 << 20), *q = malloc(100);
+                void *m = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (!p || !q || m == MAP_FAILED) { fprintf(stderr, "allocation after restart failed\n"); return 4; }
+                memset(p, 1, 1 << 20);
+                free(p);
+                free(q);
+                munmap(m, 1 << 16);
+                /* small blocks: malloc extends the heap with brk, which must go on from the saved heap */
+                void *b0 = sbrk(0), *blk[3000];
+                for (int i = 0; i < 3000; i++) memset(blk[i] = malloc(700), 2, 700);
+                fprintf(stderr, "brk %s\n", (char *)sbrk(0) > (char *)b0 ? "grew" : "did not grow");
+                for (int i = 0; i < 3000; i++) free(blk[i]);
+            } else if (!strcmp(mode, "hang")) {
+                printf("written\n");
+                fflush(stdout);
+                for (;;) pause();
+            }
+        }
+        double acc = 0;
+        for (int i = 0; i < NSTAT; i++) { stat_data[i] = stat_data[i] * scale + 1e-9 * it; acc += stat_data[i]; }
+        for (int i = 0; i < NHEAP; i += 7) { heap[i] = fma(heap[i], 0.999999, acc * 1e-12); }
+        for (int i = 0; i < NMAP; i++) map[i] = map[i] * 0.5 + heap[i % NHEAP] * 0.25;
+        for (int i = 0; i < NSTACK; i++) stack_data[i] += map[i] * 1e-3;
+        fprintf(f, "%d %.17g %.17g\n", it, acc, stack_data[it % NSTACK]);
+    }
+    fclose(f);
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = mix(h, stat_data, NSTAT);
+    h = mix(h, heap, NHEAP);
+    h = mix(h, map, NMAP);
+    h = mix(h, stack_data, NSTACK);
+    printf("checksum %016llx\n", (unsigned long long)h);
+    return 0;
+}

@@ -1,0 +1,104 @@
+#!/bin/bash
+# ckpt/image: a program checkpoints itself (kumi_ckpt_image_write) at iteration K
+# of its floating-point loop (static data, heap, stack, an anonymous mapping, a
+# file it appends to), goes on to the end; `kumi_restart IMAGE` resumes it from
+# K and must print the same checksum and leave the same file, bit for bit, as an
+# uninterrupted run.  For a dynamically linked PIE and a -static program; twice
+# from the same image; after the original was killed with SIGKILL.  A process
+# with a second thread is refused; a damaged, truncated, foreign or empty image
+# is refused by kumi_restart with a clear message and exit status 1.
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+IMG=$top_builddir/components/ckpt/image
+RESTART=$IMG/kumi_restart
+LIB=$IMG/.libs/libkumi_ckpt_image_core.a
+if [ ! -x "$RESTART" ] || [ ! -f "$LIB" ]; then echo "SKIP: ckpt/image not built"; exit 77; fi
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kumi-ckpt.XXXXXX")
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures+1)); }
+ok() { echo "ok: $*"; }
+show() { sed 's/^/    | /' "$1" | head -${2:-10}; }
+CC=${CC:-cc}
+SRC=$top_srcdir/tests/ckpt/ckpt_prog.c
+CFLAGS="-std=gnu11 -O2 -Wall -I$top_srcdir/components/ckpt/image"
+$CC $CFLAGS -o "$TMP/prog_dyn" "$SRC" "$LIB" -lm -lpthread 2> "$TMP/cc.err" || { show "$TMP/cc.err"; fail "cannot build the test program"; exit 1; }
+progs=(dyn)
+if $CC $CFLAGS -static -o "$TMP/prog_static" "$SRC" "$LIB" -lm -lpthread 2> "$TMP/ccs.err"; then progs+=(static)
+else fail "cannot build the -static test program"; show "$TMP/ccs.err"; fi
+readelf -h "$TMP/prog_dyn" | grep -q 'DYN' && ok "the dynamic test program is a PIE" || fail "prog_dyn is not a PIE"
+
+N=60 K=20
+cd "$TMP" || exit 1
+./prog_dyn ref.txt $N $K unused none > ref.out 2>&1 || { show ref.out; fail "reference run"; exit 1; }
+REF=$(sed -n 's/^checksum //p' ref.out)
+[ -n "$REF" ] && ok "reference run: checksum $REF, $(wc -l < ref.txt) lines" || { fail "no reference checksum"; exit 1; }
+
+check_end() { # WHAT OUT FILE: the checksum and the file of a run that went to the end
+    local sum; sum=$(sed -n 's/^checksum //p' "$2")
+    [ "$sum" = "$REF" ] && ok "$1: checksum $sum" || { fail "$1: checksum '$sum', expected $REF"; show "$2"; }
+    cmp -s "$3" ref.txt && ok "$1: the file is the uninterrupted run's, bit for bit" || { fail "$1: the file differs"; diff "$3" ref.txt | head -5; }
+}
+restart() { # WHAT IMAGE FILE
+    "$RESTART" "$2" > r.out 2> r.err; local rc=$?
+    cat r.err >> r.out
+    [ $rc -eq 0 ] && ok "$1: kumi_restart exits 0" || { fail "$1: kumi_restart exit $rc"; show r.out; }
+    grep -q '^restarted (pid changed)$' r.out && ok "$1: the checkpoint call returned KUMI_CKPT_RESTARTED, with a new pid" \
+        || { fail "$1: no 'restarted' line"; show r.out; }
+    grep -q '^brk grew$' r.out && ok "$1: malloc extends the saved heap with brk" || fail "$1: $(grep brk r.out)"
+    check_end "$1" r.out "$3"
+}
+
+for p in "${progs[@]}"; do
+    rm -f "out_$p.txt"
+    ./prog_$p "out_$p.txt" $N $K "img_$p" run > run.out 2>&1; rc=$?
+    [ $rc -eq 0 ] && ok "$p: checkpointing run exits 0" || { fail "$p: checkpointing run exit $rc"; show run.out; continue; }
+    check_end "$p, checkpointing run" run.out "out_$p.txt"
+    [ -s "img_$p" ] && ok "$p: image written ($(stat -c %s "img_$p") bytes)" || fail "$p: no image"
+    ls img_$p.tmp.* > /dev/null 2>&1 && fail "$p: a temporary image is left" || ok "$p: no temporary image left"
+    "$RESTART" --info "img_$p" > info.out 2>&1 && grep -q '^Kumi process image' info.out && grep -q '\[heap\]' info.out \
+        && ok "$p: kumi_restart --info describes the image" || { fail "$p: --info"; show info.out; }
+    restart "$p, restart" "img_$p" "out_$p.txt"
+    restart "$p, second restart from the same image" "img_$p" "out_$p.txt"
+done
+
+# the original killed with SIGKILL after writing its image
+rm -f kill.txt; : > hang.out
+./prog_dyn kill.txt $N $K img_kill hang > hang.out 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q written hang.out && break; sleep 0.1; done
+grep -q written hang.out && ok "hanging run wrote its image" || fail "hanging run: $(cat hang.out)"
+kill -9 $pid; wait $pid 2>/dev/null
+restart "restart after SIGKILL" img_kill kill.txt
+
+# threads are refused, nothing written
+./prog_dyn thr.txt $N $K img_thr threads > thr.out 2>&1; rc=$?
+[ $rc -eq 3 ] && grep -q 'the process has 2 threads; the image back end saves single-threaded processes only' thr.out \
+    && ok "a process with two threads is refused: $(head -c 120 thr.out)" || { fail "threads: exit $rc"; show thr.out; }
+[ ! -e img_thr ] && ! ls img_thr.tmp.* > /dev/null 2>&1 && ok "threads: no image, no temporary file" || fail "threads: an image was left"
+
+# damaged images: clear message, exit status 1, never a crash
+bad() { # WHAT FILE REGEX
+    "$RESTART" "$2" > bad.out 2>&1; local rc=$?
+    [ $rc -eq 1 ] && grep -Eq "$3" bad.out && ok "$1: refused (exit 1): $(head -1 bad.out)" \
+        || { fail "$1: exit $rc"; show bad.out; }
+}
+cp img_dyn flip; printf '\x55' | dd of=flip bs=1 seek=$(( $(stat -c %s flip) / 2 )) conv=notrunc status=none
+bad "a flipped byte in the contents" flip 'damaged image: the checksum of its contents does not match'
+cp img_dyn hdr; printf '\x07' | dd of=hdr bs=1 seek=40 conv=notrunc status=none
+bad "a flipped byte in the header" hdr "damaged image: the header's checksum"
+cp img_dyn trunc; truncate -s $(( $(stat -c %s trunc) / 3 )) trunc
+bad "a truncated image" trunc 'truncated or extended image'
+head -c 100 img_dyn > short
+bad "an image cut inside its header" short 'shorter than the header'
+cp prog_dyn foreign
+bad "a program instead of an image" foreign 'not a Kumi process image'
+: > empty
+bad "an empty file" empty 'empty file'
+bad "a missing file" nosuch 'No such file'
+# the original run's file and the image must not have been touched by the refusals
+cmp -s out_dyn.txt ref.txt && ok "refusals left the program's file alone" || fail "a refused restart changed out_dyn.txt"
+
+if [ "$failures" -eq 0 ]; then echo "all checks passed"; exit 0; fi
+echo "$failures check(s) failed"; exit 1
