@@ -2,11 +2,12 @@
  * static data, heap, stack and an anonymous mapping, appending to a file,
  * with a checkpoint (kumi_ckpt_image_write) at iteration K.
  *
- *   ckpt_prog OUT N K IMAGE [run|hang|threads|none]
+ *   ckpt_prog OUT N K IMAGE [run|hang|threads|none [K2 IMAGE2]]
  *     run      checkpoint at K and go on to the end (the default)
  *     hang     checkpoint at K, print "written" and wait to be killed
  *     threads  start a second thread, then ask for the checkpoint: expects the refusal
  *     none     no checkpoint (the uninterrupted reference run)
+ *   K2 IMAGE2: a second checkpoint at K2 (in a restarted process too)
  * Prints "restarted" (stderr) when the checkpoint call returned in a restarted
  * process, and at the end "checksum HEX" over every array's bits. */
 #define _GNU_SOURCE
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *out = argv[1], *image = argv[4], *mode = argc > 5 ? argv[5] : "run";
-    int n = atoi(argv[2]), k = atoi(argv[3]);
+    int n = atoi(argv[2]), k = atoi(argv[3]), k2 = argc > 7 ? atoi(argv[6]) : -1;
     pid_t pid0 = getpid();
     double stack_data[NSTACK];
     double *heap = malloc(NHEAP * sizeof *heap);
@@ -66,6 +67,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < NMAP; i++) map[i] = 1.0 / (i + 1);
     for (int i = 0; i < NSTACK; i++) stack_data[i] = sqrt(i);
     for (int it = 0; it < n; it++) {
+        if (it == k2) {
+            char err[512];
+            int rc = kumi_ckpt_image_write(argv[7], 0, err, sizeof err);
+            if (rc < 0) {
+                fprintf(stderr, "%s\n", err);
+                return 3;
+            }
+            if (rc == KUMI_CKPT_RESTARTED) fprintf(stderr, "restarted at %d\n", k2);
+        }
         if (it == k && strcmp(mode, "none") != 0) {
             pthread_t t;
             if (!strcmp(mode, "threads") && pthread_create(&t, NULL, idle, NULL) != 0) return 2;

@@ -4,7 +4,8 @@
 # file it appends to), goes on to the end; `kumi_restart IMAGE` resumes it from
 # K and must print the same checksum and leave the same file, bit for bit, as an
 # uninterrupted run.  For a dynamically linked PIE and a -static program; twice
-# from the same image; after the original was killed with SIGKILL.  A process
+# from the same image; after the original was killed with SIGKILL; from an
+# image that a restarted process wrote of itself.  A process
 # with a second thread is refused; a damaged, truncated, foreign or empty image
 # is refused by kumi_restart with a clear message and exit status 1.
 set -u
@@ -63,6 +64,16 @@ for p in "${progs[@]}"; do
     restart "$p, second restart from the same image" "img_$p" "out_$p.txt"
 done
 
+# checkpoint-and-continue twice: the second image is written by the process restarted from the first
+rm -f two.txt
+./prog_dyn two.txt $N $K img_a run 40 img_b > two.out 2>&1 && check_end "two checkpoints" two.out two.txt || { fail "two checkpoints"; show two.out; }
+rm -f img_b
+restart "restart from the first of two images (it writes the second)" img_a two.txt
+[ -s img_b ] && ok "the restarted process wrote an image of itself" || fail "no second image from the restarted process"
+"$RESTART" img_b > r2.out 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q '^restarted at 40$' r2.out && ok "an image of a restarted process restarts" || { fail "img_b: exit $rc"; show r2.out; }
+check_end "restart of the image a restarted process wrote" r2.out two.txt
+
 # the original killed with SIGKILL after writing its image
 rm -f kill.txt; : > hang.out
 ./prog_dyn kill.txt $N $K img_kill hang > hang.out 2>&1 &
@@ -99,6 +110,13 @@ bad "an empty file" empty 'empty file'
 bad "a missing file" nosuch 'No such file'
 # the original run's file and the image must not have been touched by the refusals
 cmp -s out_dyn.txt ref.txt && ok "refusals left the program's file alone" || fail "a refused restart changed out_dyn.txt"
+
+# the component: listed by kumi_info in framework ckpt
+if [ -x "${KUMI_INFO:-}" ]; then
+    "$KUMI_INFO" --parsable > kinfo.out 2>&1
+    grep -q '^component:ckpt:image:status:available$' kinfo.out && grep -q '^framework:ckpt:contract:' kinfo.out \
+        && ok "kumi_info: framework ckpt, component ckpt/image available" || { fail "kumi_info"; grep ckpt kinfo.out | show /dev/stdin; }
+fi
 
 if [ "$failures" -eq 0 ]; then echo "all checks passed"; exit 0; fi
 echo "$failures check(s) failed"; exit 1
