@@ -436,14 +436,20 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
         if (!(r->flags & CI_R_SAVED)) continue;
         char what[CI_PATH + 64];
         snprintf(what, sizeof what, "mapping %lx-%lx %s", (unsigned long)r->start, (unsigned long)r->end, r->name);
-        /* through a copy: the kernel writes into some mappings while we run (rseq's cpu
-         * number in the TLS, on any migration), and this very stack changes under us;
-         * the checksum must be of the bytes written */
-        size_t stage = TEXT_MAX < (1ul << 20) ? TEXT_MAX : (1ul << 20);
-        for (uint64_t a = r->start; a < r->end; a += stage) {
-            size_t k = r->end - a < stage ? (size_t)(r->end - a) : stage;
-            memcpy(s->text, (const void *)(uintptr_t)a, k);
-            if (write_all(s, fd, s->text, k, &hs, what)) goto out;
+        /* The checksum must be of the bytes written.  Through a copy where memory may
+         * change while we write: this very stack, the TLS block with the rseq area (the
+         * kernel stores the cpu number there on a migration), shared mappings (other
+         * processes); anything else is stable (one thread, signals blocked) and is written
+         * from where it is and hashed right after, by chunks that are still in the cache. */
+        uint64_t here = (uint64_t)(uintptr_t)&here, rs = s->st.rseq_addr;
+        int moving = (here >= r->start && here < r->end) || (rs >= r->start && rs < r->end) ||
+                     (r->flags & CI_R_SHARED);
+        size_t chunk = 1ul << 20;
+        for (uint64_t a = r->start; a < r->end; a += chunk) {
+            size_t k = r->end - a < chunk ? (size_t)(r->end - a) : chunk;
+            const void *src = (const void *)(uintptr_t)a;
+            if (moving) src = memcpy(s->text, src, k);
+            if (write_all(s, fd, src, k, &hs, what)) goto out;
         }
     }
     h->checksum = ci_hash_final(&hs);

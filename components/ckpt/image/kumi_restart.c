@@ -365,6 +365,7 @@ static void map_regions(struct plan *p)
         } else {
             flags |= MAP_ANONYMOUS;
             if (g->flags & CI_R_STACK) flags |= MAP_GROWSDOWN;
+            if (saved) flags |= MAP_POPULATE;   /* about to be written whole */
             r = RS(SYS_mmap, g->start, len, prot, flags, -1, 0);
         }
         if (r != (long)g->start) die2(g->name[0] ? g->name : "an anonymous mapping", r);
@@ -528,7 +529,8 @@ int main(int argc, char **argv)
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) return err1("%s: not a regular file", path);
     if (sb.st_size == 0) return err1("%s: empty file, not a Kumi process image", path);
     size_t len = (size_t)sb.st_size;
-    void *m = mmap((void *)CI_RESTART_IMAGE, len, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+    /* populated: the checksum reads it all at once, without a fault per page */
+    void *m = mmap((void *)CI_RESTART_IMAGE, len, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE | MAP_POPULATE, fd, 0);
     close(fd);
     if (m != (void *)CI_RESTART_IMAGE) return err1("%s: cannot map it at %#lx: %s", path, CI_RESTART_IMAGE, strerror(errno));
     char err[512];
