@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kumi_ckpt_image.h"
@@ -41,6 +42,13 @@ static uint64_t mix(uint64_t h, const double *a, size_t n)
     return h;
 }
 
+static volatile sig_atomic_t got_usr1;
+static void on_usr1(int sig)
+{
+    (void)sig;
+    got_usr1 = 1;
+}
+
 static void *idle(void *arg)
 {
     (void)arg;
@@ -57,6 +65,17 @@ int main(int argc, char **argv)
     const char *out = argv[1], *image = argv[4], *mode = argc > 5 ? argv[5] : "run";
     int n = atoi(argv[2]), k = atoi(argv[3]), k2 = argc > 7 ? atoi(argv[6]) : -1;
     pid_t pid0 = getpid();
+    /* signal state the restart must bring back: a handler, a blocked signal */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+    sigset_t blk;
+    sigemptyset(&blk);
+    sigaddset(&blk, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &blk, NULL);
+    char cwd0[4096];
+    if (!getcwd(cwd0, sizeof cwd0)) return 2;
     double stack_data[NSTACK];
     double *heap = malloc(NHEAP * sizeof *heap);
     double *map = mmap(NULL, NMAP * sizeof *map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -81,6 +100,8 @@ int main(int argc, char **argv)
             if (!strcmp(mode, "threads") && pthread_create(&t, NULL, idle, NULL) != 0) return 2;
             char err[512];
             fflush(stdout);
+            struct timespec t0;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             int rc = kumi_ckpt_image_write(image, 0, err, sizeof err);
             if (rc < 0) {
                 fprintf(stderr, "%s\n", err);
@@ -88,6 +109,18 @@ int main(int argc, char **argv)
             }
             if (rc == KUMI_CKPT_RESTARTED) {
                 fprintf(stderr, "restarted (pid %s)\n", getpid() != pid0 ? "changed" : "same");
+                /* the vDSO (moved back to its old place), the signal state, raise() (glibc's cached tid) */
+                struct timespec t1;
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                fprintf(stderr, "clock %s\n", t1.tv_sec > t0.tv_sec || (t1.tv_sec == t0.tv_sec && t1.tv_nsec >= t0.tv_nsec)
+                                                   ? "ok" : "went back");
+                raise(SIGUSR1);
+                sigset_t cur;
+                sigprocmask(SIG_BLOCK, NULL, &cur);
+                fprintf(stderr, "signals %s %s\n", got_usr1 ? "handler-ran" : "handler-missing",
+                        sigismember(&cur, SIGUSR2) ? "usr2-blocked" : "usr2-unblocked");
+                char cwd1[4096];
+                fprintf(stderr, "cwd %s\n", getcwd(cwd1, sizeof cwd1) && !strcmp(cwd0, cwd1) ? "same" : "changed");
                 /* the process works normally: a new allocation, a new mapping */
                 char *p = malloc(1 << 20), *q = malloc(100);
                 void *m = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

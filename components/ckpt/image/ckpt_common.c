@@ -106,6 +106,8 @@ void ci_describe(const void *img, int fd)
             (unsigned long long)h->total, h->nregions, (unsigned long long)saved, h->nfds);
     dprintf(fd, "  cwd: %s\n  resumes at rip %#llx, rsp %#llx, fs base %#llx\n", st->cwd,
             (unsigned long long)st->regs.rip, (unsigned long long)st->regs.rsp, (unsigned long long)st->regs.fs_base);
+    dprintf(fd, "  brk %#llx-%#llx, rseq area %#llx, glibc's cached tid at fs%+lld\n", (unsigned long long)st->start_brk,
+            (unsigned long long)st->brk, (unsigned long long)st->rseq_addr, (long long)st->tid_off);
     for (uint32_t i = 0; i < h->nregions; i++) {
         const struct ci_region *g = &r[i];
         dprintf(fd, "  map %012llx-%012llx %c%c%c%c %-5s %s\n", (unsigned long long)g->start, (unsigned long long)g->end,

@@ -218,8 +218,15 @@ static int parse_mappings(struct scratch *s, uint64_t skip_lo, uint64_t skip_hi)
                 struct stat sb;
                 if (name[0] != '/')
                     return fail(s, "mapping %llx-%llx of %s: a kernel object, which cannot be saved", lo, hi, name);
-                if (stat(name, &sb) != 0 || sb.st_ino != ino)
-                    return fail(s, "mapping %llx-%llx: file %s is not the one mapped", lo, hi, name);
+                if ((cur.flags & CI_R_SHARED) && (stat(name, &sb) != 0 || sb.st_ino != ino))
+                    return fail(s, "shared mapping %llx-%llx: file %s is not the one mapped (replaced)", lo, hi, name);
+                if (stat(name, &sb) != 0 || sb.st_ino != ino) {
+                    /* replaced since it was mapped (e.g. a library upgraded): contents saved instead */
+                    if (cur.prot & PROT_READ) cur.flags |= CI_R_SAVED;
+                    have = 1;
+                    p = nl + 1;
+                    continue;
+                }
                 cur.flags |= CI_R_FILE;
                 cur.offset = off;
                 cur.dev = sb.st_dev;
