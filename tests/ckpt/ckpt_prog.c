@@ -119,6 +119,12 @@ int main(int argc, char **argv)
                 sigprocmask(SIG_BLOCK, NULL, &cur);
                 fprintf(stderr, "signals %s %s\n", got_usr1 ? "handler-ran" : "handler-missing",
                         sigismember(&cur, SIGUSR2) ? "usr2-blocked" : "usr2-unblocked");
+                const char *const *env = kumi_ckpt_image_restart_env();
+                const char *v = NULL;
+                for (int i = 0; env && env[i]; i++)
+                    if (!strncmp(env[i], "CKPT_TEST_RESTART=", 18)) v = env[i] + 18;
+                fprintf(stderr, "restart env %s, saved env %s\n", v ? v : "(none)",
+                        getenv("CKPT_TEST_RESTART") ? getenv("CKPT_TEST_RESTART") : "(none)");
                 char cwd1[4096];
                 fprintf(stderr, "cwd %s\n", getcwd(cwd1, sizeof cwd1) && !strcmp(cwd0, cwd1) ? "same" : "changed");
                 /* the process works normally: a new allocation, a new mapping */

@@ -19,6 +19,7 @@ static const struct kumi_ckpt_ops image_ops = {
     .write = kumi_ckpt_image_write,
     .info = kumi_ckpt_image_info,
     .restart_program = "kumi_restart",
+    .restart_env = kumi_ckpt_image_restart_env,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_ckpt_image_component = {

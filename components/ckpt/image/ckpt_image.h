@@ -53,6 +53,12 @@ static inline int ci_inside_windows(uint64_t lo, uint64_t hi)  /* inside one */
 #define CI_RESTART_STACK_SIZE (1ul << 20)
 #define CI_RESTART_TMP   0x3a9000000000ul  /* the current vDSO block on its way */
 #define CI_RESTART_IMAGE 0x3b0000000000ul  /* the image file, mapped read-only */
+#define CI_RESTART_ENV   0x3a9800000000ul  /* kumi_restart's environment, left for the restarted process */
+#define CI_ENV_MAGIC 0x564e45494d554b00ull  /* "\0KUMIENV" */
+struct ci_env {                           /* at CI_RESTART_ENV, read-only */
+    uint64_t magic, count, size;          /* size: of the whole block */
+    const char *vec[];                    /* count pointers and NULL, then the strings */
+};
 
 /* The registers of the calling thread at the call of kumi_ckpt_image_write:
  * what the x86_64 System V ABI preserves across a call (the rest is dead

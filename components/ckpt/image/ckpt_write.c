@@ -474,6 +474,21 @@ out:
     return rc;
 }
 
+/* the environment kumi_restart left at CI_RESTART_ENV, if it is mapped (mincore says) */
+static const char *const *restart_env;
+static void find_restart_env(void)
+{
+    unsigned char v;
+    const struct ci_env *e = (const struct ci_env *)CI_RESTART_ENV;
+    restart_env = NULL;
+    if (mincore((void *)CI_RESTART_ENV, CI_PAGE, &v) == 0 && e->magic == CI_ENV_MAGIC) restart_env = e->vec;
+}
+
+const char *const *kumi_ckpt_image_restart_env(void)
+{
+    return restart_env;
+}
+
 int kumi_ckpt_image_write(const char *path, int flags, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
@@ -503,7 +518,8 @@ int kumi_ckpt_image_write(const char *path, int flags, char *err, size_t errlen)
     sigprocmask(SIG_SETMASK, &all, &old);
     memcpy(&s->st.sigmask, &old, sizeof s->st.sigmask);
     if (ckpt_save_regs(&s->st.regs) != 0) {
-        /* restarted: kumi_restart jumped here, with the saved signal mask */
+        /* restarted: kumi_restart jumped here, with the saved signal mask (s is gone) */
+        find_restart_env();
         return KUMI_CKPT_RESTARTED;
     }
     int rc = write_image(s, path, flags);

@@ -11,7 +11,12 @@
  *       processes only: with more than one thread it refuses (-1, "... has N
  *       threads ...").
  *   kumi_ckpt_image_info(path, fd, err, errlen)
- *       checks an image and describes it on fd; 0, or -1 with the reason. */
+ *       checks an image and describes it on fd; 0, or -1 with the reason.
+ *   kumi_ckpt_image_restart_env()
+ *       in a restarted process (after the write returned KUMI_CKPT_RESTARTED):
+ *       the environment kumi_restart ran with (NULL-terminated "NAME=VALUE"
+ *       strings; the new launcher's: new rank addresses, job secret...), as
+ *       environ is the saved one; NULL in a process that was not restarted. */
 #ifndef KUMI_CKPT_IMAGE_API_H
 #define KUMI_CKPT_IMAGE_API_H
 
@@ -29,6 +34,7 @@ extern "C" {
 
 int kumi_ckpt_image_write(const char *path, int flags, char *err, size_t errlen);
 int kumi_ckpt_image_info(const char *path, int fd, char *err, size_t errlen);
+const char *const *kumi_ckpt_image_restart_env(void);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,9 @@
  *   5. cwd, signal dispositions, the alternate signal stack, the prctl_mm_map
  *      fields (brk, arg/env, auxv: the kernel's brk continues the saved
  *      heap), the thread's rseq area, robust list and glibc's cached tid;
- *   6. the jump (restart_jump): FS base, the signal mask, the callee-saved
+ *   6. its own environment stays at CI_RESTART_ENV for the restarted process
+ *      (kumi_ckpt_image_restart_env: environ is the saved one);
+ *   7. the jump (restart_jump): FS base, the signal mask, the callee-saved
  *      registers, rsp, and rax = 1 at the saved return address, so that
  *      kumi_ckpt_image_write returns KUMI_CKPT_RESTARTED.
  * What is not restored: other threads (the writer refuses them), child
@@ -499,6 +501,32 @@ static __attribute__((noreturn)) void enter_phase2(void *stack_top)
     __builtin_unreachable();
 }
 
+/* our environment, for the restarted process (kumi_ckpt_image_restart_env) */
+static int leave_env(void)
+{
+    extern char **environ;
+    size_t n = 0, bytes = 0;
+    for (char **e = environ; *e; e++, n++) bytes += strlen(*e) + 1;
+    size_t size = sizeof(struct ci_env) + (n + 1) * sizeof(char *) + bytes;
+    size = (size + CI_PAGE - 1) & ~(CI_PAGE - 1);
+    struct ci_env *b = mmap((void *)CI_RESTART_ENV, size, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (b != (void *)CI_RESTART_ENV) return err1("cannot map the environment block: %s", strerror(errno));
+    char *str = (char *)&b->vec[n + 1];
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(environ[i]) + 1;
+        memcpy(str, environ[i], l);
+        b->vec[i] = str;
+        str += l;
+    }
+    b->vec[n] = NULL;
+    b->count = n;
+    b->size = size;
+    b->magic = CI_ENV_MAGIC;
+    mprotect(b, size, PROT_READ);
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: kumi_restart [-v] IMAGE | --info IMAGE\n");
@@ -544,7 +572,7 @@ int main(int argc, char **argv)
         ci_describe(m, 1);
         return 0;
     }
-    if (prepare(&P)) return 1;
+    if (prepare(&P) || leave_env()) return 1;
     void *stk = mmap((void *)CI_RESTART_STACK, CI_RESTART_STACK_SIZE, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (stk != (void *)CI_RESTART_STACK) return err1("cannot map a stack at %#lx: %s", CI_RESTART_STACK, strerror(errno));

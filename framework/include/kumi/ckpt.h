@@ -26,6 +26,11 @@
  *       installation's bin/ or the component's build folder); the process it
  *       becomes is the saved one, with its pid changed, fds 0-2 its own,
  *       and sockets and pipes closed: the transports re-wire.
+ *   restart_env()
+ *       after write() returned KUMI_CKPT_RESTARTED: the environment the
+ *       restart program ran with ("NAME=VALUE" strings, NULL-terminated):
+ *       the new launcher's (ranks' addresses, job secret...), since environ
+ *       is the saved one; NULL in a process that was not restarted.
  */
 #ifndef KUMI_CKPT_H
 #define KUMI_CKPT_H
@@ -55,6 +60,7 @@ struct kumi_ckpt_ops {
     int (*write)(const char *path, int flags, char *err, size_t errlen);
     int (*info)(const char *path, int fd, char *err, size_t errlen);
     const char *restart_program;
+    const char *const *(*restart_env)(void);
 };
 
 #ifdef __cplusplus
