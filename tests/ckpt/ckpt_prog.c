@@ -5,9 +5,12 @@
  *   ckpt_prog OUT N K IMAGE [run|hang|threads|none [K2 IMAGE2]]
  *     run      checkpoint at K and go on to the end (the default)
  *     hang     checkpoint at K, print "written" and wait to be killed
- *     threads  start a second thread, then ask for the checkpoint: expects the refusal
+ *     blocker  start a thread that blocks every signal, then ask for the checkpoint:
+ *              expects the refusal (the other threads cannot be stopped)
  *     none     no checkpoint (the uninterrupted reference run)
  *   K2 IMAGE2: a second checkpoint at K2 (in a restarted process too)
+ * With CKPT_THREADS set: two threads compute on arrays of their own, a third
+ * waits on a condition variable, all joined at the end (in the checksum).
  * Prints "restarted" (stderr) when the checkpoint call returned in a restarted
  * process, and at the end "checksum HEX" over every array's bits. */
 #define _GNU_SOURCE
@@ -49,11 +52,44 @@ static void on_usr1(int sig)
     got_usr1 = 1;
 }
 
-static void *idle(void *arg)
+static volatile int blocking;
+static void *blocker(void *arg)
 {
-    (void)arg;
-    pause();
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    blocking = 1;
+    for (;;) pause();
+    return arg;
+}
+
+#define NWORK 8192
+struct work {
+    double a[NWORK];
+    int iters, id;
+    volatile int done;
+};
+static void *worker(void *arg)
+{
+    struct work *w = arg;
+    for (int it = 0; it < w->iters; it++)
+    {
+        for (int i = 0; i < NWORK; i++) w->a[i] = w->a[i] * 0.9999 + sin(i + it + w->id) * 1e-3;
+        w->done = it + 1;
+    }
     return NULL;
+}
+static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int go;
+static double waited;
+static void *waiter(void *arg)
+{
+    pthread_mutex_lock(&mtx);
+    while (!go) pthread_cond_wait(&cond, &mtx);
+    waited = 42.5;
+    pthread_mutex_unlock(&mtx);
+    return arg;
 }
 
 int main(int argc, char **argv)
@@ -85,6 +121,18 @@ int main(int argc, char **argv)
     for (int i = 0; i < NHEAP; i++) heap[i] = cos(i * 1e-6);
     for (int i = 0; i < NMAP; i++) map[i] = 1.0 / (i + 1);
     for (int i = 0; i < NSTACK; i++) stack_data[i] = sqrt(i);
+    int use_threads = getenv("CKPT_THREADS") != NULL;
+    pthread_t tw[2], tc;
+    static struct work w[2];
+    if (use_threads) {
+        for (int t = 0; t < 2; t++) {
+            w[t].iters = 400;
+            w[t].id = t;
+            for (int i = 0; i < NWORK; i++) w[t].a[i] = i * 0.5;
+            if (pthread_create(&tw[t], NULL, worker, &w[t]) != 0) return 2;
+        }
+        if (pthread_create(&tc, NULL, waiter, NULL) != 0) return 2;
+    }
     for (int it = 0; it < n; it++) {
         if (it == k2) {
             char err[512];
@@ -97,7 +145,10 @@ int main(int argc, char **argv)
         }
         if (it == k && strcmp(mode, "none") != 0) {
             pthread_t t;
-            if (!strcmp(mode, "threads") && pthread_create(&t, NULL, idle, NULL) != 0) return 2;
+            if (!strcmp(mode, "blocker")) {
+                if (pthread_create(&t, NULL, blocker, NULL) != 0) return 2;
+                while (!blocking) usleep(1000);
+            }
             char err[512];
             fflush(stdout);
             struct timespec t0;
@@ -109,6 +160,7 @@ int main(int argc, char **argv)
             }
             if (rc == KUMI_CKPT_RESTARTED) {
                 fprintf(stderr, "restarted (pid %s)\n", getpid() != pid0 ? "changed" : "same");
+                if (use_threads) fprintf(stderr, "workers at %d and %d of 400\n", w[0].done, w[1].done);
                 /* the vDSO (moved back to its old place), the signal state, raise() (glibc's cached tid) */
                 struct timespec t1;
                 clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -155,6 +207,17 @@ int main(int argc, char **argv)
     }
     fclose(f);
     uint64_t h = 0xcbf29ce484222325ull;
+    if (use_threads) {
+        pthread_mutex_lock(&mtx);
+        go = 1;
+        pthread_cond_signal(&cond);
+        pthread_mutex_unlock(&mtx);
+        for (int t = 0; t < 2; t++) pthread_join(tw[t], NULL);
+        pthread_join(tc, NULL);
+        h = mix(h, w[0].a, NWORK);
+        h = mix(h, w[1].a, NWORK);
+        h = mix(h, &waited, 1);
+    }
     h = mix(h, stat_data, NSTAT);
     h = mix(h, heap, NHEAP);
     h = mix(h, map, NMAP);

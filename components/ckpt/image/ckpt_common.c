@@ -43,7 +43,9 @@ int ci_check(const void *img, size_t len, char *err, size_t errlen)
     if (h->state_off != sizeof *h || h->regions_off != h->state_off + sizeof(struct ci_state) ||
         h->nregions > 1000000 || h->nfds > 1000000 ||
         h->fds_off != h->regions_off + (uint64_t)h->nregions * sizeof(struct ci_region) ||
-        h->fds_off + (uint64_t)h->nfds * sizeof(struct ci_fd) > len)
+        h->fds_off + (uint64_t)h->nfds * sizeof(struct ci_fd) > len || h->nthreads >= CI_MAXTHREADS ||
+        h->threads_off != h->fds_off + (uint64_t)h->nfds * sizeof(struct ci_fd) ||
+        h->threads_off + (uint64_t)h->nthreads * sizeof(struct ci_thread) > len)
         return bad(err, errlen, "damaged image: inconsistent table offsets");
     if (ci_sum((const char *)img + sizeof *h, len - sizeof *h) != h->checksum)
         return bad(err, errlen, "damaged image: the checksum of its contents does not match");
@@ -106,6 +108,7 @@ void ci_describe(const void *img, int fd)
             (unsigned long long)h->total, h->nregions, (unsigned long long)saved, h->nfds);
     dprintf(fd, "  cwd: %s\n  resumes at rip %#llx, rsp %#llx, fs base %#llx\n", st->cwd,
             (unsigned long long)st->regs.rip, (unsigned long long)st->regs.rsp, (unsigned long long)st->regs.fs_base);
+    dprintf(fd, "  threads: %u (the caller and %u more)\n", h->nthreads + 1, h->nthreads);
     dprintf(fd, "  brk %#llx-%#llx, rseq area %#llx, glibc's cached tid at fs%+lld\n", (unsigned long long)st->start_brk,
             (unsigned long long)st->brk, (unsigned long long)st->rseq_addr, (long long)st->tid_off);
     for (uint32_t i = 0; i < h->nregions; i++) {

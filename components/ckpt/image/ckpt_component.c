@@ -1,5 +1,6 @@
 /* ckpt/image: the component (kumi/ckpt.h) around the process image back end
  * (ckpt_write.c; restart: kumi_restart.c). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +11,7 @@
 static int image_open(char *why, size_t whylen)
 {
     if (kumi_registry_listing())
-        snprintf(why, whylen, "single-threaded processes; restart: kumi_restart IMAGE");
+        snprintf(why, whylen, "threads saved (stopped with signal %d); restart: kumi_restart IMAGE", SIGRTMAX - 1);
     return KUMI_OK;
 }
 

@@ -8,6 +8,7 @@
  *   struct ci_state                      at hdr.state_off
  *   struct ci_region[hdr.nregions]       at hdr.regions_off
  *   struct ci_fd[hdr.nfds]               at hdr.fds_off
+ *   struct ci_thread[hdr.nthreads]       at hdr.threads_off (the threads but the caller)
  *   region contents                      each at region.data_off (page aligned)
  *
  * hdr.checksum covers every byte after the header (ci_sum over
@@ -52,6 +53,8 @@ static inline int ci_inside_windows(uint64_t lo, uint64_t hi)  /* inside one */
 #define CI_RESTART_STACK 0x3a8000000000ul  /* its own stack once it leaves the kernel's */
 #define CI_RESTART_STACK_SIZE (1ul << 20)
 #define CI_RESTART_TMP   0x3a9000000000ul  /* the current vDSO block on its way */
+#define CI_RESTART_TSTACKS 0x3a8100000000ul /* small stacks the re-created threads start on */
+#define CI_TSTACK_SIZE (64ul << 10)
 #define CI_RESTART_IMAGE 0x3b0000000000ul  /* the image file, mapped read-only */
 #define CI_RESTART_ENV   0x3a9800000000ul  /* kumi_restart's environment, left for the restarted process */
 #define CI_ENV_MAGIC 0x564e45494d554b00ull  /* "\0KUMIENV" */
@@ -85,6 +88,8 @@ struct ci_header {
     uint64_t checksum;            /* ci_sum of [sizeof header, total) */
     uint64_t state_off, regions_off, fds_off;
     uint32_t nregions, nfds;
+    uint64_t threads_off;
+    uint32_t nthreads, pad0;
     int64_t pid;                  /* of the writer */
     int64_t time;                 /* of the checkpoint, seconds since the epoch */
     char program[CI_PATH];        /* AT_EXECFN, for information */
@@ -112,6 +117,24 @@ struct ci_state {
     int64_t tid_off;
     uint64_t rlimit_stack;
 };
+
+/* Another thread than the caller: stopped in the writer's signal handler,
+ * which recorded what follows and then, like the caller, the registers at
+ * a call (ckpt_save_regs); at restart it is re-created there, and the
+ * handler's return (sigreturn) restores the whole interrupted context,
+ * which the signal frame on the thread's stack holds. */
+struct ci_thread {
+    struct ci_regs regs;
+    int64_t tid;                  /* at the checkpoint */
+    uint64_t sigmask;             /* inside the handler */
+    uint64_t rseq_addr;
+    uint32_t rseq_len, rseq_sig;
+    uint64_t robust_head, robust_len;
+    uint64_t altstack_sp, altstack_size;
+    int32_t altstack_flags;
+    int32_t tid_cached;           /* 1: glibc's cached tid is at fs_base + state.tid_off */
+};
+#define CI_MAXTHREADS 256
 
 enum {
     CI_R_SAVED = 1,               /* contents in the image */

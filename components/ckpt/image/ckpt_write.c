@@ -2,7 +2,10 @@
  * and the format in ckpt_image.h).
  *
  * kumi_ckpt_image_write records the callee-saved registers like setjmp
- * (ckpt_save_regs below, returns_twice), then gathers everything into a
+ * (ckpt_save_regs below, returns_twice), stops the other threads in a
+ * signal handler (SIGRTMAX-1, the program's own disposition is what the
+ * image keeps) that records each one's registers the same way, then
+ * gathers everything into a
  * scratch mapping of its own (never malloc: the heap is saved as it was at
  * the call, and the scratch mapping is left out of the image), blocks every
  * signal, and writes:
@@ -86,7 +89,7 @@ struct scratch {
     struct ci_state st;
     struct ci_region reg[MAXREG];
     struct ci_fd fds[MAXFD];
-    uint32_t nreg, nfd;
+    uint32_t nreg, nfd, nthr;
     char *err;
     size_t errlen;
     char text[];                  /* /proc/self/smaps, the rest of the mapping */
@@ -386,6 +389,140 @@ static int write_all(struct scratch *s, int fd, const void *p, size_t n, struct 
     return 0;
 }
 
+/* ------------------------------------------------------------ other threads
+ * Each other thread gets CKPT_SIG; its handler records the thread's kernel
+ * state and registers into thr_slots (saved with the rest of the memory, and
+ * written to the image's thread table), says so, and waits until the image
+ * is written.  Restarted, the handler returns at once: its sigreturn
+ * restores the thread's interrupted context from the frame on its stack. */
+static struct ci_thread thr_slots[CI_MAXTHREADS];
+static int thr_claimed, thr_saved, thr_left, thr_release;
+static int64_t thr_tid_off;
+static struct ci_ksigaction thr_oldact;
+
+static int ckpt_sig(void)
+{
+    return SIGRTMAX - 1;
+}
+
+static void thread_handler(int sig)
+{
+    int saved_errno = errno;
+    int i = __atomic_fetch_add(&thr_claimed, 1, __ATOMIC_SEQ_CST);
+    if (i < CI_MAXTHREADS) {
+        struct ci_thread *t = &thr_slots[i];
+        memset(t, 0, sizeof *t);
+        t->tid = syscall(SYS_gettid);
+        syscall(SYS_arch_prctl, ARCH_GET_FS, &t->regs.fs_base);
+        syscall(SYS_arch_prctl, ARCH_GET_GS, &t->regs.gs_base);
+        syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &t->sigmask, 8);
+        if (&__rseq_offset && &__rseq_size && __rseq_size) {
+            t->rseq_addr = t->regs.fs_base + (uint64_t)__rseq_offset;
+            t->rseq_len = __rseq_size < 32 ? 32 : __rseq_size;
+            t->rseq_sig = 0x53053053;
+        }
+        void *head = NULL;
+        size_t hlen = 0;
+        if (syscall(SYS_get_robust_list, 0, &head, &hlen) == 0) {
+            t->robust_head = (uint64_t)(uintptr_t)head;
+            t->robust_len = hlen;
+        }
+        stack_t ss;
+        if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)) {
+            t->altstack_sp = (uint64_t)(uintptr_t)ss.ss_sp;
+            t->altstack_size = ss.ss_size;
+            t->altstack_flags = ss.ss_flags & ~SS_ONSTACK;
+        }
+        int32_t v = 0;
+        if (thr_tid_off >= 0) memcpy(&v, (const char *)(uintptr_t)t->regs.fs_base + thr_tid_off, sizeof v);
+        t->tid_cached = thr_tid_off >= 0 && v == (int32_t)t->tid;
+        if (ckpt_save_regs(&t->regs) != 0) {   /* restarted */
+            errno = saved_errno;
+            return;
+        }
+    }
+    __atomic_add_fetch(&thr_saved, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&thr_release, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &thr_release, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    __atomic_add_fetch(&thr_left, 1, __ATOMIC_SEQ_CST);
+    errno = saved_errno;
+    (void)sig;
+}
+
+/* the tids of the other threads; their number, or -1 */
+static int list_threads(int *tids, int max)
+{
+    int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return -1;
+    char buf[4096];
+    int n = 0, self = (int)syscall(SYS_gettid);
+    long r;
+    while ((r = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0)
+        for (long o = 0; o < r;) {
+            struct dirent64 *d = (struct dirent64 *)(buf + o);
+            o += d->d_reclen;
+            int t = atoi(d->d_name);
+            if (t <= 0 || t == self) continue;
+            if (n == max) { close(dfd); return -1; }
+            tids[n++] = t;
+        }
+    close(dfd);
+    return r < 0 ? -1 : n;
+}
+
+static void release_threads(int n)
+{
+    __atomic_store_n(&thr_release, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &thr_release, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    for (int i = 0; i < 100000 && __atomic_load_n(&thr_left, __ATOMIC_SEQ_CST) < n; i++) {
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    /* SIG_IGN first: it discards our signal still pending in a thread that did not stop */
+    struct ci_ksigaction ign = { .handler = (uint64_t)(uintptr_t)SIG_IGN, .flags = 0, .restorer = 0, .mask = 0 };
+    syscall(SYS_rt_sigaction, ckpt_sig(), &ign, NULL, 8);
+    syscall(SYS_rt_sigaction, ckpt_sig(), &thr_oldact, NULL, 8);
+}
+
+/* Stop every other thread in thread_handler; 0 (s->nthr set), or -1 with the reason. */
+static int stop_threads(struct scratch *s, int64_t tid_off)
+{
+    static int tids[CI_MAXTHREADS];
+    int n = list_threads(tids, CI_MAXTHREADS - 1);
+    if (n < 0) return fail(s, "cannot list this process's threads, or more than %d", CI_MAXTHREADS - 1);
+    s->nthr = 0;
+    if (n == 0) return 0;
+    int sig = ckpt_sig();
+    thr_claimed = thr_saved = thr_left = thr_release = 0;
+    thr_tid_off = tid_off;
+    struct sigaction sa;             /* through glibc: it supplies the restorer */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = thread_handler;
+    sa.sa_flags = SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    syscall(SYS_rt_sigaction, sig, NULL, &thr_oldact, 8);
+    if (sigaction(sig, &sa, NULL) != 0) return fail(s, "sigaction(%d): %s", sig, strerror(errno));
+    int sent = 0;
+    for (int i = 0; i < n; i++)
+        if (syscall(SYS_tgkill, getpid(), tids[i], sig) == 0) sent++;
+    for (int i = 0; i < 20000 && __atomic_load_n(&thr_saved, __ATOMIC_SEQ_CST) < sent; i++) {
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    int got = __atomic_load_n(&thr_saved, __ATOMIC_SEQ_CST);
+    if (got < sent) {
+        release_threads(got);
+        return fail(s, "%d of %d threads did not stop within 2 s (signal %d blocked?)", sent - got, sent, sig);
+    }
+    int now = nthreads();
+    if (now != sent + 1) {
+        release_threads(got);
+        return fail(s, "the threads changed during the checkpoint (%d, then %d)", sent + 1, now);
+    }
+    s->nthr = (uint32_t)sent;
+    return 0;
+}
+
 static const char zeros[CI_PAGE];
 
 __attribute__((noinline)) static int write_image(struct scratch *s, const char *path, int flags)
@@ -399,10 +536,14 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
         snprintf(final, sizeof final, "%s", path);
     if (strlen(final) >= CI_PATH) return fail(s, "path too long: %s", path);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
-    if (gather_state(s)) return -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return fail(s, "cannot create %s: %s", tmp, strerror(errno));
+    if (gather_state(s) || stop_threads(s, s->st.tid_off)) return -1;
+    if (s->nthr) s->st.sig[ckpt_sig()] = thr_oldact;   /* the program's, not ours */
     int rc = -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fail(s, "cannot create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
     if (list_fds(s, fd)) goto out;
     if (parse_mappings(s, (uint64_t)(uintptr_t)s, (uint64_t)(uintptr_t)s + SCRATCH_SIZE)) goto out;
 
@@ -420,7 +561,10 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
     h->state_off = sizeof *h;
     h->regions_off = h->state_off + sizeof s->st;
     h->fds_off = h->regions_off + s->nreg * sizeof(struct ci_region);
-    uint64_t off = (h->fds_off + s->nfd * sizeof(struct ci_fd) + CI_PAGE - 1) & ~(CI_PAGE - 1);
+    h->threads_off = h->fds_off + s->nfd * sizeof(struct ci_fd);
+    h->nthreads = s->nthr;
+    uint64_t at = h->threads_off + s->nthr * sizeof(struct ci_thread);
+    uint64_t off = (at + CI_PAGE - 1) & ~(CI_PAGE - 1);
     for (uint32_t i = 0; i < s->nreg; i++)
         if (s->reg[i].flags & CI_R_SAVED) {
             s->reg[i].data_off = off;
@@ -434,9 +578,9 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
     ci_hash_init(&hdummy);
     if (write_all(s, fd, h, sizeof *h, &hdummy, "the header") || write_all(s, fd, &s->st, sizeof s->st, &hs, "the state") ||
         write_all(s, fd, s->reg, s->nreg * sizeof(struct ci_region), &hs, "the mappings") ||
-        write_all(s, fd, s->fds, s->nfd * sizeof(struct ci_fd), &hs, "the fds"))
+        write_all(s, fd, s->fds, s->nfd * sizeof(struct ci_fd), &hs, "the fds") ||
+        write_all(s, fd, thr_slots, s->nthr * sizeof(struct ci_thread), &hs, "the threads"))
         goto out;
-    uint64_t at = h->fds_off + s->nfd * sizeof(struct ci_fd);
     if (write_all(s, fd, zeros, (size_t)(((at + CI_PAGE - 1) & ~(CI_PAGE - 1)) - at), &hs, "padding")) goto out;
     for (uint32_t i = 0; i < s->nreg; i++) {
         const struct ci_region *r = &s->reg[i];
@@ -450,7 +594,7 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
          * from where it is and hashed right after, by chunks that are still in the cache. */
         uint64_t here = (uint64_t)(uintptr_t)&here, rs = s->st.rseq_addr;
         int moving = (here >= r->start && here < r->end) || (rs >= r->start && rs < r->end) ||
-                     (r->flags & CI_R_SHARED);
+                     (r->flags & CI_R_SHARED) || s->nthr;    /* other threads' TLS: anywhere */
         size_t chunk = 1ul << 20;
         for (uint64_t a = r->start; a < r->end; a += chunk) {
             size_t k = r->end - a < chunk ? (size_t)(r->end - a) : chunk;
@@ -470,7 +614,8 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
     rc = 0;
 out:
     if (fd >= 0) close(fd);
-    if (rc) unlink(tmp);
+    if (rc && fd >= 0) unlink(tmp);
+    if (s->nthr) release_threads((int)s->nthr);
     return rc;
 }
 
@@ -492,16 +637,6 @@ const char *const *kumi_ckpt_image_restart_env(void)
 int kumi_ckpt_image_write(const char *path, int flags, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
-    int nt = nthreads();
-    if (nt != 1) {
-        char what[80];
-        if (nt < 0) snprintf(what, sizeof what, "cannot count this process's threads (/proc/self/status)");
-        else snprintf(what, sizeof what, "the process has %d threads", nt);
-        if (err && errlen)
-            snprintf(err, errlen, "kumi_ckpt_image_write: %s; the image back end saves single-threaded processes only "
-                     "(the registers and kernel state of other threads are not captured)", what);
-        return -1;
-    }
     if (!path || !*path) {
         if (err && errlen) snprintf(err, errlen, "kumi_ckpt_image_write: no path");
         return -1;

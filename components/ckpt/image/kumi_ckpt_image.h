@@ -7,9 +7,9 @@
  *       DIR/image.PID) and returns KUMI_CKPT_WRITTEN; when the image is
  *       restarted (`kumi_restart IMAGE`), the same call returns a second
  *       time, in the restarted process, with KUMI_CKPT_RESTARTED (like
- *       setjmp).  -1: nothing written, the reason in err.  Single-threaded
- *       processes only: with more than one thread it refuses (-1, "... has N
- *       threads ...").
+ *       setjmp).  -1: nothing written, the reason in err.  Every thread is
+ *       saved: the others are stopped with signal SIGRTMAX-1 (a thread that
+ *       blocks it makes the call fail after 2 s: "... did not stop ...").
  *   kumi_ckpt_image_info(path, fd, err, errlen)
  *       checks an image and describes it on fd; 0, or -1 with the reason.
  *   kumi_ckpt_image_restart_env()

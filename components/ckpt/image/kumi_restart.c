@@ -30,17 +30,28 @@
  *   5. cwd, signal dispositions, the alternate signal stack, the prctl_mm_map
  *      fields (brk, arg/env, auxv: the kernel's brk continues the saved
  *      heap), the thread's rseq area, robust list and glibc's cached tid;
- *   6. its own environment stays at CI_RESTART_ENV for the restarted process
+ *   6. the other threads: clone()d with their FS base (glibc's cached tid
+ *      set by CLONE_PARENT_SETTID, cleared at exit by CLONE_CHILD_CLEARTID
+ *      for pthread_join), their rseq area, robust list and alternate stack,
+ *      and sent back into the writer's signal handler like the caller (8.);
+ *      the handler returns and sigreturn restores each one's full context.
+ *      A thread that was in a system call re-issues it (SA_RESTART), but a
+ *      timed sleep restarted through restart_syscall returns EINTR;
+ *   7. its own environment stays at CI_RESTART_ENV for the restarted process
  *      (kumi_ckpt_image_restart_env: environ is the saved one);
- *   7. the jump (restart_jump): FS base, the signal mask, the callee-saved
+ *   8. the jump (restart_jump): FS base, the signal mask, the callee-saved
  *      registers, rsp, and rax = 1 at the saved return address, so that
  *      kumi_ckpt_image_write returns KUMI_CKPT_RESTARTED.
- * What is not restored: other threads (the writer refuses them), child
- * processes, timers and itimers, System V IPC, the parent (the restarted
- * process is kumi_restart's child's... it is whoever ran kumi_restart), the
- * pid (getpid() is right: glibc caches no pid since 2.25; a pid the program
- * saved itself, or names built from it, are stale), /proc/self/exe (it
- * names kumi_restart, whose text stays mapped in the window). */
+ * What is not restored: child processes, timers and itimers, System V IPC,
+ * the parent (the restarted process is whoever ran kumi_restart: its parent
+ * is that one's), the pid and the tids (getpid() and gettid() are right:
+ * glibc caches no pid since 2.25 and its cached tids are rewritten; a pid
+ * the program saved itself, or names built from it such as /proc/PID paths
+ * or per-pid shared-memory names, are stale; process-shared robust or PI
+ * mutexes held at the checkpoint carry the old tid), /proc/self/exe (it
+ * names kumi_restart, whose text stays mapped in its window, with the
+ * environment block and its stacks: about 3 MiB the writer leaves out of
+ * a later image). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -126,6 +138,8 @@ struct plan {
     uint64_t sigmask;
 };
 static struct plan P;
+static struct ci_thread thr[CI_MAXTHREADS];  /* copied out of the image */
+static uint32_t nthr;
 static char mapsbuf[1 << 20];     /* /proc/self/maps in phase 2 */
 
 static int err1(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -475,6 +489,67 @@ __asm__(".text\n"
         ".size restart_jump, .-restart_jump\n");
 _Static_assert(offsetof(struct ci_regs, fs_base) == 72, "restart_jump reads fs_base at 72");
 
+/* long restart_clone(flags, stack, ptid, ctid, tls, fn, arg): the child runs fn(arg) on stack */
+long restart_clone(unsigned long flags, void *stack, void *ptid, void *ctid, unsigned long tls, void (*fn)(void *),
+                   void *arg);
+__asm__(".text\n"
+        ".globl restart_clone\n"
+        ".type restart_clone,@function\n"
+        "restart_clone:\n"
+        "  movq 8(%rsp), %rax\n"
+        "  subq $16, %rsi\n"
+        "  movq %r9, 0(%rsi)\n"
+        "  movq %rax, 8(%rsi)\n"
+        "  movq %rcx, %r10\n"
+        "  movl $56, %eax\n"             /* clone(flags, stack, ptid, ctid, tls) */
+        "  syscall\n"
+        "  testq %rax, %rax\n"
+        "  jnz 1f\n"
+        "  xorl %ebp, %ebp\n"
+        "  popq %rax\n"
+        "  popq %rdi\n"
+        "  call *%rax\n"
+        "  ud2\n"
+        "1: ret\n"
+        ".size restart_clone, .-restart_clone\n");
+
+/* a re-created thread: its kernel registrations, then back into the writer's signal handler */
+static void thread_start(void *arg)
+{
+    struct ci_thread *t = arg;
+    if (t->rseq_addr) {
+        uint32_t *a = (uint32_t *)(uintptr_t)t->rseq_addr;
+        a[0] = 0;
+        a[1] = (uint32_t)-1;
+        RS(SYS_rseq, t->rseq_addr, t->rseq_len, 0, t->rseq_sig, 0, 0);
+    }
+    if (t->robust_head) RS(SYS_set_robust_list, t->robust_head, t->robust_len, 0, 0, 0, 0);
+    if (t->altstack_size) {
+        stack_t ss = { .ss_sp = (void *)(uintptr_t)t->altstack_sp, .ss_size = t->altstack_size,
+                       .ss_flags = t->altstack_flags };
+        RS(SYS_sigaltstack, &ss, 0, 0, 0, 0, 0);
+    }
+    restart_jump(&t->regs, &t->sigmask);
+}
+
+static void start_threads(struct plan *p)
+{
+    for (uint32_t i = 0; i < nthr; i++) {
+        struct ci_thread *t = &thr[i];
+        unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+                              CLONE_SETTLS;
+        void *tidp = NULL;
+        if (t->tid_cached) {
+            /* glibc's struct pthread: the new tid goes there, and is cleared (futex wake) at exit */
+            tidp = (void *)(uintptr_t)(t->regs.fs_base + (uint64_t)p->st->tid_off);
+            flags |= CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+        }
+        char *stack = (char *)CI_RESTART_TSTACKS + (i + 1) * CI_TSTACK_SIZE;
+        long r = restart_clone(flags, stack, tidp, tidp, t->regs.fs_base, thread_start, t);
+        if (r < 0) die2("clone of a thread", r);
+    }
+}
+
 void phase2(void) __attribute__((noreturn, used, noinline));
 void phase2(void)
 {
@@ -484,6 +559,7 @@ void phase2(void)
     map_regions(p);
     restore_fds(p);
     restore_process(p);
+    start_threads(p);
     RS(SYS_munmap, p->h, (p->imglen + CI_PAGE - 1) & ~(CI_PAGE - 1), 0, 0, 0, 0);
     restart_jump(&p->regs, &p->sigmask);
 }
@@ -573,6 +649,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (prepare(&P) || leave_env()) return 1;
+    nthr = P.h->nthreads;
+    memcpy(thr, (const char *)m + P.h->threads_off, nthr * sizeof *thr);
+    if (nthr && mmap((void *)CI_RESTART_TSTACKS, nthr * CI_TSTACK_SIZE, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != (void *)CI_RESTART_TSTACKS)
+        return err1("cannot map stacks for %u threads: %s", nthr, strerror(errno));
     void *stk = mmap((void *)CI_RESTART_STACK, CI_RESTART_STACK_SIZE, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (stk != (void *)CI_RESTART_STACK) return err1("cannot map a stack at %#lx: %s", CI_RESTART_STACK, strerror(errno));

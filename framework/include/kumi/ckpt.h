@@ -15,8 +15,8 @@
  *       (written to a temporary name and renamed).  Returns
  *       KUMI_CKPT_WRITTEN in the process that goes on, and a second time,
  *       in a restarted process, KUMI_CKPT_RESTARTED (like setjmp); -1 with
- *       a one-line reason in err when nothing was written (e.g. a process
- *       with threads the back end cannot save).  Signals are blocked during
+ *       a one-line reason in err when nothing was written (e.g. a thread the
+ *       back end cannot stop).  Signals are blocked during
  *       the call.  flags: KUMI_CKPT_FSYNC.
  *   info(path, fd, err, errlen)
  *       checks an image (it is complete, undamaged, of this back end and
