@@ -118,6 +118,8 @@ cp img_dyn flip; printf '\x55' | dd of=flip bs=1 seek=$(( $(stat -c %s flip) / 2
 bad "a flipped byte in the contents" flip 'damaged image: the checksum of its contents does not match'
 cp img_dyn hdr; printf '\x07' | dd of=hdr bs=1 seek=40 conv=notrunc status=none
 bad "a flipped byte in the header" hdr "damaged image: the header's checksum"
+cp img_dyn ver; printf '\x63' | dd of=ver bs=1 seek=8 conv=notrunc status=none
+bad "an image of another format version" ver 'image format version 99, this restart program reads version [0-9]+'
 cp img_dyn trunc; truncate -s $(( $(stat -c %s trunc) / 3 )) trunc
 bad "a truncated image" trunc 'truncated or extended image'
 head -c 100 img_dyn > short

@@ -31,11 +31,11 @@ int ci_check(const void *img, size_t len, char *err, size_t errlen)
     const struct ci_header *h = img;
     if (len < sizeof *h) return bad(err, errlen, "not a Kumi process image: %zu bytes, shorter than the header", len);
     if (memcmp(h->magic, CI_MAGIC, 8) != 0) return bad(err, errlen, "not a Kumi process image (no KUMIIMG magic)");
+    if (h->version != CI_VERSION)       /* before the header's checksum: the header may have another shape */
+        return bad(err, errlen, "image format version %u, this restart program reads version %u", h->version, CI_VERSION);
     struct ci_header hc = *h;
     hc.hdr_sum = 0;
     if (ci_sum(&hc, sizeof hc) != h->hdr_sum) return bad(err, errlen, "damaged image: the header's checksum does not match");
-    if (h->version != CI_VERSION)
-        return bad(err, errlen, "image format version %u, this restart program reads version %u", h->version, CI_VERSION);
     if (h->arch != CI_ARCH_X86_64) return bad(err, errlen, "image of another architecture (ELF machine %u)", h->arch);
     if (h->total != len)
         return bad(err, errlen, "truncated or extended image: %zu bytes, the header says %llu", len,
@@ -45,7 +45,8 @@ int ci_check(const void *img, size_t len, char *err, size_t errlen)
         h->fds_off != h->regions_off + (uint64_t)h->nregions * sizeof(struct ci_region) ||
         h->fds_off + (uint64_t)h->nfds * sizeof(struct ci_fd) > len || h->nthreads >= CI_MAXTHREADS ||
         h->threads_off != h->fds_off + (uint64_t)h->nfds * sizeof(struct ci_fd) ||
-        h->threads_off + (uint64_t)h->nthreads * sizeof(struct ci_thread) > len)
+        h->runs_off != h->threads_off + (uint64_t)h->nthreads * sizeof(struct ci_thread) || h->nruns > len ||
+        h->runs_off + h->nruns * sizeof(struct ci_run) > len)
         return bad(err, errlen, "damaged image: inconsistent table offsets");
     if (ci_sum((const char *)img + sizeof *h, len - sizeof *h) != h->checksum)
         return bad(err, errlen, "damaged image: the checksum of its contents does not match");
@@ -65,8 +66,23 @@ int ci_check(const void *img, size_t len, char *err, size_t errlen)
             return bad(err, errlen, "the image has a mapping at %llx-%llx, inside a window of the restart program",
                        (unsigned long long)g->start, (unsigned long long)g->end);
         if ((g->flags & CI_R_SAVED) &&
-            (g->data_off & (CI_PAGE - 1) || g->data_off > len || g->end - g->start > len - g->data_off))
+            (g->data_off & (CI_PAGE - 1) || g->data_off > len || g->data_len > len - g->data_off ||
+             (!(g->flags & CI_R_RUNS) && g->data_len != g->end - g->start)))
             return bad(err, errlen, "damaged image: contents of mapping %u outside the file", i);
+        if (g->flags & CI_R_RUNS) {
+            const struct ci_run *rn = (const void *)((const char *)img + h->runs_off);
+            uint64_t sum = 0, prev = 0;
+            if (g->run_first > h->nruns || g->nruns > h->nruns - g->run_first)
+                return bad(err, errlen, "damaged image: runs of mapping %u outside the table", i);
+            for (uint64_t k = g->run_first; k < g->run_first + g->nruns; k++) {
+                if ((rn[k].off | rn[k].len) & (CI_PAGE - 1) || rn[k].off < prev || rn[k].len == 0 ||
+                    rn[k].len > g->end - g->start || rn[k].off > g->end - g->start - rn[k].len)
+                    return bad(err, errlen, "damaged image: run %llu of mapping %u", (unsigned long long)k, i);
+                prev = rn[k].off + rn[k].len;
+                sum += rn[k].len;
+            }
+            if (sum != g->data_len) return bad(err, errlen, "damaged image: runs of mapping %u do not add up", i);
+        }
         prev_end = g->end;
     }
     const struct ci_fd *f = (const void *)((const char *)img + h->fds_off);
@@ -101,7 +117,7 @@ void ci_describe(const void *img, int fd)
     strftime(tb, sizeof tb, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&t, &tm));
     uint64_t saved = 0;
     for (uint32_t i = 0; i < h->nregions; i++)
-        if (r[i].flags & CI_R_SAVED) saved += r[i].end - r[i].start;
+        if (r[i].flags & CI_R_SAVED) saved += r[i].data_len;
     dprintf(fd, "Kumi process image, format %u, x86_64\n", h->version);
     dprintf(fd, "  program: %s (pid %lld), written %s\n", h->program, (long long)h->pid, tb);
     dprintf(fd, "  size: %llu bytes, %u mappings (%llu bytes of contents), %u file descriptors\n",
@@ -113,11 +129,15 @@ void ci_describe(const void *img, int fd)
             (unsigned long long)st->brk, (unsigned long long)st->rseq_addr, (long long)st->tid_off);
     for (uint32_t i = 0; i < h->nregions; i++) {
         const struct ci_region *g = &r[i];
-        dprintf(fd, "  map %012llx-%012llx %c%c%c%c %-5s %s\n", (unsigned long long)g->start, (unsigned long long)g->end,
+        char part[48] = "";
+        if (g->flags & CI_R_RUNS)
+            snprintf(part, sizeof part, " (%llu KiB in %llu runs)", (unsigned long long)g->data_len >> 10,
+                     (unsigned long long)g->nruns);
+        dprintf(fd, "  map %012llx-%012llx %c%c%c%c %-5s %s%s\n", (unsigned long long)g->start, (unsigned long long)g->end,
                 g->prot & PROT_READ ? 'r' : '-', g->prot & PROT_WRITE ? 'w' : '-', g->prot & PROT_EXEC ? 'x' : '-',
                 g->flags & CI_R_SHARED ? 's' : 'p',
                 g->flags & CI_R_VVAR ? "kern" : g->flags & CI_R_SAVED ? "saved" : g->flags & CI_R_FILE ? "ref" : "empty",
-                g->name);
+                g->name, part);
     }
     for (uint32_t i = 0; i < h->nfds; i++) {
         if (f[i].kind == CI_FD_FILE)

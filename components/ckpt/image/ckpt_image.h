@@ -9,6 +9,7 @@
  *   struct ci_region[hdr.nregions]       at hdr.regions_off
  *   struct ci_fd[hdr.nfds]               at hdr.fds_off
  *   struct ci_thread[hdr.nthreads]       at hdr.threads_off (the threads but the caller)
+ *   struct ci_run[hdr.nruns]             at hdr.runs_off
  *   region contents                      each at region.data_off (page aligned)
  *
  * hdr.checksum covers every byte after the header (ci_sum over
@@ -32,7 +33,7 @@
 #include <stdint.h>
 
 #define CI_MAGIC "KUMIIMG\n"
-#define CI_VERSION 1
+#define CI_VERSION 2                       /* 2: thread table, page runs */
 #define CI_ARCH_X86_64 62u                 /* EM_X86_64 */
 #define CI_PAGE 4096ul
 #define CI_PATH 512                        /* longer paths are refused at write time */
@@ -90,6 +91,7 @@ struct ci_header {
     uint32_t nregions, nfds;
     uint64_t threads_off;
     uint32_t nthreads, pad0;
+    uint64_t runs_off, nruns;
     int64_t pid;                  /* of the writer */
     int64_t time;                 /* of the checkpoint, seconds since the epoch */
     char program[CI_PATH];        /* AT_EXECFN, for information */
@@ -144,6 +146,15 @@ enum {
     CI_R_HEAP = 16,               /* [heap] */
     CI_R_VDSO = 32,               /* [vdso]: contents saved, compared at restart */
     CI_R_VVAR = 64,               /* [vvar], [vvar_vclock], ...: nothing saved */
+    CI_R_RUNS = 128,              /* CI_R_SAVED: only the pages in runs (the others were never
+                                     touched: zero), else the whole region */
+};
+
+/* pages of an anonymous region that are there (/proc/self/pagemap: present or
+ * swapped), offsets in bytes from the region's start; the contents of a
+ * region's runs follow each other from its data_off */
+struct ci_run {
+    uint64_t off, len;
 };
 
 struct ci_region {
@@ -154,6 +165,8 @@ struct ci_region {
     uint64_t dev, ino, size;      /* of the file at write time */
     int64_t mtime_sec, mtime_nsec;
     uint64_t data_off;            /* CI_R_SAVED: where the contents start */
+    uint64_t run_first, nruns;    /* CI_R_RUNS: its runs in the run table */
+    uint64_t data_len;            /* CI_R_SAVED: bytes of contents in the image */
     char name[CI_PATH];           /* the path or [name] of /proc/self/maps */
 };
 

@@ -90,6 +90,8 @@ struct scratch {
     struct ci_region reg[MAXREG];
     struct ci_fd fds[MAXFD];
     uint32_t nreg, nfd, nthr;
+    uint64_t nruns;
+    struct ci_run *runs;          /* in text[], after the smaps text is no longer needed */
     char *err;
     size_t errlen;
     char text[];                  /* /proc/self/smaps, the rest of the mapping */
@@ -523,6 +525,59 @@ static int stop_threads(struct scratch *s, int64_t tid_off)
     return 0;
 }
 
+/* The runs of the pages there (present or swapped) of private anonymous
+ * regions; pages never touched read as zero after the restart anyway.  Gaps
+ * under RUN_GAP are filled to keep the table short. */
+#define RUN_GAP (16 * CI_PAGE)
+static void compute_runs(struct scratch *s)
+{
+    uint64_t *ent = (uint64_t *)(void *)s->text;          /* the first MiB: pagemap entries */
+    size_t maxent = (1ul << 20) / sizeof *ent;
+    s->runs = (struct ci_run *)(void *)(s->text + (1ul << 20));
+    size_t maxruns = (TEXT_MAX - (1ul << 20)) / sizeof(struct ci_run);
+    s->nruns = 0;
+    int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    for (uint32_t i = 0; i < s->nreg; i++) {
+        struct ci_region *r = &s->reg[i];
+        r->data_len = (r->flags & CI_R_SAVED) ? r->end - r->start : 0;
+        if (pm < 0 || !(r->flags & CI_R_SAVED) || (r->flags & (CI_R_FILE | CI_R_SHARED | CI_R_VDSO))) continue;
+        uint64_t first = s->nruns, sum = 0;
+        int whole = 0;
+        for (uint64_t a = r->start; a < r->end && !whole;) {
+            size_t n = (r->end - a) / CI_PAGE;
+            if (n > maxent) n = maxent;
+            if (pread(pm, ent, n * sizeof *ent, (off_t)(a / CI_PAGE * sizeof *ent)) != (ssize_t)(n * sizeof *ent)) {
+                whole = 1;
+                break;
+            }
+            for (size_t k = 0; k < n; k++, a += CI_PAGE) {
+                if (!(ent[k] & (3ull << 62))) continue;        /* neither present nor swapped */
+                uint64_t off = a - r->start;
+                struct ci_run *last = s->nruns > first ? &s->runs[s->nruns - 1] : NULL;
+                if (last && off - (last->off + last->len) <= RUN_GAP) {
+                    sum += off + CI_PAGE - (last->off + last->len);
+                    last->len = off + CI_PAGE - last->off;
+                } else if (s->nruns == maxruns) {
+                    whole = 1;
+                    break;
+                } else {
+                    s->runs[s->nruns++] = (struct ci_run){ off, CI_PAGE };
+                    sum += CI_PAGE;
+                }
+            }
+        }
+        if (whole || (s->nruns - first == 1 && s->runs[first].len == r->end - r->start)) {
+            s->nruns = first;                                 /* all of it */
+            continue;
+        }
+        r->flags |= CI_R_RUNS;
+        r->run_first = first;
+        r->nruns = s->nruns - first;
+        r->data_len = sum;
+    }
+    if (pm >= 0) close(pm);
+}
+
 static const char zeros[CI_PAGE];
 
 __attribute__((noinline)) static int write_image(struct scratch *s, const char *path, int flags)
@@ -546,6 +601,7 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
     }
     if (list_fds(s, fd)) goto out;
     if (parse_mappings(s, (uint64_t)(uintptr_t)s, (uint64_t)(uintptr_t)s + SCRATCH_SIZE)) goto out;
+    compute_runs(s);
 
     struct ci_header *h = &s->hdr;
     memset(h, 0, sizeof *h);
@@ -563,12 +619,14 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
     h->fds_off = h->regions_off + s->nreg * sizeof(struct ci_region);
     h->threads_off = h->fds_off + s->nfd * sizeof(struct ci_fd);
     h->nthreads = s->nthr;
-    uint64_t at = h->threads_off + s->nthr * sizeof(struct ci_thread);
+    h->runs_off = h->threads_off + s->nthr * sizeof(struct ci_thread);
+    h->nruns = s->nruns;
+    uint64_t at = h->runs_off + s->nruns * sizeof(struct ci_run);
     uint64_t off = (at + CI_PAGE - 1) & ~(CI_PAGE - 1);
     for (uint32_t i = 0; i < s->nreg; i++)
         if (s->reg[i].flags & CI_R_SAVED) {
             s->reg[i].data_off = off;
-            off += s->reg[i].end - s->reg[i].start;
+            off += s->reg[i].data_len;
         }
     h->total = off;
 
@@ -579,7 +637,8 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
     if (write_all(s, fd, h, sizeof *h, &hdummy, "the header") || write_all(s, fd, &s->st, sizeof s->st, &hs, "the state") ||
         write_all(s, fd, s->reg, s->nreg * sizeof(struct ci_region), &hs, "the mappings") ||
         write_all(s, fd, s->fds, s->nfd * sizeof(struct ci_fd), &hs, "the fds") ||
-        write_all(s, fd, thr_slots, s->nthr * sizeof(struct ci_thread), &hs, "the threads"))
+        write_all(s, fd, thr_slots, s->nthr * sizeof(struct ci_thread), &hs, "the threads") ||
+        write_all(s, fd, s->runs, s->nruns * sizeof(struct ci_run), &hs, "the runs"))
         goto out;
     if (write_all(s, fd, zeros, (size_t)(((at + CI_PAGE - 1) & ~(CI_PAGE - 1)) - at), &hs, "padding")) goto out;
     for (uint32_t i = 0; i < s->nreg; i++) {
@@ -596,11 +655,17 @@ __attribute__((noinline)) static int write_image(struct scratch *s, const char *
         int moving = (here >= r->start && here < r->end) || (rs >= r->start && rs < r->end) ||
                      (r->flags & CI_R_SHARED) || s->nthr;    /* other threads' TLS: anywhere */
         size_t chunk = 1ul << 20;
-        for (uint64_t a = r->start; a < r->end; a += chunk) {
-            size_t k = r->end - a < chunk ? (size_t)(r->end - a) : chunk;
-            const void *src = (const void *)(uintptr_t)a;
-            if (moving) src = memcpy(s->text, src, k);
-            if (write_all(s, fd, src, k, &hs, what)) goto out;
+        struct ci_run whole = { 0, r->end - r->start };
+        const struct ci_run *rn = (r->flags & CI_R_RUNS) ? &s->runs[r->run_first] : &whole;
+        uint64_t nrn = (r->flags & CI_R_RUNS) ? r->nruns : 1;
+        for (uint64_t q = 0; q < nrn; q++) {
+            uint64_t lo = r->start + rn[q].off, hi = lo + rn[q].len;
+            for (uint64_t a = lo; a < hi; a += chunk) {
+                size_t k = hi - a < chunk ? (size_t)(hi - a) : chunk;
+                const void *src = (const void *)(uintptr_t)a;
+                if (moving) src = memcpy(s->text, src, k);
+                if (write_all(s, fd, src, k, &hs, what)) goto out;
+            }
         }
     }
     h->checksum = ci_hash_final(&hs);

@@ -381,12 +381,21 @@ static void map_regions(struct plan *p)
         } else {
             flags |= MAP_ANONYMOUS;
             if (g->flags & CI_R_STACK) flags |= MAP_GROWSDOWN;
-            if (saved) flags |= MAP_POPULATE;   /* about to be written whole */
+            if (saved && !(g->flags & CI_R_RUNS)) flags |= MAP_POPULATE;   /* about to be written whole */
             r = RS(SYS_mmap, g->start, len, prot, flags, -1, 0);
         }
         if (r != (long)g->start) die2(g->name[0] ? g->name : "an anonymous mapping", r);
         if (saved) {
-            memcpy((void *)(uintptr_t)g->start, (const char *)p->h + g->data_off, len);
+            if (g->flags & CI_R_RUNS) {
+                const struct ci_run *rn = (const void *)((const char *)p->h + p->h->runs_off);
+                const char *src = (const char *)p->h + g->data_off;
+                for (uint64_t k = g->run_first; k < g->run_first + g->nruns; k++) {
+                    memcpy((void *)(uintptr_t)(g->start + rn[k].off), src, rn[k].len);
+                    src += rn[k].len;
+                }
+            } else {
+                memcpy((void *)(uintptr_t)g->start, (const char *)p->h + g->data_off, len);
+            }
             if ((int)g->prot != prot && (r = RS(SYS_mprotect, g->start, len, g->prot, 0, 0, 0)) != 0)
                 die2("mprotect", r);
         }
