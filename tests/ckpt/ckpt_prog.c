@@ -23,6 +23,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "kumi_ckpt_image.h"
@@ -110,6 +112,8 @@ int main(int argc, char **argv)
     sigemptyset(&blk);
     sigaddset(&blk, SIGUSR2);
     sigprocmask(SIG_BLOCK, &blk, NULL);
+    int pfd[2];                      /* a pipe: not restored, its numbers reserved */
+    if (pipe(pfd) != 0) return 2;
     char cwd0[4096];
     if (!getcwd(cwd0, sizeof cwd0)) return 2;
     double stack_data[NSTACK];
@@ -177,6 +181,9 @@ int main(int argc, char **argv)
                     if (!strncmp(env[i], "CKPT_TEST_RESTART=", 18)) v = env[i] + 18;
                 fprintf(stderr, "restart env %s, saved env %s\n", v ? v : "(none)",
                         getenv("CKPT_TEST_RESTART") ? getenv("CKPT_TEST_RESTART") : "(none)");
+                fprintf(stderr, "pipe %s, fd 9 %s\n",
+                        fcntl(pfd[1], F_GETFD) != -1 && write(pfd[1], "x", 1) == -1 && errno == EBADF ? "reserved" : "wrong",
+                        fcntl(9, F_GETFD) == -1 ? "closed" : "open");
                 char cwd1[4096];
                 fprintf(stderr, "cwd %s\n", getcwd(cwd1, sizeof cwd1) && !strcmp(cwd0, cwd1) ? "same" : "changed");
                 /* the process works normally: a new allocation, a new mapping */

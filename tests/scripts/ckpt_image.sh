@@ -51,7 +51,7 @@ check_end() { # WHAT OUT FILE: the checksum and the file of a run that went to t
     cmp -s "$3" ref.txt && ok "$1: the file is the uninterrupted run's, bit for bit" || { fail "$1: the file differs"; diff "$3" ref.txt | head -5; }
 }
 restart() { # WHAT IMAGE FILE (run from / : the image brings its own working directory)
-    (cd / && CKPT_TEST_RESTART=new "$RESTART" "$TMP/$2") > r.out 2> r.err; local rc=$?
+    (cd / && CKPT_TEST_RESTART=new "$RESTART" "$TMP/$2" 9< /dev/null) > r.out 2> r.err; local rc=$?
     cat r.err >> r.out
     [ $rc -eq 0 ] && ok "$1: kumi_restart exits 0" || { fail "$1: kumi_restart exit $rc"; show r.out; }
     grep -q '^restarted (pid changed)$' r.out && ok "$1: the checkpoint call returned KUMI_CKPT_RESTARTED, with a new pid" \
@@ -62,6 +62,8 @@ restart() { # WHAT IMAGE FILE (run from / : the image brings its own working dir
         || fail "$1: $(grep signals r.out)"
     grep -q '^restart env new, saved env (none)$' r.out && ok "$1: the restart's environment reaches the program" \
         || fail "$1: $(grep env r.out)"
+    grep -q '^pipe reserved, fd 9 closed$' r.out && ok "$1: the pipe's fds hold placeholders (EBADF), the restart's own fd 9 is gone" \
+        || fail "$1: $(grep pipe r.out)"
     grep -q '^cwd same$' r.out && ok "$1: working directory restored" || fail "$1: $(grep cwd r.out)"
     check_end "$1" r.out "$3"
 }

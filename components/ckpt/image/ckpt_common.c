@@ -97,11 +97,11 @@ static const char *kind_name(int k)
     switch (k) {
     case CI_FD_FILE: return "file";
     case CI_FD_DIR: return "directory";
-    case CI_FD_SOCKET: return "socket (not restored)";
-    case CI_FD_PIPE: return "pipe (not restored)";
-    case CI_FD_TTY: return "terminal (not restored)";
+    case CI_FD_SOCKET: return "socket (a placeholder at restart)";
+    case CI_FD_PIPE: return "pipe (a placeholder at restart)";
+    case CI_FD_TTY: return "terminal (a placeholder at restart)";
     case CI_FD_DEV: return "device";
-    default: return "other (not restored)";
+    default: return "other (a placeholder at restart)";
     }
 }
 

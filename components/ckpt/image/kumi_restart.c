@@ -25,8 +25,11 @@
  *      its size at the checkpoint: what the program appended afterwards is
  *      written again by the restarted program), character devices other
  *      than terminals (/dev/null...) reopened; 0, 1 and 2 are always those of
- *      the restart (its launcher's); sockets, pipes and terminals are not
- *      restored (the transports re-wire after a restart);
+ *      the restart (its launcher's); sockets, pipes, terminals and other
+ *      kernel objects (eventfd, epoll...) are not restored (the transports
+ *      re-wire after a restart): their numbers hold placeholders on which
+ *      any I/O fails with EBADF, until the program closes them; nothing
+ *      else the restart had open stays;
  *   5. cwd, signal dispositions, the alternate signal stack, the prctl_mm_map
  *      fields (brk, arg/env, auxv: the kernel's brk continues the saved
  *      heap), the thread's rseq area, robust list and glibc's cached tid;
@@ -128,6 +131,7 @@ struct plan {
     int *regfd;                   /* per region: the file to map, or -1 */
     int *fdtmp;                   /* per saved fd: the reopened file, or -1 */
     int tmpbase;
+    int placeholder;              /* O_PATH of /, for the fds not restored */
     /* the current vDSO block */
     uint64_t cur_lo[8], cur_hi[8];
     char cur_name[8][16];
@@ -276,12 +280,14 @@ static int prepare(struct plan *p)
         }
         if ((p->regfd[i] = park(p, fd)) < 0) return err1("no file descriptor for %s: %s", g->name, strerror(errno));
     }
+    p->placeholder = park(p, open("/", O_PATH | O_CLOEXEC));
+    if (p->placeholder < 0) return err1("cannot open / (O_PATH): %s", strerror(errno));
     for (uint32_t i = 0; i < h->nfds; i++) {
         const struct ci_fd *d = &p->fds[i];
         p->fdtmp[i] = -1;
         if (d->fd <= 2) continue;         /* the restart's own stdin, stdout, stderr */
         if (d->kind != CI_FD_FILE && d->kind != CI_FD_DIR && d->kind != CI_FD_DEV) {
-            if (verbose && d->fd > 2) fprintf(stderr, "kumi_restart: fd %d (%s) is not restored\n", d->fd, d->path);
+            if (verbose && d->fd > 2) fprintf(stderr, "kumi_restart: fd %d (%s) gets a placeholder\n", d->fd, d->path);
             continue;
         }
         int fl = d->flags & (O_ACCMODE | O_APPEND | O_NONBLOCK | O_DIRECTORY | O_NOATIME | O_SYNC | O_DSYNC);
@@ -404,17 +410,28 @@ static void map_regions(struct plan *p)
         if (p->regfd[i] >= 0) RS(SYS_close, p->regfd[i], 0, 0, 0, 0, 0);
 }
 
+static void close_from(unsigned lo, unsigned hi)
+{
+    if (RS(SYS_close_range, lo, hi, 0, 0, 0, 0) != 0)
+        for (unsigned fd = lo; fd <= hi && fd < 65536; fd++) RS(SYS_close, fd, 0, 0, 0, 0, 0);
+}
+
+/* The saved fds at their numbers; those not restored (sockets, pipes, ...)
+ * hold a placeholder, an O_PATH descriptor of / on which read, write, poll
+ * or epoll fail with EBADF, so that their numbers are not handed to a file
+ * the program opens before it closes them.  Nothing the restart had open
+ * but 0, 1 and 2 stays. */
 static void restore_fds(struct plan *p)
 {
-    /* close what the restart had open, but 0-2 and our parked files */
-    for (int fd = 3; fd < p->tmpbase; fd++) RS(SYS_close, fd, 0, 0, 0, 0, 0);
+    close_from(3, (unsigned)p->tmpbase - 1);
     for (uint32_t i = 0; i < p->h->nfds; i++) {
         const struct ci_fd *d = &p->fds[i];
-        if (p->fdtmp[i] < 0) continue;
-        long r = RS(SYS_dup3, p->fdtmp[i], d->fd, (d->fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0, 0, 0, 0);
+        if (d->fd <= 2) continue;
+        int src = p->fdtmp[i] >= 0 ? p->fdtmp[i] : p->placeholder;
+        long r = RS(SYS_dup3, src, d->fd, (d->fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0, 0, 0, 0);
         if (r != d->fd) die2(d->path, r);
-        RS(SYS_close, p->fdtmp[i], 0, 0, 0, 0, 0);
     }
+    close_from((unsigned)p->tmpbase, ~0u);
 }
 
 static void restore_process(struct plan *p)

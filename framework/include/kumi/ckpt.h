@@ -25,7 +25,9 @@
  *       the program that restarts an image: run as `PROGRAM IMAGE` (from the
  *       installation's bin/ or the component's build folder); the process it
  *       becomes is the saved one, with its pid changed, fds 0-2 its own,
- *       and sockets and pipes closed: the transports re-wire.
+ *       and sockets, pipes, eventfds, epoll fds... replaced by placeholders
+ *       on which any I/O fails with EBADF: the transports and the progress
+ *       engine close and re-create them (re-wire).
  *   restart_env()
  *       after write() returned KUMI_CKPT_RESTARTED: the environment the
  *       restart program ran with ("NAME=VALUE" strings, NULL-terminated):
