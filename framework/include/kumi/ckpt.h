@@ -1,0 +1,71 @@
+/* ckpt: writing the image of one process for checkpoint/restart (issue 20).
+ *
+ * A back end saves the calling process, as it is at the call, so that a
+ * restart program resumes it later, possibly on another host of the same
+ * kind: the coordinator (a later component, components/ckpt/coord) brings
+ * the job to a consistent cut, makes every transport release what cannot be
+ * saved (sockets, shared memory, endpoints, the progress thread), and then
+ * calls write() in each rank.  At most one back end runs per job (the
+ * available one of highest priority; ckpt/image is built in, a CRIU one is
+ * optional).
+ *
+ *   write(path, flags, err, errlen)
+ *       writes the image of this process to `path` (a directory: a file
+ *       name of the back end's choice inside it), complete or not at all
+ *       (written to a temporary name and renamed).  Returns
+ *       KUMI_CKPT_WRITTEN in the process that goes on, and a second time,
+ *       in a restarted process, KUMI_CKPT_RESTARTED (like setjmp); -1 with
+ *       a one-line reason in err when nothing was written (e.g. a thread the
+ *       back end cannot stop).  Signals are blocked during
+ *       the call.  flags: KUMI_CKPT_FSYNC.
+ *   info(path, fd, err, errlen)
+ *       checks an image (it is complete, undamaged, of this back end and
+ *       this architecture) and describes it on fd; 0, or -1 and the reason.
+ *   restart_program
+ *       the program that restarts an image: run as `PROGRAM IMAGE` (from the
+ *       installation's bin/ or the component's build folder); the process it
+ *       becomes is the saved one, with its pid changed, fds 0-2 its own,
+ *       and sockets, pipes, eventfds, epoll fds... replaced by placeholders
+ *       on which any I/O fails with EBADF: the transports and the progress
+ *       engine close and re-create them (re-wire).
+ *   restart_env()
+ *       after write() returned KUMI_CKPT_RESTARTED: the environment the
+ *       restart program ran with ("NAME=VALUE" strings, NULL-terminated):
+ *       the new launcher's (ranks' addresses, job secret...), since environ
+ *       is the saved one; NULL in a process that was not restarted.
+ */
+#ifndef KUMI_CKPT_H
+#define KUMI_CKPT_H
+
+#include <stddef.h>
+#include <kumi/kumi.h>
+#include <kumi/component.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KUMI_CKPT_CONTRACT_MAJOR 1
+#define KUMI_CKPT_CONTRACT_MINOR 0
+#define KUMI_CKPT_OPS_HDR \
+    KUMI_OPS_HDR(struct kumi_ckpt_ops, KUMI_CKPT_CONTRACT_MAJOR, KUMI_CKPT_CONTRACT_MINOR)
+#define KUMI_CKPT_OPS_MIN_SIZE sizeof(struct kumi_ckpt_ops)
+
+#ifndef KUMI_CKPT_WRITTEN
+#define KUMI_CKPT_WRITTEN 0
+#define KUMI_CKPT_RESTARTED 1
+#define KUMI_CKPT_FSYNC 1
+#endif
+
+struct kumi_ckpt_ops {
+    struct kumi_ops_hdr hdr;  /* KUMI_CKPT_OPS_HDR */
+    int (*write)(const char *path, int flags, char *err, size_t errlen);
+    int (*info)(const char *path, int fd, char *err, size_t errlen);
+    const char *restart_program;
+    const char *const *(*restart_env)(void);
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif
