@@ -44,6 +44,13 @@
 
 #define VMPI_OMPI_LIB "libmpi.so.40"
 #define VMPI_MPICH_LIB "libmpich.so.12"
+#if defined(__x86_64__)
+#define VMPI_LIBDIR "/usr/lib/x86_64-linux-gnu/"
+#elif defined(__aarch64__)
+#define VMPI_LIBDIR "/usr/lib/aarch64-linux-gnu/"
+#else
+#define VMPI_LIBDIR "/usr/lib/"
+#endif
 #define VMPI_THREAD_SERIALIZED 2            /* the same in Open MPI and MPICH */
 
 static const char *rpim_vmpi_lib_param;
@@ -62,8 +69,8 @@ static void rpim_vmpi_register(void)
 {
     kumi_param_register_string("rpim", "vmpi", "lib", "",
                                "The vendor MPI library rpim/vmpi loads (dlmopen) when a job is started by a "
-                               "vendor launcher; empty: libmpi.so.40 under Open MPI's mpirun, libmpich.so.12 "
-                               "under MPICH's mpiexec",
+                               "vendor launcher; empty: the distribution's libmpi.so.40 under Open MPI's mpirun, "
+                               "libmpich.so.12 under MPICH's mpiexec (" VMPI_LIBDIR ", else searched)",
                                KUMI_LEVEL_USER, &rpim_vmpi_lib_param);
 }
 
@@ -81,7 +88,15 @@ static int rpim_vmpi_wanted(const char **lib)
     const char *l = rpim_vmpi_launcher();
     if (!l && !getenv("KUMI_RANK") && kumi_component_named("rpim", "vmpi")) l = VMPI_OMPI_LIB;
     if (!l) return 0;
-    *lib = rpim_vmpi_lib_param && rpim_vmpi_lib_param[0] ? rpim_vmpi_lib_param : l;
+    if (rpim_vmpi_lib_param && rpim_vmpi_lib_param[0]) {
+        *lib = rpim_vmpi_lib_param;
+    } else {
+        /* the distribution's library by its path: a bare soname could find
+         * Kumi's own libmpi.so.40 (the Open MPI ABI shim) on LD_LIBRARY_PATH */
+        static char path[256];
+        snprintf(path, sizeof path, "%s%s", VMPI_LIBDIR, l);
+        *lib = access(path, R_OK) == 0 ? path : l;
+    }
     return 1;
 }
 

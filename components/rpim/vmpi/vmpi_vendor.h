@@ -193,6 +193,10 @@ VMPI_FN int vmpi_resolve(struct vmpi_vendor *v, char *err, size_t errlen)
     VMPI_SYM(Isend); VMPI_SYM(Irecv); VMPI_SYM(Iprobe); VMPI_SYM(Test); VMPI_SYM(Cancel);
     VMPI_SYM(Get_count); VMPI_SYM(Error_string);
 #undef VMPI_SYM
+    if (dlsym(v->lib, "kumi_world_rank")) {
+        snprintf(err, errlen, "%s is Kumi's own library, not a vendor MPI", v->path);
+        return -1;
+    }
     void *w = dlsym(v->lib, "ompi_mpi_comm_world");
     if (w) {                                    /* Open MPI: handles are addresses of objects */
         void *b = dlsym(v->lib, "ompi_mpi_byte"), *e = dlsym(v->lib, "ompi_mpi_errors_return");
