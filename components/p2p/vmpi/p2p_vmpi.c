@@ -10,8 +10,8 @@
  *
  * Wire: two duplicates of the vendor's MPI_COMM_WORLD (made by rpim/vmpi):
  *  - headers: one vendor message per Kumi message, [struct kumi_hdr][payload]
- *    when the payload is at most p2p_vmpi_inline (the whole message, copied
- *    once on each side), or the header alone;
+ *    when the payload is at most p2p_vmpi_inline (8 KiB; the whole message,
+ *    copied once on each side), or the header alone;
  *  - payloads: a header alone is followed, on the second communicator, by
  *    its payload as vendor messages of at most VMPI_CHUNK bytes sent from the
  *    sender's buffer (the vendor does its own rendezvous for them).
@@ -76,9 +76,10 @@ static void p2p_vmpi_register(void)
     kumi_param_register_size("p2p", "vmpi", "eager_limit", 65536,
                              "Largest message sent eagerly through the vendor MPI; larger ones use Kumi's "
                              "rendezvous", KUMI_LEVEL_TUNER, &p2p_vmpi_eager);
-    kumi_param_register_size("p2p", "vmpi", "inline", 65536,
-                             "Largest payload sent in the same vendor message as its header (copied); "
-                             "larger ones follow as messages of their own, sent in place",
+    kumi_param_register_size("p2p", "vmpi", "inline", 8192,
+                             "Largest payload sent in the same vendor message as its header (copied on "
+                             "both sides); larger ones follow as vendor messages of their own, sent in place "
+                             "(the same value in every rank)",
                              KUMI_LEVEL_TUNER, &p2p_vmpi_inline);
 }
 
@@ -159,12 +160,16 @@ static int p2p_vmpi_send(int peer, struct kumi_sendop *op)
     return MPI_SUCCESS;
 }
 
-/* Completes the sends whose vendor requests are done. */
+/* Completes the sends whose vendor requests are done, testing at most
+ * VMPI_TEST_PENDING unfinished ones per call (a flood of 20000 sends would
+ * otherwise cost 20000 MPI_Test per poll).  A finished send behind them
+ * waits: its vendor requests no longer need anything from this process. */
+#define VMPI_TEST_PENDING 16
 static int p2p_vmpi_progress_sends(void)
 {
-    int n = 0;
+    int n = 0, pending = 0;
     struct vsend *prev = NULL, *s = vs_head;
-    while (s) {
+    while (s && pending < VMPI_TEST_PENDING) {
         while (s->ndone < s->nreq) {
             int flag = 0;
             vmpi_status st;
@@ -188,6 +193,7 @@ static int p2p_vmpi_progress_sends(void)
             n++;
         } else {
             prev = s;
+            pending++;
         }
         s = next;
     }
