@@ -7,7 +7,8 @@
  *                      Alltoall, Allgather (Kumi's coll components)
  *   vmpi_ring abort    a barrier, then rank 1 calls MPI_Abort(.., 7) while
  *                      the others block in MPI_Recv
- * Prints "vmpi_ring: rank R of N ok (LIBRARY)" when everything matched. */
+ * Prints "vmpi_ring: rank R of N ok (LIBRARY)" when everything matched, and
+ * (rank 0) whether Open MPI's mca_pml_ob1.so is mapped in the process. */
 #include "kt.h"
 #include <stdint.h>
 
@@ -94,6 +95,16 @@ int main(int argc, char **argv)
     int me = rank * 7, *all = malloc((size_t)size * sizeof *all);
     KT_MPI(MPI_Allgather(&me, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD));
     for (int p = 0; p < size; p++) KT_CHECK(all[p] == p * 7, "allgather [%d] = %d", p, all[p]);
+    /* the vendor's own plug-ins (Open MPI's MCA components, which it
+     * dlopens) loaded into this process: its point-to-point layer */
+    if (rank == 0) {
+        FILE *m = fopen("/proc/self/maps", "r");
+        char line[1024];
+        int pml = 0;
+        while (m && fgets(line, sizeof line, m)) pml |= strstr(line, "/mca_pml_ob1.so") != NULL;
+        if (m) fclose(m);
+        printf("vmpi_ring: Open MPI's mca_pml_ob1 in this process: %s\n", pml ? "yes" : "no");
+    }
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int ll = 0;
     MPI_Get_library_version(lib, &ll);

@@ -5,8 +5,9 @@
 # messages through it.
 #   1. -np 4, MPI_COMPONENTS=p2p=self,vmpi: vmpi_ring (0 B .. 9 MiB, any
 #      source, any tag, probe, tags, collectives, values checked); every rank
-#      "of 4 (rpim vmpi)", the peers through vmpi (KUMI_VERBOSE=1), and Kumi's
-#      MPI_Get_library_version (the vendor's MPI_* stay apart from Kumi's);
+#      "of 4 (rpim vmpi)", the peers through vmpi (KUMI_VERBOSE=1), Kumi's
+#      MPI_Get_library_version (the vendor's MPI_* stay apart from Kumi's) and
+#      Open MPI's own MCA components (mca_pml_ob1.so) loaded in the process;
 #   2. -np 2 with Kumi's default transports and with p2p=self,shmem,vmpi:
 #      shmem keeps the ranks of the host; -np 3: p2p_large, p2p_match;
 #   3. the same program under Kumi's own mpiexec: rpim fork, no vmpi;
@@ -56,6 +57,8 @@ else
         echo "$out" | grep -q "kumi\[$r\]: p2p/vmpi serves ranks $want\$" ||
             { echo "$out" | grep "kumi\[$r\].*serves"; fail "rank $r: p2p/vmpi does not serve ranks $want"; }
     done
+    echo "$out" | grep -q "vmpi_ring: Open MPI's mca_pml_ob1 in this process: yes" ||
+        fail "Open MPI's MCA components (mca_pml_ob1.so) not loaded in the vendor's namespace"
     echo "$out" | grep -q 'kumi\[0\]: rank 0 -> rank 2: vmpi Open MPI rank 2 (.*libmpi.so.40)' ||
         fail "KUMI_VERBOSE does not show rank 0 -> rank 2 through vmpi (Open MPI)"
 fi
@@ -86,6 +89,7 @@ if [ $rc -ne 0 ] || [ "$(echo "$out" | grep -c 'vmpi_ring: rank [01] of 2 ok')" 
 else
     echo "$out" | grep -q 'rank 0 of 2 on .*(rpim fork)' || fail "under mpiexec, rank 0 is not rpim fork's"
     echo "$out" | grep -q 'p2p/vmpi serves' && fail "under mpiexec, p2p/vmpi serves peers"
+    echo "$out" | grep -q "mca_pml_ob1 in this process: no" || fail "under mpiexec, Open MPI was loaded"
 fi
 
 # 4. a vendor library that is not there
