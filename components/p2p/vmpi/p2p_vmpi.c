@@ -83,11 +83,13 @@ static void p2p_vmpi_register(void)
                              KUMI_LEVEL_TUNER, &p2p_vmpi_inline);
 }
 
+/* Open where rpim/vmpi may join (it joins later, in MPI_Init's rpim
+ * selection: init() below finds the vendor then). */
 static int p2p_vmpi_open(char *why, size_t whylen)
 {
-    char err[600];
-    if (vmpi_attach(&vv, &vc_hdr, &vc_pay, err, sizeof err) != 0) {
-        snprintf(why, whylen, "%s", err);
+    if (!vmpi_launcher() && !(kumi_component_named("rpim", "vmpi") && !getenv("KUMI_RANK"))) {
+        snprintf(why, whylen, "not started by a vendor MPI's launcher (mpirun.openmpi, mpiexec.mpich) for "
+                 "rpim/vmpi");
         return KUMI_UNAVAILABLE;
     }
     if (p2p_vmpi_inline > ((size_t)1 << 30)) p2p_vmpi_inline = (size_t)1 << 30;
@@ -103,6 +105,9 @@ static int p2p_vmpi_verr(const char *what, int code)
 
 static int p2p_vmpi_init(void)
 {
+    char err[600];
+    if (vmpi_attach(&vv, &vc_hdr, &vc_pay, err, sizeof err) != 0)
+        return kumi_error(MPI_ERR_OTHER, "p2p/vmpi: %s", err);
     rx_buf = malloc((size_t)VMPI_HDR + p2p_vmpi_inline);
     if (!rx_buf) return kumi_error(MPI_ERR_NO_MEM, "p2p/vmpi: out of memory");
     rx_state = RX_IDLE;

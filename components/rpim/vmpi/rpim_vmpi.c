@@ -43,7 +43,6 @@
 #include <kumi/jobkey.h>
 
 #define VMPI_OMPI_LIB "libmpi.so.40"
-#define VMPI_MPICH_LIB "libmpich.so.12"
 #if defined(__x86_64__)
 #define VMPI_LIBDIR "/usr/lib/x86_64-linux-gnu/"
 #elif defined(__aarch64__)
@@ -74,18 +73,9 @@ static void rpim_vmpi_register(void)
                                KUMI_LEVEL_USER, &rpim_vmpi_lib_param);
 }
 
-/* Which vendor launcher started this process: its default library, or NULL. */
-static const char *rpim_vmpi_launcher(void)
-{
-    if (getenv("KUMI_RANK")) return NULL;           /* mpiexec's rank: rpim/fork */
-    if (getenv("OMPI_COMM_WORLD_RANK")) return VMPI_OMPI_LIB;
-    if (getenv("PMI_RANK") && (getenv("PMI_FD") || getenv("PMI_PORT"))) return VMPI_MPICH_LIB;
-    return NULL;
-}
-
 static int rpim_vmpi_wanted(const char **lib)
 {
-    const char *l = rpim_vmpi_launcher();
+    const char *l = vmpi_launcher();
     if (!l && !getenv("KUMI_RANK") && kumi_component_named("rpim", "vmpi")) l = VMPI_OMPI_LIB;
     if (!l) return 0;
     if (rpim_vmpi_lib_param && rpim_vmpi_lib_param[0]) {
@@ -222,17 +212,14 @@ static int rpim_vmpi_join(void)
     return rpim_vmpi_join_rc = MPI_SUCCESS;
 }
 
-/* rpim opens before the transports: joining here lets p2p/vmpi's open()
- * find the vendor, and shmem/tcp see the job's secret and host count. */
+/* The vendor is joined in client_init, not here: mpiexec and kumi_info
+ * open the registry too (and must not start a vendor MPI); the transports
+ * initialize after client_init (p2p/vmpi finds the vendor then). */
 static int rpim_vmpi_open(char *why, size_t whylen)
 {
-    const char *lib = NULL;
-    if (kumi_registry_listing()) {
+    if (kumi_registry_listing())
         snprintf(why, whylen, "joins jobs started by mpirun.openmpi / mpiexec.mpich (vendor library %s)",
                  rpim_vmpi_lib_param && rpim_vmpi_lib_param[0] ? rpim_vmpi_lib_param : VMPI_OMPI_LIB);
-        return KUMI_OK;
-    }
-    if (rpim_vmpi_wanted(&lib)) rpim_vmpi_join();
     return KUMI_OK;
 }
 

@@ -266,6 +266,18 @@ VMPI_FN int vmpi_attach(struct vmpi_vendor *v, vmpi_h *hdr, vmpi_h *pay, char *e
     return vmpi_resolve(v, err, errlen);
 }
 
+/* Which vendor launcher started this process (its default library), or
+ * NULL: Open MPI's mpirun (OMPI_COMM_WORLD_RANK) or a PMI-1 launcher such as
+ * MPICH's Hydra (PMI_RANK with PMI_FD or PMI_PORT); never a rank of Kumi's
+ * mpiexec (KUMI_RANK: rpim/fork's). */
+static inline const char *vmpi_launcher(void)
+{
+    if (getenv("KUMI_RANK")) return NULL;
+    if (getenv("OMPI_COMM_WORLD_RANK")) return "libmpi.so.40";
+    if (getenv("PMI_RANK") && (getenv("PMI_FD") || getenv("PMI_PORT"))) return "libmpich.so.12";
+    return NULL;
+}
+
 /* The vendor's text for an error code. */
 static inline const char *vmpi_errstr(const struct vmpi_vendor *v, int code, char *buf, int len)
 {
