@@ -62,6 +62,7 @@ static struct vsend *vs_head, *vs_tail;
 enum { RX_IDLE, RX_HDR, RX_PAY };
 static int rx_state = RX_IDLE;
 static char *rx_buf;            /* header + inline payload */
+static size_t rx_buf_cap;
 static uint64_t rx_req;
 static int rx_src;
 static struct kumi_hdr rx_hdr;
@@ -78,8 +79,7 @@ static void p2p_vmpi_register(void)
                              "rendezvous", KUMI_LEVEL_TUNER, &p2p_vmpi_eager);
     kumi_param_register_size("p2p", "vmpi", "inline", 8192,
                              "Largest payload sent in the same vendor message as its header (copied on "
-                             "both sides); larger ones follow as vendor messages of their own, sent in place "
-                             "(the same value in every rank)",
+                             "both sides); larger ones follow as vendor messages of their own, sent in place",
                              KUMI_LEVEL_TUNER, &p2p_vmpi_inline);
 }
 
@@ -108,7 +108,8 @@ static int p2p_vmpi_init(void)
     char err[600];
     if (vmpi_attach(&vv, &vc_hdr, &vc_pay, err, sizeof err) != 0)
         return kumi_error(MPI_ERR_OTHER, "p2p/vmpi: %s", err);
-    rx_buf = malloc((size_t)VMPI_HDR + p2p_vmpi_inline);
+    rx_buf_cap = (size_t)VMPI_HDR + p2p_vmpi_inline;
+    rx_buf = malloc(rx_buf_cap);
     if (!rx_buf) return kumi_error(MPI_ERR_NO_MEM, "p2p/vmpi: out of memory");
     rx_state = RX_IDLE;
     return MPI_SUCCESS;
@@ -255,6 +256,8 @@ static int p2p_vmpi_post_piece(void)
 /* A header (and maybe its payload) has arrived in rx_buf. */
 static void p2p_vmpi_got_header(int count)
 {
+    rx_state = RX_IDLE;
+    if (count < VMPI_HDR) return;          /* not one of ours (reported above) */
     memcpy(&rx_hdr, rx_buf, sizeof rx_hdr);
     size_t paylen = (size_t)rx_hdr.paylen;
     int inl = (size_t)count == (size_t)VMPI_HDR + paylen;
@@ -287,11 +290,17 @@ static int p2p_vmpi_progress_recv(void)
             vv.Get_count(&st, vv.byte, &count);
             rx_src = vmpi_st_int(&vv, &st, vv.st_source);
             int tag = vmpi_st_int(&vv, &st, vv.st_tag);
-            if (count < VMPI_HDR || (size_t)count > (size_t)VMPI_HDR + p2p_vmpi_inline) {
-                kumi_error(MPI_ERR_INTERN, "p2p/vmpi: a vendor message of %d bytes from rank %d (headers are "
-                           "%d..%zu): are all ranks' p2p_vmpi_inline the same?", count, rx_src, VMPI_HDR,
-                           (size_t)VMPI_HDR + p2p_vmpi_inline);
-                count = VMPI_HDR;      /* the vendor truncates: the rest is lost */
+            if ((size_t)count > rx_buf_cap) {       /* a sender with a larger p2p_vmpi_inline */
+                char *b = realloc(rx_buf, (size_t)count);
+                if (b) {
+                    rx_buf = b;
+                    rx_buf_cap = (size_t)count;
+                }
+            }
+            if (count < VMPI_HDR || (size_t)count > rx_buf_cap) {
+                kumi_error(MPI_ERR_INTERN, "p2p/vmpi: a vendor message of %d bytes from rank %d (headers "
+                           "are at least %d; out of memory?)", count, rx_src, VMPI_HDR);
+                count = count < VMPI_HDR ? count : VMPI_HDR;   /* the vendor truncates: the rest is lost */
             }
             rx_req = 0;
             rc = vv.Irecv(rx_buf, count, vv.byte, rx_src, tag, vc_hdr, &rx_req);
@@ -375,6 +384,7 @@ static void p2p_vmpi_finalize(void)
     vs_tail = NULL;
     free(rx_buf);
     rx_buf = NULL;
+    rx_buf_cap = 0;
     free(rx_bounce);
     rx_bounce = NULL;
     rx_bounce_cap = 0;
