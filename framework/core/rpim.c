@@ -134,6 +134,15 @@ int kumi_rpim_select(void)
         return kumi_error(MPI_ERR_OTHER, "started by mpiexec (rpim %s) but no rpim component could join the job%s%s",
                           launcher ? launcher : "?", msg[0] ? ": " : "", msg);
     }
+    if (getenv("OMPI_COMM_WORLD_RANK") && why != KUMI_UNAVAILABLE) {
+        /* started by Open MPI's mpirun: rpim/vmpi's job (rpim/pmix steps
+         * aside unless named), and it could not join */
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        kumi_mpi_error_string(why, msg, &len);
+        return kumi_error(MPI_ERR_OTHER, "started by Open MPI's mpirun (OMPI_COMM_WORLD_RANK=%s) but rpim/vmpi "
+                          "could not join the job: %s", getenv("OMPI_COMM_WORLD_RANK"), msg);
+    }
     if (getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK")) {
         /* started by a PMIx launcher (srun --mpi=pmix): a singleton here
          * would run the job's ranks as so many jobs of one, each rank 0 */

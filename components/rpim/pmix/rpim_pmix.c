@@ -233,6 +233,10 @@ static void rpim_pmix_node_name(void)
 static int rpim_pmix_env(void)
 {
     return !getenv("KUMI_RANK") &&                  /* mpiexec's rank: rpim/fork */
+           /* Open MPI's mpirun (a PMIx server too): rpim/vmpi's, whose vendor
+            * library would meet a second PMIx client of this process;
+            * MPI_COMPONENTS=rpim=pmix takes such a job through PMIx */
+           (!getenv("OMPI_COMM_WORLD_RANK") || kumi_component_named("rpim", "pmix")) &&
            getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK");
 }
 
