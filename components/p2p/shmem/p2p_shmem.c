@@ -3,6 +3,8 @@
  * verdicts), reaches, finalize, and the state the files share.  The design
  * is described in p2p_shmem.h. */
 #include "p2p_shmem.h"
+#include <sys/random.h>
+#include <time.h>
 
 /* parameters */
 size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
@@ -193,6 +195,12 @@ static int p2p_shmem_init(void)
     p2p_shmem_seg->nranks = p2p_shmem_size;
     p2p_shmem_seg->ringsize = p2p_shmem_ringsz;
     p2p_shmem_seg->hdrsize = p2p_shmem_hdrsize(p2p_shmem_size);
+    {                                     /* the key of the records' stamps (p2p_shmem.h) */
+        uint64_t key = 0;
+        if (getrandom(&key, sizeof key, GRND_NONBLOCK) != (ssize_t)sizeof key)
+            key = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)p2p_shmem_seg ^ (uint64_t)time(NULL);
+        p2p_shmem_seg->stampkey = key | 1;
+    }
     atomic_store(&p2p_shmem_seg->sleeping, 0);
     atomic_store_explicit((_Atomic uint64_t *)&p2p_shmem_seg->magic, P2P_SHMEM_MAGIC,
                           memory_order_release);

@@ -25,13 +25,28 @@
  * Rings.  Single producer / single consumer, lock-free: two 64-bit byte
  * counters (tail written by the sender, head by the receiver, each on its own
  * cache lines) over a power-of-two byte area; C11 acquire/release only.
- * Records are made of 64-byte cells: a record cell {type, aux, kumi_hdr}
- * (exactly one cache line), then for
+ * Records are made of 64-byte cells.  A record's first cell starts with a
+ * 64-bit stamp, a function of the record's ring position keyed with a random
+ * word of the ring's segment (p2p_shmem_stamp): the receiver learns that a
+ * record is there from the stamp in the cell itself, without reading the
+ * sender's tail counter (another cache line), and a stale cell of an earlier
+ * lap, payload bytes included, cannot pass for a record (it would have to
+ * hold the keyed stamp of this lap).  The sender writes the rest of the
+ * record first and the stamp last (release).  Kinds of records:
+ *   SHORT one cell {stamp, kind, flags, type, paylen, ctx, src, tag, seq,
+ *        sreq, up to 28 bytes of payload}: an eager message of at most 28
+ *        bytes (header and payload in one cache line, read once);
+ * the others have the cell {stamp, kumi_hdr} (hdr.reserved holds the
+ * type, hdr.pad the flags P2P_SHMEM_F_*; both are 0 again when the request
+ * layer sees the header; the type is the byte at offset 10 of either kind
+ * of cell), then for
  *   MSG  the payload inline (hdr.paylen bytes, padded to 64): eager copy-in /
- *        copy-out; a payload larger than the free space streams through the
- *        ring in pieces (the sender pushes more from progress() as the
- *        receiver frees space): this is also the pipelined two-copy path
- *        for large messages when CMA is not possible;
+ *        copy-out; written before the stamp when it fits the free space
+ *        (P2P_SHMEM_F_WHOLE: the receiver takes it at once); a payload larger
+ *        than the free space streams through the ring in pieces (the sender
+ *        pushes more from progress() as the receiver frees space, and the
+ *        tail counter says how far the receiver may read): this is also the
+ *        pipelined two-copy path for large messages when CMA is not possible;
  *   CMA  one more cell {address, cookie}: the receiver copies the payload
  *        with process_vm_readv straight from the sender's buffer into rx->dst
  *        (one copy), then answers with an ACK record carrying the cookie; the
@@ -90,6 +105,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +125,9 @@
 #define P2P_SHMEM_CTL      256                    /* ring control block */
 #define P2P_SHMEM_BATCH    64                     /* records read from one ring per progress() */
 
-enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK };
+enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK, P2P_SHMEM_REC_SHORT };
+#define P2P_SHMEM_F_WHOLE  1u                     /* MSG: the whole payload follows the record cell */
+#define P2P_SHMEM_SHORT_MAX 28                    /* payload bytes of a SHORT record */
 enum { P2P_SHMEM_CMA_UNKNOWN = 0, P2P_SHMEM_CMA_YES = 1, P2P_SHMEM_CMA_NO = 2 };
 
 struct p2p_shmem_seghdr {
@@ -118,7 +136,8 @@ struct p2p_shmem_seghdr {
     int32_t nranks;
     uint64_t ringsize;
     uint64_t hdrsize;
-    char pad0[64 - 32];
+    uint64_t stampkey;                    /* random: keys the stamps of this segment's rings */
+    char pad0[64 - 40];
     _Atomic int sleeping;                 /* 0 awake, 1 sleeping, 2 rung (own line) */
     char pad1[64 - sizeof(int)];
     _Atomic unsigned char canread[];      /* per sender: P2P_SHMEM_CMA_* */
@@ -131,10 +150,18 @@ struct p2p_shmem_ringctl {
     char pad1[128 - 8];
 };
 
-struct p2p_shmem_rec {                   /* one cell */
-    uint32_t type;
-    uint32_t aux;
-    struct kumi_hdr hdr;
+struct p2p_shmem_rec {                   /* one cell: MSG, CMA, ACK */
+    uint64_t stamp;
+    struct kumi_hdr hdr;                  /* reserved: the type; pad: P2P_SHMEM_F_* */
+};
+
+struct p2p_shmem_short {                 /* one cell: SHORT */
+    uint64_t stamp;
+    uint8_t kind, flags, type, paylen;
+    int32_t ctx, src, tag;
+    uint32_t seq;
+    uint32_t sreq_lo, sreq_hi;            /* (8-byte aligned it would not fit) */
+    char data[P2P_SHMEM_SHORT_MAX];
 };
 
 struct p2p_shmem_cmadesc {               /* the cell after a CMA record */
@@ -145,6 +172,9 @@ struct p2p_shmem_cmadesc {               /* the cell after a CMA record */
 };
 
 _Static_assert(sizeof(struct p2p_shmem_rec) == P2P_SHMEM_CELL, "record cell is one cache line");
+_Static_assert(sizeof(struct p2p_shmem_short) == P2P_SHMEM_CELL, "a short record is one cache line");
+_Static_assert(offsetof(struct p2p_shmem_short, type) == offsetof(struct p2p_shmem_rec, hdr.reserved),
+               "the type is at the same place in both kinds of cells");
 _Static_assert(sizeof(struct p2p_shmem_cmadesc) == P2P_SHMEM_CELL, "descriptor is one cell");
 _Static_assert(sizeof(struct p2p_shmem_ringctl) == P2P_SHMEM_CTL, "ring control size");
 
@@ -241,6 +271,37 @@ int p2p_shmem_busy(void);
 int p2p_shmem_reaches(int peer);
 
 /* ring helpers (inlined into the send and receive paths) */
+
+/* The stamp of the record at ring position pos of a ring of the segment
+ * keyed key (multiplication by an odd constant: a bijection of positions). */
+static inline uint64_t p2p_shmem_stamp(uint64_t key, uint64_t pos)
+{
+    return key ^ (pos * 0x9e3779b97f4a7c15ull);
+}
+
+/* The cell at ring position pos (cells never wrap). */
+static inline char *p2p_shmem_cell(char *data, uint64_t pos)
+{
+    return data + (size_t)(pos & (p2p_shmem_ringsz - 1));
+}
+
+/* Publish a record cell built in *c at ring position pos of p's ring: the
+ * rest first, the stamp last (release). */
+static inline void p2p_shmem_put_cell(struct p2p_shmem_peer *p, uint64_t pos, const void *c)
+{
+    char *cell = p2p_shmem_cell(p->odata, pos);
+    memcpy(cell + 8, (const char *)c + 8, P2P_SHMEM_CELL - 8);
+    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, pos),
+                          memory_order_release);
+}
+
+/* Is there a record at our head of p's ring (ring peer -> me)? */
+static inline int p2p_shmem_rec_ready(const struct p2p_shmem_peer *p)
+{
+    uint64_t s = atomic_load_explicit((_Atomic uint64_t *)(void *)p2p_shmem_cell(p->idata, p->ihead),
+                                      memory_order_acquire);
+    return s == p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead);
+}
 
 static inline uint64_t p2p_shmem_round(uint64_t n)
 {

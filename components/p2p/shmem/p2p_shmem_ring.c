@@ -12,38 +12,77 @@ static inline int p2p_shmem_use_cma(struct p2p_shmem_peer *p, const struct kumi_
     return p2p_shmem_peer_cma(p);
 }
 
+/* A SHORT record can carry op: an eager message of at most
+ * P2P_SHMEM_SHORT_MAX bytes, all of it in this record. */
+static inline int p2p_shmem_short_ok(const struct kumi_sendop *op)
+{
+    return (op->hdr.kind == KUMI_HDR_EAGER || op->hdr.kind == KUMI_HDR_EAGER_SYNC) &&
+           op->hdr.paylen <= P2P_SHMEM_SHORT_MAX && op->hdr.len == op->hdr.paylen && op->hdr.rreq == 0;
+}
+
 /* Write as much of op as fits.  Returns 1 when op is fully written (the
  * caller then publishes, unlinks and completes or parks it), 0 otherwise. */
 static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, int *hdr_done)
 {
     if (!*hdr_done) {
+        if (p2p_shmem_short_ok(op)) {                 /* header and payload in one cell */
+            struct p2p_shmem_short c;
+            if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
+            c.kind = op->hdr.kind;
+            c.flags = op->hdr.flags;
+            c.type = P2P_SHMEM_REC_SHORT;
+            c.paylen = (uint8_t)op->hdr.paylen;
+            c.ctx = op->hdr.ctx;
+            c.src = op->hdr.src;
+            c.tag = op->hdr.tag;
+            c.seq = op->hdr.seq;
+            c.sreq_lo = (uint32_t)op->hdr.sreq;
+            c.sreq_hi = (uint32_t)(op->hdr.sreq >> 32);
+            if (op->hdr.paylen) memcpy(c.data, op->payload, (size_t)op->hdr.paylen);
+            p2p_shmem_put_cell(p, p->otail, &c);
+            p->otail += P2P_SHMEM_CELL;
+            op->toff = (size_t)op->hdr.paylen;
+            op->tptr = NULL;
+            *hdr_done = 1;
+            return 1;
+        }
         struct p2p_shmem_rec rec;
         int cma = p2p_shmem_use_cma(p, op);
         size_t need = P2P_SHMEM_CELL * (cma ? 2u : 1u);
         if (p2p_shmem_ofree(p, need) < need) return 0;
-        rec.aux = 0;
         rec.hdr = op->hdr;
+        rec.hdr.pad = 0;
+        op->toff = 0;
+        op->tptr = NULL;
         if (op->hdr.kind == 0) {                      /* an ACK of ours */
-            rec.type = P2P_SHMEM_REC_ACK;
+            rec.hdr.reserved = P2P_SHMEM_REC_ACK;
         } else if (cma) {
             struct p2p_shmem_cmadesc d;
-            rec.type = P2P_SHMEM_REC_CMA;
+            rec.hdr.reserved = P2P_SHMEM_REC_CMA;
             memset(&d, 0, sizeof d);
             d.addr = (uint64_t)(uintptr_t)op->payload;
             d.cookie = (uint64_t)(uintptr_t)op;
             d.pid = (int32_t)getpid();
             p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, &d, sizeof d);
+            op->tptr = (void *)op;                     /* non-NULL: waits for an ACK */
         } else {
-            rec.type = P2P_SHMEM_REC_MSG;
+            rec.hdr.reserved = P2P_SHMEM_REC_MSG;
+            size_t paylen = (size_t)op->hdr.paylen;
+            size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
+            if (paylen && p2p_shmem_ofree(p, whole) >= whole) {   /* the payload first, then the record */
+                p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, op->payload, paylen);
+                rec.hdr.pad = P2P_SHMEM_F_WHOLE;
+                need = whole;
+                op->toff = paylen;
+            }
         }
-        p2p_shmem_put(p, p->otail, &rec, sizeof rec);
+        p2p_shmem_put_cell(p, p->otail, &rec);
         p->otail += need;
-        op->toff = 0;
-        op->tptr = cma ? (void *)op : NULL;            /* non-NULL: waits for an ACK */
         *hdr_done = 1;
-        if (rec.type != P2P_SHMEM_REC_MSG) return 1;
+        if (rec.hdr.reserved != P2P_SHMEM_REC_MSG) return 1;
     }
-    /* inline payload, in pieces as space allows */
+    /* inline payload, in pieces as space allows (the receiver reads up to
+     * the tail counter) */
     {
         size_t paylen = (size_t)op->hdr.paylen;
         while (op->toff < paylen) {
@@ -188,19 +227,58 @@ static void p2p_shmem_got_ack(int peer, struct p2p_shmem_peer *p, const struct p
     kumi_warn("p2p/shmem: ACK from rank %d for an unknown transfer", peer);
 }
 
+/* A record (not SHORT) whose header and whole payload are in the ring at
+ * our head: hand it over and step past it. */
+static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struct kumi_hdr *h)
+{
+    p->ihdr = *h;
+    size_t paylen = (size_t)h->paylen;
+    struct kumi_rx *rx = kumi_p2p_incoming(peer, &p->ihdr);
+    if (rx) {
+        if (rx->dst && paylen) {
+            size_t k = rx->cap < paylen ? rx->cap : paylen;
+            if (k) p2p_shmem_get(p, p->ihead + P2P_SHMEM_CELL, rx->dst, k);
+        }
+        rx->got = paylen;
+        kumi_p2p_rx_done(rx);
+    }
+    p->ihead += P2P_SHMEM_CELL + p2p_shmem_round(paylen);
+}
+
+/* A SHORT record at our head. */
+static void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_short *c)
+{
+    struct kumi_hdr *h = &p->ihdr;
+    memset(h, 0, sizeof *h);
+    h->kind = c->kind;
+    h->flags = c->flags;
+    h->ctx = c->ctx;
+    h->src = c->src;
+    h->tag = c->tag;
+    h->seq = c->seq;
+    h->len = h->paylen = c->paylen;
+    h->sreq = (uint64_t)c->sreq_hi << 32 | c->sreq_lo;
+    struct kumi_rx *rx = kumi_p2p_incoming(peer, h);
+    p->ihead += P2P_SHMEM_CELL;
+    if (rx) {
+        if (rx->dst && c->paylen) memcpy(rx->dst, c->data, rx->cap < c->paylen ? rx->cap : c->paylen);
+        rx->got = c->paylen;
+        kumi_p2p_rx_done(rx);
+    }
+}
+
 /* Read what ring peer -> me holds.  Returns 1 if anything happened. */
 int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
 {
     int did = 0, recs = 0;
     uint64_t h0 = p->ihead;
     for (;;) {
-        size_t avail = (size_t)(p->itail - p->ihead);
-        if (avail == 0 || (!p->in_msg && avail < P2P_SHMEM_CELL)) {
-            p->itail = atomic_load_explicit(&p->ictl->tail, memory_order_acquire);
-            avail = (size_t)(p->itail - p->ihead);
-            if (avail == 0) break;
-        }
-        if (p->in_msg) {
+        if (p->in_msg) {                     /* a streamed payload: up to the tail */
+            if (p->itail <= p->ihead) {
+                p->itail = atomic_load_explicit(&p->ictl->tail, memory_order_acquire);
+                if (p->itail <= p->ihead) break;
+            }
+            size_t avail = (size_t)(p->itail - p->ihead);
             size_t left = p->paylen - p->paygot;
             size_t n = left < avail ? left : avail;
             struct kumi_rx *rx = p->rx;
@@ -219,32 +297,39 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
             }
             did = 1;
         } else {
+            if (!p2p_shmem_rec_ready(p)) break;
+            const char *cell = p2p_shmem_cell(p->idata, p->ihead);
             struct p2p_shmem_rec rec;
-            if (avail < P2P_SHMEM_CELL) break;
-            p2p_shmem_get(p, p->ihead, &rec, sizeof rec);
-            if (rec.type == P2P_SHMEM_REC_CMA) {
+            memcpy(&rec, cell, sizeof rec);
+            /* the type is the byte at offset 10 in both kinds of cells (a
+             * SHORT cell's paylen follows it) */
+            unsigned type = (unsigned char)cell[offsetof(struct p2p_shmem_short, type)], fl = rec.hdr.pad;
+            rec.hdr.reserved = 0;
+            rec.hdr.pad = 0;
+            if (type == P2P_SHMEM_REC_SHORT) {
+                struct p2p_shmem_short c;
+                memcpy(&c, cell, sizeof c);
+                p2p_shmem_take_short(peer, p, &c);
+                recs++;
+            } else if (type == P2P_SHMEM_REC_CMA) {
                 struct p2p_shmem_cmadesc d;
-                if (avail < 2 * P2P_SHMEM_CELL) break;
                 p2p_shmem_get(p, p->ihead + P2P_SHMEM_CELL, &d, sizeof d);
                 p->ihead += 2 * P2P_SHMEM_CELL;
                 p2p_shmem_do_cma(peer, p, &rec, &d);
-            } else if (rec.type == P2P_SHMEM_REC_ACK) {
+            } else if (type == P2P_SHMEM_REC_ACK) {
                 p->ihead += P2P_SHMEM_CELL;
                 p2p_shmem_got_ack(peer, p, &rec);
-            } else {
+            } else if (fl & P2P_SHMEM_F_WHOLE || rec.hdr.paylen == 0) {
+                p2p_shmem_take_whole(peer, p, &rec.hdr);
+                recs++;
+            } else {                         /* the payload streams after the record */
                 p->ihead += P2P_SHMEM_CELL;
                 p->ihdr = rec.hdr;
                 p->paylen = (size_t)rec.hdr.paylen;
                 p->paygot = 0;
                 p->rx = kumi_p2p_incoming(peer, &p->ihdr);
                 if (p->rx) p->rx->got = 0;
-                if (p->paylen == 0) {
-                    p->in_msg = 1;
-                    p2p_shmem_finish_msg(p);
-                } else {
-                    p->in_msg = 1;
-                }
-                if (p->paylen == 0) recs++;
+                p->in_msg = 1;
             }
             did = 1;
         }
@@ -289,7 +374,9 @@ int p2p_shmem_pending(void)
 {
     for (int i = 0; i < p2p_shmem_nlocal; i++) {
         struct p2p_shmem_peer *p = &p2p_shmem_peers[p2p_shmem_local[i]];
-        if (atomic_load_explicit(&p->ictl->tail, memory_order_acquire) != p->ihead) return 1;
+        if (p->in_msg ? atomic_load_explicit(&p->ictl->tail, memory_order_acquire) > p->ihead
+                      : p2p_shmem_rec_ready(p))
+            return 1;
         if (p->qhead && p->seg &&
             atomic_load_explicit(&p->octl->head, memory_order_acquire) != p->ohead)
             return 1;
