@@ -253,7 +253,12 @@ int kumi_attr_get(const char *fn, struct kumi_attr *list, int kind, int keyval, 
         case MPI_HOST: p = &host; break;
         case MPI_IO: p = &io; break;
         case MPI_WTIME_IS_GLOBAL: p = &wtime_global; break;
-        case MPI_APPNUM: p = &appnum; break;
+        case MPI_APPNUM: {                 /* the command of MPI_Comm_spawn_multiple (mpi/dpm_spawn.c) */
+            const char *a = getenv("KUMI_APPNUM");
+            appnum = a && *a ? atoi(a) : 0;
+            p = &appnum;
+            break;
+        }
         case MPI_LASTUSEDCODE: p = &kumi_err_lastusedcode; break;
         case MPI_UNIVERSE_SIZE: universe = universe_size(); p = &universe; break;
         }

@@ -172,6 +172,7 @@ int kumi_mpi_comm_free(MPI_Comm *comm)
     if (rc) return kumi_err_handle(c, rc);
     rc = kumi_buffer_comm_free(c);      /* its buffer (MPI_Comm_attach_buffer): messages go out, detached */
     if (rc) return kumi_err_handle(c, rc);
+    kumi_dpm_comm_freed(c);             /* MPI_Comm_get_parent: MPI_COMM_NULL from now on */
     kumi_comm_release(c);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;

@@ -1,5 +1,4 @@
-/* Dynamic processes, communicators: MPI_Comm_disconnect and
- * MPI_Comm_get_parent (MPI-4.1 sec. 11.8.2 and 11.3.2).
+/* Dynamic processes, communicators: MPI_Comm_disconnect (MPI-4.1 sec. 11.8.2).
  *
  * MPI_Comm_disconnect works on any communicator the program created (intra
  * or inter): collective over it; the standard lets it be called only once
@@ -9,10 +8,7 @@
  * addressed to it), then the communicator is freed as by MPI_Comm_free and
  * the handle becomes MPI_COMM_NULL.  A predefined communicator is
  * MPI_ERR_COMM.
- *
- * MPI_Comm_get_parent: the intercommunicator to the parents of a process
- * started by MPI_Comm_spawn / spawn_multiple; Kumi starts processes only
- * through mpiexec (no spawn yet), so every process has none: MPI_COMM_NULL. */
+ * (MPI_Comm_get_parent: mpi/dpm_spawn.c.) */
 #include "mpi/mpi_front.h"
 
 int kumi_mpi_comm_disconnect(MPI_Comm *comm)
@@ -27,12 +23,4 @@ int kumi_mpi_comm_disconnect(MPI_Comm *comm)
     int rc = kumi_coll_barrier(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, c);
     if (rc) return kumi_err_handle(c, rc);
     return kumi_mpi_comm_free(comm);
-}
-
-int kumi_mpi_comm_get_parent(MPI_Comm *parent)
-{
-    if (!parent)
-        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "MPI_Comm_get_parent: argument parent is NULL"));
-    *parent = MPI_COMM_NULL;
-    return MPI_SUCCESS;
 }

@@ -39,6 +39,7 @@ static void framework_register_params(void)
     kumi_memkinds_register_params();
     kumi_coll_register_params();
     kumi_dpm_register_params();
+    kumi_dpm_register_spawn_params();
 }
 
 /* When libmpi is loaded (before kumi_info, mpiexec or MPI_Init open the registry). */
@@ -107,6 +108,7 @@ int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
     if (kumi_thread_level == MPI_THREAD_MULTIPLE) kumi_mt = true;
     if (provided) *provided = kumi_thread_level;
     kumi_state = KUMI_STATE_INIT;
+    if ((rc = kumi_dpm_child_init())) init_fail(rc);   /* started by MPI_Comm_spawn: connect to the parents */
     return MPI_SUCCESS;
 }
 

@@ -83,6 +83,12 @@ int kumi_dpm_connect(const char *fn, const char *port, MPI_Info info, int root, 
 /* The same over a socket connected to the root of the other side (fd at
  * root only, not closed here; accept: 1 on one side, 0 on the other; the
  * roots exchange within kumi_dpm_timeout seconds). */
+/* (mpi/dpm_spawn.c) MPI_Comm_spawn's other half: a child connects to its
+ * parents at the end of MPI_Init (KUMI_DPM_PARENT_PORT); the parent
+ * intercommunicator is forgotten when freed; kumi_dpm_spawn_timeout. */
+int kumi_dpm_child_init(void);
+void kumi_dpm_comm_freed(struct kumi_comm *c);
+void kumi_dpm_register_spawn_params(void);
 int kumi_dpm_bridge_fd(const char *fn, int fd, int accept, int root, struct kumi_comm *comm, MPI_Comm *newcomm);
 
 /* ---------------------------------------------------- intercommunicators */

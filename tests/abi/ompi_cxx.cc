@@ -4,7 +4,7 @@
  * Bcast; Allreduce with MPI::SUM and with user MPI::Ops (two alive at once, 200 created and freed, 100 alive at once); Create_contiguous; Split, Dup,
  * Create_cart (Get_coords, Shift); Grequest::Start and Create_keyval with C++ callbacks; virtual calls on MPI::COMM_WORLD through a reference;
  * a C++ error handler from Comm::Create_errhandler, 40 of them with 40 functions; MPI::ERRORS_THROW_EXCEPTIONS: bad calls throw MPI::Exception with the right class, caught (also
- * from Spawn, which Kumi lacks); ERRORS_RETURN again. */
+ * from Spawn of a program that does not exist); ERRORS_RETURN again. */
 #include <mpi.h>
 #include <cstdio>
 #include <cstdlib>
@@ -271,14 +271,16 @@ int main(int argc, char **argv)
         thrown = e.Get_error_class() == MPI::ERR_COUNT;
     }
     CHECK(thrown, "no ERR_COUNT exception for a negative count");
-    /* a procedure Kumi lacks (dynamic processes): the error handler throws through the C frames */
+    /* dynamic processes: spawning a program that does not exist fails with
+     * MPI::ERR_SPAWN at every rank, thrown through the C frames */
     thrown = false;
     try {
-        MPI::Intercomm ic = MPI::COMM_WORLD.Spawn("true", (const char **)0, 1, MPI::INFO_NULL, 0);
+        MPI::Intercomm ic = MPI::COMM_WORLD.Spawn("/nonexistent/kumi-no-such-program", (const char **)0, 1,
+                                                  MPI::INFO_NULL, 0);
     } catch (MPI::Exception &e) {
-        thrown = e.Get_error_class() == MPI_ERR_UNSUPPORTED_OPERATION;
+        thrown = e.Get_error_class() == MPI::ERR_SPAWN;
     }
-    CHECK(thrown, "no ERR_UNSUPPORTED_OPERATION exception from Spawn");
+    CHECK(thrown, "no ERR_SPAWN exception from Spawn of a program that does not exist");
     MPI::COMM_WORLD.Set_errhandler(MPI::ERRORS_RETURN);
     int rc = MPI_Send(&one, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
     CHECK(rc != MPI_SUCCESS, "ERRORS_RETURN");
