@@ -154,6 +154,7 @@ static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
     u64 first, np, off;
     unsigned int i;
     int got;
+    bool wrote = true;
 
     memset(b, 0, sizeof *b);
     if (!len) return 0;
@@ -166,14 +167,23 @@ static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
     b->pages = kvmalloc_array(np, sizeof *b->pages, GFP_KERNEL);
     b->bv = kvmalloc_array(np, sizeof *b->bv, GFP_KERNEL);
     if (!b->pages || !b->bv) { kvfree(b->pages); kvfree(b->bv); b->pages = NULL; b->bv = NULL; return -ENOMEM; }
-    got = pin_user_pages_fast(first, (int)np, write ? FOLL_WRITE : 0, b->pages);
+    /* Pinned for writing even where the module only reads: a read-only pin of
+     * anonymous memory not written yet would get the shared zero page, not
+     * what the rank writes there later; read-only mappings (constant data)
+     * are pinned read-only. */
+    got = pin_user_pages_fast(first, (int)np, FOLL_WRITE | FOLL_LONGTERM, b->pages);
+    if (got != (int)np && !write) {
+        if (got > 0) unpin_user_pages(b->pages, got);
+        got = pin_user_pages_fast(first, (int)np, FOLL_LONGTERM, b->pages);
+        wrote = false;
+    }
     if (got != (int)np) {
         if (got > 0) unpin_user_pages(b->pages, got);
         kvfree(b->pages); kvfree(b->bv);
         b->pages = NULL; b->bv = NULL;
         return -EFAULT;
     }
-    b->addr = addr; b->len = len; b->np = (unsigned int)np; b->write = write;
+    b->addr = addr; b->len = len; b->np = (unsigned int)np; b->write = wrote;
     for (i = 0; i < np; i++) {
         u64 o = i ? 0 : off, l = min_t(u64, PAGE_SIZE - o, off + len - ((u64)i << PAGE_SHIFT) - o);
         b->bv[i].bv_page = b->pages[i];
