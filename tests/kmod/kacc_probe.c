@@ -63,7 +63,7 @@ static void tcp_pair(int *pa, int *pb)
 #define NMAX 64
 static struct kacc_node *N;
 static uint32_t *S, n, ns;
-static uint32_t sl_[NMAX][8], sc_[NMAX];
+static uint32_t sl_[NMAX][NMAX], sc_[NMAX];
 
 static void begin(void)
 {
@@ -225,6 +225,34 @@ static void fuzz(void)
         expect_err("START of a running schedule", ioctl(dev, KACC_IOC_START, &r.id), &cases);
         ioctl(dev, KACC_IOC_UNREGISTER, &r.id);           /* running: freed with the file */
     }
+    /* random DAGs of valid nodes (messages between the pair's ends, CALC, COPY, steps of
+     * the process): registered, run for a moment, dropped (running ones go with the file) */
+    int ran = 0;
+    for (int it = 0; it < 200; it++) {
+        begin();
+        uint32_t m = 1 + (uint32_t)rand() % 10;
+        for (uint32_t i = 0; i < m; i++) {
+            static const int kinds[] = { KACC_SEND, KACC_RECV, KACC_CALC, KACC_COPY, KACC_NOP };
+            int kd = kinds[rand() % 5];
+            uint64_t len = (uint64_t)(rand() % 64) * 8;
+            uint32_t y = node(kd, kd == KACC_SEND ? pa : kd == KACC_RECV ? pb : -1, buf + rand() % 2048,
+                              buf + 4096 + rand() % 2048, len);
+            N[y].tag = rand() % 4;
+            if (kd == KACC_CALC) { N[y].type = (uint8_t)(KACC_T_I64 + rand() % 4); N[y].op = (uint8_t)(1 + rand() % 4); }
+            if (kd == KACC_NOP && rand() % 2) N[y].flags = KACC_F_USER_PRE;
+            edge(0, y);
+            for (uint32_t j = 2; j < y; j++) if (rand() % 4 == 0) edge(j, y);
+            edge(y, 1);
+        }
+        r = seal();
+        if (ioctl(dev, KACC_IOC_REGISTER, &r) == 0) {
+            if (ioctl(dev, KACC_IOC_START, &r.id) == 0 && wait_done(r.id, 30) == 0) ran++;
+            ioctl(dev, KACC_IOC_UNREGISTER, &r.id);
+        } else {
+            printf("FAIL fuzz: a valid random DAG was refused (%s)\n", strerror(errno));
+            fails++;
+        }
+    }
     /* random node arrays: refused, or registered and run without harm */
     srand(12345);
     int accepted = 0;
@@ -250,7 +278,8 @@ static void fuzz(void)
         }
     }
     char d[128];
-    snprintf(d, sizeof d, "(%d bad inputs refused; %d of 400 random arrays accepted)", cases, accepted);
+    snprintf(d, sizeof d, "(%d bad inputs refused; 200 random DAGs registered, %d ran to the end; %d of 400 "
+             "random arrays accepted)", cases, ran, accepted);
     verdict(fails == 0, "fuzz", d);
 }
 

@@ -22,12 +22,12 @@ MPIEXEC=$INST/bin/mpiexec
 cd "$TESTBIN"
 for n in $NS; do
     for t in $TESTS; do
-        r0=$(stat_of runs_done); b0=$(stat_of bytes_recv); s=$(date +%s)
+        r0=$(stat_of runs_done); b0=$(stat_of bytes_recv); u0=$(stat_of user_nodes); s=$(date +%s)
         out=$(KUMI_VERBOSE=${VERBOSE:-1} timeout 100 $MPIEXEC --timeout ${JOB_TIMEOUT:-90} -n $n ./$t 2>&1); rc=$?
-        r1=$(stat_of runs_done); b1=$(stat_of bytes_recv); e=$(date +%s)
+        r1=$(stat_of runs_done); b1=$(stat_of bytes_recv); u1=$(stat_of user_nodes); e=$(date +%s)
         used=$(echo "$out" | grep -cE 'sched_engine=kmod: [1-9][0-9]* schedule runs in the kernel')
         if [ $rc = 0 ] && [ "$used" = "$n" ] && [ $((r1 - r0)) -gt 0 ] && [ $((b1 - b0)) -gt 0 ]; then
-            say "PASS $t-$n ($((e - s)) s; module: $((r1 - r0)) runs, $((b1 - b0)) bytes received)"
+            say "PASS $t-$n ($((e - s)) s; module: $((r1 - r0)) runs, $((b1 - b0)) bytes received, $((u1 - u0)) node steps left to the ranks)"
         else
             echo "$out" | tail -25 | sed 's/^/KMODVM-OUT: /'
             say "FAIL $t-$n (exit $rc; $used of $n ranks ran schedules in the kernel; module: $((r1 - r0)) runs, $((b1 - b0)) bytes)"
