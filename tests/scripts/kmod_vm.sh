@@ -3,9 +3,10 @@
 # virtual machine: this machine's kernel loads no modules, so the module is built against
 # Debian's packaged kernel headers and tested under QEMU (TCG) booting that kernel with a
 # busybox initramfs holding the module, Kumi's installed tree, the test programs and their
-# shared libraries.  Inside (tests/kmod/vm-init.sh): 2 and 4 ranks of nbc_basic, nbc_persist
-# and cad_ring over loopback TCP with the kmod engine (values checked by the programs; every
-# rank ran schedules in the kernel; the module's counters moved), the fall-back when the
+# shared libraries.  Inside (tests/kmod/vm-init.sh): 2 and 4 ranks of nbc_basic, nbc_persist,
+# cad_ring and nbc_types over loopback TCP with the kmod engine (values checked by the
+# programs; every rank ran schedules in the kernel; the module's counters moved; nbc_types'
+# derived datatypes and user-defined op took node steps of the ranks), the fall-back when the
 # module's ABI is not the library's, the module alone (kacc_probe: CALC / COPY / messages,
 # bad input and random node arrays refused, rmmod refused while a schedule runs, a killed
 # owner's schedule freed), a clean kernel log and rmmod.  The host parses the verdicts
@@ -31,7 +32,7 @@ command -v cpio >/dev/null || skip "no cpio (apt-get install cpio)"
 INST=${KUMI_INSTALL_DIR:-$top_srcdir/_install}
 [ -x "$INST/bin/mpiexec" ] && [ -f "$INST/lib/libmpi.so" ] || { echo "no installed Kumi in $INST (make install)"; exit 1; }
 TESTBIN=${TESTBIN:-$top_builddir/tests/mpi}
-TESTS=${KUMI_KMOD_VM_TESTS:-nbc_basic nbc_persist cad_ring}
+TESTS=${KUMI_KMOD_VM_TESTS:-nbc_basic nbc_persist cad_ring nbc_types}
 for t in $TESTS; do [ -x "$TESTBIN/$t" ] || { echo "no test program $TESTBIN/$t (make check-programs)"; exit 1; }; done
 
 work=$(mktemp -d /tmp/kumi-kmodvm.XXXXXX)
@@ -77,6 +78,7 @@ TESTBIN=$TESTBIN
 PROBE=/bin/kacc_probe
 NS="${KUMI_KMOD_VM_NS:-2 4}"
 TESTS="$TESTS"
+USER_TESTS="nbc_types"
 VERBOSE=${KUMI_KMOD_VM_VERBOSE:-1}
 JOB_TIMEOUT=${KUMI_KMOD_VM_JOB_TIMEOUT:-90}
 EOF
