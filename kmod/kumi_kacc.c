@@ -56,6 +56,7 @@
 #include "kacc_calc.h"
 
 #define KACC_MAX_MSG  (1ull << 34)     /* bytes of one message / buffer */
+#define KACC_MAX_TMP  ((u64)INT_MAX)   /* bytes of a kernel copy (unexpected or truncated message) */
 
 static struct workqueue_struct *kacc_wq;
 static struct {
@@ -528,7 +529,8 @@ static void got_header(struct kpeer *p)
         if (o->h.ctx != p->h.ctx || o->h.tag != p->h.tag) continue;
         list_del(&o->link);
         p->cur = o;
-        if (p->plen > o->s->b1[o->node].len && !(p->tmp = kvmalloc(p->plen, GFP_KERNEL))) {
+        if (p->plen > o->s->b1[o->node].len &&
+            (p->plen > KACC_MAX_TMP || !(p->tmp = kvmalloc(p->plen, GFP_KERNEL | __GFP_NOWARN)))) {
             p->cur = NULL;
             set_err(o->s, -ENOMEM);
             node_done(o->s, o->node);
@@ -540,7 +542,7 @@ static void got_header(struct kpeer *p)
         return;
     }
     x = kzalloc(sizeof *x, GFP_KERNEL);
-    if (!x || (p->plen && !(x->data = kvmalloc(p->plen, GFP_KERNEL)))) {
+    if (!x || (p->plen && (p->plen > KACC_MAX_TMP || !(x->data = kvmalloc(p->plen, GFP_KERNEL | __GFP_NOWARN))))) {
         kfree(x);
         peer_fail(p, -ENOMEM);
         return;
@@ -781,7 +783,7 @@ static int do_register(struct kctx *c, struct kacc_reg *r)
     struct ksched *s;
     u32 i;
     int err, id;
-    if (!c->area) return -ENXIO;
+    if (!smp_load_acquire(&c->area)) return -ENXIO;
     if (r->n < 2 || r->n > KACC_MAX_NODES || r->nsucc > 8 * (u64)KACC_MAX_NODES ||
         !in_area(c, r->nodes_off, (u64)r->n * sizeof(struct kacc_node), 8) ||
         !in_area(c, r->succ_off, (u64)r->nsucc * 4, 4) ||

@@ -490,7 +490,7 @@ static void kx_free(struct kx *x)
         for (uint32_t i = 0; i < x->s->n; i++) free(x->tmp[i]);
         free(x->tmp);
     }
-    if (x->len) area_free(x->off, x->len);
+    if (x->len && up) area_free(x->off, x->len);
     free(x);
 }
 
