@@ -54,6 +54,12 @@ if [ -x "$PROBE" ]; then
     else say "FAIL rmmod-refused-while-running ($(cat /tmp/hang.out))"; fi
     kill -9 $hp; wait $hp 2>/dev/null
 fi
+if [ -n "${BENCH:-}" ] && [ -x "$TESTBIN/overlap" ]; then     # numbers only (kmod_vm.sh KUMI_KMOD_VM_BENCH=1)
+    for e in loop thread uring kmod; do
+        KUMI_BASE_SCHED_ENGINE=$e timeout 300 $MPIEXEC --timeout 280 -n 2 ./overlap $BENCH 2>&1 |
+            grep -E '^(ovl|# overlap)' | sed "s/^/KMODVM-BENCH: $e /"
+    done
+fi
 cat /proc/kumi_kacc | sed 's/^/KMODVM-STAT: /'
 if dmesg | grep -qE 'BUG|Oops|WARNING|general protection|kernel panic'; then
     dmesg | grep -E -A5 'BUG|Oops|WARNING|general protection' | head -40 | sed 's/^/KMODVM-DMESG: /'

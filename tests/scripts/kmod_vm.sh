@@ -61,6 +61,11 @@ cp -a "$INST/." "$root$INST/"
 rm -rf "$root$INST/include"
 for t in $TESTS; do cp "$TESTBIN/$t" "$root$TESTBIN/"; done
 cp "$work/kacc_probe" "$root/bin/kacc_probe"
+# KUMI_KMOD_VM_BENCH=1: also tests/bench/overlap.c on each engine (numbers only, no verdict)
+if [ "${KUMI_KMOD_VM_BENCH:-0}" = 1 ]; then
+    KUMI_KMOD_VM_BENCH_ARGS=${KUMI_KMOD_VM_BENCH_ARGS:--s 8,65536,1048576 -k 0,1 -r 5}
+    "$INST/bin/mpicc" -O2 -o "$root$TESTBIN/overlap" "$top_srcdir/tests/bench/overlap.c" || { echo "FAIL: overlap.c"; exit 1; }
+fi
 echo "root:x:0:0:root:/tmp:/bin/sh" > "$root/etc/passwd"
 echo "127.0.0.1 localhost kmodvm" > "$root/etc/hosts"
 echo kmodvm > "$root/etc/hostname"
@@ -81,6 +86,7 @@ TESTS="$TESTS"
 USER_TESTS="nbc_types"
 VERBOSE=${KUMI_KMOD_VM_VERBOSE:-1}
 JOB_TIMEOUT=${KUMI_KMOD_VM_JOB_TIMEOUT:-90}
+BENCH="${KUMI_KMOD_VM_BENCH_ARGS:-}"
 EOF
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$work/initramfs.cpio.gz"
 t1=$(date +%s)
