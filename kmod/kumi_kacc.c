@@ -61,7 +61,7 @@
 static struct workqueue_struct *kacc_wq;
 static struct {
     atomic64_t registered, runs, runs_done, nodes, user_nodes, bytes_sent, bytes_recv, calc_elems, copies,
-               unexpected, rejected, peers;
+               unexpected, rejected, peers, contexts, pinned_pages;
 } st;
 
 struct kbuf {
@@ -142,6 +142,7 @@ struct kctx {
 static void kb_free(struct kbuf *b)
 {
     if (b->pages) {
+        atomic64_sub(b->np, &st.pinned_pages);
         if (b->write) unpin_user_pages_dirty_lock(b->pages, b->np, true);
         else unpin_user_pages(b->pages, b->np);
     }
@@ -185,6 +186,7 @@ static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
         return -EFAULT;
     }
     b->addr = addr; b->len = len; b->np = (unsigned int)np; b->write = wrote;
+    atomic64_add(np, &st.pinned_pages);
     for (i = 0; i < np; i++) {
         u64 o = i ? 0 : off, l = min_t(u64, PAGE_SIZE - o, off + len - ((u64)i << PAGE_SHIFT) - o);
         b->bv[i].bv_page = b->pages[i];
@@ -901,6 +903,8 @@ static void stats_get(struct kacc_stats *o)
     o->unexpected = atomic64_read(&st.unexpected);
     o->rejected = atomic64_read(&st.rejected);
     o->peers = atomic64_read(&st.peers);
+    o->contexts = atomic64_read(&st.contexts);
+    o->pinned_pages = atomic64_read(&st.pinned_pages);
 }
 
 static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
@@ -975,6 +979,7 @@ static int kacc_open(struct inode *ino, struct file *f)
     init_waitqueue_head(&c->wq);
     c->cpu = -1;
     f->private_data = c;
+    atomic64_inc(&st.contexts);
     return 0;
 }
 
@@ -1000,6 +1005,7 @@ static int kacc_release(struct inode *ino, struct file *f)
     vfree(c->area);
     kfree(c->scratch);
     kfree(c);
+    atomic64_dec(&st.contexts);
     return 0;
 }
 
@@ -1058,8 +1064,9 @@ static int stats_show(struct seq_file *m, void *v)
     stats_get(&o);
     seq_printf(m, "abi %u\nregistered %llu\nruns %llu\nruns_done %llu\nnodes %llu\nuser_nodes %llu\n"
                "bytes_sent %llu\nbytes_recv %llu\ncalc_elems %llu\ncopies %llu\nunexpected %llu\n"
-               "rejected %llu\npeers %llu\n", KACC_ABI_VERSION, o.registered, o.runs, o.runs_done, o.nodes,
-               o.user_nodes, o.bytes_sent, o.bytes_recv, o.calc_elems, o.copies, o.unexpected, o.rejected, o.peers);
+               "rejected %llu\npeers %llu\ncontexts %llu\npinned_pages %llu\n", KACC_ABI_VERSION, o.registered,
+               o.runs, o.runs_done, o.nodes, o.user_nodes, o.bytes_sent, o.bytes_recv, o.calc_elems, o.copies,
+               o.unexpected, o.rejected, o.peers, o.contexts, o.pinned_pages);
     return 0;
 }
 

@@ -32,7 +32,7 @@ typedef int64_t __s64;
 #endif
 
 /* Changes whenever anything below changes: the library refuses another. */
-#define KACC_ABI_VERSION 3u
+#define KACC_ABI_VERSION 4u
 #define KACC_DEVICE "/dev/kumi_kacc"
 #define KACC_WIRE_MAGIC 0x4b55524eu    /* "KURN" */
 
@@ -118,6 +118,7 @@ struct kacc_node_done { __u32 id, node; __s32 err; __u32 pad; };
 struct kacc_stats {
     __u64 registered, runs, runs_done, nodes, user_nodes, bytes_sent, bytes_recv, calc_elems, copies,
           unexpected, rejected, peers;
+    __u64 contexts, pinned_pages;   /* now: open files of the device, user pages pinned */
 };
 
 #define KACC_IOC_VERSION    _IOR('K', 1, struct kacc_version)

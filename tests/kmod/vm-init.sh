@@ -36,6 +36,23 @@ for n in $NS; do
         fi
     done
 done
+# a rank killed while its schedules run: the module frees its context, sockets and pages
+if [ -n "$NS" ] && [ -x ./nbc_persist ]; then
+    k0=$(stat_of runs)
+    timeout 100 $MPIEXEC --timeout 90 -n 2 ./nbc_persist > /tmp/kill.out 2>&1 &
+    i=0; while [ $i -lt 200 ] && { [ $(($(stat_of runs) - k0)) -lt 100 ] || [ "$(stat_of pinned_pages)" = 0 ]; }; do
+        sleep 0.05; i=$((i + 1)); done
+    pinned=$(stat_of pinned_pages)
+    victim=$(pidof nbc_persist | tr ' ' '\n' | sort -n | tail -1)
+    [ -n "$victim" ] && kill -9 $victim
+    wait
+    i=0; while [ $i -lt 100 ] && { [ "$(stat_of contexts)" != 0 ] || [ "$(stat_of pinned_pages)" != 0 ]; }; do sleep 0.1; i=$((i + 1)); done
+    if [ -n "$victim" ] && [ "$pinned" != 0 ] && [ "$(stat_of contexts)" = 0 ] && [ "$(stat_of pinned_pages)" = 0 ]; then
+        say "PASS rank-killed-freed (a rank killed after $(($(stat_of runs) - k0)) runs, with $pinned pages pinned; contexts 0, pages 0 after)"
+    else
+        say "FAIL rank-killed-freed (victim '$victim', pinned $pinned; now contexts $(stat_of contexts), pages $(stat_of pinned_pages))"
+    fi
+fi
 # an ABI the library does not expect: one line per rank, the loop engine, values right
 r0=$(stat_of runs)
 out=$(KUMI_VERBOSE=1 KUMI_BASE_SCHED_KMOD_ABI=999 timeout 100 $MPIEXEC --timeout 90 -n 2 ./${TESTS%% *} 2>&1); rc=$?
@@ -65,6 +82,8 @@ if dmesg | grep -qE 'BUG|Oops|WARNING|general protection|kernel panic'; then
     dmesg | grep -E -A5 'BUG|Oops|WARNING|general protection' | head -40 | sed 's/^/KMODVM-DMESG: /'
     say "FAIL kernel-clean"
 else say "PASS kernel-clean"; fi
+if [ "$(stat_of contexts)" = 0 ] && [ "$(stat_of pinned_pages)" = 0 ]; then say "PASS nothing-left (contexts 0, pinned pages 0)"
+else say "FAIL nothing-left (contexts $(stat_of contexts), pinned pages $(stat_of pinned_pages))"; fi
 if rmmod kumi_kacc && [ ! -e /dev/kumi_kacc ]; then say "PASS rmmod"; else say "FAIL rmmod"; fi
 say "DONE"
 poweroff -f
