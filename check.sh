@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run Kumi's whole test suite (builds first if needed).  Ends with "N passed, N failed".
 #   ./check.sh              make check: multi-process tests through mpiexec (about 10 minutes on 2 cores)
-#   ./check.sh --long       also the long suites (make check-long)
+#   ./check.sh --long       also the long suites (make check-long), the KACC module's VM test included
 set -uo pipefail
 top=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$top/_build}
@@ -14,6 +14,9 @@ CONFIGURE_FLAGS=${CONFIGURE_FLAGS:---enable-werror} "$top/install.sh" || { echo 
 # sshd for the tests of mpiexec across hosts (tests/scripts/netlab.sh).
 # KUMI_SKIP_APT=1 skips it, as for install.sh.
 test_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge openssh-server)
+# --long: the KACC kernel module's VM test (tests/scripts/kmod_vm.sh) builds the module
+# against Debian's kernel headers and boots Debian's kernel under QEMU.
+[ "${1:-}" = --long ] && test_pkgs+=(build-essential linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static cpio)
 if [ "${KUMI_SKIP_APT:-0}" != 1 ]; then
     missing=()
     for p in "${test_pkgs[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done

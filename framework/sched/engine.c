@@ -17,7 +17,12 @@
  *   configure found liburing; unavailable at run time (io_uring disabled,
  *   kumi_base_sched_uring_unavailable), the loop engine runs instead.
  *
- * Parameter kumi_base_sched_engine (KUMI_BASE_SCHED_ENGINE) = loop | thread | uring. */
+ * kmod: the KACC kernel module (kmod/, sched/kmod.c) runs whole schedules in
+ *   the kernel, started by the issuing call and driven by socket callbacks;
+ *   the rank does only the steps the module cannot (per node).  Module
+ *   absent or of another ABI version: the loop engine runs instead.
+ *
+ * Parameter kumi_base_sched_engine (KUMI_BASE_SCHED_ENGINE) = loop | thread | uring | kmod. */
 #include "sched/sched.h"
 #include <kumi/param.h>
 #include <pthread.h>
@@ -28,7 +33,7 @@
 
 static const char *engine_name = "loop";
 static long long slice_us = 100;
-static bool use_thread, use_uring;
+static bool use_thread, use_uring, use_kmod;
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
@@ -39,21 +44,23 @@ void kumi_sched_register_params(void)
 {
     kumi_param_register_string("kumi", "base", "sched_engine", "loop",
                                "What progresses non-blocking and persistent collectives: loop (inside "
-                               "MPI calls), thread (also a progress thread while one is active) or uring "
-                               "(messages over sockets are io_uring operations the kernel moves)",
+                               "MPI calls), thread (also a progress thread while one is active), uring "
+                               "(messages over sockets are io_uring operations the kernel moves) or kmod "
+                               "(the KACC kernel module runs the schedules, /dev/kumi_kacc)",
                                KUMI_LEVEL_TUNER, &engine_name);
     kumi_param_register_int("kumi", "base", "sched_thread_slice_us", 100,
                             "Time slice (microseconds) the progress thread asks of the kernel (Linux 6.12 "
                             "and later), so that it runs as soon as a message wakes it; 0: the kernel's default",
                             KUMI_LEVEL_TUNER, &slice_us);
     kumi_sched_uring_register_params();
+    kumi_sched_kmod_register_params();
 }
 
 int kumi_sched_engine_init(void)
 {
     kumi_engine_work = 0;
     thr_stop = 0;
-    use_uring = false;
+    use_uring = use_kmod = false;
     if (!strcmp(engine_name, "loop")) {
         use_thread = false;
     } else if (!strcmp(engine_name, "uring")) {
@@ -65,11 +72,14 @@ int kumi_sched_engine_init(void)
             kumi_warn("kumi_base_sched_engine=uring: this Kumi was built without liburing (Debian: "
                       "liburing-dev); collectives use the loop engine");
 #endif
+    } else if (!strcmp(engine_name, "kmod")) {
+        use_thread = false;
+        use_kmod = kumi_sched_kmod_init() == 0;
     } else if (!strcmp(engine_name, "thread")) {
         use_thread = true;
         kumi_mt = true;                 /* the progress thread shares the library */
     } else {
-        return kumi_error(MPI_ERR_ARG, "parameter kumi_base_sched_engine = \"%s\": expected loop, thread or uring",
+        return kumi_error(MPI_ERR_ARG, "parameter kumi_base_sched_engine = \"%s\": expected loop, thread, uring or kmod",
                           engine_name);
     }
     return MPI_SUCCESS;
@@ -77,7 +87,7 @@ int kumi_sched_engine_init(void)
 
 const char *kumi_sched_engine(void)
 {
-    return use_thread ? "thread" : use_uring ? "uring" : "loop";
+    return use_thread ? "thread" : use_uring ? "uring" : use_kmod ? "kmod" : "loop";
 }
 
 static bool idle(void)
@@ -168,7 +178,8 @@ void kumi_sched_engine_finished(void)
 void kumi_sched_engine_stop(void)
 {
     if (use_uring) kumi_sched_uring_stop();
-    use_uring = false;
+    if (use_kmod) kumi_sched_kmod_stop();
+    use_uring = use_kmod = false;
     if (!thr_started) return;
     __atomic_store_n(&thr_stop, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&tmx);

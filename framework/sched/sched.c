@@ -266,6 +266,7 @@ int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out
 void kumi_sched_destroy(struct kumi_sched *s)
 {
     if (!s) return;
+    kumi_sched_kmod_free(s);
     for (int i = 0; i < s->nmem; i++) free(s->mem[i]);
     for (int i = 0; i < s->ndts; i++) kumi_dt_release(s->dts[i]);
     for (int i = 0; i < s->nops; i++) kumi_op_release(s->ops[i]);
@@ -424,6 +425,12 @@ static void finish(struct kumi_sched *s)
     kumi_req_check_complete(r);          /* may free r (and s) if the user freed the request */
 }
 
+void kumi_sched_engine_done(struct kumi_sched *s, int err)
+{
+    if (s->rerr == MPI_SUCCESS) s->rerr = err;
+    finish(s);
+}
+
 static void advance(struct kumi_sched *s)
 {
     if (s->busy) return;
@@ -481,6 +488,7 @@ int kumi_sched_start(struct kumi_req *r)
     r->pending = 1;
     kumi_status_empty(&r->status);
     kumi_sched_engine_started();
+    if (kumi_sched_kmod_start(s)) return MPI_SUCCESS;     /* the KACC module runs it */
     run(s);
     return MPI_SUCCESS;
 }

@@ -63,6 +63,7 @@ struct kumi_sched {
     int rerr;                       /* first error of this run */
     struct kumi_req *req;           /* the user's request (kind KUMI_REQ_COLL) */
     uint8_t *uflag;                 /* io_uring engine: per node, started ahead (linked) */
+    struct kx *kx;                  /* kmod engine: the schedule's registration with the module */
 };
 #define KUMI_SCHED_MAGIC 0x4b534348u   /* "KSCH" */
 
@@ -101,13 +102,15 @@ int kumi_sched_start(struct kumi_req *r);
 void kumi_sched_register(void);       /* registers the request kind KUMI_REQ_COLL */
 
 
-/* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread | uring. */
+/* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread | uring | kmod. */
 void kumi_sched_register_params(void);
 int kumi_sched_engine_init(void);       /* at start-up: checks the parameter */
 void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress thread */
 const char *kumi_sched_engine(void);
 void kumi_sched_engine_started(void);   /* a schedule starts a run */
 void kumi_sched_engine_finished(void);  /* a run is over */
+/* Another engine ran the whole of s: its run is over (err: MPI_SUCCESS or an error code). */
+void kumi_sched_engine_done(struct kumi_sched *s, int err);
 
 
 /* The io_uring engine (uring.c). */
@@ -119,5 +122,15 @@ void kumi_sched_uring_stop(void);
 bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i);
 /* From the engine: node i is over (err: MPI_SUCCESS or an error code). */
 void kumi_sched_msg_done(struct kumi_sched *s, uint32_t i, int err);
+
+
+/* The kernel-module engine (kmod.c, the KACC module of kmod/). */
+void kumi_sched_kmod_register_params(void);
+int kumi_sched_kmod_init(void);         /* 0: running; -1: unavailable (said under KUMI_VERBOSE) */
+void kumi_sched_kmod_stop(void);
+/* Run s in the module: true if the engine took it (its completion comes
+ * through kumi_sched_engine_done), false to run it in the loop engine. */
+bool kumi_sched_kmod_start(struct kumi_sched *s);
+void kumi_sched_kmod_free(struct kumi_sched *s);   /* s is destroyed */
 
 #endif

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/* The interface between Kumi's schedule engine "kmod" (framework/sched/kmod.c)
+ * and the KACC kernel module (kmod/kumi_kacc.c), device /dev/kumi_kacc.
+ *
+ * One open file of the device is one rank's context: its peers (TCP
+ * sockets handed over by descriptor), its shared area (mmap of the device:
+ * pages the module allocates, mapped read-write into the rank) and its
+ * schedules.  The rank writes a schedule's node array, successor array and
+ * state block into the area and registers them (the module validates and
+ * snapshots the arrays, pins the nodes' user buffers); START runs it in the
+ * kernel, the state block says when it is over.
+ *
+ * Wire format on the sockets (the same as the io_uring engine's): each
+ * message is a 24-byte header (struct kacc_wire: magic "KURN", context,
+ * tag, length) followed by its bytes; receives are matched by (context,
+ * tag) in posting order. */
+#ifndef KUMI_KACC_UAPI_H
+#define KUMI_KACC_UAPI_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/ioctl.h>
+#else
+#include <stdint.h>
+#include <sys/ioctl.h>
+typedef uint8_t __u8;
+typedef uint16_t __u16;
+typedef uint32_t __u32;
+typedef uint64_t __u64;
+typedef int32_t __s32;
+typedef int64_t __s64;
+#endif
+
+/* Changes whenever anything below changes: the library refuses another. */
+#define KACC_ABI_VERSION 4u
+#define KACC_DEVICE "/dev/kumi_kacc"
+#define KACC_WIRE_MAGIC 0x4b55524eu    /* "KURN" */
+
+struct kacc_wire {
+    __u32 magic;
+    __s32 ctx;
+    __s32 tag;
+    __u32 pad;
+    __u64 len;
+};
+
+enum kacc_kind {
+    KACC_START = 1, KACC_END, KACC_SEND, KACC_RECV, KACC_CALC, KACC_COPY, KACC_NOP
+};
+
+/* Node flags: a step the rank does itself (in its next MPI call), the rest
+ * in the kernel.  USER_PRE: when the node is ready the module flags it for
+ * the rank and waits for KACC_IOC_NODE_DONE, then does its own part (a SEND
+ * of data the rank packed; a NOP standing for a CALC / COPY the module
+ * cannot do, or a message over another transport).  USER_POST: after its
+ * part (a RECV into a bounce buffer) the module flags it; the rank unpacks
+ * and answers KACC_IOC_NODE_DONE. */
+#define KACC_F_USER_PRE  0x01
+#define KACC_F_USER_POST 0x02
+
+/* CALC element types and operations (MPI's predefined ones). */
+enum kacc_type {
+    KACC_T_I8 = 1, KACC_T_U8, KACC_T_I16, KACC_T_U16, KACC_T_I32, KACC_T_U32, KACC_T_I64, KACC_T_U64,
+    KACC_T_F32, KACC_T_F64, KACC_T_MAX_
+};
+enum kacc_op {
+    KACC_OP_SUM = 1, KACC_OP_PROD, KACC_OP_MIN, KACC_OP_MAX, KACC_OP_BAND, KACC_OP_BOR, KACC_OP_BXOR,
+    KACC_OP_LAND, KACC_OP_LOR, KACC_OP_LXOR, KACC_OP_MAX_
+};
+
+/* One node (64 bytes).  Successors: succ[first .. first + nsucc). */
+struct kacc_node {
+    __u8 kind;              /* enum kacc_kind */
+    __u8 flags;             /* KACC_F_* */
+    __u8 type;              /* CALC: enum kacc_type */
+    __u8 op;                /* CALC: enum kacc_op */
+    __s32 peer;             /* SEND / RECV: peer index (KACC_IOC_ADD_SOCKET), -1: nobody */
+    __s32 ctx, tag;         /* SEND / RECV: matching */
+    __u32 nsucc, first;
+    __u64 buf;              /* SEND / RECV buffer; CALC in; COPY source (user addresses) */
+    __u64 buf2;             /* CALC inout; COPY destination */
+    __u64 len;              /* bytes: SEND, RECV (capacity), COPY, CALC (count * size) */
+    __u64 reserved[2];
+};
+
+/* A schedule's state block in the shared area (written by the module). */
+enum kacc_sstate { KACC_S_IDLE = 0, KACC_S_RUNNING, KACC_S_DONE };
+struct kacc_state {
+    __u32 state;            /* enum kacc_sstate */
+    __s32 err;              /* 0, or a negative errno (-EMSGSIZE: a message was truncated) */
+    __u32 useq;             /* bumped when a node is flagged for the rank */
+    __u32 runs;             /* runs completed */
+    __u64 bytes;            /* bytes received in the last run */
+};
+
+/* The area's first 64 bytes: events (bumped by the module on every
+ * completion or node flagged for the rank) and acked (written by the rank);
+ * poll() on the device says POLLIN while they differ. */
+struct kacc_area_hdr {
+    __u32 events;
+    __u32 acked;
+    __u32 abi;
+    __u32 pad[13];
+};
+
+struct kacc_version { __u32 abi; __u32 max_area; };
+struct kacc_sock { __s32 fd; __s32 index; };     /* index -1: a new peer (fd -1: attached later) */
+struct kacc_reg {
+    __u64 nodes_off;        /* offsets into the area: node array (8-aligned) */
+    __u64 succ_off;         /* successor array (4-aligned) */
+    __u64 state_off;        /* struct kacc_state (8-aligned) */
+    __u64 uflag_off;        /* n bytes: 1 = node flagged for the rank (the rank clears it) */
+    __u32 n, nsucc;
+    __u32 id;               /* out */
+    __u32 pad;
+};
+struct kacc_node_done { __u32 id, node; __s32 err; __u32 pad; };
+struct kacc_stats {
+    __u64 registered, runs, runs_done, nodes, user_nodes, bytes_sent, bytes_recv, calc_elems, copies,
+          unexpected, rejected, peers;
+    __u64 contexts, pinned_pages;   /* now: open files of the device, user pages pinned */
+};
+
+#define KACC_IOC_VERSION    _IOR('K', 1, struct kacc_version)
+#define KACC_IOC_ADD_SOCKET _IOWR('K', 2, struct kacc_sock)
+#define KACC_IOC_REGISTER   _IOWR('K', 3, struct kacc_reg)
+#define KACC_IOC_START      _IOW('K', 4, __u32)
+#define KACC_IOC_UNREGISTER _IOW('K', 5, __u32)
+#define KACC_IOC_NODE_DONE  _IOW('K', 6, struct kacc_node_done)
+#define KACC_IOC_STATS      _IOR('K', 7, struct kacc_stats)
+
+#define KACC_MAX_AREA   (64u << 20)    /* bytes of one rank's shared area */
+#define KACC_MAX_NODES  (1u << 20)
+#define KACC_MAX_PEERS  4096
+#define KACC_MAX_SCHEDS 65536
+
+#endif

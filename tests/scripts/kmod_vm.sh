@@ -1,0 +1,116 @@
+#!/bin/bash
+# The KACC kernel module (kmod/, KUMI_BASE_SCHED_ENGINE=kmod; issue 21 items 2 and 3) in a
+# virtual machine: this machine's kernel loads no modules, so the module is built against
+# Debian's packaged kernel headers and tested under QEMU (TCG) booting that kernel with a
+# busybox initramfs holding the module, Kumi's installed tree, the test programs and their
+# shared libraries.  Inside (tests/kmod/vm-init.sh): 2 and 4 ranks of nbc_basic, nbc_persist,
+# cad_ring and nbc_types over loopback TCP with the kmod engine (values checked by the
+# programs; every rank ran schedules in the kernel; the module's counters moved; nbc_types,
+# at 2 ranks only: its derived datatypes and user-defined op took node steps of the ranks), a
+# rank killed while its schedules run (no context or pinned page left), the fall-back when the
+# module's ABI is not the library's, the module alone (kacc_probe: CALC / COPY / messages,
+# bad input and random node arrays refused, rmmod refused while a schedule runs, a killed
+# owner's schedule freed), a clean kernel log and rmmod.  The host parses the verdicts
+# ("KMODVM: PASS|FAIL ...") from the serial console.
+#
+# A long test: runs under `./check.sh --long` (KUMI_TEST_LONG=1), which installs the
+# packages (build-essential linux-headers-amd64 linux-image-amd64 qemu-system-x86
+# busybox-static cpio); skipped (77) with the reason where something is missing.
+# KUMI_KMOD_VM_NS (default "2 4") and KUMI_KMOD_VM_TESTS choose the runs.
+set -u
+if [ "${KUMI_TEST_LONG:-0}" != 1 ]; then echo "SKIP: a long test (./check.sh --long)"; exit 77; fi
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir/_build}
+KVER=${KVER:-$(dpkg-query -W -f='${Depends}' linux-headers-amd64 2>/dev/null | sed -n 's/.*linux-headers-\([^ ,]*\).*/\1/p')}
+skip() { echo "SKIP: $*"; exit 77; }
+[ -n "$KVER" ] && [ -d "/lib/modules/$KVER/build" ] || skip "no kernel headers (apt-get install linux-headers-amd64)"
+[ -f "/boot/vmlinuz-$KVER" ] || skip "no kernel image /boot/vmlinuz-$KVER (apt-get install linux-image-amd64)"
+command -v qemu-system-x86_64 >/dev/null || skip "no QEMU (apt-get install qemu-system-x86)"
+[ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' ||
+    ldd /bin/busybox 2>&1 | grep -q 'not a dynamic' || skip "no static busybox (apt-get install busybox-static)"
+command -v cpio >/dev/null || skip "no cpio (apt-get install cpio)"
+# Kumi's installed tree: the one of this build (install.sh puts it in $top_srcdir/_install)
+INST=${KUMI_INSTALL_DIR:-$top_srcdir/_install}
+[ -x "$INST/bin/mpiexec" ] && [ -f "$INST/lib/libmpi.so" ] || { echo "no installed Kumi in $INST (make install)"; exit 1; }
+TESTBIN=${TESTBIN:-$top_builddir/tests/mpi}
+TESTS=${KUMI_KMOD_VM_TESTS:-nbc_basic nbc_persist cad_ring nbc_types}
+for t in $TESTS; do [ -x "$TESTBIN/$t" ] || { echo "no test program $TESTBIN/$t (make check-programs)"; exit 1; }; done
+
+work=$(mktemp -d /tmp/kumi-kmodvm.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+t0=$(date +%s)
+# 1. the module, built out of the source tree
+cp -r "$top_srcdir/kmod" "$work/kmod"
+rm -f "$work"/kmod/*.o "$work"/kmod/*.ko "$work"/kmod/*.mod* "$work"/kmod/.*.cmd
+if ! make -s -C "$work/kmod" KVER="$KVER" > "$work/build.log" 2>&1; then
+    cat "$work/build.log"; echo "FAIL: the module does not build against $KVER"; exit 1
+fi
+if grep -E 'warning:' "$work/build.log"; then echo "FAIL: the module's build has warnings"; exit 1; fi
+ko=$work/kmod/kumi-kacc.ko
+# 2. the probe
+${CC:-cc} -O2 -Wall -Werror -o "$work/kacc_probe" "$top_srcdir/tests/kmod/kacc_probe.c" || { echo "FAIL: kacc_probe"; exit 1; }
+# 3. the initramfs: busybox, the module, Kumi's tree, the test programs, their libraries
+root=$work/root
+mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,mods,lib64,usr/bin,etc}
+cp /bin/busybox "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"
+cp "$top_srcdir/tests/kmod/vm-init.sh" "$root/init"
+chmod +x "$root/init"
+cp "$ko" "$root/mods/"
+mkdir -p "$root$INST" "$root$TESTBIN"
+cp -a "$INST/." "$root$INST/"
+rm -rf "$root$INST/include"
+for t in $TESTS; do cp "$TESTBIN/$t" "$root$TESTBIN/"; done
+cp "$work/kacc_probe" "$root/bin/kacc_probe"
+# KUMI_KMOD_VM_BENCH=1: also tests/bench/overlap.c on each engine (numbers only, no verdict)
+if [ "${KUMI_KMOD_VM_BENCH:-0}" = 1 ]; then
+    KUMI_KMOD_VM_BENCH_ARGS=${KUMI_KMOD_VM_BENCH_ARGS:--s 8,65536,1048576 -k 0,1 -r 5}
+    "$INST/bin/mpicc" -O2 -o "$root$TESTBIN/overlap" "$top_srcdir/tests/bench/overlap.c" || { echo "FAIL: overlap.c"; exit 1; }
+fi
+echo "root:x:0:0:root:/tmp:/bin/sh" > "$root/etc/passwd"
+echo "127.0.0.1 localhost kmodvm" > "$root/etc/hosts"
+echo kmodvm > "$root/etc/hostname"
+libs=$( { find "$root$INST" "$root$TESTBIN" "$root/bin/kacc_probe" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
+          xargs -0 ldd 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' ; } | sort -u)
+for l in $libs; do
+    case "$l" in "$root"*) continue ;; esac
+    [ -e "$l" ] || continue
+    mkdir -p "$root$(dirname "$l")"
+    cp -L "$l" "$root$l"
+done
+cat > "$root/kmodvm.env" <<EOF
+INST=$INST
+TESTBIN=$TESTBIN
+PROBE=/bin/kacc_probe
+NS="${KUMI_KMOD_VM_NS:-2 4}"
+TESTS="$TESTS"
+USER_TESTS="nbc_types"
+VERBOSE=${KUMI_KMOD_VM_VERBOSE:-1}
+JOB_TIMEOUT=${KUMI_KMOD_VM_JOB_TIMEOUT:-90}
+BENCH="${KUMI_KMOD_VM_BENCH_ARGS:-}"
+EOF
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$work/initramfs.cpio.gz"
+t1=$(date +%s)
+echo "module built, initramfs $(du -h "$work/initramfs.cpio.gz" | cut -f1) ($((t1 - t0)) s); booting $KVER under QEMU (TCG)"
+# 4. boot; the VM powers itself off
+timeout "${KUMI_KMOD_VM_TIMEOUT:-400}" qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp "${KUMI_KMOD_VM_SMP:-2}" \
+    -kernel "/boot/vmlinuz-$KVER" -initrd "$work/initramfs.cpio.gz" \
+    -append "console=ttyS0 panic=-1 loglevel=3 quiet" -nographic -no-reboot -nodefaults -serial stdio \
+    < /dev/null > "$work/console.log" 2>&1
+qrc=$?
+t2=$(date +%s)
+mkdir -p "$top_builddir/tests/test-logs"
+tr -d '\r' < "$work/console.log" > "$top_builddir/tests/test-logs/kmod_vm.console.log"    # kept for a look
+grep -a -E '^KMODVM' "$work/console.log" | tr -d '\r'
+echo "VM: $((t2 - t1)) s (QEMU exit $qrc)"
+npass=$(grep -a -c '^KMODVM: PASS' "$work/console.log")
+nfail=$(grep -a -c '^KMODVM: FAIL' "$work/console.log")
+if ! grep -a -q '^KMODVM: DONE' "$work/console.log"; then
+    tail -40 "$work/console.log" | tr -d '\r'
+    echo "FAIL: the VM did not finish (timeout or crash)"; exit 1
+fi
+nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 ))
+if [ "$nfail" -gt 0 ] || [ "$npass" -lt $((nruns + 9)) ]; then
+    echo "FAIL: $nfail failed, $npass passed in the VM"; exit 1
+fi
+echo "ok: $npass checks passed in the VM"
