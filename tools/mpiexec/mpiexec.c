@@ -551,7 +551,7 @@ static void shm_cleanup_at_exit(void)
 
 /* ------------------------------------------------------------ main loop */
 
-enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE };
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE, T_IMPI };
 struct tag {
     int kind, rank, which;
     struct mx_conn *conn;
@@ -637,6 +637,7 @@ static int run_loop(int sigfd, double t_start)
         tags[np].kind = (kind_); tags[np].rank = (rank_); tags[np].which = (which_); tags[np].conn = (conn_); np++; } while (0)
         ADD(sigfd, POLLIN, T_SIG, -1, 0, NULL);
         if (job.listen_fd >= 0) ADD(job.listen_fd, POLLIN, T_LISTEN, -1, 0, NULL);
+        if (mx_impi_fd() >= 0) ADD(mx_impi_fd(), POLLIN, T_IMPI, -1, 0, NULL);
         if (stdin_open && stdin_pipe >= 0 && stdin_off == stdin_len) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
         if (remote && stdin_open && mx_remote_stdin_room()) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
         if (stdin_pipe >= 0 && (stdin_off < stdin_len || !stdin_open))
@@ -758,6 +759,9 @@ static int run_loop(int sigfd, double t_start)
                 break;
             case T_REMOTE:
                 mx_remote_event(t->rank, re, now);
+                break;
+            case T_IMPI:
+                mx_impi_event(re);
                 break;
             }
         }
@@ -912,6 +916,15 @@ int main(int argc, char **argv)
         mx_msg("job %ld: %d process%s of %s on %d hosts, through proxies", job.jobid, job.n, job.n == 1 ? "" : "es",
                prog, mx_opt.hosts.n);
 
+    if (mx_opt.impi_server) {               /* the IMPI start-up, before any rank starts */
+        if (remote) {
+            mx_msg("--impi-client: the ranks of an IMPI client run on this host (no -host / --hostfile / "
+                   "--launcher here)");
+            return 1;
+        }
+        if (mx_impi_startup(job.n) < 0) return 1;
+    }
+
     /* signals: through a signalfd; children get a clean mask from spawn */
     sigset_t ss;
     sigemptyset(&ss);
@@ -984,6 +997,7 @@ int main(int argc, char **argv)
             .close_fds = NULL, .nclose_fds = 0,
             .cpuset = bd->bound ? bd->cpuset : NULL, .cpuset_size = bd->bound ? bd->setsize : 0,
         };
+        sp.close_fds = mx_impi_close_fds(r, &sp.nclose_fds);   /* NULL, 0 unless --impi-client */
         pid_t pid = -1;
         int src = ops->spawn(&sp, &pid);
         env[rank_slot + 1] = NULL;
@@ -1011,8 +1025,10 @@ int main(int argc, char **argv)
         }
     }
     if (stdin_pipe < 0 && !remote) stdin_open = 0;
+    mx_impi_started();
 
     int code = run_loop(sigfd, t_start);
+    mx_impi_end(code);
     mx_shm_cleanup(job.jobid);             /* every rank has exited */
     mx_sinks_finish(sigfd);                   /* output still queued for a slow reader */
 
