@@ -260,6 +260,8 @@ int64_t kumi_dt_elements(const struct kumi_dt *dt, uint64_t bytes);
 uint64_t kumi_dt_elements_bytes(const struct kumi_dt *dt, uint64_t n);
 /* Native packed <-> external32 (dir 0: to external32) of count elements of dt. */
 void kumi_dt_external32(const struct kumi_dt *dt, const unsigned char *in, unsigned char *out, size_t count, int dir);
+/* true when dt's external32 bytes are its native packed bytes (raw bytes only). */
+bool kumi_dt_external32_native(const struct kumi_dt *dt);
 
 /* ------------------------------------------------------------ operations */
 struct kumi_op {

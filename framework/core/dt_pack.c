@@ -234,3 +234,15 @@ void kumi_dt_external32(const struct kumi_dt *dt, const unsigned char *in, unsig
             out += r->n * (dir ? l->nsize : l->xsize);
         }
 }
+
+/* Are the external32 bytes of dt its native packed bytes (every basic
+ * element raw bytes of the same size: MPI_BYTE, MPI_CHAR, ...)? */
+bool kumi_dt_external32_native(const struct kumi_dt *dt)
+{
+    if (dt->xsize != dt->size) return false;
+    for (size_t k = 0; k < dt->nruns; k++) {
+        const struct dt_leaf *l = kumi_dt_leaf(dt->runs[k].leaf);
+        if (l->cls != DT_X_RAW || l->xsize != l->nsize) return false;
+    }
+    return true;
+}

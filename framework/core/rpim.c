@@ -18,6 +18,11 @@ extern int kumi_core_world_rank, kumi_core_world_size;
 
 static const struct kumi_rpim_ops *rpim;          /* NULL: singleton */
 static struct kumi_comp_entry *rpim_entry;
+/* An IMPI client's launch (mpiexec --impi-client; KUMI_ENV_IMPI_WORLD =
+ * "FIRST:SIZE"): the launcher's ranks are MPI_COMM_WORLD ranks FIRST ...
+ * FIRST + its size - 1 of a world of SIZE; the key-value exchange holds
+ * only them (other clients' ranks have no keys here). */
+static int world_first, launch_size = -1;
 
 /* ------------------------------------------------ key-value exchange */
 struct kv { struct kv *next; char *key, *val; };
@@ -38,6 +43,11 @@ int kumi_rpim_put(const char *key, const char *value)
 
 int kumi_rpim_get(int rank, const char *key, char *value, size_t valuelen)
 {
+    if (launch_size >= 0) {
+        if (rank < world_first || rank >= world_first + launch_size)
+            return MPI_ERR_NAME;          /* another IMPI client's rank: no keys here (quietly) */
+        rank -= world_first;
+    }
     if (rpim) return rpim->get(rank, key, value, valuelen);
     if (rank == 0)
         for (struct kv *e = local_kv; e; e = e->next)
@@ -124,6 +134,19 @@ int kumi_rpim_select(void)
         list[i]->status = KUMI_COMP_SELECTED;
         kumi_core_world_rank = info.rank;
         kumi_core_world_size = info.size;
+        const char *iw = getenv(KUMI_ENV_IMPI_WORLD);
+        if (iw) {
+            int first, size;
+            char c;
+            if (sscanf(iw, "%d:%d%c", &first, &size, &c) != 2 || first < 0 || size < info.size ||
+                first > size - info.size)
+                return kumi_error(MPI_ERR_OTHER, "MPI_Init: %s=%s is not FIRST:SIZE for %d ranks",
+                                  KUMI_ENV_IMPI_WORLD, iw, info.size);
+            world_first = first;
+            launch_size = info.size;
+            kumi_core_world_rank = first + info.rank;
+            kumi_core_world_size = size;
+        }
         return MPI_SUCCESS;
     }
     const char *launcher = getenv("KUMI_RPIM");

@@ -262,7 +262,7 @@ static int check_contract(struct reg_entry *r, const struct kumi_component *c, i
     memset(&r->ops, 0, sizeof r->ops);
     memcpy(&r->ops, c->ops, h.size < k->size ? h.size : k->size);
     if (fwi == fw_index("p2p")) {
-        uint64_t known = KUMI_P2P_CAP_RGET | KUMI_P2P_CAP_RMA;
+        uint64_t known = KUMI_P2P_CAP_RGET | KUMI_P2P_CAP_RMA | KUMI_P2P_CAP_EXTERNAL32 | KUMI_P2P_CAP_NOBUDGET;
         if (r->ops.p2p.caps & ~known)
             kumi_log(2, "registry: %s/%s: capability bits %#llx unknown to this library, ignored", c->framework,
                      c->name, (unsigned long long)(r->ops.p2p.caps & ~known));

@@ -152,6 +152,8 @@ void kumi_req_free(struct kumi_req *r)
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
     r->pack = NULL;
+    free(r->xbuf);
+    r->xbuf = NULL;
     if (r->partner) {
         r->partner->parent = NULL;
         kumi_req_free(r->partner);
@@ -169,10 +171,59 @@ void kumi_req_free(struct kumi_req *r)
     }
 }
 
+/* ------------------------------------------------------------ external32 peers */
+static bool ext32_copy;                  /* kumi_p2p_external32_copy() */
+
+KUMI_EXPORT void kumi_p2p_external32_copy(int on) { ext32_copy = on != 0; }
+
+/* Does a message of dt to / from a peer of transport ops cross as external32
+ * bytes that differ from (or are asked to be copied from) the native ones? */
+static bool ext32_convert(const struct kumi_p2p_ops *ops, const struct kumi_dt *dt)
+{
+    return ops && (ops->caps & KUMI_P2P_CAP_EXTERNAL32) && dt && (ext32_copy || !kumi_dt_external32_native(dt));
+}
+
+/* A receive matched a message of world rank wpeer: external32 bytes land in
+ * r->xbuf (room for the receive's count in external32), converted at the end. */
+static void ext32_recv_setup(struct kumi_req *r, int wpeer)
+{
+    if (r->xconv || !r->bytes || !ext32_convert(kumi_req_transport(wpeer), r->dt)) return;
+    size_t xb = r->count * r->dt->xsize;
+    free(r->xbuf);
+    r->xbuf = malloc(xb);
+    if (!r->xbuf) {
+        if (r->status.MPI_ERROR == MPI_SUCCESS)
+            r->status.MPI_ERROR = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (%zu bytes for external32 data)",
+                                             r->fname ? r->fname : "receive", xb);
+        r->rx.cap = 0;
+        return;
+    }
+    r->rx.dst = r->xbuf;
+    r->rx.cap = xb;
+    r->xconv = true;
+}
+
+/* At completion: a send drops its external32 copy; a receive converts the
+ * whole elements that came into its native form (r->pack or the buffer);
+ * the status counts native bytes from then on. */
+static void ext32_finish(struct kumi_req *r)
+{
+    if (r->kind == KUMI_REQ_RECV && r->xconv && r->dt->xsize) {
+        size_t n = (size_t)kumi_status_bytes(&r->status) / r->dt->xsize;
+        void *out = r->pack ? r->pack : (void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
+        kumi_dt_external32(r->dt, r->xbuf, out, n, 1);
+        kumi_status_set_bytes(&r->status, (uint64_t)n * r->dt->size);
+    }
+    r->xconv = false;
+    free(r->xbuf);
+    r->xbuf = NULL;
+}
+
 void kumi_req_check_complete(struct kumi_req *r)
 {
     if (r->complete || r->pending > 0) return;
     if (r->partner && !r->partner->complete) return;   /* Isendrecv: the send is not done yet */
+    if (r->xbuf) ext32_finish(r);
     if (r->kind == KUMI_REQ_RECV && r->pack && r->dt && r->dt->size) {
         size_t got = (size_t)kumi_status_bytes(&r->status);
         kumi_dt_unpack_range(r->dt, r->pack, r->count, 0, got, r->buf);
@@ -355,6 +406,13 @@ struct eager_peer { size_t out, held, due; };
 static struct eager_peer *eager_peers;
 static bool eager_quiet;                /* MPI_Finalize: no more CREDIT */
 
+/* Peers whose transport keeps no eager budget (KUMI_P2P_CAP_NOBUDGET). */
+static bool unbudgeted(int wpeer)
+{
+    return wpeer >= 0 && wpeer < npeers && peer_ops && peer_ops[wpeer] &&
+           (peer_ops[wpeer]->caps & KUMI_P2P_CAP_NOBUDGET);
+}
+
 void kumi_req_register_params(void)
 {
     kumi_param_register_size("kumi", "base", "eager_budget", EAGER_BUDGET_DEFAULT,
@@ -368,7 +426,7 @@ void kumi_req_register_params(void)
  * count past the budget?  Then it goes as a plain rendezvous. */
 static bool eager_over_budget(const struct kumi_req *r, size_t elim)
 {
-    if (!kumi_req_eager_budget || !eager_peers || r->bytes == 0) return false;
+    if (!kumi_req_eager_budget || !eager_peers || r->bytes == 0 || unbudgeted(r->wpeer)) return false;
     size_t first = r->bytes < elim ? r->bytes : elim;
     if (eager_peers[r->wpeer].out + first + KUMI_EAGER_ENVELOPE <= kumi_req_eager_budget) return false;
     /* a blocking (or internal) send to oneself would wait for a receive that only
@@ -379,7 +437,7 @@ static bool eager_over_budget(const struct kumi_req *r, size_t elim)
 /* Sender: count the message with header h that goes to wpeer. */
 static void eager_charge(int wpeer, const struct kumi_hdr *h)
 {
-    if (kumi_req_eager_budget && eager_peers) eager_peers[wpeer].out += kumi_req_eager_charge(h);
+    if (kumi_req_eager_budget && eager_peers && !unbudgeted(wpeer)) eager_peers[wpeer].out += kumi_req_eager_charge(h);
 }
 
 /* Sender: wpeer gave back n bytes. */
@@ -414,7 +472,7 @@ static void eager_credit_check(int wpeer)
 static void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
 {
     size_t c = kumi_req_eager_charge(h);
-    if (!c || !eager_peers) return;
+    if (!c || !eager_peers || unbudgeted(wpeer)) return;
     if (kept) {
         eager_peers[wpeer].held += c;
     } else {
@@ -428,7 +486,7 @@ static void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
 static void eager_release(int wpeer, const struct kumi_hdr *h)
 {
     size_t c = kumi_req_eager_charge(h);
-    if (!c || !eager_peers || wpeer < 0 || wpeer >= npeers) return;
+    if (!c || !eager_peers || wpeer < 0 || wpeer >= npeers || unbudgeted(wpeer)) return;
     struct eager_peer *e = &eager_peers[wpeer];
     e->held = c < e->held ? e->held - c : 0;
     e->due += c;
@@ -478,6 +536,15 @@ int kumi_req_start_send(struct kumi_req *r)
     r->wpeer = kumi_comm_peer_world(r->comm, r->peer);
     ops = kumi_req_transport(r->wpeer);
     if (!ops) return kumi_error(MPI_ERR_INTERN, "%s: no transport reaches rank %d", r->fname, r->peer);
+    if (r->bytes && ext32_convert(ops, r->dt)) {      /* the user's data in external32 */
+        size_t xb = r->count * r->dt->xsize;
+        free(r->xbuf);
+        if (!(r->xbuf = malloc(xb ? xb : 1)))
+            return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (%zu bytes for external32 data)", r->fname, xb);
+        kumi_dt_external32(r->dt, payload, r->xbuf, r->count, 0);
+        payload = r->xbuf;
+        r->bytes = xb;
+    }
     kumi_pv.msgs[peer_tr[r->wpeer]]++;
     kumi_pv.bytes[peer_tr[r->wpeer]] += r->bytes;
 
@@ -657,6 +724,7 @@ static void early_match(struct kumi_req *r, struct kumi_ue *u)
 
 void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
 {
+    ext32_recv_setup(r, u->wpeer);
     r->status.MPI_SOURCE = u->hdr.src;
     r->status.MPI_TAG = u->hdr.tag;
     r->msglen = u->hdr.len;
@@ -704,6 +772,7 @@ static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
     r->ue = NULL;
     r->msglen = 0;
     r->frag = 0;
+    r->xconv = false;
     kumi_status_empty(&r->status);
     if (r->peer == MPI_PROC_NULL && !msg) {
         status_proc_null(&r->status);
@@ -847,6 +916,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
         r = kumi_match_posted(hdr);
         eager_arrived(peer, hdr, r == NULL);
         if (r) {
+            ext32_recv_setup(r, peer);
             r->status.MPI_SOURCE = hdr->src;
             r->status.MPI_TAG = hdr->tag;
             r->msglen = hdr->len;

@@ -147,6 +147,11 @@ struct kumi_req {
      * user_freed check); the callback owns r from then on. */
     void (*on_complete)(struct kumi_req *r);
     int cb_idx;                     /* for on_complete: e.g. the partition index */
+    /* A peer whose transport has KUMI_P2P_CAP_EXTERNAL32: send, the
+     * external32 payload; receive, where the external32 bytes arrive (xconv:
+     * converted into the receive's datatype at completion). */
+    void *xbuf;
+    bool xconv;
 };
 
 /* An unexpected message (header arrived, no receive matched yet). */

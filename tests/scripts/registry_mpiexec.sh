@@ -48,7 +48,7 @@ KUMI_COMPONENT_PATH=$CP MPI_COMPONENTS="coll=^demo" "$MPIEXEC" --timeout 60 -n 2
 
 MPI_COMPONENTS="p2p=tpc" "$MPIEXEC" --timeout 60 -n 2 "$TMP/prog" > "$TMP/out3" 2> "$TMP/err3"; rc=$?
 [ $rc -ne 0 ] && ok "MPI_COMPONENTS=p2p=tpc: job fails (exit $rc)" || fail "MPI_COMPONENTS=p2p=tpc: job succeeded"
-expect_line "$TMP/err3" "unknown component 'tpc' in framework p2p \\(available: (ofi, )?self, shmem, tcp(, vmpi)?\\)" "the error names tpc and lists the p2p components"
+expect_line "$TMP/err3" "unknown component 'tpc' in framework p2p \\(available: impi, (ofi, )?self, shmem, tcp(, vmpi)?\\)" "the error names tpc and lists the p2p components"
 grep -q '^ok' "$TMP/out3" && fail "a rank ran despite the bad MPI_COMPONENTS" || ok "no rank ran"
 
 KUMI_P2P_TCP_EAGR_LIMIT=1 "$MPIEXEC" --timeout 60 -n 3 "$TMP/prog" > "$TMP/out4" 2> "$TMP/err4"; rc=$?

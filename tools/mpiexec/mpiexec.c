@@ -281,7 +281,8 @@ static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const 
 {
     static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_ABI",
                                             "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_UNIVERSE, KUMI_ENV_BIND_CPUS,
-                                            KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX };
+                                            KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX, KUMI_ENV_IMPI_WORLD,
+                                            KUMI_ENV_IMPI_JOB, KUMI_ENV_IMPI_FDS };
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;
@@ -598,7 +599,7 @@ static void shm_cleanup_at_exit(void)
 
 /* ------------------------------------------------------------ main loop */
 
-enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE, T_SPAWN };
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE, T_SPAWN, T_IMPI };
 struct tag {
     int kind, rank, which;
     struct mx_conn *conn;
@@ -690,6 +691,7 @@ static int run_loop(int sigfd, double t_start)
         tags[np].kind = (kind_); tags[np].rank = (rank_); tags[np].which = (which_); tags[np].conn = (conn_); np++; } while (0)
         ADD(sigfd, POLLIN, T_SIG, -1, 0, NULL);
         if (job.listen_fd >= 0) ADD(job.listen_fd, POLLIN, T_LISTEN, -1, 0, NULL);
+        if (mx_impi_fd() >= 0) ADD(mx_impi_fd(), POLLIN, T_IMPI, -1, 0, NULL);
         if (stdin_open && stdin_pipe >= 0 && stdin_off == stdin_len) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
         if (remote && stdin_open && mx_remote_stdin_room()) ADD(0, POLLIN, T_STDIN, -1, 0, NULL);
         if (stdin_pipe >= 0 && (stdin_off < stdin_len || !stdin_open))
@@ -822,6 +824,9 @@ static int run_loop(int sigfd, double t_start)
                 break;
             case T_SPAWN:
                 mx_spawn_event(t->rank, re, now);
+                break;
+            case T_IMPI:
+                mx_impi_event(re);
                 break;
             }
         }
@@ -981,6 +986,15 @@ int main(int argc, char **argv)
         mx_msg("job %ld: %d process%s of %s on %d hosts, through proxies", job.jobid, job.n, job.n == 1 ? "" : "es",
                prog, mx_opt.hosts.n);
 
+    if (mx_opt.impi_server) {               /* the IMPI start-up, before any rank starts */
+        if (remote) {
+            mx_msg("--impi-client: the ranks of an IMPI client run on this host (no -host / --hostfile / "
+                   "--launcher here)");
+            return 1;
+        }
+        if (mx_impi_startup(job.n) < 0) return 1;
+    }
+
     /* signals: through a signalfd; children get a clean mask from spawn */
     sigset_t ss;
     sigemptyset(&ss);
@@ -1053,6 +1067,7 @@ int main(int argc, char **argv)
             .close_fds = NULL, .nclose_fds = 0,
             .cpuset = bd->bound ? bd->cpuset : NULL, .cpuset_size = bd->bound ? bd->setsize : 0,
         };
+        sp.close_fds = mx_impi_close_fds(r, &sp.nclose_fds);   /* NULL, 0 unless --impi-client */
         pid_t pid = -1;
         int src = ops->spawn(&sp, &pid);
         env[rank_slot + 1] = NULL;
@@ -1080,8 +1095,10 @@ int main(int argc, char **argv)
         }
     }
     if (stdin_pipe < 0 && !remote) stdin_open = 0;
+    mx_impi_started();
 
     int code = run_loop(sigfd, t_start);
+    mx_impi_end(code);
     mx_shm_cleanup(job.jobid);             /* every rank has exited */
     mx_spawn_cleanup();
     mx_sinks_finish(sigfd);                   /* output still queued for a slow reader */

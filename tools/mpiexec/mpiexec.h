@@ -210,6 +210,9 @@ struct mx_opts {
     const char *agent;                 /* --launch-agent */
     double host_timeout;               /* --host-timeout */
     int fanout;                        /* --fanout: proxies one proxy starts (0: 32) */
+    int impi_client;                   /* --impi-client K (-1: not an IMPI client) */
+    const char *impi_server;           /* --impi-server HOST:PORT */
+    const char *impi_auth;             /* --impi-auth KEY */
 };
 extern struct mx_opts mx_opt;
 void mx_parse_args(int argc, char **argv);
@@ -322,6 +325,13 @@ void mx_note_failure(int code);                      /* mpiexec's exit status, u
 
 /* ---- mpiexec.c (called by remote.c) ---- */
 void mx_stop_job(int code, int sig);
+/* ---- impi.c: mpiexec as an IMPI client (--impi-client) ---- */
+int mx_impi_startup(int np);                       /* 0, or -1 (message printed) */
+const int *mx_impi_close_fds(int r, int *n);       /* fds rank r's child closes */
+void mx_impi_started(void);
+int mx_impi_fd(void);                              /* the server's connection, or -1 */
+void mx_impi_event(short revents);
+void mx_impi_end(int code);
 int mx_stopping(void);
 void mx_rank_exited(int r, int status);
 

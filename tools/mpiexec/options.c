@@ -22,6 +22,7 @@
 #include <kumi/kumi.h>
 #include "mpiexec.h"
 #include "abi_detect.h"
+#include <kumi/impi.h>
 
 struct mx_opts mx_opt;
 
@@ -79,6 +80,11 @@ static void usage(FILE *f)
         "  --fanout K           mpiexec starts at most K proxies, each proxy K more\n"
         "                       (a tree when there are more hosts; default 32)\n"
         "  -wdir DIR            the processes start in DIR (default: this folder)\n"
+        "IMPI (several clusters in one job, each started by its own mpiexec):\n"
+        "  --impi-client K      this launch is client K of an IMPI job: MPI_COMM_WORLD\n"
+        "                       spans every client's processes in client order\n"
+        "  --impi-server H:P    the IMPI server (impi_server prints H:P)\n"
+        "  --impi-auth KEY      authenticate with KEY (default: $IMPI_AUTH_KEY, else none)\n"
         "  -h, --help           this help\n"
         "  --version            print the version\n\n"
         "stdin goes to rank 0, the other ranks read /dev/null.  stdout and stderr of\n"
@@ -200,6 +206,7 @@ void mx_parse_args(int argc, char **argv)
 {
     mx_opt.np = 1;
     mx_opt.host_timeout = 5.0;
+    mx_opt.impi_client = -1;
     int i;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -257,6 +264,16 @@ void mx_parse_args(int argc, char **argv)
             double t = strtod(s, &end);
             if (end == s || *end || !(t > 0) || t > 1e6) mx_die_usage("--host-timeout: invalid number of seconds '%s'", s);
             mx_opt.host_timeout = t;
+        } else if (is_opt(a, "--impi-client") || is_opt(a, "-client")) {
+            const char *s = optval(argc, argv, &i);
+            if (parse_int(s, 0, KUMI_IMPI_MAX_CLIENTS - 1, &v))
+                mx_die_usage("--impi-client: expected a client rank from 0 to 31, not '%s'", s);
+            mx_opt.impi_client = (int)v;
+        } else if (is_opt(a, "--impi-server")) {
+            mx_opt.impi_server = optval(argc, argv, &i);
+            if (!strchr(mx_opt.impi_server, ':')) mx_die_usage("--impi-server: expected HOST:PORT, not '%s'", mx_opt.impi_server);
+        } else if (is_opt(a, "--impi-auth")) {
+            mx_opt.impi_auth = optval(argc, argv, &i);
         } else if (is_opt(a, "-x")) {
             const char *s = optval(argc, argv, &i);
             if (!s[0] || s[0] == '=') mx_die_usage("-x: invalid variable '%s'", s);
@@ -335,5 +352,7 @@ void mx_parse_args(int argc, char **argv)
         }
     }
     if (i >= argc) mx_die_usage("no program to run%s", "");
+    if ((mx_opt.impi_client >= 0) != (mx_opt.impi_server != NULL))
+        mx_die_usage("%s", mx_opt.impi_server ? "--impi-server needs --impi-client K" : "--impi-client needs --impi-server HOST:PORT");
     mx_opt.argv = &argv[i];
 }

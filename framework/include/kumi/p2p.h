@@ -119,12 +119,15 @@ struct kumi_p2p_rma {
  *   1.4  adds peer_sockets, peer_sockaddr (optional, for pacing: NULL or
  *        absent = the transport has no sockets to pace);
  *   1.5  adds xjob_card, xjob_add (optional, for processes of other jobs:
- *        MPI_Comm_accept / connect / join; NULL or absent = none).
+ *        MPI_Comm_accept / connect / join; NULL or absent = none);
+ *   1.6  adds the capabilities KUMI_P2P_CAP_EXTERNAL32 and _NOBUDGET (no new
+ *        entries: a library older than 1.6 would not honour them, so a
+ *        component that sets them says 1.6).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 5
+#define KUMI_P2P_CONTRACT_MINOR 6
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -137,6 +140,19 @@ struct kumi_p2p_rma {
 #define KUMI_P2P_CAP_RGET  (UINT64_C(1) << 0)  /* receiver-pulled rendezvous: rget and pull */
 #define KUMI_P2P_CAP_RMA   (UINT64_C(1) << 1)  /* remote memory access for windows: mem_reg,
                                                   mem_dereg and rma */
+/* Flags without operations (a transport that speaks a foreign wire protocol,
+ * p2p/impi):
+ * EXTERNAL32: payloads to and from this transport's peers are in the
+ *   "external32" representation: the request layer converts the user's data
+ *   with the pack engine at send (hdr.len counts external32 bytes) and into
+ *   the receive's datatype when a message of such a peer matches; data whose
+ *   external32 bytes are its native bytes (bytes, chars) go unconverted
+ *   unless kumi_p2p_external32_copy(1) asked for the copy anyway (testing).
+ * NOBUDGET: no eager budget / KUMI_HDR_CREDIT with this transport's peers
+ *   (its protocol has its own flow control); eager messages go up to
+ *   eager_limit, longer ones as an RTS that always carries eager_limit bytes. */
+#define KUMI_P2P_CAP_EXTERNAL32 (UINT64_C(1) << 2)
+#define KUMI_P2P_CAP_NOBUDGET   (UINT64_C(1) << 3)
 
 /* A process of another job (contract 1.5): who it is and how to reach it.
  * job: a 64-bit identity of a job (the same on all its processes, different
@@ -254,6 +270,9 @@ struct kumi_p2p_ops {
 /* Upcalls into the request layer, for transports. */
 KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *hdr);
 KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx);
+/* Convert through a copy even data whose external32 form is its native
+ * form (KUMI_P2P_CAP_EXTERNAL32; for tests of the conversion path). */
+KUMI_EXPORT void kumi_p2p_external32_copy(int on);
 /* A transport created socket fd, which will carry this process's bytes to
  * world rank peer (contract 1.4; call it before the first byte is written). */
 KUMI_EXPORT void kumi_p2p_socket_opened(int peer, int fd);

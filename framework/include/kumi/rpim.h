@@ -60,6 +60,15 @@ extern "C" {
 #define KUMI_ENV_BIND_CPUS  "KUMI_INTERNAL_BIND_CPUS"
 #define KUMI_ENV_BIND_LEVEL "KUMI_INTERNAL_BIND_LEVEL"
 #define KUMI_ENV_BIND_INDEX "KUMI_INTERNAL_BIND_INDEX"
+/* mpiexec --impi-client (tools/mpiexec/impi.c, components/p2p/impi):
+ * this launch is one IMPI client; its ranks are MPI_COMM_WORLD ranks FIRST ...
+ * of SIZE ("FIRST:SIZE"); the key-value exchange knows only them (rank
+ * numbers are world ranks, the others have no keys).  JOB: a file with the
+ * start-up's replies (p2p/impi reads it); FDS: the listening sockets of the
+ * IMPI hosts, one per rank ("fd,fd,..." by rank in this launch). */
+#define KUMI_ENV_IMPI_WORLD "KUMI_INTERNAL_IMPI_WORLD"
+#define KUMI_ENV_IMPI_JOB   "KUMI_INTERNAL_IMPI_JOB"
+#define KUMI_ENV_IMPI_FDS   "KUMI_INTERNAL_IMPI_FDS"
 #define KUMI_KVS_BIND_CPUS  "kumi.bind.cpus"
 #define KUMI_KVS_BIND_LEVEL "kumi.bind.level"
 #define KUMI_KVS_BIND_INDEX "kumi.bind.index"

@@ -1,0 +1,65 @@
+#!/bin/bash
+# Clusters as IMPI clients in the wide-area lab (tests/scripts/wanlab.sh: two network
+# namespaces behind a router with a 100 Mbit/s tbf bottleneck and 2 ms each way): the
+# IMPI server in cluster A, `mpiexec -n 2 --impi-client 0` in cluster A and
+# `--impi-client 1` in cluster B, tests/mpi/impi_border (point-to-point across the border,
+# collectives, split, external32 bit for bit) through the router; each client's hosts
+# advertise their cluster's address (the one they reach the server from), p2p/impi
+# connects A's ranks to B's across the router, shmem stays inside each cluster.
+# Then a rank of cluster B dies: both clusters' jobs and the server end, no hang.
+set -u
+. "$top_srcdir/tests/scripts/wanlab.sh"
+SERVER=$top_builddir/tools/impi_server/impi_server
+PROG=$TESTBIN/impi_border
+[ -x "$SERVER" ] && [ -x "$PROG" ] || { echo "FAIL: impi_server or impi_border not built"; exit 1; }
+TMP=$(mktemp -d /tmp/kumi-impiw.XXXXXX)
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+trap 'rm -rf "$TMP"; wanlab_down' EXIT
+wanlab_up 2000 100 || exit $?
+trap 'rm -rf "$TMP"; wanlab_down' EXIT
+A=${WL_NS_A##*/} B=${WL_NS_B##*/}
+
+# run NAME PROGRAM-ARGS...: the server in A, client 0 in A, client 1 in B; sets r0 r1 rs
+run() {
+    local name=$1; shift
+    rm -f "$TMP/$name.port"
+    ip netns exec "$A" timeout 150 "$SERVER" -n 2 -host "$WL_ADDR_A" -portfile "$TMP/$name.port" -timeout 60 \
+        > /dev/null 2> "$TMP/$name.serr" &
+    local sp=$!
+    for _ in $(seq 1 100); do [ -s "$TMP/$name.port" ] && break; sleep 0.05; done
+    local hp; hp=$(cat "$TMP/$name.port")
+    KUMI_VERBOSE=1 ip netns exec "$A" timeout 140 "$MPIEXEC" --timeout 130 -n 2 --impi-client 0 --impi-server "$hp" \
+        "$PROG" "$@" > "$TMP/$name.a.out" 2> "$TMP/$name.a.err" &
+    local pa=$!
+    KUMI_VERBOSE=1 ip netns exec "$B" timeout 140 "$MPIEXEC" --timeout 130 -n 2 --impi-client 1 --impi-server "$hp" \
+        "$PROG" "$@" > "$TMP/$name.b.out" 2> "$TMP/$name.b.err" &
+    local pb=$!
+    wait $pa; r0=$?; wait $pb; r1=$?; wait $sp; rs=$?
+}
+
+t0=$(date +%s)
+run border 4 2
+t=$(( $(date +%s) - t0 ))
+if [ $r0 = 0 ] && [ $r1 = 0 ] && [ $rs = 0 ]; then ok "2 x 2 ranks across the router in ${t}s: both clusters and the server exit 0"
+else fail "2 x 2 ranks across the router: A $r0, B $r1, server $rs"; tail -15 "$TMP/border.a.err" "$TMP/border.b.err" "$TMP/border.serr"; fi
+n=$(cat "$TMP/border.a.out" "$TMP/border.b.out" | grep -c ': all checks passed$')
+[ "$n" = 4 ] && ok "every rank passed its checks" || fail "$n of 4 ranks passed"
+grep -Eq "kumi\[0\]: rank 0 -> rank 2: impi IMPI host 2 of client 1 \($WL_ADDR_B:[0-9]+\)" "$TMP/border.a.err" &&
+    ok "cluster A reaches cluster B's ranks at B's address through p2p/impi" ||
+    { fail "rank 0 does not reach rank 2 at $WL_ADDR_B through p2p/impi"; grep -- '-> rank' "$TMP/border.a.err"; }
+grep -Eq "kumi\[3\]: rank 3 -> rank 1: impi IMPI host 1 of client 0 \($WL_ADDR_A:[0-9]+\)" "$TMP/border.b.err" &&
+    ok "cluster B reaches cluster A's ranks at A's address" || fail "rank 3 does not reach rank 1 at $WL_ADDR_A"
+grep -Eq "kumi\[2\]: rank 2 -> rank 3: shmem" "$TMP/border.b.err" && ok "inside cluster B the ranks keep shmem" ||
+    fail "rank 2 does not reach rank 3 through shmem"
+echo "bottleneck drops: $(wanlab_drops)"
+
+run die 4 2 die 3
+[ $r0 != 0 ] && [ $r0 != 124 ] && [ $r1 != 0 ] && [ $r1 != 124 ] && [ $rs = 1 ] &&
+    ok "a rank of cluster B dies: A exits $r0, B $r1, the server 1" || fail "a dying rank: A $r0, B $r1, server $rs"
+grep -Eq "IMPI host 3 \(rank 3 of IMPI client 1\): it closed its connection without FINI|IMPI server .* closed the connection" \
+    "$TMP/die.a.err" && ok "cluster A says what it lost" || { fail "cluster A's message"; tail -5 "$TMP/die.a.err"; }
+
+[ $fails -eq 0 ] && { echo "impi_wan: all passed"; exit 0; }
+echo "impi_wan: $fails failure(s)"; exit 1

@@ -1,0 +1,307 @@
+/* impi_testhost: a made-up foreign IMPI implementation for
+ * tests/scripts/impi_foreign.sh (not installed): IMPI client K with one host
+ * of one proc, written from the fact sheet alone, that checks Kumi's packets
+ * byte for byte (big-endian headers, external32 payloads) and answers as the
+ * protocol says.  Kumi runs tests/mpi/impi_foreign as the other client; its
+ * rank 0 (MPI_COMM_WORLD) talks to this proc (world rank ME below).
+ *
+ *   impi_testhost -server HOST:PORT -rank K [-datalen N] [-timeout S]
+ *
+ * The exchange (the script of impi_foreign.c, in this order):
+ *   <- DATA tag 5: MPI_INT {1, -2, 0x01020304}: bytes 00000001 fffffffe 01020304
+ *   <- DATA tag 6: MPI_DOUBLE {1.5, -0.0}: 3ff8000000000000 8000000000000000
+ *   <- DATASYNC tag 7 (MPI_Ssend of 1 MPI_SHORT 0x0102)   -> SYNCACK (srqid echoed)
+ *   <- DATASYNC tag 8, a long message of 3 * datalen bytes of MPI_INT i:
+ *      first packet datalen bytes                          -> SYNCACK, drqid 0x4b554d49
+ *      the rest as DATA packets with that drqid
+ *   -> DATA tag 9: MPI_INT {7, -8} big-endian; -> DATA tag 10: MPI_DOUBLE {-2.25}
+ *   -> a long message, tag 11, 2 * datalen bytes of MPI_INT 1000 + i: DATASYNC
+ *      first packet <- SYNCACK (srqid 77)  -> the rest with its drqid
+ *   -> CANCEL for srqid 999 (no such message)              <- CANCELNO
+ *   <- DATA tag 12: MPI_INT {42} (before or after the CANCELNO)
+ *   both: FINI; then FINI to the server.
+ * Every counted packet in either direction follows ackmark / hiwater: this
+ * side sends a PROTOACK after every ackmark packets read and checks that
+ * Kumi never has more than hiwater unacknowledged.  Exit 0, or 1 with a
+ * message naming the first difference. */
+#include <kumi/impi.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int K = -1, ME = -1, PEER = 0, fd = -1, timeout_s = 30;
+static struct kumi_impi_job job;
+static uint32_t recvd, unacked_in, acks_sent, acks_got, sent_unacked;
+static uint64_t seq, out_cid;
+
+#define DIE(...) do { fprintf(stderr, "impi_testhost: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+static void rd(void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        if (poll(&pf, 1, timeout_s * 1000) <= 0) DIE("timed out reading from Kumi's host");
+        ssize_t r = recv(fd, (char *)p + got, n - got, 0);
+        if (r <= 0) DIE("Kumi's host closed the connection");
+        got += (size_t)r;
+    }
+}
+
+static void wr(const void *p, size_t n)
+{
+    if (send(fd, p, n, MSG_NOSIGNAL) != (ssize_t)n) DIE("write to Kumi's host failed");
+}
+
+static void pk_in(struct kumi_impi_packet *pk, uint8_t *buf, size_t cap);
+
+/* Before a counted packet: while hiwater are unacknowledged, read Kumi's
+ * PROTOACKs (nothing else may come then in this script). */
+static void credit(void)
+{
+    while (sent_unacked >= job.hiwater) {
+        uint8_t h[128];
+        char err[200];
+        struct kumi_impi_packet pk;
+        rd(h, 128);
+        if (kumi_impi_packet_parse(h, 128, 0, &pk, err, sizeof err) != 128)
+            DIE("while waiting for credit: %s", err);
+        if (pk.type != KUMI_IMPI_PK_PROTOACK)
+            DIE("while waiting for credit: a %s packet, not a PROTOACK", kumi_impi_packet_type_name(pk.type));
+        acks_got++;
+        sent_unacked = sent_unacked > job.ackmark ? sent_unacked - job.ackmark : 0;
+    }
+}
+
+static void pk_out(uint32_t type, uint32_t len, uint64_t msglen, int tag, uint64_t srqid, uint64_t drqid,
+                   const void *data)
+{
+    struct kumi_impi_packet pk;
+    uint8_t h[128];
+    memset(&pk, 0, sizeof pk);
+    pk.type = type;
+    pk.len = len;
+    memcpy(pk.src_host, job.procs[ME].id, 16);
+    pk.src_pid = job.procs[ME].pid;
+    memcpy(pk.dest_host, job.procs[PEER].id, 16);
+    pk.dest_pid = job.procs[PEER].pid;
+    pk.srqid = srqid;
+    pk.drqid = drqid;
+    pk.msglen = msglen;
+    pk.lsrank = ME;
+    pk.tag = tag;
+    pk.cid = out_cid;                             /* 0: MPI_COMM_WORLD */
+    if (type != KUMI_IMPI_PK_PROTOACK) pk.seqnum = seq++;
+    if (type != KUMI_IMPI_PK_PROTOACK && type != KUMI_IMPI_PK_FINI) {
+        credit();
+        sent_unacked++;
+    }
+    kumi_impi_packet_encode(&pk, h);
+    wr(h, 128);
+    if (len) wr(data, len);
+}
+
+/* The next packet that is not a PROTOACK (those are counted), its payload in buf. */
+static void pk_in(struct kumi_impi_packet *pk, uint8_t *buf, size_t cap)
+{
+    for (;;) {
+        uint8_t h[128];
+        char err[200];
+        rd(h, 128);
+        if (kumi_impi_packet_parse(h, 128, (uint32_t)job.pk_maxlen, pk, err, sizeof err) != 128)
+            DIE("a bad packet header from Kumi: %s", err);
+        uint32_t n = kumi_impi_packet_payload(pk);
+        if (n > cap) DIE("a payload of %u bytes, room for %zu", n, cap);
+        if (n) rd(buf, n);
+        if (pk->type == KUMI_IMPI_PK_PROTOACK) {
+            acks_got++;
+            sent_unacked = sent_unacked > job.ackmark ? sent_unacked - job.ackmark : 0;
+            continue;
+        }
+        if (pk->type == KUMI_IMPI_PK_FINI) return;
+        if (kumi_impi_job_find_proc(&job, pk->src_host, pk->src_pid) != PEER ||
+            kumi_impi_job_find_proc(&job, pk->dest_host, pk->dest_pid) != ME)
+            DIE("a %s packet with pk_src / pk_dest not rank %d -> rank %d", kumi_impi_packet_type_name(pk->type),
+                PEER, ME);
+        recvd++;
+        if (++unacked_in > job.hiwater) DIE("Kumi sent %u packets without a PROTOACK (hiwater %u)", unacked_in, job.hiwater);
+        if (recvd % job.ackmark == 0) {          /* sheet §4.6 */
+            unacked_in -= job.ackmark;
+            pk_out(KUMI_IMPI_PK_PROTOACK, 0, 0, -1, 0, 0, NULL);
+            acks_sent++;
+        }
+        return;
+    }
+}
+
+static void expect(const struct kumi_impi_packet *pk, uint32_t type, int tag, uint64_t msglen, uint32_t len,
+                   const char *what)
+{
+    if (pk->type != type || pk->tag != tag || pk->msglen != msglen || pk->len != len || pk->cid != 0 ||
+        (type <= KUMI_IMPI_PK_DATASYNC && pk->lsrank != PEER))
+        DIE("%s: got %s tag %d msglen %llu len %u cid %llu lsrank %d; expected %s tag %d msglen %llu len %u cid 0 "
+            "lsrank %d", what, kumi_impi_packet_type_name(pk->type), pk->tag, (unsigned long long)pk->msglen,
+            pk->len, (unsigned long long)pk->cid, pk->lsrank, kumi_impi_packet_type_name(type), tag,
+            (unsigned long long)msglen, len, PEER);
+}
+
+static void bytes_eq(const uint8_t *got, const uint8_t *want, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i]) DIE("%s: byte %zu is %02x, external32 says %02x", what, i, got[i], want[i]);
+}
+
+int main(int argc, char **argv)
+{
+    const char *server = NULL;
+    int datalen = 1000;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "-server")) server = argv[i + 1];
+        else if (!strcmp(argv[i], "-rank")) K = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-datalen")) datalen = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-timeout")) timeout_s = atoi(argv[i + 1]);
+        else DIE("unknown option %s", argv[i]);
+    }
+    if (!server || K < 1) DIE("usage: impi_testhost -server HOST:PORT -rank K (K >= 1: Kumi is client 0)");
+    struct kumi_impi_client c;
+    if (kumi_impi_client_connect(&c, server, timeout_s * 1000) != 0 ||
+        kumi_impi_client_auth(&c, 1u << KUMI_IMPI_AUTH_NONE, 0, NULL) != 0 || kumi_impi_client_impi(&c, K) != 0)
+        DIE("%s", c.err);
+    struct sockaddr_in me;
+    socklen_t ml = sizeof me;
+    getsockname(c.fd, (struct sockaddr *)&me, &ml);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in la = { .sin_family = AF_INET };
+    socklen_t ll = sizeof la;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof la) || listen(lfd, 16) ||
+        getsockname(lfd, (struct sockaddr *)&la, &ll))
+        DIE("cannot listen");
+    struct kumi_impi_host host = { .port = ntohs(la.sin_port), .nprocs = 1, .ackmark = 2, .hiwater = 4 };
+    struct kumi_impi_proc proc = { .pid = 4242 };
+    kumi_impi_hostid_set(host.id, AF_INET, &me.sin_addr);
+    memcpy(proc.id, host.id, 16);
+    struct kumi_impi_mine m = { .datalen = datalen, .tagub = 32767, .xsize = -1, .maxlinear = -1, .nhosts = 1,
+                                .nprocs = 1, .hosts = &host, .procs = &proc };
+    if (kumi_impi_client_labels(&c, &m, &job) != 0 || kumi_impi_client_done(&c) != 0) DIE("%s", c.err);
+    ME = job.first_proc_of_client[K];
+    int myhost = job.first_host[K];
+    if (job.nclients != 2 || job.c_nprocs[0] < 1) DIE("expected Kumi as client 0 with at least one rank");
+    printf("impi_testhost: world rank %d of %d, packets of %d bytes, ackmark %u, hiwater %u\n", ME, job.nprocs,
+           job.pk_maxlen, job.ackmark, job.hiwater);
+    fflush(stdout);
+
+    /* the dance (sheet §2): every host of client 0 ranks lower: connect, send my host rank */
+    int *hfd = calloc((size_t)job.nhosts, sizeof *hfd);
+    for (int h = 0; h < myhost; h++) {
+        uint8_t a[16], r[4];
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)job.hosts[h].port) };
+        if (kumi_impi_hostid_get(job.hosts[h].id, a) != AF_INET) DIE("host %d is not IPv4", h);
+        memcpy(&sa.sin_addr, a, 4);
+        hfd[h] = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(hfd[h], (struct sockaddr *)&sa, sizeof sa) != 0) DIE("connect to host %d failed", h);
+        kumi_impi_put32(r, (uint32_t)myhost);
+        if (send(hfd[h], r, 4, 0) != 4) DIE("dance: send to host %d", h);
+    }
+    close(lfd);
+    fd = hfd[kumi_impi_job_proc_host(&job, PEER)];
+
+    struct kumi_impi_packet pk;
+    size_t cap = (size_t)job.pk_maxlen + 64;
+    uint8_t *b = malloc(cap);
+    pk_in(&pk, b, cap);
+    expect(&pk, KUMI_IMPI_PK_DATA, 5, 12, 12, "MPI_Send of 3 MPI_INT");
+    static const uint8_t ints[12] = { 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4 };
+    bytes_eq(b, ints, 12, "MPI_INT payload");
+    pk_in(&pk, b, cap);
+    expect(&pk, KUMI_IMPI_PK_DATA, 6, 16, 16, "MPI_Send of 2 MPI_DOUBLE");
+    static const uint8_t dbl[16] = { 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0 };
+    bytes_eq(b, dbl, 16, "MPI_DOUBLE payload");
+    pk_in(&pk, b, cap);
+    expect(&pk, KUMI_IMPI_PK_DATASYNC, 7, 2, 2, "MPI_Ssend of 1 MPI_SHORT");
+    bytes_eq(b, (const uint8_t[]){ 1, 2 }, 2, "MPI_SHORT payload");
+    pk_out(KUMI_IMPI_PK_SYNCACK, 0, 2, 7, pk.srqid, 0, NULL);
+
+    /* a long message: DATASYNC first packet, SYNCACK with our handle, the rest as DATA */
+    uint64_t total = 3 * (uint64_t)job.pk_maxlen, got = 0;
+    pk_in(&pk, b, cap);
+    expect(&pk, KUMI_IMPI_PK_DATASYNC, 8, total, (uint32_t)job.pk_maxlen, "first packet of a long message");
+    for (;;) {
+        for (uint32_t i = 0; i < pk.len; i += 4) {
+            uint32_t v = (uint32_t)((got + i) / 4);
+            uint8_t w4[4];
+            kumi_impi_put32(w4, v);
+            bytes_eq(b + i, w4, 4, "long message payload");
+        }
+        got += pk.len;
+        if (got == pk.len) pk_out(KUMI_IMPI_PK_SYNCACK, 0, total, 8, pk.srqid, 0x4b554d49, NULL);
+        if (got >= total) break;
+        pk_in(&pk, b, cap);
+        if (pk.type != KUMI_IMPI_PK_DATA || pk.drqid != 0x4b554d49 || pk.msglen != total || pk.tag != 8)
+            DIE("the rest of the long message: %s drqid %#llx msglen %llu tag %d", kumi_impi_packet_type_name(pk.type),
+                (unsigned long long)pk.drqid, (unsigned long long)pk.msglen, pk.tag);
+    }
+
+    /* this side sends: ints, a double, a long message, a cancel */
+    uint8_t o[16];
+    kumi_impi_put32(o, 7);
+    kumi_impi_put32(o + 4, (uint32_t)-8);
+    pk_out(KUMI_IMPI_PK_DATA, 8, 8, 9, 0, 0, o);
+    double d = -2.25;
+    uint64_t db;
+    memcpy(&db, &d, 8);
+    kumi_impi_put64(o, db);
+    pk_out(KUMI_IMPI_PK_DATA, 8, 8, 10, 0, 0, o);
+    uint64_t ltotal = 2 * (uint64_t)job.pk_maxlen;
+    uint8_t *lm = malloc(ltotal);
+    for (uint64_t i = 0; i < ltotal / 4; i++) kumi_impi_put32(lm + 4 * i, (uint32_t)(1000 + i));
+    pk_out(KUMI_IMPI_PK_DATASYNC, (uint32_t)job.pk_maxlen, ltotal, 11, 77, 0, lm);
+    pk_in(&pk, b, cap);
+    if (pk.type != KUMI_IMPI_PK_SYNCACK || pk.srqid != 77 || !pk.drqid)
+        DIE("expected a SYNCACK for srqid 77 with Kumi's drqid, got %s srqid %llu drqid %llu",
+            kumi_impi_packet_type_name(pk.type), (unsigned long long)pk.srqid, (unsigned long long)pk.drqid);
+    uint64_t drqid = pk.drqid;
+    for (uint64_t off = (uint64_t)job.pk_maxlen; off < ltotal; off += (uint64_t)job.pk_maxlen)
+        pk_out(KUMI_IMPI_PK_DATA, (uint32_t)job.pk_maxlen, ltotal, 11, 77, drqid, lm + off);
+    pk_out(KUMI_IMPI_PK_CANCEL, 0, 0, 0, 999, 0, NULL);
+    int cancel_no = 0, last = 0;
+    for (int k = 0; k < 2; k++) {                 /* CANCELNO and tag 12, in either order */
+        pk_in(&pk, b, cap);
+        if (pk.type == KUMI_IMPI_PK_CANCELNO && pk.srqid == 999) {
+            cancel_no++;
+        } else {
+            expect(&pk, KUMI_IMPI_PK_DATA, 12, 4, 4, "the last message");
+            bytes_eq(b, (const uint8_t[]){ 0, 0, 0, 42 }, 4, "the last MPI_INT");
+            last++;
+        }
+    }
+    if (cancel_no != 1 || last != 1) DIE("expected a CANCELNO for srqid 999 and the last message");
+    if (!acks_got || !acks_sent) DIE("no PROTOACK went (%u sent, %u received)", acks_sent, acks_got);
+
+    /* MPI_Finalize's barrier over MPI_COMM_WORLD: by Kumi's own algorithm
+     * (the IMPI collective algorithms, coll/impi, are separate work): each
+     * empty message on the collective context (cid + 1, as LAM's IMPI
+     * collectives) is answered in kind; then FINI (sheet §6.1) */
+    int barrier_msgs = 0;
+    for (;;) {
+        pk_in(&pk, b, cap);
+        if (pk.type == KUMI_IMPI_PK_FINI) break;
+        if (pk.type != KUMI_IMPI_PK_DATA || pk.cid != 1 || pk.len != 0 || pk.msglen != 0)
+            DIE("in MPI_Finalize: a %s packet tag %d cid %llu len %u, expected an empty message on cid 1 or FINI",
+                kumi_impi_packet_type_name(pk.type), pk.tag, (unsigned long long)pk.cid, pk.len);
+        out_cid = 1;
+        pk_out(KUMI_IMPI_PK_DATA, 0, 0, pk.tag, 0, 0, NULL);
+        if (++barrier_msgs == 1) pk_out(KUMI_IMPI_PK_FINI, 0, 0, -1, 0, 0, NULL);
+    }
+    if (!barrier_msgs) pk_out(KUMI_IMPI_PK_FINI, 0, 0, -1, 0, 0, NULL);
+    printf("impi_testhost: all checks passed (%u packets from Kumi, PROTOACKs %u sent %u received)\n", recvd,
+           acks_sent, acks_got);
+    fflush(stdout);
+    for (int h = 0; h < myhost; h++) close(hfd[h]);
+    if (kumi_impi_client_fini(&c) != 0) DIE("%s", c.err);
+    return 0;
+}
