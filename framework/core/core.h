@@ -339,6 +339,14 @@ const char *kumi_info_value(const struct kumi_info *i, const char *key);
 /* Set key to value (MPI error code: MPI_ERR_INFO_KEY / _VALUE / MPI_ERR_NO_MEM). */
 int kumi_info_set_value(struct kumi_info *i, const char *key, const char *value);
 
+/* ---------------------------------------------------------------- accel
+ * (core/accel.c) The accel component in use (kumi/accel.h), chosen at first
+ * call after MPI_Init; NULL when none is usable (the usual case). */
+struct kumi_accel_ops;
+const struct kumi_accel_ops *kumi_accel(void);
+const char *kumi_accel_name(void);
+void kumi_accel_finalize(void);
+
 /* ---------------------------------------------------------------- errors */
 /* Invoke comm's error handler for code (a return of a failed MPI call);
  * returns code for ERRORS_RETURN and user handlers. comm NULL: COMM_SELF. */

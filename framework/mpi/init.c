@@ -82,6 +82,7 @@ int kumi_runtime_start(void)
 void kumi_runtime_stop(void)
 {
     kumi_sched_engine_stop();
+    kumi_accel_finalize();
     kumi_req_finalize();
     kumi_rpim_finalize();
     kumi_comm_finalize_predefined();
@@ -119,6 +120,7 @@ int kumi_mpi_init(int *argc, char ***argv)
 int kumi_mpi_finalize(void)
 {
     struct kumi_comm *w = KUMI_COMM_WORLD;
+    kumi_gpu_finalize();                   /* device proxies (MPIX_Gpu_start) still running */
     /* attributes' delete callbacks: MPI_COMM_SELF's first, then MPI_COMM_WORLD's */
     int arc = kumi_attr_finalize();
     int brc = kumi_buffers_finalize();     /* buffered messages go out, buffers detached */
