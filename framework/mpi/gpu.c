@@ -381,7 +381,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
     for (int b = 0; !rc && b < nblocks; b++) rc = kumi_mpi_comm_dup(c, &g->bcomm[b]);
     if (!rc) {
         kumi_gpu_host_init(g->ring, (uint32_t)qsize);
-        *g->tail = 0;   /* CPU kind; the accel component zeroes device memory it allocates */
+        if (g->kind == MPIX_GPU_CPU) *g->tail = 0;   /* the accel component zeroes the device memory it gives */
         g->next = live;
         live = g;
         if (pthread_create(&g->thr, NULL, proxy_main, g))

@@ -108,6 +108,7 @@ int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
     if (kumi_thread_level == MPI_THREAD_MULTIPLE) kumi_mt = true;
     if (provided) *provided = kumi_thread_level;
     kumi_state = KUMI_STATE_INIT;
+    kumi_accel();                         /* an accel component in use: device buffers are staged */
     return MPI_SUCCESS;
 }
 

@@ -50,6 +50,7 @@ static struct {
 static void *lib;
 static int ndev;
 static long long cuda_device = -1;
+static const char *cuda_library;
 static cu_context ctx;
 
 static const struct { const char *name; size_t off; } syms[] = {
@@ -68,12 +69,14 @@ static void cuda_register(void)
     kumi_param_register_int("accel", "cuda", "device", -1,
                             "CUDA device whose primary context Kumi uses in a thread without a current "
                             "context (-1: the rank in MPI_COMM_WORLD modulo the device count)", KUMI_LEVEL_USER, &cuda_device);
+    kumi_param_register_string("accel", "cuda", "library", "libcuda.so.1",
+                               "The CUDA driver library, opened with dlopen at MPI_Init (tests: a stand-in)",
+                               KUMI_LEVEL_DEV, &cuda_library);
 }
 
 static int cuda_open(char *why, size_t whylen)
 {
-    const char *name = getenv("KUMI_ACCEL_CUDA_LIBRARY");   /* tests: another driver library */
-    if (!name || !*name) name = "libcuda.so.1";
+    const char *name = cuda_library && *cuda_library ? cuda_library : "libcuda.so.1";
     lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(why, whylen, "%s not found (no NVIDIA driver on this machine)", name);
