@@ -2,7 +2,9 @@
  * the CPU device: threads stand in for GPU blocks and use the very queue and
  * device-side functions a CUDA kernel uses.
  *
- *   gpu_cpu [qsize depth]   (defaults 1024 4; "2 2": a tiny ring, blocks wait for room)
+ *   gpu_cpu [qsize depth [cuda]]   (defaults 1024 4; "2 2": a tiny ring, blocks wait for room;
+ *                                   cuda: kind MPIX_GPU_CUDA, memory from accel/cuda, whose
+ *                                   device memory these threads must reach: gpu_fakecuda.sh)
  *
  * 1. order: 8 blocks each stream 200 numbered messages to the next rank with
  *    windows of non-blocking sends / receives; each block's messages arrive
@@ -21,7 +23,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-static int rank, size, QS = 1024, DEPTH = 4;
+static int rank, size, QS = 1024, DEPTH = 4, KIND = MPIX_GPU_CPU;
 static kumi_gpu_t G;
 static volatile int failed;
 
@@ -217,7 +219,7 @@ static void stencil(void)
     for (int i = 1; i <= n; i++) su[i] = init_val((long)rank * n + i - 1);
     KT_CHECK(!pthread_barrier_init(&grid, NULL, SB));
     MPIX_Gpu g;
-    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, SB, DEPTH, QS, &G, &g));
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, SB, DEPTH, QS, &G, &g));
     run_blocks(SB, stencil_block);
     KT_MPI(MPIX_Gpu_stop(&g));
     pthread_barrier_destroy(&grid);
@@ -250,27 +252,28 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc > 2) QS = atoi(argv[1]), DEPTH = atoi(argv[2]);
+    if (argc > 3 && !strcmp(argv[3], "cuda")) KIND = MPIX_GPU_CUDA;
     KT_CHECK(DEPTH >= 2 && DEPTH <= 15, "depth: 2 .. 15 (a block keeps a receive and a send outstanding)");
     MPIX_Gpu g;
 
     /* 1. order */
-    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, OB, DEPTH, QS, &G, &P));
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, OB, DEPTH, QS, &G, &P));
     run_blocks(OB, order_block);
     KT_MPI(MPIX_Gpu_stop(&P));
     KT_CHECK(P == MPIX_GPU_NULL);
 
     /* 2. many concurrent requesters */
-    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, MB, DEPTH, QS, &G, &g));
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, MB, DEPTH, QS, &G, &g));
     run_blocks(MB, many_block);
     KT_MPI(MPIX_Gpu_stop(&g));
 
     /* 3. errors */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, 2, DEPTH, QS, &G, &g));
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, 2, DEPTH, QS, &G, &g));
     run_blocks(2, error_block);
     KT_MPI(MPIX_Gpu_stop(&g));
-    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, 2, DEPTH, QS, &G, &g));
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, 2, DEPTH, QS, &G, &g));
     run_blocks(2, fail_block);
     KT_ERRCLASS(MPIX_Gpu_stop(&g), MPI_ERR_INTERN);
     KT_CHECK(g == MPIX_GPU_NULL);
@@ -289,6 +292,6 @@ int main(int argc, char **argv)
     /* a proxy left running is stopped by MPI_Finalize */
     KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, 1, DEPTH, QS, &G, &g));
     MPI_Finalize();
-    if (rank == 0) printf("gpu_cpu: %d ranks, qsize %d, depth %d: ok\n", size, QS, DEPTH);
+    if (rank == 0) printf("gpu_cpu: %d ranks, qsize %d, depth %d, kind %s: ok\n", size, QS, DEPTH, KIND ? "cuda" : "cpu");
     return 0;
 }

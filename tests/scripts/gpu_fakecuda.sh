@@ -40,5 +40,13 @@ for np in 2 3; do
         fail "gpu_staging at $np ranks:"; sed 's/^/    /' "$TMP/run" | tail -15
     fi
 done
+# the CPU device on memory from the component (kind MPIX_GPU_CUDA), a tiny ring too
+for a in "1024 4" "2 2"; do
+    if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x FAKECUDA_DEVRW=1 -n 2 ./gpu_cpu $a cuda) > "$TMP/run" 2>&1; then
+        ok "gpu_cpu $a with kind MPIX_GPU_CUDA"
+    else
+        fail "gpu_cpu $a with kind MPIX_GPU_CUDA:"; sed 's/^/    /' "$TMP/run" | tail -15
+    fi
+done
 [ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$failures check(s) failed"; exit 1

@@ -4,7 +4,9 @@
  * handed out: a load or store through it is a segmentation fault) and once
  * read-write (what cuMemcpy* use).  So an MPI call that reads or writes a
  * device buffer without staging it crashes, and one that stages it works.
- * FAKECUDA_NODEV=1: cuDeviceGetCount says 0 devices. */
+ * FAKECUDA_NODEV=1: cuDeviceGetCount says 0 devices.  FAKECUDA_DEVRW=1: the
+ * device address is readable and writable too (the CPU device of gpu_cpu
+ * then plays the GPU on memory from the component). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -81,7 +83,7 @@ int cuMemAlloc_v2(unsigned long long *out, size_t n)
     if (!len) len = pg;
     int fd = memfd_create("fakecuda", 0);
     if (fd < 0 || ftruncate(fd, (off_t)len)) return 2;
-    char *dev = mmap(NULL, len, PROT_NONE, MAP_SHARED, fd, 0);
+    char *dev = mmap(NULL, len, getenv("FAKECUDA_DEVRW") ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED, fd, 0);
     char *rw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (dev == MAP_FAILED || rw == MAP_FAILED) return 2;
