@@ -3,6 +3,7 @@
 # the installed Kumi and runs them on this machine's NVIDIA GPU(s) (several
 # ranks may share one).  Ends with "N passed, N failed"; skips, saying why,
 # where nvcc, the NVIDIA driver or a GPU is missing.
+#   run-gpu.sh --bench    the benchmark only (make bench-gpu): tests/gpu/bench_gpu.cu at 2 ranks
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PREFIX=${PREFIX:-$top/_install}
@@ -32,6 +33,10 @@ run() { # NAME NP PROG
     fi
     sed 's/^/    /' "$log" | tail -20
 }
+if [ "${1:-}" = --bench ]; then
+    "$PREFIX/bin/mpiexec" -n 2 "$out/bench_gpu" 2>&1 | tee "$out/bench_gpu.log"
+    exit "${PIPESTATUS[0]}"
+fi
 run gpu_stencil_2 2 gpu_stencil
 run gpu_stencil_4 4 gpu_stencil
 run gpu_allreduce_2 2 gpu_allreduce
