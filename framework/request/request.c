@@ -152,6 +152,11 @@ void kumi_req_free(struct kumi_req *r)
     if (r->bsend_seg) kumi_bsend_release(r);
     free(r->pack);
     r->pack = NULL;
+    if (r->accel_stage) {
+        kumi_stage_end(r->accel_stage, false);
+        free(r->accel_stage);
+        r->accel_stage = NULL;
+    }
     if (r->partner) {
         r->partner->parent = NULL;
         kumi_req_free(r->partner);

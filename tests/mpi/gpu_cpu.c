@@ -60,7 +60,7 @@ static void *order_block(void *arg)
             DOK(kumi_gpu_isend(G, blk, &out[i + k], 1, KUMI_GPU_INT64, right, blk, &s[k]));
         }
         for (int k = 0; k < n; k++) {
-            kumi_gpu_status st;
+            kumi_gpu_status st = { 0, 0, 0, 0 };
             DOK(kumi_gpu_wait(G, blk, &r[k], &st));
             DCHECK(st.source == left && st.tag == blk && st.count == 1, "status %d %d %lld", st.source, st.tag,
                    (long long)st.count);
@@ -118,7 +118,7 @@ static void *error_block(void *arg)
     int blk = (int)(intptr_t)arg;
     int x = 1;
     kumi_gpu_request r;
-    kumi_gpu_status st;
+    kumi_gpu_status st = { 0, 0, 0, 0 };
     DCHECK(kumi_gpu_send(G, blk, &x, 1, KUMI_GPU_INT, size, 0) == MPI_ERR_RANK, "rank");
     DCHECK(kumi_gpu_send(G, blk, &x, 1, KUMI_GPU_INT, -7, 0) == MPI_ERR_RANK, "rank -7");
     DCHECK(kumi_gpu_send(G, blk, &x, 1, KUMI_GPU_INT, rank, -5) == MPI_ERR_TAG, "tag");

@@ -8,7 +8,9 @@
  *  - a shorter message leaves the rest of the device buffer alone; a vector
  *    type leaves its gaps alone; MPI_Sendrecv_replace on a device buffer;
  *  - device to host and host to device;
- *  - a non-blocking call on a device buffer: MPI_ERR_BUFFER, not a crash;
+ *  - MPI_Isend / MPI_Irecv on device buffers (Waitall, Test, Wait; a vector
+ *    type; 5 MiB);
+ *  - persistent requests and MPI_Isendrecv on device buffers: MPI_ERR_BUFFER, not a crash;
  *  - MPIX_Gpu_start with MPIX_GPU_CUDA allocates through the component. */
 #include "kt.h"
 #include <mpi-ext.h>
@@ -117,11 +119,45 @@ int main(int argc, char **argv)
     to_host(got, dr, sizeof got);
     for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
 
-    /* non-blocking on a device buffer: a clear error */
+    /* non-blocking: MPI_Irecv / MPI_Isend on device buffers, completed by Waitall, Test, Wait;
+     * a vector receive keeps its gaps; a large one too (rendezvous) */
+    for (int round = 0; round < 3; round++) {
+        size_t n = round == 2 ? (5u << 20) : 4096;
+        MPI_Request q[2];
+        for (size_t i = 0; i < n; i++) hs[i] = (unsigned char)(rank + i * 3 + round);
+        to_dev(ds, hs, n);
+        memset(hr, 0x77, n);
+        to_dev(dr, hr, n);
+        KT_MPI(MPI_Irecv(dr, (int)n, MPI_BYTE, left, 9, MPI_COMM_WORLD, &q[0]));
+        KT_MPI(MPI_Isend(ds, (int)n, MPI_BYTE, right, 9, MPI_COMM_WORLD, &q[1]));
+        if (round == 0) KT_MPI(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+        else {
+            int flag = 0;
+            while (!flag) KT_MPI(MPI_Test(&q[0], &flag, MPI_STATUS_IGNORE));
+            KT_MPI(MPI_Wait(&q[1], MPI_STATUS_IGNORE));
+        }
+        to_host(hr, dr, n);
+        for (size_t i = 0; i < n; i++)
+            if (hr[i] != (unsigned char)(left + i * 3 + round)) KT_FAIL("irecv round %d: byte %zu is %d", round, i, hr[i]);
+    }
+    KT_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    KT_MPI(MPI_Type_commit(&vec));
+    to_dev(ds, v, sizeof v);
+    to_dev(dr, pat, sizeof pat);
+    MPI_Request q2[2];
+    KT_MPI(MPI_Irecv(dr, 1, vec, left, 10, MPI_COMM_WORLD, &q2[0]));
+    KT_MPI(MPI_Isend(ds, 1, vec, right, 10, MPI_COMM_WORLD, &q2[1]));
+    KT_MPI(MPI_Waitall(2, q2, MPI_STATUSES_IGNORE));
+    to_host(got, dr, 8 * sizeof(int));
+    for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i % 2 ? -1 - i : left * 100 + i);
+    MPI_Type_free(&vec);
+
+    /* not staged yet: persistent requests and MPI_Isendrecv on device buffers, a clear error */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Request rq;
-    KT_ERRCLASS(MPI_Isend(ds, 4, MPI_INT, right, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
-    KT_ERRCLASS(MPI_Irecv(dr, 4, MPI_INT, left, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
+    KT_ERRCLASS(MPI_Send_init(ds, 4, MPI_INT, right, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
+    KT_ERRCLASS(MPI_Recv_init(dr, 4, MPI_INT, left, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
+    KT_ERRCLASS(MPI_Isendrecv(ds, 4, MPI_INT, right, 8, dr, 4, MPI_INT, left, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
 
     /* the device proxy's memory from the component */
     kumi_gpu_t g;
