@@ -19,6 +19,7 @@
 #include "mpi/mpi_front.h"
 #include <kumi/accel.h>
 #include <kumi_gpu.h>
+#include <kumi/param.h>
 #include <mpi-ext.h>
 #include <pthread.h>
 #include <sched.h>
@@ -239,18 +240,40 @@ static void drain(struct kumi_mpix_gpu *g)
     }
 }
 
+static long long spin_us = 1000;     /* kumi_base_gpu_proxy_spin_us */
+
+void kumi_gpu_register_params(void)
+{
+    kumi_param_register_int("kumi", "base", "gpu_proxy_spin_us", 1000,
+                            "Time (microseconds) the device proxy of MPIX_Gpu_start keeps polling "
+                            "(yielding the CPU) after its last request or completion before it sleeps "
+                            "20 us between polls (-1: never sleeps)", KUMI_LEVEL_TUNER, &spin_us);
+}
+
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static void *proxy_main(void *arg)
 {
     struct kumi_mpix_gpu *g = arg;
     kumi_call = pfn;
     unsigned idle = 0;
+    long long last = now_us();
     while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
         int n = take(g);
         n += poll_ops(g);
         if (n) { idle = 0; continue; }
         if (++idle < 256) continue;
-        /* idle: sleep a little, more the longer nothing comes (up to 100 us) */
-        struct timespec ts = { 0, idle < 4096 ? 5000 : 100000 };
+        if (idle == 256) last = now_us();
+        if (spin_us < 0 || now_us() - last < spin_us) {
+            sched_yield();           /* more ranks than cores: the others run */
+            continue;
+        }
+        struct timespec ts = { 0, 20000 };
         nanosleep(&ts, NULL);
     }
     drain(g);

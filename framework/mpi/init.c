@@ -38,6 +38,7 @@ static void framework_register_params(void)
     kumi_sched_register_params();
     kumi_memkinds_register_params();
     kumi_coll_register_params();
+    kumi_gpu_register_params();
     kumi_dpm_register_params();
 }
 

@@ -16,6 +16,7 @@ void kumi_part_register(void);
 void kumi_greq_register(void);
 /* ---- gpu.c: MPI_Finalize stops the device proxies still running */
 void kumi_gpu_finalize(void);
+void kumi_gpu_register_params(void);
 
 
 /* ---------------------------------------------------- collectives */
