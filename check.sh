@@ -2,11 +2,16 @@
 # Run Kumi's whole test suite (builds first if needed).  Ends with "N passed, N failed".
 #   ./check.sh              make check: multi-process tests through mpiexec (about 10 minutes on 2 cores)
 #   ./check.sh --long       also the long suites (make check-long), the KACC module's VM test included
+#   ./check.sh --gpu        the GPU test set only (tests/gpu/run-gpu.sh): needs nvcc and an NVIDIA GPU, skips otherwise
 set -uo pipefail
 top=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$top/_build}
 export BUILDDIR
 CONFIGURE_FLAGS=${CONFIGURE_FLAGS:---enable-werror} "$top/install.sh" || { echo "0 passed, 1 failed"; exit 1; }
+if [ "${1:-}" = --gpu ]; then
+    PREFIX=${PREFIX:-$top/_install} "$top/tests/gpu/run-gpu.sh"
+    exit $?
+fi
 # What only the tests need: the foreign MPIs whose ABIs Kumi translates (their
 # wrappers build the foreign binaries of the ABI tests, and tools/abi-probe.py
 # re-derives data/abi from them), Slurm with munge for the Slurm lab of

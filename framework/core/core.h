@@ -341,6 +341,27 @@ const char *kumi_info_value(const struct kumi_info *i, const char *key);
 /* Set key to value (MPI error code: MPI_ERR_INFO_KEY / _VALUE / MPI_ERR_NO_MEM). */
 int kumi_info_set_value(struct kumi_info *i, const char *key, const char *value);
 
+/* ---------------------------------------------------------------- accel
+ * (core/accel.c) The accel component in use (kumi/accel.h), chosen at first
+ * call after MPI_Init; NULL when none is usable (the usual case). */
+struct kumi_accel_ops;
+const struct kumi_accel_ops *kumi_accel(void);
+const char *kumi_accel_name(void);
+void kumi_accel_finalize(void);
+/* Device buffers in host MPI calls: kumi_accel_on is true only while an
+ * accel component is in use, so the point-to-point paths test one flag
+ * (predicted false) and nothing else.  kumi_stage_begin: an MPI error code,
+ * or MPI_SUCCESS with s->host NULL when buf is not device memory (nothing to
+ * do), else s->buf is a host copy to use in its place (filled from the
+ * device if fill).
+ * kumi_stage_end copies it back to the device if copy_back, and frees it. */
+extern bool kumi_accel_on;
+struct kumi_stage { void *buf, *host, *dev; MPI_Aint lo; size_t len; int cached; };
+int kumi_stage_begin(const char *fn, struct kumi_stage *s, const void *buf, MPI_Count count, const struct kumi_dt *dt,
+                     bool fill);
+int kumi_stage_end(struct kumi_stage *s, bool copy_back);
+bool kumi_accel_is_device(const void *buf);
+
 /* ---------------------------------------------------------------- errors */
 /* Invoke comm's error handler for code (a return of a failed MPI call);
  * returns code for ERRORS_RETURN and user handlers. comm NULL: COMM_SELF. */

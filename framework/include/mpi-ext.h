@@ -23,6 +23,25 @@
  * its schedules on comm in the same order (as with collective calls).
  * Buffers are read and written while the schedule runs, not at creation.
  * Errors go to comm's error handler.
+ *
+ * MPI from inside GPU kernels (kumi_gpu.h has the device side and the
+ * protocol): MPIX_Gpu_start starts a host proxy thread that serves the
+ * requests of nblocks device blocks (point-to-point on comm; collectives of
+ * block b with block b of every rank), each with at most depth requests
+ * outstanding, through a ring of qsize entries (0: defaults 4 and 1024);
+ * *dev is what the kernel gets (by value).  kind MPIX_GPU_CUDA places the
+ * ring in host-mapped memory through the accel framework's cuda component;
+ * MPIX_GPU_CPU in ordinary memory, for threads standing in for blocks.
+ * Buffers must be host-accessible (host-mapped / managed memory).  The proxy
+ * thread calls MPI: MPIX_Gpu_start switches the library lock on (as
+ * MPI_THREAD_MULTIPLE does), whatever level the application asked for.
+ * MPIX_Gpu_stop (after the kernel ended) stops it: receives still pending are
+ * cancelled; it returns the first failure a block reported with
+ * kumi_gpu_fail, through comm's error handler.  MPI_Finalize stops proxies
+ * left running.
+ *
+ * MPIX_Query_cuda_support(): 1 when device buffers are supported at run time
+ * (the accel/cuda component is usable in this process), as in Open MPI and MPICH.
  */
 #ifndef KUMI_MPI_EXT_H
 #define KUMI_MPI_EXT_H
@@ -58,6 +77,17 @@ int MPIX_Cad_test(MPIX_Cad cad, int *flag);
 int MPIX_Cad_wait(MPIX_Cad cad);
 /* Free (a running schedule first finishes its run). */
 int MPIX_Cad_free(MPIX_Cad *cad);
+
+#define KUMI_MPIX_GPU 1
+typedef struct kumi_mpix_gpu *MPIX_Gpu;
+#define MPIX_GPU_NULL ((MPIX_Gpu)0)
+enum { MPIX_GPU_CPU = 0, MPIX_GPU_CUDA = 1 };
+struct kumi_gpu;   /* kumi_gpu_t of kumi_gpu.h */
+int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, int qsize, struct kumi_gpu *dev,
+                   MPIX_Gpu *gpu);
+int MPIX_Gpu_stop(MPIX_Gpu *gpu);
+
+int MPIX_Query_cuda_support(void);
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,7 @@ static void framework_register_params(void)
     kumi_sched_register_params();
     kumi_memkinds_register_params();
     kumi_coll_register_params();
+    kumi_gpu_register_params();
     kumi_dpm_register_params();
     kumi_dpm_register_spawn_params();
 }
@@ -83,6 +84,7 @@ int kumi_runtime_start(void)
 void kumi_runtime_stop(void)
 {
     kumi_sched_engine_stop();
+    kumi_accel_finalize();
     kumi_req_finalize();
     kumi_rpim_finalize();
     kumi_comm_finalize_predefined();
@@ -108,6 +110,7 @@ int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
     if (kumi_thread_level == MPI_THREAD_MULTIPLE) kumi_mt = true;
     if (provided) *provided = kumi_thread_level;
     kumi_state = KUMI_STATE_INIT;
+    kumi_accel();                         /* an accel component in use: device buffers are staged */
     if ((rc = kumi_dpm_child_init())) init_fail(rc);   /* started by MPI_Comm_spawn: connect to the parents */
     return MPI_SUCCESS;
 }
@@ -121,6 +124,7 @@ int kumi_mpi_init(int *argc, char ***argv)
 int kumi_mpi_finalize(void)
 {
     struct kumi_comm *w = KUMI_COMM_WORLD;
+    kumi_gpu_finalize();                   /* device proxies (MPIX_Gpu_start) still running */
     /* attributes' delete callbacks: MPI_COMM_SELF's first, then MPI_COMM_WORLD's */
     int arc = kumi_attr_finalize();
     int brc = kumi_buffers_finalize();     /* buffered messages go out, buffers detached */

@@ -14,6 +14,9 @@
 /* ---- partitioned.c, grequest.c: register their request kinds */
 void kumi_part_register(void);
 void kumi_greq_register(void);
+/* ---- gpu.c: MPI_Finalize stops the device proxies still running */
+void kumi_gpu_finalize(void);
+void kumi_gpu_register_params(void);
 
 
 /* ---------------------------------------------------- collectives */

@@ -109,6 +109,58 @@ static void status_empty_out(MPI_Status *st)
 
 /* Report a complete request: status out, then free it (non-persistent) or
  * make it inactive (persistent).  Returns its error code (no handler). */
+/* ------------------------------------------------------------ device buffers
+ * With an accel component in use (kumi_accel_on), a device buffer goes
+ * through a host copy (core/accel.c): blocking calls stage it around the
+ * call; non-blocking ones keep the copy in the request (accel_stage) until
+ * MPI_Wait / MPI_Test ... completes it, which copies a received message back;
+ * persistent requests refuse device buffers. */
+static int no_device(const char *fn, const char *arg, const void *buf)
+{
+    if (__builtin_expect(kumi_accel_on, 0) && kumi_accel_is_device(buf))
+        return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is device memory: Kumi does not stage device buffers "
+                          "in this call yet (it does in MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Sendrecv, "
+                          "...)", fn, arg);
+    return MPI_SUCCESS;
+}
+
+/* End the staging of a receive buffer: on success, copy back what arrived
+ * (a contiguous buffer: the bytes received; else the whole span). */
+static int stage_recv_end(struct kumi_stage *s, int rc, const struct kumi_dt *dt, const MPI_Status *st)
+{
+    if (rc) { kumi_stage_end(s, false); return rc; }
+    if (dt->contig && kumi_status_bytes(st) < s->len) s->len = (size_t)kumi_status_bytes(st);
+    return kumi_stage_end(s, true);
+}
+
+/* A request with a host copy completes (consume): copy back, free the copy. */
+static int stage_done(struct kumi_req *r, int code)
+{
+    struct kumi_stage *s = r->accel_stage;
+    r->accel_stage = NULL;
+    if (r->kind == KUMI_REQ_RECV) code = stage_recv_end(s, code, r->dt, &r->status);
+    else kumi_stage_end(s, false);
+    free(s);
+    return code;
+}
+
+/* Non-blocking call on a possibly device buffer: *sp NULL (not device: go
+ * on), or a host copy to use instead (attach it to the request once made). */
+static int stage_nb(const char *fn, struct kumi_stage **sp, const void *buf, MPI_Count count,
+                    const struct kumi_dt *dt, bool send)
+{
+    struct kumi_stage s;
+    *sp = NULL;
+    int rc = kumi_stage_begin(fn, &s, buf, count, dt, send || !dt->contig);
+    if (rc || !s.host) return rc;
+    if (!(*sp = malloc(sizeof s))) {
+        kumi_stage_end(&s, false);
+        return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fn);
+    }
+    **sp = s;
+    return MPI_SUCCESS;
+}
+
 static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
     const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
@@ -122,6 +174,7 @@ static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const cha
         return qc != MPI_SUCCESS ? qc : fc;
     }
     int code = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, fn);
+    if (__builtin_expect(r->accel_stage != NULL, 0)) code = stage_done(r, code);
     status_out(st, &r->status);
     if (r->persistent) {
         r->active = false;
@@ -186,6 +239,15 @@ int kumi_pt2pt_send(const char *fn, int mode, const void *buf, MPI_Count count, 
 {
     int crc = count_check(fn, "count", count, dt);
     if (crc) return crc;
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        struct kumi_stage s;
+        if ((crc = kumi_stage_begin(fn, &s, buf, count, dt, true))) return crc;
+        if (s.host) {
+            crc = kumi_pt2pt_send(fn, mode, s.buf, count, dt, dest, tag, comm);
+            kumi_stage_end(&s, false);
+            return crc;
+        }
+    }
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
     if (!r) return nomem(fn);
     r->internal = true;
@@ -204,6 +266,17 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
     bool persistent = form == KUMI_FORM_INIT;
     int crc = count_check(fn, "count", count, dt);
     if (crc) return crc;
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        struct kumi_stage *sp;
+        if (persistent) crc = no_device(fn, "buf", buf);
+        else if (!(crc = stage_nb(fn, &sp, buf, count, dt, true)) && sp) {
+            crc = kumi_pt2pt_isend(fn, mode, form, sp->buf, count, dt, dest, tag, comm, request);
+            if (crc) { kumi_stage_end(sp, false); free(sp); }
+            else ((struct kumi_req *)*request)->accel_stage = sp;
+            return crc;
+        }
+        if (crc) return crc;
+    }
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
     if (!r) return nomem(fn);
     r->mode = (uint8_t)mode;
@@ -222,6 +295,30 @@ int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count cou
 {
     int rc = count_check(fn, "count", count, dt);
     if (rc) return rc;
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        if (how == KUMI_FORM_INIT) {
+            if ((rc = no_device(fn, "buf", buf))) return rc;
+        } else if (how != KUMI_FORM_BLOCKING) {
+            struct kumi_stage *sp;
+            if ((rc = stage_nb(fn, &sp, buf, count, dt, false))) return rc;
+            if (sp) {
+                rc = kumi_pt2pt_recv(fn, how, sp->buf, count, dt, source, tag, comm, status, request);
+                if (rc) { kumi_stage_end(sp, false); free(sp); }
+                else ((struct kumi_req *)*request)->accel_stage = sp;
+                return rc;
+            }
+        } else {
+            struct kumi_stage s;
+            MPI_Status lst;
+            if ((rc = kumi_stage_begin(fn, &s, buf, count, dt, !dt->contig))) return rc;
+            if (s.host) {
+                rc = kumi_pt2pt_recv(fn, how, s.buf, count, dt, source, tag, comm, &lst, request);
+                rc = stage_recv_end(&s, rc, dt, &lst);
+                if (status != MPI_STATUS_IGNORE) *status = lst;
+                return rc;
+            }
+        }
+    }
     struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, source, tag, comm);
     if (!r) return nomem(fn);
     if (how == KUMI_FORM_BLOCKING) {
@@ -246,6 +343,23 @@ int kumi_pt2pt_sendrecv(const char *fn, const void *sendbuf, MPI_Count sendcount
     int crc = count_check(fn, "sendcount", sendcount, sendtype);
     if (!crc) crc = count_check(fn, "recvcount", recvcount, recvtype);
     if (crc) return crc;
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        struct kumi_stage ss, rs;
+        MPI_Status lst;
+        if ((crc = kumi_stage_begin(fn, &ss, sendbuf, sendcount, sendtype, true))) return crc;
+        if ((crc = kumi_stage_begin(fn, &rs, recvbuf, recvcount, recvtype, !recvtype->contig))) {
+            kumi_stage_end(&ss, false);
+            return crc;
+        }
+        if (ss.host || rs.host) {
+            crc = kumi_pt2pt_sendrecv(fn, ss.host ? ss.buf : sendbuf, sendcount, sendtype, dest, sendtag,
+                                      rs.host ? rs.buf : recvbuf, recvcount, recvtype, source, recvtag, comm, &lst);
+            kumi_stage_end(&ss, false);
+            if (rs.host) crc = stage_recv_end(&rs, crc, recvtype, &lst);
+            if (status != MPI_STATUS_IGNORE) *status = lst;
+            return crc;
+        }
+    }
     struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, recvbuf, recvcount, recvtype, source, recvtag, comm);
     struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, (void *)sendbuf, sendcount, sendtype, dest, sendtag, comm);
     int rc, rc2;
@@ -275,6 +389,17 @@ int kumi_pt2pt_sendrecv_replace(const char *fn, void *buf, MPI_Count count, stru
 {
     int crc = count_check(fn, "count", count, datatype);
     if (crc) return crc;
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        struct kumi_stage st;
+        MPI_Status lst;
+        if ((crc = kumi_stage_begin(fn, &st, buf, count, datatype, true))) return crc;
+        if (st.host) {
+            crc = kumi_pt2pt_sendrecv_replace(fn, st.buf, count, datatype, dest, sendtag, source, recvtag, comm, &lst);
+            crc = stage_recv_end(&st, crc, datatype, &lst);
+            if (status != MPI_STATUS_IGNORE) *status = lst;
+            return crc;
+        }
+    }
     size_t bytes = (size_t)count * datatype->size;
     struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
     void *tmp = NULL;
@@ -338,6 +463,8 @@ int kumi_pt2pt_isendrecv(const char *fn, const void *sendbuf, MPI_Count sendcoun
 {
     int crc = count_check(fn, "sendcount", sendcount, sendtype);
     if (!crc) crc = count_check(fn, "recvcount", recvcount, recvtype);
+    if (!crc) crc = no_device(fn, "sendbuf", sendbuf);
+    if (!crc) crc = no_device(fn, "recvbuf", recvbuf);
     if (crc) return crc;
     struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, (void *)sendbuf, sendcount, sendtype, dest,
                                   sendtag, comm);
@@ -351,6 +478,7 @@ int kumi_pt2pt_isendrecv_replace(const char *fn, void *buf, MPI_Count count, str
                                  int sendtag, int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
 {
     int crc = count_check(fn, "count", count, datatype);
+    if (!crc) crc = no_device(fn, "buf", buf);
     if (crc) return crc;
     size_t bytes = (size_t)count * datatype->size;
     struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
@@ -471,6 +599,7 @@ static int msg_recv(void *buf, MPI_Count count, struct kumi_dt *dt, MPI_Message 
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_REQUEST, "%s: invalid message handle in argument message%s",
                                                 fn, *message == MPI_MESSAGE_NULL ? " (MPI_MESSAGE_NULL)" : ""));
     int rc = count_check(fn, "count", count, dt);
+    if (!rc) rc = no_device(fn, "buf", buf);
     if (rc) return kumi_err_handle(m->comm, rc);
     if (count > 0 && !buf)
         return kumi_err_handle(m->comm, kumi_error(MPI_ERR_BUFFER, "%s: NULL buffer with count %lld", fn,

@@ -35,6 +35,7 @@
 #include <ltdl.h>
 
 #include <kumi/ckpt.h>
+#include <kumi/accel.h>
 #include <kumi/coll.h>
 #include <kumi/p2p.h>
 #include <kumi/pacing.h>
@@ -49,7 +50,7 @@
 /* A framework exists once it has a contract header (kumi/<fw>.h with its
  * ops table and KUMI_<FW>_CONTRACT_*): one row in contracts[] and one name
  * in kumi_frameworks[], in the same order. */
-KUMI_EXPORT const char *const kumi_frameworks[] = { "rpim", "p2p", "coll", "pacing", "ckpt", NULL };
+KUMI_EXPORT const char *const kumi_frameworks[] = { "rpim", "p2p", "coll", "pacing", "ckpt", "accel", NULL };
 #define NFW ((int)(sizeof kumi_frameworks / sizeof kumi_frameworks[0]) - 1)
 
 static int p2p_check(const void *ops, char *why, size_t len);
@@ -73,6 +74,8 @@ static const struct fw_contract {
       KUMI_PACING_OPS_MIN_SIZE, 1, NULL },
     { KUMI_CKPT_CONTRACT_MAJOR, KUMI_CKPT_CONTRACT_MINOR, sizeof(struct kumi_ckpt_ops), KUMI_CKPT_OPS_MIN_SIZE, 1,
       NULL },
+    { KUMI_ACCEL_CONTRACT_MAJOR, KUMI_ACCEL_CONTRACT_MINOR, sizeof(struct kumi_accel_ops),
+      KUMI_ACCEL_OPS_MIN_SIZE, 1, NULL },
 };
 _Static_assert(sizeof contracts / sizeof contracts[0] == (size_t)NFW, "one contract per framework");
 
@@ -84,6 +87,7 @@ union ops_copy {
     struct kumi_coll_ops coll;
     struct kumi_pacing_ops pacing;
     struct kumi_ckpt_ops ckpt;
+    struct kumi_accel_ops accel;
 };
 
 #if !defined(KUMI_WANT_DLOPEN)

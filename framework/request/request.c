@@ -154,6 +154,11 @@ void kumi_req_free(struct kumi_req *r)
     r->pack = NULL;
     free(r->xbuf);
     r->xbuf = NULL;
+    if (r->accel_stage) {
+        kumi_stage_end(r->accel_stage, false);
+        free(r->accel_stage);
+        r->accel_stage = NULL;
+    }
     if (r->partner) {
         r->partner->parent = NULL;
         kumi_req_free(r->partner);

@@ -112,6 +112,8 @@ struct kumi_req {
     size_t bytes;                   /* count * dt->size */
     uint64_t msglen;                /* receive: length of the matched message */
     void *pack;                     /* bounce buffer (non-contiguous type or bsend) */
+    struct kumi_stage *accel_stage; /* non-blocking call on a device buffer: its host copy
+                                       (core/accel.c; copied back and freed at completion) */
     int pending;                    /* sendops in flight + acks awaited */
     MPI_Status status;
     /* send side */

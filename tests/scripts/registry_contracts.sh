@@ -46,7 +46,7 @@ ver() { # FW -> MAJOR.MINOR
     local h=$top_srcdir/framework/include/kumi/$1.h U; U=$(echo "$1" | tr a-z A-Z)
     echo "$(sed -n "s/^#define KUMI_${U}_CONTRACT_MAJOR \([0-9]*\).*/\1/p" "$h").$(sed -n "s/^#define KUMI_${U}_CONTRACT_MINOR \([0-9]*\).*/\1/p" "$h")"
 }
-RPIM=$(ver rpim) P2P=$(ver p2p) COLL=$(ver coll) PACING=$(ver pacing) CKPT=$(ver ckpt)
+RPIM=$(ver rpim) P2P=$(ver p2p) COLL=$(ver coll) PACING=$(ver pacing) CKPT=$(ver ckpt) ACCEL=$(ver accel)
 [[ $RPIM =~ ^[0-9]+\.[0-9]+$ && $P2P =~ ^[0-9]+\.[0-9]+$ && $COLL =~ ^[0-9]+\.[0-9]+$ ]] \
     && ok "contract versions in the headers: rpim $RPIM, p2p $P2P, coll $COLL" \
     || { fail "no contract versions in kumi/{rpim,p2p,coll}.h ('$RPIM' '$P2P' '$COLL')"; finish; }
@@ -67,7 +67,7 @@ expect_line "$TMP/p" '^component:p2p:old:status:available$' "p2p/old (a shorter 
 expect_line "$TMP/p" '^component:coll:old:contract:1\.0$' "parsable: coll/old built against coll contract 1.0"
 expect_line "$TMP/p" '^component:coll:old:status:available$' "coll/old (a shorter table) is accepted"
 KUMI_COMPONENT_PATH=$(cpath "$OLD") "$KUMI_INFO" > "$TMP/h" 2>&1
-expect_line "$TMP/h" "^ *Frameworks: rpim \(contract v$(re "$RPIM")\), p2p \(contract v$(re "$P2P")\), coll \(contract v$(re "$COLL")\), pacing \(contract v$(re "$PACING")\), ckpt \(contract v$(re "$CKPT")\)\$" "human: frameworks with their contracts"
+expect_line "$TMP/h" "^ *Frameworks: rpim \(contract v$(re "$RPIM")\), p2p \(contract v$(re "$P2P")\), coll \(contract v$(re "$COLL")\), pacing \(contract v$(re "$PACING")\), ckpt \(contract v$(re "$CKPT")\), accel \(contract v$(re "$ACCEL")\)\$" "human: frameworks with their contracts"
 expect_line "$TMP/h" '^ *Kumi p2p: old \(v0\.0\.1, contract v1\.0, priority 0\)$' "human: p2p/old with its contract"
 expect_line "$TMP/h" "^ *Kumi coll: basic \(v[0-9.]+, contract v$(re "$COLL"), priority [0-9]+\)\$" "human: coll/basic with its contract"
 

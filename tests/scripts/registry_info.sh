@@ -23,10 +23,17 @@ for c in rpim:fork p2p:self p2p:tcp coll:basic; do
     expect_line "$TMP/p" "^component:$c:path:/.*kumi_${c%%:*}_${c#*:}\.so$|^component:$c:path:\(linked in\)$" "parsable: $c path"
     expect_line "$TMP/p" "^component:$c:description:..." "parsable: $c description"
 done
-for fw in rpim p2p coll pacing ckpt; do expect_line "$TMP/p" "^framework:$fw:contract:[0-9]+\.[0-9]+$" "parsable: framework $fw with its contract"; done
+for fw in rpim p2p coll pacing ckpt accel; do expect_line "$TMP/p" "^framework:$fw:contract:[0-9]+\.[0-9]+$" "parsable: framework $fw with its contract"; done
 expect_no_line "$TMP/p" "^framework:(abi):" "parsable: no framework without a contract header"
 expect_line "$TMP/p" '^param:p2p_tcp_priority:value:-?[0-9]+$' "parsable: priority parameter of p2p/tcp"
 expect_line "$TMP/p" '^param:kumi_base_verbose:source:default$' "parsable: kumi_base_verbose"
+# accel/cuda: listed; without the NVIDIA driver unavailable, saying why
+expect_line "$TMP/p" '^component:accel:cuda:version:[0-9]+\.[0-9]+\.[0-9]+$' "parsable: accel/cuda listed"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+    expect_line "$TMP/p" '^component:accel:cuda:status:unavailable$' "parsable: accel/cuda unavailable without libcuda.so.1"
+    expect_line "$TMP/p" '^component:accel:cuda:reason:libcuda\.so\.1 not found' "parsable: accel/cuda says libcuda.so.1 is missing"
+    expect_line "$TMP/human" 'libcuda\.so\.1 not found' "human: accel/cuda says libcuda.so.1 is missing"
+fi
 # every line is key:value
 bad=$(grep -Evc '^[a-z_]+:[^:]*:' "$TMP/p"); [ "$bad" = 0 ] && ok "parsable: every line is key:...:value" || fail "parsable: $bad malformed lines"
 
@@ -52,7 +59,7 @@ expect_line "$TMP/e1" "unknown component 'tpc' in framework p2p \(available: [a-
 expect_line "$TMP/e1" "available: .*tcp" "... including tcp"
 MPI_COMPONENTS="p2p=tcp;p2q=tcp" "$KUMI_INFO" > "$TMP/e2" 2>&1; rc=$?
 [ $rc -eq 1 ] && ok "unknown framework: exit 1" || fail "unknown framework: exit $rc"
-expect_line "$TMP/e2" "unknown framework 'p2q' \(frameworks: rpim, p2p, coll, pacing, ckpt\)" "unknown framework message lists frameworks"
+expect_line "$TMP/e2" "unknown framework 'p2q' \(frameworks: rpim, p2p, coll, pacing, ckpt, accel\)" "unknown framework message lists frameworks"
 MPI_COMPONENTS="p2p" "$KUMI_INFO" > "$TMP/e3" 2>&1; rc=$?
 [ $rc -eq 1 ] && ok "item without '=': exit 1" || fail "item without '=': exit $rc"
 expect_line "$TMP/e3" "MPI_COMPONENTS: 'p2p' is not framework=list" "malformed item message"

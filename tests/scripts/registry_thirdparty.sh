@@ -77,7 +77,7 @@ chk_refused "$BROKEN/abi" coll demo "component ABI version 99, this library need
 chk_refused "$BROKEN/sym" coll demo "symbol kumi_coll_demo_component not found" "mismatched symbol"
 chk_refused "$BROKEN/name" coll demo "names itself coll/other but the file name says coll/demo" "mismatched name inside"
 KUMI_COMPONENT_PATH=$(cpath "$BROKEN/fw") "$KUMI_INFO" --parsable > "$TMP/fw" 2>&1
-expect_line "$TMP/fw" "^component:gpu:demo:reason:unknown framework 'gpu' \(known: rpim, p2p, coll, pacing, ckpt\)" "unknown framework refused"
+expect_line "$TMP/fw" "^component:gpu:demo:reason:unknown framework 'gpu' \(known: rpim, p2p, coll, pacing, ckpt, accel\)" "unknown framework refused"
 chk_refused "$BROKEN/junk" coll demo "cannot load" "not a shared object"
 # a refused file cannot be selected
 KUMI_COMPONENT_PATH=$(cpath "$BROKEN/abi") MPI_COMPONENTS="coll=demo" "$KUMI_INFO" > "$TMP/rs" 2>&1; rc=$?

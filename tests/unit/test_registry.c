@@ -114,7 +114,7 @@ int main(void)
     CHECK_BAD("p2p=self,nosuch,tcp", "unknown component 'nosuch' in framework p2p");
     CHECK_BAD("coll=^nosuch", "unknown component 'nosuch' in framework coll");
     CHECK_BAD("p2p=self tcp", "unknown component 'self tcp' in framework p2p");
-    CHECK_BAD("abi=x", "unknown framework 'abi'", "(frameworks: rpim, p2p, coll, pacing, ckpt)");   /* no contract header yet */
+    CHECK_BAD("abi=x", "unknown framework 'abi'", "(frameworks: rpim, p2p, coll, pacing, ckpt, accel)");   /* no contract header yet */
     CHECK_BAD("p2p=self;coll=basic;p2p=tcp", "framework p2p is given twice");
     CHECK_BAD("p2p=", "empty component list for framework p2p");
     CHECK_BAD("p2p=^", "empty component list for framework p2p");

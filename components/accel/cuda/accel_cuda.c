@@ -1,0 +1,227 @@
+/* Component accel/cuda: NVIDIA GPUs through the CUDA driver API, loaded at
+ * run time with dlopen("libcuda.so.1") (Kumi has no link dependency on
+ * CUDA).  Unavailable, with the reason kumi_info shows, where the driver
+ * library is missing, cuInit fails or no device is present.
+ *
+ * Memory kinds come from cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+ * _IS_MANAGED); copies are synchronous cuMemcpyDtoH / HtoD; pinned memory
+ * is cuMemHostAlloc (DEVICEMAP for the host-mapped kind).  The context is the
+ * calling thread's current one, else the primary context of device
+ * accel_cuda_device (-1: the rank in MPI_COMM_WORLD modulo the device count). */
+#include <kumi/accel.h>
+#include <kumi/param.h>
+#include <mpi.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Driver API facts (cuda.h): result 0 is CUDA_SUCCESS. */
+typedef int cu_result;
+typedef int cu_device;
+typedef void *cu_context;
+typedef unsigned long long cu_ptr;
+#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define CU_POINTER_ATTRIBUTE_IS_MANAGED 8
+#define CU_MEMORYTYPE_HOST 1
+#define CU_MEMORYTYPE_DEVICE 2
+#define CU_MEMORYTYPE_UNIFIED 4
+#define CU_MEMHOSTALLOC_PORTABLE 1
+#define CU_MEMHOSTALLOC_DEVICEMAP 2
+
+static struct {
+    cu_result (*Init)(unsigned);
+    cu_result (*DeviceGetCount)(int *);
+    cu_result (*DeviceGet)(cu_device *, int);
+    cu_result (*DevicePrimaryCtxRetain)(cu_context *, cu_device);
+    cu_result (*CtxGetCurrent)(cu_context *);
+    cu_result (*CtxSetCurrent)(cu_context);
+    cu_result (*PointerGetAttribute)(void *, int, cu_ptr);
+    cu_result (*MemcpyDtoH)(void *, cu_ptr, size_t);
+    cu_result (*MemcpyHtoD)(cu_ptr, const void *, size_t);
+    cu_result (*MemHostAlloc)(void **, size_t, unsigned);
+    cu_result (*MemHostGetDevicePointer)(cu_ptr *, void *, unsigned);
+    cu_result (*MemFreeHost)(void *);
+    cu_result (*MemAlloc)(cu_ptr *, size_t);
+    cu_result (*MemFree)(cu_ptr);
+    cu_result (*MemsetD8)(cu_ptr, unsigned char, size_t);
+} cu;
+
+static void *lib;
+static int ndev;
+static long long cuda_device = -1;
+static const char *cuda_library;
+static cu_context ctx;
+
+static const struct { const char *name; size_t off; } syms[] = {
+#define S(f, n) { n, offsetof(__typeof__(cu), f) }
+    S(Init, "cuInit"), S(DeviceGetCount, "cuDeviceGetCount"), S(DeviceGet, "cuDeviceGet"),
+    S(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"), S(CtxGetCurrent, "cuCtxGetCurrent"),
+    S(CtxSetCurrent, "cuCtxSetCurrent"), S(PointerGetAttribute, "cuPointerGetAttribute"),
+    S(MemcpyDtoH, "cuMemcpyDtoH_v2"), S(MemcpyHtoD, "cuMemcpyHtoD_v2"), S(MemHostAlloc, "cuMemHostAlloc"),
+    S(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"), S(MemFreeHost, "cuMemFreeHost"),
+    S(MemAlloc, "cuMemAlloc_v2"), S(MemFree, "cuMemFree_v2"), S(MemsetD8, "cuMemsetD8_v2"),
+#undef S
+};
+
+static void cuda_register(void)
+{
+    kumi_param_register_int("accel", "cuda", "device", -1,
+                            "CUDA device whose primary context Kumi uses in a thread without a current "
+                            "context (-1: the rank in MPI_COMM_WORLD modulo the device count)", KUMI_LEVEL_USER, &cuda_device);
+    kumi_param_register_string("accel", "cuda", "library", "libcuda.so.1",
+                               "The CUDA driver library, opened with dlopen at MPI_Init (tests: a stand-in)",
+                               KUMI_LEVEL_DEV, &cuda_library);
+}
+
+static int cuda_open(char *why, size_t whylen)
+{
+    const char *name = cuda_library && *cuda_library ? cuda_library : "libcuda.so.1";
+    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(why, whylen, "%s not found (no NVIDIA driver on this machine)", name);
+        return KUMI_UNAVAILABLE;
+    }
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        void *f = dlsym(lib, syms[i].name);
+        if (!f) {
+            snprintf(why, whylen, "%s has no %s (driver too old)", name, syms[i].name);
+            goto fail;
+        }
+        memcpy((char *)&cu + syms[i].off, &f, sizeof f);
+    }
+    cu_result r = cu.Init(0);
+    if (r) {
+        snprintf(why, whylen, "cuInit failed (CUDA error %d): no CUDA device usable", r);
+        goto fail;
+    }
+    if (cu.DeviceGetCount(&ndev) || ndev < 1) {
+        snprintf(why, whylen, "no CUDA device");
+        goto fail;
+    }
+    snprintf(why, whylen, "%d CUDA device%s", ndev, ndev > 1 ? "s" : "");
+    return KUMI_OK;
+fail:
+    dlclose(lib);
+    lib = NULL;
+    return KUMI_UNAVAILABLE;
+}
+
+static void cuda_close(void)
+{
+    if (lib) dlclose(lib);
+    lib = NULL;
+}
+
+/* A current context in the calling thread: 0, or -1. */
+static int current(void)
+{
+    cu_context c = NULL;
+    if (!cu.CtxGetCurrent(&c) && c) return 0;
+    if (!ctx) return -1;
+    return cu.CtxSetCurrent(ctx) ? -1 : 0;
+}
+
+static int cuda_init(void)
+{
+    cu_context c = NULL;
+    if (!cu.CtxGetCurrent(&c) && c) { ctx = c; return MPI_SUCCESS; }
+    int d = (int)cuda_device;
+    if (d < 0) {
+        d = kumi_world_rank() % ndev;   /* one host: the rank; across hosts, set accel_cuda_device */
+    }
+    cu_device dev;
+    if (cu.DeviceGet(&dev, d) || cu.DevicePrimaryCtxRetain(&ctx, dev) || cu.CtxSetCurrent(ctx)) {
+        kumi_log(1, "accel/cuda: device %d: no context", d);
+        return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
+}
+
+static int cuda_mem_kind(const void *p)
+{
+    unsigned int mt = 0, managed = 0;
+    if (!p || current()) return KUMI_ACCEL_MEM_HOST;
+    if (cu.PointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (cu_ptr)(uintptr_t)p))
+        return KUMI_ACCEL_MEM_HOST;   /* not known to the driver: ordinary host memory */
+    if (!cu.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (cu_ptr)(uintptr_t)p) && managed)
+        return KUMI_ACCEL_MEM_MANAGED;
+    if (mt == CU_MEMORYTYPE_DEVICE || mt == CU_MEMORYTYPE_UNIFIED) return KUMI_ACCEL_MEM_DEVICE;
+    return KUMI_ACCEL_MEM_HOST_PINNED;
+}
+
+static int cuda_to_host(void *dst, const void *src, size_t n)
+{
+    if (current()) return -1;
+    return cu.MemcpyDtoH(dst, (cu_ptr)(uintptr_t)src, n) ? -1 : 0;
+}
+
+static int cuda_to_dev(void *dst, const void *src, size_t n)
+{
+    if (current()) return -1;
+    return cu.MemcpyHtoD((cu_ptr)(uintptr_t)dst, src, n) ? -1 : 0;
+}
+
+static int cuda_host_alloc_mapped(size_t n, void **host, void **dev)
+{
+    cu_ptr d;
+    if (current() || cu.MemHostAlloc(host, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)) return -1;
+    if (cu.MemHostGetDevicePointer(&d, *host, 0)) {
+        cu.MemFreeHost(*host);
+        return -1;
+    }
+    *dev = (void *)(uintptr_t)d;
+    return 0;
+}
+
+static int cuda_host_alloc(size_t n, void **host)
+{
+    if (current()) return -1;
+    return cu.MemHostAlloc(host, n, CU_MEMHOSTALLOC_PORTABLE) ? -1 : 0;
+}
+
+static void cuda_host_free(void *h)
+{
+    if (!current()) cu.MemFreeHost(h);
+}
+
+static int cuda_dev_alloc(size_t n, void **dev)
+{
+    cu_ptr d;
+    if (current() || cu.MemAlloc(&d, n)) return -1;
+    if (cu.MemsetD8(d, 0, n)) {
+        cu.MemFree(d);
+        return -1;
+    }
+    *dev = (void *)(uintptr_t)d;
+    return 0;
+}
+
+static void cuda_dev_free(void *d)
+{
+    if (!current()) cu.MemFree((cu_ptr)(uintptr_t)d);
+}
+
+static const struct kumi_accel_ops cuda_ops = {
+    .hdr = KUMI_ACCEL_OPS_HDR,
+    .init = cuda_init,
+    .mem_kind = cuda_mem_kind,
+    .copy_to_host = cuda_to_host,
+    .copy_to_dev = cuda_to_dev,
+    .host_alloc_mapped = cuda_host_alloc_mapped,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .dev_alloc = cuda_dev_alloc,
+    .dev_free = cuda_dev_free,
+};
+
+KUMI_EXPORT const struct kumi_component kumi_accel_cuda_component = {
+    .abi_version = KUMI_COMPONENT_ABI_VERSION,
+    .framework = "accel", .name = "cuda",
+    .version = { 0, 1, 0 },
+    .description = "NVIDIA GPUs through the CUDA driver (libcuda.so.1, loaded at run time)",
+    .priority = 10,
+    .register_params = cuda_register,
+    .open = cuda_open, .close = cuda_close,
+    .ops = &cuda_ops,
+};

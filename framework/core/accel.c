@@ -1,0 +1,124 @@
+/* The accel framework's glue (kumi/accel.h): the accel component of highest
+ * priority whose init() succeeds, chosen at first use; MPIX_Query_cuda_support.
+ * Without one, kumi_accel() is NULL and nothing else is called. */
+#include "core/core.h"
+#include "registry/registry.h"
+#include <kumi/accel.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct kumi_accel_ops *aops;
+static void *cache;
+static const char *aname;
+static int chosen;            /* 0: not yet; 1: chosen (aops may be NULL) */
+
+const struct kumi_accel_ops *kumi_accel(void)
+{
+    if (__atomic_load_n(&chosen, __ATOMIC_ACQUIRE)) return aops;
+    if (kumi_state != KUMI_STATE_INIT) return NULL;
+    kumi_lock();
+    if (!chosen) {
+        int n = 0;
+        struct kumi_comp_entry **av = kumi_registry_available("accel", &n);
+        for (int i = 0; av && i < n; i++) {
+            const struct kumi_accel_ops *ops = av[i]->comp ? av[i]->comp->ops : NULL;
+            if (!ops) continue;
+            if (ops->init && ops->init() != MPI_SUCCESS) {
+                kumi_log(1, "accel: %s: not used in this process", av[i]->name);
+                continue;
+            }
+            av[i]->status = KUMI_COMP_SELECTED;
+            aops = ops;
+            aname = av[i]->name;
+            __atomic_store_n(&kumi_accel_on, true, __ATOMIC_RELEASE);
+            kumi_log(1, "accel/%s selected", aname);
+            break;
+        }
+        __atomic_store_n(&chosen, 1, __ATOMIC_RELEASE);
+    }
+    kumi_unlock();
+    return aops;
+}
+
+const char *kumi_accel_name(void)
+{
+    return kumi_accel() ? aname : NULL;
+}
+
+void kumi_accel_finalize(void)
+{
+    kumi_accel_on = false;
+    if (cache && aops && aops->host_free) aops->host_free(cache);
+    cache = NULL;
+    if (aops && aops->finalize) aops->finalize();
+    aops = NULL;
+    aname = NULL;
+    __atomic_store_n(&chosen, 0, __ATOMIC_RELEASE);
+}
+
+/* As in Open MPI and MPICH: 1 when device buffers are supported at run time,
+ * i.e. the cuda accel component is usable in this process; else 0. */
+KUMI_EXPORT int MPIX_Query_cuda_support(void)
+{
+    const char *n = kumi_accel_name();
+    return n && !strcmp(n, "cuda");
+}
+
+/* ------------------------------------------------ staging device buffers
+ * A buffer in device memory is copied through host memory: the span its
+ * count elements of dt touch (true lb .. true ub) is copied whole, so that
+ * any datatype works and the gaps of a receive buffer keep their bytes.
+ * One pinned buffer of up to KUMI_STAGE_CACHE bytes is kept for reuse. */
+#define KUMI_STAGE_CACHE (4u << 20)
+bool kumi_accel_on;
+static int cache_busy;   /* atomic */
+
+static void span_of(MPI_Count count, const struct kumi_dt *dt, MPI_Aint *lo, size_t *len)
+{
+    MPI_Aint step = (MPI_Aint)(count - 1) * dt->extent;
+    MPI_Aint l = dt->true_lb + (step < 0 ? step : 0);
+    MPI_Aint h = dt->true_lb + dt->true_extent + (step > 0 ? step : 0);
+    *lo = l;
+    *len = h > l ? (size_t)(h - l) : 0;
+}
+
+int kumi_stage_begin(const char *fn, struct kumi_stage *s, const void *buf, MPI_Count count, const struct kumi_dt *dt,
+                     bool fill)
+{
+    s->host = NULL;
+    if (!aops || !buf || count <= 0 || !aops->mem_kind || aops->mem_kind(buf) != KUMI_ACCEL_MEM_DEVICE)
+        return MPI_SUCCESS;
+    span_of(count, dt, &s->lo, &s->len);
+    s->dev = (char *)buf + s->lo;
+    s->cached = 0;
+    if (s->len <= KUMI_STAGE_CACHE && !__atomic_exchange_n(&cache_busy, 1, __ATOMIC_ACQUIRE)) {
+        if (!cache && (!aops->host_alloc || aops->host_alloc(KUMI_STAGE_CACHE, &cache))) cache = NULL;
+        if (cache) { s->host = cache; s->cached = 1; }
+        else __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
+    }
+    if (!s->host && !(s->host = malloc(s->len ? s->len : 1)))
+        return kumi_error(MPI_ERR_NO_MEM, "%s: no host memory to stage a device buffer of %zu bytes", fn, s->len);
+    if (fill && s->len && aops->copy_to_host(s->host, s->dev, s->len)) {
+        kumi_stage_end(s, false);
+        return kumi_error(MPI_ERR_OTHER, "%s: accel/%s: copying %zu bytes from the device failed", fn, aname, s->len);
+    }
+    s->buf = (char *)s->host - s->lo;
+    return MPI_SUCCESS;
+}
+
+int kumi_stage_end(struct kumi_stage *s, bool copy_back)
+{
+    int rc = 0;
+    if (!s->host) return 0;
+    if (copy_back && s->len && aops->copy_to_dev(s->dev, s->host, s->len))
+        rc = kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, s->len);
+    if (s->cached) __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
+    else free(s->host);
+    s->host = NULL;
+    return rc;
+}
+
+bool kumi_accel_is_device(const void *buf)
+{
+    return aops && buf && aops->mem_kind && aops->mem_kind(buf) == KUMI_ACCEL_MEM_DEVICE;
+}

@@ -1,0 +1,36 @@
+/* A ring of device-to-device messages through host MPI calls with device
+ * pointers (CUDA-aware MPI: the accel framework stages them through pinned
+ * host memory), 0 B to 64 MiB. */
+#include "gpu_common.h"
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gpu_pick(rank);
+    CHECK(MPIX_Query_cuda_support() == 1, "MPIX_Query_cuda_support() is 0 on a GPU machine");
+    size_t max = 64u << 20;
+    unsigned char *dsend, *drecv, *h = (unsigned char *)malloc(max);
+    CU(cudaMalloc((void **)&dsend, max));
+    CU(cudaMalloc((void **)&drecv, max));
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    for (size_t n = 0; n <= max; n = n ? 2 * n : 1) {
+        for (size_t i = 0; i < n; i++) h[i] = (unsigned char)(rank * 31 + i * 7 + n);
+        CU(cudaMemcpy(dsend, h, n, cudaMemcpyHostToDevice));
+        CU(cudaMemset(drecv, 0xee, n ? n : 1));
+        MPI_Status st;
+        MPICHK(MPI_Sendrecv(dsend, (int)n, MPI_BYTE, right, 0, drecv, (int)n, MPI_BYTE, left, 0, MPI_COMM_WORLD, &st));
+        int cnt = -1;
+        MPI_Get_count(&st, MPI_BYTE, &cnt);
+        CHECK((size_t)cnt == n, "size %zu: count %d", n, cnt);
+        CU(cudaMemcpy(h, drecv, n, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; i++)
+            CHECK(h[i] == (unsigned char)(left * 31 + i * 7 + n), "size %zu: byte %zu is %d", n, i, h[i]);
+        if (rank == 0) printf("gpu_ring: %zu B ok\n", n);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,176 @@
+/* Device buffers in host MPI calls (CUDA-aware MPI, accel framework), run by
+ * tests/scripts/gpu_fakecuda.sh with KUMI_ACCEL_CUDA_LIBRARY naming a
+ * stand-in for libcuda.so.1 whose device memory the host cannot touch: a
+ * call that reads or writes a device buffer without staging it crashes.
+ *  - MPIX_Query_cuda_support() is 1;
+ *  - a ring of device-to-device messages 0 B .. 6 MiB (MPI_Send / MPI_Recv by
+ *    parity, and MPI_Sendrecv);
+ *  - a shorter message leaves the rest of the device buffer alone; a vector
+ *    type leaves its gaps alone; MPI_Sendrecv_replace on a device buffer;
+ *  - device to host and host to device;
+ *  - MPI_Isend / MPI_Irecv on device buffers (Waitall, Test, Wait; a vector
+ *    type; 5 MiB);
+ *  - persistent requests and MPI_Isendrecv on device buffers: MPI_ERR_BUFFER, not a crash;
+ *  - MPIX_Gpu_start with MPIX_GPU_CUDA allocates through the component. */
+#include "kt.h"
+#include <mpi-ext.h>
+#include <kumi_gpu.h>
+#include <dlfcn.h>
+#include <stdint.h>
+
+static int (*cuMemAlloc)(unsigned long long *, size_t);
+static int (*cuMemFree)(unsigned long long);
+static int (*cuHtoD)(unsigned long long, const void *, size_t);
+static int (*cuDtoH)(void *, unsigned long long, size_t);
+
+static void *dalloc(size_t n)
+{
+    unsigned long long d;
+    KT_CHECK(cuMemAlloc(&d, n) == 0, "cuMemAlloc(%zu)", n);
+    return (void *)(uintptr_t)d;
+}
+static void to_dev(void *d, const void *h, size_t n) { KT_CHECK(cuHtoD((uintptr_t)d, h, n) == 0); }
+static void to_host(void *h, const void *d, size_t n) { KT_CHECK(cuDtoH(h, (uintptr_t)d, n) == 0); }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
+    KT_CHECK(lib, "KUMI_ACCEL_CUDA_LIBRARY is not set");
+    void *h = dlopen(lib, RTLD_NOW);
+    KT_CHECK(h, "dlopen %s: %s", lib, dlerror());
+    *(void **)&cuMemAlloc = dlsym(h, "cuMemAlloc_v2");
+    *(void **)&cuMemFree = dlsym(h, "cuMemFree_v2");
+    *(void **)&cuHtoD = dlsym(h, "cuMemcpyHtoD_v2");
+    *(void **)&cuDtoH = dlsym(h, "cuMemcpyDtoH_v2");
+    KT_CHECK(cuMemAlloc && cuMemFree && cuHtoD && cuDtoH);
+    KT_EQ_INT(MPIX_Query_cuda_support(), 1);
+
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    size_t max = 6u << 20;
+    unsigned char *hs = malloc(max), *hr = malloc(max);
+    unsigned char *ds = dalloc(max), *dr = dalloc(max);
+    for (size_t n = 0; n <= max; n = n ? (n * 4 > max && n < max ? max : n * 4) : 1) {
+        for (int way = 0; way < 2; way++) {
+            for (size_t i = 0; i < n; i++) hs[i] = (unsigned char)(rank * 31 + i * 7 + n + way);
+            to_dev(ds, hs, n);
+            MPI_Status st;
+            if (way == 0) {
+                if (rank % 2 == 0) {
+                    KT_MPI(MPI_Send(ds, (int)n, MPI_BYTE, right, 1, MPI_COMM_WORLD));
+                    KT_MPI(MPI_Recv(dr, (int)n, MPI_BYTE, left, 1, MPI_COMM_WORLD, &st));
+                } else {
+                    KT_MPI(MPI_Recv(dr, (int)n, MPI_BYTE, left, 1, MPI_COMM_WORLD, &st));
+                    KT_MPI(MPI_Send(ds, (int)n, MPI_BYTE, right, 1, MPI_COMM_WORLD));
+                }
+            } else {
+                KT_MPI(MPI_Sendrecv(ds, (int)n, MPI_BYTE, right, 2, dr, (int)n, MPI_BYTE, left, 2, MPI_COMM_WORLD, &st));
+            }
+            int cnt = -1;
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            KT_EQ_INT(cnt, n);
+            KT_EQ_INT(st.MPI_SOURCE, left);
+            to_host(hr, dr, n);
+            for (size_t i = 0; i < n; i++)
+                if (hr[i] != (unsigned char)(left * 31 + i * 7 + n + way))
+                    KT_FAIL("size %zu way %d: byte %zu is %d", n, way, i, hr[i]);
+        }
+        if (n == max) break;
+    }
+
+    /* a shorter message: the rest of the device buffer keeps its bytes */
+    memset(hr, 0x5a, 64);
+    to_dev(dr, hr, 64);
+    int v[16];
+    for (int i = 0; i < 16; i++) v[i] = rank * 100 + i;
+    to_dev(ds, v, sizeof v);
+    KT_MPI(MPI_Sendrecv(ds, 4, MPI_INT, right, 3, dr, 16, MPI_INT, left, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    int got[16];
+    to_host(got, dr, sizeof got);
+    for (int i = 0; i < 4; i++) KT_EQ_INT(got[i], left * 100 + i);
+    for (int i = 4 * 4; i < 64; i++) KT_EQ_INT(((unsigned char *)got)[i], 0x5a);
+
+    /* a vector type: the gaps keep their bytes */
+    MPI_Datatype vec;
+    KT_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    KT_MPI(MPI_Type_commit(&vec));
+    int pat[8];
+    for (int i = 0; i < 8; i++) pat[i] = -1 - i;
+    to_dev(dr, pat, sizeof pat);
+    KT_MPI(MPI_Sendrecv(ds, 1, vec, right, 4, dr, 1, vec, left, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    to_host(got, dr, 8 * sizeof(int));
+    for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i % 2 ? -1 - i : left * 100 + i);
+    MPI_Type_free(&vec);
+
+    /* MPI_Sendrecv_replace on a device buffer */
+    to_dev(ds, v, sizeof v);
+    KT_MPI(MPI_Sendrecv_replace(ds, 16, MPI_INT, right, 5, left, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    to_host(got, ds, sizeof got);
+    for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
+
+    /* device -> host and host -> device */
+    to_dev(ds, v, sizeof v);
+    KT_MPI(MPI_Sendrecv(ds, 16, MPI_INT, right, 6, got, 16, MPI_INT, left, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
+    KT_MPI(MPI_Sendrecv(v, 16, MPI_INT, right, 7, dr, 16, MPI_INT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    to_host(got, dr, sizeof got);
+    for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
+
+    /* non-blocking: MPI_Irecv / MPI_Isend on device buffers, completed by Waitall, Test, Wait;
+     * a vector receive keeps its gaps; a large one too (rendezvous) */
+    for (int round = 0; round < 3; round++) {
+        size_t n = round == 2 ? (5u << 20) : 4096;
+        MPI_Request q[2];
+        for (size_t i = 0; i < n; i++) hs[i] = (unsigned char)(rank + i * 3 + round);
+        to_dev(ds, hs, n);
+        memset(hr, 0x77, n);
+        to_dev(dr, hr, n);
+        KT_MPI(MPI_Irecv(dr, (int)n, MPI_BYTE, left, 9, MPI_COMM_WORLD, &q[0]));
+        KT_MPI(MPI_Isend(ds, (int)n, MPI_BYTE, right, 9, MPI_COMM_WORLD, &q[1]));
+        if (round == 0) KT_MPI(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+        else {
+            int flag = 0;
+            while (!flag) KT_MPI(MPI_Test(&q[0], &flag, MPI_STATUS_IGNORE));
+            KT_MPI(MPI_Wait(&q[1], MPI_STATUS_IGNORE));
+        }
+        to_host(hr, dr, n);
+        for (size_t i = 0; i < n; i++)
+            if (hr[i] != (unsigned char)(left + i * 3 + round)) KT_FAIL("irecv round %d: byte %zu is %d", round, i, hr[i]);
+    }
+    KT_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    KT_MPI(MPI_Type_commit(&vec));
+    to_dev(ds, v, sizeof v);
+    to_dev(dr, pat, sizeof pat);
+    MPI_Request q2[2];
+    KT_MPI(MPI_Irecv(dr, 1, vec, left, 10, MPI_COMM_WORLD, &q2[0]));
+    KT_MPI(MPI_Isend(ds, 1, vec, right, 10, MPI_COMM_WORLD, &q2[1]));
+    KT_MPI(MPI_Waitall(2, q2, MPI_STATUSES_IGNORE));
+    to_host(got, dr, 8 * sizeof(int));
+    for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i % 2 ? -1 - i : left * 100 + i);
+    MPI_Type_free(&vec);
+
+    /* not staged yet: persistent requests and MPI_Isendrecv on device buffers, a clear error */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Request rq;
+    KT_ERRCLASS(MPI_Send_init(ds, 4, MPI_INT, right, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
+    KT_ERRCLASS(MPI_Recv_init(dr, 4, MPI_INT, left, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
+    KT_ERRCLASS(MPI_Isendrecv(ds, 4, MPI_INT, right, 8, dr, 4, MPI_INT, left, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
+
+    /* the device proxy's memory from the component */
+    kumi_gpu_t g;
+    MPIX_Gpu p;
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CUDA, 4, 4, 64, &g, &p));
+    KT_CHECK(g.ring && g.comp && g.tail && g.nblocks == 4 && g.qsize == 64);
+    KT_MPI(MPIX_Gpu_stop(&p));
+
+    cuMemFree((uintptr_t)ds);
+    cuMemFree((uintptr_t)dr);
+    free(hs);
+    free(hr);
+    MPI_Finalize();
+    if (rank == 0) printf("gpu_staging: %d ranks: ok\n", size);
+    return 0;
+}

@@ -1,0 +1,52 @@
+#!/bin/bash
+# accel/cuda with a stand-in driver (tests/scripts/lib/fakecuda.c, named by
+# KUMI_ACCEL_CUDA_LIBRARY) whose device memory the host cannot touch:
+# kumi_info shows the component available ("1 CUDA device") or why not ("no
+# CUDA device"); gpu_staging moves device buffers through MPI_Send / MPI_Recv /
+# MPI_Sendrecv(_replace) at 2 and 3 ranks (a call that touched device memory
+# without staging it would crash).  Without the variable, the real
+# libcuda.so.1 is looked for (none here: "libcuda.so.1 not found").
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+: "${KUMI_INFO:=$top_builddir/tools/kumi_info/kumi_info}"
+: "${MPIEXEC:=$top_builddir/tools/mpiexec/mpiexec}"
+: "${TESTBIN:=$top_builddir/tests/mpi}"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kumi-fakecuda.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures+1)); }
+ok() { echo "ok: $*"; }
+${CC:-cc} -shared -fPIC -O1 -Wall -Werror -o "$TMP/libcuda.so.1" "$top_srcdir/tests/scripts/lib/fakecuda.c" -lpthread ||
+    { echo "FAIL: the stand-in driver does not build"; exit 1; }
+[ -x "$TESTBIN/gpu_staging" ] || { echo "FAIL: no $TESTBIN/gpu_staging (make check-programs)"; exit 1; }
+
+KUMI_ACCEL_CUDA_LIBRARY=$TMP/libcuda.so.1 "$KUMI_INFO" --parsable > "$TMP/p" 2>&1
+grep -q '^component:accel:cuda:status:available$' "$TMP/p" && ok "kumi_info: accel/cuda available with a driver" ||
+    { fail "kumi_info: accel/cuda not available with the stand-in driver"; grep accel "$TMP/p"; }
+grep -q '^component:accel:cuda:note:1 CUDA device$' "$TMP/p" && ok "kumi_info: ... says 1 CUDA device" ||
+    fail "kumi_info: no '1 CUDA device' reason"
+FAKECUDA_NODEV=1 KUMI_ACCEL_CUDA_LIBRARY=$TMP/libcuda.so.1 "$KUMI_INFO" --parsable > "$TMP/p0" 2>&1
+grep -q '^component:accel:cuda:reason:no CUDA device$' "$TMP/p0" && ok "kumi_info: without devices: 'no CUDA device'" ||
+    { fail "kumi_info: no 'no CUDA device' reason"; grep accel "$TMP/p0"; }
+KUMI_ACCEL_CUDA_LIBRARY=$TMP/nowhere/libcuda.so.1 "$KUMI_INFO" --parsable > "$TMP/p1" 2>&1
+grep -q '^component:accel:cuda:reason:.*libcuda.so.1 not found' "$TMP/p1" && ok "kumi_info: a missing driver is named" ||
+    { fail "kumi_info: missing driver not named"; grep accel "$TMP/p1"; }
+
+for np in 2 3; do
+    if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -n $np ./gpu_staging) > "$TMP/run" 2>&1; then
+        ok "gpu_staging at $np ranks: device buffers staged"
+    else
+        fail "gpu_staging at $np ranks:"; sed 's/^/    /' "$TMP/run" | tail -15
+    fi
+done
+# the CPU device on memory from the component (kind MPIX_GPU_CUDA), a tiny ring too
+for a in "1024 4" "2 2"; do
+    if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x FAKECUDA_DEVRW=1 -n 2 ./gpu_cpu $a cuda) > "$TMP/run" 2>&1; then
+        ok "gpu_cpu $a with kind MPIX_GPU_CUDA"
+    else
+        fail "gpu_cpu $a with kind MPIX_GPU_CUDA:"; sed 's/^/    /' "$TMP/run" | tail -15
+    fi
+done
+[ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }
+echo "$failures check(s) failed"; exit 1
