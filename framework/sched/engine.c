@@ -171,6 +171,7 @@ static void doze(void)
  * start then costs the application nothing), on the condition variable
  * after KUMI_LINGER_SECS without one. */
 #define KUMI_LINGER_SECS 0.005
+#define KUMI_PARK_DOZES 20
 static void wait_for_work(double *last_work)
 {
     if (delay_us > 0 && now_secs() - *last_work < KUMI_LINGER_SECS) {
@@ -198,6 +199,7 @@ static void *engine_main(void *arg)
     if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
     double last_work = now_secs();
+    unsigned last_g = 0, same = 0;
     while (!__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE)) {
         if (idle()) {
             wait_for_work(&last_work);
@@ -205,9 +207,17 @@ static void *engine_main(void *arg)
         }
         last_work = now_secs();
         if (delay_us > 0) {
-            /* Only once the application has stayed out for delay_us. */
+            /* Only once the application has stayed out for delay_us.  An
+             * application that stays inside one call for KUMI_PARK_DOZES
+             * dozes (a long MPI_Wait) parks the thread instead: then the
+             * call's exit wakes it, once, rather than a doze every delay_us. */
             unsigned g = kumi_lock_app_entries();
-            if (kumi_lock_app_inside()) { doze(); continue; }
+            if (kumi_lock_app_inside()) {
+                if (g != last_g) { last_g = g; same = 0; }
+                if (++same >= KUMI_PARK_DOZES) { same = 0; kumi_lock_engine_wait_app(); continue; }
+                doze();
+                continue;
+            }
             doze();
             if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) continue;
         } else if (kumi_lock_app_inside()) {
