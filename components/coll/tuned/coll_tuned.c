@@ -45,18 +45,10 @@
  * coll4: 2 and 4 processes on shared memory, the latter on 2 cores):
  * binomial bcast wins up to 4 processes at every size there, Rabenseifner
  * beats ring and recursive doubling for allreduce above a few KiB, a
- * dissemination barrier is one exchange at 2 processes.  At 3 and 4
- * processes the linear barrier (fan-in to rank 0, which releases the others)
- * is as fast on 2 cores (4 ranks: 2.3-3.6 us median against 2.8-5.0) and
- * lets rank 0 leave first: with dissemination rank 3 always left before
- * rank 0, so a broadcast from rank 0 right after a barrier (OSU's bcast
- * loop) waited for rank 0 to leave the barrier: 1.4 us on average at 4
- * ranks on 2 cores, 0.24-0.46 us after the linear one (Open MPI: 0.26-0.35).  Lines whose
+ * dissemination barrier is one exchange at 2 processes.  Lines whose
  * algorithm needs a commutative op or a power-of-two process count are
  * followed by one that runs anything. */
 static const char tuned_builtin_table[] =
-    "barrier               p<=2                 dissemination\n"
-    "barrier               p<=4                 linear\n"
     "barrier               *                    dissemination\n"
     "bcast                 p<=4                 binomial\n"
     "bcast                 bytes<=8k            binomial\n"
