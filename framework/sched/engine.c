@@ -24,9 +24,12 @@
  * (default 50): an application that waits at once (MPI_Iallreduce then
  * MPI_Wait) runs the schedule itself, in its wait, and pays no wake-up of
  * the thread, no context switch and no lock hand-over, as with the loop
- * engine.  Meanwhile the thread dozes in short timed sleeps (no system call
- * on the application's side); it sleeps on the condition variable once no
- * schedule has run for a few milliseconds.  0 restores the immediate
+ * engine.  Meanwhile the thread dozes in timed sleeps (no system call on
+ * the application's side), from delay_us doubling up to 4 ms while the
+ * application keeps coming back (so the delay before a take-over is at most
+ * that); it sleeps on the condition variable once no schedule has run for
+ * a few milliseconds, and parks until the application's exit while one
+ * call lasts long.  0 restores the immediate
  * hand-over (the thread wakes at every start and at every exit from the
  * library while a schedule runs).  A rank that mpiexec bound to cores lets
  * its progress thread run on any CPU of the host
