@@ -427,6 +427,7 @@ void kumi_lock_reacquire(int depth);
 void kumi_lock_engine_enter(void);
 extern int kumi_engine_work;            /* schedules running (sched/engine.c; atomic) */
 bool kumi_lock_app_inside(void);
+unsigned kumi_lock_app_entries(void);   /* application entries so far (the engine's delay) */
 bool kumi_lock_is_engine(void);
 void kumi_lock_engine_wait_app(void);
 void kumi_lock_engine_kick(void);

@@ -41,6 +41,7 @@ static int engine_holds;                /* the engine holds big (atomic) */
 static int app_in;                      /* application threads inside the library (atomic; futex word) */
 static int engine_parked;               /* the engine waits for app_in == 0 (atomic) */
 static int engine_kicked;               /* kumi_lock_engine_kick(): stop parking (atomic) */
+static unsigned app_gen;                /* application entries into the library (atomic) */
 
 static void futex_wait(int *word, int val)
 {
@@ -106,7 +107,10 @@ static void give(void)
 void kumi_lock_slow(void)
 {
     if (depth++ == 0) {
-        if (!is_engine) __atomic_add_fetch(&app_in, 1, __ATOMIC_SEQ_CST);
+        if (!is_engine) {
+            __atomic_add_fetch(&app_in, 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&app_gen, 1, __ATOMIC_RELAXED);
+        }
         take();
     }
 }
@@ -155,6 +159,11 @@ bool kumi_lock_is_engine(void)
 bool kumi_lock_app_inside(void)
 {
     return __atomic_load_n(&app_in, __ATOMIC_SEQ_CST) > 0;
+}
+
+unsigned kumi_lock_app_entries(void)
+{
+    return __atomic_load_n(&app_gen, __ATOMIC_RELAXED);
 }
 
 void kumi_lock_engine_wait_app(void)

@@ -22,17 +22,40 @@
  *   the rank does only the steps the module cannot (per node).  Module
  *   absent or of another ABI version: the loop engine runs instead.
  *
- * Parameter kumi_base_sched_engine (KUMI_BASE_SCHED_ENGINE) = loop | thread | uring | kmod. */
+ * Parameter kumi_base_sched_engine (KUMI_BASE_SCHED_ENGINE) = loop | thread | uring | kmod.
+ *
+ * The thread engine hands a schedule to its progress thread only when the
+ * application has stayed out of the library for kumi_base_sched_thread_delay_us
+ * (default 50): an application that waits at once (MPI_Iallreduce then
+ * MPI_Wait) runs the schedule itself, in its wait, and pays no wake-up of
+ * the thread, no context switch and no lock hand-over, as with the loop
+ * engine.  Meanwhile the thread dozes in timed sleeps (no system call on
+ * the application's side), from delay_us doubling up to 4 ms while the
+ * application keeps coming back (so the delay before a take-over is at most
+ * that); it sleeps on the condition variable once no schedule has run for
+ * a few milliseconds, and parks until the application's exit while one
+ * call lasts long.  0 restores the immediate
+ * hand-over (the thread wakes at every start and at every exit from the
+ * library while a schedule runs).  A rank that mpiexec bound to cores lets
+ * its progress thread run on any CPU of the host
+ * (kumi_base_sched_thread_anycpu): the kernel puts it on a free core where
+ * there is one, instead of on the rank's core next to the computation. */
+#define _GNU_SOURCE                     /* CPU_SET, pthread_setaffinity_np */
 #include "sched/sched.h"
 #include <kumi/param.h>
+#include <kumi/rpim.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *engine_name = "loop";
-static long long slice_us = 100;
+static long long slice_us = 100, delay_us = 50, anycpu = 1;
 static bool use_thread, use_uring, use_kmod;
 static pthread_t thr;
 static bool thr_started;
@@ -52,6 +75,15 @@ void kumi_sched_register_params(void)
                             "Time slice (microseconds) the progress thread asks of the kernel (Linux 6.12 "
                             "and later), so that it runs as soon as a message wakes it; 0: the kernel's default",
                             KUMI_LEVEL_TUNER, &slice_us);
+    kumi_param_register_int("kumi", "base", "sched_thread_delay_us", 50,
+                            "The progress thread takes a schedule over only after the application has "
+                            "stayed out of the library this long (microseconds); an application that "
+                            "waits at once runs it itself.  0: at once (a wake-up at every start and exit)",
+                            KUMI_LEVEL_TUNER, &delay_us);
+    kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
+                            "1: the progress thread of a rank bound to cores may run on any CPU of the "
+                            "host (a free core where there is one); 0: it stays on the rank's cores",
+                            KUMI_LEVEL_TUNER, &anycpu);
     kumi_sched_uring_register_params();
     kumi_sched_kmod_register_params();
 }
@@ -121,6 +153,67 @@ static void short_slice(void)
 #endif
 }
 
+/* A rank bound to cores (mpiexec's binding: KUMI_ENV_BIND_CPUS) would keep
+ * its progress thread on them, next to the computation; the thread may run
+ * on every online CPU instead (the kernel intersects the set with the
+ * cgroup's), so it lands on a free core when there is one. */
+static void unbind_thread(void)
+{
+    if (!anycpu || !getenv(KUMI_ENV_BIND_CPUS)) return;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (long i = 0; i < n && i < CPU_SETSIZE; i++) CPU_SET((int)i, &set);
+    if (n > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static double now_secs(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The current doze: delay_us after the thread last worked, doubling at
+ * every doze that finds the application inside or back in the library
+ * since (it waits at once: the thread is not needed), up to
+ * KUMI_DOZE_MAX_US.  Each wake-up of a thread that shares a core costs the
+ * computation there; at 50 us it made an 8-byte MPI_Iallreduce + MPI_Wait
+ * loop twice as slow as with the loop engine at 2 ranks on 2 cores. */
+#define KUMI_DOZE_MAX_US 4000
+static long long doze_us;
+
+static void doze(void)
+{
+    struct timespec ts = { (time_t)(doze_us / 1000000), (long)(doze_us % 1000000) * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+static void doze_longer(void)
+{
+    long long cap = delay_us > KUMI_DOZE_MAX_US ? delay_us : KUMI_DOZE_MAX_US;
+    doze_us = doze_us * 2 > cap ? cap : doze_us * 2;
+}
+
+/* Sleep until a schedule runs: dozing while one ran lately (the next
+ * start then costs the application nothing), on the condition variable
+ * after KUMI_LINGER_SECS without one. */
+#define KUMI_LINGER_SECS 0.005
+#define KUMI_PARK_DOZES 20
+static void wait_for_work(double *last_work)
+{
+    if (delay_us > 0 && now_secs() - *last_work < KUMI_LINGER_SECS) {
+        doze();
+        doze_longer();
+        return;
+    }
+    doze_us = delay_us;
+    pthread_mutex_lock(&tmx);
+    while (idle()) pthread_cond_wait(&tcv, &tmx);
+    pthread_mutex_unlock(&tmx);
+    *last_work = now_secs();
+}
+
 /* The progress thread: while a schedule runs and no application thread is
  * inside the library (one inside progresses everything itself), it runs the
  * progress engine, sleeping in poll() on the transports' descriptors between
@@ -132,15 +225,38 @@ static void *engine_main(void *arg)
 {
     (void)arg;
     short_slice();
+    unbind_thread();
+    if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
+    double last_work = now_secs();
+    unsigned last_g = 0, same = 0;
+    doze_us = delay_us;
     while (!__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE)) {
         if (idle()) {
-            pthread_mutex_lock(&tmx);
-            while (idle()) pthread_cond_wait(&tcv, &tmx);
-            pthread_mutex_unlock(&tmx);
+            wait_for_work(&last_work);
             continue;
         }
-        if (kumi_lock_app_inside()) {
+        last_work = now_secs();
+        if (delay_us > 0) {
+            /* Only once the application has stayed out for delay_us.  An
+             * application that stays inside one call for KUMI_PARK_DOZES
+             * dozes (a long MPI_Wait) parks the thread instead: then the
+             * call's exit wakes it, once, rather than a doze every delay_us. */
+            unsigned g = kumi_lock_app_entries();
+            if (kumi_lock_app_inside()) {
+                if (g != last_g) { last_g = g; same = 0; }
+                if (++same >= KUMI_PARK_DOZES) { same = 0; kumi_lock_engine_wait_app(); continue; }
+                doze();
+                doze_longer();
+                continue;
+            }
+            doze();
+            if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) {
+                doze_longer();
+                continue;
+            }
+            doze_us = delay_us;         /* the application computes: take over, short dozes again */
+        } else if (kumi_lock_app_inside()) {
             kumi_lock_engine_wait_app();
             continue;
         }
