@@ -616,3 +616,125 @@ int kf_neighbor_out(MPI_Comm comm)
     kf_neighbor_degrees(comm, &i, &o);
     return o;
 }
+
+/* ------------------------------------------------------- MPI_COMM_SPAWN(_MULTIPLE) */
+/* Fortran string arrays: ARGV(*) is a sequence of CHARACTER*(len) items ended
+ * by a blank one; ARRAY_OF_ARGV(COUNT, *) holds command i's j-th argument at
+ * (i, j) (column major), each command's list ended by a blank item.  Commands
+ * lose their leading and trailing blanks, arguments their trailing ones
+ * (MPI-4.1 sec. 11.3.2).  MPI_ARGV_NULL / MPI_ARGVS_NULL: no arguments.
+ * The copies are NULL-terminated C arrays (kf_argv_free). */
+static void kf_argv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
+static int kf_blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ') return 0;
+    return 1;
+}
+
+/* Items base + k * stride (k = 0, 1, ...) of len characters until a blank one. */
+static char **kf_argv_in(const char *base, size_t stride, size_t len, int *oom)
+{
+    size_t n = 0;
+    while (!kf_blank(base + n * stride, len)) n++;
+    char **v = calloc(n + 1, sizeof *v);
+    if (!v) { *oom = 1; return NULL; }
+    for (size_t k = 0; k < n; k++)
+        if (!(v[k] = kf_str_in(base + k * stride, len))) {
+            kf_argv_free(v);
+            *oom = 1;
+            return NULL;
+        }
+    return v;
+}
+
+static char *kf_command_in(const char *f, size_t len)
+{
+    while (len > 0 && *f == ' ') {
+        f++;
+        len--;
+    }
+    return kf_str_in(f, len);
+}
+
+KUMI_EXPORT void pmpi_comm_spawn_(const char *command, const char *argv, MPI_Fint *maxprocs, MPI_Fint *info,
+                                  MPI_Fint *root, MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *array_of_errcodes,
+                                  MPI_Fint *ierror, size_t command_len, size_t argv_len)
+{
+    int oom = 0;
+    char *cmd = kf_command_in(command, command_len);
+    char **av = argv == kumi_fc_argv_null_ ? NULL : kf_argv_in(argv, argv_len, argv_len, &oom);
+    if (!cmd || oom) {
+        free(cmd);
+        kf_argv_free(av);
+        *ierror = kf_nomem("MPI_COMM_SPAWN");
+        return;
+    }
+    MPI_Comm ic = MPI_COMM_NULL;
+    int rc = PMPI_Comm_spawn(cmd, av, (int)*maxprocs, PMPI_Info_f2c(*info), (int)*root, PMPI_Comm_f2c(*comm), &ic,
+                             KF_ERRCODES(array_of_errcodes));
+    *intercomm = PMPI_Comm_c2f(ic);
+    free(cmd);
+    kf_argv_free(av);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_comm_spawn_(const char *command, const char *argv, MPI_Fint *maxprocs, MPI_Fint *info,
+                                 MPI_Fint *root, MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *array_of_errcodes,
+                                 MPI_Fint *ierror, size_t command_len, size_t argv_len)
+    __attribute__((weak, alias("pmpi_comm_spawn_")));
+
+KUMI_EXPORT void pmpi_comm_spawn_multiple_(MPI_Fint *count, const char *array_of_commands, const char *array_of_argv,
+                                           MPI_Fint *array_of_maxprocs, MPI_Fint *array_of_info, MPI_Fint *root,
+                                           MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *array_of_errcodes,
+                                           MPI_Fint *ierror, size_t commands_len, size_t argv_len)
+{
+    int n = (int)*count, oom = 0, rank = -1, rc;
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    /* significant at the root only: elsewhere count and the arrays may be anything */
+    if (PMPI_Comm_rank(c, &rank) != MPI_SUCCESS || rank != (int)*root || n <= 0) {
+        MPI_Comm ic = MPI_COMM_NULL;
+        rc = PMPI_Comm_spawn_multiple(n > 0 ? n : 0, NULL, NULL, NULL, NULL, (int)*root, c, &ic,
+                                      KF_ERRCODES(array_of_errcodes));
+        *intercomm = PMPI_Comm_c2f(ic);
+        *ierror = rc;
+        return;
+    }
+    char **cmds = calloc((size_t)n, sizeof *cmds), ***argvs = calloc((size_t)n, sizeof *argvs);
+    int *np = calloc((size_t)n, sizeof *np);
+    MPI_Info *infos = calloc((size_t)n, sizeof *infos);
+    if (!cmds || !argvs || !np || !infos) oom = 1;
+    for (int i = 0; i < n && !oom; i++) {
+        if (!(cmds[i] = kf_command_in(array_of_commands + (size_t)i * commands_len, commands_len))) oom = 1;
+        if (array_of_argv != kumi_fc_argvs_null_)
+            argvs[i] = kf_argv_in(array_of_argv + (size_t)i * argv_len, (size_t)n * argv_len, argv_len, &oom);
+        np[i] = (int)array_of_maxprocs[i];
+        infos[i] = PMPI_Info_f2c(array_of_info[i]);
+    }
+    if (oom) {
+        rc = kf_nomem("MPI_COMM_SPAWN_MULTIPLE");
+    } else {
+        MPI_Comm ic = MPI_COMM_NULL;
+        rc = PMPI_Comm_spawn_multiple(n, cmds, array_of_argv == kumi_fc_argvs_null_ ? MPI_ARGVS_NULL : argvs, np,
+                                      infos, (int)*root, c, &ic, KF_ERRCODES(array_of_errcodes));
+        *intercomm = PMPI_Comm_c2f(ic);
+    }
+    for (int i = 0; cmds && i < n; i++) {
+        free(cmds[i]);
+        if (argvs) kf_argv_free(argvs[i]);
+    }
+    free(cmds);
+    free(argvs);
+    free(np);
+    free(infos);
+    *ierror = rc;
+}
+KUMI_EXPORT void mpi_comm_spawn_multiple_(MPI_Fint *count, const char *array_of_commands, const char *array_of_argv,
+                                          MPI_Fint *array_of_maxprocs, MPI_Fint *array_of_info, MPI_Fint *root,
+                                          MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *array_of_errcodes,
+                                          MPI_Fint *ierror, size_t commands_len, size_t argv_len)
+    __attribute__((weak, alias("pmpi_comm_spawn_multiple_")));

@@ -218,7 +218,7 @@ static int bridge(const char *fn, int fd, int port_rc, int accept, int root, str
     if (crc) kumi_mpi_error_class(crc, &self.err);
     if (me == root && !(all = malloc(sizeof *all * (size_t)n))) rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
     int grc = comm->coll.gather(&self, (int)sizeof self, MPI_BYTE, all ? (void *)all : (void *)&self,
-                                (int)sizeof self, MPI_BYTE, root, comm->handle);
+                                (int)sizeof self, MPI_BYTE, root, (MPI_Comm)comm);
     int rn = 0;
     if (me == root) {
         /* 2. the roots meet */
@@ -235,7 +235,7 @@ static int bridge(const char *fn, int fd, int port_rc, int accept, int root, str
     }
     free(all);
     /* 3. the outcome, the key and the other list in the group */
-    int brc = comm->coll.bcast(&h, (int)sizeof h, MPI_BYTE, root, comm->handle);
+    int brc = comm->coll.bcast(&h, (int)sizeof h, MPI_BYTE, root, (MPI_Comm)comm);
     if (brc) {
         free(theirs);
         return rc ? rc : brc;
@@ -248,7 +248,7 @@ static int bridge(const char *fn, int fd, int port_rc, int accept, int root, str
     if (me != root && !(theirs = malloc(sizeof *theirs * (size_t)rn)))
         rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
     brc = comm->coll.bcast(theirs ? (void *)theirs : (void *)&h, theirs ? (int)(sizeof *theirs * (size_t)rn) : 0,
-                           MPI_BYTE, root, comm->handle);
+                           MPI_BYTE, root, (MPI_Comm)comm);
     if (!rc) rc = brc;
     int *rworld = rc ? NULL : malloc(sizeof(int) * (size_t)rn);
     if (!rc && !rworld) rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
@@ -261,7 +261,7 @@ static int bridge(const char *fn, int fd, int port_rc, int accept, int root, str
     /* 4. did every process of both groups add the other's? */
     int cls = MPI_SUCCESS, worst = 0, other = MPI_SUCCESS;
     if (rc) kumi_mpi_error_class(rc, &cls);
-    int arc = comm->coll.allreduce(&cls, &worst, 1, MPI_INT, MPI_MAX, comm->handle);
+    int arc = comm->coll.allreduce(&cls, &worst, 1, MPI_INT, MPI_MAX, (MPI_Comm)comm);
     if (arc && !rc) rc = arc;
     if (me == root) {
         int src = roots_swap_class(fn, fd, worst, &other);
@@ -271,7 +271,7 @@ static int bridge(const char *fn, int fd, int port_rc, int accept, int root, str
         }
     }
     int bad[2] = { worst, other };
-    brc = comm->coll.bcast(bad, 2, MPI_INT, root, comm->handle);
+    brc = comm->coll.bcast(bad, 2, MPI_INT, root, (MPI_Comm)comm);
     if (rc || brc || bad[0] || bad[1]) {
         free(rworld);
         if (rc) return rc;

@@ -192,7 +192,7 @@ static int spawn(const char *fn, int count, char *commands[], char **argvs[], co
     double timeout = spawn_timeout;
     if (comm->rank == root)
         root_spawn(fn, count, commands, argvs, maxprocs, infos, &out, &errs, port, &timeout);
-    int brc = comm->coll.bcast(&out, (int)sizeof out, MPI_BYTE, root, comm->handle);
+    int brc = comm->coll.bcast(&out, (int)sizeof out, MPI_BYTE, root, (MPI_Comm)comm);
     if (brc) {
         if (port[0]) kumi_dpm_close_port(port);
         free(errs);
@@ -201,7 +201,7 @@ static int spawn(const char *fn, int count, char *commands[], char **argvs[], co
     if (comm->rank != root && out.total > 0 && !(errs = calloc((size_t)out.total, sizeof *errs)))
         out.cls = MPI_ERR_NO_MEM;          /* (then the bcast below has no buffer here: skip it) */
     if (out.total > 0 && errs) {
-        brc = comm->coll.bcast(errs, out.total, MPI_INT, root, comm->handle);
+        brc = comm->coll.bcast(errs, out.total, MPI_INT, root, (MPI_Comm)comm);
         if (brc && !out.cls) out.cls = cls_of(brc);
     }
     if (errcodes)

@@ -107,7 +107,7 @@ static int link_xchg_bcast(const struct ic_link *l, const int *mine, int *theirs
 {
     int rc = MPI_SUCCESS;
     if (l->lc->rank == l->leader) rc = link_xchg(l, mine, n, theirs, n, MPI_INT);
-    int rc2 = l->lc->coll.bcast(theirs, n, MPI_INT, l->leader, l->lc->handle);
+    int rc2 = l->lc->coll.bcast(theirs, n, MPI_INT, l->leader, (MPI_Comm)l->lc);
     return rc ? rc : rc2;
 }
 
@@ -290,7 +290,7 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
         if (rc) kumi_mpi_error_class(rc, &hdr[1]);
     }
     free(lids);
-    int rc2 = lc->coll.bcast(hdr, 2, MPI_INT, local_leader, lc->handle);
+    int rc2 = lc->coll.bcast(hdr, 2, MPI_INT, local_leader, (MPI_Comm)lc);
     if (rc2 || hdr[1] != MPI_SUCCESS) {
         free(lworld); free(rworld); free(rids);
         if (rc) return rc;
@@ -304,7 +304,7 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
     /* out of memory on one rank cannot be agreed on cheaply; the bcast still has to happen */
     uint64_t dummy;
     rc2 = lc->coll.bcast(rids ? (void *)rids : (void *)&dummy, rids ? 2 * rsize : 0, MPI_UINT64_T,
-                         local_leader, lc->handle);
+                         local_leader, (MPI_Comm)lc);
     if (!rc && !rc2 && !leader) rc = ids_to_world(rids, rsize, rworld, fn);
     free(rids);
     if (rc || rc2) {
@@ -573,8 +573,8 @@ int kumi_intercomm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *n
         free(lall); free(rall);
         return nomem(fn);
     }
-    int rc = lc->coll.allgather(mine, 2, MPI_INT, lall, 2, MPI_INT, lc->handle);
-    if (!rc) rc = comm->coll.allgather(mine, 2, MPI_INT, rall, 2, MPI_INT, comm->handle);
+    int rc = lc->coll.allgather(mine, 2, MPI_INT, lall, 2, MPI_INT, (MPI_Comm)lc);
+    if (!rc) rc = comm->coll.allgather(mine, 2, MPI_INT, rall, 2, MPI_INT, (MPI_Comm)comm);
     int nl = 0, nr = 0, *lr = NULL, *rr = NULL;
     if (!rc) {
         lr = ic_select(lall, comm->size, color, &nl);
@@ -618,8 +618,8 @@ int kumi_intercomm_create_sub(struct kumi_comm *comm, const struct kumi_group *g
     int *rr = malloc(sizeof(int) * (size_t)comm->remote_size);
     int rc = MPI_SUCCESS;
     if (!lall || !rall || !lr || !rr) rc = nomem(fn);
-    if (!rc) rc = lc->coll.allgather(&me, 1, MPI_INT, lall, 1, MPI_INT, lc->handle);
-    if (!rc) rc = comm->coll.allgather(&me, 1, MPI_INT, rall, 1, MPI_INT, comm->handle);
+    if (!rc) rc = lc->coll.allgather(&me, 1, MPI_INT, lall, 1, MPI_INT, (MPI_Comm)lc);
+    if (!rc) rc = comm->coll.allgather(&me, 1, MPI_INT, rall, 1, MPI_INT, (MPI_Comm)comm);
     int nl = 0, nr = 0;
     if (!rc) {
         /* members by their rank in the group argument of their side */

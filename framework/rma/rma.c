@@ -376,7 +376,7 @@ int kumi_rma_win_init(struct kumi_win *w)
     int rc = rma_post_ctl(m);
     if (rc) { kumi_rma_win_fini(w, NULL); return rc; }
     /* every rank listens before anybody sends */
-    return w->comm->coll.barrier(w->comm->handle);
+    return w->comm->coll.barrier((MPI_Comm)w->comm);
 }
 
 int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
@@ -391,7 +391,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
         /* operations still on their way (after a fence, none; after unlocks, none either:
            but operations to this rank from others whose epochs ended need no more) */
         rma_wait_local(m);
-        int rc = w->comm->coll.barrier(w->comm->handle);
+        int rc = w->comm->coll.barrier((MPI_Comm)w->comm);
         if (rc) return rc;
     }
     m->freeing = true;

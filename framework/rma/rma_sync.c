@@ -71,13 +71,13 @@ int kumi_mpi_win_fence(int assert, struct kumi_win *win)
         rma_wait_local(m);
         /* how many operations every origin sent me, in all */
         uint64_t want = 0;
-        rc = win->comm->coll.reduce_scatter_block(m->sent, &want, 1, MPI_UINT64_T, MPI_SUM, win->comm->handle);
+        rc = win->comm->coll.reduce_scatter_block(m->sent, &want, 1, MPI_UINT64_T, MPI_SUM, (MPI_Comm)win->comm);
         if (rc) return rc;
         struct waitcnt c = { m, want };
         kumi_progress_wait(applied_reached, &c);
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    rc = win->comm->coll.barrier(win->comm->handle);
+    rc = win->comm->coll.barrier((MPI_Comm)win->comm);
     if (rc) return rc;
     m->fence_epoch = !(assert & MPI_MODE_NOSUCCEED);
     if (m->errors) return target_errors(m);

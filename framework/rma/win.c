@@ -269,7 +269,7 @@ static int host_map(const char *fn, const struct kumi_comm *comm, int *local, in
 static int allgather_recs(struct kumi_win *w, struct win_rec *mine, struct win_rec *all)
 {
     return w->comm->coll.allgather(mine, REC_WORDS, MPI_UINT64_T, all, REC_WORDS, MPI_UINT64_T,
-                                   w->comm->handle);
+                                   (MPI_Comm)w->comm);
 }
 
 static int any_error(const struct kumi_win *w, const struct win_rec *all)
@@ -281,7 +281,7 @@ static int any_error(const struct kumi_win *w, const struct win_rec *all)
 
 static int agree(struct kumi_win *w, int err, int *any)
 {
-    return w->comm->coll.allreduce(&err, any, 1, MPI_INT, MPI_MAX, w->comm->handle);
+    return w->comm->coll.allreduce(&err, any, 1, MPI_INT, MPI_MAX, (MPI_Comm)w->comm);
 }
 
 /* Map this host's segment of window w and fill w->seg, w->seglen and, for

@@ -20,7 +20,7 @@
  *
  * Child: spawn_rpim child TAG [exit CODE | abort CODE | sleep SEC | fail-init]
  *   checks KUMI_SPAWNED=1, KUMI_PARENT_JOBID (not its own job id), the
- *   request's variables (SPAWN_A=alpha, KUMI_DPM_PARENT_PORT=port-x),
+ *   request's variables (SPAWN_A=alpha, SPAWN_B=port-x),
  *   then MPI_Init, an allreduce of the world ranks, and prints
  *   "child TAG rank R of N appnum A sum S parent P job J universe U cwd DIR host H". */
 #include <limits.h>
@@ -28,17 +28,17 @@
 #include <kumi/rpim.h>
 #include "kt.h"
 
-static const char *const child_env[] = { "SPAWN_A=alpha", "KUMI_DPM_PARENT_PORT=port-x", NULL };
+static const char *const child_env[] = { "SPAWN_A=alpha", "SPAWN_B=port-x", NULL };
 
 static int child(int argc, char **argv)
 {
     const char *tag = argc > 2 ? argv[2] : "?";
     const char *sp = getenv("KUMI_SPAWNED"), *pj = getenv("KUMI_PARENT_JOBID"), *me = getenv("KUMI_JOBID");
-    const char *a = getenv("SPAWN_A"), *port = getenv("KUMI_DPM_PARENT_PORT"), *app = getenv("KUMI_APPNUM");
+    const char *a = getenv("SPAWN_A"), *port = getenv("SPAWN_B"), *app = getenv("KUMI_APPNUM");
     if (!sp || strcmp(sp, "1")) KT_FAIL("child: KUMI_SPAWNED=%s", sp ? sp : "(unset)");
     if (!pj || !me || !strcmp(pj, me)) KT_FAIL("child: KUMI_PARENT_JOBID=%s KUMI_JOBID=%s", pj ? pj : "-", me ? me : "-");
     if (!a || strcmp(a, "alpha")) KT_FAIL("child: SPAWN_A=%s", a ? a : "(unset)");
-    if (!port || strcmp(port, "port-x")) KT_FAIL("child: KUMI_DPM_PARENT_PORT=%s", port ? port : "(unset)");
+    if (!port || strcmp(port, "port-x")) KT_FAIL("child: SPAWN_B=%s", port ? port : "(unset)");
     int rank, size, sum = 0;
     KT_MPI(MPI_Init(&argc, &argv));
     KT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
