@@ -16,7 +16,10 @@
  *      command order;
  *   4. a program that does not exist: MPI_ERR_SPAWN (MPI_ERRORS_RETURN), every
  *      error code MPI_ERR_SPAWN, and the parents go on;
- *   5. bad arguments: maxprocs 0 -> MPI_ERR_ARG; count 0 -> MPI_ERR_ARG. */
+ *   5. bad arguments: maxprocs 0 -> MPI_ERR_ARG; count 0 -> MPI_ERR_ARG.
+ * With the argument "host=LIST" the two MPI_Comm_spawn calls of 2. pass the
+ * info key host=LIST (tests/scripts/launch_hosts_spawn.sh: children on other
+ * hosts; the children print where they run). */
 #include "kt.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -41,6 +44,10 @@ static void child(int argc, char **argv)
     const char *mode = argv[2];
     psize = atoi(argv[3]);
     KT_EQ_INT(rsize, psize);
+    char hn[256] = "?";
+    gethostname(hn, sizeof hn - 1);
+    printf("dpm_spawn child %s rank %d of %d on host %s\n", mode, rank, size, hn);
+    fflush(stdout);
     if (strcmp(mode, "single") == 0) {
         KT_EQ_INT(size, 3);
         KT_EQ_INT(*appnum, 0);
@@ -114,12 +121,17 @@ int main(int argc, char **argv)
     KT_CHECK(parent == MPI_COMM_NULL, "a process started by mpiexec has a parent");
 
     /* 2: both as root 0 and as root size-1 */
+    MPI_Info hinfo = MPI_INFO_NULL;
+    if (argc > 1 && strncmp(argv[1], "host=", 5) == 0) {
+        KT_MPI(MPI_Info_create(&hinfo));
+        KT_MPI(MPI_Info_set(hinfo, "host", argv[1] + 5));
+    }
     for (int round = 0; round < 2; round++) {
         int root = round == 0 ? 0 : size - 1;
         char *cargv[] = { "child", "single", psz, "x y", NULL };
         MPI_Comm inter;
         int errs[3] = { -1, -1, -1 };
-        KT_MPI(MPI_Comm_spawn(self, cargv, 3, MPI_INFO_NULL, root, MPI_COMM_WORLD, &inter, errs));
+        KT_MPI(MPI_Comm_spawn(self, cargv, 3, hinfo, root, MPI_COMM_WORLD, &inter, errs));
         for (int i = 0; i < 3; i++) KT_EQ_INT(errs[i], MPI_SUCCESS);
         int rsize, flag;
         KT_MPI(MPI_Comm_remote_size(inter, &rsize));
@@ -156,6 +168,8 @@ int main(int argc, char **argv)
         KT_MPI(MPI_Comm_disconnect(&inter));
         KT_CHECK(inter == MPI_COMM_NULL, "MPI_Comm_disconnect did not set the handle to MPI_COMM_NULL");
     }
+
+    if (hinfo != MPI_INFO_NULL) MPI_Info_free(&hinfo);
 
     /* 3: spawn_multiple, 1 + 2 */
     {

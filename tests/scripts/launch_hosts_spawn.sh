@@ -5,10 +5,12 @@
 # world then spans two hosts; a parent behind proxies (-host) spawns onto a
 # third host, onto the head, and onto the free slots of its own --hostfile; an unreachable
 # host fails the request (MPI_ERR_SPAWN) while the parent goes on; a remote
-# child's exit status and MPI_Abort; nothing left on the hosts afterwards.
+# child's exit status and MPI_Abort; MPI_Comm_spawn itself (tests/mpi/dpm_spawn.c) with
+# children on other hosts talking to their parents; nothing left on the hosts afterwards.
 set -u
 : "${MPIEXEC:?}" "${TESTBIN:?}" "${top_srcdir:?}"
 [ -x "$TESTBIN/spawn_rpim" ] || { echo "FAIL: spawn_rpim not built (kumi_rpim_spawn missing?)"; exit 1; }
+[ -x "$TESTBIN/dpm_spawn" ] || { echo "FAIL: dpm_spawn not built"; exit 1; }
 . "$top_srcdir/tests/scripts/netlab.sh"
 netlab_up 3 || { echo "FAIL: the lab does not come up"; exit 1; }
 D=$NETLAB_DIR
@@ -77,6 +79,23 @@ run --hostfile "$D/hf2" -n 2 -x SPAWN_PARENT_WAIT=40 "$P" then abort 6
 [ $rc -eq 6 ] && [ $took -lt 30 ] || fail "remote child abort 6: exit status $rc after $took s"
 grep -q "finished after the wait" "$D/out" && fail "remote child abort: the parent ran on"
 echo "ok: remote children's exit status and MPI_Abort"
+
+# MPI_Comm_spawn itself (tests/mpi/dpm_spawn.c): children on other hosts talk
+# to their parents (point-to-point, bcast both ways, merge + allreduce,
+# disconnect), from a parent on the head and from parents behind proxies
+spawned_on() { # "HOST HOST ..." of the single-mode children, sorted
+    sed -n 's/^dpm_spawn child single rank [0-9]* of 3 on host \(h[0-9]*\)$/\1/p' "$D/out" | sort | tr '\n' ' '
+}
+# (--oversubscribe: the children of one round may still be finishing when the
+# next round asks for the same hosts' slots)
+must "MPI_Comm_spawn onto h1 and h2 from the head" --oversubscribe -n 2 "$TESTBIN/dpm_spawn" host=h1:2,h2
+grep -q "^dpm_spawn: ok" "$D/out" || fail "dpm_spawn from the head: no ok"
+on=$(spawned_on)
+[ "$(echo "$on" | wc -w)" = 6 ] && ! echo "$on" | grep -q h0 && echo "$on" | grep -q h1 && echo "$on" | grep -q h2 ||
+    fail "dpm_spawn from the head: children on $on (want 6 on h1 and h2)"
+must "MPI_Comm_spawn onto h3 from parents on h1 and h2" --oversubscribe -host h1:4,h2:4 -n 2 "$TESTBIN/dpm_spawn" host=h3:3
+grep -q "^dpm_spawn: ok" "$D/out" || fail "dpm_spawn across hosts: no ok"
+[ "$(spawned_on)" = "h3 h3 h3 h3 h3 h3 " ] || fail "dpm_spawn across hosts: children on $(spawned_on)"
 
 # nothing left on the hosts
 sleep 1
