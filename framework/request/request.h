@@ -295,6 +295,12 @@ void kumi_ubuf_free(void *p);
 void kumi_ubuf_drain(void);
 
 /* ---- match.c ---- */
+/* (request/req_bufs.c) external32 copies for peers of a transport with
+ * KUMI_P2P_CAP_EXTERNAL32: does dt cross converted; a matched receive's
+ * external32 landing buffer; conversion / release at completion. */
+bool kumi_req_ext32_convert(const struct kumi_p2p_ops *ops, const struct kumi_dt *dt);
+void kumi_req_ext32_recv_setup(struct kumi_req *r, int wpeer);
+void kumi_req_ext32_finish(struct kumi_req *r);
 int kumi_match_post(struct kumi_req *r);            /* append to posted queue (MPI_ERR_NO_MEM) */
 int kumi_match_unpost(struct kumi_req *r);          /* remove if there: 1 */
 struct kumi_req *kumi_match_posted(const struct kumi_hdr *hdr);  /* find + remove */
