@@ -10,7 +10,9 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mkdir -p /dev/shm /tmp
 mount -t tmpfs tmpfs /dev/shm
-mount -t tmpfs tmpfs /tmp
+# /tmp stays the initramfs's own directory (writable, in memory): a tmpfs
+# mounted over it would hide Kumi's tree when the checkout lives under /tmp
+# (CI clones into /tmp/ci-clone)
 ip link set lo up
 . /kmodvm.env                           # INST, TESTBIN, PROBE, NS, TESTS
 say() { echo "KMODVM: $*"; }
