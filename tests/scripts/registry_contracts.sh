@@ -59,7 +59,7 @@ expect_line "$TMP/p" "^framework:rpim:contract:$(re "$RPIM")\$" "parsable: rpim 
 expect_line "$TMP/p" "^framework:p2p:contract:$(re "$P2P")\$" "parsable: p2p contract"
 expect_line "$TMP/p" "^framework:coll:contract:$(re "$COLL")\$" "parsable: coll contract"
 n=$(grep -c '^framework:' "$TMP/p")
-[ "$n" = 5 ] && ok "five frameworks listed (those with a contract header)" || { fail "$n frameworks listed:"; grep '^framework:' "$TMP/p"; }
+[ "$n" = 6 ] && ok "six frameworks listed (those with a contract header)" || { fail "$n frameworks listed:"; grep '^framework:' "$TMP/p"; }
 expect_line "$TMP/p" "^component:p2p:tcp:contract:$(re "$P2P")\$" "parsable: p2p/tcp built against this library's p2p contract"
 expect_line "$TMP/p" "^component:rpim:fork:contract:$(re "$RPIM")\$" "parsable: rpim/fork's contract"
 expect_line "$TMP/p" '^component:p2p:old:contract:1\.0$' "parsable: p2p/old built against p2p contract 1.0"
