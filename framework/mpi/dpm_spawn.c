@@ -198,14 +198,19 @@ static int spawn(const char *fn, int count, char *commands[], char **argvs[], co
         free(errs);
         return brc;
     }
-    if (comm->rank != root && out.total > 0 && !(errs = calloc((size_t)out.total, sizeof *errs)))
-        out.cls = MPI_ERR_NO_MEM;          /* (then the bcast below has no buffer here: skip it) */
-    if (out.total > 0 && errs) {
-        brc = comm->coll.bcast(errs, out.total, MPI_INT, root, (MPI_Comm)comm);
-        if (brc && !out.cls) out.cls = cls_of(brc);
+    /* the children's codes, only when the launch went through (every process
+     * knows out.cls now, and the root has them all then) */
+    if (!out.cls && out.total > 0) {
+        int *buf = comm->rank == root ? errs : errcodes;
+        if (!buf && !(buf = errs = calloc((size_t)out.total, sizeof *errs)))
+            kumi_err_fatal("%s: out of memory for %d error codes (the other processes wait for them)", fn,
+                           (int)out.total);
+        brc = comm->coll.bcast(buf, out.total, MPI_INT, root, (MPI_Comm)comm);
+        if (brc) out.cls = cls_of(brc);
+        if (errcodes && buf != errcodes) memcpy(errcodes, buf, (size_t)out.total * sizeof *errcodes);
     }
-    if (errcodes)
-        for (int i = 0; i < out.total; i++) errcodes[i] = out.cls ? MPI_ERR_SPAWN : errs ? errs[i] : MPI_SUCCESS;
+    if (errcodes && out.cls)
+        for (int i = 0; i < out.total; i++) errcodes[i] = MPI_ERR_SPAWN;
     free(errs);
     if (out.cls) {
         if (port[0]) kumi_dpm_close_port(port);

@@ -16,7 +16,8 @@
  *      command order;
  *   4. a program that does not exist: MPI_ERR_SPAWN (MPI_ERRORS_RETURN), every
  *      error code MPI_ERR_SPAWN, and the parents go on;
- *   5. bad arguments: maxprocs 0 -> MPI_ERR_ARG; count 0 -> MPI_ERR_ARG.
+ *   5. bad arguments: maxprocs 0 -> MPI_ERR_ARG; count 0 -> MPI_ERR_ARG; info
+ *      "timeout" not a number -> MPI_ERR_INFO at every rank (no rank left waiting).
  * With the argument "host=LIST" the two MPI_Comm_spawn calls of 2. pass the
  * info key host=LIST (tests/scripts/launch_hosts_spawn.sh: children on other
  * hosts; the children print where they run). */
@@ -209,6 +210,15 @@ int main(int argc, char **argv)
         KT_ERRCLASS(MPI_Comm_spawn(self, MPI_ARGV_NULL, 0, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
                                    MPI_ERRCODES_IGNORE),
                     MPI_ERR_ARG);
+        /* a bad "timeout" found at the root after counting the children:
+         * every process returns MPI_ERR_INFO, none waits for error codes */
+        MPI_Info bad;
+        KT_MPI(MPI_Info_create(&bad));
+        KT_MPI(MPI_Info_set(bad, "timeout", "soon"));
+        int errs[2] = { 0, 0 };
+        KT_ERRCLASS(MPI_Comm_spawn(self, MPI_ARGV_NULL, 2, bad, 0, MPI_COMM_WORLD, &inter, errs), MPI_ERR_INFO);
+        KT_EQ_INT(errs[0], MPI_ERR_SPAWN);
+        MPI_Info_free(&bad);
         char *cmds[1] = { self };
         int np[1] = { 1 };
         KT_ERRCLASS(MPI_Comm_spawn_multiple(0, cmds, MPI_ARGVS_NULL, np, NULL, 0, MPI_COMM_WORLD, &inter,
