@@ -53,6 +53,10 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 static const char *engine_name = "loop";
 static long long slice_us = 100, delay_us = 50, anycpu = 1;
@@ -307,4 +311,42 @@ void kumi_sched_engine_stop(void)
     pthread_join(thr, NULL);
     kumi_lock_reacquire(d);
     thr_started = false;
+}
+
+/* A non-blocking listening TCP socket on every address (dual-stack when
+ * IPv6 is there, else IPv4), port chosen by the kernel: the dedicated
+ * connections of the uring and kmod engines.  -1 with errno on failure. */
+int kumi_sched_listen(int *port)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+        int zero = 0;
+        struct sockaddr_in6 a6;
+        memset(&a6, 0, sizeof a6);
+        a6.sin6_family = AF_INET6;
+        a6.sin6_addr = in6addr_any;
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) || bind(fd, (void *)&a6, sizeof a6)) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd < 0) {
+        struct sockaddr_in a4;
+        memset(&a4, 0, sizeof a4);
+        a4.sin_family = AF_INET;
+        a4.sin_addr.s_addr = htonl(INADDR_ANY);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd >= 0 && bind(fd, (void *)&a4, sizeof a4)) { close(fd); fd = -1; }
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (fd < 0 || listen(fd, 128) || getsockname(fd, (void *)&ss, &sl)) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        errno = e;
+        return -1;
+    }
+    *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
 }

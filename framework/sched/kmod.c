@@ -156,39 +156,6 @@ static void fallback(const char *why, const char *detail)
              detail ? ": " : "", detail ? detail : "");
 }
 
-static int listen_socket(int *port)
-{
-    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd >= 0) {
-        int zero = 0;
-        struct sockaddr_in6 a6;
-        memset(&a6, 0, sizeof a6);
-        a6.sin6_family = AF_INET6;
-        a6.sin6_addr = in6addr_any;
-        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) || bind(fd, (void *)&a6, sizeof a6)) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    if (fd < 0) {
-        struct sockaddr_in a4;
-        memset(&a4, 0, sizeof a4);
-        a4.sin_family = AF_INET;
-        a4.sin_addr.s_addr = htonl(INADDR_ANY);
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd >= 0 && bind(fd, (void *)&a4, sizeof a4)) { close(fd); fd = -1; }
-    }
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (fd < 0 || listen(fd, 128) || getsockname(fd, (void *)&ss, &sl)) {
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
 int kumi_sched_kmod_init(void)
 {
     unsigned want = expect_abi > 0 ? (unsigned)expect_abi : KACC_ABI_VERSION;
@@ -216,7 +183,7 @@ int kumi_sched_kmod_init(void)
         return -1;
     }
     int port = 0;
-    int l = listen_socket(&port);
+    int l = kumi_sched_listen(&port);
     char pv[16];
     snprintf(pv, sizeof pv, "%d", port);
     if (l < 0 || kumi_rpim_put("sched.kmod.port", pv) != MPI_SUCCESS) {

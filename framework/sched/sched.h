@@ -105,6 +105,7 @@ void kumi_sched_register(void);       /* registers the request kind KUMI_REQ_COL
 /* Engines (engine.c): parameter kumi_base_sched_engine = loop | thread | uring | kmod. */
 void kumi_sched_register_params(void);
 int kumi_sched_engine_init(void);       /* at start-up: checks the parameter */
+int kumi_sched_listen(int *port);        /* (engine.c) listening socket of the uring / kmod engines */
 void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress thread */
 const char *kumi_sched_engine(void);
 void kumi_sched_engine_started(void);   /* a schedule starts a run */

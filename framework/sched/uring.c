@@ -203,37 +203,14 @@ int kumi_sched_uring_init(void)
                     "kernel.io_uring_disabled); collectives use the loop engine", strerror(-rc));
         return -1;
     }
-    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd >= 0) {
-        int zero = 0;
-        struct sockaddr_in6 a6;
-        memset(&a6, 0, sizeof a6);
-        a6.sin6_family = AF_INET6;
-        a6.sin6_addr = in6addr_any;
-        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) || bind(fd, (void *)&a6, sizeof a6)) {
-            close(fd);
-            fd = -1;
-        }
-    }
+    int port;
+    int fd = kumi_sched_listen(&port);
     if (fd < 0) {
-        struct sockaddr_in a4;
-        memset(&a4, 0, sizeof a4);
-        a4.sin_family = AF_INET;
-        a4.sin_addr.s_addr = htonl(INADDR_ANY);
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd >= 0 && bind(fd, (void *)&a4, sizeof a4)) { close(fd); fd = -1; }
-    }
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (fd < 0 || listen(fd, 128) || getsockname(fd, (void *)&ss, &sl)) {
         kumi_log(1, "kumi_base_sched_engine=uring: no listening socket (%s); collectives use the loop engine",
                  strerror(errno));
-        if (fd >= 0) close(fd);
         io_uring_queue_exit(&ring);
         return -1;
     }
-    int port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                        : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     char v[16];
     snprintf(v, sizeof v, "%d", port);
     if (kumi_rpim_put("sched.uring.port", v) != MPI_SUCCESS) {
