@@ -12,8 +12,8 @@
 #      shmem keeps the ranks of the host; -np 3: p2p_large, p2p_match;
 #   3. the same program under Kumi's own mpiexec: rpim fork, no vmpi;
 #   4. rpim_vmpi_lib naming no library: a clear error naming it, non-zero exit;
-#   5. MPI_Abort in rank 1 while the others block: the vendor job ends soon
-#      with the error code, no rank left;
+#   5. MPI_Abort in rank 1 while the others block (six times): the vendor
+#      job ends soon with rank 1's error code, no rank left;
 #   6. MPICH's mpiexec.mpich as the vendor launcher (libmpich.so.12), -np 3.
 set -u
 : "${TESTBIN:?}" "${MPIEXEC:?}" "${KUMI_INFO:?}"
@@ -99,14 +99,22 @@ rc=$?
 echo "$out" | grep -q "rpim/vmpi could not join the job: .*cannot use the vendor MPI library '/nonexistent/libmpi.so.40' (parameter rpim_vmpi_lib)" ||
     { echo "$out" | head -5; fail "no clear error for a bad rpim_vmpi_lib"; }
 
-# 5. MPI_Abort ends the vendor job
-t0=$(date +%s)
-out=$(orun 60 -np 4 ./vmpi_ring abort 2>&1)
-rc=$?
-t=$(( $(date +%s) - t0 ))
-echo "mpirun.openmpi -np 4 vmpi_ring abort: exit $rc in ${t}s"
-[ $rc -eq 7 ] || { echo "$out" | tail -10; fail "MPI_Abort(.., 7): mpirun.openmpi exited $rc (timeout: 124)"; }
-echo "$out" | grep -q 'aborting the job (Open MPI MPI_Abort)' || fail "no word of the vendor's MPI_Abort"
+# 5. MPI_Abort ends the vendor job, with rank 1's error code: six times, as
+#    the aborting rank removes the job's shared memory while the launcher is
+#    still stopping the others, and a rank that had not yet written to a
+#    peer must not then fail with an error (and code) of its own (it did in
+#    about one run in eight before p2p/shmem kept the segments it checked
+#    at wire-up open)
+for try in 1 2 3 4 5 6; do
+    t0=$(date +%s)
+    out=$(orun 60 -np 4 ./vmpi_ring abort 2>&1)
+    rc=$?
+    t=$(( $(date +%s) - t0 ))
+    echo "mpirun.openmpi -np 4 vmpi_ring abort (try $try): exit $rc in ${t}s"
+    [ $rc -eq 7 ] || { echo "$out" | tail -10; fail "MPI_Abort(.., 7), try $try: mpirun.openmpi exited $rc (timeout: 124)"; break; }
+    echo "$out" | grep -q 'aborting the job (Open MPI MPI_Abort)' || { fail "no word of the vendor's MPI_Abort"; break; }
+    echo "$out" | grep -q 'cannot attach' && { echo "$out" | grep 'cannot attach'; fail "try $try: a rank could not reach a peer's segment"; break; }
+done
 sleep 1
 left=$(pgrep -f "$TESTBIN/vmpi_ring abort|^./vmpi_ring abort" | wc -l)
 [ "$left" = 0 ] || fail "$left rank(s) of the aborted job still running"

@@ -80,8 +80,10 @@ static int p2p_shmem_open(char *why, size_t whylen)
 static void p2p_shmem_cleanup(void)
 {
     if (p2p_shmem_peers) {
-        for (int r = 0; r < p2p_shmem_size; r++)
+        for (int r = 0; r < p2p_shmem_size; r++) {
             if (p2p_shmem_peers[r].seg) munmap(p2p_shmem_peers[r].seg, p2p_shmem_peers[r].seglen);
+            if (p2p_shmem_peers[r].segfd >= 0) close(p2p_shmem_peers[r].segfd);
+        }
         free(p2p_shmem_peers);
         p2p_shmem_peers = NULL;
     }
@@ -159,6 +161,7 @@ static int p2p_shmem_init(void)
     p2p_shmem_local = calloc((size_t)p2p_shmem_size, sizeof *p2p_shmem_local);
     if (!p2p_shmem_peers || !p2p_shmem_local)
         return p2p_shmem_fail(MPI_ERR_NO_MEM, 0, "out of memory");
+    for (int r = 0; r < p2p_shmem_size; r++) p2p_shmem_peers[r].segfd = -1;
 
     /* O_EXCL: a file of this name that exists already is not ours (the name
      * is new to this job), whoever made it */
@@ -227,7 +230,7 @@ static int p2p_shmem_init(void)
 static int p2p_shmem_wireup(void)
 {
     char val[KUMI_KVS_VAL_MAX];
-    int ncma = 0;
+    int ncma = 0, nkept = 0;
     if (p2p_shmem_size <= 1 || !p2p_shmem_seg) return MPI_SUCCESS;
     /* Mapping in a ring allocates and zeroes its pages: every rank of a job
      * on one host doing so for all its incoming rings costs size^2 rings
@@ -259,7 +262,18 @@ static int p2p_shmem_wireup(void)
                           "job's (%s)", r, name, why);
                 continue;
             }
-            if (fd >= 0) close(fd);
+            /* kept open (up to P2P_SHMEM_KEEPFDS of them) until the first
+             * send maps it: a rank that aborts removes the job's segments
+             * at once, and a peer still alive must not then fail to reach
+             * one it had not written to yet */
+            if (fd >= 0) {
+                if (nkept < P2P_SHMEM_KEEPFDS) {
+                    p->segfd = fd;
+                    nkept++;
+                } else {
+                    close(fd);
+                }
+            }
         }
         p->same_host = 1;
         p->pid = pid;

@@ -124,6 +124,7 @@
 #define P2P_SHMEM_CELL     64
 #define P2P_SHMEM_CTL      256                    /* ring control block */
 #define P2P_SHMEM_BATCH    64                     /* records read from one ring per progress() */
+#define P2P_SHMEM_KEEPFDS  256                    /* peers' segment descriptors kept open from wire-up */
 
 enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK, P2P_SHMEM_REC_SHORT };
 #define P2P_SHMEM_F_WHOLE  1u                     /* MSG: the whole payload follows the record cell */
@@ -186,6 +187,7 @@ struct p2p_shmem_peer {
     struct p2p_shmem_seghdr *seg;
     size_t seglen;
     int attach_failed;
+    int segfd;                            /* opened and checked at wire-up, until mapped; -1 if not */
     /* sending: ring me -> peer, in the peer's segment */
     struct p2p_shmem_ringctl *octl;
     char *odata;

@@ -111,7 +111,12 @@ int p2p_shmem_attach(struct p2p_shmem_peer *p, int rank)
     int fd;
     if (p->seg) return 0;
     if (p->attach_failed) return -1;
-    fd = p2p_shmem_open_peer(p, rank, name, sizeof name, why, sizeof why);
+    /* the descriptor wire-up kept: the segment may have been unlinked since
+     * (a rank that aborts removes the job's objects while the launcher is
+     * still stopping the others), the file is still there for us */
+    fd = p->segfd;
+    p->segfd = -1;
+    if (fd < 0) fd = p2p_shmem_open_peer(p, rank, name, sizeof name, why, sizeof why);
     if (fd < 0) {
         if (fd == -1)
             kumi_warn("p2p/shmem: segment /dev/shm%s of rank %d is not this job's (%s)", name, rank, why);
