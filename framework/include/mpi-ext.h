@@ -38,7 +38,11 @@
  * MPIX_Gpu_stop (after the kernel ended) stops it: receives still pending are
  * cancelled; it returns the first failure a block reported with
  * kumi_gpu_fail, through comm's error handler.  MPI_Finalize stops proxies
- * left running.
+ * left running.  Kind | MPIX_GPU_NOTHREAD starts no thread (nor switches
+ * the library lock on): the caller serves the ring itself, each call of
+ * MPIX_Gpu_progress taking the requests published, starting them and
+ * completing those finished (*events: how many); kumi-gpucc --relaunch's
+ * host loop (kumi_gpu_relaunch.h) works so, between kernel launches.
  *
  * MPIX_Query_cuda_support(): 1 when device buffers are supported at run time
  * (the accel/cuda component is usable in this process), as in Open MPI and MPICH.
@@ -82,10 +86,12 @@ int MPIX_Cad_free(MPIX_Cad *cad);
 typedef struct kumi_mpix_gpu *MPIX_Gpu;
 #define MPIX_GPU_NULL ((MPIX_Gpu)0)
 enum { MPIX_GPU_CPU = 0, MPIX_GPU_CUDA = 1 };
+#define MPIX_GPU_NOTHREAD 0x100   /* | kind: no proxy thread; the caller serves with MPIX_Gpu_progress */
 struct kumi_gpu;   /* kumi_gpu_t of kumi_gpu.h */
 int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, int qsize, struct kumi_gpu *dev,
                    MPIX_Gpu *gpu);
 int MPIX_Gpu_stop(MPIX_Gpu *gpu);
+int MPIX_Gpu_progress(MPIX_Gpu gpu, int *events);
 
 int MPIX_Query_cuda_support(void);
 

@@ -52,6 +52,7 @@ struct kumi_mpix_gpu {
     int nops, capops;
     pthread_t thr;
     int running, stop;           /* atomics */
+    int nothread;                /* MPIX_GPU_NOTHREAD: the caller serves with MPIX_Gpu_progress */
     int fail_class, fail_block;  /* the first kumi_gpu_fail */
     int bad_entries;             /* entries naming no block / record (no completion possible) */
     struct kumi_mpix_gpu *next;
@@ -328,6 +329,13 @@ static void gpu_free(struct kumi_mpix_gpu *g)
     free(g);
 }
 
+static int is_live(struct kumi_mpix_gpu *g)
+{
+    struct kumi_mpix_gpu *p;
+    for (p = live; p && p != g; p = p->next) {}
+    return p != NULL;
+}
+
 static void unlink_live(struct kumi_mpix_gpu *g)
 {
     for (struct kumi_mpix_gpu **p = &live; *p; p = &(*p)->next)
@@ -343,6 +351,8 @@ static int gpu_end(struct kumi_mpix_gpu *g)
         pthread_join(g->thr, NULL);
         kumi_lock_reacquire(d);
         g->running = 0;
+    } else if (g->nothread && g->ring) {
+        drain(g);
     }
     int rc = MPI_SUCCESS;
     for (uint32_t b = 0; g->bcomm && b < g->dev.nblocks; b++)
@@ -364,9 +374,12 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
     struct kumi_comm *c = kumi_comm_get(comm);
     if (!c) return kumi_err_handle(NULL, kumi_error(MPI_ERR_COMM, "%s: argument comm is not a communicator", fn));
     int rc = MPI_SUCCESS;
+    int nothread = (kind & MPIX_GPU_NOTHREAD) != 0;
+    kind &= ~MPIX_GPU_NOTHREAD;
     if (c->inter) rc = kumi_error(MPI_ERR_COMM, "%s: argument comm is an intercommunicator", fn);
     else if (kind != MPIX_GPU_CPU && kind != MPIX_GPU_CUDA)
-        rc = kumi_error(MPI_ERR_ARG, "%s: argument kind = %d: expected MPIX_GPU_CPU or MPIX_GPU_CUDA", fn, kind);
+        rc = kumi_error(MPI_ERR_ARG, "%s: argument kind = %d: expected MPIX_GPU_CPU or MPIX_GPU_CUDA "
+                        "(| MPIX_GPU_NOTHREAD)", fn, kind);
     else if (nblocks < 1 || nblocks > 65536)
         rc = kumi_error(MPI_ERR_ARG, "%s: argument nblocks = %d: expected 1 .. 65536", fn, nblocks);
     else if (depth < 0 || depth > 1024)
@@ -381,7 +394,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
     if (!qsize) qsize = 1024;
 
     /* the proxy thread shares the library (see the head of this file) */
-    if (!kumi_mt) {
+    if (!nothread && !kumi_mt) {
         __atomic_store_n(&kumi_mt, true, __ATOMIC_SEQ_CST);
         kumi_log(2, "%s: library lock on (the proxy thread calls MPI)", fn);
     }
@@ -390,6 +403,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
     struct kumi_mpix_gpu *g = calloc(1, sizeof *g);
     if (!g) { kumi_unlock(); return kumi_err_handle(c, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn)); }
     g->kind = kind;
+    g->nothread = nothread;
     g->comm = c;
     c->refcount++;
     g->dev.nblocks = (uint32_t)nblocks;
@@ -407,7 +421,8 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
         if (g->kind == MPIX_GPU_CPU) *g->tail = 0;   /* the accel component zeroes the device memory it gives */
         g->next = live;
         live = g;
-        if (pthread_create(&g->thr, NULL, proxy_main, g))
+        if (nothread) {}
+        else if (pthread_create(&g->thr, NULL, proxy_main, g))
             rc = kumi_error(MPI_ERR_OTHER, "%s: cannot start the proxy thread", fn);
         else
             g->running = 1;
@@ -452,6 +467,31 @@ KUMI_EXPORT int MPIX_Gpu_stop(MPIX_Gpu *gpu)
     kumi_comm_release(c);
     kumi_unlock();
     return rc;
+}
+
+/* A proxy started with MPIX_GPU_NOTHREAD: take what the ring holds, start
+ * it, complete what finished, once; *events (may be NULL) = how many. */
+KUMI_EXPORT int MPIX_Gpu_progress(MPIX_Gpu gpu, int *events)
+{
+    static const char fn[] = "MPIX_Gpu_progress";
+    if (events) *events = 0;
+    kumi_lock();
+    kumi_call = fn;
+    if (!gpu || !is_live(gpu)) {
+        kumi_unlock();
+        return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument gpu is not a running proxy", fn));
+    }
+    if (!gpu->nothread) {
+        struct kumi_comm *c = gpu->comm;
+        kumi_unlock();
+        return kumi_err_handle(c, kumi_error(MPI_ERR_ARG, "%s: argument gpu has its own proxy thread "
+                                             "(started without MPIX_GPU_NOTHREAD)", fn));
+    }
+    kumi_unlock();
+    int n = take(gpu);
+    n += poll_ops(gpu);
+    if (events) *events = n;
+    return MPI_SUCCESS;
 }
 
 /* MPI_Finalize: proxies still running are stopped (their failures were the
