@@ -6,7 +6,12 @@
  *  2. the stencil's time per step: halo exchange from inside a cooperative
  *     kernel against one kernel launch per step with the exchange on the host.
  * Prints one line per size; the targets (issue 24): at most 5 us more per
- * message than host MPI + copy; the stencil within 2 % for large arrays. */
+ * message than host MPI + copy; the stencil within 2 % for large arrays.
+ * run-gpu.sh builds this file through kumi-gpucc --relaunch (which keeps the
+ * kernels and adds their split forms, defining KUMI_GPUCC_RELAUNCH): then the
+ * same two measures are made with the relaunched kernels too (the relaunch
+ * path of the GPU-embedded MPI framework: the kernel returns at each wait,
+ * the host serves the request and launches it again). */
 #include "gpu_common.h"
 #include <cooperative_groups.h>
 #include <string.h>
@@ -71,7 +76,7 @@ int main(int argc, char **argv)
     kumi_gpu_t g;
     MPIX_Gpu p;
     MPICHK(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CUDA, SB, 4, 1024, &g, &p));
-    if (rank == 0) printf("# size_B  device_us  host_us  (round trip / 2)\n");
+    if (rank == 0) printf("# size_B  device_us  host_us  relaunch_us  (round trip / 2)\n");
     for (size_t n = 4; n <= max; n *= 4) {
         int iters = n <= 65536 ? 200 : 20;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -95,8 +100,15 @@ int main(int argc, char **argv)
                 MPI_Send(host, (int)n, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
             }
         }
-        double thost = (MPI_Wtime() - t0) / iters / 2;
-        if (rank == 0) printf("%9zu  %9.2f  %7.2f\n", n, tdev * 1e6, thost * 1e6);
+        double thost = (MPI_Wtime() - t0) / iters / 2, trel = 0;
+#ifdef KUMI_GPUCC_RELAUNCH
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        MPICHK(pingpong_relaunch(MPI_COMM_WORLD, 1, 32, 0, dmap, (long long)n, peer, iters, rank == 0, derr));
+        trel = (MPI_Wtime() - t0) / iters / 2;
+        CHECK(*err == 0, "relaunched pingpong: class %d", *err);
+#endif
+        if (rank == 0) printf("%9zu  %9.2f  %7.2f  %11.2f\n", n, tdev * 1e6, thost * 1e6, trel * 1e6);
     }
     /* stencil, per step */
     int per = 1 << 16, n = SB * per, steps = 200;
@@ -126,6 +138,14 @@ int main(int argc, char **argv)
     double th = (MPI_Wtime() - t0) / steps;
     if (rank == 0) printf("# stencil %d points per rank: device-side MPI %.1f us/step, host-side %.1f us/step (%+.1f %%)\n",
                           n, tp * 1e6, th * 1e6, (tp - th) / th * 100);
+#ifdef KUMI_GPUCC_RELAUNCH
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    MPICHK(st_persistent_relaunch(MPI_COMM_WORLD, SB, 256, 0, u, v, per, left, right, steps));
+    double tr = (MPI_Wtime() - t0) / steps;
+    if (rank == 0) printf("# stencil relaunched (kumi-gpucc --relaunch): %.1f us/step (%+.1f %% against host-side)\n",
+                          tr * 1e6, (tr - th) / th * 100);
+#endif
     MPI_Finalize();
     return 0;
 }

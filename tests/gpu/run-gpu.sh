@@ -4,6 +4,8 @@
 # ranks may share one).  Ends with "N passed, N failed"; skips, saying why,
 # where nvcc, the NVIDIA driver or a GPU is missing.
 #   run-gpu.sh --bench    the benchmark only (make bench-gpu): tests/gpu/bench_gpu.cu at 2 ranks
+# bench_gpu.cu and relaunch/rl_kernels.cu go through kumi-gpucc --relaunch
+# first: their kernels run persistent and relaunched (README, "kumi-gpucc").
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PREFIX=${PREFIX:-$top/_install}
@@ -18,9 +20,20 @@ why=$("$PREFIX/bin/kumi_info" --parsable 2>/dev/null | sed -n 's/^component:acce
 st=$("$PREFIX/bin/kumi_info" --parsable 2>/dev/null | sed -n 's/^component:accel:cuda:status://p')
 [ "$st" = available ] || skip "accel/cuda is ${st:-missing}: ${why:-no reason}"
 pass=0 failc=0
-for f in "$top"/tests/gpu/*.cu; do
+GPUCC=$PREFIX/bin/kumi-gpucc
+[ -f "$GPUCC" ] || GPUCC=$top/tools/kumi-gpucc
+for f in "$top"/tests/gpu/*.cu "$top"/tests/gpu/relaunch/rl_kernels.cu; do
     b=$(basename "$f" .cu)
-    if ! "$NVCC" -O2 -I"$PREFIX/include" -o "$out/$b" "$f" -L"$PREFIX/lib" -Wl,-rpath,"$PREFIX/lib" -lmpi; then
+    src=$f
+    case $b in
+    bench_gpu|rl_kernels)
+        if ! python3 "$GPUCC" --relaunch "$f" -o "$out/$b.relaunch.cu"; then
+            echo "FAIL: kumi-gpucc --relaunch $b.cu"; failc=$((failc+1)); continue
+        fi
+        src=$out/$b.relaunch.cu ;;
+    esac
+    if ! "$NVCC" -O2 -I"$PREFIX/include" -I"$top/tests/gpu" -I"$top/tests/gpu/relaunch" -o "$out/$b" "$src" \
+            -L"$PREFIX/lib" -Xlinker -rpath,"$PREFIX/lib" -lmpi; then
         echo "FAIL: $b does not build"; failc=$((failc+1))
     fi
 done
@@ -44,5 +57,8 @@ run gpu_allreduce_4 4 gpu_allreduce
 run gpu_fail_2 2 gpu_fail
 run gpu_ring_2 2 gpu_ring
 run gpu_ring_4 4 gpu_ring
+# kumi-gpucc --relaunch: the same kernels persistent and relaunched, compared
+run rl_kernels_2 2 rl_kernels
+run rl_kernels_4 4 rl_kernels
 echo "$pass passed, $failc failed"
 [ "$failc" -eq 0 ]

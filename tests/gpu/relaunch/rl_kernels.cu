@@ -7,6 +7,10 @@
  *   mix      blocking send/recv around a ring, bcast, allreduce, barrier, a
  *            kumi_gpu_test loop, __syncthreads(), a local array alive across
  *            the calls, an early return
+ *   shapes   2-D blocks; calls in an if condition and an else-if chain, a
+ *            const local and a brace-initialized array alive across calls,
+ *            a for with two declarations, a while loop, a return inside a
+ *            loop (both results compared, and with the expected values)
  *   failing  a block reports a failure: the relaunch returns it */
 #include "rl_common.h"
 namespace cg = cooperative_groups;
@@ -101,6 +105,48 @@ __global__ void mix(kumi_gpu_t g, long long *buf, long long *out, int rank, int 
     }
     if (threadIdx.x >= MT / 2) return;
     out[blk * MT + threadIdx.x] += acc[0] + acc[1] + acc[2];
+}
+
+#define HB 3       /* shapes: blocks; 4 x 2 threads each */
+__global__ void shapes(kumi_gpu_t g, int *buf, long long *out, int rank, int size, int *err)
+{
+    const int blk = blockIdx.x, me = threadIdx.y * blockDim.x + threadIdx.x;
+    int tab[4] = { 1, 2, 3, 4 };
+    long long sum = 0;
+    int *b = buf + blk * 4;
+    for (int i = 0, j = 10; i < 3; i++, j += 10) {
+        if (me == 0) {
+            b[0] = rank + i;
+            if (kumi_gpu_allreduce(g, blk, KUMI_GPU_IN_PLACE, &b[0], 1, KUMI_GPU_INT, KUMI_GPU_MAX) != 0)
+                atomicOr(err, 1);
+            else if (kumi_gpu_barrier(g, blk) != 0)
+                atomicOr(err, 2);
+            else
+                tab[i] += b[0] * j;
+        } else if (me == 7) {
+            tab[i] -= j;
+        }
+        __syncthreads();
+        sum += b[0] + tab[i];
+        __syncthreads();
+    }
+    int k = 0;
+    while (k < 2) {
+        if (me == 0) {
+            b[1] = rank == k % size ? 40 + k : -1;
+            int e = kumi_gpu_bcast(g, blk, &b[1], 1, KUMI_GPU_INT, k % size);
+            if (e || b[1] != 40 + k) atomicOr(err, 4);
+        }
+        k++;
+        __syncthreads();
+        sum += b[1];
+        __syncthreads();           /* read by all before thread 0 writes again */
+        if (me == 5 && k == 2) {   /* a return inside a loop (after the last barrier) */
+            out[blk * 8 + me] = sum * 1000;
+            return;
+        }
+    }
+    out[blk * 8 + me] = sum + tab[0] * 100 + tab[1] * 10000 + tab[2] * 1000000 + tab[3];
 }
 
 __global__ void failing(kumi_gpu_t g, int *count)
@@ -201,6 +247,37 @@ int main(int argc, char **argv)
             }
         }
 
+    /* shapes, both ways */
+    for (int way = 0; way < 2; way++) {
+        int *buf = rl_alloc<int>(HB * 4);
+        out[way] = rl_alloc<long long>(HB * 8);
+        err[way] = rl_alloc<int>(1);
+        if (way == 0) {
+            MPICHK(MPIX_Gpu_start(MPI_COMM_WORLD, RL_KIND, HB, 4, 64, &g, &p));
+            rl_persistent(shapes, HB, dim3(4, 2), g, buf, out[way], rank, size, err[way]);
+            MPICHK(MPIX_Gpu_stop(&p));
+        } else {
+            MPICHK(shapes_relaunch(MPI_COMM_WORLD, HB, dim3(4, 2), 0, buf, out[way], rank, size, err[way]));
+        }
+    }
+    for (int blk = 0; blk < HB; blk++)
+        for (int me = 0; me < 8; me++) {
+            long long sum = 0, want;
+            int tab[4] = { 1, 2, 3, 4 };
+            for (int i = 0, j = 10; i < 3; i++, j += 10) {
+                if (me == 0) tab[i] += (size - 1 + i) * j;
+                else if (me == 7) tab[i] -= j;
+                sum += size - 1 + i + tab[i];
+            }
+            if (me == 5) want = (sum + 40 + 41) * 1000;
+            else want = sum + 40 + 41 + tab[0] * 100 + tab[1] * 10000 + tab[2] * 1000000 + tab[3];
+            for (int way = 0; way < 2; way++) {
+                CHECK(*err[way] == 0, "shapes %s: a device call failed (%#x)", way ? "relaunched" : "persistent", *err[way]);
+                CHECK(out[way][blk * 8 + me] == want, "shapes %s: block %d thread %d: %lld, expected %lld",
+                      way ? "relaunched" : "persistent", blk, me, out[way][blk * 8 + me], want);
+            }
+        }
+
     /* a failure reported by a block comes back from the relaunch */
     int *count = rl_alloc<int>(1);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -211,7 +288,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) printf("rl_kernels: %d ranks: stencil, mix, failing: persistent and relaunched agree: ok\n", size);
+    if (rank == 0) printf("rl_kernels: %d ranks: stencil, mix, shapes, failing: persistent and relaunched agree: ok\n", size);
     MPI_Finalize();
     return 0;
 }
