@@ -8,19 +8,22 @@
  *
  * 1. order: 8 blocks each stream 200 numbered messages to the next rank with
  *    windows of non-blocking sends / receives; each block's messages arrive
- *    in its issue order, payloads intact;
+ *    in its issue order, payloads intact; again with a proxy without thread
+ *    (MPIX_GPU_NOTHREAD) that the main thread serves with MPIX_Gpu_progress;
  * 2. many: 32 blocks at once: allreduce, barrier, bcast from varying roots,
  *    send/recv pairs between blocks of neighbour ranks;
  * 3. errors come back to the device side: rank, tag, datatype, reduction,
  *    unknown request kind, communicator index, truncation, a block with too
  *    many requests outstanding; bad MPIX_Gpu_start arguments; a block that
- *    reports a failure makes MPIX_Gpu_stop return it;
+ *    reports a failure makes MPIX_Gpu_stop return it (with or without proxy
+ *    thread); MPIX_Gpu_progress refuses a proxy with thread and a null one;
  * 4. a 1-D three-point stencil whose halos the edge blocks exchange with the
  *    neighbour ranks, against a serial reference; a checksum by allreduce. */
 #include "kt.h"
 #include <mpi-ext.h>
 #include <kumi_gpu.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 
 static int rank, size, QS = 1024, DEPTH = 4, KIND = MPIX_GPU_CPU;
@@ -38,6 +41,41 @@ static void run_blocks(int nb, void *(*fn)(void *))
     for (intptr_t b = 0; b < nb; b++) KT_CHECK(!pthread_create(&t[b], NULL, fn, (void *)b));
     for (int b = 0; b < nb; b++) pthread_join(t[b], NULL);
     KT_CHECK(!failed, "a device block failed");
+}
+
+/* A proxy without thread (MPIX_GPU_NOTHREAD): this thread serves the ring
+ * with MPIX_Gpu_progress while the blocks run (as kumi-gpucc's host loop does
+ * between launches). */
+static int blocks_left;
+struct served { void *(*fn)(void *); intptr_t b; };
+static void *served_block(void *arg)
+{
+    struct served *s = arg;
+    s->fn((void *)s->b);
+    __atomic_fetch_sub(&blocks_left, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+static void run_blocks_served(int nb, void *(*fn)(void *), MPIX_Gpu g)
+{
+    pthread_t t[64];
+    struct served s[64];
+    __atomic_store_n(&blocks_left, nb, __ATOMIC_RELEASE);
+    for (intptr_t b = 0; b < nb; b++) {
+        s[b].fn = fn;
+        s[b].b = b;
+        KT_CHECK(!pthread_create(&t[b], NULL, served_block, &s[b]));
+    }
+    long served = 0;
+    while (__atomic_load_n(&blocks_left, __ATOMIC_ACQUIRE) > 0) {
+        int ev = -1;
+        KT_MPI(MPIX_Gpu_progress(g, &ev));
+        KT_CHECK(ev >= 0, "MPIX_Gpu_progress: events %d", ev);
+        served += ev;
+        if (!ev) sched_yield();
+    }
+    for (int b = 0; b < nb; b++) pthread_join(t[b], NULL);
+    KT_CHECK(!failed, "a device block failed");
+    KT_CHECK(served > 0, "MPIX_Gpu_progress served nothing");
 }
 
 /* ------------------------------------------------------------ 1. order */
@@ -262,6 +300,12 @@ int main(int argc, char **argv)
     KT_MPI(MPIX_Gpu_stop(&P));
     KT_CHECK(P == MPIX_GPU_NULL);
 
+    /* 1b. the same served by this thread: a proxy without thread */
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND | MPIX_GPU_NOTHREAD, OB, DEPTH, QS, &G, &P));
+    run_blocks_served(OB, order_block, P);
+    KT_MPI(MPIX_Gpu_stop(&P));
+    KT_CHECK(P == MPIX_GPU_NULL);
+
     /* 2. many concurrent requesters */
     KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, MB, DEPTH, QS, &G, &g));
     run_blocks(MB, many_block);
@@ -278,6 +322,15 @@ int main(int argc, char **argv)
     KT_ERRCLASS(MPIX_Gpu_stop(&g), MPI_ERR_INTERN);
     KT_CHECK(g == MPIX_GPU_NULL);
     KT_ERRCLASS(MPIX_Gpu_stop(&g), MPI_ERR_ARG);
+    KT_ERRCLASS(MPIX_Gpu_progress(MPIX_GPU_NULL, NULL), MPI_ERR_ARG);
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, 2, DEPTH, QS, &G, &g));
+    KT_ERRCLASS(MPIX_Gpu_progress(g, NULL), MPI_ERR_ARG);          /* it has its own thread */
+    KT_MPI(MPIX_Gpu_stop(&g));
+    /* a failure reported to a proxy without thread: served, then MPIX_Gpu_stop returns it */
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND | MPIX_GPU_NOTHREAD, 2, DEPTH, QS, &G, &g));
+    run_blocks_served(2, fail_block, g);
+    KT_ERRCLASS(MPIX_Gpu_stop(&g), MPI_ERR_INTERN);
+    KT_ERRCLASS(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU | 0x200, 1, 4, 16, &G, &g), MPI_ERR_ARG);
     KT_ERRCLASS(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, 0, 4, 16, &G, &g), MPI_ERR_ARG);
     KT_ERRCLASS(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, 1, 4, 12, &G, &g), MPI_ERR_ARG);
     KT_ERRCLASS(MPIX_Gpu_start(MPI_COMM_WORLD, 9, 1, 4, 16, &G, &g), MPI_ERR_ARG);
