@@ -223,6 +223,14 @@ __global__ void k(kumi_gpu_t g, int *b)
     kumi_gpu_send(g, 0, b, 1, KUMI_GPU_INT, 0);
 }
 K
+refuse template 4 'a template kernel: kumi-gpucc does not instantiate templates' <<K
+$head
+template <int N>
+__global__ void k(kumi_gpu_t g, int *b)
+{
+    kumi_gpu_barrier(g, 0);
+}
+K
 echo '__global__ void k(int *b) { b[0] = 1; }' > "$TMP/none.cu"
 python3 "$TOOL" --relaunch "$TMP/none.cu" > /dev/null 2> "$TMP/none.err" && fail "a file without kumi_gpu_* calls: accepted" ||
     { grep -q 'no __global__ kernel calls kumi_gpu_\*' "$TMP/none.err" && ok "a file without kumi_gpu_* calls: said so" ||
