@@ -42,6 +42,16 @@ for f in "left_" "right_" "err_" "g_" "w_"; do
     grep -q "$f" <<< "$st" && fail "stencil__state saves '$f' (never assigned, or dead at every split)"
 done
 ok "stencil__state: the locals alive at a split and the assigned parameters only"
+# liveness: mix's `polls` (counted in the test loop, never read after it) is saved at the
+# kumi_gpu_test inside the loop, not at the barrier after it; `q` neither
+mixk=$(sed -n '/^__global__ void mix__relaunch/,/^}/p' "$TMP/rl.cu")
+at() { grep -A4 "/\* line [0-9]*: $1 \*/" <<< "$mixk" | grep -m1 '__st->pc = '; }
+at kumi_gpu_test | grep -q '__st->polls_[0-9]* = polls;' && ok "polls saved at the test in the loop" ||
+    fail "polls not saved at the kumi_gpu_test in its loop: $(at kumi_gpu_test)"
+at kumi_gpu_barrier | grep -q -e 'polls' -e '__st->q_' && fail "dead locals saved at the barrier: $(at kumi_gpu_barrier)" ||
+    ok "the dead polls and q not saved at the barrier"
+at kumi_gpu_barrier | grep -q '__st->acc_[0-9]*, acc' && ok "the array acc (alive) saved at the barrier" ||
+    fail "acc not saved at the barrier: $(at kumi_gpu_barrier)"
 grep -q '^static int stencil_relaunch(MPI_Comm comm, dim3 grid, dim3 block, int depth, double \*u, double \*v, int left, int right, double \*sums, int \*err)' "$TMP/rl.cu" &&
     ok "the host loop's signature: the kernel's parameters less kumi_gpu_t" || fail "stencil_relaunch's signature"
 # the original kernels stay, unchanged
