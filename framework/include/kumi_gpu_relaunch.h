@@ -85,10 +85,11 @@ KUMI_GPU_FN int kumi_rl_released(kumi_rl_t rl, int grid)
 
 typedef void (*kumi_rl_launch_fn)(void *ctx, kumi_gpu_t g, kumi_rl_t rl);
 
+/* A failure of the host loop itself: said on stderr, then through comm's error handler. */
 static inline int kumi_rl_fail_(MPI_Comm comm, const char *what, const char *why)
 {
     fprintf(stderr, "kumi-gpucc relaunch: %s: %s\n", what, why);
-    (void)comm;
+    MPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
     return MPI_ERR_OTHER;
 }
 
@@ -127,8 +128,8 @@ static inline void kumi_rl_free_mapped_(void *p)
  * beginning).  depth: requests a block may have outstanding (0: 4).  The MPI
  * calls use comm (point-to-point) and one duplicate of it per block
  * (collectives), as with MPIX_Gpu_start.  Returns MPI_SUCCESS, the error a
- * block reported with kumi_gpu_fail (through comm's error handler), or
- * MPI_ERR_OTHER when a launch failed (said on stderr). */
+ * block reported with kumi_gpu_fail, or MPI_ERR_OTHER when a launch
+ * failed (said on stderr), both through comm's error handler. */
 static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, size_t state_size, int depth,
                               kumi_rl_launch_fn launch, void *ctx)
 {
