@@ -6,7 +6,9 @@
  * non-commutative user op), Allreduce, Gather(v), Scatter(v),
  * Allgather(v), Alltoall(v), Reduce_scatter(_block), Scan, some with
  * MPI_IN_PLACE; MPI_INT and MPI_DOUBLE, short and long (N ints, N from the
- * command line: above the IMPI packet size takes the rendezvous path).
+ * command line: above the IMPI packet size takes the rendezvous path), and a
+ * vector type with gaps against plain ints (gather, scatter, bcast,
+ * alltoall, allreduce).
  * Every value is checked.
  *
  *   impi_coll SIZE N */
@@ -249,6 +251,44 @@ static void run(MPI_Comm comm, const char *name, int N)
         KT_CHECK(!memcmp(&want, &res, sizeof res), "%s non-commutative scan", name);
         MPI_Op_free(&mop);
         MPI_Type_free(&mt);
+    }
+    /* a derived type with gaps (2 ints, stride 2: extent 3 ints) against plain ints */
+    {
+        MPI_Datatype vt;
+        MPI_Type_vector(2, 1, 2, MPI_INT, &vt);
+        MPI_Type_commit(&vt);
+        int *g = malloc(sizeof(int) * 3 * (size_t)n), two[2], *h = malloc(sizeof(int) * 2 * (size_t)n);
+        for (int root = 0; root < n; root++) {
+            for (int i = 0; i < 3 * n; i++) g[i] = -9;
+            two[0] = val(me, 0);
+            two[1] = val(me, 1);
+            KT_MPI(MPI_Gather(two, 2, MPI_INT, g, 1, vt, root, comm));
+            if (me == root)
+                for (int r = 0; r < n; r++)
+                    KT_CHECK(g[3 * r] == val(r, 0) && g[3 * r + 1] == -9 && g[3 * r + 2] == val(r, 1),
+                             "%s gather into a vector type, root %d, block %d: %d %d %d", name, root, r, g[3 * r],
+                             g[3 * r + 1], g[3 * r + 2]);
+            for (int r = 0; r < n; r++) g[3 * r] = me == root ? r + 100 * root : -1, g[3 * r + 2] = me == root ? -r : -1;
+            KT_MPI(MPI_Scatter(g, 1, vt, two, 2, MPI_INT, root, comm));
+            KT_CHECK(two[0] == me + 100 * root && two[1] == -me, "%s scatter of a vector type, root %d: %d %d", name, root,
+                     two[0], two[1]);
+            for (int r = 0; r < 3 * n; r++) g[r] = me == root ? r * 11 : -1;
+            KT_MPI(MPI_Bcast(g, n, vt, root, comm));
+            for (int r = 0; r < n; r++)
+                KT_CHECK(g[3 * r] == 33 * r && g[3 * r + 2] == 33 * r + 22 && (me == root || g[3 * r + 1] == -1),
+                         "%s bcast of a vector type, root %d, element %d", name, root, r);
+        }
+        for (int p = 0; p < n; p++) g[3 * p] = me * 10 + p, g[3 * p + 1] = -5, g[3 * p + 2] = -(me * 10 + p);
+        KT_MPI(MPI_Alltoall(g, 1, vt, h, 2, MPI_INT, comm));
+        for (int p = 0; p < n; p++)
+            KT_CHECK(h[2 * p] == p * 10 + me && h[2 * p + 1] == -(p * 10 + me), "%s alltoall of a vector type from %d", name, p);
+        int in[3] = { me, -1, 2 * me }, out[3] = { -7, -7, -7 };
+        KT_MPI(MPI_Allreduce(in, out, 1, vt, MPI_SUM, comm));
+        KT_CHECK(out[0] == n * (n - 1) / 2 && out[1] == -7 && out[2] == n * (n - 1), "%s allreduce of a vector type: %d %d %d",
+                 name, out[0], out[1], out[2]);
+        free(g);
+        free(h);
+        MPI_Type_free(&vt);
     }
     KT_MPI(MPI_Barrier(comm));
     free(a);

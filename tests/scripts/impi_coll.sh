@@ -4,11 +4,13 @@
 # Barrier, Bcast, Reduce (commutative and not), Allreduce, Gather(v), Scatter(v),
 # Allgather(v), Alltoall(v), Reduce_scatter(_block), Scan with every root, on
 # MPI_COMM_WORLD, on a communicator whose order interleaves the clients, and on halves of
-# world (one inside one client: not coll/impi's), every value checked.
+# world (one inside one client: not coll/impi's), a vector type with gaps against plain
+# ints, every value checked.
 #  1. 2 clients of 3 and 2 ranks, long messages (20000 ints: rendezvous over IMPI);
 #     coll/impi serves exactly the communicators spanning both clients.
 #  2. 3 clients of 1, 3 and 2 ranks: linear global phase (3 masters <= MAXLINEAR 4).
-#  3. the same with coll_impi_maxlinear=1 in every client: the binomial trees.
+#  3. the same with coll_impi_maxlinear=1 in every client: the binomial trees; packets of
+#     1000 bytes (300 ints go by rendezvous) and the forced two-copy external32 path.
 #  4. 5 clients (2, 1, 1, 2, 1 ranks): more masters than MAXLINEAR: the trees by default.
 #  5. the wire: a made-up foreign IMPI implementation (tools/impi_server/impi_testcoll,
 #     one proc, client 1) against Kumi's 3 ranks (client 0) checks every collective
@@ -61,6 +63,13 @@ passed() {
     else fail "$1: $n of $2 ranks passed (exits:$rcs)"; tail -n 15 "$dir/$1".c*.err "$dir/$1".c*.out | grep -v '^$' | head -60; fi
 }
 
+# ---- 0. the parameters, in kumi_info ----
+"$KUMI_INFO" --param coll impi > "$dir/info" 2>&1
+for p in coll_impi_priority coll_impi_maxlinear coll_impi_verbose; do
+    has "$dir/info" "parameter \"$p\"" "kumi_info shows $p"
+done
+has "$dir/info" 'parameter "coll_impi_priority" \(current value: "60"' "coll/impi's priority 60 is above coll/lact's and coll/tuned's"
+
 # ---- 1. two clients of 3 and 2 ranks, long messages ----
 job two "3 2" -- "$PROG" 5 20000
 passed two 5
@@ -79,7 +88,7 @@ has "$dir/three.c0.err" "a communicator of 6 ranks over 3 IMPI clients; masters 
     "3 clients: masters 0, 1, 4; linear"
 
 # ---- 3. the trees: coll_impi_maxlinear=1 in every client ----
-job tree "1 3 2" --param coll_impi_maxlinear=1 -- "$PROG" 6 300
+job tree "1 3 2" --param coll_impi_maxlinear=1 --param p2p_impi_datalen=1000 --param p2p_impi_external32_copy=1 -- "$PROG" 6 300
 passed tree 6
 has "$dir/tree.c0.err" "a communicator of 6 ranks over 3 IMPI clients; .*; global phase binomial tree" "3 clients with MAXLINEAR 1: trees"
 
