@@ -12,6 +12,9 @@
 #  3. the same with coll_impi_maxlinear=1 in every client: the binomial trees; packets of
 #     1000 bytes (300 ints go by rendezvous) and the forced two-copy external32 path.
 #  4. 5 clients (2, 1, 1, 2, 1 ranks): more masters than MAXLINEAR: the trees by default.
+#  6. make check's collective tests (coll_all, coll_userop, coll_derived, coll_wide,
+#     conf_coll_mismatch: every datatype family, user ops, counts that disagree) across
+#     clients of uneven sizes.
 #  5. the wire: a made-up foreign IMPI implementation (tools/impi_server/impi_testcoll,
 #     one proc, client 1) against Kumi's 3 ranks (client 0) checks every collective
 #     packet Kumi sends it (pk_cid 1, IMPI's tags, source, external32 bytes) by the
@@ -97,6 +100,17 @@ job five "2 1 1 2 1" -- "$PROG" 7 50
 passed five 7
 has "$dir/five.c0.err" "a communicator of 7 ranks over 5 IMPI clients; masters 0 \(client 0, 2 ranks\), 2 \(client 1, 1 ranks\), 3 \(client 2, 1 ranks\), 4 \(client 3, 2 ranks\), 6 \(client 4, 1 ranks\); global phase binomial tree" \
     "5 clients: masters 0, 2, 3, 4, 6; trees by default"
+
+# ---- 6. make check's collective tests across the clients (coll/impi serves world) ----
+for t in "2 1 2:coll_all" "3 2:coll_userop" "1 3:coll_derived" "3 2:coll_wide" "1 3:conf_coll_mismatch"; do
+    counts=${t%%:*}; prog=${t#*:}
+    job "g_$prog" "$counts" -- "$TESTBIN/$prog"
+    if ! echo "$rcs" | grep -Eq '[1-9]' && grep -q 'coll/impi\[0\]: a communicator of' "$dir/g_$prog.c0.err"; then
+        ok "$prog over IMPI clients of $counts ranks, coll/impi on MPI_COMM_WORLD"
+    else
+        fail "$prog over IMPI clients of $counts ranks (exits:$rcs)"; tail -n 8 "$dir/g_$prog".c*.err "$dir/g_$prog".c*.out
+    fi
+done
 
 # ---- 5. the bytes on the wire, against a foreign IMPI implementation ----
 rm -f "$dir/f.port"

@@ -347,15 +347,19 @@ static int reduce_noncommute(struct impi_comm *e, const void *sbuf, void *rbuf, 
         rc = kumi_dt_copy(rbuf, count, dt, own, count, dt);
         sbuf = own;
     }
-    if (!rc) rc = root == n - 1 ? kumi_dt_copy(sbuf, count, dt, rbuf, count, dt)
-                                : kumi_coll_recv(rbuf, count, dt, n - 1, IMPI_REDUCE_TAG, comm);
-    for (int i = n - 2; i >= 0 && !rc; i--) {
+    /* every message is received even after a local error (a peer's rendezvous send must end) */
+    int r2 = root == n - 1 ? kumi_dt_copy(sbuf, count, dt, rbuf, count, dt)
+                           : kumi_coll_recv(rbuf, count, dt, n - 1, IMPI_REDUCE_TAG, comm);
+    rc = rc ? rc : r2;
+    for (int i = n - 2; i >= 0; i--) {
         const void *in = sbuf;
+        r2 = MPI_SUCCESS;
         if (i != root) {
-            rc = kumi_coll_recv(tmp, count, dt, i, IMPI_REDUCE_TAG, comm);
+            r2 = kumi_coll_recv(tmp, count, dt, i, IMPI_REDUCE_TAG, comm);
             in = tmp;
         }
-        if (!rc) rc = kumi_op_reduce(op, in, rbuf, count, dt);
+        if (!r2) r2 = kumi_op_reduce(op, in, rbuf, count, dt);
+        rc = rc ? rc : r2;
     }
     free(m1);
     free(m2);
@@ -388,8 +392,11 @@ int coll_impi_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype
     } else {
         rc = kumi_dt_copy(sbuf, c, dt, red, c, dt);
     }
-    /* global phase: the root and the masters of the other clients */
-    if (!rc && (me == root || (impi_is_master(e, me) && !atroot))) {
+    /* global phase: the root and the masters of the other clients (also
+     * after a local error: the others wait for these messages) */
+    int lrc = rc;
+    rc = MPI_SUCCESS;
+    if (me == root || (impi_is_master(e, me) && !atroot)) {
         char *acc = me == root ? (char *)rbuf : red;
         int rootnum = impi_local_master_num(e, root);
         if (linear(e)) {
@@ -421,7 +428,7 @@ int coll_impi_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype
     }
     free(m1);
     free(m2);
-    return rc;
+    return lrc ? lrc : rc;
 }
 
 /* ------------------------------------------------------------ component */

@@ -40,11 +40,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRY(x) do { int rc_ = (x); if (rc_ != MPI_SUCCESS) return rc_; } while (0)
-
 static char *blk(const void *buf, MPI_Aint i, MPI_Count n, MPI_Aint ext)
 {
     return (char *)buf + i * (MPI_Aint)n * ext;
+}
+
+/* The first error of two.  An algorithm runs to its end after a local
+ * error (a truncating copy, an op that fails): the peers must not wait for
+ * messages this rank owes them (kumi/coll.h). */
+static int keep(int rc, int rc2)
+{
+    return rc ? rc : rc2;
 }
 
 /* Wait for n requests; keep the first error. */
@@ -62,8 +68,8 @@ int coll_impi_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datat
 {
     const void *s = sbuf;
     if (sbuf == MPI_IN_PLACE && kumi_comm_rank(comm) != 0) s = rbuf;   /* only the root may reduce in place */
-    TRY(coll_impi_reduce(s, rbuf, count, dt, op, 0, comm));
-    return coll_impi_bcast(rbuf, count, dt, 0, comm);
+    int rc = coll_impi_reduce(s, rbuf, count, dt, op, 0, comm);
+    return keep(rc, coll_impi_bcast(rbuf, count, dt, 0, comm));
 }
 
 /* ------------------------------------------------------------ MPI_Gather */
@@ -91,15 +97,14 @@ int coll_impi_gather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void 
         rc = kumi_comm_coll(e->local)->gather(sbuf, scount, sdt, loc, scount, sdt, lroot, e->local);
     else
         rc = kumi_dt_copy(sbuf, (size_t)scount, sdt, loc, (size_t)scount, sdt);
-    if (rc) goto out;
     if (me == root) {
         MPI_Aint sext = coll_impi_ext(sdt);
-        for (int i = 0; i < nl && !rc; i++)        /* my client's blocks */
+        for (int i = 0; i < nl; i++)               /* my client's blocks */
             if (grp[i] != root || blk(rbuf, root, rcount, rext) != sbuf)
-                rc = kumi_dt_copy(blk(loc, i, scount, sext), (size_t)scount, sdt, blk(rbuf, grp[i], rcount, rext),
-                                  (size_t)rcount, rdt);
+                rc = keep(rc, kumi_dt_copy(blk(loc, i, scount, sext), (size_t)scount, sdt,
+                                           blk(rbuf, grp[i], rcount, rext), (size_t)rcount, rdt));
         /* the other clients' blocks, one message per master */
-        for (int m = 0; m < e->nm && !rc; m++) {
+        for (int m = 0; m < e->nm; m++) {
             if (m == mym) continue;
             int k = impi_nlocal(e, m);
             void *tm = NULL;
@@ -108,16 +113,16 @@ int coll_impi_gather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void 
                 rc = coll_impi_nomem("gather");
                 break;
             }
-            rc = kumi_coll_recv(t, (size_t)k * (size_t)rcount, rdt, e->master[m], IMPI_GATHER_TAG, comm);
-            for (int i = 0; i < k && !rc; i++)
-                rc = kumi_dt_copy(blk(t, i, rcount, rext), (size_t)rcount, rdt,
-                                  blk(rbuf, e->grp_rank[e->grp_off[m] + i], rcount, rext), (size_t)rcount, rdt);
+            int r2 = kumi_coll_recv(t, (size_t)k * (size_t)rcount, rdt, e->master[m], IMPI_GATHER_TAG, comm);
+            rc = keep(rc, r2);
+            for (int i = 0; i < k && !r2; i++)
+                rc = keep(rc, kumi_dt_copy(blk(t, i, rcount, rext), (size_t)rcount, rdt,
+                                           blk(rbuf, e->grp_rank[e->grp_off[m] + i], rcount, rext), (size_t)rcount, rdt));
             free(tm);
         }
     } else if (!atroot && impi_is_master(e, me)) {
-        rc = kumi_coll_send(loc, (size_t)nl * (size_t)scount, sdt, root, IMPI_GATHER_TAG, comm);
+        rc = keep(rc, kumi_coll_send(loc, (size_t)nl * (size_t)scount, sdt, root, IMPI_GATHER_TAG, comm));
     }
-out:
     free(mem);
     return rc;
 }
@@ -142,18 +147,16 @@ int coll_impi_scatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void
             void *tm = NULL;
             char *t = coll_impi_tmp((size_t)k * (size_t)scount, sdt, &tm);
             if (!t) return coll_impi_nomem("scatter");
-            rc = MPI_SUCCESS;
-            for (int i = 0; i < k && !rc; i++)
-                rc = kumi_dt_copy(blk(sbuf, e->grp_rank[e->grp_off[m] + i], scount, sext), (size_t)scount, sdt,
-                                  blk(t, i, scount, sext), (size_t)scount, sdt);
-            if (!rc) rc = kumi_coll_send(t, (size_t)k * (size_t)scount, sdt, e->master[m], IMPI_SCATTER_TAG, comm);
+            for (int i = 0; i < k; i++)
+                rc = keep(rc, kumi_dt_copy(blk(sbuf, e->grp_rank[e->grp_off[m] + i], scount, sext), (size_t)scount,
+                                           sdt, blk(t, i, scount, sext), (size_t)scount, sdt));
+            rc = keep(rc, kumi_coll_send(t, (size_t)k * (size_t)scount, sdt, e->master[m], IMPI_SCATTER_TAG, comm));
             free(tm);
-            if (rc) return rc;
         }
         if (!(loc = coll_impi_tmp((size_t)nl * (size_t)scount, sdt, &mem))) return coll_impi_nomem("scatter");
         for (int i = 0; i < nl; i++)
-            TRY(kumi_dt_copy(blk(sbuf, e->grp_rank[e->grp_off[mym] + i], scount, sext), (size_t)scount, sdt,
-                             blk(loc, i, scount, sext), (size_t)scount, sdt));
+            rc = keep(rc, kumi_dt_copy(blk(sbuf, e->grp_rank[e->grp_off[mym] + i], scount, sext), (size_t)scount, sdt,
+                                       blk(loc, i, scount, sext), (size_t)scount, sdt));
         if (rbuf == MPI_IN_PLACE) {                /* my block stays where it is: receive it into scratch */
             if (!(rbuf = coll_impi_tmp((size_t)scount, sdt, &scratch))) {
                 free(mem);
@@ -165,16 +168,14 @@ int coll_impi_scatter(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void
     } else if (!atroot && impi_is_master(e, me)) {
         if (!(loc = coll_impi_tmp((size_t)nl * (size_t)rcount, rdt, &mem))) return coll_impi_nomem("scatter");
         rc = kumi_coll_recv(loc, (size_t)nl * (size_t)rcount, rdt, root, IMPI_SCATTER_TAG, comm);
-        if (rc) goto out;
         scount = rcount;
         sdt = rdt;
     }
     if (e->local != MPI_COMM_NULL)
-        rc = kumi_comm_coll(e->local)->scatter(loc, scount, sdt, rbuf, rcount, rdt, atroot ? e->lidx[root] : 0,
-                                               e->local);
+        rc = keep(rc, kumi_comm_coll(e->local)->scatter(loc, scount, sdt, rbuf, rcount, rdt,
+                                                        atroot ? e->lidx[root] : 0, e->local));
     else
-        rc = kumi_dt_copy(loc, (size_t)scount, sdt, rbuf, (size_t)rcount, rdt);
-out:
+        rc = keep(rc, kumi_dt_copy(loc, (size_t)scount, sdt, rbuf, (size_t)rcount, rdt));
     free(mem);
     free(scratch);
     return rc;
@@ -189,14 +190,16 @@ int coll_impi_gatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void
     MPI_Aint ext = coll_impi_ext(rdt);
     kumi_coll_req *reqs = malloc(sizeof *reqs * (size_t)n);
     if (!reqs) return coll_impi_nomem("gatherv");
+    int cp = MPI_SUCCESS;
     for (int r = 0; r < n && !rc; r++) {
         char *p = (char *)rbuf + displs[r] * ext;
         if (r == me) {
-            if (sbuf != MPI_IN_PLACE) rc = kumi_dt_copy(sbuf, (size_t)scount, sdt, p, (size_t)rcounts[r], rdt);
+            if (sbuf != MPI_IN_PLACE) cp = kumi_dt_copy(sbuf, (size_t)scount, sdt, p, (size_t)rcounts[r], rdt);
         } else if (!(rc = kumi_coll_irecv(p, (size_t)rcounts[r], rdt, r, IMPI_GATHERV_TAG, comm, &reqs[k]))) {
             k++;
         }
     }
+    rc = keep(rc, cp);
     rc = waitall(k, reqs, rc);
     free(reqs);
     return rc;
@@ -210,14 +213,16 @@ int coll_impi_scatterv(const void *sbuf, const MPI_Count scounts[], const MPI_Ai
     MPI_Aint ext = coll_impi_ext(sdt);
     kumi_coll_req *reqs = malloc(sizeof *reqs * (size_t)n);
     if (!reqs) return coll_impi_nomem("scatterv");
+    int cp = MPI_SUCCESS;
     for (int r = 0; r < n && !rc; r++) {
         const char *p = (const char *)sbuf + displs[r] * ext;
         if (r == me) {
-            if (rbuf != MPI_IN_PLACE) rc = kumi_dt_copy(p, (size_t)scounts[r], sdt, rbuf, (size_t)rcount, rdt);
+            if (rbuf != MPI_IN_PLACE) cp = kumi_dt_copy(p, (size_t)scounts[r], sdt, rbuf, (size_t)rcount, rdt);
         } else if (!(rc = kumi_coll_isend(p, (size_t)scounts[r], sdt, r, IMPI_SCATTERV_TAG, comm, &reqs[k]))) {
             k++;
         }
     }
+    rc = keep(rc, cp);
     rc = waitall(k, reqs, rc);
     free(reqs);
     return rc;
@@ -233,8 +238,8 @@ int coll_impi_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, vo
         scount = rcount;
         sdt = rdt;
     }
-    TRY(coll_impi_gather(sbuf, scount, sdt, rbuf, rcount, rdt, 0, comm));
-    return coll_impi_bcast(rbuf, (MPI_Count)n * rcount, rdt, 0, comm);
+    int rc = coll_impi_gather(sbuf, scount, sdt, rbuf, rcount, rdt, 0, comm);
+    return keep(rc, coll_impi_bcast(rbuf, (MPI_Count)n * rcount, rdt, 0, comm));
 }
 
 int coll_impi_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, const MPI_Count rcounts[],
@@ -242,10 +247,11 @@ int coll_impi_allgatherv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, v
 {
     int me = kumi_comm_rank(comm), n = kumi_comm_size(comm);
     MPI_Aint ext = coll_impi_ext(rdt);
+    int rc = MPI_SUCCESS;
     if (sbuf != MPI_IN_PLACE)
-        TRY(kumi_dt_copy(sbuf, (size_t)scount, sdt, (char *)rbuf + displs[me] * ext, (size_t)rcounts[me], rdt));
-    for (int r = 0; r < n; r++) TRY(coll_impi_bcast((char *)rbuf + displs[r] * ext, rcounts[r], rdt, r, comm));
-    return MPI_SUCCESS;
+        rc = kumi_dt_copy(sbuf, (size_t)scount, sdt, (char *)rbuf + displs[me] * ext, (size_t)rcounts[me], rdt);
+    for (int r = 0; r < n; r++) rc = keep(rc, coll_impi_bcast((char *)rbuf + displs[r] * ext, rcounts[r], rdt, r, comm));
+    return rc;
 }
 
 /* ------------------------------------------------------------ MPI_Alltoall(v) */
@@ -271,7 +277,7 @@ static int pairwise(const void *sbuf, const MPI_Count scounts[], const MPI_Aint 
     }
     if (!rc)
         rc = kumi_dt_copy((const char *)sbuf + sdispls[me] * sext, (size_t)scounts[me], sdt,
-                          (char *)rbuf + rdispls[me] * rext, (size_t)rcounts[me], rdt);
+                          (char *)rbuf + rdispls[me] * rext, (size_t)rcounts[me], rdt);   /* after posting all */
     rc = waitall(k, reqs, rc);
     free(reqs);
     return rc;
@@ -361,7 +367,7 @@ int coll_impi_reduce_scatter(const void *sbuf, void *rbuf, const MPI_Count rcoun
         return coll_impi_nomem("reduce_scatter");
     }
     rc = coll_impi_reduce(sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, (MPI_Count)total, dt, op, 0, comm);
-    if (!rc) rc = coll_impi_scatterv(all, rcounts, displs, dt, rbuf, rcounts[me], dt, 0, comm);
+    rc = keep(rc, coll_impi_scatterv(all, rcounts, displs, dt, rbuf, rcounts[me], dt, 0, comm));
     free(mem);
     free(displs);
     return rc;
@@ -384,15 +390,16 @@ int coll_impi_scan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype d
 {
     int me = kumi_comm_rank(comm), n = kumi_comm_size(comm), rc = MPI_SUCCESS;
     size_t c = (size_t)count;
-    if (sbuf != MPI_IN_PLACE) TRY(kumi_dt_copy(sbuf, c, dt, rbuf, c, dt));
+    if (sbuf != MPI_IN_PLACE) rc = kumi_dt_copy(sbuf, c, dt, rbuf, c, dt);
     if (me > 0) {
         void *mem = NULL;
         char *t = coll_impi_tmp(c, dt, &mem);
         if (!t) return coll_impi_nomem("scan");
-        rc = kumi_coll_recv(t, c, dt, me - 1, IMPI_SCAN_TAG, comm);
-        if (!rc) rc = kumi_op_reduce(op, t, rbuf, c, dt);   /* (s0 .. s_{me-1}) op s_me */
+        int r2 = kumi_coll_recv(t, c, dt, me - 1, IMPI_SCAN_TAG, comm);
+        rc = keep(rc, r2);
+        if (!r2) rc = keep(rc, kumi_op_reduce(op, t, rbuf, c, dt));   /* (s0 .. s_{me-1}) op s_me */
         free(mem);
     }
-    if (!rc && me < n - 1) rc = kumi_coll_send(rbuf, c, dt, me + 1, IMPI_SCAN_TAG, comm);
+    if (me < n - 1) rc = keep(rc, kumi_coll_send(rbuf, c, dt, me + 1, IMPI_SCAN_TAG, comm));
     return rc;
 }
