@@ -3,7 +3,12 @@
  * the last world rank F, one proc of IMPI client 1; Kumi's N ranks are
  * client 0).  The collectives of impi_testcoll's script, in its order, on
  * MPI_COMM_WORLD; the values the foreign proc sends are checked here, the
- * bytes Kumi sends are checked there. */
+ * bytes Kumi sends are checked there.
+ *
+ *   impi_coll_foreign            the foreign proc is the last rank (2 clients)
+ *   impi_coll_foreign tree F     5 clients, the foreign proc is world rank F:
+ *                                Barrier, Bcast roots 0 and F, Reduce SUM
+ *                                roots 0 and F (binomial trees: 5 masters) */
 #include "kt.h"
 
 /* non-commutative: a - b style, order matters */
@@ -20,6 +25,23 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (argc == 3 && !strcmp(argv[1], "tree")) {
+        int F = atoi(argv[2]), b[3] = { -1, -1, -1 };
+        KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        if (me == 0) b[0] = 1, b[1] = -2, b[2] = 0x01020304;
+        KT_MPI(MPI_Bcast(b, 3, MPI_INT, 0, MPI_COMM_WORLD));
+        KT_CHECK(b[0] == 1 && b[1] == -2 && b[2] == 0x01020304, "tree bcast root 0: %d %d %d", b[0], b[1], b[2]);
+        KT_MPI(MPI_Bcast(b, 3, MPI_INT, F, MPI_COMM_WORLD));
+        KT_CHECK(b[0] == F * 10 + 1 && b[1] == -2 && b[2] == 0x01020304, "tree bcast root F: %d %d %d", b[0], b[1], b[2]);
+        int x = me + 1, y = 0;
+        KT_MPI(MPI_Reduce(&x, &y, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
+        if (me == 0) KT_CHECK(y == n * (n + 1) / 2, "tree reduce root 0: %d, want %d", y, n * (n + 1) / 2);
+        KT_MPI(MPI_Reduce(&x, &y, 1, MPI_INT, MPI_SUM, F, MPI_COMM_WORLD));
+        printf("impi_coll_foreign: rank %d of %d (tree): all checks passed\n", me, n);
+        fflush(stdout);
+        MPI_Finalize();
+        return 0;
+    }
     int F = n - 1, NK = n - 1;
     KT_CHECK(me < F, "rank %d: the foreign proc must be the last rank", me);
     KT_MPI(MPI_Barrier(MPI_COMM_WORLD));

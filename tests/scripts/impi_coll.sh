@@ -12,6 +12,9 @@
 #  3. the same with coll_impi_maxlinear=1 in every client: the binomial trees; packets of
 #     1000 bytes (300 ints go by rendezvous) and the forced two-copy external32 path.
 #  4. 5 clients (2, 1, 1, 2, 1 ranks): more masters than MAXLINEAR: the trees by default.
+#  7. the binomial trees on the wire: 5 clients, impi_testcoll as client 3 (master 3 of 5)
+#     checks whom it hears from (its parent M1 in barrier and bcast; M4, M0 and M2 in a
+#     reduce to it) and the partial sums each master sends it.
 #  6. make check's collective tests (coll_all, coll_userop, coll_derived, coll_wide,
 #     conf_coll_mismatch: every datatype family, user ops, counts that disagree) across
 #     clients of uneven sizes.
@@ -134,6 +137,34 @@ for w in "MPI_Barrier: rank 0 -> 3, cid 1, tag 110" "MPI_Bcast from root 1 \(not
 done
 n=$(grep -c ': all checks passed$' "$dir/f.k.out")
 [ "$n" = 3 ] && ok "Kumi's 3 ranks read the foreign proc's contributions right" || fail "$n of 3 Kumi ranks passed"
+
+# ---- 7. the trees on the wire: 5 clients, the foreign proc is client 3 (master 3 of 5) ----
+rm -f "$dir/t.port"
+timeout 100 "$SERVER" -n 5 -portfile "$dir/t.port" -timeout 60 > /dev/null 2> "$dir/t.serr" &
+spid=$!; pids+=("$spid")
+for _ in $(seq 1 100); do [ -s "$dir/t.port" ] && break; sleep 0.05; done
+hp=$(cat "$dir/t.port")
+kp=()
+for kc in 0:2 1:1 2:2 4:1; do
+    timeout 90 "$MPIEXEC" --timeout 80 -n "${kc#*:}" --impi-client "${kc%%:*}" --impi-server "$hp" "$FPROG" tree 5 \
+        > "$dir/t.k${kc%%:*}.out" 2> "$dir/t.k${kc%%:*}.err" &
+    kp+=($!); pids+=($!)
+done
+timeout 90 "$TESTCOLL" -server "$hp" -rank 3 -tree 1 -timeout 60 > "$dir/t.h.out" 2> "$dir/t.h.err"; rh=$?
+rk=""; for p in "${kp[@]}"; do wait "$p"; rk="$rk $?"; done
+wait $spid; rs=$?
+if [ $rh = 0 ] && ! echo "$rk" | grep -q '[1-9]' && [ $rs = 0 ]; then ok "trees: the foreign proc, Kumi's 4 clients and the server exit 0"
+else fail "trees: foreign proc $rh, Kumi$rk, server $rs"
+    sed 's/^/    | /' "$dir/t.h.out" "$dir/t.h.err" "$dir"/t.k*.err "$dir/t.serr" | tail -30; fi
+has "$dir/t.h.out" "^impi_testcoll: all checks passed" "the foreign master 3 of 5 read every packet of the binomial trees"
+for w in "MPI_Barrier \(tree\): from my parent M1: rank 2 -> 5, cid 1, tag 110" \
+         "MPI_Bcast root 0 \(tree\): from my parent M1: rank 2 -> 5, cid 1, tag 120, 3 ints" \
+         "MPI_Reduce root F \(tree\): clients 0 and 1 from M0: rank 0 -> 5, cid 1, tag 190" \
+         "MPI_Reduce root F \(tree\): client 2's sum from M2: rank 3 -> 5, cid 1, tag 190"; do
+    has "$dir/t.h.out" "ok: $w" "wire: $w"
+done
+n=$(cat "$dir"/t.k*.out | grep -c ': all checks passed$')
+[ "$n" = 6 ] && ok "Kumi's 6 ranks in 4 clients got the foreign proc's broadcast and the sums" || fail "$n of 6 Kumi ranks passed the tree script"
 
 [ $fails -eq 0 ] && { echo "impi_coll: all passed"; exit 0; }
 echo "impi_coll: $fails failure(s)"; exit 1

@@ -9,7 +9,10 @@
  * the source, pk_lsrank, and the payload byte for byte (external32
  * big-endian integers) -- and that nothing else comes.
  *
- *   impi_testcoll -server HOST:PORT -rank K -n N [-timeout S]
+ *   impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1} [-timeout S]
+ *
+ * -tree 1: five clients, this proc client 3 between Kumi's: the binomial
+ * trees (see tree_script below).  -n N, the linear script:
  *
  * The script (N >= 2; two masters, so every global phase is linear):
  *   Barrier               -> 0 empty tag 110; <- 0 empty tag 110
@@ -51,7 +54,7 @@ struct msg {
     uint8_t *data;
 };
 
-static int K = -1, F = -1, NK = 0, timeout_s = 30;
+static int K = -1, F = -1, NK = 0, NP = 0, tree = 0, timeout_s = 30;
 static struct kumi_impi_job job;
 static int *pfd;                          /* by world rank: the connection to its host */
 static struct msg **q;                    /* by world rank: packets read, not yet expected */
@@ -102,11 +105,11 @@ static void pk_out(int dest, uint32_t type, uint32_t len, int tag, uint64_t cid,
  * are taken here, the rest queued by source. */
 static void pump(void)
 {
-    struct pollfd *pf = calloc((size_t)NK, sizeof *pf);
-    for (int r = 0; r < NK; r++) pf[r] = (struct pollfd){ .fd = pfd[r], .events = POLLIN };
-    if (poll(pf, (nfds_t)NK, timeout_s * 1000) <= 0) DIE("timed out waiting for Kumi's packets");
-    for (int r = 0; r < NK; r++) {
-        if (!(pf[r].revents & (POLLIN | POLLHUP | POLLERR)) || fini[r]) continue;
+    struct pollfd *pf = calloc((size_t)NP, sizeof *pf);
+    for (int r = 0; r < NP; r++) pf[r] = (struct pollfd){ .fd = r == F || fini[r] ? -1 : pfd[r], .events = POLLIN };
+    if (poll(pf, (nfds_t)NP, timeout_s * 1000) <= 0) DIE("timed out waiting for Kumi's packets");
+    for (int r = 0; r < NP; r++) {
+        if (r == F || !(pf[r].revents & (POLLIN | POLLHUP | POLLERR)) || fini[r]) continue;
         uint8_t h[128];
         char err[200];
         struct msg *m = calloc(1, sizeof *m);
@@ -174,6 +177,9 @@ static void send_ints(int dest, int tag, const int32_t *v, int n)
     pk_out(dest, KUMI_IMPI_PK_DATA, 4u * (uint32_t)n, tag, 1, b);
 }
 
+static void finish(int *hfd, int myhost, struct kumi_impi_client *c);
+static int tree_script(int *hfd, int myhost, struct kumi_impi_client *c);
+
 static void barrier(const char *what)
 {
     send_ints(0, 110, NULL, 0);
@@ -187,10 +193,12 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-server")) server = argv[i + 1];
         else if (!strcmp(argv[i], "-rank")) K = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) NK = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-tree")) tree = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-timeout")) timeout_s = atoi(argv[i + 1]);
         else DIE("unknown option %s", argv[i]);
     }
-    if (!server || K < 1 || NK < 2 || NK > 12) DIE("usage: impi_testcoll -server HOST:PORT -rank K -n N (K >= 1, 2 <= N <= 12)");
+    if (!server || K < 1 || (!tree && (NK < 2 || NK > 12)))
+        DIE("usage: impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1} (K >= 1, 2 <= N <= 12)");
     struct kumi_impi_client c;
     if (kumi_impi_client_connect(&c, server, timeout_s * 1000) != 0 ||
         kumi_impi_client_auth(&c, 1u << KUMI_IMPI_AUTH_NONE, 0, NULL) != 0 || kumi_impi_client_impi(&c, K) != 0)
@@ -213,14 +221,17 @@ int main(int argc, char **argv)
     if (kumi_impi_client_labels(&c, &mine, &job) != 0 || kumi_impi_client_done(&c) != 0) DIE("%s", c.err);
     F = job.first_proc_of_client[K];
     int myhost = job.first_host[K];
-    if (job.nclients != 2 || job.c_nprocs[0] != NK || F != NK) DIE("expected Kumi as client 0 with %d ranks", NK);
+    NP = job.nprocs;
+    if (!tree && (job.nclients != 2 || job.c_nprocs[0] != NK || F != NK)) DIE("expected Kumi as client 0 with %d ranks", NK);
+    if (tree && (job.nclients != 5 || K != 3 || job.c_nprocs[3] != 1 || NP > 16))
+        DIE("-tree: expected 5 clients, this one client 3 of one proc");
     printf("impi_testcoll: world rank %d of %d, ackmark %u, hiwater %u\n", F, job.nprocs, job.ackmark, job.hiwater);
     fflush(stdout);
-    pfd = calloc((size_t)NK, sizeof *pfd);
-    q = calloc((size_t)NK, sizeof *q);
-    recvd = calloc((size_t)NK, sizeof *recvd);
-    sent_unacked = calloc((size_t)NK, sizeof *sent_unacked);
-    fini = calloc((size_t)NK, sizeof *fini);
+    pfd = calloc((size_t)NP, sizeof *pfd);
+    q = calloc((size_t)NP, sizeof *q);
+    recvd = calloc((size_t)NP, sizeof *recvd);
+    sent_unacked = calloc((size_t)NP, sizeof *sent_unacked);
+    fini = calloc((size_t)NP, sizeof *fini);
     /* the dance (sheet §2): every host of client 0 ranks lower: connect, send my host rank */
     int *hfd = calloc((size_t)job.nhosts, sizeof *hfd);
     for (int h = 0; h < myhost; h++) {
@@ -233,8 +244,27 @@ int main(int argc, char **argv)
         kumi_impi_put32(r, (uint32_t)myhost);
         if (send(hfd[h], r, 4, 0) != 4) DIE("dance: send to host %d", h);
     }
+    /* ... and every higher one connects here and sends its host rank */
+    for (int left = job.nhosts - 1 - myhost; left > 0;) {
+        struct pollfd lp = { .fd = lfd, .events = POLLIN };
+        if (poll(&lp, 1, timeout_s * 1000) <= 0) DIE("dance: timed out waiting for %d hosts", left);
+        int a = accept(lfd, NULL, NULL);
+        uint8_t r[4];
+        size_t got = 0;
+        while (a >= 0 && got < 4) {
+            ssize_t x = recv(a, r + got, 4 - got, 0);
+            if (x <= 0) DIE("dance: a host sent no rank");
+            got += (size_t)x;
+        }
+        uint32_t h = kumi_impi_get32(r);
+        if (a < 0 || h <= (uint32_t)myhost || h >= (uint32_t)job.nhosts || hfd[h]) DIE("dance: an unexpected host %u", h);
+        hfd[h] = a;
+        left--;
+    }
     close(lfd);
-    for (int r = 0; r < NK; r++) pfd[r] = hfd[kumi_impi_job_proc_host(&job, r)];
+    for (int r = 0; r < NP; r++)
+        if (r != F) pfd[r] = hfd[kumi_impi_job_proc_host(&job, r)];
+    if (tree) return tree_script(hfd, myhost, &c);
 
     int32_t v[16];
     barrier("MPI_Barrier");
@@ -288,10 +318,19 @@ int main(int argc, char **argv)
     expect(NK - 1, 200, v, 1, "MPI_Scan: the prefix from rank N-1");
     /* MPI_Finalize */
     barrier("MPI_Finalize's barrier");
-    for (int r = 0; r < NK; r++) pk_out(r, KUMI_IMPI_PK_FINI, 0, -1, 0, NULL);
+    finish(hfd, myhost, &c);
+    return 0;
+}
+
+/* FINI both ways with every Kumi proc, nothing else left over; FINI to the server. */
+static void finish(int *hfd, int myhost, struct kumi_impi_client *c)
+{
+    for (int r = 0; r < NP; r++)
+        if (r != F) pk_out(r, KUMI_IMPI_PK_FINI, 0, -1, 0, NULL);
     for (;;) {
         int all = 1;
-        for (int r = 0; r < NK; r++) {
+        for (int r = 0; r < NP; r++) {
+            if (r == F) continue;
             if (q[r]) DIE("an unexpected %s packet from rank %d tag %d cid %llu", kumi_impi_packet_type_name(q[r]->pk.type),
                           r, q[r]->pk.tag, (unsigned long long)q[r]->pk.cid);
             all &= fini[r] != 0;
@@ -301,7 +340,43 @@ int main(int argc, char **argv)
     }
     printf("impi_testcoll: all checks passed (%u packets from Kumi, %u PROTOACKs sent)\n", npk_in, nacks_out);
     fflush(stdout);
-    for (int h = 0; h < myhost; h++) close(hfd[h]);
-    if (kumi_impi_client_fini(&c) != 0) DIE("%s", c.err);
+    for (int h = 0; h < job.nhosts; h++)
+        if (h != myhost && hfd[h] > 0) close(hfd[h]);
+    if (kumi_impi_client_fini(c) != 0) DIE("%s", c->err);
+}
+
+/* -tree 1: clients of 2, 1, 2, 1 (this proc, F = world rank 5), 1 ranks:
+ * masters M0..M4 = ranks 0, 2, 3, 5, 6, more than MAXLINEAR (4): the
+ * binomial trees of sheet §5.8-§5.10.  This proc is master 3:
+ *   Barrier: m = 3, hibit 1: parent M1 (3 & ~2): -> M1, <- M1, no children
+ *   Bcast root 0: v = 3: <- M1 (its parent), no children
+ *   Bcast root F: v = 0: -> M4, M0, M2 (children v = 1, 2, 4: (v + 3) % 5)
+ *   Reduce SUM root 0: v = 3: bit 0 set: -> M2 (v 2), {F + 1}
+ *   Reduce SUM root F: <- M4 {client 4's sum: 7}, <- M0 {clients 0 and 1
+ *     (M1 sent to M0 first): 1 + 2 + 3}, <- M2 {client 2's: 4 + 5}
+ *   MPI_Finalize's barrier as the first. */
+static int tree_script(int *hfd, int myhost, struct kumi_impi_client *c)
+{
+    if (F != 5 || NP != 7) DIE("-tree: expected world rank 5 of 7, got %d of %d", F, NP);
+    int M[5] = { 0, 2, 3, 5, 6 };
+    int32_t b[3] = { 1, -2, 0x01020304 }, v[1];
+    send_ints(M[1], 110, NULL, 0);
+    expect(M[1], 110, NULL, 0, "MPI_Barrier (tree): from my parent M1");
+    expect(M[1], 120, b, 3, "MPI_Bcast root 0 (tree): from my parent M1");
+    b[0] = F * 10 + 1;
+    send_ints(M[4], 120, b, 3);
+    send_ints(M[0], 120, b, 3);
+    send_ints(M[2], 120, b, 3);
+    v[0] = F + 1;
+    send_ints(M[2], 190, v, 1);
+    v[0] = 7;
+    expect(M[4], 190, v, 1, "MPI_Reduce root F (tree): client 4's sum from M4");
+    v[0] = 1 + 2 + 3;
+    expect(M[0], 190, v, 1, "MPI_Reduce root F (tree): clients 0 and 1 from M0");
+    v[0] = 4 + 5;
+    expect(M[2], 190, v, 1, "MPI_Reduce root F (tree): client 2's sum from M2");
+    send_ints(M[1], 110, NULL, 0);
+    expect(M[1], 110, NULL, 0, "MPI_Finalize's barrier (tree): from M1");
+    finish(hfd, myhost, c);
     return 0;
 }
