@@ -58,7 +58,9 @@ echo "bottleneck drops: $(wanlab_drops)"
 run die 4 2 die 3
 [ $r0 != 0 ] && [ $r0 != 124 ] && [ $r1 != 0 ] && [ $r1 != 124 ] && [ $rs = 1 ] &&
     ok "a rank of cluster B dies: A exits $r0, B $r1, the server 1" || fail "a dying rank: A $r0, B $r1, server $rs"
-grep -Eq "IMPI host 3 \(rank 3 of IMPI client 1\): it closed its connection without FINI|IMPI server .* closed the connection" \
+# B's mpiexec stops rank 2 as soon as rank 3 died: both connections end within the link's
+# delay, and which one A's ranks read first is a race (either names a lost host of B)
+grep -Eq "IMPI host [23] \(rank [23] of IMPI client 1\): it closed its connection without FINI|IMPI server .* closed the connection" \
     "$TMP/die.a.err" && ok "cluster A says what it lost" || { fail "cluster A's message"; tail -5 "$TMP/die.a.err"; }
 
 [ $fails -eq 0 ] && { echo "impi_wan: all passed"; exit 0; }

@@ -19,6 +19,8 @@
  *      first packet <- SYNCACK (srqid 77)  -> the rest with its drqid
  *   -> CANCEL for srqid 999 (no such message)              <- CANCELNO
  *   <- DATA tag 12: MPI_INT {42} (before or after the CANCELNO)
+ *   MPI_Finalize's barrier by IMPI's algorithm (coll/impi): -> DATA cid 1
+ *      tag 110, empty; <- the same from rank 0
  *   both: FINI; then FINI to the server.
  * Every counted packet in either direction follows ackmark / hiwater: this
  * side sends a PROTOACK after every ackmark packets read and checks that
@@ -282,22 +284,24 @@ int main(int argc, char **argv)
     if (cancel_no != 1 || last != 1) DIE("expected a CANCELNO for srqid 999 and the last message");
     if (!acks_got || !acks_sent) DIE("no PROTOACK went (%u sent, %u received)", acks_sent, acks_got);
 
-    /* MPI_Finalize's barrier over MPI_COMM_WORLD: by Kumi's own algorithm
-     * (the IMPI collective algorithms, coll/impi, are separate work): each
-     * empty message on the collective context (cid + 1, as LAM's IMPI
-     * collectives) is answered in kind; then FINI (sheet §6.1) */
-    int barrier_msgs = 0;
-    for (;;) {
-        pk_in(&pk, b, cap);
-        if (pk.type == KUMI_IMPI_PK_FINI) break;
-        if (pk.type != KUMI_IMPI_PK_DATA || pk.cid != 1 || pk.len != 0 || pk.msglen != 0)
-            DIE("in MPI_Finalize: a %s packet tag %d cid %llu len %u, expected an empty message on cid 1 or FINI",
-                kumi_impi_packet_type_name(pk.type), pk.tag, (unsigned long long)pk.cid, pk.len);
-        out_cid = 1;
-        pk_out(KUMI_IMPI_PK_DATA, 0, 0, pk.tag, 0, 0, NULL);
-        if (++barrier_msgs == 1) pk_out(KUMI_IMPI_PK_FINI, 0, 0, -1, 0, 0, NULL);
-    }
-    if (!barrier_msgs) pk_out(KUMI_IMPI_PK_FINI, 0, 0, -1, 0, 0, NULL);
+    /* MPI_Finalize's barrier over MPI_COMM_WORLD by IMPI's algorithm
+     * (coll/impi; sheet §5.8, two masters: linear): this proc, master 1,
+     * sends an empty message to rank 0 on the collective context (cid + 1 =
+     * 1, as LAM's IMPI collectives) with IMPI_BARRIER_TAG 110 and waits for
+     * rank 0's answer in kind; then FINI (sheet §6.1) */
+    out_cid = 1;
+    pk_out(KUMI_IMPI_PK_DATA, 0, 0, 110, 0, 0, NULL);
+    pk_in(&pk, b, cap);
+    if (pk.type != KUMI_IMPI_PK_DATA || pk.cid != 1 || pk.tag != 110 || pk.len != 0 || pk.msglen != 0 ||
+        pk.lsrank != PEER)
+        DIE("in MPI_Finalize: a %s packet tag %d cid %llu len %u lsrank %d, expected the IMPI barrier's empty message "
+            "(cid 1, tag 110) from rank %d", kumi_impi_packet_type_name(pk.type), pk.tag, (unsigned long long)pk.cid,
+            pk.len, pk.lsrank, PEER);
+    pk_out(KUMI_IMPI_PK_FINI, 0, 0, -1, 0, 0, NULL);
+    pk_in(&pk, b, cap);
+    if (pk.type != KUMI_IMPI_PK_FINI)
+        DIE("after MPI_Finalize's barrier: a %s packet tag %d cid %llu, expected FINI", kumi_impi_packet_type_name(pk.type),
+            pk.tag, (unsigned long long)pk.cid);
     printf("impi_testhost: all checks passed (%u packets from Kumi, PROTOACKs %u sent %u received)\n", recvd,
            acks_sent, acks_got);
     fflush(stdout);

@@ -1,0 +1,382 @@
+/* impi_testcoll: a made-up foreign IMPI implementation for the collectives
+ * (tests/scripts/impi_coll.sh; not installed): IMPI client K with one host
+ * of one proc, written from the fact sheet (PROTOCOL.md §5), that takes
+ * part in the collectives of tests/mpi/impi_coll_foreign (Kumi, client 0,
+ * N ranks: world ranks 0 .. N-1; this proc: world rank F = N) by the IMPI
+ * algorithms as this side implements them, checking every packet Kumi
+ * sends it: type DATA, pk_cid 1 (MPI_COMM_WORLD's collective context: cid
+ * + 1), the tag of the operation (IMPI_BARRIER_TAG 110, BCAST 120, ...),
+ * the source, pk_lsrank, and the payload byte for byte (external32
+ * big-endian integers) -- and that nothing else comes.
+ *
+ *   impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1} [-timeout S]
+ *
+ * -tree 1: five clients, this proc client 3 between Kumi's: the binomial
+ * trees (see tree_script below).  -n N, the linear script:
+ *
+ * The script (N >= 2; two masters, so every global phase is linear):
+ *   Barrier               -> 0 empty tag 110; <- 0 empty tag 110
+ *   Bcast 3 ints, root 0  <- 0 tag 120 {1, -2, 0x01020304}
+ *   Bcast, root 1         <- 1 tag 120 {11, -2, 0x01020304} (the root, not
+ *                            its client's master, sends to the other masters)
+ *   Bcast, root F         -> 0 tag 120 {F*10+1, -2, 0x01020304}
+ *   Reduce SUM 2 ints, root 0 / root 1: -> root tag 190 {F+1, 100F}
+ *   Reduce SUM, root F    <- 0 tag 190 {sum r+1, sum 100r over Kumi's ranks}
+ *                            (the local phase of client 0 went first)
+ *   Reduce non-commutative, root F: <- every Kumi rank r tag 190 {r+1}
+ *                            (linear over all ranks, sheet §5.10)
+ *   Allreduce SUM 1 int   -> 0 tag 190 {F+1}; <- 0 tag 120 {total}
+ *   Gather 1 int, root 0  -> 0 tag 130 {F*7}
+ *   Gather, root F        <- 0 tag 130 {0*7, 1*7, ..} (client 0's blocks
+ *                            in one message from its master)
+ *   Scatter 1 int, root 0 <- 0 tag 150 {F*3}
+ *   Alltoall 1 int        -> r tag 170 {F*100+r}; <- r tag 170 {r*100+F}
+ *   Scan SUM 1 int        <- N-1 tag 200 {sum r+1, r < N}
+ *   MPI_Finalize's barrier as the first.
+ * Then FINI both ways, FINI to the server.  PROTOACK every ackmark packets
+ * read from a proc, never more than hiwater unacknowledged to one.  Exit 0,
+ * or 1 naming the first difference. */
+#include <kumi/impi.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DIE(...) do { fprintf(stderr, "impi_testcoll: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+struct msg {
+    struct msg *next;
+    struct kumi_impi_packet pk;
+    uint8_t *data;
+};
+
+static int K = -1, F = -1, NK = 0, NP = 0, tree = 0, timeout_s = 30;
+static struct kumi_impi_job job;
+static int *pfd;                          /* by world rank: the connection to its host */
+static struct msg **q;                    /* by world rank: packets read, not yet expected */
+static uint32_t *recvd, *sent_unacked, *fini;
+static uint64_t seq;
+static unsigned npk_in, nacks_out;
+
+static void rd(int fd, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        if (poll(&pf, 1, timeout_s * 1000) <= 0) DIE("timed out reading from Kumi");
+        ssize_t r = recv(fd, (char *)p + got, n - got, 0);
+        if (r <= 0) DIE("a Kumi host closed its connection");
+        got += (size_t)r;
+    }
+}
+
+static void pump(void);
+
+static void pk_out(int dest, uint32_t type, uint32_t len, int tag, uint64_t cid, const void *data)
+{
+    struct kumi_impi_packet pk;
+    uint8_t h[128];
+    memset(&pk, 0, sizeof pk);
+    pk.type = type;
+    pk.len = len;
+    memcpy(pk.src_host, job.procs[F].id, 16);
+    pk.src_pid = job.procs[F].pid;
+    memcpy(pk.dest_host, job.procs[dest].id, 16);
+    pk.dest_pid = job.procs[dest].pid;
+    pk.msglen = len;
+    pk.lsrank = F;
+    pk.tag = tag;
+    pk.cid = cid;
+    if (type == KUMI_IMPI_PK_DATA) {
+        pk.seqnum = seq++;
+        while (sent_unacked[dest] >= job.hiwater) pump();       /* wait for a PROTOACK */
+        sent_unacked[dest]++;
+    }
+    kumi_impi_packet_encode(&pk, h);
+    if (send(pfd[dest], h, 128, MSG_NOSIGNAL) != 128 || (len && send(pfd[dest], data, len, MSG_NOSIGNAL) != (ssize_t)len))
+        DIE("write to Kumi's rank %d failed", dest);
+}
+
+/* Read one packet from whichever Kumi host has one: PROTOACKs and FINIs
+ * are taken here, the rest queued by source. */
+static void pump(void)
+{
+    struct pollfd *pf = calloc((size_t)NP, sizeof *pf);
+    for (int r = 0; r < NP; r++) pf[r] = (struct pollfd){ .fd = r == F || fini[r] ? -1 : pfd[r], .events = POLLIN };
+    if (poll(pf, (nfds_t)NP, timeout_s * 1000) <= 0) DIE("timed out waiting for Kumi's packets");
+    for (int r = 0; r < NP; r++) {
+        if (r == F || !(pf[r].revents & (POLLIN | POLLHUP | POLLERR)) || fini[r]) continue;
+        uint8_t h[128];
+        char err[200];
+        struct msg *m = calloc(1, sizeof *m);
+        rd(pfd[r], h, 128);
+        if (kumi_impi_packet_parse(h, 128, (uint32_t)job.pk_maxlen, &m->pk, err, sizeof err) != 128)
+            DIE("a bad packet header from Kumi's rank %d: %s", r, err);
+        uint32_t n = kumi_impi_packet_payload(&m->pk);
+        m->data = malloc(n ? n : 1);
+        if (n) rd(pfd[r], m->data, n);
+        if (m->pk.type == KUMI_IMPI_PK_PROTOACK) {
+            sent_unacked[r] = sent_unacked[r] > job.ackmark ? sent_unacked[r] - job.ackmark : 0;
+        } else if (m->pk.type == KUMI_IMPI_PK_FINI) {
+            fini[r] = 1;
+        } else {
+            if (kumi_impi_job_find_proc(&job, m->pk.src_host, m->pk.src_pid) != r ||
+                kumi_impi_job_find_proc(&job, m->pk.dest_host, m->pk.dest_pid) != F)
+                DIE("a %s packet on rank %d's connection with pk_src / pk_dest not rank %d -> rank %d",
+                    kumi_impi_packet_type_name(m->pk.type), r, r, F);
+            npk_in++;
+            if (++recvd[r] % job.ackmark == 0) {                 /* sheet §4.6 */
+                pk_out(r, KUMI_IMPI_PK_PROTOACK, 0, -1, 0, NULL);
+                nacks_out++;
+            }
+            struct msg **pp = &q[r];
+            while (*pp) pp = &(*pp)->next;
+            *pp = m;
+            continue;
+        }
+        free(m->data);
+        free(m);
+    }
+    free(pf);
+}
+
+/* The next message from Kumi's rank src must be DATA, cid 1, tag, and the
+ * big-endian ints want[0..n). */
+static void expect(int src, int tag, const int32_t *want, int n, const char *what)
+{
+    while (!q[src]) {
+        if (fini[src]) DIE("%s: rank %d sent FINI instead", what, src);
+        pump();
+    }
+    struct msg *m = q[src];
+    q[src] = m->next;
+    const struct kumi_impi_packet *pk = &m->pk;
+    if (pk->type != KUMI_IMPI_PK_DATA || pk->cid != 1 || pk->tag != tag || pk->lsrank != src ||
+        pk->len != 4u * (uint32_t)n || pk->msglen != 4u * (uint64_t)n)
+        DIE("%s: from rank %d got %s cid %llu tag %d lsrank %d len %u msglen %llu; expected DATA cid 1 tag %d lsrank %d "
+            "len %d", what, src, kumi_impi_packet_type_name(pk->type), (unsigned long long)pk->cid, pk->tag, pk->lsrank,
+            pk->len, (unsigned long long)pk->msglen, tag, src, 4 * n);
+    for (int i = 0; i < n; i++)
+        if ((int32_t)kumi_impi_get32(m->data + 4 * i) != want[i])
+            DIE("%s: int %d from rank %d is %d (bytes %02x%02x%02x%02x), expected %d", what, i, src,
+                (int32_t)kumi_impi_get32(m->data + 4 * i), m->data[4 * i], m->data[4 * i + 1], m->data[4 * i + 2],
+                m->data[4 * i + 3], want[i]);
+    printf("impi_testcoll: ok: %s: rank %d -> %d, cid 1, tag %d, %d ints\n", what, src, F, tag, n);
+    free(m->data);
+    free(m);
+}
+
+static void send_ints(int dest, int tag, const int32_t *v, int n)
+{
+    uint8_t b[64];
+    for (int i = 0; i < n; i++) kumi_impi_put32(b + 4 * i, (uint32_t)v[i]);
+    pk_out(dest, KUMI_IMPI_PK_DATA, 4u * (uint32_t)n, tag, 1, b);
+}
+
+static void finish(int *hfd, int myhost, struct kumi_impi_client *c);
+static int tree_script(int *hfd, int myhost, struct kumi_impi_client *c);
+
+static void barrier(const char *what)
+{
+    send_ints(0, 110, NULL, 0);
+    expect(0, 110, NULL, 0, what);
+}
+
+int main(int argc, char **argv)
+{
+    const char *server = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "-server")) server = argv[i + 1];
+        else if (!strcmp(argv[i], "-rank")) K = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-n")) NK = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-tree")) tree = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-timeout")) timeout_s = atoi(argv[i + 1]);
+        else DIE("unknown option %s", argv[i]);
+    }
+    if (!server || K < 1 || (!tree && (NK < 2 || NK > 12)))
+        DIE("usage: impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1} (K >= 1, 2 <= N <= 12)");
+    struct kumi_impi_client c;
+    if (kumi_impi_client_connect(&c, server, timeout_s * 1000) != 0 ||
+        kumi_impi_client_auth(&c, 1u << KUMI_IMPI_AUTH_NONE, 0, NULL) != 0 || kumi_impi_client_impi(&c, K) != 0)
+        DIE("%s", c.err);
+    struct sockaddr_in me;
+    socklen_t ml = sizeof me;
+    getsockname(c.fd, (struct sockaddr *)&me, &ml);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in la = { .sin_family = AF_INET };
+    socklen_t ll = sizeof la;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof la) || listen(lfd, 16) ||
+        getsockname(lfd, (struct sockaddr *)&la, &ll))
+        DIE("cannot listen");
+    struct kumi_impi_host host = { .port = ntohs(la.sin_port), .nprocs = 1, .ackmark = 3, .hiwater = 5 };
+    struct kumi_impi_proc proc = { .pid = 4343 };
+    kumi_impi_hostid_set(host.id, AF_INET, &me.sin_addr);
+    memcpy(proc.id, host.id, 16);
+    struct kumi_impi_mine mine = { .datalen = 4096, .tagub = 32767, .xsize = -1, .maxlinear = -1, .nhosts = 1,
+                                   .nprocs = 1, .hosts = &host, .procs = &proc };
+    if (kumi_impi_client_labels(&c, &mine, &job) != 0 || kumi_impi_client_done(&c) != 0) DIE("%s", c.err);
+    F = job.first_proc_of_client[K];
+    int myhost = job.first_host[K];
+    NP = job.nprocs;
+    if (!tree && (job.nclients != 2 || job.c_nprocs[0] != NK || F != NK)) DIE("expected Kumi as client 0 with %d ranks", NK);
+    if (tree && (job.nclients != 5 || K != 3 || job.c_nprocs[3] != 1 || NP > 16))
+        DIE("-tree: expected 5 clients, this one client 3 of one proc");
+    printf("impi_testcoll: world rank %d of %d, ackmark %u, hiwater %u\n", F, job.nprocs, job.ackmark, job.hiwater);
+    fflush(stdout);
+    pfd = calloc((size_t)NP, sizeof *pfd);
+    q = calloc((size_t)NP, sizeof *q);
+    recvd = calloc((size_t)NP, sizeof *recvd);
+    sent_unacked = calloc((size_t)NP, sizeof *sent_unacked);
+    fini = calloc((size_t)NP, sizeof *fini);
+    /* the dance (sheet §2): every host of client 0 ranks lower: connect, send my host rank */
+    int *hfd = calloc((size_t)job.nhosts, sizeof *hfd);
+    for (int h = 0; h < myhost; h++) {
+        uint8_t a[16], r[4];
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)job.hosts[h].port) };
+        if (kumi_impi_hostid_get(job.hosts[h].id, a) != AF_INET) DIE("host %d is not IPv4", h);
+        memcpy(&sa.sin_addr, a, 4);
+        hfd[h] = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(hfd[h], (struct sockaddr *)&sa, sizeof sa) != 0) DIE("connect to host %d failed", h);
+        kumi_impi_put32(r, (uint32_t)myhost);
+        if (send(hfd[h], r, 4, 0) != 4) DIE("dance: send to host %d", h);
+    }
+    /* ... and every higher one connects here and sends its host rank */
+    for (int left = job.nhosts - 1 - myhost; left > 0;) {
+        struct pollfd lp = { .fd = lfd, .events = POLLIN };
+        if (poll(&lp, 1, timeout_s * 1000) <= 0) DIE("dance: timed out waiting for %d hosts", left);
+        int a = accept(lfd, NULL, NULL);
+        uint8_t r[4];
+        size_t got = 0;
+        while (a >= 0 && got < 4) {
+            ssize_t x = recv(a, r + got, 4 - got, 0);
+            if (x <= 0) DIE("dance: a host sent no rank");
+            got += (size_t)x;
+        }
+        uint32_t h = kumi_impi_get32(r);
+        if (a < 0 || h <= (uint32_t)myhost || h >= (uint32_t)job.nhosts || hfd[h]) DIE("dance: an unexpected host %u", h);
+        hfd[h] = a;
+        left--;
+    }
+    close(lfd);
+    for (int r = 0; r < NP; r++)
+        if (r != F) pfd[r] = hfd[kumi_impi_job_proc_host(&job, r)];
+    if (tree) return tree_script(hfd, myhost, &c);
+
+    int32_t v[16];
+    barrier("MPI_Barrier");
+    /* Bcast */
+    for (int root = 0; root <= F; root += (root == 1 ? F - 1 : 1)) {
+        int32_t b[3] = { root * 10 + 1, -2, 0x01020304 };
+        if (root == F) send_ints(0, 120, b, 3);
+        else expect(root, 120, b, 3, root ? "MPI_Bcast from root 1 (not a master)" : "MPI_Bcast from root 0");
+    }
+    /* Reduce SUM */
+    int32_t s1 = 0, s2 = 0, ssum = 0;
+    for (int r = 0; r < NK; r++) s1 += r + 1, s2 += 100 * r;
+    for (int root = 0; root <= F; root += (root == 1 ? F - 1 : 1)) {
+        if (root == F) {
+            int32_t w[2] = { s1, s2 };
+            expect(0, 190, w, 2, "MPI_Reduce to root F: client 0's partial sum from its master");
+        } else {
+            int32_t w[2] = { F + 1, 100 * F };
+            send_ints(root, 190, w, 2);
+        }
+    }
+    /* Reduce non-commutative to root F: every rank sends directly */
+    for (int r = NK - 1; r >= 0; r--) {
+        v[0] = r + 1;
+        expect(r, 190, v, 1, "MPI_Reduce (non-commutative) to root F");
+    }
+    /* Allreduce SUM */
+    v[0] = F + 1;
+    send_ints(0, 190, v, 1);
+    ssum = s1 + F + 1;
+    expect(0, 120, &ssum, 1, "MPI_Allreduce: the result from rank 0 (reduce to 0, bcast from 0)");
+    /* Gather */
+    v[0] = F * 7;
+    send_ints(0, 130, v, 1);
+    for (int r = 0; r < NK; r++) v[r] = r * 7;
+    expect(0, 130, v, NK, "MPI_Gather to root F: client 0's blocks in one message");
+    /* Scatter */
+    v[0] = F * 3;
+    expect(0, 150, v, 1, "MPI_Scatter from root 0");
+    /* Alltoall */
+    for (int r = 0; r < NK; r++) {
+        v[0] = F * 100 + r;
+        send_ints(r, 170, v, 1);
+    }
+    for (int r = 0; r < NK; r++) {
+        v[0] = r * 100 + F;
+        expect(r, 170, v, 1, "MPI_Alltoall");
+    }
+    /* Scan */
+    v[0] = s1;
+    expect(NK - 1, 200, v, 1, "MPI_Scan: the prefix from rank N-1");
+    /* MPI_Finalize */
+    barrier("MPI_Finalize's barrier");
+    finish(hfd, myhost, &c);
+    return 0;
+}
+
+/* FINI both ways with every Kumi proc, nothing else left over; FINI to the server. */
+static void finish(int *hfd, int myhost, struct kumi_impi_client *c)
+{
+    for (int r = 0; r < NP; r++)
+        if (r != F) pk_out(r, KUMI_IMPI_PK_FINI, 0, -1, 0, NULL);
+    for (;;) {
+        int all = 1;
+        for (int r = 0; r < NP; r++) {
+            if (r == F) continue;
+            if (q[r]) DIE("an unexpected %s packet from rank %d tag %d cid %llu", kumi_impi_packet_type_name(q[r]->pk.type),
+                          r, q[r]->pk.tag, (unsigned long long)q[r]->pk.cid);
+            all &= fini[r] != 0;
+        }
+        if (all) break;
+        pump();
+    }
+    printf("impi_testcoll: all checks passed (%u packets from Kumi, %u PROTOACKs sent)\n", npk_in, nacks_out);
+    fflush(stdout);
+    for (int h = 0; h < job.nhosts; h++)
+        if (h != myhost && hfd[h] > 0) close(hfd[h]);
+    if (kumi_impi_client_fini(c) != 0) DIE("%s", c->err);
+}
+
+/* -tree 1: clients of 2, 1, 2, 1 (this proc, F = world rank 5), 1 ranks:
+ * masters M0..M4 = ranks 0, 2, 3, 5, 6, more than MAXLINEAR (4): the
+ * binomial trees of sheet §5.8-§5.10.  This proc is master 3:
+ *   Barrier: m = 3, hibit 1: parent M1 (3 & ~2): -> M1, <- M1, no children
+ *   Bcast root 0: v = 3: <- M1 (its parent), no children
+ *   Bcast root F: v = 0: -> M4, M0, M2 (children v = 1, 2, 4: (v + 3) % 5)
+ *   Reduce SUM root 0: v = 3: bit 0 set: -> M2 (v 2), {F + 1}
+ *   Reduce SUM root F: <- M4 {client 4's sum: 7}, <- M0 {clients 0 and 1
+ *     (M1 sent to M0 first): 1 + 2 + 3}, <- M2 {client 2's: 4 + 5}
+ *   MPI_Finalize's barrier as the first. */
+static int tree_script(int *hfd, int myhost, struct kumi_impi_client *c)
+{
+    if (F != 5 || NP != 7) DIE("-tree: expected world rank 5 of 7, got %d of %d", F, NP);
+    int M[5] = { 0, 2, 3, 5, 6 };
+    int32_t b[3] = { 1, -2, 0x01020304 }, v[1];
+    send_ints(M[1], 110, NULL, 0);
+    expect(M[1], 110, NULL, 0, "MPI_Barrier (tree): from my parent M1");
+    expect(M[1], 120, b, 3, "MPI_Bcast root 0 (tree): from my parent M1");
+    b[0] = F * 10 + 1;
+    send_ints(M[4], 120, b, 3);
+    send_ints(M[0], 120, b, 3);
+    send_ints(M[2], 120, b, 3);
+    v[0] = F + 1;
+    send_ints(M[2], 190, v, 1);
+    v[0] = 7;
+    expect(M[4], 190, v, 1, "MPI_Reduce root F (tree): client 4's sum from M4");
+    v[0] = 1 + 2 + 3;
+    expect(M[0], 190, v, 1, "MPI_Reduce root F (tree): clients 0 and 1 from M0");
+    v[0] = 4 + 5;
+    expect(M[2], 190, v, 1, "MPI_Reduce root F (tree): client 2's sum from M2");
+    send_ints(M[1], 110, NULL, 0);
+    expect(M[1], 110, NULL, 0, "MPI_Finalize's barrier (tree): from M1");
+    finish(hfd, myhost, c);
+    return 0;
+}
