@@ -31,7 +31,8 @@
 #   coll     both, coll2 and coll4
 #   launch   launch time across hosts made of network namespaces with sshd
 #            (launch-bench.sh): hello world at 8, 64, 256 ranks over 1, 4, 8
-#            hosts, Kumi's mpiexec next to Open MPI's mpirun and MPICH's Hydra
+#            hosts, Kumi's mpiexec next to Open MPI's mpirun and MPICH's Hydra,
+#            repetitions interleaved, and Kumi / the better of the two
 #   abi      the foreign-ABI shims (abi-bench.sh): tests/abi/callcost.c native and
 #            built with mpicc.openmpi (through the libmpi.so.40 shim), on Kumi:
 #            MPI_Comm_rank, MPI_Recv from MPI_PROC_NULL, 8 B ping-pong (no peers)

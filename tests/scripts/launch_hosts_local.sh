@@ -35,6 +35,19 @@ mkdir "$tmp/wd"
 [ "$(grep -c "^$tmp/wd$" "$tmp/out")" = 2 ] || fail "-wdir: $(cat "$tmp/out")"
 echo "ok: local slots, hostfile, -wdir"
 
+# the launch agent runs in a session of its own, away from mpiexec's
+# terminal (ssh in the terminal's background process group stalled)
+printf '#!/bin/sh\nread -r _ _ _ _ _ sid _ < /proc/$$/stat\necho "$$ $sid" > "%s/agent.$1"\nshift\nexec "$@"\n' "$tmp" > "$tmp/agent"
+chmod +x "$tmp/agent"
+"$MPIEXEC" --launch-agent "$tmp/agent" -host a,b hostname > "$tmp/out" 2> "$tmp/err" ||
+    { cat "$tmp/err"; fail "a launch agent on this machine"; }
+for h in a b; do
+    [ -s "$tmp/agent.$h" ] || fail "the launch agent did not run for host $h"
+    read -r apid asid < "$tmp/agent.$h"
+    [ "$apid" = "$asid" ] || fail "the launch agent (pid $apid) is in session $asid, not one of its own"
+done
+echo "ok: launch agents in a session of their own"
+
 # proxies on this machine
 "$MPIEXEC" --launcher fork -host a:2,b:2 ./p2p_ring > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/err"; fail "ring through proxies"; }
 "$MPIEXEC" --launcher fork -host a,b,c --tag-output hostname > "$tmp/out" 2> "$tmp/err" || fail "tag-output"

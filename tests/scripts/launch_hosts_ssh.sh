@@ -91,11 +91,17 @@ for i in 1 2; do
         fail "the job secret is on a command line: $(grep -l -a -F -f "$D/secret" /proc/[0-9]*/cmdline)"
     fi
 done
+# ...and no port of mpiexec open to the network: the head h0 runs nothing
+# but mpiexec and its ssh clients, so any listening TCP socket there that is
+# not on loopback would be mpiexec's (the proxies speak over ssh's stdio)
+lis=$(netlab_exec 0 cat /proc/net/tcp /proc/net/tcp6 2> /dev/null |
+      awk '$4 == "0A" && $2 !~ /^0100007F:/ && $2 !~ /^0{31}1:/ {print $2}')
+[ -z "$lis" ] || fail "mpiexec listens on a network address during a job over ssh: $lis"
 kill -TERM $mp
 wait $mp
 rc=$?
 [ $rc = $((128 + 15)) ] || { cat "$D/err"; fail "SIGTERM to mpiexec: exit $rc"; }
-echo "ok: secret not on any command line; SIGTERM forwarded"
+echo "ok: secret not on any command line, no listening port on the head; SIGTERM forwarded"
 
 # the launch agent without ssh (nsenter), and the parameter form
 must "launch agent nsenter" --launch-agent "$D/agent" -host h3:2,h4:2 ./p2p_ring

@@ -142,6 +142,7 @@ netlab_up() { # number of hosts besides the head
     ssh-keygen -q -t ed25519 -N '' -f "$NETLAB_DIR/id" > /dev/null || return 1
     ssh-keygen -q -t ed25519 -N '' -f "$NETLAB_DIR/hostkey" > /dev/null || return 1
     cp "$NETLAB_DIR/id.pub" "$NETLAB_DIR/authorized_keys"
+    : > "$NETLAB_DIR/empty_rc"
     chmod 600 "$NETLAB_DIR/id" "$NETLAB_DIR/hostkey"
     mkdir -p /run/sshd
     cat > "$NETLAB_DIR/sshd_config" <<EOF
@@ -224,6 +225,15 @@ EOF
         done
         netlab_exec "$i" mount -t tmpfs -o mode=1777 tmpfs /dev/shm || return 1
         netlab_exec "$i" mount --bind "$NETLAB_DIR/hosts" /etc/hosts || return 1
+        # a fresh node: no rc file of the build machine's login account.
+        # bash sources ~/.bashrc for every ssh command; here it may run
+        # pyenv (a hundred processes and a rehash under a lock: 8 logins
+        # at once took seconds, and a stale lock 60 s), which no launcher
+        # can help and which drowned the launchers' own cost in the bench.
+        local rc
+        for rc in "$HOME/.bashrc" "$HOME/.zshenv"; do
+            [ -f "$rc" ] && { netlab_exec "$i" mount --bind "$NETLAB_DIR/empty_rc" "$rc" || return 1; }
+        done
         if ((i > 0)); then
             netlab_exec "$i" /usr/sbin/sshd -f "$NETLAB_DIR/sshd_config" -o "ListenAddress=$(netlab_addr $i)" ||
                 { echo "netlab: sshd does not start on h$i"; return 1; }
