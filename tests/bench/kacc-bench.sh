@@ -37,7 +37,8 @@
 #      KUMI_BENCH_TIMEOUT (one launch, default 240 s), KUMI_BENCH_PEERS ("ompi mpich"),
 #      KUMI_BENCH_KACC_SIZES (default 8,65536,1048576), KUMI_BENCH_KACC_K (default 0,1,16),
 #      KUMI_BENCH_KACC_KERNELS (default "mm4 mm40"), KUMI_BENCH_KACC_OPS
-#      (default "iallreduce ibcast-tree ibcast-pipe"), KUMI_BENCH_KACC_MIN_US (default 500).
+#      (default "iallreduce ibcast-tree ibcast-pipe"), KUMI_BENCH_KACC_MIN_US (default 500),
+#      KUMI_BENCH_KACC_INNER (overlap.c's repetitions per launch, -r: default 7, 3 when quick).
 # Appends its targets to $KUMI_BENCH_OUT/targets and writes $KUMI_BENCH_OUT/kacc.kumi.status.
 set -u
 . "$(dirname "$0")/bench-common.sh"
@@ -47,7 +48,7 @@ ks=${KUMI_BENCH_KACC_K:-0,1,16}
 kernels=${KUMI_BENCH_KACC_KERNELS:-mm4 mm40}
 ops=${KUMI_BENCH_KACC_OPS:-iallreduce ibcast-tree ibcast-pipe}
 min_us=${KUMI_BENCH_KACC_MIN_US:-500}
-inner=$([ "$quick" = 1 ] && echo 3 || echo 7)
+inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}
 bench_build overlap
 
 # Kumi's engines: one "implementation" each
