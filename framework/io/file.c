@@ -97,6 +97,10 @@ static int set_hints(struct kumi_file *f, struct kumi_info *in)
         MPI_Offset n = hint_size(kumi_info_value(in, "cb_nodes"), 0);
         if (n > 0) f->cb_nodes = (int)(n > f->size ? f->size : n);
         f->striping_unit = hint_size(kumi_info_value(in, "striping_unit"), f->striping_unit);
+        const char *cr = kumi_info_value(in, "romio_cb_read");
+        if (cr && !strcmp(cr, "enable")) f->cb_read = KUMI_IO_CB_ENABLE;
+        else if (cr && !strcmp(cr, "disable")) f->cb_read = KUMI_IO_CB_DISABLE;
+        else if (cr && !strcmp(cr, "automatic")) f->cb_read = KUMI_IO_CB_AUTO;
     }
     struct kumi_info *i = kumi_info_dup(NULL);
     if (!i) return kumi_error(MPI_ERR_NO_MEM, "out of memory");
@@ -110,7 +114,8 @@ static int set_hints(struct kumi_file *f, struct kumi_info *in)
         kumi_info_set_value(i, "striping_unit", b);
     }
     kumi_info_set_value(i, "romio_cb_write", "enable");
-    kumi_info_set_value(i, "romio_cb_read", "enable");
+    kumi_info_set_value(i, "romio_cb_read", f->cb_read == KUMI_IO_CB_ENABLE ? "enable"
+                                            : f->cb_read == KUMI_IO_CB_DISABLE ? "disable" : "automatic");
     kumi_info_release(f->info);
     f->info = i;
     return MPI_SUCCESS;

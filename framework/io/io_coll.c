@@ -2,8 +2,9 @@
  * and their split and non-blocking forms).
  *
  * The ranks agree on the span [gmin, gmax) of the file that the call
- * touches; when no rank has more than one contiguous piece, every rank does
- * its own transfer.  Otherwise the span is cut into one contiguous file
+ * touches; when no rank has more than one contiguous piece, or, for reads,
+ * when every rank's pieces are large (KUMI_IO_CB_PIECE on average; hint
+ * romio_cb_read), every rank does its own transfer.  Otherwise the span is cut into one contiguous file
  * domain per aggregator (hint cb_nodes, default the first rank of each host;
  * domains aligned to striping_unit when it is given), and each domain is
  * processed in windows of cb_buffer_size bytes.  Each rank sends each
@@ -130,9 +131,10 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     struct plist my = { 0 };
     *done = 0;
     if (n > 0) kumi_io_pieces(f, s, n, collect, &my);
-    int64_t g[4] = { my.n ? my.v[0].off : INT64_MAX, my.n ? -(my.v[my.n - 1].off + my.v[my.n - 1].len) : INT64_MAX,
-                     -(int64_t)my.n, my.nomem ? 0 : 1 };
-    int rc = kumi_coll_allreduce(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, MPI_IN_PLACE, g, 4, i64,
+    /* g[4]: the smallest average piece of a rank that has pieces */
+    int64_t g[5] = { my.n ? my.v[0].off : INT64_MAX, my.n ? -(my.v[my.n - 1].off + my.v[my.n - 1].len) : INT64_MAX,
+                     -(int64_t)my.n, my.nomem ? 0 : 1, my.n ? n / (int64_t)my.n : INT64_MAX };
+    int rc = kumi_coll_allreduce(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, MPI_IN_PLACE, g, 5, i64,
                                  kumi_op_get(MPI_MIN), f->comm);
     if (rc || !g[3]) {
         free(my.v);
@@ -140,8 +142,11 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     }
     if (g[0] == INT64_MAX) { free(my.v); return MPI_SUCCESS; }
     MPI_Offset gmin = g[0], gmax = -g[1];
-    if (-g[2] <= 1) {
-        /* one contiguous piece per rank at most: each rank moves its own */
+    if (-g[2] <= 1 || (!write && (f->cb_read == KUMI_IO_CB_DISABLE ||
+                                  (f->cb_read == KUMI_IO_CB_AUTO && g[4] >= KUMI_IO_CB_PIECE)))) {
+        /* one contiguous piece per rank at most, or reads of large pieces
+         * (aggregation would only add copies and funnel every byte through
+         * the aggregators): each rank moves its own */
         free(my.v);
         return kumi_io_xfer(f, fn, write, s, buf, n, done);
     }

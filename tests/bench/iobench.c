@@ -9,6 +9,7 @@
  *     -r REPS  repetitions (default 3); the best time of each is printed
  *     -c       check the data read back (every element holds its global index)
  *     -a N     hint cb_nodes=N;  -b BYTES  hint cb_buffer_size=BYTES
+ *     -i KEY=VALUE  another hint (up to 8)
  * Prints one line: "bytes write_s read_s write_MiBps read_MiBps" (rank 0),
  * times of the slowest rank, file synced (MPI_File_sync) inside the write time. */
 #include <mpi.h>
@@ -24,10 +25,12 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *file = NULL, *cbn = NULL, *cbs = NULL;
+    const char *file = NULL, *cbn = NULL, *cbs = NULL, *hints[8];
+    int nhints = 0;
     double mib = 1024;
     int reps = 3, check = 0, opt;
-    while ((opt = getopt(argc, argv, "f:m:r:ca:b:")) != -1) {
+    while ((opt = getopt(argc, argv, "f:m:r:ca:b:i:")) != -1) {
+        if (opt == 'i' && nhints < 8 && strchr(optarg, '=')) hints[nhints++] = optarg;
         if (opt == 'a') cbn = optarg;
         if (opt == 'b') cbs = optarg;
         if (opt == 'f') file = optarg;
@@ -61,10 +64,18 @@ int main(int argc, char **argv)
             for (int z = 0; z < ls[2]; z++)
                 a[k++] = (double)(((long)(st[0] + i) * n + st[1] + j) * n + st[2] + z);
     MPI_Info info = MPI_INFO_NULL;
-    if (cbn || cbs) {
+    if (cbn || cbs || nhints) {
         MPI_Info_create(&info);
         if (cbn) MPI_Info_set(info, "cb_nodes", cbn);
         if (cbs) MPI_Info_set(info, "cb_buffer_size", cbs);
+        for (int h = 0; h < nhints; h++) {
+            char key[256];
+            size_t kl = (size_t)(strchr(hints[h], '=') - hints[h]);
+            if (kl >= sizeof key) continue;
+            memcpy(key, hints[h], kl);
+            key[kl] = 0;
+            MPI_Info_set(info, key, hints[h] + kl + 1);
+        }
     }
     double bw = 1e30, br = 1e30;
     for (int r = 0; r < reps; r++) {

@@ -2,12 +2,19 @@
  * in portable MPI, built with each implementation's own mpicc so that Kumi,
  * Open MPI and MPICH run the very same code (like mpibench.c).
  *
- *   overlap [-s SIZES] [-k TESTS] [-r REPS]
+ *   overlap [-s SIZES] [-k TESTS] [-r REPS] [-c KERNEL] [-o OPS]
  *     -s  comma list of byte counts (suffix k or m allowed), or "default":
  *         8,1024,65536,1048576,4194304
  *     -k  comma list of test intervals: MPI_Test every k compute iterations,
  *         0 = never                                   (default 0,1,10,100)
  *     -r  repetitions of every measurement; the median is reported (default 9)
+ *     -c  the compute kernel: vec (default: an iteration is ~1 us of
+ *         multiply-adds on 64 doubles), mm4 or mm40 (an iteration is one
+ *         product of two 4x4, or 40x40, matrices of doubles: KACC's fine and
+ *         coarse granularity; MPI_Test every k products)
+ *     -o  comma list of operations: iallreduce, ibcast (default both)
+ *     -t  the compute lasts at least this many microseconds (default 0: as
+ *         long as the blocking operation)
  *
  * Operations: MPI_Iallreduce (MPI_DOUBLE, MPI_SUM; BYTES / 8 doubles, sizes
  * under 8 B are left out) and MPI_Ibcast (MPI_BYTE, root 0), on
@@ -25,6 +32,16 @@
  *          counts any progress thread) of the overlapped run minus that of
  *          the compute alone: what the communication took from the process
  *          (waiting in MPI_Wait included)
+ *   lost   the share of the computation's time lost to the communication:
+ *          1 - t_cmp / t_phase, t_phase the time from the start call to the
+ *          end of the compute loop of the overlapped run (the start call and
+ *          the MPI_Test calls included, MPI_Wait not; a progress thread or
+ *          kernel work on the rank's core shows here), the worst rank's
+ *   t_done the collective's completion as the ranks see it: from the start
+ *          call to the first MPI_Test that reports completion, or to
+ *          MPI_Wait's return (so at least the compute's length when the
+ *          completion is not tested for: k = 0), the last rank's
+ *   t_nbc  the non-blocking operation alone (start, MPI_Wait at once)
  * Every measurement starts after a barrier and runs the operation INNER
  * times back to back (INNER depends only on the size: small operations are
  * too short to time one by one); times are per operation.  t_blk and t_tot
@@ -36,9 +53,9 @@
  * (a change of load on the host hits them alike).
  *
  * Output (rank 0, stdout):
- *   # overlap 1 ranks=N reps=R iter_us=U library=<first line of MPI_Get_library_version>
+ *   # overlap 2 ranks=N reps=R iter_us=U kernel=KERNEL library=<first line of MPI_Get_library_version>
  *   # OP BYTES iters=N inner=M                      (before each OP and size)
- *   ovl OP BYTES K T_BLK_US T_CMP_US T_TOT_US OVERLAP_PCT CPU_US
+ *   ovl OP BYTES K T_BLK_US T_CMP_US T_TOT_US OVERLAP_PCT CPU_US LOST_PCT T_DONE_US T_NBC_US
  *   # done
  * The data received is checked; a wrong value makes the program abort (exit 3). */
 #define _POSIX_C_SOURCE 200809L
@@ -54,10 +71,12 @@
 #define KLEN 64                      /* doubles the kernel works on: 512 B, in L1 */
 
 static int rank, nranks, reps = 9;
+static double min_cmp_s;             /* -t */
 static double *sbuf, *rbuf;          /* allreduce: send and receive buffers */
 static unsigned char *bbuf;          /* bcast buffer */
 static double *blkv, *cmpv;          /* per repetition: t_blk, t_cmp */
 static double *totv, *cpuv;          /* per k and repetition: t_tot, cpu */
+static double *lostv, *donev, *nbcv; /* per k and repetition: lost, t_done; per repetition: t_nbc */
 
 /* ---- the compute kernel ---- */
 
@@ -66,24 +85,51 @@ static long kwork = 1;               /* passes over kbuf per iteration */
 static volatile double ksink;        /* keeps the result alive */
 static double iter_s;                /* seconds per iteration, calibrated */
 
+/* The matrix kernels (-c mm4, mm40): C = A B + 1 with B the previous C, A
+ * holding 0.5 / N everywhere: the values converge to 2 (no overflow, no
+ * denormals), and every product depends on the one before. */
+#define MMAX 40
+static int kernel_mm;                /* 0: vec; else the matrix order */
+static double ma[MMAX * MMAX], mb[MMAX * MMAX], mc[MMAX * MMAX];
+
+static void mm_iter(void)
+{
+    int n = kernel_mm;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 1.0;
+            for (int l = 0; l < n; l++) acc += ma[i * n + l] * mb[l * n + j];
+            mc[i * n + j] = acc;
+        }
+    memcpy(mb, mc, sizeof(double) * (size_t)(n * n));
+}
+
 /* One iteration: kwork dependent multiply-adds per element; the values
  * converge to 1, so no overflow and no denormals slow some passes down. */
 static void compute_iter(void)
 {
+    if (kernel_mm) {
+        mm_iter();
+        return;
+    }
     for (long w = 0; w < kwork; w++)
         for (int i = 0; i < KLEN; i++) kbuf[i] = kbuf[i] * 0.999999 + 1e-6;
 }
 
 /* niter iterations; with a request, MPI_Test after every k-th iteration
- * (k > 0) until the request completes. */
+ * (k > 0) until the request completes (t_seen: when it did). */
+static double t_seen;
 static void compute(long niter, int k, MPI_Request *req)
 {
     int done = req == NULL || k == 0;
     for (long it = 1; it <= niter; it++) {
         compute_iter();
-        if (!done && it % k == 0) MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (!done && it % k == 0) {
+            MPI_Test(req, &done, MPI_STATUS_IGNORE);
+            if (done) t_seen = MPI_Wtime();
+        }
     }
-    ksink = kbuf[KLEN - 1];
+    ksink = kernel_mm ? mb[0] : kbuf[KLEN - 1];
 }
 
 static double min2(double a, double b) { return a < b ? a : b; }
@@ -100,6 +146,16 @@ static double time_iters(long n)
 static void calibrate(void)
 {
     for (int i = 0; i < KLEN; i++) kbuf[i] = 1.0 + i;
+    if (kernel_mm) {
+        for (int i = 0; i < kernel_mm * kernel_mm; i++) { ma[i] = 0.5 / kernel_mm; mb[i] = 1.0 + i % 7; }
+        /* the minimum of many short runs: a run the rank was descheduled in
+         * (a loaded host) only ever lasts longer */
+        long n = kernel_mm == 4 ? 2000 : 100;
+        time_iters(n);
+        iter_s = 1e9;
+        for (int r = 0; r < 30; r++) iter_s = min2(iter_s, time_iters(n) / n);
+        return;
+    }
     while (time_iters(1000) < 1e-3 && kwork < (1L << 24)) kwork *= 2;
     double t = 1e9;
     for (int r = 0; r < 3; r++) t = min2(t, time_iters(1000) / 1000);
@@ -211,23 +267,52 @@ static double measure_cmp(long niter, int m, double *cput)
 }
 
 /* Start, compute testing every k iterations, wait; m times.  The slowest
- * rank's time per operation (on rank 0) and this rank's CPU time. */
-static double measure_ovl(enum op op, long n, long niter, int k, int m, double *cput)
+ * rank's time per operation (on rank 0) and this rank's CPU time; *phase:
+ * this rank's time per operation from the start call to the end of the
+ * compute; *done: the last rank's time per operation from the start call to
+ * the completion seen (first successful MPI_Test, or MPI_Wait's return). */
+static double measure_ovl(enum op op, long n, long niter, int k, int m, double *cput, double *phase, double *done)
 {
     MPI_Request req;
+    double tph = 0, tdone = 0;
     spoil(op, n);
     MPI_Barrier(MPI_COMM_WORLD);
     double c0 = cpu_now(), t0 = MPI_Wtime();
     for (int i = 0; i < m; i++) {
+        double ts = MPI_Wtime();
+        t_seen = 0;
         start(op, n, &req);
         compute(niter, k, &req);
+        double te = MPI_Wtime();
+        tph += te - ts;
         MPI_Wait(&req, MPI_STATUS_IGNORE);
+        tdone += (t_seen > 0 ? t_seen : MPI_Wtime()) - ts;
     }
-    double t = (MPI_Wtime() - t0) / m, tmax;
+    double t = (MPI_Wtime() - t0) / m, tmax, d = tdone / m, dmax;
     *cput = (cpu_now() - c0) / m;
+    *phase = tph / m;
     check(op, n);
     MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&d, &dmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    *done = dmax;
     return tmax;
+}
+
+/* The non-blocking operation alone, m times: start, MPI_Wait; the slowest
+ * rank's time per operation. */
+static double measure_nbc(enum op op, long n, int m)
+{
+    MPI_Request req;
+    spoil(op, n);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < m; i++) {
+        start(op, n, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    double t = slowest((MPI_Wtime() - t0) / m);
+    check(op, n);
+    return t;
 }
 
 static void run(enum op op, long n, const int *ks, int nk)
@@ -243,7 +328,8 @@ static void run(enum op op, long n, const int *ks, int nk)
 
     /* The compute length: as long as the blocking operation. */
     for (int r = 0; r < reps; r++) blkv[r] = measure_blk(op, n, m);
-    long niter = (long)(median(blkv) / iter_s + 0.5);
+    double tc = median(blkv) > min_cmp_s ? median(blkv) : min_cmp_s;
+    long niter = (long)(tc / iter_s + 0.5);
     if (niter < 1) niter = 1;
     if (rank == 0) printf("# %s %ld iters=%ld inner=%d\n", op_name[op], n, niter, m);
 
@@ -253,20 +339,26 @@ static void run(enum op op, long n, const int *ks, int nk)
     for (int r = 0; r < reps; r++) {
         double ccmp;
         blkv[r] = measure_blk(op, n, m);
+        nbcv[r] = measure_nbc(op, n, m);
         cmpv[r] = measure_cmp(niter, m, &ccmp);
         for (int j = 0; j < nk; j++) {
-            totv[j * reps + r] = measure_ovl(op, n, niter, ks[j], m, &cpuv[j * reps + r]);
+            double ph, lost;
+            totv[j * reps + r] = measure_ovl(op, n, niter, ks[j], m, &cpuv[j * reps + r], &ph, &donev[j * reps + r]);
             cpuv[j * reps + r] -= ccmp;
+            lost = ph > 0 ? 1 - cmpv[r] / ph : 0;
+            MPI_Reduce(&lost, &lostv[j * reps + r], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         }
     }
     if (rank != 0) return;
-    double t_blk = median(blkv), t_cmp = median(cmpv);
+    double t_blk = median(blkv), t_cmp = median(cmpv), t_nbc = median(nbcv);
     for (int j = 0; j < nk; j++) {
         double t_tot = median(totv + j * reps), c = median(cpuv + j * reps);
+        double lost = median(lostv + j * reps), t_done = median(donev + j * reps);
         double ovl = (t_blk + t_cmp - t_tot) / min2(t_blk, t_cmp);
         ovl = ovl < 0 ? 0 : ovl > 1 ? 1 : ovl;
-        printf("ovl %s %ld %d %.4g %.4g %.4g %.1f %.4g\n", op_name[op], n, ks[j], t_blk * 1e6, t_cmp * 1e6,
-               t_tot * 1e6, ovl * 100, c * 1e6);
+        lost = lost < 0 ? 0 : lost;
+        printf("ovl %s %ld %d %.4g %.4g %.4g %.1f %.4g %.1f %.4g %.4g\n", op_name[op], n, ks[j], t_blk * 1e6,
+               t_cmp * 1e6, t_tot * 1e6, ovl * 100, c * 1e6, lost * 100, t_done * 1e6, t_nbc * 1e6);
     }
     fflush(stdout);
 }
@@ -275,7 +367,7 @@ static void run(enum op op, long n, const int *ks, int nk)
 
 static void usage_abort(const char *msg)
 {
-    bench_usage_abort(rank, "overlap", "[-s SIZES|default] [-k TESTS] [-r REPS]", msg);
+    bench_usage_abort(rank, "overlap", "[-s SIZES|default] [-k TESTS] [-r REPS] [-c vec|mm4|mm40] [-o OPS] [-t US]", msg);
 }
 
 int main(int argc, char **argv)
@@ -284,7 +376,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    const char *sizearg = "default", *karg = "0,1,10,100";
+    const char *sizearg = "default", *karg = "0,1,10,100", *kernel = "vec", *oparg = "iallreduce,ibcast";
+    static const char *const kernels[] = { "vec", "mm4", "mm40" };
+    int want_op[2] = { 0, 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc) usage_abort("option needs a value");
@@ -292,9 +386,18 @@ int main(int argc, char **argv)
         if (strcmp(a, "-s") == 0) sizearg = val;
         else if (strcmp(a, "-k") == 0) karg = val;
         else if (strcmp(a, "-r") == 0) reps = atoi(val);
+        else if (strcmp(a, "-c") == 0) kernel = val;
+        else if (strcmp(a, "-o") == 0) oparg = val;
+        else if (strcmp(a, "-t") == 0) min_cmp_s = atof(val) * 1e-6;
         else usage_abort("unknown option");
     }
+    int kx = bench_index(kernels, 3, kernel);
+    if (kx < 0) usage_abort("-c: the compute kernel is vec, mm4 or mm40");
+    kernel_mm = kx == 1 ? 4 : kx == 2 ? 40 : 0;
+    if (bench_pick(oparg, op_name, 2, want_op) != 0 || !(want_op[0] || want_op[1]))
+        usage_abort("-o: a comma list of iallreduce, ibcast");
     if (reps < 1 || reps > 1000) usage_abort("-r: 1 to 1000 repetitions");
+    if (!(min_cmp_s >= 0 && min_cmp_s <= 10)) usage_abort("-t: 0 to 10000000 microseconds");
     if (strcmp(sizearg, "default") == 0) sizearg = "8,1024,65536,1048576,4194304";
     long sizes[MAXSIZES], kl[MAXK];
     int nsizes = bench_parse_list(sizearg, sizes, MAXSIZES, 1L << 28);
@@ -314,7 +417,11 @@ int main(int argc, char **argv)
     cmpv = malloc(sizeof(double) * (size_t)reps);
     totv = malloc(sizeof(double) * (size_t)reps * (size_t)nk);
     cpuv = malloc(sizeof(double) * (size_t)reps * (size_t)nk);
-    if (!sbuf || !rbuf || !bbuf || !blkv || !cmpv || !totv || !cpuv) usage_abort("out of memory");
+    lostv = malloc(sizeof(double) * (size_t)reps * (size_t)nk);
+    donev = malloc(sizeof(double) * (size_t)reps * (size_t)nk);
+    nbcv = malloc(sizeof(double) * (size_t)reps);
+    if (!sbuf || !rbuf || !bbuf || !blkv || !cmpv || !totv || !cpuv || !lostv || !donev || !nbcv)
+        usage_abort("out of memory");
     memset(rbuf, 0, maxn);
     memset(bbuf, 0, maxn);
 
@@ -327,13 +434,14 @@ int main(int argc, char **argv)
         lib[strcspn(lib, "\r\n,")] = 0;
         for (char *p = lib; *p; p++)
             if (*p == '\t') *p = ' ';
-        printf("# overlap 1 ranks=%d reps=%d iter_us=%.3f library=%s\n", nranks, reps, iter_s * 1e6, lib);
-        printf("# ovl op bytes k t_blk_us t_cmp_us t_tot_us overlap_pct cpu_us\n");
+        printf("# overlap 2 ranks=%d reps=%d iter_us=%.3f kernel=%s library=%s\n", nranks, reps, iter_s * 1e6, kernel,
+               lib);
+        printf("# ovl op bytes k t_blk_us t_cmp_us t_tot_us overlap_pct cpu_us lost_pct t_done_us t_nbc_us\n");
         fflush(stdout);
     }
-    for (int i = 0; i < nsizes; i++)
+    for (int i = 0; i < nsizes && want_op[IALLREDUCE]; i++)
         if (sizes[i] >= 8) run(IALLREDUCE, sizes[i], ks, nk);
-    for (int i = 0; i < nsizes; i++)
+    for (int i = 0; i < nsizes && want_op[IBCAST]; i++)
         if (sizes[i] > 0) run(IBCAST, sizes[i], ks, nk);
     if (rank == 0) printf("# done\n");
     free(sbuf);
@@ -343,6 +451,9 @@ int main(int argc, char **argv)
     free(cmpv);
     free(totv);
     free(cpuv);
+    free(lostv);
+    free(donev);
+    free(nbcv);
     MPI_Finalize();
     return 0;
 }

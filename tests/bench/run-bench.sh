@@ -61,6 +61,15 @@
 #            block-distributed array of doubles (tests/bench/iobench.c; 1 GiB
 #            at 4 ranks, KUMI_BENCH_IO_MIB / KUMI_BENCH_IO_RANKS change it),
 #            each implementation with its defaults (Open MPI: OMPIO, MPICH: ROMIO)
+#   kacc     the CPU a non-blocking collective takes from the computation
+#            (kacc-bench.sh, KACC's experiment; overlap.c with 4x4 and 40x40
+#            matrix products): MPI_Iallreduce, MPI_Ibcast tree and pipelined at
+#            8 B, 64 KiB, 1 MiB over TCP, Kumi's loop (MPI_Test every k
+#            products), thread, uring and kmod (where loaded) engines, Open
+#            MPI (LibNBC), MPICH: total time, overlap, share of the
+#            computation lost, CPU, completion time
+# The configuration scripts (match, mem, io, kacc) share their frame:
+# tests/bench/bench-common.sh.
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
 # when its --help lists it, otherwise each rank is started under taskset -c RANK.
 # Output: one table per configuration and metric with Kumi's value, each peer's
@@ -73,7 +82,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io launch npb match mem wan"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -93,7 +102,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io launch npb match mem wan}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -275,20 +284,22 @@ launch() {
 }
 
 # merge_overlap FILE...: overlap.c's outputs, per operation, size and k the
-# median over the launches of each column (t_blk, t_cmp, t_tot, overlap, cpu).
+# median over the launches of each column (t_blk, t_cmp, t_tot, overlap, cpu,
+# and from overlap.c's format 2 lost, t_done, t_nbc).
 merge_overlap() {
     awk 'FNR == 1 { head = $0 }
-         $1 == "ovl" && NF == 9 {
+         $1 == "ovl" && NF >= 9 {
              k = $2 " " $3 " " $4
              if (!(k in cnt)) order[++nk] = k
              c = ++cnt[k]
-             for (j = 5; j <= 9; j++) val[k, j, c] = $j
+             if (NF > nf) nf = NF
+             for (j = 5; j <= NF; j++) val[k, j, c] = $j
          }
          END {
              print head
              for (i = 1; i <= nk; i++) {
                  k = order[i]; c = cnt[k]; line = "ovl " k
-                 for (j = 5; j <= 9; j++) {
+                 for (j = 5; j <= nf; j++) {
                      for (a = 2; a <= c; a++)      # insertion sort, c is small
                          for (b = a; b > 1 && val[k, j, b - 1] > val[k, j, b]; b--) {
                              t = val[k, j, b]; val[k, j, b] = val[k, j, b - 1]; val[k, j, b - 1] = t
@@ -346,7 +357,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    case $cfg in abi|io|launch|npb|match|mem|wan) continue ;; esac   # abi-, io-, launch-, npb-, match-, mem-, wan-bench.sh measure them, below
+    case $cfg in abi|io|kacc|launch|npb|match|mem|wan) continue ;; esac   # abi-, io-, kacc-, launch-, npb-, match-, mem-, wan-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -651,6 +662,10 @@ for cfg in $configs; do
         echo; echo "==== MPI-IO: collective I/O of a 3-D block-distributed array (tests/bench/io-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$reps \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/io-bench.sh" ;;
+    kacc)
+        echo; echo "==== the CPU a non-blocking collective takes from the computation (tests/bench/kacc-bench.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$([ "$quick" = 1 ] && echo 1 || echo 3) \
+            KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/kacc-bench.sh" ;;
     launch)
         echo; echo "==== launch time across hosts made of namespaces (tests/bench/launch-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \

@@ -2,7 +2,9 @@
 # The benchmark programs (tests/bench/mpibench.c, tests/bench/collbench.c) build
 # against Kumi, run every metric / collective at tiny sizes, and print their
 # documented format with sane values; collbench fails on a wrong result; and
-# run-bench.sh (what `make bench` runs) produces its tables with Kumi alone.
+# run-bench.sh (what `make bench` runs) produces its tables with Kumi alone, as
+# do the configuration scripts on tests/bench/bench-common.sh (match-, mem-,
+# io-, kacc-bench.sh); overlap.c's matrix kernels give its format-2 lines.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d)
@@ -119,4 +121,41 @@ out=$(KUMI_BENCH_PEERS=none KUMI_BENCH_QUICK=1 KUMI_BENCH_MEM_RANKS="2 3" KUMI_B
 echo "$out"
 echo "$out" | grep -Eq '^  Kumi +[0-9.]+ / [0-9.]+ +[0-9.]+ / [0-9.]+$' || fail "mem-bench.sh: no Kumi row at 2 and 3 ranks"
 [ "$(cat "$work/memlogs/mem.kumi.status")" = ok ] || fail "mem-bench.sh: status not ok"
+# io-bench.sh (the io configuration), Kumi alone and with its two-phase reads forced, 4 MiB
+out=$(KUMI_BENCH_PEERS=none KUMI_BENCH_REPS=1 KUMI_BENCH_IO_MIB=4 KUMI_BENCH_IO_TWOPHASE=1 \
+      KUMI_BENCH_OUT="$work/iologs" timeout 200 bash "$top_srcdir/tests/bench/io-bench.sh" 2>&1) || fail "io-bench.sh failed: $out"
+echo "$out"
+echo "$out" | grep -Eq '^  Kumi +[0-9.]+ +[0-9.]+$' || fail "io-bench.sh: no Kumi row"
+echo "$out" | grep -Eq '^  Kumi \(romio_cb_read=enable\) +[0-9.]+ +[0-9.]+$' || fail "io-bench.sh: no two-phase row"
+[ "$(cat "$work/iologs/io.kumi.status")" = ok ] || fail "io-bench.sh: status not ok"
+# overlap.c: the matrix kernels and the format-2 columns; a bad kernel is an error
+# shellcheck disable=SC2086
+$MPICC -std=gnu11 -O1 -Wall -Wextra -o "$work/overlap" "$top_srcdir/tests/bench/overlap.c" -lmpi 2> "$work/cc.err" ||
+    fail "overlap does not build: $(cat "$work/cc.err")"
+[ -s "$work/cc.err" ] && fail "overlap builds with warnings: $(cat "$work/cc.err")"
+out=$(timeout 120 "$MPIEXEC" -n 2 "$work/overlap" -s 8,4096 -k 0,2 -r 1 -c mm4 -o ibcast -t 20 2>&1) || fail "overlap -c mm4 failed: $out"
+echo "$out"
+echo "$out" | head -1 | grep -q '^# overlap 2 ranks=2 reps=1 iter_us=[0-9.]* kernel=mm4 library=Kumi' || fail "overlap: bad header"
+[ "$(echo "$out" | awk '$1 == "ovl" && $2 == "ibcast" && NF == 12 && $10 >= 0 && $10 <= 100 && $11 > 0 && $12 > 0' | wc -l)" = 4 ] ||
+    fail "overlap: expected 4 ibcast lines of 12 fields"
+echo "$out" | grep -q '^ovl iallreduce' && fail "overlap -o ibcast ran iallreduce"
+out=$(timeout 60 "$MPIEXEC" -n 2 "$work/overlap" -c mm5 2>&1)
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "overlap -c mm5: exit $rc"
+echo "$out" | grep -q "the compute kernel is vec, mm4 or mm40" || fail "overlap -c mm5: no message: $out"
+# kacc-bench.sh (the kacc configuration), Kumi's engines alone, tiny
+out=$(KUMI_BENCH_PEERS=none KUMI_BENCH_QUICK=1 KUMI_BENCH_REPS=1 KUMI_BENCH_KACC_SIZES=8,4096 KUMI_BENCH_KACC_K=0,4 \
+      KUMI_BENCH_KACC_KERNELS=mm4 KUMI_BENCH_KACC_OPS="iallreduce ibcast-pipe" KUMI_BENCH_KACC_MIN_US=50 \
+      KUMI_BENCH_OUT="$work/kacclogs" timeout 300 bash "$top_srcdir/tests/bench/kacc-bench.sh" 2>&1) ||
+    fail "kacc-bench.sh failed: $out"
+echo "$out"
+for t in "kacc: iallreduce, 4 x 4 products" "kacc: ibcast-pipe, 4 x 4 products"; do
+    echo "$out" | grep -q -- "-- $t" || fail "kacc-bench.sh: no table '$t'"
+done
+for e in loop thread; do
+    [ "$(echo "$out" | grep -Ec "^ +(8|4096)  Kumi $e +(0|4) +[0-9.e+]+ +[0-9.e+]+ ")" = 8 ] ||
+        fail "kacc-bench.sh: expected 8 rows of Kumi $e"
+done
+[ -c /dev/kumi_kacc ] || echo "$out" | grep -q "Kumi kmod: not loaded here" || fail "kacc-bench.sh: no word on kmod"
+[ "$(cat "$work/kacclogs/kacc.kumi.status")" = ok ] || fail "kacc-bench.sh: status not ok"
 echo "bench_smoke: ok"
