@@ -24,8 +24,11 @@
  * in which it saw every rank's post n, all are done with n - 1).
  *
  * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
- *   Barrier    post n, wait for every post n (above flat_max: rank 0 waits
- *              for them and releases the others with rel = n);
+ *   Barrier    post n; rank 0 waits for every post n and releases with
+ *              rel = n; the others wait for the release (so rank 0, the
+ *              usual root of the next collective, leaves first), or with
+ *              coll_sm_barrier_lead=0 for every post n (each rank may
+ *              choose alone: both are sound);
  *   Bcast      the root packs into its slot and posts; the others unpack;
  *   Reduce     every rank posts its vector; the root combines them;
  *   Allreduce  every rank posts; each combines all (above flat_max: rank
@@ -55,6 +58,7 @@
 #include <kumi/component.h>
 #include <kumi/param.h>
 #include <kumi/jobkey.h>
+#include <kumi/rpim.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,15 +77,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10;
+static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1;
 
 /* ------------------------------------------------------------ segment */
 struct sm_ctl {
     _Atomic uint32_t post, post_sleep;     /* data of collective `post` is in my slot */
-    _Atomic uint32_t rel, rel_sleep;       /* rank 0, above flat_max: collective `rel` is over */
-    char pad1[48];
+    char pad1[56];
     _Atomic uint32_t done, done_sleep;     /* I am finished with collective `done` */
-    char pad2[56];
+    _Atomic uint32_t rel, rel_sleep;       /* rank 0: every rank arrived at barrier `rel` (or
+                                            * allreduce above flat_max: its result is out) */
+    char pad2[48];
 };
 _Static_assert(sizeof(struct sm_ctl) == 128, "two lines");
 
@@ -96,6 +101,7 @@ struct sm_comm {
     MPI_Comm comm;
     int p, me, state;                      /* state: 0 not made yet, 1 ready, -1 pass everything on */
     int spin;
+    int lead;                              /* barrier: wait for rank 0's release, not for every rank */
     uint32_t n;                            /* collectives run on the segment */
     uint32_t safe;                         /* every rank is done with collective `safe` */
     size_t max, slotlen, seglen;
@@ -380,11 +386,11 @@ static int sm_barrier(MPI_Comm comm)
     if (!e) return rc ? rc : NEXT(comm)->barrier(comm);
     uint32_t n = ++e->n;
     post(e, n);
-    if (e->p <= sm_flat_max) wait_all_posts(e, n);
-    else if (e->me == 0) {
+    if (e->me == 0) {                      /* rank 0 always releases: each rank may wait either way */
         wait_all_posts(e, n);
         publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
-    } else {
+    } else if (!e->lead) wait_all_posts(e, n);
+    else {
         wait_word(e, &e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
         e->safe = n - 1;
     }
@@ -595,6 +601,13 @@ static void sm_register_params(void)
                             "Allreduce; Allgather and Alltoall only up to this size); above it rank 0 "
                             "collects and releases the others",
                             KUMI_LEVEL_TUNER, &sm_flat_max);
+    kumi_param_register_int("coll", "sm", "barrier_lead", 1,
+                            "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its release), so rank 0, the "
+                            "usual root of what follows, is on its way first (OSU's bcast at 2 ranks: 0.2-1 us "
+                            "instead of 2-5 us on a loaded host); 0: each rank as soon as it sees every rank "
+                            "arrived (one hop less for the barrier itself); -1: 1 above flat_max or when the "
+                            "host has more ranks than CPUs, else 0",
+                            KUMI_LEVEL_TUNER, &sm_lead);
     kumi_param_register_int("coll", "sm", "spin", 200,
                             "Polls of a shared word before a wait enters the progress engine (none when the "
                             "communicator has more ranks than the CPUs this rank may use)",
@@ -637,7 +650,14 @@ static int sm_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns
     e->comm = comm;
     e->p = p;
     e->me = kumi_comm_rank(comm);
-    e->spin = p <= ncpus() ? (int)(sm_spin > 0 ? sm_spin : 0) : 0;
+    /* a core of its own (mpiexec binds only when there are enough), or
+     * no more ranks here than CPUs: spin first, and every rank leaves the
+     * barrier as soon as it sees all; otherwise no spinning, and the others
+     * leave the barrier after rank 0 (the usual root of what follows,
+     * which then finds them waiting instead of being waited for) */
+    int own = getenv(KUMI_ENV_BIND_CPUS) != NULL || p <= ncpus();
+    e->spin = own ? (int)(sm_spin > 0 ? sm_spin : 0) : 0;
+    e->lead = sm_lead >= 0 ? sm_lead > 0 : !own || p > sm_flat_max;
     pthread_mutex_lock(&sm_lock);
     struct sm_comm **pp = &sm_table, *old = NULL;
     while (*pp && (*pp)->comm != comm) pp = &(*pp)->next;
