@@ -358,13 +358,22 @@ static void pack(const void *buf, size_t count, MPI_Datatype dt, void *dst, size
     else kumi_dt_copy(buf, count, dt, dst, bytes, MPI_BYTE);
 }
 
-/* bytes at src into count elements of dt at buf (capacity cap bytes);
- * MPI_ERR_TRUNCATE (after copying what fits) if bytes > cap. */
-static int unpack(const void *src, size_t bytes, void *buf, size_t count, MPI_Datatype dt, size_t cap)
+/* The error of a rank that gets more than it expects, worded as the
+ * schedules' and the point-to-point algorithms' (the same error whichever
+ * component ran). */
+static int truncated(uint64_t bytes, int from, size_t cap)
+{
+    return kumi_error(MPI_ERR_TRUNCATE, "collective: a message of %llu bytes from rank %d was truncated to %zu bytes "
+                      "(the ranks disagree on counts or datatypes)", (unsigned long long)bytes, from, cap);
+}
+
+/* bytes from rank `from` at src into count elements of dt at buf (capacity
+ * cap bytes); MPI_ERR_TRUNCATE (after copying what fits) if bytes > cap. */
+static int unpack(const void *src, size_t bytes, int from, void *buf, size_t count, MPI_Datatype dt, size_t cap)
 {
     int rc = MPI_SUCCESS;
     if (bytes > cap) {
-        rc = kumi_error(MPI_ERR_TRUNCATE, "coll/sm: a message of %zu bytes for a buffer of %zu", bytes, cap);
+        rc = truncated(bytes, from, cap);
         bytes = cap;
     }
     if (!bytes) return rc;
@@ -412,7 +421,7 @@ static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
         post(e, n);
     } else {
         wait_post(e, root, n);
-        rc = unpack(slot_data(e, root, n), slot_bytes(e, root, n), buf, (size_t)count, dt, bytes);
+        rc = unpack(slot_data(e, root, n), slot_bytes(e, root, n), root, buf, (size_t)count, dt, bytes);
     }
     finish(e, n);
     return rc;
@@ -426,9 +435,7 @@ static int combine(struct sm_comm *e, uint32_t n, void *inout, size_t count, MPI
     int rc = MPI_SUCCESS;
     for (int r = 0; r < e->p; r++) {
         uint64_t b = slot_bytes(e, r, n);
-        if (b > mine && !rc)
-            rc = kumi_error(MPI_ERR_TRUNCATE, "coll/sm: rank %d gave %llu bytes to a reduction of %zu", r,
-                            (unsigned long long)b, mine);
+        if (b > mine && !rc) rc = truncated(b, r, mine);
     }
     int last = e->p - 1;
     uint64_t b = slot_bytes(e, last, n);
@@ -503,9 +510,7 @@ static int sm_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datat
             if (r0) rc = kumi_error(MPI_ERR_OTHER, "coll/sm: MPI_Allreduce failed on rank 0 of the communicator");
             /* my own mismatch, as the flat form would see it */
             for (int r = 0; r < e->p && !rc; r++)
-                if (slot_bytes(e, r, n) > bytes)
-                    rc = kumi_error(MPI_ERR_TRUNCATE, "coll/sm: rank %d gave %llu bytes to a reduction of %zu",
-                                    r, (unsigned long long)slot_bytes(e, r, n), bytes);
+                if (slot_bytes(e, r, n) > bytes) rc = truncated(slot_bytes(e, r, n), r, bytes);
         }
     }
     finish(e, n);
@@ -538,7 +543,7 @@ static int sm_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, vo
     wait_all_posts(e, n);
     for (int r = 0; r < e->p; r++) {
         if (r == e->me && sbuf == MPI_IN_PLACE) continue;
-        int urc = unpack(slot_data(e, r, n), slot_bytes(e, r, n), (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext,
+        int urc = unpack(slot_data(e, r, n), slot_bytes(e, r, n), r, (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext,
                          (size_t)rcount, rdt, rbytes);
         if (urc && !rc) rc = urc;
     }
@@ -565,8 +570,8 @@ static int sm_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, voi
     slot_free(e, n);
     if (sb > cap) {
         sb = cap;
-        rc = kumi_error(MPI_ERR_TRUNCATE, "coll/sm: MPI_Alltoall blocks of %zu bytes where the others expect %zu",
-                        sbytes, rbytes);
+        rc = kumi_error(MPI_ERR_TRUNCATE, "collective: blocks of %zu bytes where the ranks expect %zu "
+                        "(the ranks disagree on counts or datatypes)", sbytes, rbytes);
     }
     char *d = slot_data(e, e->me, n);
     for (int r = 0; r < e->p; r++) {
@@ -579,7 +584,7 @@ static int sm_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, voi
     wait_all_posts(e, n);
     for (int r = 0; r < e->p; r++) {
         uint64_t b = slot_bytes(e, r, n);
-        int urc = unpack(slot_data(e, r, n) + (size_t)e->me * b, b,
+        int urc = unpack(slot_data(e, r, n) + (size_t)e->me * b, b, r,
                          (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext, (size_t)rcount, rdt, rbytes);
         if (urc && !rc) rc = urc;
     }
