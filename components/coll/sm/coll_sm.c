@@ -46,8 +46,9 @@
  * of another job are passed on to the next component (coll/tuned).  The
  * non-blocking and persistent forms stay the others'.
  *
- * Waiting: first a short spin on the word (coll_sm_spin polls, none when
- * the communicator has more ranks than this rank has CPUs), then the
+ * Waiting: first a short spin on the word (coll_sm_spin polls; none when
+ * the rank is not bound and the communicator has more ranks than it has
+ * CPUs), then the
  * progress engine's blocking wait (polls of the transports, yielding),
  * whose sleep here is a futex on the word with a timeout of coll_sm_nap_ms:
  * a writer wakes the word's sleepers when its count says there are some. */
