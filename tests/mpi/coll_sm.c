@@ -334,6 +334,18 @@ int main(int argc, char **argv)
             test_gather(comms[c], s, n < 64 ? n : n / 8);
         }
     }
+    /* back-to-back broadcasts from one root (it runs ahead of the others
+     * by up to coll_sm_slots - 1), then from a moving root */
+    for (int i = 0; i < 2000; i++) {
+        int v[3] = { wme == 0 ? i : -1, wme == 0 ? i * 3 : -1, wme == 0 ? -i : -1 };
+        KT_MPI(MPI_Bcast(v, 3, MPI_INT, 0, MPI_COMM_WORLD));
+        KT_CHECK(v[0] == i && v[1] == 3 * i && v[2] == -i, "back-to-back bcast %d: %d %d %d", i, v[0], v[1], v[2]);
+    }
+    for (int i = 0; i < 500; i++) {
+        int root = (i / 7) % wnp, v = wme == root ? i * 11 : -1;
+        KT_MPI(MPI_Bcast(&v, 1, MPI_INT, root, MPI_COMM_WORLD));
+        KT_EQ_INT(v, i * 11);
+    }
     /* communicators made and freed: each maps a segment, none stays */
     int before = maps_count();
     for (int i = 0; i < 100; i++) {

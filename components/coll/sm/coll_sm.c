@@ -14,14 +14,16 @@
  * pass this communicator's calls on for good.
  *
  * Layout: per rank a control block (two 64-byte lines: the words the rank
- * writes, each with a count of sleepers) and two slots of max_bytes (a
- * 16-byte header: the byte count; then the data).  Collective number n
+ * writes, each with a count of sleepers) and k slots of max_bytes (a
+ * 16-byte header: the byte count; then the data; k = coll_sm_slots, fewer
+ * where the segment would exceed coll_sm_seg_bytes).  Collective number n
  * (counted per communicator, alike on every rank: each rank calls the same
- * operations in the same order) uses slot n % 2 of each rank; a rank
+ * operations in the same order) uses slot n % k of each rank; a rank
  * publishes its data with post = n and finishes with done = n.  Before it
- * writes slot n % 2 again (collective n + 2) every rank must be done with
+ * writes slot n % k again (collective n + k) every rank must be done with
  * collective n, which it usually knows already (safe: after an operation
- * in which it saw every rank's post n, all are done with n - 1).
+ * in which it saw every rank's post n, all are done with n - 1), so a root
+ * of back-to-back broadcasts runs up to k - 1 ahead of the others.
  *
  * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
  *   Barrier    post n; rank 0 waits for every post n and releases with
@@ -78,7 +80,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1;
+static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1, sm_slots = 8,
+                 sm_seg_bytes = 1 << 20;
 
 /* ------------------------------------------------------------ segment */
 struct sm_ctl {
@@ -102,6 +105,7 @@ struct sm_comm {
     MPI_Comm comm;
     int p, me, state;                      /* state: 0 not made yet, 1 ready, -1 pass everything on */
     int spin;
+    int k;                                 /* slots per rank */
     int lead;                              /* barrier: wait for rank 0's release, not for every rank */
     uint32_t n;                            /* collectives run on the segment */
     uint32_t safe;                         /* every rank is done with collective `safe` */
@@ -120,7 +124,7 @@ static inline int ge(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }
 
 static inline char *slot(const struct sm_comm *e, int r, uint32_t n)
 {
-    return e->slots + ((size_t)r * 2 + (n & 1)) * e->slotlen;
+    return e->slots + ((size_t)r * e->k + (n & (e->k - 1))) * e->slotlen;
 }
 static inline uint64_t slot_bytes(const struct sm_comm *e, int r, uint32_t n)
 {
@@ -191,13 +195,14 @@ static void wait_all_posts(struct sm_comm *e, uint32_t n)
 }
 
 /* Before this rank writes its slot for collective n: every rank is done
- * with collective n - 2 (the last one that used that slot). */
+ * with collective n - k (the last one that used that slot). */
 static void slot_free(struct sm_comm *e, uint32_t n)
 {
-    if (ge(e->safe, n - 2)) return;
+    uint32_t last = n - (uint32_t)e->k;
+    if (ge(e->safe, last)) return;
     for (int r = 0; r < e->p; r++)
-        if (r != e->me) wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, n - 2);
-    e->safe = n - 2;
+        if (r != e->me) wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, last);
+    e->safe = last;
 }
 
 static inline void post(struct sm_comm *e, uint32_t n)
@@ -240,7 +245,13 @@ static int sm_setup(struct sm_comm *e)
     e->max = max;
     e->slotlen = (SLOT_HDR + max + 63) & ~(size_t)63;
     size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p;
-    size_t len = ctlbytes + e->slotlen * 2 * (size_t)e->p + e->slotlen * 2;
+    /* k slots per rank (a power of two: n % k stays right when n wraps),
+     * fewer where the segment would exceed seg_bytes */
+    int k = 2;
+    while (k * 2 <= sm_slots && k < 64) k *= 2;
+    while (k > 2 && ctlbytes + e->slotlen * (size_t)k * (size_t)e->p > (size_t)sm_seg_bytes) k /= 2;
+    e->k = k;
+    size_t len = ctlbytes + e->slotlen * (size_t)k * (size_t)e->p + e->slotlen * 2;
     len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
     e->seglen = len;
 
@@ -305,7 +316,7 @@ static int sm_setup(struct sm_comm *e)
     e->seg = seg;
     e->ctl = seg;
     e->slots = (char *)seg + ctlbytes;
-    e->result = e->slots + e->slotlen * 2 * (size_t)e->p;
+    e->result = e->slots + e->slotlen * (size_t)e->k * (size_t)e->p;
     e->n = 0;
     e->safe = 0;
     e->state = 1;
@@ -607,6 +618,13 @@ static void sm_register_params(void)
                             "Allreduce; Allgather and Alltoall only up to this size); above it rank 0 "
                             "collects and releases the others",
                             KUMI_LEVEL_TUNER, &sm_flat_max);
+    kumi_param_register_int("coll", "sm", "slots", 8,
+                            "Slots per rank (a power of two, 2 to 64): how many collectives a rank may run "
+                            "ahead of the slowest (a root of back-to-back MPI_Bcast)",
+                            KUMI_LEVEL_TUNER, &sm_slots);
+    kumi_param_register_int("coll", "sm", "seg_bytes", 1 << 20,
+                            "Largest segment of a communicator: fewer slots per rank (down to 2) above it",
+                            KUMI_LEVEL_TUNER, &sm_seg_bytes);
     kumi_param_register_int("coll", "sm", "barrier_lead", 1,
                             "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its release), so rank 0, the "
                             "usual root of what follows, is on its way first (OSU's bcast at 2 ranks: 0.2-1 us "
