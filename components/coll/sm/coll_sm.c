@@ -198,11 +198,15 @@ static void wait_all_posts(struct sm_comm *e, uint32_t n)
  * with collective n - k (the last one that used that slot). */
 static void slot_free(struct sm_comm *e, uint32_t n)
 {
-    uint32_t last = n - (uint32_t)e->k;
+    uint32_t last = n - (uint32_t)e->k, lo = n - 1;
     if (ge(e->safe, last)) return;
     for (int r = 0; r < e->p; r++)
-        if (r != e->me) wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, last);
-    e->safe = last;
+        if (r != e->me) {
+            wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, last);
+            uint32_t d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
+            if (!ge(d, lo)) lo = d;
+        }
+    e->safe = lo;               /* what they are done with (often more than needed now: fewer looks) */
 }
 
 static inline void post(struct sm_comm *e, uint32_t n)
