@@ -19,7 +19,10 @@
  * where the segment would exceed coll_sm_seg_bytes).  Collective number n
  * (counted per communicator, alike on every rank: each rank calls the same
  * operations in the same order) uses slot n % k of each rank; a rank
- * publishes its data with post = n and finishes with done = n.  Before it
+ * publishes its data by writing n into the slot's stamp (after the data:
+ * the readers wait on the line they then read, and successive collectives
+ * touch different lines, so a root running ahead does not take back a line
+ * a reader is polling) and finishes with done = n.  Before it
  * writes slot n % k again (collective n + k) every rank must be done with
  * collective n, which it usually knows already (safe: after an operation
  * in which it saw every rank's post n, all are done with n - 1), so a root
@@ -85,8 +88,8 @@ static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms 
 
 /* ------------------------------------------------------------ segment */
 struct sm_ctl {
-    _Atomic uint32_t post, post_sleep;     /* data of collective `post` is in my slot */
-    char pad1[56];
+    _Atomic uint32_t post_sleep;           /* ranks sleeping on a stamp of my slots */
+    char pad1[60];
     _Atomic uint32_t done, done_sleep;     /* I am finished with collective `done` */
     _Atomic uint32_t rel, rel_sleep;       /* rank 0: every rank arrived at barrier `rel` (or
                                             * allreduce above flat_max: its result is out) */
@@ -96,8 +99,9 @@ _Static_assert(sizeof(struct sm_ctl) == 128, "two lines");
 
 #define SLOT_HDR 16
 struct sm_slot {
+    _Atomic uint32_t stamp;                /* the collective whose data this is (written last) */
+    uint32_t pad;
     uint64_t bytes;                        /* data bytes (alltoall: per block) */
-    uint64_t pad;
 };
 
 struct sm_comm {
@@ -183,7 +187,7 @@ static void wait_word(const struct sm_comm *e, _Atomic uint32_t *w, _Atomic uint
 
 static void wait_post(const struct sm_comm *e, int r, uint32_t n)
 {
-    wait_word(e, &e->ctl[r].post, &e->ctl[r].post_sleep, n);
+    wait_word(e, &((struct sm_slot *)slot(e, r, n))->stamp, &e->ctl[r].post_sleep, n);
 }
 
 /* Every rank has posted collective n: all are done with n - 1. */
@@ -211,7 +215,7 @@ static void slot_free(struct sm_comm *e, uint32_t n)
 
 static inline void post(struct sm_comm *e, uint32_t n)
 {
-    publish(&e->ctl[e->me].post, &e->ctl[e->me].post_sleep, n);
+    publish(&((struct sm_slot *)slot(e, e->me, n))->stamp, &e->ctl[e->me].post_sleep, n);
 }
 static inline void finish(struct sm_comm *e, uint32_t n)
 {
