@@ -53,13 +53,14 @@ int kumi_coll_select(struct kumi_comm *c)
 {
     int n = 0;
     struct kumi_comp_entry **ents = kumi_registry_available("coll", &n);
-    struct kumi_coll_fns best;
-    int bestprio[COLL_NOPS];
+    struct kumi_coll_fns best, next;
+    int bestprio[COLL_NOPS], nextprio[COLL_NOPS];
     struct kumi_comp_entry *bestent[COLL_NOPS];
 
     memset(&best, 0, sizeof best);
+    memset(&next, 0, sizeof next);
     memset(bestent, 0, sizeof bestent);
-    for (int i = 0; i < COLL_NOPS; i++) bestprio[i] = 0;
+    for (int i = 0; i < COLL_NOPS; i++) bestprio[i] = nextprio[i] = 0;
 
     for (int e = 0; ents && e < n; e++) {
         struct kumi_comp_entry *ent = ents[e];
@@ -71,12 +72,18 @@ int kumi_coll_select(struct kumi_comm *c)
         long long p = ent->priority;
         int prio = p > INT32_MAX ? INT32_MAX : p < INT32_MIN ? INT32_MIN : (int)p;
         if (ops->comm_query((MPI_Comm)c, &prio, &f) != KUMI_OK) continue;
-        /* Highest priority wins; on a tie the component preferred earlier. */
+        /* Highest priority wins; on a tie the component preferred earlier.
+         * The runner-up (another component's) is kept in next. */
 #define COLL_PICK(fld, name)                                                     \
         if (f.fld && (!best.fld || prio > bestprio[COLL_I_##fld])) {             \
+            next.fld = best.fld;                                                 \
+            nextprio[COLL_I_##fld] = bestprio[COLL_I_##fld];                     \
             best.fld = f.fld;                                                    \
             bestprio[COLL_I_##fld] = prio;                                       \
             bestent[COLL_I_##fld] = ent;                                         \
+        } else if (f.fld && (!next.fld || prio > nextprio[COLL_I_##fld])) {      \
+            next.fld = f.fld;                                                    \
+            nextprio[COLL_I_##fld] = prio;                                       \
         }
         COLL_OPS(COLL_PICK)
         COLL_OPS_OPTIONAL(COLL_PICK)
@@ -94,6 +101,7 @@ int kumi_coll_select(struct kumi_comm *c)
     for (int i = 0; i < COLL_NOPS; i++)
         if (bestent[i]) bestent[i]->status = KUMI_COMP_SELECTED;
     c->coll = best;
+    c->coll_next = next;
     kumi_log(2, "coll: communicator %s: bcast from %s, allreduce from %s",
              c->name[0] ? c->name : "(unnamed)", bestent[COLL_I_bcast]->name,
              bestent[COLL_I_allreduce]->name);

@@ -132,6 +132,7 @@ struct kumi_comm {
     int32_t ctx;                    /* point-to-point context; ctx+1 for collectives */
     struct kumi_errhandler *errh;
     struct kumi_coll_fns coll;      /* chosen collective operations */
+    struct kumi_coll_fns coll_next; /* per operation, the best of the other components' (kumi_comm_coll_next) */
     MPI_Comm handle;                /* what the user holds */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;

@@ -60,6 +60,12 @@ const struct kumi_coll_fns *kumi_comm_coll(MPI_Comm comm)
     return c ? &c->coll : NULL;
 }
 
+const struct kumi_coll_fns *kumi_comm_coll_next(MPI_Comm comm)
+{
+    struct kumi_comm *c = kumi_comm_get(comm);
+    return c ? &c->coll_next : NULL;
+}
+
 /* ---------------------------------------------------------- leaders' link */
 /* How the two groups' leaders talk: over peer_comm with the user's tag
  * (MPI_Intercomm_create), over an existing intercommunicator between

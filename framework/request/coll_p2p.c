@@ -127,3 +127,8 @@ KUMI_EXPORT int kumi_coll_sendrecv(const void *sbuf, size_t scount, MPI_Datatype
     if (rc) { kumi_req_cancel(r[1]); kumi_coll_wait(&r[1]); return rc; }
     return kumi_coll_waitall(2, r);
 }
+
+KUMI_EXPORT void kumi_coll_wait_until(int (*done)(void *), void *arg, void (*nap)(void *))
+{
+    if (!done(arg)) kumi_progress_wait_nap(done, arg, nap);
+}

@@ -250,6 +250,12 @@ int kumi_progress(int blocking)
 
 void kumi_progress_wait(int (*done)(void *), void *arg)
 {
+    kumi_progress_wait_nap(done, arg, NULL);
+}
+
+/* nap (may be NULL: the engine's own sleep): see request.h. */
+void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
+{
     enum { P_SPIN, P_TSPIN, P_YIELD, P_SLEEP } phase = P_SPIN;
     long long n = 0;                     /* idle polls in this phase */
     double t0 = 0;                       /* start of a timed phase */
@@ -278,6 +284,13 @@ void kumi_progress_wait(int (*done)(void *), void *arg)
             phase = P_SLEEP;
             /* fall through */
         case P_SLEEP:
+            if (nap) {
+                int d = kumi_lock_release_all();
+                nap(arg);
+                kumi_lock_reacquire(d);
+                if (poll_transports(true) > 0) { phase = P_SPIN; n = 0; }
+                continue;
+            }
             if (sleep_and_poll() > 0) { phase = P_SPIN; n = 0; }
             continue;
         }

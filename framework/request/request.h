@@ -352,6 +352,13 @@ void kumi_progress_mark_used(const struct kumi_p2p_ops *ops);   /* it serves a p
 /* Block (spin, yield, sleep) until *flag != 0 or done(arg) returns 1. */
 void kumi_progress_wait_flag(volatile bool *flag);
 void kumi_progress_wait(int (*done)(void *), void *arg);
+/* The same, but once spinning and yielding are over the wait calls
+ * nap(arg), with the library lock released, instead of sleeping in poll()
+ * on the transports' descriptors: for a condition that no descriptor
+ * signals (shared memory written by another process, which wakes a futex).
+ * nap returns once the condition may have changed or after a short time;
+ * the transports are polled after each nap. */
+void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *));
 
 /* ---- pacing.c: the pacing framework (kumi/pacing.h) ---- */
 void kumi_pacing_init(void);        /* after the transports' wireup */

@@ -195,6 +195,22 @@ KUMI_EXPORT int kumi_comm_remote_size(MPI_Comm comm);
 KUMI_EXPORT MPI_Comm kumi_comm_local(MPI_Comm comm);
 KUMI_EXPORT const struct kumi_coll_fns *kumi_comm_coll(MPI_Comm comm);
 
+/* The collectives comm would have without the component that provides
+ * each operation: per operation, the best of the other components' (NULL
+ * where no other one provides it).  A component that handles only some
+ * calls of an operation itself (small messages, one host: coll/sm) passes
+ * the others on to it. */
+KUMI_EXPORT const struct kumi_coll_fns *kumi_comm_coll_next(MPI_Comm comm);
+
+/* Blocking wait of a component on a condition that is not a request (shared
+ * memory that other processes write): until done(arg) returns nonzero,
+ * drive the progress engine as a blocking MPI wait does (spin, then yield
+ * the CPU: parameters kumi_base_progress_*), then call nap(arg) between
+ * polls, with the library lock released: it sleeps until the condition may
+ * have changed (a futex that the writer wakes) or a short time has passed,
+ * and must not communicate. */
+KUMI_EXPORT void kumi_coll_wait_until(int (*done)(void *), void *arg, void (*nap)(void *));
+
 /* Sub-communicators, for hierarchical components (coll/lact): the
  * communicator of ranks[0..n) of intracommunicator comm, in that order (the
  * caller must be among them).  Made by those ranks only, with point-to-point

@@ -1,0 +1,768 @@
+/* coll/sm: small collectives through shared memory, for communicators
+ * whose ranks are all on this host.
+ *
+ * Each such communicator gets one segment, made at its first collective
+ * that coll/sm provides (comm_query must not communicate): comm rank 0
+ * creates "/kumi.<jobid>.csm.<token>" (O_CREAT | O_EXCL, mode 0600; the
+ * token is 32 hex characters of HMAC(job secret, "kumi coll/sm <jobid> <job
+ * rank> <count>"), so other users cannot guess or take the name; mpiexec
+ * removes /dev/shm/kumi.<jobid>.* however the job ends) and broadcasts the
+ * name with the collectives the communicator would have without coll/sm
+ * (kumi_comm_coll_next); the others open it, check with fstat that it is
+ * this user's, private and large enough, and map it; after an agreement
+ * (allreduce) rank 0 unlinks it.  A failure on any rank makes every rank
+ * pass this communicator's calls on for good.
+ *
+ * Layout: per rank a control block (two 64-byte lines: the words the rank
+ * writes, each with a count of sleepers) and k slots of max_bytes (a
+ * 16-byte header: the byte count; then the data; k = coll_sm_slots, fewer
+ * where the segment would exceed coll_sm_seg_bytes).  Collective number n
+ * (counted per communicator, alike on every rank: each rank calls the same
+ * operations in the same order) uses slot n % k of each rank; a rank
+ * publishes its data by writing n into the slot's stamp (after the data:
+ * the readers wait on the line they then read, and successive collectives
+ * touch different lines, so a root running ahead does not take back a line
+ * a reader is polling) and finishes with done = n.  Before it
+ * writes slot n % k again (collective n + k) every rank must be done with
+ * collective n, which it usually knows already (safe: after an operation
+ * in which it saw every rank's post n, all are done with n - 1), so a root
+ * of back-to-back broadcasts runs up to k - 1 ahead of the others.
+ *
+ * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
+ *   Barrier    post n; rank 0 waits for every post n and releases with
+ *              rel = n; the others wait for the release (so rank 0, the
+ *              usual root of the next collective, leaves first), or with
+ *              coll_sm_barrier_lead=0 for every post n (each rank may
+ *              choose alone: both are sound);
+ *   Bcast      the root packs into its slot and posts; the others unpack;
+ *   Reduce     every rank posts its vector; the root combines them;
+ *   Allreduce  every rank posts; each combines all (above flat_max: rank
+ *              0 combines into the result area and releases the others);
+ *   Allgather, Alltoall (p <= flat_max): every rank posts its block(s) and
+ *              copies out what is its.
+ * Combining goes from rank p-1 down to rank 0 (x0 op (x1 op (... x_{p-1}))),
+ * so non-commutative and user ops keep the rank order, and every rank gets
+ * the same bits.  Reductions need a contiguous datatype (the same one on
+ * every rank); bcast, allgather and alltoall pack any datatype.
+ *
+ * Calls above the switch point (coll_sm_max_bytes of data per rank, or of
+ * all blocks of one rank for alltoall), reductions on non-contiguous
+ * types, intercommunicators and communicators with ranks on another host or
+ * of another job are passed on to the next component (coll/tuned).  The
+ * non-blocking and persistent forms stay the others'.
+ *
+ * Waiting: first a short spin on the word (coll_sm_spin polls; none when
+ * the rank is not bound and the communicator has more ranks than it has
+ * CPUs), then the
+ * progress engine's blocking wait (polls of the transports, yielding),
+ * whose sleep here is a futex on the word with a timeout of coll_sm_nap_ms:
+ * a writer wakes the word's sleepers when its count says there are some. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <kumi/kumi.h>
+#include <kumi/coll.h>
+#include <kumi/component.h>
+#include <kumi/param.h>
+#include <kumi/jobkey.h>
+#include <kumi/rpim.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1, sm_slots = 32,
+                 sm_seg_bytes = 512 << 10;
+
+/* ------------------------------------------------------------ segment */
+struct sm_ctl {
+    _Atomic uint32_t post_sleep;           /* ranks sleeping on a stamp of my slots */
+    char pad1[60];
+    _Atomic uint32_t done, done_sleep;     /* I am finished with collective `done` */
+    _Atomic uint32_t rel, rel_sleep;       /* rank 0: every rank arrived at barrier `rel` (or
+                                            * allreduce above flat_max: its result is out) */
+    char pad2[48];
+};
+_Static_assert(sizeof(struct sm_ctl) == 128, "two lines");
+
+#define SLOT_HDR 16
+struct sm_slot {
+    _Atomic uint32_t stamp;                /* the collective whose data this is (written last) */
+    uint32_t pad;
+    uint64_t bytes;                        /* data bytes (alltoall: per block) */
+};
+
+struct sm_comm {
+    struct sm_comm *next;
+    MPI_Comm comm;
+    int p, me, state;                      /* state: 0 not made yet, 1 ready, -1 pass everything on */
+    int spin;
+    int k;                                 /* slots per rank */
+    int lead;                              /* barrier: wait for rank 0's release, not for every rank */
+    uint32_t n;                            /* collectives run on the segment */
+    uint32_t safe;                         /* every rank is done with collective `safe` */
+    size_t max, slotlen, seglen;
+    struct sm_ctl *ctl;                    /* [p] */
+    char *slots;                           /* [p][2] slots of slotlen bytes */
+    char *result;                          /* [2] result areas (allreduce above flat_max) */
+    void *seg;
+};
+
+static struct sm_comm *sm_table, *sm_last;
+static pthread_mutex_t sm_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned sm_made;                   /* segments this process named (part of the name) */
+
+static inline int ge(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }
+
+static inline char *slot(const struct sm_comm *e, int r, uint32_t n)
+{
+    return e->slots + ((size_t)r * e->k + (n & (e->k - 1))) * e->slotlen;
+}
+static inline uint64_t slot_bytes(const struct sm_comm *e, int r, uint32_t n)
+{
+    return ((const struct sm_slot *)slot(e, r, n))->bytes;
+}
+static inline char *slot_data(const struct sm_comm *e, int r, uint32_t n) { return slot(e, r, n) + SLOT_HDR; }
+
+/* ------------------------------------------------------------ waiting */
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
+}
+
+/* Publish value v in word w (release: the data written before is seen by
+ * whoever sees v) and wake its sleepers. */
+static inline void publish(_Atomic uint32_t *w, _Atomic uint32_t *sleepers, uint32_t v)
+{
+    atomic_store_explicit(w, v, memory_order_seq_cst);
+    if (atomic_load_explicit(sleepers, memory_order_seq_cst) > 0) futex(w, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+struct sm_wait {
+    _Atomic uint32_t *w, *sleepers;
+    uint32_t target;
+};
+
+static int wait_done(void *a)
+{
+    struct sm_wait *x = a;
+    return ge(atomic_load_explicit(x->w, memory_order_acquire), x->target);
+}
+
+static void wait_nap(void *a)
+{
+    struct sm_wait *x = a;
+    struct timespec ts = { sm_nap_ms / 1000, (long)(sm_nap_ms % 1000) * 1000000L };
+    atomic_fetch_add_explicit(x->sleepers, 1, memory_order_seq_cst);
+    uint32_t v = atomic_load_explicit(x->w, memory_order_seq_cst);
+    if (!ge(v, x->target)) futex(x->w, FUTEX_WAIT, v, &ts);
+    atomic_fetch_sub_explicit(x->sleepers, 1, memory_order_seq_cst);
+}
+
+/* Until word w reaches target. */
+static void wait_word(const struct sm_comm *e, _Atomic uint32_t *w, _Atomic uint32_t *sleepers, uint32_t target)
+{
+    if (ge(atomic_load_explicit(w, memory_order_acquire), target)) return;
+    for (int i = 0; i < e->spin; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (ge(atomic_load_explicit(w, memory_order_acquire), target)) return;
+    }
+    struct sm_wait x = { w, sleepers, target };
+    kumi_coll_wait_until(wait_done, &x, wait_nap);
+}
+
+static void wait_post(const struct sm_comm *e, int r, uint32_t n)
+{
+    wait_word(e, &((struct sm_slot *)slot(e, r, n))->stamp, &e->ctl[r].post_sleep, n);
+}
+
+/* Every rank has posted collective n: all are done with n - 1. */
+static void wait_all_posts(struct sm_comm *e, uint32_t n)
+{
+    for (int r = 0; r < e->p; r++)
+        if (r != e->me) wait_post(e, r, n);
+    e->safe = n - 1;
+}
+
+/* Before this rank writes its slot for collective n: every rank is done
+ * with collective n - k (the last one that used that slot). */
+static void slot_free(struct sm_comm *e, uint32_t n)
+{
+    uint32_t last = n - (uint32_t)e->k, lo = n - 1;
+    if (ge(e->safe, last)) return;
+    for (int r = 0; r < e->p; r++)
+        if (r != e->me) {
+            wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, last);
+            uint32_t d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
+            if (!ge(d, lo)) lo = d;
+        }
+    e->safe = lo;               /* what they are done with (often more than needed now: fewer looks) */
+}
+
+static inline void post(struct sm_comm *e, uint32_t n)
+{
+    publish(&((struct sm_slot *)slot(e, e->me, n))->stamp, &e->ctl[e->me].post_sleep, n);
+}
+static inline void finish(struct sm_comm *e, uint32_t n)
+{
+    publish(&e->ctl[e->me].done, &e->ctl[e->me].done_sleep, n);
+}
+
+/* ------------------------------------------------------------ setup */
+static int ncpus(void)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+struct sm_hello {
+    char name[96];
+    int32_t err;
+    int32_t pad;
+};
+
+/* Make, open and map the segment of e (collective over e->comm, with the
+ * next component's bcast and allreduce).  Leaves state 1 or -1; returns an
+ * MPI error only when those collectives fail. */
+static int sm_setup(struct sm_comm *e)
+{
+    const struct kumi_coll_fns *nx = kumi_comm_coll_next(e->comm);
+    if (!nx || !nx->bcast || !nx->allreduce) {
+        e->state = -1;
+        return MPI_SUCCESS;
+    }
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0) pg = 4096;
+    size_t max = (size_t)(sm_max_bytes < 8 ? 8 : sm_max_bytes);
+    e->max = max;
+    e->slotlen = (SLOT_HDR + max + 63) & ~(size_t)63;
+    size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p;
+    /* k slots per rank (a power of two: n % k stays right when n wraps),
+     * fewer where the segment would exceed seg_bytes */
+    int k = 2;
+    while (k * 2 <= sm_slots && k < 64) k *= 2;
+    while (k > 2 && ctlbytes + e->slotlen * (size_t)k * (size_t)e->p > (size_t)sm_seg_bytes) k /= 2;
+    e->k = k;
+    size_t len = ctlbytes + e->slotlen * (size_t)k * (size_t)e->p + e->slotlen * 2;
+    len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
+    e->seglen = len;
+
+    struct sm_hello h;
+    memset(&h, 0, sizeof h);
+    void *seg = MAP_FAILED;
+    int err = 0;
+    if (e->me == 0) {
+        const char *jobid = getenv("KUMI_JOBID");
+        if (!jobid || !*jobid) jobid = "0";
+        char label[160], tok[33];
+        unsigned k = __atomic_fetch_add(&sm_made, 1, __ATOMIC_RELAXED);
+        snprintf(label, sizeof label, "kumi coll/sm %s %d %u", jobid, kumi_world_rank(), k);
+        if (kumi_jobkey_derive_hex(label, tok, 32) == 0)
+            snprintf(h.name, sizeof h.name, "/kumi.%s.csm.%s", jobid, tok);
+        else
+            snprintf(h.name, sizeof h.name, "/kumi.%s.csm.%d.%d.%u", jobid, kumi_world_rank(), (int)getpid(), k);
+        int fd = shm_open(h.name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0) err = errno;
+        else {
+            if ((err = posix_fallocate(fd, 0, (off_t)len)) == 0) {
+                seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (seg == MAP_FAILED) err = errno;
+            }
+            close(fd);
+            if (err) shm_unlink(h.name);
+        }
+        h.err = err;
+        if (err) kumi_log(1, "coll/sm: cannot make %zu bytes of shared memory %s: %s", len, h.name, strerror(err));
+    }
+    int rc = nx->bcast(&h, (MPI_Count)sizeof h, MPI_BYTE, 0, e->comm);
+    if (rc) {
+        if (seg != MAP_FAILED) munmap(seg, len);
+        if (e->me == 0 && !h.err) shm_unlink(h.name);
+        e->state = -1;
+        return rc;
+    }
+    if (h.err) {
+        e->state = -1;
+        return MPI_SUCCESS;
+    }
+    if (e->me != 0) {
+        h.name[sizeof h.name - 1] = 0;
+        int fd = shm_open(h.name, O_RDWR, 0);
+        struct stat st;
+        if (fd < 0) err = errno;
+        else if (fstat(fd, &st) != 0) err = errno;
+        else if (st.st_uid != geteuid() || (st.st_mode & 077) || !S_ISREG(st.st_mode)) err = EPERM;
+        else if ((size_t)st.st_size < len) err = EINVAL;
+        else if ((seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) err = errno;
+        if (fd >= 0) close(fd);
+        if (err) kumi_log(1, "coll/sm: cannot map the shared memory %s: %s", h.name, strerror(err));
+    }
+    int any = 0;
+    rc = nx->allreduce(&err, &any, 1, MPI_INT, MPI_MAX, e->comm);
+    if (e->me == 0) shm_unlink(h.name);
+    if (rc || any) {
+        if (seg != MAP_FAILED) munmap(seg, len);
+        e->state = -1;
+        return rc;
+    }
+    e->seg = seg;
+    e->ctl = seg;
+    e->slots = (char *)seg + ctlbytes;
+    e->result = e->slots + e->slotlen * (size_t)e->k * (size_t)e->p;
+    e->n = 0;
+    e->safe = 0;
+    e->state = 1;
+    return MPI_SUCCESS;
+}
+
+static struct sm_comm *sm_find(MPI_Comm comm)
+{
+    struct sm_comm *e = sm_last;
+    if (e && e->comm == comm) return e;
+    pthread_mutex_lock(&sm_lock);
+    for (e = sm_table; e && e->comm != comm; e = e->next) {
+    }
+    if (e) sm_last = e;
+    pthread_mutex_unlock(&sm_lock);
+    return e;
+}
+
+/* The entry of comm with its segment, or NULL: pass the call on (*rc: an
+ * error of the setup). */
+static struct sm_comm *sm_get(MPI_Comm comm, int *rc)
+{
+    *rc = MPI_SUCCESS;
+    struct sm_comm *e = sm_find(comm);
+    if (!e) return NULL;
+    if (e->state == 0) *rc = sm_setup(e);
+    return e->state == 1 ? e : NULL;
+}
+
+#define NEXT(comm) kumi_comm_coll_next(comm)
+
+/* ------------------------------------------------------------ data helpers */
+static size_t dt_lb(MPI_Datatype dt)
+{
+    MPI_Aint lb, ext;
+    kumi_dt_true_extent(dt, &lb, &ext);
+    return (size_t)lb;
+}
+static MPI_Aint dt_ext(MPI_Datatype dt)
+{
+    MPI_Aint lb, ext;
+    kumi_dt_extent(dt, &lb, &ext);
+    return ext;
+}
+
+/* count elements of dt at buf into bytes at dst. */
+static void pack(const void *buf, size_t count, MPI_Datatype dt, void *dst, size_t bytes)
+{
+    if (!bytes) return;
+    if (kumi_dt_contiguous(dt)) memcpy(dst, (const char *)buf + dt_lb(dt), bytes);
+    else kumi_dt_copy(buf, count, dt, dst, bytes, MPI_BYTE);
+}
+
+/* The error of a rank that gets more than it expects, worded as the
+ * schedules' and the point-to-point algorithms' (the same error whichever
+ * component ran). */
+static int truncated(uint64_t bytes, int from, size_t cap)
+{
+    return kumi_error(MPI_ERR_TRUNCATE, "collective: a message of %llu bytes from rank %d was truncated to %zu bytes "
+                      "(the ranks disagree on counts or datatypes)", (unsigned long long)bytes, from, cap);
+}
+
+/* bytes from rank `from` at src into count elements of dt at buf (capacity
+ * cap bytes); MPI_ERR_TRUNCATE (after copying what fits) if bytes > cap. */
+static int unpack(const void *src, size_t bytes, int from, void *buf, size_t count, MPI_Datatype dt, size_t cap)
+{
+    int rc = MPI_SUCCESS;
+    if (bytes > cap) {
+        rc = truncated(bytes, from, cap);
+        bytes = cap;
+    }
+    if (!bytes) return rc;
+    if (kumi_dt_contiguous(dt)) memcpy((char *)buf + dt_lb(dt), src, bytes);
+    else {
+        size_t sz = kumi_dt_size(dt);
+        size_t whole = sz ? bytes / sz : 0;
+        kumi_dt_copy(src, whole * sz, MPI_BYTE, buf, whole, dt);
+    }
+    (void)count;
+    return rc;
+}
+
+/* ------------------------------------------------------------ operations */
+static int sm_barrier(MPI_Comm comm)
+{
+    int rc;
+    struct sm_comm *e = sm_get(comm, &rc);
+    if (!e) return rc ? rc : NEXT(comm)->barrier(comm);
+    uint32_t n = ++e->n;
+    post(e, n);
+    if (e->me == 0) {                      /* rank 0 always releases: each rank may wait either way */
+        wait_all_posts(e, n);
+        publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+    } else if (!e->lead) wait_all_posts(e, n);
+    else {
+        wait_word(e, &e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+        e->safe = n - 1;
+    }
+    finish(e, n);
+    return MPI_SUCCESS;
+}
+
+static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    int rc;
+    struct sm_comm *e = sm_get(comm, &rc);
+    size_t bytes = (size_t)count * kumi_dt_size(dt);
+    if (!e || bytes > e->max) return rc ? rc : NEXT(comm)->bcast(buf, count, dt, root, comm);
+    uint32_t n = ++e->n;
+    if (e->me == root) {
+        slot_free(e, n);
+        ((struct sm_slot *)slot(e, root, n))->bytes = bytes;
+        pack(buf, (size_t)count, dt, slot_data(e, root, n), bytes);
+        post(e, n);
+    } else {
+        wait_post(e, root, n);
+        rc = unpack(slot_data(e, root, n), slot_bytes(e, root, n), root, buf, (size_t)count, dt, bytes);
+    }
+    finish(e, n);
+    return rc;
+}
+
+/* inout := x_0 op x_1 op ... op x_{p-1} (the slots of collective n; x_me
+ * too), count elements of contiguous dt (at most what each rank gave). */
+static int combine(struct sm_comm *e, uint32_t n, void *inout, size_t count, MPI_Datatype dt, MPI_Op op)
+{
+    size_t sz = kumi_dt_size(dt), lb = dt_lb(dt), mine = count * sz;
+    int rc = MPI_SUCCESS;
+    for (int r = 0; r < e->p; r++) {
+        uint64_t b = slot_bytes(e, r, n);
+        if (b > mine && !rc) rc = truncated(b, r, mine);
+    }
+    int last = e->p - 1;
+    uint64_t b = slot_bytes(e, last, n);
+    memcpy((char *)inout + lb, slot_data(e, last, n), b < mine ? b : mine);
+    for (int r = last - 1; r >= 0; r--) {
+        b = slot_bytes(e, r, n);
+        size_t c = (b < mine ? b : mine) / (sz ? sz : 1);
+        int orc = kumi_op_reduce(op, slot_data(e, r, n) - lb, inout, c, dt);
+        if (orc && !rc) rc = orc;
+    }
+    return rc;
+}
+
+static int reducible(MPI_Count count, MPI_Datatype dt, const struct sm_comm *e)
+{
+    return kumi_dt_contiguous(dt) && (size_t)count * kumi_dt_size(dt) <= e->max;
+}
+
+static int sm_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root,
+                     MPI_Comm comm)
+{
+    int rc;
+    struct sm_comm *e = sm_get(comm, &rc);
+    if (!e || !reducible(count, dt, e))
+        return rc ? rc : NEXT(comm)->reduce(sbuf, rbuf, count, dt, op, root, comm);
+    size_t bytes = (size_t)count * kumi_dt_size(dt);
+    uint32_t n = ++e->n;
+    slot_free(e, n);
+    const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    ((struct sm_slot *)slot(e, e->me, n))->bytes = bytes;
+    if (bytes) memcpy(slot_data(e, e->me, n), (const char *)src + dt_lb(dt), bytes);
+    post(e, n);
+    if (e->me == root) {
+        wait_all_posts(e, n);
+        rc = combine(e, n, rbuf, (size_t)count, dt, op);
+    }
+    finish(e, n);
+    return rc;
+}
+
+static int sm_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
+                        MPI_Comm comm)
+{
+    int rc;
+    struct sm_comm *e = sm_get(comm, &rc);
+    if (!e || !reducible(count, dt, e))
+        return rc ? rc : NEXT(comm)->allreduce(sbuf, rbuf, count, dt, op, comm);
+    size_t bytes = (size_t)count * kumi_dt_size(dt), lb = dt_lb(dt);
+    uint32_t n = ++e->n;
+    slot_free(e, n);
+    const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    ((struct sm_slot *)slot(e, e->me, n))->bytes = bytes;
+    if (bytes) memcpy(slot_data(e, e->me, n), (const char *)src + lb, bytes);
+    post(e, n);
+    if (e->p <= sm_flat_max) {
+        wait_all_posts(e, n);
+        rc = combine(e, n, rbuf, (size_t)count, dt, op);
+    } else {
+        /* rank 0 combines into the result area: header (rc) and data */
+        char *res = e->result + (size_t)(n & 1) * e->slotlen;
+        if (e->me == 0) {
+            wait_all_posts(e, n);
+            rc = combine(e, n, rbuf, (size_t)count, dt, op);
+            ((struct sm_slot *)res)->bytes = (uint64_t)(uint32_t)rc;
+            if (bytes) memcpy(res + SLOT_HDR, (char *)rbuf + lb, bytes);
+            publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+        } else {
+            wait_word(e, &e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+            e->safe = n - 1;
+            if (bytes) memcpy((char *)rbuf + lb, res + SLOT_HDR, bytes);
+            int r0 = (int)(uint32_t)((struct sm_slot *)res)->bytes;
+            if (r0) rc = kumi_error(MPI_ERR_OTHER, "coll/sm: MPI_Allreduce failed on rank 0 of the communicator");
+            /* my own mismatch, as the flat form would see it */
+            for (int r = 0; r < e->p && !rc; r++)
+                if (slot_bytes(e, r, n) > bytes) rc = truncated(slot_bytes(e, r, n), r, bytes);
+        }
+    }
+    finish(e, n);
+    return rc;
+}
+
+static int sm_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
+                        MPI_Datatype rdt, MPI_Comm comm)
+{
+    int rc;
+    struct sm_comm *e = sm_get(comm, &rc);
+    size_t rbytes = (size_t)rcount * kumi_dt_size(rdt);
+    if (!e || e->p > sm_flat_max || rbytes > e->max)
+        return rc ? rc : NEXT(comm)->allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+    MPI_Aint rext = dt_ext(rdt);
+    char *mine_at = (char *)rbuf + (MPI_Aint)e->me * (MPI_Aint)rcount * rext;
+    uint32_t n = ++e->n;
+    slot_free(e, n);
+    size_t sbytes;
+    if (sbuf == MPI_IN_PLACE) {
+        sbytes = rbytes;
+        pack(mine_at, (size_t)rcount, rdt, slot_data(e, e->me, n), sbytes);
+    } else {
+        sbytes = (size_t)scount * kumi_dt_size(sdt);
+        if (sbytes > e->max) sbytes = e->max;
+        pack(sbuf, (size_t)scount, sdt, slot_data(e, e->me, n), sbytes);
+    }
+    ((struct sm_slot *)slot(e, e->me, n))->bytes = sbytes;
+    post(e, n);
+    wait_all_posts(e, n);
+    for (int r = 0; r < e->p; r++) {
+        if (r == e->me && sbuf == MPI_IN_PLACE) continue;
+        int urc = unpack(slot_data(e, r, n), slot_bytes(e, r, n), r, (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext,
+                         (size_t)rcount, rdt, rbytes);
+        if (urc && !rc) rc = urc;
+    }
+    finish(e, n);
+    return rc;
+}
+
+static int sm_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
+                       MPI_Datatype rdt, MPI_Comm comm)
+{
+    int rc;
+    struct sm_comm *e = sm_get(comm, &rc);
+    size_t rbytes = (size_t)rcount * kumi_dt_size(rdt);
+    if (!e || e->p > sm_flat_max || rbytes * (size_t)e->p > e->max)
+        return rc ? rc : NEXT(comm)->alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+    if (sbuf == MPI_IN_PLACE) {
+        sbuf = rbuf;
+        scount = rcount;
+        sdt = rdt;
+    }
+    MPI_Aint sext = dt_ext(sdt), rext = dt_ext(rdt);
+    size_t sbytes = (size_t)scount * kumi_dt_size(sdt), cap = e->max / (size_t)e->p, sb = sbytes;
+    uint32_t n = ++e->n;
+    slot_free(e, n);
+    if (sb > cap) {
+        sb = cap;
+        rc = kumi_error(MPI_ERR_TRUNCATE, "collective: blocks of %zu bytes where the ranks expect %zu "
+                        "(the ranks disagree on counts or datatypes)", sbytes, rbytes);
+    }
+    char *d = slot_data(e, e->me, n);
+    for (int r = 0; r < e->p; r++) {
+        const char *blk = (const char *)sbuf + (MPI_Aint)r * (MPI_Aint)scount * sext;
+        if (sb == sbytes) pack(blk, (size_t)scount, sdt, d + (size_t)r * sb, sb);
+        else kumi_dt_copy(blk, (size_t)scount, sdt, d + (size_t)r * sb, sb, MPI_BYTE);
+    }
+    ((struct sm_slot *)slot(e, e->me, n))->bytes = sb;
+    post(e, n);
+    wait_all_posts(e, n);
+    for (int r = 0; r < e->p; r++) {
+        uint64_t b = slot_bytes(e, r, n);
+        int urc = unpack(slot_data(e, r, n) + (size_t)e->me * b, b, r,
+                         (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext, (size_t)rcount, rdt, rbytes);
+        if (urc && !rc) rc = urc;
+    }
+    finish(e, n);
+    return rc;
+}
+
+/* ------------------------------------------------------------ component */
+static void sm_register_params(void)
+{
+    kumi_param_register_int("coll", "sm", "max_bytes", 4096,
+                            "Largest collective coll/sm runs through shared memory: bytes of data per rank "
+                            "(Bcast, Reduce, Allreduce, Allgather) or of all blocks of one rank (Alltoall); "
+                            "larger ones go to the next component (coll/tuned).  Also the size of each "
+                            "rank's two slots in a communicator's segment",
+                            KUMI_LEVEL_TUNER, &sm_max_bytes);
+    kumi_param_register_int("coll", "sm", "flat_max", 8,
+                            "Largest communicator in which every rank reads every rank's slot (Barrier, "
+                            "Allreduce; Allgather and Alltoall only up to this size); above it rank 0 "
+                            "collects and releases the others",
+                            KUMI_LEVEL_TUNER, &sm_flat_max);
+    kumi_param_register_int("coll", "sm", "slots", 32,
+                            "Slots per rank (a power of two, 2 to 64): how many collectives a rank may run "
+                            "ahead of the slowest (a root of back-to-back MPI_Bcast: 8 B at 2 ranks 0.23 us "
+                            "with 2 slots, 0.14 with 8, 0.075 with 16-64)",
+                            KUMI_LEVEL_TUNER, &sm_slots);
+    kumi_param_register_int("coll", "sm", "seg_bytes", 512 << 10,
+                            "Largest segment of a communicator: fewer slots per rank (down to 2) above it "
+                            "(2 ranks: 32 slots, 4: 16, 8: 8, 16: 4, 32 and more: 2)",
+                            KUMI_LEVEL_TUNER, &sm_seg_bytes);
+    kumi_param_register_int("coll", "sm", "barrier_lead", 1,
+                            "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its release), so rank 0, the "
+                            "usual root of what follows, is on its way first (OSU's bcast at 2 ranks: 0.2-1 us "
+                            "instead of 2-5 us on a loaded host); 0: each rank as soon as it sees every rank "
+                            "arrived (one hop less for the barrier itself); -1: 1 above flat_max or when the "
+                            "host has more ranks than CPUs, else 0",
+                            KUMI_LEVEL_TUNER, &sm_lead);
+    kumi_param_register_int("coll", "sm", "spin", 200,
+                            "Polls of a shared word before a wait enters the progress engine (none when the "
+                            "communicator has more ranks than the CPUs this rank may use)",
+                            KUMI_LEVEL_TUNER, &sm_spin);
+    kumi_param_register_int("coll", "sm", "nap_ms", 10,
+                            "Longest sleep (ms) on a shared word before the transports are polled again",
+                            KUMI_LEVEL_TUNER, &sm_nap_ms);
+}
+
+/* Every rank of comm on this host and of this job? (The same answer on
+ * every rank: "same host" is an equivalence.) */
+static signed char *sm_here;                /* [world size] -1 unknown, 0 elsewhere, 1 here */
+
+static int all_here(MPI_Comm comm, int p)
+{
+    int ws = kumi_world_size();
+    pthread_mutex_lock(&sm_lock);
+    if (!sm_here && ws > 0 && (sm_here = malloc((size_t)ws)) != NULL) memset(sm_here, -1, (size_t)ws);
+    int ok = sm_here != NULL;
+    for (int r = 0; ok && r < p; r++) {
+        int j = kumi_comm_job_rank(comm, r);
+        if (j < 0 || j >= ws) ok = 0;          /* another job's process (dpm) */
+        else {
+            if (sm_here[j] < 0) sm_here[j] = (signed char)(kumi_same_host(j) ? 1 : 0);
+            ok = sm_here[j] == 1;
+        }
+    }
+    pthread_mutex_unlock(&sm_lock);
+    return ok;
+}
+
+static int sm_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns)
+{
+    (void)priority;                 /* the default: parameter coll_sm_priority */
+    if (kumi_comm_is_inter(comm)) return KUMI_UNAVAILABLE;
+    int p = kumi_comm_size(comm);
+    if (p < 2 || !all_here(comm, p)) return KUMI_UNAVAILABLE;
+    struct sm_comm *e = calloc(1, sizeof *e);
+    if (!e) return KUMI_UNAVAILABLE;
+    e->comm = comm;
+    e->p = p;
+    e->me = kumi_comm_rank(comm);
+    /* a core of its own (mpiexec binds only when there are enough), or
+     * no more ranks here than CPUs: spin first, and every rank leaves the
+     * barrier as soon as it sees all; otherwise no spinning, and the others
+     * leave the barrier after rank 0 (the usual root of what follows,
+     * which then finds them waiting instead of being waited for) */
+    int own = getenv(KUMI_ENV_BIND_CPUS) != NULL || p <= ncpus();
+    e->spin = own ? (int)(sm_spin > 0 ? sm_spin : 0) : 0;
+    e->lead = sm_lead >= 0 ? sm_lead > 0 : !own || p > sm_flat_max;
+    pthread_mutex_lock(&sm_lock);
+    struct sm_comm **pp = &sm_table, *old = NULL;
+    while (*pp && (*pp)->comm != comm) pp = &(*pp)->next;
+    if (*pp) {                      /* a handle reused without release: forget the old */
+        old = *pp;
+        *pp = old->next;
+    }
+    e->next = sm_table;
+    sm_table = e;
+    if (sm_last == old) sm_last = NULL;
+    pthread_mutex_unlock(&sm_lock);
+    if (old) {
+        if (old->seg) munmap(old->seg, old->seglen);
+        free(old);
+    }
+    fns->barrier = sm_barrier;
+    fns->bcast = sm_bcast;
+    fns->reduce = sm_reduce;
+    fns->allreduce = sm_allreduce;
+    fns->allgather = sm_allgather;
+    fns->alltoall = sm_alltoall;
+    return KUMI_OK;
+}
+
+static void sm_comm_release(MPI_Comm comm)
+{
+    pthread_mutex_lock(&sm_lock);
+    struct sm_comm **pp = &sm_table, *e = NULL;
+    while (*pp && (*pp)->comm != comm) pp = &(*pp)->next;
+    if (*pp) {
+        e = *pp;
+        *pp = e->next;
+    }
+    if (sm_last == e) sm_last = NULL;
+    pthread_mutex_unlock(&sm_lock);
+    if (e) {
+        if (e->seg) munmap(e->seg, e->seglen);
+        free(e);
+    }
+}
+
+static void sm_close(void)
+{
+    pthread_mutex_lock(&sm_lock);
+    struct sm_comm *e = sm_table;
+    sm_table = sm_last = NULL;
+    free(sm_here);
+    sm_here = NULL;
+    pthread_mutex_unlock(&sm_lock);
+    while (e) {
+        struct sm_comm *nx = e->next;
+        if (e->seg) munmap(e->seg, e->seglen);
+        free(e);
+        e = nx;
+    }
+}
+
+static const struct kumi_coll_ops sm_ops_table = {
+    .hdr = KUMI_COLL_OPS_HDR,
+    .comm_query = sm_comm_query,
+    .comm_release = sm_comm_release,
+};
+
+KUMI_EXPORT const struct kumi_component kumi_coll_sm_component = {
+    .abi_version = KUMI_COMPONENT_ABI_VERSION,
+    .framework = "coll",
+    .name = "sm",
+    .version = { 0, 1, 0 },
+    .description = "Small collectives through a shared-memory segment per communicator (ranks on one host)",
+    .priority = 35,
+    .register_params = sm_register_params,
+    .close = sm_close,
+    .ops = &sm_ops_table,
+};
