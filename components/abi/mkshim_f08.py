@@ -238,6 +238,9 @@ static MPI_Fint f08_noncontig(const char *proc, const char *arg, int kind, MPI_F
                 e = self.sent(n, ['MPI_UNWEIGHTED', 'MPI_WEIGHTS_EMPTY'])
             elif d.get('kind') == 'integer' and d.get('array') and 'errcodes' in n:
                 e = self.sent(n, ['MPI_ERRCODES_IGNORE'])
+            elif d.get('kind') == 'character' and n in ('argv', 'array_of_argv'):
+                # MPI_COMM_SPAWN(_MULTIPLE): MPI_ARGV_NULL / MPI_ARGVS_NULL of mpi_f08
+                e = self.sent(n, ['MPI_ARGV_NULL' if n == 'argv' else 'MPI_ARGVS_NULL'])
             elif d.get('kind') == 'procedure' and low == 'mpi_register_datarep' and n in ('rd', 'wr'):
                 # MPI_CONVERSION_FN_NULL of mpi_f08: the absent conversion
                 e = '%s == (void *)__mpi_f08_callbacks_MOD_mpi_conversion_fn_null ? 0 : %s' % (n, n)

@@ -360,8 +360,9 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
     def spawn(self, name):
         """MPI_Comm_spawn(_multiple): the strings and argv arrays pass (MPI_ARGV_NULL, MPI_ARGVS_NULL
         and MPI_ERRCODES_IGNORE are 0 in every ABI here); root is a rank, the info handles and
-        the communicators are translated, and the error codes (maxprocs of them, their sum for
-        _multiple; significant at the root only, where maxprocs is) come back in this ABI."""
+        the communicators are translated, and the error codes come back in this ABI: Kumi
+        writes them into the program's array through the shim's kumi_abi_set_err_out (only
+        Kumi knows their number at every process: maxprocs is significant at the root only)."""
         for n in ('MPI_ARGV_NULL', 'MPI_ARGVS_NULL', 'MPI_ERRCODES_IGNORE'):
             if self.fval(n) != 0 or self.nval(n) != 0:
                 return '%s is not 0 in both ABIs' % n
@@ -373,16 +374,10 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
 SHIM_EXPORT int PMPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
                                 F_Comm *intercomm, int *array_of_errcodes)
 {
-    int n = array_of_errcodes && maxprocs > 0 ? maxprocs : 0;
-    SCRATCH(int, err_k, n);
-    if (n && !err_k) return SHIM_ERR_NO_MEM;
-    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
     N_Comm ic_k;
     int rc = kumi_abi_MPI_Comm_spawn(command, argv, maxprocs, %(hinfo)s, dom_rank_in(root), %(hcomm)s, &ic_k,
-                                     array_of_errcodes ? err_k : NULL);
+                                     array_of_errcodes);   /* codes in this ABI (Kumi's err_out) */
     if (rc == 0) *intercomm = %(oic)s;
-    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
-    SCRATCH_FREE(err_k);
     return rc;
 }
 SHIM_EXPORT int MPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
@@ -394,26 +389,16 @@ SHIM_EXPORT int PMPI_Comm_spawn_multiple(int count, char **array_of_commands, ch
                                          const int *array_of_maxprocs, const F_Info *array_of_info, int root, F_Comm comm,
                                          F_Comm *intercomm, int *array_of_errcodes)
 {
-    int c = count > 0 && array_of_info ? count : 0, n = 0;
-    for (int i = 0; array_of_errcodes && array_of_maxprocs && i < count; i++)
-        if (array_of_maxprocs[i] > 0) n += array_of_maxprocs[i];
+    int c = count > 0 && array_of_info ? count : 0;
     SCRATCH(N_Info, info_k, c);
-    SCRATCH(int, err_k, n);
-    if ((c && !info_k) || (n && !err_k)) {
-        if (info_k) SCRATCH_FREE(info_k);
-        if (err_k) SCRATCH_FREE(err_k);
-        return SHIM_ERR_NO_MEM;
-    }
+    if (c && !info_k) return SHIM_ERR_NO_MEM;
     for (int i = 0; i < c; i++) info_k[i] = %(hinfoi)s;
-    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
     N_Comm ic_k;
     int rc = kumi_abi_MPI_Comm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs,
                                               array_of_info ? info_k : NULL, dom_rank_in(root), %(hcomm)s, &ic_k,
-                                              array_of_errcodes ? err_k : NULL);
+                                              array_of_errcodes);   /* codes in this ABI (Kumi's err_out) */
     if (rc == 0) *intercomm = %(oic)s;
-    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
     SCRATCH_FREE(info_k);
-    SCRATCH_FREE(err_k);
     return rc;
 }
 SHIM_EXPORT int MPI_Comm_spawn_multiple(int count, char **array_of_commands, char ***array_of_argv,

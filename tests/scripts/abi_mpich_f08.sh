@@ -16,4 +16,5 @@ RUNARG=refuse
 OLIB=/usr/lib/x86_64-linux-gnu/libmpichfort.so.12
 MODDIR=/usr/include/x86_64-linux-gnu/mpich
 COVERAGE=$L/mpich-fortran/mpich-f08-coverage.txt
+NEEDF08='call MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, s)' NEEDSYM=mpi_session_init_f08_   # no sessions yet
 . "$top_srcdir/tests/scripts/abi_f08_common.inc"
