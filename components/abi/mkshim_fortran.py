@@ -313,19 +313,25 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
                 parts.append('%s == %s ? (void *)(intptr_t)%d' % (var, at, cv))
         return parts
 
-    def exports(self, name, ret, params, body):
-        """The body as ompi_X_f plus every spelling the foreign library exports."""
+    def exports(self, name, ret, params, body, hidden=False):
+        """The body as ompi_X_f plus every spelling the foreign library exports (hidden: only
+        the profiling spelling, not exported: a large-count form for use mpi_f08, which the
+        f08 part of the same library calls; mpif.h has none)."""
         low = name.lower()
         o = self.out
         o.append('static %s fshim_%s(%s)\n{\n%s\n}' % (ret, low, params or 'void', body))
         self.sigs[low] = [ret, params]
+        if hidden:
+            o.append('__attribute__((visibility("hidden"))) %s %s%s_(%s) __attribute__((alias("fshim_%s")));'
+                     % (ret, 'p' if self.ff.get('profiling') else '', low, params or 'void', low))
+            return
         for sp in self.ff['spellings']:
             for pre in ([''] + (['p'] if self.ff.get('profiling') else [])):
                 sym = {'lower': pre + low, 'lower_': pre + low + '_', 'lower__': pre + low + '__',
                        'upper': (pre + low).upper()}[sp]
                 o.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("fshim_%s")));' % (ret, sym, params or 'void', low))
 
-    def gen(self, p):
+    def gen(self, p, hidden=False):
         name = p['c'].split('(')[0].split()[-1]
         f90 = p.get('f90') or ''
         m = re.match(r'\s*\w+\((.*?)\)', f90)
@@ -464,7 +470,7 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
         for v in decls:
             kind = 'void **' if any(('void **%s' % v) in x for x in pre) else 'int *' if any(('int *%s' % v) in x for x in pre) else 'char *'
             typed.append('    %s%s = 0;' % (kind, v))
-        self.exports(name, 'void', ', '.join(params + lens), '\n'.join(typed + [text]))
+        self.exports(name, 'void', ', '.join(params + lens), '\n'.join(typed + [text]), hidden)
         return None
 
     def c_param_type(self, q):
@@ -1026,6 +1032,30 @@ static char **fshim_argv_in(const char *base, size_t stride, size_t len, int *oo
     free(infos);
     *ierror = rc;''' % d)
 
+    def large_forms(self):
+        """The large-count forms MPI_X_c (MPI 4.0) that the C shim exports (MPICH 4.0's): mpif.h
+        and use mpi have none, but MPICH's use mpi_f08 has their _large procedures, whose
+        INTEGER(KIND=MPI_COUNT_KIND) counts and INTEGER(KIND=MPI_ADDRESS_KIND) displacements are
+        MPI_Count / MPI_Aint by reference; generated as the other entries, from the c_large
+        prototype with the int form's kinds (mkshim.Gen.large), not exported: mkshim_f08.py
+        calls them (pmpi_X_c_, hidden)."""
+        import mkshim
+        self.large = []
+        for p in sorted(self.api['procedures'], key=lambda p: p['name']):
+            if not p.get('c_large') or not p.get('c_params') or p['name'] not in self.fprocs:
+                continue
+            lp = mkshim.Gen.large(p)
+            if not lp or lp['name_c'] not in self.cexp:
+                continue
+            if lp['base'] in SPECIAL or lp['base'] in ATTR:
+                self.skipped.append((lp['name_c'], 'large-count form of a procedure translated by hand'))
+                continue
+            why = self.gen(lp, hidden=True)
+            if why:
+                self.skipped.append((lp['name_c'], why))
+            else:
+                self.large.append(lp['name_c'])
+
     def run(self):
         self.prologue()
         for p in sorted(self.api['procedures'], key=lambda p: p['name']):
@@ -1063,6 +1093,7 @@ static char **fshim_argv_in(const char *base, size_t stride, size_t len, int *oo
                 self.skipped.append((name, why))
             else:
                 self.exported.append(name)
+        self.large_forms()
         self.attributes()
         self.removed()
         self.cptr()
@@ -1178,7 +1209,10 @@ def main():
             for why, ns in sorted(by.items(), key=lambda x: -len(x[1])):
                 f.write('  %4d  %s: %s\n' % (len(ns), why, ' '.join(ns)))
             f.write('exported:\n  %s\n' % ' '.join(g.exported))
-    print('mkshim_fortran: %d exported, %d not' % (len(g.exported), len(g.skipped)), file=sys.stderr)
+            if g.large:
+                f.write('large-count forms for use mpi_f08 (not exported):\n  %s\n' % ' '.join(g.large))
+    print('mkshim_fortran: %d exported, %d not, %d large-count forms' % (len(g.exported), len(g.skipped), len(g.large)),
+          file=sys.stderr)
 
 
 if __name__ == '__main__':
