@@ -3,9 +3,10 @@
 # swap agent libkumi_abimix.so (components/abi/gotswap/abimix.c), which Kumi's mpiexec sets up by
 # itself: tests/abi/mix_main.c built with mpicc.openmpi, linked with tests/abi/mix_lib.c built
 # with mpicc.mpich (mpiexec finds both ABIs among the DT_NEEDED: automatic), and loading it with
-# dlopen (mpiexec --abi ompi+mpich), at 1, 2 and 4 ranks: each part calls MPI with its own ABI's
-# handles and statuses and the results agree; without the agent the linked program is refused,
-# naming what is missing.  Skips (77) without mpicc.openmpi / mpicc.mpich or without libelf.
+# dlopen (mpiexec --abi ompi+mpich), and the same library in Fortran (tests/abi/mix_flib.f90,
+# mpif90.mpich: MPICH's Fortran shim calls the C library, which must be MPICH's shim), at 1, 2 and
+# 4 ranks: each part calls MPI with its own ABI's handles and statuses and the results agree;
+# without the agent the linked program is refused, naming what is missing.  Skips (77) without mpicc.openmpi / mpicc.mpich or without libelf.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -41,10 +42,30 @@ run() { # LOG N ARGS...
        grep -q "mix_main: $n ranks ok" "$log"; then echo "ok: $*: $n rank(s)"
     else echo "FAILED: $* at $n rank(s):"; sed 's/^/    | /' "$log" | tail -8; bad=$((bad + 1)); fi
 }
+# the same functions in Fortran (tests/abi/mix_flib.f90, mpif90.mpich): MPICH's Fortran shim, whose
+# calls into the C library (PMPI_X) the loader binds to Open MPI's C shim, is swapped to MPICH's
+fortran=
+if command -v mpif90.mpich > /dev/null 2>&1; then
+    ln -s "$L/mpich-fortran/.libs/libmpichfort.so.12" "$work/abi/mpich/libmpichfort.so.12"
+    mkdir -p "$work/f"
+    mpif90.mpich -shared -fPIC -O1 -o "$work/f/libmixmpich.so" "$top_srcdir/tests/abi/mix_flib.f90" > "$work/fc.log" 2>&1 &&
+    mpicc.openmpi -DMIX_LINKED -O1 -o "$work/flinked" "$top_srcdir/tests/abi/mix_main.c" -L"$work/f" -lmixmpich \
+        -Wl,-rpath,"$work/f" >> "$work/fc.log" 2>&1 || { cat "$work/fc.log"; fail "cannot build the Fortran library case"; }
+    fortran=1
+else
+    echo "(no mpif90.mpich: the Fortran library case is not run)"
+fi
 for n in 1 2 4; do
     run "linked.$n" "$n" ./linked
     run "plug.$n" "$n" --abi ompi+mpich ./plug "$work/libmixmpich.so"
+    [ -n "$fortran" ] && run "flinked.$n" "$n" ./flinked
 done
+if [ -n "$fortran" ]; then
+    (cd "$work" && KUMI_ABIMIX_VERBOSE=1 KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
+        timeout 150 "$MPIEXEC" --timeout 120 -n 1 ./flinked) > "$work/fverbose.log" 2>&1
+    grep -q "libmpichfort\.so\.12: PMPI_Allreduce -> MPICH's" "$work/fverbose.log" ||
+        { echo "FAILED: the agent did not swap MPICH's Fortran library's PMPI_Allreduce"; bad=$((bad + 1)); }
+fi
 # the agent swapped the library's calls (and only those: the program's own reach Open MPI's shim)
 (cd "$work" && KUMI_ABIMIX_VERBOSE=1 KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
     timeout 150 "$MPIEXEC" --timeout 120 -n 1 ./linked) > "$work/verbose.log" 2>&1
