@@ -71,6 +71,24 @@ SHIM_EXPORT int kumi_shim_op_create_ctx(shim_ctx_op_fn *fn, void *ctx, int commu
 }
 ''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k'), 'nomem': self.nval('MPI_ERR_NO_MEM')})
             return None
+        if name == 'MPI_Op_create_c':
+            # the large-count user function (MPI 4.0): an MPI_Count count, Kumi's whole count at once
+            o.append('''typedef void (F_User_function_c)(void *, void *, MPI_Count *, F_Datatype *);
+static void shim_op_tramp_c(void *in, void *inout, MPI_Count len, N_Datatype dt, void *ctx)
+{
+    F_Datatype fdt = %(peekdt)s;
+    ((F_User_function_c *)ctx)(in, inout, &len, &fdt);
+}
+SHIM_EXPORT int PMPI_Op_create_c(F_User_function_c *user_fn, int commute, F_Op *op)
+{
+    N_Op k;
+    int rc = kumi_abi_op_create(shim_op_tramp_c, (void *)user_fn, commute, &k);
+    if (rc == 0) *op = %(outop)s;
+    return rc;
+}
+SHIM_EXPORT int MPI_Op_create_c(F_User_function_c *user_fn, int commute, F_Op *op) __attribute__((weak, alias("PMPI_Op_create_c")));
+''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k')})
+            return None
         eh = {'MPI_Comm_create_errhandler': ('KUMI_ABI_ERRH_COMM', 'comm_errhandler_fn'),
               'MPI_Errhandler_create': ('KUMI_ABI_ERRH_COMM', 'function'),
               'MPI_Win_create_errhandler': ('KUMI_ABI_ERRH_WIN', 'win_errhandler_fn'),

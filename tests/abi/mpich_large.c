@@ -11,6 +11,16 @@
 #include <string.h>
 
 static int rank, size;
+/* a large-count user reduction (MPI_Op_create_c): elementwise max of 2 * a + b, the count an MPI_Count */
+static MPI_Count op_calls, op_len;
+static void maxish(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt)
+{
+    int *a = in, *b = inout;
+    op_calls++;
+    op_len = *len;
+    if (*dt != MPI_INT) return;
+    for (MPI_Count i = 0; i < *len; i++) b[i] = 2 * a[i] + b[i];
+}
 #define CHECK(c, ...)                                                            \
     do {                                                                         \
         if (!(c)) {                                                              \
@@ -87,7 +97,7 @@ int main(int argc, char **argv)
     OK(MPI_Send_init_c(out, 4, MPI_INT, next, 10, MPI_COMM_WORLD, &rq[1]));
     OK(MPI_Recv_init_c(in, 4, MPI_INT, prev, 10, MPI_COMM_WORLD, &rq[0]));
     OK(MPI_Startall(2, rq));
-    OK(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+    OK(MPI_Waitall(2, rq, sts));
     CHECK(in[3] == prev * 100 + 3, "persistent _c");
     OK(MPI_Request_free(&rq[0]));
     OK(MPI_Request_free(&rq[1]));
@@ -108,6 +118,17 @@ int main(int argc, char **argv)
     s = rank;
     OK(MPI_Allreduce_c(MPI_IN_PLACE, &s, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     CHECK(s == size - 1, "MPI_Allreduce_c in place");
+    MPI_Op uop;
+    OK(MPI_Op_create_c(maxish, 1, &uop));
+    int ov[3] = { 1, 2, 3 }, orr[3] = { 0, 0, 0 };
+    OK(MPI_Reduce_c(ov, orr, 3, MPI_INT, uop, 0, MPI_COMM_WORLD));
+    if (rank == 0) {
+        /* each combination doubles one side and adds the other: 2^k - 1 + 1 ... at least size times v */
+        CHECK(size == 1 || (op_calls > 0 && op_len == 3), "MPI_Op_create_c: called %lld times, len %lld",
+              (long long)op_calls, (long long)op_len);
+        CHECK(orr[0] >= size && orr[2] == 3 * orr[0], "MPI_Op_create_c: result %d %d %d", orr[0], orr[1], orr[2]);
+    }
+    OK(MPI_Op_free(&uop));
     int *sb = malloc(sizeof(int) * 2 * size), *rb = malloc(sizeof(int) * 2 * size);
     MPI_Count *sc = malloc(sizeof(MPI_Count) * size), *rc = malloc(sizeof(MPI_Count) * size);
     MPI_Aint *sd = malloc(sizeof(MPI_Aint) * size), *rd = malloc(sizeof(MPI_Aint) * size);
