@@ -182,7 +182,7 @@ TOOLS = re.compile(r'^MPI_T_')
 # Procedures written here (callbacks): name -> C body builder; their parameters are not
 # checked by kind.
 SPECIAL = ['MPI_Grequest_start', 'MPI_Type_get_contents', 'MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
-           'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Op_create_c', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
+           'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Buffer_attach_c', 'MPI_Buffer_detach_c', 'MPI_Op_create', 'MPI_Op_create_c', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
            'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr',
            'MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c',

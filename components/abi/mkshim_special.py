@@ -290,7 +290,7 @@ SHIM_EXPORT int MPI_Get_version(int *version, int *subversion) __attribute__((we
 extern int kumi_abi_MPI_Buffer_attach(void *, int);
 extern int kumi_abi_MPI_Buffer_detach(void *, int *);
 static pthread_mutex_t shim_bsend_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { void *user, *mine; int size; } shim_bsend;   /* the process's attached buffer */
+static struct { void *user, *mine; MPI_Count size; } shim_bsend;   /* the process's attached buffer */
 SHIM_EXPORT int PMPI_Buffer_attach(void *buffer, int size)
 {
     if (size < 0 || %(no)d <= %(fo)d) return kumi_abi_MPI_Buffer_attach(buffer, size);
@@ -315,7 +315,7 @@ SHIM_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
     if (rc == 0) {
         if (b && b == shim_bsend.mine) {
             free(shim_bsend.mine);
-            b = shim_bsend.user; n = shim_bsend.size;
+            b = shim_bsend.user; n = shim_bsend.size > INT_MAX ? INT_MAX : (int)shim_bsend.size;
             shim_bsend.mine = shim_bsend.user = NULL; shim_bsend.size = 0;
         }
         *(void **)buffer_addr = b; *size = n;
@@ -328,6 +328,48 @@ SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((w
             return None
         if name == 'MPI_Buffer_detach':
             return None   # written with MPI_Buffer_attach
+        if name == 'MPI_Buffer_attach_c':
+            # the large-count forms (MPICH 4.0): the same, with MPI_Count sizes; a buffer attached by
+            # either form is detached by either (one attached buffer per process)
+            fo, no = self.fval('MPI_BSEND_OVERHEAD'), self.nval('MPI_BSEND_OVERHEAD')
+            o.append('''extern int kumi_abi_MPI_Buffer_attach_c(void *, MPI_Count);
+extern int kumi_abi_MPI_Buffer_detach_c(void *, MPI_Count *);
+SHIM_EXPORT int PMPI_Buffer_attach_c(void *buffer, MPI_Count size)
+{
+    if (size < 0 || %(no)d <= %(fo)d) return kumi_abi_MPI_Buffer_attach_c(buffer, size);
+    MPI_Count n = size + (size / %(fo)d + 1) * (%(no)d - %(fo)d);
+    void *mine = malloc((size_t)n);
+    if (!mine) return SHIM_ERR_NO_MEM;
+    pthread_mutex_lock(&shim_bsend_lock);
+    int rc = kumi_abi_MPI_Buffer_attach_c(mine, n);
+    if (rc == 0) { shim_bsend.user = buffer; shim_bsend.mine = mine; shim_bsend.size = size; }
+    pthread_mutex_unlock(&shim_bsend_lock);
+    if (rc != 0) free(mine);
+    return rc;
+}
+SHIM_EXPORT int MPI_Buffer_attach_c(void *buffer, MPI_Count size) __attribute__((weak, alias("PMPI_Buffer_attach_c")));
+SHIM_EXPORT int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)
+{
+    void *b = NULL;
+    MPI_Count n = 0;
+    pthread_mutex_lock(&shim_bsend_lock);
+    int rc = kumi_abi_MPI_Buffer_detach_c(buffer_addr ? (void *)&b : NULL, size ? &n : NULL);
+    if (rc == 0) {
+        if (b && b == shim_bsend.mine) {
+            free(shim_bsend.mine);
+            b = shim_bsend.user; n = shim_bsend.size;
+            shim_bsend.mine = shim_bsend.user = NULL; shim_bsend.size = 0;
+        }
+        *(void **)buffer_addr = b; *size = n;
+    }
+    pthread_mutex_unlock(&shim_bsend_lock);
+    return rc;
+}
+SHIM_EXPORT int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) __attribute__((weak, alias("PMPI_Buffer_detach_c")));
+''' % {'fo': fo, 'no': no})
+            return None
+        if name == 'MPI_Buffer_detach_c':
+            return None   # written with MPI_Buffer_attach_c
         attr = {'MPI_Comm_get_attr': 'F_Comm', 'MPI_Attr_get': 'F_Comm', 'MPI_Win_get_attr': 'F_Win'}
         if name in attr:
             # Predefined attributes: the value (an int, or MPI_WIN_BASE's address etc.) is Kumi's;

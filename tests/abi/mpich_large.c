@@ -108,6 +108,23 @@ int main(int argc, char **argv)
         OK(MPI_Wait(&self_rq, MPI_STATUS_IGNORE));
     }
 
+    /* buffered sends: a buffer for two messages by MPICH's MPI_BSEND_OVERHEAD, attached and
+     * detached with the large-count forms (the shim attaches one of Kumi's size) */
+    MPI_Count bsz = 2 * (4 * sizeof(int) + MPI_BSEND_OVERHEAD), dsz = 0;
+    char *bbuf = malloc((size_t)bsz);
+    void *dbuf = NULL;
+    OK(MPI_Buffer_attach_c(bbuf, bsz));
+    OK(MPI_Bsend_c(out, 4, MPI_INT, next, 12, MPI_COMM_WORLD));
+    OK(MPI_Bsend_c(out + 4, 4, MPI_INT, next, 13, MPI_COMM_WORLD));
+    OK(MPI_Recv_c(in, 4, MPI_INT, prev, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(in[3] == prev * 100 + 3, "MPI_Bsend_c 1");
+    OK(MPI_Recv_c(in, 4, MPI_INT, prev, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(in[3] == prev * 100 + 7, "MPI_Bsend_c 2");
+    OK(MPI_Buffer_detach_c(&dbuf, &dsz));
+    CHECK(dbuf == bbuf && dsz == bsz, "MPI_Buffer_detach_c: %p %lld, not the program's %p %lld", dbuf, (long long)dsz,
+          (void *)bbuf, (long long)bsz);
+    free(bbuf);
+
     /* collectives: bcast, allreduce, alltoallv with MPI_Count counts and MPI_Aint displacements */
     long long b = rank == 0 ? 4242 : 0;
     OK(MPI_Bcast_c(&b, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
