@@ -33,6 +33,10 @@ import sys
 from mkshim_handles import HANDLE_TYPES, Handles
 from mkshim_special import Special
 
+sys.path.insert(0, __import__('os').path.join(__import__('os').path.dirname(__import__('os').path.abspath(__file__)),
+                                              '..', '..', 'framework', 'bindings'))
+import mpiapi   # noqa: E402  (the large-count prototypes, with the API data's erratum corrected)
+
 # ---------------------------------------------------------------- per-ABI rules
 # What the probe's facts do not say.  'handles': how a foreign handle is represented
 # ('object': the address of a data object the library exports, Open MPI).  'status_private':
@@ -178,7 +182,7 @@ TOOLS = re.compile(r'^MPI_T_')
 # Procedures written here (callbacks): name -> C body builder; their parameters are not
 # checked by kind.
 SPECIAL = ['MPI_Grequest_start', 'MPI_Type_get_contents', 'MPI_Comm_create_keyval', 'MPI_Type_create_keyval', 'MPI_Win_create_keyval', 'MPI_Keyval_create',
-           'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Op_create', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
+           'MPI_Get_version', 'MPI_Buffer_attach', 'MPI_Buffer_detach', 'MPI_Buffer_attach_c', 'MPI_Buffer_detach_c', 'MPI_Op_create', 'MPI_Op_create_c', 'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler',
            'MPI_File_create_errhandler', 'MPI_Errhandler_create',
            'MPI_Comm_get_attr', 'MPI_Attr_get', 'MPI_Win_get_attr',
            'MPI_File_set_view', 'MPI_File_get_view', 'MPI_Register_datarep', 'MPI_Register_datarep_c',
@@ -526,6 +530,28 @@ static inline void st_in(N_Status *n, const F_Status *f)
                 continue
             m = re.match(r'\s*(.*?)\s*(MPI_\w+)\(', p['c'])
             yield m.group(2), m.group(1), p
+            if p.get('c_large'):
+                lp = self.large(p)
+                if lp:
+                    yield lp['name_c'], m.group(1), lp
+
+    @staticmethod
+    def large(p):
+        """The large-count form MPI_X_c of a procedure (MPI 4.0): the parameters of the int-count
+        form, with the types of the c_large prototype (MPI_Count counts, MPI_Aint displacements);
+        the kinds, and the tables keyed by procedure (array lengths, strings), are the int
+        form's ('base')."""
+        _, lname, lparams = mpiapi.parse_proto(mpiapi.fixed_large(p['c'], p['c_large']))
+        byname = {q['name']: q for q in lparams}
+        if len(lparams) != len(p['c_params']) or any(a['name'] not in byname for a in p['c_params']):
+            return None
+        cps = []
+        for a in p['c_params']:
+            q = byname[a['name']]
+            t = re.sub(r'\s*\*', '*', q['type'].replace('const ', '').strip())
+            cps.append(dict(a, type=t, array=q['array']))
+        base = re.match(r'\s*.*?\s*(MPI_\w+)\(', p['c']).group(1)
+        return dict(p, c=p['c_large'], c_params=cps, name_c=lname, base=base)
 
     def param_plan(self, name, p, a, byname):
         """-> (native decl type, foreign decl type, pre, arg, post) or a str (why not)."""
@@ -670,7 +696,7 @@ static inline void st_in(N_Status *n, const F_Status *f)
         byname = {a['name']: a for a in p['c_params']}
         plans = []
         for a in p['c_params']:
-            r = self.param_plan(name, p, a, byname)
+            r = self.param_plan(p.get('base', name), p, a, byname)
             if isinstance(r, str):
                 return r
             plans.append((a['name'], r))
@@ -741,7 +767,9 @@ SHIM_EXPORT int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("P
             if TOOLS.match(name):
                 self.skipped.append((name, 'MPI_T tools interface not translated yet'))
                 continue
-            if name in SPECIAL:
+            if p.get('base') and name not in SPECIAL and (p['base'] in SPECIAL or p['base'] in SKIP):
+                why = 'large-count form of a procedure translated by hand (%s)' % p['base']
+            elif name in SPECIAL:
                 why = self.special(name)
             elif SKIP.get(name):
                 why = SKIP[name]

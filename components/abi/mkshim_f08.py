@@ -39,8 +39,9 @@ non-contiguous section refused with MPI_ERR_BUFFER through the error handler of 
 communicator, window or file (MPI_SUBARRAYS_SUPPORTED .FALSE.); its sentinels are variables of
 their own (MPIR_F08_MPI_IN_PLACE, ...), defined here and mapped to mpif.h's where an argument
 may be one; its module procedures include MPI_X_f2c / c2f, MPI_Status_f2f08 / f082f, the
-comparisons of a handle with an INTEGER, and MPI_Sizeof's.  The large-count forms (_large) are
-not provided.
+comparisons of a handle with an INTEGER, and MPI_Sizeof's; and its large-count procedures
+(mpi_<name>_f08(ts)_large: INTEGER(KIND=MPI_COUNT_KIND) counts), which call the Fortran shim's
+hidden pmpi_<name>_c_ (mkshim_fortran.py's large_forms(), over the C shim's MPI_X_c).
 """
 import argparse
 import json
@@ -189,7 +190,10 @@ static MPI_Fint f08_noncontig(const char *proc, const char *arg, int kind, MPI_F
     def procedure(self, key, info):
         low = info['mpi']
         if info.get('large'):
-            return 'large-count form (not in the Fortran shim)'
+            # the Fortran shim's large-count entry (MPI_X_c: counts MPI_Count, displacements MPI_Aint)
+            low += '_c'
+            if low not in self.sigs:
+                return 'large-count form: not in the Fortran shim'
         sig = self.sigs.get(low)
         if sig is None:
             return 'not provided by the Fortran shim (%s)' % self.ff['library']
@@ -238,6 +242,9 @@ static MPI_Fint f08_noncontig(const char *proc, const char *arg, int kind, MPI_F
                 e = self.sent(n, ['MPI_UNWEIGHTED', 'MPI_WEIGHTS_EMPTY'])
             elif d.get('kind') == 'integer' and d.get('array') and 'errcodes' in n:
                 e = self.sent(n, ['MPI_ERRCODES_IGNORE'])
+            elif d.get('kind') == 'character' and n in ('argv', 'array_of_argv'):
+                # MPI_COMM_SPAWN(_MULTIPLE): MPI_ARGV_NULL / MPI_ARGVS_NULL of mpi_f08
+                e = self.sent(n, ['MPI_ARGV_NULL' if n == 'argv' else 'MPI_ARGVS_NULL'])
             elif d.get('kind') == 'procedure' and low == 'mpi_register_datarep' and n in ('rd', 'wr'):
                 # MPI_CONVERSION_FN_NULL of mpi_f08: the absent conversion
                 e = '%s == (void *)__mpi_f08_callbacks_MOD_mpi_conversion_fn_null ? 0 : %s' % (n, n)

@@ -40,7 +40,7 @@ ATTR = ('MPI_Comm_create_keyval', 'MPI_Comm_set_attr', 'MPI_Comm_get_attr', 'MPI
         'MPI_Attr_get', 'MPI_Attr_put')
 SPECIAL = ('MPI_Init', 'MPI_Init_thread', 'MPI_Wtime', 'MPI_Wtick', 'MPI_Pcontrol', 'MPI_Op_create',
            'MPI_Comm_create_errhandler', 'MPI_Win_create_errhandler', 'MPI_File_create_errhandler', 'MPI_Grequest_start',
-           'MPI_Register_datarep')
+           'MPI_Register_datarep', 'MPI_Comm_spawn', 'MPI_Comm_spawn_multiple')
 # the program's Fortran reductions and error handlers: the Fortran procedure is the context of
 # the C shim's callback (kumi_shim_op_create_ctx / kumi_shim_errhandler_create_ctx; see pools())
 
@@ -95,7 +95,12 @@ typedef int MPI_Fint;
         # library reaches them through its GOT (-fPIC, no -Bsymbolic).
         o.append('/* ---- sentinels: the COMMON blocks of mpif.h, with the probed sizes */')
         for sym, size in sorted(self.ff['commons'].items()):
-            o.append('FSHIM_EXPORT int %s[%d] __attribute__((aligned(16)));' % (sym, (size + 3) // 4))
+            # of the probed size exactly: a program that copy-relocates one (use mpi_f08 reaches
+            # Open MPI's MPI_ARGV_NULL, a CHARACTER(1), as data) is warned of another size
+            if size % 4:
+                o.append('FSHIM_EXPORT char %s[%d] __attribute__((aligned(16)));' % (sym, size))
+            else:
+                o.append('FSHIM_EXPORT int %s[%d] __attribute__((aligned(16)));' % (sym, size // 4))
         if self.ident:
             self.kinds = sorted(set(HANDLES.values()))
             o.append('/* handles: C handle == Fortran integer (this ABI\'s C handles are ints) */')
@@ -308,19 +313,25 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
                 parts.append('%s == %s ? (void *)(intptr_t)%d' % (var, at, cv))
         return parts
 
-    def exports(self, name, ret, params, body):
-        """The body as ompi_X_f plus every spelling the foreign library exports."""
+    def exports(self, name, ret, params, body, hidden=False):
+        """The body as ompi_X_f plus every spelling the foreign library exports (hidden: only
+        the profiling spelling, not exported: a large-count form for use mpi_f08, which the
+        f08 part of the same library calls; mpif.h has none)."""
         low = name.lower()
         o = self.out
         o.append('static %s fshim_%s(%s)\n{\n%s\n}' % (ret, low, params or 'void', body))
         self.sigs[low] = [ret, params]
+        if hidden:
+            o.append('__attribute__((visibility("hidden"))) %s %s%s_(%s) __attribute__((alias("fshim_%s")));'
+                     % (ret, 'p' if self.ff.get('profiling') else '', low, params or 'void', low))
+            return
         for sp in self.ff['spellings']:
             for pre in ([''] + (['p'] if self.ff.get('profiling') else [])):
                 sym = {'lower': pre + low, 'lower_': pre + low + '_', 'lower__': pre + low + '__',
                        'upper': (pre + low).upper()}[sp]
                 o.append('FSHIM_EXPORT %s %s(%s) __attribute__((alias("fshim_%s")));' % (ret, sym, params or 'void', low))
 
-    def gen(self, p):
+    def gen(self, p, hidden=False):
         name = p['c'].split('(')[0].split()[-1]
         f90 = p.get('f90') or ''
         m = re.match(r'\s*\w+\((.*?)\)', f90)
@@ -459,7 +470,7 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
         for v in decls:
             kind = 'void **' if any(('void **%s' % v) in x for x in pre) else 'int *' if any(('int *%s' % v) in x for x in pre) else 'char *'
             typed.append('    %s%s = 0;' % (kind, v))
-        self.exports(name, 'void', ', '.join(params + lens), '\n'.join(typed + [text]))
+        self.exports(name, 'void', ', '.join(params + lens), '\n'.join(typed + [text]), hidden)
         return None
 
     def c_param_type(self, q):
@@ -888,9 +899,162 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
     *ierror = PMPI_Grequest_start((void *)fshim_greq_query, (void *)fshim_greq_free, (void *)fshim_greq_cancel, g, &r);
     if (*ierror) free(g);
     else *request = c2f_Request(r);''')
+        elif name in ('MPI_Comm_spawn', 'MPI_Comm_spawn_multiple'):
+            self.spawn(name)
         elif name == 'MPI_Pcontrol':
             o.append('extern int PMPI_Pcontrol(const int, ...);')
             self.exports(name, 'void', 'MPI_Fint *level, MPI_Fint *ierror', '    *ierror = PMPI_Pcontrol(*level);')
+
+    def spawn(self, name):
+        """MPI_COMM_SPAWN(_MULTIPLE): Fortran string arrays.  ARGV(*) is a sequence of
+        CHARACTER*(len) items ended by a blank one; ARRAY_OF_ARGV(COUNT, *) holds command i's
+        j-th argument at (i, j) (column major: a stride of COUNT items), each command's list
+        ended by a blank item; one hidden length per string argument, that of an item.  Commands
+        lose their leading and trailing blanks, arguments their trailing ones (MPI-4.1 11.3.2).
+        MPI_ARGV_NULL, MPI_ARGVS_NULL and MPI_ERRCODES_IGNORE are this ABI's sentinels (COMMON
+        blocks, or places in one: MPICH's mpiprivc_), compared by address.  The NULL-terminated
+        C arrays go to the C shim's PMPI_Comm_spawn(_multiple), which translates the info
+        handles, the communicators and the error codes.  Of MPI_COMM_SPAWN_MULTIPLE, count and
+        the arrays are significant at the root only: elsewhere nothing of them is read."""
+        o = self.out
+        sent = self.ff.get('sentinels', {})
+        def at(n):
+            sym, off = sent.get(n, (COMMON_OF.get(n, ''), 0))
+            if sym not in self.ff['commons']:
+                sys.exit('mkshim_fortran: no COMMON block of %s' % n)
+            return '(const void *)%s' % sym if off == 0 else '(const void *)((char *)%s + %d)' % (sym, off)
+        d = {'argv_null': at('MPI_ARGV_NULL'), 'argvs_null': at('MPI_ARGVS_NULL'), 'errs': at('MPI_ERRCODES_IGNORE'),
+             'errign': self.cval('MPI_ERRCODES_IGNORE') or 0}
+        ident = 'Comm' in self.ident
+        # an intercommunicator out: the C shim writes an int (MPICH: the Fortran integer too) or a pointer
+        d['icdecl'] = 'int ic = 0;' if ident else 'void *ic = 0;'
+        d['icout'] = 'ic' if ident else 'c2f_Comm(ic)'
+        # the info handles: this ABI's C handles are the Fortran integers (MPICH), or pointers
+        d['infos'] = '(void **)array_of_info' if 'Info' in self.ident else 'infos'
+        d['infoconv'] = '' if 'Info' in self.ident else '\n        infos[i] = f2c_Info(array_of_info[i]);'
+        if not getattr(self, 'spawn_helpers', False):
+            self.spawn_helpers = True
+            o.append('''/* ---- MPI_COMM_SPAWN(_MULTIPLE): Fortran string arrays -> NULL-terminated C arrays */
+static void fshim_argv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+static int fshim_blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ') return 0;
+    return 1;
+}
+/* an argument: trailing blanks go (leading ones are the argument's) */
+static char *fshim_arg_in(const char *s, size_t n)
+{
+    while (n > 0 && s[n - 1] == ' ') n--;
+    char *c = malloc(n + 1);
+    if (c) { memcpy(c, s, n); c[n] = 0; }
+    return c;
+}
+/* the items base + k * stride (k = 0, 1, ...) of len characters, up to the first blank one;
+ * a zero length has no items */
+static char **fshim_argv_in(const char *base, size_t stride, size_t len, int *oom)
+{
+    size_t n = 0;
+    while (len > 0 && !fshim_blank(base + n * stride, len)) n++;
+    char **v = calloc(n + 1, sizeof *v);
+    if (!v) { *oom = 1; return NULL; }
+    for (size_t k = 0; k < n; k++)
+        if (!(v[k] = fshim_arg_in(base + k * stride, len))) {
+            fshim_argv_free(v);
+            *oom = 1;
+            return NULL;
+        }
+    return v;
+}
+#define FSHIM_ERRCODES(p) ((const void *)(p) == %(errs)s ? (int *)(intptr_t)%(errign)d : (int *)(p))''' % d)
+        if name == 'MPI_Comm_spawn':
+            o.append('extern int PMPI_Comm_spawn(const char *, char **, int, void *, int, void *, void *, int *);')
+            self.exports(name, 'void', 'const char *command, const char *argv, MPI_Fint *maxprocs, MPI_Fint *info, MPI_Fint *root, '
+                         'MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *array_of_errcodes, MPI_Fint *ierror, size_t command_len, size_t argv_len',
+                         '''    int oom = 0;
+    char *cmd = fstr_in(command, command_len);
+    char **av = (const void *)argv == %(argv_null)s ? NULL : fshim_argv_in(argv, argv_len, argv_len, &oom);
+    if (!cmd || oom) {
+        free(cmd);
+        fshim_argv_free(av);
+        *ierror = FSHIM_ERR_NO_MEM;
+        return;
+    }
+    %(icdecl)s
+    int rc = PMPI_Comm_spawn(cmd, av, *maxprocs, f2c_Info(*info), *root, f2c_Comm(*comm), &ic,
+                             FSHIM_ERRCODES(array_of_errcodes));
+    if (rc == 0) *intercomm = %(icout)s;
+    free(cmd);
+    fshim_argv_free(av);
+    *ierror = rc;''' % d)
+            return
+        o.append('extern int PMPI_Comm_spawn_multiple(int, char **, char ***, const int *, void **, int, void *, void *, int *);')
+        self.exports(name, 'void', 'MPI_Fint *count, const char *array_of_commands, const char *array_of_argv, MPI_Fint *array_of_maxprocs, '
+                     'MPI_Fint *array_of_info, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *array_of_errcodes, '
+                     'MPI_Fint *ierror, size_t array_of_commands_len, size_t array_of_argv_len',
+                     '''    int n = *count, oom = 0, rank = -1, rc;
+    void *c = f2c_Comm(*comm);
+    %(icdecl)s
+    if (PMPI_Comm_rank(c, &rank) != 0 || rank != *root || n <= 0) {
+        /* not the root (or a count the C shim refuses): nothing of the arrays is read */
+        rc = PMPI_Comm_spawn_multiple(n > 0 ? n : 0, NULL, NULL, NULL, NULL, *root, c, &ic, FSHIM_ERRCODES(array_of_errcodes));
+        if (rc == 0) *intercomm = %(icout)s;
+        *ierror = rc;
+        return;
+    }
+    int argvs_null = (const void *)array_of_argv == %(argvs_null)s;
+    char **cmds = calloc((size_t)n, sizeof *cmds), ***argvs = calloc((size_t)n, sizeof *argvs);
+    void **infos = calloc((size_t)n, sizeof *infos);
+    if (!cmds || !argvs || !infos) oom = 1;
+    for (int i = 0; i < n && !oom; i++) {
+        if (!(cmds[i] = fstr_in(array_of_commands + (size_t)i * array_of_commands_len, array_of_commands_len))) oom = 1;
+        if (!argvs_null)
+            argvs[i] = fshim_argv_in(array_of_argv + (size_t)i * array_of_argv_len, (size_t)n * array_of_argv_len,
+                                     array_of_argv_len, &oom);%(infoconv)s
+    }
+    if (oom) {
+        rc = FSHIM_ERR_NO_MEM;
+    } else {
+        rc = PMPI_Comm_spawn_multiple(n, cmds, argvs_null ? NULL : argvs, array_of_maxprocs, %(infos)s, *root, c, &ic,
+                                      FSHIM_ERRCODES(array_of_errcodes));
+        if (rc == 0) *intercomm = %(icout)s;
+    }
+    for (int i = 0; cmds && i < n; i++) {
+        free(cmds[i]);
+        if (argvs) fshim_argv_free(argvs[i]);
+    }
+    free(cmds);
+    free(argvs);
+    free(infos);
+    *ierror = rc;''' % d)
+
+    def large_forms(self):
+        """The large-count forms MPI_X_c (MPI 4.0) that the C shim exports (MPICH 4.0's): mpif.h
+        and use mpi have none, but MPICH's use mpi_f08 has their _large procedures, whose
+        INTEGER(KIND=MPI_COUNT_KIND) counts and INTEGER(KIND=MPI_ADDRESS_KIND) displacements are
+        MPI_Count / MPI_Aint by reference; generated as the other entries, from the c_large
+        prototype with the int form's kinds (mkshim.Gen.large), not exported: mkshim_f08.py
+        calls them (pmpi_X_c_, hidden)."""
+        import mkshim
+        self.large = []
+        for p in sorted(self.api['procedures'], key=lambda p: p['name']):
+            if not p.get('c_large') or not p.get('c_params') or p['name'] not in self.fprocs:
+                continue
+            lp = mkshim.Gen.large(p)
+            if not lp or lp['name_c'] not in self.cexp:
+                continue
+            if lp['base'] in SPECIAL or lp['base'] in ATTR:
+                self.skipped.append((lp['name_c'], 'large-count form of a procedure translated by hand'))
+                continue
+            why = self.gen(lp, hidden=True)
+            if why:
+                self.skipped.append((lp['name_c'], why))
+            else:
+                self.large.append(lp['name_c'])
 
     def run(self):
         self.prologue()
@@ -929,6 +1093,7 @@ extern int PMPI_Grequest_start(void *, void *, void *, void *, void **);''')
                 self.skipped.append((name, why))
             else:
                 self.exported.append(name)
+        self.large_forms()
         self.attributes()
         self.removed()
         self.cptr()
@@ -1044,7 +1209,10 @@ def main():
             for why, ns in sorted(by.items(), key=lambda x: -len(x[1])):
                 f.write('  %4d  %s: %s\n' % (len(ns), why, ' '.join(ns)))
             f.write('exported:\n  %s\n' % ' '.join(g.exported))
-    print('mkshim_fortran: %d exported, %d not' % (len(g.exported), len(g.skipped)), file=sys.stderr)
+            if g.large:
+                f.write('large-count forms for use mpi_f08 (not exported):\n  %s\n' % ' '.join(g.large))
+    print('mkshim_fortran: %d exported, %d not, %d large-count forms' % (len(g.exported), len(g.skipped), len(g.large)),
+          file=sys.stderr)
 
 
 if __name__ == '__main__':

@@ -71,6 +71,24 @@ SHIM_EXPORT int kumi_shim_op_create_ctx(shim_ctx_op_fn *fn, void *ctx, int commu
 }
 ''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k'), 'nomem': self.nval('MPI_ERR_NO_MEM')})
             return None
+        if name == 'MPI_Op_create_c':
+            # the large-count user function (MPI 4.0): an MPI_Count count, Kumi's whole count at once
+            o.append('''typedef void (F_User_function_c)(void *, void *, MPI_Count *, F_Datatype *);
+static void shim_op_tramp_c(void *in, void *inout, MPI_Count len, N_Datatype dt, void *ctx)
+{
+    F_Datatype fdt = %(peekdt)s;
+    ((F_User_function_c *)ctx)(in, inout, &len, &fdt);
+}
+SHIM_EXPORT int PMPI_Op_create_c(F_User_function_c *user_fn, int commute, F_Op *op)
+{
+    N_Op k;
+    int rc = kumi_abi_op_create(shim_op_tramp_c, (void *)user_fn, commute, &k);
+    if (rc == 0) *op = %(outop)s;
+    return rc;
+}
+SHIM_EXPORT int MPI_Op_create_c(F_User_function_c *user_fn, int commute, F_Op *op) __attribute__((weak, alias("PMPI_Op_create_c")));
+''' % {'peekdt': self.hpeek('Datatype', 'dt'), 'outop': self.hout('Op', 'k')})
+            return None
         eh = {'MPI_Comm_create_errhandler': ('KUMI_ABI_ERRH_COMM', 'comm_errhandler_fn'),
               'MPI_Errhandler_create': ('KUMI_ABI_ERRH_COMM', 'function'),
               'MPI_Win_create_errhandler': ('KUMI_ABI_ERRH_WIN', 'win_errhandler_fn'),
@@ -272,7 +290,7 @@ SHIM_EXPORT int MPI_Get_version(int *version, int *subversion) __attribute__((we
 extern int kumi_abi_MPI_Buffer_attach(void *, int);
 extern int kumi_abi_MPI_Buffer_detach(void *, int *);
 static pthread_mutex_t shim_bsend_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { void *user, *mine; int size; } shim_bsend;   /* the process's attached buffer */
+static struct { void *user, *mine; MPI_Count size; } shim_bsend;   /* the process's attached buffer */
 SHIM_EXPORT int PMPI_Buffer_attach(void *buffer, int size)
 {
     if (size < 0 || %(no)d <= %(fo)d) return kumi_abi_MPI_Buffer_attach(buffer, size);
@@ -297,7 +315,7 @@ SHIM_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
     if (rc == 0) {
         if (b && b == shim_bsend.mine) {
             free(shim_bsend.mine);
-            b = shim_bsend.user; n = shim_bsend.size;
+            b = shim_bsend.user; n = shim_bsend.size > INT_MAX ? INT_MAX : (int)shim_bsend.size;
             shim_bsend.mine = shim_bsend.user = NULL; shim_bsend.size = 0;
         }
         *(void **)buffer_addr = b; *size = n;
@@ -310,6 +328,48 @@ SHIM_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((w
             return None
         if name == 'MPI_Buffer_detach':
             return None   # written with MPI_Buffer_attach
+        if name == 'MPI_Buffer_attach_c':
+            # the large-count forms (MPICH 4.0): the same, with MPI_Count sizes; a buffer attached by
+            # either form is detached by either (one attached buffer per process)
+            fo, no = self.fval('MPI_BSEND_OVERHEAD'), self.nval('MPI_BSEND_OVERHEAD')
+            o.append('''extern int kumi_abi_MPI_Buffer_attach_c(void *, MPI_Count);
+extern int kumi_abi_MPI_Buffer_detach_c(void *, MPI_Count *);
+SHIM_EXPORT int PMPI_Buffer_attach_c(void *buffer, MPI_Count size)
+{
+    if (size < 0 || %(no)d <= %(fo)d) return kumi_abi_MPI_Buffer_attach_c(buffer, size);
+    MPI_Count n = size + (size / %(fo)d + 1) * (%(no)d - %(fo)d);
+    void *mine = malloc((size_t)n);
+    if (!mine) return SHIM_ERR_NO_MEM;
+    pthread_mutex_lock(&shim_bsend_lock);
+    int rc = kumi_abi_MPI_Buffer_attach_c(mine, n);
+    if (rc == 0) { shim_bsend.user = buffer; shim_bsend.mine = mine; shim_bsend.size = size; }
+    pthread_mutex_unlock(&shim_bsend_lock);
+    if (rc != 0) free(mine);
+    return rc;
+}
+SHIM_EXPORT int MPI_Buffer_attach_c(void *buffer, MPI_Count size) __attribute__((weak, alias("PMPI_Buffer_attach_c")));
+SHIM_EXPORT int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)
+{
+    void *b = NULL;
+    MPI_Count n = 0;
+    pthread_mutex_lock(&shim_bsend_lock);
+    int rc = kumi_abi_MPI_Buffer_detach_c(buffer_addr ? (void *)&b : NULL, size ? &n : NULL);
+    if (rc == 0) {
+        if (b && b == shim_bsend.mine) {
+            free(shim_bsend.mine);
+            b = shim_bsend.user; n = shim_bsend.size;
+            shim_bsend.mine = shim_bsend.user = NULL; shim_bsend.size = 0;
+        }
+        *(void **)buffer_addr = b; *size = n;
+    }
+    pthread_mutex_unlock(&shim_bsend_lock);
+    return rc;
+}
+SHIM_EXPORT int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) __attribute__((weak, alias("PMPI_Buffer_detach_c")));
+''' % {'fo': fo, 'no': no})
+            return None
+        if name == 'MPI_Buffer_detach_c':
+            return None   # written with MPI_Buffer_attach_c
         attr = {'MPI_Comm_get_attr': 'F_Comm', 'MPI_Attr_get': 'F_Comm', 'MPI_Win_get_attr': 'F_Win'}
         if name in attr:
             # Predefined attributes: the value (an int, or MPI_WIN_BASE's address etc.) is Kumi's;
@@ -360,8 +420,9 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
     def spawn(self, name):
         """MPI_Comm_spawn(_multiple): the strings and argv arrays pass (MPI_ARGV_NULL, MPI_ARGVS_NULL
         and MPI_ERRCODES_IGNORE are 0 in every ABI here); root is a rank, the info handles and
-        the communicators are translated, and the error codes (maxprocs of them, their sum for
-        _multiple; significant at the root only, where maxprocs is) come back in this ABI."""
+        the communicators are translated, and the error codes come back in this ABI: Kumi
+        writes them into the program's array through the shim's kumi_abi_set_err_out (only
+        Kumi knows their number at every process: maxprocs is significant at the root only)."""
         for n in ('MPI_ARGV_NULL', 'MPI_ARGVS_NULL', 'MPI_ERRCODES_IGNORE'):
             if self.fval(n) != 0 or self.nval(n) != 0:
                 return '%s is not 0 in both ABIs' % n
@@ -373,16 +434,10 @@ SHIM_EXPORT int %(n)s(%(ft)s obj, int keyval, void *attribute_val, int *flag) __
 SHIM_EXPORT int PMPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
                                 F_Comm *intercomm, int *array_of_errcodes)
 {
-    int n = array_of_errcodes && maxprocs > 0 ? maxprocs : 0;
-    SCRATCH(int, err_k, n);
-    if (n && !err_k) return SHIM_ERR_NO_MEM;
-    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
     N_Comm ic_k;
     int rc = kumi_abi_MPI_Comm_spawn(command, argv, maxprocs, %(hinfo)s, dom_rank_in(root), %(hcomm)s, &ic_k,
-                                     array_of_errcodes ? err_k : NULL);
+                                     array_of_errcodes);   /* codes in this ABI (Kumi's err_out) */
     if (rc == 0) *intercomm = %(oic)s;
-    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
-    SCRATCH_FREE(err_k);
     return rc;
 }
 SHIM_EXPORT int MPI_Comm_spawn(const char *command, char **argv, int maxprocs, F_Info info, int root, F_Comm comm,
@@ -394,26 +449,16 @@ SHIM_EXPORT int PMPI_Comm_spawn_multiple(int count, char **array_of_commands, ch
                                          const int *array_of_maxprocs, const F_Info *array_of_info, int root, F_Comm comm,
                                          F_Comm *intercomm, int *array_of_errcodes)
 {
-    int c = count > 0 && array_of_info ? count : 0, n = 0;
-    for (int i = 0; array_of_errcodes && array_of_maxprocs && i < count; i++)
-        if (array_of_maxprocs[i] > 0) n += array_of_maxprocs[i];
+    int c = count > 0 && array_of_info ? count : 0;
     SCRATCH(N_Info, info_k, c);
-    SCRATCH(int, err_k, n);
-    if ((c && !info_k) || (n && !err_k)) {
-        if (info_k) SCRATCH_FREE(info_k);
-        if (err_k) SCRATCH_FREE(err_k);
-        return SHIM_ERR_NO_MEM;
-    }
+    if (c && !info_k) return SHIM_ERR_NO_MEM;
     for (int i = 0; i < c; i++) info_k[i] = %(hinfoi)s;
-    for (int i = 0; i < n; i++) err_k[i] = SHIM_POISON;   /* written back where Kumi wrote */
     N_Comm ic_k;
     int rc = kumi_abi_MPI_Comm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs,
                                               array_of_info ? info_k : NULL, dom_rank_in(root), %(hcomm)s, &ic_k,
-                                              array_of_errcodes ? err_k : NULL);
+                                              array_of_errcodes);   /* codes in this ABI (Kumi's err_out) */
     if (rc == 0) *intercomm = %(oic)s;
-    for (int i = 0; i < n; i++) if (err_k[i] != SHIM_POISON) array_of_errcodes[i] = err_out(err_k[i]);
     SCRATCH_FREE(info_k);
-    SCRATCH_FREE(err_k);
     return rc;
 }
 SHIM_EXPORT int MPI_Comm_spawn_multiple(int count, char **array_of_commands, char ***array_of_argv,

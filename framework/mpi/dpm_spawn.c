@@ -180,6 +180,16 @@ done:
     free(vals);
 }
 
+/* The error codes of the children, as the caller's ABI numbers them: a
+ * foreign ABI's shim (components/abi) passes its program's array here and has
+ * Kumi write its codes (kumi_abi_set_err_out), since only Kumi knows at every
+ * process how many there are (maxprocs is significant at the root only). */
+static void errcodes_out(int errcodes[], int n)
+{
+    if (kumi_err_out_hook)
+        for (int i = 0; i < n; i++) errcodes[i] = KUMI_ERR_OUT(errcodes[i]);
+}
+
 static int spawn(const char *fn, int count, char *commands[], char **argvs[], const int maxprocs[],
                  const MPI_Info infos[], int root, struct kumi_comm *comm, MPI_Comm *intercomm, int errcodes[])
 {
@@ -208,9 +218,12 @@ static int spawn(const char *fn, int count, char *commands[], char **argvs[], co
         brc = comm->coll.bcast(buf, out.total, MPI_INT, root, (MPI_Comm)comm);
         if (brc) out.cls = cls_of(brc);
         if (errcodes && buf != errcodes) memcpy(errcodes, buf, (size_t)out.total * sizeof *errcodes);
+        if (errcodes && !out.cls) errcodes_out(errcodes, out.total);
     }
-    if (errcodes && out.cls)
+    if (errcodes && out.cls) {
         for (int i = 0; i < out.total; i++) errcodes[i] = MPI_ERR_SPAWN;
+        errcodes_out(errcodes, out.total);
+    }
     free(errs);
     if (out.cls) {
         if (port[0]) kumi_dpm_close_port(port);
@@ -230,8 +243,10 @@ static int spawn(const char *fn, int count, char *commands[], char **argvs[], co
     if (port[0]) kumi_dpm_close_port(port);
     if (rc) {
         char why[MPI_MAX_ERROR_STRING];
-        if (errcodes)
+        if (errcodes) {
             for (int i = 0; i < out.total; i++) errcodes[i] = MPI_ERR_SPAWN;
+            errcodes_out(errcodes, out.total);
+        }
         return kumi_error(MPI_ERR_SPAWN, "%s: the children did not connect to their parents: %s", fn, msg_of(rc, why));
     }
     return MPI_SUCCESS;

@@ -65,6 +65,7 @@ static const char *const runtime_vars[] = {
     "KUMI_RPIM", "KUMI_COMPONENT_PATH", "KUMI_VERBOSE", "KUMI_CC", "KUMI_CXX", "KUMI_FC",
     "KUMI_INFO", /* exported by tests/run-tests.sh to every test */
     "KUMI_ABI", "KUMI_ABI_DIR", /* the ABI mpiexec chose (or is told), where the shims are */
+    "KUMI_ABIMIX_VERBOSE",      /* libkumi_abimix.so (components/abi/gotswap/abimix.c) */
     "KUMI_SPAWNED", "KUMI_PARENT_JOBID", "KUMI_APPNUM", /* children of a spawn (kumi/rpim.h) */
     "KUMI_DPM_PARENT_PORT",     /* the port a spawned job connects to (MPI_Comm_spawn's glue) */
     NULL

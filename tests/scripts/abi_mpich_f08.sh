@@ -5,6 +5,7 @@
 # over libmpich.so.12: the checks of tests/scripts/abi_f08_common.inc.  MPICH's choice buffers
 # are TYPE(*), DIMENSION(..) (gfortran's array descriptors): a contiguous one passes, a
 # non-contiguous section is refused with MPI_ERR_BUFFER (RUNARG=refuse: checked).
+# tests/abi/mpich_large_f08.f90: the large-count forms (_large, INTEGER(KIND=MPI_COUNT_KIND) counts).
 set -u
 abi=mpich
 FC=${MPICHFC:-mpif90.mpich} FCPKGS="mpich, libmpich-dev"
@@ -16,4 +17,7 @@ RUNARG=refuse
 OLIB=/usr/lib/x86_64-linux-gnu/libmpichfort.so.12
 MODDIR=/usr/include/x86_64-linux-gnu/mpich
 COVERAGE=$L/mpich-fortran/mpich-f08-coverage.txt
+NEEDF08='call MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, s)' NEEDSYM=mpi_session_init_f08_   # no sessions yet
+# the large-count forms (mpi_<name>_f08(ts)_large: INTEGER(KIND=MPI_COUNT_KIND) counts), MPICH's only
+EXTRA_F08="large:$top_srcdir/tests/abi/mpich_large_f08.f90:mpich_large_f08"
 . "$top_srcdir/tests/scripts/abi_f08_common.inc"

@@ -11,13 +11,15 @@
 # fortran_jacobi.f90 (Cartesian topology; the same result at every size), misc3_buffers.f90,
 # fortran_attr.f90 (MPI_TAG_UB, keyvals with Fortran copy / delete procedures, MPI_COMM_DUP_FN)
 # fortran_errh.f90 and fortran_removed.f (MPI-1's MPI_ADDRESS, MPI_TYPE_STRUCT with MPI_LB /
-# MPI_UB, MPI_TYPE_EXTENT, MPI_KEYVAL_CREATE, MPI_ERRHANDLER_SET, ...); that a program needing
-# a procedure the shim lacks stops at load; tests/abi/ompi_fortran_mixed.f90 with its C part
+# MPI_UB, MPI_TYPE_EXTENT, MPI_KEYVAL_CREATE, MPI_ERRHANDLER_SET, ...) (every procedure of Open
+# MPI's library is provided: no program stops at load); tests/abi/ompi_fortran_mixed.f90 with its C part
 # (handles passed between C and Fortran: MPI_X_c2f / f2c agree with mpif.h); and that
 # data/abi/ompi-fortran.json is what the probe derives (tests/scripts/abi_fortran_common.inc);
 # tests/abi/ompi_fortran_sizeof.f90: MPI_SIZEOF on every type (which makes the program need
 # libmpi_usempif08.so.40: this build's, over the Fortran shim) and the TYPE(C_PTR) forms
 # (MPI_ALLOC_MEM_CPTR, MPI_WIN_ALLOCATE(_SHARED)_CPTR, MPI_WIN_SHARED_QUERY_CPTR).
+# MPI_COMM_SPAWN / _MULTIPLE at 1 and 2 ranks (Kumi's fortran_spawn.f90 and tests/abi/abi_spawn.f90:
+# string arrays, the sentinels mpi_fortran_argv(s)_null_ and mpi_fortran_errcodes_ignore_).
 # (`use mpi_f08` programs: abi_ompi_f08.sh.)
 # Without the shims (mpiexec --abi standard: Open MPI's own libraries) the Kumi check fails.
 set -u

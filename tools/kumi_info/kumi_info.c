@@ -195,6 +195,25 @@ static void print_abis(void)
                      sub, d->main_lib);
         label("ABI", buf);
     }
+    /* processes of both foreign ABIs: both shims and the GOT swap agent (mpiexec sets them up) */
+    char agent[4200], o[4200], m[4200], buf[8400];
+    snprintf(agent, sizeof agent, "%s/%s", dir, MX_ABI_MIX_AGENT);
+    snprintf(o, sizeof o, "%s/ompi/libmpi.so.40", dir);
+    snprintf(m, sizeof m, "%s/mpich/libmpich.so.12", dir);
+    int have = access(agent, F_OK) == 0, both = have && access(o, F_OK) == 0 && access(m, F_OK) == 0;
+    if (parsable) {
+        kv("abi:ompi+mpich", "status", both ? "available" : "not built");
+        kv("abi:ompi+mpich", "description", "Open MPI 4.x and MPICH 4.x in one process (GOT swap)");
+        kv("abi:ompi+mpich", "path", agent);
+        return;
+    }
+    if (both)
+        snprintf(buf, sizeof buf, "ompi+mpich (Open MPI and MPICH in one process: both shims, %s) at %s",
+                 MX_ABI_MIX_AGENT, dir);
+    else
+        snprintf(buf, sizeof buf, "ompi+mpich (Open MPI and MPICH in one process): not built (%s missing)",
+                 have ? "a shim" : agent);
+    label("ABI", buf);
 }
 
 static void print_entry(const struct kumi_comp_entry *e)

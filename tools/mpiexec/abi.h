@@ -18,6 +18,7 @@
 #define KUMI_MPIEXEC_ABI_H
 
 #include <stdlib.h>
+#include <string.h>
 
 #ifndef KUMI_PKGLIBDIR
 #define KUMI_PKGLIBDIR "/usr/local/lib/kumi"
@@ -53,6 +54,13 @@ static inline const struct mx_abi_desc *mx_abi_desc(enum mx_abi a)
     for (int i = 0; i < MX_NABIS; i++)
         if (mx_abis[i].abi == a) return &mx_abis[i];
     return NULL;
+}
+
+/* --abi / KUMI_ABI naming a process of both foreign ABIs (shims of both, the GOT swap agent) */
+#define MX_ABI_MIX_AGENT "libkumi_abimix.so"
+static inline int mx_abi_is_mix(const char *s)
+{
+    return s && (!strcmp(s, "ompi+mpich") || !strcmp(s, "mpich+ompi"));
 }
 
 /* <pkglibdir>/abi, or $KUMI_ABI_DIR */

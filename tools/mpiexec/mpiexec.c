@@ -152,6 +152,7 @@ static int name_is(const char *entry, const char *name)
 
 static struct {
     enum mx_abi abi;
+    int mixed;               /* both foreign ABIs: both shim folders, the agent preloaded */
     char dir[PATH_MAX];      /* to put first in LD_LIBRARY_PATH, or "" */
     char preload[4 * PATH_MAX];   /* to put first in LD_PRELOAD, or "" */
 } abi_choice;
@@ -188,6 +189,34 @@ static const char *ranks_ld_path(void)
     return getenv("LD_LIBRARY_PATH");
 }
 
+/* A process of both foreign ABIs (a program built against one linked with, or loading, a
+ * library built against the other): both shim folders on LD_LIBRARY_PATH and the GOT swap
+ * agent <abi dir>/libkumi_abimix.so preloaded (components/abi/gotswap/abimix.c: each object
+ * reaches its own ABI's shim).  0, or -1 with *missing naming what this Kumi lacks. */
+static int choose_mixed(char *missing, size_t len)
+{
+    const char *dir = mx_abi_dir();
+    const struct mx_abi_desc *o = mx_abi_desc(MX_ABI_OMPI), *m = mx_abi_desc(MX_ABI_MPICH);
+    char p[3][PATH_MAX + 64];
+    snprintf(p[0], sizeof p[0], "%s/%s/%s", dir, o->name, o->main_lib);
+    snprintf(p[1], sizeof p[1], "%s/%s/%s", dir, m->name, m->main_lib);
+    snprintf(p[2], sizeof p[2], "%s/%s", dir, MX_ABI_MIX_AGENT);
+    for (int i = 0; i < 3; i++)
+        if (access(p[i], F_OK) != 0) {
+            size_t l = strlen(p[i]);
+            if (l >= len) l = len - 1;
+            memcpy(missing, p[i], l);
+            missing[l] = 0;
+            return -1;
+        }
+    abi_choice.abi = MX_ABI_OMPI;
+    abi_choice.mixed = 1;
+    snprintf(abi_choice.dir, sizeof abi_choice.dir, "%s/%s:%s/%s", dir, o->name, dir, m->name);
+    snprintf(abi_choice.preload, sizeof abi_choice.preload, "%s", p[2]);
+    if (job.verbose) mx_msg("%s: ABIs ompi and mpich, preloading %s", mx_opt.argv[0], p[2]);
+    return 0;
+}
+
 /* Decide abi_choice for prog; exits 1 with a message when it cannot run. */
 static void choose_abi(const char *prog)
 {
@@ -195,13 +224,19 @@ static void choose_abi(const char *prog)
     const char *how = mx_opt.abi ? "--abi" : "KUMI_ABI";
     const char *want = mx_opt.abi ? mx_opt.abi : getenv("KUMI_ABI");
     if (want && !*want) want = NULL;
-    if (want && strcmp(want, "auto") && !mx_abi_by_name(want)) {
-        mx_msg("KUMI_ABI: expected ompi, mpich, standard or auto, not '%s'", want);
+    if (want && strcmp(want, "auto") && !mx_abi_by_name(want) && !mx_abi_is_mix(want)) {
+        mx_msg("KUMI_ABI: expected ompi, mpich, ompi+mpich, standard or auto, not '%s'", want);
         exit(1);
     }
     struct mx_abi_result r;
     memset(&r, 0, sizeof r);
-    char provided[1024];
+    char provided[1024], missing[PATH_MAX + 64];
+    if (mx_abi_is_mix(want)) {
+        if (choose_mixed(missing, sizeof missing) == 0) return;
+        mx_msg("%s %s: this Kumi has no %s (%s missing)", how, want,
+               strstr(missing, MX_ABI_MIX_AGENT) ? "GOT swap agent" : "shim of both ABIs", missing);
+        exit(1);
+    }
     if (want && strcmp(want, "auto")) {
         r.abi = mx_abi_by_name(want)->abi;
         r.libmask = 1;                     /* its main library */
@@ -216,10 +251,12 @@ static void choose_abi(const char *prog)
         if (r.abi == MX_ABI_UNSUPPORTED) {
             abis_provided(provided, sizeof provided);
             if (r.mixed) {
+                if (choose_mixed(missing, sizeof missing) == 0) return;
                 char by2[PATH_MAX + 32];
                 snprintf(by2, sizeof by2, "%s", which_of(r.other_by));
-                mx_msg("%s needs both Open MPI's %s%s and MPICH's %s%s; Kumi runs a process through one ABI "
-                       "(ABIs provided: %s)", shown, r.lib, which_of(r.by), r.other, by2, provided);
+                mx_msg("%s needs both Open MPI's %s%s and MPICH's %s%s; Kumi runs such a process through both "
+                       "shims and its GOT swap agent, but %s is missing (ABIs provided: %s)", shown, r.lib,
+                       which_of(r.by), r.other, by2, missing, provided);
             } else {
                 char where[PATH_MAX + 32] = "";
                 if (r.where[0]) snprintf(where, sizeof where, ", found at %s, is not Kumi's", r.where);
@@ -333,7 +370,7 @@ static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const 
     snprintf(b, sizeof b, "%s=%d", KUMI_ENV_UNIVERSE, mx_universe_size());
     env[k++] = mx_xstrdup(b);
     if (abi_choice.abi != MX_ABI_NONE) {
-        snprintf(b, sizeof b, "KUMI_ABI=%s", mx_abi_desc(abi_choice.abi)->name);
+        snprintf(b, sizeof b, "KUMI_ABI=%s", abi_choice.mixed ? "ompi+mpich" : mx_abi_desc(abi_choice.abi)->name);
         env[k++] = mx_xstrdup(b);
     }
     /* the shim folder first in LD_LIBRARY_PATH, the shims to preload first

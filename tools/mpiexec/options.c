@@ -59,7 +59,10 @@ static void usage(FILE *f)
         "                       own) or auto (default; also environment KUMI_ABI): auto\n"
         "                       reads the program's DT_NEEDED (libmpi.so.40: ompi,\n"
         "                       libmpich.so.12 or libmpi.so.12: mpich) and runs it on\n"
-        "                       Kumi through that ABI's shim; give it for interpreters\n"
+        "                       Kumi through that ABI's shim (a program that needs\n"
+        "                       both: both shims and the GOT swap agent\n"
+        "                       libkumi_abimix.so; ompi+mpich says so for plug-ins\n"
+        "                       loaded later); give it for interpreters\n"
         "                       (python3 with mpi4py) and scripts\n"
         "Hosts (several hosts: one proxy per host, started over ssh by default):\n"
         "  -host, -H H1,H2:N    run on these hosts (N slots; 1 when not given)\n"
@@ -339,8 +342,8 @@ void mx_parse_args(int argc, char **argv)
             mx_opt.report_bindings = 1;
         } else if (is_opt(a, "--abi") || is_opt(a, "-abi")) {
             mx_opt.abi = optval(argc, argv, &i);
-            if (strcmp(mx_opt.abi, "auto") && !mx_abi_by_name(mx_opt.abi))
-                mx_die_usage("--abi: expected ompi, mpich, standard or auto, not '%s'", mx_opt.abi);
+            if (strcmp(mx_opt.abi, "auto") && !mx_abi_by_name(mx_opt.abi) && !mx_abi_is_mix(mx_opt.abi))
+                mx_die_usage("--abi: expected ompi, mpich, ompi+mpich, standard or auto, not '%s'", mx_opt.abi);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             exit(0);

@@ -990,9 +990,34 @@ static void *gs_open_as(const void *caller, const struct gs_opener *given, const
 
 static void gs_ns_note(void *h);
 
+static void (*gs_load_hook)(void *);
+static void *gs_load_hook_arg;
+
+GS_API int kumi_got_set_load_hook(void (*fn)(void *arg), void *arg)
+{
+    gs_msg[0] = 0;
+    pthread_once(&gs_lmid_once, gs_init_lmid);
+    pthread_mutex_lock(&gs_lock);
+    int rc = 0;
+    if (!gs_hooked) {   /* the dlopen hook, as the first rule installs it */
+        rc = gs_rule_put(NULL, "dlopen", (void *)kumi_got_dlopen, 1);
+        if (rc == 0) rc = gs_rule_put(NULL, "dlmopen", (void *)kumi_got_dlmopen, 1);
+        if (rc == 0) gs_hooked = 1;
+        if (rc == 0) rc = gs_rules_scan();
+    }
+    if (rc >= 0) {
+        __atomic_store_n(&gs_load_hook_arg, arg, __ATOMIC_RELAXED);
+        __atomic_store_n(&gs_load_hook, fn, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&gs_lock);
+    return rc < 0 ? rc : 0;
+}
+
 static void gs_after_load(void)
 {
     int saved = errno;
+    void (*hook)(void *) = __atomic_load_n(&gs_load_hook, __ATOMIC_ACQUIRE);
+    if (hook) hook(__atomic_load_n(&gs_load_hook_arg, __ATOMIC_RELAXED));   /* without the lock: it may add rules */
     kumi_got_rules_apply();
     errno = saved;
 }

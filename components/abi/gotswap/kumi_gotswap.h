@@ -88,6 +88,12 @@ void kumi_got_rules_clear(void);
  * taken from dlsym).  Returns the slots rewritten or a negative code. */
 int kumi_got_rules_apply(void);
 
+/* fn(arg) is called after each object loaded through the hook (dlopen, dlmopen), before the
+ * rules are applied to it, without gotswap's lock held (it may add rules: libkumi_abimix.so
+ * classifies each new object and adds rules for it); installs the hook if no rule did yet.
+ * NULL removes it.  Returns 0 or a negative KUMI_GOT_* code. */
+int kumi_got_set_load_hook(void (*fn)(void *arg), void *arg);
+
 /* The hooks: dlopen / dlmopen as the calling object would have done them,
  * followed by kumi_got_rules_apply(). */
 void *kumi_got_dlopen(const char *file, int mode);

@@ -1,0 +1,36 @@
+/* mix_lib: a library built with mpicc.mpich (MPICH's ABI), linked into, or loaded by, a program
+ * built with mpicc.openmpi (tests/abi/mix_main.c): under Kumi's mpiexec both shims are in the
+ * process and libkumi_abimix.so makes this library's calls reach libmpich.so.12's shim (with
+ * Open MPI's, MPICH's integer handles would be taken for pointers).  tests/scripts/abi_mix.sh. */
+#include <mpi.h>
+#include <string.h>
+
+/* the sum of v over MPI_COMM_WORLD, through MPICH's handles; -1 on a failed call */
+int mixlib_sum(int v)
+{
+    int r = -1;
+    if (MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+    return r;
+}
+
+/* 0 when MPICH's ABI works here: a communicator of its own has MPICH's kind bits, a ring
+ * exchange fills MPICH's 20-byte status, Kumi answers MPI_Get_library_version; else the step
+ * that failed (1..5) */
+int mixlib_check(void)
+{
+    int rank, size;
+    MPI_Comm d;
+    if (MPI_Comm_rank(MPI_COMM_WORLD, &rank) || MPI_Comm_size(MPI_COMM_WORLD, &size)) return 1;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &d) != MPI_SUCCESS) return 2;
+    if ((((unsigned)d >> 26) & 0xf) != (((unsigned)MPI_COMM_WORLD >> 26) & 0xf)) return 3;
+    int out = rank * 7, in = -1;
+    MPI_Status st;
+    if (MPI_Sendrecv(&out, 1, MPI_INT, (rank + 1) % size, 3, &in, 1, MPI_INT, (rank + size - 1) % size, 3, d, &st) ||
+        st.MPI_SOURCE != (rank + size - 1) % size || st.MPI_TAG != 3 || in != ((rank + size - 1) % size) * 7)
+        return 4;
+    MPI_Comm_free(&d);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len;
+    if (MPI_Get_library_version(lib, &len) || !strstr(lib, "Kumi")) return 5;
+    return 0;
+}
