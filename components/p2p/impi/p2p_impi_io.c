@@ -135,12 +135,12 @@ static int lsend_take(int peer, uint64_t srqid)
 /* ------------------------------------------------------------ sending */
 int p2p_impi_send(int peer, struct kumi_sendop *op)
 {
-    struct p2p_impi_host *h = p2p_impi_host_of(peer);
+    struct p2p_impi_host *m = p2p_impi_host_of(peer), *h = &p2p_impi_chan;
     const struct kumi_hdr *kh = &op->hdr;
-    if (!h || h->fd < 0 || h->client == p2p_impi_myclient)
+    if (!m || h->fd < 0 || m->client == p2p_impi_myclient)
         return kumi_error(MPI_ERR_OTHER, "p2p/impi: no connection to rank %d", peer);
     if (h->fini_sent)
-        return kumi_error(MPI_ERR_OTHER, "p2p/impi: a message to rank %d after FINI", peer);
+        return kumi_error(MPI_ERR_OTHER, "p2p/impi: a message to rank %d after this rank's FINI", peer);
     size_t maxlen = (size_t)p2p_impi_job.pk_maxlen;
     struct p2p_impi_opkt *o = NULL;
     switch (kh->kind) {
@@ -325,8 +325,8 @@ static void got_header(struct p2p_impi_host *h, const struct kumi_impi_packet *p
         return;
     }
     int peer = kumi_impi_job_find_proc(&p2p_impi_job, pk->src_host, pk->src_pid);
-    if (peer < h->first || peer >= h->first + h->nprocs)
-        protocol_error(h, "a %s packet from proc (pid %lld) that is not one of its procs",
+    if (peer < 0 || p2p_impi_hosts[kumi_impi_job_proc_host(&p2p_impi_job, peer)].client == p2p_impi_myclient)
+        protocol_error(h, "a %s packet from proc (pid %lld) that is no proc of another client",
                        kumi_impi_packet_type_name(pk->type), (long long)pk->src_pid);
     if (kumi_impi_job_find_proc(&p2p_impi_job, pk->dest_host, pk->dest_pid) != p2p_impi_me)
         protocol_error(h, "a %s packet for another proc (pid %lld)", kumi_impi_packet_type_name(pk->type),
