@@ -48,8 +48,9 @@
  * then stops its ranks with a message.  When every rank exited 0 mpiexec
  * sends FINI; on failure it closes the connection without FINI (the server
  * then ends the others).  Packet sizes and flow control come from the
- * parameters p2p_impi_datalen, _ackmark, _hiwater (--param or environment),
- * read here because mpiexec announces them.
+ * parameters p2p_impi_datalen, _ackmark, _hiwater, _tagub (--param or
+ * environment), read here because mpiexec announces them; the relay's
+ * p2p_impi_relay_spin, _dance_timeout and _fini_timeout too.
  * Limits: the ranks run on this host (no -host / --hostfile). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -101,6 +102,7 @@ static int nranks, myhost = -1, relay_on;
 static int all_fini;                 /* every rank sent FINI (or ended): FINIs to the hosts went */
 static double fini_deadline, fini_timeout = 60.0, dance_timeout = 60.0;
 static unsigned long long relayed_out, relayed_in, dropped;
+static double last_relay, relay_spin = 0;          /* p2p_impi_relay_spin: seconds */
 
 /* A parameter's value: --param (KUMI_NAME=...) first, then the environment. */
 static const char *param_text(const char *envname)
@@ -313,6 +315,7 @@ int mx_impi_startup(int np)
                                         KUMI_IMPI_MAX_TAG_UB);
     dance_timeout = param_double("KUMI_P2P_IMPI_DANCE_TIMEOUT", 60.0);
     fini_timeout = param_double("KUMI_P2P_IMPI_FINI_TIMEOUT", 60.0);
+    relay_spin = param_text("KUMI_P2P_IMPI_RELAY_SPIN") ? param_double("KUMI_P2P_IMPI_RELAY_SPIN", 0) : 0;
     if (hiwater < ackmark) {
         mx_msg("p2p_impi_hiwater %u is below p2p_impi_ackmark %u; using %u", hiwater, ackmark, ackmark);
         hiwater = ackmark;
@@ -613,6 +616,7 @@ static void route(struct chan *c, const struct kumi_impi_packet *pk, const uint8
         }
         ob_put(&t->out, p, n);
         relayed_in++;
+        last_relay = mx_now();
         chan_flush(t);
         return;
     }
@@ -632,6 +636,7 @@ static void route(struct chan *c, const struct kumi_impi_packet *pk, const uint8
     }
     ob_put(&hosts[h].out, p, n);
     relayed_out++;
+    last_relay = mx_now();
     chan_flush(&hosts[h]);
 }
 
@@ -776,6 +781,11 @@ void mx_impi_busy(int *running, double now, double *next)
     }
     (*running)++;
     if (fini_deadline < *next) *next = fini_deadline;
+}
+
+int mx_impi_spinning(double now)
+{
+    return relay_on && relay_spin > 0 && now - last_relay < relay_spin;
 }
 
 /* The server's connection is readable: it sends nothing after DONE, so this

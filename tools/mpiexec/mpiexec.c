@@ -753,6 +753,7 @@ static int run_loop(int sigfd, double t_start)
             double d = (next - now) * 1000.0;
             tmo = d <= 0 ? 0 : (d > 60000 ? 60000 : (int)d + 1);
         }
+        if (tmo != 0 && mx_impi_spinning(now)) tmo = 0;   /* the IMPI relay polls a while after traffic */
         int nr = poll(pfd, (nfds_t)np, tmo);
         if (nr < 0) {
             if (errno == EINTR) continue;

@@ -335,6 +335,7 @@ size_t mx_impi_maxfds(void);                       /* the host agent's relay (af
 size_t mx_impi_pollset(struct pollfd *p, int *tags);
 void mx_impi_relay_event(int tag, short revents);
 void mx_impi_busy(int *running, double now, double *next);
+int mx_impi_spinning(double now);                  /* 1: poll without sleeping (recent relay traffic) */
 void mx_impi_end(int code);
 int mx_stopping(void);
 void mx_rank_exited(int r, int status);

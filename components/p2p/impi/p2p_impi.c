@@ -52,7 +52,9 @@ size_t p2p_impi_stat_pk_out, p2p_impi_stat_pk_in, p2p_impi_stat_acks_out, p2p_im
 bool p2p_impi_finalizing;
 
 static bool in_progress;
-static double fini_timeout;
+static double fini_timeout, dance_timeout;      /* dance_timeout: mpiexec's (documented here) */
+static long long param_tagub;                   /* mpiexec's (documented here) */
+static double relay_spin;                       /* mpiexec's (documented here) */
 static int ext32_copy;
 static size_t param_datalen, param_ackmark, param_hiwater;
 
@@ -70,9 +72,18 @@ static void p2p_impi_register(void)
                              "IMPI: unacknowledged packets a proc may have sent to another (H_HIWATER; the "
                              "job uses the minimum over the hosts).  Read by mpiexec --impi-client",
                              KUMI_LEVEL_TUNER, &param_hiwater);
+    kumi_param_register_int("p2p", "impi", "tagub", 2147483647,
+                            "IMPI: the largest tag this client announces (C_TAGUB, 32767 .. 2^31-1; the job's "
+                            "MPI_TAG_UB is the minimum over the clients).  Read by mpiexec --impi-client",
+                            KUMI_LEVEL_TUNER, &param_tagub);
     kumi_param_register_double("p2p", "impi", "dance_timeout", 60.0,
                                "IMPI: seconds mpiexec (the IMPI host's agent) waits for the connections to the "
-                               "other clients' hosts.  Read by mpiexec --impi-client", KUMI_LEVEL_USER, NULL);
+                               "other clients' hosts.  Read by mpiexec --impi-client", KUMI_LEVEL_USER, &dance_timeout);
+    kumi_param_register_double("p2p", "impi", "relay_spin", 0.0,
+                               "IMPI: seconds mpiexec (the IMPI host's agent, which relays every packet between "
+                               "its ranks and the other hosts) keeps polling without sleeping after it relayed a "
+                               "packet: less latency on a machine with a core to spare, 0 = sleep at once.  Read "
+                               "by mpiexec --impi-client", KUMI_LEVEL_TUNER, &relay_spin);
     kumi_param_register_double("p2p", "impi", "fini_timeout", 60.0,
                                "IMPI: seconds MPI_Finalize waits for its packets to reach this host's agent, and "
                                "the agent (mpiexec) for the FINI of every other host",
