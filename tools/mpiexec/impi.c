@@ -67,6 +67,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -103,6 +105,8 @@ static int all_fini;                 /* every rank sent FINI (or ended): FINIs t
 static double fini_deadline, fini_timeout = 60.0, dance_timeout = 60.0;
 static unsigned long long relayed_out, relayed_in, dropped;
 static double last_relay, relay_spin = 0;          /* p2p_impi_relay_spin: seconds */
+static pthread_mutex_t *locks;       /* per host: held while a whole packet is written (shared with the ranks) */
+static int lockfd = -1;
 
 /* A parameter's value: --param (KUMI_NAME=...) first, then the environment. */
 static const char *param_text(const char *envname)
@@ -453,6 +457,39 @@ int mx_impi_startup(int np)
     close(lfd);                                      /* sheet §2: closed after the dance */
     lfd = -1;
     relay_on = 1;
+    /* the ranks write their packets to the host connections themselves (one
+     * relay hop less), a whole packet under the host's lock; mpiexec relays
+     * what comes in */
+    char hostsenv[4096];
+    size_t hl = 0;
+    size_t lsz = (size_t)job.nhosts * sizeof(pthread_mutex_t);
+    lockfd = memfd_create("kumi-impi-locks", 0);
+    if (lockfd >= 0 && ftruncate(lockfd, (off_t)lsz) == 0)
+        locks = mmap(NULL, lsz, PROT_READ | PROT_WRITE, MAP_SHARED, lockfd, 0);
+    if (!locks || locks == MAP_FAILED) {
+        mx_msg("IMPI: cannot make the host's locks: %s", strerror(errno));
+        locks = NULL;
+        kumi_impi_client_close(&cl);
+        return -1;
+    }
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    for (int h = 0; h < job.nhosts; h++) pthread_mutex_init(&locks[h], &ma);
+    pthread_mutexattr_destroy(&ma);
+    hl += (size_t)snprintf(hostsenv + hl, sizeof hostsenv - hl, "%d:", lockfd);
+    for (int h = 0; h < job.nhosts && hl + 32 < sizeof hostsenv; h++)
+        if (hosts[h].fd >= 0) {
+            fcntl(hosts[h].fd, F_SETFD, 0);          /* inherited by the ranks (until they started) */
+            hl += (size_t)snprintf(hostsenv + hl, sizeof hostsenv - hl, "%s%d=%d",
+                                   hostsenv[hl - 1] == ':' ? "" : ",", h, hosts[h].fd);
+        }
+    if (hl + 32 >= sizeof hostsenv) {
+        mx_msg("IMPI: %d hosts are too many here", job.nhosts);
+        kumi_impi_client_close(&cl);
+        return -1;
+    }
     int first = job.first_proc_of_client[mx_opt.impi_client];
     if (getenv("KUMI_VERBOSE") && atoi(getenv("KUMI_VERBOSE")) > 0)
         mx_msg("IMPI client %d of %d (server %s): IMPI host %d of %d holding ranks %d-%d of %d, packets of %d "
@@ -461,6 +498,7 @@ int mx_impi_startup(int np)
     add_env("%s=%d:%d", KUMI_ENV_IMPI_WORLD, first, job.nprocs);
     add_env("%s=%s", KUMI_ENV_IMPI_JOB, jobfile);
     add_env("%s=%s", KUMI_ENV_IMPI_FDS, fds);
+    add_env("%s=%s", KUMI_ENV_IMPI_HOSTS, hostsenv);
     return 0;
 fail:
     mx_msg("IMPI client %d, server %s, %s: %s", mx_opt.impi_client, mx_opt.impi_server, step, cl.err);
@@ -483,6 +521,10 @@ void mx_impi_started(void)
 {
     for (int i = 0; i < nl; i++) close(rfds[i]);
     nl = 0;
+    for (int h = 0; hosts && h < job.nhosts; h++)
+        if (hosts[h].fd >= 0) fcntl(hosts[h].fd, F_SETFD, FD_CLOEXEC);
+    if (lockfd >= 0) close(lockfd);
+    lockfd = -1;
 }
 
 int mx_impi_fd(void)
@@ -533,15 +575,34 @@ static void host_lost(struct chan *c, const char *why)
     mx_stop_job(1, SIGTERM);
 }
 
-/* Write what c has queued: 1 if something went. */
+static void host_lock(int h)
+{
+    if (locks && pthread_mutex_lock(&locks[h]) == EOWNERDEAD) pthread_mutex_consistent(&locks[h]);
+}
+
+static void host_unlock(int h)
+{
+    if (locks) pthread_mutex_unlock(&locks[h]);
+}
+
+/* Write what c has queued: 1 if something went.  A host connection the
+ * ranks write too: all of it (whole packets) under the host's lock. */
 static int chan_flush(struct chan *c)
 {
-    int did = 0;
+    int did = 0, locked = c->is_host && locks && c->out.len > 0;
+    if (locked) host_lock(c->index);
     while (c->fd >= 0 && c->out.len > 0) {
         ssize_t w = send(c->fd, c->out.b + c->out.head, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR) continue;
+            if ((errno == EAGAIN || errno == EWOULDBLOCK) && locked) {
+                struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
+                poll(&pf, 1, 100);
+                continue;
+            }
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (locked) host_unlock(c->index);
+            locked = 0;
             if (c->is_host) {
                 char why[120];
                 snprintf(why, sizeof why, "writing to it failed (%s)", strerror(errno));
@@ -556,6 +617,7 @@ static int chan_flush(struct chan *c)
         c->out.len -= (size_t)w;
         did = 1;
     }
+    if (locked) host_unlock(c->index);
     if (c->out.len == 0) c->out.head = 0;
     return did;
 }

@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <kumi/rpim.h>
 
@@ -105,7 +106,16 @@ static int p2p_impi_open(char *why, size_t whylen)
 
 void p2p_impi_host_failed(struct p2p_impi_host *h, const char *why)
 {
-    (void)h;
+    if (h != &p2p_impi_chan) {
+        int last = h->first + h->nprocs - 1;
+        char ranks[48];
+        snprintf(ranks, sizeof ranks, h->nprocs > 1 ? "ranks %d-%d" : "rank %d", h->first, last);
+        fprintf(stderr, "p2p/impi: rank %d: IMPI host %d (%s of IMPI client %d): %s; the job cannot go on\n",
+                p2p_impi_me, h->index, ranks, h->client, why);
+        fflush(stderr);
+        fflush(stdout);
+        _exit(1);
+    }
     fprintf(stderr, "p2p/impi: rank %d: the channel to this launch's IMPI host (mpiexec, host %d of IMPI client "
             "%d): %s; the job cannot go on\n", p2p_impi_me, p2p_impi_myhost, p2p_impi_myclient, why);
     fflush(stderr);
@@ -182,6 +192,29 @@ static int p2p_impi_init(void)
         x->first = j->host_first_proc[h];
         x->nprocs = j->hosts[h].nprocs;
     }
+    /* the host's connections, written here directly (a whole packet under the host's lock) */
+    const char *hs = getenv(KUMI_ENV_IMPI_HOSTS);
+    if (hs && *hs) {
+        char *end;
+        long lockfd = strtol(hs, &end, 10);
+        size_t sz = (size_t)j->nhosts * sizeof(pthread_mutex_t);
+        void *locks = *end == ':' && lockfd >= 0
+                      ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, (int)lockfd, 0) : MAP_FAILED;
+        if (locks == MAP_FAILED)
+            return kumi_error(MPI_ERR_OTHER, "p2p/impi: rank %d cannot map the IMPI host's locks (%s=%s)",
+                              p2p_impi_me, KUMI_ENV_IMPI_HOSTS, hs);
+        close((int)lockfd);
+        for (const char *q = end + 1; *q;) {
+            long h = strtol(q, &end, 10), fd = *end == '=' ? strtol(end + 1, &end, 10) : -1;
+            if (h < 0 || h >= j->nhosts || fd < 0 || fcntl((int)fd, F_GETFD) < 0)
+                return kumi_error(MPI_ERR_OTHER, "p2p/impi: rank %d: a bad entry in %s=%s", p2p_impi_me,
+                                  KUMI_ENV_IMPI_HOSTS, hs);
+            fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+            p2p_impi_hosts[h].fd = (int)fd;
+            p2p_impi_hosts[h].lock = (pthread_mutex_t *)locks + h;
+            q = *end == ',' ? end + 1 : end;
+        }
+    }
     memset(&p2p_impi_chan, 0, sizeof p2p_impi_chan);
     p2p_impi_chan.fd = cfd;
     p2p_impi_chan.index = p2p_impi_myhost;
@@ -222,22 +255,36 @@ static int p2p_impi_progress(void)
     in_progress = true;
     if (p2p_impi_host_read(x) > 0) did = 1;
     if (x->qhead && p2p_impi_host_write(x) > 0) did = 1;
+    for (int h = 0; h < p2p_impi_job.nhosts; h++)
+        if (p2p_impi_hosts[h].qhead && p2p_impi_host_write(&p2p_impi_hosts[h]) > 0) did = 1;
     in_progress = false;
     return did;
+}
+
+/* POLLOUT when the head of h's queue may go (a queue stalled on flow control
+ * waits for a PROTOACK, which comes on the agent's channel). */
+static bool may_write(const struct p2p_impi_host *x)
+{
+    return x->qhead && (x->qhead->started || x->qhead->dest < 0 ||
+                        p2p_impi_peers[x->qhead->dest].sent < p2p_impi_job.hiwater);
 }
 
 static int p2p_impi_pollfds(struct pollfd *fds, int max)
 {
     struct p2p_impi_host *x = &p2p_impi_chan;
+    int n = 0;
     if (x->fd < 0 || max == 0) return 0;
-    fds[0].fd = x->fd;
-    fds[0].events = POLLIN;
-    /* a queue stalled on flow control waits for a PROTOACK (POLLIN) */
-    if (x->qhead && (x->qhead->started || x->qhead->dest < 0 ||
-                     p2p_impi_peers[x->qhead->dest].sent < p2p_impi_job.hiwater))
-        fds[0].events |= POLLOUT;
-    fds[0].revents = 0;
-    return 1;
+    fds[n].fd = x->fd;
+    fds[n].events = (short)(POLLIN | (may_write(x) ? POLLOUT : 0));
+    fds[n++].revents = 0;
+    for (int h = 0; h < p2p_impi_job.nhosts; h++)
+        if (p2p_impi_hosts[h].fd >= 0 && may_write(&p2p_impi_hosts[h])) {
+            if (n == max) return KUMI_P2P_NAP;
+            fds[n].fd = p2p_impi_hosts[h].fd;         /* written here, read by the agent */
+            fds[n].events = POLLOUT;
+            fds[n++].revents = 0;
+        }
+    return n;
 }
 
 static int p2p_impi_busy(void)
@@ -250,18 +297,28 @@ static void p2p_impi_finalize(void)
     if (!p2p_impi_hosts) return;
     struct p2p_impi_host *x = &p2p_impi_chan;
     p2p_impi_finalizing = true;
-    if (x->fd >= 0) p2p_impi_queue_fini(x);          /* this rank's end of IMPI traffic */
     double deadline = kumi_time() + fini_timeout;
-    while (x->fd >= 0 && x->qhead) {                  /* everything to the agent, FINI last */
-        p2p_impi_host_write(x);
-        if (!x->qhead) break;
+    bool fini = false;
+    for (;;) {                                        /* everything out, then FINI to the agent */
+        int left = 0;
+        for (int h = 0; h < p2p_impi_job.nhosts; h++)
+            if (p2p_impi_hosts[h].qhead) {
+                p2p_impi_host_write(&p2p_impi_hosts[h]);
+                left += p2p_impi_hosts[h].qhead != NULL;
+            }
+        if (!left && !fini && x->fd >= 0) {
+            p2p_impi_queue_fini(x);                   /* this rank's end of IMPI traffic */
+            fini = true;
+        }
+        if (x->qhead) p2p_impi_host_write(x);
+        if (x->fd < 0 || (fini && !x->qhead)) break;
         if (kumi_time() > deadline) {
             kumi_log(1, "p2p/impi: rank %d: %zu packets did not reach this host's agent within %g s", p2p_impi_me,
                      p2p_impi_nqueued, fini_timeout);
             break;
         }
-        struct pollfd pf = { .fd = x->fd, .events = POLLIN | POLLOUT };
-        poll(&pf, 1, 100);
+        struct pollfd pf = { .fd = x->fd, .events = POLLIN | (x->qhead ? POLLOUT : 0) };
+        poll(&pf, 1, left ? 5 : 100);
         if (pf.revents & POLLIN) p2p_impi_host_read(x);   /* PROTOACKs that let the rest go */
     }
     kumi_log(2, "p2p/impi: rank %d: %zu packets out, %zu in, PROTOACKs %zu out %zu in, %zu flow-control stalls",
@@ -275,6 +332,20 @@ static void p2p_impi_finalize(void)
         free(o);
     }
     x->qtail = NULL;
+    for (int h = 0; h < p2p_impi_job.nhosts; h++) {
+        struct p2p_impi_host *y = &p2p_impi_hosts[h];
+        if (y->fd >= 0) close(y->fd);
+        while (y->qhead) {
+            struct p2p_impi_opkt *o = y->qhead;
+            y->qhead = o->next;
+            free(o);
+        }
+    }
+    for (int h = 0; h < p2p_impi_job.nhosts; h++)
+        if (p2p_impi_hosts[h].lock) {
+            munmap(p2p_impi_hosts[h].lock - h, (size_t)p2p_impi_job.nhosts * sizeof(pthread_mutex_t));
+            break;
+        }
     free(x->ibuf);
     x->ibuf = NULL;
     while (p2p_impi_lrecvs) {
