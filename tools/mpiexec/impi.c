@@ -26,14 +26,18 @@
  *   - writes the server's replies to a file for the ranks (p2p/impi reads it
  *     and builds the same job tables) and gives each rank one end of a
  *     socket pair: its channel to this host's agent.
- * While the job runs mpiexec relays whole IMPI packets (128-byte header +
- * pk_len bytes for DATA / DATASYNC only, sheet §3.5): a rank's packet goes
- * to the connection of the host of its pk_dest, a host's packet to the rank
- * of its pk_dest (a packet for a rank that has ended is dropped); packets
- * from the ranks are interleaved on a host connection whole, each rank's in
- * order, so all packets of a message keep the one channel in order (sheet
- * §3.2).  Everything per proc pair (request ids, SYNCACK, CANCEL, flow
- * control) is in the ranks (p2p/impi), end to end; here is what is per
+ * While the job runs the ranks write their packets to the host connections
+ * themselves (inherited; KUMI_INTERNAL_IMPI_HOSTS), a whole packet under the
+ * host's process-shared robust mutex (a memfd), so packets of several ranks
+ * interleave whole and each rank's keep their order (all packets of a
+ * message on one channel in order, sheet §3.2); mpiexec reads what comes in
+ * and relays whole IMPI packets (128-byte header + pk_len bytes for DATA /
+ * DATASYNC only, sheet §3.5) to the rank of pk_dest over its socket pair (a
+ * packet for a rank that has ended is dropped); a packet a rank sends on its
+ * socket pair goes to the host of its pk_dest (not used by p2p/impi today,
+ * which sends only its FINI there).  Everything per proc pair (request ids,
+ * SYNCACK, CANCEL, flow control) is in the ranks (p2p/impi), end to end; here
+ * is what is per
  * host: the dance and FINI (sheet §6.1): once every rank sent its FINI (its
  * last packet) the host sends FINI to every other host after what it
  * queued, and closes a connection once both FINIs went; mpiexec waits for
@@ -522,7 +526,13 @@ void mx_impi_started(void)
     for (int i = 0; i < nl; i++) close(rfds[i]);
     nl = 0;
     for (int h = 0; hosts && h < job.nhosts; h++)
-        if (hosts[h].fd >= 0) fcntl(hosts[h].fd, F_SETFD, FD_CLOEXEC);
+        if (hosts[h].fd >= 0) {
+            fcntl(hosts[h].fd, F_SETFD, FD_CLOEXEC);
+            if (nranks == 1) {           /* the host's only proc reads them and does FINI itself */
+                close(hosts[h].fd);
+                hosts[h].fd = -1;
+            }
+        }
     if (lockfd >= 0) close(lockfd);
     lockfd = -1;
 }

@@ -8,16 +8,18 @@
  * §1.1: C_NHOSTS 1, H_NPROCS N, as LAM's impid and HP-MPI's daemon: "all
  * messages going out of a host go through the daemon"): mpiexec is that
  * host's agent.  It did the start-up exchange with the server (its replies
- * are in the file KUMI_INTERNAL_IMPI_JOB), the connection dance with every
- * other host (one TCP connection per pair of hosts, sheet §2), and relays
- * whole IMPI packets between those connections and its ranks: each rank has
- * one stream socket to it (KUMI_INTERNAL_IMPI_FDS, entry = the rank in this
- * launch) carrying exactly the IMPI packets of that rank, 128-byte header +
- * payload; the agent routes a rank's packet to the host of pk_dest and a
- * host's packet to the rank of pk_dest.  So everything per proc pair (the
- * request ids, SYNCACK, CANCEL, flow control with ackmark / hiwater and
- * PROTOACK) is done here, in the rank, end to end; the agent does what is
- * per host (the dance, FINI to every host once every rank sent its FINI).
+ * are in the file KUMI_INTERNAL_IMPI_JOB) and the connection dance with
+ * every other host (one TCP connection per pair of hosts, sheet §2).  The
+ * ranks share those connections (KUMI_INTERNAL_IMPI_HOSTS): each rank writes
+ * its own packets to the connection of the destination's host, a whole
+ * packet (128-byte header + payload) under that host's process-shared mutex
+ * so the packets of several ranks never mix; what comes in, the agent reads
+ * and relays by pk_dest to the rank's stream socket (KUMI_INTERNAL_IMPI_FDS,
+ * entry = the rank in this launch), which also carries the rank's FINI to
+ * the agent.  So everything per proc pair (the request ids, SYNCACK,
+ * CANCEL, flow control with ackmark / hiwater and PROTOACK) is done here, in
+ * the rank, end to end; the agent does what is per host (the dance, FINI to
+ * every host once every rank flushed its packets and sent its FINI).
  * reaches() is true for exactly the ranks of other clients: inside a client
  * the ranks keep self / shmem / tcp / ofi.
  *
@@ -53,6 +55,7 @@ size_t p2p_impi_stat_pk_out, p2p_impi_stat_pk_in, p2p_impi_stat_acks_out, p2p_im
 bool p2p_impi_finalizing;
 
 static bool in_progress;
+static bool own_hosts;          /* the host's only proc: it reads its connections itself and does FINI */
 static double fini_timeout, dance_timeout;      /* dance_timeout: mpiexec's (documented here) */
 static long long param_tagub;                   /* mpiexec's (documented here) */
 static double relay_spin;                       /* mpiexec's (documented here) */
@@ -214,6 +217,7 @@ static int p2p_impi_init(void)
             p2p_impi_hosts[h].lock = (pthread_mutex_t *)locks + h;
             q = *end == ',' ? end + 1 : end;
         }
+        own_hosts = j->hosts[p2p_impi_myhost].nprocs == 1;
     }
     memset(&p2p_impi_chan, 0, sizeof p2p_impi_chan);
     p2p_impi_chan.fd = cfd;
@@ -255,8 +259,11 @@ static int p2p_impi_progress(void)
     in_progress = true;
     if (p2p_impi_host_read(x) > 0) did = 1;
     if (x->qhead && p2p_impi_host_write(x) > 0) did = 1;
-    for (int h = 0; h < p2p_impi_job.nhosts; h++)
-        if (p2p_impi_hosts[h].qhead && p2p_impi_host_write(&p2p_impi_hosts[h]) > 0) did = 1;
+    for (int h = 0; h < p2p_impi_job.nhosts; h++) {
+        struct p2p_impi_host *y = &p2p_impi_hosts[h];
+        if (own_hosts && y->fd >= 0 && p2p_impi_host_read(y) > 0) did = 1;
+        if (y->qhead && p2p_impi_host_write(y) > 0) did = 1;
+    }
     in_progress = false;
     return did;
 }
@@ -278,10 +285,10 @@ static int p2p_impi_pollfds(struct pollfd *fds, int max)
     fds[n].events = (short)(POLLIN | (may_write(x) ? POLLOUT : 0));
     fds[n++].revents = 0;
     for (int h = 0; h < p2p_impi_job.nhosts; h++)
-        if (p2p_impi_hosts[h].fd >= 0 && may_write(&p2p_impi_hosts[h])) {
+        if (p2p_impi_hosts[h].fd >= 0 && (own_hosts || may_write(&p2p_impi_hosts[h]))) {
             if (n == max) return KUMI_P2P_NAP;
-            fds[n].fd = p2p_impi_hosts[h].fd;         /* written here, read by the agent */
-            fds[n].events = POLLOUT;
+            fds[n].fd = p2p_impi_hosts[h].fd;         /* written here, read by the agent (or here) */
+            fds[n].events = (short)((own_hosts ? POLLIN : 0) | (may_write(&p2p_impi_hosts[h]) ? POLLOUT : 0));
             fds[n++].revents = 0;
         }
     return n;
@@ -309,17 +316,37 @@ static void p2p_impi_finalize(void)
         if (!left && !fini && x->fd >= 0) {
             p2p_impi_queue_fini(x);                   /* this rank's end of IMPI traffic */
             fini = true;
+            for (int h = 0; own_hosts && h < p2p_impi_job.nhosts; h++)
+                if (p2p_impi_hosts[h].fd >= 0) {      /* the host's only proc: its FINI (sheet §6.1) */
+                    p2p_impi_queue_fini(&p2p_impi_hosts[h]);
+                    p2p_impi_host_write(&p2p_impi_hosts[h]);
+                    left += p2p_impi_hosts[h].qhead != NULL;
+                }
         }
         if (x->qhead) p2p_impi_host_write(x);
-        if (x->fd < 0 || (fini && !x->qhead)) break;
+        int waiting = 0;                              /* own hosts: their FINI, then close */
+        for (int h = 0; own_hosts && fini && h < p2p_impi_job.nhosts; h++) {
+            struct p2p_impi_host *y = &p2p_impi_hosts[h];
+            if (y->fd < 0) continue;
+            if (!y->fini_recv && !y->eof) p2p_impi_host_read(y);
+            if (!y->qhead && (y->fini_recv || y->eof)) {
+                close(y->fd);
+                y->fd = -1;
+            } else {
+                waiting++;
+            }
+        }
+        if (x->fd < 0 || (fini && !x->qhead && !waiting)) break;
         if (kumi_time() > deadline) {
             kumi_log(1, "p2p/impi: rank %d: %zu packets did not reach this host's agent within %g s", p2p_impi_me,
                      p2p_impi_nqueued, fini_timeout);
             break;
         }
         struct pollfd pf = { .fd = x->fd, .events = POLLIN | (x->qhead ? POLLOUT : 0) };
-        poll(&pf, 1, left ? 5 : 100);
+        poll(&pf, 1, left || own_hosts ? 5 : 100);
         if (pf.revents & POLLIN) p2p_impi_host_read(x);   /* PROTOACKs that let the rest go */
+        for (int h = 0; own_hosts && !fini && h < p2p_impi_job.nhosts; h++)
+            if (p2p_impi_hosts[h].fd >= 0) p2p_impi_host_read(&p2p_impi_hosts[h]);
     }
     kumi_log(2, "p2p/impi: rank %d: %zu packets out, %zu in, PROTOACKs %zu out %zu in, %zu flow-control stalls",
              p2p_impi_me, p2p_impi_stat_pk_out, p2p_impi_stat_pk_in, p2p_impi_stat_acks_out, p2p_impi_stat_acks_in,
@@ -366,6 +393,7 @@ static void p2p_impi_finalize(void)
     kumi_impi_job_free(&p2p_impi_job);
     kumi_p2p_external32_copy(0);
     kumi_set_tag_ub(0);
+    own_hosts = false;
     p2p_impi_finalizing = false;
 }
 

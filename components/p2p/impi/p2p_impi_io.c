@@ -14,7 +14,7 @@
  *   CANCEL_REQ / CANCEL_ACK                  CANCEL / CANCELYES or CANCELNO, srqid echoed
  *   CREDIT                                   nothing (IMPI has its own flow control)
  *   (flow control)                           PROTOACK every ackmark packets read from a proc
- *   (MPI_Finalize)                           FINI to every host
+ *   (MPI_Finalize)                           FINI to the host's agent (it sends FINI to every host)
  *
  * and back: a SYNCACK whose srqid is a long message we sent is a CTS, else a
  * SYNC_ACK; a DATA packet with a drqid of ours continues a long message (the
