@@ -13,8 +13,9 @@
 #         `--impi-client 1` in B: p2p/impi over the one connection between the two IMPI
 #         hosts (a host of one proc: the rank reads and writes it itself; with more procs
 #         the host's mpiexec relays what comes in), external32, IMPI flow control.
-#         --bind-to none: the two launches share this machine, and each would bind its
-#         rank 0 to the same core (two spinning ranks on one core: ms per message).
+#         The two launches share this machine: each runs on its own core (taskset -c 0 /
+#         1, --bind-to none inside), as on two machines; else each would bind its rank 0
+#         to core 0 (two spinning ranks on one core: milliseconds a message).
 # and "relayed": client 1 of two ranks (rank 1, measured, is behind a host of two procs,
 # whose mpiexec relays what comes in; the ranks write to the connection themselves).
 # Sizes: latency at 8 bytes, bandwidth at 64 KiB and 4 MiB.  Ratios impi / tcp
@@ -64,6 +65,10 @@ tcp1() { # mpibench args -> its output
     timeout 300 "$MPIEXEC" --timeout 280 -n 2 -x MPI_COMPONENTS=p2p=self,shmem,tcp \
         python3 "$top_srcdir/tests/scripts/netns_rank.py" 1 "$WL_NS_A" "$WL_NS_B" -- "$bench" "$@" 2>> "$out/impi.err"
 }
+# each IMPI launch on its own core, as on two machines (p2p/tcp's mpiexec binds its
+# ranks 0 and 1 to cores 0 and 1 the same way); --bind-to none inside it
+PIN_A=() PIN_B=()
+if command -v taskset > /dev/null && [ "$(nproc)" -ge 2 ]; then PIN_A=(taskset -c 0) PIN_B=(taskset -c 1); fi
 impi1() { # NB mpibench args -> client 0's output (client 1 has NB ranks: NB > 1 makes its host relay)
     local nb=$1; shift
     rm -f "$work/port"
@@ -72,10 +77,10 @@ impi1() { # NB mpibench args -> client 0's output (client 1 has NB ranks: NB > 1
     local sp=$! hp
     for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.05; done
     hp=$(cat "$work/port" 2>/dev/null)
-    ip netns exec "$B" timeout 290 "$MPIEXEC" --timeout 280 --bind-to none -n "$nb" --impi-client 1 --impi-server "$hp" \
+    ip netns exec "$B" "${PIN_B[@]}" timeout 290 "$MPIEXEC" --timeout 280 --bind-to none -n "$nb" --impi-client 1 --impi-server "$hp" \
         "$bench" "$@" > /dev/null 2>> "$out/impi.err" &
     local pb=$!
-    ip netns exec "$A" timeout 290 "$MPIEXEC" --timeout 280 --bind-to none -n 1 --impi-client 0 --impi-server "$hp" \
+    ip netns exec "$A" "${PIN_A[@]}" timeout 290 "$MPIEXEC" --timeout 280 --bind-to none -n 1 --impi-client 0 --impi-server "$hp" \
         "$bench" "$@" 2>> "$out/impi.err"
     wait $pb; wait $sp
 }

@@ -35,7 +35,9 @@
  * DATASYNC only, sheet §3.5) to the rank of pk_dest over its socket pair (a
  * packet for a rank that has ended is dropped); a packet a rank sends on its
  * socket pair goes to the host of its pk_dest (not used by p2p/impi today,
- * which sends only its FINI there).  Everything per proc pair (request ids,
+ * which sends only its FINI there).  A host of one proc needs no relay:
+ * mpiexec closes its copies of the host connections once the rank started,
+ * and the rank reads them and does the host's FINI itself.  Everything per proc pair (request ids,
  * SYNCACK, CANCEL, flow control) is in the ranks (p2p/impi), end to end; here
  * is what is per
  * host: the dance and FINI (sheet §6.1): once every rank sent its FINI (its

@@ -16,7 +16,9 @@
  * so the packets of several ranks never mix; what comes in, the agent reads
  * and relays by pk_dest to the rank's stream socket (KUMI_INTERNAL_IMPI_FDS,
  * entry = the rank in this launch), which also carries the rank's FINI to
- * the agent.  So everything per proc pair (the request ids, SYNCACK,
+ * the agent.  The host's only proc (a launch of one rank) reads the
+ * connections itself and does the host's FINI (no relay at all).  So
+ * everything per proc pair (the request ids, SYNCACK,
  * CANCEL, flow control with ackmark / hiwater and PROTOACK) is done here, in
  * the rank, end to end; the agent does what is per host (the dance, FINI to
  * every host once every rank flushed its packets and sent its FINI).
