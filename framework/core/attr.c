@@ -245,11 +245,11 @@ int kumi_attr_get(const char *fn, struct kumi_attr *list, int kind, int keyval, 
 {
     if (!val || !flag) return kumi_error(MPI_ERR_ARG, "%s: argument %s is NULL", fn, val ? "flag" : "attribute_val");
     if (kind == KUMI_ATTR_COMM && kumi_attr_is_predefined(keyval)) {
-        static int tag_ub = KUMI_TAG_UB, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0,
+        static int tag_ub, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0,
                    appnum = 0, universe;
         int *p = NULL;
         switch (keyval) {
-        case MPI_TAG_UB: p = &tag_ub; break;
+        case MPI_TAG_UB: tag_ub = kumi_tag_ub; p = &tag_ub; break;
         case MPI_HOST: p = &host; break;
         case MPI_IO: p = &io; break;
         case MPI_WTIME_IS_GLOBAL: p = &wtime_global; break;

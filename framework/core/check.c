@@ -62,12 +62,21 @@ int kumi_chk_rank_slow(const char *fn, const char *arg, int r, const struct kumi
     return kumi_error(MPI_ERR_RANK, "%s: invalid rank %d in a%s communicator of %ssize %d (argument %s)",
                       fn, r, c->inter ? "n inter" : "", c->inter ? "remote " : "", kumi_comm_peer_size(c), arg);
 }
+int kumi_tag_ub = KUMI_TAG_UB;
+
+/* An IMPI job's agreed IMPI_Tag_ub (the minimum of the clients' C_TAGUB,
+ * PROTOCOL.md §1.10): p2p/impi sets it in MPI_Init, before any user call. */
+KUMI_EXPORT void kumi_set_tag_ub(int ub)
+{
+    kumi_tag_ub = ub > 0 && ub <= KUMI_TAG_UB ? ub : KUMI_TAG_UB;
+}
+
 int kumi_chk_tag_slow(const char *fn, const char *arg, int tag, int recv)
 {
     if (tag == MPI_ANY_TAG)
         return kumi_error(MPI_ERR_TAG, "%s: MPI_ANY_TAG is not allowed for argument %s of a send", fn, arg);
     return kumi_error(MPI_ERR_TAG, "%s: invalid tag %d (argument %s must be in 0..%d%s)", fn, tag, arg,
-                      KUMI_TAG_UB, recv ? " or MPI_ANY_TAG" : "");
+                      kumi_tag_ub, recv ? " or MPI_ANY_TAG" : "");
 }
 int kumi_chk_op_dt(const char *fn, const struct kumi_op *op, const struct kumi_dt *dt)
 {

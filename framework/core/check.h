@@ -49,9 +49,11 @@ static inline int kumi_chk_root(const char *fn, const char *arg, int r, const st
         ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 2);
 }
 int kumi_chk_tag_slow(const char *fn, const char *arg, int tag, int recv);
+/* the value of MPI_TAG_UB: KUMI_TAG_UB, or what an IMPI job agreed (kumi_set_tag_ub) */
+extern int kumi_tag_ub;
 static inline int kumi_chk_tag(const char *fn, const char *arg, int tag, int recv)
 {
-    return __builtin_expect(tag >= 0 || (recv && tag == MPI_ANY_TAG), 1)
+    return __builtin_expect((unsigned)tag <= (unsigned)kumi_tag_ub || (recv && tag == MPI_ANY_TAG), 1)
         ? MPI_SUCCESS : kumi_chk_tag_slow(fn, arg, tag, recv);
 }
 /* A derived type that may hold absolute addresses (MPI_BOTTOM, which is NULL,

@@ -138,12 +138,12 @@ static int start_op(struct kumi_mpix_gpu *g, struct gop *op)
     case KUMI_GPU_OP_SEND:
         if (e->peer != MPI_PROC_NULL && (e->peer < 0 || e->peer >= c->size))
             return bad(MPI_ERR_RANK, "MPIX_Gpu: send to rank %d: out of range", e->peer);
-        if (e->tag < 0 || e->tag > KUMI_TAG_UB) return bad(MPI_ERR_TAG, "MPIX_Gpu: send tag %d is invalid", e->tag);
+        if (e->tag < 0 || e->tag > kumi_tag_ub) return bad(MPI_ERR_TAG, "MPIX_Gpu: send tag %d is invalid", e->tag);
         return kumi_pt2pt_isend(pfn, KUMI_MODE_STD, KUMI_FORM_NB, buf, e->count, dt, e->peer, e->tag, c, &op->req);
     case KUMI_GPU_OP_RECV:
         if (e->peer != MPI_PROC_NULL && e->peer != MPI_ANY_SOURCE && (e->peer < 0 || e->peer >= c->size))
             return bad(MPI_ERR_RANK, "MPIX_Gpu: receive from rank %d: out of range", e->peer);
-        if (e->tag != MPI_ANY_TAG && (e->tag < 0 || e->tag > KUMI_TAG_UB))
+        if (e->tag != MPI_ANY_TAG && (e->tag < 0 || e->tag > kumi_tag_ub))
             return bad(MPI_ERR_TAG, "MPIX_Gpu: receive tag %d is invalid", e->tag);
         return kumi_pt2pt_recv(pfn, KUMI_FORM_NB, buf, e->count, dt, e->peer, e->tag, c, NULL, &op->req);
     case KUMI_GPU_OP_BCAST:

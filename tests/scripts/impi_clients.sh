@@ -5,7 +5,8 @@
 #     point-to-point across the border both ways (eager, rendezvous, synchronous, 200
 #     tags, any-source with probe, cancel), collectives and a split communicator across
 #     it, external32 values bit for bit; p2p/impi serves exactly the other client's ranks,
-#     shmem / self the own ones; every client sends FINI (the server exits 0).
+#     shmem / self the own ones; every client sends FINI (the server exits 0).  Each
+#     client is ONE IMPI host holding its procs (its mpiexec is the host's agent).
 #  2. With a key (--impi-auth), client 1 announcing smaller packets and flow-control
 #     windows (p2p_impi_datalen / _ackmark / _hiwater: the job takes the minima, as
 #     client 0's mpiexec reports) and forcing the two-copy external32 path for bytes too.
@@ -58,7 +59,10 @@ for r in 0 1; do has "$dir/basic.c0.out" "^impi_border: rank $r of 4 \(client 0\
 for r in 2 3; do has "$dir/basic.c1.out" "^impi_border: rank $r of 4 \(client 1\)" "client 1 runs world rank $r"; done
 n=$(cat "$dir/basic.c0.out" "$dir/basic.c1.out" | grep -c ': all checks passed$')
 [ "$n" = 4 ] && ok "every rank passed its checks (p2p, collectives, split, external32)" || fail "$n of 4 ranks passed"
-has "$dir/basic.c0.err" "IMPI client 0 of 2 \(server $hp\): ranks 0-1 of 4, 4 hosts" "mpiexec reports client 0's place"
+has "$dir/basic.c0.err" "IMPI client 0 of 2 \(server $hp\): IMPI host 0 of 2 holding ranks 0-1 of 4" \
+    "mpiexec reports client 0's place: one IMPI host holding its two procs"
+has "$dir/basic.c1.err" "IMPI client 1 of 2 \(server $hp\): IMPI host 1 of 2 holding ranks 2-3 of 4" \
+    "client 1 is one IMPI host holding its two procs"
 for r in 0 1; do
     has "$dir/basic.c0.err" "kumi\[$r\]: p2p/impi serves ranks 2-3$" "rank $r reaches client 1 through p2p/impi"
     has "$dir/basic.c0.err" "kumi\[$r\]: rank $r -> rank $((1 - r)): (shmem|tcp)" "rank $r keeps its own transport for rank $((1 - r))"
@@ -89,7 +93,7 @@ t=$(( $(date +%s) - t0 ))
 [ "$r1" != 0 ] && [ "$r1" != 124 ] && ok "client 1 ends (exit $r1)" || fail "client 1: exit $r1"
 [ "$rs" = 1 ] && ok "the server exits 1" || fail "the server: exit $rs"
 [ "$t" -lt 40 ] && ok "within ${t}s" || fail "took ${t}s"
-has "$dir/die.c0.err" "IMPI host 2 \(rank 2 of IMPI client 1\): it closed its connection without FINI|IMPI server .* closed the connection" \
+has "$dir/die.c0.err" "IMPI host 1 \(ranks 2-3 of IMPI client 1\): it closed its connection without FINI|IMPI server .* closed the connection" \
     "client 0 says what was lost"
 has "$dir/die.c1.err" "rank 0 .* killed by signal 9" "client 1's mpiexec names the killed rank"
 has "$dir/die.serr" "client 1 .*closed its connection before FINI|client 0 .*closed its connection before FINI" "the server names a failed client"

@@ -8,6 +8,10 @@
 # CANCEL of an unknown message answered CANCELNO, PROTOACKs every ackmark packets with
 # never more than hiwater unacknowledged (the foreign host announces 2 / 4 and packets of
 # 1000 bytes: the job takes the minima), FINI both ways, FINI of both clients to the server.
+# With Kumi's client of 2 ranks: it is ONE IMPI host holding both procs (C_NHOSTS 1,
+# H_NPROCS 2: the foreign host checks the labels), the dance makes one connection and
+# rank 1's packets come on it too (pk_src, flow control per proc pair); MPI_TAG_UB in
+# Kumi's ranks is the job's IMPI_Tag_ub (the foreign host's 32767), tag 32768 refused.
 set -u
 SERVER=$top_builddir/tools/impi_server/impi_server
 HOST=$top_builddir/tools/impi_server/impi_testhost
@@ -21,25 +25,28 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 
-for datalen in 1000 4096; do
+for run in "1000 1" "4096 1" "1000 2" "4096 2"; do
+    set -- $run; datalen=$1 np=$2
     rm -f "$dir/port"
     timeout 60 "$SERVER" -n 2 -portfile "$dir/port" -timeout 30 > /dev/null 2> "$dir/s.err" &
     spid=$!; pids+=("$spid")
     for _ in $(seq 1 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
     hp=$(cat "$dir/port")
-    timeout 60 "$MPIEXEC" --timeout 50 -n 1 --impi-client 0 --impi-server "$hp" "$PROG" "$datalen" \
+    timeout 60 "$MPIEXEC" --timeout 50 -n $np --impi-client 0 --impi-server "$hp" "$PROG" "$datalen" \
         > "$dir/k.out" 2> "$dir/k.err" &
     kpid=$!; pids+=("$kpid")
-    timeout 60 "$HOST" -server "$hp" -rank 1 -datalen "$datalen" -timeout 30 > "$dir/h.out" 2> "$dir/h.err"; rh=$?
+    timeout 60 "$HOST" -server "$hp" -rank 1 -datalen "$datalen" -kumi-procs $np -timeout 30 > "$dir/h.out" 2> "$dir/h.err"; rh=$?
     wait $kpid; rk=$?; wait $spid; rs=$?
     if [ $rh = 0 ] && [ $rk = 0 ] && [ $rs = 0 ]; then
-        ok "packets of $datalen bytes: the foreign host, Kumi and the server exit 0"
+        ok "$np Kumi ranks, packets of $datalen bytes: the foreign host, Kumi and the server exit 0"
     else
-        fail "packets of $datalen bytes: foreign host $rh, Kumi $rk, server $rs"
+        fail "$np Kumi ranks, packets of $datalen bytes: foreign host $rh, Kumi $rk, server $rs"
         sed 's/^/    | /' "$dir/h.out" "$dir/h.err" "$dir/k.out" "$dir/k.err" "$dir/s.err" | tail -20
     fi
     grep -q "^impi_testhost: all checks passed" "$dir/h.out" && ok "the foreign host read every packet as the sheet says" ||
         fail "the foreign host's checks: $(cat "$dir/h.err")"
+    [ $np = 1 ] || { grep -q "^impi_foreign: rank 1: all checks passed" "$dir/k.out" &&
+        ok "rank 1 reached the foreign proc through the same IMPI host" || fail "rank 1's checks: $(tail -3 "$dir/k.err")"; }
     grep -q "^impi_foreign: rank 0: all checks passed" "$dir/k.out" && ok "Kumi read the foreign host's external32 data" ||
         fail "Kumi's checks: $(tail -3 "$dir/k.err")"
 done

@@ -636,7 +636,7 @@ static void shm_cleanup_at_exit(void)
 
 /* ------------------------------------------------------------ main loop */
 
-enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE, T_SPAWN, T_IMPI };
+enum { T_SIG, T_LISTEN, T_STDIN, T_STDIN_PIPE, T_OUT, T_CONN, T_SINK, T_REMOTE, T_SPAWN, T_IMPI, T_IMPI_RELAY };
 struct tag {
     int kind, rank, which;
     struct mx_conn *conn;
@@ -683,6 +683,7 @@ static int run_loop(int sigfd, double t_start)
             pipes_open += (job.ranks[r].out[0].fd >= 0) + (job.ranks[r].out[1].fd >= 0);
         }
         mx_spawn_busy(&running, &pipes_open);     /* spawned jobs: mpiexec waits for them too */
+        mx_impi_busy(&running, now, &next);       /* IMPI: the other hosts' FINIs */
         if (!running && remote) {
             mx_remote_end();           /* the proxies send what is left, then BYE */
             pipes_open += mx_remote_open();
@@ -711,7 +712,8 @@ static int run_loop(int sigfd, double t_start)
         }
 
         /* poll set */
-        size_t need = 4 + (size_t)job.n * 2 + 64 + (remote ? mx_remote_maxfds() : 0) + mx_spawn_maxfds();
+        size_t need = 4 + (size_t)job.n * 2 + 64 + (remote ? mx_remote_maxfds() : 0) + mx_spawn_maxfds() +
+                      mx_impi_maxfds();
         for (struct mx_conn *c = job.conns; c; c = c->next) need++;
         if (need > cap) {
             cap = need * 2;
@@ -752,6 +754,21 @@ static int run_loop(int sigfd, double t_start)
             }
             np += k;
         }
+        if (mx_impi_maxfds()) {
+            static int *iaux;
+            static size_t iauxcap;
+            if (iauxcap < mx_impi_maxfds()) {
+                iauxcap = mx_impi_maxfds();
+                iaux = realloc(iaux, iauxcap * sizeof *iaux);
+                if (!iaux) exit(1);
+            }
+            size_t k = mx_impi_pollset(pfd + np, iaux);
+            for (size_t i = 0; i < k; i++) {
+                tags[np + i].kind = T_IMPI_RELAY;
+                tags[np + i].rank = iaux[i];
+            }
+            np += k;
+        }
         if (remote) {
             static int *aux;
             static size_t auxcap;
@@ -773,6 +790,7 @@ static int run_loop(int sigfd, double t_start)
             double d = (next - now) * 1000.0;
             tmo = d <= 0 ? 0 : (d > 60000 ? 60000 : (int)d + 1);
         }
+        if (tmo != 0 && mx_impi_spinning(now)) tmo = 0;   /* the IMPI relay polls a while after traffic */
         int nr = poll(pfd, (nfds_t)np, tmo);
         if (nr < 0) {
             if (errno == EINTR) continue;
@@ -864,6 +882,9 @@ static int run_loop(int sigfd, double t_start)
                 break;
             case T_IMPI:
                 mx_impi_event(re);
+                break;
+            case T_IMPI_RELAY:
+                mx_impi_relay_event(t->rank, re);
                 break;
             }
         }

@@ -331,6 +331,11 @@ const int *mx_impi_close_fds(int r, int *n);       /* fds rank r's child closes 
 void mx_impi_started(void);
 int mx_impi_fd(void);                              /* the server's connection, or -1 */
 void mx_impi_event(short revents);
+size_t mx_impi_maxfds(void);                       /* the host agent's relay (after the start-up) */
+size_t mx_impi_pollset(struct pollfd *p, int *tags);
+void mx_impi_relay_event(int tag, short revents);
+void mx_impi_busy(int *running, double now, double *next);
+int mx_impi_spinning(double now);                  /* 1: poll without sleeping (recent relay traffic) */
 void mx_impi_end(int code);
 int mx_stopping(void);
 void mx_rank_exited(int r, int status);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,9 +49,12 @@ struct p2p_impi_lsend {
     uint64_t srqid;
 };
 
-/* Another IMPI host (an agent with a connection to us). */
+/* The channel to this launch's IMPI host (the agent in mpiexec, which owns
+ * the connections to the other hosts and relays packets by their pk_dest),
+ * or, in the table p2p_impi_hosts, another IMPI host (its fields index ...
+ * nprocs only: fd -1). */
 struct p2p_impi_host {
-    int fd;                           /* -1: none (our own client's hosts, or closed) */
+    int fd;                           /* -1: none (the table's entries, or closed) */
     int index;                        /* global host rank */
     int client;
     int first, nprocs;                /* its procs: world ranks first ... first + nprocs - 1 */
@@ -65,6 +69,9 @@ struct p2p_impi_host {
     struct kumi_rx *rx;               /* where this packet's payload goes (NULL: dropped) */
     struct p2p_impi_lrecv *lr;        /* continuation of this long message */
     bool fini_sent, fini_recv, eof;
+    pthread_mutex_t *lock;            /* a host connection shared by the launch's ranks: held while
+                                         a whole packet is written (NULL: the agent's channel) */
+    bool locked;
 };
 
 /* Flow control per foreign proc (sheet §4.6), and what we owe it. */
@@ -75,7 +82,8 @@ struct p2p_impi_peer {
 
 extern struct kumi_impi_job p2p_impi_job;
 extern int p2p_impi_me, p2p_impi_myclient, p2p_impi_myhost;
-extern struct p2p_impi_host *p2p_impi_hosts;          /* by global host rank */
+extern struct p2p_impi_host *p2p_impi_hosts;          /* by global host rank (metadata) */
+extern struct p2p_impi_host p2p_impi_chan;            /* the channel to my host's agent */
 extern struct p2p_impi_peer *p2p_impi_peers;          /* by world rank */
 extern struct p2p_impi_lrecv *p2p_impi_lrecvs;
 extern struct p2p_impi_lsend *p2p_impi_lsends;
@@ -90,6 +98,15 @@ int p2p_impi_host_write(struct p2p_impi_host *h);     /* >0 if something went */
 int p2p_impi_host_read(struct p2p_impi_host *h);      /* >0 if something came; -1 closed */
 void p2p_impi_queue_fini(struct p2p_impi_host *h);
 void p2p_impi_host_failed(struct p2p_impi_host *h, const char *why) __attribute__((noreturn));
+/* Where packets to world rank peer go: the connection to its host, written
+ * by this rank directly (under the host's lock), or the agent's channel. */
+static inline struct p2p_impi_host *p2p_impi_out_of(int peer)
+{
+    int h = kumi_impi_job_proc_host(&p2p_impi_job, peer);
+    return h >= 0 && p2p_impi_hosts[h].fd >= 0 ? &p2p_impi_hosts[h] : &p2p_impi_chan;
+}
+
+/* The IMPI host of world rank peer (metadata), or NULL. */
 static inline struct p2p_impi_host *p2p_impi_host_of(int peer)
 {
     int h = kumi_impi_job_proc_host(&p2p_impi_job, peer);

@@ -14,7 +14,7 @@
  *   CANCEL_REQ / CANCEL_ACK                  CANCEL / CANCELYES or CANCELNO, srqid echoed
  *   CREDIT                                   nothing (IMPI has its own flow control)
  *   (flow control)                           PROTOACK every ackmark packets read from a proc
- *   (MPI_Finalize)                           FINI to every host
+ *   (MPI_Finalize)                           FINI to the host's agent (it sends FINI to every host)
  *
  * and back: a SYNCACK whose srqid is a long message we sent is a CTS, else a
  * SYNC_ACK; a DATA packet with a drqid of ours continues a long message (the
@@ -135,12 +135,12 @@ static int lsend_take(int peer, uint64_t srqid)
 /* ------------------------------------------------------------ sending */
 int p2p_impi_send(int peer, struct kumi_sendop *op)
 {
-    struct p2p_impi_host *h = p2p_impi_host_of(peer);
+    struct p2p_impi_host *m = p2p_impi_host_of(peer), *h = m ? p2p_impi_out_of(peer) : NULL;
     const struct kumi_hdr *kh = &op->hdr;
-    if (!h || h->fd < 0 || h->client == p2p_impi_myclient)
+    if (!m || h->fd < 0 || m->client == p2p_impi_myclient)
         return kumi_error(MPI_ERR_OTHER, "p2p/impi: no connection to rank %d", peer);
-    if (h->fini_sent)
-        return kumi_error(MPI_ERR_OTHER, "p2p/impi: a message to rank %d after FINI", peer);
+    if (p2p_impi_chan.fini_sent)
+        return kumi_error(MPI_ERR_OTHER, "p2p/impi: a message to rank %d after this rank's FINI", peer);
     size_t maxlen = (size_t)p2p_impi_job.pk_maxlen;
     struct p2p_impi_opkt *o = NULL;
     switch (kh->kind) {
@@ -234,6 +234,23 @@ void p2p_impi_queue_fini(struct p2p_impi_host *h)
     h->fini_sent = true;
 }
 
+/* A shared host connection: take its lock (a rank that died holding it
+ * left a half-written packet, which the job will not survive anyway). */
+static void host_lock(struct p2p_impi_host *h)
+{
+    if (!h->lock || h->locked) return;
+    int r = pthread_mutex_lock(h->lock);
+    if (r == EOWNERDEAD) pthread_mutex_consistent(h->lock);
+    h->locked = true;
+}
+
+static void host_unlock(struct p2p_impi_host *h)
+{
+    if (!h->locked) return;
+    pthread_mutex_unlock(h->lock);
+    h->locked = false;
+}
+
 int p2p_impi_host_write(struct p2p_impi_host *h)
 {
     int did = 0;
@@ -248,6 +265,7 @@ int p2p_impi_host_write(struct p2p_impi_host *h)
             p2p_impi_peers[o->dest].sent++;
             o->started = true;
         }
+        host_lock(h);                   /* the other ranks' packets stay whole too */
         struct iovec iov[2];
         int n = 0;
         if (o->off < KUMI_IMPI_PACKET_SIZE) {
@@ -263,14 +281,26 @@ int p2p_impi_host_write(struct p2p_impi_host *h)
         ssize_t w = sendmsg(h->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (h->locked && o->off > 0) {       /* a shared connection: finish the packet now */
+                    struct pollfd pf = { .fd = h->fd, .events = POLLOUT };
+                    poll(&pf, 1, 100);
+                    continue;
+                }
+                host_unlock(h);
+                break;
+            }
+            host_unlock(h);
             char why[160];
             snprintf(why, sizeof why, "writing to it failed (%s)", strerror(errno));
             p2p_impi_host_failed(h, why);
         }
         o->off += (size_t)w;
         did = 1;
-        if (o->off < KUMI_IMPI_PACKET_SIZE + o->len) break;   /* the socket is full */
+        if (o->off < KUMI_IMPI_PACKET_SIZE + o->len) {
+            if (h->locked) continue;                 /* the rest of the packet, under the lock */
+            break;                                   /* the socket is full */
+        }
         h->qhead = o->next;
         if (!h->qhead) h->qtail = NULL;
         p2p_impi_nqueued--;
@@ -278,6 +308,7 @@ int p2p_impi_host_write(struct p2p_impi_host *h)
         if (o->op) o->op->done(o->op);
         free(o);
     }
+    host_unlock(h);
     return did;
 }
 
@@ -296,12 +327,13 @@ static void rx_put(struct kumi_rx *rx, const uint8_t *p, size_t n)
 static void owe_ack(struct p2p_impi_host *h, int peer)
 {
     struct p2p_impi_peer *pp = &p2p_impi_peers[peer];
-    if (++pp->recvd < p2p_impi_job.ackmark) return;
+    if (++pp->recvd < p2p_impi_job.ackmark || p2p_impi_chan.fini_sent) return;   /* (nothing after FINI) */
     pp->recvd -= p2p_impi_job.ackmark;
     struct p2p_impi_opkt *o = new_pkt(-1);
     if (!o) { kumi_warn("p2p/impi: out of memory for a PROTOACK to rank %d", peer); return; }
     encode(o, KUMI_IMPI_PK_PROTOACK, peer, NULL, 0, 0, 0);
-    enqueue_front(h, o);
+    (void)h;
+    enqueue_front(p2p_impi_out_of(peer), o);
     p2p_impi_stat_acks_out++;
 }
 
@@ -325,8 +357,8 @@ static void got_header(struct p2p_impi_host *h, const struct kumi_impi_packet *p
         return;
     }
     int peer = kumi_impi_job_find_proc(&p2p_impi_job, pk->src_host, pk->src_pid);
-    if (peer < h->first || peer >= h->first + h->nprocs)
-        protocol_error(h, "a %s packet from proc (pid %lld) that is not one of its procs",
+    if (peer < 0 || p2p_impi_hosts[kumi_impi_job_proc_host(&p2p_impi_job, peer)].client == p2p_impi_myclient)
+        protocol_error(h, "a %s packet from proc (pid %lld) that is no proc of another client",
                        kumi_impi_packet_type_name(pk->type), (long long)pk->src_pid);
     if (kumi_impi_job_find_proc(&p2p_impi_job, pk->dest_host, pk->dest_pid) != p2p_impi_me)
         protocol_error(h, "a %s packet for another proc (pid %lld)", kumi_impi_packet_type_name(pk->type),

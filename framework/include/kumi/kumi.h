@@ -38,6 +38,9 @@ KUMI_EXPORT int kumi_error(int cls, const char *fmt, ...) __attribute__((format(
 /* Identity of this process within the job (valid after MPI_Init began). */
 KUMI_EXPORT int kumi_world_rank(void);
 KUMI_EXPORT int kumi_world_size(void);
+/* MPI_TAG_UB of this job (core/check.c): an IMPI job takes the agreed IMPI_Tag_ub
+ * (p2p/impi, in MPI_Init); out of 1 .. 2^31-1 it goes back to Kumi's own. */
+KUMI_EXPORT void kumi_set_tag_ub(int ub);
 KUMI_EXPORT const char *kumi_hostname(void);
 /* This host's identity for "same host?" decisions (shared memory, CMA,
  * loopback): "hostname/boot id/network namespace", so two network

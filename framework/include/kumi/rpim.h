@@ -69,6 +69,12 @@ extern "C" {
 #define KUMI_ENV_IMPI_WORLD "KUMI_INTERNAL_IMPI_WORLD"
 #define KUMI_ENV_IMPI_JOB   "KUMI_INTERNAL_IMPI_JOB"
 #define KUMI_ENV_IMPI_FDS   "KUMI_INTERNAL_IMPI_FDS"
+/* "LOCKFD:H=FD,H=FD,...": the connections of this launch's IMPI host to the
+ * other hosts (global host rank H, descriptor FD), shared by the ranks, which
+ * write their packets to them directly, a whole packet under the host's
+ * process-shared mutex (entry H of the pthread_mutex_t array in LOCKFD, a
+ * memfd); what comes in on them the agent (mpiexec) relays. */
+#define KUMI_ENV_IMPI_HOSTS "KUMI_INTERNAL_IMPI_HOSTS"
 #define KUMI_KVS_BIND_CPUS  "kumi.bind.cpus"
 #define KUMI_KVS_BIND_LEVEL "kumi.bind.level"
 #define KUMI_KVS_BIND_INDEX "kumi.bind.index"
