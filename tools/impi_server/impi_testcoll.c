@@ -2,8 +2,9 @@
  * (tests/scripts/impi_coll.sh; not installed): IMPI client K with one host
  * of one proc, written from the fact sheet (PROTOCOL.md §5), that takes
  * part in the collectives of tests/mpi/impi_coll_foreign (Kumi, client 0,
- * N ranks: world ranks 0 .. N-1; this proc: world rank F = N) by the IMPI
- * algorithms as this side implements them, checking every packet Kumi
+ * N ranks: world ranks 0 .. N-1, one IMPI host holding them all, whose one
+ * connection carries every rank's packets; this proc: world rank F = N) by
+ * the IMPI algorithms as this side implements them, checking every packet Kumi
  * sends it: type DATA, pk_cid 1 (MPI_COMM_WORLD's collective context: cid
  * + 1), the tag of the operation (IMPI_BARRIER_TAG 110, BCAST 120, ...),
  * the source, pk_lsrank, and the payload byte for byte (external32
@@ -58,7 +59,7 @@ static int K = -1, F = -1, NK = 0, NP = 0, tree = 0, timeout_s = 30;
 static struct kumi_impi_job job;
 static int *pfd;                          /* by world rank: the connection to its host */
 static struct msg **q;                    /* by world rank: packets read, not yet expected */
-static uint32_t *recvd, *sent_unacked, *fini;
+static uint32_t *recvd, *sent_unacked;
 static uint64_t seq;
 static unsigned npk_in, nacks_out;
 
@@ -101,45 +102,53 @@ static void pk_out(int dest, uint32_t type, uint32_t len, int tag, uint64_t cid,
         DIE("write to Kumi's rank %d failed", dest);
 }
 
-/* Read one packet from whichever Kumi host has one: PROTOACKs and FINIs
- * are taken here, the rest queued by source. */
+/* Read one packet from whichever Kumi host has one (one connection per
+ * IMPI host, carrying the packets of all its procs, told apart by pk_src):
+ * PROTOACKs and FINIs (one per host, sheet §6.1) are taken here, the rest
+ * queued by source rank. */
+static int *hconn, *hfini;                /* by host: the connection, FINI read */
 static void pump(void)
 {
-    struct pollfd *pf = calloc((size_t)NP, sizeof *pf);
-    for (int r = 0; r < NP; r++) pf[r] = (struct pollfd){ .fd = r == F || fini[r] ? -1 : pfd[r], .events = POLLIN };
-    if (poll(pf, (nfds_t)NP, timeout_s * 1000) <= 0) DIE("timed out waiting for Kumi's packets");
-    for (int r = 0; r < NP; r++) {
-        if (r == F || !(pf[r].revents & (POLLIN | POLLHUP | POLLERR)) || fini[r]) continue;
-        uint8_t h[128];
+    struct pollfd *pf = calloc((size_t)job.nhosts, sizeof *pf);
+    for (int h = 0; h < job.nhosts; h++)
+        pf[h] = (struct pollfd){ .fd = hconn[h] <= 0 || hfini[h] ? -1 : hconn[h], .events = POLLIN };
+    if (poll(pf, (nfds_t)job.nhosts, timeout_s * 1000) <= 0) DIE("timed out waiting for Kumi's packets");
+    for (int h = 0; h < job.nhosts; h++) {
+        if (pf[h].fd < 0 || !(pf[h].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        uint8_t hd[128];
         char err[200];
         struct msg *m = calloc(1, sizeof *m);
-        rd(pfd[r], h, 128);
-        if (kumi_impi_packet_parse(h, 128, (uint32_t)job.pk_maxlen, &m->pk, err, sizeof err) != 128)
-            DIE("a bad packet header from Kumi's rank %d: %s", r, err);
+        rd(hconn[h], hd, 128);
+        if (kumi_impi_packet_parse(hd, 128, (uint32_t)job.pk_maxlen, &m->pk, err, sizeof err) != 128)
+            DIE("a bad packet header from Kumi's IMPI host %d: %s", h, err);
         uint32_t n = kumi_impi_packet_payload(&m->pk);
         m->data = malloc(n ? n : 1);
-        if (n) rd(pfd[r], m->data, n);
-        if (m->pk.type == KUMI_IMPI_PK_PROTOACK) {
-            sent_unacked[r] = sent_unacked[r] > job.ackmark ? sent_unacked[r] - job.ackmark : 0;
-        } else if (m->pk.type == KUMI_IMPI_PK_FINI) {
-            fini[r] = 1;
-        } else {
-            if (kumi_impi_job_find_proc(&job, m->pk.src_host, m->pk.src_pid) != r ||
-                kumi_impi_job_find_proc(&job, m->pk.dest_host, m->pk.dest_pid) != F)
-                DIE("a %s packet on rank %d's connection with pk_src / pk_dest not rank %d -> rank %d",
-                    kumi_impi_packet_type_name(m->pk.type), r, r, F);
-            npk_in++;
-            if (++recvd[r] % job.ackmark == 0) {                 /* sheet §4.6 */
-                pk_out(r, KUMI_IMPI_PK_PROTOACK, 0, -1, 0, NULL);
-                nacks_out++;
-            }
-            struct msg **pp = &q[r];
-            while (*pp) pp = &(*pp)->next;
-            *pp = m;
+        if (n) rd(hconn[h], m->data, n);
+        if (m->pk.type == KUMI_IMPI_PK_FINI) {
+            hfini[h] = 1;
+            free(m->data);
+            free(m);
             continue;
         }
-        free(m->data);
-        free(m);
+        int r = kumi_impi_job_find_proc(&job, m->pk.src_host, m->pk.src_pid);
+        if (r < 0 || r == F || kumi_impi_job_proc_host(&job, r) != h ||
+            kumi_impi_job_find_proc(&job, m->pk.dest_host, m->pk.dest_pid) != F)
+            DIE("a %s packet on IMPI host %d's connection with pk_src / pk_dest not one of its procs -> rank %d",
+                kumi_impi_packet_type_name(m->pk.type), h, F);
+        if (m->pk.type == KUMI_IMPI_PK_PROTOACK) {
+            sent_unacked[r] = sent_unacked[r] > job.ackmark ? sent_unacked[r] - job.ackmark : 0;
+            free(m->data);
+            free(m);
+            continue;
+        }
+        npk_in++;
+        if (++recvd[r] % job.ackmark == 0) {                 /* sheet §4.6, per proc pair */
+            pk_out(r, KUMI_IMPI_PK_PROTOACK, 0, -1, 0, NULL);
+            nacks_out++;
+        }
+        struct msg **pp = &q[r];
+        while (*pp) pp = &(*pp)->next;
+        *pp = m;
     }
     free(pf);
 }
@@ -149,7 +158,7 @@ static void pump(void)
 static void expect(int src, int tag, const int32_t *want, int n, const char *what)
 {
     while (!q[src]) {
-        if (fini[src]) DIE("%s: rank %d sent FINI instead", what, src);
+        if (hfini[kumi_impi_job_proc_host(&job, src)]) DIE("%s: rank %d's host sent FINI instead", what, src);
         pump();
     }
     struct msg *m = q[src];
@@ -231,7 +240,6 @@ int main(int argc, char **argv)
     q = calloc((size_t)NP, sizeof *q);
     recvd = calloc((size_t)NP, sizeof *recvd);
     sent_unacked = calloc((size_t)NP, sizeof *sent_unacked);
-    fini = calloc((size_t)NP, sizeof *fini);
     /* the dance (sheet §2): every host of client 0 ranks lower: connect, send my host rank */
     int *hfd = calloc((size_t)job.nhosts, sizeof *hfd);
     for (int h = 0; h < myhost; h++) {
@@ -262,6 +270,8 @@ int main(int argc, char **argv)
         left--;
     }
     close(lfd);
+    hconn = hfd;
+    hfini = calloc((size_t)job.nhosts, sizeof *hfini);
     for (int r = 0; r < NP; r++)
         if (r != F) pfd[r] = hfd[kumi_impi_job_proc_host(&job, r)];
     if (tree) return tree_script(hfd, myhost, &c);
@@ -322,19 +332,25 @@ int main(int argc, char **argv)
     return 0;
 }
 
-/* FINI both ways with every Kumi proc, nothing else left over; FINI to the server. */
+/* FINI both ways with every Kumi host (one per IMPI host, sheet §6.1),
+ * nothing else left over; FINI to the server. */
 static void finish(int *hfd, int myhost, struct kumi_impi_client *c)
 {
-    for (int r = 0; r < NP; r++)
-        if (r != F) pk_out(r, KUMI_IMPI_PK_FINI, 0, -1, 0, NULL);
+    for (int h = 0; h < job.nhosts; h++)
+        if (h != myhost) {
+            int r = 0;
+            while (r < NP && (r == F || kumi_impi_job_proc_host(&job, r) != h)) r++;
+            if (r < NP) pk_out(r, KUMI_IMPI_PK_FINI, 0, -1, 0, NULL);
+        }
     for (;;) {
         int all = 1;
         for (int r = 0; r < NP; r++) {
             if (r == F) continue;
             if (q[r]) DIE("an unexpected %s packet from rank %d tag %d cid %llu", kumi_impi_packet_type_name(q[r]->pk.type),
                           r, q[r]->pk.tag, (unsigned long long)q[r]->pk.cid);
-            all &= fini[r] != 0;
         }
+        for (int h = 0; h < job.nhosts; h++)
+            if (h != myhost) all &= hfini[h] != 0;
         if (all) break;
         pump();
     }
