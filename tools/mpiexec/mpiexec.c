@@ -523,6 +523,10 @@ int mx_signalled;                      /* mpiexec got SIGINT/SIGTERM/SIGHUP */
 static void got_signal(int sig)
 {
     if (sig == SIGCHLD) return;
+    if (sig == SIGQUIT) {                  /* a checkpoint (ckpt.c) */
+        mx_ckpt_request(&job, "SIGQUIT");
+        return;
+    }
     mx_signalled = 1;
     if (!stopping) {
         mx_msg("received signal %d (%s); stopping the job", sig, strsignal(sig));
@@ -1000,6 +1004,7 @@ int main(int argc, char **argv)
     sigemptyset(&ss);
     sigaddset(&ss, SIGCHLD);
     sigaddset(&ss, SIGTERM);
+    sigaddset(&ss, SIGQUIT);               /* a checkpoint request (ckpt.c) */
     /* SIGINT and SIGHUP ignored when mpiexec started (a background job of
      * a shell, nohup) stay ignored, as for any program */
     static const int opt_sigs[] = { SIGINT, SIGHUP };
