@@ -43,8 +43,15 @@
  * and kernel-module schedule engines, a rank not between MPI_Init and
  * MPI_Finalize, no image back end.
  *
- * Restart (mpiexec --restart) is not there yet: a process restarted from
- * its image by hand (kumi_restart) says so and exits. */
+ * Restart (mpiexec --restart DIR): mpiexec starts the restart program on
+ * every rank's image with a new job's environment (job id, secret, control
+ * port); each process resumes here, in its checkpoint thread, with the lock
+ * held and the transports released: it takes the new environment's KUMI_*
+ * variables, the launcher client joins the new mpiexec (rpim/fork: a new
+ * connection, HELLO), and kumi_ckpt_resume publishes the host keys again
+ * and wires the transports up (new segment names and ports, from the new
+ * job id and secret): the program goes on from the cut.  A process
+ * restarted otherwise (kumi_restart IMAGE by hand) says so and exits. */
 #include "mpi/mpi_front.h"
 #include "registry/registry.h"
 #include "request/request.h"
@@ -65,6 +72,7 @@
 static long long ck_enable;                /* kumi_ckpt_enable */
 static double ck_lock_timeout = 10.0;      /* kumi_ckpt_lock_timeout */
 static double ck_drain_timeout = 120.0;    /* kumi_ckpt_drain_timeout */
+static const char *ck_restart_prog;        /* kumi_ckpt_restart_program (read by mpiexec) */
 static volatile int ck_ready;               /* between MPI_Init's end and MPI_Finalize's start */
 static unsigned ck_count;                  /* checkpoints this process went through */
 
@@ -83,6 +91,10 @@ void kumi_ckpt_register_params(void)
                                "Seconds a checkpoint waits for the channels of a rank to drain "
                                "before it fails",
                                KUMI_LEVEL_TUNER, &ck_drain_timeout);
+    kumi_param_register_string("kumi", "ckpt", "restart_program", "",
+                               "mpiexec --restart: the program that restarts an image (empty: the "
+                               "installation's kumi_restart)",
+                               KUMI_LEVEL_DEV, &ck_restart_prog);
 }
 
 /* At the end of MPI_Init: the library lock is on from now on. */
@@ -271,13 +283,35 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
     double t2 = kumi_time();
     int ok = 1;
     if (w == KUMI_CKPT_RESTARTED) {
-        /* Not yet: rejoin a new launcher (mpiexec --restart) and wire up. */
-        char b[256];
-        int l = snprintf(b, sizeof b, "rank %d: restarted from its checkpoint image, but rejoining a job "
-                         "(mpiexec --restart) is not implemented yet; exiting\n", me);
-        ssize_t wr = write(2, b, l > 0 && (size_t)l < sizeof b ? (size_t)l : 0);
-        (void)wr;
-        _exit(1);
+        /* A new process, started by mpiexec --restart through the restart
+         * program: its environment is the new launcher's (rank addresses,
+         * job id and secret, control port); environ is the saved one. */
+        const char *const *env = be->restart_env ? be->restart_env() : NULL;
+        int rank = -1, size = -1;
+        for (int i = 0; env && env[i]; i++) {
+            const char *eq = strchr(env[i], '=');
+            if (!eq || strncmp(env[i], "KUMI_", 5) != 0) continue;
+            char name[128];
+            size_t nl = (size_t)(eq - env[i]);
+            if (nl >= sizeof name) continue;
+            memcpy(name, env[i], nl);
+            name[nl] = 0;
+            setenv(name, eq + 1, 1);
+            if (!strcmp(name, "KUMI_RANK")) rank = atoi(eq + 1);
+            if (!strcmp(name, "KUMI_SIZE")) size = atoi(eq + 1);
+        }
+        if (rank != me || size != kumi_world_size()) {
+            char b[320];
+            int l = snprintf(b, sizeof b, "rank %d: restarted from its checkpoint image %s (rank %d of %d) outside "
+                             "mpiexec --restart of that checkpoint (KUMI_RANK %d, KUMI_SIZE %d); exiting\n", me,
+                             dir, me, kumi_world_size(), rank, size);
+            ssize_t wr = write(2, b, l > 0 && (size_t)l < sizeof b ? (size_t)l : 0);
+            (void)wr;
+            _exit(1);
+        }
+        ck_count++;
+        snprintf(out, outlen, "restarted");
+        return 2;                          /* the launcher client joins the new job, then kumi_ckpt_resume */
     }
     if (w < 0) {
         snprintf(out, outlen, "rank %d: the image was not written: %s", me, err);
@@ -290,8 +324,19 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
     }
     if ((flags & KUMI_LAUNCH_CKPT_STOP) && ok)
         return 1;                          /* the lock stays held: mpiexec ends the job after the manifest */
+    return kumi_ckpt_resume(out, outlen) && ok;
+}
+
+/* After a checkpoint (or in a restarted process, once the launcher client
+ * joined the new job): the transports wire up again, the lock is released. */
+KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen)
+{
+    (void)out;
+    (void)outlen;
     {
-        int rc = kumi_req_ckpt_rewire();
+        int rc = kumi_rpim_put("kumi.host", kumi_hostname());   /* a new launcher's table lacks them */
+        if (!rc) rc = kumi_rpim_put("kumi.hostid", kumi_host_id());
+        if (!rc) rc = kumi_req_ckpt_rewire();
         if (rc != MPI_SUCCESS) {
             /* the transports are gone: the job cannot go on */
             char m[MPI_MAX_ERROR_STRING];
@@ -301,5 +346,5 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
         }
     }
     kumi_unlock_slow();
-    return ok;
+    return 1;
 }

@@ -16,7 +16,10 @@
 #     damaged by kumi_ckpt --info (exit 1).
 #  7. kumi_ckpt refuses a process that is not mpiexec.
 # After every job: nothing of it left in /dev/shm.
-# (Restart, mpiexec --restart DIR, does not exist yet: not tested here.)
+#  8. mpiexec --restart DIR after --checkpoint-and-stop at a random time (shmem,
+#     tcp, 8 ranks), after checkpoint-and-continue and SIGKILL with the folder
+#     moved elsewhere, of a restarted job; the same result bit for bit, a new
+#     job id; a truncated image and a folder without manifest refused.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -161,6 +164,65 @@ if [ -n "$img" ] && [ -f "stop/$img" ]; then
         || { show dinfo.out; fail "truncated image: no clear message"; }
     fi
 else fail "no image of rank 1 in the manifest"; fi
+
+# 8. restart (mpiexec --restart DIR): a new job (id, secret, ports, segment
+#    names) from the images; the program goes on from the cut to the same result
+export KUMI_CKPT_RESTART_PROGRAM=$top_builddir/components/ckpt/image/kumi_restart
+restart_check() { # NAME DIR [env...]
+    local name=$1 dir=$2; shift 2
+    env "$@" KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --restart "$dir" > "rs_$name.log" 2>&1 < /dev/null; local rc=$?
+    [ $rc -eq 0 ] && [ "$(result "rs_$name.log")" = "$REF" ] && ok "restart $name: exit 0, result bit for bit the uninterrupted run's" \
+        || { show "rs_$name.log"; fail "restart $name: exit $rc, result '$(result "rs_$name.log")', expected $REF"; }
+    local j0 j1; j0=$(sed -n 's/^jobid \([0-9]*\)$/\1/p' "$dir/manifest"); j1=$(jobid "rs_$name.log")
+    [ -n "$j1" ] && [ "$j1" != "$j0" ] && ok "restart $name: a new job id ($j0 -> $j1)" || fail "restart $name: job id '$j0' -> '$j1'"
+    shm_clean "restart $name" "rs_$name.log"
+}
+stop_at_random() { # NAME DIR NP [env...]: --checkpoint-and-stop at a random time
+    local name=$1 dir=$2 np=$3; shift 3
+    mkdir -p "$dir"
+    env "$@" KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-and-stop --ckpt-dir "$dir" -n $np "$PROG" $ITERS > "st_$name.log" 2>&1 < /dev/null &
+    local pid=$!
+    wait_for "st_$name.log" "iteration 0" 60 && sleep "0.$((RANDOM % 9 + 1))" && kill -QUIT $pid
+    wait $pid; local rc=$?
+    [ $rc -eq 0 ] && grep -q "checkpoint 1 written" "st_$name.log" && ! grep -q "^result" "st_$name.log" \
+        && ok "$name: stopped at $(grep '^iteration' "st_$name.log" | tail -1) with a checkpoint" \
+        || { show "st_$name.log"; fail "$name: checkpoint-and-stop exit $rc"; return 1; }
+    shm_clean "$name (stopped)" "st_$name.log"
+}
+stop_at_random shmem rs_shm $NP && restart_check shmem rs_shm
+stop_at_random tcp rs_tcp $NP MPI_COMPONENTS=p2p=self,tcp && restart_check tcp rs_tcp MPI_COMPONENTS=p2p=self,tcp
+REF4=$REF
+run ref8 ref8.log -n 8 "$PROG" $ITERS && REF=$(result ref8.log)
+stop_at_random shmem8 rs_shm8 8 && restart_check "8 ranks shmem" rs_shm8
+REF=$REF4
+# continue, SIGKILL the job, restart from the last checkpoint, in another directory
+mkdir -p kc
+KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir kc -n $NP "$PROG" $ITERS > kc.log 2>&1 < /dev/null &
+pid=$!
+wait_for kc.log "iteration 0" 60 && sleep "0.$((RANDOM % 5 + 1))" && kill -QUIT $pid
+if wait_for kc.log "checkpoint 1 written" 60; then
+    kill -KILL $pid; wait $pid 2>/dev/null
+    mkdir -p elsewhere && mv kc elsewhere/
+    ok "continue, then SIGKILL to mpiexec at $(grep '^iteration' kc.log | tail -1)"
+    sleep 2                                   # the ranks see their launcher gone, clean up and exit
+    shm_clean "SIGKILLed job" kc.log
+    restart_check "after SIGKILL, moved" elsewhere/kc
+    # a restarted job checkpoints (and-stop) and restarts again
+    mkdir -p again
+    KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-and-stop --ckpt-dir again --restart elsewhere/kc > again.log 2>&1 < /dev/null &
+    pid=$!
+    sleep 0.3; kill -QUIT $pid; wait $pid
+    if grep -q "checkpoint 1 written" again.log; then restart_check "of a restarted job" again
+    else echo "note: the restarted job ended before its checkpoint"; fi
+else show kc.log; fail "no checkpoint to kill and restart"; kill -9 $pid; fi
+# a damaged image: the restart fails with a clear message
+cp -r rs_shm bad && img=$(sed -n 's/^rank 2 .* image \([^ ]*\) .*/\1/p' bad/manifest)
+truncate -s 100000 "bad/$img"
+"$MPIEXEC" --timeout 60 --restart bad > bad.log 2>&1 < /dev/null; rc=$?
+[ $rc -ne 0 ] && grep -qi "truncated\|damaged\|checksum" bad.log && ok "restart from a truncated image: exit $rc, $(grep -i 'truncated\|damaged\|checksum' bad.log | head -1)" \
+    || { show bad.log; fail "restart from a truncated image: exit $rc"; }
+"$MPIEXEC" --restart "$TMP/nothing" > none.log 2>&1 < /dev/null && fail "--restart of a folder without a manifest" \
+    || ok "$(head -1 none.log)"
 
 # 7. kumi_ckpt on a process that is not mpiexec
 sleep 30 & spid=$!

@@ -259,3 +259,89 @@ void mx_ckpt_rank_gone(struct mx_job *job, int rank)
     ck_set(rank, 2, t, strlen(t));
     ck_check(job);
 }
+
+/* ---- --restart DIR ---- */
+static char **rs_images;                  /* per rank: DIR/image (absolute) */
+
+const char *mx_ckpt_image(int rank)
+{
+    return rs_images ? rs_images[rank] : NULL;
+}
+
+void mx_ckpt_restart_plan(void)
+{
+    char *dir = realpath(mx_opt.restart, NULL);
+    if (!dir) {
+        mx_msg("--restart %s: %s", mx_opt.restart, strerror(errno));
+        exit(1);
+    }
+    char path[PATH_MAX + 32], line[PATH_MAX + 512];
+    snprintf(path, sizeof path, "%s/manifest", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        mx_msg("--restart %s: %s: %s (not a checkpoint folder?)", mx_opt.restart, path, strerror(errno));
+        exit(1);
+    }
+    int n = -1, first = 1, seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (first) {
+            first = 0;
+            if (strcmp(line, "kumi-checkpoint 1") != 0) {
+                mx_msg("--restart %s: %s is not a Kumi checkpoint manifest", mx_opt.restart, path);
+                exit(1);
+            }
+            continue;
+        }
+        int r, pid;
+        char host[256], img[PATH_MAX];
+        long long bytes;
+        if (sscanf(line, "ranks %d", &n) == 1) {
+            if (n < 1 || n > 1000000 || rs_images) {
+                mx_msg("--restart %s: bad line '%s' in the manifest", mx_opt.restart, line);
+                exit(1);
+            }
+            rs_images = mx_xcalloc((size_t)n, sizeof *rs_images);
+        } else if (sscanf(line, "rank %d host %255s pid %d image %4095s bytes %lld", &r, host, &pid, img, &bytes) == 5) {
+            if (!rs_images || r < 0 || r >= n || rs_images[r] || strchr(img, '/')) {
+                mx_msg("--restart %s: bad line '%s' in the manifest", mx_opt.restart, line);
+                exit(1);
+            }
+            rs_images[r] = mx_xcalloc(1, strlen(dir) + strlen(img) + 2);
+            sprintf(rs_images[r], "%s/%s", dir, img);
+            if (access(rs_images[r], R_OK) != 0) {
+                mx_msg("--restart %s: the image of rank %d, %s: %s", mx_opt.restart, r, rs_images[r], strerror(errno));
+                exit(1);
+            }
+            seen++;
+        }
+    }
+    fclose(f);
+    if (n < 1 || seen != n) {
+        mx_msg("--restart %s: incomplete manifest (%d of %d ranks)", mx_opt.restart, seen, n);
+        exit(1);
+    }
+    if (mx_opt.np_given && mx_opt.np != n) {
+        mx_msg("--restart %s: the checkpoint has %d ranks, not %d (-n)", mx_opt.restart, n, mx_opt.np);
+        exit(1);
+    }
+    mx_opt.np = n;
+    /* the restart program: parameter kumi_ckpt_restart_program (a build tree's), else the installation's */
+    const char *prog = getenv("KUMI_CKPT_RESTART_PROGRAM");
+    static char def[PATH_MAX];
+    if (!prog || !*prog) {
+        snprintf(def, sizeof def, "%s/kumi_restart", KUMI_BINDIR);
+        prog = def;
+    }
+    if (access(prog, X_OK) != 0) {
+        mx_msg("--restart: the restart program %s: %s (ckpt/image is built on x86_64 Linux only; "
+               "KUMI_CKPT_RESTART_PROGRAM names another)", prog, strerror(errno));
+        exit(1);
+    }
+    static char *av[3];
+    av[0] = (char *)prog;
+    av[1] = rs_images[0];
+    av[2] = NULL;
+    mx_opt.argv = av;
+    free(dir);
+}

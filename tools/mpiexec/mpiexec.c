@@ -914,6 +914,7 @@ int main(int argc, char **argv)
             mx_opt.timeout = sec;
         }
     }
+    if (mx_opt.restart) mx_ckpt_restart_plan();   /* -n and the program from the checkpoint */
     mx_hosts_user = mx_opt.hosts.n > 0;    /* (plan_hosts may add the hosts of --launcher fork/slurm) */
     int *host_of = plan_hosts();
     char *prog = resolve_program(mx_opt.argv[0]);
@@ -1050,6 +1051,7 @@ int main(int argc, char **argv)
             continue;
         }
         char rb[32], bl[64], bi[48];
+        if (mx_opt.restart) cargv[1] = (char *)mx_ckpt_image(r);   /* kumi_restart IMAGE */
         snprintf(rb, sizeof rb, "KUMI_RANK=%d", r);
         env[rank_slot] = rb;
         const struct mx_binding *bd = &job.bind[r];

@@ -173,6 +173,10 @@ void mx_ctl_send_frame(struct mx_job *job, int rank, const void *frame, size_t l
 
 /* ---- ckpt.c: coordinated checkpoints (kumi/launch_proto.h: CKPT) ---- */
 void mx_ckpt_request(struct mx_job *job, const char *why);   /* SIGQUIT */
+/* --restart DIR: read DIR/manifest, set mx_opt.np and mx_opt.argv (the restart
+ * program and rank 0's image); exits with a message when it cannot */
+void mx_ckpt_restart_plan(void);
+const char *mx_ckpt_image(int rank);                         /* the image of rank (absolute) */
 void mx_ckpt_frame(struct mx_job *job, int rank, int type, const unsigned char *p, size_t n);
 void mx_ckpt_rank_gone(struct mx_job *job, int rank);       /* its connection closed */
 
@@ -224,6 +228,7 @@ struct mx_opts {
     const char *impi_auth;             /* --impi-auth KEY */
     int ckpt, ckpt_stop;               /* --ckpt, --checkpoint-and-stop */
     const char *ckpt_dir;              /* --ckpt-dir, or NULL: the working directory */
+    const char *restart;               /* --restart DIR */
 };
 extern struct mx_opts mx_opt;
 void mx_parse_args(int argc, char **argv);

@@ -59,6 +59,10 @@ static void usage(FILE *f)
         "                       manifest into the checkpoint folder, and the job goes on\n"
         "  --ckpt-dir DIR       the checkpoint folder (default: mpiexec's working\n"
         "                       directory); implies --ckpt\n"
+        "  --restart DIR        start the job again from the checkpoint in DIR (its\n"
+        "                       manifest and images), with a new job id, secret, ports\n"
+        "                       and shared-memory names; no program is given; implies\n"
+        "                       --ckpt\n"
         "  --checkpoint-and-stop\n"
         "                       the job ends (exit status 0) once a checkpoint is\n"
         "                       written; implies --ckpt\n"
@@ -345,6 +349,10 @@ void mx_parse_args(int argc, char **argv)
             mx_opt.overload = 1;
         } else if (strcmp(a, "--ckpt") == 0) {
             mx_opt.ckpt = 1;
+        } else if (is_opt(a, "--restart")) {
+            mx_opt.restart = optval(argc, argv, &i);
+            mx_opt.ckpt = 1;
+            if (!mx_opt.restart[0]) mx_die_usage("--restart: empty folder name%s", "");
         } else if (strcmp(a, "--checkpoint-and-stop") == 0) {
             mx_opt.ckpt = 1;
             mx_opt.ckpt_stop = 1;
@@ -368,7 +376,9 @@ void mx_parse_args(int argc, char **argv)
             mx_die_usage("unknown option '%s'", a);
         }
     }
-    if (i >= argc) mx_die_usage("no program to run%s", "");
+    if (mx_opt.restart && i < argc) mx_die_usage("--restart: no program to give (the checkpoint's images are the "
+                                                  "program), not '%s'", argv[i]);
+    if (i >= argc && !mx_opt.restart) mx_die_usage("no program to run%s", "");
     if ((mx_opt.impi_client >= 0) != (mx_opt.impi_server != NULL))
         mx_die_usage("%s", mx_opt.impi_server ? "--impi-server needs --impi-client K" : "--impi-client needs --impi-server HOST:PORT");
     mx_opt.argv = &argv[i];

@@ -314,6 +314,7 @@ static int rpim_fork_recv(int type, unsigned char **payload, size_t *plen, int t
 static pthread_t rpim_fork_watcher;
 static int rpim_fork_watching;
 static int rpim_fork_stopfd = -1;        /* eventfd: the watcher should return */
+static int rpim_fork_rejoining;          /* client_init from rpim_fork_rejoin: no new watcher */
 
 /* A checkpoint frame, without waiting (NULL: none now).  A frame that is
  * not one is an answer for the caller of a request: kept for it. */
@@ -381,6 +382,8 @@ static int rpim_fork_watch_wait(void)
     }
 }
 
+static void rpim_fork_rejoin(void);
+
 /* CKPT {u32 seq, u32 flags, str dir}: answer READY, wait for GO, let the
  * coordinator (framework/mpi/ckpt.c) do the checkpoint, answer DONE.
  * Returns like rpim_fork_watch_wait (1: go on watching). */
@@ -426,6 +429,11 @@ static int rpim_fork_checkpoint(struct rpim_fork_frame *f)
     int done;
     if (ok) {
         done = kumi_ckpt_run(go, flags, dir, out, sizeof out);
+        if (done == 2) {                           /* restarted from the image: join the new launcher */
+            rpim_fork_rejoin();
+            kumi_ckpt_resume(out, sizeof out);
+            return 1;
+        }
     } else {
         done = 0;
         snprintf(out, sizeof out, "%s", why);
@@ -678,8 +686,47 @@ static int rpim_fork_client_init(struct kumi_rpim_info *info)
     info->rank = (int)rank;
     info->size = (int)size;
     info->jobid = jobid;
-    rpim_fork_watch_start();
+    if (!rpim_fork_rejoining) rpim_fork_watch_start();
     return MPI_SUCCESS;
+}
+
+/* In a process restarted from its checkpoint image (mpiexec --restart),
+ * inside the watcher thread: the saved connection and eventfds are
+ * placeholders; connect to the new launcher (the environment is the new
+ * job's: kumi_ckpt_run set it) and say HELLO as the same rank.  A failure
+ * ends the process with a message (there is no job to report to). */
+static void rpim_fork_rejoin(void)
+{
+    int old = rpim_fork_rank;
+    close(rpim_fork_fd);
+    close(rpim_fork_stopfd);
+    close(rpim_fork_kickfd);
+    rpim_fork_fd = -1;
+    rpim_fork_tab_clear();
+    while (rpim_fork_ckq) {
+        struct rpim_fork_frame *f = rpim_fork_ckq;
+        rpim_fork_ckq = f->next;
+        rpim_fork_frame_free(f);
+    }
+    rpim_fork_frame_free(rpim_fork_kept);
+    rpim_fork_kept = NULL;
+    rpim_fork_stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    rpim_fork_kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct kumi_rpim_info info;
+    rpim_fork_rejoining = 1;
+    int rc = rpim_fork_client_init(&info);
+    rpim_fork_rejoining = 0;
+    if (rc != MPI_SUCCESS || info.rank != old || rpim_fork_stopfd < 0 || rpim_fork_kickfd < 0) {
+        char m[MPI_MAX_ERROR_STRING] = "";
+        int l = 0;
+        if (rc != MPI_SUCCESS) MPI_Error_string(rc, m, &l);
+        fprintf(stderr, "rank %d: restarted from its checkpoint, but cannot join the new launcher%s%s\n", old,
+                m[0] ? ": " : "", m);
+        _exit(1);
+    }
+    /* as rpim_fork_watch_start: this thread cleans up if the launcher dies */
+    int sig = 0;
+    if (prctl(PR_GET_PDEATHSIG, &sig) == 0 && sig == SIGKILL) prctl(PR_SET_PDEATHSIG, 0);
 }
 
 static int rpim_fork_put(const char *key, const char *value)

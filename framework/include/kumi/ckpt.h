@@ -79,9 +79,17 @@ struct kumi_ckpt_ops {
  *       writes this rank's image into dir, wires the transports up again
  *       unless flags has KUMI_LAUNCH_CKPT_STOP, and releases the lock.
  *       1: written (out: the image's file name in dir), 0: failed (out:
- *       the reason). */
+ *       the reason); 2: this is a process restarted from its image
+ *       (mpiexec --restart): the environment's KUMI_* variables are the new
+ *       job's, the lock is held and the transports are released; the
+ *       launcher client joins the new launcher, then calls
+ *       kumi_ckpt_resume (no CKPT_DONE: the new mpiexec asked nothing).
+ *   kumi_ckpt_resume(out, outlen)
+ *       wires the transports up again (the launcher's fence) and releases
+ *       the lock; 1 (a failure ends the job). */
 KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len);
 KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out, size_t outlen);
+KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen);
 
 #ifdef __cplusplus
 }
