@@ -126,9 +126,13 @@ static const struct kumi_ckpt_ops *backend(const char **name)
 KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
 {
     int me = kumi_world_rank();
-    if (!ck_enable || !kumi_mt) {
+    if (!ck_enable) {
         snprintf(why, len, "rank %d: checkpoints are not enabled in this job (start it with mpiexec --ckpt, "
                  "or set KUMI_CKPT_ENABLE=1)", me);
+        return 0;
+    }
+    if (!kumi_mt || !__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST)) {   /* the lock is not on yet */
+        snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
         return 0;
     }
     double end = kumi_time() + ck_lock_timeout;

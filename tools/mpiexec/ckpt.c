@@ -174,11 +174,19 @@ static void ck_check(struct mx_job *job)
     int fr = -1;
     double mb = 0;
     ck.phase = CK_IDLE;
+    int bad = 0;
     if (first_failure(job, &fr)) {
         ck_report_failure(job);
-        return;
+        bad = 1;
+    } else if (write_manifest(job, &mb) != 0) {
+        bad = 1;
     }
-    if (write_manifest(job, &mb) != 0) return;
+    if (bad && (ck.flags & KUMI_LAUNCH_CKPT_STOP)) {
+        /* the ranks that wrote their image keep their transports released: the job cannot go on */
+        mx_msg("checkpoint-and-stop: the checkpoint failed; ending the job");
+        mx_stop_job(1, SIGKILL);
+    }
+    if (bad) return;
     mx_msg("checkpoint %u written to %s: %d image%s, %.1f MB, %.2f s", ck.seq, ck.dir, job->n,
            job->n == 1 ? "" : "s", mb, mx_now() - ck.t0);
     if (ck.flags & KUMI_LAUNCH_CKPT_STOP) {
