@@ -322,7 +322,18 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
         ok = 0;
     } else {
         ck_count++;
-        snprintf(out, outlen, "image.%ld", (long)getpid());
+        /* a name of its own per checkpoint (rank, job, count), so that the
+         * images the manifest names stay until mpiexec replaces the manifest */
+        char from[4200], to[4200];
+        const char *jid = getenv("KUMI_JOBID");
+        snprintf(from, sizeof from, "%s/image.%ld", dir, (long)getpid());
+        snprintf(out, outlen, "image.r%d.j%s.c%u", me, jid && *jid ? jid : "0", ck_count);
+        snprintf(to, sizeof to, "%s/%s", dir, out);
+        if (rename(from, to) != 0) {
+            snprintf(out, outlen, "rank %d: cannot rename %s to %s: %s", me, from, to, strerror(errno));
+            unlink(from);
+            ok = 0;
+        } else
         kumi_log(1, "checkpoint %u: cut in %.3f s, image %s/%s written by ckpt/%s in %.3f s", ck_count, t1 - t0,
                  dir, out, bname, t2 - t1);
     }

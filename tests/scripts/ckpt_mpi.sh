@@ -19,7 +19,9 @@
 #  8. mpiexec --restart DIR after --checkpoint-and-stop at a random time (shmem,
 #     tcp, 8 ranks), after checkpoint-and-continue and SIGKILL with the folder
 #     moved elsewhere, of a restarted job; the same result bit for bit, a new
-#     job id; a truncated image and a folder without manifest refused.
+#     job id; --checkpoint-interval with the thread engine, SIGKILL, restart;
+#     a rank blocked in MPI_Recv at a checkpoint-and-stop, restarted; a
+#     truncated image and a folder without manifest refused.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -215,6 +217,30 @@ if wait_for kc.log "checkpoint 1 written" 60; then
     if grep -q "checkpoint 1 written" again.log; then restart_check "of a restarted job" again
     else echo "note: the restarted job ended before its checkpoint"; fi
 else show kc.log; fail "no checkpoint to kill and restart"; kill -9 $pid; fi
+# --checkpoint-interval with the thread engine (a progress thread in every
+# rank), SIGKILL, restart: the folder holds one checkpoint (4 images)
+mkdir -p iv
+KUMI_BASE_SCHED_ENGINE=thread KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-interval 0.4 --ckpt-dir iv -n $NP "$PROG" $ITERS > iv.log 2>&1 < /dev/null &
+pid=$!
+if wait_for iv.log "checkpoint 2 written" 120; then
+    kill -KILL $pid; wait $pid 2>/dev/null; sleep 2
+    [ "$(ls iv | grep -c '^image\.')" = $NP ] && ok "--checkpoint-interval: $(grep -c 'checkpoint [0-9]* written' iv.log) checkpoints, the folder holds the last one's $NP images" \
+        || { ls iv; fail "--checkpoint-interval: $(ls iv | grep -c '^image\.') images in the folder"; }
+    restart_check "thread engine, interval" iv KUMI_BASE_SCHED_ENGINE=thread
+else show iv.log; fail "--checkpoint-interval: no second checkpoint"; kill -9 $pid; fi
+# a rank blocked in MPI_Recv at a --checkpoint-and-stop, restarted
+mkdir -p bstop; rm -f go
+KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-and-stop --ckpt-dir bstop -n $NP "$PROG" 20 block 5 > bstop.log 2>&1 < /dev/null &
+pid=$!
+wait_for bstop.log "^blocking" 60 && sleep 0.3 && kill -QUIT $pid
+wait $pid
+if grep -q "checkpoint 1 written" bstop.log; then
+    touch go
+    "$MPIEXEC" --timeout 300 --restart bstop > bstop_r.log 2>&1 < /dev/null; rc=$?
+    [ $rc -eq 0 ] && [ "$(result bstop_r.log)" = "$BREF" ] && ok "blocked rank, stopped and restarted: the receive completes, the same result" \
+        || { show bstop_r.log; fail "blocked rank restarted: exit $rc, result '$(result bstop_r.log)', expected $BREF"; }
+    rm -f go
+else show bstop.log; fail "blocked rank: no checkpoint-and-stop"; fi
 # a damaged image: the restart fails with a clear message
 cp -r rs_shm bad && img=$(sed -n 's/^rank 2 .* image \([^ ]*\) .*/\1/p' bad/manifest)
 truncate -s 100000 "bad/$img"

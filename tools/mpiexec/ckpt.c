@@ -13,6 +13,12 @@
  * are killed once their images are written).  One checkpoint at a time: a
  * request during another is ignored with a message.
  *
+ * Each checkpoint's images have names of their own (image.r<rank>.j<job
+ * id>.c<count>), and the manifest is replaced in one rename: a folder
+ * always holds one complete checkpoint, the last one written (a job that
+ * dies during a checkpoint leaves the previous one usable); the images of
+ * the replaced manifest are then removed.
+ *
  * The manifest (text, one "key value" per line):
  *     kumi-checkpoint 1
  *     kumi-version 0.1.0
@@ -22,7 +28,7 @@
  *     backend ckpt/image
  *     program /path/to/prog
  *     cwd /where/mpiexec/ran
- *     rank 0 host node1 pid 4242 image image.4242 bytes 9437184
+ *     rank 0 host node1 pid 4242 image image.r0.j4240.c1 bytes 9437184
  *     ...
  * (kumi_ckpt --info DIR prints it and checks the images.) */
 #ifndef _GNU_SOURCE
@@ -122,11 +128,41 @@ static int write_manifest(struct mx_job *job, double *mb)
     int bad = ferror(f);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) bad = 1;
     if (fclose(f) != 0) bad = 1;
+    /* the images of the manifest replaced: removed once the new one is in place */
+    char **old = NULL;
+    int nold = 0;
+    FILE *of = fopen(path, "r");
+    if (of) {
+        char line[PATH_MAX + 512], img[PATH_MAX];
+        int r, pid;
+        long long b;
+        while (fgets(line, sizeof line, of))
+            if (sscanf(line, "rank %d host %*255s pid %d image %4095s bytes %lld", &r, &pid, img, &b) == 4 &&
+                !strchr(img, '/')) {
+                old = realloc(old, (size_t)(nold + 1) * sizeof *old);
+                if (old && (old[nold] = strdup(img))) nold++;
+            }
+        fclose(of);
+    }
     if (bad || rename(tmp, path) != 0) {
         mx_msg("checkpoint %u: cannot write %s: %s", ck.seq, path, strerror(errno));
         unlink(tmp);
+        for (int i = 0; i < nold; i++) free(old[i]);
+        free(old);
         return -1;
     }
+    for (int i = 0; i < nold; i++) {
+        int keep = 0;
+        for (int r = 0; r < job->n; r++)
+            if (ck.text[r] && strcmp(ck.text[r], old[i]) == 0) keep = 1;
+        if (!keep) {
+            char ip[PATH_MAX + 300];
+            snprintf(ip, sizeof ip, "%s/%s", ck.dir, old[i]);
+            unlink(ip);
+        }
+        free(old[i]);
+    }
+    free(old);
     *mb = bytes / 1e6;
     return 0;
 }
@@ -181,6 +217,13 @@ static void ck_check(struct mx_job *job)
     } else if (write_manifest(job, &mb) != 0) {
         bad = 1;
     }
+    if (bad)                               /* images of ranks that succeeded: not part of any checkpoint */
+        for (int r = 0; r < job->n; r++)
+            if (ck.state[r] == 1 && ck.text[r] && !strchr(ck.text[r], '/') && strncmp(ck.text[r], "image.", 6) == 0) {
+                char ip[PATH_MAX + 300];
+                snprintf(ip, sizeof ip, "%s/%s", ck.dir, ck.text[r]);
+                unlink(ip);
+            }
     if (bad && (ck.flags & KUMI_LAUNCH_CKPT_STOP)) {
         /* the ranks that wrote their image keep their transports released: the job cannot go on */
         mx_msg("checkpoint-and-stop: the checkpoint failed; ending the job");
@@ -352,4 +395,24 @@ void mx_ckpt_restart_plan(void)
     av[2] = NULL;
     mx_opt.argv = av;
     free(dir);
+}
+
+/* --checkpoint-interval S: a request every S seconds once every rank is in
+ * the job (connected: past its HELLO); the first S seconds after the first
+ * call, then S seconds after each request. */
+double mx_ckpt_timer(struct mx_job *job, double now)
+{
+    static double next_at;
+    if (next_at == 0) next_at = now + mx_opt.ckpt_interval;
+    if (now < next_at) return next_at;
+    int all = 1;
+    for (int r = 0; r < job->n; r++)
+        if (!job->ranks[r].conn) all = 0;
+    if (!all || ck.phase != CK_IDLE) {
+        next_at = now + 0.2;               /* ranks still starting, or one in progress: soon */
+        return next_at;
+    }
+    mx_ckpt_request(job, "--checkpoint-interval");
+    next_at = now + mx_opt.ckpt_interval;
+    return next_at;
 }

@@ -636,6 +636,10 @@ static int run_loop(int sigfd, double t_start)
                 mx_stop_job(124, SIGTERM);
             } else if (dl < next) next = dl;
         }
+        if (mx_opt.ckpt_interval > 0 && !stopping && !remote) {   /* --checkpoint-interval (ckpt.c) */
+            double t = mx_ckpt_timer(&job, now);
+            if (t < next) next = t;
+        }
         if (stopping && !killed_hard) {
             if (now >= kill_deadline) {
                 signal_groups(SIGKILL, 1);

@@ -177,6 +177,7 @@ void mx_ckpt_request(struct mx_job *job, const char *why);   /* SIGQUIT */
  * program and rank 0's image); exits with a message when it cannot */
 void mx_ckpt_restart_plan(void);
 const char *mx_ckpt_image(int rank);                         /* the image of rank (absolute) */
+double mx_ckpt_timer(struct mx_job *job, double now);        /* --checkpoint-interval: the next time */
 void mx_ckpt_frame(struct mx_job *job, int rank, int type, const unsigned char *p, size_t n);
 void mx_ckpt_rank_gone(struct mx_job *job, int rank);       /* its connection closed */
 
@@ -229,6 +230,7 @@ struct mx_opts {
     int ckpt, ckpt_stop;               /* --ckpt, --checkpoint-and-stop */
     const char *ckpt_dir;              /* --ckpt-dir, or NULL: the working directory */
     const char *restart;               /* --restart DIR */
+    double ckpt_interval;              /* --checkpoint-interval S (0: none) */
 };
 extern struct mx_opts mx_opt;
 void mx_parse_args(int argc, char **argv);

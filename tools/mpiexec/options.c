@@ -59,6 +59,9 @@ static void usage(FILE *f)
         "                       manifest into the checkpoint folder, and the job goes on\n"
         "  --ckpt-dir DIR       the checkpoint folder (default: mpiexec's working\n"
         "                       directory); implies --ckpt\n"
+        "  --checkpoint-interval S\n"
+        "                       a checkpoint every S seconds (from the start, or from\n"
+        "                       the previous checkpoint); implies --ckpt\n"
         "  --restart DIR        start the job again from the checkpoint in DIR (its\n"
         "                       manifest and images), with a new job id, secret, ports\n"
         "                       and shared-memory names; no program is given; implies\n"
@@ -348,6 +351,14 @@ void mx_parse_args(int argc, char **argv)
         } else if (strcmp(a, "--oversubscribe") == 0 || strcmp(a, "-oversubscribe") == 0) {
             mx_opt.overload = 1;
         } else if (strcmp(a, "--ckpt") == 0) {
+            mx_opt.ckpt = 1;
+        } else if (is_opt(a, "--checkpoint-interval")) {
+            const char *s = optval(argc, argv, &i);
+            char *end;
+            double t = strtod(s, &end);
+            if (end == s || *end || !(t > 0) || t > 1e9)
+                mx_die_usage("--checkpoint-interval: invalid number of seconds '%s'", s);
+            mx_opt.ckpt_interval = t;
             mx_opt.ckpt = 1;
         } else if (is_opt(a, "--restart")) {
             mx_opt.restart = optval(argc, argv, &i);
