@@ -18,6 +18,7 @@
  *              for the file ./go to exist, while rank 1 waits in MPI_Recv for
  *              its message and the others in MPI_Barrier
  *     win      keeps an RMA window open the whole run
+ *     mem MB   also holds MB MiB of touched heap per rank (tests/bench/ckpt-job-bench.sh)
  * Each rank prints "iteration I" on stderr every 10 iterations (rank 0 only). */
 #include <mpi.h>
 #include <math.h>
@@ -52,6 +53,9 @@ int main(int argc, char **argv)
     int iters = argc > 1 ? atoi(argv[1]) : 100;
     int block_at = argc > 3 && strcmp(argv[2], "block") == 0 ? atoi(argv[3]) : -1;
     int use_win = argc > 2 && strcmp(argv[2], "win") == 0;
+    size_t mem = argc > 3 && strcmp(argv[2], "mem") == 0 ? (size_t)atol(argv[3]) << 20 : 0;
+    char *ballast = mem ? malloc(mem) : NULL;
+    if (ballast) for (size_t i = 0; i < mem; i += 4096) ballast[i] = (char)(i * 7 + rank);
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
 
     double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
@@ -129,7 +133,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&half);
     MPI_Type_free(&strided);
     free(all);
-    free(a); free(b); free(big); free(bigin); free(early); free(early_in);
+    free(a); free(b); free(big); free(bigin); free(early); free(early_in); free(ballast);
     MPI_Finalize();
     return 0;
 }
