@@ -137,6 +137,10 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
     }
     double end = kumi_time() + ck_lock_timeout;
     while (!kumi_lock_try()) {
+        if (!__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST)) {   /* MPI_Finalize started meanwhile */
+            snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
+            return 0;
+        }
         if (kumi_time() > end) {
             snprintf(why, len, "rank %d stayed inside the library for %g s (kumi_ckpt_lock_timeout)", me,
                      ck_lock_timeout);

@@ -41,7 +41,7 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures+1)); }
 ok() { echo "ok: $*"; }
 show() { sed 's/^/    | /' "$1" | tail -${2:-15}; }
-NP=4 ITERS=${CKPT_ITERS:-150}
+NP=4 ITERS=${CKPT_ITERS:-300}
 
 jobid() { sed -n 's/^mpiexec: job \([0-9][0-9]*\).*/\1/p' "$1" | head -1; }
 shm_clean() { # WHAT LOG
@@ -86,8 +86,9 @@ continue_test() { # NAME HOW(signal|tool) [env...]
     local pid=$!
     wait_for "$log" "iteration 0" 60 || { show "$log"; fail "$name: the job did not start"; kill -9 $pid; wait $pid; return; }
     local k
-    for k in 1 2 3; do
-        sleep "0.$((RANDOM % 4 + 1))"
+    for k in 1 2 3; do                        # at random times past iterations 20, 40, 60
+        wait_for "$log" "^iteration $((k * 20))" 120
+        sleep "0.0$((RANDOM % 9))"
         if [ "$how" = tool ]; then "$KCKPT" $pid > tool.out 2>&1 || { show tool.out; fail "$name: kumi_ckpt $pid"; }
         else kill -QUIT $pid; fi
         if ! wait_for "$log" "checkpoint $k \(written\|not written\)" 120; then
@@ -184,7 +185,7 @@ stop_at_random() { # NAME DIR NP [env...]: --checkpoint-and-stop at a random tim
     mkdir -p "$dir"
     env "$@" KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-and-stop --ckpt-dir "$dir" -n $np "$PROG" $ITERS > "st_$name.log" 2>&1 < /dev/null &
     local pid=$!
-    wait_for "st_$name.log" "iteration 0" 60 && sleep "0.$((RANDOM % 9 + 1))" && kill -QUIT $pid
+    wait_for "st_$name.log" "iteration $((RANDOM % 5 * 10))" 60 && sleep "0.0$((RANDOM % 9))" && kill -QUIT $pid
     wait $pid; local rc=$?
     [ $rc -eq 0 ] && grep -q "checkpoint 1 written" "st_$name.log" && ! grep -q "^result" "st_$name.log" \
         && ok "$name: stopped at $(grep '^iteration' "st_$name.log" | tail -1) with a checkpoint" \
@@ -201,7 +202,7 @@ REF=$REF4
 mkdir -p kc
 KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir kc -n $NP "$PROG" $ITERS > kc.log 2>&1 < /dev/null &
 pid=$!
-wait_for kc.log "iteration 0" 60 && sleep "0.$((RANDOM % 5 + 1))" && kill -QUIT $pid
+wait_for kc.log "iteration 10" 60 && sleep "0.0$((RANDOM % 9))" && kill -QUIT $pid
 if wait_for kc.log "checkpoint 1 written" 60; then
     kill -KILL $pid; wait $pid 2>/dev/null
     mkdir -p elsewhere && mv kc elsewhere/
@@ -220,7 +221,7 @@ else show kc.log; fail "no checkpoint to kill and restart"; kill -9 $pid; fi
 # --checkpoint-interval with the thread engine (a progress thread in every
 # rank), SIGKILL, restart: the folder holds one checkpoint (4 images)
 mkdir -p iv
-KUMI_BASE_SCHED_ENGINE=thread KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-interval 0.4 --ckpt-dir iv -n $NP "$PROG" $ITERS > iv.log 2>&1 < /dev/null &
+KUMI_BASE_SCHED_ENGINE=thread KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-interval 0.25 --ckpt-dir iv -n $NP "$PROG" $ITERS > iv.log 2>&1 < /dev/null &
 pid=$!
 if wait_for iv.log "checkpoint 2 written" 120; then
     kill -KILL $pid; wait $pid 2>/dev/null; sleep 2
