@@ -417,6 +417,7 @@ extern int kumi_thread_level;
 extern bool kumi_mt;
 void kumi_lock_slow(void);
 void kumi_unlock_slow(void);
+bool kumi_lock_try(void);              /* kumi_lock_slow if free now (checkpoint thread) */
 static inline void kumi_lock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_lock_slow(); }
 static inline void kumi_unlock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_unlock_slow(); }
 int kumi_lock_release_all(void);

@@ -127,6 +127,26 @@ void kumi_unlock_slow(void)
     }
 }
 
+/* Like kumi_lock_slow, but only if the lock is free now (an application
+ * thread, not the engine): true when taken. */
+bool kumi_lock_try(void)
+{
+    if (depth > 0) {
+        depth++;
+        return true;
+    }
+    __atomic_add_fetch(&app_in, 1, __ATOMIC_SEQ_CST);
+    if (pthread_mutex_trylock(&big) == 0) {
+        __atomic_add_fetch(&app_gen, 1, __ATOMIC_RELAXED);
+        depth = 1;
+        return true;
+    }
+    if (__atomic_sub_fetch(&app_in, 1, __ATOMIC_SEQ_CST) == 0 && __atomic_load_n(&engine_parked, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&kumi_engine_work, __ATOMIC_SEQ_CST) > 0)
+        futex_wake_all(&app_in);
+    return false;
+}
+
 int kumi_lock_release_all(void)
 {
     int d = depth;

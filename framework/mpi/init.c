@@ -41,6 +41,7 @@ static void framework_register_params(void)
     kumi_gpu_register_params();
     kumi_dpm_register_params();
     kumi_dpm_register_spawn_params();
+    kumi_ckpt_register_params();
 }
 
 /* When libmpi is loaded (before kumi_info, mpiexec or MPI_Init open the registry). */
@@ -112,6 +113,7 @@ int kumi_mpi_init_thread(int *argc, char ***argv, int required, int *provided)
     kumi_state = KUMI_STATE_INIT;
     kumi_accel();                         /* an accel component in use: device buffers are staged */
     if ((rc = kumi_dpm_child_init())) init_fail(rc);   /* started by MPI_Comm_spawn: connect to the parents */
+    kumi_ckpt_init_done();                /* kumi_ckpt_enable: the library lock on, checkpoints accepted */
     return MPI_SUCCESS;
 }
 
@@ -124,6 +126,7 @@ int kumi_mpi_init(int *argc, char ***argv)
 int kumi_mpi_finalize(void)
 {
     struct kumi_comm *w = KUMI_COMM_WORLD;
+    kumi_ckpt_finalize_start();            /* checkpoints refused from now on */
     kumi_gpu_finalize();                   /* device proxies (MPIX_Gpu_start) still running */
     /* attributes' delete callbacks: MPI_COMM_SELF's first, then MPI_COMM_WORLD's */
     int arc = kumi_attr_finalize();

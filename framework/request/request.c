@@ -272,6 +272,11 @@ static void ctl_done(struct kumi_sendop *op)
     free(op->owner);
 }
 
+/* Checkpoint counts (framework/mpi/ckpt.c): messages handed to a transport
+ * per world peer, headers received per world peer, payloads still arriving. */
+static uint64_t *ck_sent, *ck_recvd;
+static long ck_rx_open;
+
 static int send_now(int wpeer, struct kumi_sendop *op)
 {
     const struct kumi_p2p_ops *ops = kumi_req_transport(wpeer);
@@ -280,6 +285,7 @@ static int send_now(int wpeer, struct kumi_sendop *op)
     kumi_req_inflight++;
     rc = ops->send(wpeer, op);
     if (rc != MPI_SUCCESS) kumi_req_inflight--;
+    else if (ck_sent && wpeer < nworld) ck_sent[wpeer]++;
     return rc;
 }
 
@@ -327,7 +333,10 @@ void kumi_req_flush_ctl(void)
         if (!dq_head) dq_tail = NULL;
         if (!d->op) {
             const struct kumi_p2p_ops *ops = kumi_req_transport(d->wpeer);
-            if (ops && (ops->caps & KUMI_P2P_CAP_RGET)) ops->pull(d->wpeer, d->handle, d->rx);
+            if (ops && (ops->caps & KUMI_P2P_CAP_RGET)) {
+                if (d->rx) ck_rx_open++;               /* its kumi_p2p_rx_done comes */
+                ops->pull(d->wpeer, d->handle, d->rx);
+            }
             free(d);
             continue;
         }
@@ -816,6 +825,8 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
 {
     struct kumi_rx *rx = NULL;
     struct kumi_req *r;
+    if (ck_recvd && peer >= 0 && peer < nworld) ck_recvd[peer]++;
+    if (hdr->paylen) ck_rx_open++;
     upcall_depth++;
     switch (hdr->kind) {
     case KUMI_HDR_EAGER:
@@ -953,6 +964,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
 KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx)
 {
     void *o = rx ? rx->owner : NULL;
+    if (rx) ck_rx_open--;
     if (!o) return;
     upcall_depth++;
     if (*(uint32_t *)o == KUMI_UE_MAGIC) {
@@ -1018,6 +1030,10 @@ int kumi_req_init(void)
 
     peer_ops = calloc((size_t)nworld, sizeof *peer_ops);
     peer_tr = calloc((size_t)nworld, sizeof *peer_tr);
+    ck_sent = calloc((size_t)nworld, sizeof *ck_sent);
+    ck_recvd = calloc((size_t)nworld, sizeof *ck_recvd);
+    ck_rx_open = 0;
+    if (!ck_sent || !ck_recvd) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
     if (!peer_ops || !peer_tr) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
     bool used[KUMI_MAX_TRANSPORTS] = { false };
     for (p = 0; p < nworld; p++) {
@@ -1152,4 +1168,86 @@ void kumi_req_finalize(void)
     peer_ops = NULL;
     free(eager_peers);
     eager_peers = NULL;
+    free(ck_sent);
+    free(ck_recvd);
+    ck_sent = ck_recvd = NULL;
+}
+
+/* ------------------------------------------------------------ checkpoint */
+/* Whether the transports and peers of this rank can be checkpointed: only
+ * self, shmem and tcp release everything and wire up again (ckpt.c). */
+int kumi_req_ckpt_check(char *why, size_t len)
+{
+    if (npeers > nworld) {
+        snprintf(why, len, "connected to %d process%s of another job (MPI_Comm_spawn / connect / accept / join): "
+                 "not supported by checkpoints", npeers - nworld, npeers - nworld == 1 ? "" : "es");
+        return -1;
+    }
+    for (int i = 0; i < ntr; i++) {
+        const char *n = tr_entry[i]->name;
+        /* self and tcp: busy() and finalize are exact; others need the 1.7 entries */
+        if (strcmp(n, "self") && strcmp(n, "tcp") && !(tr_ops[i]->ckpt_quiet && tr_ops[i]->ckpt_release)) {
+            snprintf(why, len, "transport p2p/%s cannot be checkpointed (self, shmem and tcp can: "
+                     "select them with MPI_COMPONENTS=p2p=self,shmem,tcp)", n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+const uint64_t *kumi_req_ckpt_sent(void) { return ck_sent; }
+const uint64_t *kumi_req_ckpt_recvd(void) { return ck_recvd; }
+
+/* Nothing of this rank on its way: no payload arriving, nothing queued. */
+int kumi_req_ckpt_idle(void)
+{
+    if (ck_rx_open > 0 || kumi_req_ctl_pending()) return 0;
+    for (int i = 0; i < ntr; i++) {
+        if (tr_ops[i]->ckpt_quiet) {
+            if (!tr_ops[i]->ckpt_quiet()) return 0;
+        } else if (tr_ops[i]->busy && tr_ops[i]->busy()) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Every transport lets go of what an image cannot hold (sockets, shared
+ * memory, its descriptors); the request layer keeps its state. */
+void kumi_req_ckpt_release(void)
+{
+    kumi_pacing_finalize();
+    for (int i = ntr - 1; i >= 0; i--) {
+        if (tr_ops[i]->ckpt_release) tr_ops[i]->ckpt_release();
+        else if (tr_ops[i]->finalize) tr_ops[i]->finalize();
+    }
+    kumi_progress_setup(NULL, NULL, 0);
+}
+
+/* After kumi_req_ckpt_release: the same transports again (init, the
+ * launcher's fence, wireup), each peer reached as before. */
+int kumi_req_ckpt_rewire(void)
+{
+    int rc;
+    for (int i = 0; i < ntr; i++)
+        if (tr_ops[i]->init && (rc = tr_ops[i]->init()) != MPI_SUCCESS)
+            return kumi_error(rc, "checkpoint: p2p/%s: init failed when wiring up again", tr_entry[i]->name);
+    if ((rc = kumi_rpim_fence()) != MPI_SUCCESS) return rc;
+    for (int i = 0; i < ntr; i++)
+        if (tr_ops[i]->wireup && (rc = tr_ops[i]->wireup()) != MPI_SUCCESS)
+            return kumi_error(rc, "checkpoint: p2p/%s: wireup failed when wiring up again", tr_entry[i]->name);
+    bool used[KUMI_MAX_TRANSPORTS] = { false };
+    for (int p = 0; p < nworld; p++) {
+        int i;
+        for (i = 0; i < ntr; i++)
+            if (tr_ops[i]->reaches(p)) break;
+        if (i == ntr)
+            return kumi_error(MPI_ERR_OTHER, "checkpoint: no transport reaches rank %d after wiring up again", p);
+        peer_ops[p] = tr_ops[i];
+        peer_tr[p] = (unsigned char)i;
+        used[i] = true;
+    }
+    rc = kumi_progress_setup(tr_ops, used, ntr);
+    if (rc == MPI_SUCCESS) kumi_pacing_init();
+    return rc;
 }

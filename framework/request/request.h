@@ -287,6 +287,13 @@ void kumi_req_xjob_finalize(void);
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
 int kumi_req_ctl_pending(void);
+/* checkpoints (framework/mpi/ckpt.c; request.c) */
+int kumi_req_ckpt_check(char *why, size_t len);
+const uint64_t *kumi_req_ckpt_sent(void);
+const uint64_t *kumi_req_ckpt_recvd(void);
+int kumi_req_ckpt_idle(void);
+void kumi_req_ckpt_release(void);
+int kumi_req_ckpt_rewire(void);
 extern long kumi_req_inflight;      /* sendops handed to transports, not done */
 /* Payload buffers of unexpected messages (a few freed ones of 4 KiB to
  * 256 KiB are kept for reuse); kumi_ubuf_free(NULL) is fine. */

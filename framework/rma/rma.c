@@ -340,6 +340,8 @@ void rma_acc_unlock(struct kumi_win_ctl *c)
 
 /* ------------------------------------------------------------ life cycle */
 
+int kumi_rma_nwins;                      /* windows that exist (checkpoints refuse them) */
+
 int kumi_rma_win_init(struct kumi_win *w)
 {
     struct kumi_rma *m = calloc(1, sizeof *m);
@@ -368,6 +370,7 @@ int kumi_rma_win_init(struct kumi_win *w)
             if (w->peers[r].local >= 0) m->local2rank[w->peers[r].local] = r;
     }
     w->rma = m;
+    kumi_rma_nwins++;                    /* kumi_rma_win_fini counts it out */
     if (!m->sent || !m->applied || !m->complete_count || !m->lock || !m->lock_nocheck || !m->granted || !m->acks ||
         !m->posts || !m->completes || !m->lockw || !m->cma_off || !m->synced || !m->rejected || !m->local2rank) {
         kumi_rma_win_fini(w, NULL);
@@ -409,6 +412,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
     free(m->lockw); free(m->cma_off); free(m->synced); free(m->rejected); free(m->local2rank);
     free(m->start_ranks); free(m->post_ranks);
     free(m->q);
+    kumi_rma_nwins--;
     free(m);
     w->rma = NULL;
     return MPI_SUCCESS;

@@ -133,6 +133,7 @@ int kumi_win_err_handle(struct kumi_win *w, int code);
  * epochs are over) before the window's memory and communicator go away;
  * it returns MPI_ERR_RMA_SYNC if an epoch is still open. */
 int kumi_rma_win_init(struct kumi_win *w);
+extern int kumi_rma_nwins;               /* windows that exist */
 void kumi_rma_register_params(void);
 void kumi_rma_register(void);          /* registers the request kind KUMI_REQ_RMA */
 extern int kumi_rma_direct;         /* parameter kumi_base_rma_direct */

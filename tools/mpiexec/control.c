@@ -155,6 +155,7 @@ static void conn_kill(struct mx_job *job, struct mx_conn *c, const char *why)
         if (job->verbose)
             mx_msg("control connection of rank %d closed%s%s", c->rank, why ? ": " : "", why ? why : "");
         if (job->ranks[c->rank].conn == c) job->ranks[c->rank].conn = NULL;
+        if (job->ckpt_gone_hook) job->ckpt_gone_hook(job, c->rank);
     } else if (job->verbose && why) {
         mx_msg("ignoring a control connection: %s", why);
     }
@@ -352,6 +353,11 @@ static int handle_frame(struct mx_job *job, struct mx_conn *c, int type, const u
                                NULL, req.total, NULL);
             mx_spawn_req_free(&req);
         }
+        return 0;
+    case KUMI_LAUNCH_MSG_CKPT_READY:
+    case KUMI_LAUNCH_MSG_CKPT_DONE:
+        if (!job->ckpt_frame_hook) return -1;
+        job->ckpt_frame_hook(job, c->rank, type, p, n);
         return 0;
     case KUMI_LAUNCH_MSG_FINALIZE:
         if (n != 0) return -1;

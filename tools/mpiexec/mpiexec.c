@@ -560,6 +560,10 @@ int mx_signalled;                      /* mpiexec got SIGINT/SIGTERM/SIGHUP */
 static void got_signal(int sig)
 {
     if (sig == SIGCHLD) return;
+    if (sig == SIGQUIT) {                  /* a checkpoint (ckpt.c) */
+        mx_ckpt_request(&job, "SIGQUIT");
+        return;
+    }
     mx_signalled = 1;
     if (!stopping) {
         mx_msg("received signal %d (%s); stopping the job", sig, strsignal(sig));
@@ -668,6 +672,10 @@ static int run_loop(int sigfd, double t_start)
                 mx_msg("job timed out after %g seconds; stopping the job", mx_opt.timeout);
                 mx_stop_job(124, SIGTERM);
             } else if (dl < next) next = dl;
+        }
+        if (mx_opt.ckpt_interval > 0 && !stopping && !remote) {   /* --checkpoint-interval (ckpt.c) */
+            double t = mx_ckpt_timer(&job, now);
+            if (t < next) next = t;
         }
         if (stopping && !killed_hard) {
             if (now >= kill_deadline) {
@@ -968,6 +976,7 @@ int main(int argc, char **argv)
             mx_opt.timeout = sec;
         }
     }
+    if (mx_opt.restart) mx_ckpt_restart_plan();   /* -n and the program from the checkpoint */
     mx_hosts_user = mx_opt.hosts.n > 0;    /* (plan_hosts may add the hosts of --launcher fork/slurm) */
     int *host_of = plan_hosts();
     char *prog = resolve_program(mx_opt.argv[0]);
@@ -1058,6 +1067,7 @@ int main(int argc, char **argv)
     sigemptyset(&ss);
     sigaddset(&ss, SIGCHLD);
     sigaddset(&ss, SIGTERM);
+    sigaddset(&ss, SIGQUIT);               /* a checkpoint request (ckpt.c) */
     /* SIGINT and SIGHUP ignored when mpiexec started (a background job of
      * a shell, nohup) stay ignored, as for any program */
     static const int opt_sigs[] = { SIGINT, SIGHUP };
@@ -1103,6 +1113,7 @@ int main(int argc, char **argv)
             continue;
         }
         char rb[32], bl[64], bi[48];
+        if (mx_opt.restart) cargv[1] = (char *)mx_ckpt_image(r);   /* kumi_restart IMAGE */
         snprintf(rb, sizeof rb, "KUMI_RANK=%d", r);
         env[rank_slot] = rb;
         const struct mx_binding *bd = &job.bind[r];

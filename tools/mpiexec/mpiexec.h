@@ -121,6 +121,10 @@ struct mx_job {
     void (*rank_frame_hook)(struct mx_job *job, int rank, const void *frame, size_t len);
     /* SPAWN from a rank (payload as received); NULL: answered "unsupported" */
     void (*spawn_hook)(struct mx_job *job, int rank, const unsigned char *p, size_t n);
+    /* CKPT_READY / CKPT_DONE from a rank (mpiexec: mx_ckpt_frame; NULL: malformed), a rank's
+     * connection closed (mx_ckpt_rank_gone) */
+    void (*ckpt_frame_hook)(struct mx_job *job, int rank, int type, const unsigned char *p, size_t n);
+    void (*ckpt_gone_hook)(struct mx_job *job, int rank);
 };
 
 /* A parsed SPAWN request (kumi/launch_proto.h). */
@@ -166,6 +170,16 @@ void mx_ctl_spawn_reply(struct mx_job *job, int rank, uint32_t result, const cha
 
 /* Queue a complete frame for rank's connection (the proxy forwards FENCE_DONE). */
 void mx_ctl_send_frame(struct mx_job *job, int rank, const void *frame, size_t len);
+
+/* ---- ckpt.c: coordinated checkpoints (kumi/launch_proto.h: CKPT) ---- */
+void mx_ckpt_request(struct mx_job *job, const char *why);   /* SIGQUIT */
+/* --restart DIR: read DIR/manifest, set mx_opt.np and mx_opt.argv (the restart
+ * program and rank 0's image); exits with a message when it cannot */
+void mx_ckpt_restart_plan(void);
+const char *mx_ckpt_image(int rank);                         /* the image of rank (absolute) */
+double mx_ckpt_timer(struct mx_job *job, double now);        /* --checkpoint-interval: the next time */
+void mx_ckpt_frame(struct mx_job *job, int rank, int type, const unsigned char *p, size_t n);
+void mx_ckpt_rank_gone(struct mx_job *job, int rank);       /* its connection closed */
 
 /* ---- bind.c ---- */
 /* Fill job->bind (job->n entries) for the level asked; overload: allow more
@@ -213,6 +227,10 @@ struct mx_opts {
     int impi_client;                   /* --impi-client K (-1: not an IMPI client) */
     const char *impi_server;           /* --impi-server HOST:PORT */
     const char *impi_auth;             /* --impi-auth KEY */
+    int ckpt, ckpt_stop;               /* --ckpt, --checkpoint-and-stop */
+    const char *ckpt_dir;              /* --ckpt-dir, or NULL: the working directory */
+    const char *restart;               /* --restart DIR */
+    double ckpt_interval;              /* --checkpoint-interval S (0: none) */
 };
 extern struct mx_opts mx_opt;
 void mx_parse_args(int argc, char **argv);

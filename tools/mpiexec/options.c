@@ -54,6 +54,21 @@ static void usage(FILE *f)
         "  --oversubscribe      allow --bind-to with more processes than cores, and\n"
         "                       more processes than the hosts' slots\n"
         "  --report-bindings    print each process's binding on stderr\n"
+        "  --ckpt               enable coordinated checkpoints: SIGQUIT to mpiexec (or\n"
+        "                       kumi_ckpt PID) writes an image of every process and a\n"
+        "                       manifest into the checkpoint folder, and the job goes on\n"
+        "  --ckpt-dir DIR       the checkpoint folder (default: mpiexec's working\n"
+        "                       directory); implies --ckpt\n"
+        "  --checkpoint-interval S\n"
+        "                       a checkpoint every S seconds (from the start, or from\n"
+        "                       the previous checkpoint); implies --ckpt\n"
+        "  --restart DIR        start the job again from the checkpoint in DIR (its\n"
+        "                       manifest and images), with a new job id, secret, ports\n"
+        "                       and shared-memory names; no program is given; implies\n"
+        "                       --ckpt\n"
+        "  --checkpoint-and-stop\n"
+        "                       the job ends (exit status 0) once a checkpoint is\n"
+        "                       written; implies --ckpt\n"
         "  --abi A              the MPI ABI the program was built for: ompi (Open MPI\n"
         "                       4.x), mpich (MPICH 4.x), standard (MPI 5.0 ABI, Kumi's\n"
         "                       own) or auto (default; also environment KUMI_ABI): auto\n"
@@ -338,6 +353,27 @@ void mx_parse_args(int argc, char **argv)
             else mx_die_usage("--bind-to: expected core, package, hwthread or none, not '%s'", s);
         } else if (strcmp(a, "--oversubscribe") == 0 || strcmp(a, "-oversubscribe") == 0) {
             mx_opt.overload = 1;
+        } else if (strcmp(a, "--ckpt") == 0) {
+            mx_opt.ckpt = 1;
+        } else if (is_opt(a, "--checkpoint-interval")) {
+            const char *s = optval(argc, argv, &i);
+            char *end;
+            double t = strtod(s, &end);
+            if (end == s || *end || !(t > 0) || t > 1e9)
+                mx_die_usage("--checkpoint-interval: invalid number of seconds '%s'", s);
+            mx_opt.ckpt_interval = t;
+            mx_opt.ckpt = 1;
+        } else if (is_opt(a, "--restart")) {
+            mx_opt.restart = optval(argc, argv, &i);
+            mx_opt.ckpt = 1;
+            if (!mx_opt.restart[0]) mx_die_usage("--restart: empty folder name%s", "");
+        } else if (strcmp(a, "--checkpoint-and-stop") == 0) {
+            mx_opt.ckpt = 1;
+            mx_opt.ckpt_stop = 1;
+        } else if (is_opt(a, "--ckpt-dir")) {
+            mx_opt.ckpt = 1;
+            mx_opt.ckpt_dir = optval(argc, argv, &i);
+            if (!mx_opt.ckpt_dir[0]) mx_die_usage("--ckpt-dir: empty folder name%s", "");
         } else if (strcmp(a, "--report-bindings") == 0 || strcmp(a, "-report-bindings") == 0) {
             mx_opt.report_bindings = 1;
         } else if (is_opt(a, "--abi") || is_opt(a, "-abi")) {
@@ -354,8 +390,11 @@ void mx_parse_args(int argc, char **argv)
             mx_die_usage("unknown option '%s'", a);
         }
     }
-    if (i >= argc) mx_die_usage("no program to run%s", "");
+    if (mx_opt.restart && i < argc) mx_die_usage("--restart: no program to give (the checkpoint's images are the "
+                                                  "program), not '%s'", argv[i]);
+    if (i >= argc && !mx_opt.restart) mx_die_usage("no program to run%s", "");
     if ((mx_opt.impi_client >= 0) != (mx_opt.impi_server != NULL))
         mx_die_usage("%s", mx_opt.impi_server ? "--impi-server needs --impi-client K" : "--impi-client needs --impi-server HOST:PORT");
     mx_opt.argv = &argv[i];
+    if (mx_opt.ckpt) add_param("ckpt_enable", "1");
 }

@@ -322,7 +322,7 @@ void mx_sinks_finish(int sigfd)
             if (poll(p, 2, -1) < 0 && errno != EINTR) break;
             struct signalfd_siginfo si;
             while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-                if (si.ssi_signo != SIGCHLD) mx_signalled = 1;
+                if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGQUIT) mx_signalled = 1;
         }
         k->len = k->off = 0;
     }

@@ -121,6 +121,58 @@ static int p2p_shmem_fail(int cls, int everyone, const char *fmt, ...)
     return kumi_error(cls, "p2p/shmem: %s", msg);
 }
 
+/* Coordinated checkpoints (p2p contract 1.7).  The sends parked until the
+ * peer's ACK (a CMA rendezvous no receive has matched yet: the receiver
+ * holds its descriptor in the request layer's unexpected queue, the data
+ * stay in our memory) outlive the segments: kept here across
+ * ckpt_release, taken back by the next init, completed by the ACK that the
+ * peer sends once it pulls them (over the new rings). */
+static struct kumi_sendop **p2p_shmem_held;
+static int p2p_shmem_nheld;
+
+static void p2p_shmem_ckpt_restore(void)
+{
+    if (!p2p_shmem_held) return;
+    size_t n = 0;
+    for (int r = 0; r < p2p_shmem_nheld && r < p2p_shmem_size; r++) {
+        p2p_shmem_peers[r].acks = p2p_shmem_held[r];
+        for (struct kumi_sendop *op = p2p_shmem_held[r]; op; op = op->tnext) n++;
+    }
+    p2p_shmem_nqueued += n;
+    kumi_log(2, "p2p/shmem: %zu send%s waiting for a peer's pull kept across the checkpoint", n, n == 1 ? "" : "s");
+    free(p2p_shmem_held);
+    p2p_shmem_held = NULL;
+    p2p_shmem_nheld = 0;
+}
+
+/* Nothing of ours in a queue or in a peer's ring that it has not read. */
+static int p2p_shmem_ckpt_quiet(void)
+{
+    if (!p2p_shmem_peers) return 1;
+    for (int r = 0; r < p2p_shmem_size; r++) {
+        struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
+        if (p->qhead) return 0;
+        if (p->octl && atomic_load_explicit(&p->octl->head, memory_order_acquire) != p->otail) return 0;
+        if (p->in_msg) return 0;
+    }
+    return 1;
+}
+
+static void p2p_shmem_ckpt_release(void)
+{
+    if (p2p_shmem_peers && !p2p_shmem_held) {
+        p2p_shmem_held = calloc((size_t)p2p_shmem_size, sizeof *p2p_shmem_held);
+        if (p2p_shmem_held) {
+            p2p_shmem_nheld = p2p_shmem_size;
+            for (int r = 0; r < p2p_shmem_size; r++) {
+                p2p_shmem_held[r] = p2p_shmem_peers[r].acks;
+                p2p_shmem_peers[r].acks = NULL;
+            }
+        }
+    }
+    p2p_shmem_cleanup();
+}
+
 static int p2p_shmem_init(void)
 {
     const char *jobid = getenv("KUMI_JOBID");
@@ -162,6 +214,7 @@ static int p2p_shmem_init(void)
     if (!p2p_shmem_peers || !p2p_shmem_local)
         return p2p_shmem_fail(MPI_ERR_NO_MEM, 0, "out of memory");
     for (int r = 0; r < p2p_shmem_size; r++) p2p_shmem_peers[r].segfd = -1;
+    p2p_shmem_ckpt_restore();
 
     /* O_EXCL: a file of this name that exists already is not ours (the name
      * is new to this job), whoever made it */
@@ -335,6 +388,8 @@ static const struct kumi_p2p_ops p2p_shmem_ops = {
     .finalize = p2p_shmem_finalize,
     .rget = p2p_shmem_rget,
     .pull = p2p_shmem_pull,
+    .ckpt_quiet = p2p_shmem_ckpt_quiet,
+    .ckpt_release = p2p_shmem_ckpt_release,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_shmem_component = {

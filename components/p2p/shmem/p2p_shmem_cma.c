@@ -54,6 +54,9 @@ int p2p_shmem_cma_detect(char *why, size_t whylen)
 static void p2p_shmem_cma_into(int peer, const struct p2p_shmem_cmadesc *d, size_t len, struct kumi_rx *rx)
 {
     int ok = 1;
+    /* the peer's pid of the wire-up: after a restart from a checkpoint, a
+     * descriptor kept in the unexpected queue names the pid it had before */
+    int pid = p2p_shmem_peers && p2p_shmem_peers[peer].pid > 0 ? p2p_shmem_peers[peer].pid : d->pid;
     if (rx) {
         size_t want = rx->dst ? (len < rx->cap ? len : rx->cap) : 0;
         size_t got = 0;
@@ -61,7 +64,7 @@ static void p2p_shmem_cma_into(int peer, const struct p2p_shmem_cmadesc *d, size
         while (got < want) {
             struct iovec l = { rx->dst + got, want - got };
             struct iovec r = { (void *)(uintptr_t)(d->addr + got), want - got };
-            ssize_t n = process_vm_readv(d->pid, &l, 1, &r, 1, 0);
+            ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
             if (n <= 0) {
                 if (n < 0 && errno == EINTR) continue;
                 ok = 0;

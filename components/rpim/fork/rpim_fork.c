@@ -32,6 +32,7 @@
 #include <kumi/param.h>
 #include <kumi/rpim.h>
 #include <kumi/launch_proto.h>
+#include <kumi/ckpt.h>
 
 /* ------------------------------------------------------------ launcher */
 
@@ -177,15 +178,87 @@ static int rpim_fork_read_all(void *buf, size_t len, int timeout_ms)
     return 0;
 }
 
+/* Two threads use the control connection once the rank is connected: the
+ * caller of put / fence / spawn / finalize (requests, each answered by one
+ * frame) and the watcher thread, which also serves checkpoint requests
+ * (CKPT, CKPT_GO: unsolicited frames, kumi/launch_proto.h).  Frames are
+ * written whole under rpim_fork_wmx and read whole under rpim_fork_rmx; a
+ * reader that gets a frame meant for the other thread keeps it for it:
+ * checkpoint frames in rpim_fork_ckq (and the watcher is kicked), an answer
+ * in rpim_fork_kept. */
+static pthread_mutex_t rpim_fork_wmx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rpim_fork_rmx = PTHREAD_MUTEX_INITIALIZER;
+struct rpim_fork_frame {
+    int type;
+    unsigned char *p;
+    size_t len;
+    struct rpim_fork_frame *next;
+};
+static struct rpim_fork_frame *rpim_fork_ckq;   /* checkpoint frames, oldest first */
+static struct rpim_fork_frame *rpim_fork_kept;  /* an answer the watcher read */
+static int rpim_fork_kickfd = -1;               /* eventfd: rpim_fork_ckq has frames */
+
 /* Send a frame whose payload is the concatenation of the given pieces. */
 static int rpim_fork_send(int type, const void *payload, size_t plen)
 {
     unsigned char h[KUMI_LAUNCH_HDR_LEN];
     kumi_launch_put_u32(h, (uint32_t)(plen + 1));
     h[4] = (unsigned char)type;
-    if (rpim_fork_write_all(h, KUMI_LAUNCH_HDR_LEN) < 0) return -1;
-    if (plen && rpim_fork_write_all(payload, plen) < 0) return -1;
+    pthread_mutex_lock(&rpim_fork_wmx);
+    int rc = 0;
+    if (rpim_fork_write_all(h, KUMI_LAUNCH_HDR_LEN) < 0) rc = -1;
+    else if (plen && rpim_fork_write_all(payload, plen) < 0) rc = -1;
+    pthread_mutex_unlock(&rpim_fork_wmx);
+    return rc;
+}
+
+/* Read one whole frame (the caller holds rpim_fork_rmx).  Returns 0, -1
+ * (error, EOF, malformed), -2 (timeout), -3 (EOF before any byte). */
+static int rpim_fork_read_frame(struct rpim_fork_frame **out, int timeout_ms)
+{
+    unsigned char h[KUMI_LAUNCH_HDR_LEN];
+    int rc = rpim_fork_read_all(h, 1, timeout_ms);
+    if (rc) return rc == -1 ? -3 : rc;
+    rc = rpim_fork_read_all(h + 1, KUMI_LAUNCH_HDR_LEN - 1, timeout_ms < 0 ? -1 : timeout_ms + 60000);
+    if (rc) return rc;
+    uint32_t len = kumi_launch_get_u32(h);
+    if (len < 1 || len > KUMI_LAUNCH_MAX_REPLY) return -1;
+    struct rpim_fork_frame *f = calloc(1, sizeof *f);
+    unsigned char *p = malloc(len);
+    if (!f || !p) {
+        free(f);
+        free(p);
+        return -1;
+    }
+    if (len > 1 && (rc = rpim_fork_read_all(p, len - 1, timeout_ms < 0 ? -1 : timeout_ms + 60000))) {
+        free(p);
+        free(f);
+        return rc;
+    }
+    f->type = h[4];
+    f->p = p;
+    f->len = len - 1;
+    *out = f;
     return 0;
+}
+
+static int rpim_fork_is_ckpt(int type)
+{
+    return type == KUMI_LAUNCH_MSG_CKPT || type == KUMI_LAUNCH_MSG_CKPT_GO;
+}
+
+/* Keep a checkpoint frame for the watcher (the caller holds rpim_fork_rmx). */
+static void rpim_fork_ckq_add(struct rpim_fork_frame *f)
+{
+    struct rpim_fork_frame **pp = &rpim_fork_ckq;
+    while (*pp) pp = &(*pp)->next;
+    f->next = NULL;
+    *pp = f;
+    if (rpim_fork_kickfd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(rpim_fork_kickfd, &one, sizeof one);
+        (void)w;
+    }
 }
 
 /* Receive one frame of the expected type (or, when alt >= 0, of type alt;
@@ -193,23 +266,33 @@ static int rpim_fork_send(int type, const void *payload, size_t plen)
  * another type), -2 (timeout), -3 (EOF before any byte of the frame). */
 static int rpim_fork_recv2(int type, int alt, int *got, unsigned char **payload, size_t *plen, int timeout_ms)
 {
-    unsigned char h[KUMI_LAUNCH_HDR_LEN];
-    int rc = rpim_fork_read_all(h, 1, timeout_ms);
-    if (rc) return rc == -1 ? -3 : rc;
-    rc = rpim_fork_read_all(h + 1, KUMI_LAUNCH_HDR_LEN - 1, timeout_ms);
-    if (rc) return rc;
-    uint32_t len = kumi_launch_get_u32(h);
-    if (len < 1 || len > KUMI_LAUNCH_MAX_REPLY || (h[4] != type && (alt < 0 || h[4] != alt))) return -1;
-    if (got) *got = h[4];
-    unsigned char *p = malloc(len);
-    if (!p) return -1;
-    if (len > 1 && (rc = rpim_fork_read_all(p, len - 1, timeout_ms < 0 ? -1 : timeout_ms + 60000))) {
-        free(p);
-        return rc;
+    struct rpim_fork_frame *f = NULL;
+    int rc = 0;
+    pthread_mutex_lock(&rpim_fork_rmx);
+    if (rpim_fork_kept) {
+        f = rpim_fork_kept;
+        rpim_fork_kept = NULL;
     }
-    if (payload) *payload = p;
-    else free(p);
-    if (plen) *plen = len - 1;
+    while (!f) {
+        rc = rpim_fork_read_frame(&f, timeout_ms);
+        if (rc) break;
+        if (rpim_fork_is_ckpt(f->type)) {
+            rpim_fork_ckq_add(f);
+            f = NULL;
+        }
+    }
+    pthread_mutex_unlock(&rpim_fork_rmx);
+    if (rc) return rc;
+    if (f->type != type && (alt < 0 || f->type != alt)) {
+        free(f->p);
+        free(f);
+        return -1;
+    }
+    if (got) *got = f->type;
+    if (payload) *payload = f->p;
+    else free(f->p);
+    if (plen) *plen = f->len;
+    free(f);
     return 0;
 }
 
@@ -231,6 +314,139 @@ static int rpim_fork_recv(int type, unsigned char **payload, size_t *plen, int t
 static pthread_t rpim_fork_watcher;
 static int rpim_fork_watching;
 static int rpim_fork_stopfd = -1;        /* eventfd: the watcher should return */
+static int rpim_fork_rejoining;          /* client_init from rpim_fork_rejoin: no new watcher */
+
+/* A checkpoint frame, without waiting (NULL: none now).  A frame that is
+ * not one is an answer for the caller of a request: kept for it. */
+static struct rpim_fork_frame *rpim_fork_take_ckpt(void)
+{
+    struct rpim_fork_frame *f = NULL;
+    pthread_mutex_lock(&rpim_fork_rmx);
+    while (!rpim_fork_ckq && !rpim_fork_kept) {
+        struct pollfd pf = { .fd = rpim_fork_fd, .events = POLLIN };
+        if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN)) break;
+        struct rpim_fork_frame *g = NULL;
+        if (rpim_fork_read_frame(&g, 60000) != 0) break;
+        if (rpim_fork_is_ckpt(g->type)) rpim_fork_ckq_add(g);
+        else rpim_fork_kept = g;
+    }
+    if (rpim_fork_ckq) {
+        f = rpim_fork_ckq;
+        rpim_fork_ckq = f->next;
+    }
+    pthread_mutex_unlock(&rpim_fork_rmx);
+    return f;
+}
+
+static void rpim_fork_frame_free(struct rpim_fork_frame *f)
+{
+    if (!f) return;
+    free(f->p);
+    free(f);
+}
+
+static int rpim_fork_stopping(void)
+{
+    struct pollfd pf = { .fd = rpim_fork_stopfd, .events = POLLIN };
+    return poll(&pf, 1, 0) == 1;
+}
+
+/* Wait for an event of the watcher: 1 a checkpoint frame may be there, 0 stop,
+ * -1 the launcher is gone. */
+static int rpim_fork_watch_wait(void)
+{
+    struct pollfd pf[3] = { { .fd = rpim_fork_fd, .events = POLLIN | POLLRDHUP },
+                            { .fd = rpim_fork_stopfd, .events = POLLIN },
+                            { .fd = rpim_fork_kickfd, .events = POLLIN } };
+    for (;;) {
+        int n = poll(pf, 3, -1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || pf[1].revents) return 0;
+        if (pf[2].revents) {
+            uint64_t v;
+            ssize_t r = read(rpim_fork_kickfd, &v, sizeof v);
+            (void)r;
+            return 1;
+        }
+        if (pf[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return -1;   /* before any data left */
+        if (pf[0].revents & POLLIN) {
+            pthread_mutex_lock(&rpim_fork_rmx);
+            int busy = rpim_fork_kept != NULL;  /* an answer not taken yet: the data is the next one */
+            pthread_mutex_unlock(&rpim_fork_rmx);
+            if (busy) {
+                usleep(1000);
+                continue;
+            }
+            return 1;
+        }
+    }
+}
+
+static void rpim_fork_rejoin(void);
+
+/* CKPT {u32 seq, u32 flags, str dir}: answer READY, wait for GO, let the
+ * coordinator (framework/mpi/ckpt.c) do the checkpoint, answer DONE.
+ * Returns like rpim_fork_watch_wait (1: go on watching). */
+static int rpim_fork_checkpoint(struct rpim_fork_frame *f)
+{
+    char dir[4096], why[1024];
+    uint32_t seq = 0, flags = 0, dl = 0;
+    int bad = f->len < 12;
+    if (!bad) {
+        seq = kumi_launch_get_u32(f->p);
+        flags = kumi_launch_get_u32(f->p + 4);
+        dl = kumi_launch_get_u32(f->p + 8);
+        bad = dl != f->len - 12 || dl >= sizeof dir;
+    }
+    if (!bad) {
+        memcpy(dir, f->p + 12, dl);
+        dir[dl] = 0;
+    }
+    int ok = bad ? 0 : kumi_ckpt_prepare(why, sizeof why);
+    if (bad) snprintf(why, sizeof why, "malformed checkpoint request");
+    unsigned char m[12 + sizeof why];
+    size_t wl = ok ? 0 : strlen(why);
+    kumi_launch_put_u32(m, seq);
+    kumi_launch_put_u32(m + 4, (uint32_t)ok);
+    kumi_launch_put_u32(m + 8, (uint32_t)wl);
+    memcpy(m + 12, why, wl);
+    if (rpim_fork_send(KUMI_LAUNCH_MSG_CKPT_READY, m, 12 + wl) < 0) {
+        if (ok) kumi_ckpt_run(0, 0, "", why, sizeof why);
+        return -1;
+    }
+    int go = -1, w = 1;
+    while (go < 0) {
+        struct rpim_fork_frame *g = rpim_fork_take_ckpt();
+        if (g && g->type == KUMI_LAUNCH_MSG_CKPT_GO && g->len == 8 && kumi_launch_get_u32(g->p) == seq)
+            go = kumi_launch_get_u32(g->p + 4) != 0;
+        rpim_fork_frame_free(g);
+        if (go >= 0 || g) continue;
+        w = rpim_fork_watch_wait();
+        if (w <= 0) break;
+    }
+    if (go < 0) go = 0;
+    char out[1024];
+    int done;
+    if (ok) {
+        done = kumi_ckpt_run(go, flags, dir, out, sizeof out);
+        if (done == 2) {                           /* restarted from the image: join the new launcher */
+            rpim_fork_rejoin();
+            kumi_ckpt_resume(out, sizeof out);
+            return 1;
+        }
+    } else {
+        done = 0;
+        snprintf(out, sizeof out, "%s", why);
+    }
+    if (w <= 0) return w;
+    size_t ol = strlen(out);
+    kumi_launch_put_u32(m, seq);
+    kumi_launch_put_u32(m + 4, (uint32_t)done);
+    kumi_launch_put_u32(m + 8, (uint32_t)ol);
+    memcpy(m + 12, out, ol);
+    if (rpim_fork_send(KUMI_LAUNCH_MSG_CKPT_DONE, m, 12 + ol) < 0) return -1;
+    return 1;
+}
 
 static void *rpim_fork_watch(void *arg)
 {
@@ -238,12 +454,18 @@ static void *rpim_fork_watch(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);  /* signals are the application's; SIGPIPE turns into EPIPE */
-    struct pollfd pf[2] = { { .fd = rpim_fork_fd, .events = POLLRDHUP }, { .fd = rpim_fork_stopfd, .events = POLLIN } };
     for (;;) {
-        int n = poll(pf, 2, -1);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 || pf[1].revents) return NULL;
-        if (pf[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) break;
+        int w = rpim_fork_watch_wait();
+        if (w == 0) return NULL;
+        if (w < 0) break;
+        struct rpim_fork_frame *f;
+        while (w > 0 && (f = rpim_fork_take_ckpt()) != NULL) {
+            if (f->type == KUMI_LAUNCH_MSG_CKPT) w = rpim_fork_checkpoint(f);
+            rpim_fork_frame_free(f);                /* a stray CKPT_GO: dropped */
+        }
+        if (w == 0) return NULL;
+        if (w < 0) break;
+        if (rpim_fork_stopping()) return NULL;
     }
     int removed = kumi_launch_shm_cleanup(rpim_fork_jobid);
     char b[256];
@@ -265,9 +487,11 @@ static void rpim_fork_watch_start(void)
 {
     rpim_fork_stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (rpim_fork_stopfd < 0) return;
-    if (pthread_create(&rpim_fork_watcher, NULL, rpim_fork_watch, NULL) != 0) {
+    rpim_fork_kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (rpim_fork_kickfd < 0 || pthread_create(&rpim_fork_watcher, NULL, rpim_fork_watch, NULL) != 0) {
         close(rpim_fork_stopfd);
-        rpim_fork_stopfd = -1;
+        if (rpim_fork_kickfd >= 0) close(rpim_fork_kickfd);
+        rpim_fork_stopfd = rpim_fork_kickfd = -1;
         return;
     }
     rpim_fork_watching = 1;
@@ -284,8 +508,16 @@ static void rpim_fork_watch_stop(void)
     (void)w;
     pthread_join(rpim_fork_watcher, NULL);
     close(rpim_fork_stopfd);
-    rpim_fork_stopfd = -1;
+    close(rpim_fork_kickfd);
+    rpim_fork_stopfd = rpim_fork_kickfd = -1;
     rpim_fork_watching = 0;
+    while (rpim_fork_ckq) {
+        struct rpim_fork_frame *f = rpim_fork_ckq;
+        rpim_fork_ckq = f->next;
+        rpim_fork_frame_free(f);
+    }
+    rpim_fork_frame_free(rpim_fork_kept);
+    rpim_fork_kept = NULL;
 }
 
 static void rpim_fork_close(void)
@@ -454,8 +686,47 @@ static int rpim_fork_client_init(struct kumi_rpim_info *info)
     info->rank = (int)rank;
     info->size = (int)size;
     info->jobid = jobid;
-    rpim_fork_watch_start();
+    if (!rpim_fork_rejoining) rpim_fork_watch_start();
     return MPI_SUCCESS;
+}
+
+/* In a process restarted from its checkpoint image (mpiexec --restart),
+ * inside the watcher thread: the saved connection and eventfds are
+ * placeholders; connect to the new launcher (the environment is the new
+ * job's: kumi_ckpt_run set it) and say HELLO as the same rank.  A failure
+ * ends the process with a message (there is no job to report to). */
+static void rpim_fork_rejoin(void)
+{
+    int old = rpim_fork_rank;
+    close(rpim_fork_fd);
+    close(rpim_fork_stopfd);
+    close(rpim_fork_kickfd);
+    rpim_fork_fd = -1;
+    rpim_fork_tab_clear();
+    while (rpim_fork_ckq) {
+        struct rpim_fork_frame *f = rpim_fork_ckq;
+        rpim_fork_ckq = f->next;
+        rpim_fork_frame_free(f);
+    }
+    rpim_fork_frame_free(rpim_fork_kept);
+    rpim_fork_kept = NULL;
+    rpim_fork_stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    rpim_fork_kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct kumi_rpim_info info;
+    rpim_fork_rejoining = 1;
+    int rc = rpim_fork_client_init(&info);
+    rpim_fork_rejoining = 0;
+    if (rc != MPI_SUCCESS || info.rank != old || rpim_fork_stopfd < 0 || rpim_fork_kickfd < 0) {
+        char m[MPI_MAX_ERROR_STRING] = "";
+        int l = 0;
+        if (rc != MPI_SUCCESS) MPI_Error_string(rc, m, &l);
+        fprintf(stderr, "rank %d: restarted from its checkpoint, but cannot join the new launcher%s%s\n", old,
+                m[0] ? ": " : "", m);
+        _exit(1);
+    }
+    /* as rpim_fork_watch_start: this thread cleans up if the launcher dies */
+    int sig = 0;
+    if (prctl(PR_GET_PDEATHSIG, &sig) == 0 && sig == SIGKILL) prctl(PR_SET_PDEATHSIG, 0);
 }
 
 static int rpim_fork_put(const char *key, const char *value)

@@ -65,6 +65,32 @@ struct kumi_ckpt_ops {
     const char *const *(*restart_env)(void);
 };
 
+/* The coordinator (framework/mpi/ckpt.c), called by the launcher client's
+ * checkpoint thread (rpim/fork: the thread that watches the control
+ * connection) when a checkpoint request (kumi/launch_proto.h: CKPT) comes:
+ *   kumi_ckpt_prepare(why, len)
+ *       takes the library lock and checks that this rank can be
+ *       checkpointed now; 1: ready (the lock stays held), 0: not (the lock
+ *       is released, the reason in why).
+ *   kumi_ckpt_run(go, flags, dir, out, outlen)
+ *       after prepare returned 1: go 0 releases the lock (another rank
+ *       refused).  Otherwise brings the job to a consistent cut with the
+ *       other ranks (the launcher's key exchange), releases the transports,
+ *       writes this rank's image into dir, wires the transports up again
+ *       unless flags has KUMI_LAUNCH_CKPT_STOP, and releases the lock.
+ *       1: written (out: the image's file name in dir), 0: failed (out:
+ *       the reason); 2: this is a process restarted from its image
+ *       (mpiexec --restart): the environment's KUMI_* variables are the new
+ *       job's, the lock is held and the transports are released; the
+ *       launcher client joins the new launcher, then calls
+ *       kumi_ckpt_resume (no CKPT_DONE: the new mpiexec asked nothing).
+ *   kumi_ckpt_resume(out, outlen)
+ *       wires the transports up again (the launcher's fence) and releases
+ *       the lock; 1 (a failure ends the job). */
+KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len);
+KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out, size_t outlen);
+KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,10 @@
  *                 (arguments after the program), u32 maxprocs, u32 ninfo,
  *                 ninfo x { str key, str value } }, u32 nenv, nenv x str
  *                 (KEY=VALUE for every child): start a new job (see below)
+ *     CKPT_READY 7 u32 seq, u32 ok (1: ready, the rank holds its library
+ *                 lock; 0: refused), str reason (empty when ok)
+ *     CKPT_DONE  8 u32 seq, u32 ok, str text (ok: the image's file name,
+ *                 relative to the checkpoint directory; else the reason)
  *   mpiexec -> rank
  *     HELLO_OK      0x81 (empty)
  *     HELLO_REFUSED 0x82 u32 reason (KUMI_LAUNCH_REFUSED_*), str text;
@@ -31,6 +35,11 @@
  *                   empty when nothing started), u32 n, n x u32 result of
  *                   each child in the order of the commands (n: the total
  *                   maxprocs)
+ *     CKPT          0x87 u32 seq, u32 flags (KUMI_LAUNCH_CKPT_*), str dir
+ *                   (absolute): a checkpoint request (see below)
+ *     CKPT_GO       0x88 u32 seq, u32 go (1: every rank is ready, go on;
+ *                   0: some rank refused, release and answer CKPT_DONE
+ *                   with ok 0)
  * A connection must send a correct HELLO first, within
  * KUMI_LAUNCH_HELLO_TIMEOUT seconds; otherwise (or on any malformed frame)
  * it is closed.  mpiexec keeps a bounded number of connections that have not
@@ -53,6 +62,16 @@
  * once they called MPI_Init.  Info keys understood (others are ignored):
  * host, add-host (comma lists of host[:slots]), hostfile, add-hostfile,
  * file (hostfile), wdir, path (search path for the program).
+ *
+ * CKPT (coordinated checkpoint, framework/mpi/ckpt.c): mpiexec sends it to
+ * every rank at once, unsolicited (a rank's client may read it while it
+ * waits for the answer to one of its own requests: it keeps it for its
+ * checkpoint thread).  Each rank answers CKPT_READY; once all did, mpiexec
+ * sends CKPT_GO to all (go 0 when one refused or is gone).  After a go the
+ * ranks exchange counts with PUT / FENCE (keys "ckpt.*") until every channel
+ * is empty, release their transports, write their images into dir, wire up
+ * again (another FENCE) unless flags has KUMI_LAUNCH_CKPT_STOP, and answer
+ * CKPT_DONE.  mpiexec then writes dir/manifest (tools/mpiexec/ckpt.c).
  *
  * Shared-memory objects of a job (every component follows this rule):
  * POSIX names start with "/kumi.<KUMI_JOBID>." (files
@@ -86,6 +105,13 @@
 #define KUMI_LAUNCH_MSG_FINALIZE_OK    0x85
 #define KUMI_LAUNCH_MSG_SPAWN          6
 #define KUMI_LAUNCH_MSG_SPAWN_DONE     0x86
+#define KUMI_LAUNCH_MSG_CKPT_READY     7
+#define KUMI_LAUNCH_MSG_CKPT_DONE      8
+#define KUMI_LAUNCH_MSG_CKPT           0x87
+#define KUMI_LAUNCH_MSG_CKPT_GO        0x88
+
+/* CKPT flags */
+#define KUMI_LAUNCH_CKPT_STOP          1   /* --checkpoint-and-stop: the ranks do not wire up again */
 
 /* results of SPAWN (whole request and per child) */
 #define KUMI_LAUNCH_SPAWN_OK           0

@@ -122,12 +122,14 @@ struct kumi_p2p_rma {
  *        MPI_Comm_accept / connect / join; NULL or absent = none);
  *   1.6  adds the capabilities KUMI_P2P_CAP_EXTERNAL32 and _NOBUDGET (no new
  *        entries: a library older than 1.6 would not honour them, so a
- *        component that sets them says 1.6).
+ *        component that sets them says 1.6);
+ *   1.7  adds ckpt_quiet, ckpt_release (optional, for coordinated
+ *        checkpoints: NULL or absent = finalize and busy() serve).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 6
+#define KUMI_P2P_CONTRACT_MINOR 7
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -265,6 +267,23 @@ struct kumi_p2p_ops {
      * MPI_SUCCESS or an MPI error (bad card). */
     int (*xjob_card)(char *buf, size_t len);
     int (*xjob_add)(int peer, const struct kumi_p2p_xpeer *x);
+
+    /* ---- Contract 1.7, optional (both or neither): coordinated checkpoints
+     * (framework/mpi/ckpt.c).  A transport without them is checkpointed
+     * with busy() and finalize, which must then be exact: nothing of a
+     * message stays inside it once busy() is 0 and the peer has received
+     * it, and finalize loses nothing the job still needs.
+     * ckpt_quiet: 1 when nothing this rank sent is still inside the
+     * transport (queued, or written but not yet read by the peer, e.g. in
+     * a shared-memory ring, internal acknowledgements included); operations
+     * parked until the peer acknowledges them (a pulled rendezvous that no
+     * receive has matched yet) do not count.  0 otherwise.
+     * ckpt_release: like finalize (every descriptor and shared object let
+     * go of), but the parked operations survive: the next init and wireup
+     * (in this process, or in it restarted from its image) take them back,
+     * and the peer's acknowledgements complete them then. */
+    int (*ckpt_quiet)(void);
+    void (*ckpt_release)(void);
 };
 
 /* Upcalls into the request layer, for transports. */
