@@ -97,6 +97,11 @@ void kumi_ckpt_register_params(void)
                                KUMI_LEVEL_DEV, &ck_restart_prog);
 }
 
+KUMI_EXPORT int kumi_ckpt_enabled(void)
+{
+    return ck_enable != 0;
+}
+
 /* At the end of MPI_Init: the library lock is on from now on. */
 void kumi_ckpt_init_done(void)
 {

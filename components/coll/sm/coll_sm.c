@@ -60,6 +60,7 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <kumi/kumi.h>
+#include <kumi/ckpt.h>
 #include <kumi/coll.h>
 #include <kumi/component.h>
 #include <kumi/param.h>
@@ -677,6 +678,11 @@ static int sm_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns
 {
     (void)priority;                 /* the default: parameter coll_sm_priority */
     if (kumi_comm_is_inter(comm)) return KUMI_UNAVAILABLE;
+    /* a job with checkpoints (mpiexec --ckpt): the segment's contents, which
+     * a collective in progress at the cut leaves half written by several
+     * ranks, cannot be saved in one rank's image and shared again after a
+     * restart; tuned's schedules over point-to-point can */
+    if (kumi_ckpt_enabled()) return KUMI_UNAVAILABLE;
     int p = kumi_comm_size(comm);
     if (p < 2 || !all_here(comm, p)) return KUMI_UNAVAILABLE;
     struct sm_comm *e = calloc(1, sizeof *e);

@@ -65,6 +65,12 @@ struct kumi_ckpt_ops {
     const char *const *(*restart_env)(void);
 };
 
+/* Whether coordinated checkpoints are enabled in this job (parameter
+ * kumi_ckpt_enable, set by mpiexec --ckpt): a component whose state lives
+ * where an image cannot carry it between processes (a shared-memory segment
+ * several ranks write, such as coll/sm's) stays out of such a job. */
+KUMI_EXPORT int kumi_ckpt_enabled(void);
+
 /* The coordinator (framework/mpi/ckpt.c), called by the launcher client's
  * checkpoint thread (rpim/fork: the thread that watches the control
  * connection) when a checkpoint request (kumi/launch_proto.h: CKPT) comes:
