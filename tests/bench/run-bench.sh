@@ -55,6 +55,10 @@
 #            cluster, latency at 8 B and bandwidth at 64 KiB / 4 MiB of
 #            p2p/impi (two IMPI clients, every packet through each launch's
 #            IMPI host) and of p2p/tcp, ratios (Kumi only; needs namespaces)
+#   ckpt     coordinated checkpoint and restart (ckpt-job-bench.sh): 4 ranks
+#            of 10 / 100 / 1000 MiB (quick: 10 / 100), GB/s of image written
+#            next to dd in the same run, restart time, and the slowdown of a
+#            run with --ckpt but no request (Kumi only)
 #   rma      one-sided latency (rmabench.c): MPI_Put, MPI_Get, MPI_Accumulate
 #            (MPI_DOUBLE, MPI_SUM) at 8 B and 64 KiB and MPI_Fetch_and_op
 #            (MPI_INT64_T) to rank 1 of a window from MPI_Win_allocate, each
@@ -86,7 +90,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi ckpt"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -106,7 +110,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi ckpt}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -361,7 +365,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    case $cfg in abi|io|kacc|launch|npb|match|mem|wan|impi) continue ;; esac   # abi-, io-, kacc-, launch-, npb-, match-, mem-, wan-, impi-bench.sh measure them, below
+    case $cfg in abi|io|kacc|launch|npb|match|mem|wan|impi|ckpt) continue ;; esac   # abi-, io-, kacc-, launch-, npb-, match-, mem-, wan-, impi-, ckpt-job-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -694,6 +698,11 @@ for cfg in $configs; do
         echo; echo "==== IMPI vs native tcp across the wide-area lab (tests/bench/impi-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_QUICK=$quick \
             bash "$here/impi-bench.sh" ;;
+    ckpt)
+        echo; echo "==== coordinated checkpoint and restart of 4 ranks against the image size, next to dd; the cost of --ckpt (tests/bench/ckpt-job-bench.sh)"
+        sizes="10 100 1000"; [ "$quick" = 1 ] && sizes="10 100"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir CKPT_BENCH_SIZES=$sizes CKPT_BENCH_REPS=$reps \
+            bash "$here/ckpt-job-bench.sh" ;;
     esac
 done
 
