@@ -984,6 +984,32 @@ KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx)
     upcall_depth--;
 }
 
+/* Each world peer to the first transport that reaches it (used[i]: transport
+ * i serves a peer); what: the caller, for the error (names: the transports). */
+int kumi_req_assign_peers(bool *used, const char *what, const char *names)
+{
+    for (int p = 0; p < nworld; p++) {
+        int i;
+        for (i = 0; i < ntr; i++)
+            if (tr_ops[i]->reaches(p)) break;
+        if (i == ntr)
+            return kumi_error(MPI_ERR_OTHER, "%s: no transport reaches rank %d (p2p components in use: %s)", what, p,
+                              names);
+        peer_ops[p] = tr_ops[i];
+        peer_tr[p] = (unsigned char)i;
+        used[i] = true;
+    }
+    return MPI_SUCCESS;
+}
+
+/* The transports in use, for the checkpoint code (req_ckpt.c). */
+int kumi_req_ntransports(void) { return ntr; }
+const struct kumi_p2p_ops *kumi_req_transport_at(int i, const char **name)
+{
+    if (name) *name = tr_entry[i]->name;
+    return tr_ops[i];
+}
+
 /* ------------------------------------------------------------ init / finalize */
 int kumi_req_init(void)
 {
@@ -1036,13 +1062,7 @@ int kumi_req_init(void)
     if (!ck_sent || !ck_recvd) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
     if (!peer_ops || !peer_tr) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
     bool used[KUMI_MAX_TRANSPORTS] = { false };
-    for (p = 0; p < nworld; p++) {
-        for (i = 0; i < ntr; i++)
-            if (tr_ops[i]->reaches(p)) { peer_ops[p] = tr_ops[i]; peer_tr[p] = (unsigned char)i; used[i] = true; break; }
-        if (!peer_ops[p])
-            return kumi_error(MPI_ERR_OTHER, "MPI_Init: no transport reaches rank %d (p2p components in use: %s)",
-                              p, names);
-    }
+    if ((rc = kumi_req_assign_peers(used, "MPI_Init", names)) != MPI_SUCCESS) return rc;
     for (i = 0; i < ntr; i++) {
         if (!used[i]) continue;
         tr_entry[i]->status = KUMI_COMP_SELECTED;
@@ -1174,80 +1194,7 @@ void kumi_req_finalize(void)
 }
 
 /* ------------------------------------------------------------ checkpoint */
-/* Whether the transports and peers of this rank can be checkpointed: only
- * self, shmem and tcp release everything and wire up again (ckpt.c). */
-int kumi_req_ckpt_check(char *why, size_t len)
-{
-    if (npeers > nworld) {
-        snprintf(why, len, "connected to %d process%s of another job (MPI_Comm_spawn / connect / accept / join): "
-                 "not supported by checkpoints", npeers - nworld, npeers - nworld == 1 ? "" : "es");
-        return -1;
-    }
-    for (int i = 0; i < ntr; i++) {
-        const char *n = tr_entry[i]->name;
-        /* self and tcp: busy() and finalize are exact; others need the 1.7 entries */
-        if (strcmp(n, "self") && strcmp(n, "tcp") && !(tr_ops[i]->ckpt_quiet && tr_ops[i]->ckpt_release)) {
-            snprintf(why, len, "transport p2p/%s cannot be checkpointed (self, shmem and tcp can: "
-                     "select them with MPI_COMPONENTS=p2p=self,shmem,tcp)", n);
-            return -1;
-        }
-    }
-    return 0;
-}
-
+/* The counts the checkpoint code (req_ckpt.c, framework/mpi/ckpt.c) reads. */
 const uint64_t *kumi_req_ckpt_sent(void) { return ck_sent; }
 const uint64_t *kumi_req_ckpt_recvd(void) { return ck_recvd; }
-
-/* Nothing of this rank on its way: no payload arriving, nothing queued. */
-int kumi_req_ckpt_idle(void)
-{
-    if (ck_rx_open > 0 || kumi_req_ctl_pending()) return 0;
-    for (int i = 0; i < ntr; i++) {
-        if (tr_ops[i]->ckpt_quiet) {
-            if (!tr_ops[i]->ckpt_quiet()) return 0;
-        } else if (tr_ops[i]->busy && tr_ops[i]->busy()) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* Every transport lets go of what an image cannot hold (sockets, shared
- * memory, its descriptors); the request layer keeps its state. */
-void kumi_req_ckpt_release(void)
-{
-    kumi_pacing_finalize();
-    for (int i = ntr - 1; i >= 0; i--) {
-        if (tr_ops[i]->ckpt_release) tr_ops[i]->ckpt_release();
-        else if (tr_ops[i]->finalize) tr_ops[i]->finalize();
-    }
-    kumi_progress_setup(NULL, NULL, 0);
-}
-
-/* After kumi_req_ckpt_release: the same transports again (init, the
- * launcher's fence, wireup), each peer reached as before. */
-int kumi_req_ckpt_rewire(void)
-{
-    int rc;
-    for (int i = 0; i < ntr; i++)
-        if (tr_ops[i]->init && (rc = tr_ops[i]->init()) != MPI_SUCCESS)
-            return kumi_error(rc, "checkpoint: p2p/%s: init failed when wiring up again", tr_entry[i]->name);
-    if ((rc = kumi_rpim_fence()) != MPI_SUCCESS) return rc;
-    for (int i = 0; i < ntr; i++)
-        if (tr_ops[i]->wireup && (rc = tr_ops[i]->wireup()) != MPI_SUCCESS)
-            return kumi_error(rc, "checkpoint: p2p/%s: wireup failed when wiring up again", tr_entry[i]->name);
-    bool used[KUMI_MAX_TRANSPORTS] = { false };
-    for (int p = 0; p < nworld; p++) {
-        int i;
-        for (i = 0; i < ntr; i++)
-            if (tr_ops[i]->reaches(p)) break;
-        if (i == ntr)
-            return kumi_error(MPI_ERR_OTHER, "checkpoint: no transport reaches rank %d after wiring up again", p);
-        peer_ops[p] = tr_ops[i];
-        peer_tr[p] = (unsigned char)i;
-        used[i] = true;
-    }
-    rc = kumi_progress_setup(tr_ops, used, ntr);
-    if (rc == MPI_SUCCESS) kumi_pacing_init();
-    return rc;
-}
+long kumi_req_ckpt_rx_open(void) { return ck_rx_open; }

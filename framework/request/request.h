@@ -287,10 +287,16 @@ void kumi_req_xjob_finalize(void);
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
 int kumi_req_ctl_pending(void);
-/* checkpoints (framework/mpi/ckpt.c; request.c) */
+/* The transports in use (request.c): how many, and the i-th (its name in
+ * *name unless NULL); each world peer to the first that reaches it. */
+int kumi_req_ntransports(void);
+const struct kumi_p2p_ops *kumi_req_transport_at(int i, const char **name);
+int kumi_req_assign_peers(bool *used, const char *what, const char *names);
+/* checkpoints (framework/mpi/ckpt.c; counts in request.c, the rest in req_ckpt.c) */
 int kumi_req_ckpt_check(char *why, size_t len);
 const uint64_t *kumi_req_ckpt_sent(void);
 const uint64_t *kumi_req_ckpt_recvd(void);
+long kumi_req_ckpt_rx_open(void);
 int kumi_req_ckpt_idle(void);
 void kumi_req_ckpt_release(void);
 int kumi_req_ckpt_rewire(void);
