@@ -86,9 +86,22 @@ int kumi_stage_begin(const char *fn, struct kumi_stage *s, const void *buf, MPI_
                      bool fill)
 {
     s->host = NULL;
+    s->next = NULL;
     if (!aops || !buf || count <= 0 || !aops->mem_kind || aops->mem_kind(buf) != KUMI_ACCEL_MEM_DEVICE)
         return MPI_SUCCESS;
-    span_of(count, dt, &s->lo, &s->len);
+    MPI_Aint lo;
+    size_t len;
+    span_of(count, dt, &lo, &len);
+    return kumi_stage_span(fn, s, buf, lo, len, fill);
+}
+
+int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_Aint lo, size_t len, bool fill)
+{
+    s->host = NULL;
+    s->next = NULL;
+    if (!aops || !buf || !aops->mem_kind || aops->mem_kind(buf) != KUMI_ACCEL_MEM_DEVICE) return MPI_SUCCESS;
+    s->lo = lo;
+    s->len = len;
     s->dev = (char *)buf + s->lo;
     s->cached = 0;
     if (s->len <= KUMI_STAGE_CACHE && !__atomic_exchange_n(&cache_busy, 1, __ATOMIC_ACQUIRE)) {
@@ -106,7 +119,7 @@ int kumi_stage_begin(const char *fn, struct kumi_stage *s, const void *buf, MPI_
     return MPI_SUCCESS;
 }
 
-int kumi_stage_end(struct kumi_stage *s, bool copy_back)
+static int end_one(struct kumi_stage *s, bool copy_back)
 {
     int rc = 0;
     if (!s->host) return 0;
@@ -116,6 +129,33 @@ int kumi_stage_end(struct kumi_stage *s, bool copy_back)
     else free(s->host);
     s->host = NULL;
     return rc;
+}
+
+/* Ends the entries chained to s (copied back if ok and their back flag), frees them. */
+static int end_chain(struct kumi_stage *s, bool ok)
+{
+    int rc = 0;
+    for (struct kumi_stage *n = s->next, *nx; n; n = nx) {
+        nx = n->next;
+        int r = end_one(n, ok && n->back);
+        if (!rc) rc = r;
+        free(n);
+    }
+    s->next = NULL;
+    return rc;
+}
+
+int kumi_stage_end(struct kumi_stage *s, bool copy_back)
+{
+    end_chain(s, false);
+    return end_one(s, copy_back);
+}
+
+int kumi_stage_end_all(struct kumi_stage *s, bool ok)
+{
+    int rc = end_chain(s, ok);
+    int r = end_one(s, ok && s->back);
+    return rc ? rc : r;
 }
 
 bool kumi_accel_is_device(const void *buf)

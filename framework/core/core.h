@@ -357,10 +357,25 @@ void kumi_accel_finalize(void);
  * device if fill).
  * kumi_stage_end copies it back to the device if copy_back, and frees it. */
 extern bool kumi_accel_on;
-struct kumi_stage { void *buf, *host, *dev; MPI_Aint lo; size_t len; int cached; };
+struct kumi_stage {
+    void *buf, *host, *dev;
+    MPI_Aint lo;
+    size_t len;
+    int cached;
+    bool back;                 /* chained entries: copy back when the call succeeds */
+    struct kumi_stage *next;   /* more buffers of the same call (a collective), malloc'd */
+};
 int kumi_stage_begin(const char *fn, struct kumi_stage *s, const void *buf, MPI_Count count, const struct kumi_dt *dt,
                      bool fill);
+/* The same for the bytes [buf + lo, buf + lo + len) (s->buf is then the
+ * host address that stands for buf itself). */
+int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_Aint lo, size_t len, bool fill);
+/* kumi_stage_end: ends s (copied back if copy_back) and frees every entry
+ * chained to it, copying nothing back.  kumi_stage_end_all: a call that
+ * staged several buffers has ended (ok: successfully): s and every chained
+ * entry are copied back if ok and their back flag; the first error. */
 int kumi_stage_end(struct kumi_stage *s, bool copy_back);
+int kumi_stage_end_all(struct kumi_stage *s, bool ok);
 bool kumi_accel_is_device(const void *buf);
 
 /* ---------------------------------------------------------------- errors */

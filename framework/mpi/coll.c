@@ -8,6 +8,7 @@
  * standard does not allow it, buffers that alias. */
 #include "mpi/mpi_front.h"
 #include "sched/sched.h"
+#include "mpi/coll_accel.h"
 #include <kumi/param.h>
 
 #include <stdlib.h>
@@ -223,28 +224,15 @@ static int inter_undefined(const char *fname)
  * KUMI_FORM_BLOCKING, KUMI_FORM_NB, KUMI_FORM_INIT (enum kumi_form, kumi_impl.h). */
 
 /* The checks passed: call the blocking operation, or build the schedule with
- * the i-builder of the same name and issue it. */
-#define RUN(fld, ...)                                                                   \
-    do {                                                                                \
-        if (mode == KUMI_FORM_BLOCKING) {                                                    \
-            if (!comm->coll.fld) return no_coll(fn);                                   \
-            int rc_, pc_ = kumi_pacing_enter(#fld, comm);                               \
-            KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
-            kumi_pacing_leave(pc_);                                                     \
-            return rc_;                                                                 \
-        }                                                                               \
-        if (!comm->coll.i##fld) return no_coll(fn);                                    \
-        struct kumi_sched *s_;                                                          \
-        TRY(kumi_sched_begin(comm, fn, mode == KUMI_FORM_INIT, info, request, &s_));   \
-        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), mode == KUMI_FORM_INIT, \
-                                fn, request);                                           \
-    } while (0)
-
-/* RUN with widened arrays: the same, then kumi_widen_end(w). */
-#define RUN_W(w, fld, ...)                                                              \
+ * the i-builder of the same name and issue it.  RUN_G: g (or NULL) holds the
+ * host copies of device buffers (coll_accel.c), w (or NULL) widened arrays;
+ * both are released (or, for a started non-blocking call, g's copies handed
+ * to its request) before the return. */
+#define RUN_G(g, w, fld, ...)                                                           \
     do {                                                                                \
         int rc_;                                                                        \
         struct kumi_sched *s_;                                                          \
+        struct kumi_widen *w_ = (w);                                                    \
         if (mode == KUMI_FORM_BLOCKING && !comm->coll.fld)                              \
             rc_ = no_coll(fn);                                                          \
         else if (mode == KUMI_FORM_BLOCKING) {                                          \
@@ -258,9 +246,29 @@ static int inter_undefined(const char *fname)
                  == MPI_SUCCESS)                                                        \
             rc_ = kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_),              \
                                    mode == KUMI_FORM_INIT, fn, request);                \
-        kumi_widen_end(w);                                                              \
-        return rc_;                                                                     \
+        if (w_) kumi_widen_end(w_);                                                     \
+        return cfinish(g, rc_, request);                                                \
     } while (0)
+#define RUN(fld, ...) RUN_G(&g, NULL, fld, __VA_ARGS__)
+#define RUN_W(w, fld, ...) RUN_G(&g, w, fld, __VA_ARGS__)
+
+static inline int cfinish(struct kumi_cstager *g, int rc, MPI_Request *request)
+{
+    return g && __builtin_expect(g->head != NULL, 0) ? kumi_cstage_finish(g, rc, request) : rc;
+}
+
+/* Device buffers (coll_accel.c): declared in every collective with buffers;
+ * STAGED(w) ends the staging block: on an error, nothing is left behind. */
+#define CSTAGER struct kumi_cstager g = { fn, mode, 0, NULL, NULL }
+#define ACCEL if (__builtin_expect(kumi_accel_on, 0))
+static int stage_failed(struct kumi_cstager *g, struct kumi_widen *w)
+{
+    if (w) kumi_widen_end(w);
+    return kumi_cstage_finish(g, g->rc, NULL);
+}
+#define STAGED(w) do { if (g.rc) return stage_failed(&g, w); } while (0)
+#define SPAN kumi_cspan_n
+#define GAPS kumi_cstage_gaps
 
 static int no_coll(const char *fn)
 {
@@ -280,13 +288,22 @@ static int check_op(const char *fname, struct kumi_op *op, struct kumi_dt *dt)
 
 int kumi_coll_barrier(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, struct kumi_comm *comm)
 {
-    RUN(barrier, C(comm));
+    RUN_G(NULL, NULL, barrier, C(comm));
 }
 
 int kumi_coll_bcast(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, void *buffer, MPI_Count count, struct kumi_dt *datatype, int root, struct kumi_comm *comm)
 {
     TRY(no_in_place(fn, "buffer", buffer, ""));
     if (!kumi_sig_part(comm, root)) count = 0;
+    CSTAGER;
+    ACCEL {
+        if (kumi_sig_root(comm, root)) {
+            const void *b = buffer;
+            kumi_cstage(&g, &b, SPAN(count, datatype), true, false);
+            buffer = (void *)b;
+        } else if (kumi_sig_part(comm, root)) kumi_cstage_out(&g, &buffer, SPAN(count, datatype), GAPS(datatype));
+        STAGED(NULL);
+    }
     RUN(bcast, buffer, count, D(datatype), root, C(comm));
 }
 
@@ -306,6 +323,12 @@ int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
     /* what the standard ignores reaches the components harmless */
     if (!kumi_sig_root(comm, root)) { recvcount = 0; recvtype = sendtype; }
     if (sendbuf == MPI_IN_PLACE || !kumi_sig_contrib(comm, root)) { sendcount = recvcount; sendtype = recvtype; }
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(sendcount, sendtype), sendtype, &recvbuf,
+                           SPAN(kumi_comm_peer_size(comm) * recvcount, recvtype), recvtype);
+        STAGED(NULL);
+    }
     RUN(gather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                              root, C(comm));
 }
@@ -335,6 +358,12 @@ int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
     TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
     const MPI_Count *rc = n ? wide_counts(&w, recvcounts, large, n) : NULL;
     const MPI_Aint *rd = n ? wide_displs(&w, displs, large, n) : NULL;
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(sendcount, sendtype), sendtype, &recvbuf,
+                           kumi_cspan_v(n, rc, rd, recvtype), recvtype);
+        STAGED(&w);
+    }
     RUN_W(&w, gatherv, sendbuf, sendcount, D(sendtype), recvbuf, rc, rd, D(recvtype), root, C(comm));
 }
 
@@ -353,6 +382,12 @@ int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
     }
     if (!kumi_sig_root(comm, root)) { sendcount = 0; sendtype = recvtype; }
     if (recvbuf == MPI_IN_PLACE || !kumi_sig_contrib(comm, root)) { recvcount = sendcount; recvtype = sendtype; }
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_rooted(&g, comm, root, false, &sendbuf, SPAN(kumi_comm_peer_size(comm) * sendcount, sendtype),
+                           sendtype, &recvbuf, SPAN(recvcount, recvtype), recvtype);
+        STAGED(NULL);
+    }
     RUN(scatter, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                               root, C(comm));
 }
@@ -382,6 +417,12 @@ int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
     TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
     const MPI_Count *sc = n ? wide_counts(&w, sendcounts, large, n) : NULL;
     const MPI_Aint *sd = n ? wide_displs(&w, displs, large, n) : NULL;
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_rooted(&g, comm, root, false, &sendbuf, kumi_cspan_v(n, sc, sd, sendtype), sendtype, &recvbuf,
+                           SPAN(recvcount, recvtype), recvtype);
+        STAGED(&w);
+    }
     RUN_W(&w, scatterv, sendbuf, sc, sd, D(sendtype), recvbuf, recvcount, D(recvtype), root, C(comm));
 }
 
@@ -393,6 +434,12 @@ int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
     if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
     else { sendcount = recvcount; sendtype = recvtype; }
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_all(&g, &sendbuf, SPAN(sendcount, sendtype), &recvbuf,
+                        SPAN(kumi_comm_peer_size(comm) * recvcount, recvtype), GAPS(recvtype));
+        STAGED(NULL);
+    }
     RUN(allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                 C(comm));
 }
@@ -411,6 +458,12 @@ int kumi_coll_allgatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI
     TRY(kumi_widen_begin(&w, fn, large ? 0 : n, 1, 1));
     const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
     const MPI_Aint *rd = wide_displs(&w, displs, large, n);
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_all(&g, &sendbuf, SPAN(sendcount, sendtype), &recvbuf, kumi_cspan_v(n, rc, rd, recvtype),
+                        GAPS(recvtype));
+        STAGED(&w);
+    }
     RUN_W(&w, allgatherv, sendbuf, sendcount, D(sendtype), recvbuf, rc, rd, D(recvtype), C(comm));
 }
 
@@ -422,6 +475,13 @@ int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
     TRY(need_buf(fn, "recvbuf", recvbuf, recvcount, recvtype));
     if (sendbuf != MPI_IN_PLACE) TRY(need_buf(fn, "sendbuf", sendbuf, sendcount, sendtype));
     else { sendcount = recvcount; sendtype = recvtype; }
+    CSTAGER;
+    ACCEL {
+        int n = kumi_comm_peer_size(comm);
+        kumi_cstage_all(&g, &sendbuf, SPAN(n * sendcount, sendtype), &recvbuf, SPAN(n * recvcount, recvtype),
+                        GAPS(recvtype));
+        STAGED(NULL);
+    }
     RUN(alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                C(comm));
 }
@@ -447,6 +507,12 @@ int kumi_coll_alltoallv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     const MPI_Aint *sd = snd ? wide_displs(&w, sdispls, large, n) : NULL;
     const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
     const MPI_Aint *rd = wide_displs(&w, rdispls, large, n);
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_all(&g, &sendbuf, kumi_cspan_v(n, sc, sd, sendtype), &recvbuf, kumi_cspan_v(n, rc, rd, recvtype),
+                        GAPS(recvtype));
+        STAGED(&w);
+    }
     RUN_W(&w, alltoallv, sendbuf, sc, sd, D(sendtype), recvbuf, rc, rd, D(recvtype), C(comm));
 }
 
@@ -478,6 +544,12 @@ int kumi_coll_alltoallw(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     const MPI_Aint *sd = snd ? wide_displs(&w, sdispls, large, n) : NULL;
     const MPI_Count *rc = wide_counts(&w, recvcounts, large, n);
     const MPI_Aint *rd = wide_displs(&w, rdispls, large, n);
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_all(&g, &sendbuf, kumi_cspan_w(n, sc, sd, sendtypes), &recvbuf,
+                        kumi_cspan_w(n, rc, rd, recvtypes), kumi_cstage_gaps_w(n, recvtypes));
+        STAGED(&w);
+    }
     RUN_W(&w, alltoallw, sendbuf, sc, sd, sendtypes, recvbuf, rc, rd, recvtypes, C(comm));
 }
 
@@ -498,6 +570,12 @@ int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
         TRY(need_buf(fn, "sendbuf", sendbuf, count, datatype));
     }
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(count, datatype), datatype, &recvbuf,
+                           SPAN(count, datatype), datatype);
+        STAGED(NULL);
+    }
     RUN(reduce, sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
 }
 
@@ -508,6 +586,11 @@ int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_all(&g, &sendbuf, SPAN(count, datatype), &recvbuf, SPAN(count, datatype), GAPS(datatype));
+        STAGED(NULL);
+    }
     RUN(allreduce, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
@@ -524,6 +607,13 @@ int kumi_coll_reduce_scatter(const char *fn, enum kumi_form mode, MPI_Info info,
     struct kumi_widen w;
     TRY(kumi_widen_begin(&w, fn, large ? 0 : comm->size, 1, 0));
     const MPI_Count *rc = wide_counts(&w, recvcounts, large, comm->size);
+    CSTAGER;
+    ACCEL {
+        if (comm->inter) kumi_cstage_refuse(&g, sendbuf, recvbuf);
+        else kumi_cstage_all(&g, &sendbuf, SPAN(total, datatype), &recvbuf, SPAN(rc[comm->rank], datatype),
+                             GAPS(datatype));
+        STAGED(&w);
+    }
     RUN_W(&w, reduce_scatter, sendbuf, recvbuf, rc, D(datatype), O(op), C(comm));
 }
 
@@ -534,6 +624,13 @@ int kumi_coll_reduce_scatter_block(const char *fn, enum kumi_form mode, MPI_Info
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     TRY(no_alias(fn, sendbuf, recvbuf, recvcount, datatype));
+    CSTAGER;
+    ACCEL {
+        if (comm->inter) kumi_cstage_refuse(&g, sendbuf, recvbuf);
+        else kumi_cstage_all(&g, &sendbuf, SPAN(recvcount * comm->size, datatype), &recvbuf,
+                             SPAN(recvcount, datatype), GAPS(datatype));
+        STAGED(NULL);
+    }
     RUN(reduce_scatter_block, sendbuf, recvbuf, recvcount, D(datatype), O(op), C(comm));
 }
 
@@ -544,6 +641,11 @@ int kumi_coll_scan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Reque
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
+    CSTAGER;
+    ACCEL {
+        kumi_cstage_all(&g, &sendbuf, SPAN(count, datatype), &recvbuf, SPAN(count, datatype), GAPS(datatype));
+        STAGED(NULL);
+    }
     RUN(scan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
@@ -554,6 +656,12 @@ int kumi_coll_exscan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
     TRY(check_op(fn, op, datatype));
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
+    CSTAGER;
+    ACCEL {
+        /* rank 0's recvbuf is undefined: filled, so that it keeps its bytes */
+        kumi_cstage_all(&g, &sendbuf, SPAN(count, datatype), &recvbuf, SPAN(count, datatype), true);
+        STAGED(NULL);
+    }
     RUN(exscan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 

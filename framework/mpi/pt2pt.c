@@ -133,13 +133,17 @@ static int stage_recv_end(struct kumi_stage *s, int rc, const struct kumi_dt *dt
     return kumi_stage_end(s, true);
 }
 
-/* A request with a host copy completes (consume): copy back, free the copy. */
+/* A request with a host copy completes (consume): copy back, free the copy
+ * (a collective's: each of its buffers that it wrote). */
 static int stage_done(struct kumi_req *r, int code)
 {
     struct kumi_stage *s = r->accel_stage;
     r->accel_stage = NULL;
     if (r->kind == KUMI_REQ_RECV) code = stage_recv_end(s, code, r->dt, &r->status);
-    else kumi_stage_end(s, false);
+    else if (r->kind == KUMI_REQ_COLL) {        /* framework/mpi/coll_accel.c: every buffer of the call */
+        int c2 = kumi_stage_end_all(s, code == MPI_SUCCESS);
+        if (code == MPI_SUCCESS) code = c2;
+    } else kumi_stage_end(s, false);
     free(s);
     return code;
 }

@@ -3,8 +3,9 @@
 # KUMI_ACCEL_CUDA_LIBRARY) whose device memory the host cannot touch:
 # kumi_info shows the component available ("1 CUDA device") or why not ("no
 # CUDA device"); gpu_staging moves device buffers through MPI_Send / MPI_Recv /
-# MPI_Sendrecv(_replace) at 2 and 3 ranks (a call that touched device memory
-# without staging it would crash).  Without the variable, the real
+# MPI_Sendrecv(_replace) at 2 and 3 ranks, gpu_coll_staging every collective
+# at 1-4 ranks (a call that touched device memory without staging it would
+# crash).  Without the variable, the real
 # libcuda.so.1 is looked for (none here: "libcuda.so.1 not found").
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -38,6 +39,15 @@ for np in 2 3; do
         ok "gpu_staging at $np ranks: device buffers staged"
     else
         fail "gpu_staging at $np ranks:"; sed 's/^/    /' "$TMP/run" | tail -15
+    fi
+done
+# every collective on device buffers (host result = device result), 1 to 4 ranks
+[ -x "$TESTBIN/gpu_coll_staging" ] || { echo "FAIL: no $TESTBIN/gpu_coll_staging (make check-programs)"; exit 1; }
+for np in 1 2 3 4; do
+    if (cd "$TESTBIN" && "$MPIEXEC" --timeout 180 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -n $np ./gpu_coll_staging) > "$TMP/run" 2>&1; then
+        ok "gpu_coll_staging at $np ranks: collectives on device buffers"
+    else
+        fail "gpu_coll_staging at $np ranks:"; sed 's/^/    /' "$TMP/run" | tail -15
     fi
 done
 # the CPU device on memory from the component (kind MPIX_GPU_CUDA), a tiny ring too

@@ -1,0 +1,39 @@
+/* (mpi/coll_accel.c) Device buffers of collectives staged through host
+ * memory; see the file's comment.  In a collective's MPI function, with
+ * kumi_accel_on:
+ *     struct kumi_cstager g = { fn, mode };
+ *     kumi_cstage...(&g, &sendbuf, span, ...);       buffers replaced by host copies
+ *     if (g.rc) { kumi_cstage_finish(&g, g.rc, NULL); return g.rc; }
+ *     rc = <the call>;  return kumi_cstage_finish(&g, rc, request);
+ * A span is [lo, hi) in bytes from the buffer's address (any false: empty). */
+#ifndef KUMI_COLL_ACCEL_H
+#define KUMI_COLL_ACCEL_H
+
+struct kumi_cspan {
+    MPI_Aint lo, hi;
+    bool any;
+    bool holes;       /* blocks at displacements: a written buffer is filled first */
+};
+struct kumi_cstager {
+    const char *fn;
+    enum kumi_form mode;
+    int rc;                                   /* the first error */
+    struct kumi_stage *head, *tail;           /* the staged buffers */
+};
+
+struct kumi_cspan kumi_cspan_n(MPI_Count count, const struct kumi_dt *dt);
+struct kumi_cspan kumi_cspan_v(int n, const MPI_Count *counts, const MPI_Aint *displs, const struct kumi_dt *dt);
+struct kumi_cspan kumi_cspan_w(int n, const MPI_Count *counts, const MPI_Aint *displs, const MPI_Datatype *types);
+void kumi_cstage(struct kumi_cstager *g, const void **buf, struct kumi_cspan sp, bool fill, bool back);
+void kumi_cstage_out(struct kumi_cstager *g, void **buf, struct kumi_cspan sp, bool fill);
+void kumi_cstage_rooted(struct kumi_cstager *g, struct kumi_comm *comm, int root, bool to_root,
+                        const void **sbuf, struct kumi_cspan ssp, const struct kumi_dt *sdt,
+                        void **rbuf, struct kumi_cspan rsp, const struct kumi_dt *rdt);
+void kumi_cstage_all(struct kumi_cstager *g, const void **sbuf, struct kumi_cspan ssp, void **rbuf,
+                     struct kumi_cspan rsp, bool rgaps);
+bool kumi_cstage_gaps(const struct kumi_dt *dt);
+bool kumi_cstage_gaps_w(int n, const MPI_Datatype *types);
+int kumi_cstage_refuse(struct kumi_cstager *g, const void *sbuf, void *rbuf);
+int kumi_cstage_finish(struct kumi_cstager *g, int rc, MPI_Request *request);
+
+#endif
