@@ -247,19 +247,15 @@ static int inter_undefined(const char *fname)
             rc_ = kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_),              \
                                    mode == KUMI_FORM_INIT, fn, request);                \
         if (w_) kumi_widen_end(w_);                                                     \
-        return cfinish(g, rc_, request);                                                \
+        return kumi_cstage_done(g, rc_, request);                                                  \
     } while (0)
 #define RUN(fld, ...) RUN_G(&g, NULL, fld, __VA_ARGS__)
 #define RUN_W(w, fld, ...) RUN_G(&g, w, fld, __VA_ARGS__)
 
-static inline int cfinish(struct kumi_cstager *g, int rc, MPI_Request *request)
-{
-    return g && __builtin_expect(g->head != NULL, 0) ? kumi_cstage_finish(g, rc, request) : rc;
-}
 
 /* Device buffers (coll_accel.c): declared in every collective with buffers;
  * STAGED(w) ends the staging block: on an error, nothing is left behind. */
-#define CSTAGER struct kumi_cstager g = { fn, mode, 0, NULL, NULL }
+#define CSTAGER struct kumi_cstager g = KUMI_CSTAGER(fn, mode)
 #define ACCEL if (__builtin_expect(kumi_accel_on, 0))
 static int stage_failed(struct kumi_cstager *g, struct kumi_widen *w)
 {

@@ -35,5 +35,11 @@ bool kumi_cstage_gaps(const struct kumi_dt *dt);
 bool kumi_cstage_gaps_w(int n, const MPI_Datatype *types);
 int kumi_cstage_refuse(struct kumi_cstager *g, const void *sbuf, void *rbuf);
 int kumi_cstage_finish(struct kumi_cstager *g, int rc, MPI_Request *request);
+/* kumi_cstage_finish where something was staged; else rc (g may be NULL) */
+static inline int kumi_cstage_done(struct kumi_cstager *g, int rc, MPI_Request *request)
+{
+    return g && __builtin_expect(g->head != NULL, 0) ? kumi_cstage_finish(g, rc, request) : rc;
+}
+#define KUMI_CSTAGER(fn, mode) { (fn), (mode), 0, NULL, NULL }
 
 #endif

@@ -8,6 +8,7 @@
  * (int, or MPI_Count / MPI_Aint with large), widened here for the coll
  * contract.  The neighbourhood itself comes from core/topo.c. */
 #include "mpi/mpi_front.h"
+#include "mpi/coll_accel.h"
 #include "sched/sched.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_ != MPI_SUCCESS) return rc_; } while (0)
@@ -88,17 +89,29 @@ struct nb_form {
 
 #define NB_RUN(fld, ...)                                                                \
     do {                                                                                \
+        int rc_;                                                                        \
+        if (g.rc) return stage_failed(&g);                                              \
         if (form->mode == KUMI_FORM_BLOCKING) {                                         \
-            int rc_;                                                                    \
             KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
-            return rc_;                                                                 \
+        } else {                                                                        \
+            bool persistent_ = form->mode == KUMI_FORM_INIT;                            \
+            struct kumi_sched *s_;                                                      \
+            rc_ = kumi_sched_begin(comm, fn, persistent_, form->info, form->request, &s_); \
+            if (rc_ == MPI_SUCCESS)                                                     \
+                rc_ = kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), persistent_, fn, \
+                                       form->request);                                  \
         }                                                                               \
-        bool persistent_ = form->mode == KUMI_FORM_INIT;                                \
-        struct kumi_sched *s_;                                                          \
-        TRY(kumi_sched_begin(comm, fn, persistent_, form->info, form->request, &s_));   \
-        return kumi_sched_issue(s_, comm->coll.i##fld(__VA_ARGS__, s_), persistent_, fn, \
-                                form->request);                                         \
+        return kumi_cstage_done(&g, rc_, form->request);                                \
     } while (0)
+
+/* Device buffers (coll_accel.c): staged over the neighbourhood's blocks. */
+#define NB_STAGE(ssp, rsp)                                                              \
+    struct kumi_cstager g = KUMI_CSTAGER(fn, form->mode);                               \
+    if (__builtin_expect(kumi_accel_on, 0)) kumi_cstage_all(&g, &sendbuf, ssp, &recvbuf, rsp, true)
+static int stage_failed(struct kumi_cstager *g)
+{
+    return kumi_cstage_finish(g, g->rc, NULL);
+}
 
 #define NB_FN(fld) (form->mode != KUMI_FORM_BLOCKING ? (const void *)comm->coll.i##fld \
                                                      : (const void *)comm->coll.fld)
@@ -110,6 +123,7 @@ static int nb_allgather(const char *fn, const struct nb_form *form, const void *
     TRY(nb_begin(fn, comm, NB_FN(neighbor_allgather), &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, nin > 0 && recvcount > 0 && recvtype->size > 0));
+    NB_STAGE(kumi_cspan_n(sendcount, sendtype), kumi_cspan_n(nin * recvcount, recvtype));
     NB_RUN(neighbor_allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
                                          D(recvtype), C(comm));
 }
@@ -124,6 +138,7 @@ static int nb_allgatherv(const char *fn, const struct nb_form *form, const void 
     TRY(nb_counts(fn, "recvcounts", recvcounts, nin, &any));
     if (nin > 0) TRY(need_ptr(fn, "displs", displs));
     TRY(nb_recvbuf(fn, recvbuf, any && recvtype->size > 0));
+    NB_STAGE(kumi_cspan_n(sendcount, sendtype), kumi_cspan_v(nin, recvcounts, displs, recvtype));
     NB_RUN(neighbor_allgatherv, sendbuf, sendcount, D(sendtype), recvbuf, recvcounts,
                                           displs, D(recvtype), C(comm));
 }
@@ -135,6 +150,7 @@ static int nb_alltoall(const char *fn, const struct nb_form *form, const void *s
     TRY(nb_begin(fn, comm, NB_FN(neighbor_alltoall), &nin, &nout));
     TRY(nb_sendbuf(fn, sendbuf, nout > 0 && sendcount > 0 && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, nin > 0 && recvcount > 0 && recvtype->size > 0));
+    NB_STAGE(kumi_cspan_n(nout * sendcount, sendtype), kumi_cspan_n(nin * recvcount, recvtype));
     NB_RUN(neighbor_alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount,
                                         D(recvtype), C(comm));
 }
@@ -151,6 +167,7 @@ static int nb_alltoallv(const char *fn, const struct nb_form *form, const void *
     if (nin > 0) TRY(need_ptr(fn, "rdispls", rdispls));
     TRY(nb_sendbuf(fn, sendbuf, sany && sendtype->size > 0));
     TRY(nb_recvbuf(fn, recvbuf, rany && recvtype->size > 0));
+    NB_STAGE(kumi_cspan_v(nout, sendcounts, sdispls, sendtype), kumi_cspan_v(nin, recvcounts, rdispls, recvtype));
     NB_RUN(neighbor_alltoallv, sendbuf, sendcounts, sdispls, D(sendtype), recvbuf,
                                          recvcounts, rdispls, D(recvtype), C(comm));
 }
@@ -173,6 +190,7 @@ static int nb_alltoallw(const char *fn, const struct nb_form *form, const void *
     TRY(nb_recvbuf(fn, recvbuf, 0));
     (void)sany;
     (void)rany;
+    NB_STAGE(kumi_cspan_w(nout, sendcounts, sdispls, sendtypes), kumi_cspan_w(nin, recvcounts, rdispls, recvtypes));
     NB_RUN(neighbor_alltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                          recvcounts, rdispls, recvtypes, C(comm));
 }

@@ -10,7 +10,8 @@
  *    Scan, Exscan; MPI_IN_PLACE forms; every root;
  *  - a send buffer on the host and a receive buffer on the device;
  *  - an Allreduce of 6 MiB (more than the staging cache: two host copies);
- *  - an intercommunicator's Bcast and Gather (MPI_ROOT, MPI_PROC_NULL);
+ *  - an intercommunicator's Bcast, Gather, Reduce, Allgather (MPI_ROOT, MPI_PROC_NULL);
+ *  - the neighbourhood collectives on a periodic ring (v and w forms too);
  *  - the values of an Allreduce checked against the formula;
  *  - a persistent collective on device memory: MPI_ERR_BUFFER, not a crash. */
 #include "kt.h"
@@ -219,6 +220,49 @@ static void c_exscan(char *s, char *r, int nb)
     done(nb, &q);
 }
 
+/* neighbourhood of a periodic ring: 2 in, 2 out */
+static int ncounts[2] = { 2, 3 }, ndispls[2] = { 1, 6 }, nwdispls[2] = { 4, 40 };
+static MPI_Datatype nwtypes[2];
+static MPI_Aint nwdispls_a[2];
+static void c_nallgather(char *s, char *r, int nb)
+{
+    MPI_Request q;
+    if (nb) KT_MPI(MPI_Ineighbor_allgather(s, CNT, MPI_INT, r, CNT, MPI_INT, comm, &q));
+    else KT_MPI(MPI_Neighbor_allgather(s, CNT, MPI_INT, r, CNT, MPI_INT, comm));
+    done(nb, &q);
+}
+static void c_nallgatherv(char *s, char *r, int nb)
+{
+    MPI_Request q;
+    int c2[2] = { 2, 2 };
+    if (nb) KT_MPI(MPI_Ineighbor_allgatherv(s, 2, MPI_INT, r, c2, ndispls, MPI_INT, comm, &q));
+    else KT_MPI(MPI_Neighbor_allgatherv(s, 2, MPI_INT, r, c2, ndispls, MPI_INT, comm));
+    done(nb, &q);
+}
+static void c_nalltoall(char *s, char *r, int nb)
+{
+    MPI_Request q;
+    if (nb) KT_MPI(MPI_Ineighbor_alltoall(s, CNT, MPI_INT, r, CNT, MPI_INT, comm, &q));
+    else KT_MPI(MPI_Neighbor_alltoall(s, CNT, MPI_INT, r, CNT, MPI_INT, comm));
+    done(nb, &q);
+}
+static void c_nalltoallv(char *s, char *r, int nb)
+{
+    MPI_Request q;   /* to the left 2, to the right 3: from the right 2, from the left 3 */
+    int rc[2] = { 3, 2 };
+    if (nb) KT_MPI(MPI_Ineighbor_alltoallv(s, ncounts, ndispls, MPI_INT, r, rc, ndispls, MPI_INT, comm, &q));
+    else KT_MPI(MPI_Neighbor_alltoallv(s, ncounts, ndispls, MPI_INT, r, rc, ndispls, MPI_INT, comm));
+    done(nb, &q);
+}
+static void c_nalltoallw(char *s, char *r, int nb)
+{
+    MPI_Request q;
+    int one[2] = { 1, 1 };
+    if (nb) KT_MPI(MPI_Ineighbor_alltoallw(s, one, (MPI_Aint *)nwdispls_a, nwtypes, r, one, (MPI_Aint *)nwdispls_a, nwtypes, comm, &q));
+    else KT_MPI(MPI_Neighbor_alltoallw(s, one, (MPI_Aint *)nwdispls_a, nwtypes, r, one, (MPI_Aint *)nwdispls_a, nwtypes, comm));
+    done(nb, &q);
+}
+
 /* ---- the harness */
 static char *hs, *hr, *ds, *dr, *hs0, *hr0, *back;
 static size_t maxb;
@@ -350,6 +394,23 @@ int main(int argc, char **argv)
         rank = save;
         KT_MPI(MPI_Comm_free(&comm));
         KT_MPI(MPI_Comm_free(&half));
+        comm = MPI_COMM_WORLD;
+    }
+
+    /* the neighbourhood collectives on a periodic ring */
+    {
+        int dims[1] = { size }, periods[1] = { 1 };
+        KT_MPI(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &comm));
+        nwtypes[0] = vec;
+        nwtypes[1] = vec;
+        nwdispls_a[0] = nwdispls[0];
+        nwdispls_a[1] = nwdispls[1];
+        check("Neighbor_allgather", c_nallgather, an, 0);
+        check("Neighbor_allgatherv", c_nallgatherv, an, 0);
+        check("Neighbor_alltoall", c_nalltoall, an, 0);
+        check("Neighbor_alltoallv", c_nalltoallv, an, 0);
+        check("Neighbor_alltoallw", c_nalltoallw, an, 0);
+        KT_MPI(MPI_Comm_free(&comm));
         comm = MPI_COMM_WORLD;
     }
 
