@@ -113,14 +113,14 @@ static void status_empty_out(MPI_Status *st)
  * With an accel component in use (kumi_accel_on), a device buffer goes
  * through a host copy (core/accel.c): blocking calls stage it around the
  * call; non-blocking ones keep the copy in the request (accel_stage) until
- * MPI_Wait / MPI_Test ... completes it, which copies a received message back;
- * persistent requests refuse device buffers. */
+ * MPI_Wait / MPI_Test ... completes it, which copies a received message back
+ * (MPI_Isendrecv(_replace), MPI_(I)mrecv too); persistent requests refuse
+ * device buffers. */
 static int no_device(const char *fn, const char *arg, const void *buf)
 {
     if (__builtin_expect(kumi_accel_on, 0) && kumi_accel_is_device(buf))
-        return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is device memory: Kumi does not stage device buffers "
-                          "in this call yet (it does in MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Sendrecv, "
-                          "...)", fn, arg);
+        return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is device memory: persistent requests do not stage "
+                          "device buffers (the blocking and non-blocking forms do)", fn, arg);
     return MPI_SUCCESS;
 }
 
@@ -163,6 +163,14 @@ static int stage_nb(const char *fn, struct kumi_stage **sp, const void *buf, MPI
     }
     **sp = s;
     return MPI_SUCCESS;
+}
+
+/* A host copy made for a call that then failed: freed, nothing copied back. */
+static void stage_drop(struct kumi_stage *s)
+{
+    if (!s) return;
+    kumi_stage_end(s, false);
+    free(s);
 }
 
 static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
@@ -467,14 +475,22 @@ int kumi_pt2pt_isendrecv(const char *fn, const void *sendbuf, MPI_Count sendcoun
 {
     int crc = count_check(fn, "sendcount", sendcount, sendtype);
     if (!crc) crc = count_check(fn, "recvcount", recvcount, recvtype);
-    if (!crc) crc = no_device(fn, "sendbuf", sendbuf);
-    if (!crc) crc = no_device(fn, "recvbuf", recvbuf);
     if (crc) return crc;
+    struct kumi_stage *ss = NULL, *rs = NULL;       /* device buffers: host copies, one per request */
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        crc = stage_nb(fn, &ss, sendbuf, sendcount, sendtype, true);
+        if (!crc) crc = stage_nb(fn, &rs, recvbuf, recvcount, recvtype, false);
+        if (crc) { stage_drop(ss); return crc; }
+        if (ss) sendbuf = ss->buf;
+        if (rs) recvbuf = rs->buf;
+    }
     struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, (void *)sendbuf, sendcount, sendtype, dest,
                                   sendtag, comm);
     struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, recvbuf, recvcount, recvtype, source,
                                   recvtag, comm);
-    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem(fn); }
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); stage_drop(ss); stage_drop(rs); return nomem(fn); }
+    sr->accel_stage = ss;
+    rr->accel_stage = rs;
     return isendrecv(fn, sr, rr, request);
 }
 
@@ -482,18 +498,25 @@ int kumi_pt2pt_isendrecv_replace(const char *fn, void *buf, MPI_Count count, str
                                  int sendtag, int source, int recvtag, struct kumi_comm *comm, MPI_Request *request)
 {
     int crc = count_check(fn, "count", count, datatype);
-    if (!crc) crc = no_device(fn, "buf", buf);
     if (crc) return crc;
+    struct kumi_stage *rs = NULL;                   /* a device buffer: one host copy, packed from */
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        if ((crc = stage_nb(fn, &rs, buf, count, datatype, true))) return crc;
+        if (rs) buf = rs->buf;
+    }
     size_t bytes = (size_t)count * datatype->size;
     struct kumi_dt *bytet = kumi_dt_get(MPI_BYTE);
     void *tmp = bytes ? malloc(bytes) : NULL;
-    if (bytes && !tmp)
+    if (bytes && !tmp) {
+        stage_drop(rs);
         return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (%zu bytes)", fn, bytes);
+    }
     if (bytes) kumi_dt_pack(datatype, buf, (size_t)count, tmp);
     struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, tmp, 0, bytet, dest, sendtag, comm);
     struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, buf, count, datatype, source,
                                   recvtag, comm);
-    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); return nomem(fn); }
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); free(tmp); stage_drop(rs); return nomem(fn); }
+    rr->accel_stage = rs;
     sr->count = bytes;
     rr->owned = tmp;                   /* the packed copy lives until the request is freed */
     return isendrecv(fn, sr, rr, request);
@@ -603,13 +626,18 @@ static int msg_recv(void *buf, MPI_Count count, struct kumi_dt *dt, MPI_Message 
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_REQUEST, "%s: invalid message handle in argument message%s",
                                                 fn, *message == MPI_MESSAGE_NULL ? " (MPI_MESSAGE_NULL)" : ""));
     int rc = count_check(fn, "count", count, dt);
-    if (!rc) rc = no_device(fn, "buf", buf);
     if (rc) return kumi_err_handle(m->comm, rc);
     if (count > 0 && !buf)
         return kumi_err_handle(m->comm, kumi_error(MPI_ERR_BUFFER, "%s: NULL buffer with count %lld", fn,
                                                    (long long)count));
+    struct kumi_stage *rs = NULL;                   /* a device buffer: received into a host copy */
+    if (__builtin_expect(kumi_accel_on, 0)) {
+        if ((rc = stage_nb(fn, &rs, buf, count, dt, false))) return kumi_err_handle(m->comm, rc);
+        if (rs) buf = rs->buf;
+    }
     struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, m->ue->hdr.src, m->ue->hdr.tag, m->comm);
-    if (!r) return kumi_err_handle(m->comm, nomem(fn));
+    if (!r) { stage_drop(rs); return kumi_err_handle(m->comm, nomem(fn)); }
+    r->accel_stage = rs;
     rc = kumi_req_start_recv_msg(r, m->ue);
     if (rc) { kumi_req_free(r); return kumi_err_handle(m->comm, rc); }
     kumi_comm_release(m->comm);

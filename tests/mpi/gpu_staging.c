@@ -10,7 +10,8 @@
  *  - device to host and host to device;
  *  - MPI_Isend / MPI_Irecv on device buffers (Waitall, Test, Wait; a vector
  *    type; 5 MiB);
- *  - persistent requests and MPI_Isendrecv on device buffers: MPI_ERR_BUFFER, not a crash;
+ *  - MPI_Isendrecv(_replace), MPI_Mrecv, MPI_Imrecv on device buffers;
+ *  - persistent requests on device buffers: MPI_ERR_BUFFER, not a crash;
  *  - MPIX_Gpu_start with MPIX_GPU_CUDA allocates through the component. */
 #include "kt.h"
 #include <mpi-ext.h>
@@ -152,12 +153,44 @@ int main(int argc, char **argv)
     for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i % 2 ? -1 - i : left * 100 + i);
     MPI_Type_free(&vec);
 
-    /* not staged yet: persistent requests and MPI_Isendrecv on device buffers, a clear error */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    /* MPI_Isendrecv, MPI_Isendrecv_replace, MPI_Mrecv, MPI_Imrecv on device buffers */
     MPI_Request rq;
+    to_dev(ds, v, sizeof v);
+    to_dev(dr, pat, sizeof pat);
+    KT_MPI(MPI_Isendrecv(ds, 4, MPI_INT, right, 11, dr, 4, MPI_INT, left, 11, MPI_COMM_WORLD, &rq));
+    KT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    to_host(got, dr, 8 * sizeof(int));
+    for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i < 4 ? left * 100 + i : pat[i]);
+    to_dev(ds, v, sizeof v);
+    KT_MPI(MPI_Isendrecv_replace(ds, 16, MPI_INT, right, 12, left, 12, MPI_COMM_WORLD, &rq));
+    KT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    to_host(got, ds, sizeof got);
+    for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
+    for (int form = 0; form < 2; form++) {
+        MPI_Message msg;
+        MPI_Status mst;
+        to_dev(ds, v, sizeof v);
+        to_dev(dr, pat, sizeof pat);
+        KT_MPI(MPI_Isend(ds, 6, MPI_INT, right, 13, MPI_COMM_WORLD, &rq));
+        KT_MPI(MPI_Mprobe(left, 13, MPI_COMM_WORLD, &msg, &mst));
+        if (form == 0) KT_MPI(MPI_Mrecv(dr, 6, MPI_INT, &msg, &mst));
+        else {
+            MPI_Request rr;
+            KT_MPI(MPI_Imrecv(dr, 6, MPI_INT, &msg, &rr));
+            KT_MPI(MPI_Wait(&rr, &mst));
+        }
+        KT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        int c = -1;
+        MPI_Get_count(&mst, MPI_INT, &c);
+        KT_EQ_INT(c, 6);
+        to_host(got, dr, 8 * sizeof(int));
+        for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i < 6 ? left * 100 + i : pat[i]);
+    }
+
+    /* not staged: persistent requests on device buffers, a clear error */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     KT_ERRCLASS(MPI_Send_init(ds, 4, MPI_INT, right, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
     KT_ERRCLASS(MPI_Recv_init(dr, 4, MPI_INT, left, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
-    KT_ERRCLASS(MPI_Isendrecv(ds, 4, MPI_INT, right, 8, dr, 4, MPI_INT, left, 8, MPI_COMM_WORLD, &rq), MPI_ERR_BUFFER);
 
     /* the device proxy's memory from the component */
     kumi_gpu_t g;
