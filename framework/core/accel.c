@@ -102,6 +102,8 @@ int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_A
     if (!aops || !buf || !aops->mem_kind || aops->mem_kind(buf) != KUMI_ACCEL_MEM_DEVICE) return MPI_SUCCESS;
     s->lo = lo;
     s->len = len;
+    s->fill = fill;
+    s->back = false;
     s->dev = (char *)buf + s->lo;
     s->cached = 0;
     if (s->len <= KUMI_STAGE_CACHE && !__atomic_exchange_n(&cache_busy, 1, __ATOMIC_ACQUIRE)) {
@@ -149,6 +151,24 @@ int kumi_stage_end(struct kumi_stage *s, bool copy_back)
 {
     end_chain(s, false);
     return end_one(s, copy_back);
+}
+
+int kumi_stage_refill(struct kumi_stage *s)
+{
+    for (; s; s = s->next)
+        if (s->host && s->fill && s->len && aops->copy_to_host(s->host, s->dev, s->len))
+            return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes from the device failed", aname, s->len);
+    return 0;
+}
+
+int kumi_stage_flush(struct kumi_stage *s, size_t first_len)
+{
+    for (size_t lim = first_len; s; s = s->next, lim = (size_t)-1) {
+        size_t n = s->len < lim ? s->len : lim;
+        if (s->host && s->back && n && aops->copy_to_dev(s->dev, s->host, n))
+            return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, n);
+    }
+    return 0;
 }
 
 int kumi_stage_end_all(struct kumi_stage *s, bool ok)

@@ -362,6 +362,7 @@ struct kumi_stage {
     MPI_Aint lo;
     size_t len;
     int cached;
+    bool fill;                 /* read from the device at the start (persistent: every start) */
     bool back;                 /* chained entries: copy back when the call succeeds */
     struct kumi_stage *next;   /* more buffers of the same call (a collective), malloc'd */
 };
@@ -376,6 +377,11 @@ int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_A
  * entry are copied back if ok and their back flag; the first error. */
 int kumi_stage_end(struct kumi_stage *s, bool copy_back);
 int kumi_stage_end_all(struct kumi_stage *s, bool ok);
+/* A persistent request's copies, kept from its init to its free: refill
+ * before each start (the entries with fill), copy back after each
+ * successful completion (those with back; the first at most first_len bytes). */
+int kumi_stage_refill(struct kumi_stage *s);
+int kumi_stage_flush(struct kumi_stage *s, size_t first_len);
 bool kumi_accel_is_device(const void *buf);
 
 /* ---------------------------------------------------------------- errors */

@@ -12,11 +12,11 @@
  * MPI_Wait / MPI_Test that completes it, through the request's accel_stage
  * chain).  A written buffer is filled first when the call does not overwrite
  * all of its span: MPI_IN_PLACE, or a type with gaps; else only copied back.
- * Persistent collectives (MPI_..._init) refuse device buffers with
- * MPI_ERR_BUFFER (a copy made at MPI_Start would be needed; as for
- * persistent point-to-point).  So do the reduce-scatters on
- * intercommunicators, whose buffer sizes depend on the other group's
- * arrays. */
+ * A persistent collective (MPI_..._init) keeps its host copies from init to
+ * MPI_Request_free: each MPI_Start reads what it sends from the device again,
+ * each completion copies back what it wrote.  The reduce-scatters on
+ * intercommunicators refuse device buffers with MPI_ERR_BUFFER (their
+ * buffer sizes depend on the other group's arrays). */
 #include "mpi/mpi_front.h"
 #include "mpi/coll_accel.h"
 
@@ -62,11 +62,6 @@ void kumi_cstage(struct kumi_cstager *g, const void **buf, struct kumi_cspan sp,
 {
     if (g->rc || !*buf || *buf == MPI_IN_PLACE || !sp.any || sp.hi <= sp.lo) return;
     if (!kumi_accel_is_device(*buf)) return;
-    if (g->mode == KUMI_FORM_INIT) {
-        g->rc = kumi_error(MPI_ERR_BUFFER, "%s: a buffer is device memory: persistent collectives do not stage "
-                           "device buffers (the non-blocking and blocking forms do)", g->fn);
-        return;
-    }
     struct kumi_stage *s = malloc(sizeof *s);
     if (!s) {
         g->rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory staging a device buffer", g->fn);

@@ -54,6 +54,10 @@ static int bsend_start(struct kumi_req *r)
 
 static int start_req(struct kumi_req *r)
 {
+    if (__builtin_expect(r->accel_stage != NULL, 0)) {     /* persistent, device buffers */
+        int rc = kumi_stage_refill(r->accel_stage);
+        if (rc) return rc;
+    }
     if (r->kind == KUMI_REQ_RECV) return kumi_req_start_recv(r);
     if (r->kind != KUMI_REQ_SEND) {
         const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
@@ -114,16 +118,9 @@ static void status_empty_out(MPI_Status *st)
  * through a host copy (core/accel.c): blocking calls stage it around the
  * call; non-blocking ones keep the copy in the request (accel_stage) until
  * MPI_Wait / MPI_Test ... completes it, which copies a received message back
- * (MPI_Isendrecv(_replace), MPI_(I)mrecv too); persistent requests refuse
- * device buffers. */
-static int no_device(const char *fn, const char *arg, const void *buf)
-{
-    if (__builtin_expect(kumi_accel_on, 0) && kumi_accel_is_device(buf))
-        return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is device memory: persistent requests do not stage "
-                          "device buffers (the blocking and non-blocking forms do)", fn, arg);
-    return MPI_SUCCESS;
-}
-
+ * (MPI_Isendrecv(_replace), MPI_(I)mrecv too); a persistent request keeps
+ * its copy from init to free: read from the device again at each start,
+ * written back at each completion. */
 /* End the staging of a receive buffer: on success, copy back what arrived
  * (a contiguous buffer: the bytes received; else the whole span). */
 static int stage_recv_end(struct kumi_stage *s, int rc, const struct kumi_dt *dt, const MPI_Status *st)
@@ -138,6 +135,11 @@ static int stage_recv_end(struct kumi_stage *s, int rc, const struct kumi_dt *dt
 static int stage_done(struct kumi_req *r, int code)
 {
     struct kumi_stage *s = r->accel_stage;
+    if (r->persistent) {             /* kept until the request is freed */
+        if (code != MPI_SUCCESS) return code;
+        return kumi_stage_flush(s, r->kind == KUMI_REQ_RECV && r->dt->contig ? (size_t)kumi_status_bytes(&r->status)
+                                                                            : (size_t)-1);
+    }
     r->accel_stage = NULL;
     if (r->kind == KUMI_REQ_RECV) code = stage_recv_end(s, code, r->dt, &r->status);
     else if (r->kind == KUMI_REQ_COLL) {        /* framework/mpi/coll_accel.c: every buffer of the call */
@@ -280,8 +282,7 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
     if (crc) return crc;
     if (__builtin_expect(kumi_accel_on, 0)) {
         struct kumi_stage *sp;
-        if (persistent) crc = no_device(fn, "buf", buf);
-        else if (!(crc = stage_nb(fn, &sp, buf, count, dt, true)) && sp) {
+        if (!(crc = stage_nb(fn, &sp, buf, count, dt, true)) && sp) {
             crc = kumi_pt2pt_isend(fn, mode, form, sp->buf, count, dt, dest, tag, comm, request);
             if (crc) { kumi_stage_end(sp, false); free(sp); }
             else ((struct kumi_req *)*request)->accel_stage = sp;
@@ -308,12 +309,11 @@ int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count cou
     int rc = count_check(fn, "count", count, dt);
     if (rc) return rc;
     if (__builtin_expect(kumi_accel_on, 0)) {
-        if (how == KUMI_FORM_INIT) {
-            if ((rc = no_device(fn, "buf", buf))) return rc;
-        } else if (how != KUMI_FORM_BLOCKING) {
+        if (how != KUMI_FORM_BLOCKING) {
             struct kumi_stage *sp;
             if ((rc = stage_nb(fn, &sp, buf, count, dt, false))) return rc;
             if (sp) {
+                sp->back = true;         /* a persistent receive copies back at each completion */
                 rc = kumi_pt2pt_recv(fn, how, sp->buf, count, dt, source, tag, comm, status, request);
                 if (rc) { kumi_stage_end(sp, false); free(sp); }
                 else ((struct kumi_req *)*request)->accel_stage = sp;
