@@ -285,6 +285,13 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
     struct kumi_rma *m = w->rma;
     int rc = rma_check_target(w, fn, a->target);
     if (rc) return rc;
+    if (__builtin_expect(kumi_accel_on, 0)) {           /* device buffers: not staged for RMA yet */
+        const char *arg = kumi_accel_is_device(a->oaddr) ? "origin_addr" : kumi_accel_is_device(a->raddr) ?
+                          "result_addr" : kumi_accel_is_device(a->caddr) ? "compare_addr" : NULL;
+        if (arg)
+            return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is device memory: Kumi does not stage device "
+                              "buffers in RMA calls yet", fn, kind == K_GET && a->raddr ? "origin_addr" : arg);
+    }
     if (a->target != MPI_PROC_NULL && !rma_in_epoch(m, a->target))
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: no access epoch to rank %d is open on this window (call "
                           "MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)", fn, a->target);

@@ -134,6 +134,7 @@ struct win_rec {
 #define REC_NONCONTIG 2u                /* alloc_shared_noncontig=true */
 #define REC_CMA      4u                 /* this rank lets same-host peers use CMA on its memory */
 #define REC_FAB      8u                 /* base is registered for remote access (raddr, rkey) */
+#define REC_DEVICE  16u                 /* base is device memory (accel): not exposed, every rank refuses */
 #define REC_WORDS ((int)(sizeof(struct win_rec) / sizeof(uint64_t)))
 
 /* May same-host peers read and write this process's memory with
@@ -472,10 +473,17 @@ int kumi_win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Ain
                  ((flavor == MPI_WIN_FLAVOR_CREATE || flavor == MPI_WIN_FLAVOR_DYNAMIC) && cma_allowed() ? REC_CMA : 0),
         .pid = (int64_t)getpid(),
         .probe = flavor == MPI_WIN_FLAVOR_DYNAMIC ? (uint64_t)(uintptr_t)&w->magic : (uint64_t)(uintptr_t)w->base };
-    if (!err && flavor == MPI_WIN_FLAVOR_CREATE) fab_register(w, &me);
+    if (__builtin_expect(kumi_accel_on, 0) && flavor == MPI_WIN_FLAVOR_CREATE && size > 0 &&
+        kumi_accel_is_device(base))
+        me.flags |= REC_DEVICE;
+    if (!err && flavor == MPI_WIN_FLAVOR_CREATE && !(me.flags & REC_DEVICE)) fab_register(w, &me);
     rc = allgather_recs(w, &me, all);
     if (!rc && any_error(w, all) >= 0)
         rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
+    for (int r = 0; !rc && r < w->size; r++)
+        if (all[r].flags & REC_DEVICE)
+            rc = kumi_error(MPI_ERR_BUFFER, "%s: rank %d's argument base is device memory: Kumi does not expose "
+                            "device memory in windows yet (MPI_Win_allocate host memory instead)", fn, r);
     if (!rc) rc = seg_setup(fn, w, all, local, nlocal, !alloc);
     if (!rc && alloc) {
         me.base = (uint64_t)(uintptr_t)w->base;
@@ -617,6 +625,9 @@ int kumi_mpi_win_attach(struct kumi_win *win, void *base, MPI_Aint size)
         return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: the window was not made by MPI_Win_create_dynamic", fn);
     if (size < 0) return kumi_error(MPI_ERR_SIZE, "%s: argument size is negative (%ld)", fn, (long)size);
     if (!base && size > 0) return kumi_error(MPI_ERR_ARG, "%s: argument base is NULL", fn);
+    if (__builtin_expect(kumi_accel_on, 0) && size > 0 && kumi_accel_is_device(base))
+        return kumi_error(MPI_ERR_BUFFER, "%s: argument base is device memory: Kumi does not expose device memory "
+                          "in windows yet", fn);
     uint64_t b = (uint64_t)(uintptr_t)base, l = (uint64_t)size;
     if (b + l < b) return kumi_error(MPI_ERR_RMA_ATTACH, "%s: base + size wraps around the address space", fn);
     for (int i = 0; i < w->nregions; i++) {
