@@ -281,6 +281,15 @@ int p2p_tcp_send(int peer, struct kumi_sendop *op)
         struct msghdr msg;
         size_t total = sizeof op->hdr + (size_t)op->hdr.paylen;
         ssize_t n;
+        if (p->wgen == p2p_tcp_gen && total <= p2p_tcp_batch) {
+            /* a burst: the next progress() writes it with those that follow */
+            p->head = p->tail = op;
+            p->nq = 1;
+            p2p_tcp_nqueued++;
+            p2p_tcp_out_events(p, EPOLLOUT);
+            return MPI_SUCCESS;
+        }
+        p->wgen = p2p_tcp_gen;
         iov[0].iov_base = &op->hdr;
         iov[0].iov_len = sizeof op->hdr;
         iov[1].iov_base = (void *)op->payload;
