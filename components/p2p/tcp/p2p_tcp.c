@@ -94,6 +94,7 @@ size_t p2p_tcp_nqueued;       /* ops queued to live peers */
 int p2p_tcp_nconnecting;
 int p2p_tcp_in_progress;
 unsigned long p2p_tcp_gen = 1; /* progress() calls: a burst is writes within one */
+struct p2p_tcp_peer *p2p_tcp_corked; /* peers with a burst held back for the next progress() */
 char p2p_tcp_drop[64 * 1024]; /* truncated bytes land here */
 
 /* Set when an RTS carrying a large first fragment has been announced: progress()
@@ -583,6 +584,10 @@ static int p2p_tcp_progress(void)
     if (p2p_tcp_epfd < 0 || p2p_tcp_in_progress) return 0;
     p2p_tcp_in_progress = 1;
     p2p_tcp_gen++;                       /* the next direct write starts a new burst */
+    if (p2p_tcp_corked) {
+        p2p_tcp_uncork();
+        did = 1;
+    }
     n = epoll_wait(p2p_tcp_epfd, ev, P2P_TCP_MAXEV, 0);
     p2p_tcp_yield = 0;
     for (int i = 0; i < n && !p2p_tcp_yield; i++) {
@@ -608,6 +613,7 @@ static int p2p_tcp_progress(void)
 static int p2p_tcp_pollfds(struct pollfd *fds, int max)
 {
     if (p2p_tcp_epfd < 0 || max < 1) return 0;
+    if (p2p_tcp_corked) return KUMI_P2P_NOSLEEP;   /* a burst waits for progress() */
     fds[0].fd = p2p_tcp_epfd;
     fds[0].events = POLLIN;
     fds[0].revents = 0;
@@ -636,6 +642,7 @@ static void p2p_tcp_finalize(void)
         p2p_tcp_world_peers = NULL;
     }
     p2p_tcp_npeers = 0;
+    p2p_tcp_corked = NULL;
     p2p_tcp_close_listeners();
     if (p2p_tcp_tfd >= 0) close(p2p_tcp_tfd);
     if (p2p_tcp_epfd >= 0) close(p2p_tcp_epfd);

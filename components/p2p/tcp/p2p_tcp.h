@@ -81,6 +81,8 @@ struct p2p_tcp_peer {            /* one per peer: the outgoing side */
     struct kumi_sendop *head, *tail;
     size_t nq;
     unsigned long wgen;          /* p2p_tcp_gen of the last direct write (batching) */
+    struct p2p_tcp_peer *cnext;  /* on p2p_tcp_corked: a burst for the next progress() */
+    int corked;
     int warned;
 };
 
@@ -92,6 +94,7 @@ struct p2p_tcp_listener {
 extern size_t p2p_tcp_eager;
 extern size_t p2p_tcp_batch;
 extern unsigned long p2p_tcp_gen;
+extern struct p2p_tcp_peer *p2p_tcp_corked;
 extern size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
 extern const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
 extern double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
@@ -141,6 +144,7 @@ int p2p_tcp_xjob_add(int peer, const struct kumi_p2p_xpeer *x);
 void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int same_host, int onehost);
 int p2p_tcp_listen_on(const struct sockaddr *addr);
 int p2p_tcp_send(int peer, struct kumi_sendop *op);
+void p2p_tcp_uncork(void);
 void p2p_tcp_sockopts(int fd);
 const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len);
 
