@@ -43,12 +43,14 @@
  * Sending: if nothing is queued for the peer, send() writes header and
  * payload at once (one sendmsg); the rest is queued (op->tnext/toff) and
  * written from progress() when the socket is writable, many ops per
- * sendmsg.  Batching: a message of at most p2p_tcp_batch_limit bytes to a
- * peer that this rank already wrote to directly since the last progress()
- * (a window of MPI_Isend, several control messages after one progress round)
- * is queued too, and the next progress() writes the whole burst in one
- * sendmsg: one system call per window instead of one per message, while a
- * message sent alone (ping-pong, the first of a burst) still leaves at once.  Receiving: bytes are read into a per-connection staging buffer
+ * sendmsg.  Batching: a message with at most p2p_tcp_batch_limit bytes of
+ * payload (64 KiB, the eager limit) to a peer that this rank already wrote
+ * to directly since the last progress() (a window of MPI_Isend, several
+ * control messages after one progress round) is queued too, and the next
+ * progress() writes the whole burst in one sendmsg: one system call per
+ * window instead of one per message, while a message sent alone (ping-pong,
+ * the first of a burst) still leaves at once.  Receiving: bytes are read
+ * into a per-connection staging buffer
  * (headers, small payloads); a large remaining payload is read straight into
  * rx->dst (re-read before every read: the early-match rule), bytes beyond
  * rx->cap into a scratch buffer and dropped.
@@ -61,7 +63,7 @@
 
 /* parameters */
 size_t p2p_tcp_eager;
-size_t p2p_tcp_batch;         /* largest message (header + payload) batched; 0: none */
+size_t p2p_tcp_batch;         /* largest payload batched; 0: none */
 size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
 const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
 static int p2p_tcp_fflags;    /* KUMI_NETIF_V4 / V6 / PREFER6 from p2p_tcp_family */
@@ -114,11 +116,11 @@ static void p2p_tcp_register(void)
     kumi_param_register_size("p2p", "tcp", "eager_limit", 64 * 1024,
                              "Largest message sent eagerly over TCP; larger ones use rendezvous",
                              KUMI_LEVEL_TUNER, &p2p_tcp_eager);
-    kumi_param_register_size("p2p", "tcp", "batch_limit", 16 * 1024,
-                             "Largest message (bytes with its header) that waits for the next "
-                             "progress round when this rank wrote to the same peer since the last "
-                             "one, so that a burst of messages leaves in one system call; 0 = every "
-                             "message is written at once",
+    kumi_param_register_size("p2p", "tcp", "batch_limit", 64 * 1024,
+                             "Largest payload (bytes) of a message that waits for the next progress "
+                             "round when this rank wrote to the same peer since the last one, so "
+                             "that a burst of messages leaves in one system call; 0 = every message "
+                             "is written at once",
                              KUMI_LEVEL_TUNER, &p2p_tcp_batch);
     kumi_param_register_size("p2p", "tcp", "sndbuf", 0,
                              "Socket send buffer size (SO_SNDBUF); 0 = system default",

@@ -293,7 +293,7 @@ int p2p_tcp_send(int peer, struct kumi_sendop *op)
         struct msghdr msg;
         size_t total = sizeof op->hdr + (size_t)op->hdr.paylen;
         ssize_t n;
-        if (p->wgen == p2p_tcp_gen && total <= p2p_tcp_batch) {
+        if (p->wgen == p2p_tcp_gen && (size_t)op->hdr.paylen <= p2p_tcp_batch && p2p_tcp_batch) {
             /* a burst: the next progress() writes it with those that follow
              * (pollfds() lets no wait sleep meanwhile) */
             p->head = p->tail = op;
