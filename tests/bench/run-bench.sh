@@ -15,6 +15,9 @@
 #            --mca pml ob1 --mca btl tcp,self, MPICH UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1
 #   oversub  4 ranks on the cores there are (2 here): ring exchange, no binding,
 #            Open MPI --oversubscribe; each run has a time limit
+#   tcpsys   system calls per message over TCP (tcp-syscalls.sh): mpibench under
+#            strace -c, rate 8 B, bw 64 KiB / 1 MiB, bibw 16 KiB; writes on the
+#            sending rank, reads on the receiving one (counts, not times)
 #   ofi      Kumi's p2p/ofi on libfabric's "tcp;ofi_rxm" provider
 #            (MPI_COMPONENTS="p2p=self,ofi"), next to Kumi's own p2p/tcp ("kumitcp")
 #            and MPICH over UCX's TCP transport, as in the tcp configuration
@@ -90,7 +93,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi ckpt"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp tcpsys ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi ckpt"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -110,7 +113,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi ckpt}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp tcpsys ofi oversub overlap coll rma abi io kacc launch npb match mem wan impi ckpt}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -365,7 +368,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    case $cfg in abi|io|kacc|launch|npb|match|mem|wan|impi|ckpt) continue ;; esac   # abi-, io-, kacc-, launch-, npb-, match-, mem-, wan-, impi-, ckpt-job-bench.sh measure them, below
+    case $cfg in abi|io|kacc|launch|npb|match|mem|wan|impi|ckpt|tcpsys) continue ;; esac   # abi-, io-, kacc-, launch-, npb-, match-, mem-, wan-, impi-, ckpt-job-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -633,6 +636,10 @@ for cfg in $configs; do
         table tcp bibw "tcp: bi-directional bandwidth" high ""
         table tcp rate "tcp: message rate (window of 128)" high ""
         cliff tcp ;;
+    tcpsys)
+        echo; echo "==== system calls per message over TCP (tests/bench/tcp-syscalls.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
+            KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/tcp-syscalls.sh" ;;
     oversub)
         echo; echo "==== oversubscribed: 4 ranks on $ncpu cores, ring exchange (MPI_Sendrecv), no binding"
         table oversub ring "oversub: time per ring step" low "ompi:all:no slower than Open MPI --oversubscribe" ;;

@@ -43,7 +43,14 @@
  * Sending: if nothing is queued for the peer, send() writes header and
  * payload at once (one sendmsg); the rest is queued (op->tnext/toff) and
  * written from progress() when the socket is writable, many ops per
- * sendmsg.  Receiving: bytes are read into a per-connection staging buffer
+ * sendmsg.  Batching: a message with at most p2p_tcp_batch_limit bytes of
+ * payload (64 KiB, the eager limit) to a peer that this rank already wrote
+ * to directly since the last progress() (a window of MPI_Isend, several
+ * control messages after one progress round) is queued too, and the next
+ * progress() writes the whole burst in one sendmsg: one system call per
+ * window instead of one per message, while a message sent alone (ping-pong,
+ * the first of a burst) still leaves at once.  Receiving: bytes are read
+ * into a per-connection staging buffer
  * (headers, small payloads); a large remaining payload is read straight into
  * rx->dst (re-read before every read: the early-match rule), bytes beyond
  * rx->cap into a scratch buffer and dropped.
@@ -56,6 +63,7 @@
 
 /* parameters */
 size_t p2p_tcp_eager;
+size_t p2p_tcp_batch;         /* largest payload batched; 0: none */
 size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
 const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
 static int p2p_tcp_fflags;    /* KUMI_NETIF_V4 / V6 / PREFER6 from p2p_tcp_family */
@@ -87,6 +95,8 @@ int p2p_tcp_nifs;
 size_t p2p_tcp_nqueued;       /* ops queued to live peers */
 int p2p_tcp_nconnecting;
 int p2p_tcp_in_progress;
+unsigned long p2p_tcp_gen = 1; /* progress() calls: a burst is writes within one */
+struct p2p_tcp_peer *p2p_tcp_corked; /* peers with a burst held back for the next progress() */
 char p2p_tcp_drop[64 * 1024]; /* truncated bytes land here */
 
 /* Set when an RTS carrying a large first fragment has been announced: progress()
@@ -106,6 +116,12 @@ static void p2p_tcp_register(void)
     kumi_param_register_size("p2p", "tcp", "eager_limit", 64 * 1024,
                              "Largest message sent eagerly over TCP; larger ones use rendezvous",
                              KUMI_LEVEL_TUNER, &p2p_tcp_eager);
+    kumi_param_register_size("p2p", "tcp", "batch_limit", 64 * 1024,
+                             "Largest payload (bytes) of a message that waits for the next progress "
+                             "round when this rank wrote to the same peer since the last one, so "
+                             "that a burst of messages leaves in one system call; 0 = every message "
+                             "is written at once",
+                             KUMI_LEVEL_TUNER, &p2p_tcp_batch);
     kumi_param_register_size("p2p", "tcp", "sndbuf", 0,
                              "Socket send buffer size (SO_SNDBUF); 0 = system default",
                              KUMI_LEVEL_TUNER, &p2p_tcp_sndbuf);
@@ -565,11 +581,25 @@ static void p2p_tcp_check_timeouts(void)
 
 static int p2p_tcp_progress(void)
 {
+    static int skipped;
     struct epoll_event ev[P2P_TCP_MAXEV];
-    int n, did = 0;
+    int n = 0, did = 0;
     if (p2p_tcp_epfd < 0 || p2p_tcp_in_progress) return 0;
     p2p_tcp_in_progress = 1;
-    n = epoll_wait(p2p_tcp_epfd, ev, P2P_TCP_MAXEV, 0);
+    p2p_tcp_gen++;                       /* the next direct write starts a new burst */
+    if (p2p_tcp_corked) {
+        p2p_tcp_uncork();
+        did = 1;
+    }
+    /* A round that wrote a held-back burst returns without polling (a
+     * blocking MPI_Send whose message waited for this round is done now and
+     * pays no epoll_wait), but never two rounds in a row: incoming messages
+     * wait one round at most. */
+    if (did && !skipped) skipped = 1;
+    else {
+        skipped = 0;
+        n = epoll_wait(p2p_tcp_epfd, ev, P2P_TCP_MAXEV, 0);
+    }
     p2p_tcp_yield = 0;
     for (int i = 0; i < n && !p2p_tcp_yield; i++) {
         int kind = *(int *)ev[i].data.ptr;
@@ -594,6 +624,7 @@ static int p2p_tcp_progress(void)
 static int p2p_tcp_pollfds(struct pollfd *fds, int max)
 {
     if (p2p_tcp_epfd < 0 || max < 1) return 0;
+    if (p2p_tcp_corked) return KUMI_P2P_NOSLEEP;   /* a burst waits for progress() */
     fds[0].fd = p2p_tcp_epfd;
     fds[0].events = POLLIN;
     fds[0].revents = 0;
@@ -622,6 +653,7 @@ static void p2p_tcp_finalize(void)
         p2p_tcp_world_peers = NULL;
     }
     p2p_tcp_npeers = 0;
+    p2p_tcp_corked = NULL;
     p2p_tcp_close_listeners();
     if (p2p_tcp_tfd >= 0) close(p2p_tcp_tfd);
     if (p2p_tcp_epfd >= 0) close(p2p_tcp_epfd);

@@ -48,7 +48,7 @@
 #define P2P_TCP_BUFSZ       (16 * 1024)     /* staging buffer of a connection */
 #define P2P_TCP_DIRECT_MIN  (8 * 1024)      /* remaining payload read straight into rx->dst */
 #define P2P_TCP_READ_BUDGET (4u << 20)      /* bytes read from one connection per progress() */
-#define P2P_TCP_MAXIOV      64
+#define P2P_TCP_MAXIOV      256     /* per sendmsg: up to 128 queued messages */
 #define P2P_TCP_MAXEV       64
 #define P2P_TCP_MAXADDR     32
 
@@ -80,6 +80,9 @@ struct p2p_tcp_peer {            /* one per peer: the outgoing side */
     unsigned char nonce_c[P2P_TCP_NONCE];
     struct kumi_sendop *head, *tail;
     size_t nq;
+    unsigned long wgen;          /* p2p_tcp_gen of the last direct write (batching) */
+    struct p2p_tcp_peer *cnext;  /* on p2p_tcp_corked: a burst for the next progress() */
+    int corked;
     int warned;
 };
 
@@ -89,6 +92,9 @@ struct p2p_tcp_listener {
 };
 
 extern size_t p2p_tcp_eager;
+extern size_t p2p_tcp_batch;
+extern unsigned long p2p_tcp_gen;
+extern struct p2p_tcp_peer *p2p_tcp_corked;
 extern size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
 extern const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
 extern double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
@@ -138,6 +144,7 @@ int p2p_tcp_xjob_add(int peer, const struct kumi_p2p_xpeer *x);
 void p2p_tcp_parse_addrs(struct p2p_tcp_peer *p, const char *list, int same_host, int onehost);
 int p2p_tcp_listen_on(const struct sockaddr *addr);
 int p2p_tcp_send(int peer, struct kumi_sendop *op);
+void p2p_tcp_uncork(void);
 void p2p_tcp_sockopts(int fd);
 const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len);
 

@@ -194,6 +194,18 @@ static int p2p_tcp_flush(struct p2p_tcp_peer *p)
     return did;
 }
 
+/* Write the bursts that send() held back (progress() calls it first). */
+void p2p_tcp_uncork(void)
+{
+    while (p2p_tcp_corked) {
+        struct p2p_tcp_peer *p = p2p_tcp_corked;
+        p2p_tcp_corked = p->cnext;
+        p->cnext = NULL;
+        p->corked = 0;
+        if (p->head && p->state == P2P_TCP_OUT_UP) p2p_tcp_flush(p);
+    }
+}
+
 void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev)
 {
     switch (p->state) {
@@ -281,6 +293,20 @@ int p2p_tcp_send(int peer, struct kumi_sendop *op)
         struct msghdr msg;
         size_t total = sizeof op->hdr + (size_t)op->hdr.paylen;
         ssize_t n;
+        if (p->wgen == p2p_tcp_gen && (size_t)op->hdr.paylen <= p2p_tcp_batch && p2p_tcp_batch) {
+            /* a burst: the next progress() writes it with those that follow
+             * (pollfds() lets no wait sleep meanwhile) */
+            p->head = p->tail = op;
+            p->nq = 1;
+            p2p_tcp_nqueued++;
+            if (!p->corked) {
+                p->corked = 1;
+                p->cnext = p2p_tcp_corked;
+                p2p_tcp_corked = p;
+            }
+            return MPI_SUCCESS;
+        }
+        p->wgen = p2p_tcp_gen;
         iov[0].iov_base = &op->hdr;
         iov[0].iov_len = sizeof op->hdr;
         iov[1].iov_base = (void *)op->payload;
