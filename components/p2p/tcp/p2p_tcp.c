@@ -44,12 +44,16 @@
  * payload at once (one sendmsg); the rest is queued (op->tnext/toff) and
  * written from progress() when the socket is writable, many ops per
  * sendmsg.  Batching: a message with at most p2p_tcp_batch_limit bytes of
- * payload (64 KiB, the eager limit) to a peer that this rank already wrote
+ * payload (default 0: off; e.g. 64 KiB, the eager limit) to a peer that this rank already wrote
  * to directly since the last progress() (a window of MPI_Isend, several
  * control messages after one progress round) is queued too, and the next
  * progress() writes the whole burst in one sendmsg: one system call per
  * window instead of one per message, while a message sent alone (ping-pong,
- * the first of a burst) still leaves at once.  Receiving: bytes are read
+ * the first of a burst) still leaves at once.  Off by default: a held
+ * message leaves only at the rank's next MPI call (or progress thread
+ * round), so a program that sends twice to a peer and then computes would
+ * delay the second message by its computation (Open MPI and MPICH write
+ * it at once).  Receiving: bytes are read
  * into a per-connection staging buffer
  * (headers, small payloads); a large remaining payload is read straight into
  * rx->dst (re-read before every read: the early-match rule), bytes beyond
@@ -116,11 +120,12 @@ static void p2p_tcp_register(void)
     kumi_param_register_size("p2p", "tcp", "eager_limit", 64 * 1024,
                              "Largest message sent eagerly over TCP; larger ones use rendezvous",
                              KUMI_LEVEL_TUNER, &p2p_tcp_eager);
-    kumi_param_register_size("p2p", "tcp", "batch_limit", 64 * 1024,
+    kumi_param_register_size("p2p", "tcp", "batch_limit", 0,
                              "Largest payload (bytes) of a message that waits for the next progress "
                              "round when this rank wrote to the same peer since the last one, so "
-                             "that a burst of messages leaves in one system call; 0 = every message "
-                             "is written at once",
+                             "that a burst of messages leaves in one system call (e.g. 65536: higher "
+                             "message rate, but a second MPI_Isend to a peer leaves only at the "
+                             "rank's next MPI call); 0 (default) = every message is written at once",
                              KUMI_LEVEL_TUNER, &p2p_tcp_batch);
     kumi_param_register_size("p2p", "tcp", "sndbuf", 0,
                              "Socket send buffer size (SO_SNDBUF); 0 = system default",
