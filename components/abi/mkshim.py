@@ -304,9 +304,10 @@ class Gen(Handles, Special):
         w(' * own copy of each, by copy relocation, which this library reaches through its GOT)')
         w(' * or, for objects the program created, Kumi\'s own pointers. */')
         w('#define _GNU_SOURCE   /* dladdr, dl_iterate_phdr */')
-        w('#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <limits.h>')
+        w('#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <limits.h>\n#include <sys/mman.h>')
         w('#define SHIM_EXPORT __attribute__((visibility("default")))')
         w('#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)')
+        w('#define SHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)')
         w('#define SHIM_POISON (INT_MIN + 77)   /* a value no MPI accepts */')
         if not self.ints:
             w('#define SHIM_MAGIC %s' % r['magic'])
