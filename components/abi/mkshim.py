@@ -138,6 +138,11 @@ ARRAY_LENGTHS = {
     ('MPI_Ialltoallw', 'recvtypes'): 'peers(comm)',
     ('MPI_Ineighbor_alltoallw', 'sendtypes'): 'nbr_count(comm, 1)',
     ('MPI_Ineighbor_alltoallw', 'recvtypes'): 'nbr_count(comm, 0)',
+    # and the persistent ones (MPI 4.0), under the same guarantee
+    ('MPI_Alltoallw_init', 'sendtypes'): 'sendbuf == F_IN_PLACE ? 0 : peers(comm)',
+    ('MPI_Alltoallw_init', 'recvtypes'): 'peers(comm)',
+    ('MPI_Neighbor_alltoallw_init', 'sendtypes'): 'nbr_count(comm, 1)',
+    ('MPI_Neighbor_alltoallw_init', 'recvtypes'): 'nbr_count(comm, 0)',
     ('MPI_Group_translate_ranks', 'ranks1'): 'n', ('MPI_Group_translate_ranks', 'ranks2'): 'n',
     ('MPI_Group_incl', 'ranks'): None, ('MPI_Group_excl', 'ranks'): None,   # valid ranks only
     ('MPI_Group_range_incl', 'ranges'): None, ('MPI_Group_range_excl', 'ranges'): None,

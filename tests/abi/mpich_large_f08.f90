@@ -4,7 +4,8 @@
 ! bytes (its size and extent beyond HUGE(0), a status set to that many elements), a ring with
 ! MPI_COUNT_KIND counts (blocking, nonblocking), Bcast, Allreduce (also MPI_IN_PLACE),
 ! Alltoallv with MPI_COUNT_KIND counts and MPI_ADDRESS_KIND displacements, Pack / Unpack with
-! MPI_COUNT_KIND positions.  Prints "mpich_large_f08: N ranks ok".
+! MPI_COUNT_KIND positions, the persistent MPI_Alltoallw_init with MPI_COUNT_KIND counts (an
+! array of datatype handles).  Prints "mpich_large_f08: N ranks ok".
 program mpich_large_f08
   use mpi_f08
   implicit none
@@ -17,7 +18,9 @@ program mpich_large_f08
   character :: pbuf(256)
   type(MPI_Datatype) :: t
   type(MPI_Status) :: st
-  type(MPI_Request) :: rq(2)
+  type(MPI_Request) :: rq(2), prq
+  type(MPI_Datatype), allocatable :: wt(:)
+  integer(kind=MPI_ADDRESS_KIND), allocatable :: wsd(:), wrd(:)
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -84,6 +87,22 @@ program mpich_large_f08
   do i = 0, size - 1
     if (rb(2 * i + 1) /= i * 1000 + rank .or. rb(2 * i + 2) /= -(i * 1000 + rank)) call fail('MPI_Alltoallv (large)')
   end do
+
+  ! the same exchange as a persistent MPI_Alltoallw_init (byte displacements), started twice
+  allocate(wt(size), wsd(size), wrd(size))
+  wt = MPI_INTEGER
+  wsd = sd * 4
+  wrd = rd * 4
+  call MPI_Alltoallw_init(sb, sc, wsd, wt, rb, rc, wrd, wt, MPI_COMM_WORLD, MPI_INFO_NULL, prq)
+  do s = 1, 2
+    rb = 0
+    call MPI_Start(prq)
+    call MPI_Wait(prq, MPI_STATUS_IGNORE)
+    do i = 0, size - 1
+      if (rb(2 * i + 1) /= i * 1000 + rank .or. rb(2 * i + 2) /= -(i * 1000 + rank)) call fail('MPI_Alltoallw_init (large)')
+    end do
+  end do
+  call MPI_Request_free(prq)
 
   call MPI_Pack_size(4_MPI_COUNT_KIND, MPI_INTEGER, MPI_COMM_WORLD, psz)
   if (psz < 16) call fail('MPI_Pack_size (large)')
