@@ -251,6 +251,8 @@ class Gen(Handles, Special):
         lo = self.lower(kind)
         o = []
         o.append('static inline int dom_%s_in(int v)\n{' % lo)
+        if (diff or nvals - fvals) and all(f < 0 for _, f, _ in diff) and all(v < 0 for v in nvals - fvals):
+            o.append('    if (SHIM_LIKELY(v >= 0)) return v;   /* a plain value (the constants are negative) */')
         for n, f, v in diff:
             o.append('    if (v == %d) return %d;   /* %s */' % (f, v, n))
         # a foreign value that is no foreign constant but is a native one: make it invalid
@@ -258,6 +260,8 @@ class Gen(Handles, Special):
             o.append('    if (v == %d) return SHIM_POISON;' % v)
         o.append('    return v;\n}')
         o.append('static inline int dom_%s_out(int v)\n{' % lo)
+        if diff and all(v < 0 for _, _, v in diff):
+            o.append('    if (SHIM_LIKELY(v >= 0)) return v;')
         for n, f, v in diff:
             o.append('    if (v == %d) return %d;   /* %s */' % (v, f, n))
         for n in absent:   # native constants the foreign ABI lacks: keep the native value
@@ -875,7 +879,9 @@ static int shim_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     }
     return 0;
 }
-static int shim_err_out(int c) { return err_out(c); }
+/* Kumi's code -> this ABI's; exported for the GOT swap agent of mixed processes (abimix.c), which
+ * then owns Kumi's hook and picks, per failed call, the numbering of the ABI that called */
+SHIM_EXPORT int kumi_shim_err_out(int c) { return err_out(c); }
 __attribute__((constructor)) static void shim_load(void)
 {
     Dl_info self;
@@ -893,13 +899,14 @@ __attribute__((constructor)) static void shim_load(void)
             _exit(127);
         }
     }
-    /* Kumi returns the codes of failed calls in this ABI, so that entries jump straight in */
+    /* Kumi returns the codes of failed calls in this ABI, so that entries jump straight in (in a
+     * process with the GOT swap agent, the agent sets the hook: both ABIs may be there) */
     void (*set_err_out)(int (*)(int)) = (void (*)(int (*)(int)))dlsym(h, "kumi_abi_set_err_out");
     if (!set_err_out) {
         fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): Kumi's %(lib)s has no kumi_abi_set_err_out: an older Kumi?\\n");
         _exit(127);
     }
-    set_err_out(shim_err_out);
+    if (!dlsym(RTLD_DEFAULT, "kumi_abimix_err_out")) set_err_out(kumi_shim_err_out);
     Dl_info kumi;
     dladdr(*shim_entries[0].slot, &kumi);
     struct shim_scan sc = { self.dli_fbase, kumi.dli_fbase, 0 };

@@ -18,7 +18,8 @@ int mixlib_sum(int v)
 /* 0 when this library's ABI works here: a communicator of its own is a handle of that ABI (MPICH:
  * an int with MPICH's kind bits; Open MPI: a pointer that Kumi compares with MPI_COMM_WORLD), a
  * ring exchange fills the ABI's status (MPICH: 20 bytes, Open MPI: 24), Kumi answers
- * MPI_Get_library_version; else the step that failed (1..5) */
+ * MPI_Get_library_version, a failed call's error code is in the ABI's numbering; else the step
+ * that failed (1..6) */
 int mixlib_check(void)
 {
     int rank, size;
@@ -42,5 +43,16 @@ int mixlib_check(void)
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len;
     if (MPI_Get_library_version(lib, &len) || !strstr(lib, "Kumi")) return 5;
+    /* a failed call's code is in this ABI's numbering (MPI_ERR_ARG: MPICH 12, Open MPI 13) */
+    int ints[4], cls = -1;
+    MPI_Aint addrs[2];
+    MPI_Datatype types[2];
+    MPI_Errhandler old;
+    MPI_Comm_get_errhandler(MPI_COMM_SELF, &old);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rc = MPI_Type_get_contents(MPI_INT, 4, 2, 2, ints, addrs, types);   /* of a named type: erroneous */
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, old);
+    MPI_Errhandler_free(&old);
+    if (rc == MPI_SUCCESS || MPI_Error_class(rc, &cls) != MPI_SUCCESS || cls != MPI_ERR_ARG) return 6;
     return 0;
 }

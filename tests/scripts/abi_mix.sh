@@ -7,7 +7,8 @@
 # mpif90.mpich: MPICH's Fortran shim calls the C library, which must be MPICH's shim), at 1, 2 and
 # 4 ranks: each part calls MPI with its own ABI's handles and statuses and the results agree;
 # and the other way round: mix_main.c built with mpicc.mpich, linked with, and loading, mix_lib.c
-# built with mpicc.openmpi (an MPICH program with an Open MPI plug-in);
+# built with mpicc.openmpi (an MPICH program with an Open MPI plug-in); in each, a failed call's
+# error code comes back in the numbering of the ABI that called (MPI_ERR_ARG: 13 or 12);
 # without the agent the linked program is refused, naming what is missing.  Skips (77) without mpicc.openmpi / mpicc.mpich or without libelf.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
