@@ -563,6 +563,26 @@ static inline void st_in(N_Status *n, const F_Status *f)
         base = re.match(r'\s*.*?\s*(MPI_\w+)\(', p['c']).group(1)
         return dict(p, c=p['c_large'], c_params=cps, name_c=lname, base=base)
 
+    @staticmethod
+    def large_extra(p):
+        """MPI_Type_get_envelope_c / MPI_Type_get_contents_c: one parameter more than the int form
+        (the large counts), so large() does not make them (the Fortran shim's hidden entries; the C
+        shim has them by hand, mkshim_special.py): the int form's kinds, the new
+        parameters' from their neighbours, and a Fortran argument list to match."""
+        if p['name'] not in ('mpi_type_get_envelope', 'mpi_type_get_contents'):
+            return None
+        _, lname, lparams = mpiapi.parse_proto(mpiapi.fixed_large(p['c'], p['c_large']))
+        small = {q['name']: q for q in p['c_params']}
+        cps = []
+        for q in lparams:
+            t = re.sub(r'\s*\*', '*', q['type'].replace('const ', '').strip())
+            like = small.get(q['name']) or (small['array_of_addresses'] if q['name'].startswith('array_')
+                                            else small['max_integers' if 'max_integers' in small else 'num_integers'])
+            cps.append(dict(like, name=q['name'], type=t, array=q['array']))
+        f90 = '%s(%s, IERROR)' % (lname.upper(), ', '.join(q['name'].upper() for q in lparams))
+        base = re.match(r'\s*.*?\s*(MPI_\w+)\(', p['c']).group(1)
+        return dict(p, c=mpiapi.fixed_large(p['c'], p['c_large']), c_params=cps, name_c=lname, base=base, f90=f90)
+
     def param_plan(self, name, p, a, byname):
         """-> (native decl type, foreign decl type, pre, arg, post) or a str (why not)."""
         kind = PARAM_KIND.get((name, a['name']), a['kind'])

@@ -5,7 +5,8 @@
 ! MPI_COUNT_KIND counts (blocking, nonblocking), Bcast, Allreduce (also MPI_IN_PLACE),
 ! Alltoallv with MPI_COUNT_KIND counts and MPI_ADDRESS_KIND displacements, Pack / Unpack with
 ! MPI_COUNT_KIND positions, the persistent MPI_Alltoallw_init with MPI_COUNT_KIND counts (an
-! array of datatype handles).  Prints "mpich_large_f08: N ranks ok".
+! array of datatype handles), MPI_Type_get_envelope / MPI_Type_get_contents with MPI_COUNT_KIND
+! counts (a subarray's combiner, order and type).  Prints "mpich_large_f08: N ranks ok".
 program mpich_large_f08
   use mpi_f08
   implicit none
@@ -20,6 +21,10 @@ program mpich_large_f08
   type(MPI_Status) :: st
   type(MPI_Request) :: rq(2), prq
   type(MPI_Datatype), allocatable :: wt(:)
+  type(MPI_Datatype) :: sa, ctypes(2)
+  integer(kind=MPI_COUNT_KIND) :: ni, na, nc, nd, cls(8)
+  integer :: comb, cints(16), sizes(2), subs(2), starts(2)
+  integer(kind=MPI_ADDRESS_KIND) :: cads(2)
   integer(kind=MPI_ADDRESS_KIND), allocatable :: wsd(:), wrd(:)
 
   call MPI_Init()
@@ -103,6 +108,20 @@ program mpich_large_f08
     end do
   end do
   call MPI_Request_free(prq)
+
+  ! a type's envelope and contents with MPI_COUNT_KIND counts
+  sizes = (/ 8, 6 /)
+  subs = (/ 4, 3 /)
+  starts = (/ 1, 2 /)
+  call MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_FORTRAN, MPI_REAL, sa)
+  call MPI_Type_get_envelope(sa, ni, na, nc, nd, comb)
+  if (comb /= MPI_COMBINER_SUBARRAY .or. ni /= 8 .or. na /= 0 .or. nc /= 0 .or. nd /= 1) &
+    call fail('MPI_Type_get_envelope (large) of a subarray')
+  call MPI_Type_get_contents(sa, 16_MPI_COUNT_KIND, 2_MPI_COUNT_KIND, 8_MPI_COUNT_KIND, 2_MPI_COUNT_KIND, &
+                             cints, cads, cls, ctypes)
+  if (cints(1) /= 2 .or. cints(2) /= 8 .or. cints(8) /= MPI_ORDER_FORTRAN .or. ctypes(1) /= MPI_REAL) &
+    call fail('MPI_Type_get_contents (large) of a subarray')
+  call MPI_Type_free(sa)
 
   call MPI_Pack_size(4_MPI_COUNT_KIND, MPI_INTEGER, MPI_COMM_WORLD, psz)
   if (psz < 16) call fail('MPI_Pack_size (large)')
