@@ -138,6 +138,11 @@ ARRAY_LENGTHS = {
     ('MPI_Ialltoallw', 'recvtypes'): 'peers(comm)',
     ('MPI_Ineighbor_alltoallw', 'sendtypes'): 'nbr_count(comm, 1)',
     ('MPI_Ineighbor_alltoallw', 'recvtypes'): 'nbr_count(comm, 0)',
+    # and the persistent ones (MPI 4.0), under the same guarantee
+    ('MPI_Alltoallw_init', 'sendtypes'): 'sendbuf == F_IN_PLACE ? 0 : peers(comm)',
+    ('MPI_Alltoallw_init', 'recvtypes'): 'peers(comm)',
+    ('MPI_Neighbor_alltoallw_init', 'sendtypes'): 'nbr_count(comm, 1)',
+    ('MPI_Neighbor_alltoallw_init', 'recvtypes'): 'nbr_count(comm, 0)',
     ('MPI_Group_translate_ranks', 'ranks1'): 'n', ('MPI_Group_translate_ranks', 'ranks2'): 'n',
     ('MPI_Group_incl', 'ranks'): None, ('MPI_Group_excl', 'ranks'): None,   # valid ranks only
     ('MPI_Group_range_incl', 'ranges'): None, ('MPI_Group_range_excl', 'ranges'): None,
@@ -246,6 +251,8 @@ class Gen(Handles, Special):
         lo = self.lower(kind)
         o = []
         o.append('static inline int dom_%s_in(int v)\n{' % lo)
+        if (diff or nvals - fvals) and all(f < 0 for _, f, _ in diff) and all(v < 0 for v in nvals - fvals):
+            o.append('    if (SHIM_LIKELY(v >= 0)) return v;   /* a plain value (the constants are negative) */')
         for n, f, v in diff:
             o.append('    if (v == %d) return %d;   /* %s */' % (f, v, n))
         # a foreign value that is no foreign constant but is a native one: make it invalid
@@ -253,6 +260,8 @@ class Gen(Handles, Special):
             o.append('    if (v == %d) return SHIM_POISON;' % v)
         o.append('    return v;\n}')
         o.append('static inline int dom_%s_out(int v)\n{' % lo)
+        if diff and all(v < 0 for _, _, v in diff):
+            o.append('    if (SHIM_LIKELY(v >= 0)) return v;')
         for n, f, v in diff:
             o.append('    if (v == %d) return %d;   /* %s */' % (v, f, n))
         for n in absent:   # native constants the foreign ABI lacks: keep the native value
@@ -304,9 +313,10 @@ class Gen(Handles, Special):
         w(' * own copy of each, by copy relocation, which this library reaches through its GOT)')
         w(' * or, for objects the program created, Kumi\'s own pointers. */')
         w('#define _GNU_SOURCE   /* dladdr, dl_iterate_phdr */')
-        w('#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <limits.h>')
+        w('#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <limits.h>\n#include <sys/mman.h>')
         w('#define SHIM_EXPORT __attribute__((visibility("default")))')
         w('#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)')
+        w('#define SHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)')
         w('#define SHIM_POISON (INT_MIN + 77)   /* a value no MPI accepts */')
         if not self.ints:
             w('#define SHIM_MAGIC %s' % r['magic'])
@@ -552,6 +562,26 @@ static inline void st_in(N_Status *n, const F_Status *f)
             cps.append(dict(a, type=t, array=q['array']))
         base = re.match(r'\s*.*?\s*(MPI_\w+)\(', p['c']).group(1)
         return dict(p, c=p['c_large'], c_params=cps, name_c=lname, base=base)
+
+    @staticmethod
+    def large_extra(p):
+        """MPI_Type_get_envelope_c / MPI_Type_get_contents_c: one parameter more than the int form
+        (the large counts), so large() does not make them (the Fortran shim's hidden entries; the C
+        shim has them by hand, mkshim_special.py): the int form's kinds, the new
+        parameters' from their neighbours, and a Fortran argument list to match."""
+        if p['name'] not in ('mpi_type_get_envelope', 'mpi_type_get_contents'):
+            return None
+        _, lname, lparams = mpiapi.parse_proto(mpiapi.fixed_large(p['c'], p['c_large']))
+        small = {q['name']: q for q in p['c_params']}
+        cps = []
+        for q in lparams:
+            t = re.sub(r'\s*\*', '*', q['type'].replace('const ', '').strip())
+            like = small.get(q['name']) or (small['array_of_addresses'] if q['name'].startswith('array_')
+                                            else small['max_integers' if 'max_integers' in small else 'num_integers'])
+            cps.append(dict(like, name=q['name'], type=t, array=q['array']))
+        f90 = '%s(%s, IERROR)' % (lname.upper(), ', '.join(q['name'].upper() for q in lparams))
+        base = re.match(r'\s*.*?\s*(MPI_\w+)\(', p['c']).group(1)
+        return dict(p, c=mpiapi.fixed_large(p['c'], p['c_large']), c_params=cps, name_c=lname, base=base, f90=f90)
 
     def param_plan(self, name, p, a, byname):
         """-> (native decl type, foreign decl type, pre, arg, post) or a str (why not)."""
@@ -869,7 +899,9 @@ static int shim_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     }
     return 0;
 }
-static int shim_err_out(int c) { return err_out(c); }
+/* Kumi's code -> this ABI's; exported for the GOT swap agent of mixed processes (abimix.c), which
+ * then owns Kumi's hook and picks, per failed call, the numbering of the ABI that called */
+SHIM_EXPORT int kumi_shim_err_out(int c) { return err_out(c); }
 __attribute__((constructor)) static void shim_load(void)
 {
     Dl_info self;
@@ -887,13 +919,14 @@ __attribute__((constructor)) static void shim_load(void)
             _exit(127);
         }
     }
-    /* Kumi returns the codes of failed calls in this ABI, so that entries jump straight in */
+    /* Kumi returns the codes of failed calls in this ABI, so that entries jump straight in (in a
+     * process with the GOT swap agent, the agent sets the hook: both ABIs may be there) */
     void (*set_err_out)(int (*)(int)) = (void (*)(int (*)(int)))dlsym(h, "kumi_abi_set_err_out");
     if (!set_err_out) {
         fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): Kumi's %(lib)s has no kumi_abi_set_err_out: an older Kumi?\\n");
         _exit(127);
     }
-    set_err_out(shim_err_out);
+    if (!dlsym(RTLD_DEFAULT, "kumi_abimix_err_out")) set_err_out(kumi_shim_err_out);
     Dl_info kumi;
     dladdr(*shim_entries[0].slot, &kumi);
     struct shim_scan sc = { self.dli_fbase, kumi.dli_fbase, 0 };

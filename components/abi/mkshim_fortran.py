@@ -1044,7 +1044,7 @@ static char **fshim_argv_in(const char *base, size_t stride, size_t len, int *oo
         for p in sorted(self.api['procedures'], key=lambda p: p['name']):
             if not p.get('c_large') or not p.get('c_params') or p['name'] not in self.fprocs:
                 continue
-            lp = mkshim.Gen.large(p)
+            lp = mkshim.Gen.large(p) or mkshim.Gen.large_extra(p)
             if not lp or lp['name_c'] not in self.cexp:
                 continue
             if lp['base'] in SPECIAL or lp['base'] in ATTR:

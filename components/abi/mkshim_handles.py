@@ -29,10 +29,14 @@ class Handles:
         MPICH's shape (direct, the kind's bits, an index) from one table per handle type:
         two levels (chunks of 4096 entries published atomically, so lookups take no lock),
         entries released when the object is freed (the handle of an INOUT argument that
-        Kumi replaced, e.g. by MPI_COMM_NULL or MPI_REQUEST_NULL).  Requests and messages,
-        created and freed at a high rate, take and give back entries through per-thread
-        free lists; other kinds count references (MPI_Comm_group twice gives the same
-        handle twice, each to be freed) and find a native object's handle through a hash."""
+        Kumi replaced, e.g. by MPI_COMM_NULL or MPI_REQUEST_NULL); these kinds count
+        references (MPI_Comm_group twice gives the same handle twice, each to be freed) and
+        find a native object's handle through a hash.  Requests and messages, created and
+        freed at a high rate, have a flat table of their own (fh_*): the handle's low bits
+        index it directly and the entry holds the whole handle, so a lookup is one load and
+        one compare (a handle freed and its slot reused fails it: bits 22-25 of the handle
+        are the slot's generation); entries are taken and given back through per-thread
+        free lists, without a lock."""
         natv = {}
         for n, c in self.nat.items():
             if c['type'] in HANDLE_TYPES:
@@ -150,48 +154,81 @@ static void ht_release(struct ht *t, int f)
     }
     pthread_mutex_unlock(&t->lock);
 }
-/* requests and messages: a thread keeps up to 4 * HT_BATCH free entries of each table */
-static __thread __attribute__((tls_model("initial-exec"))) struct { int head, n; } ht_tl[2] = { { -1, 0 }, { -1, 0 } };
+/* requests and messages: a flat table each, reserved at start (MAP_NORESERVE: pages are used as
+ * entries are), indexed by the handle's low bits; an entry in use holds its handle (kind bits,
+ * storage 2 "direct", the slot's generation in bits fh.bits..25, the index), a free one the
+ * same with bit 31 clear (never a valid handle).  A thread keeps up to 4 * HT_BATCH free
+ * entries of each table; the table's own free list and bump pointer are under its lock. */
+struct fh_ent { uint32_t f; int32_t next; void *native; };   /* next: the free list's link, or, in use, the request's mark (ht_greq_mark) */
+struct fh {
+    struct fh_ent *tab;
+    uint32_t mask;                       /* (1 << bits) - 1 */
+    uint32_t gen_one, gen_mask;          /* 1 << bits; the generation's bits */
+    unsigned bits;
+    unsigned base;                       /* (2 << 30) | kind << 26 */
+    pthread_mutex_t lock;
+    int used, free_head, nfree;
+};
+static struct fh fh_Request, fh_Message;
+static __thread __attribute__((tls_model("initial-exec"))) struct { int head, n; } fh_tl[2] = { { -1, 0 }, { -1, 0 } };
 static pthread_key_t ht_key;   /* a thread that ends gives its free entries back (ht_thread_end) */
-static int ht_new_fast(struct ht *t, int slot, void *n)
+/* the entry of handle f if f is one of the table's handles in use, else NULL */
+static inline __attribute__((always_inline)) struct fh_ent *fh_ent(const struct fh *t, int f)
 {
-    int i = ht_tl[slot].head;
-    if (i < 0) {   /* refill from the table */
-        pthread_setspecific(ht_key, (void *)1);
-        pthread_mutex_lock(&t->lock);
-        for (int k = 0; k < HT_BATCH; k++) {
-            int j = ht_take_locked(t);
-            if (j < 0) break;
-            ht_ent(t, (unsigned)j)->next = ht_tl[slot].head;
-            ht_tl[slot].head = j; ht_tl[slot].n++;
-        }
-        pthread_mutex_unlock(&t->lock);
-        i = ht_tl[slot].head;
-        if (i < 0) return (int)(t->base | 0x3ffffff);
-    }
-    struct ht_ent *e = ht_ent(t, (unsigned)i);
-    ht_tl[slot].head = e->next; ht_tl[slot].n--;
-    e->refs = 0;
-    __atomic_store_n(&e->native, n, __ATOMIC_RELEASE);
-    return (int)(t->base | (unsigned)i);
+    struct fh_ent *e = &t->tab[(uint32_t)f & t->mask];
+    return SHIM_LIKELY(__atomic_load_n(&e->f, __ATOMIC_ACQUIRE) == (uint32_t)f) ? e : NULL;
 }
-static void ht_release_fast(struct ht *t, int slot, int f)
+static __attribute__((noinline)) int fh_refill(struct fh *t, int slot)
 {
-    unsigned i = (unsigned)f & 0x3ffffff;
-    struct ht_ent *e = ht_ent(t, i);
-    if (!e || !e->native) return;
-    __atomic_store_n(&e->native, NULL, __ATOMIC_RELEASE);
-    e->next = ht_tl[slot].head; ht_tl[slot].head = (int)i; ht_tl[slot].n++;
-    if (ht_tl[slot].n > 4 * HT_BATCH) {   /* give half back to the table */
-        pthread_mutex_lock(&t->lock);
-        while (ht_tl[slot].n > 2 * HT_BATCH) {
-            int j = ht_tl[slot].head;
-            struct ht_ent *x = ht_ent(t, (unsigned)j);
-            ht_tl[slot].head = x->next; ht_tl[slot].n--;
-            x->next = t->free_head; t->free_head = j; t->nfree++;
+    pthread_setspecific(ht_key, (void *)1);
+    pthread_mutex_lock(&t->lock);
+    for (int k = 0; k < HT_BATCH; k++) {
+        int j;
+        if (t->free_head >= 0) {
+            j = t->free_head;
+            t->free_head = t->tab[j].next;
+            t->nfree--;
+        } else {
+            if (t->used < HT_FIRST) t->used = HT_FIRST;
+            if ((uint32_t)t->used > t->mask) break;
+            j = t->used++;
         }
-        pthread_mutex_unlock(&t->lock);
+        t->tab[j].next = fh_tl[slot].head;
+        fh_tl[slot].head = j; fh_tl[slot].n++;
     }
+    pthread_mutex_unlock(&t->lock);
+    return fh_tl[slot].head;
+}
+static __attribute__((noinline)) void fh_spill(struct fh *t, int slot)
+{
+    pthread_mutex_lock(&t->lock);
+    while (fh_tl[slot].n > 2 * HT_BATCH) {
+        int j = fh_tl[slot].head;
+        fh_tl[slot].head = t->tab[j].next; fh_tl[slot].n--;
+        t->tab[j].next = t->free_head; t->free_head = j; t->nfree++;
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+static inline __attribute__((always_inline)) int fh_new(struct fh *t, int slot, void *n)
+{
+    int i = fh_tl[slot].head;
+    if (SHIM_UNLIKELY(i < 0) && (i = fh_refill(t, slot)) < 0) return (int)(t->base | 0x3ffffff);   /* out of handles: invalid */
+    struct fh_ent *e = &t->tab[i];
+    fh_tl[slot].head = e->next; fh_tl[slot].n--;
+    uint32_t f = t->base | ((e->f + t->gen_one) & t->gen_mask) | (uint32_t)i;   /* the next generation */
+    e->next = 0;
+    e->native = n;
+    __atomic_store_n(&e->f, f, __ATOMIC_RELEASE);
+    return (int)f;
+}
+static inline __attribute__((always_inline)) void fh_release(struct fh *t, int slot, int f)
+{
+    struct fh_ent *e = fh_ent(t, f);
+    if (!e) return;   /* predefined, or not (any more) in use */
+    __atomic_store_n(&e->f, (uint32_t)f & 0x7fffffffu, __ATOMIC_RELAXED);
+    e->native = NULL;
+    e->next = fh_tl[slot].head; fh_tl[slot].head = (int)((uint32_t)f & t->mask);
+    if (SHIM_UNLIKELY(++fh_tl[slot].n > 4 * HT_BATCH)) fh_spill(t, slot);   /* give half back to the table */
 }
 /* native predefined handle (< 0x%(top)x) -> foreign */
 static const int shim_hout[0x%(top)x] = {''' % {'bad': 0xfff, 'top': top})
@@ -205,9 +242,13 @@ static const int shim_hout[0x%(top)x] = {''' % {'bad': 0xfff, 'top': top})
         for t, k in kinds.items():
             s = t[4:]
             names.append(s)
-            # zero-initialized (.bss: the chunk pointers take 128 KiB a type), set up by ht_init
-            w('static struct ht ht_%s;' % s)
-            self.ht_inits.append('    ht_setup(&ht_%s, 0x%08xu, %d);' % (s, (2 << 30) | (k << 26), t in slot))
+            fast = t in slot
+            if fast:
+                self.ht_inits.append('    fh_setup(&fh_%s, 0x%08xu);' % (s, (2 << 30) | (k << 26)))
+            else:
+                # zero-initialized (.bss: the chunk pointers take 128 KiB a type), set up by ht_init
+                w('static struct ht ht_%s;' % s)
+                self.ht_inits.append('    ht_setup(&ht_%s, 0x%08xu, 0);' % (s, (2 << 30) | (k << 26)))
             # predefined: a perfect hash (multiplier searched here) into a table of {foreign, native}
             vals = sorted(fin[t])
             bits, mul = self.perfect_hash(vals)
@@ -220,19 +261,38 @@ static const int shim_hout[0x%(top)x] = {''' % {'bad': 0xfff, 'top': top})
                 else:
                     w('    { 0x%08xu, (void *)0x%x },   /* %s */' % (v, fin[t][v][1], fin[t][v][0]))
             w('};')
-            w('static inline void *h_in_%s(int f)\n{' % s)
-            w('    if (SHIM_LIKELY(((unsigned)f >> 26) == 0x%x) && ((unsigned)f & 0x3ffffff) >= HT_FIRST) return ht_get(&ht_%s, f);' % (0x20 | k, s))
-            w('    const struct shim_pre *e = &shim_pre_%s[((uint32_t)f * 0x%08xu) >> %d];' % (s, mul, 32 - bits))
-            w('    return SHIM_LIKELY(e->f == (uint32_t)f) ? e->n : SHIM_BAD;\n}')
-            if t in slot:
-                new = 'ht_new_fast(&ht_%s, %d, n)' % (s, slot[t])
-                rel = 'ht_release_fast(&ht_%s, %d, f)' % (s, slot[t])
+            pre = ('    const struct shim_pre *e = &shim_pre_%s[((uint32_t)f * 0x%08xu) >> %d];\n'
+                   '    return SHIM_LIKELY(e->f == (uint32_t)f) ? e->n : SHIM_BAD;\n}' % (s, mul, 32 - bits))
+            if fast:
+                # the program's own objects first: one load and one compare
+                w('static __attribute__((noinline)) void *h_pre_%s(int f)\n{\n%s' % (s, pre))
+                w('static inline __attribute__((always_inline)) void *h_in_%s(int f)\n{' % s)
+                w('    const struct fh_ent *e = fh_ent(&fh_%s, f);' % s)
+                w('    if (SHIM_LIKELY(e != NULL)) return e->native;')
+                w('    return f == (int)0x%08x ? (void *)0x%x : h_pre_%s(f);   /* MPI_%s_NULL */\n}'
+                  % (self.fval('MPI_%s_NULL' % s.upper()) & 0xffffffff, self.nval('MPI_%s_NULL' % s.upper()), s, s.upper()))
+            else:
+                w('static inline __attribute__((always_inline)) void *h_in_%s(int f)\n{' % s)
+                w('    if (SHIM_LIKELY(((unsigned)f >> 26) == 0x%x) && ((unsigned)f & 0x3ffffff) >= HT_FIRST) return ht_get(&ht_%s, f);' % (0x20 | k, s))
+                w(pre)
+            if fast:
+                new = 'fh_new(&fh_%s, %d, n)' % (s, slot[t])
+                rel = 'fh_release(&fh_%s, %d, f)' % (s, slot[t])
                 peek = new
             else:
                 new = 'ht_out(&ht_%s, n, 1)' % s
-                rel = 'ht_release(&ht_%s, f)' % s
+                rel = 'if (((unsigned)f >> 26) == 0x%x && ((unsigned)f & 0x3ffffff) >= HT_FIRST) ht_release(&ht_%s, f)' % (0x20 | k, s)
                 peek = 'ht_out(&ht_%s, n, 0)' % s
-            w('''static inline int h_out_%(s)s(N_%(s)s n)
+            # fast kinds: a request or message that Kumi completed or freed (set to its null
+            # handle) goes back at once, without looking the old handle up twice
+            nnull = self.nval('MPI_%s_NULL' % s.upper())
+            fnull = self.fval('MPI_%s_NULL' % s.upper()) & 0xffffffff
+            null = ('''    if ((uintptr_t)n == 0x%x) {   /* MPI_%s_NULL */
+        if (f != (int)0x%08x) { %s; *p = (int)0x%08x; }
+        return;
+    }
+''' % (nnull, s.upper(), fnull, rel, fnull)) if fast else ''
+            w('''static inline %(inl)sint h_out_%(s)s(N_%(s)s n)
 {
     if ((uintptr_t)n < 0x%(top)x) return shim_hout[(uintptr_t)n];
     return %(new)s;
@@ -244,33 +304,31 @@ static inline int h_peek_%(s)s(N_%(s)s n)
 }
 /* *p's object became n (an INOUT argument): where Kumi replaced it (freed: MPI_COMM_NULL,
  * MPI_REQUEST_NULL, ...), the old handle goes back to the table */
-static inline void h_upd_%(s)s(int *p, N_%(s)s n)
+static inline __attribute__((always_inline)) void h_upd_%(s)s(int *p, N_%(s)s n)
 {
     int f = *p;
-    if (SHIM_LIKELY(h_in_%(s)s(f) == (void *)n)) return;
-    if (((unsigned)f >> 26) == 0x%(user)x && ((unsigned)f & 0x3ffffff) >= HT_FIRST) %(rel)s;
+%(null)s    if (SHIM_LIKELY(h_in_%(s)s(f) == (void *)n)) return;
+    %(rel)s;
     *p = h_out_%(s)s(n);
-}''' % {'s': s, 'top': top, 'new': new, 'peek': peek, 'rel': rel, 'user': 0x20 | k})
+}''' % {'s': s, 'top': top, 'new': new, 'peek': peek, 'rel': rel, 'null': null,
+                'inl': '__attribute__((always_inline)) ' if fast else ''})
         fnull = self.nval('MPI_FILE_NULL')
         w('''/* generalized requests: MPI_Grequest_complete may come after MPI_Request_free (the program kept
- * a copy of the handle): refs 1 marks a generalized request, 2 one freed but not complete; the
+ * a copy of the handle): mark 1 marks a generalized request, 2 one freed but not complete; the
  * entry goes back at MPI_Grequest_complete then (mark 3), else when completed by a wait or test */
 static void ht_greq_mark(int f, int how)
 {
-    unsigned i = (unsigned)f & 0x3ffffff;
-    if (((unsigned)f >> 26) != (ht_Request.base >> 26) || i < HT_FIRST) return;
-    struct ht_ent *e = ht_ent(&ht_Request, i);
-    if (!e || !e->native) return;
-    if (how == 1) e->refs = 1;
-    else if (how == 3 && e->refs == 2) { e->refs = 0; ht_release_fast(&ht_Request, 0, f); }
+    struct fh_ent *e = fh_ent(&fh_Request, f);
+    if (!e) return;
+    if (how == 1) e->next = 1;
+    else if (how == 3 && e->next == 2) fh_release(&fh_Request, 0, f);
 }
 static void h_free_Request(int *p, N_Request n)
 {
     int f = *p;
-    unsigned i = (unsigned)f & 0x3ffffff;
-    struct ht_ent *e = ((unsigned)f >> 26) == (ht_Request.base >> 26) && i >= HT_FIRST ? ht_ent(&ht_Request, i) : NULL;
-    if (e && e->native && e->refs == 1 && h_in_Request(f) != (void *)n) {
-        e->refs = 2;
+    struct fh_ent *e = fh_ent(&fh_Request, f);
+    if (e && e->next == 1 && e->native != (void *)n) {
+        e->next = 2;
         *p = h_out_Request(n);
         return;
     }
@@ -282,18 +340,43 @@ static inline void *h_peek_File(N_File n) { return h_out_File(n); }
 static inline void h_upd_File(void **p, N_File n) { *p = h_out_File(n); }''' % (fnull, fnull))
         w('''static void ht_thread_end(void *unused)
 {
-    struct ht *t[2] = { &ht_Request, &ht_Message };
+    struct fh *t[2] = { &fh_Request, &fh_Message };
     for (int s = 0; s < 2; s++) {
+        if (!t[s]->tab) continue;
         pthread_mutex_lock(&t[s]->lock);
-        while (ht_tl[s].head >= 0) {
-            int j = ht_tl[s].head;
-            struct ht_ent *x = ht_ent(t[s], (unsigned)j);
-            ht_tl[s].head = x->next;
-            x->next = t[s]->free_head; t[s]->free_head = j; t[s]->nfree++;
+        while (fh_tl[s].head >= 0) {
+            int j = fh_tl[s].head;
+            fh_tl[s].head = t[s]->tab[j].next;
+            t[s]->tab[j].next = t[s]->free_head; t[s]->free_head = j; t[s]->nfree++;
         }
-        ht_tl[s].n = 0;
+        fh_tl[s].n = 0;
         pthread_mutex_unlock(&t[s]->lock);
     }
+}
+/* a flat table of 2^22 entries (64 MiB of address space, pages used as entries are), smaller if
+ * that much address space is refused */
+static struct fh_ent fh_none[HT_FIRST + 1];
+static void fh_setup(struct fh *t, unsigned base)
+{
+    pthread_mutex_init(&t->lock, NULL);
+    t->free_head = -1;
+    t->base = base;
+    for (unsigned b = 22; b >= 12; b -= 2) {
+        void *m = mmap(NULL, sizeof(struct fh_ent) << b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) continue;
+        t->tab = m;
+        t->bits = b;
+        t->mask = (1u << b) - 1;
+        break;
+    }
+    if (!t->tab) {   /* no handles of this kind can be made (each is invalid): lookups still work */
+        t->tab = fh_none;
+        t->bits = 6;
+        t->mask = HT_FIRST - 1;
+    }
+    t->gen_one = t->mask + 1;
+    t->gen_mask = 0x3ffffffu & ~t->mask;
+    t->tab[0].f = 0xffffffffu;   /* 0 (an unset handle) is none */
 }
 static void ht_setup(struct ht *t, unsigned base, int fast)
 {

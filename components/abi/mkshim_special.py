@@ -261,6 +261,7 @@ SHIM_EXPORT int MPI_Type_get_contents(F_Datatype datatype, int max_integers, int
                                       int *array_of_integers, MPI_Aint *array_of_addresses, F_Datatype *array_of_datatypes)
     __attribute__((weak, alias("PMPI_Type_get_contents")));
 ''' % {'hin': self.hin('Datatype', 'datatype'), 'hout': self.hout('Datatype', 'types_k[i]'), 'subarray': self.nval('MPI_COMBINER_SUBARRAY'), 'darray': self.nval('MPI_COMBINER_DARRAY')})
+            self.type_contents_large()
             return None
         if name == 'MPI_Get_version':
             # The program was built against the foreign mpi.h: it sees that version of the standard
@@ -784,3 +785,74 @@ static int shim_create_keyval(int (*create)(void *, void *, int *, void *), void
 }''' % {'nullcopy': test('NULL_COPY_FN'), 'dup': test('DUP_FN'), 'nulldel': test('NULL_DELETE_FN'),
        'ncopy': nat['NULL_COPY_FN'], 'ndup': nat['DUP_FN'], 'ndel': nat['NULL_DELETE_FN']})
         self.keyval_fns = [sym for r in roles.values() for _, sym in r]
+
+    def type_contents_large(self):
+        """MPI_Type_get_envelope_c and MPI_Type_get_contents_c (MPI 4.0), where both the foreign
+        library and Kumi have them: their prototypes have one parameter more than the int forms
+        (the large counts), so mkshim.Gen.large does not make them.  The combiner comes back in
+        the foreign numbering; in the contents, the datatypes are handles and the integers
+        MPI_ORDER_* / MPI_DISTRIBUTE_* constants where the combiner has them: at the places of
+        the int form's layout, or of the large one (a type made by a _c constructor: its
+        sizes, starts and global sizes are large counts, so fewer integers)."""
+        names = ['MPI_Type_get_envelope_c', 'MPI_Type_get_contents_c']
+        if any(n not in self.ffuncs or (self.kumi is not None and n not in self.kumi) for n in names):
+            return
+        self.out.append('''extern int kumi_abi_MPI_Type_get_envelope_c(N_Datatype, MPI_Count *, MPI_Count *, MPI_Count *, MPI_Count *, int *);
+extern int kumi_abi_MPI_Type_get_contents_c(N_Datatype, MPI_Count, MPI_Count, MPI_Count, MPI_Count, int *, MPI_Aint *, MPI_Count *, N_Datatype *);
+SHIM_EXPORT int PMPI_Type_get_envelope_c(F_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses,
+                                         MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)
+{
+    int comb_k;
+    int rc = kumi_abi_MPI_Type_get_envelope_c(%(hin)s, num_integers, num_addresses, num_large_counts, num_datatypes,
+                                              combiner ? &comb_k : NULL);
+    if (rc == 0 && combiner) *combiner = dom_combiner_out(comb_k);
+    return rc;
+}
+SHIM_EXPORT int MPI_Type_get_envelope_c(F_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses,
+                                        MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)
+    __attribute__((weak, alias("PMPI_Type_get_envelope_c")));
+SHIM_EXPORT int PMPI_Type_get_contents_c(F_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses,
+                                         MPI_Count max_large_counts, MPI_Count max_datatypes, int *array_of_integers,
+                                         MPI_Aint *array_of_addresses, MPI_Count *array_of_large_counts,
+                                         F_Datatype *array_of_datatypes)
+{
+    N_Datatype dt = %(hin)s;
+    MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
+    int comb = 0;
+    int rc = kumi_abi_MPI_Type_get_envelope_c(dt, &ni, &na, &nc, &nd, &comb);
+    if (rc != 0) return rc;
+    int n = max_datatypes < 0 ? 0 : max_datatypes > nd ? (int)nd : (int)max_datatypes;
+    SCRATCH(N_Datatype, types_k, n);
+    if (!types_k) return SHIM_ERR_NO_MEM;
+    rc = kumi_abi_MPI_Type_get_contents_c(dt, max_integers, max_addresses, max_large_counts, max_datatypes,
+                                          array_of_integers, array_of_addresses, array_of_large_counts,
+                                          array_of_datatypes ? types_k : NULL);
+    if (rc == 0) {
+        int *v = array_of_integers;
+        for (int i = 0; i < n; i++) array_of_datatypes[i] = %(hout)s;
+        if (comb == %(subarray)d && ni >= 2) {
+            int d = v[0];
+            int at = ni == 2 ? 1 : 3 * d + 1;   /* large: { ndims, order }; else { ndims, sizes, subsizes, starts, order } */
+            v[at] = dom_order_out(v[at]);
+        } else if (comb == %(darray)d && ni >= 4) {
+            int d = v[2];
+            int big = ni == 4 + 3 * (MPI_Count)d;   /* large: the global sizes are large counts */
+            int *dist = v + (big ? 3 : 3 + d), *darg = dist + d;
+            for (int i = 0; i < d; i++) {
+                dist[i] = dom_distrib_enum_out(dist[i]);
+                darg[i] = dom_dtype_distribution_out(darg[i]);
+            }
+            v[big ? 3 + 3 * d : 3 + 4 * d] = dom_order_out(v[big ? 3 + 3 * d : 3 + 4 * d]);
+        }
+    }
+    SCRATCH_FREE(types_k);
+    return rc;
+}
+SHIM_EXPORT int MPI_Type_get_contents_c(F_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses,
+                                        MPI_Count max_large_counts, MPI_Count max_datatypes, int *array_of_integers,
+                                        MPI_Aint *array_of_addresses, MPI_Count *array_of_large_counts,
+                                        F_Datatype *array_of_datatypes)
+    __attribute__((weak, alias("PMPI_Type_get_contents_c")));
+''' % {'hin': self.hin('Datatype', 'datatype'), 'hout': self.hout('Datatype', 'types_k[i]'),
+       'subarray': self.nval('MPI_COMBINER_SUBARRAY'), 'darray': self.nval('MPI_COMBINER_DARRAY')})
+        self.exported.extend(names)

@@ -47,6 +47,19 @@ int main(int argc, char **argv)
                 m, c, st.MPI_SOURCE);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    /* a failed call's code is in this program's ABI's numbering (MPI_ERR_ARG: MPICH 12, Open MPI 13),
+     * also where the other ABI's shim was loaded last */
+    int ints[4], cls = -1;
+    MPI_Aint addrs[2];
+    MPI_Datatype types[2];
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rc = MPI_Type_get_contents(MPI_INT, 4, 2, 2, ints, addrs, types);   /* of a named type: erroneous */
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    if (rc == MPI_SUCCESS || MPI_Error_class(rc, &cls) != MPI_SUCCESS || cls != MPI_ERR_ARG) {
+        fprintf(stderr, "mix_main: rank %d: a failed call returned %d, class %d, not MPI_ERR_ARG (%d)\n", rank, rc, cls,
+                MPI_ERR_ARG);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("mix_main: %d ranks ok\n", size);
     MPI_Finalize();

@@ -4,7 +4,9 @@
 ! bytes (its size and extent beyond HUGE(0), a status set to that many elements), a ring with
 ! MPI_COUNT_KIND counts (blocking, nonblocking), Bcast, Allreduce (also MPI_IN_PLACE),
 ! Alltoallv with MPI_COUNT_KIND counts and MPI_ADDRESS_KIND displacements, Pack / Unpack with
-! MPI_COUNT_KIND positions.  Prints "mpich_large_f08: N ranks ok".
+! MPI_COUNT_KIND positions, the persistent MPI_Alltoallw_init with MPI_COUNT_KIND counts (an
+! array of datatype handles), MPI_Type_get_envelope / MPI_Type_get_contents with MPI_COUNT_KIND
+! counts (a subarray's combiner, order and type).  Prints "mpich_large_f08: N ranks ok".
 program mpich_large_f08
   use mpi_f08
   implicit none
@@ -17,7 +19,13 @@ program mpich_large_f08
   character :: pbuf(256)
   type(MPI_Datatype) :: t
   type(MPI_Status) :: st
-  type(MPI_Request) :: rq(2)
+  type(MPI_Request) :: rq(2), prq
+  type(MPI_Datatype), allocatable :: wt(:)
+  type(MPI_Datatype) :: sa, ctypes(2)
+  integer(kind=MPI_COUNT_KIND) :: ni, na, nc, nd, cls(8)
+  integer :: comb, cints(16), sizes(2), subs(2), starts(2)
+  integer(kind=MPI_ADDRESS_KIND) :: cads(2)
+  integer(kind=MPI_ADDRESS_KIND), allocatable :: wsd(:), wrd(:)
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -84,6 +92,36 @@ program mpich_large_f08
   do i = 0, size - 1
     if (rb(2 * i + 1) /= i * 1000 + rank .or. rb(2 * i + 2) /= -(i * 1000 + rank)) call fail('MPI_Alltoallv (large)')
   end do
+
+  ! the same exchange as a persistent MPI_Alltoallw_init (byte displacements), started twice
+  allocate(wt(size), wsd(size), wrd(size))
+  wt = MPI_INTEGER
+  wsd = sd * 4
+  wrd = rd * 4
+  call MPI_Alltoallw_init(sb, sc, wsd, wt, rb, rc, wrd, wt, MPI_COMM_WORLD, MPI_INFO_NULL, prq)
+  do s = 1, 2
+    rb = 0
+    call MPI_Start(prq)
+    call MPI_Wait(prq, MPI_STATUS_IGNORE)
+    do i = 0, size - 1
+      if (rb(2 * i + 1) /= i * 1000 + rank .or. rb(2 * i + 2) /= -(i * 1000 + rank)) call fail('MPI_Alltoallw_init (large)')
+    end do
+  end do
+  call MPI_Request_free(prq)
+
+  ! a type's envelope and contents with MPI_COUNT_KIND counts
+  sizes = (/ 8, 6 /)
+  subs = (/ 4, 3 /)
+  starts = (/ 1, 2 /)
+  call MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_FORTRAN, MPI_REAL, sa)
+  call MPI_Type_get_envelope(sa, ni, na, nc, nd, comb)
+  if (comb /= MPI_COMBINER_SUBARRAY .or. ni /= 8 .or. na /= 0 .or. nc /= 0 .or. nd /= 1) &
+    call fail('MPI_Type_get_envelope (large) of a subarray')
+  call MPI_Type_get_contents(sa, 16_MPI_COUNT_KIND, 2_MPI_COUNT_KIND, 8_MPI_COUNT_KIND, 2_MPI_COUNT_KIND, &
+                             cints, cads, cls, ctypes)
+  if (cints(1) /= 2 .or. cints(2) /= 8 .or. cints(8) /= MPI_ORDER_FORTRAN .or. ctypes(1) /= MPI_REAL) &
+    call fail('MPI_Type_get_contents (large) of a subarray')
+  call MPI_Type_free(sa)
 
   call MPI_Pack_size(4_MPI_COUNT_KIND, MPI_INTEGER, MPI_COMM_WORLD, psz)
   if (psz < 16) call fail('MPI_Pack_size (large)')

@@ -6,7 +6,8 @@
 # libmpich.so.12), run on
 # Kumi at 2 ranks, one per core, with mpiexec choosing the shim by itself.
 # Per call: MPI_Comm_rank (handles only), MPI_Recv from MPI_PROC_NULL (a
-# status), and the one-way time of an 8-byte ping-pong; the median of
+# status), MPI_Isend to MPI_PROC_NULL with MPI_Wait (a request handle made, read and
+# given back: the shims' request tables), and the one-way time of an 8-byte ping-pong; the median of
 # KUMI_BENCH_REPS launches (each the best of 5 inner repetitions).  Targets:
 # at most 2 ns added per handle-only call, at most 10 ns with a status.
 #
@@ -56,12 +57,12 @@ else
     echo "abi: the MPICH shim or mpicc.mpich is missing: not measured"
 fi
 
-# run VARIANT: one launch; prints "rank recv pingpong" (ns ns us)
+# run VARIANT: one launch; prints "rank recv pingpong request" (ns ns us ns)
 run() {
     KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
         timeout "$limit" "$mpiexec" "${bind[@]}" -n 2 "$work/callcost.$1" "$iters" 2>> "$out/abi.$1.err" |
-        awk '/^MPI_Comm_rank/ { a = $2 } /^MPI_Recv/ { b = $2 } /^pingpong/ { c = $4 }
-             END { if (a != "" && b != "" && c != "") print a, b, c; else exit 1 }'
+        awk '/^MPI_Comm_rank/ { a = $2 } /^MPI_Recv/ { b = $2 } /^pingpong/ { c = $4 } /^MPI_Isend/ { d = $2 }
+             END { if (a != "" && b != "" && c != "" && d != "") print a, b, c, d; else exit 1 }'
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 : > "$out/abi.txt"
@@ -71,7 +72,7 @@ for v in native "${shims[@]}"; do
         run "$v" >> "$work/$v.runs" || { echo "abi: a $v run failed (see $out/abi.$v.err)"; }
     done
     [ -s "$work/$v.runs" ] || { [ "$v" = native ] && { status "native runs failed"; exit 1; }; continue; }
-    for k in 1 2 3; do awk -v k=$k '{ print $k }' "$work/$v.runs" | median > "$work/$v.$k"; done
+    for k in 1 2 3 4; do awk -v k=$k '{ print $k }' "$work/$v.runs" | median > "$work/$v.$k"; done
 done
 line() { printf "  %-34s %12s %12s %12s %8s\n" "$@"; }
 {
@@ -79,12 +80,13 @@ line() { printf "  %-34s %12s %12s %12s %8s\n" "$@"; }
     for s in "${shims[@]}"; do
         [ -s "$work/$s.runs" ] || continue
         line "" "native" "$s shim" "added" "target"
-        for k in 1 2 3; do
+        for k in 1 2 4 3; do
             n=$(cat "$work/native.$k"); f=$(cat "$work/$s.$k")
             case $k in
             1) what="MPI_Comm_rank (ns per call)"; tgt=2 ;;
             2) what="MPI_Recv from MPI_PROC_NULL (ns)"; tgt=10 ;;
             3) what="8 B ping-pong, one way (us)"; tgt= ;;
+            4) what="MPI_Isend+MPI_Wait, PROC_NULL (ns)"; tgt= ;;
             esac
             add=$(awk -v a="$f" -v b="$n" 'BEGIN { printf "%+.2f", a - b }')
             line "$what" "$n" "$f" "$add" "${tgt:+<= $tgt}"

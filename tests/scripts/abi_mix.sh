@@ -6,6 +6,9 @@
 # dlopen (mpiexec --abi ompi+mpich), and the same library in Fortran (tests/abi/mix_flib.f90,
 # mpif90.mpich: MPICH's Fortran shim calls the C library, which must be MPICH's shim), at 1, 2 and
 # 4 ranks: each part calls MPI with its own ABI's handles and statuses and the results agree;
+# and the other way round: mix_main.c built with mpicc.mpich, linked with, and loading, mix_lib.c
+# built with mpicc.openmpi (an MPICH program with an Open MPI plug-in); in each, a failed call's
+# error code comes back in the numbering of the ABI that called (MPI_ERR_ARG: 13 or 12);
 # without the agent the linked program is refused, naming what is missing.  Skips (77) without mpicc.openmpi / mpicc.mpich or without libelf.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}" "${MPIEXEC:?}"
@@ -34,6 +37,13 @@ mpicc.openmpi -DMIX_LINKED -O1 -o "$work/linked" "$top_srcdir/tests/abi/mix_main
 mpicc.openmpi -O1 -o "$work/plug" "$top_srcdir/tests/abi/mix_main.c" -ldl >> "$work/cc.log" 2>&1 ||
     { cat "$work/cc.log"; fail "cannot build the programs"; }
 readelf -d "$work/linked" | grep -q 'NEEDED.*\[libmixmpich\.so\]' || fail "linked does not need libmixmpich.so"
+# the reverse: an MPICH program, an Open MPI library
+mkdir -p "$work/r"
+mpicc.openmpi -shared -fPIC -O1 -o "$work/r/libmixompi.so" "$top_srcdir/tests/abi/mix_lib.c" > "$work/rcc.log" 2>&1 &&
+mpicc.mpich -DMIX_LINKED -O1 -o "$work/rlinked" "$top_srcdir/tests/abi/mix_main.c" -L"$work/r" -lmixompi \
+    -Wl,-rpath,"$work/r" >> "$work/rcc.log" 2>&1 &&
+mpicc.mpich -O1 -o "$work/rplug" "$top_srcdir/tests/abi/mix_main.c" -ldl >> "$work/rcc.log" 2>&1 ||
+    { cat "$work/rcc.log"; fail "cannot build the reverse programs (MPICH program, Open MPI library)"; }
 bad=0
 run() { # LOG N ARGS...
     local log=$work/run.$1.log n=$2; shift 2
@@ -59,7 +69,15 @@ for n in 1 2 4; do
     run "linked.$n" "$n" ./linked
     run "plug.$n" "$n" --abi ompi+mpich ./plug "$work/libmixmpich.so"
     [ -n "$fortran" ] && run "flinked.$n" "$n" ./flinked
+    run "rlinked.$n" "$n" ./rlinked
+    run "rplug.$n" "$n" --abi ompi+mpich ./rplug "$work/r/libmixompi.so"
 done
+# the reverse: the Open MPI plug-in's calls were swapped to Open MPI's shim, the program's were not
+(cd "$work" && KUMI_ABIMIX_VERBOSE=1 KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
+    timeout 150 "$MPIEXEC" --timeout 120 --abi ompi+mpich -n 1 ./rplug "$work/r/libmixompi.so") > "$work/rverbose.log" 2>&1
+grep -q "libmixompi\.so: MPI_Allreduce -> Open MPI's" "$work/rverbose.log" ||
+    { echo "FAILED: the agent did not swap the Open MPI plug-in's MPI_Allreduce"; sed 's/^/    | /' "$work/rverbose.log" | tail -5; bad=$((bad + 1)); }
+grep -q "(program): " "$work/rverbose.log" && { echo "FAILED: the agent swapped the MPICH program's own calls"; bad=$((bad + 1)); }
 if [ -n "$fortran" ]; then
     (cd "$work" && KUMI_ABIMIX_VERBOSE=1 KUMI_ABI_DIR=$work/abi LD_LIBRARY_PATH=$top_builddir/framework/.libs \
         timeout 150 "$MPIEXEC" --timeout 120 -n 1 ./flinked) > "$work/fverbose.log" 2>&1

@@ -7,7 +7,11 @@
 # status with a count beyond 32 bits, MPI_UNWEIGHTED), tests/abi/mpich_threads.c
 # (MPI_THREAD_MULTIPLE: threads creating and freeing communicators, datatypes and requests at
 # once), tests/abi/mpich_large.c (MPI 4.0's large-count forms MPI_X_c: counts beyond INT_MAX,
-# MPI_Aint displacements), examples/ring.c and the tests/mpi programs that abi_ompi_progs.sh runs.  mpiexec
+# MPI_Aint displacements), tests/abi/mpich_reqs.c (the request table: a completed handle's slot
+# reused under a new generation, thousands outstanding, Testany / Waitsome over arrays with
+# nulls, frees while active, persistent and generalized requests, messages),
+# tests/abi/mpich_wtypes.c (MPI_Alltoallw_init, MPI_Neighbor_alltoallw_init and their _c forms,
+# MPI_Type_get_envelope_c / MPI_Type_get_contents_c), examples/ring.c and the tests/mpi programs that abi_ompi_progs.sh runs.  mpiexec
 # picks the shim by itself (KUMI_ABI_DIR: a folder with this build's shim; nothing but Kumi's
 # libmpi.so.0 on LD_LIBRARY_PATH), also through the libmpi.so.12 name.  A run on MPICH's own
 # libmpich.so.12 (no shim) must fail the Kumi check.  Skips (77) where mpicc.mpich is absent.
@@ -41,6 +45,8 @@ mcc xlate "$top_srcdir/tests/abi/mpich_xlate.c"
 mcc threads "$top_srcdir/tests/abi/mpich_threads.c" -pthread
 mcc ring "$top_srcdir/examples/ring.c"
 mcc large "$top_srcdir/tests/abi/mpich_large.c"   # MPI 4.0 large-count forms (MPI_X_c)
+mcc reqs "$top_srcdir/tests/abi/mpich_reqs.c"     # the request table: generations, many at once, frees
+mcc wtypes "$top_srcdir/tests/abi/mpich_wtypes.c" # Alltoallw_init (_c), Neighbor_alltoallw_init (_c), Type_get_contents_c
 progs1="coll_all coll_ops coll_userop coll_derived dt_bottom dt_comm p2p_types p2p_persist p2p_trunc core_comm
         core_errors grp_algebra topo_cart topo_graph rma_ops nbc_multi attr_predef attr_errors greq_basic
         comm_threads"
@@ -60,6 +66,10 @@ for n in 1 2 4; do
     run "$n" ring
     run "$n" large
     grep -q "mpich_large: $n ranks ok" "$work/run.large.$n.log" || { echo "FAILED: large at $n printed no result"; bad=$((bad + 1)); }
+    for p in reqs wtypes; do
+        run "$n" $p
+        grep -q "mpich_$p: $n ranks ok" "$work/run.$p.$n.log" || { echo "FAILED: $p at $n printed no result"; bad=$((bad + 1)); }
+    done
     for p in $progs1; do run "$n" "$p"; done
     [ "$n" -ge 2 ] && for p in $progs2; do run "$n" "$p"; done
 done

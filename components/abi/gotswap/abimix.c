@@ -11,11 +11,17 @@
  * libmpich.so.12, libmpi.so.12, libmpichfort.so.12, ...; both or neither: left alone) and, for
  * each MPI name it imports (MPI_*, PMPI_*, MPIX_*, mpi_*, pmpi_*, MPIR_*, the C++ MPI::), adds a
  * gotswap rule (kumi_got_rule_add, on the object's path) pointing it at its own ABI's
- * definition, where that differs from the global one.  KUMI_ABIMIX_VERBOSE=1 prints each swap.
- * Limits: those of gotswap (README "GOT swap"); a failed call returns its error code in the
- * numbering of the shim loaded last (Kumi has one error-code translation per process). */
+ * definition, where that differs from the global one.  KUMI_ABIMIX_VERBOSE=1 prints each swap
+ * (2: also the frames looked at for each failed call's numbering).
+ * Error codes: Kumi translates the code of a failed call through one hook per process
+ * (kumi_abi_set_err_out); here the agent owns it (the shims leave it alone when
+ * kumi_abimix_err_out is defined) and gives each failed call the numbering of the ABI that
+ * called: the first frame on the stack, above Kumi, in an object of a known ABI (the address
+ * ranges of the objects classified below), on the error path only.
+ * Limits: those of gotswap (README "GOT swap"). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +147,67 @@ static void mix_rela(const char *pattern, const struct mix_dyn *d, const ElfW(Re
     }
 }
 
+/* ---- error codes in the caller's numbering: the address ranges of the objects of each ABI
+ * (appended during scans, read lock-free by mix_err_out) and each shim's translation */
+#define MIX_MAXRANGES 1024
+static struct { uintptr_t lo, hi; int abi; } mix_ranges[MIX_MAXRANGES];
+static size_t mix_nranges;
+static int (*mix_err_fn[3])(int);
+
+static void mix_range_add(struct dl_phdr_info *info, int a)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int p = 0; p < info->dlpi_phnum; p++) {
+        if (info->dlpi_phdr[p].p_type != PT_LOAD) continue;
+        uintptr_t b = info->dlpi_addr + info->dlpi_phdr[p].p_vaddr;
+        if (b < lo) lo = b;
+        if (b + info->dlpi_phdr[p].p_memsz > hi) hi = b + info->dlpi_phdr[p].p_memsz;
+    }
+    size_t n = mix_nranges;
+    if (lo >= hi || n >= MIX_MAXRANGES) return;
+    mix_ranges[n].lo = lo;
+    mix_ranges[n].hi = hi;
+    mix_ranges[n].abi = a;
+    __atomic_store_n(&mix_nranges, n + 1, __ATOMIC_RELEASE);
+}
+
+/* Kumi's hook: code in the numbering of the first caller of a known ABI (else of Open MPI's shim,
+ * else MPICH's, else Kumi's own) */
+__attribute__((visibility("default"))) int kumi_abimix_err_out(int code)
+{
+    void *pcs[48];
+    int n = backtrace(pcs, 48);
+    size_t k = __atomic_load_n(&mix_nranges, __ATOMIC_ACQUIRE);
+    for (int i = 1; i < n; i++) {
+        uintptr_t pc = (uintptr_t)pcs[i];
+        if (mix_verbose > 1) {
+            Dl_info di;
+            fprintf(stderr, "libkumi_abimix: error %d: frame %d %p %s\n", code, i, pcs[i],
+                    dladdr(pcs[i], &di) && di.dli_fname ? di.dli_fname : "?");
+        }
+        for (size_t j = 0; j < k; j++)
+            if (pc >= mix_ranges[j].lo && pc < mix_ranges[j].hi && mix_err_fn[mix_ranges[j].abi])
+                return mix_err_fn[mix_ranges[j].abi](code);
+    }
+    int (*f)(int) = mix_err_fn[MIX_OMPI] ? mix_err_fn[MIX_OMPI] : mix_err_fn[MIX_MPICH];
+    return f ? f(code) : code;
+}
+
+/* after a scan: the shims' translations, and the hook in Kumi's library (once both are there) */
+static void mix_err_install(void)
+{
+    for (int a = MIX_OMPI; a <= MIX_MPICH; a++)
+        if (!mix_err_fn[a]) mix_err_fn[a] = (int (*)(int))mix_target(a, "kumi_shim_err_out");
+    static int installed;
+    if (installed || (!mix_err_fn[MIX_OMPI] && !mix_err_fn[MIX_MPICH])) return;
+    void *k = dlopen("libmpi.so.0", RTLD_LAZY | RTLD_NOLOAD);
+    void (*set)(int (*)(int)) = k ? (void (*)(int (*)(int)))dlsym(k, "kumi_abi_set_err_out") : NULL;
+    if (!set) return;   /* Kumi's library not loaded yet: at the next scan */
+    set(kumi_abimix_err_out);
+    installed = 1;
+    if (mix_verbose) fprintf(stderr, "libkumi_abimix: error codes in each caller's numbering\n");
+}
+
 /* objects seen already (by load address) */
 static uintptr_t *mix_done;
 static size_t mix_ndone, mix_capdone;
@@ -170,6 +237,7 @@ static int mix_one(struct dl_phdr_info *info, size_t size, void *arg)
     if (name[0] != '/' || strstr(name, "linux-vdso")) return 0;
     struct mix_dyn d;
     int a = mix_classify(info, name, &d);
+    if (a != MIX_NONE) mix_range_add(info, a);
     if (a == MIX_NONE || !d.ok) return 0;
     char pattern[8192];
     if (name == path) {
@@ -185,18 +253,25 @@ static int mix_one(struct dl_phdr_info *info, size_t size, void *arg)
 static void mix_scan(void *arg)
 {
     (void)arg;
+    static __thread int busy;   /* the agent's own dlopen (RTLD_NOLOAD) calls come back here */
+    if (busy) return;
+    busy = 1;
     mix_nrules = 0;
     dl_iterate_phdr(mix_one, NULL);
     if (mix_nrules > 0 && kumi_got_rules_add(mix_rules, mix_nrules) < 0)
         fprintf(stderr, "libkumi_abimix: %s\n", kumi_got_error());
     for (size_t i = 0; i < mix_nrules; i++) free((char *)mix_rules[i].pattern);
     mix_nrules = 0;
+    mix_err_install();
+    busy = 0;
 }
 
 __attribute__((constructor)) static void mix_start(void)
 {
     const char *v = getenv("KUMI_ABIMIX_VERBOSE");
-    mix_verbose = v && *v && strcmp(v, "0");
+    mix_verbose = v && *v && strcmp(v, "0") ? atoi(v) > 1 ? 2 : 1 : 0;
+    void *pc[2];
+    backtrace(pc, 2);   /* loads the unwinder now, not first inside a failed MPI call */
     mix_scan(NULL);
     if (kumi_got_set_load_hook(mix_scan, NULL) < 0)   /* objects loaded later (dlopen) */
         fprintf(stderr, "libkumi_abimix: %s\n", kumi_got_error());
