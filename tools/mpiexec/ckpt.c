@@ -30,7 +30,24 @@
  *     cwd /where/mpiexec/ran
  *     rank 0 host node1 pid 4242 image image.r0.j4240.c1 bytes 9437184
  *     ...
- * (kumi_ckpt --info DIR prints it and checks the images.) */
+ * (kumi_ckpt --info DIR prints it and checks the images.)
+ *
+ * Across hosts (ranks behind per-host proxies, remote.c): CKPT and CKPT_GO
+ * travel to the ranks as TORANK frames (down the tree of proxies), the
+ * answers come back as the proxy's CKPT frames (proxy_proto.h); a proxy
+ * answers for a rank of its host that has no control connection (not in
+ * MPI_Init yet, or gone) or has finalized.  Each rank writes its image into
+ * DIR from its own host, so DIR must be one shared folder (the same path on
+ * every host: a shared file system); the manifest names each rank's host
+ * as mpiexec reached it (the -host / --hostfile name).  A host lost during
+ * a checkpoint fails it ("checkpoint N not written: host H was lost ...")
+ * and, as any lost host, ends the job.
+ *
+ * Restart across hosts: mpiexec --restart DIR places rank r on the host the
+ * manifest names for it (through proxies, as -host would) unless -host /
+ * --hostfile / --launcher gives another placement; every proxy starts
+ * kumi_restart IMAGE for each of its ranks (START's image list), on its
+ * host, with the new job's environment (ports, secret, job id). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -57,11 +74,13 @@ static struct {
     int *state;          /* per rank: 0 waiting, 1 answered ok, 2 refused / failed / gone, 3 not asked */
     char **text;         /* per rank: image name or reason */
     double t0;
+    int first;           /* the rank that failed first, or -1 */
 } ck;
 
 static void ck_set(int r, int st, const char *text, size_t tl)
 {
     ck.state[r] = st;
+    if ((st == 2 || st == 3) && ck.first < 0) ck.first = r;
     free(ck.text[r]);
     ck.text[r] = malloc(tl + 1);
     if (ck.text[r]) {
@@ -81,12 +100,24 @@ static void send_u32s(struct mx_job *job, int r, int type, uint32_t a, uint32_t 
         mx_buf_u32(&f, (uint32_t)sl);
         mx_buf_put(&f, s, sl);
     }
-    mx_ctl_send_frame(job, r, f.data, f.len);
+    if (job->rank_frame_hook) job->rank_frame_hook(job, r, f.data, f.len);   /* behind a proxy */
+    else mx_ctl_send_frame(job, r, f.data, f.len);
     mx_buf_free(&f);
+}
+
+/* A rank that can still be told something: its control connection, or its
+ * proxy (remote.c) while it runs. */
+static int reachable(struct mx_job *job, int r)
+{
+    return job->rank_frame_hook ? job->ranks[r].state == MX_RANK_RUNNING : job->ranks[r].conn != NULL;
 }
 
 static const char *first_failure(struct mx_job *job, int *rank)
 {
+    if (ck.first >= 0 && ck.first < job->n && (ck.state[ck.first] == 2 || ck.state[ck.first] == 3)) {
+        *rank = ck.first;
+        return ck.text[ck.first] ? ck.text[ck.first] : "?";
+    }
     for (int r = 0; r < job->n; r++)
         if (ck.state[r] == 2 || ck.state[r] == 3) {
             *rank = r;
@@ -122,7 +153,8 @@ static int write_manifest(struct mx_job *job, double *mb)
         snprintf(img, sizeof img, "%s/%s", ck.dir, ck.text[r] ? ck.text[r] : "");
         long long sz = stat(img, &st) == 0 ? (long long)st.st_size : -1;
         if (sz > 0) bytes += (double)sz;
-        fprintf(f, "rank %d host %s pid %d image %s bytes %lld\n", r, host, (int)job->ranks[r].pid,
+        const char *rh = job->rank_frame_hook ? mx_remote_host_of(r) : NULL;   /* behind a proxy */
+        fprintf(f, "rank %d host %s pid %d image %s bytes %lld\n", r, rh ? rh : host, (int)job->ranks[r].pid,
                 ck.text[r] ? ck.text[r] : "?", sz);
     }
     int bad = ferror(f);
@@ -192,7 +224,7 @@ static void ck_check(struct mx_job *job)
         /* every rank that answered waits for the verdict, then answers DONE */
         int waiting = 0;
         for (int r = 0; r < job->n; r++)
-            if ((ck.state[r] == 1 || ck.state[r] == 2) && job->ranks[r].conn) {
+            if ((ck.state[r] == 1 || ck.state[r] == 2) && reachable(job, r)) {
                 send_u32s(job, r, KUMI_LAUNCH_MSG_CKPT_GO, ck.seq, (uint32_t)ck_go, NULL);
                 if (ck_go) ck.state[r] = 0;
                 else ck.state[r] = 5;        /* its DONE is not needed */
@@ -245,10 +277,6 @@ void mx_ckpt_request(struct mx_job *job, const char *why)
         return;
     }
     if (mx_stopping()) return;
-    if (job->rank_frame_hook || job->fence_done_hook) {
-        mx_msg("%s: checkpoints of jobs started through per-host proxies are not supported yet; ignored", why);
-        return;
-    }
     if (ck.phase != CK_IDLE) {
         mx_msg("%s: checkpoint %u is still in progress; ignored", why, ck.seq);
         return;
@@ -274,12 +302,14 @@ void mx_ckpt_request(struct mx_job *job, const char *why)
     ck.seq++;
     ck.flags = mx_opt.ckpt_stop ? KUMI_LAUNCH_CKPT_STOP : 0;
     ck.phase = CK_READY;
+    ck.first = -1;
     ck.t0 = mx_now();
     if (job->verbose) mx_msg("%s: checkpoint %u to %s", why, ck.seq, ck.dir);
     for (int r = 0; r < job->n; r++) {
         struct mx_rank *rk = &job->ranks[r];
         char t[128];
-        if (rk->state != MX_RANK_RUNNING || !rk->conn || rk->finalized) {
+        /* (behind a proxy: the proxy answers for a rank without connection) */
+        if (rk->state != MX_RANK_RUNNING || (!job->rank_frame_hook && (!rk->conn || rk->finalized))) {
             snprintf(t, sizeof t, "rank %d %s", r,
                      rk->state == MX_RANK_EXITED ? "has exited" : !rk->connected ? "has not called MPI_Init"
                      : rk->finalized ? "has called MPI_Finalize" : "is not connected");
@@ -311,12 +341,33 @@ void mx_ckpt_rank_gone(struct mx_job *job, int rank)
     ck_check(job);
 }
 
+/* A rank's host was lost (remote.c): the checkpoint cannot be complete. */
+void mx_ckpt_rank_lost(struct mx_job *job, int rank, const char *why)
+{
+    if (ck.phase == CK_IDLE || !ck.state || (ck.state[rank] != 0 && ck.state[rank] != 1)) return;
+    if (ck.phase == CK_DONE && ck.state[rank] == 1) return;   /* its image is written */
+    ck_set(rank, 2, why, strlen(why));
+    ck_check(job);
+}
+
 /* ---- --restart DIR ---- */
 static char **rs_images;                  /* per rank: DIR/image (absolute) */
+static char **rs_hosts;                   /* per rank: its host in the manifest */
+static int rs_place;                      /* 1: the ranks go to the manifest's hosts */
 
 const char *mx_ckpt_image(int rank)
 {
     return rs_images ? rs_images[rank] : NULL;
+}
+
+/* --restart without -host / --hostfile: rank r goes to the manifest's host
+ * of rank r (hl: the hosts added by mx_ckpt_restart_plan) */
+void mx_ckpt_restart_place(const struct mx_hostlist *hl, int *host_of)
+{
+    if (!rs_place) return;
+    for (int r = 0; r < mx_opt.np; r++)
+        for (int h = 0; h < hl->n; h++)
+            if (!strcmp(hl->h[h].name, rs_hosts[r])) host_of[r] = h;
 }
 
 void mx_ckpt_restart_plan(void)
@@ -353,6 +404,7 @@ void mx_ckpt_restart_plan(void)
                 exit(1);
             }
             rs_images = mx_xcalloc((size_t)n, sizeof *rs_images);
+            rs_hosts = mx_xcalloc((size_t)n, sizeof *rs_hosts);
         } else if (sscanf(line, "rank %d host %255s pid %d image %4095s bytes %lld", &r, host, &pid, img, &bytes) == 5) {
             if (!rs_images || r < 0 || r >= n || rs_images[r] || strchr(img, '/')) {
                 mx_msg("--restart %s: bad line '%s' in the manifest", mx_opt.restart, line);
@@ -360,6 +412,7 @@ void mx_ckpt_restart_plan(void)
             }
             rs_images[r] = mx_xcalloc(1, strlen(dir) + strlen(img) + 2);
             sprintf(rs_images[r], "%s/%s", dir, img);
+            rs_hosts[r] = mx_xstrdup(host);
             if (access(rs_images[r], R_OK) != 0) {
                 mx_msg("--restart %s: the image of rank %d, %s: %s", mx_opt.restart, r, rs_images[r], strerror(errno));
                 exit(1);
@@ -377,6 +430,23 @@ void mx_ckpt_restart_plan(void)
         exit(1);
     }
     mx_opt.np = n;
+    /* where the ranks go: the manifest's hosts, unless -host / --hostfile /
+     * --launcher fork / slurm says otherwise, or they are all this one (one host, no proxies) */
+    int all_local = 1;
+    for (int r = 0; r < n; r++)
+        if (!mx_host_is_local(rs_hosts[r])) all_local = 0;
+    int lf = mx_opt.launcher && (!strcmp(mx_opt.launcher, "fork") || !strcmp(mx_opt.launcher, "slurm"));
+    if (!mx_opt.hosts.n && !lf && !all_local) {
+        for (int r = 0; r < n; r++) {
+            if (!mx_host_name_ok(rs_hosts[r], strlen(rs_hosts[r]))) {
+                mx_msg("--restart %s: host '%s' of rank %d in the manifest is not a host name", mx_opt.restart,
+                       rs_hosts[r], r);
+                exit(1);
+            }
+            if (mx_hosts_add(&mx_opt.hosts, rs_hosts[r], strlen(rs_hosts[r]), 1) < 0) exit(1);
+        }
+        rs_place = 1;
+    }
     /* the restart program: parameter kumi_ckpt_restart_program (a build tree's), else the installation's */
     const char *prog = getenv("KUMI_CKPT_RESTART_PROGRAM");
     static char def[PATH_MAX];
@@ -406,8 +476,8 @@ double mx_ckpt_timer(struct mx_job *job, double now)
     if (next_at == 0) next_at = now + mx_opt.ckpt_interval;
     if (now < next_at) return next_at;
     int all = 1;
-    for (int r = 0; r < job->n; r++)
-        if (!job->ranks[r].conn) all = 0;
+    for (int r = 0; r < job->n; r++)                   /* behind proxies: past its first fence */
+        if (job->rank_frame_hook ? job->ranks[r].fences < 1 : !job->ranks[r].conn) all = 0;
     if (!all || ck.phase != CK_IDLE) {
         next_at = now + 0.2;               /* ranks still starting, or one in progress: soon */
         return next_at;

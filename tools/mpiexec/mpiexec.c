@@ -673,7 +673,7 @@ static int run_loop(int sigfd, double t_start)
                 mx_stop_job(124, SIGTERM);
             } else if (dl < next) next = dl;
         }
-        if (mx_opt.ckpt_interval > 0 && !stopping && !remote) {   /* --checkpoint-interval (ckpt.c) */
+        if (mx_opt.ckpt_interval > 0 && !stopping) {   /* --checkpoint-interval (ckpt.c) */
             double t = mx_ckpt_timer(&job, now);
             if (t < next) next = t;
         }
@@ -941,6 +941,7 @@ static int *plan_hosts(void)
         mx_msg("%s", err);
         exit(1);
     }
+    mx_ckpt_restart_place(hl, host_of);     /* --restart: the manifest's hosts */
     char *used = mx_xcalloc((size_t)hl->n, 1);
     for (int r = 0; r < mx_opt.np; r++) nhosts_used += !used[host_of[r]]++;
     free(used);

@@ -180,6 +180,9 @@ const char *mx_ckpt_image(int rank);                         /* the image of ran
 double mx_ckpt_timer(struct mx_job *job, double now);        /* --checkpoint-interval: the next time */
 void mx_ckpt_frame(struct mx_job *job, int rank, int type, const unsigned char *p, size_t n);
 void mx_ckpt_rank_gone(struct mx_job *job, int rank);       /* its connection closed */
+void mx_ckpt_rank_lost(struct mx_job *job, int rank, const char *why);   /* its host was lost */
+/* --restart without -host / --hostfile: host_of from the manifest's hosts */
+void mx_ckpt_restart_place(const struct mx_hostlist *hl, int *host_of);
 
 /* ---- bind.c ---- */
 /* Fill job->bind (job->n entries) for the level asked; overload: allow more
@@ -336,6 +339,7 @@ char **mx_child_env(struct mx_job *j, char *const *extra, int nextra, int nhosts
 extern int mx_hosts_user;                            /* -host / --hostfile given */
 int mx_remote_mode(void);                            /* the main job's ranks are behind proxies */
 int mx_remote_running_on(const char *host);          /* main job's ranks running there (remote.c) */
+const char *mx_remote_host_of(int rank);             /* main job: the host of a rank behind a proxy */
 int mx_make_secret(char *out);
 int mx_universe_size(void);
 int mx_host_is_local(const char *name);

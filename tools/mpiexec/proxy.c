@@ -15,7 +15,14 @@
  * removes the job's shared-memory objects on this host and exits.
  *
  * The secret arrives in the START message, never on a command line, and
- * reaches the ranks in their environment as on one host (KUMI_JOB_SECRET). */
+ * reaches the ranks in their environment as on one host (KUMI_JOB_SECRET).
+ *
+ * Checkpoints (tools/mpiexec/ckpt.c): CKPT and CKPT_GO come down as TORANK
+ * and go to the rank's connection; the rank's CKPT_READY / CKPT_DONE, and
+ * the closing of its connection, go up as CKPT frames.  A CKPT for a rank
+ * without a connection (not in MPI_Init yet, gone) or that has finalized is
+ * refused here at once.  Restart: START may give each rank its own argv[1]
+ * (kumi_restart IMAGE). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -45,6 +52,7 @@
 
 struct px_rank {
     int rank;
+    char *argv1;                    /* --restart: its image (kumi_restart IMAGE), or NULL */
     pid_t pid;
     int exited;
     int out[2];                     /* stdout, stderr pipes (read ends), -1 at EOF */
@@ -159,6 +167,51 @@ static void fence_check(struct mx_job *j)
     mx_buf_free(&m);
 }
 
+/* A rank's checkpoint answer (type READY/DONE, its payload), or the closing
+ * of its connection (type 0): to mpiexec (ckpt.c decides) */
+static void ckpt_up(int rank, int type, const void *p, size_t n)
+{
+    struct mx_buf m = { 0 };
+    mx_buf_u32(&m, (uint32_t)rank);
+    mx_buf_u32(&m, (uint32_t)type);
+    if (n) mx_buf_put(&m, p, n);
+    send_frame(MX_P_CKPT, &m);
+    mx_buf_free(&m);
+}
+
+static void ckpt_fwd(struct mx_job *j, int rank, int type, const unsigned char *p, size_t n)
+{
+    (void)j;
+    ckpt_up(rank, type, p, n);
+}
+
+static void ckpt_gone(struct mx_job *j, int rank)
+{
+    (void)j;
+    ckpt_up(rank, 0, NULL, 0);
+}
+
+/* CKPT for a rank that cannot take part: refused in its name (READY, ok 0) */
+static int ckpt_refuse(int rank, const unsigned char *f, size_t n)
+{
+    const struct mx_rank *rk = &job.ranks[rank];
+    if (n < KUMI_LAUNCH_HDR_LEN + 4 || f[4] != KUMI_LAUNCH_MSG_CKPT || (rk->conn && !rk->finalized)) return 0;
+    char t[200];
+    snprintf(t, sizeof t, "rank %d %s", rank,
+             rk->state == MX_RANK_EXITED ? "has exited" : !rk->connected ? "has not called MPI_Init"
+             : rk->finalized ? "has called MPI_Finalize" : "is not connected");
+    unsigned char b[12];
+    memcpy(b, f + KUMI_LAUNCH_HDR_LEN, 4);       /* its seq */
+    kumi_launch_put_u32(b + 4, 0);
+    kumi_launch_put_u32(b + 8, (uint32_t)strlen(t));
+    struct mx_buf m = { 0 };
+    mx_buf_put(&m, b, 12);
+    mx_buf_put(&m, t, strlen(t));
+    ckpt_up(rank, KUMI_LAUNCH_MSG_CKPT_READY, m.data, m.len);
+    mx_buf_free(&m);
+    return 1;
+}
+
 /* MPI_Comm_spawn: mpiexec decides; the answer comes back as TORANK */
 static void spawn_fwd(struct mx_job *j, int rank, const unsigned char *p, size_t n)
 {
@@ -264,6 +317,7 @@ static void spawn_all(void)
                         strerror(errno));
                 _exit(1);
             }
+            if (l->argv1 && r_argv[1]) r_argv[1] = l->argv1;   /* kumi_restart IMAGE */
             execvpe(r_argv[0], r_argv, env);
             fprintf(stderr, "mpiexec: rank %d: cannot execute '%s' on %s: %s\n", l->rank, r_argv[0], hostname,
                     strerror(errno));
@@ -428,6 +482,12 @@ static int on_start(struct mx_rd *rd)
     fork_mode = (int)mx_rd_u32(rd);
     uint32_t level = mx_rd_u32(rd), overload = mx_rd_u32(rd);
     if (rd->bad || level > MX_BIND_PACKAGE) return -1;
+    if (rd->pos < rd->n) {                  /* --restart: each rank's image */
+        uint32_t ni = mx_rd_u32(rd);
+        if (rd->bad || ni != (uint32_t)nloc) return -1;
+        for (int i = 0; i < nloc && !rd->bad; i++) loc[i].argv1 = mx_rd_strdup(rd);
+        if (rd->bad) return -1;
+    }
     memcpy(job.secret, secret, KUMI_LAUNCH_SECRET_LEN + 1);
     memset(secret, 0, KUMI_LAUNCH_SECRET_LEN);
     free(secret);
@@ -441,6 +501,8 @@ static int on_start(struct mx_rd *rd)
     job.listen_fd = -1;
     job.fence_check_hook = fence_check;
     job.spawn_hook = spawn_fwd;
+    job.ckpt_frame_hook = ckpt_fwd;
+    job.ckpt_gone_hook = ckpt_gone;
     stdin_here = flags & 1;
     struct mx_buf m = { 0 };
     /* the binding of this host's ranks, as mpiexec does on one host; the
@@ -540,6 +602,7 @@ static int on_frame(void *arg, int type, const unsigned char *p, size_t n)
         if (rd.bad || (int)r >= job.n || n - rd.pos < KUMI_LAUNCH_HDR_LEN ||
             kumi_launch_get_u32(p + rd.pos) != n - rd.pos - 4)
             return -1;
+        if (ckpt_refuse((int)r, p + rd.pos, n - rd.pos)) return 0;
         mx_ctl_send_frame(&job, (int)r, p + rd.pos, n - rd.pos);
         return 0;
     }

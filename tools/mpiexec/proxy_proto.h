@@ -52,6 +52,17 @@
  *     LOST     0x5b  str why (inside FROM): that host's proxy is gone
  *     SPAWNREQ 0x5c  u32 rank, bytes: a SPAWN payload that rank sent
  *                    (kumi/launch_proto.h); mpiexec answers with TORANK
+ *     CKPT     0x5d  u32 rank, u32 type, bytes: a checkpoint answer of that
+ *                    rank (type KUMI_LAUNCH_MSG_CKPT_READY / _DONE, the
+ *                    payload as the rank sent it; the proxy answers READY
+ *                    with ok 0 itself for a rank that has no control
+ *                    connection or has finalized), or type 0 (empty): the
+ *                    rank's connection closed (tools/mpiexec/ckpt.c)
+ *   Checkpoints: CKPT and CKPT_GO reach the ranks as TORANK; each host's
+ *   ranks write their images into the folder named in CKPT (a path every
+ *   host sees: a shared file system).  Restart: START's optional tail
+ *   u32 n, n x str gives each local rank (in START's order) its own
+ *   argv[1] (kumi_restart IMAGE).
  * A side that hears nothing from the other for the host timeout (mpiexec
  * --host-timeout, 5 s by default; the proxy: twice that) takes the other as
  * gone: mpiexec stops the job naming the host and its ranks, the proxy kills
@@ -85,6 +96,7 @@
 #define MX_P_FROM     0x5a
 #define MX_P_LOST     0x5b
 #define MX_P_SPAWNREQ 0x5c
+#define MX_P_CKPT     0x5d
 
 #define MX_LINK_MAX_FRAME  KUMI_LAUNCH_MAX_REPLY
 #define MX_LINK_HIGH       (1024 * 1024)    /* stop feeding a link that holds this much */

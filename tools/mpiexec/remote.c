@@ -170,6 +170,12 @@ static void host_lost(struct mx_proxy *p, const char *why)
         }
         for (int w = 0; w < 2; w++) mx_out_eof(p->ranks[i], &rk->out[w]);
     }
+    if (!S->ops)                       /* a checkpoint in progress fails (ckpt.c) */
+        for (int i = 0; i < p->nranks; i++) {
+            char w[400];
+            snprintf(w, sizeof w, "host %s was lost during the checkpoint (rank %d there)", p->name, p->ranks[i]);
+            mx_ckpt_rank_lost(J, p->ranks[i], w);
+        }
     if (p->agent > 0 && !p->agent_done) kill(p->agent, SIGKILL);
     p->link.eof = 1;
     /* the hosts it started are cut off with it */
@@ -290,6 +296,19 @@ static int on_frame(void *arg, int type, const unsigned char *pl, size_t n)
         if (rk->state == MX_RANK_RUNNING) {
             if (S->ops) S->ops->rank_exited(S->ctx, (int)r, (int)st);
             else mx_rank_exited((int)r, (int)st);
+        }
+        if (J->ckpt_gone_hook) J->ckpt_gone_hook(J, (int)r);   /* during a checkpoint: it failed */
+        return 0;
+    }
+    case MX_P_CKPT: {              /* a rank's checkpoint answer, or its connection closed (ckpt.c) */
+        uint32_t r = mx_rd_u32(&rd), t = mx_rd_u32(&rd);
+        if (rd.bad || !my_rank(p, r)) return -1;
+        if (t == 0) {
+            if (J->ckpt_gone_hook) J->ckpt_gone_hook(J, (int)r);
+        } else if (t == KUMI_LAUNCH_MSG_CKPT_READY || t == KUMI_LAUNCH_MSG_CKPT_DONE) {
+            if (J->ckpt_frame_hook) J->ckpt_frame_hook(J, (int)r, (int)t, pl + rd.pos, n - rd.pos);
+        } else {
+            return -1;
         }
         return 0;
     }
@@ -518,6 +537,13 @@ static void rset_start(struct mx_rset *S, struct mx_job *job, int nh, const stru
         mx_buf_u32(&m, (uint32_t)fork_mode);
         mx_buf_u32(&m, (uint32_t)S->bind);
         mx_buf_u32(&m, (uint32_t)S->overload);
+        if (S == &mainset && mx_ckpt_image(0)) {     /* --restart: kumi_restart IMAGE per rank */
+            mx_buf_u32(&m, (uint32_t)p->nranks);
+            for (int i = 0; i < p->nranks; i++) {
+                const char *img = mx_ckpt_image(p->ranks[i]);
+                mx_buf_str(&m, img, strlen(img));
+            }
+        }
         send_to(p, MX_P_START, m.data, m.len);
         mx_buf_free(&m);
     }
@@ -569,6 +595,15 @@ void mx_rset_signal(struct mx_rset *S, int sig)
         kumi_launch_put_u32(b, (uint32_t)sig);
         send_to(p, MX_P_SIGNAL, b, 4);
     }
+}
+
+const char *mx_remote_host_of(int rank)
+{
+    struct mx_rset *S = &mainset;
+    for (int h = 0; h < npx; h++)
+        for (int i = 0; i < px[h].nranks; i++)
+            if (px[h].ranks[i] == rank) return px[h].name;
+    return NULL;
 }
 
 int mx_remote_running_on(const char *host)
