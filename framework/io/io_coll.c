@@ -2,9 +2,9 @@
  * and their split and non-blocking forms).
  *
  * The ranks agree on the span [gmin, gmax) of the file that the call
- * touches; when no rank has more than one contiguous piece, or, for reads,
- * when every rank's pieces are large (KUMI_IO_CB_PIECE on average; hint
- * romio_cb_read), every rank does its own transfer.  Otherwise the span is cut into one contiguous file
+ * touches; when no rank has more than one contiguous piece, or when every
+ * rank's pieces are large (KUMI_IO_CB_PIECE on average; hints romio_cb_read
+ * and romio_cb_write), every rank does its own transfer.  Otherwise the span is cut into one contiguous file
  * domain per aggregator (hint cb_nodes, default the first rank of each host;
  * domains aligned to striping_unit when it is given), and each domain is
  * processed in windows of cb_buffer_size bytes.  Each rank sends each
@@ -142,11 +142,11 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     }
     if (g[0] == INT64_MAX) { free(my.v); return MPI_SUCCESS; }
     MPI_Offset gmin = g[0], gmax = -g[1];
-    if (-g[2] <= 1 || (!write && (f->cb_read == KUMI_IO_CB_DISABLE ||
-                                  (f->cb_read == KUMI_IO_CB_AUTO && g[4] >= KUMI_IO_CB_PIECE)))) {
-        /* one contiguous piece per rank at most, or reads of large pieces
-         * (aggregation would only add copies and funnel every byte through
-         * the aggregators): each rank moves its own */
+    int cb = write ? f->cb_write : f->cb_read;
+    if (-g[2] <= 1 || cb == KUMI_IO_CB_DISABLE || (cb == KUMI_IO_CB_AUTO && g[4] >= KUMI_IO_CB_PIECE)) {
+        /* one contiguous piece per rank at most, or large pieces (aggregation
+         * would only add copies and funnel every byte through the
+         * aggregators): each rank moves its own */
         free(my.v);
         return kumi_io_xfer(f, fn, write, s, buf, n, done);
     }
