@@ -172,8 +172,8 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     }
     if (g[0] == INT64_MAX) { free(my.v); return MPI_SUCCESS; }
     MPI_Offset gmin = g[0], gmax = -g[1];
-    int cb = write ? f->cb_write : f->cb_read;
-    if (-g[2] <= 1 || cb == KUMI_IO_CB_DISABLE || (cb == KUMI_IO_CB_AUTO && g[4] >= KUMI_IO_CB_PIECE)) {
+    int hint = write ? f->cb_write : f->cb_read;
+    if (-g[2] <= 1 || hint == KUMI_IO_CB_DISABLE || (hint == KUMI_IO_CB_AUTO && g[4] >= KUMI_IO_CB_PIECE)) {
         /* one contiguous piece per rank at most, or large pieces (aggregation
          * would only add copies and funnel every byte through the
          * aggregators): each rank moves its own */
