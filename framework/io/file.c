@@ -101,6 +101,10 @@ static int set_hints(struct kumi_file *f, struct kumi_info *in)
         if (cr && !strcmp(cr, "enable")) f->cb_read = KUMI_IO_CB_ENABLE;
         else if (cr && !strcmp(cr, "disable")) f->cb_read = KUMI_IO_CB_DISABLE;
         else if (cr && !strcmp(cr, "automatic")) f->cb_read = KUMI_IO_CB_AUTO;
+        const char *cw = kumi_info_value(in, "romio_cb_write");
+        if (cw && !strcmp(cw, "enable")) f->cb_write = KUMI_IO_CB_ENABLE;
+        else if (cw && !strcmp(cw, "disable")) f->cb_write = KUMI_IO_CB_DISABLE;
+        else if (cw && !strcmp(cw, "automatic")) f->cb_write = KUMI_IO_CB_AUTO;
     }
     struct kumi_info *i = kumi_info_dup(NULL);
     if (!i) return kumi_error(MPI_ERR_NO_MEM, "out of memory");
@@ -113,7 +117,8 @@ static int set_hints(struct kumi_file *f, struct kumi_info *in)
         snprintf(b, sizeof b, "%lld", (long long)f->striping_unit);
         kumi_info_set_value(i, "striping_unit", b);
     }
-    kumi_info_set_value(i, "romio_cb_write", "enable");
+    kumi_info_set_value(i, "romio_cb_write", f->cb_write == KUMI_IO_CB_ENABLE ? "enable"
+                                             : f->cb_write == KUMI_IO_CB_DISABLE ? "disable" : "automatic");
     kumi_info_set_value(i, "romio_cb_read", f->cb_read == KUMI_IO_CB_ENABLE ? "enable"
                                             : f->cb_read == KUMI_IO_CB_DISABLE ? "disable" : "automatic");
     kumi_info_release(f->info);

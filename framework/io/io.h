@@ -83,6 +83,7 @@ struct kumi_file {
     int *aggr;                      /* ranks of the aggregators (cb_nodes of them) */
     int naggr;
     int cb_read;                    /* hint romio_cb_read: KUMI_IO_CB_AUTO, _ENABLE or _DISABLE */
+    int cb_write;                   /* hint romio_cb_write: the same for collective writes */
 };
 
 /* romio_cb_read: two-phase collective reads always (enable), never (disable:
@@ -91,7 +92,11 @@ struct kumi_file {
  * that large cost their transfer rather than a request each; aggregating
  * them only adds two copies and funnels every byte through the aggregators
  * (1 GiB 3-D array at 4 ranks, 1 MiB pieces, from the page cache: 3 to 5x
- * faster read by each rank; already 2x at 64 KiB pieces). */
+ * faster read by each rank; already 2x at 64 KiB pieces).  romio_cb_write
+ * decides collective writes by the same rule: pieces that large, written by
+ * each rank with a pwrite each, cost the page cache copy alone, where the
+ * two-phase write adds the exchange (two copies through shared memory) and
+ * one more into the window, all of it on the aggregator's core. */
 enum { KUMI_IO_CB_AUTO, KUMI_IO_CB_ENABLE, KUMI_IO_CB_DISABLE };
 #define KUMI_IO_CB_PIECE ((MPI_Offset)256 << 10)
 

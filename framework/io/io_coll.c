@@ -2,9 +2,9 @@
  * and their split and non-blocking forms).
  *
  * The ranks agree on the span [gmin, gmax) of the file that the call
- * touches; when no rank has more than one contiguous piece, or, for reads,
- * when every rank's pieces are large (KUMI_IO_CB_PIECE on average; hint
- * romio_cb_read), every rank does its own transfer.  Otherwise the span is cut into one contiguous file
+ * touches; when no rank has more than one contiguous piece, or when every
+ * rank's pieces are large (KUMI_IO_CB_PIECE on average; hints romio_cb_read
+ * and romio_cb_write), every rank does its own transfer.  Otherwise the span is cut into one contiguous file
  * domain per aggregator (hint cb_nodes, default the first rank of each host;
  * domains aligned to striping_unit when it is given), and each domain is
  * processed in windows of cb_buffer_size bytes.  Each rank sends each
@@ -23,8 +23,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
 
 struct piece { MPI_Offset off, len, pos; };   /* pos: in the stream buffer, or in the received data */
 struct plist { struct piece *v; size_t n, cap; bool nomem; };
@@ -89,20 +94,45 @@ static int full_io(int write, int fd, unsigned char *p, MPI_Offset len, MPI_Offs
     return 0;
 }
 
-/* A pread / pwrite of one window in a thread of its own, so that the
- * aggregator's disk work overlaps the next window's exchange (the thread
- * calls nothing of MPI).  Where no thread can be made it runs inline. */
-struct job { pthread_t th; bool active; int fd, write, err; unsigned char *p; MPI_Offset len, off, got; };
+/* pwritev of n pieces that follow one another in the file from off on
+ * (iov is consumed). */
+static int full_iov(int fd, struct iovec *iov, size_t n, MPI_Offset off, MPI_Offset *got)
+{
+    MPI_Offset d = 0;
+    size_t i = 0;
+    while (i < n) {
+        int c = n - i > IOV_MAX ? IOV_MAX : (int)(n - i);
+        ssize_t r = pwritev(fd, iov + i, c, (off_t)(off + d));
+        if (r < 0) { if (errno == EINTR) continue; return errno; }
+        if (r == 0) break;
+        d += r;
+        while (i < n && (size_t)r >= iov[i].iov_len) r -= (ssize_t)iov[i++].iov_len;
+        if (r > 0) { iov[i].iov_base = (char *)iov[i].iov_base + r; iov[i].iov_len -= (size_t)r; }
+    }
+    if (got) *got = d;
+    return 0;
+}
+
+/* A pread / pwrite of one window (or a pwritev of its pieces, niov > 0) in a
+ * thread of its own, so that the aggregator's disk work overlaps the next
+ * window's exchange (the thread calls nothing of MPI).  Where no thread can
+ * be made it runs inline. */
+struct job {
+    pthread_t th; bool active; int fd, write, err; unsigned char *p; MPI_Offset len, off, got;
+    struct iovec *iov; size_t niov, iovcap;
+};
 
 static void *job_main(void *a)
 {
     struct job *j = a;
-    j->err = full_io(j->write, j->fd, j->p, j->len, j->off, &j->got);
+    if (j->niov) j->err = full_iov(j->fd, j->iov, j->niov, j->off, &j->got);
+    else j->err = full_io(j->write, j->fd, j->p, j->len, j->off, &j->got);
     return NULL;
 }
 
 static void job_start(struct job *j, int fd, int write, unsigned char *p, MPI_Offset len, MPI_Offset off)
 {
+    if (p) j->niov = 0;
     j->fd = fd; j->write = write; j->p = p; j->len = len; j->off = off; j->got = 0; j->err = 0;
     j->active = pthread_create(&j->th, NULL, job_main, j) == 0;
     if (!j->active) job_main(j);
@@ -142,11 +172,11 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     }
     if (g[0] == INT64_MAX) { free(my.v); return MPI_SUCCESS; }
     MPI_Offset gmin = g[0], gmax = -g[1];
-    if (-g[2] <= 1 || (!write && (f->cb_read == KUMI_IO_CB_DISABLE ||
-                                  (f->cb_read == KUMI_IO_CB_AUTO && g[4] >= KUMI_IO_CB_PIECE)))) {
-        /* one contiguous piece per rank at most, or reads of large pieces
-         * (aggregation would only add copies and funnel every byte through
-         * the aggregators): each rank moves its own */
+    int hint = write ? f->cb_write : f->cb_read;
+    if (-g[2] <= 1 || hint == KUMI_IO_CB_DISABLE || (hint == KUMI_IO_CB_AUTO && g[4] >= KUMI_IO_CB_PIECE)) {
+        /* one contiguous piece per rank at most, or large pieces (aggregation
+         * would only add copies and funnel every byte through the
+         * aggregators): each rank moves its own */
         free(my.v);
         return kumi_io_xfer(f, fn, write, s, buf, n, done);
     }
@@ -169,8 +199,8 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
     int64_t *cnt_out = calloc((size_t)P * 2, sizeof *cnt_out);
     size_t *cur = calloc((size_t)na + (size_t)P, sizeof *cur);
     int64_t *meta_out = NULL, *meta_in = NULL;
-    unsigned char *tmp = NULL, *wb[2] = { NULL, NULL };
-    MPI_Offset tmp_cap = 0, wcap[2] = { 0, 0 }, *slo = NULL, *shi = NULL;
+    unsigned char *tb[2] = { NULL, NULL }, *wb[2] = { NULL, NULL };
+    MPI_Offset tcap[2] = { 0, 0 }, wcap[2] = { 0, 0 }, *slo = NULL, *shi = NULL;
     struct job jobs[2];
     memset(jobs, 0, sizeof jobs);
     struct plist wl = { 0 };
@@ -280,35 +310,65 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
                     if (wl.v[i].off + wl.v[i].len > hi) hi = wl.v[i].off + wl.v[i].len;
                 }
             }
-            /* the buffers grow as needed and serve every window */
-            if (grow(&tmp, &tmp_cap, tot, cap0)) goto nomem;
+            /* the buffers grow as needed and serve every window; a writing
+             * aggregator receives window rd into tb[rd & 1], which the
+             * write of two windows ago may still be writing from */
+            if (write) {
+                int e = job_wait(&jobs[cb]);
+                if (e && !ioerr) ioerr = e;
+            }
+            if (grow(&tb[write ? cb : 0], &tcap[write ? cb : 0], tot, cap0)) goto nomem;
         }
         if (write) {
-            rc = kumi_coll_alltoallv(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, true, buf, scnt, sdsp, byte, tmp,
+            unsigned char *rb = tb[cb];
+            rc = kumi_coll_alltoallv(fn, KUMI_FORM_BLOCKING, MPI_INFO_NULL, NULL, true, buf, scnt, sdsp, byte, rb,
                                      rcnt, rdsp, byte, f->comm);
             if (rc) goto out;
             if (me >= 0 && wl.n) {
-                int e = job_wait(&jobs[cb]);         /* the write of two windows ago is done with wb[cb] */
-                if (e && !ioerr) ioerr = e;
+                qsort(wl.v, wl.n, sizeof *wl.v, by_off);
+                MPI_Offset covered = 0, reach = lo;
+                bool tiled = true;                   /* each piece starts where the one before ends */
+                for (size_t i = 0; i < wl.n; i++) {
+                    MPI_Offset a0 = wl.v[i].off > reach ? wl.v[i].off : reach, a1 = wl.v[i].off + wl.v[i].len;
+                    if (wl.v[i].off != reach) tiled = false;
+                    if (a1 > a0) { covered += a1 - a0; reach = a1; }
+                }
+                if (tiled && !ioerr) {
+                    /* the pieces fill [lo, hi) exactly: one pwritev of them
+                     * where they arrived (those of a rank that follow one
+                     * another in the file are one) */
+                    struct job *j = &jobs[cb];
+                    if (j->iovcap < wl.n) {
+                        struct iovec *t = realloc(j->iov, wl.n * sizeof *t);
+                        if (!t) goto nomem;
+                        j->iov = t;
+                        j->iovcap = wl.n;
+                    }
+                    size_t k = 0;
+                    for (size_t i = 0; i < wl.n; i++) {
+                        unsigned char *p = rb + wl.v[i].pos;
+                        if (k && (unsigned char *)j->iov[k - 1].iov_base + j->iov[k - 1].iov_len == p)
+                            j->iov[k - 1].iov_len += (size_t)wl.v[i].len;
+                        else j->iov[k++] = (struct iovec){ p, (size_t)wl.v[i].len };
+                    }
+                    j->niov = k;
+                    job_start(j, f->fd, 1, NULL, hi - lo, lo);
+                    continue;
+                }
                 if (grow(&wb[cb], &wcap[cb], hi - lo, cap0)) goto nomem;
                 unsigned char *win = wb[cb];
                 /* holes in [lo, hi): read it first */
-                qsort(wl.v, wl.n, sizeof *wl.v, by_off);
-                MPI_Offset covered = 0, reach = lo;
-                for (size_t i = 0; i < wl.n; i++) {
-                    MPI_Offset a0 = wl.v[i].off > reach ? wl.v[i].off : reach, a1 = wl.v[i].off + wl.v[i].len;
-                    if (a1 > a0) { covered += a1 - a0; reach = a1; }
-                }
                 if (covered < hi - lo && !ioerr) {
                     MPI_Offset got = 0;
                     ioerr = full_io(0, f->fd, win, hi - lo, lo, &got);
                     if (!ioerr && got < hi - lo) memset(win + got, 0, (size_t)(hi - lo - got));
                 }
                 for (size_t i = 0; i < wl.n; i++)
-                    memcpy(win + (wl.v[i].off - lo), tmp + wl.v[i].pos, (size_t)wl.v[i].len);
+                    memcpy(win + (wl.v[i].off - lo), rb + wl.v[i].pos, (size_t)wl.v[i].len);
                 if (!ioerr) job_start(&jobs[cb], f->fd, 1, win, hi - lo, lo);
             }
         } else {
+            unsigned char *tmp = tb[0];
             if (me >= 0 && wl.n) {
                 int e = job_wait(&jobs[cb]);         /* this window, read ahead */
                 if (e && !ioerr) ioerr = e;
@@ -352,10 +412,10 @@ int kumi_io_xfer_all(struct kumi_file *f, const char *fn, int write, MPI_Offset 
 nomem:
     rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
 out:
-    for (int j = 0; j < 2; j++) job_wait(&jobs[j]);
+    for (int j = 0; j < 2; j++) { job_wait(&jobs[j]); free(jobs[j].iov); }
     if (mine) for (int a = 0; a < na; a++) free(mine[a].v);
     if (theirs) for (int r = 0; r < P; r++) free(theirs[r].v);
     free(mine); free(theirs); free(scnt); free(sdsp); free(cnt_out); free(cur);
-    free(meta_out); free(meta_in); free(tmp); free(wb[0]); free(wb[1]); free(slo); free(wl.v); free(my.v);
+    free(meta_out); free(meta_in); free(tb[0]); free(tb[1]); free(wb[0]); free(wb[1]); free(slo); free(wl.v); free(my.v);
     return rc;
 }

@@ -15,9 +15,9 @@
 #      KUMI_BENCH_TIMEOUT (one launch, default 240 s), KUMI_BENCH_PEERS ("ompi mpich"),
 #      KUMI_BENCH_IO_MIB (array size in MiB, default 1024), KUMI_BENCH_IO_RANKS (default 4),
 #      KUMI_BENCH_IO_DIR (where the file goes, default $KUMI_BENCH_OUT),
-#      KUMI_BENCH_IO_TWOPHASE=1 (one more row: Kumi with the hint romio_cb_read=enable, its
-#      two-phase collective reads forced, next to its default, automatic, which reads large
-#      pieces rank by rank).
+#      KUMI_BENCH_IO_TWOPHASE=1 (one more row: Kumi with the hints romio_cb_write=enable and
+#      romio_cb_read=enable, its two-phase collective writes and reads forced, next to its
+#      default, automatic, which writes and reads large pieces rank by rank).
 # Appends its targets to $KUMI_BENCH_OUT/targets and writes $KUMI_BENCH_OUT/io.kumi.status.
 set -u
 . "$(dirname "$0")/bench-common.sh"
@@ -28,14 +28,14 @@ np=${KUMI_BENCH_IO_RANKS:-4}
 dir=${KUMI_BENCH_IO_DIR:-$out}
 bench_build iobench -lm
 [ "${KUMI_BENCH_IO_TWOPHASE:-0}" = 1 ] && impls=(kumi kumi-2ph "${impls[@]:1}")
-bench_labels[kumi-2ph]="Kumi (romio_cb_read=enable)"
+bench_labels[kumi-2ph]="Kumi (romio_cb_*=enable)"
 
 # bench_one IMPL runs ROUND: one launch, unbound (the first checks the data);
 # prints "bytes write_s read_s write_MiBps read_MiBps"
 bench_one() {
     local chk=() prog=$1
     [ "$3" = 1 ] && chk=(-c)
-    [ "$1" = kumi-2ph ] && prog=kumi chk+=(-i romio_cb_read=enable)
+    [ "$1" = kumi-2ph ] && prog=kumi chk+=(-i romio_cb_read=enable -i romio_cb_write=enable)
     bench_launch "$1" "$np" nobind "$work/iobench.$prog" -f "$dir/iobench.$1.dat" -m "$mib" -r 3 "${chk[@]}" |
         awk 'NF == 5 { print; ok = 1 } END { exit !ok }'
 }
