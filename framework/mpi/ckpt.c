@@ -42,8 +42,12 @@
  * the transports wire up again (init, the launcher's fence, wireup) and the
  * lock is released: the job goes on.
  *
+ * RMA windows: a rank waits (up to kumi_ckpt_lock_timeout, releasing the
+ * lock in between) until no epoch but fence epochs is open on its windows;
+ * a restarted process shares their host segments again (rma/rma_ckpt.c).
+ *
  * Refused with a clear reason (the checkpoint is then not written, and the
- * job goes on): RMA windows that exist, partitioned requests (ever made),
+ * job goes on): partitioned requests (ever made),
  * processes of another job connected (spawn / connect / accept / join),
  * transports other than self, shmem and tcp (ofi, impi, vmpi), the io_uring
  * and kernel-module schedule engines, a rank not between MPI_Init and
@@ -82,6 +86,7 @@ static double ck_drain_timeout = 120.0;    /* kumi_ckpt_drain_timeout */
 static const char *ck_restart_prog;        /* kumi_ckpt_restart_program (read by mpiexec) */
 static volatile int ck_ready;               /* between MPI_Init's end and MPI_Finalize's start */
 static unsigned ck_count;                  /* checkpoints this process went through */
+static int ck_restarted;                   /* kumi_ckpt_resume in a restarted process */
 
 void kumi_ckpt_register_params(void)
 {
@@ -172,31 +177,46 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
         snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
         return 0;
     }
-    kumi_lock_ck_raise();                  /* calls from now on take the lock */
     double end = kumi_time() + ck_lock_timeout;
-    bool locked = false;
-    /* the lock, then no call left inside without it */
-    while (!(locked = locked || kumi_lock_try()) || kumi_lock_ck_inside() > 0) {
-        const char *w = !__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST) ? "finalize"      /* MPI_Finalize started */
-                        : kumi_time() > end ? "timeout" : NULL;
-        if (w) {
-            if (*w == 'f')
-                snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
+    char rw[400];
+    for (;;) {
+        kumi_lock_ck_raise();              /* calls from now on take the lock */
+        bool locked = false;
+        /* the lock, then no call left inside without it */
+        while (!(locked = locked || kumi_lock_try()) || kumi_lock_ck_inside() > 0) {
+            const char *w = !__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST) ? "finalize"      /* MPI_Finalize started */
+                            : kumi_time() > end ? "timeout" : NULL;
+            if (w) {
+                if (*w == 'f')
+                    snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
+                else
+                    snprintf(why, len, "rank %d stayed inside the library for %g s (kumi_ckpt_lock_timeout)", me,
+                             ck_lock_timeout);
+                if (locked) release();
+                else kumi_lock_ck_lower();
+                return 0;
+            }
+            usleep(200);
+        }
+        /* RMA epochs other than fence epochs: the program goes on until it
+         * is between them (rma/rma_ckpt.c) */
+        int busy = __atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST) ? kumi_rma_ckpt_busy(rw, sizeof rw) : 0;
+        if (busy == 0) break;
+        if (busy < 0 || kumi_time() > end) {
+            if (busy < 0)
+                snprintf(why, len, "rank %d: %s", me, rw);
             else
-                snprintf(why, len, "rank %d stayed inside the library for %g s (kumi_ckpt_lock_timeout)", me,
-                         ck_lock_timeout);
-            if (locked) release();
-            else kumi_lock_ck_lower();
+                snprintf(why, len, "rank %d: %s for %g s (kumi_ckpt_lock_timeout; a checkpoint waits until no "
+                         "RMA epoch but fence epochs is open)", me, rw, ck_lock_timeout);
+            release();
             return 0;
         }
-        usleep(200);
+        release();
+        usleep(1000);
     }
     const char *e = kumi_sched_engine();
     if (!__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST))
         snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
-    else if (kumi_rma_nwins > 0)
-        snprintf(why, len, "rank %d has %d RMA window%s: windows cannot be checkpointed (free them first)", me,
-                 kumi_rma_nwins, kumi_rma_nwins == 1 ? "" : "s");
     else if (kumi_part_used)
         snprintf(why, len, "rank %d made partitioned requests (MPI_Psend_init / MPI_Precv_init): "
                  "partitioned communication cannot be checkpointed", me);
@@ -361,6 +381,7 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
             _exit(1);
         }
         ck_count++;
+        ck_restarted = 1;
         lock_setup();                      /* a new process: membarrier's registration is gone */
         snprintf(out, outlen, "restarted");
         return 2;                          /* the launcher client joins the new job, then kumi_ckpt_resume */
@@ -390,6 +411,30 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
     return kumi_ckpt_resume(out, outlen) && ok;
 }
 
+/* A restarted process's windows (rma/rma_ckpt.c): their host segments
+ * shared again, the process ids of their host's ranks new; every rank takes
+ * part in the launcher's fences. */
+static int pid_of(int world_rank)
+{
+    char v[32];
+    return kumi_rpim_get(world_rank, "ckpt.pid", v, sizeof v) == 0 ? atoi(v) : -1;
+}
+
+static int rma_restarted(void)
+{
+    char v[32], why[400] = "";
+    int rc, bad;
+    ck_restarted = 0;
+    snprintf(v, sizeof v, "%ld", (long)getpid());
+    bad = kumi_rma_ckpt_lead(why, sizeof why);
+    if ((rc = kumi_rpim_put("ckpt.pid", v)) || (rc = kumi_rpim_fence())) return rc;
+    if (!bad) bad = kumi_rma_ckpt_join(pid_of, why, sizeof why);
+    if ((rc = kumi_rpim_fence())) return rc;
+    kumi_rma_ckpt_unlink();
+    if (bad) return kumi_error(MPI_ERR_OTHER, "restart of rank %d: %s", kumi_world_rank(), why);
+    return MPI_SUCCESS;
+}
+
 /* After a checkpoint (or in a restarted process, once the launcher client
  * joined the new job): the transports wire up again, the lock is released. */
 KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen)
@@ -400,6 +445,7 @@ KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen)
         int rc = kumi_rpim_put("kumi.host", kumi_hostname());   /* a new launcher's table lacks them */
         if (!rc) rc = kumi_rpim_put("kumi.hostid", kumi_host_id());
         if (!rc) rc = kumi_req_ckpt_rewire();
+        if (!rc && ck_restarted) rc = rma_restarted();
         if (rc != MPI_SUCCESS) {
             /* the transports are gone: the job cannot go on */
             char m[MPI_MAX_ERROR_STRING];
