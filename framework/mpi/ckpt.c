@@ -178,7 +178,7 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
         return 0;
     }
     double end = kumi_time() + ck_lock_timeout;
-    char rw[400];
+    char rw[400] = "";                     /* why an RMA epoch held the checkpoint back */
     for (;;) {
         kumi_lock_ck_raise();              /* calls from now on take the lock */
         bool locked = false;
@@ -189,6 +189,9 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
             if (w) {
                 if (*w == 'f')
                     snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
+                else if (rw[0])                /* the time went waiting for an RMA epoch's end */
+                    snprintf(why, len, "rank %d: %s for %g s (kumi_ckpt_lock_timeout; a checkpoint waits until "
+                             "no RMA epoch but fence epochs is open)", me, rw, ck_lock_timeout);
                 else
                     snprintf(why, len, "rank %d stayed inside the library for %g s (kumi_ckpt_lock_timeout)", me,
                              ck_lock_timeout);
