@@ -433,14 +433,78 @@ extern enum kumi_state kumi_state;
 extern int kumi_thread_level;
 
 /* The library lock (framework/core/lock.c), taken by the entry points only
- * at MPI_THREAD_MULTIPLE.  Blocking waits release it while they yield or sleep:
- *   int d = kumi_lock_release_all(); ...; kumi_lock_reacquire(d); */
-extern bool kumi_mt;
+ * at MPI_THREAD_MULTIPLE (and while a checkpoint is requested).  Blocking
+ * waits release it while they yield or sleep:
+ *   int d = kumi_lock_release_all(); ...; kumi_lock_reacquire(d);
+ * kumi_mt: the lock is on for good (MPI_THREAD_MULTIPLE, the progress
+ * thread, GPU proxies).  Jobs with checkpoints (mpiexec --ckpt) run with the
+ * lock off until a checkpoint is requested (lock.c, "Checkpoints"): entry
+ * points count the calls inside the library (kumi_lock_free_in, and this
+ * thread's in kumi_lock_free_depth) and take the lock only while
+ * kumi_lock_raised.  The two flags share one word, which a job with neither
+ * reads once per entry and once per exit. */
+union kumi_lock_flags {
+    struct { bool mt, track; } f;
+    uint16_t any;
+};
+extern union kumi_lock_flags kumi_lock_flags;
+#define kumi_mt (kumi_lock_flags.f.mt)
+#define kumi_lock_track (kumi_lock_flags.f.track)     /* a checkpoint job with the lock off */
+extern bool kumi_lock_raised;           /* a checkpoint wants the lock (atomic) */
+extern int kumi_lock_free_in;           /* calls inside the library without the lock */
+extern _Thread_local int kumi_lock_free_depth __attribute__((tls_model("initial-exec")));
 void kumi_lock_slow(void);
 void kumi_unlock_slow(void);
 bool kumi_lock_try(void);              /* kumi_lock_slow if free now (checkpoint thread) */
-static inline void kumi_lock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_lock_slow(); }
-static inline void kumi_unlock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_unlock_slow(); }
+void kumi_lock_raised_entry(void);
+/* kumi_lock_free_in changes only in the thread inside without the lock (one
+ * at a time) and is read by the checkpoint thread: plain increments. */
+__attribute__((always_inline)) static inline void kumi_lock(void)
+{
+    if (__builtin_expect(kumi_lock_flags.any != 0, 0)) {
+        if (kumi_mt) {
+            kumi_lock_slow();
+            return;
+        }
+        /* count first, then look at the flag: the checkpoint thread raises
+         * the flag, then (membarrier) reads the count, so one of the two
+         * sees the other */
+        kumi_lock_free_in++;
+        kumi_lock_free_depth++;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (__builtin_expect(__atomic_load_n(&kumi_lock_raised, __ATOMIC_RELAXED), 0)) kumi_lock_raised_entry();
+    }
+}
+/* how this thread entered decides, not kumi_mt (it may have been switched
+ * on meanwhile) */
+__attribute__((always_inline)) static inline void kumi_unlock(void)
+{
+    if (__builtin_expect(kumi_lock_flags.any != 0, 0)) {
+        if (kumi_lock_free_depth > 0) {
+            kumi_lock_free_depth--;
+            __atomic_thread_fence(__ATOMIC_RELEASE);    /* the call's work before the count */
+            kumi_lock_free_in--;
+        } else {
+            kumi_unlock_slow();
+        }
+    }
+}
+/* A blocking wait's point where other threads may take the lock: at
+ * MPI_THREAD_MULTIPLE, and in a call of a checkpoint job that a checkpoint
+ * waits for (it takes the lock there, kumi_lock_release_all) */
+static inline bool kumi_lock_let_in(void)
+{
+    return kumi_mt || (kumi_lock_free_depth > 0 && __atomic_load_n(&kumi_lock_raised, __ATOMIC_RELAXED));
+}
+/* The checkpoint thread (mpi/ckpt.c): _setup at MPI_Init's end (false: no
+ * membarrier here, the lock stays on for the whole job); _raise sets the flag
+ * (false: nothing to raise, the lock is on anyway); _inside counts the calls
+ * still inside without the lock (they leave, or take the lock at their next
+ * kumi_lock_release_all); _lower ends it (before the lock is released). */
+bool kumi_lock_ck_setup(void);
+bool kumi_lock_ck_raise(void);
+int kumi_lock_ck_inside(void);
+void kumi_lock_ck_lower(void);
 int kumi_lock_release_all(void);
 void kumi_lock_reacquire(int depth);
 /* For the progress thread (sched/engine.c): marks the calling thread as the

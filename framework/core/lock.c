@@ -22,16 +22,42 @@
  *    of polls) yields until it is released, instead of sleeping on the mutex;
  *  - the engine that finds an application thread inside parks until it is
  *    out, instead of waiting for the mutex (which the application releases
- *    and retakes at every spin of a blocking wait). */
+ *    and retakes at every spin of a blocking wait).
+ *
+ * Checkpoints.  A job started with checkpoints enabled (mpiexec --ckpt) has
+ * a checkpoint thread (mpi/ckpt.c) that must keep the application out of the
+ * library while it works, but the lock is not on while no checkpoint is
+ * requested (kumi_lock_track): the entry points (core.h) count the calls
+ * inside the library instead, in a global word (kumi_lock_free_in: the
+ * program promises that one thread at a time calls MPI, or the lock is on
+ * for good) and in this thread's depth (kumi_lock_free_depth), which its
+ * exit reads to know how it entered.  A checkpoint raises kumi_lock_raised
+ * and waits until the count is zero; entries from then on take the lock.
+ * The race of a thread that counted itself and reads the flag against the
+ * checkpoint thread that raised it and reads the count is closed by a
+ * membarrier(2) on the checkpoint's side (the entry pays a compiler barrier
+ * only).  A call already inside goes on to its end, or, blocked (MPI_Recv),
+ * takes the lock at the next point where a blocking wait lets other threads
+ * in (kumi_lock_release_all), as at MPI_THREAD_MULTIPLE: the count drops, the
+ * checkpoint proceeds, and the call goes on under the lock once it is done.
+ * A call nested in one running without the lock (an error handler calling
+ * MPI) stays without it.  After the checkpoint the flag is lowered first,
+ * then the lock released: calls that took it meanwhile leave through
+ * kumi_unlock_slow. */
 #define _GNU_SOURCE
 #include "core/core.h"
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-bool kumi_mt;
+union kumi_lock_flags kumi_lock_flags;
+bool kumi_lock_raised;
+int kumi_lock_free_in;
+_Thread_local int kumi_lock_free_depth __attribute__((tls_model("initial-exec")));
+static int mb_cmd;                      /* the membarrier command of kumi_lock_ck_raise */
 int kumi_engine_work;
 static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int depth;
@@ -104,8 +130,22 @@ static void give(void)
     if (__atomic_load_n(&waiting, __ATOMIC_RELAXED) > 0) sched_yield();
 }
 
+/* free_in changes in the thread that is inside (one at a time) and is read
+ * by the checkpoint thread */
+static void free_in_add(int n)
+{
+    __atomic_store_n(&kumi_lock_free_in, __atomic_load_n(&kumi_lock_free_in, __ATOMIC_RELAXED) + n,
+                     __ATOMIC_RELEASE);
+}
+
 void kumi_lock_slow(void)
 {
+    if (kumi_lock_free_depth > 0) {     /* nested in a call without the lock (kumi_mt switched on
+                                           meanwhile): it stays without */
+        free_in_add(1);
+        kumi_lock_free_depth++;
+        return;
+    }
     if (depth++ == 0) {
         if (!is_engine) {
             __atomic_add_fetch(&app_in, 1, __ATOMIC_SEQ_CST);
@@ -117,6 +157,7 @@ void kumi_lock_slow(void)
 
 void kumi_unlock_slow(void)
 {
+    if (depth == 0) return;             /* entered before the lock was on */
     if (--depth == 0) {
         give();
         if (!is_engine && __atomic_sub_fetch(&app_in, 1, __ATOMIC_SEQ_CST) == 0 &&
@@ -153,6 +194,18 @@ int kumi_lock_release_all(void)
     if (d) {
         depth = 0;
         give();
+    }
+    int f = kumi_lock_free_depth;
+    if (f > 0 && __atomic_load_n(&kumi_lock_raised, __ATOMIC_ACQUIRE)) {
+        /* a checkpoint waits for this call: it goes on under the lock, which
+         * kumi_lock_reacquire takes (after the checkpoint) */
+        if (d == 0 && !is_engine) {     /* as kumi_lock_slow would have counted it */
+            __atomic_add_fetch(&app_in, 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&app_gen, 1, __ATOMIC_RELAXED);
+        }
+        kumi_lock_free_depth = 0;
+        free_in_add(-f);
+        d += f;
     }
     return d;
 }
@@ -195,4 +248,55 @@ void kumi_lock_engine_kick(void)
 {
     __atomic_store_n(&engine_kicked, 1, __ATOMIC_RELEASE);
     futex_wake_all(&app_in);
+}
+
+/* ---- checkpoints (see the head of this file) ---- */
+
+/* An entry that counted itself and found the flag raised. */
+void kumi_lock_raised_entry(void)
+{
+    if (kumi_lock_free_depth > 1) return;   /* nested in this thread's own call without the lock */
+    kumi_lock_free_depth = 0;
+    free_in_add(-1);
+    kumi_lock_slow();
+}
+
+static long membarrier(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+bool kumi_lock_ck_setup(void)
+{
+    long q = membarrier(MEMBARRIER_CMD_QUERY);
+    if (q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+        membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+        membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+        mb_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+    else if (q > 0 && (q & MEMBARRIER_CMD_GLOBAL) && membarrier(MEMBARRIER_CMD_GLOBAL) == 0)
+        mb_cmd = MEMBARRIER_CMD_GLOBAL;
+    else
+        return false;
+    __atomic_store_n(&kumi_lock_track, true, __ATOMIC_SEQ_CST);
+    return true;
+}
+
+bool kumi_lock_ck_raise(void)
+{
+    if (!__atomic_load_n(&kumi_lock_track, __ATOMIC_SEQ_CST)) return false;
+    __atomic_store_n(&kumi_lock_raised, true, __ATOMIC_SEQ_CST);
+    /* every thread passes a full barrier: one that counted itself before is
+     * seen by kumi_lock_ck_inside, one that reads the flag after sees it */
+    if (membarrier(mb_cmd) != 0 && mb_cmd != MEMBARRIER_CMD_GLOBAL) membarrier(MEMBARRIER_CMD_GLOBAL);
+    return true;
+}
+
+int kumi_lock_ck_inside(void)
+{
+    return __atomic_load_n(&kumi_lock_free_in, __ATOMIC_ACQUIRE);
+}
+
+void kumi_lock_ck_lower(void)
+{
+    __atomic_store_n(&kumi_lock_raised, false, __ATOMIC_SEQ_CST);
 }

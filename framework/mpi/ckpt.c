@@ -5,15 +5,21 @@
  * client's thread that watches that connection (rpim/fork) calls
  * kumi_ckpt_prepare, answers READY, waits for mpiexec's GO (every rank
  * ready) and calls kumi_ckpt_run.  So the request reaches a rank whatever
- * its application threads do: blocked in MPI_Recv (a blocking wait releases
- * the library lock while it yields or sleeps), computing outside MPI, or
- * inside a call (the checkpoint thread waits, up to kumi_ckpt_lock_timeout,
- * for the lock).
+ * its application threads do: blocked in MPI_Recv, computing outside MPI, or
+ * inside a call.
  *
  * A job with checkpoints enabled (kumi_ckpt_enable, set by mpiexec --ckpt)
- * runs with the library lock on (as MPI_THREAD_MULTIPLE does), so that the
- * checkpoint thread can keep the application's threads out of the library
- * while it works.
+ * runs with the library lock off while no checkpoint is requested: the
+ * entry points only count the calls inside the library (core/lock.c,
+ * "Checkpoints"; a program at MPI_THREAD_MULTIPLE has the lock on anyway).
+ * kumi_ckpt_prepare raises the lock's flag, so that calls from then on take
+ * the lock, takes it, and waits (up to kumi_ckpt_lock_timeout) until the
+ * calls that were inside without it have left, or, blocked in a wait, have
+ * gone over to the lock at the wait's next yield or sleep (a blocking wait
+ * releases the lock there, as at MPI_THREAD_MULTIPLE).  Then no application
+ * thread is inside the library until the checkpoint lowers the flag and
+ * releases the lock.  Where membarrier(2) is missing (it closes the race of
+ * an entry against the flag), the lock is on for the whole job instead.
  *
  * The cut.  Holding the lock, the ranks count what they handed to their
  * transports per peer and what arrived per peer (request.c), and exchange
@@ -36,8 +42,12 @@
  * the transports wire up again (init, the launcher's fence, wireup) and the
  * lock is released: the job goes on.
  *
+ * RMA windows: a rank waits (up to kumi_ckpt_lock_timeout, releasing the
+ * lock in between) until no epoch but fence epochs is open on its windows;
+ * a restarted process shares their host segments again (rma/rma_ckpt.c).
+ *
  * Refused with a clear reason (the checkpoint is then not written, and the
- * job goes on): RMA windows that exist, partitioned requests (ever made),
+ * job goes on): partitioned requests (ever made),
  * processes of another job connected (spawn / connect / accept / join),
  * transports other than self, shmem and tcp (ofi, impi, vmpi), the io_uring
  * and kernel-module schedule engines, a rank not between MPI_Init and
@@ -70,19 +80,26 @@
 #include <unistd.h>
 
 static long long ck_enable;                /* kumi_ckpt_enable */
+static long long ck_lock_always;           /* kumi_ckpt_lock_always */
 static double ck_lock_timeout = 10.0;      /* kumi_ckpt_lock_timeout */
 static double ck_drain_timeout = 120.0;    /* kumi_ckpt_drain_timeout */
 static const char *ck_restart_prog;        /* kumi_ckpt_restart_program (read by mpiexec) */
 static volatile int ck_ready;               /* between MPI_Init's end and MPI_Finalize's start */
 static unsigned ck_count;                  /* checkpoints this process went through */
+static int ck_restarted;                   /* kumi_ckpt_resume in a restarted process */
 
 void kumi_ckpt_register_params(void)
 {
     kumi_param_register_int("kumi", "ckpt", "enable", 0,
                             "Coordinated checkpoints of the job (SIGQUIT to mpiexec, kumi_ckpt PID): "
-                            "1 runs every rank with the library lock on, so that a checkpoint thread can "
-                            "stop the job at a consistent cut (set by mpiexec --ckpt)",
+                            "1 starts a checkpoint thread in every rank, which takes the library lock "
+                            "when a checkpoint is requested and stops the job at a consistent cut "
+                            "(set by mpiexec --ckpt)",
                             KUMI_LEVEL_USER, &ck_enable);
+    kumi_param_register_int("kumi", "ckpt", "lock_always", 0,
+                            "1: a job with checkpoints runs with the library lock on from MPI_Init to "
+                            "MPI_Finalize (0: only while a checkpoint is requested)",
+                            KUMI_LEVEL_DEV, &ck_lock_always);
     kumi_param_register_double("kumi", "ckpt", "lock_timeout", 10.0,
                                "Seconds a checkpoint waits for a rank's thread to leave the library "
                                "before the rank refuses the checkpoint",
@@ -102,12 +119,32 @@ KUMI_EXPORT int kumi_ckpt_enabled(void)
     return ck_enable != 0;
 }
 
-/* At the end of MPI_Init: the library lock is on from now on. */
+/* At the end of MPI_Init (no call inside: MPI_Init runs without the lock):
+ * entry points count the calls from now on, or the lock is on for good. */
+static void lock_setup(void)
+{
+    if (kumi_mt || (!ck_lock_always && kumi_lock_ck_setup())) return;
+    if (ck_lock_always) {
+        __atomic_store_n(&kumi_mt, true, __ATOMIC_SEQ_CST);
+        return;
+    }
+    kumi_log(1, "checkpoints: membarrier(2) is not available: the library lock is on for the whole job");
+    __atomic_store_n(&kumi_mt, true, __ATOMIC_SEQ_CST);
+}
+
 void kumi_ckpt_init_done(void)
 {
     if (!ck_enable) return;
-    kumi_mt = true;
+    lock_setup();
     __atomic_store_n(&ck_ready, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The end of a checkpoint (or of its refusal): entries go without the lock
+ * again, and those that took it meanwhile get it. */
+static void release(void)
+{
+    kumi_lock_ck_lower();
+    kumi_unlock_slow();
 }
 
 /* At the start of MPI_Finalize (the caller holds the lock). */
@@ -136,29 +173,53 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
                  "or set KUMI_CKPT_ENABLE=1)", me);
         return 0;
     }
-    if (!kumi_mt || !__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST)) {   /* the lock is not on yet */
+    if (!__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST)) {   /* not initialized yet, or finalizing */
         snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
         return 0;
     }
     double end = kumi_time() + ck_lock_timeout;
-    while (!kumi_lock_try()) {
-        if (!__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST)) {   /* MPI_Finalize started meanwhile */
-            snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
+    char rw[400] = "";                     /* why an RMA epoch held the checkpoint back */
+    for (;;) {
+        kumi_lock_ck_raise();              /* calls from now on take the lock */
+        bool locked = false;
+        /* the lock, then no call left inside without it */
+        while (!(locked = locked || kumi_lock_try()) || kumi_lock_ck_inside() > 0) {
+            const char *w = !__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST) ? "finalize"      /* MPI_Finalize started */
+                            : kumi_time() > end ? "timeout" : NULL;
+            if (w) {
+                if (*w == 'f')
+                    snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
+                else if (rw[0])                /* the time went waiting for an RMA epoch's end */
+                    snprintf(why, len, "rank %d: %s for %g s (kumi_ckpt_lock_timeout; a checkpoint waits until "
+                             "no RMA epoch but fence epochs is open)", me, rw, ck_lock_timeout);
+                else
+                    snprintf(why, len, "rank %d stayed inside the library for %g s (kumi_ckpt_lock_timeout)", me,
+                             ck_lock_timeout);
+                if (locked) release();
+                else kumi_lock_ck_lower();
+                return 0;
+            }
+            usleep(200);
+        }
+        /* RMA epochs other than fence epochs: the program goes on until it
+         * is between them (rma/rma_ckpt.c) */
+        int busy = __atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST) ? kumi_rma_ckpt_busy(rw, sizeof rw) : 0;
+        if (busy == 0) break;
+        if (busy < 0 || kumi_time() > end) {
+            if (busy < 0)
+                snprintf(why, len, "rank %d: %s", me, rw);
+            else
+                snprintf(why, len, "rank %d: %s for %g s (kumi_ckpt_lock_timeout; a checkpoint waits until no "
+                         "RMA epoch but fence epochs is open)", me, rw, ck_lock_timeout);
+            release();
             return 0;
         }
-        if (kumi_time() > end) {
-            snprintf(why, len, "rank %d stayed inside the library for %g s (kumi_ckpt_lock_timeout)", me,
-                     ck_lock_timeout);
-            return 0;
-        }
-        usleep(200);
+        release();
+        usleep(1000);
     }
     const char *e = kumi_sched_engine();
     if (!__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST))
         snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
-    else if (kumi_rma_nwins > 0)
-        snprintf(why, len, "rank %d has %d RMA window%s: windows cannot be checkpointed (free them first)", me,
-                 kumi_rma_nwins, kumi_rma_nwins == 1 ? "" : "s");
     else if (kumi_part_used)
         snprintf(why, len, "rank %d made partitioned requests (MPI_Psend_init / MPI_Precv_init): "
                  "partitioned communication cannot be checkpointed", me);
@@ -172,7 +233,7 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
         if (kumi_req_ckpt_check(w, sizeof w) == 0) return 1;
         snprintf(why, len, "rank %d: %s", me, w);
     }
-    kumi_unlock_slow();
+    release();
     return 0;
 }
 
@@ -279,14 +340,14 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
     int me = kumi_world_rank();
     if (!go) {
         snprintf(out, outlen, "rank %d: cancelled (another rank refused)", me);
-        kumi_unlock_slow();
+        release();
         return 0;
     }
     const char *bname = "?";
     const struct kumi_ckpt_ops *be = backend(&bname);
     double t0 = kumi_time();
     if (cut(out, outlen) != 0) {
-        kumi_unlock_slow();
+        release();
         return 0;
     }
     double t1 = kumi_time();
@@ -323,6 +384,8 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
             _exit(1);
         }
         ck_count++;
+        ck_restarted = 1;
+        lock_setup();                      /* a new process: membarrier's registration is gone */
         snprintf(out, outlen, "restarted");
         return 2;                          /* the launcher client joins the new job, then kumi_ckpt_resume */
     }
@@ -351,6 +414,30 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
     return kumi_ckpt_resume(out, outlen) && ok;
 }
 
+/* A restarted process's windows (rma/rma_ckpt.c): their host segments
+ * shared again, the process ids of their host's ranks new; every rank takes
+ * part in the launcher's fences. */
+static int pid_of(int world_rank)
+{
+    char v[32];
+    return kumi_rpim_get(world_rank, "ckpt.pid", v, sizeof v) == 0 ? atoi(v) : -1;
+}
+
+static int rma_restarted(void)
+{
+    char v[32], why[400] = "";
+    int rc, bad;
+    ck_restarted = 0;
+    snprintf(v, sizeof v, "%ld", (long)getpid());
+    bad = kumi_rma_ckpt_lead(why, sizeof why);
+    if ((rc = kumi_rpim_put("ckpt.pid", v)) || (rc = kumi_rpim_fence())) return rc;
+    if (!bad) bad = kumi_rma_ckpt_join(pid_of, why, sizeof why);
+    if ((rc = kumi_rpim_fence())) return rc;
+    kumi_rma_ckpt_unlink();
+    if (bad) return kumi_error(MPI_ERR_OTHER, "restart of rank %d: %s", kumi_world_rank(), why);
+    return MPI_SUCCESS;
+}
+
 /* After a checkpoint (or in a restarted process, once the launcher client
  * joined the new job): the transports wire up again, the lock is released. */
 KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen)
@@ -361,6 +448,7 @@ KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen)
         int rc = kumi_rpim_put("kumi.host", kumi_hostname());   /* a new launcher's table lacks them */
         if (!rc) rc = kumi_rpim_put("kumi.hostid", kumi_host_id());
         if (!rc) rc = kumi_req_ckpt_rewire();
+        if (!rc && ck_restarted) rc = rma_restarted();
         if (rc != MPI_SUCCESS) {
             /* the transports are gone: the job cannot go on */
             char m[MPI_MAX_ERROR_STRING];
@@ -369,6 +457,6 @@ KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen)
             kumi_abort_job(1, m);
         }
     }
-    kumi_unlock_slow();
+    release();
     return 1;
 }

@@ -177,12 +177,15 @@ static void sleep_over(void)
 
 /* Sleep until a transport's descriptor is ready (or the timeout).  At
  * MPI_THREAD_MULTIPLE the library lock is released meanwhile, so each
- * thread gathers its descriptors into its own buffer, plus the wake-up fd. */
+ * thread gathers its descriptors into its own buffer, plus the wake-up fd.
+ * In a job with checkpoints a checkpoint may run while the thread sleeps
+ * (core/lock.c) and re-create pfds: its own buffer too. */
 static void sleep_on_fds(void)
 {
     static _Thread_local struct pollfd *mine;
-    struct pollfd *fds = kumi_mt ? mine : pfds;
-    if (kumi_mt && !mine && pfds) fds = mine = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *mine);
+    bool own = kumi_mt || kumi_lock_track;
+    struct pollfd *fds = own ? mine : pfds;
+    if (own && !mine && pfds) fds = mine = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *mine);
     int nf = 0, nosleep = 0, nap = 0;
     if (fds)
         for (int i = 0; i < npops && nf < KUMI_MAX_POLLFDS; i++)
@@ -294,7 +297,8 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             if (sleep_and_poll() > 0) { phase = P_SPIN; n = 0; }
             continue;
         }
-        if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* spinning: let other threads in */
+        if (kumi_lock_let_in()) kumi_lock_reacquire(kumi_lock_release_all());   /* spinning: let other threads
+                                                                                   (a checkpoint) in */
     }
     if (tp > 0) kumi_pv.progress_secs += kumi_time() - tp;
 }

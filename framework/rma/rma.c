@@ -340,7 +340,7 @@ void rma_acc_unlock(struct kumi_win_ctl *c)
 
 /* ------------------------------------------------------------ life cycle */
 
-int kumi_rma_nwins;                      /* windows that exist (checkpoints refuse them) */
+int kumi_rma_nwins;                      /* windows that exist */
 
 int kumi_rma_win_init(struct kumi_win *w)
 {
@@ -371,6 +371,7 @@ int kumi_rma_win_init(struct kumi_win *w)
     }
     w->rma = m;
     kumi_rma_nwins++;                    /* kumi_rma_win_fini counts it out */
+    rma_ckpt_link(m);
     if (!m->sent || !m->applied || !m->complete_count || !m->lock || !m->lock_nocheck || !m->granted || !m->acks ||
         !m->posts || !m->completes || !m->lockw || !m->cma_off || !m->synced || !m->rejected || !m->local2rank) {
         kumi_rma_win_fini(w, NULL);
@@ -413,6 +414,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
     free(m->start_ranks); free(m->post_ranks);
     free(m->q);
     kumi_rma_nwins--;
+    rma_ckpt_unlink(m);
     free(m);
     w->rma = NULL;
     return MPI_SUCCESS;

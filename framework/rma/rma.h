@@ -134,6 +134,15 @@ int kumi_win_err_handle(struct kumi_win *w, int code);
  * it returns MPI_ERR_RMA_SYNC if an epoch is still open. */
 int kumi_rma_win_init(struct kumi_win *w);
 extern int kumi_rma_nwins;               /* windows that exist */
+/* rma_ckpt.c: checkpoints (mpi/ckpt.c).  _busy: 1 while an epoch other than
+ * a fence epoch is open on a window (*why says which), -1 for a window that
+ * cannot be checkpointed at all; in a restarted process, after the
+ * transports' wire-up, with the launcher's fence between the steps: _lead,
+ * _join (pid_of: a rank's new process id), _unlink; -1 and *why on failure. */
+int kumi_rma_ckpt_busy(char *why, size_t len);
+int kumi_rma_ckpt_lead(char *why, size_t len);
+int kumi_rma_ckpt_join(int (*pid_of)(int world_rank), char *why, size_t len);
+void kumi_rma_ckpt_unlink(void);
 void kumi_rma_register_params(void);
 void kumi_rma_register(void);          /* registers the request kind KUMI_REQ_RMA */
 extern int kumi_rma_direct;         /* parameter kumi_base_rma_direct */

@@ -88,6 +88,7 @@ struct kumi_rma {
     bool draining;                      /* ctl_done is handling queued control messages */
     struct rma_msg *q;                  /* control messages not handled yet (a ring) */
     size_t qh, qn, qcap;
+    struct kumi_rma *ck_next;           /* every window's (rma_ckpt.c) */
 };
 
 /* The target memory of one operation: blocks from mem, mapped in this
@@ -100,6 +101,8 @@ struct tmem {
 };
 
 void rma_acc_lock(struct kumi_win_ctl *c);
+void rma_ckpt_link(struct kumi_rma *m);  /* rma_ckpt.c: the list of windows */
+void rma_ckpt_unlink(struct kumi_rma *m);
 void rma_acc_unlock(struct kumi_win_ctl *c);
 int rma_check_target(struct kumi_win *w, const char *fn, int rank);
 bool rma_in_epoch(struct kumi_rma *m, int t);

@@ -2,8 +2,8 @@
 # Coordinated checkpoints of a whole job (issue 20): a checkpoint and a
 # restart of 4 ranks (tests/mpi/ckpt_job.c with SIZE MiB of heap each)
 # against the image size, in GB/s of image, next to dd writing the same bytes
-# in the same run; and the cost of --ckpt (the library lock on) on a run
-# without a request.  make bench's configuration ckpt; not part of make check.
+# in the same run; and the cost of --ckpt (calls counted, the lock off until
+# a request) on a run without a request.  make bench's configuration ckpt; not part of make check.
 #
 #   top_builddir=BUILD tests/bench/ckpt-job-bench.sh   (CKPT_BENCH_SIZES, MiB per rank: "10 100";
 #   make bench's configuration ckpt: "10 100 1000", quick "10 100"; CKPT_BENCH_REPS: 5)
@@ -51,7 +51,7 @@ for mb in ${CKPT_BENCH_SIZES:-10 100}; do
     printf "%8s %10s | %9s %9s | %9s %9s\n" "$mb" "$imb" "$rate" "$dr" "$cs" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
 done
 rm -rf "$DIR/c"
-# the cost of --ckpt without a request (the library lock on): runs with and
+# the cost of --ckpt without a request (calls counted, lock off): runs with and
 # without it interleaved, CKPT_BENCH_REPS (5) of each, medians and the ratio
 # (target: under 1 %)
 reps=${CKPT_BENCH_REPS:-5} iters=${CKPT_BENCH_ITERS:-2000}

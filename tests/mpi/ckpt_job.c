@@ -17,7 +17,8 @@
  *     block K  at iteration K rank 0 prints "blocking" and waits (outside MPI)
  *              for the file ./go to exist, while rank 1 waits in MPI_Recv for
  *              its message and the others in MPI_Barrier
- *     win      keeps an RMA window open the whole run
+ *     win      keeps an RMA window with a passive-target epoch (a shared
+ *              lock of itself) open the whole run
  *     mem MB   also holds MB MiB of touched heap per rank (tests/bench/ckpt-job-bench.sh)
  * Each rank prints "iteration I" on stderr every 10 iterations (rank 0 only). */
 #include <mpi.h>
@@ -69,7 +70,10 @@ int main(int argc, char **argv)
     CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half));
     MPI_Win win = MPI_WIN_NULL;
     double wbuf[16];
-    if (use_win) CHECK(MPI_Win_create(wbuf, sizeof wbuf, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    if (use_win) {
+        CHECK(MPI_Win_create(wbuf, sizeof wbuf, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        CHECK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+    }
 
     /* the message that waits in the unexpected queue (its RTS: a rendezvous
      * whose data stay at the sender until the receive is posted) */
@@ -129,7 +133,10 @@ int main(int argc, char **argv)
         for (int i = 0; i < size; i++) t = (t ^ all[i]) * 0x100000001b3ull;
         printf("result %016llx\n", (unsigned long long)t);
     }
-    if (use_win) MPI_Win_free(&win);
+    if (use_win) {
+        MPI_Win_unlock(rank, win);
+        MPI_Win_free(&win);
+    }
     MPI_Comm_free(&half);
     MPI_Type_free(&strided);
     free(all);

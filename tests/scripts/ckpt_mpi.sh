@@ -10,8 +10,9 @@
 #     kumi_ckpt --info checks), the result bit for bit the uninterrupted one.
 #  3. the same over tcp (MPI_COMPONENTS=p2p=self,tcp), requested with kumi_ckpt PID.
 #  4. a rank blocked in MPI_Recv and one computing outside MPI at the request.
-#  5. refused with a clear message, the job going on: an RMA window open; a job
-#     without --ckpt.
+#  5. refused with a clear message, the job going on: an RMA window with a
+#     passive-target epoch open the whole run (a checkpoint waits
+#     kumi_ckpt_lock_timeout for the end of the epoch); a job without --ckpt.
 #  6. --checkpoint-and-stop: exit 0 once written; a truncated image is reported
 #     damaged by kumi_ckpt --info (exit 1).
 #  7. kumi_ckpt refuses a process that is not mpiexec.
@@ -144,7 +145,8 @@ refused() { # NAME PATTERN ARGS...
         || { show ref_$name.log; fail "$name: exit $rc"; }
     [ ! -e manifest ] || { fail "$name: a manifest was written"; rm -f manifest; }
 }
-refused window "not written: rank [0-9]* has 1 RMA window" --ckpt -n $NP "$PROG" $ITERS win
+KUMI_CKPT_LOCK_TIMEOUT=1 refused window "not written: rank [0-9]*: window .* passive-target epoch (MPI_Win_lock) is open for" \
+    --ckpt -n $NP "$PROG" $ITERS win
 refused disabled "checkpoints are not enabled for this job" -n $NP "$PROG" $ITERS
 
 # 6. checkpoint-and-stop
