@@ -108,6 +108,9 @@ int main(int argc, char **argv)
     unsigned char *sb = malloc(maxn + 1), *rb = malloc(maxn + 64);
     KT_CHECK(sb && rb);
 
+    /* a receiver says whether it can read a sender at the end of its
+     * MPI_Init (until then its peers send inline) */
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int dir = 0; dir < 2; dir++) {
         int from = dir, to = 1 - dir;
         for (int late = 0; late < 2; late++)

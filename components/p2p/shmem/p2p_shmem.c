@@ -35,11 +35,15 @@ size_t p2p_shmem_nqueued;          /* ops queued or waiting for an ACK */
 int p2p_shmem_in_progress;
 volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with CMA */
 
-/* Switch points of the 8-64 KiB band (measured: see the commit and
- * tests/bench): eager_limit (inline up to it, CMA above when possible),
- * pipeline_min (pieces of pipeline_chunk from it). */
-#define PIPE_MIN_DEFAULT   (16 * 1024)
-#define PIPE_CHUNK_DEFAULT (8 * 1024)
+/* Switch points of the 8-64 KiB band, chosen by measurement (mpibench lat
+ * and bibw, 2 ranks bound, interleaved with Open MPI and MPICH; 2026-11-28):
+ * with CMA, a rendezvous pulled in one copy beats the two copies through the
+ * ring in latency from about 6 KiB (8 KiB: 1.31 vs 1.54 us, 16 KiB: 1.59 vs
+ * 2.72) and in bi-directional bandwidth from 16 KiB, but not at 8 KiB (11.5
+ * vs 15-16 GB/s): CMA above 8 KiB.  Without CMA, pieces of 4 KiB from 8 KiB
+ * on (16 KiB: 2.20 vs 2.73 us whole, 32 KiB: 3.73 vs 4.66, bibw alike). */
+#define PIPE_MIN_DEFAULT   (8 * 1024)
+#define PIPE_CHUNK_DEFAULT (4 * 1024)
 #define CMA_MIN_DEFAULT    (8 * 1024 + 1)
 
 static void p2p_shmem_register(void)
