@@ -421,6 +421,7 @@ bool kumi_lock_try(void);              /* kumi_lock_slow if free now (checkpoint
 static inline void kumi_lock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_lock_slow(); }
 static inline void kumi_unlock(void) { if (__builtin_expect(kumi_mt, 0)) kumi_unlock_slow(); }
 int kumi_lock_release_all(void);
+bool kumi_lock_wanted(void);           /* another application thread waits for it */
 void kumi_lock_reacquire(int depth);
 /* For the progress thread (sched/engine.c): marks the calling thread as the
  * engine, which works only while no application thread is inside the

@@ -294,7 +294,9 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             if (sleep_and_poll() > 0) { phase = P_SPIN; n = 0; }
             continue;
         }
-        if (kumi_mt) kumi_lock_reacquire(kumi_lock_release_all());   /* spinning: let other threads in */
+        /* spinning: let other threads in (when one waits, and every 64th
+         * round for those that only try: the checkpoint thread) */
+        if (kumi_mt && (kumi_lock_wanted() || (n & 63) == 0)) kumi_lock_reacquire(kumi_lock_release_all());
     }
     if (tp > 0) kumi_pv.progress_secs += kumi_time() - tp;
 }
