@@ -41,12 +41,15 @@
  * layer sees the header; the type is the byte at offset 10 of either kind
  * of cell), then for
  *   MSG  the payload inline (hdr.paylen bytes, padded to 64): eager copy-in /
- *        copy-out; written before the stamp when it fits the free space
- *        (P2P_SHMEM_F_WHOLE: the receiver takes it at once); a payload larger
- *        than the free space streams through the ring in pieces (the sender
- *        pushes more from progress() as the receiver frees space, and the
- *        tail counter says how far the receiver may read): this is also the
- *        pipelined two-copy path for large messages when CMA is not possible;
+ *        copy-out; written before the stamp when it fits the free space and
+ *        is smaller than p2p_shmem_pipeline_min (P2P_SHMEM_F_WHOLE: the
+ *        receiver takes it at once); else the record goes first and the
+ *        payload streams through the ring in pieces of at most
+ *        p2p_shmem_pipeline_chunk bytes, the tail counter (stored after each
+ *        piece, and only then) saying how far the receiver may read: it
+ *        copies one piece out while the sender writes the next, and the
+ *        sender pushes more from progress() as the receiver frees space.
+ *        This is also the two-copy path for large messages without CMA;
  *   CMA  one more cell {address, cookie}: the receiver copies the payload
  *        with process_vm_readv straight from the sender's buffer into rx->dst
  *        (one copy), then answers with an ACK record carrying the cookie; the
@@ -58,7 +61,11 @@
  * record; the receiver keeps the descriptor until a receive matches and the
  * request layer calls p2p_shmem_pull(), which copies and answers ACK (no CTS
  * and no DATA message).  A DATA message of the CTS/DATA protocol goes the
- * same way.  Eager messages and smaller payloads always go inline.
+ * same way.  Eager messages and smaller payloads always go inline.  The
+ * switch points (p2p_shmem.c, chosen by measurement): towards a receiver
+ * that can read us, eager_limit(peer) is cma_min - 1, so that every message
+ * of cma_min bytes or more is pulled in one copy; otherwise eager up to
+ * p2p_shmem_eager_limit, pipelined from pipeline_min.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
