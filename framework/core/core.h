@@ -506,6 +506,7 @@ bool kumi_lock_ck_raise(void);
 int kumi_lock_ck_inside(void);
 void kumi_lock_ck_lower(void);
 int kumi_lock_release_all(void);
+bool kumi_lock_wanted(void);           /* another application thread waits for it */
 void kumi_lock_reacquire(int depth);
 /* For the progress thread (sched/engine.c): marks the calling thread as the
  * engine, which works only while no application thread is inside the

@@ -297,8 +297,12 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             if (sleep_and_poll() > 0) { phase = P_SPIN; n = 0; }
             continue;
         }
-        if (kumi_lock_let_in()) kumi_lock_reacquire(kumi_lock_release_all());   /* spinning: let other threads
-                                                                                   (a checkpoint) in */
+        /* spinning: let other threads in — at MPI_THREAD_MULTIPLE when one
+         * waits (and every 64th round for those that only try: the checkpoint
+         * thread), and in a call of a checkpoint job that a raised checkpoint
+         * waits for (kumi_lock_let_in) */
+        if (kumi_mt ? (kumi_lock_wanted() || (n & 63) == 0) : kumi_lock_let_in())
+            kumi_lock_reacquire(kumi_lock_release_all());
     }
     if (tp > 0) kumi_pv.progress_secs += kumi_time() - tp;
 }

@@ -8,6 +8,7 @@
 
 /* parameters */
 size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
+size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk;
 const char *p2p_shmem_cma_mode;
 const char *p2p_shmem_cma_status;
 char p2p_shmem_cma_status_buf[160];
@@ -34,6 +35,17 @@ size_t p2p_shmem_nqueued;          /* ops queued or waiting for an ACK */
 int p2p_shmem_in_progress;
 volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with CMA */
 
+/* Switch points of the 8-64 KiB band, chosen by measurement (mpibench lat
+ * and bibw, 2 ranks bound, interleaved with Open MPI and MPICH; 2026-11-28):
+ * with CMA, a rendezvous pulled in one copy beats the two copies through the
+ * ring in latency from about 6 KiB (8 KiB: 1.31 vs 1.54 us, 16 KiB: 1.59 vs
+ * 2.72) and in bi-directional bandwidth from 16 KiB, but not at 8 KiB (11.5
+ * vs 15-16 GB/s): CMA above 8 KiB.  Without CMA, pieces of 4 KiB from 8 KiB
+ * on (16 KiB: 2.20 vs 2.73 us whole, 32 KiB: 3.73 vs 4.66, bibw alike). */
+#define PIPE_MIN_DEFAULT   (8 * 1024)
+#define PIPE_CHUNK_DEFAULT (4 * 1024)
+#define CMA_MIN_DEFAULT    (8 * 1024 + 1)
+
 static void p2p_shmem_register(void)
 {
     kumi_param_register_size("p2p", "shmem", "eager_limit", 64 * 1024,
@@ -43,13 +55,24 @@ static void p2p_shmem_register(void)
     kumi_param_register_size("p2p", "shmem", "ring_size", 256 * 1024,
                              "Bytes of each per-pair ring (a power of two, at least 4k)",
                              KUMI_LEVEL_TUNER, &p2p_shmem_ringsz);
+    kumi_param_register_size("p2p", "shmem", "pipeline_min", PIPE_MIN_DEFAULT,
+                             "Smallest payload copied through the ring in pieces that the receiver "
+                             "copies out while the sender writes the next (pipelined); smaller ones "
+                             "are written whole before the receiver sees them (0: never pipelined)",
+                             KUMI_LEVEL_TUNER, &p2p_shmem_pipe_min);
+    kumi_param_register_size("p2p", "shmem", "pipeline_chunk", PIPE_CHUNK_DEFAULT,
+                             "Bytes of one piece of a pipelined payload (a multiple of 64; at most "
+                             "a quarter of the ring)",
+                             KUMI_LEVEL_TUNER, &p2p_shmem_pipe_chunk);
     kumi_param_register_string("p2p", "shmem", "cma", "auto",
                                "Single-copy transfers with process_vm_readv (CMA): auto (use it "
                                "where the kernel allows), on (warn if refused), off (always the "
                                "pipelined two-copy path)",
                                KUMI_LEVEL_USER, &p2p_shmem_cma_mode);
-    kumi_param_register_size("p2p", "shmem", "cma_min", 16 * 1024,
-                             "Smallest payload moved with CMA rather than through the ring",
+    kumi_param_register_size("p2p", "shmem", "cma_min", CMA_MIN_DEFAULT,
+                             "Smallest message moved with CMA (rendezvous, one copy) rather than "
+                             "through the ring, when the receiver can read the sender (below it, "
+                             "eager up to eager_limit)",
                              KUMI_LEVEL_TUNER, &p2p_shmem_cma_min);
     if (!p2p_shmem_cma_mode || (strcmp(p2p_shmem_cma_mode, "auto") && strcmp(p2p_shmem_cma_mode, "on") &&
                                 strcmp(p2p_shmem_cma_mode, "off"))) {
@@ -189,6 +212,10 @@ static int p2p_shmem_init(void)
     if (p2p_shmem_ringsz < 4096 || (p2p_shmem_ringsz & (p2p_shmem_ringsz - 1)))
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "p2p_shmem_ring_size (%zu) must be a power of "
                               "two of at least 4096", p2p_shmem_ringsz);
+    /* pieces: whole cells, at most a quarter of the ring */
+    p2p_shmem_pipe_chunk &= ~(size_t)(P2P_SHMEM_CELL - 1);
+    if (p2p_shmem_pipe_chunk > p2p_shmem_ringsz / 4) p2p_shmem_pipe_chunk = p2p_shmem_ringsz / 4;
+    if (p2p_shmem_pipe_chunk < P2P_SHMEM_CELL) p2p_shmem_pipe_chunk = P2P_SHMEM_CELL;
     if (!kumi_jobkey_secret())
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "no job secret (KUMI_JOB_SECRET) to name the "
                               "segments with");
@@ -251,6 +278,7 @@ static int p2p_shmem_init(void)
     p2p_shmem_seg->nranks = p2p_shmem_size;
     p2p_shmem_seg->ringsize = p2p_shmem_ringsz;
     p2p_shmem_seg->hdrsize = p2p_shmem_hdrsize(p2p_shmem_size);
+    p2p_shmem_membar_init();
     {                                     /* the key of the records' stamps (p2p_shmem.h) */
         uint64_t key = 0;
         if (getrandom(&key, sizeof key, GRND_NONBLOCK) != (ssize_t)sizeof key)
@@ -363,9 +391,17 @@ int p2p_shmem_reaches(int peer)
            p2p_shmem_peers[peer].same_host;
 }
 
+/* Towards a peer that can read us with CMA, messages of at least cma_min
+ * bytes go by rendezvous, pulled in one copy (p2p_shmem_rget); else
+ * eagerly up to eager_limit (written whole, or pipelined from
+ * pipeline_min), rendezvous through the ring above. */
 static size_t p2p_shmem_eager_limit(int peer)
 {
-    (void)peer;
+    if (p2p_shmem_cma_min <= p2p_shmem_eager && p2p_shmem_reaches(peer)) {
+        struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
+        if ((p->seg || p2p_shmem_attach(p, peer) == 0) && p2p_shmem_peer_cma(p))
+            return p2p_shmem_cma_min ? p2p_shmem_cma_min - 1 : 0;
+    }
     return p2p_shmem_eager;
 }
 

@@ -41,12 +41,15 @@
  * layer sees the header; the type is the byte at offset 10 of either kind
  * of cell), then for
  *   MSG  the payload inline (hdr.paylen bytes, padded to 64): eager copy-in /
- *        copy-out; written before the stamp when it fits the free space
- *        (P2P_SHMEM_F_WHOLE: the receiver takes it at once); a payload larger
- *        than the free space streams through the ring in pieces (the sender
- *        pushes more from progress() as the receiver frees space, and the
- *        tail counter says how far the receiver may read): this is also the
- *        pipelined two-copy path for large messages when CMA is not possible;
+ *        copy-out; written before the stamp when it fits the free space and
+ *        is smaller than p2p_shmem_pipeline_min (P2P_SHMEM_F_WHOLE: the
+ *        receiver takes it at once); else the record goes first and the
+ *        payload streams through the ring in pieces of at most
+ *        p2p_shmem_pipeline_chunk bytes, the tail counter (stored after each
+ *        piece, and only then) saying how far the receiver may read: it
+ *        copies one piece out while the sender writes the next, and the
+ *        sender pushes more from progress() as the receiver frees space.
+ *        This is also the two-copy path for large messages without CMA;
  *   CMA  one more cell {address, cookie}: the receiver copies the payload
  *        with process_vm_readv straight from the sender's buffer into rx->dst
  *        (one copy), then answers with an ACK record carrying the cookie; the
@@ -58,7 +61,11 @@
  * record; the receiver keeps the descriptor until a receive matches and the
  * request layer calls p2p_shmem_pull(), which copies and answers ACK (no CTS
  * and no DATA message).  A DATA message of the CTS/DATA protocol goes the
- * same way.  Eager messages and smaller payloads always go inline.
+ * same way.  Eager messages and smaller payloads always go inline.  The
+ * switch points (p2p_shmem.c, chosen by measurement): towards a receiver
+ * that can read us, eager_limit(peer) is cma_min - 1, so that every message
+ * of cma_min bytes or more is pulled in one copy; otherwise eager up to
+ * p2p_shmem_eager_limit, pipelined from pipeline_min.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
@@ -77,11 +84,20 @@
  * to write into); if nothing is there it hands out its doorbell: an
  * abstract-namespace UNIX datagram socket "\0kumi.<jobid>.<rank>.<token>"
  * (nothing on disk; the token as above, from another label, so that the
- * name cannot be bound by someone else first).  A writer publishes its tail,
- * makes a full fence, and when the receiver's word is 1 swaps it to 2 and
- * sends one byte (so one datagram per sleep, whatever the number of writers).  A reader that freed ring space
- * does the same for the sender of that ring (a sender may sleep waiting for
- * space or for an ACK).  progress() clears the word and drains the socket,
+ * name cannot be bound by someone else first).  A writer publishes its
+ * record (the stamp), then reads the receiver's word, and when it is 1 swaps
+ * it to 2 and sends one byte (so one datagram per sleep, whatever the number
+ * of writers).  A reader that freed ring space does the same for the sender
+ * of that ring (a sender may sleep waiting for space or for an ACK).  The
+ * store before the load on one side and the store of the word before the
+ * re-check on the other need a full barrier between them (or both could miss
+ * the other): the sleeper, about to sleep, calls
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which makes every running
+ * thread of the processes registered for it (every rank of the job, at init)
+ * execute one, so the writers, on the fast path, make none (a fence there
+ * costs the wait for the stamp's cache line to be owned, once per message).
+ * A rank whose kernel refuses membarrier says so in its segment's header
+ * (membar 0); writers to it, and a rank that could not register, fence.  progress() clears the word and drains the socket,
  * unless another thread of this process still sleeps on it (the thread
  * engine's progress thread while the application polls): pollfds(NULL, 0)
  * tells that a sleep is over.
@@ -138,7 +154,8 @@ struct p2p_shmem_seghdr {
     uint64_t ringsize;
     uint64_t hdrsize;
     uint64_t stampkey;                    /* random: keys the stamps of this segment's rings */
-    char pad0[64 - 40];
+    int32_t membar;                       /* 1: its owner calls membarrier() before it sleeps */
+    char pad0[64 - 44];
     _Atomic int sleeping;                 /* 0 awake, 1 sleeping, 2 rung (own line) */
     char pad1[64 - sizeof(int)];
     _Atomic unsigned char canread[];      /* per sender: P2P_SHMEM_CMA_* */
@@ -210,6 +227,7 @@ struct p2p_shmem_peer {
 
 /* parameters */
 extern size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
+extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk;
 extern const char *p2p_shmem_cma_mode;
 extern const char *p2p_shmem_cma_status;
 extern char p2p_shmem_cma_status_buf[160];
@@ -226,6 +244,10 @@ extern int *p2p_shmem_local;              /* same-host peers (not me) */
 extern int p2p_shmem_nlocal;
 extern int p2p_shmem_bellfd, p2p_shmem_readyfd;
 extern int p2p_shmem_cma_ok;              /* this rank may try CMA at all */
+/* membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) works and this process is
+ * registered for it: see "Doorbell" above (the fast paths make no fence
+ * towards a peer whose segment says membar). */
+extern int p2p_shmem_membar;
 /* Threads of this process asleep on the doorbell (the progress thread of the
  * thread engine while the application polls, or the other way round); while
  * one sleeps, progress() leaves the sleeping word and the socket to it, or
@@ -251,6 +273,7 @@ int p2p_shmem_attach(struct p2p_shmem_peer *p, int rank);
 void p2p_shmem_bell_addr(struct sockaddr_un *sa, socklen_t *len, int rank);
 void p2p_shmem_drain_bell(void);
 int p2p_shmem_pollfds(struct pollfd *fds, int max);
+void p2p_shmem_membar_init(void);
 
 /* p2p_shmem_cma.c */
 int p2p_shmem_yama(void);
@@ -352,11 +375,19 @@ static inline void p2p_shmem_get(struct p2p_shmem_peer *p, uint64_t pos, void *d
     }
 }
 
-/* After publishing something in a ring of rank p's: wake p if it sleeps. */
+/* After publishing something in a ring of rank p's (a record's stamp, or
+ * our head): wake p if it sleeps.  The store must be ordered before the load
+ * of p's sleeping word, as p's store of that word is before its re-check of
+ * its rings (pollfds()).  When both sides can, that order comes from p's
+ * membarrier() before it sleeps (a barrier on every CPU running us), so this
+ * side needs only a compiler barrier; else from a full fence here. */
 static inline void p2p_shmem_ring_bell(struct p2p_shmem_peer *p)
 {
     int one = 1;
-    atomic_thread_fence(memory_order_seq_cst);
+    if (__builtin_expect(p2p_shmem_membar && p->seg->membar, 1))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&p->seg->sleeping, memory_order_relaxed) == 1 &&
         atomic_compare_exchange_strong(&p->seg->sleeping, &one, 2)) {
         char b = 1;
@@ -366,9 +397,10 @@ static inline void p2p_shmem_ring_bell(struct p2p_shmem_peer *p)
     }
 }
 
+/* The tail counter is stored only by a streamed payload (the receiver finds
+ * records by their stamps): publishing a record is ringing the bell. */
 static inline void p2p_shmem_publish(struct p2p_shmem_peer *p)
 {
-    atomic_store_explicit(&p->octl->tail, p->otail, memory_order_release);
     p2p_shmem_ring_bell(p);
 }
 

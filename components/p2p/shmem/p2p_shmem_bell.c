@@ -3,6 +3,34 @@
  * socket, or a ready eventfd when its rings already hold work).  Ringing a
  * peer's bell is p2p_shmem_ring_bell() in p2p_shmem.h (on the send path). */
 #include "p2p_shmem.h"
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+
+int p2p_shmem_membar;
+
+static int p2p_shmem_membarrier(int cmd)
+{
+#ifdef __NR_membarrier
+    return (int)syscall(__NR_membarrier, cmd, 0, 0);
+#else
+    (void)cmd;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* At init: register this process for the global expedited barrier (so that
+ * a sleeping peer's membarrier() reaches our threads) and say in our
+ * segment whether we shall call it before sleeping. */
+void p2p_shmem_membar_init(void)
+{
+    int q = p2p_shmem_membarrier(MEMBARRIER_CMD_QUERY);
+    p2p_shmem_membar = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+                       p2p_shmem_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+    if (p2p_shmem_seg) p2p_shmem_seg->membar = p2p_shmem_membar;
+    kumi_log(2, "p2p/shmem: membarrier %s", p2p_shmem_membar ? "registered (the send path makes no fence)"
+                                                             : "not available (fences on the send path)");
+}
 
 void p2p_shmem_bell_addr(struct sockaddr_un *sa, socklen_t *len, int rank)
 {
@@ -34,6 +62,19 @@ int p2p_shmem_pollfds(struct pollfd *fds, int max)
     p2p_shmem_sleepers++;
     atomic_store_explicit(&p2p_shmem_seg->sleeping, 1, memory_order_seq_cst);
     atomic_thread_fence(memory_order_seq_cst);
+    if (p2p_shmem_membar && p2p_shmem_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0) {
+        /* refused now: writers that skipped their fence may have missed
+         * the word; from now on they fence (our header), and this sleep is
+         * a nap (a millisecond) */
+        kumi_warn("p2p/shmem: membarrier failed (%s); fences on the send path from now on", strerror(errno));
+        p2p_shmem_membar = 0;
+        p2p_shmem_seg->membar = 0;
+        atomic_thread_fence(memory_order_seq_cst);
+        fds[0].fd = p2p_shmem_readyfd;
+        fds[0].events = POLLIN;
+        fds[0].revents = 0;
+        return p2p_shmem_pending() ? 1 : KUMI_P2P_NAP;
+    }
     fds[0].fd = p2p_shmem_pending() ? p2p_shmem_readyfd : p2p_shmem_bellfd;
     fds[0].events = POLLIN;
     fds[0].revents = 0;

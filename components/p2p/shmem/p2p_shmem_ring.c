@@ -69,7 +69,10 @@ static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, 
             rec.hdr.reserved = P2P_SHMEM_REC_MSG;
             size_t paylen = (size_t)op->hdr.paylen;
             size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
-            if (paylen && p2p_shmem_ofree(p, whole) >= whole) {   /* the payload first, then the record */
+            /* the payload first, then the record; or (large, or no room)
+             * the record first, then the payload in pieces */
+            if (paylen && (paylen < p2p_shmem_pipe_min || !p2p_shmem_pipe_min) &&
+                p2p_shmem_ofree(p, whole) >= whole) {
                 p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, op->payload, paylen);
                 rec.hdr.pad = P2P_SHMEM_F_WHOLE;
                 need = whole;
@@ -81,25 +84,25 @@ static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, 
         *hdr_done = 1;
         if (rec.hdr.reserved != P2P_SHMEM_REC_MSG) return 1;
     }
-    /* inline payload, in pieces as space allows (the receiver reads up to
-     * the tail counter) */
+    /* inline payload, in pieces as space allows and of at most
+     * pipeline_chunk bytes (the receiver reads up to the tail counter,
+     * published after each piece, and copies one out while we write the
+     * next) */
     {
         size_t paylen = (size_t)op->hdr.paylen;
         while (op->toff < paylen) {
             size_t left = paylen - op->toff;
-            size_t fr = p2p_shmem_ofree(p, p2p_shmem_round(left) < P2P_SHMEM_CELL ? P2P_SHMEM_CELL
-                                                                                    : p2p_shmem_round(left));
+            size_t want = p2p_shmem_round(left) < p2p_shmem_pipe_chunk ? p2p_shmem_round(left) : p2p_shmem_pipe_chunk;
+            size_t fr = p2p_shmem_ofree(p, want);
             size_t n;
             fr &= ~(size_t)(P2P_SHMEM_CELL - 1);
             if (fr == 0) return 0;
+            if (fr > p2p_shmem_pipe_chunk) fr = p2p_shmem_pipe_chunk;
             n = left < fr ? left : fr;
             p2p_shmem_put(p, p->otail, (const char *)op->payload + op->toff, n);
             op->toff += n;
             p->otail += p2p_shmem_round(n);
-            if (op->toff < paylen) {
-                /* publish what is there so the receiver can start */
-                atomic_store_explicit(&p->octl->tail, p->otail, memory_order_release);
-            }
+            atomic_store_explicit(&p->octl->tail, p->otail, memory_order_release);
         }
     }
     return 1;
@@ -298,20 +301,23 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
             did = 1;
         } else {
             if (!p2p_shmem_rec_ready(p)) break;
-            const char *cell = p2p_shmem_cell(p->idata, p->ihead);
-            struct p2p_shmem_rec rec;
-            memcpy(&rec, cell, sizeof rec);
+            /* the cell is read once (one copy of its line) */
+            union { struct p2p_shmem_rec rec; struct p2p_shmem_short sh; } u;
+            memcpy(&u, p2p_shmem_cell(p->idata, p->ihead), sizeof u);
             /* the type is the byte at offset 10 in both kinds of cells (a
              * SHORT cell's paylen follows it) */
-            unsigned type = (unsigned char)cell[offsetof(struct p2p_shmem_short, type)], fl = rec.hdr.pad;
+            unsigned type = u.sh.type, fl = u.rec.hdr.pad;
+            if (type == P2P_SHMEM_REC_SHORT) {
+                p2p_shmem_take_short(peer, p, &u.sh);
+                recs++;
+                did = 1;
+                if (recs >= P2P_SHMEM_BATCH) break;
+                continue;
+            }
+            struct p2p_shmem_rec rec = u.rec;
             rec.hdr.reserved = 0;
             rec.hdr.pad = 0;
-            if (type == P2P_SHMEM_REC_SHORT) {
-                struct p2p_shmem_short c;
-                memcpy(&c, cell, sizeof c);
-                p2p_shmem_take_short(peer, p, &c);
-                recs++;
-            } else if (type == P2P_SHMEM_REC_CMA) {
+            if (type == P2P_SHMEM_REC_CMA) {
                 struct p2p_shmem_cmadesc d;
                 p2p_shmem_get(p, p->ihead + P2P_SHMEM_CELL, &d, sizeof d);
                 p->ihead += 2 * P2P_SHMEM_CELL;
@@ -362,7 +368,8 @@ int p2p_shmem_progress(void)
     for (int i = 0; i < p2p_shmem_nlocal; i++) {
         int r = p2p_shmem_local[i];
         struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
-        did |= p2p_shmem_poll_ring(r, p);
+        if (p->in_msg || p2p_shmem_rec_ready(p))      /* an idle ring costs one load */
+            did |= p2p_shmem_poll_ring(r, p);
         if (p->qhead) did |= p2p_shmem_flush(p);
     }
     p2p_shmem_in_progress = 0;
