@@ -37,9 +37,10 @@
  * call lasts long.  0 restores the immediate
  * hand-over (the thread wakes at every start and at every exit from the
  * library while a schedule runs).  A rank that mpiexec bound to cores lets
- * its progress thread run on any CPU of the host
- * (kumi_base_sched_thread_anycpu): the kernel puts it on a free core where
- * there is one, instead of on the rank's core next to the computation. */
+ * its progress thread run on every CPU of its NUMA node(s)
+ * (kumi_base_sched_thread_anycpu: 1, default; 2: every online CPU; 0: the
+ * rank's cores only): the kernel puts it on a free core where there is one,
+ * instead of on the rank's core next to the computation. */
 #define _GNU_SOURCE                     /* CPU_SET, pthread_setaffinity_np */
 #include "sched/sched.h"
 #include <kumi/param.h>
@@ -47,6 +48,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -85,8 +87,10 @@ void kumi_sched_register_params(void)
                             "waits at once runs it itself.  0: at once (a wake-up at every start and exit)",
                             KUMI_LEVEL_TUNER, &delay_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
-                            "1: the progress thread of a rank bound to cores may run on any CPU of the "
-                            "host (a free core where there is one); 0: it stays on the rank's cores",
+                            "Where the progress thread of a rank bound to cores may run: 1: on every CPU "
+                            "of the NUMA node(s) of the rank's cores (a free core near the rank's memory "
+                            "where there is one); 2: on every online CPU of the host; 0: on the rank's "
+                            "cores only (the thread inherits the binding)",
                             KUMI_LEVEL_TUNER, &anycpu);
     kumi_sched_uring_register_params();
     kumi_sched_kmod_register_params();
@@ -159,16 +163,65 @@ static void short_slice(void)
 
 /* A rank bound to cores (mpiexec's binding: KUMI_ENV_BIND_CPUS) would keep
  * its progress thread on them, next to the computation; the thread may run
- * on every online CPU instead (the kernel intersects the set with the
- * cgroup's), so it lands on a free core when there is one. */
+ * on more CPUs instead (the kernel intersects the set with the cgroup's),
+ * so it lands on a free core when there is one: those of the NUMA nodes
+ * that hold one of the rank's cores (anycpu 1: the thread touches the
+ * rank's buffers and the node's shared segments), or every online CPU
+ * (anycpu 2, and where sysfs says nothing about nodes). */
+static bool add_cpulist(const char *path, cpu_set_t *set)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    bool any = false;
+    for (char *p = buf; *p && *p != '\n';) {
+        char *e;
+        long a = strtol(p, &e, 10), b = a;
+        if (e == p) break;
+        if (*e == '-') { p = e + 1; b = strtol(p, &e, 10); if (e == p) break; }
+        for (long c = a; c <= b && c < CPU_SETSIZE; c++) if (c >= 0) { CPU_SET((int)c, set); any = true; }
+        p = *e == ',' ? e + 1 : e;
+    }
+    return any;
+}
+
+/* The CPUs of the NUMA nodes holding one of mine; false if sysfs has none. */
+static bool node_cpus(const cpu_set_t *mine, cpu_set_t *out)
+{
+    CPU_ZERO(out);
+    bool found = false;
+    for (int node = 0, misses = 0; node < 4096 && misses < 64; node++) {
+        char path[96];
+        cpu_set_t nset;
+        CPU_ZERO(&nset);
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
+        if (!add_cpulist(path, &nset)) { misses++; continue; }
+        misses = 0;
+        cpu_set_t both;
+        CPU_AND(&both, &nset, mine);
+        if (CPU_COUNT(&both) > 0) { CPU_OR(out, out, &nset); found = true; }
+    }
+    return found;
+}
+
 static void unbind_thread(void)
 {
     if (!anycpu || !getenv(KUMI_ENV_BIND_CPUS)) return;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (long i = 0; i < n && i < CPU_SETSIZE; i++) CPU_SET((int)i, &set);
-    if (n > 0) (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    cpu_set_t mine, set;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return;
+    if (anycpu == 1 && node_cpus(&mine, &set)) {
+        CPU_OR(&set, &set, &mine);
+    } else {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        CPU_ZERO(&set);
+        for (long i = 0; i < n && i < CPU_SETSIZE; i++) CPU_SET((int)i, &set);
+        if (n <= 0) return;
+    }
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+        kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps the rank's CPUs (%s)", strerror(errno));
 }
 
 static double now_secs(void)

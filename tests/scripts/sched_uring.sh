@@ -3,7 +3,8 @@
 # (p2p=self,tcp) at 2, 3 and 4 ranks: the non-blocking and persistent collective tests and
 # the CAD ring check their values, and each rank must have moved messages through io_uring
 # (its KUMI_VERBOSE summary); sched_uring shows data arriving while the root stays outside
-# MPI; with kumi_base_sched_uring_unavailable=1 the engine falls back to the loop engine
+# MPI (asleep), sched_uring_busy while it computes; with kumi_base_sched_uring_unavailable=1
+# the engine falls back to the loop engine
 # with one KUMI_VERBOSE line per rank and the data does not move without the root.
 # Skipped (77) where liburing's headers are not installed (Debian: liburing-dev); where they
 # are, Kumi must have been built with the engine.  Where io_uring is disabled on the host
@@ -24,7 +25,7 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
         echo "FAIL $name -n $n: exit $rc, $used of $n ranks moved messages through io_uring"
         fail=1
     else
-        echo "ok $name -n $n ($(echo "$out" | grep -E 'sched_uring: [0-9]+ ranks got' || echo values checked))"
+        echo "ok $name -n $n ($(echo "$out" | grep -E 'sched_uring(_busy)?: [0-9]+ ranks got' || echo values checked))"
     fi
     # the CAD ring's forwarding (receive a chunk, send it on) is a chain: linked SQEs
     if [ "$name" = cad_ring ] && [ "$n" -ge 3 ]; then
@@ -41,6 +42,7 @@ if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != 0 ]; t
 fi
 for n in 2 3 4; do
     run sched_uring "$n" ./sched_uring progress
+    run sched_uring_busy "$n" ./sched_uring_busy
     for t in nbc_basic nbc_persist cad_ring; do run "$t" "$n" "./$t"; done
 done
 run nbc_types 3 ./nbc_types
