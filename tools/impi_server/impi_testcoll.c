@@ -40,7 +40,7 @@
  * Then FINI both ways, FINI to the server.  PROTOACK every ackmark packets
  * read from a proc, never more than hiwater unacknowledged to one.  Exit 0,
  * or 1 naming the first difference. */
-#include <kumi/impi.h>
+#include "impi_testfhost.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -216,27 +216,10 @@ int main(int argc, char **argv)
     if (!server || K < 1 || (!tree && (NK < 2 || NK > 12)))
         DIE("usage: impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1} (K >= 1, 2 <= N <= 12)");
     struct kumi_impi_client c;
-    if (kumi_impi_client_connect(&c, server, timeout_s * 1000) != 0 ||
-        kumi_impi_client_auth(&c, 1u << KUMI_IMPI_AUTH_NONE, 0, NULL) != 0 || kumi_impi_client_impi(&c, K) != 0)
-        DIE("%s", c.err);
-    struct sockaddr_in me;
-    socklen_t ml = sizeof me;
-    getsockname(c.fd, (struct sockaddr *)&me, &ml);
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in la = { .sin_family = AF_INET };
-    socklen_t ll = sizeof la;
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof la) || listen(lfd, 16) ||
-        getsockname(lfd, (struct sockaddr *)&la, &ll))
-        DIE("cannot listen");
-    struct kumi_impi_host host = { .port = ntohs(la.sin_port), .nprocs = 1, .ackmark = 3, .hiwater = 5 };
-    struct kumi_impi_proc proc = { .pid = 4343 };
-    kumi_impi_hostid_set(host.id, AF_INET, &me.sin_addr);
-    memcpy(proc.id, host.id, 16);
-    struct kumi_impi_mine mine = { .datalen = 4096, .tagub = 32767, .xsize = -1, .maxlinear = -1, .nhosts = 1,
-                                   .nprocs = 1, .hosts = &host, .procs = &proc };
-    if (kumi_impi_client_labels(&c, &mine, &job) != 0 || kumi_impi_client_done(&c) != 0) DIE("%s", c.err);
+    int myhost;
+    const struct impi_tf_args ta = { "impi_testcoll", server, K, timeout_s, 4096, 3, 5, 4343 };
+    int *hfd = impi_tf_start(&ta, &c, &job, &myhost);
     F = job.first_proc_of_client[K];
-    int myhost = job.first_host[K];
     NP = job.nprocs;
     if (!tree && (job.nclients != 2 || job.c_nprocs[0] != NK || F != NK)) DIE("expected Kumi as client 0 with %d ranks", NK);
     if (tree && (job.nclients != 5 || K != 3 || job.c_nprocs[3] != 1 || NP > 16))
@@ -247,36 +230,6 @@ int main(int argc, char **argv)
     q = calloc((size_t)NP, sizeof *q);
     recvd = calloc((size_t)NP, sizeof *recvd);
     sent_unacked = calloc((size_t)NP, sizeof *sent_unacked);
-    /* the dance (sheet §2): every host of client 0 ranks lower: connect, send my host rank */
-    int *hfd = calloc((size_t)job.nhosts, sizeof *hfd);
-    for (int h = 0; h < myhost; h++) {
-        uint8_t a[16], r[4];
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)job.hosts[h].port) };
-        if (kumi_impi_hostid_get(job.hosts[h].id, a) != AF_INET) DIE("host %d is not IPv4", h);
-        memcpy(&sa.sin_addr, a, 4);
-        hfd[h] = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(hfd[h], (struct sockaddr *)&sa, sizeof sa) != 0) DIE("connect to host %d failed", h);
-        kumi_impi_put32(r, (uint32_t)myhost);
-        if (send(hfd[h], r, 4, 0) != 4) DIE("dance: send to host %d", h);
-    }
-    /* ... and every higher one connects here and sends its host rank */
-    for (int left = job.nhosts - 1 - myhost; left > 0;) {
-        struct pollfd lp = { .fd = lfd, .events = POLLIN };
-        if (poll(&lp, 1, timeout_s * 1000) <= 0) DIE("dance: timed out waiting for %d hosts", left);
-        int a = accept(lfd, NULL, NULL);
-        uint8_t r[4];
-        size_t got = 0;
-        while (a >= 0 && got < 4) {
-            ssize_t x = recv(a, r + got, 4 - got, 0);
-            if (x <= 0) DIE("dance: a host sent no rank");
-            got += (size_t)x;
-        }
-        uint32_t h = kumi_impi_get32(r);
-        if (a < 0 || h <= (uint32_t)myhost || h >= (uint32_t)job.nhosts || hfd[h]) DIE("dance: an unexpected host %u", h);
-        hfd[h] = a;
-        left--;
-    }
-    close(lfd);
     hconn = hfd;
     hfini = calloc((size_t)job.nhosts, sizeof *hfini);
     for (int r = 0; r < NP; r++)
