@@ -104,6 +104,10 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
     yield_rounds = yield_param >= 0 ? yield_param : 200;
     spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : bound ? 2e-3 : 0.0;
     yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : oversub ? 2e-3 : 0.0;
+    kumi_log(2, "progress: %s: spin %lld rounds and %.0f us idle, then yield %lld rounds and %.0f us, then sleep",
+             getenv(KUMI_ENV_BIND_CPUS) ? "bound by mpiexec"
+             : bound ? "kept on fewer CPUs than the machine's, one per rank of its launch"
+             : oversub ? "oversubscribed" : "not bound", spin_rounds, spin_secs * 1e6, yield_rounds, yield_secs * 1e6);
     npops = nidle = 0;
     for (int i = 0; ops && i < n && i < KUMI_MAX_TRANSPORTS; i++) {
         pused[npops] = !used || used[i];

@@ -27,6 +27,8 @@
 #     and the foreign proc checks the pk_cid (2, 4, 6, 8; collectives + 1) of the
 #     point-to-point and collective packets on them, the context-id Allreduce and the
 #     split's triples, and the barriers of MPI_Comm_free.
+#  9. one rank per client, each launch under taskset on one CPU with --bind-to none: the rank
+#     spins as a bound one (KUMI_VERBOSE=2's progress line), not as an oversubscribed one.
 set -u
 SERVER=$top_builddir/tools/impi_server/impi_server
 TESTCOLL=$top_builddir/tools/impi_server/impi_testcoll
@@ -197,6 +199,31 @@ done
 n=$(grep -c ': all checks passed$' "$dir/m.k.out")
 [ "$n" = 3 ] && ok "Kumi's 3 ranks got the foreign proc's messages on the dup, the split and the created communicator" \
     || fail "$n of 3 Kumi ranks passed the communicator script"
+
+# ---- 9. a launch of one rank kept on one CPU by taskset, --bind-to none (the impi bench's set-up) ----
+# Its MPI_COMM_WORLD holds the other client's rank too; counting that one made the rank
+# "oversubscribed" (yield at every poll, then sleep): with another process busy on its CPU
+# each 8 B message took milliseconds through IMPI.  Now it spins as a bound rank does.
+if [ "$(nproc)" -ge 2 ] && command -v taskset > /dev/null; then
+    rm -f "$dir/p.port"
+    timeout 100 "$SERVER" -n 2 -portfile "$dir/p.port" -timeout 60 > /dev/null 2> "$dir/p.serr" &
+    spid=$!; pids+=("$spid")
+    for _ in $(seq 1 100); do [ -s "$dir/p.port" ] && break; sleep 0.05; done
+    hp=$(cat "$dir/p.port")
+    kp=()
+    for k in 0 1; do
+        taskset -c $k timeout 90 "$MPIEXEC" --timeout 80 --bind-to none -n 1 --impi-client $k --impi-server "$hp" \
+            -x KUMI_VERBOSE=2 "$TESTBIN/coll_all" > "$dir/p.c$k.out" 2> "$dir/p.c$k.err" &
+        kp+=($!); pids+=($!)
+    done
+    rk=""; for p in "${kp[@]}"; do wait "$p"; rk="$rk $?"; done
+    wait $spid
+    echo "$rk" | grep -q '[1-9]' && { fail "pinned launches: exits$rk"; grep -hv "^kumi\[" "$dir"/p.c*.err | tail -n 5; }
+    for k in 0 1; do
+        has "$dir/p.c$k.err" "progress: kept on fewer CPUs than the machine's, one per rank of its launch: spin 300 rounds and 2000 us idle" \
+            "client $k's one rank under taskset -c $k spins as a bound one (its world holds the other client's rank too)"
+    done
+fi
 
 [ $fails -eq 0 ] && { echo "impi_coll: all passed"; exit 0; }
 echo "impi_coll: $fails failure(s)"; exit 1
