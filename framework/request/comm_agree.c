@@ -160,9 +160,14 @@ KUMI_EXPORT void kumi_ctx_rule_set(const struct kumi_ctx_rule *rule)
     ctx_rule = rule;
 }
 
+/* Not at MPI_THREAD_MULTIPLE: a rule like IMPI's (max + 1 over the
+ * members) assumes one creation at a time per process; two threads creating
+ * communicators over different parents at once could both take the same id
+ * (comm_idup's threads did), which Kumi's own agreement prevents. */
 bool kumi_ctx_rule_applies(struct kumi_comm *comm)
 {
-    return ctx_rule && ctx_rule->applies && !comm->inter && ctx_rule->applies((MPI_Comm)comm);
+    return ctx_rule && ctx_rule->applies && !comm->inter && kumi_thread_level != MPI_THREAD_MULTIPLE &&
+           ctx_rule->applies((MPI_Comm)comm);
 }
 
 int kumi_ctx_alloc_comm(struct kumi_comm *parent, int32_t *ctx)

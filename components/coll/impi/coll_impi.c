@@ -51,7 +51,7 @@
 #define KEY_LOCAL 0x494d50      /* "IMP": the sub-communicator of my client's ranks */
 
 long long coll_impi_verbose;
-static long long param_maxlinear = -1;
+static long long param_maxlinear = -1, param_cid_rule = 1;
 static int job_maxlinear = KUMI_IMPI_COLL_MAXLINEAR_DEFAULT;
 static int nclients, nprocs;
 static int first_proc[KUMI_IMPI_MAX_CLIENTS + 1];
@@ -67,6 +67,11 @@ static void impi_register(void)
                             "there are at most this many masters, a binomial tree above (-1: the job's agreed "
                             "IMPI_C_COLL_MAXLINEAR, 4 by default, as LAM).  Must be the same in every client",
                             KUMI_LEVEL_TUNER, &param_maxlinear);
+    kumi_param_register_int("coll", "impi", "cid_rule", 1,
+                            "IMPI collectives: 1 makes communicators over several clients by IMPI's context-id "
+                            "rule (MPI_Comm_create / dup / split: an IMPI Allreduce of IMPI_max_cid; "
+                            "MPI_Comm_free: a barrier), 0 by Kumi's own agreement (only Kumi clients then "
+                            "agree on pk_cid).  Must be the same in every client", KUMI_LEVEL_TUNER, &param_cid_rule);
     kumi_param_register_int("coll", "impi", "verbose", 0,
                             "IMPI collectives: 1 says, for every communicator coll/impi serves, its clients "
                             "and masters (on its rank 0, to stderr)", KUMI_LEVEL_USER, &coll_impi_verbose);
@@ -112,7 +117,7 @@ static int impi_open(char *why, size_t whylen)
     memcpy(first_proc, job.first_proc_of_client, sizeof first_proc);
     if (job.maxlinear > 0) job_maxlinear = job.maxlinear;
     kumi_impi_job_free(&job);
-    kumi_ctx_rule_set(&impi_rule);
+    if (param_cid_rule) kumi_ctx_rule_set(&impi_rule);
     return KUMI_OK;
 }
 
@@ -255,14 +260,53 @@ static int linear(const struct impi_comm *e)
     return e->nm <= e->maxlinear;
 }
 
+/* The local phase of a barrier on a communicator whose local
+ * sub-communicator is not made yet (e.g. MPI_Comm_free of a communicator
+ * that ran no collective: making it only to free it cost an agreement and
+ * coll/sm's set-up per MPI_Comm_dup / MPI_Comm_free pair, and coll/sm's
+ * segments of sub-communicators made and freed that fast were seen to hang
+ * a dup / free loop): zero-byte messages to the local master and back, on
+ * comm's collective context inside the client (never on the IMPI wire),
+ * with a tag of their own. */
+#define IMPI_LOCAL_BARRIER_TAG 111
+static int local_barrier_p2p(struct impi_comm *e, MPI_Comm comm)
+{
+    int m = impi_local_master_num(e, e->me), nl = impi_nlocal(e, m), *g = e->grp_rank + e->grp_off[m];
+    char z = 0;
+    if (nl < 2) return MPI_SUCCESS;
+    if (e->me == g[0]) {
+        for (int i = 1; i < nl; i++) TRY(kumi_coll_recv(&z, 0, MPI_BYTE, g[i], IMPI_LOCAL_BARRIER_TAG, comm));
+        for (int i = 1; i < nl; i++) TRY(kumi_coll_send(&z, 0, MPI_BYTE, g[i], IMPI_LOCAL_BARRIER_TAG, comm));
+        return MPI_SUCCESS;
+    }
+    TRY(kumi_coll_send(&z, 0, MPI_BYTE, g[0], IMPI_LOCAL_BARRIER_TAG, comm));
+    return kumi_coll_recv(&z, 0, MPI_BYTE, g[0], IMPI_LOCAL_BARRIER_TAG, comm);
+}
+
+static int coll_impi_barrier_masters(struct impi_comm *e, MPI_Comm comm);
+
 /* ------------------------------------------------------------ MPI_Barrier (sheet §5.8) */
 int coll_impi_barrier(MPI_Comm comm)
 {
     int rc;
-    struct impi_comm *e = coll_impi_get(comm, &rc);
+    struct impi_comm *e = find(comm);
+    if (e && !e->built) {                          /* no local sub-communicator yet: do not make one */
+        TRY(local_barrier_p2p(e, comm));
+        TRY(coll_impi_barrier_masters(e, comm));
+        return local_barrier_p2p(e, comm);
+    }
+    e = coll_impi_get(comm, &rc);
     if (!e) return rc;
-    char z = 0;
     if (e->local != MPI_COMM_NULL) TRY(kumi_comm_coll(e->local)->barrier(e->local));
+    TRY(coll_impi_barrier_masters(e, comm));
+    if (e->local != MPI_COMM_NULL) TRY(kumi_comm_coll(e->local)->barrier(e->local));
+    return MPI_SUCCESS;
+}
+
+/* the global phase among the masters */
+static int coll_impi_barrier_masters(struct impi_comm *e, MPI_Comm comm)
+{
+    char z = 0;
     if (impi_is_master(e, e->me)) {
         int n = e->nm, me = e->me;
         if (linear(e)) {
@@ -290,7 +334,6 @@ int coll_impi_barrier(MPI_Comm comm)
             }
         }
     }
-    if (e->local != MPI_COMM_NULL) TRY(kumi_comm_coll(e->local)->barrier(e->local));
     return MPI_SUCCESS;
 }
 

@@ -232,7 +232,8 @@ KUMI_EXPORT void kumi_comm_sub_free(MPI_Comm *comm);
  * collective over every rank of comm, gives the new context pair (ctx,
  * ctx + 1) instead of Kumi's agreement, MPI_Comm_split exchanges
  * (colour, key, rank) triples after it (IMPI's order), and MPI_Comm_free of
- * a communicator so made runs its barrier first. */
+ * a communicator so made runs its barrier first.  Not used in a process at
+ * MPI_THREAD_MULTIPLE (creations in several threads at once). */
 struct kumi_ctx_rule {
     int (*applies)(MPI_Comm comm);
     int (*agree)(MPI_Comm comm, int32_t *ctx);
