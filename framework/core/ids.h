@@ -8,6 +8,8 @@
  *   0 .. 2*KUMI_CTX_PAIRS-1       communicators (pair 0 MPI_COMM_WORLD, pair 1
  *                                 MPI_COMM_SELF, pair 2 the hidden bootstrap
  *                                 communicator of MPI_Comm_create_from_group)
+ *   KUMI_CTX_IMPI + C (+ 1)       a communicator whose IMPI context id is C (coll/impi's
+ *                                 rule over a parent spanning IMPI clients; kumi/impi.h)
  *   KUMI_CTX_PART_HS | ctx        partitioned channels' handshakes (tag: the user's)
  *   KUMI_CTX_PART_CH + n          one partitioned channel end (n: per-process counter)
  *
@@ -29,6 +31,7 @@
 #define KUMI_CTX_WORLD       0
 #define KUMI_CTX_SELF        2
 #define KUMI_CTX_BOOT        4
+#define KUMI_CTX_IMPI        0x20000000        /* + IMPI cid < 0x10000000 (kumi/impi.h) */
 #define KUMI_CTX_PART_HS     0x40000000
 #define KUMI_CTX_PART_CH     0x50000000
 

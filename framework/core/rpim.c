@@ -24,6 +24,11 @@ static struct kumi_comp_entry *rpim_entry;
  * only them (other clients' ranks have no keys here). */
 static int world_first, launch_size = -1;
 
+int kumi_rpim_launch_size(void)
+{
+    return launch_size >= 0 ? launch_size : kumi_core_world_size;
+}
+
 /* ------------------------------------------------ key-value exchange */
 struct kv { struct kv *next; char *key, *val; };
 static struct kv *local_kv;                       /* singleton's own table */

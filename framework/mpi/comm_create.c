@@ -26,7 +26,7 @@ static int comm_dup(struct kumi_comm *comm, struct kumi_info *info, bool use_com
     int rc = kumi_comm_info_copy(use_comm_info ? comm->info : info, &ni, fn);
     if (rc) return rc;
     int32_t ctx;
-    rc = kumi_ctx_alloc(comm, &ctx);
+    rc = kumi_ctx_alloc_comm(comm, &ctx);
     if (rc) {
         if (ni) kumi_info_release(ni);
         return rc;
@@ -109,17 +109,25 @@ int kumi_mpi_comm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *ne
     if (color < 0 && color != MPI_UNDEFINED)
         return kumi_error(MPI_ERR_ARG, "MPI_Comm_split: invalid color %d (argument color must be non-negative or MPI_UNDEFINED)", color);
     int n = comm->size;
-    int mine[2] = { color, key };
-    int *all = malloc(sizeof(int) * 2 * (size_t)n);
+    /* IMPI's rule (sheet §5.7) when a component's applies: the context id
+     * first, then (colour, key, rank) triples; else (colour, key) pairs,
+     * then Kumi's agreement */
+    bool rule = kumi_ctx_rule_applies(comm);
+    int nw = rule ? 3 : 2, mine[3] = { color, key, comm->rank };
+    int *all = malloc(sizeof(int) * 3 * (size_t)n);
     struct split_entry *e = malloc(sizeof *e * (size_t)n);
     if (!all || !e) {
         free(all);
         free(e);
         return kumi_error(MPI_ERR_NO_MEM, "MPI_Comm_split: out of memory");
     }
-    int rc = comm->coll.allgather(mine, 2, MPI_INT, all, 2, MPI_INT, (MPI_Comm)comm);
     int32_t ctx = 0;
-    if (!rc) rc = kumi_ctx_alloc(comm, &ctx);
+    int rc = rule ? kumi_ctx_alloc_comm(comm, &ctx) : MPI_SUCCESS;
+    if (!rc) {
+        rc = comm->coll.allgather(mine, nw, MPI_INT, all, nw, MPI_INT, (MPI_Comm)comm);
+        if (rc && rule) kumi_ctx_free(ctx);
+    }
+    if (!rc && !rule) rc = kumi_ctx_alloc(comm, &ctx);
     if (rc) {
         free(all);
         free(e);
@@ -134,9 +142,9 @@ int kumi_mpi_comm_split(struct kumi_comm *comm, int color, int key, MPI_Comm *ne
     }
     int m = 0;
     for (int r = 0; r < n; r++)
-        if (all[2 * r] == color) {
+        if (all[nw * r] == color) {
             e[m].color = color;
-            e[m].key = all[2 * r + 1];
+            e[m].key = all[nw * r + 1];
             e[m].rank = r;
             m++;
         }
@@ -168,7 +176,12 @@ int kumi_mpi_comm_free(MPI_Comm *comm)
     if (!c) return kumi_err_handle(NULL, kumi_chk_bad_comm("MPI_Comm_free", "comm", *comm));
     if (c->predefined)
         return kumi_err_handle(c, kumi_error(MPI_ERR_COMM, "MPI_Comm_free: cannot free %s", c->name));
-    int rc = kumi_attr_comm_free(c);
+    int rc;
+    /* IMPI (sheet §5.6): MPI_Comm_free of a communicator whose context id
+     * IMPI's rule gave is a barrier first (coll/impi's, over the clients) */
+    if (!c->inter && c->ctx >= KUMI_CTX_IMPI && c->ctx < KUMI_CTX_PART_HS && (rc = c->coll.barrier(*comm)))
+        return kumi_err_handle(c, rc);
+    rc = kumi_attr_comm_free(c);
     if (rc) return kumi_err_handle(c, rc);
     rc = kumi_buffer_comm_free(c);      /* its buffer (MPI_Comm_attach_buffer): messages go out, detached */
     if (rc) return kumi_err_handle(c, rc);
@@ -248,7 +261,7 @@ int kumi_mpi_comm_create(struct kumi_comm *comm, MPI_Group group, MPI_Comm *newc
      * one agreement over comm gives all of them the same (safe) context. */
     int bad = !group_in_comm(g, comm);
     int32_t ctx;
-    int rc = kumi_ctx_alloc(comm, &ctx);
+    int rc = kumi_ctx_alloc_comm(comm, &ctx);
     if (rc) return rc;
     if (bad || g->rank == MPI_UNDEFINED) {
         kumi_ctx_free(ctx);

@@ -15,7 +15,7 @@ static int topo_comm_first(const char *fn, struct kumi_comm *parent, int n, stru
 {
     int32_t ctx;
     *out = NULL;
-    TRY(kumi_ctx_alloc(parent, &ctx));
+    TRY(kumi_ctx_alloc_comm(parent, &ctx));
     if (parent->rank >= n) {
         kumi_ctx_free(ctx);
         return MPI_SUCCESS;

@@ -57,6 +57,7 @@
  * intracommunicator; the mpi layer's finish function builds it. */
 #include "request/request.h"
 #include "core/check.h"
+#include <kumi/coll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,31 @@ static int ctx_agree(uint64_t key, band_fn band, void *arg, int32_t *ctx)
 int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx)
 {
     return kumi_ctx_alloc_over(parent, ((uint64_t)(uint32_t)parent->ctx << 32) | KEY_COMM, ctx);
+}
+
+/* A component's rule (coll/impi); the struct is the component's, set at its
+ * open and cleared at its close, both outside any agreement. */
+static const struct kumi_ctx_rule *ctx_rule;
+
+KUMI_EXPORT void kumi_ctx_rule_set(const struct kumi_ctx_rule *rule)
+{
+    ctx_rule = rule;
+}
+
+/* Not at MPI_THREAD_MULTIPLE: a rule like IMPI's (max + 1 over the
+ * members) assumes one creation at a time per process; two threads creating
+ * communicators over different parents at once could both take the same id
+ * (comm_idup's threads did), which Kumi's own agreement prevents. */
+bool kumi_ctx_rule_applies(struct kumi_comm *comm)
+{
+    return ctx_rule && ctx_rule->applies && !comm->inter && kumi_thread_level != MPI_THREAD_MULTIPLE &&
+           ctx_rule->applies((MPI_Comm)comm);
+}
+
+int kumi_ctx_alloc_comm(struct kumi_comm *parent, int32_t *ctx)
+{
+    if (kumi_ctx_rule_applies(parent) && ctx_rule->agree) return ctx_rule->agree((MPI_Comm)parent, ctx);
+    return kumi_ctx_alloc(parent, ctx);
 }
 
 /* AND over the members of a group, by point-to-point in the carrier's

@@ -398,6 +398,11 @@ int *kumi_coll_keep_trunc(int *slot);
 /* ---- comm_agree.c: context-id agreement ---- */
 /* Context ids: allocate one (pair) agreed over parent, collectively. */
 int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
+/* A new communicator's pair over every rank of parent: by the component's
+ * rule (kumi_ctx_rule_set) when it applies to parent, else kumi_ctx_alloc.
+ * kumi_ctx_rule_applies: whether it does. */
+int kumi_ctx_alloc_comm(struct kumi_comm *parent, int32_t *ctx);
+bool kumi_ctx_rule_applies(struct kumi_comm *comm);
 /* Same, agreed over the members of group g only (g's world ranks must be
  * ranks of carrier; carrier NULL: the whole job, usable before MPI_Init once
  * the runtime is up).  key tells concurrent agreements apart (the same on

@@ -8,7 +8,11 @@
  *   impi_coll_foreign            the foreign proc is the last rank (2 clients)
  *   impi_coll_foreign tree F     5 clients, the foreign proc is world rank F:
  *                                Barrier, Bcast roots 0 and F, Reduce SUM
- *                                roots 0 and F (binomial trees: 5 masters) */
+ *                                roots 0 and F (binomial trees: 5 masters)
+ *   impi_coll_foreign comms      2 clients, Kumi's 3 ranks and the foreign proc
+ *                                F = 3: communicators made by IMPI's context-id
+ *                                rule (sheet §5.2-§5.7), point-to-point and
+ *                                collectives on them (comms() below) */
 #include "kt.h"
 
 /* non-commutative: a - b style, order matters */
@@ -19,12 +23,72 @@ static void ncop(void *in, void *inout, int *len, MPI_Datatype *dt)
     for (int i = 0; i < *len; i++) b[i] = 2 * a[i] - b[i];
 }
 
+/* comms: impi_testcoll -comms 1's script (tools/impi_server/impi_testcoll.c),
+ * which checks the pk_cid of every packet: dup (cid 2), split (4), create
+ * (6), frees (barriers), dup again (8: IMPI_max_cid is not lowered). */
+static int comms(int me, int n)
+{
+    int F = n - 1, v = -1;
+    MPI_Status st;
+    KT_CHECK(n == 4 && me < F, "comms: 3 Kumi ranks and the foreign proc as rank 3, not %d of %d", me, n);
+    MPI_Comm d, s, c = MPI_COMM_NULL, d2;
+    KT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+    if (me == 0) {
+        v = 4242;
+        KT_MPI(MPI_Send(&v, 1, MPI_INT, F, 7, d));
+    }
+    if (me == 1) {
+        KT_MPI(MPI_Recv(&v, 1, MPI_INT, F, 8, d, &st));
+        KT_CHECK(v == F * 1000 + 8 && st.MPI_SOURCE == F && st.MPI_TAG == 8, "dup: got %d from %d", v, st.MPI_SOURCE);
+    }
+    KT_MPI(MPI_Barrier(d));
+    /* colour 1: {F (key -3), 1}; colour 0: {2, 0} inside Kumi's client */
+    KT_MPI(MPI_Comm_split(MPI_COMM_WORLD, me % 2, -me, &s));
+    int sr, ss;
+    MPI_Comm_rank(s, &sr);
+    MPI_Comm_size(s, &ss);
+    KT_CHECK(ss == 2 && sr == (me == 1 ? 1 : me == 0 ? 1 : 0), "split: rank %d of %d", sr, ss);
+    if (me == 1) {
+        int b[2] = { 0, 0 };
+        KT_MPI(MPI_Bcast(b, 2, MPI_INT, 0, s));
+        KT_CHECK(b[0] == 55 && b[1] == -5, "split: bcast from the foreign proc: %d %d", b[0], b[1]);
+        v = 77;
+        KT_MPI(MPI_Send(&v, 1, MPI_INT, 0, 9, s));
+    } else {
+        KT_MPI(MPI_Barrier(s));
+    }
+    /* create: {1, 2, F} */
+    MPI_Group wg, g;
+    int mem[3] = { 1, 2, F };
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_incl(wg, 3, mem, &g);
+    KT_MPI(MPI_Comm_create(MPI_COMM_WORLD, g, &c));
+    MPI_Group_free(&g);
+    MPI_Group_free(&wg);
+    KT_CHECK((me == 0) == (c == MPI_COMM_NULL), "create: rank %d got %s", me, c == MPI_COMM_NULL ? "no communicator" : "one");
+    if (me == 2) {
+        KT_MPI(MPI_Recv(&v, 1, MPI_INT, 2, 10, c, &st));
+        KT_CHECK(v == 99 && st.MPI_SOURCE == 2, "create: got %d from %d", v, st.MPI_SOURCE);
+    }
+    if (c != MPI_COMM_NULL) KT_MPI(MPI_Barrier(c));
+    KT_MPI(MPI_Comm_free(&d));
+    KT_MPI(MPI_Comm_free(&s));
+    if (c != MPI_COMM_NULL) KT_MPI(MPI_Comm_free(&c));
+    KT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &d2));
+    if (me == 2) KT_MPI(MPI_Send(&me, 1, MPI_INT, F, 11, d2));
+    printf("impi_coll_foreign: rank %d of %d (comms): all checks passed\n", me, n);
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int me, n;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (argc == 2 && !strcmp(argv[1], "comms")) return comms(me, n);
     if (argc == 3 && !strcmp(argv[1], "tree")) {
         int F = atoi(argv[2]), b[3] = { -1, -1, -1 };
         KT_MPI(MPI_Barrier(MPI_COMM_WORLD));

@@ -22,6 +22,13 @@
 #     one proc, client 1) against Kumi's 3 ranks (client 0) checks every collective
 #     packet Kumi sends it (pk_cid 1, IMPI's tags, source, external32 bytes) by the
 #     IMPI algorithms and plays its part in them; Kumi checks what it sent.
+#  8. communicators by IMPI's context-id rule: the foreign proc (client 1) and Kumi's 3 ranks
+#     make a dup, a split, a Comm_create and a second dup of world, free the first three,
+#     and the foreign proc checks the pk_cid (2, 4, 6, 8; collectives + 1) of the
+#     point-to-point and collective packets on them, the context-id Allreduce and the
+#     split's triples, and the barriers of MPI_Comm_free.
+#  9. one rank per client, each launch under taskset on one CPU with --bind-to none: the rank
+#     spins as a bound one (KUMI_VERBOSE=2's progress line), not as an oversubscribed one.
 set -u
 SERVER=$top_builddir/tools/impi_server/impi_server
 TESTCOLL=$top_builddir/tools/impi_server/impi_testcoll
@@ -165,6 +172,58 @@ for w in "MPI_Barrier \(tree\): from my parent M1: rank 2 -> 5, cid 1, tag 110" 
 done
 n=$(cat "$dir"/t.k*.out | grep -c ': all checks passed$')
 [ "$n" = 6 ] && ok "Kumi's 6 ranks in 4 clients got the foreign proc's broadcast and the sums" || fail "$n of 6 Kumi ranks passed the tree script"
+
+# ---- 8. communicators by IMPI's context-id rule, on the wire (sheet §5.2-§5.7) ----
+rm -f "$dir/m.port"
+timeout 100 "$SERVER" -n 2 -portfile "$dir/m.port" -timeout 60 > /dev/null 2> "$dir/m.serr" &
+spid=$!; pids+=("$spid")
+for _ in $(seq 1 100); do [ -s "$dir/m.port" ] && break; sleep 0.05; done
+hp=$(cat "$dir/m.port")
+timeout 90 "$MPIEXEC" --timeout 80 -n 3 --impi-client 0 --impi-server "$hp" "$FPROG" comms > "$dir/m.k.out" 2> "$dir/m.k.err" &
+kpid=$!; pids+=("$kpid")
+timeout 90 "$TESTCOLL" -server "$hp" -rank 1 -comms 1 -timeout 60 > "$dir/m.h.out" 2> "$dir/m.h.err"; rh=$?
+wait $kpid; rk=$?; wait $spid; rs=$?
+if [ $rh = 0 ] && [ $rk = 0 ] && [ $rs = 0 ]; then ok "communicators: the foreign proc, Kumi and the server exit 0"
+else fail "communicators: foreign proc $rh, Kumi $rk, server $rs"
+    sed 's/^/    | /' "$dir/m.h.out" "$dir/m.h.err" "$dir/m.k.out" "$dir/m.k.err" "$dir/m.serr" | tail -30; fi
+has "$dir/m.h.out" "^impi_testcoll: all checks passed" "the foreign proc agreed on every communicator's pk_cid"
+for w in "MPI_Comm_dup: the context-id Allreduce's result \(IMPI_UINT8 1\) from rank 0: rank 0 -> 3, cid 1, tag 120" \
+         "MPI_Send on the dup: rank 0 -> 3, cid 2, tag 7, lsrank 0" "MPI_Barrier on the dup: rank 0 -> 3, cid 3, tag 110" \
+         "the \(colour, key, rank\) triples of every rank: rank 0 -> 3, cid 1, tag 120, lsrank 0, 48 bytes" \
+         "MPI_Send on the split's colour 1: rank 1 -> 3, cid 4, tag 9, lsrank 1" \
+         "MPI_Barrier on the created communicator: rank 1 -> 3, cid 7, tag 110" \
+         "MPI_Comm_free of the split: its barrier: rank 1 -> 3, cid 5, tag 110" \
+         "MPI_Send on the second dup: rank 2 -> 3, cid 8, tag 11, lsrank 2"; do
+    has "$dir/m.h.out" "ok: .*$w" "wire: $w"
+done
+n=$(grep -c ': all checks passed$' "$dir/m.k.out")
+[ "$n" = 3 ] && ok "Kumi's 3 ranks got the foreign proc's messages on the dup, the split and the created communicator" \
+    || fail "$n of 3 Kumi ranks passed the communicator script"
+
+# ---- 9. a launch of one rank kept on one CPU by taskset, --bind-to none (the impi bench's set-up) ----
+# Its MPI_COMM_WORLD holds the other client's rank too; counting that one made the rank
+# "oversubscribed" (yield at every poll, then sleep): with another process busy on its CPU
+# each 8 B message took milliseconds through IMPI.  Now it spins as a bound rank does.
+if [ "$(nproc)" -ge 2 ] && command -v taskset > /dev/null; then
+    rm -f "$dir/p.port"
+    timeout 100 "$SERVER" -n 2 -portfile "$dir/p.port" -timeout 60 > /dev/null 2> "$dir/p.serr" &
+    spid=$!; pids+=("$spid")
+    for _ in $(seq 1 100); do [ -s "$dir/p.port" ] && break; sleep 0.05; done
+    hp=$(cat "$dir/p.port")
+    kp=()
+    for k in 0 1; do
+        taskset -c $k timeout 90 "$MPIEXEC" --timeout 80 --bind-to none -n 1 --impi-client $k --impi-server "$hp" \
+            -x KUMI_VERBOSE=2 "$TESTBIN/coll_all" > "$dir/p.c$k.out" 2> "$dir/p.c$k.err" &
+        kp+=($!); pids+=($!)
+    done
+    rk=""; for p in "${kp[@]}"; do wait "$p"; rk="$rk $?"; done
+    wait $spid
+    echo "$rk" | grep -q '[1-9]' && { fail "pinned launches: exits$rk"; grep -hv "^kumi\[" "$dir"/p.c*.err | tail -n 5; }
+    for k in 0 1; do
+        has "$dir/p.c$k.err" "progress: kept on fewer CPUs than the machine's, one per rank of its launch: spin 300 rounds and 2000 us idle" \
+            "client $k's one rank under taskset -c $k spins as a bound one (its world holds the other client's rank too)"
+    done
+fi
 
 [ $fails -eq 0 ] && { echo "impi_coll: all passed"; exit 0; }
 echo "impi_coll: $fails failure(s)"; exit 1

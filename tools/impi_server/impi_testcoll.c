@@ -10,8 +10,11 @@
  * the source, pk_lsrank, and the payload byte for byte (external32
  * big-endian integers) -- and that nothing else comes.
  *
- *   impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1} [-timeout S]
+ *   impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1 | -comms 1} [-timeout S]
  *
+ * -comms 1: two clients, Kumi's 3 ranks and this proc F = 3: communicators
+ * made by IMPI's context-id rule and the traffic on them (see comms_script
+ * below; impi_coll_foreign comms is Kumi's side).
  * -tree 1: five clients, this proc client 3 between Kumi's: the binomial
  * trees (see tree_script below).  -n N, the linear script:
  *
@@ -37,7 +40,7 @@
  * Then FINI both ways, FINI to the server.  PROTOACK every ackmark packets
  * read from a proc, never more than hiwater unacknowledged to one.  Exit 0,
  * or 1 naming the first difference. */
-#include <kumi/impi.h>
+#include "impi_testfhost.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -55,7 +58,8 @@ struct msg {
     uint8_t *data;
 };
 
-static int K = -1, F = -1, NK = 0, NP = 0, tree = 0, timeout_s = 30;
+static int K = -1, F = -1, NK = 0, NP = 0, tree = 0, comms = 0, timeout_s = 30;
+static int my_lsrank = -1;                /* pk_lsrank of my DATA packets: my rank in the communicator */
 static struct kumi_impi_job job;
 static int *pfd;                          /* by world rank: the connection to its host */
 static struct msg **q;                    /* by world rank: packets read, not yet expected */
@@ -89,7 +93,7 @@ static void pk_out(int dest, uint32_t type, uint32_t len, int tag, uint64_t cid,
     memcpy(pk.dest_host, job.procs[dest].id, 16);
     pk.dest_pid = job.procs[dest].pid;
     pk.msglen = len;
-    pk.lsrank = F;
+    pk.lsrank = type == KUMI_IMPI_PK_DATA && my_lsrank >= 0 ? my_lsrank : F;
     pk.tag = tag;
     pk.cid = cid;
     if (type == KUMI_IMPI_PK_DATA) {
@@ -188,6 +192,7 @@ static void send_ints(int dest, int tag, const int32_t *v, int n)
 
 static void finish(int *hfd, int myhost, struct kumi_impi_client *c);
 static int tree_script(int *hfd, int myhost, struct kumi_impi_client *c);
+static int comms_script(int *hfd, int myhost, struct kumi_impi_client *c);
 
 static void barrier(const char *what)
 {
@@ -203,33 +208,18 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-rank")) K = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) NK = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-tree")) tree = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-comms")) comms = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-timeout")) timeout_s = atoi(argv[i + 1]);
         else DIE("unknown option %s", argv[i]);
     }
+    if (comms) NK = 3;
     if (!server || K < 1 || (!tree && (NK < 2 || NK > 12)))
         DIE("usage: impi_testcoll -server HOST:PORT -rank K {-n N | -tree 1} (K >= 1, 2 <= N <= 12)");
     struct kumi_impi_client c;
-    if (kumi_impi_client_connect(&c, server, timeout_s * 1000) != 0 ||
-        kumi_impi_client_auth(&c, 1u << KUMI_IMPI_AUTH_NONE, 0, NULL) != 0 || kumi_impi_client_impi(&c, K) != 0)
-        DIE("%s", c.err);
-    struct sockaddr_in me;
-    socklen_t ml = sizeof me;
-    getsockname(c.fd, (struct sockaddr *)&me, &ml);
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in la = { .sin_family = AF_INET };
-    socklen_t ll = sizeof la;
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof la) || listen(lfd, 16) ||
-        getsockname(lfd, (struct sockaddr *)&la, &ll))
-        DIE("cannot listen");
-    struct kumi_impi_host host = { .port = ntohs(la.sin_port), .nprocs = 1, .ackmark = 3, .hiwater = 5 };
-    struct kumi_impi_proc proc = { .pid = 4343 };
-    kumi_impi_hostid_set(host.id, AF_INET, &me.sin_addr);
-    memcpy(proc.id, host.id, 16);
-    struct kumi_impi_mine mine = { .datalen = 4096, .tagub = 32767, .xsize = -1, .maxlinear = -1, .nhosts = 1,
-                                   .nprocs = 1, .hosts = &host, .procs = &proc };
-    if (kumi_impi_client_labels(&c, &mine, &job) != 0 || kumi_impi_client_done(&c) != 0) DIE("%s", c.err);
+    int myhost;
+    const struct impi_tf_args ta = { "impi_testcoll", server, K, timeout_s, 4096, 3, 5, 4343 };
+    int *hfd = impi_tf_start(&ta, &c, &job, &myhost);
     F = job.first_proc_of_client[K];
-    int myhost = job.first_host[K];
     NP = job.nprocs;
     if (!tree && (job.nclients != 2 || job.c_nprocs[0] != NK || F != NK)) DIE("expected Kumi as client 0 with %d ranks", NK);
     if (tree && (job.nclients != 5 || K != 3 || job.c_nprocs[3] != 1 || NP > 16))
@@ -240,41 +230,12 @@ int main(int argc, char **argv)
     q = calloc((size_t)NP, sizeof *q);
     recvd = calloc((size_t)NP, sizeof *recvd);
     sent_unacked = calloc((size_t)NP, sizeof *sent_unacked);
-    /* the dance (sheet §2): every host of client 0 ranks lower: connect, send my host rank */
-    int *hfd = calloc((size_t)job.nhosts, sizeof *hfd);
-    for (int h = 0; h < myhost; h++) {
-        uint8_t a[16], r[4];
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)job.hosts[h].port) };
-        if (kumi_impi_hostid_get(job.hosts[h].id, a) != AF_INET) DIE("host %d is not IPv4", h);
-        memcpy(&sa.sin_addr, a, 4);
-        hfd[h] = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(hfd[h], (struct sockaddr *)&sa, sizeof sa) != 0) DIE("connect to host %d failed", h);
-        kumi_impi_put32(r, (uint32_t)myhost);
-        if (send(hfd[h], r, 4, 0) != 4) DIE("dance: send to host %d", h);
-    }
-    /* ... and every higher one connects here and sends its host rank */
-    for (int left = job.nhosts - 1 - myhost; left > 0;) {
-        struct pollfd lp = { .fd = lfd, .events = POLLIN };
-        if (poll(&lp, 1, timeout_s * 1000) <= 0) DIE("dance: timed out waiting for %d hosts", left);
-        int a = accept(lfd, NULL, NULL);
-        uint8_t r[4];
-        size_t got = 0;
-        while (a >= 0 && got < 4) {
-            ssize_t x = recv(a, r + got, 4 - got, 0);
-            if (x <= 0) DIE("dance: a host sent no rank");
-            got += (size_t)x;
-        }
-        uint32_t h = kumi_impi_get32(r);
-        if (a < 0 || h <= (uint32_t)myhost || h >= (uint32_t)job.nhosts || hfd[h]) DIE("dance: an unexpected host %u", h);
-        hfd[h] = a;
-        left--;
-    }
-    close(lfd);
     hconn = hfd;
     hfini = calloc((size_t)job.nhosts, sizeof *hfini);
     for (int r = 0; r < NP; r++)
         if (r != F) pfd[r] = hfd[kumi_impi_job_proc_host(&job, r)];
     if (tree) return tree_script(hfd, myhost, &c);
+    if (comms) return comms_script(hfd, myhost, &c);
 
     int32_t v[16];
     barrier("MPI_Barrier");
@@ -393,6 +354,130 @@ static int tree_script(int *hfd, int myhost, struct kumi_impi_client *c)
     expect(M[2], 190, v, 1, "MPI_Reduce root F (tree): client 2's sum from M2");
     send_ints(M[1], 110, NULL, 0);
     expect(M[1], 110, NULL, 0, "MPI_Finalize's barrier (tree): from M1");
+    finish(hfd, myhost, c);
+    return 0;
+}
+
+/* ---- -comms 1 ---- */
+/* The next message from Kumi's rank src must be DATA with this cid, tag,
+ * pk_lsrank and payload. */
+static void expect_on(int src, uint64_t cid, int tag, int lsrank, const uint8_t *want, uint32_t len, const char *what)
+{
+    while (!q[src]) {
+        if (hfini[kumi_impi_job_proc_host(&job, src)]) DIE("%s: rank %d's host sent FINI instead", what, src);
+        pump();
+    }
+    struct msg *m = q[src];
+    q[src] = m->next;
+    const struct kumi_impi_packet *pk = &m->pk;
+    if (pk->type != KUMI_IMPI_PK_DATA || pk->cid != cid || pk->tag != tag || pk->lsrank != lsrank || pk->len != len ||
+        pk->msglen != len)
+        DIE("%s: from rank %d got %s cid %llu tag %d lsrank %d len %u; expected DATA cid %llu tag %d lsrank %d len %u",
+            what, src, kumi_impi_packet_type_name(pk->type), (unsigned long long)pk->cid, pk->tag, pk->lsrank, pk->len,
+            (unsigned long long)cid, tag, lsrank, len);
+    if (len && memcmp(m->data, want, len))
+        DIE("%s: the payload from rank %d differs (first byte %02x, expected %02x)", what, src, m->data[0], want[0]);
+    printf("impi_testcoll: ok: %s: rank %d -> %d, cid %llu, tag %d, lsrank %d, %u bytes\n", what, src, F,
+           (unsigned long long)cid, tag, lsrank, len);
+    free(m->data);
+    free(m);
+}
+
+static void send_on(int dest, uint64_t cid, int tag, int lsrank, const int32_t *v, int n)
+{
+    uint8_t b[64];
+    for (int i = 0; i < n; i++) kumi_impi_put32(b + 4 * i, (uint32_t)v[i]);
+    my_lsrank = lsrank;
+    pk_out(dest, KUMI_IMPI_PK_DATA, 4u * (uint32_t)n, tag, cid, b);
+    my_lsrank = -1;
+}
+
+static void expect_ints_on(int src, uint64_t cid, int tag, int lsrank, const int32_t *v, int n, const char *what)
+{
+    uint8_t b[64];
+    for (int i = 0; i < n; i++) kumi_impi_put32(b + 4 * i, (uint32_t)v[i]);
+    expect_on(src, cid, tag, lsrank, b, 4u * (uint32_t)n, what);
+}
+
+/* IMPI's context-id rule (sheet §5.5): maxcid = Allreduce(IMPI_max_cid,
+ * MPI_MAX, IMPI_UINT8) over MPI_COMM_WORLD, which Kumi runs as an IMPI
+ * Reduce to rank 0 and an IMPI Bcast from it (one IMPI_UINT8, big-endian,
+ * on cid 1); new cid = maxcid + 1, its collectives maxcid + 2, which this
+ * side too counts in IMPI_max_cid. */
+static uint64_t max_cid = 1;
+static uint64_t new_cid(const char *what)
+{
+    uint8_t b[8];
+    kumi_impi_put64(b, max_cid);
+    pk_out(0, KUMI_IMPI_PK_DATA, 8, 190, 1, b);
+    char w[160];
+    snprintf(w, sizeof w, "%s: the context-id Allreduce's result (IMPI_UINT8 %llu) from rank 0", what,
+             (unsigned long long)max_cid);
+    expect_on(0, 1, 120, 0, b, 8, w);   /* every process here has the same max_cid: the maximum is it */
+    uint64_t c = max_cid + 1;
+    max_cid = c + 1;
+    return c;
+}
+
+/* Kumi: world ranks 0, 1, 2 (client 0); this proc F = 3 (client 1).
+ *   MPI_Comm_dup(world) = d: cid 2 (3)
+ *     rank 0 -> F tag 7 {4242} (lsrank 0); F -> rank 1 tag 8 {F*1000+8} (lsrank 3)
+ *     MPI_Barrier(d): F <-> rank 0 on cid 3
+ *   MPI_Comm_split(world, me % 2, -me) = s: cid 4 (5), first the cid, then
+ *     the Allgather of (colour, key, rank) triples: Gather to 0 (tag 130,
+ *     F's triple), Bcast from 0 (tag 120, all 12 ints); colour 1 = {F, 1}
+ *     (F rank 0): MPI_Bcast from F -> rank 1 on cid 5 {55, -5};
+ *     rank 1 -> F tag 9 {77} on cid 4, lsrank 1
+ *   MPI_Comm_create(world, {1, 2, F}) = c: cid 6 (7); F (c rank 2) -> rank 2
+ *     (c rank 1) tag 10 {99}; MPI_Barrier(c): F <-> rank 1 (c rank 0) on cid 7
+ *   MPI_Comm_free(d), (s), (c): IMPI's barrier on cid 3, 5 (F is s's rank 0:
+ *     first in, then out), 7 (sheet §5.6)
+ *   MPI_Comm_dup(world) = d2: cid 8 (IMPI_max_cid is not lowered by the
+ *     frees); rank 2 -> F tag 11 {2}, lsrank 2
+ *   MPI_Finalize's barrier on cid 1. */
+static int comms_script(int *hfd, int myhost, struct kumi_impi_client *c)
+{
+    if (F != 3 || NP != 4) DIE("-comms: expected world rank 3 of 4, got %d of %d", F, NP);
+    int32_t v[12];
+    uint64_t d = new_cid("MPI_Comm_dup");
+    if (d != 2) DIE("internal: dup cid %llu", (unsigned long long)d);
+    v[0] = 4242;
+    expect_ints_on(0, d, 7, 0, v, 1, "MPI_Send on the dup");
+    v[0] = F * 1000 + 8;
+    send_on(1, d, 8, F, v, 1);
+    send_on(0, d + 1, 110, F, NULL, 0);
+    expect_ints_on(0, d + 1, 110, 0, NULL, 0, "MPI_Barrier on the dup");
+
+    uint64_t s = new_cid("MPI_Comm_split");
+    v[0] = 1, v[1] = -3, v[2] = F;
+    my_lsrank = F;
+    send_on(0, 1, 130, F, v, 3);
+    int32_t all[12] = { 0, 0, 0, 1, -1, 1, 0, -2, 2, 1, -3, 3 };
+    expect_ints_on(0, 1, 120, 0, all, 12, "MPI_Comm_split: the (colour, key, rank) triples of every rank");
+    v[0] = 55, v[1] = -5;
+    send_on(1, s + 1, 120, 0, v, 2);
+    v[0] = 77;
+    expect_ints_on(1, s, 9, 1, v, 1, "MPI_Send on the split's colour 1");
+
+    uint64_t cc = new_cid("MPI_Comm_create");
+    v[0] = 99;
+    send_on(2, cc, 10, 2, v, 1);
+    send_on(1, cc + 1, 110, 2, NULL, 0);
+    expect_ints_on(1, cc + 1, 110, 0, NULL, 0, "MPI_Barrier on the created communicator");
+
+    send_on(0, d + 1, 110, F, NULL, 0);
+    expect_ints_on(0, d + 1, 110, 0, NULL, 0, "MPI_Comm_free of the dup: its barrier");
+    expect_ints_on(1, s + 1, 110, 1, NULL, 0, "MPI_Comm_free of the split: its barrier");
+    send_on(1, s + 1, 110, 0, NULL, 0);
+    send_on(1, cc + 1, 110, 2, NULL, 0);
+    expect_ints_on(1, cc + 1, 110, 0, NULL, 0, "MPI_Comm_free of the created communicator: its barrier");
+
+    uint64_t d2 = new_cid("MPI_Comm_dup after the frees");
+    v[0] = 2;
+    expect_ints_on(2, d2, 11, 2, v, 1, "MPI_Send on the second dup");
+    printf("impi_testcoll: context ids: dup %llu, split %llu, create %llu, dup %llu\n", (unsigned long long)d,
+           (unsigned long long)s, (unsigned long long)cc, (unsigned long long)d2);
+    barrier("MPI_Finalize's barrier");
     finish(hfd, myhost, c);
     return 0;
 }

@@ -36,7 +36,7 @@
  * side sends a PROTOACK after every ackmark packets read and checks that
  * Kumi never has more than hiwater unacknowledged.  Exit 0, or 1 with a
  * message naming the first difference. */
-#include <kumi/impi.h>
+#include "impi_testfhost.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -196,27 +196,10 @@ int main(int argc, char **argv)
     if (NK < 1 || NK > MAXK) DIE("-kumi-procs: 1 to %d", MAXK);
     if (!server || K < 1) DIE("usage: impi_testhost -server HOST:PORT -rank K (K >= 1: Kumi is client 0)");
     struct kumi_impi_client c;
-    if (kumi_impi_client_connect(&c, server, timeout_s * 1000) != 0 ||
-        kumi_impi_client_auth(&c, 1u << KUMI_IMPI_AUTH_NONE, 0, NULL) != 0 || kumi_impi_client_impi(&c, K) != 0)
-        DIE("%s", c.err);
-    struct sockaddr_in me;
-    socklen_t ml = sizeof me;
-    getsockname(c.fd, (struct sockaddr *)&me, &ml);
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in la = { .sin_family = AF_INET };
-    socklen_t ll = sizeof la;
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof la) || listen(lfd, 16) ||
-        getsockname(lfd, (struct sockaddr *)&la, &ll))
-        DIE("cannot listen");
-    struct kumi_impi_host host = { .port = ntohs(la.sin_port), .nprocs = 1, .ackmark = 2, .hiwater = 4 };
-    struct kumi_impi_proc proc = { .pid = 4242 };
-    kumi_impi_hostid_set(host.id, AF_INET, &me.sin_addr);
-    memcpy(proc.id, host.id, 16);
-    struct kumi_impi_mine m = { .datalen = datalen, .tagub = 32767, .xsize = -1, .maxlinear = -1, .nhosts = 1,
-                                .nprocs = 1, .hosts = &host, .procs = &proc };
-    if (kumi_impi_client_labels(&c, &m, &job) != 0 || kumi_impi_client_done(&c) != 0) DIE("%s", c.err);
+    int myhost;
+    const struct impi_tf_args ta = { "impi_testhost", server, K, timeout_s, datalen, 2, 4, 4242 };
+    int *hfd = impi_tf_start(&ta, &c, &job, &myhost);
     ME = job.first_proc_of_client[K];
-    int myhost = job.first_host[K];
     if (job.nclients != 2 || job.c_nprocs[0] != NK) DIE("expected Kumi as client 0 with %d ranks", NK);
     /* Kumi's client: one host holding all its procs (C_NHOSTS, H_NPROCS, P_IPV6) */
     if (job.c_nhosts[0] != 1 || job.nhosts != 2 || job.hosts[0].nprocs != NK)
@@ -229,19 +212,6 @@ int main(int argc, char **argv)
            job.pk_maxlen, job.ackmark, job.hiwater);
     fflush(stdout);
 
-    /* the dance (sheet §2): every host of client 0 ranks lower: connect, send my host rank */
-    int *hfd = calloc((size_t)job.nhosts, sizeof *hfd);
-    for (int h = 0; h < myhost; h++) {
-        uint8_t a[16], r[4];
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)job.hosts[h].port) };
-        if (kumi_impi_hostid_get(job.hosts[h].id, a) != AF_INET) DIE("host %d is not IPv4", h);
-        memcpy(&sa.sin_addr, a, 4);
-        hfd[h] = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(hfd[h], (struct sockaddr *)&sa, sizeof sa) != 0) DIE("connect to host %d failed", h);
-        kumi_impi_put32(r, (uint32_t)myhost);
-        if (send(hfd[h], r, 4, 0) != 4) DIE("dance: send to host %d", h);
-    }
-    close(lfd);
     fd = hfd[kumi_impi_job_proc_host(&job, PEER)];
 
     struct kumi_impi_packet pk;

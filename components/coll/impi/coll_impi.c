@@ -51,12 +51,13 @@
 #define KEY_LOCAL 0x494d50      /* "IMP": the sub-communicator of my client's ranks */
 
 long long coll_impi_verbose;
-static long long param_maxlinear = -1;
+static long long param_maxlinear = -1, param_cid_rule = 1;
 static int job_maxlinear = KUMI_IMPI_COLL_MAXLINEAR_DEFAULT;
 static int nclients, nprocs;
 static int first_proc[KUMI_IMPI_MAX_CLIENTS + 1];
 
 static struct impi_comm *table;
+static const struct kumi_ctx_rule impi_rule;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void impi_register(void)
@@ -66,6 +67,11 @@ static void impi_register(void)
                             "there are at most this many masters, a binomial tree above (-1: the job's agreed "
                             "IMPI_C_COLL_MAXLINEAR, 4 by default, as LAM).  Must be the same in every client",
                             KUMI_LEVEL_TUNER, &param_maxlinear);
+    kumi_param_register_int("coll", "impi", "cid_rule", 1,
+                            "IMPI collectives: 1 makes communicators over several clients by IMPI's context-id "
+                            "rule (MPI_Comm_create / dup / split: an IMPI Allreduce of IMPI_max_cid; "
+                            "MPI_Comm_free: a barrier), 0 by Kumi's own agreement (only Kumi clients then "
+                            "agree on pk_cid).  Must be the same in every client", KUMI_LEVEL_TUNER, &param_cid_rule);
     kumi_param_register_int("coll", "impi", "verbose", 0,
                             "IMPI collectives: 1 says, for every communicator coll/impi serves, its clients "
                             "and masters (on its rank 0, to stderr)", KUMI_LEVEL_USER, &coll_impi_verbose);
@@ -111,6 +117,7 @@ static int impi_open(char *why, size_t whylen)
     memcpy(first_proc, job.first_proc_of_client, sizeof first_proc);
     if (job.maxlinear > 0) job_maxlinear = job.maxlinear;
     kumi_impi_job_free(&job);
+    if (param_cid_rule) kumi_ctx_rule_set(&impi_rule);
     return KUMI_OK;
 }
 
@@ -253,14 +260,53 @@ static int linear(const struct impi_comm *e)
     return e->nm <= e->maxlinear;
 }
 
+/* The local phase of a barrier on a communicator whose local
+ * sub-communicator is not made yet (e.g. MPI_Comm_free of a communicator
+ * that ran no collective: making it only to free it cost an agreement and
+ * coll/sm's set-up per MPI_Comm_dup / MPI_Comm_free pair, and coll/sm's
+ * segments of sub-communicators made and freed that fast were seen to hang
+ * a dup / free loop): zero-byte messages to the local master and back, on
+ * comm's collective context inside the client (never on the IMPI wire),
+ * with a tag of their own. */
+#define IMPI_LOCAL_BARRIER_TAG 111
+static int local_barrier_p2p(struct impi_comm *e, MPI_Comm comm)
+{
+    int m = impi_local_master_num(e, e->me), nl = impi_nlocal(e, m), *g = e->grp_rank + e->grp_off[m];
+    char z = 0;
+    if (nl < 2) return MPI_SUCCESS;
+    if (e->me == g[0]) {
+        for (int i = 1; i < nl; i++) TRY(kumi_coll_recv(&z, 0, MPI_BYTE, g[i], IMPI_LOCAL_BARRIER_TAG, comm));
+        for (int i = 1; i < nl; i++) TRY(kumi_coll_send(&z, 0, MPI_BYTE, g[i], IMPI_LOCAL_BARRIER_TAG, comm));
+        return MPI_SUCCESS;
+    }
+    TRY(kumi_coll_send(&z, 0, MPI_BYTE, g[0], IMPI_LOCAL_BARRIER_TAG, comm));
+    return kumi_coll_recv(&z, 0, MPI_BYTE, g[0], IMPI_LOCAL_BARRIER_TAG, comm);
+}
+
+static int coll_impi_barrier_masters(struct impi_comm *e, MPI_Comm comm);
+
 /* ------------------------------------------------------------ MPI_Barrier (sheet §5.8) */
 int coll_impi_barrier(MPI_Comm comm)
 {
     int rc;
-    struct impi_comm *e = coll_impi_get(comm, &rc);
+    struct impi_comm *e = find(comm);
+    if (e && !e->built) {                          /* no local sub-communicator yet: do not make one */
+        TRY(local_barrier_p2p(e, comm));
+        TRY(coll_impi_barrier_masters(e, comm));
+        return local_barrier_p2p(e, comm);
+    }
+    e = coll_impi_get(comm, &rc);
     if (!e) return rc;
-    char z = 0;
     if (e->local != MPI_COMM_NULL) TRY(kumi_comm_coll(e->local)->barrier(e->local));
+    TRY(coll_impi_barrier_masters(e, comm));
+    if (e->local != MPI_COMM_NULL) TRY(kumi_comm_coll(e->local)->barrier(e->local));
+    return MPI_SUCCESS;
+}
+
+/* the global phase among the masters */
+static int coll_impi_barrier_masters(struct impi_comm *e, MPI_Comm comm)
+{
+    char z = 0;
     if (impi_is_master(e, e->me)) {
         int n = e->nm, me = e->me;
         if (linear(e)) {
@@ -288,7 +334,6 @@ int coll_impi_barrier(MPI_Comm comm)
             }
         }
     }
-    if (e->local != MPI_COMM_NULL) TRY(kumi_comm_coll(e->local)->barrier(e->local));
     return MPI_SUCCESS;
 }
 
@@ -431,6 +476,55 @@ int coll_impi_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype
     return lrc ? lrc : rc;
 }
 
+/* ------------------------------------------------------------ context ids (sheet §5.2-§5.7) */
+/* IMPI_max_cid: the largest IMPI context id this process uses.
+ * MPI_COMM_WORLD's are 0 (point-to-point) and 1 (collectives: cid + 1,
+ * LAM's reading of the final §4.3), so it starts at 1.  A communicator made
+ * over a parent that spans clients (MPI_Comm_create, MPI_Comm_split, and
+ * MPI_Comm_dup and the topology constructors like MPI_Comm_create: "not
+ * from the standard's text", the dup page was not found) takes
+ * C = max over the parent's processes + 1 (an IMPI Allreduce of one
+ * IMPI_UINT8 with MPI_MAX: Kumi's own, IMPI Reduce to rank 0 + IMPI Bcast)
+ * and its collective context C + 1, so this process's IMPI_max_cid becomes
+ * C + 1: the draft lets an implementation use private extra cids if it
+ * keeps IMPI_max_cid above them, and the collective cid is one (sheet §7.5
+ * notes the draft's max + 1 does not reserve the + 1 slot; counting it
+ * here does, and a peer that counts only point-to-point cids still gets a
+ * C above every cid in use here).  Every process of the parent updates it,
+ * also those outside the new group (MPI_Comm_create) or with MPI_UNDEFINED
+ * (MPI_Comm_split), as the sheet's pseudo-code does.  It is never lowered
+ * when a communicator is freed (the sheet's "may be lowered"): the maximum
+ * over the processes makes a lower value elsewhere harmless.  Kumi's context
+ * pair of the communicator is KUMI_CTX_IMPI + C (kumi/impi.h). */
+static uint64_t max_cid = 1;
+
+static int rule_applies(MPI_Comm comm)
+{
+    return find(comm) != NULL;
+}
+
+static int rule_agree(MPI_Comm comm, int32_t *ctx)
+{
+    pthread_mutex_lock(&table_lock);
+    uint64_t mine = max_cid, all = 0;
+    pthread_mutex_unlock(&table_lock);
+    int rc = coll_impi_allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, comm);
+    if (rc) return rc;
+    if (all >= KUMI_IMPI_CID_KUMI_LIMIT - 2)       /* sheet: "out of contexts" at IMPI_UINT8_MAX */
+        return kumi_error(MPI_ERR_INTERN, "coll/impi: out of contexts (IMPI context id %llu: Kumi holds ids "
+                          "below %u)", (unsigned long long)all + 1, KUMI_IMPI_CID_KUMI_LIMIT);
+    pthread_mutex_lock(&table_lock);
+    if (max_cid < all + 2) max_cid = all + 2;
+    pthread_mutex_unlock(&table_lock);
+    *ctx = KUMI_CTX_IMPI + (int32_t)(all + 1);
+    if (coll_impi_verbose > 0 && kumi_comm_rank(comm) == 0)
+        fprintf(stderr, "coll/impi[%d]: a new communicator's IMPI context id %llu (collectives %llu)\n",
+                kumi_world_rank(), (unsigned long long)all + 1, (unsigned long long)all + 2);
+    return MPI_SUCCESS;
+}
+
+static const struct kumi_ctx_rule impi_rule = { rule_applies, rule_agree };
+
 /* ------------------------------------------------------------ component */
 static int impi_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns)
 {
@@ -493,6 +587,7 @@ static void impi_comm_release(MPI_Comm comm)
 
 static void impi_close(void)
 {
+    kumi_ctx_rule_set(NULL);
     pthread_mutex_lock(&table_lock);
     struct impi_comm *e = table;
     table = NULL;

@@ -19,7 +19,8 @@
  * and back: a SYNCACK whose srqid is a long message we sent is a CTS, else a
  * SYNC_ACK; a DATA packet with a drqid of ours continues a long message (the
  * first such packet goes up as the DATA header of the whole rest).  The
- * envelope: pk_cid = the context id, pk_lsrank = the sender's rank in the
+ * envelope: pk_cid = the context id (Kumi's context pair <-> IMPI's cid:
+ * kumi/impi.h), pk_lsrank = the sender's rank in the
  * communicator (the sheet's "comm-local source rank"; LAM sends the world
  * rank there, so a LAM peer would match only on MPI_COMM_WORLD), pk_tag,
  * pk_seqnum = the request layer's per-pair sequence number (cancel finds
@@ -54,7 +55,7 @@ static void encode(struct p2p_impi_opkt *o, uint32_t type, int peer, const struc
         pk.msglen = h->len;
         pk.lsrank = h->src;
         pk.tag = h->tag;
-        pk.cid = (uint64_t)(uint32_t)h->ctx;
+        pk.cid = kumi_impi_cid_of_ctx(h->ctx);      /* kumi/impi.h: world 0/1, IMPI's, Kumi's private */
         pk.seqnum = h->seq;
     } else {
         pk.lsrank = pk.tag = -1;
@@ -372,7 +373,9 @@ static void got_header(struct p2p_impi_host *h, const struct kumi_impi_packet *p
     }
     owe_ack(h, peer);
     memset(&kh, 0, sizeof kh);
-    kh.ctx = (int32_t)(uint32_t)pk->cid;
+    if (kumi_impi_ctx_of_cid(pk->cid, &kh.ctx) != 0)
+        protocol_error(h, "a %s packet with context id %llu, above every IMPI context id Kumi can hold (%u)",
+                       kumi_impi_packet_type_name(pk->type), (unsigned long long)pk->cid, KUMI_IMPI_CID_KUMI_LIMIT);
     kh.src = pk->lsrank;
     kh.tag = pk->tag;
     kh.seq = (uint32_t)pk->seqnum;

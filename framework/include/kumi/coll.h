@@ -224,6 +224,21 @@ KUMI_EXPORT void kumi_coll_wait_until(int (*done)(void *), void *arg, void (*nap
 KUMI_EXPORT int kumi_comm_sub_create(MPI_Comm comm, int n, const int ranks[], int key, MPI_Comm *out);
 KUMI_EXPORT int kumi_comm_is_sub(MPI_Comm comm);
 KUMI_EXPORT void kumi_comm_sub_free(MPI_Comm *comm);
+/* Another rule for the context ids of new communicators (coll/impi: IMPI's,
+ * sheet §5.2-§5.7), set by a component at open (NULL fields: none).
+ * applies(comm): 1 if the communicators made from intracommunicator comm
+ * by MPI_Comm_dup / create / split and the topology constructors follow the
+ * rule (the same answer on every rank of comm); then agree(comm, &ctx),
+ * collective over every rank of comm, gives the new context pair (ctx,
+ * ctx + 1) instead of Kumi's agreement, MPI_Comm_split exchanges
+ * (colour, key, rank) triples after it (IMPI's order), and MPI_Comm_free of
+ * a communicator so made runs its barrier first.  Not used in a process at
+ * MPI_THREAD_MULTIPLE (creations in several threads at once). */
+struct kumi_ctx_rule {
+    int (*applies)(MPI_Comm comm);
+    int (*agree)(MPI_Comm comm, int32_t *ctx);
+};
+KUMI_EXPORT void kumi_ctx_rule_set(const struct kumi_ctx_rule *rule);
 /* The job-wide rank of rank r of comm (the rank kumi_rpim_get takes, e.g.
  * for the key "kumi.host": the host name of that process); -1 if invalid. */
 KUMI_EXPORT int kumi_comm_job_rank(MPI_Comm comm, int r);

@@ -105,6 +105,38 @@ static inline uint64_t kumi_impi_get64(const uint8_t *p)
     return (uint64_t)kumi_impi_get32(p) << 32 | kumi_impi_get32(p + 4);
 }
 
+/* ---- context ids (sheet §5.2; coll/impi, p2p/impi) ----
+ * pk_cid is IMPI's 64-bit context id; Kumi's are int32 pairs (ctx, ctx + 1).
+ *   MPI_COMM_WORLD           Kumi ctx 0 / 1        <-> pk_cid 0 / 1
+ *   a communicator made by IMPI's rule over a parent spanning clients
+ *   (MPI_Comm_create / dup / split, coll/impi): IMPI cid C (its collective
+ *   context C + 1)           Kumi ctx KUMI_CTX_IMPI + C (+ 1) <-> pk_cid C (+ 1)
+ *   any other Kumi context (Kumi-only: sub-communicators, partitioned
+ *   channels, ...)           Kumi ctx X            <-> pk_cid KUMI_IMPI_CID_PRIVATE | X
+ * so the Kumi context of an IMPI communicator follows from its IMPI cid on
+ * every process of every client, and a packet that arrives before its
+ * communicator exists here is kept as unexpected under the right context. */
+#define KUMI_CTX_IMPI            0x20000000          /* also in core/ids.h */
+#define KUMI_IMPI_CID_KUMI_LIMIT 0x10000000u         /* IMPI cids Kumi can hold */
+#define KUMI_IMPI_CID_PRIVATE    0x8000000000000000ull
+
+static inline uint64_t kumi_impi_cid_of_ctx(int32_t ctx)
+{
+    if (ctx == 0 || ctx == 1) return (uint64_t)ctx;
+    if (ctx >= KUMI_CTX_IMPI && ctx < KUMI_CTX_IMPI + (int32_t)KUMI_IMPI_CID_KUMI_LIMIT)
+        return (uint64_t)(ctx - KUMI_CTX_IMPI);
+    return KUMI_IMPI_CID_PRIVATE | (uint32_t)ctx;
+}
+/* 0 and *ctx, or -1: a cid Kumi cannot hold */
+static inline int kumi_impi_ctx_of_cid(uint64_t cid, int32_t *ctx)
+{
+    if (cid & KUMI_IMPI_CID_PRIVATE) *ctx = (int32_t)(uint32_t)cid;
+    else if (cid < 2) *ctx = (int32_t)cid;
+    else if (cid < KUMI_IMPI_CID_KUMI_LIMIT) *ctx = KUMI_CTX_IMPI + (int32_t)cid;
+    else return -1;
+    return 0;
+}
+
 /* ---- names ---- */
 /* "AUTH", ... or NULL for an unknown command. */
 KUMI_EXPORT const char *kumi_impi_cmd_name(uint32_t cmd);

@@ -164,6 +164,10 @@ struct kumi_rpim_ops {
  * table).  For use by transports at wire-up. */
 KUMI_EXPORT int kumi_rpim_put(const char *key, const char *value);
 KUMI_EXPORT int kumi_rpim_get(int rank, const char *key, char *value, size_t valuelen);
+/* The number of ranks this launcher started: MPI_COMM_WORLD's size, except
+ * in an IMPI client's launch (mpiexec --impi-client), whose world also holds
+ * the other clients' ranks, started elsewhere. */
+KUMI_EXPORT int kumi_rpim_launch_size(void);
 
 /* Ask the launcher that started this process (mpiexec) to start a new job:
  * cmds[0..ncmds) each with maxprocs children; its MPI_COMM_WORLD has the
