@@ -119,9 +119,9 @@ void kumi_cstage_rooted(struct kumi_cstager *g, struct kumi_comm *comm, int root
         bool in_place = !comm->inter && at_root && *sbuf == MPI_IN_PLACE;
         if (!(comm->inter && at_root)) kumi_cstage(g, sbuf, ssp, true, false);
         if (at_root) kumi_cstage_out(g, rbuf, rsp, in_place || gaps(rdt));
-    } else {               /* scatter(v), bcast (rbuf NULL): the root sends */
+    } else {               /* scatter(v): the root sends (rbuf NULL: nothing received) */
         if (at_root) kumi_cstage(g, sbuf, ssp, true, false);
-        bool in_place = !comm->inter && at_root && *rbuf == MPI_IN_PLACE;
+        bool in_place = rbuf && !comm->inter && at_root && *rbuf == MPI_IN_PLACE;
         if (rbuf && !(comm->inter && at_root) && !in_place) kumi_cstage_out(g, rbuf, rsp, gaps(rdt));
     }
     (void)sdt;
