@@ -321,7 +321,7 @@ int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
     if (sendbuf == MPI_IN_PLACE || !kumi_sig_contrib(comm, root)) { sendcount = recvcount; sendtype = recvtype; }
     CSTAGER;
     ACCEL {
-        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(sendcount, sendtype), sendtype, &recvbuf,
+        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(sendcount, sendtype), &recvbuf,
                            SPAN(kumi_comm_peer_size(comm) * recvcount, recvtype), recvtype);
         STAGED(NULL);
     }
@@ -356,7 +356,7 @@ int kumi_coll_gatherv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
     const MPI_Aint *rd = n ? wide_displs(&w, displs, large, n) : NULL;
     CSTAGER;
     ACCEL {
-        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(sendcount, sendtype), sendtype, &recvbuf,
+        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(sendcount, sendtype), &recvbuf,
                            kumi_cspan_v(n, rc, rd, recvtype), recvtype);
         STAGED(&w);
     }
@@ -381,7 +381,7 @@ int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
     CSTAGER;
     ACCEL {
         kumi_cstage_rooted(&g, comm, root, false, &sendbuf, SPAN(kumi_comm_peer_size(comm) * sendcount, sendtype),
-                           sendtype, &recvbuf, SPAN(recvcount, recvtype), recvtype);
+                           &recvbuf, SPAN(recvcount, recvtype), recvtype);
         STAGED(NULL);
     }
     RUN(scatter, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
@@ -415,7 +415,7 @@ int kumi_coll_scatterv(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
     const MPI_Aint *sd = n ? wide_displs(&w, displs, large, n) : NULL;
     CSTAGER;
     ACCEL {
-        kumi_cstage_rooted(&g, comm, root, false, &sendbuf, kumi_cspan_v(n, sc, sd, sendtype), sendtype, &recvbuf,
+        kumi_cstage_rooted(&g, comm, root, false, &sendbuf, kumi_cspan_v(n, sc, sd, sendtype), &recvbuf,
                            SPAN(recvcount, recvtype), recvtype);
         STAGED(&w);
     }
@@ -568,7 +568,7 @@ int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
     }
     CSTAGER;
     ACCEL {
-        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(count, datatype), datatype, &recvbuf,
+        kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(count, datatype), &recvbuf,
                            SPAN(count, datatype), datatype);
         STAGED(NULL);
     }

@@ -110,7 +110,7 @@ static bool gaps(const struct kumi_dt *dt) { return !dt || !dt->contig; }
 
 /* ------------------------------------------------ one function per collective */
 void kumi_cstage_rooted(struct kumi_cstager *g, struct kumi_comm *comm, int root, bool to_root,
-                        const void **sbuf, struct kumi_cspan ssp, const struct kumi_dt *sdt,
+                        const void **sbuf, struct kumi_cspan ssp,
                         void **rbuf, struct kumi_cspan rsp, const struct kumi_dt *rdt)
 {
     if (!kumi_sig_part(comm, root)) return;
@@ -124,7 +124,6 @@ void kumi_cstage_rooted(struct kumi_cstager *g, struct kumi_comm *comm, int root
         bool in_place = rbuf && !comm->inter && at_root && *rbuf == MPI_IN_PLACE;
         if (rbuf && !(comm->inter && at_root) && !in_place) kumi_cstage_out(g, rbuf, rsp, gaps(rdt));
     }
-    (void)sdt;
 }
 
 /* allgather(v), alltoall(v,w), allreduce, scan, exscan, reduce_scatter_block

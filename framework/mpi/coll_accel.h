@@ -27,7 +27,7 @@ struct kumi_cspan kumi_cspan_w(int n, const MPI_Count *counts, const MPI_Aint *d
 void kumi_cstage(struct kumi_cstager *g, const void **buf, struct kumi_cspan sp, bool fill, bool back);
 void kumi_cstage_out(struct kumi_cstager *g, void **buf, struct kumi_cspan sp, bool fill);
 void kumi_cstage_rooted(struct kumi_cstager *g, struct kumi_comm *comm, int root, bool to_root,
-                        const void **sbuf, struct kumi_cspan ssp, const struct kumi_dt *sdt,
+                        const void **sbuf, struct kumi_cspan ssp,
                         void **rbuf, struct kumi_cspan rsp, const struct kumi_dt *rdt);
 void kumi_cstage_all(struct kumi_cstager *g, const void **sbuf, struct kumi_cspan ssp, void **rbuf,
                      struct kumi_cspan rsp, bool rgaps);
