@@ -22,7 +22,11 @@ static int kt_rank_(void)
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); fflush(stderr); \
     exit(1); } while (0)
 
-#define KT_CHECK(cond, ...) do { if (!(cond)) KT_FAIL("check `" #cond "` failed: " __VA_ARGS__); } while (0)
+/* the condition's text goes through "%s", so a '%' in it (a modulo) is not read as a conversion */
+#define KT_CHECK(cond, ...) do { if (!(cond)) { \
+    fprintf(stderr, "FAIL rank %d %s:%d: check `%s` failed:", kt_rank_(), __FILE__, __LINE__, #cond); \
+    fprintf(stderr, " " __VA_ARGS__); fputc('\n', stderr); fflush(stderr); \
+    exit(1); } } while (0)
 #define KT_EQ_INT(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
     if (a_ != b_) KT_FAIL("%s == %lld, expected %s == %lld", #a, a_, #b, b_); } while (0)
 #define KT_MPI(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) { \
