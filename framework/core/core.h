@@ -349,6 +349,7 @@ struct kumi_accel_ops;
 const struct kumi_accel_ops *kumi_accel(void);
 const char *kumi_accel_name(void);
 void kumi_accel_finalize(void);
+void kumi_accel_register_params(void);   /* kumi_base_accel_chunk (pipelined staging) */
 /* Device buffers in host MPI calls: kumi_accel_on is true only while an
  * accel component is in use, so the point-to-point paths test one flag
  * (predicted false) and nothing else.  kumi_stage_begin: an MPI error code,
