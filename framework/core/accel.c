@@ -135,7 +135,7 @@ static bool pipe_get(size_t n)
 static void pipe_put(void) { __atomic_store_n(&pl.busy, 0, __ATOMIC_RELEASE); }
 
 /* n bytes device src -> host dst; 0 or -1. */
-static int copy_in(void *dst, const void *src, size_t n)
+int kumi_accel_copy_in(void *dst, const void *src, size_t n)
 {
     if (!pipe_get(n)) return aops->copy_to_host(dst, src, n);
     size_t c = pl.chunk, issued = 0, done = 0;   /* chunks */
@@ -163,7 +163,7 @@ static int copy_in(void *dst, const void *src, size_t n)
 }
 
 /* n bytes host src -> device dst; 0 or -1. */
-static int copy_out(void *dst, const void *src, size_t n)
+int kumi_accel_copy_out(void *dst, const void *src, size_t n)
 {
     if (!pipe_get(n)) return aops->copy_to_dev(dst, src, n);
     size_t c = pl.chunk, nch = (n + c - 1) / c;
@@ -232,7 +232,8 @@ int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_A
     }
     if (!s->host && !(s->host = malloc(s->len ? s->len : 1)))
         return kumi_error(MPI_ERR_NO_MEM, "%s: no host memory to stage a device buffer of %zu bytes", fn, s->len);
-    if (fill && s->len && (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : copy_in(s->host, s->dev, s->len))) {
+    if (fill && s->len &&
+        (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : kumi_accel_copy_in(s->host, s->dev, s->len))) {
         kumi_stage_end(s, false);
         return kumi_error(MPI_ERR_OTHER, "%s: accel/%s: copying %zu bytes from the device failed", fn, aname, s->len);
     }
@@ -244,7 +245,8 @@ static int end_one(struct kumi_stage *s, bool copy_back)
 {
     int rc = 0;
     if (!s->host) return 0;
-    if (copy_back && s->len && (s->cached ? aops->copy_to_dev(s->dev, s->host, s->len) : copy_out(s->dev, s->host, s->len)))
+    if (copy_back && s->len &&
+        (s->cached ? aops->copy_to_dev(s->dev, s->host, s->len) : kumi_accel_copy_out(s->dev, s->host, s->len)))
         rc = kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, s->len);
     if (s->cached) __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
     else free(s->host);
@@ -276,7 +278,7 @@ int kumi_stage_refill(struct kumi_stage *s)
 {
     for (; s; s = s->next)
         if (s->host && s->fill && s->len &&
-            (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : copy_in(s->host, s->dev, s->len)))
+            (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : kumi_accel_copy_in(s->host, s->dev, s->len)))
             return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes from the device failed", aname, s->len);
     return 0;
 }
@@ -285,7 +287,8 @@ int kumi_stage_flush(struct kumi_stage *s, size_t first_len)
 {
     for (size_t lim = first_len; s; s = s->next, lim = (size_t)-1) {
         size_t n = s->len < lim ? s->len : lim;
-        if (s->host && s->back && n && (s->cached ? aops->copy_to_dev(s->dev, s->host, n) : copy_out(s->dev, s->host, n)))
+        if (s->host && s->back && n &&
+            (s->cached ? aops->copy_to_dev(s->dev, s->host, n) : kumi_accel_copy_out(s->dev, s->host, n)))
             return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, n);
     }
     return 0;

@@ -384,6 +384,11 @@ int kumi_stage_end_all(struct kumi_stage *s, bool ok);
 int kumi_stage_refill(struct kumi_stage *s);
 int kumi_stage_flush(struct kumi_stage *s, size_t first_len);
 bool kumi_accel_is_device(const void *buf);
+/* Copies between device memory and host memory that is not pinned: in
+ * pipelined chunks where the component has asynchronous copies and n is
+ * above kumi_base_accel_chunk, else one synchronous copy; 0 or -1. */
+int kumi_accel_copy_in(void *dst, const void *src, size_t n);
+int kumi_accel_copy_out(void *dst, const void *src, size_t n);
 
 /* ---------------------------------------------------------------- errors */
 /* Invoke comm's error handler for code (a return of a failed MPI call);

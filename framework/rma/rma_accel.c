@@ -45,7 +45,7 @@ int kumi_rma_devmem_new(const char *fn, void *dev, size_t len, struct kumi_win_d
     }
     d->dev = dev;
     d->len = len;
-    if (len && (!a || a->copy_to_host(d->pub, dev, len))) {
+    if (len && (!a || kumi_accel_copy_in(d->pub, dev, len))) {
         kumi_rma_devmem_free(d);
         return kumi_error(MPI_ERR_OTHER, "%s: copying %zu bytes of window memory from the device failed", fn, len);
     }
@@ -68,7 +68,7 @@ int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn)
     const struct kumi_accel_ops *a = kumi_accel();
     size_t n = d->len, lo = n, hi = 0;
     if (!n) return MPI_SUCCESS;
-    if (!a || a->copy_to_host(d->priv, d->dev, n))
+    if (!a || kumi_accel_copy_in(d->priv, d->dev, n))
         return kumi_error(MPI_ERR_OTHER, "%s: copying %zu bytes of window memory from the device failed", fn, n);
     uint8_t *priv = d->priv, *sh = d->shadow;
     volatile uint8_t *pub = d->pub;     /* same-host origins and transports write it concurrently */
@@ -89,7 +89,7 @@ int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn)
         }
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (hi > lo && a->copy_to_dev((char *)d->dev + lo, priv + lo, hi - lo))
+    if (hi > lo && kumi_accel_copy_out((char *)d->dev + lo, priv + lo, hi - lo))
         return kumi_error(MPI_ERR_OTHER, "%s: copying %zu bytes of window memory to the device failed", fn, hi - lo);
     return MPI_SUCCESS;
 }

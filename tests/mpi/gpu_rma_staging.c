@@ -263,6 +263,29 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
     KT_MPI(MPI_Win_free(&win));
 
+    /* ---- a large device window (its copies move in pipelined chunks): an update near its end
+       and a local store next to it, both seen after the fence */
+    {
+        size_t big = (5u << 20) + 12, at = big / sizeof(int) - 8;
+        int *db = dalloc(big), z[8] = { 0 };
+        to_dev(db + at, z, sizeof z);
+        KT_MPI(MPI_Win_create(db, (MPI_Aint)big, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        KT_MPI(MPI_Win_fence(0, win));
+        dev_ints(dsrc, 4, put_val, rank, 8);
+        KT_MPI(MPI_Put(dsrc, 4, MPI_INT, right, (MPI_Aint)at, 4, MPI_INT, win));
+        to_dev(db + at + 4, st, sizeof st);
+        KT_MPI(MPI_Win_fence(0, win));
+        KT_MPI(MPI_Get(dres, 4, MPI_INT, right, (MPI_Aint)at + 4, 4, MPI_INT, win));
+        KT_MPI(MPI_Win_fence(0, win));
+        to_host(hr, dres, 4 * sizeof(int));
+        for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], -1 - i);
+        to_host(hr, db + at, 8 * sizeof(int));
+        for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], put_val(left, i, 8));
+        for (int i = 0; i < 4; i++) KT_EQ_INT(hr[4 + i], -1 - i);
+        KT_MPI(MPI_Win_free(&win));
+        cuMemFree((uintptr_t)db);
+    }
+
     /* ---- a host window, device origin and result buffers */
     int *hw = malloc(W * sizeof(int));
     for (int i = 0; i < W; i++) hw[i] = init_val(rank, i);
