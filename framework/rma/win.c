@@ -464,14 +464,14 @@ int kumi_win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Ain
         return rc;
     }
     /* from here every rank takes part in every exchange; local failures travel in the records */
-    int err = 0;
+    int err = 0, derr = 0;
     w->info = kumi_info_dup(inf);
     w->peers = calloc((size_t)w->size, sizeof *w->peers);
     if (!w->info || !w->peers) err = 1;
     else parse_hints(w);
     if (__builtin_expect(kumi_accel_on, 0) && !err && flavor == MPI_WIN_FLAVOR_CREATE && size > 0 &&
         kumi_accel_is_device(base)) {   /* the separate model: RMA reaches a public copy in host memory */
-        if (kumi_rma_devmem_new(fn, base, (size_t)size, &w->devm)) err = 1;
+        if ((derr = kumi_rma_devmem_new(fn, base, (size_t)size, &w->devm))) err = 1;
         else { w->base = w->devm->pub; w->ndev = 1; }
     }
     struct win_rec me = {
@@ -484,7 +484,7 @@ int kumi_win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Ain
     if (!err && flavor == MPI_WIN_FLAVOR_CREATE) fab_register(w, &me);
     rc = allgather_recs(w, &me, all);
     if (!rc && any_error(w, all) >= 0)
-        rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
+        rc = derr ? derr : kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
     /* device memory in it (any rank's), or may be attached: MPI_WIN_SEPARATE for every rank */
     for (int r = 0; !rc && r < w->size; r++)
         if (all[r].flags & REC_DEVICE) w->model = MPI_WIN_SEPARATE;
