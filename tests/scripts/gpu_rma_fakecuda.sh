@@ -4,8 +4,8 @@
 # address crashes): tests/mpi/gpu_rma_staging (device windows in the
 # separate model, device origin / compare / result buffers, fence, PSCW,
 # lock, lock_all + Win_sync, a dynamic window) at 2 and 3 ranks, on the
-# direct path, with active messages only (KUMI_BASE_RMA_DIRECT=0) and with
-# the progress thread.
+# direct path, with active messages only (KUMI_BASE_RMA_DIRECT=0), with
+# the progress thread and with p2p/ofi's remote writes and reads.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -33,5 +33,12 @@ run "direct path" 3
 run "active messages only" 2 -x KUMI_BASE_RMA_DIRECT=0
 run "active messages only" 3 -x KUMI_BASE_RMA_DIRECT=0
 run "progress thread" 3 -x KUMI_BASE_SCHED_ENGINE=thread
+# Put / Get as p2p/ofi remote writes and reads into the registered public copies (where ofi is built)
+if ls "$top_builddir"/components/p2p/ofi/.libs/*.so > /dev/null 2>&1; then
+    run "p2p/ofi transport RMA" 3 -x MPI_COMPONENTS=p2p=self,ofi -x KUMI_BASE_RMA_DIRECT=0 \
+        --param 'p2p_ofi_provider=tcp;ofi_rxm'
+else
+    echo "skip: p2p/ofi not built"
+fi
 [ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$failures check(s) failed"; exit 1
