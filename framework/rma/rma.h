@@ -171,8 +171,8 @@ bool kumi_win_region_ok(const struct kumi_win *w, uint64_t addr, uint64_t len);
  * window (the public copy of an attached device region, else addr). */
 int kumi_rma_devmem_new(const char *fn, void *dev, size_t len, struct kumi_win_devmem **out);
 void kumi_rma_devmem_free(struct kumi_win_devmem *d);
-int kumi_rma_dev_sync(struct kumi_win *w, const char *fn);
-int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn);   /* one of them */
+int kumi_rma_dev_sync(struct kumi_win *w, const char *fn, int assert);    /* MPI_MODE_NOSTORE: no local stores */
+int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn, bool nostore);   /* one of them */
 uint8_t *kumi_win_dyn_addr(const struct kumi_win *w, uint64_t addr);
 
 #endif

@@ -28,7 +28,9 @@
  * was stored locally and goes public, one whose public value differs was
  * updated by RMA and goes private.  Cost per merge: one device-to-host copy
  * of the whole memory, a compare of three host copies (64-byte blocks where
- * nothing changed), one host-to-device copy of the span that RMA changed. */
+ * nothing changed), one host-to-device copy of the span that RMA changed.
+ * MPI_MODE_NOSTORE at a fence or post (no local stores since the last
+ * synchronisation) saves the device-to-host copy. */
 #include "rma/rma_impl.h"
 #include <kumi/accel.h>
 
@@ -63,12 +65,13 @@ void kumi_rma_devmem_free(struct kumi_win_devmem *d)
     free(d);
 }
 
-int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn)
+int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn, bool nostore)
 {
     const struct kumi_accel_ops *a = kumi_accel();
     size_t n = d->len, lo = n, hi = 0;
     if (!n) return MPI_SUCCESS;
-    if (!a || kumi_accel_copy_in(d->priv, d->dev, n))
+    if (nostore) memcpy(d->priv, d->shadow, n);   /* MPI_MODE_NOSTORE: the private copy is as last merged */
+    else if (!a || kumi_accel_copy_in(d->priv, d->dev, n))
         return kumi_error(MPI_ERR_OTHER, "%s: copying %zu bytes of window memory from the device failed", fn, n);
     uint8_t *priv = d->priv, *sh = d->shadow;
     volatile uint8_t *pub = d->pub;     /* same-host origins and transports write it concurrently */
@@ -94,13 +97,14 @@ int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn)
     return MPI_SUCCESS;
 }
 
-int kumi_rma_dev_sync(struct kumi_win *w, const char *fn)
+int kumi_rma_dev_sync(struct kumi_win *w, const char *fn, int assert)
 {
     int rc = MPI_SUCCESS;
+    bool nostore = (assert & MPI_MODE_NOSTORE) != 0;
     if (!w->ndev) return rc;
-    if (w->devm) rc = kumi_rma_devmem_sync(w->devm, fn);
+    if (w->devm) rc = kumi_rma_devmem_sync(w->devm, fn, nostore);
     for (int i = 0; !rc && i < w->nregions; i++)
-        if (w->regions[i].devm) rc = kumi_rma_devmem_sync(w->regions[i].devm, fn);
+        if (w->regions[i].devm) rc = kumi_rma_devmem_sync(w->regions[i].devm, fn, nostore);
     return rc;
 }
 

@@ -78,7 +78,7 @@ int kumi_mpi_win_fence(int assert, struct kumi_win *win)
     }
     /* device memory (rma_accel.c): the epoch's updates are all in; my stores go public before anybody
        leaves the fence */
-    if (__builtin_expect(win->ndev, 0) && (rc = kumi_rma_dev_sync(win, fn))) return rc;
+    if (__builtin_expect(win->ndev, 0) && (rc = kumi_rma_dev_sync(win, fn, assert))) return rc;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     rc = win->comm->coll.barrier((MPI_Comm)win->comm);
     if (rc) return rc;
@@ -117,7 +117,7 @@ int kumi_mpi_win_post(MPI_Group group, int assert, struct kumi_win *win)
         return kumi_error(MPI_ERR_ASSERT, "%s: invalid assert %#x", fn, assert);
     if (m->npost >= 0) return kumi_error(MPI_ERR_RMA_SYNC, "%s: an exposure epoch is already open", fn);
     int rc;
-    if (__builtin_expect(win->ndev, 0) && (rc = kumi_rma_dev_sync(win, fn))) return rc;
+    if (__builtin_expect(win->ndev, 0) && (rc = kumi_rma_dev_sync(win, fn, assert))) return rc;
     rc = group_ranks(win, fn, group, &m->post_ranks, &m->npost);
     if (rc) return rc;
     for (int i = 0; i < m->npost; i++) {
@@ -188,7 +188,7 @@ static int exposure_over(void *arg)
 static int end_exposure(struct kumi_rma *m, const char *fn)
 {
     int rc;
-    if (__builtin_expect(m->w->ndev, 0) && (rc = kumi_rma_dev_sync(m->w, fn))) return rc;
+    if (__builtin_expect(m->w->ndev, 0) && (rc = kumi_rma_dev_sync(m->w, fn, 0))) return rc;
     for (int i = 0; i < m->npost; i++) m->completes[m->post_ranks[i]]--;
     free(m->post_ranks);
     m->post_ranks = NULL;
@@ -312,7 +312,7 @@ int kumi_mpi_win_lock(int lock_type, int rank, int assert, struct kumi_win *win)
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is already locked by this process", fn, rank);
     if (m->fence_epoch) m->fence_epoch = false;
     rc = lock_one(m, lock_type, rank, assert);
-    if (!rc && rank == win->rank && __builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn);
+    if (!rc && rank == win->rank && __builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn, 0);
     return rc;
 }
 
@@ -326,7 +326,7 @@ int kumi_mpi_win_unlock(int rank, struct kumi_win *win)
     if (!m->lock[rank] || m->lock_all)
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is not locked by this process (MPI_Win_lock)", fn, rank);
     rma_wait_local(m);
-    if (rank == win->rank && __builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn);  /* before the release */
+    if (rank == win->rank && __builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn, 0);  /* before the release */
     int e = unlock_target(m, rank);
     if (!rc) rc = e;
     return rc ? rc : take_errors(m, fn);
@@ -348,7 +348,7 @@ int kumi_mpi_win_lock_all(int assert, struct kumi_win *win)
         if (rc) return rc;
     }
     m->lock_all = true;
-    return __builtin_expect(win->ndev, 0) ? kumi_rma_dev_sync(win, fn) : MPI_SUCCESS;
+    return __builtin_expect(win->ndev, 0) ? kumi_rma_dev_sync(win, fn, 0) : MPI_SUCCESS;
 }
 
 int kumi_mpi_win_unlock_all(struct kumi_win *win)
@@ -358,7 +358,7 @@ int kumi_mpi_win_unlock_all(struct kumi_win *win)
     int rc = MPI_SUCCESS;
     if (!m->lock_all) return kumi_error(MPI_ERR_RMA_SYNC, "%s: no MPI_Win_lock_all epoch is open", fn);
     rma_wait_local(m);
-    if (__builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn);   /* before the release */
+    if (__builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn, 0);   /* before the release */
     for (int t = 0; t < win->size; t++) {
         int e = unlock_target(m, t);
         if (e && !rc) rc = e;
@@ -421,5 +421,5 @@ int kumi_mpi_win_sync(struct kumi_win *win)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     kumi_progress(0);                   /* and let operations of others in */
-    return __builtin_expect(win->ndev, 0) ? kumi_rma_dev_sync(win, "MPI_Win_sync") : MPI_SUCCESS;
+    return __builtin_expect(win->ndev, 0) ? kumi_rma_dev_sync(win, "MPI_Win_sync", 0) : MPI_SUCCESS;
 }

@@ -670,7 +670,7 @@ int kumi_mpi_win_detach(struct kumi_win *win, const void *base)
         if (w->regions[i].base == b) {
             struct kumi_win_devmem *dm = w->regions[i].devm;
             if (dm) {                   /* the memory leaves the window: RMA updates go to the device first */
-                int rc = kumi_rma_devmem_sync(dm, fn);
+                int rc = kumi_rma_devmem_sync(dm, fn, false);
                 if (rc) return rc;
                 kumi_rma_devmem_free(dm);
                 w->ndev--;

@@ -9,7 +9,8 @@
  *    Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate (results
  *    checked after their Wait), a vector origin and a vector result (gaps
  *    keep their bytes), in fence, post-start-complete-wait, lock / unlock and
- *    lock_all / flush / Win_sync epochs; every value read from the device;
+ *    lock_all / flush / Win_sync epochs (a fence with MPI_MODE_NOSTORE); every
+ *    value read from the device;
  *  - local stores into the private copy (cuMemcpyHtoD) become public at the
  *    next fence without undoing RMA updates made there in the same epoch;
  *  - a dynamic window with device memory attached (Put, Get, Accumulate,
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
     int hr[16];
     to_host(hr, dres + 10, 4 * sizeof(int));
     for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], init_val(right, 22 + i));
-    KT_MPI(MPI_Win_fence(0, win));
+    KT_MPI(MPI_Win_fence(MPI_MODE_NOSTORE, win));   /* no local stores: the device is not read */
     check_results(right, 0);
     check_target(left, 0, 0);
     /* local stores into the private copy (not where RMA writes in this epoch) become public at the
