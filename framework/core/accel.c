@@ -102,7 +102,9 @@ static void pipe_fini(void)
         }
         if (pl.stream) aops->stream_free(pl.stream);
     }
+    int busy = pl.busy;                 /* a holder remakes it (pipe_get) and keeps it */
     memset(&pl, 0, sizeof pl);
+    pl.busy = busy;
 }
 
 /* The pipeline, held (release with pipe_put), or NULL: copy synchronously. */
