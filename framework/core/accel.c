@@ -4,6 +4,7 @@
 #include "core/core.h"
 #include "registry/registry.h"
 #include <kumi/accel.h>
+#include <kumi/param.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +46,14 @@ const char *kumi_accel_name(void)
     return kumi_accel() ? aname : NULL;
 }
 
+static void pipe_fini(void);
+
 void kumi_accel_finalize(void)
 {
     kumi_accel_on = false;
     if (cache && aops && aops->host_free) aops->host_free(cache);
     cache = NULL;
+    pipe_fini();
     if (aops && aops->finalize) aops->finalize();
     aops = NULL;
     aname = NULL;
@@ -62,6 +66,123 @@ KUMI_EXPORT int MPIX_Query_cuda_support(void)
 {
     const char *n = kumi_accel_name();
     return n && !strcmp(n, "cuda");
+}
+
+/* ------------------------------------------------ pipelined copies
+ * A staged buffer larger than one chunk that is not pinned memory (above
+ * KUMI_STAGE_CACHE) moves in chunks through NSLOT pinned slots with the
+ * component's asynchronous copies (contract 1.1): device to host, the DMA of
+ * the next chunks runs while the CPU copies a finished slot out; host to
+ * device, the CPU fills a slot while the DMA of the previous ones runs.  One
+ * pipeline per process (busy: the next caller copies synchronously);
+ * parameter kumi_base_accel_chunk (0: never). */
+enum { NSLOT = 4 };
+static long long accel_chunk = 1 << 20;
+static struct {
+    void *stream, *ev[NSLOT], *slot[NSLOT];
+    size_t chunk;
+    int state;                  /* 0 not made, 1 ready, -1 unavailable */
+    int busy;                   /* atomic */
+} pl;
+
+void kumi_accel_register_params(void)
+{
+    kumi_param_register_int("kumi", "base", "accel_chunk", 1 << 20,
+                            "Device buffers staged through host memory (accel): bytes per chunk of the pipelined "
+                            "copies of buffers above 4 MiB (asynchronous copies through pinned slots); 0: one "
+                            "synchronous copy", KUMI_LEVEL_TUNER, &accel_chunk);
+}
+
+static void pipe_fini(void)
+{
+    if (pl.state == 1 && aops) {
+        for (int i = 0; i < NSLOT; i++) {
+            if (pl.ev[i]) aops->event_free(pl.ev[i]);
+            if (pl.slot[i]) aops->host_free(pl.slot[i]);
+        }
+        if (pl.stream) aops->stream_free(pl.stream);
+    }
+    int busy = pl.busy;                 /* a holder remakes it (pipe_get) and keeps it */
+    memset(&pl, 0, sizeof pl);
+    pl.busy = busy;
+}
+
+/* The pipeline, held (release with pipe_put), or NULL: copy synchronously. */
+static bool pipe_get(size_t n)
+{
+    if (accel_chunk <= 0 || n <= (size_t)accel_chunk || pl.state < 0 || !aops->copy_to_host_async ||
+        !aops->copy_to_dev_async || !aops->stream_new || !aops->event_new || !aops->event_record || !aops->event_sync)
+        return false;
+    if (__atomic_exchange_n(&pl.busy, 1, __ATOMIC_ACQUIRE)) return false;
+    if (pl.state == 1 && pl.chunk != (size_t)accel_chunk) pipe_fini();   /* the parameter changed */
+    if (pl.state == 0) {
+        bool ok = !aops->stream_new(&pl.stream);
+        pl.chunk = (size_t)accel_chunk;
+        for (int i = 0; ok && i < NSLOT; i++)
+            ok = !aops->event_new(&pl.ev[i]) && !aops->host_alloc(pl.chunk, &pl.slot[i]);
+        pl.state = 1;
+        if (!ok) {
+            kumi_log(1, "accel/%s: no asynchronous copies (stream, events or pinned slots refused): "
+                     "synchronous copies", aname);
+            pipe_fini();
+            pl.state = -1;
+        }
+        pl.busy = 1;
+    }
+    if (pl.state == 1) return true;
+    __atomic_store_n(&pl.busy, 0, __ATOMIC_RELEASE);
+    return false;
+}
+
+static void pipe_put(void) { __atomic_store_n(&pl.busy, 0, __ATOMIC_RELEASE); }
+
+/* n bytes device src -> host dst; 0 or -1. */
+int kumi_accel_copy_in(void *dst, const void *src, size_t n)
+{
+    if (!pipe_get(n)) return aops->copy_to_host(dst, src, n);
+    size_t c = pl.chunk, issued = 0, done = 0;   /* chunks */
+    size_t nch = (n + c - 1) / c;
+    int rc = 0;
+    while (done < nch && !rc) {
+        while (issued < nch && issued - done < NSLOT && !rc) {
+            size_t off = issued * c, len = n - off < c ? n - off : c;
+            int k = (int)(issued % NSLOT);
+            if (aops->copy_to_host_async(pl.slot[k], (const char *)src + off, len, pl.stream) ||
+                aops->event_record(pl.ev[k], pl.stream))
+                rc = -1;
+            issued++;
+        }
+        if (rc) break;
+        size_t off = done * c, len = n - off < c ? n - off : c;
+        int k = (int)(done % NSLOT);
+        if (aops->event_sync(pl.ev[k])) { rc = -1; break; }
+        memcpy((char *)dst + off, pl.slot[k], len);
+        done++;
+    }
+    if (rc) for (size_t i = done; i < issued; i++) aops->event_sync(pl.ev[i % NSLOT]);   /* slots idle again */
+    pipe_put();
+    return rc;
+}
+
+/* n bytes host src -> device dst; 0 or -1. */
+int kumi_accel_copy_out(void *dst, const void *src, size_t n)
+{
+    if (!pipe_get(n)) return aops->copy_to_dev(dst, src, n);
+    size_t c = pl.chunk, nch = (n + c - 1) / c;
+    int rc = 0;
+    for (size_t j = 0; j < nch && !rc; j++) {
+        size_t off = j * c, len = n - off < c ? n - off : c;
+        int k = (int)(j % NSLOT);
+        if (j >= NSLOT && aops->event_sync(pl.ev[k])) { rc = -1; break; }   /* the slot's last copy is over */
+        memcpy(pl.slot[k], (const char *)src + off, len);
+        if (aops->copy_to_dev_async((char *)dst + off, pl.slot[k], len, pl.stream) ||
+            aops->event_record(pl.ev[k], pl.stream))
+            rc = -1;
+    }
+    for (size_t j = nch > NSLOT ? nch - NSLOT : 0; j < nch; j++)    /* everything on the device */
+        if (aops->event_sync(pl.ev[j % NSLOT])) rc = -1;
+    pipe_put();
+    return rc;
 }
 
 /* ------------------------------------------------ staging device buffers
@@ -113,7 +234,8 @@ int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_A
     }
     if (!s->host && !(s->host = malloc(s->len ? s->len : 1)))
         return kumi_error(MPI_ERR_NO_MEM, "%s: no host memory to stage a device buffer of %zu bytes", fn, s->len);
-    if (fill && s->len && aops->copy_to_host(s->host, s->dev, s->len)) {
+    if (fill && s->len &&
+        (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : kumi_accel_copy_in(s->host, s->dev, s->len))) {
         kumi_stage_end(s, false);
         return kumi_error(MPI_ERR_OTHER, "%s: accel/%s: copying %zu bytes from the device failed", fn, aname, s->len);
     }
@@ -125,7 +247,8 @@ static int end_one(struct kumi_stage *s, bool copy_back)
 {
     int rc = 0;
     if (!s->host) return 0;
-    if (copy_back && s->len && aops->copy_to_dev(s->dev, s->host, s->len))
+    if (copy_back && s->len &&
+        (s->cached ? aops->copy_to_dev(s->dev, s->host, s->len) : kumi_accel_copy_out(s->dev, s->host, s->len)))
         rc = kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, s->len);
     if (s->cached) __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
     else free(s->host);
@@ -156,7 +279,8 @@ int kumi_stage_end(struct kumi_stage *s, bool copy_back)
 int kumi_stage_refill(struct kumi_stage *s)
 {
     for (; s; s = s->next)
-        if (s->host && s->fill && s->len && aops->copy_to_host(s->host, s->dev, s->len))
+        if (s->host && s->fill && s->len &&
+            (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : kumi_accel_copy_in(s->host, s->dev, s->len)))
             return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes from the device failed", aname, s->len);
     return 0;
 }
@@ -165,7 +289,8 @@ int kumi_stage_flush(struct kumi_stage *s, size_t first_len)
 {
     for (size_t lim = first_len; s; s = s->next, lim = (size_t)-1) {
         size_t n = s->len < lim ? s->len : lim;
-        if (s->host && s->back && n && aops->copy_to_dev(s->dev, s->host, n))
+        if (s->host && s->back && n &&
+            (s->cached ? aops->copy_to_dev(s->dev, s->host, n) : kumi_accel_copy_out(s->dev, s->host, n)))
             return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, n);
     }
     return 0;

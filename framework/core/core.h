@@ -349,6 +349,7 @@ struct kumi_accel_ops;
 const struct kumi_accel_ops *kumi_accel(void);
 const char *kumi_accel_name(void);
 void kumi_accel_finalize(void);
+void kumi_accel_register_params(void);   /* kumi_base_accel_chunk (pipelined staging) */
 /* Device buffers in host MPI calls: kumi_accel_on is true only while an
  * accel component is in use, so the point-to-point paths test one flag
  * (predicted false) and nothing else.  kumi_stage_begin: an MPI error code,
@@ -383,6 +384,11 @@ int kumi_stage_end_all(struct kumi_stage *s, bool ok);
 int kumi_stage_refill(struct kumi_stage *s);
 int kumi_stage_flush(struct kumi_stage *s, size_t first_len);
 bool kumi_accel_is_device(const void *buf);
+/* Copies between device memory and host memory that is not pinned: in
+ * pipelined chunks where the component has asynchronous copies and n is
+ * above kumi_base_accel_chunk, else one synchronous copy; 0 or -1. */
+int kumi_accel_copy_in(void *dst, const void *src, size_t n);
+int kumi_accel_copy_out(void *dst, const void *src, size_t n);
 
 /* ---------------------------------------------------------------- errors */
 /* Invoke comm's error handler for code (a return of a failed MPI call);

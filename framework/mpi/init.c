@@ -39,6 +39,7 @@ static void framework_register_params(void)
     kumi_memkinds_register_params();
     kumi_coll_register_params();
     kumi_gpu_register_params();
+    kumi_accel_register_params();
     kumi_dpm_register_params();
     kumi_dpm_register_spawn_params();
     kumi_ckpt_register_params();

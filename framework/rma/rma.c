@@ -396,6 +396,7 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname)
            but operations to this rank from others whose epochs ended need no more) */
         rma_wait_local(m);
         int rc = w->comm->coll.barrier((MPI_Comm)w->comm);
+        if (!rc && __builtin_expect(w->ndev, 0)) rc = kumi_rma_dev_sync(w, fname, 0);  /* device memory: last updates */
         if (rc) return rc;
     }
     m->freeing = true;

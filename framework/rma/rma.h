@@ -71,8 +71,15 @@ struct kumi_win_ctl {
 };
 _Static_assert(sizeof(struct kumi_win_ctl) == 128, "two cache lines");
 
-/* A region attached to a dynamic window. */
-struct kumi_win_region { uint64_t base, len; };
+/* Device memory in a window (rma_accel.c): MPI_WIN_SEPARATE.  The public
+ * copy is host memory (pub: what RMA operations read and write), the private
+ * copy the device memory (dev); shadow holds what both held at the last
+ * synchronisation, so that a merge tells local stores (private != shadow)
+ * from RMA updates (public != shadow). */
+struct kumi_win_devmem { void *dev; uint8_t *pub, *shadow, *priv; size_t len; };
+
+/* A region attached to a dynamic window (devm: device memory, or NULL). */
+struct kumi_win_region { uint64_t base, len; struct kumi_win_devmem *devm; };
 
 /* Dynamic windows: each rank's attached regions, published in the host's
  * segment (after the control blocks) so that same-host origins check and
@@ -97,8 +104,10 @@ struct kumi_win {
     struct kumi_comm *comm;         /* private duplicate of the creating communicator */
     int rank, size;                 /* in comm */
     int flavor;                     /* MPI_WIN_FLAVOR_CREATE, _ALLOCATE, _DYNAMIC, _SHARED */
-    int model;                      /* MPI_WIN_UNIFIED */
-    void *base;                     /* this rank's window memory (NULL: none / dynamic) */
+    int model;                      /* MPI_WIN_UNIFIED; MPI_WIN_SEPARATE where device memory is in it */
+    void *base;                     /* this rank's window memory (NULL: none / dynamic; device: the public copy) */
+    struct kumi_win_devmem *devm;   /* Win_create on device memory: its copies (base is devm->pub) */
+    int ndev;                       /* device memories of this rank in the window (devm, attached regions) */
     MPI_Aint wsize;                 /* its size in bytes */
     int disp_unit;
     struct kumi_win_peer *peers;    /* [size] */
@@ -152,5 +161,18 @@ int kumi_rma_win_fini(struct kumi_win *w, const char *fname);
 /* win.c: the memory of an attached region of dynamic window w containing
  * [addr, addr + len) on this rank, or false. */
 bool kumi_win_region_ok(const struct kumi_win *w, uint64_t addr, uint64_t len);
+/* rma_accel.c: device memory in windows (the separate model).  _new: the
+ * copies of len bytes of device memory dev (public = private at the start);
+ * _free: frees them (not dev).  kumi_rma_dev_sync: every device memory of
+ * w's rank: local stores to the private copy become public and RMA updates
+ * of the public copy become private (called at the synchronisation points of
+ * the separate model; a no-op where w->ndev is 0).  kumi_win_dyn_addr: the
+ * address in this process where RMA reaches address addr of a dynamic
+ * window (the public copy of an attached device region, else addr). */
+int kumi_rma_devmem_new(const char *fn, void *dev, size_t len, struct kumi_win_devmem **out);
+void kumi_rma_devmem_free(struct kumi_win_devmem *d);
+int kumi_rma_dev_sync(struct kumi_win *w, const char *fn, int assert);    /* MPI_MODE_NOSTORE: no local stores */
+int kumi_rma_devmem_sync(struct kumi_win_devmem *d, const char *fn, bool nostore);   /* one of them */
+uint8_t *kumi_win_dyn_addr(const struct kumi_win *w, uint64_t addr);
 
 #endif

@@ -15,6 +15,7 @@ struct org_op {                         /* an operation's local part */
     int parts;                          /* internal requests not yet complete */
     struct kumi_p2p_rma *fops;          /* transport RMA: one per block */
     bool fab_unpack;                    /* transport Get: unpack reply into result at the end */
+    struct kumi_stage *stage;           /* device buffers: [3] host copies (origin, compare, result) */
 };
 
 enum { K_PUT, K_GET, K_ACC, K_GACC, K_CAS };
@@ -28,6 +29,18 @@ struct opargs {
 };
 
 enum { DIRECT_REFUSED = -1 };           /* CMA not permitted: nothing was done, use active messages */
+enum { ST_ORIGIN, ST_COMPARE, ST_RESULT, ST_N };
+
+/* The host copies of an operation's device buffers are over: the result's
+ * goes to the device (if ok), all are freed. */
+static int stage_done(struct kumi_stage *st, bool ok)
+{
+    int rc = kumi_stage_end(&st[ST_RESULT], ok);
+    kumi_stage_end(&st[ST_ORIGIN], false);
+    kumi_stage_end(&st[ST_COMPARE], false);
+    free(st);
+    return rc;
+}
 
 /* -------------------------------------------------------------- origin side */
 
@@ -35,8 +48,13 @@ enum { DIRECT_REFUSED = -1 };           /* CMA not permitted: nothing was done, 
 static void org_put(struct org_op *o)
 {
     if (--o->parts > 0) return;
-    o->m->local--;
     if (o->fab_unpack) kumi_dt_unpack(o->rdt, o->reply, o->rcount, o->result);
+    if (o->stage) {                     /* device buffers: the result to the device before anyone sees completion */
+        int e = stage_done(o->stage, !o->ureq || o->ureq->status.MPI_ERROR == MPI_SUCCESS);
+        if (e && o->ureq && o->ureq->status.MPI_ERROR == MPI_SUCCESS) o->ureq->status.MPI_ERROR = e;
+        if (e && !o->ureq) o->m->fab_errors++;
+    }
+    o->m->local--;
     if (o->ureq) {
         o->ureq->pending = 0;
         kumi_req_check_complete(o->ureq);
@@ -206,7 +224,8 @@ static void fab_done(struct kumi_p2p_rma *f, int err)
  * operation exists (it owns blk, and u completes with it, errors included);
  * false: nothing was done (out of memory). */
 static int fab_op(struct kumi_rma *m, const char *fn, int kind, const struct opargs *a, uint64_t addr,
-                  struct rma_blk *blk, long nb, size_t tbytes, struct kumi_req *u, bool *took)
+                  struct rma_blk *blk, long nb, size_t tbytes, struct kumi_req *u, bool *took,
+                  struct kumi_stage **stp)
 {
     struct kumi_win_peer *p = &m->w->peers[a->target];
     int wt = kumi_comm_world_rank(m->w->comm, a->target);
@@ -243,6 +262,8 @@ static int fab_op(struct kumi_rma *m, const char *fn, int kind, const struct opa
     *took = true;
     o->ureq = u;
     o->blk = blk;
+    o->stage = *stp;                    /* kept until the operation completes */
+    *stp = NULL;
     o->parts = 1;                       /* held until every block is started */
     m->local++;
     size_t off = 0;
@@ -279,19 +300,14 @@ nomem:
 }
 
 /* Issue one operation; *ureq (R* forms) gets a request that completes with
- * the local part. */
-static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a, MPI_Request *ureq)
+ * the local part.  *stp: host copies of device buffers (see issue), taken
+ * (set to NULL) by an operation that completes later. */
+static int issue_host(struct kumi_win *w, const char *fn, int kind, struct opargs *a, MPI_Request *ureq,
+                      struct kumi_stage **stp)
 {
     struct kumi_rma *m = w->rma;
     int rc = rma_check_target(w, fn, a->target);
     if (rc) return rc;
-    if (__builtin_expect(kumi_accel_on, 0)) {           /* device buffers: not staged for RMA yet */
-        const char *arg = kumi_accel_is_device(a->oaddr) ? "origin_addr" : kumi_accel_is_device(a->raddr) ?
-                          "result_addr" : kumi_accel_is_device(a->caddr) ? "compare_addr" : NULL;
-        if (arg)
-            return kumi_error(MPI_ERR_BUFFER, "%s: argument %s is device memory: Kumi does not stage device "
-                              "buffers in RMA calls yet", fn, kind == K_GET && a->raddr ? "origin_addr" : arg);
-    }
     if (a->target != MPI_PROC_NULL && !rma_in_epoch(m, a->target))
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: no access epoch to rank %d is open on this window (call "
                           "MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)", fn, a->target);
@@ -372,6 +388,8 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
         goto fail;
     }
     if (dm > 0) {
+        if (__builtin_expect(w->ndev, 0) && a->target == w->rank && w->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+            tbase = kumi_win_dyn_addr(w, addr) - addr;   /* an attached device region: its public copy */
         struct tmem tm = { .mem = (uint8_t *)((uintptr_t)tbase + addr), .blk = nb > 0 ? blk : NULL, .nblocks = (uint64_t)nb,
                            .bytes = tbytes, .pid = tpid };
         rc = direct_op(m, fn, kind, a, &tm);
@@ -385,7 +403,7 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
     }
     if ((kind == K_PUT || kind == K_GET) && p->fab && kumi_rma_fabric) {
         bool took;
-        rc = fab_op(m, fn, kind, a, addr, blk, nb, tbytes, u, &took);
+        rc = fab_op(m, fn, kind, a, addr, blk, nb, tbytes, u, &took, stp);
         if (!took) goto fail;
         return rc;
     }
@@ -395,6 +413,8 @@ static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a,
     o->ureq = u;
     o->blk = blk;
     blk = NULL;
+    o->stage = *stp;                    /* kept until the operation completes */
+    *stp = NULL;
     struct rma_msg h = { .origin = w->rank, .addr = addr, .bytes = tbytes, .nblocks = (uint64_t)nb,
                          .span = span };
     switch (kind) {
@@ -464,6 +484,39 @@ fail_o:
 fail:
     free(blk);
     if (u) { u->status.MPI_ERROR = rc; u->pending = 0; kumi_req_check_complete(u); *ureq = MPI_REQUEST_NULL; kumi_req_free(u); }
+    return rc;
+}
+
+/* Device buffers (accel): origin, compare and result buffers in device
+ * memory go through host copies; the origin's and compare's are filled
+ * here, the result's goes to the device when the operation completes (at
+ * once on the direct path, else when its reply arrives: in the flush,
+ * unlock, fence, complete or Wait that completes it, before that returns). */
+static int issue(struct kumi_win *w, const char *fn, int kind, struct opargs *a, MPI_Request *ureq)
+{
+    struct kumi_stage *st = NULL;
+    if (!__builtin_expect(kumi_accel_on, 0)) return issue_host(w, fn, kind, a, ureq, &st);
+    bool od = kind != K_GET && !(kind == K_GACC && a->op->handle == MPI_NO_OP) && kumi_accel_is_device(a->oaddr);
+    bool cd = kind == K_CAS && kumi_accel_is_device(a->caddr);
+    bool rd = kind != K_PUT && kind != K_ACC && kumi_accel_is_device(a->raddr);
+    if (!od && !cd && !rd) return issue_host(w, fn, kind, a, ureq, &st);
+    if (ureq) *ureq = MPI_REQUEST_NULL;
+    if (!(st = calloc(ST_N, sizeof *st))) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    int rc = MPI_SUCCESS;
+    if (od && !(rc = kumi_stage_begin(fn, &st[ST_ORIGIN], a->oaddr, (MPI_Count)a->ocount, a->odt, true)) &&
+        st[ST_ORIGIN].host)
+        a->oaddr = st[ST_ORIGIN].buf;
+    if (!rc && cd && !(rc = kumi_stage_begin(fn, &st[ST_COMPARE], a->caddr, 1, a->odt, true)) && st[ST_COMPARE].host)
+        a->caddr = st[ST_COMPARE].buf;
+    if (!rc && rd &&
+        !(rc = kumi_stage_begin(fn, &st[ST_RESULT], a->raddr, (MPI_Count)a->rcount, a->rdt, !a->rdt->contig)) &&
+        st[ST_RESULT].host)
+        a->raddr = st[ST_RESULT].buf;
+    if (!rc) rc = issue_host(w, fn, kind, a, ureq, &st);
+    if (st) {                           /* done here (or failed): copies back now */
+        int e = stage_done(st, rc == MPI_SUCCESS);
+        if (!rc) rc = e;
+    }
     return rc;
 }
 

@@ -76,6 +76,9 @@ int kumi_mpi_win_fence(int assert, struct kumi_win *win)
         struct waitcnt c = { m, want };
         kumi_progress_wait(applied_reached, &c);
     }
+    /* device memory (rma_accel.c): the epoch's updates are all in; my stores go public before anybody
+       leaves the fence */
+    if (__builtin_expect(win->ndev, 0) && (rc = kumi_rma_dev_sync(win, fn, assert))) return rc;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     rc = win->comm->coll.barrier((MPI_Comm)win->comm);
     if (rc) return rc;
@@ -113,7 +116,9 @@ int kumi_mpi_win_post(MPI_Group group, int assert, struct kumi_win *win)
     if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
         return kumi_error(MPI_ERR_ASSERT, "%s: invalid assert %#x", fn, assert);
     if (m->npost >= 0) return kumi_error(MPI_ERR_RMA_SYNC, "%s: an exposure epoch is already open", fn);
-    int rc = group_ranks(win, fn, group, &m->post_ranks, &m->npost);
+    int rc;
+    if (__builtin_expect(win->ndev, 0) && (rc = kumi_rma_dev_sync(win, fn, assert))) return rc;
+    rc = group_ranks(win, fn, group, &m->post_ranks, &m->npost);
     if (rc) return rc;
     for (int i = 0; i < m->npost; i++) {
         struct rma_msg p = { .kind = M_POST, .origin = win->rank };
@@ -180,8 +185,10 @@ static int exposure_over(void *arg)
     return 1;
 }
 
-static int end_exposure(struct kumi_rma *m)
+static int end_exposure(struct kumi_rma *m, const char *fn)
 {
+    int rc;
+    if (__builtin_expect(m->w->ndev, 0) && (rc = kumi_rma_dev_sync(m->w, fn, 0))) return rc;
     for (int i = 0; i < m->npost; i++) m->completes[m->post_ranks[i]]--;
     free(m->post_ranks);
     m->post_ranks = NULL;
@@ -197,7 +204,7 @@ int kumi_mpi_win_wait(struct kumi_win *win)
     if (m->npost < 0)
         return kumi_error(MPI_ERR_RMA_SYNC, "MPI_Win_wait: no exposure epoch was posted (MPI_Win_post)");
     kumi_progress_wait(exposure_over, m);
-    return end_exposure(m);
+    return end_exposure(m, "MPI_Win_wait");
 }
 
 int kumi_mpi_win_test(struct kumi_win *win, int *flag)
@@ -208,7 +215,7 @@ int kumi_mpi_win_test(struct kumi_win *win, int *flag)
         return kumi_error(MPI_ERR_RMA_SYNC, "MPI_Win_test: no exposure epoch was posted (MPI_Win_post)");
     kumi_progress(0);
     *flag = exposure_over(m);
-    return *flag ? end_exposure(m) : MPI_SUCCESS;
+    return *flag ? end_exposure(m, "MPI_Win_test") : MPI_SUCCESS;
 }
 
 static int ctr_reached(void *arg)
@@ -304,7 +311,9 @@ int kumi_mpi_win_lock(int lock_type, int rank, int assert, struct kumi_win *win)
     if (m->lock[rank] || m->lock_all)
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is already locked by this process", fn, rank);
     if (m->fence_epoch) m->fence_epoch = false;
-    return lock_one(m, lock_type, rank, assert);
+    rc = lock_one(m, lock_type, rank, assert);
+    if (!rc && rank == win->rank && __builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn, 0);
+    return rc;
 }
 
 int kumi_mpi_win_unlock(int rank, struct kumi_win *win)
@@ -317,7 +326,9 @@ int kumi_mpi_win_unlock(int rank, struct kumi_win *win)
     if (!m->lock[rank] || m->lock_all)
         return kumi_error(MPI_ERR_RMA_SYNC, "%s: rank %d is not locked by this process (MPI_Win_lock)", fn, rank);
     rma_wait_local(m);
-    rc = unlock_target(m, rank);
+    if (rank == win->rank && __builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn, 0);  /* before the release */
+    int e = unlock_target(m, rank);
+    if (!rc) rc = e;
     return rc ? rc : take_errors(m, fn);
 }
 
@@ -337,7 +348,7 @@ int kumi_mpi_win_lock_all(int assert, struct kumi_win *win)
         if (rc) return rc;
     }
     m->lock_all = true;
-    return MPI_SUCCESS;
+    return __builtin_expect(win->ndev, 0) ? kumi_rma_dev_sync(win, fn, 0) : MPI_SUCCESS;
 }
 
 int kumi_mpi_win_unlock_all(struct kumi_win *win)
@@ -347,6 +358,7 @@ int kumi_mpi_win_unlock_all(struct kumi_win *win)
     int rc = MPI_SUCCESS;
     if (!m->lock_all) return kumi_error(MPI_ERR_RMA_SYNC, "%s: no MPI_Win_lock_all epoch is open", fn);
     rma_wait_local(m);
+    if (__builtin_expect(win->ndev, 0)) rc = kumi_rma_dev_sync(win, fn, 0);   /* before the release */
     for (int t = 0; t < win->size; t++) {
         int e = unlock_target(m, t);
         if (e && !rc) rc = e;
@@ -407,8 +419,7 @@ int kumi_mpi_win_flush_local_all(struct kumi_win *win)
 
 int kumi_mpi_win_sync(struct kumi_win *win)
 {
-    (void)win;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     kumi_progress(0);                   /* and let operations of others in */
-    return MPI_SUCCESS;
+    return __builtin_expect(win->ndev, 0) ? kumi_rma_dev_sync(win, "MPI_Win_sync", 0) : MPI_SUCCESS;
 }

@@ -106,7 +106,7 @@ static void tgt_locate(struct kumi_rma *m, struct tgt_op *t)
     struct kumi_win *w = m->w;
     if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         if (t->h.span && !kumi_win_region_ok(w, t->h.addr, t->h.span)) t->bad = true;
-        t->mem = (uint8_t *)(uintptr_t)t->h.addr;
+        t->mem = __builtin_expect(w->ndev, 0) ? kumi_win_dyn_addr(w, t->h.addr) : (uint8_t *)(uintptr_t)t->h.addr;
     } else {
         if (t->h.span && (t->h.addr + t->h.span > (uint64_t)w->wsize || t->h.addr + t->h.span < t->h.addr))
             t->bad = true;

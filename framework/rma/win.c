@@ -134,7 +134,7 @@ struct win_rec {
 #define REC_NONCONTIG 2u                /* alloc_shared_noncontig=true */
 #define REC_CMA      4u                 /* this rank lets same-host peers use CMA on its memory */
 #define REC_FAB      8u                 /* base is registered for remote access (raddr, rkey) */
-#define REC_DEVICE  16u                 /* base is device memory (accel): not exposed, every rank refuses */
+#define REC_DEVICE  16u                 /* base is device memory (accel): base is its public copy (rma_accel.c) */
 #define REC_WORDS ((int)(sizeof(struct win_rec) / sizeof(uint64_t)))
 
 /* May same-host peers read and write this process's memory with
@@ -206,6 +206,8 @@ static void win_destroy(struct kumi_win *w)
     if (w->seg) munmap(w->seg, w->seglen);
     free(w->own);
     free(w->peers);
+    kumi_rma_devmem_free(w->devm);
+    for (int i = 0; i < w->nregions; i++) kumi_rma_devmem_free(w->regions[i].devm);
     free(w->regions);
     if (w->info) kumi_info_release(w->info);
     if (w->errh) kumi_errh_release(w->errh);
@@ -462,28 +464,31 @@ int kumi_win_make(const char *fn, int flavor, void *base, MPI_Aint size, MPI_Ain
         return rc;
     }
     /* from here every rank takes part in every exchange; local failures travel in the records */
-    int err = 0;
+    int err = 0, derr = 0;
     w->info = kumi_info_dup(inf);
     w->peers = calloc((size_t)w->size, sizeof *w->peers);
     if (!w->info || !w->peers) err = 1;
     else parse_hints(w);
+    if (__builtin_expect(kumi_accel_on, 0) && !err && flavor == MPI_WIN_FLAVOR_CREATE && size > 0 &&
+        kumi_accel_is_device(base)) {   /* the separate model: RMA reaches a public copy in host memory */
+        if ((derr = kumi_rma_devmem_new(fn, base, (size_t)size, &w->devm))) err = 1;
+        else { w->base = w->devm->pub; w->ndev = 1; }
+    }
     struct win_rec me = {
         .base = (uint64_t)(uintptr_t)w->base, .size = (uint64_t)w->wsize, .disp_unit = w->disp_unit,
         .flags = (err ? REC_ERR : 0) | (w->info && info_true(w->info, "alloc_shared_noncontig") ? REC_NONCONTIG : 0) |
                  ((flavor == MPI_WIN_FLAVOR_CREATE || flavor == MPI_WIN_FLAVOR_DYNAMIC) && cma_allowed() ? REC_CMA : 0),
         .pid = (int64_t)getpid(),
         .probe = flavor == MPI_WIN_FLAVOR_DYNAMIC ? (uint64_t)(uintptr_t)&w->magic : (uint64_t)(uintptr_t)w->base };
-    if (__builtin_expect(kumi_accel_on, 0) && flavor == MPI_WIN_FLAVOR_CREATE && size > 0 &&
-        kumi_accel_is_device(base))
-        me.flags |= REC_DEVICE;
-    if (!err && flavor == MPI_WIN_FLAVOR_CREATE && !(me.flags & REC_DEVICE)) fab_register(w, &me);
+    if (w->devm) me.flags |= REC_DEVICE;
+    if (!err && flavor == MPI_WIN_FLAVOR_CREATE) fab_register(w, &me);
     rc = allgather_recs(w, &me, all);
     if (!rc && any_error(w, all) >= 0)
-        rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
+        rc = derr ? derr : kumi_error(MPI_ERR_NO_MEM, "%s: out of memory (rank %d)", fn, any_error(w, all));
+    /* device memory in it (any rank's), or may be attached: MPI_WIN_SEPARATE for every rank */
     for (int r = 0; !rc && r < w->size; r++)
-        if (all[r].flags & REC_DEVICE)
-            rc = kumi_error(MPI_ERR_BUFFER, "%s: rank %d's argument base is device memory: Kumi does not expose "
-                            "device memory in windows yet (MPI_Win_allocate host memory instead)", fn, r);
+        if (all[r].flags & REC_DEVICE) w->model = MPI_WIN_SEPARATE;
+    if (flavor == MPI_WIN_FLAVOR_DYNAMIC && kumi_accel_on) w->model = MPI_WIN_SEPARATE;
     if (!rc) rc = seg_setup(fn, w, all, local, nlocal, !alloc);
     if (!rc && alloc) {
         me.base = (uint64_t)(uintptr_t)w->base;
@@ -554,7 +559,7 @@ int kumi_mpi_win_free(MPI_Win *win)
 static void *shared_addr(const struct kumi_win *w, int r)
 {
     if (w->peers[r].direct) return w->peers[r].direct;
-    if (r == w->rank && w->flavor != MPI_WIN_FLAVOR_DYNAMIC) return w->base;
+    if (r == w->rank && w->flavor != MPI_WIN_FLAVOR_DYNAMIC) return w->devm ? w->devm->dev : w->base;
     return NULL;
 }
 
@@ -613,7 +618,9 @@ static void dyn_publish(struct kumi_win *w)
         atomic_store_explicit(&d->r[i].base, w->regions[i].base, memory_order_relaxed);
         atomic_store_explicit(&d->r[i].len, w->regions[i].len, memory_order_relaxed);
     }
-    atomic_store_explicit(&d->n, (uint32_t)w->nregions, memory_order_relaxed);
+    /* device memory attached: peers cannot reach its public copy at those addresses, so the table
+       says "too many to list" and they use active messages (rma_accel.c) */
+    atomic_store_explicit(&d->n, w->ndev ? KUMI_WIN_DYN_MAX + 1u : (uint32_t)w->nregions, memory_order_relaxed);
     atomic_store_explicit(&d->seq, seq + 2, memory_order_release);
 }
 
@@ -625,9 +632,6 @@ int kumi_mpi_win_attach(struct kumi_win *win, void *base, MPI_Aint size)
         return kumi_error(MPI_ERR_RMA_FLAVOR, "%s: the window was not made by MPI_Win_create_dynamic", fn);
     if (size < 0) return kumi_error(MPI_ERR_SIZE, "%s: argument size is negative (%ld)", fn, (long)size);
     if (!base && size > 0) return kumi_error(MPI_ERR_ARG, "%s: argument base is NULL", fn);
-    if (__builtin_expect(kumi_accel_on, 0) && size > 0 && kumi_accel_is_device(base))
-        return kumi_error(MPI_ERR_BUFFER, "%s: argument base is device memory: Kumi does not expose device memory "
-                          "in windows yet", fn);
     uint64_t b = (uint64_t)(uintptr_t)base, l = (uint64_t)size;
     if (b + l < b) return kumi_error(MPI_ERR_RMA_ATTACH, "%s: base + size wraps around the address space", fn);
     for (int i = 0; i < w->nregions; i++) {
@@ -644,7 +648,13 @@ int kumi_mpi_win_attach(struct kumi_win *win, void *base, MPI_Aint size)
         w->regions = t;
         w->cregions = c;
     }
-    w->regions[w->nregions++] = (struct kumi_win_region){ b, l };
+    struct kumi_win_devmem *dm = NULL;  /* device memory: the separate model (rma_accel.c) */
+    if (__builtin_expect(kumi_accel_on, 0) && size > 0 && kumi_accel_is_device(base)) {
+        int rc = kumi_rma_devmem_new(fn, base, (size_t)size, &dm);
+        if (rc) return rc;
+        w->ndev++;
+    }
+    w->regions[w->nregions++] = (struct kumi_win_region){ b, l, dm };
     dyn_publish(w);
     return MPI_SUCCESS;
 }
@@ -658,6 +668,13 @@ int kumi_mpi_win_detach(struct kumi_win *win, const void *base)
     uint64_t b = (uint64_t)(uintptr_t)base;
     for (int i = 0; i < w->nregions; i++)
         if (w->regions[i].base == b) {
+            struct kumi_win_devmem *dm = w->regions[i].devm;
+            if (dm) {                   /* the memory leaves the window: RMA updates go to the device first */
+                int rc = kumi_rma_devmem_sync(dm, fn, false);
+                if (rc) return rc;
+                kumi_rma_devmem_free(dm);
+                w->ndev--;
+            }
             memmove(&w->regions[i], &w->regions[i + 1], sizeof *w->regions * (size_t)(w->nregions - i - 1));
             w->nregions--;
             dyn_publish(w);
@@ -801,7 +818,7 @@ int kumi_mpi_win_get_attr(struct kumi_win *win, int win_keyval, void *attribute_
 {
     void *v = NULL;
     switch (win_keyval) {
-    case MPI_WIN_BASE: v = win->base; break;
+    case MPI_WIN_BASE: v = win->devm ? win->devm->dev : win->base; break;
     case MPI_WIN_SIZE: v = &win->wsize; break;
     case MPI_WIN_DISP_UNIT: v = &win->disp_unit; break;
     case MPI_WIN_CREATE_FLAVOR: v = &win->flavor; break;

@@ -57,6 +57,8 @@ run gpu_allreduce_4 4 gpu_allreduce
 run gpu_fail_2 2 gpu_fail
 run gpu_ring_2 2 gpu_ring
 run gpu_ring_4 4 gpu_ring
+run gpu_rma_2 2 gpu_rma
+run gpu_rma_3 3 gpu_rma
 # kumi-gpucc --relaunch: the same kernels persistent and relaunched, compared
 run rl_kernels_2 2 rl_kernels
 run rl_kernels_4 4 rl_kernels

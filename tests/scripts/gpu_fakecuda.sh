@@ -50,6 +50,31 @@ for np in 1 2 3 4; do
         fail "gpu_coll_staging at $np ranks:"; sed 's/^/    /' "$TMP/run" | tail -15
     fi
 done
+# large device buffers in pipelined chunks (asynchronous copies the stand-in defers until an event
+# is waited for): bytes around chunk boundaries, and the pipeline was used (async copies counted)
+[ -x "$TESTBIN/gpu_pipeline" ] || { echo "FAIL: no $TESTBIN/gpu_pipeline (make check-programs)"; exit 1; }
+for a in "2 262144" "3 1000003" "2 1048576"; do
+    set -- $a
+    rm -f "$TMP/async"
+    if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" \
+        -x KUMI_BASE_ACCEL_CHUNK=$2 -x FAKECUDA_ASYNC_COUNT="$TMP/async" -n $1 ./gpu_pipeline $2) > "$TMP/run" 2>&1; then
+        if awk '$1 > 0 && $2 > 0 { n++ } END { exit !(n == '"$1"') }' "$TMP/async" 2>/dev/null; then
+            ok "gpu_pipeline at $1 ranks, chunk $2: bytes right, asynchronous copies used by every rank"
+        else
+            fail "gpu_pipeline at $1 ranks, chunk $2: no asynchronous copies counted: $(tr '\n' ' ' < "$TMP/async" 2>/dev/null)"
+        fi
+    else
+        fail "gpu_pipeline at $1 ranks, chunk $2:"; sed 's/^/    /' "$TMP/run" | tail -15
+    fi
+done
+rm -f "$TMP/async"
+if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x KUMI_BASE_ACCEL_CHUNK=0 \
+    -x FAKECUDA_ASYNC_COUNT="$TMP/async" -n 2 ./gpu_pipeline 262144) > "$TMP/run" 2>&1 &&
+    awk '$1 != 0 { bad = 1 } END { exit bad }' "$TMP/async"; then
+    ok "gpu_pipeline with kumi_base_accel_chunk=0: synchronous copies only"
+else
+    fail "gpu_pipeline with kumi_base_accel_chunk=0:"; sed 's/^/    /' "$TMP/run" "$TMP/async" | tail -15
+fi
 # the CPU device on memory from the component (kind MPIX_GPU_CUDA), a tiny ring too
 for a in "1024 4" "2 2"; do
     if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x FAKECUDA_DEVRW=1 -n 2 ./gpu_cpu $a cuda) > "$TMP/run" 2>&1; then

@@ -5,13 +5,18 @@
  *
  * Memory kinds come from cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
  * _IS_MANAGED); copies are synchronous cuMemcpyDtoH / HtoD; pinned memory
- * is cuMemHostAlloc (DEVICEMAP for the host-mapped kind).  The context is the
+ * is cuMemHostAlloc (DEVICEMAP for the host-mapped kind).  Asynchronous copies
+ * (contract 1.1, pipelined staging) are cuMemcpyDtoHAsync / HtoDAsync on a
+ * CU_STREAM_NON_BLOCKING stream, completion by cuEventRecord / cuEventQuery /
+ * cuEventSynchronize (events without timing); a driver without them leaves
+ * those operations out (the glue then copies synchronously).  The context is the
  * calling thread's current one, else the primary context of device
  * accel_cuda_device (-1: the rank in MPI_COMM_WORLD modulo the device count). */
 #include <kumi/accel.h>
 #include <kumi/param.h>
 #include <mpi.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +33,11 @@ typedef unsigned long long cu_ptr;
 #define CU_MEMORYTYPE_UNIFIED 4
 #define CU_MEMHOSTALLOC_PORTABLE 1
 #define CU_MEMHOSTALLOC_DEVICEMAP 2
+#define CU_STREAM_NON_BLOCKING 1
+#define CU_EVENT_DISABLE_TIMING 2
+#define CUDA_ERROR_NOT_READY 600
+typedef void *cu_stream;
+typedef void *cu_event;
 
 static struct {
     cu_result (*Init)(unsigned);
@@ -45,7 +55,18 @@ static struct {
     cu_result (*MemAlloc)(cu_ptr *, size_t);
     cu_result (*MemFree)(cu_ptr);
     cu_result (*MemsetD8)(cu_ptr, unsigned char, size_t);
+    /* optional: asynchronous copies */
+    cu_result (*StreamCreate)(cu_stream *, unsigned);
+    cu_result (*StreamDestroy)(cu_stream);
+    cu_result (*MemcpyDtoHAsync)(void *, cu_ptr, size_t, cu_stream);
+    cu_result (*MemcpyHtoDAsync)(cu_ptr, const void *, size_t, cu_stream);
+    cu_result (*EventCreate)(cu_event *, unsigned);
+    cu_result (*EventDestroy)(cu_event);
+    cu_result (*EventRecord)(cu_event, cu_stream);
+    cu_result (*EventQuery)(cu_event);
+    cu_result (*EventSynchronize)(cu_event);
 } cu;
+static bool async_ok;                   /* every optional symbol was found */
 
 static void *lib;
 static int ndev;
@@ -61,6 +82,12 @@ static const struct { const char *name; size_t off; } syms[] = {
     S(MemcpyDtoH, "cuMemcpyDtoH_v2"), S(MemcpyHtoD, "cuMemcpyHtoD_v2"), S(MemHostAlloc, "cuMemHostAlloc"),
     S(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"), S(MemFreeHost, "cuMemFreeHost"),
     S(MemAlloc, "cuMemAlloc_v2"), S(MemFree, "cuMemFree_v2"), S(MemsetD8, "cuMemsetD8_v2"),
+};
+static const struct { const char *name; size_t off; } async_syms[] = {
+    S(StreamCreate, "cuStreamCreate"), S(StreamDestroy, "cuStreamDestroy_v2"),
+    S(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"), S(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+    S(EventCreate, "cuEventCreate"), S(EventDestroy, "cuEventDestroy_v2"), S(EventRecord, "cuEventRecord"),
+    S(EventQuery, "cuEventQuery"), S(EventSynchronize, "cuEventSynchronize"),
 #undef S
 };
 
@@ -89,6 +116,12 @@ static int cuda_open(char *why, size_t whylen)
             goto fail;
         }
         memcpy((char *)&cu + syms[i].off, &f, sizeof f);
+    }
+    async_ok = true;
+    for (size_t i = 0; i < sizeof async_syms / sizeof async_syms[0]; i++) {
+        void *f = dlsym(lib, async_syms[i].name);
+        if (!f) async_ok = false;
+        memcpy((char *)&cu + async_syms[i].off, &f, sizeof f);
     }
     cu_result r = cu.Init(0);
     if (r) {
@@ -202,6 +235,59 @@ static void cuda_dev_free(void *d)
     if (!current()) cu.MemFree((cu_ptr)(uintptr_t)d);
 }
 
+static int cuda_stream_new(void **s)
+{
+    if (!async_ok || current()) return -1;
+    return cu.StreamCreate((cu_stream *)s, CU_STREAM_NON_BLOCKING) ? -1 : 0;
+}
+
+static void cuda_stream_free(void *s)
+{
+    if (async_ok && !current()) cu.StreamDestroy(s);
+}
+
+static int cuda_to_host_async(void *dst, const void *src, size_t n, void *s)
+{
+    if (!async_ok || current()) return -1;
+    return cu.MemcpyDtoHAsync(dst, (cu_ptr)(uintptr_t)src, n, s) ? -1 : 0;
+}
+
+static int cuda_to_dev_async(void *dst, const void *src, size_t n, void *s)
+{
+    if (!async_ok || current()) return -1;
+    return cu.MemcpyHtoDAsync((cu_ptr)(uintptr_t)dst, src, n, s) ? -1 : 0;
+}
+
+static int cuda_event_new(void **e)
+{
+    if (!async_ok || current()) return -1;
+    return cu.EventCreate((cu_event *)e, CU_EVENT_DISABLE_TIMING) ? -1 : 0;
+}
+
+static void cuda_event_free(void *e)
+{
+    if (async_ok && !current()) cu.EventDestroy(e);
+}
+
+static int cuda_event_record(void *e, void *s)
+{
+    if (!async_ok || current()) return -1;
+    return cu.EventRecord(e, s) ? -1 : 0;
+}
+
+static int cuda_event_query(void *e)
+{
+    if (!async_ok || current()) return -1;
+    cu_result r = cu.EventQuery(e);
+    return r == 0 ? 1 : r == CUDA_ERROR_NOT_READY ? 0 : -1;
+}
+
+static int cuda_event_sync(void *e)
+{
+    if (!async_ok || current()) return -1;
+    return cu.EventSynchronize(e) ? -1 : 0;
+}
+
 static const struct kumi_accel_ops cuda_ops = {
     .hdr = KUMI_ACCEL_OPS_HDR,
     .init = cuda_init,
@@ -213,6 +299,15 @@ static const struct kumi_accel_ops cuda_ops = {
     .host_free = cuda_host_free,
     .dev_alloc = cuda_dev_alloc,
     .dev_free = cuda_dev_free,
+    .stream_new = cuda_stream_new,
+    .stream_free = cuda_stream_free,
+    .copy_to_host_async = cuda_to_host_async,
+    .copy_to_dev_async = cuda_to_dev_async,
+    .event_new = cuda_event_new,
+    .event_free = cuda_event_free,
+    .event_record = cuda_event_record,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_accel_cuda_component = {

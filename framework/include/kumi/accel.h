@@ -16,6 +16,17 @@
  *   dev_alloc(n, &d)              device memory, zeroed; 0 or -1
  *   dev_free(d)
  *   finalize()                    at MPI_Finalize
+ * Optional (contract 1.1; NULL: the glue copies synchronously):
+ *   stream_new(&s), stream_free(s) a queue of asynchronous work of Kumi's own
+ *                                 (does not wait for the application's work)
+ *   copy_to_host_async(dst, src, n, s)  device -> host, queued on s (dst is
+ *                                 pinned memory from host_alloc); 0 or -1
+ *   copy_to_dev_async(dst, src, n, s)   host (pinned) -> device, queued on s
+ *   event_new(&e), event_free(e)
+ *   event_record(e, s)            e is done once the work queued on s before
+ *                                 this call is; 0 or -1
+ *   event_query(e)                1 done, 0 not yet, -1 error (never blocks)
+ *   event_sync(e)                 waits until e is done; 0 or -1
  */
 #ifndef KUMI_ACCEL_H
 #define KUMI_ACCEL_H
@@ -29,10 +40,10 @@ extern "C" {
 #endif
 
 #define KUMI_ACCEL_CONTRACT_MAJOR 1
-#define KUMI_ACCEL_CONTRACT_MINOR 0
+#define KUMI_ACCEL_CONTRACT_MINOR 1
 #define KUMI_ACCEL_OPS_HDR \
     KUMI_OPS_HDR(struct kumi_accel_ops, KUMI_ACCEL_CONTRACT_MAJOR, KUMI_ACCEL_CONTRACT_MINOR)
-#define KUMI_ACCEL_OPS_MIN_SIZE sizeof(struct kumi_accel_ops)
+#define KUMI_ACCEL_OPS_MIN_SIZE offsetof(struct kumi_accel_ops, stream_new)   /* 1.0's table */
 
 enum kumi_accel_mem { KUMI_ACCEL_MEM_HOST = 0, KUMI_ACCEL_MEM_DEVICE, KUMI_ACCEL_MEM_MANAGED,
                       KUMI_ACCEL_MEM_HOST_PINNED };
@@ -49,6 +60,16 @@ struct kumi_accel_ops {
     int (*dev_alloc)(size_t n, void **dev);
     void (*dev_free)(void *dev);
     void (*finalize)(void);
+    /* 1.1: asynchronous copies (optional) */
+    int (*stream_new)(void **stream);
+    void (*stream_free)(void *stream);
+    int (*copy_to_host_async)(void *dst, const void *src, size_t n, void *stream);
+    int (*copy_to_dev_async)(void *dst, const void *src, size_t n, void *stream);
+    int (*event_new)(void **event);
+    void (*event_free)(void *event);
+    int (*event_record)(void *event, void *stream);
+    int (*event_query)(void *event);
+    int (*event_sync)(void *event);
 };
 
 #ifdef __cplusplus

@@ -9,6 +9,7 @@
  * then plays the GPU on memory from the component). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,5 +123,118 @@ int cuMemFreeHost(void *p)
         if (pinned[i] == p) pinned[i] = pinned[--npinned];
     pthread_mutex_unlock(&mu);
     free(p);
+    return 0;
+}
+
+/* Streams and events: an asynchronous copy is queued on its stream and done
+ * later, so a caller that uses the bytes before its event says done reads
+ * stale memory.  Work runs in order: one queued copy per cuEventQuery that
+ * answers "not ready" (CUDA_ERROR_NOT_READY, 600), everything up to the
+ * event at cuEventSynchronize, everything at cuStreamSynchronize.
+ * FAKECUDA_ASYNC_COUNT=path: at exit, "<async copies> <waits and queries
+ * that found their event not done yet>" is appended to path (tests check
+ * that the pipeline was used and waited for its copies). */
+struct fop { char *dst; const char *src; size_t n; struct fop *next; };
+struct fstream { struct fop *head, *tail; unsigned long long queued, done; };
+struct fevent { struct fstream *s; unsigned long long upto; };
+static unsigned long long n_async, n_notready;
+
+static void count_at_exit(void)
+{
+    const char *p = getenv("FAKECUDA_ASYNC_COUNT");
+    if (!p) return;
+    FILE *f = fopen(p, "a");
+    if (f) { fprintf(f, "%llu %llu\n", n_async, n_notready); fclose(f); }
+}
+__attribute__((constructor)) static void fake_init(void) { atexit(count_at_exit); }
+
+static void run_one(struct fstream *s)
+{
+    struct fop *o = s->head;
+    if (!o) return;
+    s->head = o->next;
+    if (!s->head) s->tail = NULL;
+    memcpy(o->dst, o->src, o->n);
+    s->done++;
+    free(o);
+}
+
+int cuStreamCreate(void **s, unsigned flags)
+{
+    (void)flags;
+    return (*s = calloc(1, sizeof(struct fstream))) ? 0 : 2;
+}
+int cuStreamSynchronize(void *sp)
+{
+    struct fstream *s = sp;
+    pthread_mutex_lock(&mu);
+    while (s->head) run_one(s);
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+int cuStreamDestroy_v2(void *s)
+{
+    cuStreamSynchronize(s);
+    free(s);
+    return 0;
+}
+static int enqueue(struct fstream *s, char *dst, const char *src, size_t n)
+{
+    struct fop *o = malloc(sizeof *o);
+    if (!o || !s) { free(o); return 1; }
+    *o = (struct fop){ dst, src, n, NULL };
+    pthread_mutex_lock(&mu);
+    if (s->tail) s->tail->next = o; else s->head = o;
+    s->tail = o;
+    s->queued++;
+    n_async++;
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s)
+{
+    char *p = rw_of(src, n);
+    return p ? enqueue(s, dst, p, n) : 1;
+}
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s)
+{
+    char *p = rw_of(dst, n);
+    return p ? enqueue(s, p, src, n) : 1;
+}
+int cuEventCreate(void **e, unsigned flags)
+{
+    (void)flags;
+    return (*e = calloc(1, sizeof(struct fevent))) ? 0 : 2;
+}
+int cuEventDestroy_v2(void *e) { free(e); return 0; }
+int cuEventRecord(void *ep, void *sp)
+{
+    struct fevent *e = ep;
+    pthread_mutex_lock(&mu);
+    e->s = sp;
+    e->upto = e->s ? e->s->queued : 0;
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+int cuEventQuery(void *ep)
+{
+    struct fevent *e = ep;
+    int r = 0;
+    pthread_mutex_lock(&mu);
+    if (e->s && e->s->done < e->upto) {
+        run_one(e->s);
+        n_notready++;
+        r = 600;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+int cuEventSynchronize(void *ep)
+{
+    struct fevent *e = ep;
+    pthread_mutex_lock(&mu);
+    if (e->s && e->s->done < e->upto) n_notready++;
+    while (e->s && e->s->done < e->upto) run_one(e->s);
+    pthread_mutex_unlock(&mu);
     return 0;
 }
