@@ -9,7 +9,10 @@ info=$("$KUMI_INFO" --param p2p tcp --parsable 2>&1) || fail "kumi_info --param 
 for p in eager_limit batch_limit sndbuf rcvbuf if_include if_exclude family; do
     echo "$info" | grep -q "^param:p2p_tcp_$p:value:" || fail "parameter p2p_tcp_$p not listed"
 done
-echo "$info" | grep -qx "param:p2p_tcp_eager_limit:value:65536" || fail "default eager limit is not 64 KiB: $(echo "$info" | grep eager_limit:value)"
+echo "$info" | grep -qx "param:p2p_tcp_eager_limit:value:524288" || fail "default eager limit is not 512 KiB: $(echo "$info" | grep eager_limit:value)"
+for b in sndbuf rcvbuf; do
+    echo "$info" | grep -qx "param:p2p_tcp_$b:value:4194304" || fail "default p2p_tcp_$b is not 4 MiB: $(echo "$info" | grep "$b:value")"
+done
 echo "$info" | grep -qx "param:p2p_tcp_batch_limit:value:0" || fail "default batch limit is not 0 (off): $(echo "$info" | grep batch_limit:value)"
 info=$(KUMI_P2P_TCP_EAGER_LIMIT=1k "$KUMI_INFO" --param p2p tcp --parsable 2>&1)
 echo "$info" | grep -qx "param:p2p_tcp_eager_limit:value:1024" || fail "KUMI_P2P_TCP_EAGER_LIMIT=1k not taken: $(echo "$info" | grep eager_limit)"

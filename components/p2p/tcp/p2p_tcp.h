@@ -45,6 +45,11 @@
 #define P2P_TCP_PROOF_LEN   KUMI_JOBKEY_MAC
 #define P2P_TCP_XHELLO_LEN  (P2P_TCP_HELLO_LEN + 16)   /* + its job, the key's id */
 #define P2P_TCP_HSBUF       (P2P_TCP_XHELLO_LEN + P2P_TCP_PROOF_LEN)
+/* Defaults (p2p_tcp.c's opening comment says why): the eager limit, which
+ * is also the first fragment that a rendezvous request carries, and the
+ * socket buffers, set where the kernel allows them (net.core.[wr]mem_max). */
+#define P2P_TCP_EAGER_DEFAULT   ((size_t)512 * 1024)
+#define P2P_TCP_SOCKBUF_DEFAULT ((size_t)4 << 20)
 #define P2P_TCP_BUFSZ       (16 * 1024)     /* staging buffer of a connection */
 #define P2P_TCP_DIRECT_MIN  (8 * 1024)      /* remaining payload read straight into rx->dst */
 #define P2P_TCP_READ_BUDGET (4u << 20)      /* bytes read from one connection per progress() */
