@@ -63,25 +63,25 @@
  * is readable whenever any socket needs attention.
  *
  * Defaults (issue 22 item 3; interleaved runs of tests/bench/mpibench.c, 2
- * ranks over loopback):
+ * ranks over loopback, Open MPI's tcp btl alongside):
+ *   - congestion control "reno" on connections to a loopback address
+ *     (p2p_tcp_loopback_cc; p2p_tcp_loopback_opts() says why): with the
+ *     system's BBR the window stayed at 11-17 segments after a ping-pong
+ *     phase and bandwidth at 64 KiB - 4 MiB at 1.9-6 GB/s, alternating from
+ *     one launch to the next; with reno 7-9.6 GB/s, every launch.
  *   - eager limit 512 KiB (Open MPI's tcp: 64 KiB).  The request layer's
  *     rendezvous request carries the first eager_limit bytes and the
- *     receiver answers as soon as a receive matches, so the rest never
- *     waits for the handshake when the fragment takes longer to move than a
- *     round trip; at 64 KiB (13 us at 5 GB/s) it did not, and bandwidth at
- *     128 KiB - 1 MiB stayed at 0.3-0.8 x Open MPI's.  Unexpected messages
- *     cost no more memory for it: the eager budget (kumi_base_eager_budget,
- *     8 MiB per sender) bounds what a receiver holds whatever the limit (a
- *     message past it goes as a plain rendezvous); what a larger limit costs
- *     is one copy more of a message that arrives before its receive.
- *   - socket buffers 4 MiB (SO_SNDBUF, SO_RCVBUF; the listener's too, so
- *     that accepted sockets scale their window to it): the kernel's
- *     autotuning starts at 16 KiB / 128 KiB and grows with the traffic, and
- *     runs that started small stayed slow (bandwidth at 64 KiB alternated
- *     between 2 and 7 GB/s from one launch to the next; with 4 MiB every run
- *     was at 7 GB/s).  Where net.core.wmem_max / rmem_max are lower (Linux's
- *     own default is 208 KiB) the kernel would cut the size down to a fixed
- *     buffer smaller than autotuning reaches: then nothing is set.
+ *     receiver answers as soon as a receive matches, so the rest waits for
+ *     no handshake once the fragment takes longer to move than a round
+ *     trip, which 64 KiB (9 us at 7 GB/s) does not; and a message up to
+ *     512 KiB pays no round trip at all (ping-pong at 128 / 256 KiB 22 / 34
+ *     us instead of 29 / 42).  Unexpected messages cost no more memory for
+ *     it: the eager budget (kumi_base_eager_budget, 8 MiB per sender) bounds
+ *     what a receiver holds whatever the limit (a message past it goes as a
+ *     plain rendezvous); what a larger limit costs is a copy more of a
+ *     message that arrives before its receive.
+ *   - socket buffers: the kernel's autotuning (p2p_tcp_sndbuf / rcvbuf 0);
+ *     fixed 4 MiB buffers measured the same once the window was reno's.
  */
 #define _GNU_SOURCE
 #include "p2p_tcp.h"
@@ -90,7 +90,7 @@
 size_t p2p_tcp_eager;
 size_t p2p_tcp_batch;         /* largest payload batched; 0: none */
 size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
-const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
+const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family, *p2p_tcp_loopback_cc;
 static int p2p_tcp_fflags;    /* KUMI_NETIF_V4 / V6 / PREFER6 from p2p_tcp_family */
 double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
 size_t p2p_tcp_auth_max;
@@ -149,16 +149,17 @@ static void p2p_tcp_register(void)
                              "message rate, but a second MPI_Isend to a peer leaves only at the "
                              "rank's next MPI call); 0 (default) = every message is written at once",
                              KUMI_LEVEL_TUNER, &p2p_tcp_batch);
-    kumi_param_register_size("p2p", "tcp", "sndbuf", P2P_TCP_SOCKBUF_DEFAULT,
-                             "Socket send buffer size (SO_SNDBUF); 0 = the kernel's autotuning.  A size "
-                             "above net.core.wmem_max, which the kernel would cut down, is not set "
-                             "(autotuning stays)",
+    kumi_param_register_size("p2p", "tcp", "sndbuf", 0,
+                             "Socket send buffer size (SO_SNDBUF); 0 = system default",
                              KUMI_LEVEL_TUNER, &p2p_tcp_sndbuf);
-    kumi_param_register_size("p2p", "tcp", "rcvbuf", P2P_TCP_SOCKBUF_DEFAULT,
-                             "Socket receive buffer size (SO_RCVBUF); 0 = the kernel's autotuning.  A "
-                             "size above net.core.rmem_max, which the kernel would cut down, is not "
-                             "set (autotuning stays)",
+    kumi_param_register_size("p2p", "tcp", "rcvbuf", 0,
+                             "Socket receive buffer size (SO_RCVBUF); 0 = system default",
                              KUMI_LEVEL_TUNER, &p2p_tcp_rcvbuf);
+    kumi_param_register_string("p2p", "tcp", "loopback_cc", "reno",
+                               "TCP congestion control (TCP_CONGESTION) of connections to a loopback "
+                               "address (a peer on this host); empty = the system's default "
+                               "(net.ipv4.tcp_congestion_control)",
+                               KUMI_LEVEL_TUNER, &p2p_tcp_loopback_cc);
     kumi_param_register_string("p2p", "tcp", "if_include", "",
                                "Comma-separated interfaces to use: names (a trailing * matches a "
                                "prefix, e.g. eth*), subnets (10.1.0.0/16, fd00::/64) or addresses; "
@@ -251,57 +252,35 @@ void p2p_tcp_proof(const char *what, const unsigned char *nonce_a, const unsigne
     kumi_jobkey_hmac(p2p_tcp_key, sizeof p2p_tcp_key, parts, lens, 5, out);
 }
 
-/* The kernel's cap on SO_SNDBUF / SO_RCVBUF (net.core.wmem_max / rmem_max;
- * 0 when unknown). */
-static size_t p2p_tcp_sysmax(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    unsigned long long v = 0;
-    if (!f) return 0;
-    if (fscanf(f, "%llu", &v) != 1) v = 0;
-    fclose(f);
-    return (size_t)v;
-}
-
-/* The buffer size to set (0: leave the kernel's autotuning): the parameter,
- * unless the kernel would cut it down to its cap -- a fixed buffer smaller
- * than asked for is slower than autotuning, which is not bound by the cap. */
-static int p2p_tcp_bufsize(size_t want, const char *cap_path, const char *what)
-{
-    static int said;
-    size_t cap;
-    if (!want) return 0;
-    cap = p2p_tcp_sysmax(cap_path);
-    if (cap && want > cap) {
-        if (!(said & (what[0] == 's' ? 1 : 2))) {
-            said |= what[0] == 's' ? 1 : 2;
-            kumi_log(2, "p2p/tcp: p2p_tcp_%s %zu is above %s (%zu): left to the kernel's autotuning",
-                     what, want, cap_path, cap);
-        }
-        return 0;
-    }
-    return want > (size_t)0x7fffffff ? 0x7fffffff : (int)want;
-}
-
-static int p2p_tcp_sndbuf_eff = -1, p2p_tcp_rcvbuf_eff = -1;   /* -1: not resolved yet */
-
-static void p2p_tcp_resolve_bufs(void)
-{
-    if (p2p_tcp_sndbuf_eff < 0)
-        p2p_tcp_sndbuf_eff = p2p_tcp_bufsize(p2p_tcp_sndbuf, "/proc/sys/net/core/wmem_max", "sndbuf");
-    if (p2p_tcp_rcvbuf_eff < 0)
-        p2p_tcp_rcvbuf_eff = p2p_tcp_bufsize(p2p_tcp_rcvbuf, "/proc/sys/net/core/rmem_max", "rcvbuf");
-}
-
 void p2p_tcp_sockopts(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    p2p_tcp_resolve_bufs();
-    if (p2p_tcp_sndbuf_eff > 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &p2p_tcp_sndbuf_eff, sizeof p2p_tcp_sndbuf_eff);
-    if (p2p_tcp_rcvbuf_eff > 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &p2p_tcp_rcvbuf_eff, sizeof p2p_tcp_rcvbuf_eff);
+    if (p2p_tcp_sndbuf) {
+        int v = p2p_tcp_sndbuf > (size_t)0x7fffffff ? 0x7fffffff : (int)p2p_tcp_sndbuf;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+    }
+    if (p2p_tcp_rcvbuf) {
+        int v = p2p_tcp_rcvbuf > (size_t)0x7fffffff ? 0x7fffffff : (int)p2p_tcp_rcvbuf;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    }
+}
+
+/* A connection to a loopback address (before connect): its congestion
+ * control.  Nothing is lost on loopback, so congestion control has nothing
+ * to find out there; but BBR (some systems' default) models the path from
+ * round-trip times, which the CPU's load makes jitter, and kept the window
+ * at 11-17 segments after ping-pong traffic (bandwidth at 64 KiB 1.9 GB/s
+ * instead of 7, run after run); cubic's HyStart leaves slow start on the
+ * same jitter.  Reno stays in slow start until a loss, which never comes. */
+void p2p_tcp_loopback_opts(int fd, const struct sockaddr *sa)
+{
+    static int said;
+    if (!p2p_tcp_loopback_cc || !*p2p_tcp_loopback_cc || !kumi_netif_is_loopback(sa)) return;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, p2p_tcp_loopback_cc, (socklen_t)strlen(p2p_tcp_loopback_cc)) != 0 &&
+        !said++)
+        kumi_log(2, "p2p/tcp: p2p_tcp_loopback_cc \"%s\": %s (the system's congestion control stays)",
+                 p2p_tcp_loopback_cc, strerror(errno));
 }
 
 void p2p_tcp_ep_add(int fd, uint32_t ev, void *ptr)
@@ -458,9 +437,10 @@ int p2p_tcp_listen_on(const struct sockaddr *addr)
         int one = 1;
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     }
-    p2p_tcp_resolve_bufs();
-    if (p2p_tcp_rcvbuf_eff > 0)     /* accepted sockets inherit it (window scaling) */
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &p2p_tcp_rcvbuf_eff, sizeof p2p_tcp_rcvbuf_eff);
+    if (p2p_tcp_rcvbuf) {           /* accepted sockets inherit it (window scaling) */
+        int v = p2p_tcp_rcvbuf > (size_t)0x7fffffff ? 0x7fffffff : (int)p2p_tcp_rcvbuf;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    }
     if (bind(fd, addr, kumi_netif_salen(addr)) != 0 || listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
         int e = errno;
@@ -728,7 +708,6 @@ static void p2p_tcp_finalize(void)
     if (p2p_tcp_epfd >= 0) close(p2p_tcp_epfd);
     p2p_tcp_tfd = p2p_tcp_epfd = -1;
     p2p_tcp_nqueued = 0;
-    p2p_tcp_sndbuf_eff = p2p_tcp_rcvbuf_eff = -1;     /* parameters read again at the next init */
     p2p_tcp_nconnecting = 0;
     p2p_tcp_npending = 0;
     p2p_tcp_next_expiry = 0;
