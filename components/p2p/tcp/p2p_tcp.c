@@ -61,6 +61,27 @@
  *
  * All sockets sit in one epoll set; pollfds() hands out the epoll fd, which
  * is readable whenever any socket needs attention.
+ *
+ * Defaults (issue 22 item 3; interleaved runs of tests/bench/mpibench.c, 2
+ * ranks over loopback, Open MPI's tcp btl alongside):
+ *   - congestion control "reno" on connections to a loopback address
+ *     (p2p_tcp_loopback_cc; p2p_tcp_loopback_opts() says why): with the
+ *     system's BBR the window stayed at 11-17 segments after a ping-pong
+ *     phase and bandwidth at 64 KiB - 4 MiB at 1.9-6 GB/s, alternating from
+ *     one launch to the next; with reno 7-9.6 GB/s, every launch.
+ *   - eager limit 512 KiB (Open MPI's tcp: 64 KiB).  The request layer's
+ *     rendezvous request carries the first eager_limit bytes and the
+ *     receiver answers as soon as a receive matches, so the rest waits for
+ *     no handshake once the fragment takes longer to move than a round
+ *     trip, which 64 KiB (9 us at 7 GB/s) does not; and a message up to
+ *     512 KiB pays no round trip at all (ping-pong at 128 / 256 KiB 22 / 34
+ *     us instead of 29 / 42).  Unexpected messages cost no more memory for
+ *     it: the eager budget (kumi_base_eager_budget, 8 MiB per sender) bounds
+ *     what a receiver holds whatever the limit (a message past it goes as a
+ *     plain rendezvous); what a larger limit costs is a copy more of a
+ *     message that arrives before its receive.
+ *   - socket buffers: the kernel's autotuning (p2p_tcp_sndbuf / rcvbuf 0);
+ *     fixed 4 MiB buffers measured the same once the window was reno's.
  */
 #define _GNU_SOURCE
 #include "p2p_tcp.h"
@@ -69,7 +90,7 @@
 size_t p2p_tcp_eager;
 size_t p2p_tcp_batch;         /* largest payload batched; 0: none */
 size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
-const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
+const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family, *p2p_tcp_loopback_cc;
 static int p2p_tcp_fflags;    /* KUMI_NETIF_V4 / V6 / PREFER6 from p2p_tcp_family */
 double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
 size_t p2p_tcp_auth_max;
@@ -117,8 +138,9 @@ int p2p_tcp_yield;
 
 static void p2p_tcp_register(void)
 {
-    kumi_param_register_size("p2p", "tcp", "eager_limit", 64 * 1024,
-                             "Largest message sent eagerly over TCP; larger ones use rendezvous",
+    kumi_param_register_size("p2p", "tcp", "eager_limit", P2P_TCP_EAGER_DEFAULT,
+                             "Largest message sent eagerly over TCP; a larger one goes as rendezvous "
+                             "whose request carries the first eager_limit bytes",
                              KUMI_LEVEL_TUNER, &p2p_tcp_eager);
     kumi_param_register_size("p2p", "tcp", "batch_limit", 0,
                              "Largest payload (bytes) of a message that waits for the next progress "
@@ -133,6 +155,11 @@ static void p2p_tcp_register(void)
     kumi_param_register_size("p2p", "tcp", "rcvbuf", 0,
                              "Socket receive buffer size (SO_RCVBUF); 0 = system default",
                              KUMI_LEVEL_TUNER, &p2p_tcp_rcvbuf);
+    kumi_param_register_string("p2p", "tcp", "loopback_cc", "reno",
+                               "TCP congestion control (TCP_CONGESTION) of connections to a loopback "
+                               "address (a peer on this host); empty = the system's default "
+                               "(net.ipv4.tcp_congestion_control)",
+                               KUMI_LEVEL_TUNER, &p2p_tcp_loopback_cc);
     kumi_param_register_string("p2p", "tcp", "if_include", "",
                                "Comma-separated interfaces to use: names (a trailing * matches a "
                                "prefix, e.g. eth*), subnets (10.1.0.0/16, fd00::/64) or addresses; "
@@ -237,6 +264,23 @@ void p2p_tcp_sockopts(int fd)
         int v = p2p_tcp_rcvbuf > (size_t)0x7fffffff ? 0x7fffffff : (int)p2p_tcp_rcvbuf;
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
     }
+}
+
+/* A connection to a loopback address (before connect): its congestion
+ * control.  Nothing is lost on loopback, so congestion control has nothing
+ * to find out there; but BBR (some systems' default) models the path from
+ * round-trip times, which the CPU's load makes jitter, and kept the window
+ * at 11-17 segments after ping-pong traffic (bandwidth at 64 KiB 1.9 GB/s
+ * instead of 7, run after run); cubic's HyStart leaves slow start on the
+ * same jitter.  Reno stays in slow start until a loss, which never comes. */
+void p2p_tcp_loopback_opts(int fd, const struct sockaddr *sa)
+{
+    static int said;
+    if (!p2p_tcp_loopback_cc || !*p2p_tcp_loopback_cc || !kumi_netif_is_loopback(sa)) return;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, p2p_tcp_loopback_cc, (socklen_t)strlen(p2p_tcp_loopback_cc)) != 0 &&
+        !said++)
+        kumi_log(2, "p2p/tcp: p2p_tcp_loopback_cc \"%s\": %s (the system's congestion control stays)",
+                 p2p_tcp_loopback_cc, strerror(errno));
 }
 
 void p2p_tcp_ep_add(int fd, uint32_t ev, void *ptr)

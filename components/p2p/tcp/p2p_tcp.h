@@ -45,6 +45,9 @@
 #define P2P_TCP_PROOF_LEN   KUMI_JOBKEY_MAC
 #define P2P_TCP_XHELLO_LEN  (P2P_TCP_HELLO_LEN + 16)   /* + its job, the key's id */
 #define P2P_TCP_HSBUF       (P2P_TCP_XHELLO_LEN + P2P_TCP_PROOF_LEN)
+/* The default eager limit, which is also the first fragment that a
+ * rendezvous request carries (p2p_tcp.c's opening comment says why). */
+#define P2P_TCP_EAGER_DEFAULT   ((size_t)512 * 1024)
 #define P2P_TCP_BUFSZ       (16 * 1024)     /* staging buffer of a connection */
 #define P2P_TCP_DIRECT_MIN  (8 * 1024)      /* remaining payload read straight into rx->dst */
 #define P2P_TCP_READ_BUDGET (4u << 20)      /* bytes read from one connection per progress() */
@@ -96,7 +99,7 @@ extern size_t p2p_tcp_batch;
 extern unsigned long p2p_tcp_gen;
 extern struct p2p_tcp_peer *p2p_tcp_corked;
 extern size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
-extern const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family;
+extern const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family, *p2p_tcp_loopback_cc;
 extern double p2p_tcp_connect_timeout, p2p_tcp_auth_timeout;
 extern size_t p2p_tcp_auth_max;
 extern struct p2p_tcp_listener p2p_tcp_lis[P2P_TCP_MAXADDR];
@@ -146,6 +149,7 @@ int p2p_tcp_listen_on(const struct sockaddr *addr);
 int p2p_tcp_send(int peer, struct kumi_sendop *op);
 void p2p_tcp_uncork(void);
 void p2p_tcp_sockopts(int fd);
+void p2p_tcp_loopback_opts(int fd, const struct sockaddr *sa);
 const char *p2p_tcp_peer_addr(int peer, char *buf, size_t len);
 
 #endif

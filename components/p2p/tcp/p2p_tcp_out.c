@@ -100,6 +100,7 @@ static void p2p_tcp_connect_next(struct p2p_tcp_peer *p)
             continue;
         }
         p2p_tcp_sockopts(fd);
+        p2p_tcp_loopback_opts(fd, sa);
         kumi_p2p_socket_opened(p->rank, fd);    /* e.g. pacing (p2p contract 1.4) */
         do r = connect(fd, sa, kumi_netif_salen(sa));
         while (r < 0 && errno == EINTR);
