@@ -62,10 +62,10 @@ fi
 # Both builds compile the same source to the same instructions (callgrind: LU's relax() and
 # norms() are instruction for instruction alike), but the two `mpi` modules give the code
 # before them other sizes, so their hot functions start at other offsets in a cache line:
-# at -O2 alone LU's relax() started 64-byte aligned in one build and 32 bytes off in the
-# other, and that alone made its compute ~6 % slower (process CPU time of the relax loops,
-# interleaved, 4 ranks and 1 rank; the same gap with the builds' roles swapped by the
-# placement), which the shim has nothing to do with.  -falign-functions=64 starts every
+# at -O2 alone LU's relax() started on a cache line in Kumi's build and 32 bytes into one in
+# the Open MPI build, and the worse placement alone made LU's compute 5-9 % slower (CPU time
+# of the relax loops, interleaved, 1 and 4 ranks; with the placements swapped the gap moved to
+# the other build), which the shim has nothing to do with.  -falign-functions=64 starts every
 # function of both builds on a cache line, so the ratio measures the MPI library.
 flags=${KUMI_NPB_FLAGS:--O2 -falign-functions=64}
 build() {
