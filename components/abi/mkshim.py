@@ -31,6 +31,7 @@ import re
 import sys
 
 from mkshim_handles import HANDLE_TYPES, Handles
+from mkshim_loadcheck import elf_scan_text
 from mkshim_special import Special
 
 sys.path.insert(0, __import__('os').path.join(__import__('os').path.dirname(__import__('os').path.abspath(__file__)),
@@ -843,6 +844,14 @@ SHIM_EXPORT int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("P
 static const struct { const char *name; void **slot; } shim_entries[] = {''')
         for n in names:
             out.append('    { "%s", (void **)&%s },' % (self.dlsym_names.get(n, n), n))
+        # the objects' MPI_* / PMPI_* this library does not export (a companion library, the C++
+        # bindings' libmpi_cxx.so.40, may define one); neither this library nor Kumi's is scanned
+        scan = elf_scan_text('shim', self.facts['library'], self.facts['name'], 'struct shim_scan *sc', 'sc->missing',
+                             '(strncmp(n, "MPI_", 4) == 0 || strncmp(n, "PMPI_", 5) == 0) && !shim_exported(n) && '
+                             '!dlsym(RTLD_DEFAULT, n)',
+                             '    struct shim_scan *sc = arg;\n'
+                             '    if ((const void *)info->dlpi_addr == sc->self_base || '
+                             '(const void *)info->dlpi_addr == sc->kumi_base) return 0;\n')
         out.append('''};
 /* the procedures this library exports, sorted (strcmp) */
 static const char *const shim_exports[] = {
@@ -854,51 +863,8 @@ static int shim_exported(const char *name)
     if (strncmp(name, "PMPI_", 5) == 0) name++;
     return bsearch(&name, shim_exports, sizeof shim_exports / sizeof shim_exports[0], sizeof shim_exports[0], shim_cmp) != NULL;
 }
-#include <link.h>
 struct shim_scan { const void *self_base, *kumi_base; int missing; };
-static void shim_scan_rela(const ElfW(Rela) *r, size_t bytes, const ElfW(Sym) *sym, const char *str, struct shim_scan *sc)
-{
-    for (size_t i = 0; r && i < bytes / sizeof *r; i++) {
-        size_t k = ELF64_R_SYM(r[i].r_info);
-        if (k == 0 || sym[k].st_shndx != SHN_UNDEF) continue;
-        const char *n = str + sym[k].st_name;
-        /* a companion library (the C++ bindings' libmpi_cxx.so.40) may define it */
-        if ((strncmp(n, "MPI_", 4) == 0 || strncmp(n, "PMPI_", 5) == 0) && !shim_exported(n) &&
-            !dlsym(RTLD_DEFAULT, n)) {
-            if (sc->missing++ < 20) fprintf(stderr, "%(me)s (Kumi's %(abi)s ABI): %%s is not provided yet\\n", n);
-        }
-    }
-}
-static int shim_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct shim_scan *sc = arg;
-    const void *base = (const void *)info->dlpi_addr;
-    if (base == sc->self_base || base == sc->kumi_base) return 0;
-    for (int p = 0; p < info->dlpi_phnum; p++) {
-        if (info->dlpi_phdr[p].p_type != PT_DYNAMIC) continue;
-        const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[p].p_vaddr);
-        const ElfW(Rela) *rela = NULL, *jmp = NULL;
-        const ElfW(Sym) *sym = NULL;
-        const char *str = NULL;
-        size_t relasz = 0, jmpsz = 0;
-        long pltrel = DT_RELA;
-        for (; d->d_tag != DT_NULL; d++) {
-            switch (d->d_tag) {   /* glibc has relocated these pointers (absolute addresses) */
-            case DT_RELA: rela = (const ElfW(Rela) *)d->d_un.d_ptr; break;
-            case DT_RELASZ: relasz = d->d_un.d_val; break;
-            case DT_JMPREL: jmp = (const ElfW(Rela) *)d->d_un.d_ptr; break;
-            case DT_PLTRELSZ: jmpsz = d->d_un.d_val; break;
-            case DT_PLTREL: pltrel = (long)d->d_un.d_val; break;
-            case DT_SYMTAB: sym = (const ElfW(Sym) *)d->d_un.d_ptr; break;
-            case DT_STRTAB: str = (const char *)d->d_un.d_ptr; break;
-            }
-        }
-        if (!sym || !str || pltrel != DT_RELA) return 0;
-        shim_scan_rela(rela, relasz, sym, str, sc);
-        shim_scan_rela(jmp, jmpsz, sym, str, sc);
-    }
-    return 0;
-}
+%(scan)s
 /* Kumi's code -> this ABI's; exported for the GOT swap agent of mixed processes (abimix.c), which
  * then owns Kumi's hook and picks, per failed call, the numbering of the ABI that called */
 SHIM_EXPORT int kumi_shim_err_out(int c) { return err_out(c); }
@@ -936,7 +902,7 @@ __attribute__((constructor)) static void shim_load(void)
         _exit(127);
     }
 }''' % {'lib': lib, 'me': self.facts['library'], 'abi': self.facts['name'],
-        'exports': '\n'.join('    "%s",' % n for n in sorted(self.exported))})
+        'exports': '\n'.join('    "%s",' % n for n in sorted(self.exported)), 'scan': scan})
         self.nentries = len(names)
         return '\n'.join(out) + '\n'
 

@@ -237,6 +237,7 @@ static int fshim_degree(void *comm, int out)
     return 0;
 }
 #define FSHIM_ERR_NO_MEM %(nomem)d
+#define FSHIM_STACK 32   /* arrays of handles / LOGICALs up to this many entries are converted on the stack */
 #define FSHIM_ERR_ARG %(errarg)d''' % {'nomem': self.cval('MPI_ERR_NO_MEM'), 'errarg': self.cval('MPI_ERR_ARG'),
        'pools': self.pools(), 'cart': self.cval('MPI_CART'), 'graph': self.cval('MPI_GRAPH'),
        'dist': self.cval('MPI_DIST_GRAPH')})
@@ -344,6 +345,7 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
         if len(fargs) != len(cps) + 1 or fargs[-1] != 'IERROR':
             return 'Fortran arguments differ from C ones'
         params, pre, call, post, lens, frees = [], [], [], [], [], []
+        stk = {}   # array name -> C type of its entries: converted on the stack up to FSHIM_STACK entries
         for q in cps:
             n, t, k, arr, d = q['name'], q['type'].replace('const ', ''), q['kind'], q['array'] != '', q['direction']
             din = 'IN' in d.split('.')[-1]
@@ -388,8 +390,9 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
                     cnt = self.count_expr(q, cps, name)
                     if cnt is None:
                         return 'array %s of unknown length' % n
-                    pre.append('    int %s_n = %s;\n    void **%s_c = malloc(sizeof(void *) * (%s_n > 0 ? %s_n : 1));\n'
-                               '    if (!%s_c) { *ierror = FSHIM_ERR_NO_MEM; goto out; }' % (n, cnt, n, n, n, n))
+                    pre.append('    int %s_n = %s;\n    void **%s_c = %s_n <= FSHIM_STACK ? %s_stk : malloc(sizeof(void *) * (size_t)%s_n);\n'
+                               '    if (!%s_c) { *ierror = FSHIM_ERR_NO_MEM; goto out; }' % (n, cnt, n, n, n, n, n))
+                    stk[n] = 'void *'
                     if din:
                         pre.append('    for (int i = 0; i < %s_n; i++) %s_c[i] = f2c_%s(%s[i]);' % (n, n, kk, n))
                     if dout:
@@ -415,8 +418,9 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
                     cnt = self.count_expr(q, cps, name)
                     if cnt is None:
                         return 'array %s of unknown length' % n
-                    pre.append('    int %s_n = %s;\n    int *%s_c = malloc(sizeof(int) * (%s_n > 0 ? %s_n : 1));\n'
-                               '    if (!%s_c) { *ierror = FSHIM_ERR_NO_MEM; goto out; }' % (n, cnt, n, n, n, n))
+                    pre.append('    int %s_n = %s;\n    int *%s_c = %s_n <= FSHIM_STACK ? %s_stk : malloc(sizeof(int) * (size_t)%s_n);\n'
+                               '    if (!%s_c) { *ierror = FSHIM_ERR_NO_MEM; goto out; }' % (n, cnt, n, n, n, n, n))
+                    stk[n] = 'int '
                     if din:
                         pre.append('    for (int i = 0; i < %s_n; i++) %s_c[i] = %s[i] != 0;' % (n, n, n))
                     if dout:
@@ -458,7 +462,7 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
         body.append('    *ierror = rc;')
         if pre and any('goto out' in x for x in pre):
             body.append('    goto out;\nout:')
-        body += ['    ' + f for f in frees]
+        body += ['    if (%s != %s_stk) %s' % (f[5:-2], f[5:-4], f) if f[5:-4] in stk else '    ' + f for f in frees]
         body.append('    return;')
         text = '\n'.join(body)
         # declare every temporary at the top, so that an early `goto out` frees only NULLs
@@ -472,6 +476,8 @@ static void fshim_file_eh_ctx(void *h, int *code, void *fn)
         for v in decls:
             kind = 'void **' if any(('void **%s' % v) in x for x in pre) else 'int *' if any(('int *%s' % v) in x for x in pre) else 'char *'
             typed.append('    %s%s = 0;' % (kind, v))
+            if v[:-2] in stk:
+                typed.append('    %s%s_stk[FSHIM_STACK];' % (stk[v[:-2]], v[:-2]))
         self.exports(name, 'void', ', '.join(params + lens), '\n'.join(typed + [text]), hidden)
         return None
 
