@@ -46,8 +46,20 @@
  * lock in between) until no epoch but fence epochs is open on its windows;
  * a restarted process shares their host segments again (rma/rma_ckpt.c).
  *
+ * Partitioned requests (mpi/partitioned.c) are completed as far as the
+ * program made them ready, not saved and replayed: each partition a sender
+ * made ready is an ordinary message of the request layer on the channel's
+ * context (counted like any other), which the cut delivers into the posted
+ * receive of its round or the unexpected queue; a partition not ready yet
+ * is a flag in the sender's memory, sent when the program calls MPI_Pready
+ * after the checkpoint or the restart.  The channel itself (both ends'
+ * contexts, the partitioning each side learnt in the handshake, a handshake
+ * message not matched yet) is request-layer state in process memory, the
+ * same whatever transport carries it, so an inactive request (made, not
+ * started yet, or completed) serves again once the transports wired up.
+ *
  * Refused with a clear reason (the checkpoint is then not written, and the
- * job goes on): partitioned requests (ever made),
+ * job goes on):
  * processes of another job connected (spawn / connect / accept / join),
  * transports other than self, shmem and tcp (ofi, impi, vmpi), the io_uring
  * and kernel-module schedule engines, a rank not between MPI_Init and
@@ -220,9 +232,6 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
     const char *e = kumi_sched_engine();
     if (!__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST))
         snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
-    else if (kumi_part_used)
-        snprintf(why, len, "rank %d made partitioned requests (MPI_Psend_init / MPI_Precv_init): "
-                 "partitioned communication cannot be checkpointed", me);
     else if (e && strcmp(e, "loop") != 0 && strcmp(e, "thread") != 0)
         snprintf(why, len, "rank %d: the schedule engine '%s' cannot be checkpointed "
                  "(kumi_base_sched_engine=loop or thread can)", me, e);
