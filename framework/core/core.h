@@ -607,6 +607,7 @@ void kumi_req_finalize(void);     /* drain sends */
 void kumi_progress_register_params(void);
 /* A request completed: wake threads sleeping in a wait (MPI_THREAD_MULTIPLE). */
 void kumi_progress_wake(void);
+void kumi_progress_wake_ckpt(void);    /* a checkpoint request: sleepers in calls without the lock wake */
 void kumi_progress_wake_engine(void);   /* out of its poll() (sched/engine.c, stopping) */
 /* The io_uring schedule engine's poller and descriptors (NULL, NULL: none). */
 struct pollfd;

@@ -9,7 +9,8 @@
 #     over shmem: every checkpoint written (manifest + 4 images, which
 #     kumi_ckpt --info checks), the result bit for bit the uninterrupted one.
 #  3. the same over tcp (MPI_COMPONENTS=p2p=self,tcp), requested with kumi_ckpt PID.
-#  4. a rank blocked in MPI_Recv and one computing outside MPI at the request.
+#  4. a rank blocked in MPI_Recv and one computing outside MPI at the request;
+#     the ranks asleep in poll() woken by the request.
 #  5. refused with a clear message, the job going on: an RMA window with a
 #     passive-target epoch open the whole run (a checkpoint waits
 #     kumi_ckpt_lock_timeout for the end of the epoch); a job without --ckpt.
@@ -112,18 +113,27 @@ continue_test() { # NAME HOW(signal|tool) [env...]
 continue_test shmem signal
 continue_test tcp tool MPI_COMPONENTS=p2p=self,tcp
 
-# 4. a rank blocked in MPI_Recv (and rank 0 outside MPI) at the request
+# 4. a rank blocked in MPI_Recv (and rank 0 outside MPI) at the request; the
+#    ranks asleep in poll() (MPI_Recv, MPI_Barrier; sleeps of 5 s here) are
+#    woken by the request: their calls go over to the lock in well under a
+#    second, not at the end of their sleep
 mkdir -p blk
 touch go; run blockref bref.log -n $NP "$PROG" 20 block 5; rm -f go
 BREF=$(result bref.log)
 [ -n "$BREF" ] || { show bref.log; fail "block reference run"; }
-KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir blk -n $NP "$PROG" 20 block 5 > block.log 2>&1 < /dev/null &
+KUMI_BASE_PROGRESS_SLEEP_MS=5000 KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir blk -n $NP "$PROG" 20 block 5 \
+    > block.log 2>&1 < /dev/null &
 pid=$!
 if wait_for block.log "^blocking" 60; then
     sleep 0.3
     kill -QUIT $pid
     if wait_for block.log "checkpoint 1 \(written\|not written\)" 120 && grep -q "checkpoint 1 written" block.log; then
         ok "blocked rank: checkpoint written while rank 1 waits in MPI_Recv and rank 0 computes outside MPI"
+        lat=$(sed -n 's/^kumi\[[123]\].*checkpoint 1: the library.s calls out \([0-9.]*\) ms after the request.*/\1/p' block.log \
+              | sort -g | tail -1)
+        [ -n "$lat" ] && awk -v l="$lat" 'BEGIN { exit !(l < 1000) }' \
+            && ok "blocked rank: the ranks asleep in MPI_Recv / MPI_Barrier out of the library $lat ms after the request (at most)" \
+            || { show block.log; fail "blocked rank: the sleeping ranks left the library after '$lat' ms (their 5 s sleep not woken)"; }
     else show block.log; fail "blocked rank: no checkpoint"; fi
 fi
 touch go
