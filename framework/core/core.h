@@ -599,6 +599,9 @@ int kumi_rpim_fence(void);
 int kumi_rpim_select(void);
 const char *kumi_rpim_name(void);
 void kumi_rpim_finalize(void);
+/* core/misc.c: a process restarted from its checkpoint image finds its host
+ * again (kumi_hostname, kumi_host_id are computed anew). */
+void kumi_host_forget(void);
 
 /* ---------------------------------------------------- request layer API */
 /* (implemented in framework/request) */

@@ -407,6 +407,7 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
         }
         ck_count++;
         ck_restarted = 1;
+        kumi_host_forget();                /* perhaps another host: its own name and id, not the image's */
         lock_setup();                      /* a new process: membarrier's registration is gone */
         snprintf(out, outlen, "restarted");
         return 2;                          /* the launcher client joins the new job, then kumi_ckpt_resume */
