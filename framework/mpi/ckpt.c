@@ -259,6 +259,16 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
     return 0;
 }
 
+/* Between a successful prepare and the launcher's GO: another rank, not
+ * ready yet, may wait for this one to answer (an RMA epoch it must close
+ * first: passive-target lock, accumulate, unlock on a target of another
+ * host go through the target's progress; on one host they are loads and
+ * stores).  Messages this serves are counted as any (the cut's rounds). */
+KUMI_EXPORT void kumi_ckpt_serve(void)
+{
+    for (int k = 0; k < 100 && kumi_progress(0) > 0; k++) { }
+}
+
 /* ---- the cut: counting rounds through the launcher's key exchange ---- */
 #define CK_CHUNK 48                        /* counts per key (16 hex digits and a space each) */
 
