@@ -462,7 +462,8 @@ static int rma_restarted(void)
     int rc, bad;
     ck_restarted = 0;
     snprintf(v, sizeof v, "%ld", (long)getpid());
-    bad = kumi_rma_ckpt_lead(why, sizeof why);
+    bad = kumi_rma_ckpt_placement(why, sizeof why);
+    if (!bad) bad = kumi_rma_ckpt_lead(why, sizeof why);
     if ((rc = kumi_rpim_put("ckpt.pid", v)) || (rc = kumi_rpim_fence())) return rc;
     if (!bad) bad = kumi_rma_ckpt_join(pid_of, why, sizeof why);
     if ((rc = kumi_rpim_fence())) return rc;
