@@ -23,7 +23,8 @@
 #     moved elsewhere, of a restarted job; the same result bit for bit, a new
 #     job id; --checkpoint-interval with the thread engine, SIGKILL, restart;
 #     a rank blocked in MPI_Recv at a checkpoint-and-stop, restarted; a
-#     truncated image and a folder without manifest refused.
+#     truncated image, an image of another job in a rank's place and a
+#     folder without manifest refused; 8 ranks over tcp too.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -211,6 +212,7 @@ stop_at_random tcp rs_tcp $NP MPI_COMPONENTS=p2p=self,tcp && restart_check tcp r
 REF4=$REF
 run ref8 ref8.log -n 8 "$PROG" $ITERS && REF=$(result ref8.log)
 stop_at_random shmem8 rs_shm8 8 && restart_check "8 ranks shmem" rs_shm8
+stop_at_random tcp8 rs_tcp8 8 MPI_COMPONENTS=p2p=self,tcp && restart_check "8 ranks tcp" rs_tcp8 MPI_COMPONENTS=p2p=self,tcp
 REF=$REF4
 # continue, SIGKILL the job, restart from the last checkpoint, in another directory
 mkdir -p kc
@@ -239,8 +241,13 @@ KUMI_BASE_SCHED_ENGINE=thread KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoi
 pid=$!
 if wait_for iv.log "checkpoint 2 written" 120; then
     kill -KILL $pid; wait $pid 2>/dev/null; sleep 2
-    [ "$(ls iv | grep -c '^image\.')" = $NP ] && ok "--checkpoint-interval: $(grep -c 'checkpoint [0-9]* written' iv.log) checkpoints, the folder holds the last one's $NP images" \
-        || { ls iv; fail "--checkpoint-interval: $(ls iv | grep -c '^image\.') images in the folder"; }
+    # the manifest's images, and none of an earlier checkpoint (a next one,
+    # cut short by the SIGKILL on a loaded machine, may have left its own)
+    last=$(sed -n 's/^rank .* image image\.r[0-9]*\.j[0-9]*\.c\([0-9]*\) .*/\1/p' iv/manifest | sort -u)
+    named=$(sed -n 's/^rank .* image \([^ ]*\) .*/\1/p' iv/manifest | while read -r i; do [ -f "iv/$i" ] && echo "$i"; done | wc -l)
+    older=$(ls iv | grep '^image\.' | grep -v -E "\.c($last|$((${last:-0} + 1)))\$" | wc -l)
+    [ "$named" = $NP ] && [ "$older" = 0 ] && ok "--checkpoint-interval: $(grep -c 'checkpoint [0-9]* written' iv.log) checkpoints, the folder holds the last one's $NP images" \
+        || { ls iv; fail "--checkpoint-interval: $named of the manifest's images, $older of earlier checkpoints in the folder"; }
     restart_check "thread engine, interval" iv KUMI_BASE_SCHED_ENGINE=thread
 else show iv.log; fail "--checkpoint-interval: no second checkpoint"; kill -9 $pid; fi
 # a rank blocked in MPI_Recv at a --checkpoint-and-stop, restarted
@@ -264,6 +271,16 @@ truncate -s 100000 "bad/$img"
     || { show bad.log; fail "restart from a truncated image: exit $rc"; }
 "$MPIEXEC" --restart "$TMP/nothing" > none.log 2>&1 < /dev/null && fail "--restart of a folder without a manifest" \
     || ok "$(head -1 none.log)"
+# an image of another job (rank 2's of the tcp job) in the place of rank 2's:
+# refused by the restart program before anything changes (the writer's pid
+# and size are not the manifest's), the job ends with the message
+cp -r rs_shm foreign && img=$(sed -n 's/^rank 2 .* image \([^ ]*\) .*/\1/p' foreign/manifest) \
+    && oimg=$(sed -n 's/^rank 2 .* image \([^ ]*\) .*/\1/p' rs_tcp/manifest) && cp "rs_tcp/$oimg" "foreign/$img"
+KUMI_VERBOSE=1 "$MPIEXEC" --timeout 60 --restart foreign > foreign.log 2>&1 < /dev/null; rc=$?
+[ $rc -ne 0 ] && grep -q "an image of another job or program, refused" foreign.log && ! grep -q "^result" foreign.log \
+    && ok "restart with an image of another job: exit $rc, $(grep -o 'written by process.*refused' foreign.log | head -1)" \
+    || { show foreign.log; fail "restart with an image of another job: exit $rc, no clear refusal"; }
+shm_clean "restart with an image of another job" foreign.log
 
 # 7. kumi_ckpt on a process that is not mpiexec
 sleep 30 & spid=$!
