@@ -35,7 +35,11 @@
  * request or on a partition already ready, MPI_ERR_ARG.  MPI_Parrived on an
  * inactive request answers flag = true.  MPI_Cancel does nothing (partitioned
  * requests are not cancellable here).  A sender that sends more bytes than
- * the receive buffer holds gives MPI_ERR_TRUNCATE at the receiver. */
+ * the receive buffer holds gives MPI_ERR_TRUNCATE at the receiver.
+ *
+ * Checkpoints (mpi/ckpt.c) need nothing of this file: every channel message
+ * is an ordinary one of the request layer, which the cut delivers, and the
+ * rest is memory of this process (tests/scripts/ckpt_part.sh). */
 #include "mpi/mpi_front.h"
 #include <stdio.h>
 #include <stdlib.h>
