@@ -281,6 +281,9 @@ KUMI_VERBOSE=1 "$MPIEXEC" --timeout 60 --restart foreign > foreign.log 2>&1 < /d
     && ok "restart with an image of another job: exit $rc, $(grep -o 'written by process.*refused' foreign.log | head -1)" \
     || { show foreign.log; fail "restart with an image of another job: exit $rc, no clear refusal"; }
 shm_clean "restart with an image of another job" foreign.log
+"$KCKPT" --info foreign > finfo.out 2>&1 && { show finfo.out; fail "kumi_ckpt --info accepts an image of another job"; } \
+    || { grep -q "rank 2: .*DAMAGED: written by process .* an image of another job or program" finfo.out \
+        && ok "kumi_ckpt --info: $(grep 'rank 2:' finfo.out | sed 's/^ *//')" || { show finfo.out; fail "kumi_ckpt --info: an image of another job not named"; }; }
 
 # 7. kumi_ckpt on a process that is not mpiexec
 sleep 30 & spid=$!
