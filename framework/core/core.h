@@ -605,6 +605,9 @@ int kumi_rpim_fence(void);
 int kumi_rpim_select(void);
 const char *kumi_rpim_name(void);
 void kumi_rpim_finalize(void);
+/* core/misc.c: a process restarted from its checkpoint image finds its host
+ * again (kumi_hostname, kumi_host_id are computed anew). */
+void kumi_host_forget(void);
 
 /* ---------------------------------------------------- request layer API */
 /* (implemented in framework/request) */
@@ -613,6 +616,7 @@ void kumi_req_finalize(void);     /* drain sends */
 void kumi_progress_register_params(void);
 /* A request completed: wake threads sleeping in a wait (MPI_THREAD_MULTIPLE). */
 void kumi_progress_wake(void);
+void kumi_progress_wake_ckpt(void);    /* a checkpoint request: sleepers in calls without the lock wake */
 void kumi_progress_wake_engine(void);   /* out of its poll() (sched/engine.c, stopping) */
 /* The io_uring schedule engine's poller and descriptors (NULL, NULL: none). */
 struct pollfd;

@@ -36,9 +36,11 @@ const char *kumi_hostname(void)
  * machines apart (and a rebooted one), the namespace inode the network
  * namespaces of one machine (each is a host of its own, with its own
  * addresses: ranks in two of them talk as if across hosts). */
+static char host_id[MPI_MAX_PROCESSOR_NAME + 96];
+
 const char *kumi_host_id(void)
 {
-    static char id[MPI_MAX_PROCESSOR_NAME + 96];
+    char *id = host_id;
     if (!id[0]) {
         char boot[64] = "";
         struct stat st;
@@ -50,9 +52,18 @@ const char *kumi_host_id(void)
             boot[strcspn(boot, "\n")] = 0;
         }
         if (stat("/proc/self/ns/net", &st) == 0) ns = (unsigned long long)st.st_ino;
-        snprintf(id, sizeof id, "%s/%s/%llu", kumi_hostname(), boot, ns);
+        snprintf(id, sizeof host_id, "%s/%s/%llu", kumi_hostname(), boot, ns);
     }
     return id;
+}
+
+/* A process restarted from its checkpoint image (mpiexec --restart) may run
+ * on another host, or in another network namespace: the names kept in the
+ * image are those of the checkpointed process's host. */
+void kumi_host_forget(void)
+{
+    hostname[0] = 0;
+    host_id[0] = 0;
 }
 
 int kumi_same_host(int r)

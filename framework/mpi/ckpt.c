@@ -16,7 +16,11 @@
  * the lock, takes it, and waits (up to kumi_ckpt_lock_timeout) until the
  * calls that were inside without it have left, or, blocked in a wait, have
  * gone over to the lock at the wait's next yield or sleep (a blocking wait
- * releases the lock there, as at MPI_THREAD_MULTIPLE).  Then no application
+ * releases the lock there, as at MPI_THREAD_MULTIPLE); a wait asleep in
+ * poll() is woken at once (request/progress.c, kumi_progress_wake_ckpt: an
+ * eventfd in its poll set), not at the end of its sleep
+ * (kumi_base_progress_sleep_ms, 20 ms; a rank asleep in MPI_Recv was out
+ * 12.5 ms after the request, median, 0.3 ms now).  Then no application
  * thread is inside the library until the checkpoint lowers the flag and
  * releases the lock.  Where membarrier(2) is missing (it closes the race of
  * an entry against the flag), the lock is on for the whole job instead.
@@ -46,8 +50,20 @@
  * lock in between) until no epoch but fence epochs is open on its windows;
  * a restarted process shares their host segments again (rma/rma_ckpt.c).
  *
+ * Partitioned requests (mpi/partitioned.c) are completed as far as the
+ * program made them ready, not saved and replayed: each partition a sender
+ * made ready is an ordinary message of the request layer on the channel's
+ * context (counted like any other), which the cut delivers into the posted
+ * receive of its round or the unexpected queue; a partition not ready yet
+ * is a flag in the sender's memory, sent when the program calls MPI_Pready
+ * after the checkpoint or the restart.  The channel itself (both ends'
+ * contexts, the partitioning each side learnt in the handshake, a handshake
+ * message not matched yet) is request-layer state in process memory, the
+ * same whatever transport carries it, so an inactive request (made, not
+ * started yet, or completed) serves again once the transports wired up.
+ *
  * Refused with a clear reason (the checkpoint is then not written, and the
- * job goes on): partitioned requests (ever made),
+ * job goes on):
  * processes of another job connected (spawn / connect / accept / join),
  * transports other than self, shmem and tcp (ofi, impi, vmpi), the io_uring
  * and kernel-module schedule engines, a rank not between MPI_Init and
@@ -81,12 +97,14 @@
 
 static long long ck_enable;                /* kumi_ckpt_enable */
 static long long ck_lock_always;           /* kumi_ckpt_lock_always */
+static long long ck_wake = 1;              /* kumi_ckpt_wake */
 static double ck_lock_timeout = 10.0;      /* kumi_ckpt_lock_timeout */
 static double ck_drain_timeout = 120.0;    /* kumi_ckpt_drain_timeout */
 static const char *ck_restart_prog;        /* kumi_ckpt_restart_program (read by mpiexec) */
 static volatile int ck_ready;               /* between MPI_Init's end and MPI_Finalize's start */
 static unsigned ck_count;                  /* checkpoints this process went through */
 static int ck_restarted;                   /* kumi_ckpt_resume in a restarted process */
+static double ck_t_in;                     /* kumi_ckpt_prepare: seconds from the request to the lock */
 
 void kumi_ckpt_register_params(void)
 {
@@ -100,6 +118,11 @@ void kumi_ckpt_register_params(void)
                             "1: a job with checkpoints runs with the library lock on from MPI_Init to "
                             "MPI_Finalize (0: only while a checkpoint is requested)",
                             KUMI_LEVEL_DEV, &ck_lock_always);
+    kumi_param_register_int("kumi", "ckpt", "wake", 1,
+                            "1: a checkpoint request wakes a call asleep in poll() at once (0: the call "
+                            "goes over to the lock at the end of its sleep, kumi_base_progress_sleep_ms; "
+                            "for measurements)",
+                            KUMI_LEVEL_DEV, &ck_wake);
     kumi_param_register_double("kumi", "ckpt", "lock_timeout", 10.0,
                                "Seconds a checkpoint waits for a rank's thread to leave the library "
                                "before the rank refuses the checkpoint",
@@ -177,10 +200,11 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
         snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
         return 0;
     }
-    double end = kumi_time() + ck_lock_timeout;
+    double t_req = kumi_time(), end = t_req + ck_lock_timeout;
     char rw[400] = "";                     /* why an RMA epoch held the checkpoint back */
     for (;;) {
         kumi_lock_ck_raise();              /* calls from now on take the lock */
+        if (ck_wake) kumi_progress_wake_ckpt();   /* one asleep in poll() goes over to it now */
         bool locked = false;
         /* the lock, then no call left inside without it */
         while (!(locked = locked || kumi_lock_try()) || kumi_lock_ck_inside() > 0) {
@@ -217,12 +241,10 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
         release();
         usleep(1000);
     }
+    ck_t_in = kumi_time() - t_req;
     const char *e = kumi_sched_engine();
     if (!__atomic_load_n(&ck_ready, __ATOMIC_SEQ_CST))
         snprintf(why, len, "rank %d is not between MPI_Init and MPI_Finalize", me);
-    else if (kumi_part_used)
-        snprintf(why, len, "rank %d made partitioned requests (MPI_Psend_init / MPI_Precv_init): "
-                 "partitioned communication cannot be checkpointed", me);
     else if (e && strcmp(e, "loop") != 0 && strcmp(e, "thread") != 0)
         snprintf(why, len, "rank %d: the schedule engine '%s' cannot be checkpointed "
                  "(kumi_base_sched_engine=loop or thread can)", me, e);
@@ -235,6 +257,16 @@ KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len)
     }
     release();
     return 0;
+}
+
+/* Between a successful prepare and the launcher's GO: another rank, not
+ * ready yet, may wait for this one to answer (an RMA epoch it must close
+ * first: passive-target lock, accumulate, unlock on a target of another
+ * host go through the target's progress; on one host they are loads and
+ * stores).  Messages this serves are counted as any (the cut's rounds). */
+KUMI_EXPORT void kumi_ckpt_serve(void)
+{
+    for (int k = 0; k < 100 && kumi_progress(0) > 0; k++) { }
 }
 
 /* ---- the cut: counting rounds through the launcher's key exchange ---- */
@@ -385,6 +417,7 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
         }
         ck_count++;
         ck_restarted = 1;
+        kumi_host_forget();                /* perhaps another host: its own name and id, not the image's */
         lock_setup();                      /* a new process: membarrier's registration is gone */
         snprintf(out, outlen, "restarted");
         return 2;                          /* the launcher client joins the new job, then kumi_ckpt_resume */
@@ -406,8 +439,8 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
             unlink(from);
             ok = 0;
         } else
-        kumi_log(1, "checkpoint %u: cut in %.3f s, image %s/%s written by ckpt/%s in %.3f s", ck_count, t1 - t0,
-                 dir, out, bname, t2 - t1);
+        kumi_log(1, "checkpoint %u: the library's calls out %.3f ms after the request, cut in %.3f s, image "
+                 "%s/%s written by ckpt/%s in %.3f s", ck_count, ck_t_in * 1e3, t1 - t0, dir, out, bname, t2 - t1);
     }
     if ((flags & KUMI_LAUNCH_CKPT_STOP) && ok)
         return 1;                          /* the lock stays held: mpiexec ends the job after the manifest */
@@ -429,7 +462,8 @@ static int rma_restarted(void)
     int rc, bad;
     ck_restarted = 0;
     snprintf(v, sizeof v, "%ld", (long)getpid());
-    bad = kumi_rma_ckpt_lead(why, sizeof why);
+    bad = kumi_rma_ckpt_placement(why, sizeof why);
+    if (!bad) bad = kumi_rma_ckpt_lead(why, sizeof why);
     if ((rc = kumi_rpim_put("ckpt.pid", v)) || (rc = kumi_rpim_fence())) return rc;
     if (!bad) bad = kumi_rma_ckpt_join(pid_of, why, sizeof why);
     if ((rc = kumi_rpim_fence())) return rc;

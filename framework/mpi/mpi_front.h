@@ -13,7 +13,6 @@
 
 /* ---- partitioned.c, grequest.c: register their request kinds */
 void kumi_part_register(void);
-extern int kumi_part_used;              /* a partitioned request was made (partitioned.c) */
 void kumi_ckpt_register_params(void);   /* ckpt.c */
 void kumi_ckpt_init_done(void);
 void kumi_ckpt_finalize_start(void);

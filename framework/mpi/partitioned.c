@@ -35,7 +35,11 @@
  * request or on a partition already ready, MPI_ERR_ARG.  MPI_Parrived on an
  * inactive request answers flag = true.  MPI_Cancel does nothing (partitioned
  * requests are not cancellable here).  A sender that sends more bytes than
- * the receive buffer holds gives MPI_ERR_TRUNCATE at the receiver. */
+ * the receive buffer holds gives MPI_ERR_TRUNCATE at the receiver.
+ *
+ * Checkpoints (mpi/ckpt.c) need nothing of this file: every channel message
+ * is an ordinary one of the request layer, which the cut delivers, and the
+ * rest is memory of this process (tests/scripts/ckpt_part.sh). */
 #include "mpi/mpi_front.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,8 +241,6 @@ static void hs_offer(struct kumi_req *s)
     }
 }
 
-int kumi_part_used;                      /* a partitioned request was made (checkpoints refuse it) */
-
 /* ------------------------------------------------------------ init / start / free */
 static int part_init(bool send, const char *fn, const void *buf, int partitions, MPI_Count count,
                      struct kumi_dt *dt, int peer, int tag, struct kumi_comm *comm, MPI_Info info,
@@ -265,7 +267,6 @@ static int part_init(bool send, const char *fn, const void *buf, int partitions,
     if (dt->size && (uint64_t)count > (UINT64_MAX / 4) / dt->size / (partitions ? (uint64_t)partitions : 1))
         return kumi_error(MPI_ERR_COUNT, "%s: partitions * count * datatype size overflows", fn);
 
-    kumi_part_used = 1;
     struct kumi_req *r = kumi_req_msg(send ? KUMI_REQ_PSEND : KUMI_REQ_PRECV, comm, comm->ctx, fn, (void *)buf,
                                       (size_t)partitions * (size_t)count, dt, peer, tag);
     struct part *p = r ? calloc(1, sizeof *p) : NULL;

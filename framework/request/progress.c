@@ -87,6 +87,32 @@ static bool host_oversubscribed(bool *pinned)
     return ncpu > 0 && local > ncpu;
 }
 
+/* At MPI_THREAD_MULTIPLE another thread may complete the request a sleeper
+ * waits for (it polled the transports meanwhile): completions write this
+ * eventfd while anybody sleeps, so the sleeper wakes at once.  In a job with
+ * checkpoints (kumi_lock_track) a thread that sleeps in a call made without
+ * the lock sleeps on it too: a checkpoint request writes it
+ * (kumi_progress_wake_ckpt), so that the call goes over to the lock at once
+ * instead of at the end of its sleep (kumi_base_progress_sleep_ms). */
+static int wake_fd = -1;
+static int sleepers;
+
+/* The progress thread of the thread engine is not one of the sleepers that
+ * completions wake (it waits for no request): it sleeps on an eventfd of its
+ * own, which this writes when it must stop. */
+static int engine_fd = -1;
+
+/* When the transports are let go (MPI_Finalize, a checkpoint): an image
+ * cannot hold an eventfd, and a restarted process must not write or read
+ * its number, which another file may have then; made again when needed. */
+static void close_wake_fds(void)
+{
+    int f = __atomic_exchange_n(&wake_fd, -1, __ATOMIC_SEQ_CST);
+    if (f >= 0) close(f);
+    f = __atomic_exchange_n(&engine_fd, -1, __ATOMIC_SEQ_CST);
+    if (f >= 0) close(f);
+}
+
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n)
 {
     if (sleep_ms < 1) sleep_ms = 1;
@@ -115,7 +141,7 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
         pops[npops++] = ops[i];
     }
     if (n > 0 && !pfds) pfds = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *pfds);
-    if (n == 0) { free(pfds); pfds = NULL; }
+    if (n == 0) { free(pfds); pfds = NULL; close_wake_fds(); }
     return MPI_SUCCESS;
 }
 
@@ -158,12 +184,6 @@ static int poll_once(void)
     return n + x;
 }
 
-/* At MPI_THREAD_MULTIPLE another thread may complete the request a sleeper
- * waits for (it polled the transports meanwhile): completions write this
- * eventfd while anybody sleeps, so the sleeper wakes at once. */
-static int wake_fd = -1;
-static int sleepers;
-
 void kumi_progress_wake(void)
 {
     if (__atomic_load_n(&sleepers, __ATOMIC_RELAXED) > 0 && wake_fd >= 0) {
@@ -173,10 +193,19 @@ void kumi_progress_wake(void)
     }
 }
 
-/* The progress thread of the thread engine is not one of the sleepers that
- * completions wake (it waits for no request): it sleeps on an eventfd of its
- * own, which this writes when it must stop. */
-static int engine_fd = -1;
+/* A checkpoint request, once kumi_lock_raised is up (core/lock.c): a thread
+ * asleep in a call without the lock wakes and goes over to the lock.  The
+ * sleeper counts itself before it reads the flag (kumi_lock_release_all),
+ * this reads the count after raising it: one of the two sees the other. */
+void kumi_progress_wake_ckpt(void)
+{
+    int f = __atomic_load_n(&wake_fd, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&sleepers, __ATOMIC_SEQ_CST) > 0 && f >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(f, &one, sizeof one);
+        (void)w;
+    }
+}
 
 void kumi_progress_wake_engine(void)
 {
@@ -227,26 +256,31 @@ static void sleep_on_fds(void)
         return;
     }
     bool engine = kumi_mt && kumi_lock_is_engine();
-    if (kumi_mt && fds) {
+    bool wakeable = (kumi_mt || kumi_lock_track) && fds;    /* see wake_fd */
+    int wi = -1;                            /* the wake-up fd's slot */
+    if (wakeable) {
         int *wfd = engine ? &engine_fd : &wake_fd;
-        if (*wfd < 0) *wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (*wfd < 0) __atomic_store_n(wfd, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), __ATOMIC_SEQ_CST);
         if (*wfd >= 0) {
+            wi = nf;
             fds[nf].fd = *wfd;
             fds[nf].events = POLLIN;
             fds[nf].revents = 0;
             nf++;
         }
-        if (!engine) __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
+        if (!engine) __atomic_add_fetch(&sleepers, 1, __ATOMIC_SEQ_CST);
     }
     int d = kumi_lock_release_all();
     poll(nf ? fds : NULL, (nfds_t)nf, nap || sleep_ms < 1 ? 1 : (int)sleep_ms);   /* MPI_T may set it */
     kumi_lock_reacquire(d);
     sleep_over();
-    if (kumi_mt && fds) {
-        if (!engine) __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);
+    if (wakeable) {
+        if (!engine) __atomic_sub_fetch(&sleepers, 1, __ATOMIC_SEQ_CST);
         uint64_t v;
         int wfd = engine ? engine_fd : wake_fd;
-        if (wfd >= 0 && read(wfd, &v, sizeof v) < 0) { /* nothing pending */ }
+        if (wi >= 0 && (fds[wi].revents & POLLIN) && fds[wi].fd == wfd && read(wfd, &v, sizeof v) < 0) {
+            /* taken by another sleeper */
+        }
     }
 }
 

@@ -146,9 +146,11 @@ extern int kumi_rma_nwins;               /* windows that exist */
 /* rma_ckpt.c: checkpoints (mpi/ckpt.c).  _busy: 1 while an epoch other than
  * a fence epoch is open on a window (*why says which), -1 for a window that
  * cannot be checkpointed at all; in a restarted process, after the
- * transports' wire-up, with the launcher's fence between the steps: _lead,
+ * transports' wire-up, with the launcher's fence between the steps:
+ * _placement (-1 when ranks that shared a host are apart now), _lead,
  * _join (pid_of: a rank's new process id), _unlink; -1 and *why on failure. */
 int kumi_rma_ckpt_busy(char *why, size_t len);
+int kumi_rma_ckpt_placement(char *why, size_t len);
 int kumi_rma_ckpt_lead(char *why, size_t len);
 int kumi_rma_ckpt_join(int (*pid_of)(int world_rank), char *why, size_t len);
 void kumi_rma_ckpt_unlink(void);

@@ -11,6 +11,21 @@
  * memory.  Windows whose memory is registered with a transport (p2p/ofi)
  * are refused (ofi is refused anyway).
  *
+ * Another placement at restart (ranks on other hosts, or another number of
+ * ranks per host): ranks of a window on different hosts before the
+ * checkpoint reach each other with messages, also when they share a host
+ * now, so hosts may be merged; but ranks that shared a host's segment (or
+ * reached each other's memory with CMA) must share a host again: their
+ * loads and stores, lock words and process ids assume it.  mpiexec
+ * --restart refuses a placement that separates ranks of one host
+ * (tools/mpiexec/ckpt.c: single-copy messages kept across the checkpoint
+ * need it too); should the ranks find themselves apart all the same (host
+ * names that do not tell hosts apart), kumi_rma_ckpt_placement refuses,
+ * naming the window, the ranks and their hosts, before anything is made.
+ * Converting such peers to messages would change the window's host-local
+ * state (control blocks, region tables, MPI_Win_shared_query's pointers)
+ * under the program.
+ *
  * Checkpoint-and-continue keeps everything: the host segments stay mapped,
  * the processes are the same.  A restarted process (mpiexec --restart) has
  * its windows' host segments back as private copies at their addresses (the
@@ -26,6 +41,7 @@
  *   3. the leaders unlink the names. */
 #define _GNU_SOURCE
 #include "rma/rma_impl.h"
+#include <kumi/rpim.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -100,6 +116,26 @@ static bool shared_seg(const struct kumi_win *w, char *name, size_t len)
 static bool am_leader(const struct kumi_win *w)
 {
     return w->rma->local2rank[0] == w->rank;
+}
+
+int kumi_rma_ckpt_placement(char *why, size_t len)
+{
+    for (struct kumi_rma *m = wins; m; m = m->ck_next) {
+        struct kumi_win *w = m->w;
+        for (int r = 0; r < w->size; r++) {
+            int wr = kumi_comm_world_rank(w->comm, r);
+            if (r == w->rank || w->peers[r].local < 0 || kumi_same_host(wr)) continue;
+            char h[KUMI_KVS_VAL_MAX] = "?";
+            if (kumi_rpim_get(wr, "kumi.host", h, sizeof h) != MPI_SUCCESS) snprintf(h, sizeof h, "?");
+            snprintf(why, len, "window %s: world ranks %d and %d shared a host when it was checkpointed (%s) and "
+                     "are on different hosts now (%s, %s); restart the job with the ranks that shared a host "
+                     "together again (-host / --hostfile: the manifest's ranks per host)", wname(w),
+                     kumi_world_rank(), wr, w->seg ? "its memory in the host's shared segment"
+                     : "reached with CMA by process id", kumi_hostname(), h);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int kumi_rma_ckpt_lead(char *why, size_t len)

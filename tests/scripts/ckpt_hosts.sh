@@ -17,6 +17,10 @@
 #  4. a host lost during a checkpoint (its proxy killed): the job ends with a
 #     message naming the host and the failed checkpoint; the previous
 #     checkpoint stays usable (restarted: the same result).
+#  5. RMA windows (tests/mpi/ckpt_rma: lock / unlock epochs on targets of
+#     the other host too) stopped on 2 hosts, restarted on two others and on
+#     one (the same result); a restart that separates ranks which shared a
+#     host refused by mpiexec with a clear message (windows, and ckpt_job).
 # After every job: nothing left in /dev/shm (nor processes) on any host.
 # A long test (about 3.5 minutes on a loaded 2-core machine): runs under
 # `./check.sh --long` (KUMI_TEST_LONG=1) or when KUMI_TEST_CKPT_HOSTS=1.
@@ -181,5 +185,48 @@ netlab_exec 2 sh -c 'rm -f /dev/shm/kumi.* /dev/shm/sem.kumi.*'
 clean_hosts "a host lost"
 restart "of the checkpoint before the loss" "$REF4" "$C2"
 clean_hosts "the last restart"
+
+# 5. RMA windows (tests/mpi/ckpt_rma: an MPI_Win_allocate window in each
+#    host's shared segment, an MPI_Win_create one reached with CMA) stopped
+#    on h1:2,h2:2: restarted on other hosts with the same pairs, and with the
+#    4 ranks on one host (ranks of different hosts reach each other with
+#    messages, also on one host); the same result.  A restart that puts
+#    ranks 0 and 1 (which shared h1's segment) on two hosts is refused by
+#    mpiexec, and leaves nothing behind.  (The ranks ready for a checkpoint
+#    serve the others until every rank is: an exclusive lock on a target of
+#    another host ends with the target's reply.)
+[ -x "$TESTBIN/ckpt_rma" ] || { fail "ckpt_rma not built"; exit 1; }
+mx -host h1:2,h2:2 ./ckpt_rma $ITERS > "$D/refw" 2>&1 < /dev/null || { show "$D/refw"; fail "reference run (windows)"; }
+REFW=$(result "$D/refw")
+CW=$D/cw
+mkdir -p "$CW"
+L=$D/stopw
+mx_bg "$L" --checkpoint-and-stop --ckpt-dir "$CW" -host h1:2,h2:2 ./ckpt_rma $ITERS
+wait_for "$L" "^iteration $((RANDOM % 5 * 10 + 10))" 120 && sleep "0.0$((RANDOM % 9))" && kill -QUIT $MP
+wait $MP
+rc=$?
+merge "$L"
+[ $rc = 0 ] && grep -q "checkpoint 1 written to $CW: 4 images" "$L" && [ -z "$(result "$L")" ] \
+    && ok "windows, 2 hosts: stopped at $(grep '^iteration' "$L" | tail -1) with a checkpoint" \
+    || { show "$L"; fail "windows, 2 hosts, checkpoint-and-stop: exit $rc"; }
+clean_hosts "windows, stopped"
+restart "of the windows on h3:2,h4:2" "$REFW" "$CW" -host h3:2,h4:2
+restart "of the windows on h5:4 (both hosts' pairs on one host)" "$REFW" "$CW" -host h5:4
+clean_hosts "windows, restarted"
+# ranks that shared a host apart: refused by mpiexec before anything starts
+split() { # NAME DIR -host...
+    local L=$D/rs_split_$1
+    mx --restart "$2" -host "$3" > "$L" 2>&1 < /dev/null
+    local rc=$?
+    if [ $rc != 0 ] && grep -q "ranks 0 and 1 shared host h1 at the checkpoint, but would run on h3 and h4" "$L" \
+        && ! grep -q "proxy ready" "$L"; then
+        ok "$1: a restart with ranks 0 and 1 apart refused: exit $rc, $(grep -o 'ranks 0 and 1 shared.*share one again' "$L")"
+    else
+        show "$L"; fail "$1: restart with ranks 0 and 1 apart: exit $rc, no clear refusal"
+    fi
+}
+split windows "$CW" h3:1,h4:3
+split "p2p (single-copy messages kept)" "$C2" h3:1,h4:1,h5:2
+clean_hosts "refused restarts"
 [ $failures = 0 ] || { echo "$failures failure(s)"; exit 1; }
 exit 0

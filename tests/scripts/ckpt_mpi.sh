@@ -9,7 +9,8 @@
 #     over shmem: every checkpoint written (manifest + 4 images, which
 #     kumi_ckpt --info checks), the result bit for bit the uninterrupted one.
 #  3. the same over tcp (MPI_COMPONENTS=p2p=self,tcp), requested with kumi_ckpt PID.
-#  4. a rank blocked in MPI_Recv and one computing outside MPI at the request.
+#  4. a rank blocked in MPI_Recv and one computing outside MPI at the request;
+#     the ranks asleep in poll() woken by the request.
 #  5. refused with a clear message, the job going on: an RMA window with a
 #     passive-target epoch open the whole run (a checkpoint waits
 #     kumi_ckpt_lock_timeout for the end of the epoch); a job without --ckpt.
@@ -22,7 +23,8 @@
 #     moved elsewhere, of a restarted job; the same result bit for bit, a new
 #     job id; --checkpoint-interval with the thread engine, SIGKILL, restart;
 #     a rank blocked in MPI_Recv at a checkpoint-and-stop, restarted; a
-#     truncated image and a folder without manifest refused.
+#     truncated image, an image of another job in a rank's place and a
+#     folder without manifest refused; 8 ranks over tcp too.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -112,18 +114,27 @@ continue_test() { # NAME HOW(signal|tool) [env...]
 continue_test shmem signal
 continue_test tcp tool MPI_COMPONENTS=p2p=self,tcp
 
-# 4. a rank blocked in MPI_Recv (and rank 0 outside MPI) at the request
+# 4. a rank blocked in MPI_Recv (and rank 0 outside MPI) at the request; the
+#    ranks asleep in poll() (MPI_Recv, MPI_Barrier; sleeps of 5 s here) are
+#    woken by the request: their calls go over to the lock in well under a
+#    second, not at the end of their sleep
 mkdir -p blk
 touch go; run blockref bref.log -n $NP "$PROG" 20 block 5; rm -f go
 BREF=$(result bref.log)
 [ -n "$BREF" ] || { show bref.log; fail "block reference run"; }
-KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir blk -n $NP "$PROG" 20 block 5 > block.log 2>&1 < /dev/null &
+KUMI_BASE_PROGRESS_SLEEP_MS=5000 KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir blk -n $NP "$PROG" 20 block 5 \
+    > block.log 2>&1 < /dev/null &
 pid=$!
 if wait_for block.log "^blocking" 60; then
     sleep 0.3
     kill -QUIT $pid
     if wait_for block.log "checkpoint 1 \(written\|not written\)" 120 && grep -q "checkpoint 1 written" block.log; then
         ok "blocked rank: checkpoint written while rank 1 waits in MPI_Recv and rank 0 computes outside MPI"
+        lat=$(sed -n 's/^kumi\[[123]\].*checkpoint 1: the library.s calls out \([0-9.]*\) ms after the request.*/\1/p' block.log \
+              | sort -g | tail -1)
+        [ -n "$lat" ] && awk -v l="$lat" 'BEGIN { exit !(l < 1000) }' \
+            && ok "blocked rank: the ranks asleep in MPI_Recv / MPI_Barrier out of the library $lat ms after the request (at most)" \
+            || { show block.log; fail "blocked rank: the sleeping ranks left the library after '$lat' ms (their 5 s sleep not woken)"; }
     else show block.log; fail "blocked rank: no checkpoint"; fi
 fi
 touch go
@@ -201,6 +212,7 @@ stop_at_random tcp rs_tcp $NP MPI_COMPONENTS=p2p=self,tcp && restart_check tcp r
 REF4=$REF
 run ref8 ref8.log -n 8 "$PROG" $ITERS && REF=$(result ref8.log)
 stop_at_random shmem8 rs_shm8 8 && restart_check "8 ranks shmem" rs_shm8
+stop_at_random tcp8 rs_tcp8 8 MPI_COMPONENTS=p2p=self,tcp && restart_check "8 ranks tcp" rs_tcp8 MPI_COMPONENTS=p2p=self,tcp
 REF=$REF4
 # continue, SIGKILL the job, restart from the last checkpoint, in another directory
 mkdir -p kc
@@ -229,8 +241,13 @@ KUMI_BASE_SCHED_ENGINE=thread KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoi
 pid=$!
 if wait_for iv.log "checkpoint 2 written" 120; then
     kill -KILL $pid; wait $pid 2>/dev/null; sleep 2
-    [ "$(ls iv | grep -c '^image\.')" = $NP ] && ok "--checkpoint-interval: $(grep -c 'checkpoint [0-9]* written' iv.log) checkpoints, the folder holds the last one's $NP images" \
-        || { ls iv; fail "--checkpoint-interval: $(ls iv | grep -c '^image\.') images in the folder"; }
+    # the manifest's images, and none of an earlier checkpoint (a next one,
+    # cut short by the SIGKILL on a loaded machine, may have left its own)
+    last=$(sed -n 's/^rank .* image image\.r[0-9]*\.j[0-9]*\.c\([0-9]*\) .*/\1/p' iv/manifest | sort -u)
+    named=$(sed -n 's/^rank .* image \([^ ]*\) .*/\1/p' iv/manifest | while read -r i; do [ -f "iv/$i" ] && echo "$i"; done | wc -l)
+    older=$(ls iv | grep '^image\.' | grep -v -E "\.c($last|$((${last:-0} + 1)))\$" | wc -l)
+    [ "$named" = $NP ] && [ "$older" = 0 ] && ok "--checkpoint-interval: $(grep -c 'checkpoint [0-9]* written' iv.log) checkpoints, the folder holds the last one's $NP images" \
+        || { ls iv; fail "--checkpoint-interval: $named of the manifest's images, $older of earlier checkpoints in the folder"; }
     restart_check "thread engine, interval" iv KUMI_BASE_SCHED_ENGINE=thread
 else show iv.log; fail "--checkpoint-interval: no second checkpoint"; kill -9 $pid; fi
 # a rank blocked in MPI_Recv at a --checkpoint-and-stop, restarted
@@ -254,6 +271,19 @@ truncate -s 100000 "bad/$img"
     || { show bad.log; fail "restart from a truncated image: exit $rc"; }
 "$MPIEXEC" --restart "$TMP/nothing" > none.log 2>&1 < /dev/null && fail "--restart of a folder without a manifest" \
     || ok "$(head -1 none.log)"
+# an image of another job (rank 2's of the tcp job) in the place of rank 2's:
+# refused by the restart program before anything changes (the writer's pid
+# and size are not the manifest's), the job ends with the message
+cp -r rs_shm foreign && img=$(sed -n 's/^rank 2 .* image \([^ ]*\) .*/\1/p' foreign/manifest) \
+    && oimg=$(sed -n 's/^rank 2 .* image \([^ ]*\) .*/\1/p' rs_tcp/manifest) && cp "rs_tcp/$oimg" "foreign/$img"
+KUMI_VERBOSE=1 "$MPIEXEC" --timeout 60 --restart foreign > foreign.log 2>&1 < /dev/null; rc=$?
+[ $rc -ne 0 ] && grep -q "an image of another job or program, refused" foreign.log && ! grep -q "^result" foreign.log \
+    && ok "restart with an image of another job: exit $rc, $(grep -o 'written by process.*refused' foreign.log | head -1)" \
+    || { show foreign.log; fail "restart with an image of another job: exit $rc, no clear refusal"; }
+shm_clean "restart with an image of another job" foreign.log
+"$KCKPT" --info foreign > finfo.out 2>&1 && { show finfo.out; fail "kumi_ckpt --info accepts an image of another job"; } \
+    || { grep -q "rank 2: .*DAMAGED: written by process .* an image of another job or program" finfo.out \
+        && ok "kumi_ckpt --info: $(grep 'rank 2:' finfo.out | sed 's/^ *//')" || { show finfo.out; fail "kumi_ckpt --info: an image of another job not named"; }; }
 
 # 7. kumi_ckpt on a process that is not mpiexec
 sleep 30 & spid=$!

@@ -361,13 +361,39 @@ const char *mx_ckpt_image(int rank)
 }
 
 /* --restart without -host / --hostfile: rank r goes to the manifest's host
- * of rank r (hl: the hosts added by mx_ckpt_restart_plan) */
+ * of rank r (hl: the hosts added by mx_ckpt_restart_plan).  Any placement:
+ * ranks that shared a host at the checkpoint must share one again (other
+ * hosts, or several of the manifest's hosts merged on one, are fine): what
+ * they kept of each other is host-local (an RMA window's shared segment or
+ * CMA access by process id, a single-copy (CMA) message that the receiver
+ * pulls after the restart), so a placement that separates them is refused
+ * here, clearly, instead of hanging or failing in the restarted job. */
 void mx_ckpt_restart_place(const struct mx_hostlist *hl, int *host_of)
 {
-    if (!rs_place) return;
-    for (int r = 0; r < mx_opt.np; r++)
-        for (int h = 0; h < hl->n; h++)
-            if (!strcmp(hl->h[h].name, rs_hosts[r])) host_of[r] = h;
+    if (!rs_images) return;
+    if (rs_place)
+        for (int r = 0; r < mx_opt.np; r++)
+            for (int h = 0; h < hl->n; h++)
+                if (!strcmp(hl->h[h].name, rs_hosts[r])) host_of[r] = h;
+    int *first = mx_xcalloc((size_t)mx_opt.np, sizeof *first);   /* the lowest rank of r's old host */
+    for (int r = 0; r < mx_opt.np; r++) {
+        first[r] = r;
+        for (int q = 0; q < r; q++)
+            if (first[q] == q && !strcmp(rs_hosts[q], rs_hosts[r])) {
+                first[r] = q;
+                break;
+            }
+        int q = first[r];
+        if (host_of[q] != host_of[r]) {
+            mx_msg("--restart %s: ranks %d and %d shared host %s at the checkpoint, but would run on %s and %s: "
+                   "ranks that shared a host must share one again (what they kept of each other is host-local: "
+                   "RMA windows' shared memory, single-copy messages); place them together (-host / --hostfile "
+                   "with the manifest's ranks per host, or more; `kumi_ckpt --info %s` lists them)",
+                   mx_opt.restart, q, r, rs_hosts[r], hl->h[host_of[q]].name, hl->h[host_of[r]].name, mx_opt.restart);
+            exit(1);
+        }
+    }
+    free(first);
 }
 
 void mx_ckpt_restart_plan(void)

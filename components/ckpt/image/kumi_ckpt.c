@@ -4,7 +4,8 @@
  *                             the job must run with mpiexec --ckpt)
  *   kumi_ckpt --info DIR [-v] print DIR/manifest (tools/mpiexec/ckpt.c) and check
  *                             every image it names (complete, undamaged, of this
- *                             back end); -v describes each image too
+ *                             back end, written by the rank's process the manifest
+ *                             names); -v describes each image too
  * Exit status 0, or 1 with a message (a process that is not mpiexec, a
  * missing or malformed manifest, a damaged image). */
 #define _GNU_SOURCE
@@ -19,6 +20,30 @@
 #include <unistd.h>
 
 #include "kumi_ckpt_image.h"
+#include "ckpt_image.h"
+
+/* A sound image must also be the one its rank wrote: the writer's pid and
+ * the size the manifest recorded (kumi_restart checks the same). */
+static int written_by(const char *path, int pid, long long bytes, char *err, size_t len)
+{
+    struct ci_header h;
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int ok = fd >= 0 && fstat(fd, &sb) == 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
+    if (fd >= 0) close(fd);
+    if (!ok) {
+        snprintf(err, len, "cannot read it: %s", strerror(errno));
+        return -1;
+    }
+    if ((long long)h.pid != pid || (long long)sb.st_size != bytes) {
+        if (snprintf(err, len, "written by process %lld (%.*s), %lld bytes, not by the manifest's process %d, %lld "
+                     "bytes: an image of another job or program", (long long)h.pid, (int)sizeof h.program, h.program,
+                     (long long)sb.st_size, pid, bytes) < 0)
+            err[0] = 0;
+        return -1;
+    }
+    return 0;
+}
 
 static int usage(FILE *f, int rc)
 {
@@ -92,6 +117,7 @@ static int info(const char *dir, int verbose)
             if (verbose) fflush(stdout);
             int rc = kumi_ckpt_image_info(ip, fd, err, sizeof err);
             if (!verbose && fd >= 0) close(fd);
+            if (rc == 0) rc = written_by(ip, pid, bytes, err, sizeof err);
             if (rc == 0) printf("  rank %d: %s on %s (pid %d), %.1f MB: ok\n", r, img, host, pid, (double)bytes / 1e6);
             else {
                 printf("  rank %d: %s on %s (pid %d): DAMAGED: %s\n", r, img, host, pid, err);

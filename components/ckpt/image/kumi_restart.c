@@ -629,6 +629,44 @@ static int leave_env(void)
     return 0;
 }
 
+/* An image named in a checkpoint's manifest (mpiexec --restart: DIR/manifest
+ * next to it) must be the one its rank wrote: the writer's pid and the size
+ * in the header are the manifest's, and the rank is the one the new launcher
+ * starts (KUMI_RANK).  So an image of another job or program put in its
+ * place is refused here, before anything changes, instead of resuming a
+ * foreign process in the job.  An image that no manifest names (kumi_restart
+ * IMAGE by hand) is not checked. */
+static int manifest_check(const char *path, const struct ci_header *h, size_t len)
+{
+    char dir[4096], line[4096 + 512], img[4096], host[256];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    if (slash) snprintf(dir, sizeof dir, "%.*s/manifest", (int)(slash - path), path);
+    else snprintf(dir, sizeof dir, "manifest");
+    FILE *f = fopen(dir, "r");
+    if (!f) return 0;
+    int r, pid, rc = 0;
+    long long bytes;
+    if (!fgets(line, sizeof line, f) || strcmp(line, "kumi-checkpoint 1\n") != 0) {
+        fclose(f);
+        return 0;
+    }
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "rank %d host %255s pid %d image %4095s bytes %lld", &r, host, &pid, img, &bytes) != 5 ||
+            strcmp(img, base) != 0)
+            continue;
+        const char *kr = getenv("KUMI_RANK");
+        if ((long long)h->pid != pid || (long long)len != bytes)
+            rc = err1("%s: written by process %lld (%.*s), %zu bytes, but %s names it as rank %d's image, written "
+                      "by process %d on %s, %lld bytes: an image of another job or program, refused", path,
+                      (long long)h->pid, (int)sizeof h->program, h->program, len, dir, r, pid, host, bytes);
+        else if (kr && *kr && atoi(kr) != r)
+            rc = err1("%s: the image of rank %d (%s), started as rank %s", path, r, dir, kr);
+        break;
+    }
+    fclose(f);
+    return rc;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: kumi_restart [-v] IMAGE | --info IMAGE\n");
@@ -674,7 +712,7 @@ int main(int argc, char **argv)
         ci_describe(m, 1);
         return 0;
     }
-    if (prepare(&P) || leave_env()) return 1;
+    if (manifest_check(path, P.h, len) || prepare(&P) || leave_env()) return 1;
     nthr = P.h->nthreads;
     memcpy(thr, (const char *)m + P.h->threads_off, nthr * sizeof *thr);
     if (nthr && mmap((void *)CI_RESTART_TSTACKS, nthr * CI_TSTACK_SIZE, PROT_READ | PROT_WRITE,

@@ -352,15 +352,16 @@ static int rpim_fork_stopping(void)
 }
 
 /* Wait for an event of the watcher: 1 a checkpoint frame may be there, 0 stop,
- * -1 the launcher is gone. */
-static int rpim_fork_watch_wait(void)
+ * -1 the launcher is gone, 2 ms milliseconds passed (ms >= 0). */
+static int rpim_fork_watch_wait(int ms)
 {
     struct pollfd pf[3] = { { .fd = rpim_fork_fd, .events = POLLIN | POLLRDHUP },
                             { .fd = rpim_fork_stopfd, .events = POLLIN },
                             { .fd = rpim_fork_kickfd, .events = POLLIN } };
     for (;;) {
-        int n = poll(pf, 3, -1);
+        int n = poll(pf, 3, ms);
         if (n < 0 && errno == EINTR) continue;
+        if (n == 0) return 2;
         if (n < 0 || pf[1].revents) return 0;
         if (pf[2].revents) {
             uint64_t v;
@@ -421,7 +422,12 @@ static int rpim_fork_checkpoint(struct rpim_fork_frame *f)
             go = kumi_launch_get_u32(g->p + 4) != 0;
         rpim_fork_frame_free(g);
         if (go >= 0 || g) continue;
-        w = rpim_fork_watch_wait();
+        /* ready: serve the other ranks meanwhile (framework/mpi/ckpt.c) */
+        w = rpim_fork_watch_wait(ok ? 1 : -1);
+        if (w == 2) {
+            kumi_ckpt_serve();
+            w = 1;
+        }
         if (w <= 0) break;
     }
     if (go < 0) go = 0;
@@ -455,7 +461,7 @@ static void *rpim_fork_watch(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);  /* signals are the application's; SIGPIPE turns into EPIPE */
     for (;;) {
-        int w = rpim_fork_watch_wait();
+        int w = rpim_fork_watch_wait(-1);
         if (w == 0) return NULL;
         if (w < 0) break;
         struct rpim_fork_frame *f;

@@ -78,6 +78,11 @@ KUMI_EXPORT int kumi_ckpt_enabled(void);
  *       takes the library lock and checks that this rank can be
  *       checkpointed now; 1: ready (the lock stays held), 0: not (the lock
  *       is released, the reason in why).
+ *   kumi_ckpt_serve()
+ *       after prepare returned 1, while the launcher's GO (every rank
+ *       ready) is awaited: progress for the other ranks, at once (the lock
+ *       held).  A rank not ready yet may wait for this one's answer: its
+ *       RMA epoch on a target of another host ends with the target's reply.
  *   kumi_ckpt_run(go, flags, dir, out, outlen)
  *       after prepare returned 1: go 0 releases the lock (another rank
  *       refused).  Otherwise brings the job to a consistent cut with the
@@ -94,6 +99,7 @@ KUMI_EXPORT int kumi_ckpt_enabled(void);
  *       wires the transports up again (the launcher's fence) and releases
  *       the lock; 1 (a failure ends the job). */
 KUMI_EXPORT int kumi_ckpt_prepare(char *why, size_t len);
+KUMI_EXPORT void kumi_ckpt_serve(void);
 KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out, size_t outlen);
 KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen);
 
