@@ -421,6 +421,7 @@ int mx_impi_startup(int np)
     memset(&job, 0, sizeof job);
     job.nclients = cl.size;
     int bad = put_rec(f, 0x4b494d50u /* "KIMP" */, (uint32_t)mx_opt.impi_client, (uint32_t)cl.size, NULL);
+    uint64_t uid = 0xcbf29ce484222325ull;   /* FNV-1a over every reply: the job's identity, alike in every client */
     step = "the labels";
     for (int i = 0; i < KUMI_IMPI_NLABELS && !bad; i++) {
         uint32_t label = kumi_impi_label_order[i], rmask;
@@ -438,6 +439,11 @@ int mx_impi_startup(int np)
             bad = -2;
         } else if (put_rec(f, label, rmask, (uint32_t)nr, all) != 0) {
             bad = -1;
+        }
+        uint32_t hdr[3] = { label, rmask, (uint32_t)nr };
+        for (size_t j = 0; j < sizeof hdr + nr; j++) {
+            uid ^= j < sizeof hdr ? ((const uint8_t *)hdr)[j] : all[j - sizeof hdr];
+            uid *= 0x100000001b3ull;
         }
         free(all);
     }
@@ -505,6 +511,7 @@ int mx_impi_startup(int np)
     add_env("%s=%s", KUMI_ENV_IMPI_JOB, jobfile);
     add_env("%s=%s", KUMI_ENV_IMPI_FDS, fds);
     add_env("%s=%s", KUMI_ENV_IMPI_HOSTS, hostsenv);
+    add_env("%s=%016llx", KUMI_ENV_IMPI_UID, (unsigned long long)(uid ? uid : 1));
     return 0;
 fail:
     mx_msg("IMPI client %d, server %s, %s: %s", mx_opt.impi_client, mx_opt.impi_server, step, cl.err);
