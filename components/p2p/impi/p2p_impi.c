@@ -412,6 +412,40 @@ static int p2p_impi_describe(int peer, char *buf, size_t len)
     return 0;
 }
 
+/* For pacing (p2p contract 1.4): the connection of this launch's IMPI host
+ * to peer's host, which this rank writes its packets to.  It is shared by
+ * every rank of the launch (KUMI_INTERNAL_IMPI_HOSTS lists it; pacing/sockrate
+ * sets its rate once for all of them). */
+static int p2p_impi_peer_sockets(int peer, int *fds, int max)
+{
+    struct p2p_impi_host *h = peer >= 0 && peer < p2p_impi_job.nprocs ? p2p_impi_host_of(peer) : NULL;
+    if (!h || h->client == p2p_impi_myclient || h->fd < 0 || max < 1) return 0;
+    fds[0] = h->fd;
+    return 1;
+}
+
+/* The address peer's IMPI host listens on (its host id and port). */
+static int p2p_impi_peer_sockaddr(int peer, struct sockaddr_storage *sa)
+{
+    struct p2p_impi_host *h = peer >= 0 && peer < p2p_impi_job.nprocs ? p2p_impi_host_of(peer) : NULL;
+    if (!h || h->client == p2p_impi_myclient) return -1;
+    uint8_t a[16];
+    int fam = kumi_impi_hostid_get(p2p_impi_job.hosts[h->index].id, a);
+    memset(sa, 0, sizeof *sa);
+    if (fam == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+        s4->sin_family = AF_INET;
+        memcpy(&s4->sin_addr, a, 4);
+        s4->sin_port = htons((uint16_t)p2p_impi_job.hosts[h->index].port);
+    } else {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+        s6->sin6_family = AF_INET6;
+        memcpy(&s6->sin6_addr, a, 16);
+        s6->sin6_port = htons((uint16_t)p2p_impi_job.hosts[h->index].port);
+    }
+    return 0;
+}
+
 static const struct kumi_p2p_ops p2p_impi_ops = {
     .hdr = KUMI_P2P_OPS_HDR,
     .caps = KUMI_P2P_CAP_EXTERNAL32 | KUMI_P2P_CAP_NOBUDGET,
@@ -425,6 +459,8 @@ static const struct kumi_p2p_ops p2p_impi_ops = {
     .busy = p2p_impi_busy,
     .finalize = p2p_impi_finalize,
     .describe = p2p_impi_describe,
+    .peer_sockets = p2p_impi_peer_sockets,
+    .peer_sockaddr = p2p_impi_peer_sockaddr,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_impi_component = {
