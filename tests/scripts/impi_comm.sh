@@ -10,6 +10,7 @@
 # shared, windows).  Before: MPI_Intercomm_create named the other client's ranks as
 # processes "of another job" (each launch had its own job identity) and MPI_Win_create
 # failed with "the host of rank 0 unknown".
+# And with every rank its own IMPI host (p2p_impi_host_per_rank=1): inter_coll, impi_coll.
 # Not here: conf_split_type_inter (its expectations assume every rank on one host).
 set -u
 SERVER=$top_builddir/tools/impi_server/impi_server
@@ -46,12 +47,15 @@ job() {
 # "COUNTS:PROG ARGS": the clients' sizes, the test and its arguments (as in tests/mpi/*.list)
 for t in "3 2:inter_basic 2" "2 3:inter_basic 3" "2 3:inter_coll 3" "1 2:nbc_inter 1" "2 3:misc3_icgroups" \
          "2 3:conf_idup_inter" "2 2:comm_idup single" "3 2:comm_create" "3 3:topo_cart" "2 2:topo_dup" \
-         "2 2:part_basic" "2 1:part_basic" "2 2:win_obj" "2 2:sess_world"; do
-    counts=${t%%:*}; args=${t#*:}; name=$(echo "$args" | tr ' ' _)_$(echo "$counts" | tr ' ' x)
+         "2 2:part_basic" "2 1:part_basic" "2 2:win_obj" "2 2:sess_world" \
+         "3 3:+perrank inter_coll 2" "3 2:+perrank impi_coll 5 20000"; do
+    counts=${t%%:*}; args=${t#*:}; name=$(echo "$args" | tr ' +' __)_$(echo "$counts" | tr ' ' x)
+    xa=()      # +perrank: every rank its own IMPI host in both clients (p2p_impi_host_per_rank=1)
+    case "$args" in +perrank\ *) xa=(--param p2p_impi_host_per_rank=1); args=${args#+perrank }; esac
     # shellcheck disable=SC2086
-    job "$name" "$counts" ./$args
+    job "$name" "$counts" "${xa[@]}" ./$args
     if ! echo "$rcs" | grep -Eq '[1-9]' && grep -q 'coll/impi\[0\]: a communicator of' "$dir/$name.c0.err"; then
-        ok "$args over IMPI clients of $counts ranks (coll/impi on MPI_COMM_WORLD)"
+        ok "$args over IMPI clients of $counts ranks ${xa[*]} (coll/impi on MPI_COMM_WORLD)"
     else
         fail "$args over IMPI clients of $counts ranks (exits:$rcs)"
         tail -n 8 "$dir/$name".c*.err "$dir/$name".c*.out | grep -v '^$' | head -40

@@ -376,6 +376,7 @@ static void read_shared(void)
 {
     const char *hs = getenv(KUMI_ENV_IMPI_HOSTS), *q = hs ? strchr(hs, ':') : NULL;
     nshfd = 0;
+    if (q && strchr(q, ';')) return;   /* p2p_impi_host_per_rank: each rank's connections are its own */
     for (; q && *q;) {
         q++;
         const char *eq = strchr(q, '=');

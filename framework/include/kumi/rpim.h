@@ -73,7 +73,9 @@ extern "C" {
  * other hosts (global host rank H, descriptor FD), shared by the ranks, which
  * write their packets to them directly, a whole packet under the host's
  * process-shared mutex (entry H of the pthread_mutex_t array in LOCKFD, a
- * memfd); what comes in on them the agent (mpiexec) relays. */
+ * memfd); what comes in on them the agent (mpiexec) relays.  With
+ * p2p_impi_host_per_rank=1: "LOCKFD:LIST;LIST;..." one list per launch rank
+ * (each rank its own IMPI host, reading its connections itself). */
 #define KUMI_ENV_IMPI_HOSTS "KUMI_INTERNAL_IMPI_HOSTS"
 /* The job's identity (kumi_req_job_uid, 16 hex digits), the same in every
  * client: a hash of the server's label replies, which every client got
