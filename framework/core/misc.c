@@ -52,7 +52,13 @@ const char *kumi_host_id(void)
             boot[strcspn(boot, "\n")] = 0;
         }
         if (stat("/proc/self/ns/net", &st) == 0) ns = (unsigned long long)st.st_ino;
-        snprintf(id, sizeof host_id, "%s/%s/%llu", kumi_hostname(), boot, ns);
+        int n = snprintf(id, sizeof host_id, "%s/%s/%llu", kumi_hostname(), boot, ns);
+        /* an IMPI client's launch (mpiexec --impi-client) is a host of its
+         * own: no memory shared with another client's ranks, as if across
+         * a wide-area link (MPI_COMM_TYPE_SHARED, windows, shmem) */
+        const char *iw = getenv(KUMI_ENV_IMPI_WORLD);
+        if (iw && *iw && n > 0 && (size_t)n < sizeof host_id)
+            snprintf(id + n, sizeof host_id - (size_t)n, "/impi%d", atoi(iw));
     }
     return id;
 }

@@ -29,6 +29,12 @@ int kumi_rpim_launch_size(void)
     return launch_size >= 0 ? launch_size : kumi_core_world_size;
 }
 
+int kumi_rpim_in_launch(int rank)
+{
+    if (launch_size >= 0) return rank >= world_first && rank < world_first + launch_size;
+    return rank >= 0 && rank < kumi_core_world_size;
+}
+
 /* ------------------------------------------------ key-value exchange */
 struct kv { struct kv *next; char *key, *val; };
 static struct kv *local_kv;                       /* singleton's own table */

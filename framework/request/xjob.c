@@ -16,6 +16,7 @@
  * connections with the key the roots agreed, never with the job secret. */
 #include "request/request.h"
 #include <kumi/jobkey.h>
+#include <kumi/rpim.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,13 @@ uint64_t kumi_req_job_uid(void)
 {
     static uint64_t uid;
     if (uid) return uid;
-    const char *sec = kumi_jobkey_secret();
-    if (sec) {
+    const char *sec = kumi_jobkey_secret(), *iu = getenv(KUMI_ENV_IMPI_UID);
+    if (iu && *iu) {
+        /* an IMPI job: every client's launch has a secret of its own; the
+         * identity all of them share is mpiexec's hash of the server's
+         * replies (MPI_Intercomm_create names the members by it) */
+        uid = strtoull(iu, NULL, 16);
+    } else if (sec) {
         static const char label[] = "kumi dpm job identity";
         const void *parts[1] = { label };
         size_t lens[1] = { sizeof label - 1 };

@@ -257,6 +257,7 @@ static int host_map(const char *fn, const struct kumi_comm *comm, int *local, in
         if (r == comm->rank) same = 1;
         else if (kumi_comm_world_rank(comm, r) >= kumi_world_size()) same = 0;   /* another job's (dpm):
                                                                                      no shared segments */
+        else if (!kumi_rpim_in_launch(kumi_comm_world_rank(comm, r))) same = 0;   /* another IMPI client's */
         else {
             int rc = kumi_rpim_get(kumi_comm_world_rank(comm, r), "kumi.hostid", h, sizeof h);
             if (rc) return kumi_error(MPI_ERR_INTERN, "%s: the host of rank %d (job rank %d) is unknown", fn, r,

@@ -17,7 +17,9 @@
 #         1, --bind-to none inside), as on two machines; else each would bind its rank 0
 #         to core 0 (two spinning ranks on one core: milliseconds a message).
 # and "relayed": client 1 of two ranks (rank 1, measured, is behind a host of two procs,
-# whose mpiexec relays what comes in; the ranks write to the connection themselves).
+# whose mpiexec relays what comes in; the ranks write to the connection themselves);
+# "per-rank": client 1 of two ranks with p2p_impi_host_per_rank=1 (each rank an IMPI host
+# of its own, reading its connections itself: no relay hop).
 # Sizes: latency at 8 bytes, bandwidth at 64 KiB and 4 MiB.  Ratios impi / tcp
 # (bandwidth: >= 0.90 is the target at 4 MiB; latency: the extra time of the relay).
 #
@@ -69,6 +71,7 @@ tcp1() { # mpibench args -> its output
 # ranks 0 and 1 to cores 0 and 1 the same way); --bind-to none inside it
 PIN_A=() PIN_B=()
 if command -v taskset > /dev/null && [ "$(nproc)" -ge 2 ]; then PIN_A=(taskset -c 0) PIN_B=(taskset -c 1); fi
+IMPI_B=()   # more mpiexec arguments for client 1
 impi1() { # NB mpibench args -> client 0's output (client 1 has NB ranks: NB > 1 makes its host relay)
     local nb=$1; shift
     rm -f "$work/port"
@@ -78,7 +81,7 @@ impi1() { # NB mpibench args -> client 0's output (client 1 has NB ranks: NB > 1
     for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.05; done
     hp=$(cat "$work/port" 2>/dev/null)
     ip netns exec "$B" "${PIN_B[@]}" timeout 290 "$MPIEXEC" --timeout 280 --bind-to none -n "$nb" --impi-client 1 --impi-server "$hp" \
-        "$bench" "$@" > /dev/null 2>> "$out/impi.err" &
+        "${IMPI_B[@]}" "$bench" "$@" > /dev/null 2>> "$out/impi.err" &
     local pb=$!
     ip netns exec "$A" "${PIN_A[@]}" timeout 290 "$MPIEXEC" --timeout 280 --bind-to none -n 1 --impi-client 0 --impi-server "$hp" \
         "$bench" "$@" 2>> "$out/impi.err"
@@ -87,12 +90,14 @@ impi1() { # NB mpibench args -> client 0's output (client 1 has NB ranks: NB > 1
 val() { awk -v m="$1" '$1 == m {print $4; exit}'; }   # METRIC -> median
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b}'; }
 
-hdr=$(printf "%6s | %8s %8s %6s %8s %6s | %8s %8s %6s | %8s %8s %6s %8s %6s" delay "lat tcp" "lat impi" ratio \
-    "relayed" ratio "64K tcp" "64K impi" ratio "4M tcp" "4M impi" ratio "relayed" ratio)
+hdr=$(printf "%6s | %8s %8s %6s %8s %6s %8s %6s | %8s %8s %6s | %8s %8s %6s %8s %6s %8s %6s" delay "lat tcp" \
+    "lat impi" ratio "relayed" ratio "per-rank" ratio "64K tcp" "64K impi" ratio "4M tcp" "4M impi" ratio "relayed" \
+    ratio "per-rank" ratio)
 echo "IMPI (p2p/impi through each launch's IMPI host) vs Kumi's native tcp, one rank per cluster" | tee -a "$table"
 echo "latency: one-way us at 8 B (ratio impi/tcp); bandwidth: MB/s (ratio impi/tcp, target >= 0.90 at 4 MiB)" | tee -a "$table"
 echo "impi: client 1 one rank (its host's only proc reads the connection itself); relayed: client 1 two ranks" | tee -a "$table"
 echo "(rank 1 of the measured pair is behind a host of two procs: what comes in goes through its mpiexec)" | tee -a "$table"
+echo "per-rank: client 1 two ranks with p2p_impi_host_per_rank=1 (each its own IMPI host: no relay)" | tee -a "$table"
 echo "$hdr" | tee -a "$table"
 ok=1 rows=0 met=0 metr=0
 for d in $delays; do
@@ -104,16 +109,19 @@ for d in $delays; do
         status "lab failed"; rm -rf "$work"; exit 1
     fi
     A=${WL_NS_A##*/} B=${WL_NS_B##*/}
-    lt=; li=; lr=; [ "${KUMI_BENCH_IMPI_NOLAT:-0}" = 1 ] ||
-        { lt=$(tcp1 "${LAT[@]}" | val lat) li=$(impi1 1 "${LAT[@]}" | val lat) lr=$(impi1 2 "${LAT[@]}" | val lat); }
+    lt=; li=; lr=; lp=; [ "${KUMI_BENCH_IMPI_NOLAT:-0}" = 1 ] ||
+        { lt=$(tcp1 "${LAT[@]}" | val lat) li=$(impi1 1 "${LAT[@]}" | val lat) lr=$(impi1 2 "${LAT[@]}" | val lat)
+          IMPI_B=(--param p2p_impi_host_per_rank=1); lp=$(impi1 2 "${LAT[@]}" | val lat); IMPI_B=(); }
     bt=$(tcp1 "${BW64[@]}" | val bw) bi=$(impi1 1 "${BW64[@]}" | val bw)
     Bt=$(tcp1 "${BW4M[@]}" | val bw) Bi=$(impi1 1 "${BW4M[@]}" | val bw) Br=$(impi1 2 "${BW4M[@]}" | val bw)
+    IMPI_B=(--param p2p_impi_host_per_rank=1); Bp=$(impi1 2 "${BW4M[@]}" | val bw); IMPI_B=()
     for v in "$bt" "$bi" "$Bt" "$Bi" "$Br"; do [ -n "$v" ] || ok=0; done
     [ "${KUMI_BENCH_IMPI_NOLAT:-0}" = 1 ] || [ -n "$lt" ] && [ -n "$li" ] || ok=0
     r4=$(ratio "$Bi" "$Bt")
-    printf "%3s ms | %8s %8s %6s %8s %6s | %8s %8s %6s | %8s %8s %6s %8s %6s\n" "$d" "${lt:--}" "${li:--}" \
-        "$(ratio "$li" "$lt")" "${lr:--}" "$(ratio "$lr" "$lt")" "${bt:--}" "${bi:--}" "$(ratio "$bi" "$bt")" \
-        "${Bt:--}" "${Bi:--}" "$r4" "${Br:--}" "$(ratio "$Br" "$Bt")" | tee -a "$table"
+    printf "%3s ms | %8s %8s %6s %8s %6s %8s %6s | %8s %8s %6s | %8s %8s %6s %8s %6s %8s %6s\n" "$d" "${lt:--}" \
+        "${li:--}" "$(ratio "$li" "$lt")" "${lr:--}" "$(ratio "$lr" "$lt")" "${lp:--}" "$(ratio "$lp" "$lt")" \
+        "${bt:--}" "${bi:--}" "$(ratio "$bi" "$bt")" "${Bt:--}" "${Bi:--}" "$r4" "${Br:--}" "$(ratio "$Br" "$Bt")" \
+        "${Bp:--}" "$(ratio "$Bp" "$Bt")" | tee -a "$table"
     rows=$((rows + 1))
     awk -v r="$r4" 'BEGIN {exit !(r != "-" && r >= 0.90)}' && met=$((met + 1))
     awk -v r="$(ratio "$Br" "$Bt")" 'BEGIN {exit !(r != "-" && r >= 0.90)}' && metr=$((metr + 1))

@@ -78,16 +78,25 @@ int main(int argc, char **argv)
         MPI_Comm_free(&c);
     }
 
-    /* split_type shared: every rank is on this host */
+    /* split_type shared: every rank is on this host; in an IMPI client's
+     * launch (mpiexec --impi-client; tests/scripts/impi_comm.sh) the
+     * launch's ranks FIRST .. FIRST + KUMI_SIZE - 1 are: each client is a
+     * host of its own */
+    int hlo = 0, hhi = n;
+    const char *iw = getenv("KUMI_INTERNAL_IMPI_WORLD"), *ls = getenv("KUMI_SIZE");
+    if (iw && ls) {
+        hlo = atoi(iw);
+        hhi = hlo + atoi(ls);
+    }
     MPI_Comm sh;
     KT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, n - me, MPI_INFO_NULL, &sh));
     MPI_Comm_rank(sh, &cr);
-    KT_EQ_INT(cr, n - 1 - me);          /* key reverses the order */
-    check_sum(sh, n, "split_type shared");
+    KT_EQ_INT(cr, hhi - 1 - me);        /* key reverses the order */
+    check_sum(sh, hhi - hlo, "split_type shared");
     MPI_Comm_free(&sh);
     KT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, me == 0 ? MPI_UNDEFINED : MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &sh));
     if (me == 0) KT_CHECK(sh == MPI_COMM_NULL);
-    else { check_sum(sh, n - 1, "split_type shared without 0"); MPI_Comm_free(&sh); }
+    else { check_sum(sh, hhi - hlo - (hlo == 0), "split_type shared without 0"); MPI_Comm_free(&sh); }
     /* HW_UNGUIDED may give MPI_COMM_NULL; when not, it is strictly smaller */
     KT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, 0, MPI_INFO_NULL, &sh));
     if (sh != MPI_COMM_NULL) { MPI_Comm_size(sh, &cs); KT_CHECK(cs < n); MPI_Comm_free(&sh); }
@@ -97,7 +106,7 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Info_set(info, "mpi_hw_resource_type", "mpi_shared_memory"));
     KT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, info, &sh));
     KT_CHECK(sh != MPI_COMM_NULL);
-    check_sum(sh, n, "split_type hw_guided mpi_shared_memory");
+    check_sum(sh, hhi - hlo, "split_type hw_guided mpi_shared_memory");
     MPI_Comm_free(&sh);
     KT_ERRCLASS(MPI_Comm_split_type(MPI_COMM_WORLD, 12345, 0, MPI_INFO_NULL, &sh), MPI_ERR_ARG);
 

@@ -5,7 +5,8 @@
  * right values), bad arguments, Win_allocate_shared + Win_shared_query
  * (every rank reads every other rank's part through the queried pointers;
  * contiguous and noncontiguous layouts; size-0 ranks; MPI_PROC_NULL),
- * Win_allocate memory seen through Win_shared_query on one host,
+ * Win_allocate memory seen through Win_shared_query on one host (on each
+ * host, in a job of several hosts or IMPI clients),
  * Win_attach / detach, Alloc_mem / Free_mem, and a window that outlives the
  * communicator it was made on. */
 #include "kt.h"
@@ -295,6 +296,13 @@ static unsigned char pattern(int r, MPI_Aint i) { return (unsigned char)(r * 31 
 /* variant 0: contiguous; 1: alloc_shared_noncontig; 2: every rank size 0 */
 static void test_shared(int variant)
 {
+    /* the ranks of this host (all of them, but for a job of several hosts
+     * or IMPI clients: memory is shared only inside one) */
+    MPI_Comm shm;
+    KT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm));
+    int rank, nprocs;
+    MPI_Comm_rank(shm, &rank);
+    MPI_Comm_size(shm, &nprocs);
     MPI_Info info = MPI_INFO_NULL;
     if (variant == 1) {
         MPI_Info_create(&info);
@@ -304,9 +312,9 @@ static void test_shared(int variant)
     unsigned char *mine = NULL;
     MPI_Win win;
     if (variant == 1)
-        KT_MPI(MPI_Win_allocate_shared_c(mysize, 1, info, MPI_COMM_WORLD, &mine, &win));
+        KT_MPI(MPI_Win_allocate_shared_c(mysize, 1, info, shm, &mine, &win));
     else
-        KT_MPI(MPI_Win_allocate_shared(mysize, 1, info, MPI_COMM_WORLD, &mine, &win));
+        KT_MPI(MPI_Win_allocate_shared(mysize, 1, info, shm, &mine, &win));
     if (info != MPI_INFO_NULL) {
         check_info(win, "alloc_shared_noncontig", "true");
         MPI_Info_free(&info);
@@ -315,7 +323,7 @@ static void test_shared(int variant)
     KT_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     for (MPI_Aint i = 0; i < mysize; i++) mine[i] = pattern(rank, i);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(shm);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 
     unsigned char **ptr = malloc(sizeof *ptr * (size_t)nprocs);
@@ -358,11 +366,11 @@ static void test_shared(int variant)
         KT_ERRCLASS(MPI_Win_shared_query_c(win, nprocs, &sz, &du, &p), MPI_ERR_RANK);
     }
     /* the other direction: rank r writes into rank r+1's part, everyone checks */
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(shm);
     int next = (rank + 1) % nprocs;
     for (MPI_Aint i = 0; i < part_size(next, variant); i++) ptr[next][i] = (unsigned char)~pattern(next, i);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(shm);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     for (MPI_Aint i = 0; i < mysize; i++)
         if (mine[i] != (unsigned char)~pattern(rank, i))
@@ -370,6 +378,7 @@ static void test_shared(int variant)
                     (rank + nprocs - 1) % nprocs, (unsigned char)~pattern(rank, i));
     free(ptr);
     KT_MPI(MPI_Win_free(&win));
+    MPI_Comm_free(&shm);
 }
 
 /* Win_allocate: attributes; on one host its memory is shared too */
@@ -391,8 +400,16 @@ static void test_allocate(void)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     MPI_Barrier(MPI_COMM_WORLD);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    /* the tests run on one host: every rank's memory is reachable here */
+    /* every rank's memory on this host is reachable here (on one host: every rank's) */
+    MPI_Comm shm;
+    MPI_Group wg, sg;
+    KT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm));
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Comm_group(shm, &sg);
     for (int r = 0; r < nprocs; r++) {
+        int sr;
+        MPI_Group_translate_ranks(wg, 1, &r, sg, &sr);
+        if (sr == MPI_UNDEFINED) continue;             /* on another host */
         MPI_Aint sz = -1;
         int du = -1;
         double *p = NULL;
@@ -403,6 +420,9 @@ static void test_allocate(void)
         for (int i = 0; i < (r + 1) * 8; i++)
             if (p[i] != r * 1000.0 + i) KT_FAIL("rank %d's double %d reads %g", r, i, p[i]);
     }
+    MPI_Group_free(&wg);
+    MPI_Group_free(&sg);
+    MPI_Comm_free(&shm);
     MPI_Barrier(MPI_COMM_WORLD);
     KT_MPI(MPI_Win_free(&win));
 

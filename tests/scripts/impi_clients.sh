@@ -7,6 +7,9 @@
 #     it, external32 values bit for bit; p2p/impi serves exactly the other client's ranks,
 #     shmem / self the own ones; every client sends FINI (the server exits 0).  Each
 #     client is ONE IMPI host holding its procs (its mpiexec is the host's agent).
+#  1b. p2p_impi_host_per_rank=1 in client 1 (issue 19 item 3): each of its ranks is an IMPI
+#     host of its own (3 hosts in the job), reading and writing its connections itself:
+#     mpiexec relays nothing in (KUMI_VERBOSE=2's count), the checks pass as in 1.
 #  2. With a key (--impi-auth), client 1 announcing smaller packets and flow-control
 #     windows (p2p_impi_datalen / _ackmark / _hiwater: the job takes the minima, as
 #     client 0's mpiexec reports) and forcing the two-copy external32 path for bytes too.
@@ -69,6 +72,24 @@ for r in 0 1; do
 done
 for r in 2 3; do has "$dir/basic.c1.err" "kumi\[$r\]: p2p/impi serves ranks 0-1$" "rank $r reaches client 0 through p2p/impi"; done
 grep -q 'p2p/impi serves ranks [0-9-]*[^0-9-]' "$dir/basic.c0.err" && fail "p2p/impi serves more than the other client"
+
+# ---- 1b. client 1 with one IMPI host per rank: no relay ----
+start_server perrank -n 2 -timeout 60
+KUMI_VERBOSE=1 client perrank 0 "$PROG" 4 2; c0=$cpid
+KUMI_VERBOSE=2 client perrank 1 --param p2p_impi_host_per_rank=1 "$PROG" 4 2; c1=$cpid
+wait $c0; r0=$?; wait $c1; r1=$?; wait $spid; rs=$?
+n=$(cat "$dir/perrank.c0.out" "$dir/perrank.c1.out" | grep -c ': all checks passed$')
+if [ "$r0" = 0 ] && [ "$r1" = 0 ] && [ "$rs" = 0 ] && [ "$n" = 4 ]; then
+    ok "client 1 with one IMPI host per rank: every rank passed its checks, all exit 0"
+else fail "host per rank: exit $r0 / $r1, server $rs, $n of 4 passed"; tail -20 "$dir/perrank.c0.err" "$dir/perrank.c1.err"; fi
+has "$dir/perrank.c1.err" "IMPI client 1 of 2 \(server $hp\): IMPI hosts 1-\.\.\., one per rank, of 3 holding ranks 2-3 of 4" \
+    "client 1 is two IMPI hosts (1 and 2), one per rank" && ok "client 1 is two IMPI hosts, one per rank"
+has "$dir/perrank.c0.err" "kumi\[0\]: rank 0 -> rank 3: impi IMPI host 2 of client 1 " "rank 3 is IMPI host 2" &&
+    ok "client 0 reaches rank 3 as IMPI host 2"
+has "$dir/perrank.c1.err" "kumi\[2\]: rank 2 -> rank 0: impi IMPI host 0 of client 0 .* directly" \
+    "rank 2 reads and writes its host's connections itself" && ok "rank 2 reaches client 0 directly"
+has "$dir/perrank.c1.err" "IMPI host 1: [0-9]+ packets relayed out, 0 in" "client 1's mpiexec relays nothing in" &&
+    ok "client 1's mpiexec relayed nothing in"
 
 # ---- 2. a key; client 1 announces small packets and windows, forces the external32 copy ----
 start_server tuned -n 2 -timeout 60 -auth 0x5eed

@@ -7,6 +7,12 @@
 # advertise their cluster's address (the one they reach the server from); each cluster
 # is ONE IMPI host holding its two procs (mpiexec the agent: one connection across the
 # router carries both ranks' packets), shmem stays inside each cluster.
+# Pacing on the shared host connections (issue 19 item 2): during MPI_Alltoall(v) over the
+# IMPI clients, the one connection from each cluster to the other carries both of its ranks'
+# packets, so it is paced at the link x 0.95 x 2 (its senders) / 2 (the cluster's senders)
+# = 11875000 B/s, set and restored by the launch's lowest rank only (0 in A, 2 in B), back
+# to unlimited after the call; the other rank touches no rate.  (Before: p2p/impi gave
+# pacing/sockrate no sockets, so nothing was paced.)
 # Then a rank of cluster B dies: both clusters' jobs and the server end, no hang.
 set -u
 . "$top_srcdir/tests/scripts/wanlab.sh"
@@ -58,6 +64,33 @@ grep -Eq "IMPI client 0 of 2 .*: IMPI host 0 of 2 holding ranks 0-1 of 4" "$TMP/
     grep -Eq "IMPI client 1 of 2 .*: IMPI host 1 of 2 holding ranks 2-3 of 4" "$TMP/border.b.err" &&
     ok "each cluster is one IMPI host holding its two procs" || fail "the clusters' IMPI hosts"
 echo "bottleneck drops: $(wanlab_drops)"
+
+# pacing on the shared host connections
+printf 'cluster A %s\ncluster B %s\nlink A B 2000 12.5\n' "$WL_NET_A" "$WL_NET_B" > "$TMP/topo"
+KUMI_PACING_SOCKRATE_TOPOLOGY=$TMP/topo KUMI_PACING_SOCKRATE_VERBOSE=1 PROG=$TESTBIN/wan_a2a run pace -k mix -b 65536 -n 3
+if [ $r0 = 0 ] && [ $r1 = 0 ] && [ $rs = 0 ] && grep -q '^wan_a2a: mix 4 ranks' "$TMP/pace.a.out"; then
+    ok "paced all-to-all over the IMPI clients: right results, both clusters and the server exit 0"
+else fail "paced all-to-all over the IMPI clients: A $r0, B $r1, server $rs"; tail -15 "$TMP/pace.a.err" "$TMP/pace.b.err"; fi
+for rc in "0 A 2 3 1" "2 B 0 1 3"; do
+    set -- $rc   # the launch's lead rank, its cluster, the other cluster's ranks, its other rank
+    f=$TMP/pace.$(echo "$2" | tr AB ab).err
+    grep -q "^pacing/sockrate\[$1\]: cluster $2, 2 of 4 ranks in other clusters" "$f" &&
+        ok "rank $1 is in cluster $2 and sees the other cluster's 2 ranks through p2p/impi's host address" ||
+        { fail "rank $1: not in cluster $2 with 2 remote ranks"; grep sockrate "$f" | head -5; }
+    grep -Eq "^pacing/sockrate\[$1\]: (alltoall|alltoallv): rank ($3|$4) fd [0-9]+ rate 11875000 B/s \(was unlimited\) shared by the launch's ranks\$" "$f" &&
+        ok "rank $1 paces cluster $2's shared connection at 11875000 B/s (link x 0.95 x 2 / 2)" ||
+        { fail "rank $1 did not pace the shared connection at 11875000 B/s"; grep "sockrate\[$1\]" "$f" | head -8; }
+    grep -Eq "^pacing/sockrate\[$1\]: restored rank ($3|$4) fd [0-9]+ rate unlimited" "$f" &&
+        ok "rank $1 restores it to unlimited" || { fail "rank $1 did not restore the shared connection"; grep "sockrate\[$1\]" "$f" | head -8; }
+    grep -Eq "^pacing/sockrate\[$5\]: [a-z]+: rank|^pacing/sockrate\[$5\]: restored" "$f" &&
+        { fail "rank $5 (not the launch's lowest) set or restored a rate"; grep "sockrate\[$5\]" "$f" | head -5; } ||
+        ok "rank $5 leaves the shared connection's rate alone"
+    # once per call, not once per peer behind it: every set names the first of the two peers
+    n=$(grep -Ec "^pacing/sockrate\[$1\]: [a-z]+: rank $3 " "$f")
+    grep -Eq "^pacing/sockrate\[$1\]: [a-z]+: rank $4 " "$f" &&
+        fail "rank $1 set the shared connection's rate again for its second peer" ||
+        ok "rank $1 sets the shared connection's rate once per paced call ($n calls)"
+done
 
 run die 4 2 die 3
 [ $r0 != 0 ] && [ $r0 != 124 ] && [ $r1 != 0 ] && [ $r1 != 124 ] && [ $rs = 1 ] &&

@@ -57,6 +57,12 @@
  * parameters p2p_impi_datalen, _ackmark, _hiwater, _tagub (--param or
  * environment), read here because mpiexec announces them; the relay's
  * p2p_impi_relay_spin, _dance_timeout and _fini_timeout too.
+ * With p2p_impi_host_per_rank=1 every rank is an IMPI host of its own
+ * instead (C_NHOSTS = N, H_NPROCS 1 each, one listener and one dance per
+ * host, the launch's hosts not connected to each other): each rank gets
+ * its own host's connections (KUMI_INTERNAL_IMPI_HOSTS: one list per rank,
+ * ';' between), reads and writes them and does its host's FINI itself, and
+ * mpiexec relays nothing.
  * Limits: the ranks run on this host (no -host / --hostfile). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -85,6 +91,12 @@
 
 static struct kumi_impi_client cl = { .fd = -1 };
 static int lfd = -1;                 /* the host's listener (until the dance is over) */
+/* p2p_impi_host_per_rank=1: every rank is an IMPI host of its own (a host of
+ * one proc, which reads and writes its connections itself: no relay hop);
+ * nmine hosts myhost ... myhost + nmine - 1, their listeners lfds[] and
+ * connections pconn[local * job.nhosts + h] (mpiexec's copies closed once
+ * the ranks started) */
+static int per_rank, nmine = 1, *lfds, *pconn;
 static int *rfds;                    /* per rank: its end of its channel (until every rank started) */
 static int nl;
 static char jobfile[256];
@@ -209,18 +221,24 @@ static const char *host_text(int h, char *b, size_t n)
     return b;
 }
 
-/* The dance (sheet §2): higher-ranked hosts connect, lower-ranked accept. */
-static int dance(void)
+/* The dance (sheet §2) of my host mh (listener lsock, its connections in
+ * row[] by global host rank): higher-ranked hosts connect, lower-ranked
+ * accept; the hosts of this launch do not connect to each other.  phase 0:
+ * the connects, 1: the accepts (every host of the launch connects before
+ * any waits: a connect completes in the listener's backlog). */
+static int is_mine(int h)
 {
-    double deadline = mx_now() + dance_timeout;
+    return h >= myhost && h < myhost + nmine;
+}
+
+static int dance(int mh, int lsock, int *row, int phase, double deadline)
+{
     char hb[96];
     int want = 0;
     for (int h = 0; h < job.nhosts; h++) {
-        hosts[h].fd = -1;
-        hosts[h].index = h;
-        hosts[h].is_host = 1;
-        if (h == myhost) continue;
-        if (h > myhost) { want++; continue; }
+        if (is_mine(h)) continue;
+        if (h > mh) { want++; continue; }
+        if (phase) continue;
         const struct kumi_impi_host *hh = &job.hosts[h];
         uint8_t addr[16];
         struct sockaddr_storage ss;
@@ -243,7 +261,7 @@ static int dance(void)
         char astr[64] = "?";
         inet_ntop(fam, addr, astr, sizeof astr);
         int err = 0;
-        while (hosts[h].fd < 0 && mx_now() < deadline) {
+        while (row[h] < 0 && mx_now() < deadline) {
             int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
             if (fd < 0) { err = errno; break; }
             int r = connect(fd, (struct sockaddr *)&ss, sl);
@@ -256,10 +274,10 @@ static int dance(void)
             }
             if (r == 0) {
                 uint8_t me[4];
-                kumi_impi_put32(me, (uint32_t)myhost);           /* my host rank, 32 bits big-endian */
+                kumi_impi_put32(me, (uint32_t)mh);               /* my host rank, 32 bits big-endian */
                 if (send(fd, me, 4, MSG_NOSIGNAL) == 4) {
                     host_sockopts(fd);
-                    hosts[h].fd = fd;
+                    row[h] = fd;
                     break;
                 }
                 err = errno;
@@ -267,22 +285,23 @@ static int dance(void)
             close(fd);
             usleep(20000);                                /* refused: its listener may not exist yet */
         }
-        if (hosts[h].fd < 0) {
+        if (row[h] < 0) {
             mx_msg("IMPI: could not connect to %s at %s:%d within %g s: %s", host_text(h, hb, sizeof hb), astr,
                    hh->port, dance_timeout, err ? strerror(err) : "timed out");
             return -1;
         }
     }
-    while (want > 0) {
-        if (!wait_fd(lfd, POLLIN, deadline)) {
+    while (phase && want > 0) {
+        if (!wait_fd(lsock, POLLIN, deadline)) {
             char missing[256] = "";
             size_t l = 0;
-            for (int h = myhost + 1; h < job.nhosts && l + 16 < sizeof missing; h++)
-                if (hosts[h].fd < 0) l += (size_t)snprintf(missing + l, sizeof missing - l, "%s%d", l ? ", " : "", h);
+            for (int h = mh + 1; h < job.nhosts && l + 16 < sizeof missing; h++)
+                if (!is_mine(h) && row[h] < 0)
+                    l += (size_t)snprintf(missing + l, sizeof missing - l, "%s%d", l ? ", " : "", h);
             mx_msg("IMPI: waited %g s for the connections of IMPI hosts %s", dance_timeout, missing);
             return -1;
         }
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        int fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         uint8_t b[4];
         size_t got = 0;
@@ -292,14 +311,14 @@ static int dance(void)
             if (r > 0) got += (size_t)r;
         }
         uint32_t h = got == 4 ? kumi_impi_get32(b) : 0;
-        if (got < 4 || h <= (uint32_t)myhost || h >= (uint32_t)job.nhosts || hosts[h].fd >= 0) {
+        if (got < 4 || h <= (uint32_t)mh || h >= (uint32_t)job.nhosts || is_mine((int)h) || row[h] >= 0) {
             mx_msg("IMPI: a connection to this host that %s; closed",
                    got < 4 ? "sent no host rank" : "names a host that should not connect here");
             close(fd);
             continue;
         }
         host_sockopts(fd);
-        hosts[h].fd = fd;
+        row[h] = fd;
         want--;
     }
     return 0;
@@ -351,14 +370,18 @@ int mx_impi_startup(int np)
         kumi_impi_client_close(&cl);
         return -1;
     }
-    struct kumi_impi_host host;
+    per_rank = param_long("KUMI_P2P_IMPI_HOST_PER_RANK", 0, 0, 1) && np > 1;
+    nmine = per_rank ? np : 1;
+    struct kumi_impi_host *hostv = mx_xcalloc((size_t)nmine, sizeof *hostv);
     struct kumi_impi_proc *procs = mx_xcalloc((size_t)np, sizeof *procs);
-    memset(&host, 0, sizeof host);
+    lfds = mx_xcalloc((size_t)nmine, sizeof *lfds);
     rfds = mx_xcalloc((size_t)np, sizeof *rfds);
     closelist = mx_xcalloc((size_t)np, sizeof *closelist);
     ranks = mx_xcalloc((size_t)np, sizeof *ranks);
     nranks = np;
-    {
+    for (int i = 0; i < nmine; i++) {
+        struct kumi_impi_host host;
+        memset(&host, 0, sizeof host);
         struct sockaddr_in a;
         socklen_t al = sizeof a;
         memset(&a, 0, sizeof a);
@@ -371,11 +394,13 @@ int mx_impi_startup(int np)
             kumi_impi_client_close(&cl);
             return -1;
         }
+        lfds[i] = lfd;
         kumi_impi_hostid_set(host.id, AF_INET, &me.sin_addr);
         host.port = ntohs(a.sin_port);
-        host.nprocs = np;
+        host.nprocs = per_rank ? 1 : np;
         host.ackmark = ackmark;
         host.hiwater = hiwater;
+        hostv[i] = host;
     }
     char fds[4096] = "";
     size_t fl = 0;
@@ -394,7 +419,7 @@ int mx_impi_startup(int np)
         ranks[r].fd = sp[0];
         ranks[r].index = r;
         rfds[nl++] = sp[1];
-        memcpy(procs[r].id, host.id, sizeof procs[r].id);
+        memcpy(procs[r].id, hostv[0].id, sizeof procs[r].id);
         procs[r].pid = ((int64_t)getpid() << 20) + r;
         if (fl + 16 < sizeof fds) fl += (size_t)snprintf(fds + fl, sizeof fds - fl, "%s%d", r ? "," : "", sp[1]);
     }
@@ -404,7 +429,7 @@ int mx_impi_startup(int np)
         return -1;
     }
     struct kumi_impi_mine m = { .datalen = datalen, .tagub = tagub, .xsize = -1, .maxlinear = -1,
-                                .nhosts = 1, .nprocs = np, .hosts = &host, .procs = procs };
+                                .nhosts = nmine, .nprocs = np, .hosts = hostv, .procs = procs };
 
     /* the label rounds, each reply kept for the ranks */
     const char *tmp = getenv("TMPDIR");
@@ -421,6 +446,7 @@ int mx_impi_startup(int np)
     memset(&job, 0, sizeof job);
     job.nclients = cl.size;
     int bad = put_rec(f, 0x4b494d50u /* "KIMP" */, (uint32_t)mx_opt.impi_client, (uint32_t)cl.size, NULL);
+    uint64_t uid = 0xcbf29ce484222325ull;   /* FNV-1a over every reply: the job's identity, alike in every client */
     step = "the labels";
     for (int i = 0; i < KUMI_IMPI_NLABELS && !bad; i++) {
         uint32_t label = kumi_impi_label_order[i], rmask;
@@ -439,6 +465,11 @@ int mx_impi_startup(int np)
         } else if (put_rec(f, label, rmask, (uint32_t)nr, all) != 0) {
             bad = -1;
         }
+        uint32_t hdr[3] = { label, rmask, (uint32_t)nr };
+        for (size_t j = 0; j < sizeof hdr + nr; j++) {
+            uid ^= j < sizeof hdr ? ((const uint8_t *)hdr)[j] : all[j - sizeof hdr];
+            uid *= 0x100000001b3ull;
+        }
         free(all);
     }
     if (fclose(f) != 0 && !bad) bad = -1;
@@ -448,6 +479,7 @@ int mx_impi_startup(int np)
         bad = -2;
     }
     free(procs);
+    free(hostv);
     if (bad) {
         kumi_impi_client_close(&cl);
         return -1;
@@ -456,11 +488,21 @@ int mx_impi_startup(int np)
     if (kumi_impi_client_done(&cl) != 0) goto fail;
     myhost = job.first_host[mx_opt.impi_client];
     hosts = mx_xcalloc((size_t)job.nhosts, sizeof *hosts);
-    if (dance() != 0) {
-        kumi_impi_client_close(&cl);
-        return -1;
+    pconn = mx_xcalloc((size_t)nmine * (size_t)job.nhosts, sizeof *pconn);
+    for (int i = 0; i < nmine * job.nhosts; i++) pconn[i] = -1;
+    double deadline = mx_now() + dance_timeout;
+    for (int phase = 0; phase < 2; phase++)
+        for (int i = 0; i < nmine; i++)
+            if (dance(myhost + i, lfds[i], pconn + (size_t)i * (size_t)job.nhosts, phase, deadline) != 0) {
+                kumi_impi_client_close(&cl);
+                return -1;
+            }
+    for (int h = 0; h < job.nhosts; h++) {
+        hosts[h].fd = per_rank ? -1 : pconn[h];      /* one host: the agent's table */
+        hosts[h].index = h;
+        hosts[h].is_host = 1;
     }
-    close(lfd);                                      /* sheet §2: closed after the dance */
+    for (int i = 0; i < nmine; i++) close(lfds[i]);  /* sheet §2: closed after the dance */
     lfd = -1;
     relay_on = 1;
     /* the ranks write their packets to the host connections themselves (one
@@ -484,13 +526,18 @@ int mx_impi_startup(int np)
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     for (int h = 0; h < job.nhosts; h++) pthread_mutex_init(&locks[h], &ma);
     pthread_mutexattr_destroy(&ma);
+    /* one list for the launch's host, or (per rank) one per rank, ';' between */
     hl += (size_t)snprintf(hostsenv + hl, sizeof hostsenv - hl, "%d:", lockfd);
-    for (int h = 0; h < job.nhosts && hl + 32 < sizeof hostsenv; h++)
-        if (hosts[h].fd >= 0) {
-            fcntl(hosts[h].fd, F_SETFD, 0);          /* inherited by the ranks (until they started) */
+    for (int i = 0; i < nmine && hl + 32 < sizeof hostsenv; i++) {
+        if (i) hostsenv[hl++] = ';', hostsenv[hl] = 0;
+        for (int h = 0; h < job.nhosts && hl + 32 < sizeof hostsenv; h++) {
+            int fd = pconn[(size_t)i * (size_t)job.nhosts + (size_t)h];
+            if (fd < 0) continue;
+            fcntl(fd, F_SETFD, 0);                   /* inherited by the ranks (until they started) */
             hl += (size_t)snprintf(hostsenv + hl, sizeof hostsenv - hl, "%s%d=%d",
-                                   hostsenv[hl - 1] == ':' ? "" : ",", h, hosts[h].fd);
+                                   strchr(":;", hostsenv[hl - 1]) ? "" : ",", h, fd);
         }
+    }
     if (hl + 32 >= sizeof hostsenv) {
         mx_msg("IMPI: %d hosts are too many here", job.nhosts);
         kumi_impi_client_close(&cl);
@@ -498,13 +545,15 @@ int mx_impi_startup(int np)
     }
     int first = job.first_proc_of_client[mx_opt.impi_client];
     if (getenv("KUMI_VERBOSE") && atoi(getenv("KUMI_VERBOSE")) > 0)
-        mx_msg("IMPI client %d of %d (server %s): IMPI host %d of %d holding ranks %d-%d of %d, packets of %d "
-               "bytes, ackmark %u, hiwater %u, tag_ub %d", mx_opt.impi_client, cl.size, mx_opt.impi_server, myhost,
-               job.nhosts, first, first + np - 1, job.nprocs, job.pk_maxlen, job.ackmark, job.hiwater, job.tag_ub);
+        mx_msg("IMPI client %d of %d (server %s): IMPI host%s %d%s of %d holding ranks %d-%d of %d, packets of %d "
+               "bytes, ackmark %u, hiwater %u, tag_ub %d", mx_opt.impi_client, cl.size, mx_opt.impi_server,
+               per_rank ? "s" : "", myhost, per_rank ? "-..., one per rank," : "", job.nhosts, first, first + np - 1,
+               job.nprocs, job.pk_maxlen, job.ackmark, job.hiwater, job.tag_ub);
     add_env("%s=%d:%d", KUMI_ENV_IMPI_WORLD, first, job.nprocs);
     add_env("%s=%s", KUMI_ENV_IMPI_JOB, jobfile);
     add_env("%s=%s", KUMI_ENV_IMPI_FDS, fds);
     add_env("%s=%s", KUMI_ENV_IMPI_HOSTS, hostsenv);
+    add_env("%s=%016llx", KUMI_ENV_IMPI_UID, (unsigned long long)(uid ? uid : 1));
     return 0;
 fail:
     mx_msg("IMPI client %d, server %s, %s: %s", mx_opt.impi_client, mx_opt.impi_server, step, cl.err);
@@ -516,6 +565,14 @@ fail:
 const int *mx_impi_close_fds(int r, int *n)
 {
     int k = 0;
+    if (per_rank && nl) {                            /* and the other ranks' hosts' connections */
+        int *c = realloc(closelist, sizeof *c * ((size_t)nl + (size_t)nmine * (size_t)job.nhosts));
+        if (c) closelist = c;
+        for (int i = 0; c && i < nmine; i++)
+            for (int h = 0; i != r && h < job.nhosts; h++)
+                if (pconn[(size_t)i * (size_t)job.nhosts + (size_t)h] >= 0)
+                    closelist[k++] = pconn[(size_t)i * (size_t)job.nhosts + (size_t)h];
+    }
     for (int i = 0; i < nl; i++)
         if (i != r) closelist[k++] = rfds[i];
     *n = k;
@@ -527,6 +584,11 @@ void mx_impi_started(void)
 {
     for (int i = 0; i < nl; i++) close(rfds[i]);
     nl = 0;
+    for (int i = 0; per_rank && pconn && i < nmine * job.nhosts; i++)   /* each rank's host is its own */
+        if (pconn[i] >= 0) {
+            close(pconn[i]);
+            pconn[i] = -1;
+        }
     for (int h = 0; hosts && h < job.nhosts; h++)
         if (hosts[h].fd >= 0) {
             fcntl(hosts[h].fd, F_SETFD, FD_CLOEXEC);
@@ -700,7 +762,7 @@ static void route(struct chan *c, const struct kumi_impi_packet *pk, const uint8
         return;
     }
     int h = dst >= 0 ? kumi_impi_job_proc_host(&job, dst) : -1;
-    if (h < 0 || h == myhost || hosts[h].fd < 0 || hosts[h].fini_sent) {
+    if (h < 0 || is_mine(h) || hosts[h].fd < 0 || hosts[h].fini_sent) {
         if (!mx_stopping())
             mx_msg("IMPI: rank %d sent a %s packet to %s%s; dropped", c->index, kumi_impi_packet_type_name(pk->type),
                    h < 0 ? "no proc of the job" : h == myhost ? "a proc of this host" : host_text(h, hb, sizeof hb),

@@ -61,6 +61,7 @@ static bool own_hosts;          /* the host's only proc: it reads its connection
 static double fini_timeout, dance_timeout;      /* dance_timeout: mpiexec's (documented here) */
 static long long param_tagub;                   /* mpiexec's (documented here) */
 static double relay_spin;                       /* mpiexec's (documented here) */
+static int host_per_rank;                       /* mpiexec's (documented here) */
 static int ext32_copy;
 static size_t param_datalen, param_ackmark, param_hiwater;
 
@@ -90,6 +91,13 @@ static void p2p_impi_register(void)
                                "its ranks and the other hosts) keeps polling without sleeping after it relayed a "
                                "packet: less latency on a machine with a core to spare, 0 = sleep at once.  Read "
                                "by mpiexec --impi-client", KUMI_LEVEL_TUNER, &relay_spin);
+    kumi_param_register_bool("p2p", "impi", "host_per_rank", 0,
+                             "IMPI: every rank of the launch is an IMPI host of its own (C_NHOSTS = the "
+                             "launch's ranks, one connection per rank and other host), reading and writing "
+                             "its connections itself: no relay through mpiexec (less latency), more "
+                             "connections.  0: one host per launch, its connections shared by the ranks, "
+                             "mpiexec relaying what comes in.  Read by mpiexec --impi-client",
+                             KUMI_LEVEL_TUNER, &host_per_rank);
     kumi_param_register_double("p2p", "impi", "fini_timeout", 60.0,
                                "IMPI: seconds MPI_Finalize waits for its packets to reach this host's agent, and "
                                "the agent (mpiexec) for the FINI of every other host",
@@ -209,7 +217,15 @@ static int p2p_impi_init(void)
             return kumi_error(MPI_ERR_OTHER, "p2p/impi: rank %d cannot map the IMPI host's locks (%s=%s)",
                               p2p_impi_me, KUMI_ENV_IMPI_HOSTS, hs);
         close((int)lockfd);
-        for (const char *q = end + 1; *q;) {
+        /* p2p_impi_host_per_rank (mpiexec's): one list per launch rank, ';' between */
+        const char *q = end + 1;
+        if (strchr(q, ';'))
+            for (int i = 0; q && i < local; i++) {
+                q = strchr(q, ';');
+                if (q) q++;
+            }
+        if (!q) q = "";
+        for (; *q && *q != ';';) {
             long h = strtol(q, &end, 10), fd = *end == '=' ? strtol(end + 1, &end, 10) : -1;
             if (h < 0 || h >= j->nhosts || fd < 0 || fcntl((int)fd, F_GETFD) < 0)
                 return kumi_error(MPI_ERR_OTHER, "p2p/impi: rank %d: a bad entry in %s=%s", p2p_impi_me,
@@ -407,8 +423,43 @@ static int p2p_impi_describe(int peer, char *buf, size_t len)
     char s[64] = "?";
     int fam = kumi_impi_hostid_get(p2p_impi_job.hosts[h->index].id, a);
     inet_ntop(fam, a, s, sizeof s);
-    snprintf(buf, len, "IMPI host %d of client %d (%s:%d) through this host's agent", h->index, h->client, s,
-             p2p_impi_job.hosts[h->index].port);
+    snprintf(buf, len, "IMPI host %d of client %d (%s:%d) %s", h->index, h->client, s,
+             p2p_impi_job.hosts[h->index].port, own_hosts ? "directly (this host's only proc)"
+                                                          : "through this host's agent");
+    return 0;
+}
+
+/* For pacing (p2p contract 1.4): the connection of this launch's IMPI host
+ * to peer's host, which this rank writes its packets to.  It is shared by
+ * every rank of the launch (KUMI_INTERNAL_IMPI_HOSTS lists it; pacing/sockrate
+ * sets its rate once for all of them). */
+static int p2p_impi_peer_sockets(int peer, int *fds, int max)
+{
+    struct p2p_impi_host *h = peer >= 0 && peer < p2p_impi_job.nprocs ? p2p_impi_host_of(peer) : NULL;
+    if (!h || h->client == p2p_impi_myclient || h->fd < 0 || max < 1) return 0;
+    fds[0] = h->fd;
+    return 1;
+}
+
+/* The address peer's IMPI host listens on (its host id and port). */
+static int p2p_impi_peer_sockaddr(int peer, struct sockaddr_storage *sa)
+{
+    struct p2p_impi_host *h = peer >= 0 && peer < p2p_impi_job.nprocs ? p2p_impi_host_of(peer) : NULL;
+    if (!h || h->client == p2p_impi_myclient) return -1;
+    uint8_t a[16];
+    int fam = kumi_impi_hostid_get(p2p_impi_job.hosts[h->index].id, a);
+    memset(sa, 0, sizeof *sa);
+    if (fam == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+        s4->sin_family = AF_INET;
+        memcpy(&s4->sin_addr, a, 4);
+        s4->sin_port = htons((uint16_t)p2p_impi_job.hosts[h->index].port);
+    } else {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+        s6->sin6_family = AF_INET6;
+        memcpy(&s6->sin6_addr, a, 16);
+        s6->sin6_port = htons((uint16_t)p2p_impi_job.hosts[h->index].port);
+    }
     return 0;
 }
 
@@ -425,6 +476,8 @@ static const struct kumi_p2p_ops p2p_impi_ops = {
     .busy = p2p_impi_busy,
     .finalize = p2p_impi_finalize,
     .describe = p2p_impi_describe,
+    .peer_sockets = p2p_impi_peer_sockets,
+    .peer_sockaddr = p2p_impi_peer_sockaddr,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_impi_component = {

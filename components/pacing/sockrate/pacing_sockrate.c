@@ -24,7 +24,19 @@
  * This process's own cluster: the first of its interface addresses that a
  * cluster matches.  A peer reached without sockets (shmem, self) or over
  * loopback is in this process's cluster.  pacing_sockrate_bandwidth (MB/s,
- * > 0) overrides the link's bandwidth. */
+ * > 0) overrides the link's bandwidth.
+ *
+ * Shared sockets (an IMPI client's launch, mpiexec --impi-client: its ranks
+ * write their packets to the launch's IMPI host connections, one per other
+ * IMPI host, listed in KUMI_INTERNAL_IMPI_HOSTS): such a socket carries the
+ * traffic of every rank of the launch, so its rate is the share of all the
+ * communicator's ranks of the launch, m x the share of one (senders: link x
+ * share x m / ranks of this cluster; sockets: x the peers it reaches /
+ * this rank's peers across), and it is set and restored by one of them
+ * only, the launch's lowest world rank in the communicator (the others
+ * leave it alone: two processes reading and writing one socket's rate would
+ * race).  Its rate outside the paced calls is "unlimited" (mpiexec never
+ * paces those connections), so that is what it gets back. */
 #include <mpi.h>
 #include <kumi/kumi.h>
 #include <kumi/component.h>
@@ -32,6 +44,7 @@
 #include <kumi/p2p.h>
 #include <kumi/pacing.h>
 #include <kumi/netif.h>
+#include <kumi/rpim.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -338,6 +351,7 @@ struct sr_sock {
     int peer, fd;
     uint64_t old;                /* the rate before the first paced call */
     int restoring;               /* the call is over: restore once drained */
+    unsigned gen;                /* the call that last set its rate */
 };
 static struct sr_sock *socks;
 static int nsocks, capsocks;
@@ -346,6 +360,34 @@ static int mycl = -1, me, nworld;
 static uint64_t *target;         /* [world] rate during the current call (0: not paced) */
 static int active;
 static double next_poll;
+static unsigned gen;             /* paced calls so far */
+static int *shfd;                /* the launch's shared IMPI host connections */
+static int nshfd;
+
+static int shared_fd(int fd)
+{
+    for (int i = 0; i < nshfd; i++)
+        if (shfd[i] == fd) return 1;
+    return 0;
+}
+
+/* The fds of KUMI_INTERNAL_IMPI_HOSTS ("LOCKFD:H=FD,H=FD,..."). */
+static void read_shared(void)
+{
+    const char *hs = getenv(KUMI_ENV_IMPI_HOSTS), *q = hs ? strchr(hs, ':') : NULL;
+    nshfd = 0;
+    if (q && strchr(q, ';')) return;   /* p2p_impi_host_per_rank: each rank's connections are its own */
+    for (; q && *q;) {
+        q++;
+        const char *eq = strchr(q, '=');
+        if (!eq) break;
+        int *n = realloc(shfd, sizeof *n * (size_t)(nshfd + 1));
+        if (!n) break;
+        shfd = n;
+        shfd[nshfd++] = atoi(eq + 1);
+        q = strchr(eq, ',');
+    }
+}
 
 static uint64_t get_rate(int fd)
 {
@@ -373,6 +415,7 @@ static void pace(int peer, int fd, uint64_t rate, const char *coll)
     int i;
     for (i = 0; i < nsocks; i++)
         if (socks[i].fd == fd) break;
+    if (i < nsocks && socks[i].gen == gen && !socks[i].restoring && shared_fd(fd)) return;  /* set already */
     if (i == nsocks) {
         if (nsocks == capsocks) {
             int nc = capsocks ? 2 * capsocks : 16;
@@ -383,18 +426,20 @@ static void pace(int peer, int fd, uint64_t rate, const char *coll)
         }
         socks[i].peer = peer;
         socks[i].fd = fd;
-        socks[i].old = get_rate(fd);
+        socks[i].old = shared_fd(fd) ? UINT64_MAX : get_rate(fd);
         nsocks++;
     }
     socks[i].restoring = 0;
+    socks[i].gen = gen;
     if (set_rate(fd, rate) != 0) {
         kumi_log(1, "pacing/sockrate: SO_MAX_PACING_RATE on the socket to rank %d: %s", peer, strerror(errno));
         return;
     }
     if (sr_verbose) {
         char a[32], b[32];
-        fprintf(stderr, "pacing/sockrate[%d]: %s: rank %d fd %d rate %s B/s (was %s)\n", me, coll, peer, fd,
-                rate_str(get_rate(fd), a, sizeof a), rate_str(socks[i].old, b, sizeof b));
+        fprintf(stderr, "pacing/sockrate[%d]: %s: rank %d fd %d rate %s B/s (was %s)%s\n", me, coll, peer, fd,
+                rate_str(get_rate(fd), a, sizeof a), rate_str(socks[i].old, b, sizeof b),
+                shared_fd(fd) ? " shared by the launch's ranks" : "");
     }
 }
 
@@ -440,6 +485,7 @@ static int sr_init(void)
         kumi_log(1, "pacing/sockrate: no cluster names an address of this host (%s): nothing paced", cfgsrc);
         return MPI_ERR_OTHER;
     }
+    read_shared();
     wcl = malloc(sizeof *wcl * (size_t)nworld);
     target = calloc((size_t)nworld, sizeof *target);
     if (!wcl || !target) return MPI_ERR_NO_MEM;
@@ -468,6 +514,16 @@ static int sr_enter(const char *coll, const int *wranks, int n)
         else if (c >= 0) { any = 1; nto[c]++; }
     }
     if (!any || nsend == 0) return 0;
+    /* the launch's shared connections: m senders of this cluster write to
+     * them; the lowest world rank of the launch sets their rates */
+    int m = 0, lead = -1;
+    if (nshfd)
+        for (int i = 0; i < n; i++)
+            if (wranks[i] >= 0 && wranks[i] < nworld && wcl[wranks[i]] == mycl && kumi_rpim_in_launch(wranks[i])) {
+                m++;
+                if (lead < 0 || wranks[i] < lead) lead = wranks[i];
+            }
+    gen++;
     for (int i = 0; i < n; i++) {
         int r = wranks[i], c = wcl[r];
         if (c < 0 || c == mycl) continue;
@@ -478,7 +534,27 @@ static int sr_enter(const char *coll, const int *wranks, int n)
         target[r] = rate;
         int fds[SR_FDS];
         int k = kumi_p2p_peer_sockets(r, fds, SR_FDS);
-        for (int j = 0; j < k; j++) pace(r, fds[j], rate, coll);
+        for (int j = 0; j < k; j++) {
+            if (!shared_fd(fds[j])) {
+                pace(r, fds[j], rate, coll);
+                continue;
+            }
+            if (lead != me) continue;
+            /* senders: m x one sender's share; sockets: m x one peer's share x the peers it reaches */
+            int np = 1;
+            if (sr_per_socket) {
+                np = 0;
+                for (int i2 = 0; i2 < n; i2++) {
+                    int f2[SR_FDS], r2 = wranks[i2];
+                    if (r2 < 0 || r2 >= nworld || wcl[r2] != c) continue;
+                    int k2 = kumi_p2p_peer_sockets(r2, f2, SR_FDS);
+                    for (int j2 = 0; j2 < k2; j2++) np += f2[j2] == fds[j];
+                }
+                if (np < 1) np = 1;
+            }
+            uint64_t srate = (uint64_t)(bw * 1e6 * sr_share * m * np / nsend / (sr_per_socket ? nto[c] : 1));
+            pace(r, fds[j], srate ? srate : 1, coll);
+        }
         if (sr_verbose && k == 0)
             fprintf(stderr, "pacing/sockrate[%d]: %s: rank %d no socket yet, rate %llu B/s when it opens\n",
                     me, coll, r, (unsigned long long)rate);
@@ -525,6 +601,9 @@ static void sr_finalize(void)
     wcl = NULL;
     free(target);
     target = NULL;
+    free(shfd);
+    shfd = NULL;
+    nshfd = 0;
 }
 
 /* ------------------------------------------------------------ component */

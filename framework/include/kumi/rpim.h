@@ -73,8 +73,14 @@ extern "C" {
  * other hosts (global host rank H, descriptor FD), shared by the ranks, which
  * write their packets to them directly, a whole packet under the host's
  * process-shared mutex (entry H of the pthread_mutex_t array in LOCKFD, a
- * memfd); what comes in on them the agent (mpiexec) relays. */
+ * memfd); what comes in on them the agent (mpiexec) relays.  With
+ * p2p_impi_host_per_rank=1: "LOCKFD:LIST;LIST;..." one list per launch rank
+ * (each rank its own IMPI host, reading its connections itself). */
 #define KUMI_ENV_IMPI_HOSTS "KUMI_INTERNAL_IMPI_HOSTS"
+/* The job's identity (kumi_req_job_uid, 16 hex digits), the same in every
+ * client: a hash of the server's label replies, which every client got
+ * alike (each launch's own job secret differs from client to client). */
+#define KUMI_ENV_IMPI_UID   "KUMI_INTERNAL_IMPI_UID"
 #define KUMI_KVS_BIND_CPUS  "kumi.bind.cpus"
 #define KUMI_KVS_BIND_LEVEL "kumi.bind.level"
 #define KUMI_KVS_BIND_INDEX "kumi.bind.index"
@@ -168,6 +174,10 @@ KUMI_EXPORT int kumi_rpim_get(int rank, const char *key, char *value, size_t val
  * in an IMPI client's launch (mpiexec --impi-client), whose world also holds
  * the other clients' ranks, started elsewhere. */
 KUMI_EXPORT int kumi_rpim_launch_size(void);
+/* Whether MPI_COMM_WORLD rank `rank` was started by this launcher (false
+ * for another IMPI client's rank: it has no keys here, and shares no
+ * host's memory with this process). */
+KUMI_EXPORT int kumi_rpim_in_launch(int rank);
 
 /* Ask the launcher that started this process (mpiexec) to start a new job:
  * cmds[0..ncmds) each with maxprocs children; its MPI_COMM_WORLD has the
