@@ -46,7 +46,7 @@
 # where QEMU, the kernel image or its headers are missing), Kumi's loop (MPI_Test
 # every k products, k in KUMI_BENCH_KACC_K), thread, uring and kmod engines (k in
 # KUMI_BENCH_KACCVM_K, default 0), KUMI_BENCH_REPS rounds (default 1) of every case
-# and engine in turn, overlap.c's repetitions 3 (1 when quick), operations
+# and engine in turn (one launch for the allreduce and a broadcast), overlap.c's repetitions 3 (1 when quick), operations
 # "iallreduce ibcast-tree" by default, the compute as long for every engine
 # (KUMI_BENCH_KACCVM_CMP_US, per size, default 5000,20000,150000 us: overlap.c -T;
 # in the VM the blocking operations differ by engine, up to 5 ms at 8 B); then the module's counters (schedule runs done
@@ -118,12 +118,24 @@ else
     impls=(kumi-loop kumi-thread kumi-uring kumi-kmod)
     vm_ks=${KUMI_BENCH_KACCVM_K:-0}     # the offloaded engines' test intervals (loop: $ks)
     vm_cmp=${KUMI_BENCH_KACCVM_CMP_US:-5000,20000,150000}   # the compute's length per size, every engine alike
+    # one launch runs the allreduce and one broadcast (its environment chooses the broadcast's
+    # algorithm): the VM starts a job in about 10 s
+    groups=()
+    for op in $ops; do
+        case $op in
+        iallreduce) g=${groups[0]:-}; groups[0]=${g:+$g,}$op ;;
+        *) case " ${groups[*]} " in *" iallreduce "*) groups[0]=iallreduce,$op ;; *) groups+=("$op") ;; esac ;;
+        esac
+    done
     for ((r = 1; r <= reps; r++)); do
-        for c in "${cases[@]}"; do
-            kernel=${c%%.*} op=${c#*.}
-            for i in "${impls[@]}"; do
-                k=$vm_ks; [ $i = kumi-loop ] && k=$ks
-                echo "$i $c $(kumi_env $i "$op" | tr '\n' ' ')-- -s $sizes -k $k -r $inner -c $kernel -o ${op%%-*} -T $vm_cmp"
+        for kernel in $kernels; do
+            for g in "${groups[@]}"; do
+                oops=$(echo "$g" | sed 's/-[a-z]*//g')
+                b=$(echo "$g" | tr ',' '\n' | grep ibcast); b=${b:-iallreduce}
+                for i in "${impls[@]}"; do
+                    k=$vm_ks; [ $i = kumi-loop ] && k=$ks
+                    echo "$i $kernel.$g $(kumi_env $i "$b" | tr '\n' ' ')-- -s $sizes -k $k -r $inner -c $kernel -o $oops -T $vm_cmp"
+                done
             done
         done
     done > "$work/launches"
@@ -146,8 +158,12 @@ else
         exit 0
     fi
     [ $rc = 0 ] || { echo "kaccvm: the VM run failed (exit $rc; see $out/kaccvm.vm.log, $out/kaccvm.console.log)"; tail -5 "$out/kaccvm.vm.log"; }
-    awk '$1 == "KMODVM-BENCH:" && $4 == "ovl" && NF == 15 { f = w "/" $2 "." $3; o = $3; sub(/^[^.]*\./, "", o)
-             $5 = o; line = $4; for (j = 5; j <= NF; j++) line = line " " $j; print line >> f }' w="$work" "$out/kaccvm.console.log"
+    # "KMODVM-BENCH: IMPL KERNEL.OP,OP ovl OP ...": into $work/IMPL.KERNEL.OP, OP the case's name
+    awk '$1 == "KMODVM-BENCH:" && $4 == "ovl" && NF == 15 {
+             kernel = $3; sub(/\..*/, "", kernel); g = $3; sub(/^[^.]*\./, "", g); n = split(g, o, ",")
+             for (j = 1; j <= n; j++) { b = o[j]; sub(/-.*/, "", b); if (b == $5) op = o[j] }
+             $5 = op; line = $4; for (j = 5; j <= NF; j++) line = line " " $j; print line >> (w "/" $2 "." kernel "." op) }' \
+        w="$work" "$out/kaccvm.console.log"
     kver=$(sed -n 's/.*KMODVM: kernel \([^,]*\),.*/\1/p' "$out/kaccvm.console.log" | head -1)
     where="2 ranks over TCP (loopback) in a QEMU TCG VM, 2 vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
 fi
