@@ -133,6 +133,7 @@ struct kctx {
     struct idr scheds;
     struct work_struct work;
     int cpu;
+    bool progressing;                   /* in progress(), or about to call it (START, NODE_DONE) */
     u32 events;
     wait_queue_head_t wq;
     void *scratch;                      /* 2 pages: CALC / COPY */
@@ -305,34 +306,71 @@ static void deliver(struct kunex *x, struct kop *o)
     node_done(s, o->node);
 }
 
+/* CALC: b2 = b2 op b1, straight on the pinned pages of both buffers, a run
+ * at a time that crosses no page of either, the FPU taken for up to 16 runs
+ * (then a chance to be preempted); through the scratch pages (3 copies a
+ * page) only where an element could straddle a page (a buffer not aligned to
+ * its element size). */
+#define KACC_FPU_RUNS 16
 static void exec_calc(struct ksched *s, u32 i)
 {
     const struct kacc_node *nd = &s->nd[i];
+    struct kbuf *x = &s->b1[i], *y = &s->b2[i];
     size_t esz = kacc_type_size(nd->type), chunk = (PAGE_SIZE / esz) * esz;
     char *a = s->c->scratch, *b = a + PAGE_SIZE;
+    unsigned int runs = 0;
     u64 off;
-    for (off = 0; off < nd->len; off += chunk) {
-        size_t l = (size_t)min_t(u64, chunk, nd->len - off);
-        kb_rw(&s->b1[i], off, a, l, false);
-        kb_rw(&s->b2[i], off, b, l, false);
+    if (!((x->addr | y->addr) % esz)) {
         kernel_fpu_begin();
-        kacc_reduce(nd->type, nd->op, a, b, l / esz);
+        for (off = 0; off < nd->len;) {
+            u64 ax = (x->addr & ~PAGE_MASK) + off, ay = (y->addr & ~PAGE_MASK) + off;
+            size_t px = ax & ~PAGE_MASK, py = ay & ~PAGE_MASK;
+            size_t l = (size_t)min_t(u64, min(PAGE_SIZE - px, PAGE_SIZE - py), nd->len - off);
+            char *kx = kmap_local_page(x->pages[ax >> PAGE_SHIFT]);
+            char *ky = kmap_local_page(y->pages[ay >> PAGE_SHIFT]);
+            kacc_reduce(nd->type, nd->op, kx + px, ky + py, l / esz);
+            kunmap_local(ky);
+            kunmap_local(kx);
+            off += l;
+            if (++runs % KACC_FPU_RUNS == 0 && off < nd->len) {
+                kernel_fpu_end();
+                cond_resched();
+                kernel_fpu_begin();
+            }
+        }
         kernel_fpu_end();
-        kb_rw(&s->b2[i], off, b, l, true);
+    } else {
+        for (off = 0; off < nd->len; off += chunk) {
+            size_t l = (size_t)min_t(u64, chunk, nd->len - off);
+            kb_rw(x, off, a, l, false);
+            kb_rw(y, off, b, l, false);
+            kernel_fpu_begin();
+            kacc_reduce(nd->type, nd->op, a, b, l / esz);
+            kernel_fpu_end();
+            kb_rw(y, off, b, l, true);
+        }
     }
     atomic64_add(nd->len / esz, &st.calc_elems);
 }
 
+/* COPY: page to page (one copy), a run at a time that crosses no page of either buffer. */
 static void exec_copy(struct ksched *s, u32 i)
 {
     const struct kacc_node *nd = &s->nd[i];
-    char *a = s->c->scratch;
+    struct kbuf *x = &s->b1[i], *y = &s->b2[i];
     u64 off;
-    for (off = 0; off < nd->len; off += PAGE_SIZE) {
-        size_t l = (size_t)min_t(u64, PAGE_SIZE, nd->len - off);
-        kb_rw(&s->b1[i], off, a, l, false);
-        kb_rw(&s->b2[i], off, a, l, true);
-    }
+    if (x->addr != y->addr)
+        for (off = 0; off < nd->len;) {
+            u64 ax = (x->addr & ~PAGE_MASK) + off, ay = (y->addr & ~PAGE_MASK) + off;
+            size_t px = ax & ~PAGE_MASK, py = ay & ~PAGE_MASK;
+            size_t l = (size_t)min_t(u64, min(PAGE_SIZE - px, PAGE_SIZE - py), nd->len - off);
+            char *kx = kmap_local_page(x->pages[ax >> PAGE_SHIFT]);
+            char *ky = kmap_local_page(y->pages[ay >> PAGE_SHIFT]);
+            memmove(ky + py, kx + px, l);
+            kunmap_local(ky);
+            kunmap_local(kx);
+            off += l;
+        }
     atomic64_inc(&st.copies);
 }
 
@@ -358,7 +396,9 @@ static void exec(struct ksched *s, u32 i)
         o->x = NULL;
         if (nd->kind == KACC_SEND) {
             list_add_tail(&o->link, &p->sendq);
-            kick(s->c);
+            /* progress() sends it, where it runs or follows (no work item
+             * woken on the rank's CPU right after its START) */
+            if (!s->c->progressing) kick(s->c);
             return;
         }
         list_for_each_entry(x, &p->unex, link) {
@@ -596,6 +636,7 @@ static bool peer_recv(struct kpeer *p)
 static void progress(struct kctx *c)
 {
     int round;
+    c->progressing = true;
     for (round = 0; round < 64; round++) {
         bool moved = false;
         u32 i;
@@ -605,8 +646,12 @@ static void progress(struct kctx *c)
             moved |= peer_recv(p);
             moved |= peer_send(p);
         }
-        if (!moved) return;
+        if (!moved) {
+            c->progressing = false;
+            return;
+        }
     }
+    c->progressing = false;
     kick(c);                            /* much to do: later, let others run */
 }
 
@@ -850,6 +895,7 @@ static int do_start(struct kctx *c, u32 id)
     WRITE_ONCE(ss->state, KACC_S_RUNNING);
     atomic64_inc(&st.runs);
     push_ready(s, 0);
+    c->progressing = true;              /* the sends it queues go out in progress() below */
     advance(s);
     progress(c);
     return 0;
@@ -861,6 +907,7 @@ static int do_node_done(struct kctx *c, struct kacc_node_done *d)
     if (!s || !s->running || d->node >= s->n) return -EINVAL;
     if (d->err < 0 && d->err > -4096) set_err(s, d->err);
     else if (d->err) set_err(s, -EIO);
+    c->progressing = true;              /* progress() below sends what this queues */
     if (s->nst[d->node] == N_USER_PRE) {
         s->busy = true;
         exec(s, d->node);
@@ -869,6 +916,7 @@ static int do_node_done(struct kctx *c, struct kacc_node_done *d)
         s->nst[d->node] = N_POST_DONE;
         node_done(s, d->node);
     } else {
+        c->progressing = false;
         return -EINVAL;
     }
     advance(s);

@@ -39,28 +39,47 @@
 #      KUMI_BENCH_KACC_KERNELS (default "mm4 mm40"), KUMI_BENCH_KACC_OPS
 #      (default "iallreduce ibcast-tree ibcast-pipe"), KUMI_BENCH_KACC_MIN_US (default 500),
 #      KUMI_BENCH_KACC_INNER (overlap.c's repetitions per launch, -r: default 7, 3 when quick).
-# Appends its targets to $KUMI_BENCH_OUT/targets and writes $KUMI_BENCH_OUT/kacc.kumi.status.
+#
+# "kacc-bench.sh vm" is the kaccvm configuration: the same launches inside a QEMU (TCG)
+# VM with 2 vCPUs booting Debian's kernel with the KACC module, one boot
+# (tests/scripts/kmod_vm.sh with KUMI_KMOD_VM_BENCH_ONLY=1; skipped with the reason
+# where QEMU, the kernel image or its headers are missing), Kumi's loop (MPI_Test
+# every k products, k in KUMI_BENCH_KACC_K), thread, uring and kmod engines (k in
+# KUMI_BENCH_KACCVM_K, default 0), KUMI_BENCH_REPS rounds (default 1) of every case
+# and engine in turn (one launch for the allreduce and a broadcast), overlap.c's repetitions 3 (1 when quick), operations
+# "iallreduce ibcast-tree" by default, the compute as long for every engine
+# (KUMI_BENCH_KACCVM_CMP_US, per size, default 5000,20000,150000 us: overlap.c -T;
+# in the VM the blocking operations differ by engine, up to 5 ms at 8 B); then the module's counters (schedule runs done
+# in the kernel, node steps, node steps left to the ranks: the per-node fall-back)
+# per engine and /proc/kumi_kacc at the end.  TCG runs the guest 10-50 times slower
+# than the host and the host's load shows in it: the VM's numbers compare the
+# engines with each other, not with the host's.  KUMI_BENCH_KACCVM_TIMEOUT: the whole
+# VM (default 1500 s); KUMI_BENCH_TIMEOUT: one launch in it.  The console and the
+# VM script's output stay in $KUMI_BENCH_OUT/kaccvm.console.log and kaccvm.vm.log;
+# KUMI_BENCH_KACCVM_CONSOLE=FILE makes the tables from such a console log, no VM.
+# Appends its targets to $KUMI_BENCH_OUT/targets and writes $KUMI_BENCH_OUT/kacc.kumi.status
+# (kaccvm.kumi.status).
 set -u
 . "$(dirname "$0")/bench-common.sh"
-bench_setup kacc 1 3
+if [ "${1:-}" = vm ]; then bench_setup kaccvm 1 1; else bench_setup kacc 1 3; fi
 sizes=${KUMI_BENCH_KACC_SIZES:-8,65536,1048576}
 ks=${KUMI_BENCH_KACC_K:-0,1,16}
 kernels=${KUMI_BENCH_KACC_KERNELS:-mm4 mm40}
-ops=${KUMI_BENCH_KACC_OPS:-iallreduce ibcast-tree ibcast-pipe}
+if [ $bench_cfg = kaccvm ]; then ops=${KUMI_BENCH_KACC_OPS:-iallreduce ibcast-tree}
+else ops=${KUMI_BENCH_KACC_OPS:-iallreduce ibcast-tree ibcast-pipe}; fi
 min_us=${KUMI_BENCH_KACC_MIN_US:-500}
-inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}
-bench_build overlap
-
-# Kumi's engines: one "implementation" each
-peers_built=("${impls[@]:1}")
-impls=(kumi-loop kumi-thread)
-kmod_note=""
-if ldd "$top_builddir/framework/.libs/libmpi.so" 2> /dev/null | grep -q liburing; then impls+=(kumi-uring)
-else echo "kacc: the uring engine is not built (no liburing): no uring column"; fi
-if [ -c /dev/kumi_kacc ]; then impls+=(kumi-kmod)
-else kmod_note="Kumi kmod: not loaded here (no /dev/kumi_kacc: this host's kernel loads no modules; tests/scripts/kmod_vm.sh runs the module under QEMU)"; fi
-impls+=("${peers_built[@]}")
+if [ $bench_cfg = kaccvm ]; then inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 1 || echo 3)}
+else inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}; fi
 bench_labels=([kumi-loop]="Kumi loop" [kumi-thread]="Kumi thread" [kumi-uring]="Kumi uring" [kumi-kmod]="Kumi kmod")
+kmod_note=""
+where="2 ranks over TCP, one per core"
+
+# kumi_env IMPL OP: the environment of a Kumi engine's launch for OP
+kumi_env() {
+    echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=${1#kumi-}
+    case $2 in ibcast-tree) echo KUMI_COLL_TUNED_BCAST_ALGORITHM=binomial ;;
+               ibcast-pipe) echo KUMI_COLL_TUNED_BCAST_ALGORITHM=pipeline KUMI_COLL_TUNED_SEGMENT_SIZE=65536 ;; esac
+}
 
 # bench_one IMPL KERNEL.OP ROUND: one launch over TCP, bound one rank per core;
 # prints overlap.c's "ovl" lines with the operation renamed OP
@@ -69,9 +88,7 @@ bench_one() {
     oop=${op%%-*}
     case $impl in
     kumi-*) prog=overlap.kumi
-            e=(MPI_COMPONENTS="p2p=self,tcp" KUMI_BASE_SCHED_ENGINE="${impl#kumi-}")
-            case $op in ibcast-tree) e+=(KUMI_COLL_TUNED_BCAST_ALGORITHM=binomial) ;;
-                        ibcast-pipe) e+=(KUMI_COLL_TUNED_BCAST_ALGORITHM=pipeline KUMI_COLL_TUNED_SEGMENT_SIZE=65536) ;; esac ;;
+            read -r -a e <<< "$(kumi_env "$impl" "$op" | tr '\n' ' ')" ;;
     ompi)   e=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self)
             case $op in ibcast-tree) e+=(OMPI_MCA_coll_libnbc_ibcast_algorithm=2) ;;
                         ibcast-pipe) e+=(OMPI_MCA_coll_libnbc_ibcast_algorithm=3) ;; esac ;;
@@ -84,7 +101,72 @@ bench_one() {
 }
 cases=()
 for kernel in $kernels; do for op in $ops; do cases+=("$kernel.$op"); done; done
-bench_rounds "${cases[@]}"
+if [ $bench_cfg = kacc ]; then
+    bench_build overlap
+    # Kumi's engines: one "implementation" each
+    peers_built=("${impls[@]:1}")
+    impls=(kumi-loop kumi-thread)
+    if ldd "$top_builddir/framework/.libs/libmpi.so" 2> /dev/null | grep -q liburing; then impls+=(kumi-uring)
+    else echo "kacc: the uring engine is not built (no liburing): no uring column"; fi
+    if [ -c /dev/kumi_kacc ]; then impls+=(kumi-kmod)
+    else kmod_note="Kumi kmod: not loaded here (no /dev/kumi_kacc: this host's kernel loads no modules; configuration kaccvm runs it in a VM)"; fi
+    impls+=("${peers_built[@]}")
+    bench_rounds "${cases[@]}"
+else
+    # kaccvm: the launches in the VM, $reps rounds of every case and engine in turn, one boot
+    # (tests/scripts/kmod_vm.sh); their "ovl" lines into $work/IMPL.CASE as bench_rounds writes them
+    impls=(kumi-loop kumi-thread kumi-uring kumi-kmod)
+    vm_ks=${KUMI_BENCH_KACCVM_K:-0}     # the offloaded engines' test intervals (loop: $ks)
+    vm_cmp=${KUMI_BENCH_KACCVM_CMP_US:-5000,20000,150000}   # the compute's length per size, every engine alike
+    # one launch runs the allreduce and one broadcast (its environment chooses the broadcast's
+    # algorithm): the VM starts a job in about 10 s
+    groups=()
+    for op in $ops; do
+        case $op in
+        iallreduce) g=${groups[0]:-}; groups[0]=${g:+$g,}$op ;;
+        *) case " ${groups[*]} " in *" iallreduce "*) groups[0]=iallreduce,$op ;; *) groups+=("$op") ;; esac ;;
+        esac
+    done
+    for ((r = 1; r <= reps; r++)); do
+        for kernel in $kernels; do
+            for g in "${groups[@]}"; do
+                oops=$(echo "$g" | sed 's/-[a-z]*//g')
+                b=$(echo "$g" | tr ',' '\n' | grep ibcast); b=${b:-iallreduce}
+                for i in "${impls[@]}"; do
+                    k=$vm_ks; [ $i = kumi-loop ] && k=$ks
+                    echo "$i $kernel.$g $(kumi_env $i "$b" | tr '\n' ' ')-- -s $sizes -k $k -r $inner -c $kernel -o $oops -T $vm_cmp"
+                done
+            done
+        done
+    done > "$work/launches"
+    vmlimit=${KUMI_BENCH_KACCVM_TIMEOUT:-1500}
+    t0=$(date +%s)
+    if [ -n "${KUMI_BENCH_KACCVM_CONSOLE:-}" ]; then     # the tables of an earlier run's console log
+        [ "$KUMI_BENCH_KACCVM_CONSOLE" -ef "$out/kaccvm.console.log" ] || cp "$KUMI_BENCH_KACCVM_CONSOLE" "$out/kaccvm.console.log"
+        rc=0
+    else
+        echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with 2 vCPUs (limit $vmlimit s)"
+        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=2 \
+            KUMI_KMOD_VM_CONSOLE="$out/kaccvm.console.log" KUMI_KMOD_VM_TIMEOUT=$vmlimit KUMI_KMOD_VM_BENCH_TIMEOUT=$limit \
+            top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$top_srcdir/tests/scripts/kmod_vm.sh" > "$out/kaccvm.vm.log" 2>&1
+        rc=$?
+    fi
+    vm_secs=$(($(date +%s) - t0))
+    if [ $rc = 77 ]; then
+        echo "kaccvm: skipped: $(sed -n 's/^SKIP: //p' "$out/kaccvm.vm.log" | head -1)"
+        bench_status "skipped: $(sed -n 's/^SKIP: //p' "$out/kaccvm.vm.log" | head -1)"
+        exit 0
+    fi
+    [ $rc = 0 ] || { echo "kaccvm: the VM run failed (exit $rc; see $out/kaccvm.vm.log, $out/kaccvm.console.log)"; tail -5 "$out/kaccvm.vm.log"; }
+    # "KMODVM-BENCH: IMPL KERNEL.OP,OP ovl OP ...": into $work/IMPL.KERNEL.OP, OP the case's name
+    awk '$1 == "KMODVM-BENCH:" && $4 == "ovl" && NF == 15 {
+             kernel = $3; sub(/\..*/, "", kernel); g = $3; sub(/^[^.]*\./, "", g); n = split(g, o, ",")
+             for (j = 1; j <= n; j++) { b = o[j]; sub(/-.*/, "", b); if (b == $5) op = o[j] }
+             $5 = op; line = $4; for (j = 5; j <= NF; j++) line = line " " $j; print line >> (w "/" $2 "." kernel "." op) }' \
+        w="$work" "$out/kaccvm.console.log"
+    kver=$(sed -n 's/.*KMODVM: kernel \([^,]*\),.*/\1/p' "$out/kaccvm.console.log" | head -1)
+    where="2 ranks over TCP (loopback) in a QEMU TCG VM, 2 vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
+fi
 
 # merged IMPL CASE: per op, size and k the median over the launches of every column
 merged() {
@@ -109,23 +191,23 @@ merged() {
          }' "$work/$1.$2"
 }
 [ -n "$(find "$work" -path "$work/kumi-loop.*" -type f -size +0 2>/dev/null)" ] || { bench_status "runs failed"; exit 1; }
-ok=1
 {
-    echo "-- KACC: the CPU a non-blocking collective takes from the computation; 2 ranks over TCP, one per core;"
-    echo "   compute >= $min_us us of matrix products; MPI_Test every k products (0: never); medians of $reps launches"
+    echo "-- KACC: the CPU a non-blocking collective takes from the computation; $where;"
+    if [ $bench_cfg = kaccvm ]; then echo "   compute of matrix products: $vm_cmp us (per size, the same for every engine); MPI_Test every k products (0: never); medians of $reps launches"
+    else echo "   compute >= $min_us us of matrix products; MPI_Test every k products (0: never); medians of $reps launches"; fi
     echo "   t_tot, t_done, t_nbc, cpu: us; ovl, lost: %; see tests/bench/kacc-bench.sh for the columns"
     [ -n "$kmod_note" ] && echo "   $kmod_note"
     for c in "${cases[@]}"; do
         kernel=${c%%.*} op=${c#*.}
         echo
-        echo "-- kacc: $op, ${kernel/mm/} x ${kernel/mm/} products"
+        echo "-- $bench_cfg: $op, ${kernel/mm/} x ${kernel/mm/} products"
         printf "  %8s  %-12s %5s %9s %9s %5s %5s %8s %9s %8s\n" bytes "" k t_cmp t_tot ovl lost cpu t_done t_nbc
         for sz in ${sizes//,/ }; do
             for i in "${impls[@]}"; do
                 m=$(merged "$i" "$c")
                 if [ -z "$m" ]; then
                     printf "  %8s  %-12s %5s %9s %9s\n" "$sz" "$(bench_name "$i")" - - failed
-                    [ "${i%%-*}" = kumi ] && ok=0
+                    [ "${i%%-*}" = kumi ] && touch "$work/failed"
                     continue
                 fi
                 echo "$m" | awk -v sz="$sz" -v l="$(bench_name "$i")" '$2 == sz {
@@ -148,5 +230,41 @@ ok=1
             done
         done
     done
-} | tee "$out/kacc.txt"
-[ $ok = 1 ] && bench_status ok || bench_status "runs failed"
+    if [ $bench_cfg = kaccvm ]; then
+        # in the VM, the kmod engine hides at least half of the 1 MiB allreduce (k = 0).  The
+        # blocking operation that ovl compares with takes different times on different engines
+        # in the VM, so the target asks the same of the overlap against the engine's own
+        # non-blocking operation alone, t_nbc: (t_nbc + t_cmp - t_tot) / min(t_nbc, t_cmp)
+        echo
+        for kernel in $kernels; do
+            for i in "${impls[@]}"; do
+                x=$work/med.$i.$kernel.iallreduce.1048576
+                [ -s "$x" ] && awk -v l="$(bench_name "$i")" -v c="$kernel" '$3 == 0 {
+                    m = $5 < $11 ? $5 : $11; o = m > 0 ? ($11 + $5 - $6) / m * 100 : 0; o = o < 0 ? 0 : o > 100 ? 100 : o
+                    printf "   %s, iallreduce 1 MiB, %s, k=0: overlap %.0f %% against t_blk, %.0f %% against t_nbc\n", l, c, $7, o }' "$x"
+            done
+            x=$work/med.kumi-kmod.$kernel.iallreduce.1048576
+            [ -s "$x" ] || continue
+            bench_target "kmod engine, iallreduce 1 MiB, ${kernel/mm/}x${kernel/mm/} products, k=0: overlap >= 50 % (against t_blk and t_nbc)" \
+                "$(awk '$3 == 0 { m = $5 < $11 ? $5 : $11; o = m > 0 ? ($11 + $5 - $6) / m * 100 : 0; ok = $7 >= 50 && o >= 50 }
+                        END { print ok + 0 }' "$x")"
+        done
+        # the module's counters: per engine, the sums over its launches (schedule runs done in
+        # the kernel, node steps, node steps left to the ranks: the per-node fall-back), then
+        # /proc/kumi_kacc after the run
+        echo
+        echo "-- kaccvm: the module's counters over each engine's launches (sums), and at the end"
+        printf "  %-12s %8s %6s %10s %12s %12s %9s\n" "" launches failed runs_done nodes user_nodes fallbacks
+        for i in "${impls[@]}"; do
+            awk -v i="$i" -v l="$(bench_name "$i")" '$1 == "KMODVM-BENCHSTAT:" && $2 == i {
+                    n++; for (j = 4; j <= NF; j++) { split($j, kv, "="); v[kv[1]] += kv[2] }
+                    if ($4 != "rc=0") f++ }
+                END { printf "  %-12s %8d %6d %10d %12d %12d %9d\n", l, n, f, v["runs_done"], v["nodes"],
+                      v["user_nodes"], v["engine_fallbacks"] }' "$out/kaccvm.console.log"
+        done
+        echo "   /proc/kumi_kacc: $(sed -n 's/^KMODVM-STAT: //p' "$out/kaccvm.console.log" | tr '\n' ' ')"
+        echo "   fallbacks: ranks whose engine fell back to loop (KUMI_VERBOSE line); the VM's verdicts:" \
+             "$(grep -c '^KMODVM: PASS' "$out/kaccvm.console.log") passed, $(grep -c '^KMODVM: FAIL' "$out/kaccvm.console.log") failed"
+    fi
+} | tee "$out/$bench_cfg.txt"
+[ -e "$work/failed" ] && bench_status "runs failed" || bench_status ok

@@ -15,6 +15,10 @@
  *     -o  comma list of operations: iallreduce, ibcast (default both)
  *     -t  the compute lasts at least this many microseconds (default 0: as
  *         long as the blocking operation)
+ *     -T  comma list of compute lengths in microseconds, one per size of -s
+ *         (the last one for the sizes after it): the compute lasts that
+ *         long whatever the blocking operation takes, so engines whose
+ *         blocking operations differ compute alike (kacc-bench.sh vm)
  *
  * Operations: MPI_Iallreduce (MPI_DOUBLE, MPI_SUM; BYTES / 8 doubles, sizes
  * under 8 B are left out) and MPI_Ibcast (MPI_BYTE, root 0), on
@@ -72,6 +76,7 @@
 
 static int rank, nranks, reps = 9;
 static double min_cmp_s;             /* -t */
+static double fixed_cmp_s;           /* -T: this size's compute length, or 0 */
 static double *sbuf, *rbuf;          /* allreduce: send and receive buffers */
 static unsigned char *bbuf;          /* bcast buffer */
 static double *blkv, *cmpv;          /* per repetition: t_blk, t_cmp */
@@ -329,6 +334,7 @@ static void run(enum op op, long n, const int *ks, int nk)
     /* The compute length: as long as the blocking operation. */
     for (int r = 0; r < reps; r++) blkv[r] = measure_blk(op, n, m);
     double tc = median(blkv) > min_cmp_s ? median(blkv) : min_cmp_s;
+    if (fixed_cmp_s > 0) tc = fixed_cmp_s;
     long niter = (long)(tc / iter_s + 0.5);
     if (niter < 1) niter = 1;
     if (rank == 0) printf("# %s %ld iters=%ld inner=%d\n", op_name[op], n, niter, m);
@@ -367,7 +373,7 @@ static void run(enum op op, long n, const int *ks, int nk)
 
 static void usage_abort(const char *msg)
 {
-    bench_usage_abort(rank, "overlap", "[-s SIZES|default] [-k TESTS] [-r REPS] [-c vec|mm4|mm40] [-o OPS] [-t US]", msg);
+    bench_usage_abort(rank, "overlap", "[-s SIZES|default] [-k TESTS] [-r REPS] [-c vec|mm4|mm40] [-o OPS] [-t US] [-T US,...]", msg);
 }
 
 int main(int argc, char **argv)
@@ -376,7 +382,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    const char *sizearg = "default", *karg = "0,1,10,100", *kernel = "vec", *oparg = "iallreduce,ibcast";
+    const char *sizearg = "default", *karg = "0,1,10,100", *kernel = "vec", *oparg = "iallreduce,ibcast", *fixarg = NULL;
     static const char *const kernels[] = { "vec", "mm4", "mm40" };
     int want_op[2] = { 0, 0 };
     for (int i = 1; i < argc; i++) {
@@ -389,6 +395,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "-c") == 0) kernel = val;
         else if (strcmp(a, "-o") == 0) oparg = val;
         else if (strcmp(a, "-t") == 0) min_cmp_s = atof(val) * 1e-6;
+        else if (strcmp(a, "-T") == 0) fixarg = val;
         else usage_abort("unknown option");
     }
     int kx = bench_index(kernels, 3, kernel);
@@ -404,6 +411,10 @@ int main(int argc, char **argv)
     if (nsizes <= 0) usage_abort("-s: bad size list (at most 64 sizes of 0 to 256 MiB)");
     int nk = bench_parse_list(karg, kl, MAXK, 1000000);
     if (nk <= 0) usage_abort("-k: bad list of test intervals (at most 16, each 0 to 1000000)");
+    long fixed[MAXSIZES];
+    int nfixed = 0;
+    if (fixarg && (nfixed = bench_parse_list(fixarg, fixed, MAXSIZES, 10000000)) <= 0)
+        usage_abort("-T: bad list of compute lengths (at most 64, each 0 to 10000000 microseconds)");
     int ks[MAXK];
     for (int j = 0; j < nk; j++) ks[j] = (int)kl[j];
 
@@ -439,10 +450,14 @@ int main(int argc, char **argv)
         printf("# ovl op bytes k t_blk_us t_cmp_us t_tot_us overlap_pct cpu_us lost_pct t_done_us t_nbc_us\n");
         fflush(stdout);
     }
-    for (int i = 0; i < nsizes && want_op[IALLREDUCE]; i++)
+    for (int i = 0; i < nsizes && want_op[IALLREDUCE]; i++) {
+        fixed_cmp_s = nfixed ? (double)fixed[i < nfixed ? i : nfixed - 1] * 1e-6 : 0;
         if (sizes[i] >= 8) run(IALLREDUCE, sizes[i], ks, nk);
-    for (int i = 0; i < nsizes && want_op[IBCAST]; i++)
+    }
+    for (int i = 0; i < nsizes && want_op[IBCAST]; i++) {
+        fixed_cmp_s = nfixed ? (double)fixed[i < nfixed ? i : nfixed - 1] * 1e-6 : 0;
         if (sizes[i] > 0) run(IBCAST, sizes[i], ks, nk);
+    }
     if (rank == 0) printf("# done\n");
     free(sbuf);
     free(rbuf);

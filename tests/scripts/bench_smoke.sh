@@ -158,4 +158,29 @@ for e in loop thread; do
 done
 [ -c /dev/kumi_kacc ] || echo "$out" | grep -q "Kumi kmod: not loaded here" || fail "kacc-bench.sh: no word on kmod"
 [ "$(cat "$work/kacclogs/kacc.kumi.status")" = ok ] || fail "kacc-bench.sh: status not ok"
+# kacc-bench.sh vm (the kaccvm configuration): its tables from a VM's console log
+# (KUMI_BENCH_KACCVM_CONSOLE; no VM here): one launch per engine of allreduce and ibcast
+{
+    echo "KMODVM: kernel 6.1.0-test, 2 CPUs"
+    for e in loop thread uring kmod; do
+        for op in iallreduce ibcast; do
+            echo "KMODVM-BENCH: kumi-$e mm4.iallreduce,ibcast-tree ovl $op 1048576 0 100 2000 2050 95.0 30 2.5 2050 400"
+        done
+        echo "KMODVM-BENCHSTAT: kumi-$e mm4.iallreduce,ibcast-tree rc=0 secs=9 runs_done=$([ $e = kmod ] && echo 12 || echo 0) nodes=0 user_nodes=0 ranks_kernel_runs=0 engine_fallbacks=0"
+    done
+    echo "KMODVM-STAT: runs_done 12"
+    echo "KMODVM: PASS insmod"
+} > "$work/console.log"
+out=$(KUMI_BENCH_KACCVM_CONSOLE="$work/console.log" KUMI_BENCH_KACC_SIZES=1048576 KUMI_BENCH_KACC_KERNELS=mm4 \
+      KUMI_BENCH_OUT="$work/kaccvmlogs" timeout 60 bash "$top_srcdir/tests/bench/kacc-bench.sh" vm 2>&1) ||
+    fail "kacc-bench.sh vm failed: $out"
+echo "$out"
+for t in "kaccvm: iallreduce, 4 x 4 products" "kaccvm: ibcast-tree, 4 x 4 products" "kaccvm: the module's counters"; do
+    echo "$out" | grep -q -- "-- $t" || fail "kacc-bench.sh vm: no table '$t'"
+done
+[ "$(echo "$out" | grep -Ec '^ +1048576  Kumi (loop|thread|uring|kmod) +0 +2000 +2050 +95 ')" = 8 ] ||
+    fail "kacc-bench.sh vm: expected 8 rows"
+echo "$out" | grep -Eq '^  Kumi kmod +1 +0 +12 ' || fail "kacc-bench.sh vm: no counters of the kmod launches"
+grep -q '^kaccvm|kmod engine, iallreduce 1 MiB, 4x4 products, k=0: overlap >= 50 % .*|1|1$' "$work/kaccvmlogs/targets" ||
+    fail "kacc-bench.sh vm: no kmod overlap target met: $(cat "$work/kaccvmlogs/targets")"
 echo "bench_smoke: ok"

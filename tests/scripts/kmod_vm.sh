@@ -17,6 +17,14 @@
 # packages (build-essential linux-headers-amd64 linux-image-amd64 qemu-system-x86
 # busybox-static cpio); skipped (77) with the reason where something is missing.
 # KUMI_KMOD_VM_NS (default "2 4") and KUMI_KMOD_VM_TESTS choose the runs.
+# The kaccvm benchmark (tests/bench/kacc-bench.sh) boots the same VM with
+#   KUMI_KMOD_VM_BENCH_FILE=FILE  overlap.c launches, one a line ("IMPL CASE VAR=VALUE ... -- ARGS"),
+#                                 run after the tests (tests/bench/overlap.c built with Kumi's mpicc)
+#   KUMI_KMOD_VM_BENCH_ONLY=1     no tests and no probe: the launches only (the verdict: the
+#                                 module loaded, the kernel clean, nothing left, rmmod)
+#   KUMI_KMOD_VM_CONSOLE=FILE     the console log's copy (default test-logs/kmod_vm.console.log)
+#   KUMI_KMOD_VM_TIMEOUT (default 400 s), KUMI_KMOD_VM_SMP (vCPUs, default 2),
+#   KUMI_KMOD_VM_APPEND (more kernel parameters)
 set -u
 if [ "${KUMI_TEST_LONG:-0}" != 1 ]; then echo "SKIP: a long test (./check.sh --long)"; exit 77; fi
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -34,6 +42,10 @@ INST=${KUMI_INSTALL_DIR:-$top_srcdir/_install}
 [ -x "$INST/bin/mpiexec" ] && [ -f "$INST/lib/libmpi.so" ] || { echo "no installed Kumi in $INST (make install)"; exit 1; }
 TESTBIN=${TESTBIN:-$top_builddir/tests/mpi}
 TESTS=${KUMI_KMOD_VM_TESTS:-nbc_basic nbc_persist cad_ring nbc_types}
+bench_only=${KUMI_KMOD_VM_BENCH_ONLY:-0}
+benchf=${KUMI_KMOD_VM_BENCH_FILE:-}
+[ "$bench_only" = 1 ] && TESTS=
+[ -z "$benchf" ] || [ -s "$benchf" ] || { echo "no benchmark launches in '$benchf'"; exit 1; }
 for t in $TESTS; do [ -x "$TESTBIN/$t" ] || { echo "no test program $TESTBIN/$t (make check-programs)"; exit 1; }; done
 
 work=$(mktemp -d /tmp/kumi-kmodvm.XXXXXX)
@@ -61,16 +73,15 @@ mkdir -p "$root$INST" "$root$TESTBIN"
 cp -a "$INST/." "$root$INST/"
 rm -rf "$root$INST/include"
 for t in $TESTS; do cp "$TESTBIN/$t" "$root$TESTBIN/"; done
-cp "$work/kacc_probe" "$root/bin/kacc_probe"
-# KUMI_KMOD_VM_BENCH=1: also tests/bench/overlap.c on each engine (numbers only, no verdict)
-if [ "${KUMI_KMOD_VM_BENCH:-0}" = 1 ]; then
-    KUMI_KMOD_VM_BENCH_ARGS=${KUMI_KMOD_VM_BENCH_ARGS:--s 8,65536,1048576 -k 0,1 -r 5}
+[ "$bench_only" = 1 ] || cp "$work/kacc_probe" "$root/bin/kacc_probe"
+if [ -n "$benchf" ]; then
     "$INST/bin/mpicc" -O2 -o "$root$TESTBIN/overlap" "$top_srcdir/tests/bench/overlap.c" || { echo "FAIL: overlap.c"; exit 1; }
+    cp "$benchf" "$root/kmodvm.bench"
 fi
 echo "root:x:0:0:root:/tmp:/bin/sh" > "$root/etc/passwd"
 echo "127.0.0.1 localhost kmodvm" > "$root/etc/hosts"
 echo kmodvm > "$root/etc/hostname"
-libs=$( { find "$root$INST" "$root$TESTBIN" "$root/bin/kacc_probe" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
+libs=$( { find "$root$INST" "$root$TESTBIN" "$root/bin" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
           xargs -0 ldd 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' ; } | sort -u)
 for l in $libs; do
     case "$l" in "$root"*) continue ;; esac
@@ -81,13 +92,13 @@ done
 cat > "$root/kmodvm.env" <<EOF
 INST=$INST
 TESTBIN=$TESTBIN
-PROBE=/bin/kacc_probe
-NS="${KUMI_KMOD_VM_NS:-2 4}"
+PROBE=$([ "$bench_only" = 1 ] || echo /bin/kacc_probe)
+NS="$([ "$bench_only" = 1 ] || echo "${KUMI_KMOD_VM_NS:-2 4}")"
 TESTS="$TESTS"
 USER_TESTS="nbc_types"
 VERBOSE=${KUMI_KMOD_VM_VERBOSE:-1}
 JOB_TIMEOUT=${KUMI_KMOD_VM_JOB_TIMEOUT:-90}
-BENCH="${KUMI_KMOD_VM_BENCH_ARGS:-}"
+BENCH_TIMEOUT=${KUMI_KMOD_VM_BENCH_TIMEOUT:-300}
 EOF
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$work/initramfs.cpio.gz"
 t1=$(date +%s)
@@ -95,13 +106,13 @@ echo "module built, initramfs $(du -h "$work/initramfs.cpio.gz" | cut -f1) ($((t
 # 4. boot; the VM powers itself off
 timeout "${KUMI_KMOD_VM_TIMEOUT:-400}" qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp "${KUMI_KMOD_VM_SMP:-2}" \
     -kernel "/boot/vmlinuz-$KVER" -initrd "$work/initramfs.cpio.gz" \
-    -append "console=ttyS0 panic=-1 loglevel=3 quiet" -nographic -no-reboot -nodefaults -serial stdio \
+    -append "console=ttyS0 panic=-1 loglevel=3 quiet ${KUMI_KMOD_VM_APPEND:-}" -nographic -no-reboot -nodefaults -serial stdio \
     < /dev/null > "$work/console.log" 2>&1
 qrc=$?
 t2=$(date +%s)
 mkdir -p "$top_builddir/tests/test-logs"
-tr -d '\r' < "$work/console.log" > "$top_builddir/tests/test-logs/kmod_vm.console.log"    # kept for a look
-grep -a -E '^KMODVM' "$work/console.log" | tr -d '\r'
+tr -d '\r' < "$work/console.log" > "${KUMI_KMOD_VM_CONSOLE:-$top_builddir/tests/test-logs/kmod_vm.console.log}"    # kept for a look
+grep -a -E '^KMODVM' "$work/console.log" | grep -a -v -E '^KMODVM-BENCH' | tr -d '\r'
 echo "VM: $((t2 - t1)) s (QEMU exit $qrc)"
 npass=$(grep -a -c '^KMODVM: PASS' "$work/console.log")
 nfail=$(grep -a -c '^KMODVM: FAIL' "$work/console.log")
@@ -110,6 +121,8 @@ if ! grep -a -q '^KMODVM: DONE' "$work/console.log"; then
     echo "FAIL: the VM did not finish (timeout or crash)"; exit 1
 fi
 nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 ))
+# bench only: insmod, kernel-clean, nothing-left, rmmod
+[ "$bench_only" = 1 ] && nruns=-5
 if [ "$nfail" -gt 0 ] || [ "$npass" -lt $((nruns + 9)) ]; then
     echo "FAIL: $nfail failed, $npass passed in the VM"; exit 1
 fi
