@@ -158,6 +158,8 @@ static inline void publish(_Atomic uint32_t *w, _Atomic uint32_t *sleepers, uint
 struct sm_wait {
     _Atomic uint32_t *w, *sleepers;
     uint32_t target;
+    long nap_ns;                           /* this nap's length (0: none yet) */
+    struct timespec end;                   /* when the last nap ended */
 };
 
 static int wait_done(void *a)
@@ -171,10 +173,25 @@ static int wait_done(void *a)
  * sleepers' counts), which must be alike in every rank's image. */
 static _Atomic int sm_gate, sm_napping;
 
+/* The naps of one wait: the transports are polled only between them, so a
+ * point-to-point message for this rank (a rendezvous in pieces, each of
+ * which needs this rank) would wait up to a nap for each step.  So a nap
+ * that follows activity (the progress engine spun and yielded again since
+ * the last one: more than NAP_GAP_NS between them) lasts NAP_MIN_NS, and
+ * each nap straight after another twice the last, up to coll_sm_nap_ms. */
+#define NAP_MIN_NS 100000L
+#define NAP_GAP_NS 30000L
+
 static void wait_nap(void *a)
 {
     struct sm_wait *x = a;
-    struct timespec ts = { sm_nap_ms / 1000, (long)(sm_nap_ms % 1000) * 1000000L };
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long gap = (long)(now.tv_sec - x->end.tv_sec) * 1000000000L + (now.tv_nsec - x->end.tv_nsec);
+    long cap = (long)(sm_nap_ms > 0 ? sm_nap_ms : 1) * 1000000L;
+    x->nap_ns = !x->nap_ns || gap > NAP_GAP_NS ? NAP_MIN_NS : x->nap_ns * 2;
+    if (x->nap_ns > cap) x->nap_ns = cap;
+    struct timespec ts = { x->nap_ns / 1000000000L, x->nap_ns % 1000000000L };
     atomic_fetch_add_explicit(&sm_napping, 1, memory_order_seq_cst);
     if (!atomic_load_explicit(&sm_gate, memory_order_seq_cst)) {
         atomic_fetch_add_explicit(x->sleepers, 1, memory_order_seq_cst);
@@ -183,6 +200,7 @@ static void wait_nap(void *a)
         atomic_fetch_sub_explicit(x->sleepers, 1, memory_order_seq_cst);
     }
     atomic_fetch_sub_explicit(&sm_napping, 1, memory_order_seq_cst);
+    clock_gettime(CLOCK_MONOTONIC, &x->end);
 }
 
 /* Until word w reaches target. */
@@ -195,7 +213,7 @@ static void wait_word(const struct sm_comm *e, _Atomic uint32_t *w, _Atomic uint
 #endif
         if (ge(atomic_load_explicit(w, memory_order_acquire), target)) return;
     }
-    struct sm_wait x = { w, sleepers, target };
+    struct sm_wait x = { w, sleepers, target, 0, { 0, 0 } };
     kumi_coll_wait_until(wait_done, &x, wait_nap);
 }
 
