@@ -58,8 +58,10 @@
  * the rank is not bound and the communicator has more ranks than it has
  * CPUs), then the
  * progress engine's blocking wait (polls of the transports, yielding),
- * whose sleep here is a futex on the word with a timeout of coll_sm_nap_ms:
- * a writer wakes the word's sleepers when its count says there are some. */
+ * whose sleep here is a futex on the word with a timeout (0.1 ms after
+ * activity, doubling up to coll_sm_nap_ms: the transports are polled
+ * between naps): a writer wakes the word's sleepers when its count says
+ * there are some. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <kumi/kumi.h>
