@@ -10,7 +10,7 @@
 #     the uninterrupted run's;
 #  2. --checkpoint-and-stop at a random time, then mpiexec --restart (the
 #     segments made again under the new job's names): the same result; with
-#     p2p over shmem and over tcp;
+#     p2p over shmem and over tcp, and with the thread schedule engine;
 # after every job nothing of it left in /dev/shm.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -105,6 +105,7 @@ stop_restart() { # NAME [env...]
 }
 stop_restart shmem
 stop_restart tcp MPI_COMPONENTS=p2p=self,tcp
+stop_restart thread KUMI_BASE_SCHED_ENGINE=thread
 
 [ $failures -eq 0 ] && { echo "all passed"; exit 0; }
 echo "$failures failure(s)"; exit 1
