@@ -18,16 +18,26 @@ static char hostname[MPI_MAX_PROCESSOR_NAME];
 int kumi_world_rank(void) { return kumi_core_world_rank; }
 int kumi_world_size(void) { return kumi_core_world_size; }
 
+/* The name and the host id are found again in another process: a process
+ * restarted from its checkpoint image (mpiexec --restart, maybe on another
+ * host) has the old one's memory but a new process id. */
+static int host_given;
+static pid_t host_pid;
+
 void kumi_set_hostname(const char *name)
 {
-    if (name && *name) snprintf(hostname, sizeof hostname, "%s", name);
+    if (name && *name) {
+        snprintf(hostname, sizeof hostname, "%s", name);
+        host_given = 1;
+    }
 }
 
 const char *kumi_hostname(void)
 {
-    if (!hostname[0]) {
+    if (!hostname[0] || (!host_given && host_pid != getpid())) {
         if (gethostname(hostname, sizeof hostname - 1) != 0) strcpy(hostname, "localhost");
         hostname[sizeof hostname - 1] = 0;
+        host_pid = getpid();
     }
     return hostname;
 }
@@ -39,7 +49,9 @@ const char *kumi_hostname(void)
 const char *kumi_host_id(void)
 {
     static char id[MPI_MAX_PROCESSOR_NAME + 96];
-    if (!id[0]) {
+    static pid_t idpid;
+    if (!id[0] || idpid != getpid()) {
+        idpid = getpid();
         char boot[64] = "";
         struct stat st;
         unsigned long long ns = 0;
