@@ -17,6 +17,9 @@
 #  4. a host lost during a checkpoint (its proxy killed): the job ends with a
 #     message naming the host and the failed checkpoint; the previous
 #     checkpoint stays usable (restarted: the same result).
+#  5. coll/sm's segments: 4 ranks on one host stopped, restarted on two hosts
+#     (tests/mpi/ckpt_coll): the segments given up, or the restart refused
+#     with a clear reason when a collective was in progress at the cut.
 # After every job: nothing left in /dev/shm (nor processes) on any host.
 # A long test (about 3.5 minutes on a loaded 2-core machine): runs under
 # `./check.sh --long` (KUMI_TEST_LONG=1) or when KUMI_TEST_CKPT_HOSTS=1.
@@ -33,7 +36,7 @@ if [ ! -x "$KCKPT" ] || [ ! -x "$KUMI_CKPT_RESTART_PROGRAM" ]; then
     [ "$(uname -m)-$(uname -s)" = x86_64-Linux ] || { echo "SKIP: ckpt/image is for x86_64 Linux"; exit 77; }
     echo "FAIL: kumi_ckpt / kumi_restart not built (components/ckpt/image)"; exit 1
 fi
-[ -x "$TESTBIN/ckpt_job" ] || { echo "FAIL: ckpt_job not built"; exit 1; }
+[ -x "$TESTBIN/ckpt_job" ] && [ -x "$TESTBIN/ckpt_coll" ] || { echo "FAIL: ckpt_job or ckpt_coll not built"; exit 1; }
 . "$top_srcdir/tests/scripts/netlab.sh"
 netlab_up 6 || { echo "FAIL: the lab does not come up"; exit 1; }
 D=$NETLAB_DIR
@@ -181,5 +184,34 @@ netlab_exec 2 sh -c 'rm -f /dev/shm/kumi.* /dev/shm/sem.kumi.*'
 clean_hosts "a host lost"
 restart "of the checkpoint before the loss" "$REF4" "$C2"
 clean_hosts "the last restart"
+
+# 5. coll/sm's segments (tests/mpi/ckpt_coll: small collectives on
+# MPI_COMM_WORLD and on halves), 4 ranks on h5 stopped, restarted on h5:2,h6:2:
+# each communicator now on two hosts gives its segment up (tuned runs its
+# collectives: the job ends with a result, which may differ in the last bits
+# from a run on one host), or, when a collective on one was in progress at
+# the cut, the restart is refused with that reason; never a hang or a crash
+CS=$D/csm
+mkdir -p "$CS"
+L=$D/csm_stop
+mx_bg "$L" --checkpoint-and-stop --ckpt-dir "$CS" -host h5:4 ./ckpt_coll 3000
+wait_for "$L.err" "^iteration $((100 + RANDOM % 8 * 100))" 120 && sleep "0.0$((RANDOM % 9))" && kill -QUIT $MP
+wait $MP
+rc=$?
+merge "$L"
+n=$(grep -c "coll/sm: 2 segments kept through the checkpoint" "$L")
+[ $rc = 0 ] && [ "$n" = 4 ] && ok "coll/sm: 4 ranks on h5 stopped with their segments in use" \
+    || { show "$L"; fail "coll/sm: stop on h5: exit $rc, $n of 4 ranks with 2 segments kept"; }
+L=$D/csm_rs
+mx --restart "$CS" -host h5:2,h6:2 > "$L" 2>&1 < /dev/null
+rc=$?
+if [ $rc = 0 ] && [ -n "$(result "$L")" ] && [ "$(grep -c 'coll/sm: restart: 0 segments shared again, [12] given up' "$L")" = 4 ]; then
+    ok "coll/sm: restarted on h5:2,h6:2: every communicator gave its segment up, result $(result "$L")"
+elif [ $rc != 0 ] && grep -q "had a collective in progress at the checkpoint, and its ranks are no longer on one host" "$L"; then
+    ok "coll/sm: restart on h5:2,h6:2 refused: a collective was in progress at the cut ($(grep -o 'restart of rank [0-9]*' "$L" | head -1))"
+else
+    show "$L"; fail "coll/sm: restart on h5:2,h6:2: exit $rc, neither given up nor refused clearly"
+fi
+clean_hosts "coll/sm's restart on another placement"
 [ $failures = 0 ] || { echo "$failures failure(s)"; exit 1; }
 exit 0
