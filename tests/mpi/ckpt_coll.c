@@ -9,7 +9,10 @@
  * At the end rank 0 prints "result HEX": a hash of every rank's data, bit
  * for bit the same in every run with the same components.
  *
- *   ckpt_coll ITERS
+ *   ckpt_coll ITERS [pause K]
+ *     pause K  after iteration K's collectives an MPI_Barrier, then rank 0
+ *              prints "pausing" and every rank sleeps 3 s outside MPI (no
+ *              collective in progress: a checkpoint then finds them all done)
  * Rank 0 prints "iteration I" on stderr every 10 iterations. */
 #include <mpi.h>
 #include <math.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N 64
 
@@ -45,6 +49,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int iters = argc > 1 ? atoi(argv[1]) : 100;
+    int pause_at = argc > 3 && strcmp(argv[2], "pause") == 0 ? atoi(argv[3]) : -1;
     MPI_Comm half;
     CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half));
     int hr, hs;
@@ -75,6 +80,11 @@ int main(int argc, char **argv)
         CHECK(MPI_Bcast(&hsum, 1, MPI_DOUBLE, 0, half));
         CHECK(MPI_Barrier(half));
         a[(it * 7) % N] += hmax * 1e-6 + hsum * 1e-7;
+        if (it == pause_at) {
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            if (rank == 0) fprintf(stderr, "pausing\n");
+            sleep(3);
+        }
     }
     uint64_t h = mix(0xcbf29ce484222325ull, a, N), *hh = malloc((size_t)size * sizeof *hh);
     CHECK(MPI_Gather(&h, 1, MPI_UINT64_T, hh, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));

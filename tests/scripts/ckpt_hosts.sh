@@ -213,5 +213,24 @@ else
     show "$L"; fail "coll/sm: restart on h5:2,h6:2: exit $rc, neither given up nor refused clearly"
 fi
 clean_hosts "coll/sm's restart on another placement"
+# the same, stopped while every rank sleeps outside MPI after a barrier (no
+# collective in progress): the restart on two hosts gives every segment up
+# and the job ends with a result
+L=$D/csm_stop2
+rm -rf "$CS"; mkdir -p "$CS"
+mx_bg "$L" --checkpoint-and-stop --ckpt-dir "$CS" -host h5:4 ./ckpt_coll 400 pause 200
+wait_for "$L.err" "^pausing" 120 && sleep 0.5 && kill -QUIT $MP
+wait $MP
+rc=$?
+merge "$L"
+[ $rc = 0 ] && grep -q "checkpoint 1 written" "$L" && ! grep -q "^result" "$L" \
+    && ok "coll/sm: 4 ranks on h5 stopped while outside MPI" || { show "$L"; fail "coll/sm: stop while paused: exit $rc"; }
+L=$D/csm_rs2
+mx --restart "$CS" -host h5:2,h6:2 > "$L" 2>&1 < /dev/null
+rc=$?
+[ $rc = 0 ] && [ -n "$(result "$L")" ] && [ "$(grep -c 'coll/sm: restart: 0 segments shared again, 2 given up' "$L")" = 4 ] \
+    && ok "coll/sm: restarted on h5:2,h6:2 with no collective in progress: every rank gave its 2 segments up, exit 0, result $(result "$L")" \
+    || { show "$L"; fail "coll/sm: restart on h5:2,h6:2 after a pause: exit $rc, result '$(result "$L")'"; }
+clean_hosts "coll/sm's restart on another placement, no collective in progress"
 [ $failures = 0 ] || { echo "$failures failure(s)"; exit 1; }
 exit 0
