@@ -46,6 +46,10 @@
  * the transports wire up again (init, the launcher's fence, wireup) and the
  * lock is released: the job goes on.
  *
+ * Components' shared memory (coll/sm's segments; kumi/ckpt.h: struct
+ * kumi_ckpt_hook): quiesced before the cut, made again after a restart in
+ * the steps of RMA's host segments below, resumed at the end.
+ *
  * RMA windows: a rank waits (up to kumi_ckpt_lock_timeout, releasing the
  * lock in between) until no epoch but fence epochs is open on its windows;
  * a restarted process shares their host segments again (rma/rma_ckpt.c).
@@ -140,6 +144,38 @@ void kumi_ckpt_register_params(void)
 KUMI_EXPORT int kumi_ckpt_enabled(void)
 {
     return ck_enable != 0;
+}
+
+/* Components' shared memory (kumi/ckpt.h: struct kumi_ckpt_hook; coll/sm) */
+#define CK_HOOKS 8
+static const struct kumi_ckpt_hook *ck_hooks[CK_HOOKS];
+
+KUMI_EXPORT int kumi_ckpt_hook_add(const struct kumi_ckpt_hook *h)
+{
+    for (int i = 0; i < CK_HOOKS; i++)
+        if (__atomic_load_n(&ck_hooks[i], __ATOMIC_ACQUIRE) == h) return 0;
+    for (int i = 0; i < CK_HOOKS; i++) {
+        const struct kumi_ckpt_hook *none = NULL;
+        if (__atomic_compare_exchange_n(&ck_hooks[i], &none, h, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return 0;
+    }
+    return -1;
+}
+
+KUMI_EXPORT void kumi_ckpt_hook_remove(const struct kumi_ckpt_hook *h)
+{
+    for (int i = 0; i < CK_HOOKS; i++) {
+        const struct kumi_ckpt_hook *x = h;
+        __atomic_compare_exchange_n(&ck_hooks[i], &x, NULL, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    }
+}
+
+#define EACH_HOOK(h) \
+    for (int i_ = 0; i_ < CK_HOOKS; i_++) \
+        for (const struct kumi_ckpt_hook *h = __atomic_load_n(&ck_hooks[i_], __ATOMIC_ACQUIRE); h; h = NULL)
+
+static void hooks_resume(void)
+{
+    EACH_HOOK(h) if (h->resume) h->resume();
 }
 
 /* At the end of MPI_Init (no call inside: MPI_Init runs without the lock):
@@ -378,7 +414,9 @@ KUMI_EXPORT int kumi_ckpt_run(int go, unsigned flags, const char *dir, char *out
     const char *bname = "?";
     const struct kumi_ckpt_ops *be = backend(&bname);
     double t0 = kumi_time();
+    EACH_HOOK(h) if (h->quiesce) h->quiesce();
     if (cut(out, outlen) != 0) {
+        hooks_resume();
         release();
         return 0;
     }
@@ -464,10 +502,13 @@ static int rma_restarted(void)
     snprintf(v, sizeof v, "%ld", (long)getpid());
     bad = kumi_rma_ckpt_placement(why, sizeof why);
     if (!bad) bad = kumi_rma_ckpt_lead(why, sizeof why);
+    EACH_HOOK(h) if (!bad && h->lead) bad = h->lead(why, sizeof why);
     if ((rc = kumi_rpim_put("ckpt.pid", v)) || (rc = kumi_rpim_fence())) return rc;
     if (!bad) bad = kumi_rma_ckpt_join(pid_of, why, sizeof why);
+    EACH_HOOK(h) if (!bad && h->join) bad = h->join(why, sizeof why);
     if ((rc = kumi_rpim_fence())) return rc;
     kumi_rma_ckpt_unlink();
+    EACH_HOOK(h) if (h->unlink) h->unlink();
     if (bad) return kumi_error(MPI_ERR_OTHER, "restart of rank %d: %s", kumi_world_rank(), why);
     return MPI_SUCCESS;
 }
@@ -491,6 +532,7 @@ KUMI_EXPORT int kumi_ckpt_resume(char *out, size_t outlen)
             kumi_abort_job(1, m);
         }
     }
+    hooks_resume();
     release();
     return 1;
 }

@@ -21,6 +21,9 @@
 #     the other host too) stopped on 2 hosts, restarted on two others and on
 #     one (the same result); a restart that separates ranks which shared a
 #     host refused by mpiexec with a clear message (windows, and ckpt_job).
+#  6. coll/sm's segments (tests/mpi/ckpt_coll): 4 ranks on one host stopped
+#     with their segments in use, restarted on another host (segments shared
+#     again, the same result); on two hosts refused by mpiexec as in 5.
 # After every job: nothing left in /dev/shm (nor processes) on any host.
 # A long test (about 3.5 minutes on a loaded 2-core machine): runs under
 # `./check.sh --long` (KUMI_TEST_LONG=1) or when KUMI_TEST_CKPT_HOSTS=1.
@@ -37,7 +40,7 @@ if [ ! -x "$KCKPT" ] || [ ! -x "$KUMI_CKPT_RESTART_PROGRAM" ]; then
     [ "$(uname -m)-$(uname -s)" = x86_64-Linux ] || { echo "SKIP: ckpt/image is for x86_64 Linux"; exit 77; }
     echo "FAIL: kumi_ckpt / kumi_restart not built (components/ckpt/image)"; exit 1
 fi
-[ -x "$TESTBIN/ckpt_job" ] || { echo "FAIL: ckpt_job not built"; exit 1; }
+[ -x "$TESTBIN/ckpt_job" ] && [ -x "$TESTBIN/ckpt_coll" ] || { echo "FAIL: ckpt_job or ckpt_coll not built"; exit 1; }
 . "$top_srcdir/tests/scripts/netlab.sh"
 netlab_up 6 || { echo "FAIL: the lab does not come up"; exit 1; }
 D=$NETLAB_DIR
@@ -228,5 +231,38 @@ split() { # NAME DIR -host...
 split windows "$CW" h3:1,h4:3
 split "p2p (single-copy messages kept)" "$C2" h3:1,h4:1,h5:2
 clean_hosts "refused restarts"
+
+# 6. coll/sm's segments (tests/mpi/ckpt_coll: small collectives on
+#    MPI_COMM_WORLD and on halves), 4 ranks on h5 stopped while they use
+#    them; restarted on h6:4 (the same grouping on another host): every
+#    segment shared again at its old address, the result bit for bit the
+#    uninterrupted run's.  A restart on h5:2,h6:2 would separate ranks that
+#    shared h5: refused by mpiexec (see 5), nothing left behind.
+[ -x "$TESTBIN/ckpt_coll" ] || { fail "ckpt_coll not built"; exit 1; }
+mx -host h5:4 ./ckpt_coll 3000 > "$D/refc" 2>&1 < /dev/null || { show "$D/refc"; fail "reference run (coll/sm)"; }
+REFC=$(result "$D/refc")
+CS=$D/csm
+mkdir -p "$CS"
+L=$D/csm_stop
+mx_bg "$L" --checkpoint-and-stop --ckpt-dir "$CS" -host h5:4 ./ckpt_coll 3000
+wait_for "$L.err" "^iteration $((100 + RANDOM % 8 * 100))" 120 && sleep "0.0$((RANDOM % 9))" && kill -QUIT $MP
+wait $MP
+rc=$?
+merge "$L"
+n=$(grep -c "coll/sm: 2 segments kept through the checkpoint" "$L")
+[ $rc = 0 ] && [ "$n" = 4 ] && ok "coll/sm: 4 ranks on h5 stopped with their segments in use" \
+    || { show "$L"; fail "coll/sm: stop on h5: exit $rc, $n of 4 ranks with 2 segments kept"; }
+clean_hosts "coll/sm, stopped"
+restart "of coll/sm's segments on h6:4" "$REFC" "$CS" -host h6:4
+n=$(grep -c 'coll/sm: restart: 2 segments shared again' "$RSLOG")
+[ "$n" = 4 ] && ok "coll/sm: restarted on h6:4: every rank shared its 2 segments again" \
+    || { show "$RSLOG"; fail "coll/sm: restart on h6:4: $n of 4 ranks shared 2 segments again"; }
+L=$D/csm_rs
+mx --restart "$CS" -host h5:2,h6:2 > "$L" 2>&1 < /dev/null
+rc=$?
+[ $rc != 0 ] && grep -q "shared host h5 at the checkpoint, but would run on h5 and h6" "$L" && ! grep -q "proxy ready" "$L" \
+    && ok "coll/sm: a restart on h5:2,h6:2 refused: exit $rc, $(grep -o 'ranks [0-9]* and [0-9]* shared host h5.*h6' "$L" | head -1)" \
+    || { show "$L"; fail "coll/sm: restart on h5:2,h6:2: exit $rc, no clear refusal"; }
+clean_hosts "coll/sm's restarts"
 [ $failures = 0 ] || { echo "$failures failure(s)"; exit 1; }
 exit 0

@@ -51,12 +51,17 @@
  * of another job are passed on to the next component (coll/tuned).  The
  * non-blocking and persistent forms stay the others'.
  *
+ * Checkpoints (mpiexec --ckpt): the segments are kept through a checkpoint
+ * and shared again after a restart (section "checkpoints" below).
+ *
  * Waiting: first a short spin on the word (coll_sm_spin polls; none when
  * the rank is not bound and the communicator has more ranks than it has
  * CPUs), then the
  * progress engine's blocking wait (polls of the transports, yielding),
- * whose sleep here is a futex on the word with a timeout of coll_sm_nap_ms:
- * a writer wakes the word's sleepers when its count says there are some. */
+ * whose sleep here is a futex on the word with a timeout (0.1 ms after
+ * activity, doubling up to coll_sm_nap_ms: the transports are polled
+ * between naps): a writer wakes the word's sleepers when its count says
+ * there are some. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <kumi/kumi.h>
@@ -112,13 +117,14 @@ struct sm_comm {
     int spin;
     int k;                                 /* slots per rank */
     int lead;                              /* barrier: wait for rank 0's release, not for every rank */
-    uint32_t n;                            /* collectives run on the segment */
+    uint32_t n;                            /* collectives begun on the segment (done: finished) */
     uint32_t safe;                         /* every rank is done with collective `safe` */
     size_t max, slotlen, seglen;
     struct sm_ctl *ctl;                    /* [p] */
     char *slots;                           /* [p][2] slots of slotlen bytes */
     char *result;                          /* [2] result areas (allreduce above flat_max) */
     void *seg;
+    char name[96];                         /* of the segment (unlinked): a restart derives the next */
 };
 
 static struct sm_comm *sm_table, *sm_last;
@@ -154,6 +160,8 @@ static inline void publish(_Atomic uint32_t *w, _Atomic uint32_t *sleepers, uint
 struct sm_wait {
     _Atomic uint32_t *w, *sleepers;
     uint32_t target;
+    long nap_ns;                           /* this nap's length (0: none yet) */
+    struct timespec end;                   /* when the last nap ended */
 };
 
 static int wait_done(void *a)
@@ -162,14 +170,39 @@ static int wait_done(void *a)
     return ge(atomic_load_explicit(x->w, memory_order_acquire), x->target);
 }
 
+/* A checkpoint (sm_ck_quiesce) closes the gate and waits until no thread
+ * naps: the naps run without the library lock and write the segments (the
+ * sleepers' counts), which must be alike in every rank's image. */
+static _Atomic int sm_gate, sm_napping;
+
+/* The naps of one wait: the transports are polled only between them, so a
+ * point-to-point message for this rank (a rendezvous in pieces, each of
+ * which needs this rank) would wait up to a nap for each step.  So a nap
+ * that follows activity (the progress engine spun and yielded again since
+ * the last one: more than NAP_GAP_NS between them) lasts NAP_MIN_NS, and
+ * each nap straight after another twice the last, up to coll_sm_nap_ms. */
+#define NAP_MIN_NS 100000L
+#define NAP_GAP_NS 30000L
+
 static void wait_nap(void *a)
 {
     struct sm_wait *x = a;
-    struct timespec ts = { sm_nap_ms / 1000, (long)(sm_nap_ms % 1000) * 1000000L };
-    atomic_fetch_add_explicit(x->sleepers, 1, memory_order_seq_cst);
-    uint32_t v = atomic_load_explicit(x->w, memory_order_seq_cst);
-    if (!ge(v, x->target)) futex(x->w, FUTEX_WAIT, v, &ts);
-    atomic_fetch_sub_explicit(x->sleepers, 1, memory_order_seq_cst);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long gap = (long)(now.tv_sec - x->end.tv_sec) * 1000000000L + (now.tv_nsec - x->end.tv_nsec);
+    long cap = (long)(sm_nap_ms > 0 ? sm_nap_ms : 1) * 1000000L;
+    x->nap_ns = !x->nap_ns || gap > NAP_GAP_NS ? NAP_MIN_NS : x->nap_ns * 2;
+    if (x->nap_ns > cap) x->nap_ns = cap;
+    struct timespec ts = { x->nap_ns / 1000000000L, x->nap_ns % 1000000000L };
+    atomic_fetch_add_explicit(&sm_napping, 1, memory_order_seq_cst);
+    if (!atomic_load_explicit(&sm_gate, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(x->sleepers, 1, memory_order_seq_cst);
+        uint32_t v = atomic_load_explicit(x->w, memory_order_seq_cst);
+        if (!ge(v, x->target)) futex(x->w, FUTEX_WAIT, v, &ts);
+        atomic_fetch_sub_explicit(x->sleepers, 1, memory_order_seq_cst);
+    }
+    atomic_fetch_sub_explicit(&sm_napping, 1, memory_order_seq_cst);
+    clock_gettime(CLOCK_MONOTONIC, &x->end);
 }
 
 /* Until word w reaches target. */
@@ -182,7 +215,7 @@ static void wait_word(const struct sm_comm *e, _Atomic uint32_t *w, _Atomic uint
 #endif
         if (ge(atomic_load_explicit(w, memory_order_acquire), target)) return;
     }
-    struct sm_wait x = { w, sleepers, target };
+    struct sm_wait x = { w, sleepers, target, 0, { 0, 0 } };
     kumi_coll_wait_until(wait_done, &x, wait_nap);
 }
 
@@ -323,6 +356,7 @@ static int sm_setup(struct sm_comm *e)
         return rc;
     }
     e->seg = seg;
+    memcpy(e->name, h.name, sizeof e->name);
     e->ctl = seg;
     e->slots = (char *)seg + ctlbytes;
     e->result = e->slots + e->slotlen * (size_t)e->k * (size_t)e->p;
@@ -674,15 +708,200 @@ static int all_here(MPI_Comm comm, int p)
     return ok;
 }
 
+/* ------------------------------------------------------------ checkpoints
+ * (mpiexec --ckpt; the coordinator is framework/mpi/ckpt.c, the hooks
+ * kumi/ckpt.h's struct kumi_ckpt_hook.)  A collective may be in progress
+ * at the cut: a rank waiting in one lets the checkpoint in at its wait's
+ * yield or sleep (the coordinator does not run collectives to an agreed
+ * point), so what its peers posted lives in the segment only.  So the
+ * segment is kept, as RMA's host segments are (rma/rma_ckpt.c): it has no
+ * name in /dev/shm (unlinked at its setup) and each rank's image holds its
+ * contents, alike in every image, because no rank writes it from the
+ * start of the cut (quiesce: the naps, which run without the library lock,
+ * are held off) until the checkpoint ends.  Checkpoint-and-continue keeps
+ * the mapping as it is.  A restarted process has it back as a private copy
+ * at the same address; after the transports' wire-up:
+ *   lead    rank 0 of each communicator makes a new segment (its name from
+ *           the new job's id and secret and the old name), writes its copy
+ *           into it and maps it over the copy, at the same address;
+ *   join    the others map it over their copies (so every pointer, those
+ *           of a rank waiting in a collective too, stays valid);
+ *   unlink  rank 0 unlinks the name.
+ * A communicator whose ranks are no longer on one host (another placement)
+ * gives its segment up: its calls go to the next component (coll/tuned)
+ * from then on, which is sound when no collective on it was in progress at
+ * the cut (every rank finished the same last one, and none had begun the
+ * next); otherwise the rank that sees it refuses the restart (the job is
+ * aborted with the reason: restart it with the communicator's ranks on
+ * one host). */
+static _Atomic int sm_hooked;
+
+static void sm_ck_quiesce(void)
+{
+    atomic_store_explicit(&sm_gate, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&sm_napping, memory_order_seq_cst) > 0) usleep(100);   /* <= nap_ms */
+    int segs = 0, busy = 0;
+    pthread_mutex_lock(&sm_lock);
+    for (struct sm_comm *e = sm_table; e; e = e->next)
+        if (e->state == 1) {
+            segs++;
+            busy += atomic_load_explicit(&e->ctl[e->me].done, memory_order_acquire) != e->n;
+        }
+    pthread_mutex_unlock(&sm_lock);
+    if (segs)
+        kumi_log(1, "coll/sm: %d segment%s kept through the checkpoint (%d with a collective of this rank "
+                 "in progress)", segs, segs == 1 ? "" : "s", busy);
+}
+
+static void sm_ck_resume(void)
+{
+    atomic_store_explicit(&sm_gate, 0, memory_order_seq_cst);
+}
+
+/* The name of e's segment in the restarted job. */
+static void ck_name(const struct sm_comm *e, char *name, size_t len)
+{
+    const char *jobid = getenv("KUMI_JOBID");
+    char label[200], tok[33];
+    if (!jobid || !*jobid) jobid = "0";
+    snprintf(label, sizeof label, "kumi coll/sm restart %s", e->name);
+    if (kumi_jobkey_derive_hex(label, tok, 32) != 0) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (const char *c = e->name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        snprintf(tok, sizeof tok, "x%016llx", (unsigned long long)h);
+    }
+    snprintf(name, len, "/kumi.%s.csm.%s", jobid, tok);
+}
+
+/* No collective of e in progress (every rank finished the same last one
+ * and none had begun the next: as the segment and this rank tell)? */
+static int ck_quiet(const struct sm_comm *e)
+{
+    uint32_t d = atomic_load(&e->ctl[0].done);
+    if (e->n != d) return 0;
+    for (int r = 0; r < e->p; r++)
+        if (atomic_load(&e->ctl[r].done) != d ||
+            atomic_load(&((struct sm_slot *)slot(e, r, d + 1))->stamp) == d + 1)
+            return 0;
+    return 1;
+}
+
+static void ck_drop(struct sm_comm *e)
+{
+    if (e->seg) munmap(e->seg, e->seglen);
+    e->seg = NULL;
+    e->state = -1;
+}
+
+/* Map the segment name at e->seg (rank 0: made from its copy). */
+static const char *ck_map(struct sm_comm *e, const char *name, int *err)
+{
+    const char *what = NULL;
+    int fd;
+    struct stat st;
+    *err = 0;
+    if (e->me == 0) {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 && errno == EEXIST) {   /* a leftover of this job's own failed restart */
+            shm_unlink(name);
+            fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        }
+        size_t done = 0;
+        if (fd < 0) what = "shm_open";
+        else if (ftruncate(fd, (off_t)e->seglen) != 0) what = "ftruncate";
+        while (!what && done < e->seglen) {
+            ssize_t k = pwrite(fd, (char *)e->seg + done, e->seglen - done, (off_t)done);
+            if (k <= 0) what = "write";
+            else done += (size_t)k;
+        }
+    } else {
+        fd = shm_open(name, O_RDWR, 0);
+        if (fd < 0) what = "shm_open";
+        else if (fstat(fd, &st) != 0) what = "fstat";
+        else if (st.st_uid != geteuid() || (st.st_mode & 077) || !S_ISREG(st.st_mode) ||
+                 (size_t)st.st_size < e->seglen) {
+            what = "the segment is not this job's (owner, mode or size)";
+            errno = EPERM;
+        }
+    }
+    if (!what && mmap(e->seg, e->seglen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+        what = "mmap";
+    if (what) *err = errno;
+    if (fd >= 0) close(fd);
+    if (what && e->me == 0 && fd >= 0) shm_unlink(name);
+    return what;
+}
+
+/* lead (mine 0) and join (mine 1): rank 0 of each communicator, then the others */
+static int ck_shared, ck_gone;              /* segments of this rank shared again, given up */
+
+static int ck_share(int join, char *why, size_t len)
+{
+    int rc = 0;
+    if (!join) ck_shared = ck_gone = 0;
+    pthread_mutex_lock(&sm_lock);
+    if (!join && sm_here) memset(sm_here, -1, (size_t)kumi_world_size());   /* another placement, maybe */
+    pthread_mutex_unlock(&sm_lock);
+    for (struct sm_comm *e = sm_table; e && !rc; e = e->next) {
+        if (e->state < 0 || (e->me == 0) == join) continue;
+        if (!all_here(e->comm, e->p)) {    /* the same answer on every rank of the communicator */
+            if (e->state == 1 && !ck_quiet(e)) {
+                snprintf(why, len, "coll/sm: a communicator of %d ranks (rank %d here) had a collective in "
+                         "progress at the checkpoint, and its ranks are no longer on one host: restart the job "
+                         "with them on one host", e->p, e->me);
+                rc = -1;
+            }
+            if (e->state == 1) ck_gone++;
+            ck_drop(e);
+            continue;
+        }
+        if (e->state != 1) continue;
+        char name[96];
+        int err;
+        ck_name(e, name, sizeof name);
+        const char *what = ck_map(e, name, &err);
+        if (what) {
+            snprintf(why, len, "coll/sm: cannot %s the segment %s of a communicator of %d ranks again (%s: %s)",
+                     join ? "map" : "make", name, e->p, what, strerror(err));
+            rc = -1;
+        } else ck_shared++;
+    }
+    return rc;
+}
+
+static int sm_ck_lead(char *why, size_t len) { return ck_share(0, why, len); }
+static int sm_ck_join(char *why, size_t len) { return ck_share(1, why, len); }
+
+static void sm_ck_unlink(void)
+{
+    if (ck_shared || ck_gone)
+        kumi_log(1, "coll/sm: restart: %d segment%s shared again, %d given up (their ranks no longer on one host: "
+                 "the next component runs their collectives)", ck_shared, ck_shared == 1 ? "" : "s", ck_gone);
+    for (struct sm_comm *e = sm_table; e; e = e->next)
+        if (e->state == 1) {
+            char name[96];
+            ck_name(e, name, sizeof name);
+            if (e->me == 0) shm_unlink(name);
+            memcpy(e->name, name, sizeof e->name);
+        }
+}
+
+static const struct kumi_ckpt_hook sm_ck_hook = {
+    .quiesce = sm_ck_quiesce,
+    .lead = sm_ck_lead,
+    .join = sm_ck_join,
+    .unlink = sm_ck_unlink,
+    .resume = sm_ck_resume,
+};
+
 static int sm_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns)
 {
     (void)priority;                 /* the default: parameter coll_sm_priority */
     if (kumi_comm_is_inter(comm)) return KUMI_UNAVAILABLE;
-    /* a job with checkpoints (mpiexec --ckpt): the segment's contents, which
-     * a collective in progress at the cut leaves half written by several
-     * ranks, cannot be saved in one rank's image and shared again after a
-     * restart; tuned's schedules over point-to-point can */
-    if (kumi_ckpt_enabled()) return KUMI_UNAVAILABLE;
+    if (kumi_ckpt_enabled() && !atomic_load(&sm_hooked)) {   /* a job with checkpoints: coll_sm_ckpt.c */
+        if (kumi_ckpt_hook_add(&sm_ck_hook) != 0) return KUMI_UNAVAILABLE;
+        atomic_store(&sm_hooked, 1);
+    }
     int p = kumi_comm_size(comm);
     if (p < 2 || !all_here(comm, p)) return KUMI_UNAVAILABLE;
     struct sm_comm *e = calloc(1, sizeof *e);
@@ -741,6 +960,8 @@ static void sm_comm_release(MPI_Comm comm)
 
 static void sm_close(void)
 {
+    if (atomic_load(&sm_hooked)) kumi_ckpt_hook_remove(&sm_ck_hook);
+    atomic_store(&sm_hooked, 0);
     pthread_mutex_lock(&sm_lock);
     struct sm_comm *e = sm_table;
     sm_table = sm_last = NULL;

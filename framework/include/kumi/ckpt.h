@@ -66,10 +66,37 @@ struct kumi_ckpt_ops {
 };
 
 /* Whether coordinated checkpoints are enabled in this job (parameter
- * kumi_ckpt_enable, set by mpiexec --ckpt): a component whose state lives
- * where an image cannot carry it between processes (a shared-memory segment
- * several ranks write, such as coll/sm's) stays out of such a job. */
+ * kumi_ckpt_enable, set by mpiexec --ckpt). */
 KUMI_EXPORT int kumi_ckpt_enabled(void);
+
+/* A component whose state lives in shared memory that several ranks write
+ * (coll/sm's segments) registers these with kumi_ckpt_hook_add (at most 8
+ * tables; -1 when full) and removes them at its close.  The coordinator
+ * calls them holding the library lock, in the checkpoint thread:
+ *   quiesce   at the start of the checkpoint, before the cut's first
+ *             exchange (so every rank's is done before any image is
+ *             written): nothing of this process may write the shared
+ *             memory until resume (threads sleeping without the lock);
+ *   lead      in a restarted process, after the transports' wire-up: make
+ *             the shared memory again (the owner of each: a new name from
+ *             the new job's id and secret, mapped at the old address over
+ *             the image's private copy);
+ *   join      after the launcher's fence that follows lead: the others map
+ *             it; a comm whose ranks are no longer on one host is given up
+ *             (0 or -1 with the reason in why: the job is then aborted);
+ *   unlink    after the next fence: the owners unlink the names;
+ *   resume    at the end of every checkpoint (continue, restart, or a cut
+ *             that failed).
+ * Any may be NULL. */
+struct kumi_ckpt_hook {
+    void (*quiesce)(void);
+    int (*lead)(char *why, size_t len);
+    int (*join)(char *why, size_t len);
+    void (*unlink)(void);
+    void (*resume)(void);
+};
+KUMI_EXPORT int kumi_ckpt_hook_add(const struct kumi_ckpt_hook *h);
+KUMI_EXPORT void kumi_ckpt_hook_remove(const struct kumi_ckpt_hook *h);
 
 /* The coordinator (framework/mpi/ckpt.c), called by the launcher client's
  * checkpoint thread (rpim/fork: the thread that watches the control
