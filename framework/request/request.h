@@ -195,7 +195,16 @@ static inline size_t kumi_req_eager_charge(const struct kumi_hdr *h)
 extern size_t kumi_req_eager_budget;
 void kumi_req_register_params(void);
 
-/* ---- request.c ---- */
+/* The empty status (kumi_status_empty), inlined for the request paths. */
+static inline void kumi_req_status_clear(MPI_Status *st)
+{
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->MPI_ERROR = MPI_SUCCESS;
+    for (int i = 0; i < (int)(sizeof st->MPI_internal / sizeof st->MPI_internal[0]); i++) st->MPI_internal[i] = 0;
+}
+
+/* ---- req_life.c (the life of a request) and request.c ---- */
 /* The operations of a kind of request other than a plain send or receive,
  * registered by the file that implements the kind (partitioned.c,
  * grequest.c, sched/sched.c, rma/rma.c, core/comm_idup.c ...) with
