@@ -175,7 +175,7 @@ static void stage_drop(struct kumi_stage *s)
     free(s);
 }
 
-static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
+static inline int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
     const struct kumi_req_ops *ops = r->kind > KUMI_REQ_RECV ? kumi_req_kind_ops(r) : NULL;
     if (ops && ops->query) {           /* e.g. generalized: query_fn gives the status, then free_fn */

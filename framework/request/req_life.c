@@ -182,8 +182,7 @@ void kumi_req_check_complete(struct kumi_req *r)
 {
     if (r->complete || r->pending > 0) return;
     /* a plain send or receive (no copy, no partner, no owner): one test */
-    if (__builtin_expect(((uintptr_t)r->partner | (uintptr_t)r->xbuf | (uintptr_t)r->pack | (uintptr_t)r->bsend_seg |
-                          (uintptr_t)r->parent | (uintptr_t)r->on_complete | (uintptr_t)r->bsend_owner) == 0, 1)) {
+    if (__builtin_expect(kumi_req_plain(r), 1)) {
         r->complete = true;
         if (kumi_mt) kumi_progress_wake();
         if (r->user_freed) kumi_req_free(r);

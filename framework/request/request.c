@@ -354,7 +354,8 @@ int kumi_req_start_send(struct kumi_req *r)
         ops->send_inline(r->wpeer, &h, oppay)) {
         if (ck_sent && r->wpeer < nworld) ck_sent[r->wpeer]++;
         r->pending = 0;
-        kumi_req_check_complete(r);
+        if (__builtin_expect(kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1)) r->complete = true;
+        else kumi_req_check_complete(r);
         return MPI_SUCCESS;
     }
     r->op.hdr = h;
@@ -386,7 +387,10 @@ static void finish_recv(struct kumi_req *r, uint64_t len)
     kumi_status_set_bytes(&r->status, got);
     if (len > r->rx.cap && r->status.MPI_ERROR == MPI_SUCCESS)
         r->status.MPI_ERROR = MPI_ERR_TRUNCATE;
-    r->pending--;
+    if (--r->pending == 0 && !r->complete && kumi_req_plain(r) && !r->user_freed && !kumi_mt) {
+        r->complete = true;            /* all kumi_req_check_complete would do */
+        return;
+    }
     kumi_req_check_complete(r);
 }
 
