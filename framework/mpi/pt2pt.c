@@ -175,9 +175,9 @@ static void stage_drop(struct kumi_stage *s)
     free(s);
 }
 
-static int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
+static inline int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
-    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+    const struct kumi_req_ops *ops = r->kind > KUMI_REQ_RECV ? kumi_req_kind_ops(r) : NULL;
     if (ops && ops->query) {           /* e.g. generalized: query_fn gives the status, then free_fn */
         MPI_Status full;
         int qc = ops->query(r, &full);
@@ -236,7 +236,7 @@ static int nomem(const char *fn)
 /* The int and the large-count (_c) variants of a call share one function
  * taking MPI_Count.  count elements of dt must be at most INT64_MAX bytes
  * (statuses carry 64-bit byte counts), else MPI_ERR_COUNT (no handler). */
-static int count_check(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt)
+static int count_check_slow(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt)
 {
     size_t bytes;
     if (count < 0)
@@ -245,6 +245,13 @@ static int count_check(const char *fn, const char *arg, MPI_Count count, const s
         return kumi_error(MPI_ERR_COUNT, "%s: argument %s = %lld elements of %zu bytes: the message size "
                           "overflows a 64-bit byte count", fn, arg, (long long)count, dt->size);
     return MPI_SUCCESS;
+}
+static inline int count_check(const char *fn, const char *arg, MPI_Count count, const struct kumi_dt *dt)
+{
+    size_t bytes;
+    if (__builtin_expect(count >= 0 && !__builtin_mul_overflow((size_t)count, dt->size, &bytes) &&
+                         bytes <= (size_t)INT64_MAX, 1)) return MPI_SUCCESS;
+    return count_check_slow(fn, arg, count, dt);
 }
 
 /* ------------------------------------------------------------ sends */
@@ -294,8 +301,8 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
     if (!r) return nomem(fn);
     r->mode = (uint8_t)mode;
     r->persistent = persistent;
-    if (!persistent) {
-        int rc = start_req(r);
+    if (!persistent) {                 /* a plain send starts here (start_req: the other modes) */
+        int rc = mode == KUMI_MODE_BUFFERED ? start_req(r) : kumi_req_start_send(r);
         if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; return rc; }
     }
     *request = (MPI_Request)r;

@@ -50,15 +50,21 @@ static inline size_t mq_hash(int32_t ctx)
     return ((uint32_t)ctx * 2654435761u) & (ntab - 1);
 }
 
-static struct mq *mq_find(int32_t ctx)
+static struct mq *mq_find_slow(int32_t ctx)
 {
-    if (last && last->ctx == ctx) return last;
     if (!ntab) return NULL;
     for (size_t i = mq_hash(ctx);; i = (i + 1) & (ntab - 1)) {
         struct mq *q = tab[i];
         if (!q) return NULL;
         if (q->ctx == ctx) return last = q;
     }
+}
+
+/* The queues of ctx, or NULL (the last one looked up: inlined). */
+static inline struct mq *mq_find(int32_t ctx)
+{
+    if (last && last->ctx == ctx) return last;
+    return mq_find_slow(ctx);
 }
 
 static int mq_insert(struct mq *q)
@@ -85,10 +91,9 @@ static int mq_insert(struct mq *q)
 }
 
 /* The queues of ctx, made if need be (NULL: out of memory). */
-static struct mq *mq_get(int32_t ctx)
+static struct mq *mq_make(int32_t ctx)
 {
-    struct mq *q = mq_find(ctx);
-    if (q) return q;
+    struct mq *q;
     if (!(q = calloc(1, sizeof *q))) return NULL;
     q->ctx = ctx;
     if (mq_insert(q) < 0) {
@@ -98,10 +103,15 @@ static struct mq *mq_get(int32_t ctx)
     return last = q;
 }
 
-/* The queues of source src of q, made if need be (NULL: out of memory). */
-static struct mq_src *mq_src_get(struct mq *q, int src)
+static inline struct mq *mq_get(int32_t ctx)
 {
-    if (src < q->nsrc) return &q->src[src];
+    struct mq *q = mq_find(ctx);
+    return q ? q : mq_make(ctx);
+}
+
+/* The queues of source src of q, made if need be (NULL: out of memory). */
+static struct mq_src *mq_src_grow(struct mq *q, int src)
+{
     int n = q->nsrc ? q->nsrc : 4;
     while (n <= src) n *= 2;
     struct mq_src *ns = realloc(q->src, (size_t)n * sizeof *ns);
@@ -110,6 +120,12 @@ static struct mq_src *mq_src_get(struct mq *q, int src)
     q->src = ns;
     q->nsrc = n;
     return &q->src[src];
+}
+
+static inline struct mq_src *mq_src_get(struct mq *q, int src)
+{
+    if (src < q->nsrc) return &q->src[src];
+    return mq_src_grow(q, src);
 }
 
 int kumi_match_init(int n)
@@ -211,7 +227,7 @@ int kumi_match_post(struct kumi_req *r)
     return MPI_SUCCESS;
 }
 
-static void unlink_posted(struct mq *q, struct kumi_req *r)
+static inline void unlink_posted(struct mq *q, struct kumi_req *r)
 {
     struct kumi_req **h, **t;
     posted_list(q, r, &h, &t);

@@ -1,15 +1,13 @@
-/* Request layer: transport selection, requests, protocols (eager,
- * eager-sync, rendezvous, cancel) and the upcalls from transports.  The
- * point-to-point helpers for collective components (kumi/coll.h) are in
+/* Request layer: transport selection, protocols (eager, eager-sync,
+ * rendezvous, cancel) and the upcalls from transports.  The life of a
+ * request (cache, constructors, completion, freeing) is in req_life.c, the
+ * point-to-point helpers for collective components (kumi/coll.h) in
  * coll_p2p.c. */
 #include "request/request.h"
 #include "registry/registry.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 
 static const struct kumi_p2p_ops **peer_ops;     /* per world rank */
@@ -28,210 +26,6 @@ static void status_proc_null(MPI_Status *st)
     st->MPI_SOURCE = MPI_PROC_NULL;
     st->MPI_TAG = MPI_ANY_TAG;
     st->MPI_ERROR = MPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------ requests */
-/* Freed requests are kept for reuse (every blocking call makes one): the
- * allocator's free and trim showed up as a fifth of a small message's time.
- * Serialized like everything here (the library lock at MPI_THREAD_MULTIPLE). */
-/* 256: a window of 128 non-blocking calls reuses its requests (at 64, half of
- * them were calloc'ed and freed each time, as costly as the send itself). */
-#define REQ_CACHE_MAX 256
-static struct kumi_req *req_cache;
-static int req_cached;
-
-/* Clear n bytes (a multiple of 8, p 8-byte aligned) with plain vector stores:
- * the compiler turns a memset of a few hundred bytes into "rep stos", whose
- * start-up alone cost a tenth of a small message's time. */
-static inline void zero_bytes(void *p, size_t n)
-{
-    char *c = p;
-    size_t i = 0;
-#if defined(__SSE2__)
-    const __m128i z = _mm_setzero_si128();
-    for (; i + 16 <= n; i += 16) {
-        _mm_storeu_si128((__m128i *)(void *)(c + i), z);
-        __asm__ volatile("");             /* keeps the loop a loop, not a memset */
-    }
-#endif
-    for (; i + 8 <= n; i += 8) {
-        uint64_t zero = 0;
-        memcpy(c + i, &zero, 8);
-        __asm__ volatile("");
-    }
-}
-
-_Static_assert(offsetof(struct kumi_req, op) % 8 == 0 && offsetof(struct kumi_req, bsend_seg) % 8 == 0 &&
-               sizeof(struct kumi_req) % 8 == 0, "zero_bytes clears whole 8-byte words");
-
-struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
-{
-    struct kumi_req *r = req_cache;
-    if (r) {
-        req_cache = r->qnext;
-        req_cached--;
-        /* op and dop (a third of the request) are filled where they are used
-         * (kumi_req_start_send, do_cts): clearing them here cost a tenth of a
-         * small message's time */
-        zero_bytes(r, offsetof(struct kumi_req, op));
-        zero_bytes((char *)r + offsetof(struct kumi_req, bsend_seg), sizeof *r - offsetof(struct kumi_req, bsend_seg));
-    } else if (!(r = calloc(1, sizeof *r))) {
-        return NULL;
-    }
-    r->magic = KUMI_MAGIC_REQ;
-    r->kind = (uint8_t)kind;
-    r->comm = comm;
-    if (comm) comm->refcount++;
-    r->ctx = ctx;
-    r->wpeer = -1;
-    kumi_status_empty(&r->status);
-    return r;
-}
-
-/* ------------------------------------------------------------ kinds */
-static const struct kumi_req_ops *kind_ops[KUMI_REQ_KINDS];
-
-void kumi_req_register_kind(int kind, const struct kumi_req_ops *ops)
-{
-    if (kind > KUMI_REQ_RECV && kind < KUMI_REQ_KINDS) kind_ops[kind] = ops;
-}
-
-const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r)
-{
-    return r->kind < KUMI_REQ_KINDS ? kind_ops[r->kind] : NULL;
-}
-
-struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
-                              void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
-{
-    struct kumi_req *r = kumi_req_alloc(kind, comm, ctx);
-    if (!r) return NULL;
-    r->fname = fname;
-    r->buf = buf;
-    r->count = count;
-    r->dt = dt;
-    kumi_dt_retain(dt);
-    r->peer = peer;
-    r->tag = tag;
-    return r;
-}
-
-struct kumi_req *kumi_req_internal(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
-                                   void *buf, size_t count, struct kumi_dt *dt, int peer, int tag,
-                                   void (*on_complete)(struct kumi_req *r), void *ext, int idx)
-{
-    struct kumi_req *r = kumi_req_msg(kind, comm, ctx, fname, buf, count, dt, peer, tag);
-    if (!r) return NULL;
-    r->internal = true;
-    r->on_complete = on_complete;
-    r->ext = ext;
-    r->cb_idx = idx;
-    return r;
-}
-
-struct kumi_req *kumi_req_new(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname, bool active)
-{
-    struct kumi_req *r = kumi_req_alloc(kind, comm, ctx);
-    if (!r) return NULL;
-    r->fname = fname;
-    r->peer = MPI_PROC_NULL;
-    r->active = active;
-    r->pending = active ? 1 : 0;
-    return r;
-}
-
-void kumi_req_free(struct kumi_req *r)
-{
-    if (!r) return;
-    const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
-    if (ops && ops->free) ops->free(r);
-    if (r->kind == KUMI_REQ_RECV) kumi_match_unpost(r);
-    kumi_req_bsend_unlink(r);
-    if (r->bsend_owner) {                  /* an internal buffered send that failed to start */
-        r->bsend_owner->bsend_req = NULL;
-        r->bsend_owner = NULL;
-    }
-    if (r->bsend_seg) kumi_bsend_release(r);
-    if (r->pack) { free(r->pack); r->pack = NULL; }
-    if (r->xbuf) { free(r->xbuf); r->xbuf = NULL; }
-    if (r->accel_stage) {
-        kumi_stage_end(r->accel_stage, false);
-        free(r->accel_stage);
-        r->accel_stage = NULL;
-    }
-    if (r->partner) {
-        r->partner->parent = NULL;
-        kumi_req_free(r->partner);
-    }
-    if (r->owned) free(r->owned);
-    if (r->comm) kumi_comm_release(r->comm);
-    kumi_dt_release(r->dt);
-    r->magic = KUMI_MAGIC_DEAD;
-    if (req_cached < REQ_CACHE_MAX) {
-        r->qnext = req_cache;
-        req_cache = r;
-        req_cached++;
-    } else {
-        free(r);
-    }
-}
-
-void kumi_req_check_complete(struct kumi_req *r)
-{
-    if (r->complete || r->pending > 0) return;
-    if (r->partner && !r->partner->complete) return;   /* Isendrecv: the send is not done yet */
-    if (r->xbuf) kumi_req_ext32_finish(r);
-    if (r->kind == KUMI_REQ_RECV && r->pack && r->dt && r->dt->size) {
-        size_t got = (size_t)kumi_status_bytes(&r->status);
-        kumi_dt_unpack_range(r->dt, r->pack, r->count, 0, got, r->buf);
-    }
-    if (r->kind == KUMI_REQ_SEND && r->pack && !r->bsend_seg) { free(r->pack); r->pack = NULL; }
-    if (r->bsend_seg) { kumi_bsend_release(r); r->pack = NULL; }
-    if (r->partner && r->status.MPI_ERROR == MPI_SUCCESS) r->status.MPI_ERROR = r->partner->status.MPI_ERROR;
-    r->complete = true;
-    if (kumi_mt) kumi_progress_wake();
-    if (r->parent) {                   /* Isendrecv's send: its receive may be complete now */
-        kumi_req_check_complete(r->parent);
-        return;                        /* freed with its parent */
-    }
-    if (r->on_complete) {              /* internal part of a partitioned channel */
-        r->on_complete(r);
-        return;
-    }
-    if (r->bsend_owner) {              /* a buffered send's copy: its user request may wait for it */
-        struct kumi_req *o = r->bsend_owner;
-        if (!o->complete && o->pending > 0) {       /* MPI_Cancel of o: now decided */
-            if (kumi_status_cancelled(&r->status)) o->status.MPI_internal[2] = 1;
-            o->pending = 0;
-            kumi_req_check_complete(o);             /* may free o, and r with it */
-        }
-        return;                        /* o's: freed with it, or when o starts again */
-    }
-    if (r->user_freed) kumi_req_free(r);
-}
-
-void kumi_req_bsend_link(struct kumi_req *r, struct kumi_req *b)
-{
-    kumi_req_bsend_unlink(r);
-    r->bsend_req = b;
-    b->bsend_owner = r;
-    b->user_freed = false;
-}
-
-void kumi_req_bsend_unlink(struct kumi_req *r)
-{
-    struct kumi_req *b = r->bsend_req;
-    if (!b) return;
-    r->bsend_req = NULL;
-    b->bsend_owner = NULL;
-    if (b->complete) kumi_req_free(b);
-    else b->user_freed = true;         /* frees itself once sent */
-}
-
-void kumi_req_release(struct kumi_req *r)
-{
-    if (r->complete || !r->active) kumi_req_free(r);
-    else r->user_freed = true;
 }
 
 /* ------------------------------------------------------------ sending */
@@ -373,7 +167,7 @@ static struct eager_peer *eager_peers;
 static bool eager_quiet;                /* MPI_Finalize: no more CREDIT */
 
 /* Peers whose transport keeps no eager budget (KUMI_P2P_CAP_NOBUDGET). */
-static bool unbudgeted(int wpeer)
+static inline bool unbudgeted(int wpeer)
 {
     return wpeer >= 0 && wpeer < npeers && peer_ops && peer_ops[wpeer] &&
            (peer_ops[wpeer]->caps & KUMI_P2P_CAP_NOBUDGET);
@@ -388,11 +182,12 @@ void kumi_req_register_params(void)
                              KUMI_LEVEL_TUNER, &kumi_req_eager_budget);
 }
 
-/* Would the message of r (eager limit elim to its peer) take the peer's
- * count past the budget?  Then it goes as a plain rendezvous. */
-static bool eager_over_budget(const struct kumi_req *r, size_t elim)
+/* Would the message of r (eager limit elim to its peer, reached through
+ * ops) take the peer's count past the budget?  Then it goes as a plain
+ * rendezvous. */
+static inline bool eager_over_budget(const struct kumi_req *r, size_t elim, const struct kumi_p2p_ops *ops)
 {
-    if (!kumi_req_eager_budget || !eager_peers || r->bytes == 0 || unbudgeted(r->wpeer)) return false;
+    if (!kumi_req_eager_budget || !eager_peers || r->bytes == 0 || (ops->caps & KUMI_P2P_CAP_NOBUDGET)) return false;
     size_t first = r->bytes < elim ? r->bytes : elim;
     if (eager_peers[r->wpeer].out + first + KUMI_EAGER_ENVELOPE <= kumi_req_eager_budget) return false;
     /* a blocking (or internal) send to oneself would wait for a receive that only
@@ -400,10 +195,11 @@ static bool eager_over_budget(const struct kumi_req *r, size_t elim)
     return !(r->internal && r->wpeer == kumi_world_rank());
 }
 
-/* Sender: count the message with header h that goes to wpeer. */
-static void eager_charge(int wpeer, const struct kumi_hdr *h)
+/* Sender: count the message with header h that goes to wpeer (through ops). */
+static inline void eager_charge(int wpeer, const struct kumi_hdr *h, const struct kumi_p2p_ops *ops)
 {
-    if (kumi_req_eager_budget && eager_peers && !unbudgeted(wpeer)) eager_peers[wpeer].out += kumi_req_eager_charge(h);
+    if (kumi_req_eager_budget && eager_peers && !(ops->caps & KUMI_P2P_CAP_NOBUDGET))
+        eager_peers[wpeer].out += kumi_req_eager_charge(h);
 }
 
 /* Sender: wpeer gave back n bytes. */
@@ -419,7 +215,7 @@ static void eager_credited(int wpeer, uint64_t n)
  * tell (held + due; what is still on the way only adds to it).  A sender
  * that stays below half gets no CREDIT; one that is stalled gets one as soon
  * as a quarter is free.  From inside an upcall it is deferred. */
-static void eager_credit_check(int wpeer)
+static inline void eager_credit_check(int wpeer)
 {
     struct eager_peer *e = &eager_peers[wpeer];
     size_t b = kumi_req_eager_budget;
@@ -435,7 +231,7 @@ static void eager_credit_check(int wpeer)
 
 /* Receiver: a message with header h arrived from wpeer; kept: it waits in the
  * unexpected queue (else its payload went straight to a receive). */
-static void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
+static inline void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
 {
     size_t c = kumi_req_eager_charge(h);
     if (!c || !eager_peers || unbudgeted(wpeer)) return;
@@ -484,16 +280,16 @@ int kumi_req_start_send(struct kumi_req *r)
     r->pending = 0;
     r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
     r->frag = 0;
-    kumi_status_empty(&r->status);
+    kumi_req_status_clear(&r->status);
     if (r->peer == MPI_PROC_NULL) {
         status_proc_null(&r->status);
         kumi_req_check_complete(r);    /* pending is 0; also tells an Isendrecv's receive */
         return MPI_SUCCESS;
     }
     r->bytes = r->count * r->dt->size;
-    if (r->bsend_seg || r->pack) {
+    if (__builtin_expect(r->bsend_seg || r->pack, 0)) {
         payload = r->pack;                         /* bsend: packed in the attached buffer */
-    } else if (!r->dt->contig && r->bytes) {
+    } else if (__builtin_expect(!r->dt->contig && r->bytes, 0)) {
         r->pack = malloc(r->bytes);
         if (!r->pack) return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory packing %zu bytes", r->fname, r->bytes);
         kumi_dt_pack(r->dt, r->buf, r->count, r->pack);
@@ -502,7 +298,8 @@ int kumi_req_start_send(struct kumi_req *r)
     r->wpeer = kumi_comm_peer_world(r->comm, r->peer);
     ops = kumi_req_transport(r->wpeer);
     if (!ops) return kumi_error(MPI_ERR_INTERN, "%s: no transport reaches rank %d", r->fname, r->peer);
-    if (r->bytes && kumi_req_ext32_convert(ops, r->dt)) {      /* the user's data in external32 */
+    if (__builtin_expect((ops->caps & KUMI_P2P_CAP_EXTERNAL32) != 0, 0) && r->bytes &&
+        kumi_req_ext32_convert(ops, r->dt)) {                   /* the user's data in external32 */
         size_t xb = r->count * r->dt->xsize;
         free(r->xbuf);
         if (!(r->xbuf = malloc(xb ? xb : 1)))
@@ -514,50 +311,65 @@ int kumi_req_start_send(struct kumi_req *r)
     kumi_pv.msgs[peer_tr[r->wpeer]]++;
     kumi_pv.bytes[peer_tr[r->wpeer]] += r->bytes;
 
-    zero_bytes(&r->op, sizeof r->op);
-    struct kumi_hdr *h = &r->op.hdr;
-    h->ctx = r->ctx;
-    h->src = r->comm->rank;
-    h->tag = r->tag;
-    h->len = r->bytes;
-    h->sreq = (uint64_t)(uintptr_t)r;
-    r->op.done = req_op_done;
-    r->op.owner = r;
+    /* the header is built here and copied into r->op only when the message
+     * goes through the transport's send() */
+    struct kumi_hdr h = {
+        .ctx = r->ctx, .src = r->comm->rank, .tag = r->tag, .len = r->bytes, .sreq = (uint64_t)(uintptr_t)r,
+    };
+    const void *oppay = NULL;
     size_t elim = ops->eager_limit(r->wpeer);
-    bool hold = eager_over_budget(r, elim);        /* the bytes wait here for a receive */
+    bool hold = eager_over_budget(r, elim, ops);        /* the bytes wait here for a receive */
     if (r->bytes <= elim && !hold) {
-        h->kind = r->mode == KUMI_MODE_SYNC ? KUMI_HDR_EAGER_SYNC : KUMI_HDR_EAGER;
-        h->paylen = r->bytes;
-        r->op.payload = payload;
+        h.kind = r->mode == KUMI_MODE_SYNC ? KUMI_HDR_EAGER_SYNC : KUMI_HDR_EAGER;
+        h.paylen = r->bytes;
+        oppay = payload;
         r->pending = r->mode == KUMI_MODE_SYNC ? 2 : 1;
     } else if ((ops->caps & KUMI_P2P_CAP_RGET) && ops->rget(r->wpeer, r->bytes)) {
-        h->kind = KUMI_HDR_RTS;
-        h->flags = KUMI_HDR_F_RGET;
-        h->paylen = 0;
-        r->op.payload = payload;
+        h.kind = KUMI_HDR_RTS;
+        h.flags = KUMI_HDR_F_RGET;
+        h.paylen = 0;
+        oppay = payload;
         r->rndv = r->rget = true;
         kumi_pv.rndv++;
         r->pending = 1;                            /* the RTS op: done once pulled */
     } else {
         size_t frag = hold ? 0 : elim;             /* goes with the RTS */
         if (frag >= r->bytes) frag = 0;
-        h->kind = KUMI_HDR_RTS;
-        h->paylen = frag;
-        r->op.payload = frag ? payload : NULL;
+        h.kind = KUMI_HDR_RTS;
+        h.paylen = frag;
+        oppay = frag ? payload : NULL;
         r->rndv = true;
         kumi_pv.rndv++;
         r->frag = frag;
         r->dop.payload = (const char *)payload + frag;
         r->pending = 2;                            /* RTS sent, DATA sent */
     }
-    h->seq = kumi_match_next_send_seq(r->wpeer);
-    r->seq = h->seq;
-    eager_charge(r->wpeer, h);
+    h.seq = kumi_match_next_send_seq(r->wpeer);
+    r->seq = h.seq;
+    eager_charge(r->wpeer, &h, ops);
+    /* Direct eager path (contract 1.8): nothing deferred or being flushed
+     * (order), and the transport writes it now; the send is complete. */
+    if (h.kind == KUMI_HDR_EAGER && !upcall_depth && !flushing && !dq_head &&
+        ops->hdr.size > offsetof(struct kumi_p2p_ops, send_inline) && ops->send_inline &&
+        ops->send_inline(r->wpeer, &h, oppay)) {
+        if (ck_sent && r->wpeer < nworld) ck_sent[r->wpeer]++;
+        r->pending = 0;
+        if (__builtin_expect(kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1)) r->complete = true;
+        else kumi_req_check_complete(r);
+        return MPI_SUCCESS;
+    }
+    r->op.hdr = h;
+    r->op.payload = oppay;
+    r->op.done = req_op_done;
+    r->op.owner = r;
+    r->op.tnext = NULL;
+    r->op.toff = 0;
+    r->op.tptr = NULL;
     if (upcall_depth || flushing) {
         defer_send(r->wpeer, &r->op);
         return MPI_SUCCESS;
     }
-    kumi_req_flush_ctl();                          /* keep order with deferred traffic */
+    if (dq_head) kumi_req_flush_ctl();             /* keep order with deferred traffic */
     rc = send_now(r->wpeer, &r->op);
     if (rc != MPI_SUCCESS) {
         r->pending = 0;
@@ -575,7 +387,10 @@ static void finish_recv(struct kumi_req *r, uint64_t len)
     kumi_status_set_bytes(&r->status, got);
     if (len > r->rx.cap && r->status.MPI_ERROR == MPI_SUCCESS)
         r->status.MPI_ERROR = MPI_ERR_TRUNCATE;
-    r->pending--;
+    if (--r->pending == 0 && !r->complete && kumi_req_plain(r) && !r->user_freed && !kumi_mt) {
+        r->complete = true;            /* all kumi_req_check_complete would do */
+        return;
+    }
     kumi_req_check_complete(r);
 }
 
@@ -682,7 +497,7 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     early_match(r, u);
 }
 
-static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
+static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, struct kumi_ue *msg)
 {
     r->active = true;
     r->complete = false;
@@ -691,7 +506,7 @@ static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
     r->msglen = 0;
     r->frag = 0;
     r->xconv = false;
-    kumi_status_empty(&r->status);
+    kumi_req_status_clear(&r->status);
     if (r->peer == MPI_PROC_NULL && !msg) {
         status_proc_null(&r->status);
         r->pending = 0;
@@ -720,7 +535,7 @@ static int start_recv(struct kumi_req *r, struct kumi_ue *msg)
             if (rc) return rc;
         }
     }
-    kumi_req_flush_ctl();
+    if (dq_head) kumi_req_flush_ctl();             /* a CTS or SYNC_ACK went to the queue */
     return MPI_SUCCESS;
 }
 
@@ -821,6 +636,21 @@ static void do_cts(struct kumi_req *s, const struct kumi_hdr *hdr)
     defer_send(s->wpeer, &s->dop);
 }
 
+/* A message that arrived before its receive: its envelope (payload: the caller's). */
+static struct kumi_ue *ue_new(int peer, const struct kumi_hdr *hdr)
+{
+    struct kumi_ue *u = calloc(1, sizeof *u);
+    if (!u)     /* not even the envelope can be kept: no receive could learn of the loss */
+        kumi_err_fatal("rank %d: out of memory for an unexpected message of %llu bytes from rank %d "
+                       "(tag %d): the job cannot go on without losing it", kumi_world_rank(),
+                       (unsigned long long)hdr->len, peer, hdr->tag);
+    u->magic = KUMI_UE_MAGIC;
+    u->wpeer = peer;
+    u->hdr = *hdr;
+    u->rx.owner = u;
+    return u;
+}
+
 KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *hdr)
 {
     struct kumi_rx *rx = NULL;
@@ -860,15 +690,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
                 }
             }
         } else {
-            struct kumi_ue *u = calloc(1, sizeof *u);
-            if (!u)     /* not even the envelope can be kept: no receive could learn of the loss */
-                kumi_err_fatal("rank %d: out of memory for an unexpected message of %llu bytes from rank %d "
-                               "(tag %d): the job cannot go on without losing it", kumi_world_rank(),
-                               (unsigned long long)hdr->len, peer, hdr->tag);
-            u->magic = KUMI_UE_MAGIC;
-            u->wpeer = peer;
-            u->hdr = *hdr;
-            u->rx.owner = u;
+            struct kumi_ue *u = ue_new(peer, hdr);
             if (hdr->paylen > 0) {                 /* eager payload, or an RTS's first fragment */
                 u->data = kumi_ubuf_alloc(hdr->paylen);
                 u->lost = !u->data;                /* the bytes are dropped; the envelope is kept */
@@ -959,6 +781,52 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
     }
     upcall_depth--;
     return rx;
+}
+
+/* The header and the whole payload at once (data: hdr->paylen bytes, read
+ * during the call): an eager message matches here and its bytes are copied
+ * straight into the receive buffer or the unexpected message's, with no
+ * struct kumi_rx handed out; anything else goes the usual way. */
+KUMI_EXPORT void kumi_p2p_incoming_whole(int peer, const struct kumi_hdr *hdr, const void *data)
+{
+    size_t paylen = (size_t)hdr->paylen;
+    if ((hdr->kind != KUMI_HDR_EAGER && hdr->kind != KUMI_HDR_EAGER_SYNC) || hdr->len != hdr->paylen ||
+        peer < 0 || peer >= npeers || !peer_ops[peer] || (peer_ops[peer]->caps & KUMI_P2P_CAP_EXTERNAL32)) {
+        struct kumi_rx *rx = kumi_p2p_incoming(peer, hdr);
+        if (rx) {
+            if (rx->dst && paylen && rx->cap) memcpy(rx->dst, data, rx->cap < paylen ? rx->cap : paylen);
+            rx->got = paylen;
+            kumi_p2p_rx_done(rx);
+        }
+        return;
+    }
+    if (ck_recvd && peer < nworld) ck_recvd[peer]++;
+    upcall_depth++;
+    kumi_match_check_recv_seq(peer, hdr->seq);
+    struct kumi_req *r = kumi_match_posted(hdr);
+    eager_arrived(peer, hdr, r == NULL);
+    if (r) {
+        r->status.MPI_SOURCE = hdr->src;
+        r->status.MPI_TAG = hdr->tag;
+        r->msglen = hdr->len;
+        if (hdr->kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(peer, hdr);
+        size_t n = paylen < r->rx.cap ? paylen : r->rx.cap;
+        if (n) memcpy(r->rx.dst, data, n);
+        finish_recv(r, hdr->len);
+    } else {
+        struct kumi_ue *u = ue_new(peer, hdr);
+        if (paylen > 0) {
+            u->data = kumi_ubuf_alloc(paylen);
+            u->lost = !u->data;                    /* the bytes are dropped; the envelope is kept */
+            if (u->data) memcpy(u->data, data, paylen);
+            u->rx.dst = u->data;
+            u->rx.cap = u->data ? paylen : 0;
+            u->rx.len = u->rx.got = paylen;
+        }
+        u->arrived = true;
+        kumi_match_ue_append(u);
+    }
+    upcall_depth--;
 }
 
 KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx)

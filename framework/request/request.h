@@ -195,7 +195,24 @@ static inline size_t kumi_req_eager_charge(const struct kumi_hdr *h)
 extern size_t kumi_req_eager_budget;
 void kumi_req_register_params(void);
 
-/* ---- request.c ---- */
+/* The empty status (kumi_status_empty), inlined for the request paths. */
+static inline void kumi_req_status_clear(MPI_Status *st)
+{
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->MPI_ERROR = MPI_SUCCESS;
+    for (int i = 0; i < (int)(sizeof st->MPI_internal / sizeof st->MPI_internal[0]); i++) st->MPI_internal[i] = 0;
+}
+
+/* A plain send or receive: no copy, no partner, no owner, no callback (its
+ * completion only marks it complete; kumi_req_check_complete does the rest). */
+static inline bool kumi_req_plain(const struct kumi_req *r)
+{
+    return ((uintptr_t)r->partner | (uintptr_t)r->xbuf | (uintptr_t)r->pack | (uintptr_t)r->bsend_seg |
+            (uintptr_t)r->parent | (uintptr_t)r->on_complete | (uintptr_t)r->bsend_owner) == 0;
+}
+
+/* ---- req_life.c (the life of a request) and request.c ---- */
 /* The operations of a kind of request other than a plain send or receive,
  * registered by the file that implements the kind (partitioned.c,
  * grequest.c, sched/sched.c, rma/rma.c, core/comm_idup.c ...) with

@@ -397,12 +397,16 @@ int p2p_shmem_reaches(int peer)
  * pipeline_min), rendezvous through the ring above. */
 static size_t p2p_shmem_eager_limit(int peer)
 {
-    if (p2p_shmem_cma_min <= p2p_shmem_eager && p2p_shmem_reaches(peer)) {
-        struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
-        if ((p->seg || p2p_shmem_attach(p, peer) == 0) && p2p_shmem_peer_cma(p))
-            return p2p_shmem_cma_min ? p2p_shmem_cma_min - 1 : 0;
-    }
-    return p2p_shmem_eager;
+    struct p2p_shmem_peer *p;
+    if (p2p_shmem_peers && (unsigned)peer < (unsigned)p2p_shmem_size && p2p_shmem_peers[peer].elim)
+        return p2p_shmem_peers[peer].elim - 1;   /* decided (the peer's verdict on us is final) */
+    if (p2p_shmem_cma_min > p2p_shmem_eager || !p2p_shmem_reaches(peer)) return p2p_shmem_eager;
+    p = &p2p_shmem_peers[peer];
+    if ((p->seg || p2p_shmem_attach(p, peer) == 0) && p2p_shmem_peer_cma(p))
+        p->elim = (p2p_shmem_cma_min ? p2p_shmem_cma_min - 1 : 0) + 1;
+    else if (p->seg && p->cma != P2P_SHMEM_CMA_UNKNOWN)
+        p->elim = p2p_shmem_eager + 1;
+    return p->elim ? p->elim - 1 : p2p_shmem_eager;
 }
 
 static void p2p_shmem_finalize(void)
@@ -426,6 +430,7 @@ static const struct kumi_p2p_ops p2p_shmem_ops = {
     .pull = p2p_shmem_pull,
     .ckpt_quiet = p2p_shmem_ckpt_quiet,
     .ckpt_release = p2p_shmem_ckpt_release,
+    .send_inline = p2p_shmem_send_inline,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_shmem_component = {

@@ -210,6 +210,7 @@ struct p2p_shmem_peer {
     char *odata;
     uint64_t otail, ohead;                /* our tail; cached head */
     int cma;                              /* cached verdict of the peer on us */
+    size_t elim;                          /* eager_limit(peer) + 1 once the verdict is known; 0: not yet */
     struct kumi_sendop *qhead, *qtail;    /* queued (head op may be half written) */
     int qhdr_done;                        /* record cell(s) of qhead written */
     struct kumi_sendop *acks;             /* CMA ops waiting for the peer's ACK */
@@ -286,6 +287,7 @@ void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx);
 /* p2p_shmem_ring.c */
 int p2p_shmem_flush(struct p2p_shmem_peer *p);
 int p2p_shmem_send(int peer, struct kumi_sendop *op);
+int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payload);
 void p2p_shmem_send_ack(int peer, uint64_t cookie, int ok);
 int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p);
 int p2p_shmem_progress(void);
@@ -326,6 +328,31 @@ static inline int p2p_shmem_rec_ready(const struct p2p_shmem_peer *p)
     uint64_t s = atomic_load_explicit((_Atomic uint64_t *)(void *)p2p_shmem_cell(p->idata, p->ihead),
                                       memory_order_acquire);
     return s == p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead);
+}
+
+/* Copy n <= 32 bytes with a few moves, no call (overlapping moves of 8 or 4
+ * bytes cover every length). */
+static inline void p2p_shmem_copy_small(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    if (n >= 8) {
+        uint64_t a, b;
+        if (n > 16) {
+            uint64_t c, e;
+            memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&e, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + 8, &b, 8); memcpy(d + n - 16, &c, 8); memcpy(d + n - 8, &e, 8);
+        } else {
+            memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
+        }
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4); memcpy(d + n - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) d[i] = s[i];
+    }
 }
 
 static inline uint64_t p2p_shmem_round(uint64_t n)

@@ -184,6 +184,48 @@ int p2p_shmem_send(int peer, struct kumi_sendop *op)
     return MPI_SUCCESS;
 }
 
+/* Contract 1.8: an eager message written at once when nothing is queued to
+ * peer and the ring has room (no sendop, no done()); 0: not now, the caller
+ * sends it through p2p_shmem_send().  Up to P2P_SHMEM_SHORT_MAX bytes: one
+ * SHORT cell; larger ones (below pipeline_min) a MSG record with its whole
+ * payload before the stamp. */
+int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payload)
+{
+    if ((unsigned)peer >= (unsigned)p2p_shmem_size || !p2p_shmem_peers) return 0;
+    struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
+    if (__builtin_expect(!p->seg || p->qhead != NULL, 0)) return 0;   /* not attached yet: send() does it */
+    size_t paylen = (size_t)h->paylen;
+    if (paylen <= P2P_SHMEM_SHORT_MAX) {
+        struct p2p_shmem_short c;
+        if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
+        c.kind = h->kind;
+        c.flags = h->flags;
+        c.type = P2P_SHMEM_REC_SHORT;
+        c.paylen = (uint8_t)paylen;
+        c.ctx = h->ctx;
+        c.src = h->src;
+        c.tag = h->tag;
+        c.seq = h->seq;
+        c.sreq_lo = (uint32_t)h->sreq;
+        c.sreq_hi = (uint32_t)(h->sreq >> 32);
+        p2p_shmem_copy_small(c.data, payload, paylen);
+        p2p_shmem_put_cell(p, p->otail, &c);
+        p->otail += P2P_SHMEM_CELL;
+    } else {
+        size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
+        struct p2p_shmem_rec rec;
+        if ((p2p_shmem_pipe_min && paylen >= p2p_shmem_pipe_min) || p2p_shmem_ofree(p, whole) < whole) return 0;
+        rec.hdr = *h;
+        rec.hdr.pad = P2P_SHMEM_F_WHOLE;
+        rec.hdr.reserved = P2P_SHMEM_REC_MSG;
+        p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, payload, paylen);
+        p2p_shmem_put_cell(p, p->otail, &rec);
+        p->otail += whole;
+    }
+    p2p_shmem_publish(p);
+    return 1;
+}
+
 /* Queue an ACK of a CMA record to peer (internal op). */
 void p2p_shmem_send_ack(int peer, uint64_t cookie, int ok)
 {
@@ -236,38 +278,32 @@ static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struc
 {
     p->ihdr = *h;
     size_t paylen = (size_t)h->paylen;
-    struct kumi_rx *rx = kumi_p2p_incoming(peer, &p->ihdr);
-    if (rx) {
-        if (rx->dst && paylen) {
-            size_t k = rx->cap < paylen ? rx->cap : paylen;
-            if (k) p2p_shmem_get(p, p->ihead + P2P_SHMEM_CELL, rx->dst, k);
+    size_t off = (size_t)((p->ihead + P2P_SHMEM_CELL) & (p2p_shmem_ringsz - 1));
+    if (off + paylen <= p2p_shmem_ringsz) {          /* in one piece: handed over as it is */
+        kumi_p2p_incoming_whole(peer, &p->ihdr, p->idata + off);
+    } else {
+        struct kumi_rx *rx = kumi_p2p_incoming(peer, &p->ihdr);
+        if (rx) {
+            if (rx->dst && paylen) {
+                size_t k = rx->cap < paylen ? rx->cap : paylen;
+                if (k) p2p_shmem_get(p, p->ihead + P2P_SHMEM_CELL, rx->dst, k);
+            }
+            rx->got = paylen;
+            kumi_p2p_rx_done(rx);
         }
-        rx->got = paylen;
-        kumi_p2p_rx_done(rx);
     }
     p->ihead += P2P_SHMEM_CELL + p2p_shmem_round(paylen);
 }
 
-/* A SHORT record at our head. */
+/* A SHORT record at our head (c: its copy). */
 static void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_short *c)
 {
-    struct kumi_hdr *h = &p->ihdr;
-    memset(h, 0, sizeof *h);
-    h->kind = c->kind;
-    h->flags = c->flags;
-    h->ctx = c->ctx;
-    h->src = c->src;
-    h->tag = c->tag;
-    h->seq = c->seq;
-    h->len = h->paylen = c->paylen;
-    h->sreq = (uint64_t)c->sreq_hi << 32 | c->sreq_lo;
-    struct kumi_rx *rx = kumi_p2p_incoming(peer, h);
+    struct kumi_hdr h = {
+        .kind = c->kind, .flags = c->flags, .ctx = c->ctx, .src = c->src, .tag = c->tag, .seq = c->seq,
+        .len = c->paylen, .paylen = c->paylen, .sreq = (uint64_t)c->sreq_hi << 32 | c->sreq_lo,
+    };
     p->ihead += P2P_SHMEM_CELL;
-    if (rx) {
-        if (rx->dst && c->paylen) memcpy(rx->dst, c->data, rx->cap < c->paylen ? rx->cap : c->paylen);
-        rx->got = c->paylen;
-        kumi_p2p_rx_done(rx);
-    }
+    kumi_p2p_incoming_whole(peer, &h, c->data);
 }
 
 /* Read what ring peer -> me holds.  Returns 1 if anything happened. */

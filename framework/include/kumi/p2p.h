@@ -124,12 +124,14 @@ struct kumi_p2p_rma {
  *        entries: a library older than 1.6 would not honour them, so a
  *        component that sets them says 1.6);
  *   1.7  adds ckpt_quiet, ckpt_release (optional, for coordinated
- *        checkpoints: NULL or absent = finalize and busy() serve).
+ *        checkpoints: NULL or absent = finalize and busy() serve);
+ *   1.8  adds send_inline (optional: NULL or absent = every message goes
+ *        through send()).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 7
+#define KUMI_P2P_CONTRACT_MINOR 8
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -284,11 +286,26 @@ struct kumi_p2p_ops {
      * and the peer's acknowledgements complete them then. */
     int (*ckpt_quiet)(void);
     void (*ckpt_release)(void);
+
+    /* ---- Contract 1.8, optional (may be NULL): a small eager message
+     * written at once, without a sendop.  h is a KUMI_HDR_EAGER header
+     * (paylen == len, at most eager_limit(peer)) and payload its paylen
+     * bytes.  When the message can go now without waiting or queueing
+     * (nothing queued to peer, room for it): write it, return 1; the
+     * payload has been copied, nothing more happens for it (no done()).
+     * Otherwise return 0 having done nothing: the caller then passes the
+     * message to send() (which also reports the errors). */
+    int (*send_inline)(int peer, const struct kumi_hdr *h, const void *payload);
 };
 
 /* Upcalls into the request layer, for transports. */
 KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *hdr);
 KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx);
+/* A message whose header and whole payload the transport holds at once
+ * (data: hdr->paylen bytes, read during the call only): the same as
+ * kumi_p2p_incoming, copying the payload to the rx it would return and
+ * kumi_p2p_rx_done, but cheaper for small eager messages. */
+KUMI_EXPORT void kumi_p2p_incoming_whole(int peer, const struct kumi_hdr *hdr, const void *data);
 /* Convert through a copy even data whose external32 form is its native
  * form (KUMI_P2P_CAP_EXTERNAL32; for tests of the conversion path). */
 KUMI_EXPORT void kumi_p2p_external32_copy(int on);

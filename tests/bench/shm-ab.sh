@@ -1,0 +1,34 @@
+#!/bin/bash
+# shm-ab: interleaved A/B timing of the small-message figures on shared memory (issue 22 item 1)
+# between two build trees: mpibench (lat, rate, bibw at 0, 1, 8, 64 B) built against each, run
+# alternately A, B, A, B ... ROUNDS times at 2 ranks bound to cores (each run the median of 3
+# repetitions); prints the median of the
+# rounds per figure and B / A.  On a loaded machine only the ratio means much.
+# Usage: tests/bench/shm-ab.sh BUILD_A BUILD_B [ROUNDS (default 7)] [SCALE (default 0.3)]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+A=$1 B=$2 R=${3:-7} X=${4:-0.3}
+O=$(mktemp -d) || exit 1
+if [ -n "${KEEP:-}" ]; then echo "shm-ab: outputs kept in $O"; else trap 'rm -rf "$O"' EXIT; fi
+for t in A B; do
+    b=${!t}
+    ${CC:-cc} -std=gnu11 -O2 -I"$b/framework/include" -I"$here/../../framework/include" -o "$O/mb.$t" \
+        "$here/mpibench.c" -L"$b/framework/.libs" -Wl,-rpath,"$b/framework/.libs" -lmpi || exit 1
+done
+run() { # T ROUND
+    local b=${!1}
+    KUMI_INTERNAL_NO_PKGLIBDIR=1 KUMI_COMPONENT_PATH=$(ls -d "$b"/components/*/*/.libs | tr '\n' ':') \
+    LD_LIBRARY_PATH=$b/framework/.libs timeout 300 env -u MPI_COMPONENTS "$b/tools/mpiexec/mpiexec" -n 2 \
+        --bind-to core "$O/mb.$1" -m lat,rate,bibw -s 0,1,8,64 -r 3 -x "$X" > "$O/out.$1.$2" 2>&1
+}
+for ((i = 0; i < R; i++)); do run A $i; run B $i; done
+awk -v R="$R" '
+    FNR == 1 { n = split(FILENAME, p, "."); t = p[n - 1] }
+    /^(lat|rate|bibw) / { v[t, $1 " " $2] = v[t, $1 " " $2] " " $4; unit[$1] = $7; keys[$1 " " $2] = 1 }
+    function med(s,   a, n, i, j, x) { n = split(s, a, " "); for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END { printf "%-12s %12s %12s %8s  (medians of %d interleaved rounds)\n", "figure", "A", "B", "B/A", R
+          n = split("lat 0,lat 1,lat 8,lat 64,rate 0,rate 1,rate 8,rate 64,bibw 1,bibw 8,bibw 64", ks, ",")
+          for (i = 1; i <= n; i++) { k = ks[i]; if (!(k in keys)) continue; a = med(v["A", k]); b = med(v["B", k])
+              split(k, kk, " "); printf "%-12s %12.4g %12.4g %8.3f  %s\n", k " B", a, b, a ? b / a : 0, unit[kk[1]] } }
+' "$O"/out.*

@@ -1,0 +1,40 @@
+#!/bin/bash
+# shm-icount: instructions per call of the small-message paths on shared memory (issue 22 item 1),
+# counted with callgrind, so independent of the machine's load (not part of make bench: run it by
+# hand).  tests/bench/shm_icount.c at 2 ranks (p2p shmem), each under valgrind --tool=callgrind;
+# prints the inclusive instruction count of each entry point divided by its number of calls.
+# Waitall of the receiver and the blocking receives include their waiting (spinning), which
+# depends on timing: compare the other lines.  KEEP=1 keeps the callgrind files.  Usage: top_builddir=... tests/bench/shm-icount.sh [N]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+B=${top_builddir:-$top_srcdir/_build}
+N=${1:-200}
+command -v valgrind > /dev/null || { echo "shm-icount: no valgrind"; exit 77; }
+O=$(mktemp -d) || exit 1
+if [ -n "${KEEP:-}" ]; then echo "shm-icount: callgrind files kept in $O"; else trap 'rm -rf "$O"' EXIT; fi
+${CC:-cc} -std=gnu11 -O2 -I"$B/framework/include" -I"$top_srcdir/framework/include" -o "$O/ic" \
+    "$top_srcdir/tests/bench/shm_icount.c" -L"$B/framework/.libs" -Wl,-rpath,"$B/framework/.libs" -lmpi || exit 1
+export KUMI_INTERNAL_NO_PKGLIBDIR=1 KUMI_COMPONENT_PATH=$(ls -d "$B"/components/*/*/.libs | tr '\n' ':')
+incl() { # FILE FUNCTION: its inclusive instruction count
+    callgrind_annotate --inclusive=yes --threshold=100 "$1" 2> /dev/null |
+        awk -v f="$2" '{ g = $0; sub(/.*:/, "", g); sub(/ .*/, "", g); c = $1; gsub(/,/, "", c) }
+                       g == f { print c; exit }'
+}
+per() { # FILE FUNCTION CALLS
+    awk -v a="$(incl "$1" "$2")" -v n="$3" -v f="$2" 'BEGIN { printf "  %-22s %8.1f\n", f, (a == "" ? 0 : a) / n }'
+}
+for kind in rate lat; do
+    LD_LIBRARY_PATH=$B/framework/.libs timeout 900 env -u MPI_COMPONENTS "$B/tools/mpiexec/mpiexec" -n 2 \
+        valgrind --tool=callgrind --callgrind-out-file="$O/cg.$kind.%q{KUMI_RANK}" "$O/ic" "$N" "$kind" \
+        > "$O/run.log" 2>&1 || { echo "shm-icount: $kind run failed"; tail -20 "$O/run.log"; exit 1; }
+    echo "$kind (N=$N; instructions per call, inclusive):"
+    if [ $kind = rate ]; then
+        echo " rank 0"; per "$O/cg.$kind.0" PMPI_Isend $((N * 128)); per "$O/cg.$kind.0" PMPI_Waitall $N
+        echo " rank 1"; per "$O/cg.$kind.1" PMPI_Irecv $((N * 128)); per "$O/cg.$kind.1" kumi_p2p_incoming_whole $((N * 129))
+        per "$O/cg.$kind.1" PMPI_Waitall $N; per "$O/cg.$kind.1" PMPI_Send $N
+    else
+        echo " rank 0"; per "$O/cg.$kind.0" PMPI_Send $N; per "$O/cg.$kind.0" PMPI_Recv $N
+        echo " rank 1"; per "$O/cg.$kind.1" PMPI_Send $N; per "$O/cg.$kind.1" PMPI_Recv $N
+    fi
+done
