@@ -342,3 +342,42 @@ void kumi_impi_client_close(struct kumi_impi_client *c)
         close(c->fd);
     c->fd = -1;
 }
+
+int kumi_impi_job_read(const char *path, struct kumi_impi_job *job, int *myclient, char *err, size_t errlen)
+{
+    char why[320] = "";
+    uint8_t h[12];
+    memset(job, 0, sizeof *job);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read the IMPI job file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fread(h, 1, 12, f) != 12 || kumi_impi_get32(h) != 0x4b494d50u) {
+        fclose(f);
+        snprintf(err, errlen, "%s is not an IMPI job file of mpiexec", path);
+        return -1;
+    }
+    if (myclient) *myclient = (int)kumi_impi_get32(h + 4);
+    job->nclients = (int)kumi_impi_get32(h + 8);
+    int bad = job->nclients < 1 || job->nclients > KUMI_IMPI_MAX_CLIENTS;
+    if (bad) snprintf(why, sizeof why, "%d clients", job->nclients);
+    while (!bad && fread(h, 1, 12, f) == 12) {
+        uint32_t label = kumi_impi_get32(h), mask = kumi_impi_get32(h + 4), len = kumi_impi_get32(h + 8);
+        uint8_t *d = len <= KUMI_IMPI_MAX_PAYLOAD ? malloc(len ? len : 1) : NULL;
+        if (!d || fread(d, 1, len, f) != len) {
+            snprintf(why, sizeof why, "truncated");
+            bad = 1;
+        } else if (kumi_impi_job_add(job, label, mask, d, len, why, sizeof why) != 0) {
+            bad = 1;
+        }
+        free(d);
+    }
+    fclose(f);
+    if (bad || kumi_impi_job_finish(job, why, sizeof why) != 0) {
+        snprintf(err, errlen, "the IMPI job file %s: %s", path, why[0] ? why : "malformed");
+        kumi_impi_job_free(job);
+        return -1;
+    }
+    return 0;
+}

@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     KT_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
     KT_MPI(MPI_T_cvar_get_num(&n));
     KT_CHECK(n > 20, "only %d control variables before MPI_Init", n);
-    KT_EQ_INT(read_cvar("p2p_tcp_eager_limit"), 64 * 1024);     /* components' parameters too */
+    KT_EQ_INT(read_cvar("p2p_tcp_eager_limit"), 512 * 1024);    /* components' parameters too */
     MPI_T_cvar_handle stale;
     int i, count;
     KT_MPI(MPI_T_cvar_get_index("kumi_base_progress_sleep_ms", &i));

@@ -253,7 +253,7 @@ n=$(grep -c "coll/sm: 2 segments kept through the checkpoint" "$L")
 [ $rc = 0 ] && [ "$n" = 4 ] && ok "coll/sm: 4 ranks on h5 stopped with their segments in use" \
     || { show "$L"; fail "coll/sm: stop on h5: exit $rc, $n of 4 ranks with 2 segments kept"; }
 clean_hosts "coll/sm, stopped"
-restart "of coll/sm's segments on h6:4" "$REFC" "$CS" -host h6:4
+restart "of the coll-sm segments on h6:4" "$REFC" "$CS" -host h6:4
 n=$(grep -c 'coll/sm: restart: 2 segments shared again' "$RSLOG")
 [ "$n" = 4 ] && ok "coll/sm: restarted on h6:4: every rank shared its 2 segments again" \
     || { show "$RSLOG"; fail "coll/sm: restart on h6:4: $n of 4 ranks shared 2 segments again"; }

@@ -29,6 +29,9 @@
 #     split's triples, and the barriers of MPI_Comm_free.
 #  9. one rank per client, each launch under taskset on one CPU with --bind-to none: the rank
 #     spins as a bound one (KUMI_VERBOSE=2's progress line), not as an oversubscribed one.
+# 10. coll/lact with coll/impi left out: its clusters are the IMPI clients (client0, client1;
+#     the other client's ranks on hosts named by IMPI's host numbering), every value checked;
+#     with coll_lact_impi_clusters=0 its rules apply (one cluster: not used).
 set -u
 SERVER=$top_builddir/tools/impi_server/impi_server
 TESTCOLL=$top_builddir/tools/impi_server/impi_testcoll
@@ -224,6 +227,18 @@ if [ "$(nproc)" -ge 2 ] && command -v taskset > /dev/null; then
             "client $k's one rank under taskset -c $k spins as a bound one (its world holds the other client's rank too)"
     done
 fi
+
+# ---- 10. coll/lact's clusters are the IMPI clients ----
+job lact "3 2" -x MPI_COMPONENTS=coll=^impi --param coll_lact_verbose=1 -- "$PROG" 5 300
+passed lact 5
+has "$dir/lact.c0.err" "coll/lact\[0\]: 5 ranks, 2 levels \(node wan\), 2 hosts, 2 clusters: client0\{[^ :]+:0,1,2\} client1\{client1-host[0-9]+:3,4\}" \
+    "coll/lact on world, seen from client 0: clusters client0 {0,1,2} and client1 {3,4}"
+has "$dir/lact.c1.err" "coll/lact\[[34]\]: allreduce of [0-9]+ elements: node, wan" \
+    "client 1's ranks run coll/lact's levels too (node, then wan)"
+job lactoff "3 2" -x MPI_COMPONENTS=coll=^impi --param coll_lact_verbose=1 --param coll_lact_impi_clusters=0 -- "$PROG" 5 300
+passed lactoff 5
+grep -q '2 clusters' "$dir"/lactoff.c*.err && fail "coll_lact_impi_clusters=0: coll/lact still made 2 clusters" \
+    || ok "coll_lact_impi_clusters=0: no clusters from the IMPI clients"
 
 [ $fails -eq 0 ] && { echo "impi_coll: all passed"; exit 0; }
 echo "impi_coll: $fails failure(s)"; exit 1

@@ -85,30 +85,10 @@ static int impi_open(char *why, size_t whylen)
         snprintf(why, whylen, "not a rank of an IMPI client (mpiexec --impi-client K --impi-server HOST:PORT)");
         return KUMI_UNAVAILABLE;
     }
-    FILE *f = fopen(path, "rb");
-    uint8_t h[12];
-    char err[320] = "";
+    char err[400];
     struct kumi_impi_job job;
-    memset(&job, 0, sizeof job);
-    if (!f || fread(h, 1, 12, f) != 12 || kumi_impi_get32(h) != 0x4b494d50u) {
-        snprintf(why, whylen, "cannot read the IMPI job file %s", path);
-        if (f) fclose(f);
-        kumi_warn("coll/impi not used: %s", why);
-        return KUMI_UNAVAILABLE;
-    }
-    job.nclients = (int)kumi_impi_get32(h + 8);
-    int bad = job.nclients < 1 || job.nclients > KUMI_IMPI_MAX_CLIENTS;
-    while (!bad && fread(h, 1, 12, f) == 12) {
-        uint32_t label = kumi_impi_get32(h), mask = kumi_impi_get32(h + 4), len = kumi_impi_get32(h + 8);
-        uint8_t *d = len <= KUMI_IMPI_MAX_PAYLOAD ? malloc(len ? len : 1) : NULL;
-        if (!d || fread(d, 1, len, f) != len || kumi_impi_job_add(&job, label, mask, d, len, err, sizeof err) != 0)
-            bad = 1;
-        free(d);
-    }
-    fclose(f);
-    if (bad || kumi_impi_job_finish(&job, err, sizeof err) != 0) {
-        snprintf(why, whylen, "the IMPI job file %s: %s", path, err[0] ? err : "malformed");
-        kumi_impi_job_free(&job);
+    if (kumi_impi_job_read(path, &job, NULL, err, sizeof err) != 0) {
+        snprintf(why, whylen, "%s", err);
         kumi_warn("coll/impi not used: %s", why);
         return KUMI_UNAVAILABLE;
     }

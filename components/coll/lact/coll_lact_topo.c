@@ -11,6 +11,12 @@
  * cluster "default".  Without any rule, coll_lact_hosts_per_cluster=M (>0)
  * puts host h (fake host h, or the h-th host in job-rank order) in cluster
  * "cluster<h/M>"; otherwise every host is in "default".
+ * In an IMPI job of several clients (mpiexec --impi-client, KUMI_INTERNAL_
+ * IMPI_JOB) the clients are the clusters instead ("client<K>", K the IMPI
+ * client number; coll_lact_impi_clusters=0 keeps the rules above): a rank of
+ * another client, whose host this launch's key-value exchange does not know,
+ * is on host "client<K>-host<H>" (H: its IMPI host, IMPI's numbering).  A
+ * topology file's `link client0 client1 ...` describes the link between two.
  *
  * Topology file, one item a line, # comments:
  *     cluster NAME PATTERN...
@@ -20,6 +26,7 @@
  * Defaults: node 0.3 us / 10000 MB/s, net 20 us / 1000 MB/s, wide area
  * coll_lact_wan_latency_us / coll_lact_wan_bandwidth (5000 us / 100 MB/s). */
 #include "coll_lact.h"
+#include <kumi/impi.h>
 #include <kumi/param.h>
 #include <kumi/rpim.h>
 
@@ -38,6 +45,7 @@
 #include <sys/socket.h>
 
 long long lact_ranks_per_host, lact_hosts_per_cluster, lact_verbose;
+static int lact_impi_clusters = 1;
 const char *lact_clusters, *lact_topology;
 double lact_wan_latency_us, lact_wan_bandwidth;
 
@@ -70,6 +78,10 @@ void lact_register_params(void)
                                "Bandwidth (MB/s) of a wide-area link between clusters that the "
                                "topology file does not describe", KUMI_LEVEL_TUNER,
                                &lact_wan_bandwidth);
+    kumi_param_register_bool("coll", "lact", "impi_clusters", 1,
+                             "In an IMPI job of several clients (mpiexec --impi-client): 1 makes each "
+                             "client a cluster (\"client<K>\"); 0 applies the cluster rules as "
+                             "without IMPI", KUMI_LEVEL_USER, &lact_impi_clusters);
     kumi_param_register_int("coll", "lact", "verbose", 0,
                             "1: print the topology once per communicator and the algorithm of "
                             "each call on stderr (prefix \"coll/lact[rank]: \")",
@@ -109,9 +121,17 @@ static int nhcache, caphcache;
 static char **worldhosts;
 static int nworldhosts = -1;
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The IMPI job (read once): each world rank's client and IMPI host, when
+ * there are several clients and coll_lact_impi_clusters is on; else none. */
+static int impi_read, impi_nprocs;
+static int *impi_client, *impi_host;
 
 void lact_config_free(void)
 {
+    free(impi_client);
+    free(impi_host);
+    impi_client = impi_host = NULL;
+    impi_nprocs = impi_read = 0;
     for (int i = 0; i < nrules; i++) {
         for (int k = 0; k < rules[i].npat; k++) free(rules[i].pat[k].glob);
         free(rules[i].pat);
@@ -431,6 +451,41 @@ static int world_host_index(const char *host)
     return 0;
 }
 
+static void impi_load(void)
+{
+    const char *path = getenv(KUMI_ENV_IMPI_JOB);
+    struct kumi_impi_job job;
+    char err[400];
+    impi_read = 1;
+    if (!lact_impi_clusters || !path || !*path) return;
+    if (kumi_impi_job_read(path, &job, NULL, err, sizeof err) != 0) {
+        kumi_warn("coll/lact: clusters not taken from the IMPI clients: %s", err);
+        return;
+    }
+    if (job.nclients > 1 && job.nprocs > 0 && (impi_client = malloc(sizeof(int) * (size_t)job.nprocs)) &&
+        (impi_host = malloc(sizeof(int) * (size_t)job.nprocs))) {
+        for (int p = 0; p < job.nprocs; p++) {
+            impi_host[p] = kumi_impi_job_proc_host(&job, p);
+            impi_client[p] = kumi_impi_job_host_client(&job, impi_host[p]);
+        }
+        impi_nprocs = job.nprocs;
+    } else {
+        free(impi_client);
+        impi_client = NULL;
+    }
+    kumi_impi_job_free(&job);
+}
+
+/* The IMPI client of job rank j (-1: no IMPI clusters). */
+static int impi_client_of(int j)
+{
+    pthread_mutex_lock(&cfg_lock);
+    if (!impi_read) impi_load();
+    int c = j >= 0 && j < impi_nprocs ? impi_client[j] : -1;
+    pthread_mutex_unlock(&cfg_lock);
+    return c;
+}
+
 /* The cluster name of host (fake: its fake host number, or -1); a new string or NULL. */
 static char *cluster_of(const char *host, int fake)
 {
@@ -522,29 +577,32 @@ int lact_topo_build(MPI_Comm comm, struct lact_topo *t)
     memset(t, 0, sizeof *t);
     int p = t->p = kumi_comm_size(comm);
     t->me = kumi_comm_rank(comm);
-    int *fake = ialloc(p);
+    int *fake = ialloc(p), *hcli = ialloc(p);
     t->host_of = ialloc(p);
     t->lidx = ialloc(p);
     t->pos = ialloc(p);
     t->hname = calloc((size_t)p, sizeof *t->hname);
-    if (!fake || !t->host_of || !t->lidx || !t->pos || !t->hname) goto fail;
+    if (!fake || !hcli || !t->host_of || !t->lidx || !t->pos || !t->hname) goto fail;
 
     /* Hosts, numbered by first appearance in comm rank order. */
     for (int r = 0; r < p; r++) {
         char buf[KUMI_KVS_VAL_MAX];
-        int jr = kumi_comm_job_rank(comm, r), fk = -1;
+        int jr = kumi_comm_job_rank(comm, r), fk = -1, cl = impi_client_of(jr);
         if (jr < 0) goto fail;
         if (lact_ranks_per_host > 0) {
             fk = (int)(jr / lact_ranks_per_host);
-            snprintf(buf, sizeof buf, "host%d", fk);
+            if (cl >= 0) snprintf(buf, sizeof buf, "client%d-host%d", cl, fk);   /* never across clients */
+            else snprintf(buf, sizeof buf, "host%d", fk);
         } else if (kumi_rpim_get(jr, "kumi.host", buf, sizeof buf) != MPI_SUCCESS) {
-            goto fail;
+            if (cl < 0) goto fail;
+            snprintf(buf, sizeof buf, "client%d-host%d", cl, impi_host[jr]);   /* another client's */
         }
         int h = 0;
         while (h < t->nhosts && strcmp(t->hname[h], buf)) h++;
         if (h == t->nhosts) {
             if (!(t->hname[h] = strdup(buf))) goto fail;
             fake[h] = fk;
+            hcli[h] = cl;
             t->nhosts++;
         }
         t->host_of[r] = h;
@@ -566,7 +624,13 @@ int lact_topo_build(MPI_Comm comm, struct lact_topo *t)
 
     /* Clusters, numbered by first appearance in host order. */
     for (int h = 0; h < H; h++) {
-        char *cn = cluster_of(t->hname[h], fake[h]);
+        char *cn, gen[32];
+        if (hcli[h] >= 0) {            /* the IMPI clients are the clusters */
+            snprintf(gen, sizeof gen, "client%d", hcli[h]);
+            cn = strdup(gen);
+        } else {
+            cn = cluster_of(t->hname[h], fake[h]);
+        }
         if (!cn) goto fail;
         int c = 0;
         while (c < t->ncl && strcmp(t->cname[c], cn)) c++;
@@ -623,9 +687,11 @@ int lact_topo_build(MPI_Comm comm, struct lact_topo *t)
             }
     }
     free(fake);
+    free(hcli);
     return KUMI_OK;
 fail:
     free(fake);
+    free(hcli);
     lact_topo_free(t);
     return KUMI_UNAVAILABLE;
 }

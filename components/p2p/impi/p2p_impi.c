@@ -140,32 +140,10 @@ void p2p_impi_host_failed(struct p2p_impi_host *h, const char *why)
 static int load_job(void)
 {
     const char *path = getenv(KUMI_ENV_IMPI_JOB);
-    FILE *f = fopen(path, "rb");
-    char err[320];
-    uint8_t h[12];
-    if (!f) return kumi_error(MPI_ERR_OTHER, "p2p/impi: cannot read the IMPI job file %s: %s", path, strerror(errno));
-    int rc = MPI_SUCCESS, n = 0;
-    memset(&p2p_impi_job, 0, sizeof p2p_impi_job);
-    if (fread(h, 1, 12, f) != 12 || kumi_impi_get32(h) != 0x4b494d50u) {
-        fclose(f);
-        return kumi_error(MPI_ERR_OTHER, "p2p/impi: %s is not an IMPI job file of mpiexec", path);
-    }
-    p2p_impi_myclient = (int)kumi_impi_get32(h + 4);
-    p2p_impi_job.nclients = (int)kumi_impi_get32(h + 8);
-    while (rc == MPI_SUCCESS && fread(h, 1, 12, f) == 12) {
-        uint32_t label = kumi_impi_get32(h), mask = kumi_impi_get32(h + 4), len = kumi_impi_get32(h + 8);
-        uint8_t *d = malloc(len ? len : 1);
-        if (!d || fread(d, 1, len, f) != len)
-            rc = kumi_error(MPI_ERR_OTHER, "p2p/impi: %s is truncated", path);
-        else if (kumi_impi_job_add(&p2p_impi_job, label, mask, d, len, err, sizeof err) != 0)
-            rc = kumi_error(MPI_ERR_OTHER, "p2p/impi: %s: %s", path, err);
-        free(d);
-        n++;
-    }
-    fclose(f);
-    if (rc == MPI_SUCCESS && kumi_impi_job_finish(&p2p_impi_job, err, sizeof err) != 0)
-        rc = kumi_error(MPI_ERR_OTHER, "p2p/impi: %s: %s", path, err);
-    return rc;
+    char err[400];
+    if (kumi_impi_job_read(path, &p2p_impi_job, &p2p_impi_myclient, err, sizeof err) != 0)
+        return kumi_error(MPI_ERR_OTHER, "p2p/impi: %s", err);
+    return MPI_SUCCESS;
 }
 
 static int p2p_impi_init(void)

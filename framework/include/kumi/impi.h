@@ -328,4 +328,12 @@ KUMI_EXPORT int kumi_impi_client_fini(struct kumi_impi_client *c);
 /* Close without FINI (the server takes it for a dead client). */
 KUMI_EXPORT void kumi_impi_client_close(struct kumi_impi_client *c);
 
+/* The job file that mpiexec --impi-client writes for its ranks
+ * (KUMI_INTERNAL_IMPI_JOB; tools/mpiexec/impi.c): "KIMP", this launch's
+ * client, the number of clients, then each label's reply (label, client
+ * mask, length, data), taken into a finished job.  0, or -1 with err set
+ * (job freed).  myclient may be NULL. */
+KUMI_EXPORT int kumi_impi_job_read(const char *path, struct kumi_impi_job *job, int *myclient, char *err,
+                                   size_t errlen);
+
 #endif
