@@ -22,14 +22,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/kumi-ckptwake.XXXXXX")
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
 cd "$TMP" || exit 1
 ROUNDS=${ROUNDS:-5}
-wait_for() { # LOG PATTERN SECONDS
-    local i
-    for ((i = 0; i < $3 * 20; i++)); do
-        grep -q -- "$2" "$1" 2> /dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
+. "$top_srcdir/tests/scripts/lib/ckpt_frame.sh"     # wait_for
 for r in $(seq "$ROUNDS"); do
     for w in 0 1; do
         rm -rf d go

@@ -47,19 +47,9 @@ D=$NETLAB_DIR
 cd "$TESTBIN" || exit 1
 export MPIEXEC_TIMEOUT=240
 ITERS=${CKPT_ITERS:-200}
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
-show() { sed 's/^/    | /' "$1" | tail -"${2:-20}"; }
-result() { sed -n 's/^result //p' "$1"; }
-wait_for() { # LOG PATTERN SECONDS
-    local i
-    for ((i = 0; i < $3 * 20; i++)); do
-        grep -q -- "$2" "$1" 2> /dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
+# fail, ok, show, result, wait_for
+. "$top_srcdir/tests/scripts/lib/ckpt_frame.sh"
+SHOW_LINES=20
 # mpiexec on the head h0, over the lab's ssh
 # (tcp between hosts, shmem inside: p2p/ofi is left out)
 XC="MPI_COMPONENTS=p2p=self,shmem,tcp"

@@ -26,47 +26,14 @@
 #     truncated image, an image of another job in a rank's place and a
 #     folder without manifest refused; 8 ranks over tcp too.
 set -u
-: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
-: "${top_builddir:=$top_srcdir}"
-: "${MPIEXEC:=$top_builddir/tools/mpiexec/mpiexec}"
-: "${TESTBIN:=$top_builddir/tests/mpi}"
-KCKPT=$top_builddir/components/ckpt/image/kumi_ckpt
-PROG=$TESTBIN/ckpt_job
-if [ ! -x "$KCKPT" ]; then
-    [ "$(uname -m)-$(uname -s)" = x86_64-Linux ] || { echo "SKIP: ckpt/image is for x86_64 Linux"; exit 77; }
-    echo "FAIL: kumi_ckpt not built (components/ckpt/image)"; exit 1
-fi
-[ -x "$PROG" ] || { echo "FAIL: $PROG not built"; exit 1; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kumi-ckptmpi.XXXXXX")
-trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
-cd "$TMP" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures+1)); }
-ok() { echo "ok: $*"; }
-show() { sed 's/^/    | /' "$1" | tail -${2:-15}; }
+. "$(dirname "$0")/lib/ckpt_frame.sh"
+ckpt_setup ckpt_job ckptmpi
 NP=4 ITERS=${CKPT_ITERS:-300}
 
-jobid() { sed -n 's/^mpiexec: job \([0-9][0-9]*\).*/\1/p' "$1" | head -1; }
-shm_clean() { # WHAT LOG
-    local j; j=$(jobid "$2")
-    [ -n "$j" ] || { fail "$1: no job id in mpiexec's output"; return; }
-    local l; l=$(ls /dev/shm 2>/dev/null | grep -E "^(sem\.)?kumi\.$j\." | head -3)
-    [ -z "$l" ] && ok "$1: nothing of job $j left in /dev/shm" || fail "$1: left in /dev/shm: $l"
-}
-result() { sed -n 's/^result //p' "$1"; }
 # run WHAT LOG ARGS...: in the foreground
 run() {
     local what=$1 log=$2; shift 2
     KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 "$@" > "$log" 2>&1 < /dev/null
-}
-# wait_for LOG PATTERN SECONDS
-wait_for() {
-    local i
-    for ((i = 0; i < $3 * 20; i++)); do
-        grep -q -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
 }
 
 # the reference
