@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_check.h"
+
 static int rank, size;
 /* a large-count user reduction (MPI_Op_create_c): elementwise max of 2 * a + b, the count an MPI_Count */
 static MPI_Count op_calls, op_len;
@@ -21,16 +23,6 @@ static void maxish(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt)
     if (*dt != MPI_INT) return;
     for (MPI_Count i = 0; i < *len; i++) b[i] = 2 * a[i] + b[i];
 }
-#define CHECK(c, ...)                                                            \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "mpich_large: rank %d: line %d: ", rank, __LINE__);  \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                        \
-        }                                                                        \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
 
 int main(int argc, char **argv)
 {

@@ -11,17 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_check.h"
+
 static int rank, size;
-#define CHECK(c, ...)                                                           \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            fprintf(stderr, "mpich_reqs: rank %d: line %d: ", rank, __LINE__);  \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                       \
-        }                                                                       \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
 
 static int gq_query(void *extra, MPI_Status *st)
 {

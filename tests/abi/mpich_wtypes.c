@@ -10,17 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_check.h"
+
 static int rank, size;
-#define CHECK(c, ...)                                                             \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "mpich_wtypes: rank %d: line %d: ", rank, __LINE__);  \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fputc('\n', stderr);                                                  \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                         \
-        }                                                                         \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
 
 /* alltoallw: rank r sends to each j the pair (r, j) as MPI_INT x 2, or as a contiguous type */
 static void check_a2a(const int *rb, int n, int it)
