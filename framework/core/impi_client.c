@@ -100,8 +100,11 @@ static int recv_all(struct kumi_impi_client *c, void *buf, size_t n, const char 
         if (got > 0) {
             p += got;
             n -= (size_t)got;
-        } else if (got == 0) {
-            return cfail(c, "the server closed the connection while this client waited for %s", what);
+        } else if (got == 0 || errno == ECONNRESET) {
+            /* a reset is a close too: the server closed with this client's
+             * next command unread (a wrong key refused at once) */
+            return cfail(c, "the server closed the connection%s while this client waited for %s",
+                         got ? " (reset)" : "", what);
         } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             return cfail(c, "waiting for %s: %s", what, strerror(errno));
         }
