@@ -22,7 +22,9 @@
  * Execution: START runs the schedule's ready nodes at once in the ioctl;
  * the rest is driven by the sockets: sk_data_ready / sk_write_space queue
  * the context's work item on the CPU of the rank that owns it (the CPU of
- * its last ioctl), which reads and writes the sockets (non-blocking),
+ * its last ioctl; while the rank computes and the machine has more CPUs
+ * than open contexts, unbound, for a spare CPU: steer), which reads and
+ * writes the sockets (non-blocking),
  * completes nodes and runs those that become ready.  Nothing runs in
  * softirq context but the queueing.  The rank's own thread is never used.
  *
@@ -47,6 +49,7 @@
 #include <linux/poll.h>
 #include <linux/idr.h>
 #include <linux/workqueue.h>
+#include <linux/sched/task.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <linux/overflow.h>
@@ -58,10 +61,24 @@
 #define KACC_MAX_MSG  (1ull << 34)     /* bytes of one message / buffer */
 #define KACC_MAX_TMP  ((u64)INT_MAX)   /* bytes of a kernel copy (unexpected or truncated message) */
 
-static struct workqueue_struct *kacc_wq;
+static struct workqueue_struct *kacc_wq, *kacc_uwq;
+
+/* Where a context's progress work runs (kick()).  0: always on the CPU of
+ * the rank that owns it (its last ioctl).  1: there too while the rank
+ * sleeps (its CPU is then free) or when the machine has no more CPUs than
+ * open contexts (no CPU is spare: the work must come out of some rank's
+ * time, best its own); else, while the rank computes, as unbound work,
+ * which the scheduler wakes on an idle CPU when there is one. */
+static int steer = 1;
+module_param(steer, int, 0644);
+MODULE_PARM_DESC(steer, "0: progress work on the rank's CPU; 1 (default): on a spare CPU while the rank runs, "
+                 "when the machine has more CPUs than open contexts");
 static struct {
     atomic64_t registered, runs, runs_done, nodes, user_nodes, bytes_sent, bytes_recv, calc_elems, copies,
                unexpected, rejected, peers, contexts, pinned_pages;
+    /* /proc/kumi_kacc only (not in struct kacc_stats): the work items' runs and their time
+     * on the owning rank's CPU (taken from its computation when it runs) and on other CPUs */
+    atomic64_t work_own, work_other, work_ns_own, work_ns_other;
 } st;
 
 struct kbuf {
@@ -131,8 +148,10 @@ struct kctx {
     struct kpeer **peers;
     u32 npeers;
     struct idr scheds;
-    struct work_struct work;
+    struct work_struct work;            /* on the rank's CPU (kacc_wq) */
+    struct work_struct uwork;           /* unbound (kacc_uwq): see steer */
     int cpu;
+    struct task_struct *owner;          /* the thread of the first ioctl (a reference) */
     bool progressing;                   /* in progress(), or about to call it (START, NODE_DONE) */
     u32 events;
     wait_queue_head_t wq;
@@ -224,8 +243,11 @@ static void kb_iter(struct kbuf *b, struct iov_iter *it, unsigned int dir, u64 o
 static void kick(struct kctx *c)
 {
     int cpu = READ_ONCE(c->cpu);
-    if (cpu >= 0 && cpu < nr_cpu_ids && cpu_online(cpu)) queue_work_on(cpu, kacc_wq, &c->work);
-    else queue_work(kacc_wq, &c->work);
+    struct task_struct *t = READ_ONCE(c->owner);
+    if (cpu < 0 || cpu >= nr_cpu_ids || !cpu_online(cpu)) queue_work(kacc_wq, &c->work);
+    else if (READ_ONCE(steer) && t && task_is_running(t) && num_online_cpus() > atomic64_read(&st.contexts))
+        queue_work(kacc_uwq, &c->uwork);        /* the rank computes and a CPU may be spare */
+    else queue_work_on(cpu, kacc_wq, &c->work);
 }
 
 static void bump(struct kctx *c)
@@ -655,13 +677,20 @@ static void progress(struct kctx *c)
     kick(c);                            /* much to do: later, let others run */
 }
 
-static void work_fn(struct work_struct *w)
+static void work_run(struct kctx *c)
 {
-    struct kctx *c = container_of(w, struct kctx, work);
+    u64 t0 = ktime_get_ns();
+    bool own;
     mutex_lock(&c->lock);
     progress(c);
     mutex_unlock(&c->lock);
+    own = raw_smp_processor_id() == READ_ONCE(c->cpu);
+    atomic64_inc(own ? &st.work_own : &st.work_other);
+    atomic64_add(ktime_get_ns() - t0, own ? &st.work_ns_own : &st.work_ns_other);
 }
+
+static void work_fn(struct work_struct *w) { work_run(container_of(w, struct kctx, work)); }
+static void uwork_fn(struct work_struct *w) { work_run(container_of(w, struct kctx, uwork)); }
 
 static void cb_ready(struct sock *sk)
 {
@@ -989,6 +1018,10 @@ static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
     }
     if (copy_from_user(&a, u, _IOC_SIZE(cmd))) return -EFAULT;
     WRITE_ONCE(c->cpu, raw_smp_processor_id());     /* progress work goes to the rank's CPU */
+    if (!READ_ONCE(c->owner)) {                     /* (or a spare one while it runs: steer) */
+        get_task_struct(current);
+        if (cmpxchg(&c->owner, NULL, current)) put_task_struct(current);
+    }
     mutex_lock(&c->lock);
     switch (cmd) {
     case KACC_IOC_ADD_SOCKET:
@@ -1024,6 +1057,7 @@ static int kacc_open(struct inode *ino, struct file *f)
     mutex_init(&c->area_mx);
     idr_init(&c->scheds);
     INIT_WORK(&c->work, work_fn);
+    INIT_WORK(&c->uwork, uwork_fn);
     init_waitqueue_head(&c->wq);
     c->cpu = -1;
     f->private_data = c;
@@ -1039,6 +1073,7 @@ static int kacc_release(struct inode *ino, struct file *f)
     u32 i;
     for (i = 0; i < c->npeers; i++) peer_detach(c->peers[i]);    /* no callback queues work after this */
     cancel_work_sync(&c->work);
+    cancel_work_sync(&c->uwork);
     idr_for_each_entry(&c->scheds, s, id) sched_free(s);
     idr_destroy(&c->scheds);
     for (i = 0; i < c->npeers; i++) {
@@ -1052,6 +1087,7 @@ static int kacc_release(struct inode *ino, struct file *f)
     kfree(c->peers);
     vfree(c->area);
     kfree(c->scratch);
+    if (c->owner) put_task_struct(c->owner);
     kfree(c);
     atomic64_dec(&st.contexts);
     return 0;
@@ -1115,6 +1151,9 @@ static int stats_show(struct seq_file *m, void *v)
                "rejected %llu\npeers %llu\ncontexts %llu\npinned_pages %llu\n", KACC_ABI_VERSION, o.registered,
                o.runs, o.runs_done, o.nodes, o.user_nodes, o.bytes_sent, o.bytes_recv, o.calc_elems, o.copies,
                o.unexpected, o.rejected, o.peers, o.contexts, o.pinned_pages);
+    seq_printf(m, "steer %d\nwork_own %lld\nwork_other %lld\nwork_us_own %lld\nwork_us_other %lld\n", READ_ONCE(steer),
+               atomic64_read(&st.work_own), atomic64_read(&st.work_other),
+               atomic64_read(&st.work_ns_own) / 1000, atomic64_read(&st.work_ns_other) / 1000);
     return 0;
 }
 
@@ -1123,8 +1162,10 @@ static int __init kacc_init(void)
     int rc;
     kacc_wq = alloc_workqueue("kumi_kacc", WQ_HIGHPRI, 0);
     if (!kacc_wq) return -ENOMEM;
+    kacc_uwq = alloc_workqueue("kumi_kacc_u", WQ_UNBOUND | WQ_HIGHPRI, 0);
+    if (!kacc_uwq) { destroy_workqueue(kacc_wq); return -ENOMEM; }
     rc = misc_register(&kacc_dev);
-    if (rc) { destroy_workqueue(kacc_wq); return rc; }
+    if (rc) { destroy_workqueue(kacc_uwq); destroy_workqueue(kacc_wq); return rc; }
     proc_create_single("kumi_kacc", 0444, NULL, stats_show);
     pr_info("kumi_kacc: loaded, ABI %u\n", KACC_ABI_VERSION);
     return 0;
@@ -1134,6 +1175,7 @@ static void __exit kacc_exit(void)
 {
     remove_proc_entry("kumi_kacc", NULL);
     misc_deregister(&kacc_dev);
+    destroy_workqueue(kacc_uwq);
     destroy_workqueue(kacc_wq);
     pr_info("kumi_kacc: unloaded\n");
 }

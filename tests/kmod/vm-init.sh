@@ -83,18 +83,25 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
     say "bench: $(wc -l < /kmodvm.bench) launches of overlap; meltdown: $(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null); cmdline: $(cat /proc/cmdline)"
     while read -r impl case rest; do
         envs=${rest%%--*} args=${rest#*-- }
+        # KACC_STEER=N: the module's steer parameter for this launch (kumi_kacc.c: 0 the rank's
+        # CPU always, 1 a spare CPU while the rank computes, where the VM has more CPUs than ranks)
+        steer=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_STEER=//p')
+        [ -z "$steer" ] || echo "$steer" > /sys/module/kumi_kacc/parameters/steer
         r0=$(stat_of runs_done); n0=$(stat_of nodes); u0=$(stat_of user_nodes); s=$(date +%s)
+        wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other)
         env $envs KUMI_VERBOSE=1 timeout ${BENCH_TIMEOUT:-300} $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
             --bind-to core -n 2 ./overlap $args < /dev/null > /tmp/bench.out 2>&1
         rc=$?
         r1=$(stat_of runs_done); n1=$(stat_of nodes); u1=$(stat_of user_nodes); e=$(date +%s)
+        wo1=$(stat_of work_us_own); wx1=$(stat_of work_us_other)
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
         [ $rc = 0 ] || tail -5 /tmp/bench.out | sed 's/^/KMODVM-OUT: /'
         kruns=$(grep 'schedule runs in the kernel' /tmp/bench.out | sed -n 's/.*kmod: \([0-9]*\) schedule runs.*/\1/p' |
                 awk '{ s += $1 } END { print s + 0 }')
         fb=$(grep -c 'collectives use the loop engine' /tmp/bench.out)
         echo "KMODVM-BENCHSTAT: $impl $case rc=$rc secs=$((e - s)) runs_done=$((r1 - r0)) nodes=$((n1 - n0))" \
-             "user_nodes=$((u1 - u0)) ranks_kernel_runs=$kruns engine_fallbacks=$fb"
+             "user_nodes=$((u1 - u0)) ranks_kernel_runs=$kruns engine_fallbacks=$fb" \
+             "work_us_own=$((wo1 - wo0)) work_us_other=$((wx1 - wx0))"
     done < /kmodvm.bench
 fi
 cat /proc/kumi_kacc | sed 's/^/KMODVM-STAT: /'

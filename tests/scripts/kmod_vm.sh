@@ -103,8 +103,10 @@ EOF
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$work/initramfs.cpio.gz"
 t1=$(date +%s)
 echo "module built, initramfs $(du -h "$work/initramfs.cpio.gz" | cut -f1) ($((t1 - t0)) s); booting $KVER under QEMU (TCG)"
-# 4. boot; the VM powers itself off
-timeout "${KUMI_KMOD_VM_TIMEOUT:-400}" qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp "${KUMI_KMOD_VM_SMP:-2}" \
+# 4. boot; the VM powers itself off.  The vCPUs are cores of one socket (one cache domain: the
+# scheduler looks for an idle CPU there when it wakes the module's unbound work)
+smp=${KUMI_KMOD_VM_SMP:-2}
+timeout "${KUMI_KMOD_VM_TIMEOUT:-400}" qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp "$smp,sockets=1,cores=$smp" \
     -kernel "/boot/vmlinuz-$KVER" -initrd "$work/initramfs.cpio.gz" \
     -append "console=ttyS0 panic=-1 loglevel=3 quiet ${KUMI_KMOD_VM_APPEND:-}" -nographic -no-reboot -nodefaults -serial stdio \
     < /dev/null > "$work/console.log" 2>&1
