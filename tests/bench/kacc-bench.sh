@@ -29,8 +29,9 @@
 # thread or kernel work on the rank's core; the worst rank), cpu (process CPU
 # time the communication added, a progress thread included: us), t_done (the
 # collective's completion as the ranks see it: the first MPI_Test reporting
-# it or MPI_Wait's return: us; with k = 0 at least the compute's length),
-# t_nbc (the non-blocking operation alone, start + MPI_Wait: us).
+# it or MPI_Wait's return: us; with k = 0 at least the compute's length), d/cmp
+# (t_done / t_cmp of the same launch, then the median: the targets compare this, since
+# the compute's length itself varies between launches), t_nbc (the non-blocking operation alone, start + MPI_Wait: us).
 #
 # Env: top_srcdir, top_builddir, KUMI_BENCH_OUT (default $top_builddir/tests/bench-logs),
 #      KUMI_BENCH_REPS (default 3), KUMI_BENCH_QUICK=1 (1 launch, 3 inner repetitions),
@@ -41,17 +42,22 @@
 #      KUMI_BENCH_KACC_INNER (overlap.c's repetitions per launch, -r: default 7, 3 when quick).
 #
 # "kacc-bench.sh vm" is the kaccvm configuration: the same launches inside a QEMU (TCG)
-# VM with 2 vCPUs booting Debian's kernel with the KACC module, one boot
+# VM with KUMI_BENCH_KACCVM_SMP vCPUs (default 2: one per rank) booting Debian's kernel
+# with the KACC module, one boot
 # (tests/scripts/kmod_vm.sh with KUMI_KMOD_VM_BENCH_ONLY=1; skipped with the reason
-# where QEMU, the kernel image or its headers are missing), Kumi's loop (MPI_Test
+# where QEMU, the kernel image or its headers are missing), of KUMI_BENCH_KACCVM_IMPLS
+# (default "kumi-loop kumi-thread kumi-uring kumi-kmod"; kumi-kmodrank is the kmod engine
+# with the module's steer=0: progress work always on the rank's CPU, where kumi-kmod has
+# steer=1: on a spare CPU while the rank computes, when the VM has more vCPUs than ranks): loop (MPI_Test
 # every k products, k in KUMI_BENCH_KACC_K), thread, uring and kmod engines (k in
 # KUMI_BENCH_KACCVM_K, default 0), KUMI_BENCH_REPS rounds (default 1) of every case
 # and engine in turn (one launch for the allreduce and a broadcast), overlap.c's repetitions 3 (1 when quick), operations
 # "iallreduce ibcast-tree" by default, the compute as long for every engine
 # (KUMI_BENCH_KACCVM_CMP_US, per size, default 5000,20000,150000 us: overlap.c -T;
-# in the VM the blocking operations differ by engine, up to 5 ms at 8 B); then the module's counters (schedule runs done
-# in the kernel, node steps, node steps left to the ranks: the per-node fall-back)
-# per engine and /proc/kumi_kacc at the end.  TCG runs the guest 10-50 times slower
+# the blocking operations may differ by engine); then the module's counters (schedule runs done
+# in the kernel, node steps, node steps left to the ranks: the per-node fall-back, the
+# work items' microseconds on the ranks' own CPUs and on others) per engine and
+# /proc/kumi_kacc at the end.  TCG runs the guest 10-50 times slower
 # than the host and the host's load shows in it: the VM's numbers compare the
 # engines with each other, not with the host's.  KUMI_BENCH_KACCVM_TIMEOUT: the whole
 # VM (default 1500 s); KUMI_BENCH_TIMEOUT: one launch in it.  The console and the
@@ -70,13 +76,18 @@ else ops=${KUMI_BENCH_KACC_OPS:-iallreduce ibcast-tree ibcast-pipe}; fi
 min_us=${KUMI_BENCH_KACC_MIN_US:-500}
 if [ $bench_cfg = kaccvm ]; then inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 1 || echo 3)}
 else inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}; fi
-bench_labels=([kumi-loop]="Kumi loop" [kumi-thread]="Kumi thread" [kumi-uring]="Kumi uring" [kumi-kmod]="Kumi kmod")
+bench_labels=([kumi-loop]="Kumi loop" [kumi-thread]="Kumi thread" [kumi-uring]="Kumi uring" [kumi-kmod]="Kumi kmod"
+              [kumi-kmodrank]="Kumi kmod@rk")
 kmod_note=""
 where="2 ranks over TCP, one per core"
 
 # kumi_env IMPL OP: the environment of a Kumi engine's launch for OP
 kumi_env() {
-    echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=${1#kumi-}
+    case $1 in
+    kumi-kmod)     echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 ;;
+    kumi-kmodrank) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=0 ;;
+    *)             echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=${1#kumi-} ;;
+    esac
     case $2 in ibcast-tree) echo KUMI_COLL_TUNED_BCAST_ALGORITHM=binomial ;;
                ibcast-pipe) echo KUMI_COLL_TUNED_BCAST_ALGORITHM=pipeline KUMI_COLL_TUNED_SEGMENT_SIZE=65536 ;; esac
 }
@@ -115,7 +126,8 @@ if [ $bench_cfg = kacc ]; then
 else
     # kaccvm: the launches in the VM, $reps rounds of every case and engine in turn, one boot
     # (tests/scripts/kmod_vm.sh); their "ovl" lines into $work/IMPL.CASE as bench_rounds writes them
-    impls=(kumi-loop kumi-thread kumi-uring kumi-kmod)
+    read -r -a impls <<< "${KUMI_BENCH_KACCVM_IMPLS:-kumi-loop kumi-thread kumi-uring kumi-kmod}"
+    vm_smp=${KUMI_BENCH_KACCVM_SMP:-2}
     vm_ks=${KUMI_BENCH_KACCVM_K:-0}     # the offloaded engines' test intervals (loop: $ks)
     vm_cmp=${KUMI_BENCH_KACCVM_CMP_US:-5000,20000,150000}   # the compute's length per size, every engine alike
     # one launch runs the allreduce and one broadcast (its environment chooses the broadcast's
@@ -145,8 +157,8 @@ else
         [ "$KUMI_BENCH_KACCVM_CONSOLE" -ef "$out/kaccvm.console.log" ] || cp "$KUMI_BENCH_KACCVM_CONSOLE" "$out/kaccvm.console.log"
         rc=0
     else
-        echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with 2 vCPUs (limit $vmlimit s)"
-        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=2 \
+        echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with $vm_smp vCPUs (limit $vmlimit s)"
+        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
             KUMI_KMOD_VM_CONSOLE="$out/kaccvm.console.log" KUMI_KMOD_VM_TIMEOUT=$vmlimit KUMI_KMOD_VM_BENCH_TIMEOUT=$limit \
             top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$top_srcdir/tests/scripts/kmod_vm.sh" > "$out/kaccvm.vm.log" 2>&1
         rc=$?
@@ -165,13 +177,15 @@ else
              $5 = op; line = $4; for (j = 5; j <= NF; j++) line = line " " $j; print line >> (w "/" $2 "." kernel "." op) }' \
         w="$work" "$out/kaccvm.console.log"
     kver=$(sed -n 's/.*KMODVM: kernel \([^,]*\),.*/\1/p' "$out/kaccvm.console.log" | head -1)
-    where="2 ranks over TCP (loopback) in a QEMU TCG VM, 2 vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
+    ncpu=$(sed -n 's/.*KMODVM: kernel [^,]*, \([0-9]*\) CPUs.*/\1/p' "$out/kaccvm.console.log" | head -1)
+    where="2 ranks over TCP (loopback) in a QEMU TCG VM, ${ncpu:-$vm_smp} vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
 fi
 
 # merged IMPL CASE: per op, size and k the median over the launches of every column
 merged() {
     [ -s "$work/$1.$2" ] || return 0
     awk '{ k = $2 " " $3 " " $4
+           $(NF + 1) = $6 > 0 ? $11 / $6 : 0      # t_done / t_cmp of this launch
            if (!(k in cnt)) order[++nk] = k
            c = ++cnt[k]
            for (j = 5; j <= NF; j++) val[k, j, c] = $j
@@ -190,7 +204,7 @@ merged() {
            }
          }' "$work/$1.$2"
 }
-[ -n "$(find "$work" -path "$work/kumi-loop.*" -type f -size +0 2>/dev/null)" ] || { bench_status "runs failed"; exit 1; }
+[ -n "$(find "$work" -path "$work/kumi-*.*" -type f -size +0 2>/dev/null)" ] || { bench_status "runs failed"; exit 1; }
 {
     echo "-- KACC: the CPU a non-blocking collective takes from the computation; $where;"
     if [ $bench_cfg = kaccvm ]; then echo "   compute of matrix products: $vm_cmp us (per size, the same for every engine); MPI_Test every k products (0: never); medians of $reps launches"
@@ -201,7 +215,7 @@ merged() {
         kernel=${c%%.*} op=${c#*.}
         echo
         echo "-- $bench_cfg: $op, ${kernel/mm/} x ${kernel/mm/} products"
-        printf "  %8s  %-12s %5s %9s %9s %5s %5s %8s %9s %8s\n" bytes "" k t_cmp t_tot ovl lost cpu t_done t_nbc
+        printf "  %8s  %-12s %5s %9s %9s %5s %5s %8s %9s %6s %8s\n" bytes "" k t_cmp t_tot ovl lost cpu t_done d/cmp t_nbc
         for sz in ${sizes//,/ }; do
             for i in "${impls[@]}"; do
                 m=$(merged "$i" "$c")
@@ -211,22 +225,24 @@ merged() {
                     continue
                 fi
                 echo "$m" | awk -v sz="$sz" -v l="$(bench_name "$i")" '$2 == sz {
-                    printf "  %8s  %-12s %5s %9.4g %9.4g %5.0f %5.1f %8.4g %9.4g %8.4g\n", sz, l, $3, $5, $6, $7, $9, $8, $10, $11 }'
+                    printf "  %8s  %-12s %5s %9.4g %9.4g %5.0f %5.1f %8.4g %9.4g %6.3f %8.4g\n", sz, l, $3, $5, $6, $7, $9, $8, $10, $12, $11 }'
                 echo "$m" | awk -v sz="$sz" '$2 == sz' > "$work/med.$i.${kernel}.$op.$sz"
             done
         done
     done
     # targets (issue 21): at the fine granularity, with k = 0, the uring (and kmod)
     # engine's computation loses less than the thread engine's, and the collective
-    # completes no later than with the thread engine
+    # completes no later than with the thread engine: t_done against the compute of the same
+    # launch (d/cmp, the median over the launches of t_done / t_cmp), since the compute's own
+    # length varies between launches (in the VM by up to 8 %) and t_done includes it at k = 0
     for e in uring kmod; do
         for op in $ops; do
             for sz in ${sizes//,/ }; do
                 t=$work/med.kumi-thread.mm4.$op.$sz x=$work/med.kumi-$e.mm4.$op.$sz
                 [ -s "$t" ] && [ -s "$x" ] || continue
-                met=$(awk 'FNR == 1 { f++ } $3 == 0 { l[f] = $9; d[f] = $10 }
+                met=$(awk 'FNR == 1 { f++ } $3 == 0 { l[f] = $9; d[f] = $12 }
                            END { print (l[2] < l[1] || l[2] == 0) && d[2] <= d[1] ? 1 : 0 }' "$t" "$x")
-                bench_target "$e engine, $op $sz B, 4x4 products, k=0: less CPU lost and done no later than thread" "$met"
+                bench_target "$e engine, $op $sz B, 4x4 products, k=0: less CPU lost and done no later than thread (t_done / t_cmp)" "$met"
             done
         done
     done
@@ -254,13 +270,14 @@ merged() {
         # /proc/kumi_kacc after the run
         echo
         echo "-- kaccvm: the module's counters over each engine's launches (sums), and at the end"
-        printf "  %-12s %8s %6s %10s %12s %12s %9s\n" "" launches failed runs_done nodes user_nodes fallbacks
+        printf "  %-12s %8s %6s %10s %12s %12s %9s %10s %10s\n" "" launches failed runs_done nodes user_nodes fallbacks \
+               wk_us_own wk_us_oth
         for i in "${impls[@]}"; do
             awk -v i="$i" -v l="$(bench_name "$i")" '$1 == "KMODVM-BENCHSTAT:" && $2 == i {
                     n++; for (j = 4; j <= NF; j++) { split($j, kv, "="); v[kv[1]] += kv[2] }
                     if ($4 != "rc=0") f++ }
-                END { printf "  %-12s %8d %6d %10d %12d %12d %9d\n", l, n, f, v["runs_done"], v["nodes"],
-                      v["user_nodes"], v["engine_fallbacks"] }' "$out/kaccvm.console.log"
+                END { printf "  %-12s %8d %6d %10d %12d %12d %9d %10d %10d\n", l, n, f, v["runs_done"], v["nodes"],
+                      v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"] }' "$out/kaccvm.console.log"
         done
         echo "   /proc/kumi_kacc: $(sed -n 's/^KMODVM-STAT: //p' "$out/kaccvm.console.log" | tr '\n' ' ')"
         echo "   fallbacks: ranks whose engine fell back to loop (KUMI_VERBOSE line); the VM's verdicts:" \
