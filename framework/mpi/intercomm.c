@@ -16,7 +16,12 @@
  * group whose candidate is the smaller keeps it aside and takes its next
  * free id, until both candidates are equal (a merge of two sorted lists: the
  * result is the lowest id free on both groups).  The ids kept aside are then
- * released.  Usually the first candidates already agree. */
+ * released.  Usually the first candidates already agree.
+ *
+ * A component's context-id rule (kumi_ctx_rule_set: coll/impi's IMPI rule,
+ * when the two groups together span IMPI clients) replaces that agreement
+ * in MPI_Intercomm_create, MPI_Intercomm_merge and the intercommunicator's
+ * dup / split / create (ic_derive): kumi_ctx_rule_agree_inter. */
 #include "mpi/mpi_front.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +120,12 @@ static int link_xchg_bcast(const struct ic_link *l, const int *mine, int *theirs
     if (l->lc->rank == l->leader) rc = link_xchg(l, mine, n, theirs, n, MPI_INT);
     int rc2 = l->lc->coll.bcast(theirs, n, MPI_INT, l->leader, (MPI_Comm)l->lc);
     return rc ? rc : rc2;
+}
+
+/* The leaders' exchange of a component's context-id rule (coll/impi's IMPI rule). */
+static int link_xchg64(void *arg, const uint64_t *mine, uint64_t *theirs, int n)
+{
+    return link_xchg(arg, mine, n, theirs, n, MPI_UINT64_T);
 }
 
 /* A context pair free on every process of both groups (collective over both). */
@@ -318,16 +329,28 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
         return rc ? rc : rc2;
     }
     int32_t ctx, lctx;
-    rc = ic_ctx_agree(&link, fn, &ctx);
-    if (rc) {
-        free(lworld); free(rworld);
-        return rc;
-    }
-    rc = kumi_ctx_alloc(lc, &lctx);
-    if (rc) {
-        kumi_ctx_free(ctx);
-        free(lworld); free(rworld);
-        return rc;
+    if (kumi_ctx_rule_applies_inter(lc, rsize, rworld)) {
+        /* a component's rule (coll/impi: IMPI's max + 1 over both groups) */
+        int32_t cc[2];
+        rc = kumi_ctx_rule_agree_inter(KUMI_CTX_IC_CREATE, lc, local_leader, NULL, link_xchg64, &link, 0, NULL, 2, cc);
+        if (rc) {
+            free(lworld); free(rworld);
+            return rc;
+        }
+        ctx = cc[0];
+        lctx = cc[1];
+    } else {
+        rc = ic_ctx_agree(&link, fn, &ctx);
+        if (rc) {
+            free(lworld); free(rworld);
+            return rc;
+        }
+        rc = kumi_ctx_alloc(lc, &lctx);
+        if (rc) {
+            kumi_ctx_free(ctx);
+            free(lworld); free(rworld);
+            return rc;
+        }
     }
     struct kumi_comm *c;
     rc = ic_make(lc->rank, lsize, lworld, rsize, rworld, ctx, lctx, lc, fn, &c);
@@ -350,12 +373,19 @@ int kumi_mpi_intercomm_merge(struct kumi_comm *intercomm, int high, MPI_Comm *ne
      * (kumi_req_peer_before: world ranks; the same on both sides where the
      * groups are of different jobs) does. */
     int mine[2] = { high ? 1 : 0, 0 }, theirs[2] = { 0, 0 };
-    TRY(link_xchg_bcast(&link, mine, theirs, 2));
+    int32_t ctx;
+    bool rule = kumi_ctx_rule_applies_inter(lc, ic->remote_size, ic->remote_world);
+    if (rule) {        /* a component's rule (coll/impi): high travels with its exchange */
+        uint64_t rhigh = 0;
+        TRY(kumi_ctx_rule_agree_inter(KUMI_CTX_IC_MERGE, lc, 0, ic, NULL, NULL, (uint64_t)mine[0], &rhigh, 1, &ctx));
+        theirs[0] = rhigh ? 1 : 0;
+    } else {
+        TRY(link_xchg_bcast(&link, mine, theirs, 2));
+    }
     int first = mine[0] != theirs[0] ? mine[0] < theirs[0]
                                      : kumi_req_peer_before(kumi_comm_world_rank(ic, 0), ic->remote_world[0]);
 
-    int32_t ctx;
-    TRY(ic_ctx_agree(&link, fn, &ctx));
+    if (!rule) TRY(ic_ctx_agree(&link, fn, &ctx));
     int n = ic->size + ic->remote_size;
     int *w = malloc(sizeof(int) * (size_t)n);
     if (!w) {
@@ -452,11 +482,20 @@ static int ic_derive(struct kumi_comm *ic, const int *lr, int nl, const int *rr,
     struct kumi_comm *lc = ic->local_comm;
     struct ic_link link = { lc, 0, NULL, 0, 0, ic, NULL, -1, 0 };
     int32_t ctx, lctx;
-    TRY(ic_ctx_agree(&link, fn, &ctx));
-    int rc = kumi_ctx_alloc(lc, &lctx);
-    if (rc) {
-        kumi_ctx_free(ctx);
-        return rc;
+    int rc;
+    if (kumi_ctx_rule_applies_inter(lc, ic->remote_size, ic->remote_world)) {
+        /* a component's rule (coll/impi), over both groups of the parent */
+        int32_t cc[2];
+        TRY(kumi_ctx_rule_agree_inter(KUMI_CTX_IC_DERIVE, lc, 0, ic, NULL, NULL, 0, NULL, 2, cc));
+        ctx = cc[0];
+        lctx = cc[1];
+    } else {
+        TRY(ic_ctx_agree(&link, fn, &ctx));
+        rc = kumi_ctx_alloc(lc, &lctx);
+        if (rc) {
+            kumi_ctx_free(ctx);
+            return rc;
+        }
     }
     if (myrank < 0 || nl == 0 || nr == 0) {
         kumi_ctx_free(ctx);

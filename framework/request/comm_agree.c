@@ -170,6 +170,22 @@ bool kumi_ctx_rule_applies(struct kumi_comm *comm)
            ctx_rule->applies((MPI_Comm)comm);
 }
 
+/* Intercommunicators: the rule's own functions for them, when it has them,
+ * and the same conditions as above (on the local group's intracommunicator). */
+bool kumi_ctx_rule_applies_inter(struct kumi_comm *local, int rn, const int rworld[])
+{
+    return ctx_rule && ctx_rule->applies_inter && ctx_rule->agree_inter && local && !local->inter &&
+           kumi_thread_level != MPI_THREAD_MULTIPLE && ctx_rule->applies_inter((MPI_Comm)local, rn, rworld);
+}
+
+int kumi_ctx_rule_agree_inter(int kind, struct kumi_comm *local, int leader, struct kumi_comm *inter,
+                              int (*xchg)(void *, const uint64_t *, uint64_t *, int), void *arg, uint64_t extra,
+                              uint64_t *rextra, int nctx, int32_t ctx[])
+{
+    return ctx_rule->agree_inter(kind, (MPI_Comm)local, leader, inter ? (MPI_Comm)inter : MPI_COMM_NULL, xchg, arg,
+                                 extra, rextra, nctx, ctx);
+}
+
 int kumi_ctx_alloc_comm(struct kumi_comm *parent, int32_t *ctx)
 {
     if (kumi_ctx_rule_applies(parent) && ctx_rule->agree) return ctx_rule->agree((MPI_Comm)parent, ctx);

@@ -420,6 +420,13 @@ int kumi_ctx_alloc(struct kumi_comm *parent, int32_t *ctx);
  * kumi_ctx_rule_applies: whether it does. */
 int kumi_ctx_alloc_comm(struct kumi_comm *parent, int32_t *ctx);
 bool kumi_ctx_rule_applies(struct kumi_comm *comm);
+/* The rule for an intercommunicator between local's group and the remote
+ * group rworld[0..rn) (kumi/coll.h: applies_inter, agree_inter; the caller
+ * checks kumi_ctx_rule_applies_inter first, on every process of both groups). */
+bool kumi_ctx_rule_applies_inter(struct kumi_comm *local, int rn, const int rworld[]);
+int kumi_ctx_rule_agree_inter(int kind, struct kumi_comm *local, int leader, struct kumi_comm *inter,
+                              int (*xchg)(void *, const uint64_t *, uint64_t *, int), void *arg, uint64_t extra,
+                              uint64_t *rextra, int nctx, int32_t ctx[]);
 /* Same, agreed over the members of group g only (g's world ranks must be
  * ranks of carrier; carrier NULL: the whole job, usable before MPI_Init once
  * the runtime is up).  key tells concurrent agreements apart (the same on

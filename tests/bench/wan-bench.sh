@@ -24,8 +24,11 @@
 # Target: paced >= 1.3x faster than unpaced at 10 ms, no slower at 0 ms
 # (within 5 %), near-zero drops (at most 1 per 1000 packets moved).
 #
+# Rows "-I": the same over IMPI (two IMPI clients, one per cluster; see run1_impi).
+#
 # Env: top_srcdir, top_builddir, KUMI_BENCH_OUT, KUMI_BENCH_REPS, KUMI_BENCH_QUICK=1
-#      (1 repetition, delays 0 and 10 ms), KUMI_BENCH_WAN_DELAYS="0 5 10" (ms).
+#      (1 repetition, delays 0 and 10 ms), KUMI_BENCH_WAN_DELAYS="0 5 10" (ms),
+#      KUMI_BENCH_WAN_PATHS ("tcp impi": Kumi's tcp across, and IMPI clients).
 # Writes $KUMI_BENCH_OUT/wan.table, appends to $KUMI_BENCH_OUT/targets and
 # writes $KUMI_BENCH_OUT/wan.kumi.status (ok, or why not).
 set -u
@@ -67,6 +70,34 @@ run1() { # args -> "seconds drops" (or "fail")
     [ $rc -eq 0 ] || { echo "$o" | tail -5 >> "$out/wan.err"; echo "fail"; return; }
     echo "$(echo "$o" | sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p') $((d1 - d0))"
 }
+# The same over IMPI (KUMI_BENCH_WAN_PATHS has "impi"): the IMPI server in A, `mpiexec -n N
+# --impi-client 0` in A and `--impi-client 1` in B; each cluster is one IMPI host whose one
+# connection to the other carries its N ranks' packets (p2p/impi, external32), paced by the
+# launch's lowest rank at N x one sender's share and restored by the last one out.
+SERVER=$top_builddir/tools/impi_server/impi_server
+run1_impi() { # env assignments... -- wan_a2a args -> "seconds drops" (or "fail")
+    local envs=() d0 d1 hp sp pa pb ra rb
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    rm -f "$work/port"
+    ip netns exec "${WL_NS_A##*/}" timeout 300 "$SERVER" -n 2 -host "$WL_ADDR_A" -portfile "$work/port" -timeout 60 \
+        > /dev/null 2>> "$out/wan.err" &
+    sp=$!
+    for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+    hp=$(cat "$work/port" 2>/dev/null)
+    d0=$(wanlab_drops)
+    env "${envs[@]}" KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" ip netns exec "${WL_NS_A##*/}" timeout 290 "$MPIEXEC" \
+        --timeout 280 -n "$n" --impi-client 0 --impi-server "$hp" "$TESTBIN/wan_a2a" "$@" > "$work/ia" 2>&1 &
+    pa=$!
+    env "${envs[@]}" KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" ip netns exec "${WL_NS_B##*/}" timeout 290 "$MPIEXEC" \
+        --timeout 280 -n "$n" --impi-client 1 --impi-server "$hp" "$TESTBIN/wan_a2a" "$@" > "$work/ib" 2>&1 &
+    pb=$!
+    wait $pa; ra=$?; wait $pb; rb=$?; wait $sp
+    d1=$(wanlab_drops)
+    [ $ra -eq 0 ] && [ $rb -eq 0 ] || { tail -5 "$work/ia" "$work/ib" >> "$out/wan.err"; echo "fail"; return; }
+    echo "$(sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p' "$work/ia" "$work/ib" | head -1) $((d1 - d0))"
+}
+paths=${KUMI_BENCH_WAN_PATHS:-tcp impi}
 median() { sort -g | awk '{a[NR] = $0} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
 printf "%-3s %6s %9s %6s | %9s %6s %7s | %9s %6s %7s\n" "" delay unpaced drops "senders" drops speedup \
     "sockets" drops speedup | tee -a "$table"
@@ -84,9 +115,20 @@ for d in $delays; do
     printf 'cluster A %s\ncluster B %s\nlink A B %d 12.5\n' "$WL_NET_A" "$WL_NET_B" $((d * 1000)) > "$topo"
     wrap=(python3 "$top_srcdir/tests/scripts/netns_rank.py" "$n" "$WL_NS_A" "$WL_NS_B")
     for k in "${kernels[@]}"; do
+      for path in $paths; do
         name=${k%%|*} args=${k#*|}
+        [ "$path" = impi ] && name=$name-I
         : > "$work/u"; : > "$work/p"; : > "$work/s"
         for r in $(seq "$reps"); do
+            if [ "$path" = impi ]; then
+                # shellcheck disable=SC2086
+                run1_impi KUMI_PACING_SOCKRATE_ENABLE=0 -- $args >> "$work/u"
+                # shellcheck disable=SC2086
+                run1_impi KUMI_PACING_SOCKRATE_ENABLE=1 -- $args >> "$work/p"
+                # shellcheck disable=SC2086
+                run1_impi KUMI_PACING_SOCKRATE_DIVIDE=sockets -- $args >> "$work/s"
+                continue
+            fi
             # shellcheck disable=SC2086
             run1 -x KUMI_PACING_SOCKRATE_ENABLE=0 "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/u"
             # shellcheck disable=SC2086
@@ -102,10 +144,11 @@ for d in $delays; do
         printf "%-3s %3s ms %8ss %6s | %8ss %6s %6sx | %8ss %6s %6sx\n" "$name" "$d" "$tu" "$du" "$tp" "$dp" "$sp" \
             "$ts" "$ds" "$ss" | tee -a "$table"
         echo "$name $d $tu $du $tp $dp $sp $ts $ds $ss" >> "$work/rows"
+      done
     done
     wanlab_down
 done
-echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; times: the slowest rank's, all iterations)" | tee -a "$table"
+echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection)" | tee -a "$table"
 # targets: 10 ms paced >= 1.3x; 0 ms paced no slower (>= 0.95x); paced drops near zero
 if [ -f "$work/rows" ]; then
     for v in "senders 7" "sockets 10"; do

@@ -12,6 +12,7 @@
 # failed with "the host of rank 0 unknown".
 # And with every rank its own IMPI host (p2p_impi_host_per_rank=1): inter_coll, impi_coll.
 # Not here: conf_split_type_inter (its expectations assume every rank on one host).
+# Last: impi_intercomm, the context ids of intercommunicators by IMPI's rule.
 set -u
 SERVER=$top_builddir/tools/impi_server/impi_server
 [ -x "$SERVER" ] || { echo "FAIL: $SERVER not built"; exit 1; }
@@ -60,6 +61,29 @@ for t in "3 2:inter_basic 2" "2 3:inter_basic 3" "2 3:inter_coll 3" "1 2:nbc_int
         fail "$args over IMPI clients of $counts ranks (exits:$rcs)"
         tail -n 8 "$dir/$name".c*.err "$dir/$name".c*.out | grep -v '^$' | head -40
     fi
+done
+
+# Intercommunicators' context ids by IMPI's rule (coll/impi, "not from the standard's text"):
+# new id = max of IMPI_max_cid over both groups + 1, the intercommunicator's local group
+# the next pair; every participant's IMPI_max_cid the last id taken (see
+# tests/mpi/impi_intercomm.c).  Before: Kumi's own agreement, no such lines.
+job iccid "2 2" ./impi_intercomm
+if ! echo "$rcs" | grep -Eq '[1-9]' && [ "$(cat "$dir"/iccid.c*.out | grep -c 'all checks passed')" = 4 ]; then
+    ok "intercommunicators over two IMPI clients: every check passed"
+else
+    fail "impi_intercomm (exits:$rcs)"; tail -n 8 "$dir"/iccid.c*.err | head -30
+fi
+cr="MPI_Intercomm_create: IMPI context id" mg="MPI_Intercomm_merge: IMPI context id" dp="an intercommunicator's dup / split / create: IMPI context id"
+for want in "0:a new communicator's IMPI context id 2 (collectives 3)" \
+            "0:$cr 4 (collectives 5), the local group's 6 (7)" "1:$cr 4 (collectives 5), the local group's 6 (7)" \
+            "0:$mg 8 (collectives 9)" "1:$mg 8 (collectives 9)" \
+            "0:$dp 10 (collectives 11), the local group's 12 (13)" "1:$dp 10 (collectives 11), the local group's 12 (13)" \
+            "0:a new communicator's IMPI context id 14 (collectives 15)" \
+            "0:$cr 16 (collectives 17), the local group's 18 (19)" "2:$cr 16 (collectives 17), the local group's 18 (19)" \
+            "0:$mg 20 (collectives 21)" "2:$mg 20 (collectives 21)"; do
+    r=${want%%:*} line=${want#*:}
+    grep -qxF "coll/impi[$r]: $line" "$dir"/iccid.c*.err && ok "rank $r: $line" ||
+        { fail "rank $r did not say: $line"; grep -h 'context id' "$dir"/iccid.c*.err | head -20; }
 done
 
 [ $fails = 0 ] || { echo "$fails checks failed"; exit 1; }

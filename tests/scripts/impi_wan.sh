@@ -11,7 +11,8 @@
 # IMPI clients, the one connection from each cluster to the other carries both of its ranks'
 # packets, so it is paced at the link x 0.95 x 2 (its senders) / 2 (the cluster's senders)
 # = 11875000 B/s, set and restored by the launch's lowest rank only (0 in A, 2 in B), back
-# to unlimited after the call; the other rank touches no rate.  (Before: p2p/impi gave
+# to unlimited after the call by the last of the launch's ranks out of it; the other rank sets no
+# rate.  (Before: p2p/impi gave
 # pacing/sockrate no sockets, so nothing was paced.)
 # Then a rank of cluster B dies: both clusters' jobs and the server end, no hang.
 set -u
@@ -80,17 +81,31 @@ for rc in "0 A 2 3 1" "2 B 0 1 3"; do
     grep -Eq "^pacing/sockrate\[$1\]: (alltoall|alltoallv): rank ($3|$4) fd [0-9]+ rate 11875000 B/s \(was unlimited\) shared by the launch's ranks\$" "$f" &&
         ok "rank $1 paces cluster $2's shared connection at 11875000 B/s (link x 0.95 x 2 / 2)" ||
         { fail "rank $1 did not pace the shared connection at 11875000 B/s"; grep "sockrate\[$1\]" "$f" | head -8; }
-    grep -Eq "^pacing/sockrate\[$1\]: restored rank ($3|$4) fd [0-9]+ rate unlimited" "$f" &&
-        ok "rank $1 restores it to unlimited" || { fail "rank $1 did not restore the shared connection"; grep "sockrate\[$1\]" "$f" | head -8; }
-    grep -Eq "^pacing/sockrate\[$5\]: [a-z]+: rank|^pacing/sockrate\[$5\]: restored" "$f" &&
-        { fail "rank $5 (not the launch's lowest) set or restored a rate"; grep "sockrate\[$5\]" "$f" | head -5; } ||
-        ok "rank $5 leaves the shared connection's rate alone"
+    # the last of the launch's ranks out of the call (its queue drained) restores it
+    grep -Eq "^pacing/sockrate\[($1|$5)\]: restored rank ($3|$4) fd [0-9]+ rate unlimited" "$f" &&
+        ok "the launch restores it to unlimited" || { fail "the shared connection was not restored"; grep "sockrate" "$f" | head -8; }
+    grep -Eq "^pacing/sockrate\[$5\]: [a-z]+: rank" "$f" &&
+        { fail "rank $5 (not the launch's lowest) set a rate"; grep "sockrate\[$5\]" "$f" | head -5; } ||
+        ok "rank $5 sets no rate on the shared connection"
     # once per call, not once per peer behind it: every set names the first of the two peers
     n=$(grep -Ec "^pacing/sockrate\[$1\]: [a-z]+: rank $3 " "$f")
     grep -Eq "^pacing/sockrate\[$1\]: [a-z]+: rank $4 " "$f" &&
         fail "rank $1 set the shared connection's rate again for its second peer" ||
         ok "rank $1 sets the shared connection's rate once per paced call ($n calls)"
 done
+
+# Two communicators' paced calls on the same shared connection (X = {0, 2}, Y = {1, 3}: rank 1
+# sets and ends Y's pacing while rank 0 is still inside X's call; tests/mpi/wan_pace_race.c):
+# the connection stays paced until X's call is over too, then goes back to unlimited.  Before
+# (the launch's lowest rank of each communicator restored when its own call was over): rank 1
+# restored it to unlimited in the middle of X's call.
+KUMI_PACING_SOCKRATE_TOPOLOGY=$TMP/topo KUMI_PACING_SOCKRATE_VERBOSE=1 PROG=$TESTBIN/wan_pace_race run race 11875000
+cat "$TMP/race.a.out" | sed 's/^/  /'
+if [ $r0 = 0 ] && [ $r1 = 0 ] && [ $rs = 0 ] && grep -q '^wan_pace_race: both checks passed' "$TMP/race.a.out"; then
+    ok "a communicator's paced call that ends leaves the rate another's call set until that one ends too"
+else fail "two communicators' paced calls on one shared connection: A $r0, B $r1, server $rs"; grep sockrate "$TMP/race.a.err" | head -12; fi
+grep -Eq "^pacing/sockrate\[1\]: rank [23] fd [0-9]+ stays paced: 1 other paced call of the launch on it" "$TMP/race.a.err" &&
+    ok "rank 1 leaves the connection paced for rank 0's call" || { fail "rank 1 did not say it left the rate"; grep sockrate "$TMP/race.a.err" | head -12; }
 
 run die 4 2 die 3
 [ $r0 != 0 ] && [ $r0 != 124 ] && [ $r1 != 0 ] && [ $r1 != 124 ] && [ $rs = 1 ] &&

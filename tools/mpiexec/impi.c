@@ -125,6 +125,7 @@ static unsigned long long relayed_out, relayed_in, dropped;
 static double last_relay, relay_spin = 0;          /* p2p_impi_relay_spin: seconds */
 static pthread_mutex_t *locks;       /* per host: held while a whole packet is written (shared with the ranks) */
 static int lockfd = -1;
+static int pacefd = -1;             /* the shared connections' pacing state (struct kumi_impi_pacing per host) */
 
 /* A parameter's value: --param (KUMI_NAME=...) first, then the environment. */
 static const char *param_text(const char *envname)
@@ -525,6 +526,22 @@ int mx_impi_startup(int np)
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     for (int h = 0; h < job.nhosts; h++) pthread_mutex_init(&locks[h], &ma);
+    /* pacing/sockrate's count of the launch's paced calls per connection */
+    struct kumi_impi_pacing *pace = MAP_FAILED;
+    size_t psz = (size_t)job.nhosts * sizeof *pace;
+    if (!per_rank && (pacefd = memfd_create("kumi-impi-pacing", 0)) >= 0 && ftruncate(pacefd, (off_t)psz) == 0)
+        pace = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, pacefd, 0);
+    if (pace != MAP_FAILED) {
+        for (int h = 0; h < job.nhosts; h++) {
+            pthread_mutex_init(&pace[h].lock, &ma);
+            pace[h].inflight = 0;
+        }
+        munmap(pace, psz);
+        add_env("%s=%d:%d", KUMI_ENV_IMPI_PACING, pacefd, job.nhosts);
+    } else if (pacefd >= 0) {         /* pacing would then set and restore rates without the count */
+        close(pacefd);
+        pacefd = -1;
+    }
     pthread_mutexattr_destroy(&ma);
     /* one list for the launch's host, or (per rank) one per rank, ';' between */
     hl += (size_t)snprintf(hostsenv + hl, sizeof hostsenv - hl, "%d:", lockfd);
@@ -599,6 +616,8 @@ void mx_impi_started(void)
         }
     if (lockfd >= 0) close(lockfd);
     lockfd = -1;
+    if (pacefd >= 0) close(pacefd);
+    pacefd = -1;
 }
 
 int mx_impi_fd(void)

@@ -320,7 +320,7 @@ static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const 
                                             "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_UNIVERSE, KUMI_ENV_BIND_CPUS,
                                             KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX, KUMI_ENV_IMPI_WORLD,
                                             KUMI_ENV_IMPI_JOB, KUMI_ENV_IMPI_FDS, KUMI_ENV_IMPI_HOSTS,
-                                            KUMI_ENV_IMPI_UID };
+                                            KUMI_ENV_IMPI_UID, KUMI_ENV_IMPI_PACING };
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
     size_t ne = 0;
     while (environ[ne]) ne++;

@@ -483,19 +483,38 @@ static int rule_applies(MPI_Comm comm)
     return find(comm) != NULL;
 }
 
-static int rule_agree(MPI_Comm comm, int32_t *ctx)
+uint64_t coll_impi_max_cid(void)
 {
     pthread_mutex_lock(&table_lock);
-    uint64_t mine = max_cid, all = 0;
+    uint64_t v = max_cid;
     pthread_mutex_unlock(&table_lock);
-    int rc = coll_impi_allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, comm);
-    if (rc) return rc;
-    if (all >= KUMI_IMPI_CID_KUMI_LIMIT - 2)       /* sheet: "out of contexts" at IMPI_UINT8_MAX */
+    return v;
+}
+
+/* all: the maximum of IMPI_max_cid over the participants; the new ids are
+ * all + 1 .. all + n, so IMPI_max_cid becomes all + n here. */
+int coll_impi_cid_take(uint64_t all, int n)
+{
+    if (all >= KUMI_IMPI_CID_KUMI_LIMIT - (uint64_t)n)   /* sheet: "out of contexts" at IMPI_UINT8_MAX */
         return kumi_error(MPI_ERR_INTERN, "coll/impi: out of contexts (IMPI context id %llu: Kumi holds ids "
                           "below %u)", (unsigned long long)all + 1, KUMI_IMPI_CID_KUMI_LIMIT);
     pthread_mutex_lock(&table_lock);
-    if (max_cid < all + 2) max_cid = all + 2;
+    if (max_cid < all + (uint64_t)n) max_cid = all + (uint64_t)n;
     pthread_mutex_unlock(&table_lock);
+    return MPI_SUCCESS;
+}
+
+int coll_impi_client_of_job(int w)
+{
+    return w >= 0 && w < nprocs ? client_of_world(w) : -1;
+}
+
+static int rule_agree(MPI_Comm comm, int32_t *ctx)
+{
+    uint64_t mine = coll_impi_max_cid(), all = 0;
+    int rc = coll_impi_allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, comm);
+    if (rc) return rc;
+    TRY(coll_impi_cid_take(all, 2));
     *ctx = KUMI_CTX_IMPI + (int32_t)(all + 1);
     if (coll_impi_verbose > 0 && kumi_comm_rank(comm) == 0)
         fprintf(stderr, "coll/impi[%d]: a new communicator's IMPI context id %llu (collectives %llu)\n",
@@ -503,7 +522,9 @@ static int rule_agree(MPI_Comm comm, int32_t *ctx)
     return MPI_SUCCESS;
 }
 
-static const struct kumi_ctx_rule impi_rule = { rule_applies, rule_agree };
+/* intercommunicators: coll_impi_own.c (not from the standard's text) */
+static const struct kumi_ctx_rule impi_rule = { rule_applies, rule_agree, coll_impi_applies_inter,
+                                                coll_impi_agree_inter };
 
 /* ------------------------------------------------------------ component */
 static int impi_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns)

@@ -24,6 +24,8 @@ enum {
     IMPI_ALLTOALLV_TAG = 180,
     IMPI_REDUCE_TAG = 190,
     IMPI_SCAN_TAG = 200,
+    IMPI_DUP_TAG = 210,
+    IMPI_MERGE_TAG = 220,
 };
 
 /* One communicator spanning several IMPI clients (fact sheet §5.1). */
@@ -65,7 +67,18 @@ int coll_impi_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
 int coll_impi_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root,
                      MPI_Comm comm);
 
+/* context ids (coll_impi.c): IMPI_max_cid; take n new ids above all (the
+ * maximum over the participants); the IMPI client of a job-wide rank (-1:
+ * not a rank of this IMPI job) */
+uint64_t coll_impi_max_cid(void);
+int coll_impi_cid_take(uint64_t all, int n);
+int coll_impi_client_of_job(int w);
+
 /* coll_impi_own.c: not from the standard's text (README) */
+int coll_impi_applies_inter(MPI_Comm local, int rn, const int rjob[]);
+int coll_impi_agree_inter(int kind, MPI_Comm local, int leader, MPI_Comm inter,
+                          int (*xchg)(void *arg, const uint64_t *mine, uint64_t *theirs, int n), void *arg,
+                          uint64_t extra, uint64_t *rextra, int nctx, int32_t ctx[]);
 int coll_impi_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 int coll_impi_gather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, void *rbuf, MPI_Count rcount,
                      MPI_Datatype rdt, int root, MPI_Comm comm);

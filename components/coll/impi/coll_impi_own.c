@@ -32,11 +32,28 @@
  *   MPI_Scan             a chain: rank r receives the prefix of ranks
  *                        0..r-1 from r-1 (tag 200), adds its own on the
  *                        right (rank order kept for any op), sends on
+ *   Intercommunicators' context ids (MPI_Intercomm_create, MPI_Intercomm_merge,
+ *   and MPI_Comm_dup / split / create of an intercommunicator), when the two
+ *   groups together span clients: IMPI's rule (new id = max of IMPI_max_cid
+ *   over every participant + 1, sheet §5.2) over both groups, without a
+ *   communicator that holds both: the maximum over each group (its local
+ *   Allreduce: IMPI's when the group spans clients), the two leaders swap
+ *   their groups' maxima (MPI_Intercomm_create: over peer_comm with the
+ *   user's tag; merge: tag IMPI_MERGE_TAG 220, dup / split / create:
+ *   IMPI_DUP_TAG 210, on the parent intercommunicator's collective context,
+ *   between its two rank 0s), a Bcast in each group from its leader.
+ *   C = max + 1: the new communicator's point-to-point id, C + 1 its
+ *   collectives'; an intercommunicator's local group (a private "shadow"
+ *   communicator, which the sheet allows if IMPI_max_cid counts it) gets
+ *   C + 2 and C + 3 in both groups (disjoint: collectively unique still).
+ *   Merge's `high` travels in the leaders' message as a second IMPI_UINT8.
  * The other operations (MPI_Exscan, MPI_Alltoallw, neighborhood, the
  * non-blocking and persistent forms) are not given by coll/impi: Kumi's
  * other components run them on the same collective context. */
 #include "coll_impi.h"
+#include <kumi/impi.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -402,4 +419,64 @@ int coll_impi_scan(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype d
     }
     if (me < n - 1) rc = keep(rc, kumi_coll_send(rbuf, c, dt, me + 1, IMPI_SCAN_TAG, comm));
     return rc;
+}
+
+/* ------------------------------------------------------------ intercommunicators' context ids */
+/* Both groups are ranks of this IMPI job and together span clients: the
+ * same answer on every process of both (the union is symmetric). */
+int coll_impi_applies_inter(MPI_Comm local, int rn, const int rjob[])
+{
+    int n = kumi_comm_size(local), c0 = -1, many = 0;
+    for (int i = 0; i < n + rn; i++) {
+        int c = coll_impi_client_of_job(i < n ? kumi_comm_job_rank(local, i) : rjob[i - n]);
+        if (c < 0) return 0;
+        if (c0 < 0) c0 = c;
+        else if (c != c0) many = 1;
+    }
+    return many;
+}
+
+int coll_impi_agree_inter(int kind, MPI_Comm local, int leader, MPI_Comm inter,
+                          int (*xchg)(void *arg, const uint64_t *mine, uint64_t *theirs, int n), void *arg,
+                          uint64_t extra, uint64_t *rextra, int nctx, int32_t ctx[])
+{
+    static const char *const what[] = { "?", "MPI_Intercomm_create", "MPI_Intercomm_merge",
+                                        "an intercommunicator's dup / split / create" };
+    const char *fn = what[kind >= 1 && kind <= 3 ? kind : 0];
+    const struct kumi_coll_fns *lf = kumi_comm_coll(local);
+    int n = kumi_comm_size(local), me = kumi_comm_rank(local), rc = MPI_SUCCESS;
+    uint64_t mine = coll_impi_max_cid(), gmax = mine;
+    /* the maximum over my group */
+    if (n > 1 && (rc = lf->allreduce(&mine, &gmax, 1, MPI_UINT64_T, MPI_MAX, local))) return rc;
+    /* the leaders swap their groups' maxima (and the extra word); then each tells its group */
+    uint64_t v[3] = { 0, 0, 0 };        /* the other group's maximum, its extra word; 1: the swap failed */
+    int lrc = MPI_SUCCESS;
+    if (me == leader) {
+        uint64_t out[2] = { gmax, extra };
+        if (inter != MPI_COMM_NULL) {
+            int tag = kind == KUMI_CTX_IC_MERGE ? IMPI_MERGE_TAG : IMPI_DUP_TAG;
+            lrc = kumi_coll_sendrecv(out, 2, MPI_UINT64_T, 0, tag, v, 2, MPI_UINT64_T, 0, tag, inter);
+        } else {
+            lrc = xchg(arg, out, v, 2);
+        }
+        if (lrc) v[2] = 1;
+    }
+    if (n > 1 && (rc = lf->bcast(v, 3, MPI_UINT64_T, leader, local))) return lrc ? lrc : rc;
+    if (lrc) return lrc;
+    if (v[2]) return kumi_error(MPI_ERR_OTHER, "coll/impi: %s: the group's leader (rank %d) could not reach the "
+                                "other group's", fn, leader);
+    uint64_t all = gmax > v[0] ? gmax : v[0];
+    if ((rc = coll_impi_cid_take(all, 2 * nctx))) return rc;
+    for (int i = 0; i < nctx; i++) ctx[i] = KUMI_CTX_IMPI + (int32_t)(all + 1 + 2 * (uint64_t)i);
+    if (rextra) *rextra = v[1];
+    if (coll_impi_verbose > 0 && me == leader) {
+        if (nctx > 1)
+            fprintf(stderr, "coll/impi[%d]: %s: IMPI context id %llu (collectives %llu), the local group's %llu "
+                    "(%llu)\n", kumi_world_rank(), fn, (unsigned long long)all + 1, (unsigned long long)all + 2,
+                    (unsigned long long)all + 3, (unsigned long long)all + 4);
+        else
+            fprintf(stderr, "coll/impi[%d]: %s: IMPI context id %llu (collectives %llu)\n", kumi_world_rank(), fn,
+                    (unsigned long long)all + 1, (unsigned long long)all + 2);
+    }
+    return MPI_SUCCESS;
 }

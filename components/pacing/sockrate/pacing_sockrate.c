@@ -36,7 +36,16 @@
  * only, the launch's lowest world rank in the communicator (the others
  * leave it alone: two processes reading and writing one socket's rate would
  * race).  Its rate outside the paced calls is "unlimited" (mpiexec never
- * paces those connections), so that is what it gets back. */
+ * paces those connections), so that is what it gets back, once no rank of
+ * the launch is in a paced call on it any more: every rank of the launch in
+ * the communicator counts itself in the connection's shared count
+ * (struct kumi_impi_pacing, KUMI_INTERNAL_IMPI_PACING) when the call starts
+ * and out when the call is over and the connection's queue has drained, and
+ * the rank that brings the count to zero restores the rate, under the
+ * count's lock (before, the lowest rank restored when its own call was
+ * over, which could lift the rate another communicator's paced call had
+ * just set: issue 19's "late restore").  Without that memfd (an mpiexec of
+ * old): the lowest rank alone, as before. */
 #include <mpi.h>
 #include <kumi/kumi.h>
 #include <kumi/component.h>
@@ -45,6 +54,7 @@
 #include <kumi/pacing.h>
 #include <kumi/netif.h>
 #include <kumi/rpim.h>
+#include <kumi/impi.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -53,6 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
@@ -352,6 +364,7 @@ struct sr_sock {
     uint64_t old;                /* the rate before the first paced call */
     int restoring;               /* the call is over: restore once drained */
     unsigned gen;                /* the call that last set its rate */
+    int held;                    /* a shared connection: counted in its kumi_impi_pacing */
 };
 static struct sr_sock *socks;
 static int nsocks, capsocks;
@@ -362,7 +375,23 @@ static int active;
 static double next_poll;
 static unsigned gen;             /* paced calls so far */
 static int *shfd;                /* the launch's shared IMPI host connections */
+static int *shhost;              /* [nshfd] the IMPI host each leads to */
 static int nshfd;
+static struct kumi_impi_pacing *shpace;   /* [shpace_n] by IMPI host (KUMI_INTERNAL_IMPI_PACING) */
+static int shpace_n;
+
+/* The launch's count of paced calls on shared connection fd, or NULL. */
+static struct kumi_impi_pacing *pace_of(int fd)
+{
+    for (int i = 0; shpace && i < nshfd; i++)
+        if (shfd[i] == fd) return shhost[i] >= 0 && shhost[i] < shpace_n ? &shpace[shhost[i]] : NULL;
+    return NULL;
+}
+
+static void pace_lock(struct kumi_impi_pacing *p)
+{
+    if (pthread_mutex_lock(&p->lock) == EOWNERDEAD) pthread_mutex_consistent(&p->lock);
+}
 
 static int shared_fd(int fd)
 {
@@ -381,11 +410,26 @@ static void read_shared(void)
         q++;
         const char *eq = strchr(q, '=');
         if (!eq) break;
-        int *n = realloc(shfd, sizeof *n * (size_t)(nshfd + 1));
-        if (!n) break;
-        shfd = n;
+        int *n = realloc(shfd, sizeof *n * (size_t)(nshfd + 1)), *h = NULL;
+        if (n) shfd = n;
+        if (n && (h = realloc(shhost, sizeof *h * (size_t)(nshfd + 1)))) shhost = h;
+        if (!h) break;
+        shhost[nshfd] = atoi(q);
         shfd[nshfd++] = atoi(eq + 1);
         q = strchr(eq, ',');
+    }
+    /* the launch's counts ("FD:NHOSTS"); mapped once, the descriptor closed */
+    const char *pe = getenv(KUMI_ENV_IMPI_PACING);
+    if (nshfd && pe && !shpace) {
+        int fd = atoi(pe), nh = strchr(pe, ':') ? atoi(strchr(pe, ':') + 1) : 0;
+        if (fd >= 0 && nh > 0) {
+            void *m = mmap(NULL, (size_t)nh * sizeof *shpace, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (m != MAP_FAILED) {
+                shpace = m;
+                shpace_n = nh;
+            }
+            close(fd);
+        }
     }
 }
 
@@ -410,7 +454,9 @@ static const char *rate_str(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
-static void pace(int peer, int fd, uint64_t rate, const char *coll)
+/* set: this process sets the rate (0: a shared connection whose rate the
+ * launch's lowest rank sets; this one only counts itself in) */
+static void pace(int peer, int fd, uint64_t rate, const char *coll, int set)
 {
     int i;
     for (i = 0; i < nsocks; i++)
@@ -427,11 +473,24 @@ static void pace(int peer, int fd, uint64_t rate, const char *coll)
         socks[i].peer = peer;
         socks[i].fd = fd;
         socks[i].old = shared_fd(fd) ? UINT64_MAX : get_rate(fd);
+        socks[i].held = 0;
         nsocks++;
     }
     socks[i].restoring = 0;
     socks[i].gen = gen;
-    if (set_rate(fd, rate) != 0) {
+    struct kumi_impi_pacing *p = pace_of(fd);
+    int r = 0;
+    if (p) {
+        pace_lock(p);
+        if (!socks[i].held) {
+            p->inflight++;
+            socks[i].held = 1;
+        }
+    }
+    if (set) r = set_rate(fd, rate);
+    if (p) pthread_mutex_unlock(&p->lock);
+    if (!set) return;
+    if (r != 0) {
         kumi_log(1, "pacing/sockrate: SO_MAX_PACING_RATE on the socket to rank %d: %s", peer, strerror(errno));
         return;
     }
@@ -462,9 +521,26 @@ static int try_restore(int force)
         struct sr_sock *s = &socks[i];
         if (!s->restoring && !force) { socks[k++] = *s; continue; }
         int q = 0;
+        struct kumi_impi_pacing *p = still_open(s->peer, s->fd) ? pace_of(s->fd) : NULL;
         if (!still_open(s->peer, s->fd)) continue;           /* closed: nothing to restore */
         if (!force && ioctl(s->fd, SIOCOUTQ, &q) == 0 && q > 0) { socks[k++] = *s; continue; }
-        set_rate(s->fd, s->old);
+        int others = 0;
+        if (p) {                 /* a shared connection: the last of the launch's paced calls restores */
+            pace_lock(p);
+            if (s->held && p->inflight > 0) p->inflight--;
+            s->held = 0;
+            others = p->inflight;
+            if (!others) set_rate(s->fd, s->old);
+            pthread_mutex_unlock(&p->lock);
+        } else {
+            set_rate(s->fd, s->old);
+        }
+        if (others) {
+            if (sr_verbose)
+                fprintf(stderr, "pacing/sockrate[%d]: rank %d fd %d stays paced: %d other paced call%s of the "
+                        "launch on it\n", me, s->peer, s->fd, others, others == 1 ? "" : "s");
+            continue;
+        }
         if (sr_verbose) {
             char a[32];
             fprintf(stderr, "pacing/sockrate[%d]: restored rank %d fd %d rate %s (queue %d%s)\n", me, s->peer,
@@ -536,10 +612,13 @@ static int sr_enter(const char *coll, const int *wranks, int n)
         int k = kumi_p2p_peer_sockets(r, fds, SR_FDS);
         for (int j = 0; j < k; j++) {
             if (!shared_fd(fds[j])) {
-                pace(r, fds[j], rate, coll);
+                pace(r, fds[j], rate, coll, 1);
                 continue;
             }
-            if (lead != me) continue;
+            if (lead != me) {            /* the lowest rank sets the rate; the others count themselves in */
+                if (pace_of(fds[j])) pace(r, fds[j], 0, coll, 0);
+                continue;
+            }
             /* senders: m x one sender's share; sockets: m x one peer's share x the peers it reaches */
             int np = 1;
             if (sr_per_socket) {
@@ -553,7 +632,7 @@ static int sr_enter(const char *coll, const int *wranks, int n)
                 if (np < 1) np = 1;
             }
             uint64_t srate = (uint64_t)(bw * 1e6 * sr_share * m * np / nsend / (sr_per_socket ? nto[c] : 1));
-            pace(r, fds[j], srate ? srate : 1, coll);
+            pace(r, fds[j], srate ? srate : 1, coll, 1);
         }
         if (sr_verbose && k == 0)
             fprintf(stderr, "pacing/sockrate[%d]: %s: rank %d no socket yet, rate %llu B/s when it opens\n",
@@ -574,7 +653,7 @@ static void sr_leave(void)
 
 static void sr_socket_opened(int peer, int fd)
 {
-    if (active && peer >= 0 && peer < nworld && target[peer] > 0) pace(peer, fd, target[peer], "opened");
+    if (active && peer >= 0 && peer < nworld && target[peer] > 0) pace(peer, fd, target[peer], "opened", 1);
 }
 
 static int sr_pending(void)
@@ -603,7 +682,12 @@ static void sr_finalize(void)
     target = NULL;
     free(shfd);
     shfd = NULL;
+    free(shhost);
+    shhost = NULL;
     nshfd = 0;
+    if (shpace) munmap(shpace, (size_t)shpace_n * sizeof *shpace);
+    shpace = NULL;
+    shpace_n = 0;
 }
 
 /* ------------------------------------------------------------ component */

@@ -237,7 +237,27 @@ KUMI_EXPORT void kumi_comm_sub_free(MPI_Comm *comm);
 struct kumi_ctx_rule {
     int (*applies)(MPI_Comm comm);
     int (*agree)(MPI_Comm comm, int32_t *ctx);
+    /* Intercommunicators (NULL: Kumi's own agreement for them).
+     * applies_inter(local, rn, rjob): 1 if the rule gives the contexts of an
+     * intercommunicator between the group of intracommunicator local and the
+     * remote group of job-wide ranks rjob[0..rn) (the same answer on every
+     * process of both groups).  agree_inter(kind, local, leader, inter, xchg,
+     * arg, extra, rextra, nctx, ctx), collective over both groups (each calls
+     * it with its own group's local; leader: the rank in local that talks to
+     * the other group's leader): kind KUMI_CTX_IC_CREATE (inter
+     * MPI_COMM_NULL: the leaders talk through xchg(arg, mine, theirs, n), a
+     * blocking exchange of n words, on the leader only), KUMI_CTX_IC_MERGE or
+     * KUMI_CTX_IC_DERIVE (the new one's parent intercommunicator inter,
+     * leaders its rank 0); extra: a word carried to the other group, whose
+     * word comes back in *rextra (NULL: none); gives nctx context pairs
+     * ctx[0..nctx) (ctx[0] the new communicator's, ctx[1] its local
+     * group's). */
+    int (*applies_inter)(MPI_Comm local, int rn, const int rjob[]);
+    int (*agree_inter)(int kind, MPI_Comm local, int leader, MPI_Comm inter,
+                       int (*xchg)(void *arg, const uint64_t *mine, uint64_t *theirs, int n), void *arg,
+                       uint64_t extra, uint64_t *rextra, int nctx, int32_t ctx[]);
 };
+enum { KUMI_CTX_IC_CREATE = 1, KUMI_CTX_IC_MERGE = 2, KUMI_CTX_IC_DERIVE = 3 };
 KUMI_EXPORT void kumi_ctx_rule_set(const struct kumi_ctx_rule *rule);
 /* The job-wide rank of rank r of comm (the rank kumi_rpim_get takes, e.g.
  * for the key "kumi.host": the host name of that process); -1 if invalid. */

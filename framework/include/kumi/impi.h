@@ -27,6 +27,7 @@
 #ifndef KUMI_IMPI_H
 #define KUMI_IMPI_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <kumi/kumi.h>
@@ -136,6 +137,22 @@ static inline int kumi_impi_ctx_of_cid(uint64_t cid, int32_t *ctx)
     else return -1;
     return 0;
 }
+
+/* ---- pacing of a launch's shared host connections (mpiexec --impi-client,
+ * pacing/sockrate) ----
+ * One per IMPI host in the memfd of KUMI_INTERNAL_IMPI_PACING (kumi/rpim.h):
+ * the launch's ranks count their paced calls on the connection to that host
+ * (a rank counts once from its paced call until the connection's send queue
+ * has drained after it), and the rate goes back to unlimited only when the
+ * count drops to zero, so that one communicator's call that ends never
+ * lifts the rate another communicator's call still needs.  lock: robust,
+ * process-shared, held only to change inflight and set the rate with it
+ * (never while waiting for anything). */
+struct kumi_impi_pacing {
+    pthread_mutex_t lock;
+    int32_t inflight;
+    int32_t pad;
+};
 
 /* ---- names ---- */
 /* "AUTH", ... or NULL for an unknown command. */

@@ -77,6 +77,10 @@ extern "C" {
  * p2p_impi_host_per_rank=1: "LOCKFD:LIST;LIST;..." one list per launch rank
  * (each rank its own IMPI host, reading its connections itself). */
 #define KUMI_ENV_IMPI_HOSTS "KUMI_INTERNAL_IMPI_HOSTS"
+/* "FD:NHOSTS": a memfd holding one struct kumi_impi_pacing (kumi/impi.h) per
+ * IMPI host (global host rank), the pacing state of this launch's shared
+ * connections (pacing/sockrate); absent with p2p_impi_host_per_rank=1. */
+#define KUMI_ENV_IMPI_PACING "KUMI_INTERNAL_IMPI_PACING"
 /* The job's identity (kumi_req_job_uid, 16 hex digits), the same in every
  * client: a hash of the server's label replies, which every client got
  * alike (each launch's own job secret differs from client to client). */
