@@ -94,21 +94,28 @@ static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms 
 
 /* ------------------------------------------------------------ segment */
 struct sm_ctl {
-    _Atomic uint32_t post_sleep;           /* ranks sleeping on a stamp of my slots */
-    char pad1[60];
+    _Atomic uint32_t post_sleep;           /* ranks sleeping on a stamp of my heads */
+    _Atomic uint32_t rel, rel_sleep;       /* rank 0: the result of allreduce `rel` (above flat_max)
+                                            * is out (on a line of its own: not the done word's,
+                                            * which this rank writes at every collective) */
+    char pad1[52];
     _Atomic uint32_t done, done_sleep;     /* I am finished with collective `done` */
-    _Atomic uint32_t rel, rel_sleep;       /* rank 0: every rank arrived at barrier `rel` (or
-                                            * allreduce above flat_max: its result is out) */
-    char pad2[48];
+    char pad2[56];
 };
 _Static_assert(sizeof(struct sm_ctl) == 128, "two lines");
 
-#define SLOT_HDR 16
-struct sm_slot {
+/* The head of a rank's collective n: one line, in a ring of k consecutive
+ * lines per rank (a reader of back-to-back collectives reads consecutive
+ * lines, which the hardware prefetches), with the data when it fits. */
+#define HEAD_DATA 48
+struct sm_head {
     _Atomic uint32_t stamp;                /* the collective whose data this is (written last) */
     uint32_t pad;
     uint64_t bytes;                        /* data bytes (alltoall: per block) */
+    char data[HEAD_DATA];                  /* the data when it has at most HEAD_DATA bytes */
 };
+_Static_assert(sizeof(struct sm_head) == 64, "one line");
+#define SLOT_HDR 16                        /* the result areas' header (allreduce above flat_max) */
 
 struct sm_comm {
     struct sm_comm *next;
@@ -117,12 +124,15 @@ struct sm_comm {
     int spin;
     int k;                                 /* slots per rank */
     int lead;                              /* barrier: wait for rank 0's release, not for every rank */
-    uint32_t n;                            /* collectives begun on the segment (done: finished) */
+    uint32_t n;                            /* collectives begun on the segment */
+    uint32_t fin;                          /* collectives this rank finished (its own memory: the
+                                            * done word may be published before the end) */
     uint32_t safe;                         /* every rank is done with collective `safe` */
-    size_t max, slotlen, seglen;
+    size_t max, slotlen, reslen, seglen;
     struct sm_ctl *ctl;                    /* [p] */
-    char *slots;                           /* [p][2] slots of slotlen bytes */
-    char *result;                          /* [2] result areas (allreduce above flat_max) */
+    struct sm_head *heads;                 /* [p][k] */
+    char *slots;                           /* [p][k] slots of slotlen bytes (data above HEAD_DATA) */
+    char *result;                          /* [2] result areas of reslen bytes (allreduce above flat_max) */
     void *seg;
     char name[96];                         /* of the segment (unlinked): a restart derives the next */
 };
@@ -133,15 +143,18 @@ static unsigned sm_made;                   /* segments this process named (part 
 
 static inline int ge(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }
 
-static inline char *slot(const struct sm_comm *e, int r, uint32_t n)
+static inline struct sm_head *head(const struct sm_comm *e, int r, uint32_t n)
 {
+    return e->heads + (size_t)r * e->k + (n & (e->k - 1));
+}
+static inline uint64_t slot_bytes(const struct sm_comm *e, int r, uint32_t n) { return head(e, r, n)->bytes; }
+/* Where rank r's data of collective n lies: total bytes in all (its head's
+ * line up to HEAD_DATA, else its slot) */
+static inline char *slot_data(const struct sm_comm *e, int r, uint32_t n, size_t total)
+{
+    if (total <= HEAD_DATA) return head(e, r, n)->data;
     return e->slots + ((size_t)r * e->k + (n & (e->k - 1))) * e->slotlen;
 }
-static inline uint64_t slot_bytes(const struct sm_comm *e, int r, uint32_t n)
-{
-    return ((const struct sm_slot *)slot(e, r, n))->bytes;
-}
-static inline char *slot_data(const struct sm_comm *e, int r, uint32_t n) { return slot(e, r, n) + SLOT_HDR; }
 
 /* ------------------------------------------------------------ waiting */
 static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
@@ -221,7 +234,7 @@ static void wait_word(const struct sm_comm *e, _Atomic uint32_t *w, _Atomic uint
 
 static void wait_post(const struct sm_comm *e, int r, uint32_t n)
 {
-    wait_word(e, &((struct sm_slot *)slot(e, r, n))->stamp, &e->ctl[r].post_sleep, n);
+    wait_word(e, &head(e, r, n)->stamp, &e->ctl[r].post_sleep, n);
 }
 
 /* Every rank has posted collective n: all are done with n - 1. */
@@ -249,11 +262,25 @@ static void slot_free(struct sm_comm *e, uint32_t n)
 
 static inline void post(struct sm_comm *e, uint32_t n)
 {
-    publish(&((struct sm_slot *)slot(e, e->me, n))->stamp, &e->ctl[e->me].post_sleep, n);
+    publish(&head(e, e->me, n)->stamp, &e->ctl[e->me].post_sleep, n);
 }
 static inline void finish(struct sm_comm *e, uint32_t n)
 {
     publish(&e->ctl[e->me].done, &e->ctl[e->me].done_sleep, n);
+    e->fin = n;
+}
+/* post and finish at once (one fence), for a rank that reads no other
+ * rank's data in collective n (a root of Bcast, the Barrier: it reads
+ * stamps only, which only grow, so a slot reused meanwhile is no harm) */
+static inline void post_finish(struct sm_comm *e, uint32_t n)
+{
+    struct sm_ctl *c = &e->ctl[e->me];
+    atomic_store_explicit(&c->done, n, memory_order_release);
+    atomic_store_explicit(&head(e, e->me, n)->stamp, n, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&c->done_sleep, memory_order_relaxed) > 0) futex(&c->done, FUTEX_WAKE, INT_MAX, NULL);
+    if (atomic_load_explicit(&c->post_sleep, memory_order_relaxed) > 0)
+        futex(&head(e, e->me, n)->stamp, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* ------------------------------------------------------------ setup */
@@ -285,15 +312,16 @@ static int sm_setup(struct sm_comm *e)
     if (pg <= 0) pg = 4096;
     size_t max = (size_t)(sm_max_bytes < 8 ? 8 : sm_max_bytes);
     e->max = max;
-    e->slotlen = (SLOT_HDR + max + 63) & ~(size_t)63;
-    size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p;
+    e->slotlen = (max + 63) & ~(size_t)63;
+    e->reslen = (SLOT_HDR + max + 63) & ~(size_t)63;
+    size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p, per = sizeof(struct sm_head) + e->slotlen;
     /* k slots per rank (a power of two: n % k stays right when n wraps),
      * fewer where the segment would exceed seg_bytes */
     int k = 2;
     while (k * 2 <= sm_slots && k < 64) k *= 2;
-    while (k > 2 && ctlbytes + e->slotlen * (size_t)k * (size_t)e->p > (size_t)sm_seg_bytes) k /= 2;
+    while (k > 2 && ctlbytes + per * (size_t)k * (size_t)e->p > (size_t)sm_seg_bytes) k /= 2;
     e->k = k;
-    size_t len = ctlbytes + e->slotlen * (size_t)k * (size_t)e->p + e->slotlen * 2;
+    size_t len = ctlbytes + per * (size_t)k * (size_t)e->p + e->reslen * 2;
     len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
     e->seglen = len;
 
@@ -347,10 +375,13 @@ static int sm_setup(struct sm_comm *e)
         if (fd >= 0) close(fd);
         if (err) kumi_log(1, "coll/sm: cannot map the shared memory %s: %s", h.name, strerror(err));
     }
-    int any = 0;
-    rc = nx->allreduce(&err, &any, 1, MPI_INT, MPI_MAX, e->comm);
+    /* agree on the failures and on the barrier's form (rank 0's post is the
+     * others' release when any rank wants the lead: every rank must do alike) */
+    int mine[2] = { err, e->lead }, any[2] = { 0, 0 };
+    rc = nx->allreduce(mine, any, 2, MPI_INT, MPI_MAX, e->comm);
     if (e->me == 0) shm_unlink(h.name);
-    if (rc || any) {
+    e->lead = any[1] != 0;
+    if (rc || any[0]) {
         if (seg != MAP_FAILED) munmap(seg, len);
         e->state = -1;
         return rc;
@@ -358,9 +389,10 @@ static int sm_setup(struct sm_comm *e)
     e->seg = seg;
     memcpy(e->name, h.name, sizeof e->name);
     e->ctl = seg;
-    e->slots = (char *)seg + ctlbytes;
+    e->heads = (struct sm_head *)((char *)seg + ctlbytes);
+    e->slots = (char *)(e->heads + (size_t)e->k * (size_t)e->p);
     e->result = e->slots + e->slotlen * (size_t)e->k * (size_t)e->p;
-    e->n = 0;
+    e->n = e->fin = 0;
     e->safe = 0;
     e->state = 1;
     return MPI_SUCCESS;
@@ -380,13 +412,19 @@ static struct sm_comm *sm_find(MPI_Comm comm)
 
 /* The entry of comm with its segment, or NULL: pass the call on (*rc: an
  * error of the setup). */
-static struct sm_comm *sm_get(MPI_Comm comm, int *rc)
+static struct sm_comm *sm_get_slow(MPI_Comm comm, int *rc)
 {
-    *rc = MPI_SUCCESS;
     struct sm_comm *e = sm_find(comm);
     if (!e) return NULL;
     if (e->state == 0) *rc = sm_setup(e);
     return e->state == 1 ? e : NULL;
+}
+static inline struct sm_comm *sm_get(MPI_Comm comm, int *rc)
+{
+    *rc = MPI_SUCCESS;
+    struct sm_comm *e = sm_last;           /* the communicator of the last call, usually */
+    if (__builtin_expect(e && e->comm == comm && e->state == 1, 1)) return e;
+    return sm_get_slow(comm, rc);
 }
 
 #define NEXT(comm) kumi_comm_coll_next(comm)
@@ -449,16 +487,19 @@ static int sm_barrier(MPI_Comm comm)
     struct sm_comm *e = sm_get(comm, &rc);
     if (!e) return rc ? rc : NEXT(comm)->barrier(comm);
     uint32_t n = ++e->n;
-    post(e, n);
-    if (e->me == 0) {                      /* rank 0 always releases: each rank may wait either way */
+    /* the done word goes with the post (a barrier reads stamps only) */
+    if (!e->lead) {                        /* every rank waits for every post */
+        post_finish(e, n);
         wait_all_posts(e, n);
-        publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
-    } else if (!e->lead) wait_all_posts(e, n);
-    else {
-        wait_word(e, &e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+    } else if (e->me == 0) {               /* rank 0 posts when all have: the others' release */
+        wait_all_posts(e, n);
+        post_finish(e, n);
+    } else {
+        post_finish(e, n);
+        wait_post(e, 0, n);
         e->safe = n - 1;
     }
-    finish(e, n);
+    e->fin = n;
     return MPI_SUCCESS;
 }
 
@@ -471,14 +512,16 @@ static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
     uint32_t n = ++e->n;
     if (e->me == root) {
         slot_free(e, n);
-        ((struct sm_slot *)slot(e, root, n))->bytes = bytes;
-        pack(buf, (size_t)count, dt, slot_data(e, root, n), bytes);
-        post(e, n);
+        head(e, root, n)->bytes = bytes;
+        pack(buf, (size_t)count, dt, slot_data(e, root, n, bytes), bytes);
+        post_finish(e, n);                 /* the root reads nothing */
+        e->fin = n;
     } else {
         wait_post(e, root, n);
-        rc = unpack(slot_data(e, root, n), slot_bytes(e, root, n), root, buf, (size_t)count, dt, bytes);
+        uint64_t b = slot_bytes(e, root, n);
+        rc = unpack(slot_data(e, root, n, b), b, root, buf, (size_t)count, dt, bytes);
+        finish(e, n);
     }
-    finish(e, n);
     return rc;
 }
 
@@ -494,11 +537,11 @@ static int combine(struct sm_comm *e, uint32_t n, void *inout, size_t count, MPI
     }
     int last = e->p - 1;
     uint64_t b = slot_bytes(e, last, n);
-    memcpy((char *)inout + lb, slot_data(e, last, n), b < mine ? b : mine);
+    memcpy((char *)inout + lb, slot_data(e, last, n, b), b < mine ? b : mine);
     for (int r = last - 1; r >= 0; r--) {
         b = slot_bytes(e, r, n);
         size_t c = (b < mine ? b : mine) / (sz ? sz : 1);
-        int orc = kumi_op_reduce(op, slot_data(e, r, n) - lb, inout, c, dt);
+        int orc = kumi_op_reduce(op, slot_data(e, r, n, b) - lb, inout, c, dt);
         if (orc && !rc) rc = orc;
     }
     return rc;
@@ -520,8 +563,8 @@ static int sm_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype
     uint32_t n = ++e->n;
     slot_free(e, n);
     const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = bytes;
-    if (bytes) memcpy(slot_data(e, e->me, n), (const char *)src + dt_lb(dt), bytes);
+    head(e, e->me, n)->bytes = bytes;
+    if (bytes) memcpy(slot_data(e, e->me, n, bytes), (const char *)src + dt_lb(dt), bytes);
     post(e, n);
     if (e->me == root) {
         wait_all_posts(e, n);
@@ -542,26 +585,26 @@ static int sm_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datat
     uint32_t n = ++e->n;
     slot_free(e, n);
     const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = bytes;
-    if (bytes) memcpy(slot_data(e, e->me, n), (const char *)src + lb, bytes);
+    head(e, e->me, n)->bytes = bytes;
+    if (bytes) memcpy(slot_data(e, e->me, n, bytes), (const char *)src + lb, bytes);
     post(e, n);
     if (e->p <= sm_flat_max) {
         wait_all_posts(e, n);
         rc = combine(e, n, rbuf, (size_t)count, dt, op);
     } else {
         /* rank 0 combines into the result area: header (rc) and data */
-        char *res = e->result + (size_t)(n & 1) * e->slotlen;
+        char *res = e->result + (size_t)(n & 1) * e->reslen;
         if (e->me == 0) {
             wait_all_posts(e, n);
             rc = combine(e, n, rbuf, (size_t)count, dt, op);
-            ((struct sm_slot *)res)->bytes = (uint64_t)(uint32_t)rc;
+            ((struct sm_head *)res)->bytes = (uint64_t)(uint32_t)rc;
             if (bytes) memcpy(res + SLOT_HDR, (char *)rbuf + lb, bytes);
-            publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+            publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);    /* (not the barrier's release) */
         } else {
             wait_word(e, &e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
             e->safe = n - 1;
             if (bytes) memcpy((char *)rbuf + lb, res + SLOT_HDR, bytes);
-            int r0 = (int)(uint32_t)((struct sm_slot *)res)->bytes;
+            int r0 = (int)(uint32_t)((struct sm_head *)res)->bytes;
             if (r0) rc = kumi_error(MPI_ERR_OTHER, "coll/sm: MPI_Allreduce failed on rank 0 of the communicator");
             /* my own mismatch, as the flat form would see it */
             for (int r = 0; r < e->p && !rc; r++)
@@ -587,18 +630,19 @@ static int sm_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, vo
     size_t sbytes;
     if (sbuf == MPI_IN_PLACE) {
         sbytes = rbytes;
-        pack(mine_at, (size_t)rcount, rdt, slot_data(e, e->me, n), sbytes);
+        pack(mine_at, (size_t)rcount, rdt, slot_data(e, e->me, n, sbytes), sbytes);
     } else {
         sbytes = (size_t)scount * kumi_dt_size(sdt);
         if (sbytes > e->max) sbytes = e->max;
-        pack(sbuf, (size_t)scount, sdt, slot_data(e, e->me, n), sbytes);
+        pack(sbuf, (size_t)scount, sdt, slot_data(e, e->me, n, sbytes), sbytes);
     }
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = sbytes;
+    head(e, e->me, n)->bytes = sbytes;
     post(e, n);
     wait_all_posts(e, n);
     for (int r = 0; r < e->p; r++) {
         if (r == e->me && sbuf == MPI_IN_PLACE) continue;
-        int urc = unpack(slot_data(e, r, n), slot_bytes(e, r, n), r, (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext,
+        uint64_t b = slot_bytes(e, r, n);
+        int urc = unpack(slot_data(e, r, n, b), b, r, (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext,
                          (size_t)rcount, rdt, rbytes);
         if (urc && !rc) rc = urc;
     }
@@ -628,18 +672,18 @@ static int sm_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, voi
         rc = kumi_error(MPI_ERR_TRUNCATE, "collective: blocks of %zu bytes where the ranks expect %zu "
                         "(the ranks disagree on counts or datatypes)", sbytes, rbytes);
     }
-    char *d = slot_data(e, e->me, n);
+    char *d = slot_data(e, e->me, n, sb * (size_t)e->p);
     for (int r = 0; r < e->p; r++) {
         const char *blk = (const char *)sbuf + (MPI_Aint)r * (MPI_Aint)scount * sext;
         if (sb == sbytes) pack(blk, (size_t)scount, sdt, d + (size_t)r * sb, sb);
         else kumi_dt_copy(blk, (size_t)scount, sdt, d + (size_t)r * sb, sb, MPI_BYTE);
     }
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = sb;
+    head(e, e->me, n)->bytes = sb;
     post(e, n);
     wait_all_posts(e, n);
     for (int r = 0; r < e->p; r++) {
         uint64_t b = slot_bytes(e, r, n);
-        int urc = unpack(slot_data(e, r, n) + (size_t)e->me * b, b, r,
+        int urc = unpack(slot_data(e, r, n, b * (size_t)e->p) + (size_t)e->me * b, b, r,
                          (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext, (size_t)rcount, rdt, rbytes);
         if (urc && !rc) rc = urc;
     }
@@ -745,7 +789,7 @@ static void sm_ck_quiesce(void)
     for (struct sm_comm *e = sm_table; e; e = e->next)
         if (e->state == 1) {
             segs++;
-            busy += atomic_load_explicit(&e->ctl[e->me].done, memory_order_acquire) != e->n;
+            busy += e->fin != e->n;
         }
     pthread_mutex_unlock(&sm_lock);
     if (segs)
@@ -778,10 +822,9 @@ static void ck_name(const struct sm_comm *e, char *name, size_t len)
 static int ck_quiet(const struct sm_comm *e)
 {
     uint32_t d = atomic_load(&e->ctl[0].done);
-    if (e->n != d) return 0;
+    if (e->n != d || e->fin != d) return 0;   /* fin: a done word may be published before the end */
     for (int r = 0; r < e->p; r++)
-        if (atomic_load(&e->ctl[r].done) != d ||
-            atomic_load(&((struct sm_slot *)slot(e, r, d + 1))->stamp) == d + 1)
+        if (atomic_load(&e->ctl[r].done) != d || atomic_load(&head(e, r, d + 1)->stamp) == d + 1)
             return 0;
     return 1;
 }
