@@ -13,31 +13,40 @@
  * (allreduce) rank 0 unlinks it.  A failure on any rank makes every rank
  * pass this communicator's calls on for good.
  *
- * Layout: per rank a control block (two 64-byte lines: the words the rank
- * writes, each with a count of sleepers) and k slots of max_bytes (a
- * 16-byte header: the byte count; then the data; k = coll_sm_slots, fewer
- * where the segment would exceed coll_sm_seg_bytes).  Collective number n
+ * Layout: per rank a control block (two 64-byte lines: the done word the
+ * rank writes at every collective on one, the rest on the other, each word
+ * with a count of sleepers), a ring of k heads (one 64-byte line each:
+ * stamp, byte count and up to 48 bytes of data; the rings are consecutive
+ * lines, so a reader of back-to-back collectives reads consecutive lines)
+ * and k slots of max_bytes for larger data (k = coll_sm_slots, fewer where
+ * the segment would exceed coll_sm_seg_bytes).  Collective number n
  * (counted per communicator, alike on every rank: each rank calls the same
- * operations in the same order) uses slot n % k of each rank; a rank
- * publishes its data by writing n into the slot's stamp (after the data:
- * the readers wait on the line they then read, and successive collectives
- * touch different lines, so a root running ahead does not take back a line
- * a reader is polling) and finishes with done = n.  Before it
- * writes slot n % k again (collective n + k) every rank must be done with
- * collective n, which it usually knows already (safe: after an operation
- * in which it saw every rank's post n, all are done with n - 1), so a root
- * of back-to-back broadcasts runs up to k - 1 ahead of the others.
+ * operations in the same order) uses head and slot n % k of each rank; a
+ * rank publishes its data by writing n into the head's stamp (after the
+ * data: the readers wait on the line they then read, and successive
+ * collectives touch different lines, so a root running ahead does not take
+ * back a line a reader is polling) and finishes with done = n (a rank that
+ * reads no other rank's data in collective n, the root of a Bcast and every
+ * rank in a Barrier, which reads stamps only, writes done with its post:
+ * one fence).  Before it writes head n % k again (collective n + k) every
+ * rank must be done with collective n, which it usually knows already
+ * (safe: after an operation in which it saw every rank's post n, all are
+ * done with n - 1), so a root of back-to-back broadcasts runs up to k - 1
+ * ahead of the others; one that must wait waits until half the ring is
+ * free (one look every k / 2 calls, not one at each).
  *
  * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
- *   Barrier    post n; rank 0 waits for every post n and releases with
- *              rel = n; the others wait for the release (so rank 0, the
- *              usual root of the next collective, leaves first), or with
- *              coll_sm_barrier_lead=0 for every post n (each rank may
- *              choose alone: both are sound);
- *   Bcast      the root packs into its slot and posts; the others unpack;
+ *   Barrier    with the lead (coll_sm_barrier_lead, agreed at the setup)
+ *              rank 0 waits for every other post n, then posts n itself:
+ *              the others' release (so rank 0, the usual root of the next
+ *              collective, leaves first); without it every rank posts n
+ *              and waits for every post n;
+ *   Bcast      the root packs into its head or slot and posts; the others
+ *              unpack;
  *   Reduce     every rank posts its vector; the root combines them;
  *   Allreduce  every rank posts; each combines all (above flat_max: rank
- *              0 combines into the result area and releases the others);
+ *              0 combines into the result area and releases the others
+ *              with rel = n);
  *   Allgather, Alltoall (p <= flat_max): every rank posts its block(s) and
  *              copies out what is its.
  * Combining goes from rank p-1 down to rank 0 (x0 op (x1 op (... x_{p-1}))),
@@ -251,10 +260,18 @@ static void slot_free(struct sm_comm *e, uint32_t n)
 {
     uint32_t last = n - (uint32_t)e->k, lo = n - 1;
     if (ge(e->safe, last)) return;
+    /* a rank that must wait waits until half the ring is free, not one slot:
+     * polling a done word that its owner writes at every collective would
+     * take the line from it at each one (a root of back-to-back Bcast
+     * running k ahead of a reader would do so at every call) */
+    uint32_t want = n - (uint32_t)e->k / 2;
     for (int r = 0; r < e->p; r++)
         if (r != e->me) {
-            wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, last);
             uint32_t d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
+            if (!ge(d, last)) {
+                wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, want);
+                d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
+            }
             if (!ge(d, lo)) lo = d;
         }
     e->safe = lo;               /* what they are done with (often more than needed now: fewer looks) */
@@ -698,7 +715,7 @@ static void sm_register_params(void)
                             "Largest collective coll/sm runs through shared memory: bytes of data per rank "
                             "(Bcast, Reduce, Allreduce, Allgather) or of all blocks of one rank (Alltoall); "
                             "larger ones go to the next component (coll/tuned).  Also the size of each "
-                            "rank's two slots in a communicator's segment",
+                            "rank's slots in a communicator's segment",
                             KUMI_LEVEL_TUNER, &sm_max_bytes);
     kumi_param_register_int("coll", "sm", "flat_max", 8,
                             "Largest communicator in which every rank reads every rank's slot (Barrier, "
@@ -715,11 +732,12 @@ static void sm_register_params(void)
                             "(2 ranks: 32 slots, 4: 16, 8: 8, 16: 4, 32 and more: 2)",
                             KUMI_LEVEL_TUNER, &sm_seg_bytes);
     kumi_param_register_int("coll", "sm", "barrier_lead", 1,
-                            "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its release), so rank 0, the "
-                            "usual root of what follows, is on its way first (OSU's bcast at 2 ranks: 0.2-1 us "
-                            "instead of 2-5 us on a loaded host); 0: each rank as soon as it sees every rank "
-                            "arrived (one hop less for the barrier itself); -1: 1 above flat_max or when the "
-                            "host has more ranks than CPUs, else 0",
+                            "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its post, made when all "
+                            "arrived), so rank 0, the usual root of what follows, is on its way first (OSU's "
+                            "bcast at 2 ranks: 0.2-1 us instead of 2-5 us on a loaded host); 0: each rank as "
+                            "soon as it sees every rank arrived (one hop less for the barrier itself); -1: 1 "
+                            "above flat_max or when the host has more ranks than CPUs, else 0 (the ranks of a "
+                            "communicator agree: 1 when any of them would choose 1)",
                             KUMI_LEVEL_TUNER, &sm_lead);
     kumi_param_register_int("coll", "sm", "spin", 200,
                             "Polls of a shared word before a wait enters the progress engine (none when the "
