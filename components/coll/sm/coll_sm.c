@@ -32,8 +32,8 @@
  * rank must be done with collective n, which it usually knows already
  * (safe: after an operation in which it saw every rank's post n, all are
  * done with n - 1), so a root of back-to-back broadcasts runs up to k - 1
- * ahead of the others; one that must wait waits until half the ring is
- * free (one look every k / 2 calls, not one at each).
+ * ahead of the others; one that must wait, and spins, waits until half the
+ * ring is free (one look every k / 2 calls, not one at each).
  *
  * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
  *   Barrier    with the lead (coll_sm_barrier_lead, agreed at the setup)
@@ -260,11 +260,13 @@ static void slot_free(struct sm_comm *e, uint32_t n)
 {
     uint32_t last = n - (uint32_t)e->k, lo = n - 1;
     if (ge(e->safe, last)) return;
-    /* a rank that must wait waits until half the ring is free, not one slot:
-     * polling a done word that its owner writes at every collective would
-     * take the line from it at each one (a root of back-to-back Bcast
-     * running k ahead of a reader would do so at every call) */
-    uint32_t want = n - (uint32_t)e->k / 2;
+    /* a rank that must wait and spins waits until half the ring is free,
+     * not one slot: polling a done word that its owner writes at every
+     * collective would take the line from it at each one (a root of
+     * back-to-back Bcast running k ahead of a reader would do so at every
+     * call); one that sleeps (no spinning) waits for the one slot, or each
+     * done of the others would wake it */
+    uint32_t want = e->spin ? n - (uint32_t)e->k / 2 : last;
     for (int r = 0; r < e->p; r++)
         if (r != e->me) {
             uint32_t d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
@@ -527,16 +529,19 @@ static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
     size_t bytes = (size_t)count * kumi_dt_size(dt);
     if (!e || bytes > e->max) return rc ? rc : NEXT(comm)->bcast(buf, count, dt, root, comm);
     uint32_t n = ++e->n;
+    struct sm_head *h = head(e, root, n);
     if (e->me == root) {
         slot_free(e, n);
-        head(e, root, n)->bytes = bytes;
-        pack(buf, (size_t)count, dt, slot_data(e, root, n, bytes), bytes);
+        h->bytes = bytes;
+        pack(buf, (size_t)count, dt, bytes <= HEAD_DATA ? h->data : slot_data(e, root, n, bytes), bytes);
         post_finish(e, n);                 /* the root reads nothing */
         e->fin = n;
     } else {
-        wait_post(e, root, n);
-        uint64_t b = slot_bytes(e, root, n);
-        rc = unpack(slot_data(e, root, n, b), b, root, buf, (size_t)count, dt, bytes);
+        wait_word(e, &h->stamp, &e->ctl[root].post_sleep, n);
+        uint64_t b = h->bytes;
+        if (b <= HEAD_DATA && b == bytes && kumi_dt_contiguous(dt))   /* the usual case */
+            memcpy((char *)buf + dt_lb(dt), h->data, b);
+        else rc = unpack(slot_data(e, root, n, b), b, root, buf, (size_t)count, dt, bytes);
         finish(e, n);
     }
     return rc;
