@@ -32,8 +32,9 @@
  * rank must be done with collective n, which it usually knows already
  * (safe: after an operation in which it saw every rank's post n, all are
  * done with n - 1), so a root of back-to-back broadcasts runs up to k - 1
- * ahead of the others; one that must wait, and spins, waits until half the
- * ring is free (one look every k / 2 calls, not one at each).
+ * ahead of the others; one that must wait spins until half the ring is
+ * free (one look every k / 2 calls, not one at each), then waits for the
+ * one slot.
  *
  * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
  *   Barrier    with the lead (coll_sm_barrier_lead, agreed at the setup)
@@ -260,19 +261,27 @@ static void slot_free(struct sm_comm *e, uint32_t n)
 {
     uint32_t last = n - (uint32_t)e->k, lo = n - 1;
     if (ge(e->safe, last)) return;
-    /* a rank that must wait and spins waits until half the ring is free,
-     * not one slot: polling a done word that its owner writes at every
+    /* a rank that must wait first spins until half the ring is free, not
+     * one slot: polling a done word that its owner writes at every
      * collective would take the line from it at each one (a root of
      * back-to-back Bcast running k ahead of a reader would do so at every
-     * call); one that sleeps (no spinning) waits for the one slot, or each
-     * done of the others would wake it */
-    uint32_t want = e->spin ? n - (uint32_t)e->k / 2 : last;
+     * call).  Past the spin it waits for the one slot only (a sleeper would
+     * be woken by each done of the others, and a program whose other ranks
+     * stop between the two would hang). */
+    uint32_t want = n - (uint32_t)e->k / 2;
     for (int r = 0; r < e->p; r++)
         if (r != e->me) {
-            uint32_t d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
+            _Atomic uint32_t *w = &e->ctl[r].done;
+            uint32_t d = atomic_load_explicit(w, memory_order_acquire);
             if (!ge(d, last)) {
-                wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, want);
-                d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
+                for (int i = 0; i < e->spin && !ge(d, want); i++) {
+#if defined(__x86_64__) || defined(__i386__)
+                    __builtin_ia32_pause();
+#endif
+                    d = atomic_load_explicit(w, memory_order_acquire);
+                }
+                if (!ge(d, last)) wait_word(e, w, &e->ctl[r].done_sleep, last);
+                d = atomic_load_explicit(w, memory_order_acquire);
             }
             if (!ge(d, lo)) lo = d;
         }
