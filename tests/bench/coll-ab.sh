@@ -4,7 +4,9 @@
 # (each run the median of 3 repetitions); prints the median of the rounds per operation and B / A.
 # 2 ranks are bound to cores (--bind-to core), more ranks are not (as run-bench.sh's coll2 / coll4).
 # On a loaded machine only the ratio means much.  EXTRA_A / EXTRA_B: VAR=VALUE words for one side's
-# environment (e.g. EXTRA_B=KUMI_COLL_SM_BARRIER_LEAD=0 with A = B: a parameter's effect).
+# environment (e.g. EXTRA_B=KUMI_COLL_SM_BARRIER_LEAD=0 with A = B: a parameter's effect).  A build
+# tree copied elsewhere still runs the original tree's libmpi (libtool's mpiexec wrapper puts its
+# own framework/.libs first in LD_LIBRARY_PATH), though its own components: use built trees.
 # Usage: tests/bench/coll-ab.sh BUILD_A BUILD_B [ROUNDS (7)] [SCALE (1)] [OPS (bcast,barrier)] [NP (2)] [BYTES (8)]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
