@@ -56,7 +56,7 @@ static int coll_done(void *arg) { return ((struct kumi_req *)arg)->complete; }
 
 /* Where a blocking collective keeps its first truncated receive (NULL: not
  * inside one; kumi_coll_keep_trunc). */
-static _Thread_local int *trunc_slot;
+static _Thread_local int *trunc_slot __attribute__((tls_model("initial-exec")));   /* no __tls_get_addr per collective */
 
 int *kumi_coll_keep_trunc(int *slot)
 {

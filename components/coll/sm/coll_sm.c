@@ -13,31 +13,41 @@
  * (allreduce) rank 0 unlinks it.  A failure on any rank makes every rank
  * pass this communicator's calls on for good.
  *
- * Layout: per rank a control block (two 64-byte lines: the words the rank
- * writes, each with a count of sleepers) and k slots of max_bytes (a
- * 16-byte header: the byte count; then the data; k = coll_sm_slots, fewer
- * where the segment would exceed coll_sm_seg_bytes).  Collective number n
+ * Layout: per rank a control block (two 64-byte lines: the done word the
+ * rank writes at every collective on one, the rest on the other, each word
+ * with a count of sleepers), a ring of k heads (one 64-byte line each:
+ * stamp, byte count and up to 48 bytes of data; the rings are consecutive
+ * lines, so a reader of back-to-back collectives reads consecutive lines)
+ * and k slots of max_bytes for larger data (k = coll_sm_slots, fewer where
+ * the segment would exceed coll_sm_seg_bytes).  Collective number n
  * (counted per communicator, alike on every rank: each rank calls the same
- * operations in the same order) uses slot n % k of each rank; a rank
- * publishes its data by writing n into the slot's stamp (after the data:
- * the readers wait on the line they then read, and successive collectives
- * touch different lines, so a root running ahead does not take back a line
- * a reader is polling) and finishes with done = n.  Before it
- * writes slot n % k again (collective n + k) every rank must be done with
- * collective n, which it usually knows already (safe: after an operation
- * in which it saw every rank's post n, all are done with n - 1), so a root
- * of back-to-back broadcasts runs up to k - 1 ahead of the others.
+ * operations in the same order) uses head and slot n % k of each rank; a
+ * rank publishes its data by writing n into the head's stamp (after the
+ * data: the readers wait on the line they then read, and successive
+ * collectives touch different lines, so a root running ahead does not take
+ * back a line a reader is polling) and finishes with done = n (a rank that
+ * reads no other rank's data in collective n, the root of a Bcast and every
+ * rank in a Barrier, which reads stamps only, writes done with its post:
+ * one fence).  Before it writes head n % k again (collective n + k) every
+ * rank must be done with collective n, which it usually knows already
+ * (safe: after an operation in which it saw every rank's post n, all are
+ * done with n - 1), so a root of back-to-back broadcasts runs up to k - 1
+ * ahead of the others; one that must wait spins until half the ring is
+ * free (one look every k / 2 calls, not one at each), then waits for the
+ * one slot.
  *
  * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
- *   Barrier    post n; rank 0 waits for every post n and releases with
- *              rel = n; the others wait for the release (so rank 0, the
- *              usual root of the next collective, leaves first), or with
- *              coll_sm_barrier_lead=0 for every post n (each rank may
- *              choose alone: both are sound);
- *   Bcast      the root packs into its slot and posts; the others unpack;
+ *   Barrier    with the lead (coll_sm_barrier_lead, agreed at the setup)
+ *              rank 0 waits for every other post n, then posts n itself:
+ *              the others' release (so rank 0, the usual root of the next
+ *              collective, leaves first); without it every rank posts n
+ *              and waits for every post n;
+ *   Bcast      the root packs into its head or slot and posts; the others
+ *              unpack;
  *   Reduce     every rank posts its vector; the root combines them;
  *   Allreduce  every rank posts; each combines all (above flat_max: rank
- *              0 combines into the result area and releases the others);
+ *              0 combines into the result area and releases the others
+ *              with rel = n);
  *   Allgather, Alltoall (p <= flat_max): every rank posts its block(s) and
  *              copies out what is its.
  * Combining goes from rank p-1 down to rank 0 (x0 op (x1 op (... x_{p-1}))),
@@ -94,21 +104,28 @@ static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms 
 
 /* ------------------------------------------------------------ segment */
 struct sm_ctl {
-    _Atomic uint32_t post_sleep;           /* ranks sleeping on a stamp of my slots */
-    char pad1[60];
+    _Atomic uint32_t post_sleep;           /* ranks sleeping on a stamp of my heads */
+    _Atomic uint32_t rel, rel_sleep;       /* rank 0: the result of allreduce `rel` (above flat_max)
+                                            * is out (on a line of its own: not the done word's,
+                                            * which this rank writes at every collective) */
+    char pad1[52];
     _Atomic uint32_t done, done_sleep;     /* I am finished with collective `done` */
-    _Atomic uint32_t rel, rel_sleep;       /* rank 0: every rank arrived at barrier `rel` (or
-                                            * allreduce above flat_max: its result is out) */
-    char pad2[48];
+    char pad2[56];
 };
 _Static_assert(sizeof(struct sm_ctl) == 128, "two lines");
 
-#define SLOT_HDR 16
-struct sm_slot {
+/* The head of a rank's collective n: one line, in a ring of k consecutive
+ * lines per rank (a reader of back-to-back collectives reads consecutive
+ * lines, which the hardware prefetches), with the data when it fits. */
+#define HEAD_DATA 48
+struct sm_head {
     _Atomic uint32_t stamp;                /* the collective whose data this is (written last) */
     uint32_t pad;
     uint64_t bytes;                        /* data bytes (alltoall: per block) */
+    char data[HEAD_DATA];                  /* the data when it has at most HEAD_DATA bytes */
 };
+_Static_assert(sizeof(struct sm_head) == 64, "one line");
+#define SLOT_HDR 16                        /* the result areas' header (allreduce above flat_max) */
 
 struct sm_comm {
     struct sm_comm *next;
@@ -117,12 +134,15 @@ struct sm_comm {
     int spin;
     int k;                                 /* slots per rank */
     int lead;                              /* barrier: wait for rank 0's release, not for every rank */
-    uint32_t n;                            /* collectives begun on the segment (done: finished) */
+    uint32_t n;                            /* collectives begun on the segment */
+    uint32_t fin;                          /* collectives this rank finished (its own memory: the
+                                            * done word may be published before the end) */
     uint32_t safe;                         /* every rank is done with collective `safe` */
-    size_t max, slotlen, seglen;
+    size_t max, slotlen, reslen, seglen;
     struct sm_ctl *ctl;                    /* [p] */
-    char *slots;                           /* [p][2] slots of slotlen bytes */
-    char *result;                          /* [2] result areas (allreduce above flat_max) */
+    struct sm_head *heads;                 /* [p][k] */
+    char *slots;                           /* [p][k] slots of slotlen bytes (data above HEAD_DATA) */
+    char *result;                          /* [2] result areas of reslen bytes (allreduce above flat_max) */
     void *seg;
     char name[96];                         /* of the segment (unlinked): a restart derives the next */
 };
@@ -133,15 +153,18 @@ static unsigned sm_made;                   /* segments this process named (part 
 
 static inline int ge(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }
 
-static inline char *slot(const struct sm_comm *e, int r, uint32_t n)
+static inline struct sm_head *head(const struct sm_comm *e, int r, uint32_t n)
 {
+    return e->heads + (size_t)r * e->k + (n & (e->k - 1));
+}
+static inline uint64_t slot_bytes(const struct sm_comm *e, int r, uint32_t n) { return head(e, r, n)->bytes; }
+/* Where rank r's data of collective n lies: total bytes in all (its head's
+ * line up to HEAD_DATA, else its slot) */
+static inline char *slot_data(const struct sm_comm *e, int r, uint32_t n, size_t total)
+{
+    if (total <= HEAD_DATA) return head(e, r, n)->data;
     return e->slots + ((size_t)r * e->k + (n & (e->k - 1))) * e->slotlen;
 }
-static inline uint64_t slot_bytes(const struct sm_comm *e, int r, uint32_t n)
-{
-    return ((const struct sm_slot *)slot(e, r, n))->bytes;
-}
-static inline char *slot_data(const struct sm_comm *e, int r, uint32_t n) { return slot(e, r, n) + SLOT_HDR; }
 
 /* ------------------------------------------------------------ waiting */
 static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
@@ -221,7 +244,7 @@ static void wait_word(const struct sm_comm *e, _Atomic uint32_t *w, _Atomic uint
 
 static void wait_post(const struct sm_comm *e, int r, uint32_t n)
 {
-    wait_word(e, &((struct sm_slot *)slot(e, r, n))->stamp, &e->ctl[r].post_sleep, n);
+    wait_word(e, &head(e, r, n)->stamp, &e->ctl[r].post_sleep, n);
 }
 
 /* Every rank has posted collective n: all are done with n - 1. */
@@ -238,10 +261,28 @@ static void slot_free(struct sm_comm *e, uint32_t n)
 {
     uint32_t last = n - (uint32_t)e->k, lo = n - 1;
     if (ge(e->safe, last)) return;
+    /* a rank that must wait first spins until half the ring is free, not
+     * one slot: polling a done word that its owner writes at every
+     * collective would take the line from it at each one (a root of
+     * back-to-back Bcast running k ahead of a reader would do so at every
+     * call).  Past the spin it waits for the one slot only (a sleeper would
+     * be woken by each done of the others, and a program whose other ranks
+     * stop between the two would hang). */
+    uint32_t want = n - (uint32_t)e->k / 2;
     for (int r = 0; r < e->p; r++)
         if (r != e->me) {
-            wait_word(e, &e->ctl[r].done, &e->ctl[r].done_sleep, last);
-            uint32_t d = atomic_load_explicit(&e->ctl[r].done, memory_order_acquire);
+            _Atomic uint32_t *w = &e->ctl[r].done;
+            uint32_t d = atomic_load_explicit(w, memory_order_acquire);
+            if (!ge(d, last)) {
+                for (int i = 0; i < e->spin && !ge(d, want); i++) {
+#if defined(__x86_64__) || defined(__i386__)
+                    __builtin_ia32_pause();
+#endif
+                    d = atomic_load_explicit(w, memory_order_acquire);
+                }
+                if (!ge(d, last)) wait_word(e, w, &e->ctl[r].done_sleep, last);
+                d = atomic_load_explicit(w, memory_order_acquire);
+            }
             if (!ge(d, lo)) lo = d;
         }
     e->safe = lo;               /* what they are done with (often more than needed now: fewer looks) */
@@ -249,11 +290,25 @@ static void slot_free(struct sm_comm *e, uint32_t n)
 
 static inline void post(struct sm_comm *e, uint32_t n)
 {
-    publish(&((struct sm_slot *)slot(e, e->me, n))->stamp, &e->ctl[e->me].post_sleep, n);
+    publish(&head(e, e->me, n)->stamp, &e->ctl[e->me].post_sleep, n);
 }
 static inline void finish(struct sm_comm *e, uint32_t n)
 {
     publish(&e->ctl[e->me].done, &e->ctl[e->me].done_sleep, n);
+    e->fin = n;
+}
+/* post and finish at once (one fence), for a rank that reads no other
+ * rank's data in collective n (a root of Bcast, the Barrier: it reads
+ * stamps only, which only grow, so a slot reused meanwhile is no harm) */
+static inline void post_finish(struct sm_comm *e, uint32_t n)
+{
+    struct sm_ctl *c = &e->ctl[e->me];
+    atomic_store_explicit(&c->done, n, memory_order_release);
+    atomic_store_explicit(&head(e, e->me, n)->stamp, n, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&c->done_sleep, memory_order_relaxed) > 0) futex(&c->done, FUTEX_WAKE, INT_MAX, NULL);
+    if (atomic_load_explicit(&c->post_sleep, memory_order_relaxed) > 0)
+        futex(&head(e, e->me, n)->stamp, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* ------------------------------------------------------------ setup */
@@ -285,15 +340,16 @@ static int sm_setup(struct sm_comm *e)
     if (pg <= 0) pg = 4096;
     size_t max = (size_t)(sm_max_bytes < 8 ? 8 : sm_max_bytes);
     e->max = max;
-    e->slotlen = (SLOT_HDR + max + 63) & ~(size_t)63;
-    size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p;
+    e->slotlen = (max + 63) & ~(size_t)63;
+    e->reslen = (SLOT_HDR + max + 63) & ~(size_t)63;
+    size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p, per = sizeof(struct sm_head) + e->slotlen;
     /* k slots per rank (a power of two: n % k stays right when n wraps),
      * fewer where the segment would exceed seg_bytes */
     int k = 2;
     while (k * 2 <= sm_slots && k < 64) k *= 2;
-    while (k > 2 && ctlbytes + e->slotlen * (size_t)k * (size_t)e->p > (size_t)sm_seg_bytes) k /= 2;
+    while (k > 2 && ctlbytes + per * (size_t)k * (size_t)e->p > (size_t)sm_seg_bytes) k /= 2;
     e->k = k;
-    size_t len = ctlbytes + e->slotlen * (size_t)k * (size_t)e->p + e->slotlen * 2;
+    size_t len = ctlbytes + per * (size_t)k * (size_t)e->p + e->reslen * 2;
     len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
     e->seglen = len;
 
@@ -347,10 +403,13 @@ static int sm_setup(struct sm_comm *e)
         if (fd >= 0) close(fd);
         if (err) kumi_log(1, "coll/sm: cannot map the shared memory %s: %s", h.name, strerror(err));
     }
-    int any = 0;
-    rc = nx->allreduce(&err, &any, 1, MPI_INT, MPI_MAX, e->comm);
+    /* agree on the failures and on the barrier's form (rank 0's post is the
+     * others' release when any rank wants the lead: every rank must do alike) */
+    int mine[2] = { err, e->lead }, any[2] = { 0, 0 };
+    rc = nx->allreduce(mine, any, 2, MPI_INT, MPI_MAX, e->comm);
     if (e->me == 0) shm_unlink(h.name);
-    if (rc || any) {
+    e->lead = any[1] != 0;
+    if (rc || any[0]) {
         if (seg != MAP_FAILED) munmap(seg, len);
         e->state = -1;
         return rc;
@@ -358,9 +417,10 @@ static int sm_setup(struct sm_comm *e)
     e->seg = seg;
     memcpy(e->name, h.name, sizeof e->name);
     e->ctl = seg;
-    e->slots = (char *)seg + ctlbytes;
+    e->heads = (struct sm_head *)((char *)seg + ctlbytes);
+    e->slots = (char *)(e->heads + (size_t)e->k * (size_t)e->p);
     e->result = e->slots + e->slotlen * (size_t)e->k * (size_t)e->p;
-    e->n = 0;
+    e->n = e->fin = 0;
     e->safe = 0;
     e->state = 1;
     return MPI_SUCCESS;
@@ -380,13 +440,19 @@ static struct sm_comm *sm_find(MPI_Comm comm)
 
 /* The entry of comm with its segment, or NULL: pass the call on (*rc: an
  * error of the setup). */
-static struct sm_comm *sm_get(MPI_Comm comm, int *rc)
+static struct sm_comm *sm_get_slow(MPI_Comm comm, int *rc)
 {
-    *rc = MPI_SUCCESS;
     struct sm_comm *e = sm_find(comm);
     if (!e) return NULL;
     if (e->state == 0) *rc = sm_setup(e);
     return e->state == 1 ? e : NULL;
+}
+static inline struct sm_comm *sm_get(MPI_Comm comm, int *rc)
+{
+    *rc = MPI_SUCCESS;
+    struct sm_comm *e = sm_last;           /* the communicator of the last call, usually */
+    if (__builtin_expect(e && e->comm == comm && e->state == 1, 1)) return e;
+    return sm_get_slow(comm, rc);
 }
 
 #define NEXT(comm) kumi_comm_coll_next(comm)
@@ -449,16 +515,19 @@ static int sm_barrier(MPI_Comm comm)
     struct sm_comm *e = sm_get(comm, &rc);
     if (!e) return rc ? rc : NEXT(comm)->barrier(comm);
     uint32_t n = ++e->n;
-    post(e, n);
-    if (e->me == 0) {                      /* rank 0 always releases: each rank may wait either way */
+    /* the done word goes with the post (a barrier reads stamps only) */
+    if (!e->lead) {                        /* every rank waits for every post */
+        post_finish(e, n);
         wait_all_posts(e, n);
-        publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
-    } else if (!e->lead) wait_all_posts(e, n);
-    else {
-        wait_word(e, &e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+    } else if (e->me == 0) {               /* rank 0 posts when all have: the others' release */
+        wait_all_posts(e, n);
+        post_finish(e, n);
+    } else {
+        post_finish(e, n);
+        wait_post(e, 0, n);
         e->safe = n - 1;
     }
-    finish(e, n);
+    e->fin = n;
     return MPI_SUCCESS;
 }
 
@@ -469,16 +538,21 @@ static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
     size_t bytes = (size_t)count * kumi_dt_size(dt);
     if (!e || bytes > e->max) return rc ? rc : NEXT(comm)->bcast(buf, count, dt, root, comm);
     uint32_t n = ++e->n;
+    struct sm_head *h = head(e, root, n);
     if (e->me == root) {
         slot_free(e, n);
-        ((struct sm_slot *)slot(e, root, n))->bytes = bytes;
-        pack(buf, (size_t)count, dt, slot_data(e, root, n), bytes);
-        post(e, n);
+        h->bytes = bytes;
+        pack(buf, (size_t)count, dt, bytes <= HEAD_DATA ? h->data : slot_data(e, root, n, bytes), bytes);
+        post_finish(e, n);                 /* the root reads nothing */
+        e->fin = n;
     } else {
-        wait_post(e, root, n);
-        rc = unpack(slot_data(e, root, n), slot_bytes(e, root, n), root, buf, (size_t)count, dt, bytes);
+        wait_word(e, &h->stamp, &e->ctl[root].post_sleep, n);
+        uint64_t b = h->bytes;
+        if (b <= HEAD_DATA && b == bytes && kumi_dt_contiguous(dt))   /* the usual case */
+            memcpy((char *)buf + dt_lb(dt), h->data, b);
+        else rc = unpack(slot_data(e, root, n, b), b, root, buf, (size_t)count, dt, bytes);
+        finish(e, n);
     }
-    finish(e, n);
     return rc;
 }
 
@@ -494,11 +568,11 @@ static int combine(struct sm_comm *e, uint32_t n, void *inout, size_t count, MPI
     }
     int last = e->p - 1;
     uint64_t b = slot_bytes(e, last, n);
-    memcpy((char *)inout + lb, slot_data(e, last, n), b < mine ? b : mine);
+    memcpy((char *)inout + lb, slot_data(e, last, n, b), b < mine ? b : mine);
     for (int r = last - 1; r >= 0; r--) {
         b = slot_bytes(e, r, n);
         size_t c = (b < mine ? b : mine) / (sz ? sz : 1);
-        int orc = kumi_op_reduce(op, slot_data(e, r, n) - lb, inout, c, dt);
+        int orc = kumi_op_reduce(op, slot_data(e, r, n, b) - lb, inout, c, dt);
         if (orc && !rc) rc = orc;
     }
     return rc;
@@ -520,8 +594,8 @@ static int sm_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype
     uint32_t n = ++e->n;
     slot_free(e, n);
     const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = bytes;
-    if (bytes) memcpy(slot_data(e, e->me, n), (const char *)src + dt_lb(dt), bytes);
+    head(e, e->me, n)->bytes = bytes;
+    if (bytes) memcpy(slot_data(e, e->me, n, bytes), (const char *)src + dt_lb(dt), bytes);
     post(e, n);
     if (e->me == root) {
         wait_all_posts(e, n);
@@ -542,26 +616,26 @@ static int sm_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datat
     uint32_t n = ++e->n;
     slot_free(e, n);
     const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = bytes;
-    if (bytes) memcpy(slot_data(e, e->me, n), (const char *)src + lb, bytes);
+    head(e, e->me, n)->bytes = bytes;
+    if (bytes) memcpy(slot_data(e, e->me, n, bytes), (const char *)src + lb, bytes);
     post(e, n);
     if (e->p <= sm_flat_max) {
         wait_all_posts(e, n);
         rc = combine(e, n, rbuf, (size_t)count, dt, op);
     } else {
         /* rank 0 combines into the result area: header (rc) and data */
-        char *res = e->result + (size_t)(n & 1) * e->slotlen;
+        char *res = e->result + (size_t)(n & 1) * e->reslen;
         if (e->me == 0) {
             wait_all_posts(e, n);
             rc = combine(e, n, rbuf, (size_t)count, dt, op);
-            ((struct sm_slot *)res)->bytes = (uint64_t)(uint32_t)rc;
+            ((struct sm_head *)res)->bytes = (uint64_t)(uint32_t)rc;
             if (bytes) memcpy(res + SLOT_HDR, (char *)rbuf + lb, bytes);
-            publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
+            publish(&e->ctl[0].rel, &e->ctl[0].rel_sleep, n);    /* (not the barrier's release) */
         } else {
             wait_word(e, &e->ctl[0].rel, &e->ctl[0].rel_sleep, n);
             e->safe = n - 1;
             if (bytes) memcpy((char *)rbuf + lb, res + SLOT_HDR, bytes);
-            int r0 = (int)(uint32_t)((struct sm_slot *)res)->bytes;
+            int r0 = (int)(uint32_t)((struct sm_head *)res)->bytes;
             if (r0) rc = kumi_error(MPI_ERR_OTHER, "coll/sm: MPI_Allreduce failed on rank 0 of the communicator");
             /* my own mismatch, as the flat form would see it */
             for (int r = 0; r < e->p && !rc; r++)
@@ -587,18 +661,19 @@ static int sm_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, vo
     size_t sbytes;
     if (sbuf == MPI_IN_PLACE) {
         sbytes = rbytes;
-        pack(mine_at, (size_t)rcount, rdt, slot_data(e, e->me, n), sbytes);
+        pack(mine_at, (size_t)rcount, rdt, slot_data(e, e->me, n, sbytes), sbytes);
     } else {
         sbytes = (size_t)scount * kumi_dt_size(sdt);
         if (sbytes > e->max) sbytes = e->max;
-        pack(sbuf, (size_t)scount, sdt, slot_data(e, e->me, n), sbytes);
+        pack(sbuf, (size_t)scount, sdt, slot_data(e, e->me, n, sbytes), sbytes);
     }
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = sbytes;
+    head(e, e->me, n)->bytes = sbytes;
     post(e, n);
     wait_all_posts(e, n);
     for (int r = 0; r < e->p; r++) {
         if (r == e->me && sbuf == MPI_IN_PLACE) continue;
-        int urc = unpack(slot_data(e, r, n), slot_bytes(e, r, n), r, (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext,
+        uint64_t b = slot_bytes(e, r, n);
+        int urc = unpack(slot_data(e, r, n, b), b, r, (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext,
                          (size_t)rcount, rdt, rbytes);
         if (urc && !rc) rc = urc;
     }
@@ -628,18 +703,18 @@ static int sm_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, voi
         rc = kumi_error(MPI_ERR_TRUNCATE, "collective: blocks of %zu bytes where the ranks expect %zu "
                         "(the ranks disagree on counts or datatypes)", sbytes, rbytes);
     }
-    char *d = slot_data(e, e->me, n);
+    char *d = slot_data(e, e->me, n, sb * (size_t)e->p);
     for (int r = 0; r < e->p; r++) {
         const char *blk = (const char *)sbuf + (MPI_Aint)r * (MPI_Aint)scount * sext;
         if (sb == sbytes) pack(blk, (size_t)scount, sdt, d + (size_t)r * sb, sb);
         else kumi_dt_copy(blk, (size_t)scount, sdt, d + (size_t)r * sb, sb, MPI_BYTE);
     }
-    ((struct sm_slot *)slot(e, e->me, n))->bytes = sb;
+    head(e, e->me, n)->bytes = sb;
     post(e, n);
     wait_all_posts(e, n);
     for (int r = 0; r < e->p; r++) {
         uint64_t b = slot_bytes(e, r, n);
-        int urc = unpack(slot_data(e, r, n) + (size_t)e->me * b, b, r,
+        int urc = unpack(slot_data(e, r, n, b * (size_t)e->p) + (size_t)e->me * b, b, r,
                          (char *)rbuf + (MPI_Aint)r * (MPI_Aint)rcount * rext, (size_t)rcount, rdt, rbytes);
         if (urc && !rc) rc = urc;
     }
@@ -654,7 +729,7 @@ static void sm_register_params(void)
                             "Largest collective coll/sm runs through shared memory: bytes of data per rank "
                             "(Bcast, Reduce, Allreduce, Allgather) or of all blocks of one rank (Alltoall); "
                             "larger ones go to the next component (coll/tuned).  Also the size of each "
-                            "rank's two slots in a communicator's segment",
+                            "rank's slots in a communicator's segment",
                             KUMI_LEVEL_TUNER, &sm_max_bytes);
     kumi_param_register_int("coll", "sm", "flat_max", 8,
                             "Largest communicator in which every rank reads every rank's slot (Barrier, "
@@ -671,11 +746,12 @@ static void sm_register_params(void)
                             "(2 ranks: 32 slots, 4: 16, 8: 8, 16: 4, 32 and more: 2)",
                             KUMI_LEVEL_TUNER, &sm_seg_bytes);
     kumi_param_register_int("coll", "sm", "barrier_lead", 1,
-                            "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its release), so rank 0, the "
-                            "usual root of what follows, is on its way first (OSU's bcast at 2 ranks: 0.2-1 us "
-                            "instead of 2-5 us on a loaded host); 0: each rank as soon as it sees every rank "
-                            "arrived (one hop less for the barrier itself); -1: 1 above flat_max or when the "
-                            "host has more ranks than CPUs, else 0",
+                            "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its post, made when all "
+                            "arrived), so rank 0, the usual root of what follows, is on its way first (OSU's "
+                            "bcast at 2 ranks: 0.2-1 us instead of 2-5 us on a loaded host); 0: each rank as "
+                            "soon as it sees every rank arrived (one hop less for the barrier itself); -1: 1 "
+                            "above flat_max or when the host has more ranks than CPUs, else 0 (the ranks of a "
+                            "communicator agree: 1 when any of them would choose 1)",
                             KUMI_LEVEL_TUNER, &sm_lead);
     kumi_param_register_int("coll", "sm", "spin", 200,
                             "Polls of a shared word before a wait enters the progress engine (none when the "
@@ -745,7 +821,7 @@ static void sm_ck_quiesce(void)
     for (struct sm_comm *e = sm_table; e; e = e->next)
         if (e->state == 1) {
             segs++;
-            busy += atomic_load_explicit(&e->ctl[e->me].done, memory_order_acquire) != e->n;
+            busy += e->fin != e->n;
         }
     pthread_mutex_unlock(&sm_lock);
     if (segs)
@@ -778,10 +854,9 @@ static void ck_name(const struct sm_comm *e, char *name, size_t len)
 static int ck_quiet(const struct sm_comm *e)
 {
     uint32_t d = atomic_load(&e->ctl[0].done);
-    if (e->n != d) return 0;
+    if (e->n != d || e->fin != d) return 0;   /* fin: a done word may be published before the end */
     for (int r = 0; r < e->p; r++)
-        if (atomic_load(&e->ctl[r].done) != d ||
-            atomic_load(&((struct sm_slot *)slot(e, r, d + 1))->stamp) == d + 1)
+        if (atomic_load(&e->ctl[r].done) != d || atomic_load(&head(e, r, d + 1)->stamp) == d + 1)
             return 0;
     return 1;
 }
