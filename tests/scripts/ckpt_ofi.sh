@@ -1,0 +1,54 @@
+#!/bin/bash
+# Checkpoints of jobs over p2p/ofi (issue 20; components/p2p/ofi/p2p_ofi_ckpt.c:
+# contract 1.7 ckpt_quiet / ckpt_release; the endpoint, queue, address vector,
+# domain and fabric closed at the cut and opened again, every registration
+# made again with its key, new addresses through the launcher's key
+# exchange).  Provider tcp;ofi_rxm, MPI_COMPONENTS=p2p=self,ofi, 4 ranks on
+# one host:
+#  1. tests/mpi/ckpt_job (p2p with a derived datatype, rendezvous messages of
+#     256 KiB every iteration and of 320 KiB left in the unexpected queue: over
+#     ofi RTSs whose payload the receiver reads with fi_read, parked at the
+#     cut; a pending MPI_Iallreduce, collectives): checkpoint-and-continue
+#     twice at random times, then --checkpoint-and-stop at a random time and
+#     mpiexec --restart (new ports); the result bit for bit the
+#     uninterrupted run's; every rank's p2p/ofi says it released at each
+#     checkpoint (KUMI_VERBOSE; how many rendezvous were parked is printed);
+#  2. tests/mpi/ckpt_rma (fence and lock/unlock epochs on two windows, whose
+#     memory is registered with ofi for remote access): the same cycle, the
+#     windows' registrations made again with their keys;
+# after every job nothing of it left in /dev/shm.
+set -u
+. "$(dirname "$0")/lib/ckpt_frame.sh"
+ckpt_setup ckpt_job ckptofi
+"$MPIEXEC" --timeout 60 -n 1 -x MPI_COMPONENTS=p2p=self,ofi --param 'p2p_ofi_provider=tcp;ofi_rxm' \
+    "$TESTBIN/ckpt_rma" 1 > probe.log 2>&1 < /dev/null \
+    || { grep -q 'no usable libfabric provider\|cannot load libfabric' probe.log && { echo "SKIP: no tcp;ofi_rxm"; exit 77; }; }
+export KUMI_CKPT_RESTART_PROGRAM=$top_builddir/components/ckpt/image/kumi_restart
+export MPI_COMPONENTS=p2p=self,ofi KUMI_P2P_OFI_PROVIDER='tcp;ofi_rxm'
+NP=4
+
+# every rank's p2p/ofi released COUNT times in LOG (its KUMI_VERBOSE line)
+released() { # WHAT LOG COUNT
+    local n p; n=$(grep -c "p2p/ofi: released for a checkpoint" "$2")
+    p=$(sed -n 's/.*p2p\/ofi: released for a checkpoint: \([0-9]*\) parked send.*/\1/p' "$2" | awk '{s += $1} END {print s + 0}')
+    [ "$n" = "$3" ] && ok "$1: p2p/ofi released by every rank at every checkpoint ($n lines; $p rendezvous sends parked)" \
+        || { show "$2"; fail "$1: $n of $3 lines of p2p/ofi released for a checkpoint"; }
+}
+ckpt_hook_continued() { released continue "$1" $((NP * 2)); }
+ckpt_hook_stopped() { released "$1 (stopped)" "$2" $NP; }
+ckpt_hook_restarted() { # NAME LOG: the restarted ranks reached each other over ofi
+    grep -q "p2p/ofi: registering memory again" "$2" && { show "$2"; fail "$1: registrations not made again"; }
+}
+
+# 1. point-to-point, collectives
+ckpt_reference ${CKPT_ITERS:-300}
+ckpt_continue 40 ${CKPT_ITERS:-300}
+ckpt_stop_restart ofi -- ${CKPT_ITERS:-300}
+
+# 2. windows registered with ofi
+PROG=$TESTBIN/ckpt_rma
+ckpt_reference ${CKPT_ITERS:-200}
+grep -q "registered for remote access" ref.log 2> /dev/null || true
+ckpt_continue 40 ${CKPT_ITERS:-200}
+ckpt_stop_restart ofi_rma -- ${CKPT_ITERS:-200}
+ckpt_finish
