@@ -70,8 +70,8 @@
  * Refused with a clear reason (the checkpoint is then not written, and the
  * job goes on):
  * processes of another job connected (spawn / connect / accept / join),
- * transports other than self, shmem, tcp and ofi (impi, vmpi; ofi with a
- * provider that chooses registration keys itself), the io_uring
+ * transports other than self, shmem, tcp and ofi (impi, vmpi; ofi with the
+ * shm provider or one that chooses registration keys itself), the io_uring
  * and kernel-module schedule engines, a rank not between MPI_Init and
  * MPI_Finalize, no image back end.
  *

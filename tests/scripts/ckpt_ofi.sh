@@ -18,6 +18,8 @@
 #     run checks first; KUMI_BASE_RMA_DIRECT=0: puts and gets are fi_write /
 #     fi_read with the peers' keys): the same cycle, the windows'
 #     registrations made again with their keys;
+#  3. provider shm: a checkpoint refused with a message naming p2p/ofi (see
+#     components/p2p/ofi/p2p_ofi_ckpt.c), the job going on to its result;
 # after every job nothing of it left in /dev/shm.
 set -u
 . "$(dirname "$0")/lib/ckpt_frame.sh"
@@ -49,6 +51,19 @@ ckpt_hook_stopped() { released "$1 (stopped)" "$2" $NP; }
 ckpt_reference ${CKPT_ITERS:-300}
 ckpt_continue 40 ${CKPT_ITERS:-300}
 ckpt_stop_restart ofi -- ${CKPT_ITERS:-300}
+
+# 3. the shm provider: refused (opened again in the same process, its
+#    endpoints carry nothing: a job hangs after checkpoint-and-continue)
+mkdir -p shm
+KUMI_P2P_OFI_PROVIDER=shm KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir shm -n $NP "$PROG" ${CKPT_ITERS:-300} > shm.log 2>&1 < /dev/null &
+pid=$!
+wait_for shm.log "^iteration 40" 120 && kill -QUIT $pid
+wait_for shm.log "checkpoint 1 \(written\|not written\)" 120
+wait $pid; rc=$?
+grep -q "checkpoint 1 not written: .*transport p2p/ofi cannot be checkpointed" shm.log && [ $rc -eq 0 ] && [ "$(result shm.log)" = "$REF" ] \
+    && ok "provider shm: the checkpoint refused (p2p/ofi named), the job went on to its result" \
+    || { show shm.log; fail "provider shm: exit $rc, result '$(result shm.log)'; not refused as expected"; }
+shm_clean "provider shm" shm.log
 
 # 2. windows registered with ofi; their puts and gets are fi_write / fi_read
 #    with the keys (KUMI_BASE_RMA_DIRECT=0: not loads and stores on this host)

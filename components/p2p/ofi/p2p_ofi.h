@@ -250,6 +250,7 @@ extern char ofi_provname[64];
 extern struct ofi_mr *ofi_regs;           /* every registration */
 extern struct ofi_read *ofi_reads;        /* every rendezvous not finished (parked or being read) */
 extern int ofi_released;                  /* between ckpt_release and the next wireup */
+extern int ofi_ckpt_able;                 /* not FI_MR_PROV_KEY, not shm */
 extern int ofi_asked;                     /* ASKs went out: a FIN may come twice */
 
 /* p2p_ofi.c */
