@@ -5,7 +5,9 @@
  * the provider, set-up, progress, tear-down), p2p_ofi_send.c (sending and
  * the FIN of a pulled rendezvous), p2p_ofi_recv.c (receiving, fi_read
  * rendezvous, completion errors), p2p_ofi_mr.c (the registration cache),
- * p2p_ofi_rma.c (remote memory access for windows).
+ * p2p_ofi_rma.c (remote memory access for windows), p2p_ofi_ckpt.c
+ * (coordinated checkpoints: everything closed at the cut and opened again,
+ * registrations made again with their keys, lost FINs asked for).
  *
  *
  * Loading.  libfabric is dlopen'ed by open(), not linked: loading it runs the
@@ -28,6 +30,7 @@
  *   MSG   preamble + kumi_hdr + payload        (eager data and control)
  *   RMA   preamble + kumi_hdr(DATA) + {address, key, cookie}
  *   FIN   preamble + {cookie}                  (the receiver has read it all)
+ *   ASK   preamble + {cookie}                  (after a checkpoint: FIN again if done)
  * Small messages go out with fi_inject (no completion); larger ones with
  * fi_sendmsg straight from the user's buffer (header and payload as two
  * iovecs).  The receiver keeps p2p_ofi_rx_bufs buffers posted, each large
