@@ -41,10 +41,11 @@
  *
  * Then every transport releases what an image cannot hold (p2p/tcp its
  * sockets, p2p/shmem its segment, unlinked from /dev/shm, and its doorbell
- * socket), the image back end (ckpt framework: ckpt/image) writes this
- * process into the checkpoint directory, and, for checkpoint-and-continue,
- * the transports wire up again (init, the launcher's fence, wireup) and the
- * lock is released: the job goes on.
+ * socket, p2p/ofi its libfabric endpoint, queue, address vector,
+ * registrations, domain and fabric), the image back end (ckpt framework:
+ * ckpt/image) writes this process into the checkpoint directory, and, for
+ * checkpoint-and-continue, the transports wire up again (init, the
+ * launcher's fence, wireup) and the lock is released: the job goes on.
  *
  * Components' shared memory (coll/sm's segments; kumi/ckpt.h: struct
  * kumi_ckpt_hook): quiesced before the cut, made again after a restart in
@@ -69,7 +70,8 @@
  * Refused with a clear reason (the checkpoint is then not written, and the
  * job goes on):
  * processes of another job connected (spawn / connect / accept / join),
- * transports other than self, shmem and tcp (ofi, impi, vmpi), the io_uring
+ * transports other than self, shmem, tcp and ofi (impi, vmpi; ofi with the
+ * shm provider or one that chooses registration keys itself), the io_uring
  * and kernel-module schedule engines, a rank not between MPI_Init and
  * MPI_Finalize, no image back end.
  *

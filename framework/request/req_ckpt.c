@@ -19,8 +19,10 @@ int kumi_req_ckpt_check(char *why, size_t len)
     for (int i = 0; i < kumi_req_ntransports(); i++) {
         const char *n;
         const struct kumi_p2p_ops *ops = kumi_req_transport_at(i, &n);
-        /* self and tcp: busy() and finalize are exact; others need the 1.7 entries */
-        if (strcmp(n, "self") && strcmp(n, "tcp") && !(ops->ckpt_quiet && ops->ckpt_release)) {
+        /* self and tcp: busy() and finalize are exact; others need the 1.7
+         * entries, and ckpt_quiet not -1 (p2p/ofi: a provider it cannot hold) */
+        if (strcmp(n, "self") && strcmp(n, "tcp") &&
+            !(ops->ckpt_quiet && ops->ckpt_release && ops->ckpt_quiet() >= 0)) {
             snprintf(why, len, "transport p2p/%s cannot be checkpointed (self, shmem and tcp can: "
                      "select them with MPI_COMPONENTS=p2p=self,shmem,tcp)", n);
             return -1;

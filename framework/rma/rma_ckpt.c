@@ -9,7 +9,8 @@
  * in progress are messages that the cut delivers and the target applies
  * (direct ones are complete at once), and the counts fence compares are in
  * memory.  Windows whose memory is registered with a transport (p2p/ofi)
- * are refused (ofi is refused anyway).
+ * keep their registrations' handles and keys through its ckpt_release and
+ * next init (p2p contract 1.7); one without those entries is refused.
  *
  * Another placement at restart (ranks on other hosts, or another number of
  * ranks per host): ranks of a window on different hosts before the
@@ -75,7 +76,7 @@ int kumi_rma_ckpt_busy(char *why, size_t len)
         struct kumi_win *w = m->w;
         const char *e = NULL;
         int t = -1;
-        if (w->fab_ops) {
+        if (w->fab_ops && !w->fab_ops->ckpt_release) {
             snprintf(why, len, "window %s: its memory is registered with the transport %s for remote access, "
                      "which a checkpoint cannot hold", wname(w), "p2p/ofi");
             return -1;

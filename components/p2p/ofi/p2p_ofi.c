@@ -55,6 +55,8 @@ int ofi_nrma;                      /* RMA operations not done */
 int ofi_nwinmr;                    /* window memory registered for remote access */
 int ofi_bound;                     /* mpiexec bound this rank to a core of its own */
 char ofi_provname[64];
+int ofi_released;                  /* between ckpt_release and the next wireup */
+int ofi_ckpt_able;                 /* the provider can be checkpointed (p2p_ofi_ckpt.c) */
 
 const char *ofi_err(int rc)
 {
@@ -282,6 +284,12 @@ static int p2p_ofi_open(char *why, size_t whylen)
     kumi_param_register_string("p2p", "ofi", "provider_status", ofi_status_buf,
                                "The provider this process chose (read-only)", KUMI_LEVEL_USER, &ofi_status);
     if (rc == KUMI_OK) snprintf(why, whylen, "provider %s", ofi_status_buf);
+    /* shm (libfabric 1.17) does not come back after checkpoint-and-continue:
+     * opened again in the same process, its endpoints carry nothing more
+     * (the job hangs or crashes at its next rendezvous); a restart works,
+     * but a checkpoint must serve both.  ckpt_quiet then says -1: refused */
+    if (rc == KUMI_OK)
+        ofi_ckpt_able = !(ofi_info->domain_attr->mr_mode & FI_MR_PROV_KEY) && strcmp(ofi_provname, "shm") != 0;
     return rc;
 }
 
@@ -414,6 +422,7 @@ static int p2p_ofi_init(void)
         rc = ofi_post_rx(&ofi_rxbufs[i]);
         if (rc) return ofi_fail("fi_recv", rc);
     }
+    if (ofi_released && (rc = ofi_ckpt_reinit()) != 0) return ofi_fail("registering memory again", rc);
     ofi_hex(hex, (unsigned char *)name, nl);
     rc = kumi_rpim_put("p2p.ofi.addr", hex);
     if (rc == MPI_SUCCESS) rc = kumi_rpim_put("p2p.ofi.prov", ofi_provname);
@@ -454,6 +463,7 @@ static int p2p_ofi_wireup(void)
         nreach++;
     }
     kumi_log(2, "p2p/ofi: %d of %d ranks reachable over %s", nreach, ofi_n, ofi_provname);
+    if (ofi_released) ofi_ckpt_rewired();
     return MPI_SUCCESS;
 }
 
@@ -526,11 +536,20 @@ static int p2p_ofi_busy(void)
     return ofi_nqueued > 0 || ofi_rdq != NULL || ofi_nrma > 0;
 }
 
-void ofi_teardown(void)
+/* Close what libfabric holds for this process: every registration (the
+ * records stay, mr NULL), the endpoint, the address vector, the completion
+ * queue, the domain and the fabric; free the receive buffers, the peers and
+ * their queues, the free lists.  What is parked (sends waiting for their
+ * FIN, rendezvous not read yet, the records of registrations) stays. */
+void ofi_close_fabric(void)
 {
+    for (struct ofi_mr *m = ofi_regs; m; m = m->anext)
+        if (m->mr) {
+            fi_close(&m->mr->fid);
+            m->mr = NULL;
+        }
     if (ofi_ep) fi_close(&ofi_ep->fid);
     ofi_ep = NULL;
-    ofi_mr_flush();
     if (ofi_av) fi_close(&ofi_av->fid);
     ofi_av = NULL;
     if (ofi_cq) fi_close(&ofi_cq->fid);
@@ -559,6 +578,7 @@ void ofi_teardown(void)
     }
     free(ofi_peers);
     ofi_peers = NULL;
+    ofi_have_peers_queued = 0;
     while (ofi_txfree) {
         struct ofi_tx *t = ofi_txfree;
         ofi_txfree = t->next;
@@ -569,11 +589,27 @@ void ofi_teardown(void)
         ofi_rcfree = c->next;
         free(c);
     }
+}
+
+void ofi_teardown(void)
+{
+    ofi_mr_flush();
+    ofi_close_fabric();
+    for (struct ofi_tx *t = ofi_finwait; t; t = t->fnext) t->mr = NULL;
+    /* the send buffers' registrations still in use go; windows' records
+     * stay until mem_dereg */
+    for (struct ofi_mr *m = ofi_regs, *nx; m; m = nx) {
+        nx = m->anext;
+        if (!m->win) {
+            ofi_mr_unlink(m);
+            free(m);
+        }
+    }
     ofi_rmaq = ofi_rmaq_tail = ofi_rmafin = NULL;
     ofi_nrma = 0;
     ofi_finwait = NULL;
-    ofi_have_peers_queued = 0;
     ofi_nqueued = 0;
+    ofi_released = 0;
 }
 
 static void p2p_ofi_finalize(void)
@@ -622,6 +658,8 @@ static const struct kumi_p2p_ops p2p_ofi_ops = {
     .mem_dereg = p2p_ofi_mem_dereg,
     .rma = p2p_ofi_rma,
     .describe = p2p_ofi_describe,
+    .ckpt_quiet = p2p_ofi_ckpt_quiet,
+    .ckpt_release = p2p_ofi_ckpt_release,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_ofi_component = {

@@ -5,7 +5,9 @@
  * the provider, set-up, progress, tear-down), p2p_ofi_send.c (sending and
  * the FIN of a pulled rendezvous), p2p_ofi_recv.c (receiving, fi_read
  * rendezvous, completion errors), p2p_ofi_mr.c (the registration cache),
- * p2p_ofi_rma.c (remote memory access for windows).
+ * p2p_ofi_rma.c (remote memory access for windows), p2p_ofi_ckpt.c
+ * (coordinated checkpoints: everything closed at the cut and opened again,
+ * registrations made again with their keys, lost FINs asked for).
  *
  *
  * Loading.  libfabric is dlopen'ed by open(), not linked: loading it runs the
@@ -28,6 +30,7 @@
  *   MSG   preamble + kumi_hdr + payload        (eager data and control)
  *   RMA   preamble + kumi_hdr(DATA) + {address, key, cookie}
  *   FIN   preamble + {cookie}                  (the receiver has read it all)
+ *   ASK   preamble + {cookie}                  (after a checkpoint: FIN again if done)
  * Small messages go out with fi_inject (no completion); larger ones with
  * fi_sendmsg straight from the user's buffer (header and payload as two
  * iovecs).  The receiver keeps p2p_ofi_rx_bufs buffers posted, each large
@@ -105,7 +108,7 @@
 #define OFI_RXM_BUF_MAX (128u * 1024 + 64)  /* larger rxm buffers cost much memory */
 #define OFI_READ_WINDOW 8                 /* fi_reads of one transfer in flight */
 
-enum { OFI_T_MSG = 1, OFI_T_RMA, OFI_T_FIN };
+enum { OFI_T_MSG = 1, OFI_T_RMA, OFI_T_FIN, OFI_T_ASK };
 enum { OFI_C_TX = 1, OFI_C_RX, OFI_C_READ, OFI_C_RMA };
 
 struct ofi_pre {                          /* 8 bytes before every message: with the */
@@ -128,13 +131,17 @@ struct ofi_ctx {                          /* first in every operation context */
     int kind;                             /* OFI_C_* */
 };
 
-struct ofi_mr {                           /* a registration, cached or not */
-    struct fid_mr *mr;
+struct ofi_mr {                           /* a registration, cached or not, or a window's */
+    struct fid_mr *mr;                    /* NULL between ckpt_release and the next init */
     char *base;
     size_t len;
+    uint64_t access;                      /* FI_REMOTE_READ [| FI_REMOTE_WRITE] */
+    uint64_t key;                         /* the key asked for (registered again with it) */
     int refs;
     int cached;
+    int win;                              /* a window's (mem_reg): freed by mem_dereg only */
     struct ofi_mr *prev, *next;           /* LRU, most recent first */
+    struct ofi_mr *aprev, *anext;         /* every registration (ofi_regs) */
 };
 
 struct ofi_tx {
@@ -146,6 +153,7 @@ struct ofi_tx {
     struct ofi_mr *mr;
     struct ofi_tx *next;                  /* peer's queue */
     struct ofi_tx *fnext, *fprev;         /* FIN wait list (RMA) */
+    uint64_t cookie;                      /* RMA: names it in FIN and ASK, never reused */
     size_t wlen;                          /* bytes of wire[] that go out */
     union {
         char wire[sizeof(struct ofi_pre) + sizeof(struct kumi_hdr) + sizeof(struct ofi_rmadesc)];
@@ -173,6 +181,7 @@ struct ofi_read {
     int failed;
     int queued;                           /* on ofi_rdq */
     struct ofi_read *next;                /* waiting to issue more */
+    struct ofi_read *aprev, *anext;       /* every read not finished (ofi_reads) */
 };
 
 struct ofi_rchunk {                       /* one fi_writemsg / fi_readmsg of an RMA operation */
@@ -241,17 +250,26 @@ extern int ofi_nrma;                      /* RMA operations not done */
 extern int ofi_nwinmr;                    /* window memory registered for remote access */
 extern int ofi_bound;                     /* mpiexec bound this rank to a core of its own */
 extern char ofi_provname[64];
+extern struct ofi_mr *ofi_regs;           /* every registration */
+extern struct ofi_read *ofi_reads;        /* every rendezvous not finished (parked or being read) */
+extern int ofi_released;                  /* between ckpt_release and the next wireup */
+extern int ofi_ckpt_able;                 /* not FI_MR_PROV_KEY, not shm */
+extern int ofi_asked;                     /* ASKs went out: a FIN may come twice */
 
 /* p2p_ofi.c */
 const char *ofi_err(int rc);
 int ofi_post_rx(struct ofi_rxbuf *b);
 int p2p_ofi_reaches(int peer);
 void ofi_teardown(void);
+void ofi_close_fabric(void);
 
 /* p2p_ofi_mr.c */
 void ofi_mr_release(struct ofi_mr *m);
 struct ofi_mr *ofi_mr_get(const void *buf, size_t len, int *err);
 void ofi_mr_flush(void);
+int ofi_mr_register(struct ofi_mr *m);
+void ofi_mr_link(struct ofi_mr *m);
+void ofi_mr_unlink(struct ofi_mr *m);
 
 /* p2p_ofi_send.c */
 void ofi_tx_done(struct ofi_tx *t);
@@ -261,6 +279,7 @@ int ofi_flush_queues(void);
 int p2p_ofi_send(int peer, struct kumi_sendop *op);
 void ofi_send_fin(int peer, uint64_t cookie);
 void ofi_got_fin(int peer, uint64_t cookie);
+void ofi_send_ask(int peer, uint64_t cookie);
 
 /* p2p_ofi_recv.c */
 void ofi_read_event(struct ofi_read *r, int failed);
@@ -270,6 +289,14 @@ void p2p_ofi_pull(int peer, uint64_t handle, struct kumi_rx *rx);
 void ofi_repost_rx(struct ofi_rxbuf *b);
 void ofi_got_msg(struct ofi_rxbuf *b, size_t len);
 void ofi_cq_error(void);
+void ofi_read_unlink(struct ofi_read *r);
+
+/* p2p_ofi_ckpt.c */
+int p2p_ofi_ckpt_quiet(void);
+void p2p_ofi_ckpt_release(void);
+int ofi_ckpt_reinit(void);
+void ofi_ckpt_rewired(void);
+void ofi_got_ask(int peer, uint64_t cookie);
 
 /* p2p_ofi_rma.c */
 int p2p_ofi_mem_reg(void *base, size_t len, void **handle, struct kumi_p2p_rkey *rkey);

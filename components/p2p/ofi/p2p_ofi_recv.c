@@ -3,6 +3,24 @@
  * chunks, then FIN), and completion-queue errors. */
 #include "p2p_ofi.h"
 
+struct ofi_read *ofi_reads;
+
+static void ofi_read_link(struct ofi_read *r)
+{
+    r->aprev = NULL;
+    r->anext = ofi_reads;
+    if (ofi_reads) ofi_reads->aprev = r;
+    ofi_reads = r;
+}
+
+void ofi_read_unlink(struct ofi_read *r)
+{
+    if (r->aprev) r->aprev->anext = r->anext;
+    else if (ofi_reads == r) ofi_reads = r->anext;
+    if (r->anext) r->anext->aprev = r->aprev;
+    r->aprev = r->anext = NULL;
+}
+
 static void ofi_read_finish(struct ofi_read *r)
 {
     struct kumi_rx *rx = r->rx;
@@ -11,6 +29,7 @@ static void ofi_read_finish(struct ofi_read *r)
         kumi_p2p_rx_done(rx);
     }
     ofi_send_fin(r->peer, r->d.cookie);
+    ofi_read_unlink(r);
     r->magic = 0;
     free(r);
 }
@@ -101,6 +120,7 @@ static void ofi_handle_rma(int peer, const struct kumi_hdr *hdr, const struct of
         r->peer = peer;
         r->d = *d;
         r->len = (size_t)hdr->len;
+        ofi_read_link(r);
         h.rreq = (uint64_t)(uintptr_t)r;
         kumi_p2p_incoming(peer, &h);
         return;
@@ -125,6 +145,7 @@ static void ofi_handle_rma(int peer, const struct kumi_hdr *hdr, const struct of
     r->len = len;
     r->want = rx && rx->dst ? (len < rx->cap ? len : rx->cap) : 0;
     if (rx) rx->got = 0;
+    ofi_read_link(r);
     ofi_read_start(r);
 }
 
@@ -142,6 +163,7 @@ void p2p_ofi_pull(int peer, uint64_t handle, struct kumi_rx *rx)
     }
     if (!rx) {                               /* cancelled: the sender may go on */
         ofi_send_fin(peer, r->d.cookie);
+        ofi_read_unlink(r);
         r->magic = 0;
         free(r);
         return;
@@ -157,10 +179,11 @@ static void ofi_deliver(int peer, const char *m, size_t len)
 {
     const struct ofi_pre *pre = (const struct ofi_pre *)m;
     const size_t hl = sizeof(struct ofi_pre) + sizeof(struct kumi_hdr);
-    if (pre->type == OFI_T_FIN) {
+    if (pre->type == OFI_T_FIN || pre->type == OFI_T_ASK) {
         uint64_t c;
         memcpy(&c, m + sizeof *pre, sizeof c);
-        ofi_got_fin(peer, c);
+        if (pre->type == OFI_T_FIN) ofi_got_fin(peer, c);
+        else ofi_got_ask(peer, c);
         return;
     }
     struct kumi_hdr hdr;
@@ -195,10 +218,10 @@ void ofi_repost_rx(struct ofi_rxbuf *b)
 void ofi_got_msg(struct ofi_rxbuf *b, size_t len)
 {
     const struct ofi_pre *pre = (const struct ofi_pre *)b->data;
-    size_t need = sizeof *pre + (pre->type == OFI_T_FIN ? sizeof(uint64_t) : sizeof(struct kumi_hdr)) +
+    size_t need = sizeof *pre + (pre->type >= OFI_T_FIN ? sizeof(uint64_t) : sizeof(struct kumi_hdr)) +
                   (pre->type == OFI_T_RMA ? sizeof(struct ofi_rmadesc) : 0);
     if (len < sizeof *pre || pre->magic != OFI_MAGIC || pre->src >= (uint32_t)ofi_n || pre->type < OFI_T_MSG ||
-        pre->type > OFI_T_FIN || len < need) {
+        pre->type > OFI_T_ASK || len < need) {
         kumi_warn("p2p/ofi: dropped a malformed message of %zu bytes", len);
         ofi_repost_rx(b);
         return;

@@ -5,36 +5,43 @@
 
 int p2p_ofi_mem_reg(void *base, size_t len, void **handle, struct kumi_p2p_rkey *rkey)
 {
-    struct fid_mr *mr = NULL;
     if (!ofi_can_write)
         return kumi_error(MPI_ERR_OTHER, "p2p/ofi: provider %s does no remote writes", ofi_provname);
-    int rc = fi_mr_reg(ofi_domain, base, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
-                       ofi_prov_key ? 0 : ofi_next_key++, 0, &mr, NULL);
-    if (rc == 0 && ofi_mr_endpoint) {
-        rc = fi_mr_bind(mr, &ofi_ep->fid, 0);
-        if (rc == 0) rc = fi_mr_enable(mr);
-        if (rc) fi_close(&mr->fid);
-    }
-    if (rc == 0 && fi_mr_key(mr) == FI_KEY_NOTAVAIL) {  /* a raw key (FI_MR_RAW): not asked for */
-        fi_close(&mr->fid);
+    struct ofi_mr *m = calloc(1, sizeof *m);
+    if (!m) return kumi_error(MPI_ERR_NO_MEM, "p2p/ofi: out of memory registering window memory");
+    m->base = base;
+    m->len = len;
+    m->access = FI_REMOTE_READ | FI_REMOTE_WRITE;
+    m->key = ofi_prov_key ? 0 : ofi_next_key++;
+    m->win = 1;
+    int rc = ofi_mr_register(m);
+    if (rc == 0 && fi_mr_key(m->mr) == FI_KEY_NOTAVAIL) {  /* a raw key (FI_MR_RAW): not asked for */
+        fi_close(&m->mr->fid);
         rc = -FI_ENOSYS;
     }
-    if (rc)
+    if (rc) {
+        free(m);
         return kumi_error(rc == -FI_ENOMEM ? MPI_ERR_NO_MEM : MPI_ERR_OTHER,
                           "p2p/ofi: cannot register %zu bytes of window memory: %s", len, ofi_err(rc));
-    *handle = mr;
+    }
+    ofi_mr_link(m);
+    *handle = m;
     ofi_nwinmr++;
     rkey->addr = ofi_virt_addr ? (uint64_t)(uintptr_t)base : 0;
-    rkey->key = fi_mr_key(mr);
+    rkey->key = fi_mr_key(m->mr);
     return MPI_SUCCESS;
 }
 
+/* Also after finalize (the registration is closed already, the record stays
+ * for this). */
 void p2p_ofi_mem_dereg(void *handle)
 {
-    if (handle && ofi_domain) {
-        fi_close(&((struct fid_mr *)handle)->fid);
-        ofi_nwinmr--;
-    }
+    struct ofi_mr *m = handle;
+    if (!m) return;
+    if (m->mr) fi_close(&m->mr->fid);
+    ofi_mr_unlink(m);
+    free(m);
+    ofi_nwinmr--;
 }
 
 static struct ofi_rchunk *ofi_rchunk_get(void)

@@ -125,6 +125,7 @@ static void ofi_fill_pre(struct ofi_tx *t, int type, int peer)
 
 int p2p_ofi_send(int peer, struct kumi_sendop *op)
 {
+    static uint64_t cookies;
     if (!p2p_ofi_reaches(peer))
         return kumi_error(MPI_ERR_OTHER, "p2p/ofi: rank %d is not reachable over %s", peer, ofi_provname);
     struct ofi_tx *t = ofi_tx_get();
@@ -147,9 +148,10 @@ int p2p_ofi_send(int peer, struct kumi_sendop *op)
         struct ofi_rmadesc d = {
             .addr = ofi_virt_addr ? (uint64_t)(uintptr_t)op->payload
                                   : (uint64_t)((const char *)op->payload - m->base),
-            .key = fi_mr_key(m->mr),
-            .cookie = (uint64_t)(uintptr_t)t,
+            .key = fi_mr_key(m->mr),    /* the same after a checkpoint (registered again with it) */
+            .cookie = ++cookies,
         };
+        t->cookie = d.cookie;
         ofi_fill_pre(t, OFI_T_RMA, peer);
         memcpy(t->wire + sizeof(struct ofi_pre), &op->hdr, sizeof op->hdr);
         memcpy(t->wire + hl, &d, sizeof d);
@@ -171,27 +173,42 @@ int p2p_ofi_send(int peer, struct kumi_sendop *op)
     return MPI_SUCCESS;
 }
 
-void ofi_send_fin(int peer, uint64_t cookie)
+static void ofi_send_ctl(int peer, int type, uint64_t cookie)
 {
     struct ofi_tx *t = ofi_tx_get();
     if (!t) {
-        kumi_warn("p2p/ofi: out of memory: rank %d's rendezvous send cannot be finished", peer);
+        kumi_warn("p2p/ofi: out of memory: a rendezvous with rank %d cannot be finished", peer);
         return;
     }
-    ofi_fill_pre(t, OFI_T_FIN, peer);
+    ofi_fill_pre(t, type, peer);
     memcpy(t->wire + sizeof(struct ofi_pre), &cookie, sizeof cookie);
     t->wlen = sizeof(struct ofi_pre) + sizeof cookie;
     ofi_enqueue(t);
 }
 
+void ofi_send_fin(int peer, uint64_t cookie)
+{
+    ofi_send_ctl(peer, OFI_T_FIN, cookie);
+}
+
+/* After a checkpoint: "did you read cookie's payload?" (p2p_ofi_ckpt.c) */
+void ofi_send_ask(int peer, uint64_t cookie)
+{
+    ofi_send_ctl(peer, OFI_T_ASK, cookie);
+}
+
 void ofi_got_fin(int peer, uint64_t cookie)
 {
     for (struct ofi_tx *t = ofi_finwait; t; t = t->fnext) {
-        if ((uint64_t)(uintptr_t)t == cookie && t->peer == peer) {
+        if (t->cookie == cookie && t->peer == peer) {
             ofi_fin_unlink(t);
             ofi_tx_event(t);
             return;
         }
     }
-    kumi_warn("p2p/ofi: FIN from rank %d for an unknown rendezvous", peer);
+    if (ofi_asked)                           /* answered twice after a checkpoint (p2p_ofi_ckpt.c) */
+        kumi_log(2, "p2p/ofi: FIN from rank %d for rendezvous %llu, finished already", peer,
+                 (unsigned long long)cookie);
+    else
+        kumi_warn("p2p/ofi: FIN from rank %d for an unknown rendezvous", peer);
 }

@@ -279,11 +279,16 @@ struct kumi_p2p_ops {
      * transport (queued, or written but not yet read by the peer, e.g. in
      * a shared-memory ring, internal acknowledgements included); operations
      * parked until the peer acknowledges them (a pulled rendezvous that no
-     * receive has matched yet) do not count.  0 otherwise.
+     * receive has matched yet) do not count.  0 otherwise; -1 when this
+     * transport cannot be checkpointed in this job at all (the checkpoint
+     * is refused before the cut; p2p/ofi with some providers).
      * ckpt_release: like finalize (every descriptor and shared object let
      * go of), but the parked operations survive: the next init and wireup
      * (in this process, or in it restarted from its image) take them back,
-     * and the peer's acknowledgements complete them then. */
+     * and the peer's acknowledgements complete them then.  A transport
+     * with KUMI_P2P_CAP_RMA keeps its registrations too: mem_reg's handles
+     * and the rkeys peers hold serve again once every rank's next init is
+     * done (p2p/ofi registers them again with the same keys). */
     int (*ckpt_quiet)(void);
     void (*ckpt_release)(void);
 

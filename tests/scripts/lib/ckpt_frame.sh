@@ -67,6 +67,7 @@ ckpt_continue() { # STEP ARGS...
     local step=$1 k pid rc
     shift
     mkdir -p cc
+    : > cc.log   # a log of an earlier call here must not answer wait_for: SIGQUIT before mpiexec listens is lost
     KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --ckpt-dir cc -n "${NP:-4}" "$PROG" "$@" > cc.log 2>&1 < /dev/null &
     pid=$!
     for k in 1 2; do
@@ -90,6 +91,7 @@ ckpt_stop_restart() { # NAME [VAR=VALUE...] -- ARGS...
     while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
     mkdir -p "st_$name"
+    : > "st_$name.log"
     env "${envs[@]}" KUMI_VERBOSE=1 "$MPIEXEC" --timeout 300 --checkpoint-and-stop --ckpt-dir "st_$name" \
         -n "${NP:-4}" "$PROG" "$@" > "st_$name.log" 2>&1 < /dev/null &
     pid=$!
