@@ -24,6 +24,8 @@
 #  6. coll/sm's segments (tests/mpi/ckpt_coll): 4 ranks on one host stopped
 #     with their segments in use, restarted on another host (segments shared
 #     again, the same result); on two hosts refused by mpiexec as in 5.
+#  7. p2p/ofi (tcp;ofi_rxm) between hosts: stopped on h1:2,h2:2, restarted on
+#     h3:2,h4:2 (the provider chosen again there); the same result.
 # After every job: nothing left in /dev/shm (nor processes) on any host.
 # A long test (about 3.5 minutes on a loaded 2-core machine): runs under
 # `./check.sh --long` (KUMI_TEST_LONG=1) or when KUMI_TEST_CKPT_HOSTS=1.
@@ -254,5 +256,29 @@ rc=$?
     && ok "coll/sm: a restart on h5:2,h6:2 refused: exit $rc, $(grep -o 'ranks [0-9]* and [0-9]* shared host h5.*h6' "$L" | head -1)" \
     || { show "$L"; fail "coll/sm: restart on h5:2,h6:2: exit $rc, no clear refusal"; }
 clean_hosts "coll/sm's restarts"
+
+# 7. p2p/ofi (libfabric's tcp;ofi_rxm) between hosts: stopped on h1:2,h2:2
+#    with rendezvous messages parked at the cut, restarted on h3:2,h4:2.  The
+#    image's provider record names h1's or h2's interface, which h3 and h4
+#    do not have: ofi chooses the same provider again after a checkpoint.
+XC="MPI_COMPONENTS=p2p=self,ofi"
+mx -host h1:2,h2:2 -x KUMI_VERBOSE=1 $PROG $ITERS > "$D/refo" 2>&1 < /dev/null || { show "$D/refo"; fail "reference run (ofi)"; }
+grep -q "kumi\[0\]: p2p/ofi serves ranks 1-3$" "$D/refo" || { show "$D/refo"; fail "ofi reference: rank 0 not served by p2p/ofi"; }
+REFO=$(result "$D/refo")
+CO=$D/co
+mkdir -p "$CO"
+L=$D/stopo
+mx_bg "$L" --checkpoint-and-stop --ckpt-dir "$CO" -host h1:2,h2:2 $PROG $ITERS
+wait_for "$L.err" "^iteration $((RANDOM % 5 * 10 + 20))" 120 && sleep "0.0$((RANDOM % 9))" && kill -QUIT $MP
+wait $MP
+rc=$?
+merge "$L"
+n=$(grep -c "p2p/ofi: released for a checkpoint" "$L")
+[ $rc = 0 ] && grep -q "checkpoint 1 written to $CO: 4 images" "$L" && [ "$n" = 4 ] && [ -z "$(result "$L")" ] \
+    && ok "ofi, 2 hosts: stopped at $(grep '^iteration' "$L" | tail -1), every rank's p2p/ofi released" \
+    || { show "$L"; fail "ofi, 2 hosts, checkpoint-and-stop: exit $rc, $n of 4 ranks released p2p/ofi"; }
+clean_hosts "ofi, stopped"
+restart "over ofi on h3:2,h4:2" "$REFO" "$CO" -host h3:2,h4:2
+clean_hosts "ofi, restarted"
 [ $failures = 0 ] || { echo "$failures failure(s)"; exit 1; }
 exit 0

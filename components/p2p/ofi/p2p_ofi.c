@@ -210,12 +210,12 @@ static struct fi_info *ofi_pick(struct fi_info *info, int multi, char *why, size
     return NULL;
 }
 
-/* Try the providers of the parameter in order; keep the first that works. */
-static int ofi_choose(char *why, size_t whylen)
+/* Try the providers of the list in order; keep the first that works. */
+static int ofi_choose(const char *provs, char *why, size_t whylen)
 {
     char list[512], tried[400] = "";
     int multi = ofi_job_hosts() > 1;
-    snprintf(list, sizeof list, "%s", ofi_prov_param && *ofi_prov_param ? ofi_prov_param : OFI_DEFAULT_PROVIDERS);
+    snprintf(list, sizeof list, "%s", provs);
     /* ofi_rxm sends messages up to its buffer size (16 KiB by default) at
      * once and larger ones by segmentation or its own rendezvous; ours are
      * eager up to the eager limit plus the 64-byte preamble and header, so
@@ -279,7 +279,8 @@ static int p2p_ofi_open(char *why, size_t whylen)
         return KUMI_UNAVAILABLE;
     }
     int rc = ofi_load(why, whylen);
-    if (rc == KUMI_OK) rc = ofi_choose(why, whylen);
+    if (rc == KUMI_OK)
+        rc = ofi_choose(ofi_prov_param && *ofi_prov_param ? ofi_prov_param : OFI_DEFAULT_PROVIDERS, why, whylen);
     else snprintf(ofi_status_buf, sizeof ofi_status_buf, "none: %s", why);
     kumi_param_register_string("p2p", "ofi", "provider_status", ofi_status_buf,
                                "The provider this process chose (read-only)", KUMI_LEVEL_USER, &ofi_status);
@@ -351,6 +352,21 @@ static int p2p_ofi_init(void)
     size_t nl = sizeof name;
     ofi_me = kumi_world_rank();
     ofi_n = kumi_world_size();
+    if (ofi_released && ofi_info) {
+        /* After a checkpoint the same provider is chosen again: a restart
+         * may run on another host, where the interface (the source address
+         * in ofi_info) of the host that wrote the image does not exist. */
+        char prov[sizeof ofi_provname], why[400];
+        struct fi_info *old = ofi_info;
+        snprintf(prov, sizeof prov, "%s", ofi_provname);
+        ofi_info = NULL;
+        if (ofi_choose(prov, why, sizeof why) != KUMI_OK) {
+            kumi_log(0, "p2p/ofi: provider %s again after the checkpoint: %s", prov, why);
+            ofi_info = old;
+            return MPI_ERR_OTHER;
+        }
+        p_fi_freeinfo(old);
+    }
     if (!ofi_info) return MPI_ERR_OTHER;
     ofi_virt_addr = (ofi_info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
     ofi_prov_key = (ofi_info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
