@@ -5,9 +5,10 @@
  * thread: the same, plus a progress thread that runs the progress engine
  *   while any schedule is active, so a collective advances while the
  *   application computes without calling MPI (LibNBC's way).  The thread
- *   sleeps in poll() on the transports' descriptors between events and on a
- *   condition variable while no schedule runs, so it costs CPU only when
- *   messages arrive.  The library lock (core/lock.c) is switched on for
+ *   sleeps in poll() on the transports' descriptors between events (the
+ *   arriving message wakes it: shared memory's doorbell, the sockets) and
+ *   on a futex word while no schedule runs (see "Sleeping" below), so it
+ *   costs CPU only when messages arrive.  The library lock (core/lock.c) is switched on for
  *   every thread level: the progress thread and the application share the
  *   library.
  *
@@ -40,7 +41,17 @@
  * its progress thread run on every CPU of its NUMA node(s)
  * (kumi_base_sched_thread_anycpu: 1, default; 2: every online CPU; 0: the
  * rank's cores only): the kernel puts it on a free core where there is one,
- * instead of on the rank's core next to the computation. */
+ * instead of on the rank's core next to the computation.
+ *
+ * Sleeping.  The thread sleeps on one futex word, esleep: it writes
+ * E_DOZING (a timed doze of the delay above) or E_ASLEEP (no schedule runs:
+ * until one starts) into it, re-checks its condition, and waits on the word.
+ * A start (kumi_sched_engine_started) counts the schedule, then reads the
+ * word: only an E_ASLEEP thread is woken (one FUTEX_WAKE); an awake or
+ * dozing thread costs the start one load, no system call and no lock (the
+ * condition variable it replaces took a mutex at every start).  Both sides
+ * write, then read the other's word with sequentially consistent accesses,
+ * so a start is never missed.  The stop wakes it in every state. */
 #define _GNU_SOURCE                     /* CPU_SET, pthread_setaffinity_np */
 #include "sched/sched.h"
 #include <kumi/param.h>
@@ -51,6 +62,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <time.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -66,8 +79,8 @@ static bool use_thread, use_uring, use_kmod;
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
-static pthread_mutex_t tmx = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tcv = PTHREAD_COND_INITIALIZER;
+enum { E_AWAKE, E_DOZING, E_ASLEEP };
+static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
 
 void kumi_sched_register_params(void)
 {
@@ -132,7 +145,7 @@ const char *kumi_sched_engine(void)
 
 static bool idle(void)
 {
-    return __atomic_load_n(&kumi_engine_work, __ATOMIC_ACQUIRE) == 0 && !__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&kumi_engine_work, __ATOMIC_SEQ_CST) == 0 && !__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST);
 }
 
 /* Asks the kernel for a short time slice for the calling thread (Linux's
@@ -224,6 +237,23 @@ static void unbind_thread(void)
         kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps the rank's CPUs (%s)", strerror(errno));
 }
 
+/* The thread sleeps on esleep while it holds state (E_DOZING, E_ASLEEP),
+ * at most ts (NULL: until woken). */
+static void esleep_wait(int state, const struct timespec *ts)
+{
+    syscall(SYS_futex, &esleep, FUTEX_WAIT_PRIVATE, state, ts, NULL, 0);
+}
+
+/* Wake the thread if it sleeps in a state >= min (E_ASLEEP: only when no
+ * schedule ran; E_DOZING: any sleep on the word).  No system call while it
+ * is awake. */
+static void esleep_wake(int min)
+{
+    if (__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= min &&
+        __atomic_exchange_n(&esleep, E_AWAKE, __ATOMIC_SEQ_CST) != E_AWAKE)
+        syscall(SYS_futex, &esleep, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 static double now_secs(void)
 {
     struct timespec ts;
@@ -243,7 +273,9 @@ static long long doze_us;
 static void doze(void)
 {
     struct timespec ts = { (time_t)(doze_us / 1000000), (long)(doze_us % 1000000) * 1000 };
-    nanosleep(&ts, NULL);
+    __atomic_store_n(&esleep, E_DOZING, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST)) esleep_wait(E_DOZING, &ts);
+    __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
 }
 
 static void doze_longer(void)
@@ -253,8 +285,8 @@ static void doze_longer(void)
 }
 
 /* Sleep until a schedule runs: dozing while one ran lately (the next
- * start then costs the application nothing), on the condition variable
- * after KUMI_LINGER_SECS without one. */
+ * start then costs the application nothing), on esleep (E_ASLEEP) after
+ * KUMI_LINGER_SECS without one: the next start wakes it. */
 #define KUMI_LINGER_SECS 0.005
 #define KUMI_PARK_DOZES 20
 static void wait_for_work(double *last_work)
@@ -265,17 +297,20 @@ static void wait_for_work(double *last_work)
         return;
     }
     doze_us = delay_us;
-    pthread_mutex_lock(&tmx);
-    while (idle()) pthread_cond_wait(&tcv, &tmx);
-    pthread_mutex_unlock(&tmx);
+    for (;;) {
+        __atomic_store_n(&esleep, E_ASLEEP, __ATOMIC_SEQ_CST);
+        if (!idle()) break;             /* a start that read the word before our store */
+        esleep_wait(E_ASLEEP, NULL);
+    }
+    __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
     *last_work = now_secs();
 }
 
 /* The progress thread: while a schedule runs and no application thread is
  * inside the library (one inside progresses everything itself), it runs the
  * progress engine, sleeping in poll() on the transports' descriptors between
- * events; it parks while the application is inside (core/lock.c) and waits
- * on the condition variable while no schedule runs.  It never yields the CPU
+ * events; it parks while the application is inside (core/lock.c) and sleeps
+ * on esleep while no schedule runs.  It never yields the CPU
  * while it has work: on a core shared with the computation it would get it
  * back only after the computation's time slice. */
 static void *engine_main(void *arg)
@@ -327,7 +362,7 @@ static void *engine_main(void *arg)
 
 void kumi_sched_engine_started(void)
 {
-    __atomic_add_fetch(&kumi_engine_work, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&kumi_engine_work, 1, __ATOMIC_SEQ_CST);
     if (!use_thread) return;
     if (!thr_started) {
         if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
@@ -338,9 +373,7 @@ void kumi_sched_engine_started(void)
         }
         thr_started = true;
     }
-    pthread_mutex_lock(&tmx);
-    pthread_cond_signal(&tcv);
-    pthread_mutex_unlock(&tmx);
+    esleep_wake(E_ASLEEP);              /* a load when the thread is awake or dozing */
 }
 
 void kumi_sched_engine_finished(void)
@@ -354,10 +387,8 @@ void kumi_sched_engine_stop(void)
     if (use_kmod) kumi_sched_kmod_stop();
     use_uring = use_kmod = false;
     if (!thr_started) return;
-    __atomic_store_n(&thr_stop, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&tmx);
-    pthread_cond_signal(&tcv);
-    pthread_mutex_unlock(&tmx);
+    __atomic_store_n(&thr_stop, 1, __ATOMIC_SEQ_CST);
+    esleep_wake(E_DOZING);              /* out of a doze or a sleep at once */
     kumi_lock_engine_kick();            /* out of its park */
     kumi_progress_wake_engine();        /* out of poll() at once */
     int d = kumi_lock_release_all();
