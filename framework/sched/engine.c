@@ -81,6 +81,7 @@ static bool thr_started;
 static int thr_stop;                    /* atomic */
 enum { E_AWAKE, E_DOZING, E_ASLEEP };
 static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
+static unsigned starts;                 /* schedules started (atomic): the thread lingers while they come */
 
 void kumi_sched_register_params(void)
 {
@@ -284,13 +285,23 @@ static void doze_longer(void)
     doze_us = doze_us * 2 > cap ? cap : doze_us * 2;
 }
 
-/* Sleep until a schedule runs: dozing while one ran lately (the next
- * start then costs the application nothing), on esleep (E_ASLEEP) after
- * KUMI_LINGER_SECS without one: the next start wakes it. */
+/* Sleep until a schedule runs: dozing while one ran or started lately (the
+ * next start then costs the application nothing), on esleep (E_ASLEEP)
+ * after KUMI_LINGER_SECS without one: the next start wakes it.  A start
+ * counts even when its schedule ended before the thread looked (waited at
+ * once): an application that starts one every millisecond and waits for
+ * it at once kept the thread going to sleep and every start waking it
+ * (a FUTEX_WAKE and a switch per operation); now it dozes on. */
 #define KUMI_LINGER_SECS 0.005
 #define KUMI_PARK_DOZES 20
 static void wait_for_work(double *last_work)
 {
+    static unsigned seen;
+    unsigned st = __atomic_load_n(&starts, __ATOMIC_RELAXED);
+    if (st != seen) {
+        seen = st;
+        *last_work = now_secs();
+    }
     if (delay_us > 0 && now_secs() - *last_work < KUMI_LINGER_SECS) {
         doze();
         doze_longer();
@@ -321,15 +332,22 @@ static void *engine_main(void *arg)
     if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
     double last_work = now_secs();
-    unsigned last_g = 0, same = 0;
+    unsigned last_g = 0, same = 0, own_g = 0;
+    bool own = false;                   /* it took over, and the application has not come back since */
     doze_us = delay_us;
     while (!__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE)) {
         if (idle()) {
+            own = false;
             wait_for_work(&last_work);
             continue;
         }
         last_work = now_secs();
-        if (delay_us > 0) {
+        /* In charge and the application still out (no entry since the
+         * take-over): straight back to the progress engine, no doze (after
+         * a sleep in poll() that ended without a message, that doze was a
+         * second wake-up every kumi_base_progress_sleep_ms). */
+        if (own && (kumi_lock_app_inside() || kumi_lock_app_entries() != own_g)) own = false;
+        if (delay_us > 0 && !own) {
             /* Only once the application has stayed out for delay_us.  An
              * application that stays inside one call for KUMI_PARK_DOZES
              * dozes (a long MPI_Wait) parks the thread instead: then the
@@ -348,13 +366,20 @@ static void *engine_main(void *arg)
                 continue;
             }
             doze_us = delay_us;         /* the application computes: take over, short dozes again */
-        } else if (kumi_lock_app_inside()) {
+            own = true;
+            own_g = g;
+        } else if (delay_us <= 0 && kumi_lock_app_inside()) {
             kumi_lock_engine_wait_app();
             continue;
         }
         kumi_lock_slow();
-        if (!kumi_lock_app_inside() && !idle())
-            kumi_progress(1);           /* polls; sleeps in poll() (lock released) when nothing moves */
+        if (!kumi_lock_app_inside() && !idle()) {
+            double t0 = now_secs();
+            /* polls; sleeps in poll() (lock released) when nothing moves */
+            if (kumi_progress(1) == 0 && now_secs() - t0 < 1e-3)
+                own = false;            /* nothing moved, yet it did not sleep (a transport that
+                                           cannot be slept on now): doze before the next round */
+        }
         kumi_unlock_slow();
     }
     return NULL;
@@ -364,6 +389,7 @@ void kumi_sched_engine_started(void)
 {
     __atomic_add_fetch(&kumi_engine_work, 1, __ATOMIC_SEQ_CST);
     if (!use_thread) return;
+    __atomic_add_fetch(&starts, 1, __ATOMIC_RELAXED);
     if (!thr_started) {
         if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
             kumi_warn("kumi_base_sched_engine=thread: cannot start the progress thread; collectives "
