@@ -5,9 +5,10 @@
  * thread: the same, plus a progress thread that runs the progress engine
  *   while any schedule is active, so a collective advances while the
  *   application computes without calling MPI (LibNBC's way).  The thread
- *   sleeps in poll() on the transports' descriptors between events and on a
- *   condition variable while no schedule runs, so it costs CPU only when
- *   messages arrive.  The library lock (core/lock.c) is switched on for
+ *   sleeps in poll() on the transports' descriptors between events (the
+ *   arriving message wakes it: shared memory's doorbell, the sockets) and
+ *   on a futex word while no schedule runs (see "Sleeping" below), so it
+ *   costs CPU only when messages arrive.  The library lock (core/lock.c) is switched on for
  *   every thread level: the progress thread and the application share the
  *   library.
  *
@@ -40,7 +41,17 @@
  * its progress thread run on every CPU of its NUMA node(s)
  * (kumi_base_sched_thread_anycpu: 1, default; 2: every online CPU; 0: the
  * rank's cores only): the kernel puts it on a free core where there is one,
- * instead of on the rank's core next to the computation. */
+ * instead of on the rank's core next to the computation.
+ *
+ * Sleeping.  The thread sleeps on one futex word, esleep: it writes
+ * E_DOZING (a timed doze of the delay above) or E_ASLEEP (no schedule runs:
+ * until one starts) into it, re-checks its condition, and waits on the word.
+ * A start (kumi_sched_engine_started) counts the schedule, then reads the
+ * word: only an E_ASLEEP thread is woken (one FUTEX_WAKE); an awake or
+ * dozing thread costs the start one load, no system call and no lock (the
+ * condition variable it replaces took a mutex at every start).  Both sides
+ * write, then read the other's word with sequentially consistent accesses,
+ * so a start is never missed.  The stop wakes it in every state. */
 #define _GNU_SOURCE                     /* CPU_SET, pthread_setaffinity_np */
 #include "sched/sched.h"
 #include <kumi/param.h>
@@ -51,6 +62,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <time.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -66,8 +79,9 @@ static bool use_thread, use_uring, use_kmod;
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
-static pthread_mutex_t tmx = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tcv = PTHREAD_COND_INITIALIZER;
+enum { E_AWAKE, E_DOZING, E_ASLEEP };
+static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
+static unsigned starts;                 /* schedules started (atomic): the thread lingers while they come */
 
 void kumi_sched_register_params(void)
 {
@@ -132,7 +146,7 @@ const char *kumi_sched_engine(void)
 
 static bool idle(void)
 {
-    return __atomic_load_n(&kumi_engine_work, __ATOMIC_ACQUIRE) == 0 && !__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&kumi_engine_work, __ATOMIC_SEQ_CST) == 0 && !__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST);
 }
 
 /* Asks the kernel for a short time slice for the calling thread (Linux's
@@ -224,6 +238,23 @@ static void unbind_thread(void)
         kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps the rank's CPUs (%s)", strerror(errno));
 }
 
+/* The thread sleeps on esleep while it holds state (E_DOZING, E_ASLEEP),
+ * at most ts (NULL: until woken). */
+static void esleep_wait(int state, const struct timespec *ts)
+{
+    syscall(SYS_futex, &esleep, FUTEX_WAIT_PRIVATE, state, ts, NULL, 0);
+}
+
+/* Wake the thread if it sleeps in a state >= min (E_ASLEEP: only when no
+ * schedule ran; E_DOZING: any sleep on the word).  No system call while it
+ * is awake. */
+static void esleep_wake(int min)
+{
+    if (__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= min &&
+        __atomic_exchange_n(&esleep, E_AWAKE, __ATOMIC_SEQ_CST) != E_AWAKE)
+        syscall(SYS_futex, &esleep, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 static double now_secs(void)
 {
     struct timespec ts;
@@ -243,7 +274,9 @@ static long long doze_us;
 static void doze(void)
 {
     struct timespec ts = { (time_t)(doze_us / 1000000), (long)(doze_us % 1000000) * 1000 };
-    nanosleep(&ts, NULL);
+    __atomic_store_n(&esleep, E_DOZING, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST)) esleep_wait(E_DOZING, &ts);
+    __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
 }
 
 static void doze_longer(void)
@@ -252,30 +285,43 @@ static void doze_longer(void)
     doze_us = doze_us * 2 > cap ? cap : doze_us * 2;
 }
 
-/* Sleep until a schedule runs: dozing while one ran lately (the next
- * start then costs the application nothing), on the condition variable
- * after KUMI_LINGER_SECS without one. */
+/* Sleep until a schedule runs: dozing while one ran or started lately (the
+ * next start then costs the application nothing), on esleep (E_ASLEEP)
+ * after KUMI_LINGER_SECS without one: the next start wakes it.  A start
+ * counts even when its schedule ended before the thread looked (waited at
+ * once): an application that starts one every millisecond and waits for
+ * it at once kept the thread going to sleep and every start waking it
+ * (a FUTEX_WAKE and a switch per operation); now it dozes on. */
 #define KUMI_LINGER_SECS 0.005
 #define KUMI_PARK_DOZES 20
 static void wait_for_work(double *last_work)
 {
+    static unsigned seen;
+    unsigned st = __atomic_load_n(&starts, __ATOMIC_RELAXED);
+    if (st != seen) {
+        seen = st;
+        *last_work = now_secs();
+    }
     if (delay_us > 0 && now_secs() - *last_work < KUMI_LINGER_SECS) {
         doze();
         doze_longer();
         return;
     }
     doze_us = delay_us;
-    pthread_mutex_lock(&tmx);
-    while (idle()) pthread_cond_wait(&tcv, &tmx);
-    pthread_mutex_unlock(&tmx);
+    for (;;) {
+        __atomic_store_n(&esleep, E_ASLEEP, __ATOMIC_SEQ_CST);
+        if (!idle()) break;             /* a start that read the word before our store */
+        esleep_wait(E_ASLEEP, NULL);
+    }
+    __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
     *last_work = now_secs();
 }
 
 /* The progress thread: while a schedule runs and no application thread is
  * inside the library (one inside progresses everything itself), it runs the
  * progress engine, sleeping in poll() on the transports' descriptors between
- * events; it parks while the application is inside (core/lock.c) and waits
- * on the condition variable while no schedule runs.  It never yields the CPU
+ * events; it parks while the application is inside (core/lock.c) and sleeps
+ * on esleep while no schedule runs.  It never yields the CPU
  * while it has work: on a core shared with the computation it would get it
  * back only after the computation's time slice. */
 static void *engine_main(void *arg)
@@ -286,15 +332,22 @@ static void *engine_main(void *arg)
     if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
     double last_work = now_secs();
-    unsigned last_g = 0, same = 0;
+    unsigned last_g = 0, same = 0, own_g = 0;
+    bool own = false;                   /* it took over, and the application has not come back since */
     doze_us = delay_us;
     while (!__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE)) {
         if (idle()) {
+            own = false;
             wait_for_work(&last_work);
             continue;
         }
         last_work = now_secs();
-        if (delay_us > 0) {
+        /* In charge and the application still out (no entry since the
+         * take-over): straight back to the progress engine, no doze (after
+         * a sleep in poll() that ended without a message, that doze was a
+         * second wake-up every kumi_base_progress_sleep_ms). */
+        if (own && (kumi_lock_app_inside() || kumi_lock_app_entries() != own_g)) own = false;
+        if (delay_us > 0 && !own) {
             /* Only once the application has stayed out for delay_us.  An
              * application that stays inside one call for KUMI_PARK_DOZES
              * dozes (a long MPI_Wait) parks the thread instead: then the
@@ -313,13 +366,20 @@ static void *engine_main(void *arg)
                 continue;
             }
             doze_us = delay_us;         /* the application computes: take over, short dozes again */
-        } else if (kumi_lock_app_inside()) {
+            own = true;
+            own_g = g;
+        } else if (delay_us <= 0 && kumi_lock_app_inside()) {
             kumi_lock_engine_wait_app();
             continue;
         }
         kumi_lock_slow();
-        if (!kumi_lock_app_inside() && !idle())
-            kumi_progress(1);           /* polls; sleeps in poll() (lock released) when nothing moves */
+        if (!kumi_lock_app_inside() && !idle()) {
+            double t0 = now_secs();
+            /* polls; sleeps in poll() (lock released) when nothing moves */
+            if (kumi_progress(1) == 0 && now_secs() - t0 < 1e-3)
+                own = false;            /* nothing moved, yet it did not sleep (a transport that
+                                           cannot be slept on now): doze before the next round */
+        }
         kumi_unlock_slow();
     }
     return NULL;
@@ -327,8 +387,9 @@ static void *engine_main(void *arg)
 
 void kumi_sched_engine_started(void)
 {
-    __atomic_add_fetch(&kumi_engine_work, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&kumi_engine_work, 1, __ATOMIC_SEQ_CST);
     if (!use_thread) return;
+    __atomic_add_fetch(&starts, 1, __ATOMIC_RELAXED);
     if (!thr_started) {
         if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
             kumi_warn("kumi_base_sched_engine=thread: cannot start the progress thread; collectives "
@@ -338,9 +399,7 @@ void kumi_sched_engine_started(void)
         }
         thr_started = true;
     }
-    pthread_mutex_lock(&tmx);
-    pthread_cond_signal(&tcv);
-    pthread_mutex_unlock(&tmx);
+    esleep_wake(E_ASLEEP);              /* a load when the thread is awake or dozing */
 }
 
 void kumi_sched_engine_finished(void)
@@ -354,10 +413,8 @@ void kumi_sched_engine_stop(void)
     if (use_kmod) kumi_sched_kmod_stop();
     use_uring = use_kmod = false;
     if (!thr_started) return;
-    __atomic_store_n(&thr_stop, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&tmx);
-    pthread_cond_signal(&tcv);
-    pthread_mutex_unlock(&tmx);
+    __atomic_store_n(&thr_stop, 1, __ATOMIC_SEQ_CST);
+    esleep_wake(E_DOZING);              /* out of a doze or a sleep at once */
     kumi_lock_engine_kick();            /* out of its park */
     kumi_progress_wake_engine();        /* out of poll() at once */
     int d = kumi_lock_release_all();

@@ -19,7 +19,11 @@
  *         million messages per second
  *   ring  every rank exchanges with its neighbours (MPI_Sendrecv to rank+1,
  *         from rank-1) at 8 B and 64 KiB; microseconds per step; any size >= 2
- *         (the oversubscription test)
+ *         (the oversubscription test); with it two lines of context switches
+ *         per rank and step, the mean over the ranks (from /proc/self/status,
+ *         so they show how a library waits whatever the machine's load):
+ *         ringsleep (voluntary: the rank slept) and ringyield (involuntary:
+ *         it yielded the CPU to a runnable task, or was preempted)
  * lat, bw, bibw and rate use ranks 0 and 1 only (other ranks wait).
  *
  * Output (rank 0, stdout), one line per metric and size:
@@ -143,6 +147,22 @@ static double run_window(long n, int win, int iters, int bidir)
     if (rank == 1 || bidir)
         for (int w = 0; w < win; w++) check(rbuf + (size_t)w * (size_t)n, n, bidir ? "bibw" : "bw");
     return t;
+}
+
+/* This process's voluntary and involuntary context switches so far (0 where
+ * /proc/self/status cannot be read). */
+static void ctx_switches(double *vol, double *invol)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = 0, nv = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) continue;
+        (void)sscanf(line, "nonvoluntary_ctxt_switches: %ld", &nv);
+    }
+    if (f) fclose(f);
+    *vol = (double)v;
+    *invol = (double)nv;
 }
 
 /* Ring exchange among all ranks; returns seconds per step. */
@@ -299,8 +319,17 @@ int main(int argc, char **argv)
             long n = ring_sizes[i];
             int iters = ring_iters(n);
             fill(sbuf, n);
+            double sw0[2], sw1[2], d[2], sum[2] = { 0, 0 };
+            ctx_switches(&sw0[0], &sw0[1]);
             for (int r = 0; r < reps; r++) v[r] = run_ring(n, iters) * 1e6;
+            ctx_switches(&sw1[0], &sw1[1]);
             report("ring", n, iters, v, "us");
+            for (int k = 0; k < 2; k++) d[k] = (sw1[k] - sw0[k]) / ((double)iters * reps * nranks);
+            MPI_Reduce(d, sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            for (int r = 0; r < reps; r++) v[r] = sum[0];
+            report("ringsleep", n, iters, v, "switches");
+            for (int r = 0; r < reps; r++) v[r] = sum[1];
+            report("ringyield", n, iters, v, "switches");
         }
     }
     if (rank == 0) printf("# done\n");

@@ -648,7 +648,10 @@ for cfg in $configs; do
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/tcp-syscalls.sh" ;;
     oversub)
         echo; echo "==== oversubscribed: 4 ranks on $ncpu cores, ring exchange (MPI_Sendrecv), no binding"
-        table oversub ring "oversub: time per ring step" low "ompi:all:no slower than Open MPI --oversubscribe" ;;
+        table oversub ring "oversub: time per ring step" low "ompi:all:no slower than Open MPI --oversubscribe"
+        # how the ranks wait (load-independent enough to compare on a busy machine): sleeps and yields
+        table oversub ringsleep "oversub: voluntary context switches (sleeps) per rank and ring step" low ""
+        table oversub ringyield "oversub: involuntary context switches (yields, preemptions) per rank and ring step" low "" ;;
     ofi)
         echo; echo "==== p2p/ofi on libfabric's tcp;ofi_rxm provider, 2 ranks, one per core"
         table ofi lat "ofi: latency (ping-pong, one way)" low "mpich:all:latency no higher than MPICH over UCX tcp;kumitcp1.5:all:latency within 1.5x of Kumi's p2p/tcp"
