@@ -137,7 +137,15 @@ int cuMemFreeHost(void *p)
 struct fop { char *dst; const char *src; size_t n; struct fop *next; };
 struct fstream { struct fop *head, *tail; unsigned long long queued, done; };
 struct fevent { struct fstream *s; unsigned long long upto; };
-static unsigned long long n_async, n_notready;
+static unsigned long long n_async, n_notready, n_queued;
+/* asynchronous copies queued and not done yet (tests call it through dlsym) */
+unsigned long long fakecuda_pending(void)
+{
+    pthread_mutex_lock(&mu);
+    unsigned long long n = n_queued;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
 
 static void count_at_exit(void)
 {
@@ -156,6 +164,7 @@ static void run_one(struct fstream *s)
     if (!s->head) s->tail = NULL;
     memcpy(o->dst, o->src, o->n);
     s->done++;
+    n_queued--;
     free(o);
 }
 
@@ -188,6 +197,7 @@ static int enqueue(struct fstream *s, char *dst, const char *src, size_t n)
     s->tail = o;
     s->queued++;
     n_async++;
+    n_queued++;
     pthread_mutex_unlock(&mu);
     return 0;
 }
