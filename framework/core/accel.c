@@ -394,7 +394,7 @@ int kumi_stage_end(struct kumi_stage *s, bool copy_back)
 int kumi_stage_refill(struct kumi_stage *s)
 {
     for (; s; s = s->next)
-        if (s->host && s->fill && s->len &&
+        if (s->host && s->fill && !s->lazy && s->len &&
             (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : kumi_accel_copy_in(s->host, s->dev, s->len)))
             return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes from the device failed", aname, s->len);
     return 0;

@@ -228,6 +228,7 @@ static int blocking(struct kumi_req *r, MPI_Status *st)
     if (rc) { kumi_req_free(r); return rc; }
     wait_req(r);
     rc = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, r->fname);
+    if (__builtin_expect(r->accel_stage != NULL, 0)) rc = stage_done(r, rc);   /* a device buffer */
     status_out(st, &r->status);
     kumi_req_free(r);
     return rc;
@@ -329,31 +330,15 @@ int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count cou
 {
     int rc = count_check(fn, "count", count, dt);
     if (rc) return rc;
+    struct kumi_stage *rs = NULL;    /* a device buffer: its host copy, in the request from its start (the
+                                        request layer's overlap and IPC see it); copied back at completion */
     if (__builtin_expect(kumi_accel_on, 0)) {
-        if (how != KUMI_FORM_BLOCKING) {
-            struct kumi_stage *sp;
-            if ((rc = stage_nb(fn, &sp, buf, count, dt, false))) return rc;
-            if (sp) {
-                sp->back = true;         /* a persistent receive copies back at each completion */
-                rc = kumi_pt2pt_recv(fn, how, sp->buf, count, dt, source, tag, comm, status, request);
-                if (rc) { kumi_stage_end(sp, false); free(sp); }
-                else ((struct kumi_req *)*request)->accel_stage = sp;
-                return rc;
-            }
-        } else {
-            struct kumi_stage s;
-            MPI_Status lst;
-            if ((rc = kumi_stage_begin(fn, &s, buf, count, dt, !dt->contig))) return rc;
-            if (s.host) {
-                rc = kumi_pt2pt_recv(fn, how, s.buf, count, dt, source, tag, comm, &lst, request);
-                rc = stage_recv_end(&s, rc, dt, &lst);
-                if (status != MPI_STATUS_IGNORE) *status = lst;
-                return rc;
-            }
-        }
+        if ((rc = stage_nb(fn, &rs, buf, count, dt, false))) return rc;
+        if (rs) { rs->back = true; buf = rs->buf; }   /* persistent: copied back at each completion */
     }
     struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, source, tag, comm);
-    if (!r) return nomem(fn);
+    if (!r) { stage_drop(rs); return nomem(fn); }
+    r->accel_stage = rs;
     if (how == KUMI_FORM_BLOCKING) {
         r->internal = true;
         return blocking(r, status);

@@ -27,7 +27,18 @@
  * device memory (its host copy in r->accel_stage) copies each piece that
  * arrived in order to the device on pipeline 2 while the next ones arrive;
  * its completion then copies only the rest (s->ondev).  Any receive takes
- * pieces, so the sender needs to know nothing of the receive buffer. */
+ * pieces, so the sender needs to know nothing of the receive buffer.
+ *
+ * One host (CUDA IPC, accel contract 1.2).  A device receive (contiguous,
+ * long enough, from a peer of this host, the component able to open other
+ * processes' memory) says so in its CTS (KUMI_HDR_F_IPC).  A sender in
+ * pieces then stops its copies and sends instead one piece holding an IPC
+ * handle of its device buffer (ipc_handle); the receiver opens it, copies
+ * the message device to device in one copy into its own device buffer
+ * (nothing is copied back at completion: s->ondev) and answers with a CTS
+ * flagged KUMI_HDR_F_IPC, len 0: done, the send completes; len 1: it could
+ * not (ipc_open or the copy failed), the sender fills its host copy and sends
+ * the pieces after all, which the receive takes as above. */
 #include "request/request.h"
 #include <kumi/accel.h>
 #include <stdlib.h>
@@ -35,8 +46,17 @@
 
 int kumi_req_accel_active;                  /* a send's copies in flight (progress polls) */
 
+/* what an IPC piece carries */
+struct ipc_blob {
+    unsigned char h[KUMI_ACCEL_IPC_SIZE];
+    uint64_t off, len;                      /* the message in the opened allocation */
+};
+
 /* a send in pieces: in its host copy's xmem */
 struct xsend {
+    int ipc;                                /* 1: handle sent, answer awaited; 2: answered */
+    struct ipc_blob blob;
+    struct kumi_sendop ipc_op;
     size_t n, chunk;
     size_t issued, ready;                   /* bytes whose copy was issued / that are in host memory */
     size_t sent;                            /* bytes that went in pieces */
@@ -165,13 +185,76 @@ int kumi_req_accel_send_start(struct kumi_req *r, const struct kumi_p2p_ops *ops
     return -1;
 }
 
-void kumi_req_accel_cts(struct kumi_req *r, uint64_t rreq)
+/* The receiver offered IPC: the handle goes instead of the data (true), or not. */
+static bool ipc_offer(struct kumi_req *r, struct xsend *x)
+{
+    const struct kumi_accel_ops *a = kumi_accel();
+    struct kumi_stage *s = r->accel_stage;
+    if (!a || a->hdr.size <= offsetof(struct kumi_accel_ops, copy_dtod) || !a->ipc_handle ||
+        a->ipc_handle(s->dev, x->blob.h, &x->blob.off) != 0)
+        return false;
+    kumi_req_accel_forget(r);               /* its copies to host memory stop (wanted again if refused) */
+    x->blob.len = x->n;
+    struct kumi_sendop *op = &x->ipc_op;
+    memset(op, 0, sizeof *op);
+    op->hdr.kind = KUMI_HDR_DATA;
+    op->hdr.flags = KUMI_HDR_F_PIECE | KUMI_HDR_F_IPC;
+    op->hdr.ctx = r->ctx;
+    op->hdr.seq = r->seq;
+    op->hdr.len = r->bytes;
+    op->hdr.paylen = sizeof x->blob;
+    op->hdr.sreq = (uint64_t)(uintptr_t)r;
+    op->hdr.rreq = x->rreq;
+    op->payload = &x->blob;
+    op->done = r->op.done;                  /* in the place of the DATA */
+    op->owner = r;
+    x->ipc = 1;
+    r->pending++;                            /* the answer */
+    kumi_req_defer_op(r->wpeer, op);
+    kumi_req_flush_ctl();
+    return true;
+}
+
+void kumi_req_accel_cts(struct kumi_req *r, const struct kumi_hdr *h)
 {
     struct xsend *x = xs_of(r);
+    if (x->ipc == 1) {                       /* the answer to the handle */
+        x->ipc = 2;
+        r->pending--;
+        if (h->len == 0) {
+            kumi_log(2, "accel: %zu bytes to rank %d: copied by the receiver from this device buffer (IPC)", x->n,
+                     r->peer);
+            kumi_req_check_complete(r);
+            return;
+        }
+        kumi_log(1, "accel: rank %d could not open this device buffer (IPC): %zu bytes go through host memory",
+                 r->peer, x->n);
+        struct kumi_stage *s = r->accel_stage;
+        if (x->ready < x->n && kumi_accel_copy_in((char *)s->host + x->ready, (const char *)s->dev + x->ready,
+                                                  x->n - x->ready) == 0)
+            x->ready = x->n;
+        x->cts = true;
+        r->pending += (int)x->nops;          /* the pieces after all, in the place of the DATA */
+        send_pieces(r);
+        return;
+    }
+    x->rreq = h->rreq;
+    if ((h->flags & KUMI_HDR_F_IPC) && ipc_offer(r, x)) return;
     x->cts = true;
-    x->rreq = rreq;
     r->pending += (int)x->nops - 1;          /* the pieces instead of one DATA */
     send_pieces(r);
+}
+
+uint8_t kumi_req_accel_cts_flags(struct kumi_req *r, const struct kumi_hdr *mh, int wpeer)
+{
+    const struct kumi_accel_ops *a = kumi_accel();
+    struct kumi_stage *s = r->accel_stage;
+    if (!a || a->hdr.size <= offsetof(struct kumi_accel_ops, copy_dtod) || !a->ipc_open || !a->copy_dtod ||
+        !a->ipc_close || !s->host || !s->back || !r->dt->contig || r->xconv || mh->len == 0 ||
+        mh->len > r->rx.cap || r->rx.dst != (char *)s->host || mh->len > s->len || wpeer == kumi_world_rank() ||
+        !kumi_same_host(wpeer))
+        return 0;
+    return KUMI_HDR_F_IPC;
 }
 
 void kumi_req_accel_forget(struct kumi_req *r)
@@ -191,6 +274,9 @@ struct piece {
     struct kumi_req *r;
     size_t off;
     struct kumi_rx rx;
+    bool ipc;                                /* the handle, not data */
+    uint64_t sreq;
+    struct ipc_blob blob;
 };
 static struct kumi_req *draining;            /* the receive whose pieces go to the device on pipeline 2 */
 static struct kumi_accel_pipe *dpipe;
@@ -211,7 +297,47 @@ struct kumi_rx *kumi_req_accel_piece(struct kumi_req *r, const struct kumi_hdr *
     p->rx.len = (size_t)h->paylen;
     p->rx.got = 0;
     p->rx.owner = p;
+    p->ipc = (h->flags & KUMI_HDR_F_IPC) != 0;
+    p->sreq = h->sreq;
+    if (p->ipc) {
+        memset(&p->blob, 0, sizeof p->blob);
+        p->rx.dst = (char *)&p->blob;
+        p->rx.cap = h->paylen < sizeof p->blob ? (size_t)h->paylen : sizeof p->blob;
+    }
     return &p->rx;
+}
+
+/* The IPC piece of receive r arrived: copy device to device, answer; true: done. */
+static bool ipc_take(struct kumi_req *r, struct piece *p)
+{
+    const struct kumi_accel_ops *a = kumi_accel();
+    struct kumi_stage *s = r->accel_stage;
+    void *base = NULL;
+    bool ok = a && s && s->host && p->rx.got == sizeof p->blob && p->blob.len == r->msglen &&
+              p->blob.len <= s->len && a->ipc_open(p->blob.h, &base) == 0;
+    if (ok) {
+        ok = a->copy_dtod(s->dev, (const char *)base + p->blob.off, (size_t)p->blob.len) == 0;
+        a->ipc_close(base);
+    }
+    struct kumi_hdr h;
+    memset(&h, 0, sizeof h);
+    h.kind = KUMI_HDR_CTS;
+    h.flags = KUMI_HDR_F_IPC;
+    h.ctx = r->ctx;
+    h.len = ok ? 0 : 1;
+    h.sreq = p->sreq;
+    h.rreq = (uint64_t)(uintptr_t)r;
+    int wpeer = kumi_comm_peer_world(r->comm, r->status.MPI_SOURCE);
+    kumi_req_send_ctl(wpeer, &h);
+    if (!ok) {
+        kumi_log(1, "accel: the device buffer of rank %d could not be opened here (IPC): the message comes "
+                 "through host memory", r->status.MPI_SOURCE);
+        return false;
+    }
+    s->ondev = (size_t)p->blob.len;           /* nothing to copy back */
+    kumi_log(2, "accel: %llu bytes from rank %d: one device-to-device copy (IPC)",
+             (unsigned long long)p->blob.len, r->status.MPI_SOURCE);
+    return true;
 }
 
 static void drain_end(void)
@@ -249,10 +375,18 @@ static void to_device(struct kumi_req *r, size_t off, size_t len)
 struct kumi_req *kumi_req_accel_piece_done(void *o)
 {
     struct piece *p = o;
+    if (p->magic != PIECE_MAGIC) return NULL;
     struct kumi_req *r = p->r;
     size_t len = p->rx.len, land = p->rx.cap;
     size_t off = p->off;
     p->magic = 0;
+    if (p->ipc) {
+        bool done = ipc_take(r, p);
+        free(p);
+        if (!done) return NULL;             /* the pieces follow */
+        r->rx.got = r->msglen;
+        return r;
+    }
     free(p);
     r->rx.got += len;
     if (land) to_device(r, off, land);

@@ -436,6 +436,7 @@ static void send_cts(int wpeer, const struct kumi_hdr *mh, struct kumi_req *r)
     h.len = mh->len;
     h.sreq = mh->sreq;
     h.rreq = (uint64_t)(uintptr_t)r;
+    if (__builtin_expect(r->accel_stage != NULL, 0)) h.flags = kumi_req_accel_cts_flags(r, mh, wpeer);   /* IPC? */
     kumi_req_send_ctl(wpeer, &h);
 }
 
@@ -624,7 +625,7 @@ static struct kumi_req *cookie_req(uint64_t c)
 static void do_cts(struct kumi_req *s, const struct kumi_hdr *hdr)
 {
     s->cts_seen = true;
-    if (__builtin_expect(s->accel_stage && s->accel_stage->xmem, 0)) { kumi_req_accel_cts(s, hdr->rreq); return; }
+    if (__builtin_expect(s->accel_stage && s->accel_stage->xmem, 0)) { kumi_req_accel_cts(s, hdr); return; }
     memset(&s->dop.hdr, 0, sizeof s->dop.hdr);
     s->dop.hdr.kind = KUMI_HDR_DATA;
     s->dop.hdr.ctx = s->ctx;

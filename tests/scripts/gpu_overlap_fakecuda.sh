@@ -6,10 +6,12 @@
 # boundaries, order, truncation, many messages in flight, a cancelled send;
 # every byte checked) at 2 and 3 ranks over shared memory and over tcp, with
 # chunk sizes 256 KiB, 1000003 B (odd) and 1 MiB, with the progress thread,
-# and at 1 rank.  The log (KUMI_VERBOSE=2)
-# must show sends in pieces and receives that copied pieces to the device
-# while the rest arrived.  With kumi_base_accel_chunk=0: no pieces, the same
-# bytes.
+# and at 1 rank.  The log (KUMI_VERBOSE=2) must show sends in pieces and
+# device-to-device messages copied by their receivers through IPC (the
+# stand-in opens the sender's memfd through /proc: one copy).  With IPC
+# failing (FAKECUDA_NOIPC=1: cuIpcOpenMemHandle fails) the messages go in
+# pieces after all, and receives copy pieces to the device while the rest
+# arrives.  With kumi_base_accel_chunk=0: no pieces, the same bytes.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -28,19 +30,26 @@ run() { # NP CHUNK [mpiexec args...]   (chunk 0: the program's sizes as for 256 
     (cd "$TESTBIN" && "$MPIEXEC" --timeout 180 -x KUMI_VERBOSE=2 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" \
         -x KUMI_BASE_ACCEL_CHUNK=$c "$@" -n "$np" ./gpu_overlap $([ "$c" = 0 ] && echo 262144 sync || echo $c)) > "$TMP/run" 2>&1
 }
-for a in "2 262144" "3 1000003" "2 1048576 tcp" "3 262144 tcp" "2 262144 thread"; do
+for a in "2 262144" "3 1000003" "2 1048576 tcp" "3 262144 tcp" "2 262144 thread" "2 262144 noipc" \
+         "3 1000003 noipc"; do
     set -- $a
     extra=()
     [ "${3:-}" = tcp ] && extra=(-x MPI_COMPONENTS=p2p=self,tcp)
     [ "${3:-}" = thread ] && extra=(-x KUMI_BASE_SCHED_ENGINE=thread)
+    [ "${3:-}" = noipc ] && extra=(-x FAKECUDA_NOIPC=1)
     what="gpu_overlap at $1 ranks, chunk $2${3:+, $3}"
     if run "$1" "$2" "${extra[@]}"; then
         ps=$(grep -c "go in [0-9]* pieces as they are copied" "$TMP/run")
         dv=$(grep -c "[1-9][0-9]* of [0-9]* bytes from rank [0-9]* went to the device while the message arrived" "$TMP/run")
-        if [ "$ps" -gt 0 ] && [ "$dv" -gt 0 ]; then
-            ok "$what: bytes right; $ps sends in pieces, $dv receives copied to the device as pieces arrived"
+        ipc=$(grep -c "bytes from rank [0-9]*: one device-to-device copy (IPC)" "$TMP/run")
+        ipcs=$(grep -c "copied by the receiver from this device buffer (IPC)" "$TMP/run")
+        fb=$(grep -c "could not be opened here (IPC): the message comes through host memory" "$TMP/run")
+        if [ "${3:-}" = noipc ]; then good=$((ps > 0 && dv > 0 && fb > 0 && ipc == 0))
+        else good=$((ps > 0 && ipc > 0 && ipcs == ipc && fb == 0)); fi
+        if [ "$good" = 1 ]; then
+            ok "$what: bytes right; $ps sends in pieces, $ipc by IPC, $fb IPC refused, $dv receives copied to the device as pieces arrived"
         else
-            fail "$what: bytes right, but $ps sends in pieces and $dv receives copied while arriving (both must be > 0)"
+            fail "$what: bytes right, but $ps sends in pieces, $ipc receives by IPC ($ipcs senders told), $fb IPC refused, $dv receives copied while arriving"
             grep "accel" "$TMP/run" | head -5 | sed 's/^/    /'
         fi
     else
