@@ -70,11 +70,12 @@ static struct {
     cu_result (*EventSynchronize)(cu_event);
     /* optional: IPC (signatures of CUDA 13's cuda.h: cuIpcGetMemHandle, cuIpcOpenMemHandle_v2,
        cuIpcCloseMemHandle, cuMemGetAddressRange_v2, cuMemcpyDtoD_v2) */
-    cu_result (*IpcGetMemHandle)(cu_ipc_handle *, cu_ptr);
+    cu_result (*IpcGetMemHandle)(cu_ipc_handle *, cu_ptr);   /* + cuCtxSynchronize */
     cu_result (*IpcOpenMemHandle)(cu_ptr *, cu_ipc_handle, unsigned);
     cu_result (*IpcCloseMemHandle)(cu_ptr);
     cu_result (*MemGetAddressRange)(cu_ptr *, size_t *, cu_ptr);
     cu_result (*MemcpyDtoD)(cu_ptr, cu_ptr, size_t);
+    cu_result (*CtxSynchronize)(void);
 } cu;
 static bool async_ok;                   /* every optional symbol was found */
 static bool ipc_ok;
@@ -103,7 +104,7 @@ static const struct { const char *name; size_t off; } async_syms[] = {
 static const struct { const char *name; size_t off; } ipc_syms[] = {
     S(IpcGetMemHandle, "cuIpcGetMemHandle"), S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
     S(IpcCloseMemHandle, "cuIpcCloseMemHandle"), S(MemGetAddressRange, "cuMemGetAddressRange_v2"),
-    S(MemcpyDtoD, "cuMemcpyDtoD_v2"),
+    S(MemcpyDtoD, "cuMemcpyDtoD_v2"), S(CtxSynchronize, "cuCtxSynchronize"),
 #undef S
 };
 
@@ -343,7 +344,9 @@ static void cuda_ipc_close(void *base)
 static int cuda_dtod(void *dst, const void *src, size_t n)
 {
     if (!ipc_ok || current()) return -1;
-    return cu.MemcpyDtoD((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n) ? -1 : 0;
+    /* a device-to-device copy may still run when cuMemcpyDtoD returns: waited for, since the
+       sender's buffer is released at the answer */
+    return cu.MemcpyDtoD((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n) || cu.CtxSynchronize() ? -1 : 0;
 }
 
 static const struct kumi_accel_ops cuda_ops = {

@@ -164,6 +164,7 @@ int cuIpcCloseMemHandle(unsigned long long p)
     pthread_mutex_unlock(&mu);
     return r ? 0 : 1;
 }
+int cuCtxSynchronize(void) { return 0; }
 int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n)
 {
     char *d = rw_of(dst, n), *s = rw_of(src, n);
