@@ -76,65 +76,158 @@ KUMI_EXPORT int MPIX_Query_cuda_support(void)
  * device, the CPU fills a slot while the DMA of the previous ones runs.  One
  * pipeline per process (busy: the next caller copies synchronously);
  * parameter kumi_base_accel_chunk (0: never). */
-enum { NSLOT = 4 };
+enum { NSLOT = KUMI_ACCEL_NSLOT };
 static long long accel_chunk = 1 << 20;
-static struct {
+struct kumi_accel_pipe {
     void *stream, *ev[NSLOT], *slot[NSLOT];
     size_t chunk;
     int state;                  /* 0 not made, 1 ready, -1 unavailable */
     int busy;                   /* atomic */
-} pl;
+    /* jobs of the incremental interface (kumi_accel_pipe_in/_out): issued, finished */
+    size_t iss, fin;
+    char *jdst[NSLOT];          /* an in-job's host destination (NULL: an out-job) */
+    size_t jlen[NSLOT];
+};
+/* 0: kumi_accel_copy_in/_out; 1, 2: the request layer's sends and receives */
+static struct kumi_accel_pipe pipes[3];
+#define pl pipes[0]
 
 void kumi_accel_register_params(void)
 {
     kumi_param_register_int("kumi", "base", "accel_chunk", 1 << 20,
                             "Device buffers staged through host memory (accel): bytes per chunk of the pipelined "
-                            "copies of buffers above 4 MiB (asynchronous copies through pinned slots); 0: one "
-                            "synchronous copy", KUMI_LEVEL_TUNER, &accel_chunk);
+                            "copies of buffers above 4 MiB (asynchronous copies through pinned slots; a message "
+                            "from a device buffer goes chunk by chunk, each sent while the next is copied); "
+                            "0: one synchronous copy", KUMI_LEVEL_TUNER, &accel_chunk);
+}
+
+static void pipe_fini1(struct kumi_accel_pipe *p)
+{
+    if (p->state == 1 && aops) {
+        for (int i = 0; i < NSLOT; i++) {
+            if (p->ev[i]) aops->event_free(p->ev[i]);
+            if (p->slot[i]) aops->host_free(p->slot[i]);
+        }
+        if (p->stream) aops->stream_free(p->stream);
+    }
+    int busy = p->busy;                 /* a holder remakes it (pipe_get) and keeps it */
+    memset(p, 0, sizeof *p);
+    p->busy = busy;
 }
 
 static void pipe_fini(void)
 {
-    if (pl.state == 1 && aops) {
-        for (int i = 0; i < NSLOT; i++) {
-            if (pl.ev[i]) aops->event_free(pl.ev[i]);
-            if (pl.slot[i]) aops->host_free(pl.slot[i]);
-        }
-        if (pl.stream) aops->stream_free(pl.stream);
-    }
-    int busy = pl.busy;                 /* a holder remakes it (pipe_get) and keeps it */
-    memset(&pl, 0, sizeof pl);
-    pl.busy = busy;
+    for (int i = 0; i < 3; i++) pipe_fini1(&pipes[i]);
 }
 
-/* The pipeline, held (release with pipe_put), or NULL: copy synchronously. */
-static bool pipe_get(size_t n)
+/* Pipeline p, held (release with pipe_put1), or false: copy synchronously. */
+static bool pipe_get1(struct kumi_accel_pipe *p, size_t n)
 {
-    if (accel_chunk <= 0 || n <= (size_t)accel_chunk || pl.state < 0 || !aops->copy_to_host_async ||
-        !aops->copy_to_dev_async || !aops->stream_new || !aops->event_new || !aops->event_record || !aops->event_sync)
+    if (accel_chunk <= 0 || n <= (size_t)accel_chunk || p->state < 0 || !aops->copy_to_host_async ||
+        !aops->copy_to_dev_async || !aops->stream_new || !aops->event_new || !aops->event_record ||
+        !aops->event_sync || !aops->event_query)
         return false;
-    if (__atomic_exchange_n(&pl.busy, 1, __ATOMIC_ACQUIRE)) return false;
-    if (pl.state == 1 && pl.chunk != (size_t)accel_chunk) pipe_fini();   /* the parameter changed */
-    if (pl.state == 0) {
-        bool ok = !aops->stream_new(&pl.stream);
-        pl.chunk = (size_t)accel_chunk;
+    if (__atomic_exchange_n(&p->busy, 1, __ATOMIC_ACQUIRE)) return false;
+    if (p->state == 1 && p->chunk != (size_t)accel_chunk) pipe_fini1(p);   /* the parameter changed */
+    if (p->state == 0) {
+        bool ok = !aops->stream_new(&p->stream);
+        p->chunk = (size_t)accel_chunk;
         for (int i = 0; ok && i < NSLOT; i++)
-            ok = !aops->event_new(&pl.ev[i]) && !aops->host_alloc(pl.chunk, &pl.slot[i]);
-        pl.state = 1;
+            ok = !aops->event_new(&p->ev[i]) && !aops->host_alloc(p->chunk, &p->slot[i]);
+        p->state = 1;
         if (!ok) {
             kumi_log(1, "accel/%s: no asynchronous copies (stream, events or pinned slots refused): "
                      "synchronous copies", aname);
-            pipe_fini();
-            pl.state = -1;
+            pipe_fini1(p);
+            p->state = -1;
         }
-        pl.busy = 1;
+        p->busy = 1;
     }
-    if (pl.state == 1) return true;
-    __atomic_store_n(&pl.busy, 0, __ATOMIC_RELEASE);
+    p->iss = p->fin = 0;
+    if (p->state == 1) return true;
+    __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
     return false;
 }
 
+static bool pipe_get(size_t n) { return pipe_get1(&pl, n); }
 static void pipe_put(void) { __atomic_store_n(&pl.busy, 0, __ATOMIC_RELEASE); }
+
+/* ---- the incremental interface (core.h; request/req_accel.c) */
+struct kumi_accel_pipe *kumi_accel_pipe_take(int which, size_t n)
+{
+    if (!aops || which < 1 || which > 2) return NULL;
+    return pipe_get1(&pipes[which], n) ? &pipes[which] : NULL;
+}
+
+size_t kumi_accel_pipe_chunk(const struct kumi_accel_pipe *p) { return p->chunk; }
+
+int kumi_accel_pipe_in(struct kumi_accel_pipe *p, void *dst, const void *src, size_t n)
+{
+    if (p->iss - p->fin >= NSLOT) return 0;
+    int k = (int)(p->iss % NSLOT);
+    if (n > p->chunk || aops->copy_to_host_async(p->slot[k], src, n, p->stream) ||
+        aops->event_record(p->ev[k], p->stream))
+        return -1;
+    p->jdst[k] = dst;
+    p->jlen[k] = n;
+    p->iss++;
+    return 1;
+}
+
+/* the oldest job, whose event is done: finished */
+static long long job_finish(struct kumi_accel_pipe *p)
+{
+    int k = (int)(p->fin % NSLOT);
+    if (p->jdst[k]) memcpy(p->jdst[k], p->slot[k], p->jlen[k]);
+    p->fin++;
+    return (long long)p->jlen[k];
+}
+
+long long kumi_accel_pipe_poll(struct kumi_accel_pipe *p)
+{
+    if (p->fin == p->iss) return 0;
+    int q = aops->event_query(p->ev[p->fin % NSLOT]);
+    if (q < 0) return -1;
+    return q ? job_finish(p) : 0;
+}
+
+int kumi_accel_pipe_out(struct kumi_accel_pipe *p, void *dst, const void *src, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        size_t len = n - off < p->chunk ? n - off : p->chunk;
+        if (p->iss - p->fin >= NSLOT) {                       /* the oldest slot's copy must be over */
+            if (aops->event_sync(p->ev[p->fin % NSLOT])) return -1;
+            job_finish(p);
+        }
+        int k = (int)(p->iss % NSLOT);
+        memcpy(p->slot[k], (const char *)src + off, len);
+        if (aops->copy_to_dev_async((char *)dst + off, p->slot[k], len, p->stream) ||
+            aops->event_record(p->ev[k], p->stream))
+            return -1;
+        p->jdst[k] = NULL;
+        p->jlen[k] = len;
+        p->iss++;
+        off += len;
+    }
+    return 0;
+}
+
+int kumi_accel_pipe_drain(struct kumi_accel_pipe *p)
+{
+    int rc = 0;
+    while (p->fin < p->iss) {
+        if (aops->event_sync(p->ev[p->fin % NSLOT])) rc = -1;
+        job_finish(p);
+    }
+    return rc;
+}
+
+void kumi_accel_pipe_give(struct kumi_accel_pipe *p)
+{
+    if (!p) return;
+    kumi_accel_pipe_drain(p);
+    __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
+}
 
 /* n bytes device src -> host dst; 0 or -1. */
 int kumi_accel_copy_in(void *dst, const void *src, size_t n)
@@ -216,6 +309,21 @@ int kumi_stage_begin(const char *fn, struct kumi_stage *s, const void *buf, MPI_
     return kumi_stage_span(fn, s, buf, lo, len, fill);
 }
 
+int kumi_stage_begin_send(const char *fn, struct kumi_stage *s, const void *buf, MPI_Count count,
+                          const struct kumi_dt *dt, bool lazy_ok)
+{
+    MPI_Aint lo = 0;
+    size_t len = 0;
+    if (lazy_ok && aops && buf && count > 0) span_of(count, dt, &lo, &len);
+    if (len <= KUMI_STAGE_CACHE || !aops->copy_to_host_async || !aops->event_query || accel_chunk <= 0 ||
+        !aops->mem_kind || aops->mem_kind(buf) != KUMI_ACCEL_MEM_DEVICE)
+        return kumi_stage_begin(fn, s, buf, count, dt, true);
+    int rc = kumi_stage_span(fn, s, buf, lo, len, false);
+    s->fill = true;
+    s->lazy = !rc && s->host;
+    return rc;
+}
+
 int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_Aint lo, size_t len, bool fill)
 {
     s->host = NULL;
@@ -225,6 +333,9 @@ int kumi_stage_span(const char *fn, struct kumi_stage *s, const void *buf, MPI_A
     s->len = len;
     s->fill = fill;
     s->back = false;
+    s->lazy = false;
+    s->ondev = 0;
+    s->xmem = NULL;
     s->dev = (char *)buf + s->lo;
     s->cached = 0;
     if (s->len <= KUMI_STAGE_CACHE && !__atomic_exchange_n(&cache_busy, 1, __ATOMIC_ACQUIRE)) {
@@ -247,12 +358,16 @@ static int end_one(struct kumi_stage *s, bool copy_back)
 {
     int rc = 0;
     if (!s->host) return 0;
-    if (copy_back && s->len &&
-        (s->cached ? aops->copy_to_dev(s->dev, s->host, s->len) : kumi_accel_copy_out(s->dev, s->host, s->len)))
-        rc = kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, s->len);
+    size_t o = s->ondev < s->len ? s->ondev : s->len, n = s->len - o;   /* [0, ondev): on the device already */
+    if (copy_back && n &&
+        (s->cached ? aops->copy_to_dev((char *)s->dev + o, (char *)s->host + o, n)
+                   : kumi_accel_copy_out((char *)s->dev + o, (char *)s->host + o, n)))
+        rc = kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, n);
     if (s->cached) __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
     else free(s->host);
     s->host = NULL;
+    free(s->xmem);
+    s->xmem = NULL;
     return rc;
 }
 
@@ -279,7 +394,7 @@ int kumi_stage_end(struct kumi_stage *s, bool copy_back)
 int kumi_stage_refill(struct kumi_stage *s)
 {
     for (; s; s = s->next)
-        if (s->host && s->fill && s->len &&
+        if (s->host && s->fill && !s->lazy && s->len &&
             (s->cached ? aops->copy_to_host(s->host, s->dev, s->len) : kumi_accel_copy_in(s->host, s->dev, s->len)))
             return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes from the device failed", aname, s->len);
     return 0;
@@ -288,9 +403,12 @@ int kumi_stage_refill(struct kumi_stage *s)
 int kumi_stage_flush(struct kumi_stage *s, size_t first_len)
 {
     for (size_t lim = first_len; s; s = s->next, lim = (size_t)-1) {
-        size_t n = s->len < lim ? s->len : lim;
+        size_t n = s->len < lim ? s->len : lim, o = s->ondev < n ? s->ondev : n;   /* [0, ondev): there */
+        s->ondev = 0;
+        n -= o;
         if (s->host && s->back && n &&
-            (s->cached ? aops->copy_to_dev(s->dev, s->host, n) : kumi_accel_copy_out(s->dev, s->host, n)))
+            (s->cached ? aops->copy_to_dev((char *)s->dev + o, (char *)s->host + o, n)
+                       : kumi_accel_copy_out((char *)s->dev + o, (char *)s->host + o, n)))
             return kumi_error(MPI_ERR_OTHER, "accel/%s: copying %zu bytes to the device failed", aname, n);
     }
     return 0;

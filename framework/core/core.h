@@ -365,6 +365,11 @@ struct kumi_stage {
     int cached;
     bool fill;                 /* read from the device at the start (persistent: every start) */
     bool back;                 /* chained entries: copy back when the call succeeds */
+    bool lazy;                 /* a send's copy, not filled yet: the request layer fills it
+                                  chunk by chunk while the message goes (request/req_accel.c) */
+    size_t ondev;              /* a receive's copy: its first ondev bytes are on the device
+                                  already (req_accel.c); the next flush starts there */
+    void *xmem;                /* the request layer's memory for this copy (free()d with it) */
     struct kumi_stage *next;   /* more buffers of the same call (a collective), malloc'd */
 };
 int kumi_stage_begin(const char *fn, struct kumi_stage *s, const void *buf, MPI_Count count, const struct kumi_dt *dt,
@@ -389,6 +394,34 @@ bool kumi_accel_is_device(const void *buf);
  * above kumi_base_accel_chunk, else one synchronous copy; 0 or -1. */
 int kumi_accel_copy_in(void *dst, const void *src, size_t n);
 int kumi_accel_copy_out(void *dst, const void *src, size_t n);
+/* A send's copy that the request layer fills while the message goes
+ * (lazy_ok: a non-persistent send of a contiguous type): s->lazy is set
+ * instead of filling where the copy is above the pinned cache's size and the
+ * component has asynchronous copies; else as kumi_stage_begin(fill). */
+int kumi_stage_begin_send(const char *fn, struct kumi_stage *s, const void *buf, MPI_Count count,
+                          const struct kumi_dt *dt, bool lazy_ok);
+/* Pipelines of asynchronous copies through KUMI_ACCEL_NSLOT pinned slots of
+ * one chunk each, for the request layer's overlap of copies with transfers
+ * (req_accel.c).  kumi_accel_pipe_take(which): pipeline 1 (sends) or 2
+ * (receives), held until kumi_accel_pipe_give (which waits for its copies);
+ * NULL when busy or unavailable.  Jobs finish in the order issued:
+ *   pipe_in(p, dst, src, n)   device src -> host dst (n <= chunk) through the
+ *                             next slot; 1 issued, 0 no slot free, -1 error
+ *   pipe_poll(p)              the oldest job if done (an in-job's bytes are
+ *                             then copied to its dst): its bytes, 0 not yet
+ *                             or none, -1 error; never blocks
+ *   pipe_out(p, dst, src, n)  host src -> device dst (any n: slot by slot,
+ *                             waiting for the oldest slot when none is free)
+ *   pipe_drain(p)             waits for every job; 0 or -1 */
+#define KUMI_ACCEL_NSLOT 4
+struct kumi_accel_pipe;
+struct kumi_accel_pipe *kumi_accel_pipe_take(int which, size_t n);
+size_t kumi_accel_pipe_chunk(const struct kumi_accel_pipe *p);
+int kumi_accel_pipe_in(struct kumi_accel_pipe *p, void *dst, const void *src, size_t n);
+long long kumi_accel_pipe_poll(struct kumi_accel_pipe *p);
+int kumi_accel_pipe_out(struct kumi_accel_pipe *p, void *dst, const void *src, size_t n);
+int kumi_accel_pipe_drain(struct kumi_accel_pipe *p);
+void kumi_accel_pipe_give(struct kumi_accel_pipe *p);
 
 /* ---------------------------------------------------------------- errors */
 /* Invoke comm's error handler for code (a return of a failed MPI call);

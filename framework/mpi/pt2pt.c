@@ -121,13 +121,15 @@ static void status_empty_out(MPI_Status *st)
  * (MPI_Isendrecv(_replace), MPI_(I)mrecv too); a persistent request keeps
  * its copy from init to free: read from the device again at each start,
  * written back at each completion. */
-/* End the staging of a receive buffer: on success, copy back what arrived
- * (a contiguous buffer: the bytes received; else the whole span). */
+/* End the staging of a receive buffer: on success or truncation (as into
+ * host memory: the part that fits), copy back what arrived (a contiguous
+ * buffer: the bytes received; else the whole span). */
 static int stage_recv_end(struct kumi_stage *s, int rc, const struct kumi_dt *dt, const MPI_Status *st)
 {
-    if (rc) { kumi_stage_end(s, false); return rc; }
+    if (rc && st->MPI_ERROR != MPI_ERR_TRUNCATE) { kumi_stage_end(s, false); return rc; }
     if (dt->contig && kumi_status_bytes(st) < s->len) s->len = (size_t)kumi_status_bytes(st);
-    return kumi_stage_end(s, true);
+    int rc2 = kumi_stage_end(s, true);
+    return rc ? rc : rc2;
 }
 
 /* A request with a host copy completes (consume): copy back, free the copy
@@ -145,7 +147,10 @@ static int stage_done(struct kumi_req *r, int code)
     else if (r->kind == KUMI_REQ_COLL) {        /* framework/mpi/coll_accel.c: every buffer of the call */
         int c2 = kumi_stage_end_all(s, code == MPI_SUCCESS);
         if (code == MPI_SUCCESS) code = c2;
-    } else kumi_stage_end(s, false);
+    } else {
+        kumi_req_accel_forget(r);               /* a send in pieces (request/req_accel.c) */
+        kumi_stage_end(s, false);
+    }
     free(s);
     return code;
 }
@@ -153,11 +158,11 @@ static int stage_done(struct kumi_req *r, int code)
 /* Non-blocking call on a possibly device buffer: *sp NULL (not device: go
  * on), or a host copy to use instead (attach it to the request once made). */
 static int stage_nb(const char *fn, struct kumi_stage **sp, const void *buf, MPI_Count count,
-                    const struct kumi_dt *dt, bool send)
+                    const struct kumi_dt *dt, int send)   /* 2: a send that may fill lazily */
 {
     struct kumi_stage s;
     *sp = NULL;
-    int rc = kumi_stage_begin(fn, &s, buf, count, dt, send || !dt->contig);
+    int rc = send ? kumi_stage_begin_send(fn, &s, buf, count, dt, send == 2) : kumi_stage_begin(fn, &s, buf, count, dt, !dt->contig);
     if (rc || !s.host) return rc;
     if (!(*sp = malloc(sizeof s))) {
         kumi_stage_end(&s, false);
@@ -223,6 +228,7 @@ static int blocking(struct kumi_req *r, MPI_Status *st)
     if (rc) { kumi_req_free(r); return rc; }
     wait_req(r);
     rc = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, r->fname);
+    if (__builtin_expect(r->accel_stage != NULL, 0)) rc = stage_done(r, rc);   /* a device buffer */
     status_out(st, &r->status);
     kumi_req_free(r);
     return rc;
@@ -260,17 +266,22 @@ int kumi_pt2pt_send(const char *fn, int mode, const void *buf, MPI_Count count, 
 {
     int crc = count_check(fn, "count", count, dt);
     if (crc) return crc;
+    struct kumi_stage *lazy = NULL;  /* a device buffer whose copy the request layer fills as it goes */
     if (__builtin_expect(kumi_accel_on, 0)) {
         struct kumi_stage s;
-        if ((crc = kumi_stage_begin(fn, &s, buf, count, dt, true))) return crc;
-        if (s.host) {
+        if ((crc = kumi_stage_begin_send(fn, &s, buf, count, dt, mode != KUMI_MODE_BUFFERED && dt->contig)))
+            return crc;
+        if (s.host && s.lazy && !(lazy = malloc(sizeof s))) { kumi_stage_end(&s, false); return nomem(fn); }
+        if (lazy) { *lazy = s; buf = s.buf; }
+        else if (s.host) {
             crc = kumi_pt2pt_send(fn, mode, s.buf, count, dt, dest, tag, comm);
             kumi_stage_end(&s, false);
             return crc;
         }
     }
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
-    if (!r) return nomem(fn);
+    if (!r) { stage_drop(lazy); return nomem(fn); }
+    r->accel_stage = lazy;
     r->internal = true;
     r->mode = (uint8_t)mode;
     if (mode == KUMI_MODE_BUFFERED) {
@@ -287,9 +298,12 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
     bool persistent = form == KUMI_FORM_INIT;
     int crc = count_check(fn, "count", count, dt);
     if (crc) return crc;
+    struct kumi_stage *lazy = NULL;  /* as in kumi_pt2pt_send */
     if (__builtin_expect(kumi_accel_on, 0)) {
         struct kumi_stage *sp;
-        if (!(crc = stage_nb(fn, &sp, buf, count, dt, true)) && sp) {
+        crc = stage_nb(fn, &sp, buf, count, dt, persistent || mode == KUMI_MODE_BUFFERED || !dt->contig ? 1 : 2);
+        if (sp && sp->lazy) { lazy = sp; buf = sp->buf; sp = NULL; }
+        if (!crc && sp) {
             crc = kumi_pt2pt_isend(fn, mode, form, sp->buf, count, dt, dest, tag, comm, request);
             if (crc) { kumi_stage_end(sp, false); free(sp); }
             else ((struct kumi_req *)*request)->accel_stage = sp;
@@ -298,7 +312,8 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
         if (crc) return crc;
     }
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
-    if (!r) return nomem(fn);
+    if (!r) { stage_drop(lazy); return nomem(fn); }
+    r->accel_stage = lazy;
     r->mode = (uint8_t)mode;
     r->persistent = persistent;
     if (!persistent) {                 /* a plain send starts here (start_req: the other modes) */
@@ -315,31 +330,15 @@ int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count cou
 {
     int rc = count_check(fn, "count", count, dt);
     if (rc) return rc;
+    struct kumi_stage *rs = NULL;    /* a device buffer: its host copy, in the request from its start (the
+                                        request layer's overlap and IPC see it); copied back at completion */
     if (__builtin_expect(kumi_accel_on, 0)) {
-        if (how != KUMI_FORM_BLOCKING) {
-            struct kumi_stage *sp;
-            if ((rc = stage_nb(fn, &sp, buf, count, dt, false))) return rc;
-            if (sp) {
-                sp->back = true;         /* a persistent receive copies back at each completion */
-                rc = kumi_pt2pt_recv(fn, how, sp->buf, count, dt, source, tag, comm, status, request);
-                if (rc) { kumi_stage_end(sp, false); free(sp); }
-                else ((struct kumi_req *)*request)->accel_stage = sp;
-                return rc;
-            }
-        } else {
-            struct kumi_stage s;
-            MPI_Status lst;
-            if ((rc = kumi_stage_begin(fn, &s, buf, count, dt, !dt->contig))) return rc;
-            if (s.host) {
-                rc = kumi_pt2pt_recv(fn, how, s.buf, count, dt, source, tag, comm, &lst, request);
-                rc = stage_recv_end(&s, rc, dt, &lst);
-                if (status != MPI_STATUS_IGNORE) *status = lst;
-                return rc;
-            }
-        }
+        if ((rc = stage_nb(fn, &rs, buf, count, dt, false))) return rc;
+        if (rs) { rs->back = true; buf = rs->buf; }   /* persistent: copied back at each completion */
     }
     struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, source, tag, comm);
-    if (!r) return nomem(fn);
+    if (!r) { stage_drop(rs); return nomem(fn); }
+    r->accel_stage = rs;
     if (how == KUMI_FORM_BLOCKING) {
         r->internal = true;
         return blocking(r, status);

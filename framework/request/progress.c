@@ -181,6 +181,7 @@ static int poll_once(void)
     int n = poll_transports(all);
     if (kumi_req_ctl_pending()) { kumi_req_flush_ctl(); n++; }
     if (kumi_pacing_has_pending) kumi_pacing_progress();
+    if (__builtin_expect(kumi_req_accel_active, 0)) n += kumi_req_accel_progress();   /* device copies */
     return n + x;
 }
 

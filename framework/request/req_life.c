@@ -153,6 +153,7 @@ void kumi_req_free(struct kumi_req *r)
     if (r->pack) { free(r->pack); r->pack = NULL; }
     if (r->xbuf) { free(r->xbuf); r->xbuf = NULL; }
     if (r->accel_stage) {
+        kumi_req_accel_forget(r);
         kumi_stage_end(r->accel_stage, false);
         free(r->accel_stage);
         r->accel_stage = NULL;

@@ -142,6 +142,7 @@ void kumi_req_flush_ctl(void)
 }
 
 int kumi_req_ctl_pending(void) { return dq_head != NULL; }
+void kumi_req_defer_op(int wpeer, struct kumi_sendop *op) { defer_send(wpeer, op); }
 
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr)
 {
@@ -298,6 +299,8 @@ int kumi_req_start_send(struct kumi_req *r)
     r->wpeer = kumi_comm_peer_world(r->comm, r->peer);
     ops = kumi_req_transport(r->wpeer);
     if (!ops) return kumi_error(MPI_ERR_INTERN, "%s: no transport reaches rank %d", r->fname, r->peer);
+    int pc = __builtin_expect(r->accel_stage != NULL, 0) ? kumi_req_accel_send_start(r, ops) : 0;  /* <0: in pieces */
+    if (pc > 0) return pc;
     if (__builtin_expect((ops->caps & KUMI_P2P_CAP_EXTERNAL32) != 0, 0) && r->bytes &&
         kumi_req_ext32_convert(ops, r->dt)) {                   /* the user's data in external32 */
         size_t xb = r->count * r->dt->xsize;
@@ -318,13 +321,13 @@ int kumi_req_start_send(struct kumi_req *r)
     };
     const void *oppay = NULL;
     size_t elim = ops->eager_limit(r->wpeer);
-    bool hold = eager_over_budget(r, elim, ops);        /* the bytes wait here for a receive */
+    bool hold = pc < 0 || eager_over_budget(r, elim, ops);  /* the bytes wait here for a receive */
     if (r->bytes <= elim && !hold) {
         h.kind = r->mode == KUMI_MODE_SYNC ? KUMI_HDR_EAGER_SYNC : KUMI_HDR_EAGER;
         h.paylen = r->bytes;
         oppay = payload;
         r->pending = r->mode == KUMI_MODE_SYNC ? 2 : 1;
-    } else if ((ops->caps & KUMI_P2P_CAP_RGET) && ops->rget(r->wpeer, r->bytes)) {
+    } else if (pc == 0 && (ops->caps & KUMI_P2P_CAP_RGET) && ops->rget(r->wpeer, r->bytes)) {
         h.kind = KUMI_HDR_RTS;
         h.flags = KUMI_HDR_F_RGET;
         h.paylen = 0;
@@ -433,6 +436,7 @@ static void send_cts(int wpeer, const struct kumi_hdr *mh, struct kumi_req *r)
     h.len = mh->len;
     h.sreq = mh->sreq;
     h.rreq = (uint64_t)(uintptr_t)r;
+    if (__builtin_expect(r->accel_stage != NULL, 0)) h.flags = kumi_req_accel_cts_flags(r, mh, wpeer);   /* IPC? */
     kumi_req_send_ctl(wpeer, &h);
 }
 
@@ -621,6 +625,7 @@ static struct kumi_req *cookie_req(uint64_t c)
 static void do_cts(struct kumi_req *s, const struct kumi_hdr *hdr)
 {
     s->cts_seen = true;
+    if (__builtin_expect(s->accel_stage && s->accel_stage->xmem, 0)) { kumi_req_accel_cts(s, hdr); return; }
     memset(&s->dop.hdr, 0, sizeof s->dop.hdr);
     s->dop.hdr.kind = KUMI_HDR_DATA;
     s->dop.hdr.ctx = s->ctx;
@@ -713,6 +718,7 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
                                discard_rx.got = 0; discard_rx.owner = NULL; rx = &discard_rx; }
             break;
         }
+        if (__builtin_expect(hdr->flags & KUMI_HDR_F_PIECE, 0)) { rx = kumi_req_accel_piece(r, hdr); break; }
         if (hdr->paylen == 0) { finish_recv(r, r->msglen); break; }
         if (r->frag) {                             /* the rest, after the first fragment */
             r->rx2.dst = r->rx.cap > r->frag ? r->rx.dst + r->frag : NULL;
@@ -848,6 +854,8 @@ KUMI_EXPORT void kumi_p2p_rx_done(struct kumi_rx *rx)
     } else if (*(uint32_t *)o == KUMI_MAGIC_REQ) {
         struct kumi_req *r = o;
         finish_recv(r, r->msglen);
+    } else if ((o = kumi_req_accel_piece_done(o))) {     /* a piece (req_accel.c): the last one */
+        finish_recv(o, ((struct kumi_req *)o)->msglen);
     }
     upcall_depth--;
 }

@@ -304,6 +304,25 @@ void kumi_req_xjob_finalize(void);
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
 int kumi_req_ctl_pending(void);
+/* Queue a send op of the request layer (flushed with the control messages). */
+void kumi_req_defer_op(int wpeer, struct kumi_sendop *op);
+/* Device buffers: copies overlapped with rendezvous transfers (req_accel.c).
+ * send_start: the request's host copy is lazy (s->lazy): -1 its payload goes
+ * in DATA pieces (RTS without fragment, no RGET), 0 filled whole (go on as
+ * usual), else an MPI error code.  cts: a CTS for such a send (or the
+ * answer to its IPC handle); cts_flags: KUMI_HDR_F_IPC where receive r offers
+ * to copy the message from the sender's device memory itself.  piece: a DATA
+ * piece for receive r, and piece_done its struct kumi_rx's owner done: r when
+ * the whole message arrived (finish it), else NULL.  forget: r completes or
+ * is freed (its copies end).  progress: while kumi_req_accel_active. */
+extern int kumi_req_accel_active;
+int kumi_req_accel_send_start(struct kumi_req *r, const struct kumi_p2p_ops *ops);
+void kumi_req_accel_cts(struct kumi_req *r, const struct kumi_hdr *cts);
+uint8_t kumi_req_accel_cts_flags(struct kumi_req *r, const struct kumi_hdr *rts, int wpeer);
+struct kumi_rx *kumi_req_accel_piece(struct kumi_req *r, const struct kumi_hdr *h);
+struct kumi_req *kumi_req_accel_piece_done(void *owner);
+void kumi_req_accel_forget(struct kumi_req *r);
+int kumi_req_accel_progress(void);
 /* The transports in use (request.c): how many, and the i-th (its name in
  * *name unless NULL); each world peer to the first that reaches it. */
 int kumi_req_ntransports(void);

@@ -11,6 +11,10 @@
  * memory.  Windows whose memory is registered with a transport (p2p/ofi)
  * keep their registrations' handles and keys through its ckpt_release and
  * next init (p2p contract 1.7); one without those entries is refused.
+ * Windows with device memory (accel; rma_accel.c) are refused: an image
+ * holds the public copy in host memory, not the device memory that is the
+ * private copy, nor the device allocation and context behind the window's
+ * base address.
  *
  * Another placement at restart (ranks on other hosts, or another number of
  * ranks per host): ranks of a window on different hosts before the
@@ -70,6 +74,18 @@ static const char *wname(const struct kumi_win *w)
     return w->name[0] ? w->name : "(no name)";
 }
 
+/* Device memory in a window (rma_accel.c): what it is, or NULL.  Refused:
+ * the image of a process holds its host memory (the public copy) but not
+ * the private copy on the device, nor the device allocation and the
+ * context behind the window's base address. */
+static const char *devmem_of(const struct kumi_win *w)
+{
+    if (w->devm) return "its memory (MPI_Win_create on a device buffer)";
+    for (int i = 0; i < w->nregions; i++)
+        if (w->regions[i].devm) return "memory attached to it (MPI_Win_attach of a device buffer)";
+    return NULL;
+}
+
 int kumi_rma_ckpt_busy(char *why, size_t len)
 {
     for (struct kumi_rma *m = wins; m; m = m->ck_next) {
@@ -79,6 +95,12 @@ int kumi_rma_ckpt_busy(char *why, size_t len)
         if (w->fab_ops && !w->fab_ops->ckpt_release) {
             snprintf(why, len, "window %s: its memory is registered with the transport %s for remote access, "
                      "which a checkpoint cannot hold", wname(w), "p2p/ofi");
+            return -1;
+        }
+        if ((e = devmem_of(w))) {
+            snprintf(why, len, "window %s: %s is device memory (accel/%s), which a checkpoint image cannot hold "
+                     "(it keeps host memory only: the device memory and its CUDA context would be gone at "
+                     "restart)", wname(w), e, kumi_accel_name() ? kumi_accel_name() : "?");
             return -1;
         }
         if (m->lock_all) e = "a passive-target epoch (MPI_Win_lock_all)";

@@ -2,7 +2,9 @@
  *  1. the round trip of a device-initiated send/receive pair (a persistent
  *     kernel, kumi_gpu.h) against the same exchange written on the host
  *     (cudaMemcpy to the host, MPI_Send / MPI_Recv, cudaMemcpy back), 4 B to
- *     16 MiB; the device path works on host-mapped buffers;
+ *     16 MiB; the device path works on host-mapped buffers; and the same
+ *     exchange with device pointers in the host MPI calls (CUDA-aware: Kumi
+ *     stages them, in pieces overlapped with the transfer above 4 MiB);
  *  2. the stencil's time per step: halo exchange from inside a cooperative
  *     kernel against one kernel launch per step with the exchange on the host.
  * Prints one line per size; the targets (issue 24): at most 5 us more per
@@ -76,7 +78,7 @@ int main(int argc, char **argv)
     kumi_gpu_t g;
     MPIX_Gpu p;
     MPICHK(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CUDA, SB, 4, 1024, &g, &p));
-    if (rank == 0) printf("# size_B  device_us  host_us  relaunch_us  (round trip / 2)\n");
+    if (rank == 0) printf("# size_B  device_us  host_us  cudaaware_us  relaunch_us  (round trip / 2)\n");
     for (size_t n = 4; n <= max; n *= 4) {
         int iters = n <= 65536 ? 200 : 20;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -101,6 +103,18 @@ int main(int argc, char **argv)
             }
         }
         double thost = (MPI_Wtime() - t0) / iters / 2, trel = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int i = 0; i < iters; i++) {
+            if (rank == 0) {
+                MPI_Send(dbuf, (int)n, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+                MPI_Recv(dbuf, (int)n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(dbuf, (int)n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(dbuf, (int)n, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+            }
+        }
+        double tca = (MPI_Wtime() - t0) / iters / 2;
 #ifdef KUMI_GPUCC_RELAUNCH
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
@@ -108,7 +122,7 @@ int main(int argc, char **argv)
         trel = (MPI_Wtime() - t0) / iters / 2;
         CHECK(*err == 0, "relaunched pingpong: class %d", *err);
 #endif
-        if (rank == 0) printf("%9zu  %9.2f  %7.2f  %11.2f\n", n, tdev * 1e6, thost * 1e6, trel * 1e6);
+        if (rank == 0) printf("%9zu  %9.2f  %7.2f  %12.2f  %11.2f\n", n, tdev * 1e6, thost * 1e6, tca * 1e6, trel * 1e6);
     }
     /* stencil, per step */
     int per = 1 << 16, n = SB * per, steps = 200;

@@ -1,6 +1,8 @@
 /* A ring of device-to-device messages through host MPI calls with device
  * pointers (CUDA-aware MPI: the accel framework stages them through pinned
- * host memory), 0 B to 64 MiB. */
+ * host memory), 0 B to 64 MiB: MPI_Sendrecv, then MPI_Irecv + MPI_Isend
+ * (above 4 MiB the payload goes in pieces while it is copied, and the
+ * receive copies pieces to the device as they arrive: request/req_accel.c). */
 #include "gpu_common.h"
 #include <string.h>
 
@@ -29,6 +31,14 @@ int main(int argc, char **argv)
         CU(cudaMemcpy(h, drecv, n, cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < n; i++)
             CHECK(h[i] == (unsigned char)(left * 31 + i * 7 + n), "size %zu: byte %zu is %d", n, i, h[i]);
+        CU(cudaMemset(drecv, 0xee, n ? n : 1));
+        MPI_Request q[2];
+        MPICHK(MPI_Irecv(drecv, (int)n, MPI_BYTE, left, 1, MPI_COMM_WORLD, &q[0]));
+        MPICHK(MPI_Isend(dsend, (int)n, MPI_BYTE, right, 1, MPI_COMM_WORLD, &q[1]));
+        MPICHK(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+        CU(cudaMemcpy(h, drecv, n, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; i++)
+            CHECK(h[i] == (unsigned char)(left * 31 + i * 7 + n), "Isend/Irecv size %zu: byte %zu is %d", n, i, h[i]);
         if (rank == 0) printf("gpu_ring: %zu B ok\n", n);
     }
     MPI_Finalize();

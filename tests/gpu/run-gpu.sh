@@ -4,6 +4,9 @@
 # ranks may share one).  Ends with "N passed, N failed"; skips, saying why,
 # where nvcc, the NVIDIA driver or a GPU is missing.
 #   run-gpu.sh --bench    the benchmark only (make bench-gpu): tests/gpu/bench_gpu.cu at 2 ranks
+# The programs build in parallel (nvcc, one per core); each run is limited to
+# GPURUN_TIMEOUT seconds (default 120), the benchmark to twice that.  A
+# whole run on a GPU machine, the build of Kumi included: tests/gpu/device-run.sh.
 # bench_gpu.cu and relaunch/rl_kernels.cu go through kumi-gpucc --relaunch
 # first: their kernels run persistent and relaunched (README, "kumi-gpucc").
 set -u
@@ -22,32 +25,52 @@ st=$("$PREFIX/bin/kumi_info" --parsable 2>/dev/null | sed -n 's/^component:accel
 pass=0 failc=0
 GPUCC=$PREFIX/bin/kumi-gpucc
 [ -f "$GPUCC" ] || GPUCC=$top/tools/kumi-gpucc
-for f in "$top"/tests/gpu/*.cu "$top"/tests/gpu/relaunch/rl_kernels.cu; do
+limit=${GPURUN_TIMEOUT:-120}
+jobs_max=${GPURUN_JOBS:-$(nproc 2> /dev/null || echo 4)}
+build_one() { # FILE: builds $out/NAME, or leaves $out/NAME.fail with the reason
+    local f=$1 b src
     b=$(basename "$f" .cu)
     src=$f
+    rm -f "$out/$b.fail"
     case $b in
     bench_gpu|rl_kernels)
-        if ! python3 "$GPUCC" --relaunch "$f" -o "$out/$b.relaunch.cu"; then
-            echo "FAIL: kumi-gpucc --relaunch $b.cu"; failc=$((failc+1)); continue
+        if ! python3 "$GPUCC" --relaunch "$f" -o "$out/$b.relaunch.cu" > "$out/$b.build.log" 2>&1; then
+            echo "kumi-gpucc --relaunch $b.cu" > "$out/$b.fail"; return
         fi
         src=$out/$b.relaunch.cu ;;
     esac
-    if ! "$NVCC" -O2 -I"$PREFIX/include" -I"$top/tests/gpu" -I"$top/tests/gpu/relaunch" -o "$out/$b" "$src" \
-            -L"$PREFIX/lib" -Xlinker -rpath,"$PREFIX/lib" -lmpi; then
-        echo "FAIL: $b does not build"; failc=$((failc+1))
+    "$NVCC" -O2 -I"$PREFIX/include" -I"$top/tests/gpu" -I"$top/tests/gpu/relaunch" -o "$out/$b" "$src" \
+        -L"$PREFIX/lib" -Xlinker -rpath,"$PREFIX/lib" -lmpi >> "$out/$b.build.log" 2>&1 || echo "nvcc" > "$out/$b.fail"
+}
+t_build=$(date +%s)
+for f in "$top"/tests/gpu/*.cu "$top"/tests/gpu/relaunch/rl_kernels.cu; do
+    if [ "${1:-}" = --bench ]; then     # the benchmark only, unless built already
+        [ "$(basename "$f")" != bench_gpu.cu ] || [ "$out/bench_gpu" -nt "$f" ] && continue
     fi
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
+    build_one "$f" &
 done
+wait
+for f in "$out"/*.fail; do
+    [ -e "$f" ] || continue
+    b=$(basename "$f" .fail)
+    echo "FAIL: $b does not build ($(cat "$f")):"; tail -15 "$out/$b.build.log" | sed 's/^/    /'
+    failc=$((failc+1))
+done
+echo "# built in $(( $(date +%s) - t_build )) s with $NVCC ($("$NVCC" --version | tail -2 | head -1))"
 run() { # NAME NP PROG
-    local log=$out/$1.log
-    if timeout 300 "$PREFIX/bin/mpiexec" --oversubscribe -n "$2" "$out/$3" > "$log" 2>&1; then
-        echo "PASS: $1"; pass=$((pass+1))
+    local log=$out/$1.log t0
+    t0=$(date +%s)
+    if timeout "$limit" "$PREFIX/bin/mpiexec" --oversubscribe --timeout "$limit" -n "$2" "$out/$3" > "$log" 2>&1; then
+        echo "PASS: $1 ($(( $(date +%s) - t0 )) s)"; pass=$((pass+1))
     else
-        echo "FAIL: $1"; failc=$((failc+1))
+        echo "FAIL: $1 (exit $?, $(( $(date +%s) - t0 )) s)"; failc=$((failc+1))
     fi
-    sed 's/^/    /' "$log" | tail -20
+    tail -20 "$log" | awk '{ print "    " $0 }'    # (a last line without its newline too)
 }
 if [ "${1:-}" = --bench ]; then
-    "$PREFIX/bin/mpiexec" -n 2 "$out/bench_gpu" 2>&1 | tee "$out/bench_gpu.log"
+    [ -x "$out/bench_gpu" ] || exit 1
+    timeout $((2 * limit)) "$PREFIX/bin/mpiexec" --timeout $((2 * limit)) -n 2 "$out/bench_gpu" 2>&1 | tee "$out/bench_gpu.log"
     exit "${PIPESTATUS[0]}"
 fi
 run gpu_stencil_2 2 gpu_stencil

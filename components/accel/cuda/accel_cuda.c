@@ -38,6 +38,9 @@ typedef unsigned long long cu_ptr;
 #define CUDA_ERROR_NOT_READY 600
 typedef void *cu_stream;
 typedef void *cu_event;
+typedef struct { char reserved[64]; } cu_ipc_handle;   /* CUipcMemHandle (CU_IPC_HANDLE_SIZE 64) */
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
+_Static_assert(sizeof(cu_ipc_handle) == KUMI_ACCEL_IPC_SIZE, "the handle fits the contract's");
 
 static struct {
     cu_result (*Init)(unsigned);
@@ -65,8 +68,17 @@ static struct {
     cu_result (*EventRecord)(cu_event, cu_stream);
     cu_result (*EventQuery)(cu_event);
     cu_result (*EventSynchronize)(cu_event);
+    /* optional: IPC (signatures of CUDA 13's cuda.h: cuIpcGetMemHandle, cuIpcOpenMemHandle_v2,
+       cuIpcCloseMemHandle, cuMemGetAddressRange_v2, cuMemcpyDtoD_v2) */
+    cu_result (*IpcGetMemHandle)(cu_ipc_handle *, cu_ptr);   /* + cuCtxSynchronize */
+    cu_result (*IpcOpenMemHandle)(cu_ptr *, cu_ipc_handle, unsigned);
+    cu_result (*IpcCloseMemHandle)(cu_ptr);
+    cu_result (*MemGetAddressRange)(cu_ptr *, size_t *, cu_ptr);
+    cu_result (*MemcpyDtoD)(cu_ptr, cu_ptr, size_t);
+    cu_result (*CtxSynchronize)(void);
 } cu;
 static bool async_ok;                   /* every optional symbol was found */
+static bool ipc_ok;
 
 static void *lib;
 static int ndev;
@@ -88,6 +100,11 @@ static const struct { const char *name; size_t off; } async_syms[] = {
     S(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"), S(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
     S(EventCreate, "cuEventCreate"), S(EventDestroy, "cuEventDestroy_v2"), S(EventRecord, "cuEventRecord"),
     S(EventQuery, "cuEventQuery"), S(EventSynchronize, "cuEventSynchronize"),
+};
+static const struct { const char *name; size_t off; } ipc_syms[] = {
+    S(IpcGetMemHandle, "cuIpcGetMemHandle"), S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
+    S(IpcCloseMemHandle, "cuIpcCloseMemHandle"), S(MemGetAddressRange, "cuMemGetAddressRange_v2"),
+    S(MemcpyDtoD, "cuMemcpyDtoD_v2"), S(CtxSynchronize, "cuCtxSynchronize"),
 #undef S
 };
 
@@ -122,6 +139,12 @@ static int cuda_open(char *why, size_t whylen)
         void *f = dlsym(lib, async_syms[i].name);
         if (!f) async_ok = false;
         memcpy((char *)&cu + async_syms[i].off, &f, sizeof f);
+    }
+    ipc_ok = true;
+    for (size_t i = 0; i < sizeof ipc_syms / sizeof ipc_syms[0]; i++) {
+        void *f = dlsym(lib, ipc_syms[i].name);
+        if (!f) ipc_ok = false;
+        memcpy((char *)&cu + ipc_syms[i].off, &f, sizeof f);
     }
     cu_result r = cu.Init(0);
     if (r) {
@@ -288,6 +311,44 @@ static int cuda_event_sync(void *e)
     return cu.EventSynchronize(e) ? -1 : 0;
 }
 
+/* IPC: the handle is for the allocation that holds dev (cuIpcGetMemHandle
+ * wants its start: cuMemGetAddressRange). */
+static int cuda_ipc_handle(const void *dev, void *h, size_t *off)
+{
+    cu_ptr base = 0;
+    size_t len = 0;
+    cu_ipc_handle hd;
+    if (!ipc_ok || current() || cu.MemGetAddressRange(&base, &len, (cu_ptr)(uintptr_t)dev) ||
+        cu.IpcGetMemHandle(&hd, base))
+        return -1;
+    memcpy(h, &hd, sizeof hd);
+    *off = (size_t)((cu_ptr)(uintptr_t)dev - base);
+    return 0;
+}
+
+static int cuda_ipc_open(const void *h, void **base)
+{
+    cu_ipc_handle hd;
+    cu_ptr p = 0;
+    memcpy(&hd, h, sizeof hd);
+    if (!ipc_ok || current() || cu.IpcOpenMemHandle(&p, hd, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return -1;
+    *base = (void *)(uintptr_t)p;
+    return 0;
+}
+
+static void cuda_ipc_close(void *base)
+{
+    if (ipc_ok && !current()) cu.IpcCloseMemHandle((cu_ptr)(uintptr_t)base);
+}
+
+static int cuda_dtod(void *dst, const void *src, size_t n)
+{
+    if (!ipc_ok || current()) return -1;
+    /* a device-to-device copy may still run when cuMemcpyDtoD returns: waited for, since the
+       sender's buffer is released at the answer */
+    return cu.MemcpyDtoD((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n) || cu.CtxSynchronize() ? -1 : 0;
+}
+
 static const struct kumi_accel_ops cuda_ops = {
     .hdr = KUMI_ACCEL_OPS_HDR,
     .init = cuda_init,
@@ -308,6 +369,10 @@ static const struct kumi_accel_ops cuda_ops = {
     .event_record = cuda_event_record,
     .event_query = cuda_event_query,
     .event_sync = cuda_event_sync,
+    .ipc_handle = cuda_ipc_handle,
+    .ipc_open = cuda_ipc_open,
+    .ipc_close = cuda_ipc_close,
+    .copy_dtod = cuda_dtod,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_accel_cuda_component = {

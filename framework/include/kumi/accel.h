@@ -27,6 +27,14 @@
  *                                 this call is; 0 or -1
  *   event_query(e)                1 done, 0 not yet, -1 error (never blocks)
  *   event_sync(e)                 waits until e is done; 0 or -1
+ * Optional (contract 1.2; NULL: device buffers of peers on one host are
+ * staged like any other):
+ *   ipc_handle(dev, h, &off)      h (KUMI_ACCEL_IPC_SIZE bytes): a handle another
+ *                                 process of this host can open for the
+ *                                 allocation holding dev; off: dev's offset in it
+ *   ipc_open(h, &base)            maps that allocation here: base; 0 or -1
+ *   ipc_close(base)
+ *   copy_dtod(dst, src, n)        device -> device (synchronous); 0 or -1
  */
 #ifndef KUMI_ACCEL_H
 #define KUMI_ACCEL_H
@@ -40,7 +48,8 @@ extern "C" {
 #endif
 
 #define KUMI_ACCEL_CONTRACT_MAJOR 1
-#define KUMI_ACCEL_CONTRACT_MINOR 1
+#define KUMI_ACCEL_CONTRACT_MINOR 2
+#define KUMI_ACCEL_IPC_SIZE 64
 #define KUMI_ACCEL_OPS_HDR \
     KUMI_OPS_HDR(struct kumi_accel_ops, KUMI_ACCEL_CONTRACT_MAJOR, KUMI_ACCEL_CONTRACT_MINOR)
 #define KUMI_ACCEL_OPS_MIN_SIZE offsetof(struct kumi_accel_ops, stream_new)   /* 1.0's table */
@@ -70,6 +79,11 @@ struct kumi_accel_ops {
     int (*event_record)(void *event, void *stream);
     int (*event_query)(void *event);
     int (*event_sync)(void *event);
+    /* 1.2: one device-to-device copy between processes of one host (optional) */
+    int (*ipc_handle)(const void *dev, void *handle, size_t *off);
+    int (*ipc_open)(const void *handle, void **base);
+    void (*ipc_close)(void *base);
+    int (*copy_dtod)(void *dst, const void *src, size_t n);
 };
 
 #ifdef __cplusplus

@@ -47,6 +47,10 @@ enum kumi_hdr_kind {
 
 #define KUMI_HDR_F_CANCELLED 0x01
 #define KUMI_HDR_F_RGET      0x02   /* RTS: the receiver pulls the payload (see rget/pull) */
+#define KUMI_HDR_F_PIECE     0x04   /* DATA: one piece of the payload, at byte offset
+                                       (uint32_t)src << 32 | (uint32_t)tag (request/req_accel.c) */
+#define KUMI_HDR_F_IPC       0x08   /* CTS: the receiver can open the sender's device memory; DATA
+                                       piece: its payload is the handle; CTS again: the answer */
 
 /* Return values of pollfds() besides a count. */
 #define KUMI_P2P_NOSLEEP (-1)

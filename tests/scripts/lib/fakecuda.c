@@ -13,10 +13,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-struct region { char *dev, *rw; size_t len; };
+struct region { char *dev, *rw; size_t len; int fd; int opened; };
 static struct region regs[256];
 static int nregs;
 static void *pinned[256];
@@ -86,13 +87,12 @@ int cuMemAlloc_v2(unsigned long long *out, size_t n)
     if (fd < 0 || ftruncate(fd, (off_t)len)) return 2;
     char *dev = mmap(NULL, len, getenv("FAKECUDA_DEVRW") ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED, fd, 0);
     char *rw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (dev == MAP_FAILED || rw == MAP_FAILED) return 2;
+    if (dev == MAP_FAILED || rw == MAP_FAILED) { close(fd); return 2; }
     pthread_mutex_lock(&mu);
     int i = 0;
     while (i < nregs && regs[i].dev) i++;
     if (i == 256) { pthread_mutex_unlock(&mu); return 2; }
-    regs[i] = (struct region){ dev, rw, len };
+    regs[i] = (struct region){ dev, rw, len, fd, 0 };   /* fd kept: IPC handles name it */
     if (i == nregs) nregs++;
     pthread_mutex_unlock(&mu);
     *out = (unsigned long long)(uintptr_t)dev;
@@ -102,9 +102,75 @@ int cuMemFree_v2(unsigned long long p)
 {
     pthread_mutex_lock(&mu);
     struct region *r = find((uintptr_t)p);
-    if (r) { munmap(r->dev, r->len); munmap(r->rw, r->len); r->dev = NULL; }
+    if (r && r->opened) r = NULL;                 /* opened from another process: cuIpcCloseMemHandle */
+    if (r) { munmap(r->dev, r->len); munmap(r->rw, r->len); if (r->fd >= 0) close(r->fd); r->dev = NULL; }
     pthread_mutex_unlock(&mu);
     return r ? 0 : 1;
+}
+
+/* IPC: a handle names the owner's process and descriptor of the memfd behind
+ * an allocation (opened again through /proc); FAKECUDA_NOIPC=1: opening fails. */
+struct fipc { unsigned magic; int pid, fd; size_t len; };
+struct fhandle { char b[64]; };                   /* CUipcMemHandle, passed by value */
+int cuMemGetAddressRange_v2(unsigned long long *base, size_t *len, unsigned long long p)
+{
+    pthread_mutex_lock(&mu);
+    struct region *r = find((uintptr_t)p);
+    if (r) { *base = (uintptr_t)r->dev; *len = r->len; }
+    pthread_mutex_unlock(&mu);
+    return r ? 0 : 1;
+}
+int cuIpcGetMemHandle(void *h, unsigned long long p)
+{
+    pthread_mutex_lock(&mu);
+    struct region *r = find((uintptr_t)p);
+    int ok = r && (uintptr_t)p == (uintptr_t)r->dev && !r->opened;
+    struct fipc f = { 0x46495043u, getpid(), ok ? r->fd : -1, ok ? r->len : 0 };
+    pthread_mutex_unlock(&mu);
+    if (!ok) return 1;
+    memset(h, 0, 64);
+    memcpy(h, &f, sizeof f);
+    return 0;
+}
+int cuIpcOpenMemHandle_v2(unsigned long long *out, struct fhandle h, unsigned flags)
+{
+    (void)flags;
+    struct fipc f;
+    char path[64];
+    memcpy(&f, h.b, sizeof f);
+    if (getenv("FAKECUDA_NOIPC") || f.magic != 0x46495043u) return 1;
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", f.pid, f.fd);
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return 1;
+    char *dev = mmap(NULL, f.len, getenv("FAKECUDA_DEVRW") ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED, fd, 0);
+    char *rw = mmap(NULL, f.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (dev == MAP_FAILED || rw == MAP_FAILED) return 2;
+    pthread_mutex_lock(&mu);
+    int i = 0;
+    while (i < nregs && regs[i].dev) i++;
+    if (i == 256) { pthread_mutex_unlock(&mu); return 2; }
+    regs[i] = (struct region){ dev, rw, f.len, -1, 1 };
+    if (i == nregs) nregs++;
+    pthread_mutex_unlock(&mu);
+    *out = (uintptr_t)dev;
+    return 0;
+}
+int cuIpcCloseMemHandle(unsigned long long p)
+{
+    pthread_mutex_lock(&mu);
+    struct region *r = find((uintptr_t)p);
+    if (r && r->opened) { munmap(r->dev, r->len); munmap(r->rw, r->len); r->dev = NULL; }
+    pthread_mutex_unlock(&mu);
+    return r ? 0 : 1;
+}
+int cuCtxSynchronize(void) { return 0; }
+int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n)
+{
+    char *d = rw_of(dst, n), *s = rw_of(src, n);
+    if (!d || !s) return 1;
+    memmove(d, s, n);
+    return 0;
 }
 int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
@@ -137,7 +203,15 @@ int cuMemFreeHost(void *p)
 struct fop { char *dst; const char *src; size_t n; struct fop *next; };
 struct fstream { struct fop *head, *tail; unsigned long long queued, done; };
 struct fevent { struct fstream *s; unsigned long long upto; };
-static unsigned long long n_async, n_notready;
+static unsigned long long n_async, n_notready, n_queued;
+/* asynchronous copies queued and not done yet (tests call it through dlsym) */
+unsigned long long fakecuda_pending(void)
+{
+    pthread_mutex_lock(&mu);
+    unsigned long long n = n_queued;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
 
 static void count_at_exit(void)
 {
@@ -156,6 +230,7 @@ static void run_one(struct fstream *s)
     if (!s->head) s->tail = NULL;
     memcpy(o->dst, o->src, o->n);
     s->done++;
+    n_queued--;
     free(o);
 }
 
@@ -188,6 +263,7 @@ static int enqueue(struct fstream *s, char *dst, const char *src, size_t n)
     s->tail = o;
     s->queued++;
     n_async++;
+    n_queued++;
     pthread_mutex_unlock(&mu);
     return 0;
 }

@@ -1,0 +1,87 @@
+#!/bin/bash
+# Everything GPU in one short run, for a machine with an NVIDIA GPU (issue 24):
+#   bash tests/gpu/device-run.sh [OUTDIR]
+# 1. the machine: GPUs, driver, nvcc, cores;
+# 2. Kumi built and installed (./install.sh; KUMI_SKIP_APT=1 unless
+#    GPURUN_APT=1), skipped where $PREFIX/bin/mpiexec already runs;
+# 3. the GPU test set (./check.sh --gpu: tests/gpu/run-gpu.sh);
+# 4. the benchmark (make bench-gpu: run-gpu.sh --bench).
+# Each step has a time limit (build 360 s, tests 300 s, benchmark 150 s; a
+# test run 60 s, GPURUN_TIMEOUT), so the whole stays under 14 minutes
+# (about 4 on a 16-core machine with Kumi to build).  Logs go to OUTDIR
+# (default $OUT when set, else _build/gpu-run); what to paste is printed last
+# (the summary, the benchmark's table) and kept in OUTDIR/summary.txt.
+#
+# A machine without autoconf / automake / libtool: run
+#   bash tests/gpu/device-run.sh --prepare
+# here first (a tree where ./autogen.sh ran): it packs autogen's outputs into
+# _build-gpurun/autogen.tgz (ignored by git as _build*), which the run on the
+# GPU machine unpacks when ./configure is missing; carry _build-gpurun along.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+if [ "${1:-}" = --prepare ]; then
+    cd "$top" || exit 1
+    [ -x configure ] || { echo "no ./configure here: run ./autogen.sh first"; exit 1; }
+    mkdir -p _build-gpurun
+    git ls-files --others --ignored --exclude-standard |
+        grep -vE '^(_build|_install|autom4te\.cache/|\.gpu|.*\.(o|lo|la|so|a)$)' > _build-gpurun/autogen.list
+    tar czf _build-gpurun/autogen.tgz -T _build-gpurun/autogen.list &&
+        echo "packed $(wc -l < _build-gpurun/autogen.list) files of autogen's into _build-gpurun/autogen.tgz" \
+             "($(du -k _build-gpurun/autogen.tgz | cut -f1) KiB): carry _build-gpurun"
+    exit
+fi
+if [ ! -x "$top/configure" ] && [ -f "$top/_build-gpurun/autogen.tgz" ]; then
+    # unpacked with the time of now (-m), so that neither install.sh nor make runs autotools again
+    tar xzmf "$top/_build-gpurun/autogen.tgz" -C "$top" && echo "== unpacked _build-gpurun/autogen.tgz (autogen's outputs)"
+fi
+out=${1:-${OUT:-$top/_build/gpu-run}}
+mkdir -p "$out"
+export PREFIX=${PREFIX:-$top/_install} BUILDDIR=${BUILDDIR:-$top/_build}
+export GPURUN_TIMEOUT=${GPURUN_TIMEOUT:-60}
+export PATH=$PATH:/usr/local/cuda/bin
+sum=$out/summary.txt
+: > "$sum"
+say() { echo "$*" | tee -a "$sum"; }
+t_all=$(date +%s)
+step() { # NAME LIMIT CMD...: runs CMD under the limit, log in OUTDIR/NAME.log
+    local name=$1 lim=$2 t0 rc
+    shift 2
+    t0=$(date +%s)
+    timeout "$lim" "$@" > "$out/$name.log" 2>&1
+    rc=$?
+    [ $rc -eq 124 ] && say "== $name: TIMED OUT after $lim s" || say "== $name: exit $rc in $(( $(date +%s) - t0 )) s"
+    return $rc
+}
+
+say "== machine ($(date -u +%FT%TZ), commit $(git -C "$top" rev-parse --short HEAD 2> /dev/null || echo ?))"
+{ nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 || echo "nvidia-smi failed"; } |
+    sed 's/^/   gpu: /' | tee -a "$sum"
+say "   nvcc: $(nvcc --version 2> /dev/null | tail -2 | head -1 || echo none)"
+say "   cores: $(nproc), $(uname -r)"
+
+if "$PREFIX/bin/mpiexec" -n 1 true > /dev/null 2>&1; then
+    say "== build: $PREFIX/bin/mpiexec runs: not rebuilt"
+else
+    missing=
+    for t in gcc make autoconf automake libtool python3 pkg-config; do command -v $t > /dev/null || missing="$missing $t"; done
+    [ -n "$missing" ] && say "   missing build tools:$missing (install.sh may fail)"
+    if [ "${GPURUN_APT:-0}" = 1 ]; then apt_env=(); else apt_env=(KUMI_SKIP_APT=1); fi
+    if ! step build 360 env "${apt_env[@]}" "$top/install.sh"; then
+        tail -30 "$out/build.log" | sed 's/^/   | /' | tee -a "$sum"
+        say "== stopped: Kumi did not build ($(( $(date +%s) - t_all )) s)"
+        exit 1
+    fi
+fi
+"$PREFIX/bin/kumi_info" --parsable 2> /dev/null | grep '^component:accel:cuda:' | sed 's/^/   /' | tee -a "$sum"
+
+step tests 300 "$top/tests/gpu/run-gpu.sh"
+grep -E '^(PASS|FAIL|SKIP): |^# built|^[0-9]+ passed, ' "$out/tests.log" | sed 's/^/   /' | tee -a "$sum"
+if grep -q '^FAIL' "$out/tests.log"; then
+    say "   (the failures' last lines)"
+    grep -A12 '^FAIL' "$out/tests.log" | head -80 | sed 's/^/   | /' | tee -a "$sum"
+fi
+
+step bench 150 "$top/tests/gpu/run-gpu.sh" --bench ||
+    { grep -vE '^( *[0-9]|#)' "$out/bench.log" | tail -12 | sed 's/^/   | /' | tee -a "$sum"; }
+grep -E '^( *[0-9]|#)' "$out/bench.log" | sed 's/^/   /' | tee -a "$sum"
+say "== all done in $(( $(date +%s) - t_all )) s; logs in $out"
