@@ -293,7 +293,7 @@ merged() {
                       v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"], v["wire_bytes"] / 1e6 }' "$out/kaccvm.console.log"
         done
         grep -q '^KMODVM-BENCHBIND:' "$out/kaccvm.console.log" &&
-            echo "   wire_MB: bytes both veth ends sent (tbf's counters); the bindings: $(sed -n 's/^KMODVM-BENCHBIND: [^ ]* [^ ]* //p' "$out/kaccvm.console.log" | sort | uniq -c | sed 's/^ *\([0-9]*\) /\1 launches: /' | head -3 | tr '\n' ';')"
+            echo "   wire_MB: bytes both veth ends sent (tbf's counters); the ranks (net namespace, CPUs): $(sed -n 's/^KMODVM-BENCHBIND: [^ ]* [^ ]* //p' "$out/kaccvm.console.log" | sort | uniq -c | sed 's/^ *\([0-9]*\) /\1 launches: /' | head -3 | tr '\n' ';')"
         echo "   /proc/kumi_kacc: $(sed -n 's/^KMODVM-STAT: //p' "$out/kaccvm.console.log" | tr '\n' ' ')"
         echo "   fallbacks: ranks whose engine fell back to loop (KUMI_VERBOSE line); the VM's verdicts:" \
              "$(grep -c '^KMODVM: PASS' "$out/kaccvm.console.log") passed, $(grep -c '^KMODVM: FAIL' "$out/kaccvm.console.log") failed"

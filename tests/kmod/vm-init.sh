@@ -124,7 +124,21 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
             say "FAIL bench-link ($LINK: veth / tbf / namespaces not set up)"
         fi
     fi
-    hostargs=; [ -n "$run" ] && hostargs="--hostfile /tmp/kumi-hosts --launch-agent /bin/kumi-agent --report-bindings"
+    hostargs=; [ -n "$run" ] && hostargs="--hostfile /tmp/kumi-hosts --launch-agent /bin/kumi-agent"
+    # on the wire: each rank's network namespace and CPUs, seen once both run (a proxy
+    # started through the agent does not report its bindings)
+    where_ranks() {
+        i=0
+        while [ $i -lt 600 ]; do
+            set -- $(pidof overlap)
+            [ $# -ge 2 ] && break
+            sleep 0.2; i=$((i + 1))
+        done
+        sleep 1
+        for p in $(pidof overlap | tr ' ' '\n' | sort -n); do
+            echo "$(readlink /proc/$p/ns/net) cpus $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status)"
+        done | sort | tr '\n' ' '
+    }
     # bytes the veth ends sent (tbf's counters): the launch's data went over the wire
     wire_bytes() {
         [ -n "$run" ] || { echo 0; return; }
@@ -139,13 +153,14 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         [ -z "$steer" ] || echo "$steer" > /sys/module/kumi_kacc/parameters/steer
         r0=$(stat_of runs_done); n0=$(stat_of nodes); u0=$(stat_of user_nodes); s=$(date +%s)
         wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes)
+        bp=; [ -z "$run" ] || { where_ranks > /tmp/bind.out & bp=$!; }
         env $envs KUMI_VERBOSE=1 timeout ${BENCH_TIMEOUT:-300} $run $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
             $hostargs --bind-to core -n 2 ./overlap $args < /dev/null > /tmp/bench.out 2>&1
         rc=$?
         r1=$(stat_of runs_done); n1=$(stat_of nodes); u1=$(stat_of user_nodes); e=$(date +%s)
         wo1=$(stat_of work_us_own); wx1=$(stat_of work_us_other); wb1=$(wire_bytes)
-        # on the wire: where the ranks ran (mpiexec's --report-bindings), once per launch
-        [ -z "$run" ] || echo "KMODVM-BENCHBIND: $impl $case $(grep 'bound to' /tmp/bench.out | tr '\n' ' ')"
+        # on the wire: where the ranks ran, once per launch
+        [ -z "$bp" ] || { kill $bp 2>/dev/null; wait $bp; echo "KMODVM-BENCHBIND: $impl $case $(cat /tmp/bind.out)"; }
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
         [ $rc = 0 ] || tail -5 /tmp/bench.out | sed 's/^/KMODVM-OUT: /'
         kruns=$(grep 'schedule runs in the kernel' /tmp/bench.out | sed -n 's/.*kmod: \([0-9]*\) schedule runs.*/\1/p' |

@@ -173,7 +173,7 @@ done
             else echo "KMODVM-BENCH: kumi-$e mm4.iallreduce,ibcast-tree ovl $op 1048576 0 100 2000 2050 95.0 30 2.5 2050 400"; fi
         done
         echo "KMODVM-BENCHSTAT: kumi-$e mm4.iallreduce,ibcast-tree rc=0 secs=9 runs_done=$([ $e = kmod ] && echo 12 || echo 0) nodes=0 user_nodes=0 ranks_kernel_runs=0 engine_fallbacks=0 work_us_own=$([ $e = kmod ] && echo 70 || echo 0) work_us_other=$([ $e = kmod ] && echo 30 || echo 0) wire_bytes=$([ $e = kmod ] && echo 4200000 || echo 4300000)"
-        echo "KMODVM-BENCHBIND: kumi-$e mm4.iallreduce,ibcast-tree mpiexec: rank 0 bound to core 0 (cpus 0) mpiexec: rank 1 bound to core 1 (cpus 1)"
+        echo "KMODVM-BENCHBIND: kumi-$e mm4.iallreduce,ibcast-tree net:[4026532200] cpus 0 net:[4026532300] cpus 1 "
     done
     echo "KMODVM-STAT: runs_done 12"
     echo "KMODVM: PASS insmod"
@@ -191,7 +191,7 @@ done
 echo "$out" | grep -Eq '^  Kumi kmod +1 +0 +12 .* 70 +30 +4\.2$' || fail "kacc-bench.sh vm: no counters of the kmod launches"
 echo "$out" | grep -q '2 ranks over TCP (a veth pair between two network namespaces, tbf 1gbit each way) in a QEMU' ||
     fail "kacc-bench.sh vm: the wire is not named"
-echo "$out" | grep -q 'the bindings: 4 launches: mpiexec: rank 0 bound to core 0 (cpus 0) mpiexec: rank 1 bound to core 1' ||
+echo "$out" | grep -q 'the ranks (net namespace, CPUs): 4 launches: net:\[4026532200\] cpus 0 net:\[4026532300\] cpus 1' ||
     fail "kacc-bench.sh vm: the ranks' bindings on the wire are not shown"
 grep -q '^kaccvm|kmod engine, iallreduce 1048576 B, 4x4 products, k=0: less CPU lost and done no later than thread .*|1|1$' \
     "$work/kaccvmlogs/targets" || fail "kacc-bench.sh vm: kmod's done/compute not compared: $(cat "$work/kaccvmlogs/targets")"
