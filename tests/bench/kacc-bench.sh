@@ -65,6 +65,12 @@
 # VM (default 1500 s); KUMI_BENCH_TIMEOUT: one launch in it.  The console and the
 # VM script's output stay in $KUMI_BENCH_OUT/kaccvm.console.log and kaccvm.vm.log;
 # KUMI_BENCH_KACCVM_CONSOLE=FILE makes the tables from such a console log, no VM.
+# KUMI_BENCH_KACCVM_LINK=RATE (tc's form: 1gbit, 200mbit; empty, the default: loopback)
+# puts the 2 ranks on a wire, as KACC's were: two network namespaces of the VM joined by a
+# veth pair, each end sending through a tbf qdisc of RATE, one rank in each (a host of its
+# own for Kumi), mpiexec starting them through a launch agent (kmod_vm.sh KUMI_KMOD_VM_LINK).
+# Over loopback every byte is the vCPUs' work (copies, the TCP stack), which nothing hides;
+# on the wire the transfer also takes time during which the computation can run.
 # Appends its targets to $KUMI_BENCH_OUT/targets and writes $KUMI_BENCH_OUT/kacc.kumi.status
 # (kaccvm.kumi.status).
 set -u
@@ -131,6 +137,7 @@ else
     read -r -a impls <<< "${KUMI_BENCH_KACCVM_IMPLS:-kumi-loop kumi-thread kumi-uring kumi-kmod}"
     vm_smp=${KUMI_BENCH_KACCVM_SMP:-2}
     vm_ks=${KUMI_BENCH_KACCVM_K:-0}     # the offloaded engines' test intervals (loop: $ks)
+    vm_link=${KUMI_BENCH_KACCVM_LINK:-}   # a wire of this rate between the ranks (empty: loopback)
     vm_cmp=${KUMI_BENCH_KACCVM_CMP_US:-5000,20000,150000}   # the compute's length per size, every engine alike
     # one launch runs the allreduce and one broadcast (its environment chooses the broadcast's
     # algorithm): the VM starts a job in about 10 s
@@ -160,7 +167,7 @@ else
         rc=0
     else
         echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with $vm_smp vCPUs (limit $vmlimit s)"
-        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
+        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_LINK=$vm_link KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
             KUMI_KMOD_VM_CONSOLE="$out/kaccvm.console.log" KUMI_KMOD_VM_TIMEOUT=$vmlimit KUMI_KMOD_VM_BENCH_TIMEOUT=$limit \
             top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$top_srcdir/tests/scripts/kmod_vm.sh" > "$out/kaccvm.vm.log" 2>&1
         rc=$?
@@ -180,7 +187,11 @@ else
         w="$work" "$out/kaccvm.console.log"
     kver=$(sed -n 's/.*KMODVM: kernel \([^,]*\),.*/\1/p' "$out/kaccvm.console.log" | head -1)
     ncpu=$(sed -n 's/.*KMODVM: kernel [^,]*, \([0-9]*\) CPUs.*/\1/p' "$out/kaccvm.console.log" | head -1)
-    where="2 ranks over TCP (loopback) in a QEMU TCG VM, ${ncpu:-$vm_smp} vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
+    wire=$(sed -n 's/.*KMODVM: bench: link \([^:]*\):.*/\1/p' "$out/kaccvm.console.log" | head -1)
+    if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way"
+    elif grep -q 'KMODVM: FAIL bench-link' "$out/kaccvm.console.log"; then wire="loopback: THE LINK WAS NOT SET UP"
+    else wire=loopback; fi
+    where="2 ranks over TCP ($wire) in a QEMU TCG VM, ${ncpu:-$vm_smp} vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
 fi
 
 # merged IMPL CASE: per op, size and k the median over the launches of every column
@@ -272,15 +283,17 @@ merged() {
         # /proc/kumi_kacc after the run
         echo
         echo "-- kaccvm: the module's counters over each engine's launches (sums), and at the end"
-        printf "  %-12s %8s %6s %10s %12s %12s %9s %10s %10s\n" "" launches failed runs_done nodes user_nodes fallbacks \
-               wk_us_own wk_us_oth
+        printf "  %-12s %8s %6s %10s %12s %12s %9s %10s %10s %8s\n" "" launches failed runs_done nodes user_nodes fallbacks \
+               wk_us_own wk_us_oth wire_MB
         for i in "${impls[@]}"; do
             awk -v i="$i" -v l="$(bench_name "$i")" '$1 == "KMODVM-BENCHSTAT:" && $2 == i {
                     n++; for (j = 4; j <= NF; j++) { split($j, kv, "="); v[kv[1]] += kv[2] }
                     if ($4 != "rc=0") f++ }
-                END { printf "  %-12s %8d %6d %10d %12d %12d %9d %10d %10d\n", l, n, f, v["runs_done"], v["nodes"],
-                      v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"] }' "$out/kaccvm.console.log"
+                END { printf "  %-12s %8d %6d %10d %12d %12d %9d %10d %10d %8.1f\n", l, n, f, v["runs_done"], v["nodes"],
+                      v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"], v["wire_bytes"] / 1e6 }' "$out/kaccvm.console.log"
         done
+        grep -q '^KMODVM-BENCHBIND:' "$out/kaccvm.console.log" &&
+            echo "   wire_MB: bytes both veth ends sent (tbf's counters); the ranks (net namespace, CPUs): $(sed -n 's/^KMODVM-BENCHBIND: [^ ]* [^ ]* //p' "$out/kaccvm.console.log" | sort | uniq -c | sed 's/^ *\([0-9]*\) /\1 launches: /' | head -3 | tr '\n' ';')"
         echo "   /proc/kumi_kacc: $(sed -n 's/^KMODVM-STAT: //p' "$out/kaccvm.console.log" | tr '\n' ' ')"
         echo "   fallbacks: ranks whose engine fell back to loop (KUMI_VERBOSE line); the VM's verdicts:" \
              "$(grep -c '^KMODVM: PASS' "$out/kaccvm.console.log") passed, $(grep -c '^KMODVM: FAIL' "$out/kaccvm.console.log") failed"

@@ -81,6 +81,70 @@ fi
 # numbers only, no verdict: its "ovl" lines, then the module's counters over the launch
 if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
     say "bench: $(wc -l < /kmodvm.bench) launches of overlap; meltdown: $(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null); cmdline: $(cat /proc/cmdline)"
+    # LINK=RATE (kmod_vm.sh's KUMI_KMOD_VM_LINK): the 2 ranks on a wire.  Two network namespaces,
+    # hosts h1 (10.77.0.1) and h2 (10.77.0.2), each held by a sleeping process, joined by a veth
+    # pair; both ends send through tbf at RATE, so that the data takes time on the wire.
+    # mpiexec runs in h1; a launch agent starts each host's proxy in its namespace, pinned to
+    # vCPU 0 (h1) or 1 (h2): the proxy binds its rank within that.  Kumi takes each network
+    # namespace for a host of its own (kumi_host_id), so the ranks talk over 10.77.0.0/24.
+    run=
+    if [ -n "${LINK:-}" ]; then
+        lk=fail
+        if insmod /mods/veth.ko && insmod /mods/sch_tbf.ko; then
+            unshare -n sleep 1000000 & h1=$!
+            unshare -n sleep 1000000 & h2=$!
+            sleep 0.2
+            # burst: 1 ms of the rate, at least 64 KiB (a veth skb may be a 64 KiB GSO segment)
+            bps=$(echo "$LINK" | awk '{ v = $1 + 0; u = tolower($1); sub(/^[0-9.]+/, "", u)
+                    m = u ~ /^k/ ? 1e3 : u ~ /^m/ ? 1e6 : u ~ /^g/ ? 1e9 : 1; if (u ~ /bps$/) m *= 8
+                    print int(v * m) }')
+            burst=$((bps / 8 / 1000)); [ $burst -ge 65536 ] || burst=65536
+            if /usr/sbin/ip link add k1 type veth peer name k2 &&
+               /usr/sbin/ip link set k1 netns $h1 && /usr/sbin/ip link set k2 netns $h2 &&
+               nsenter -t $h1 -n /usr/sbin/ip addr add 10.77.0.1/24 dev k1 &&
+               nsenter -t $h2 -n /usr/sbin/ip addr add 10.77.0.2/24 dev k2 &&
+               nsenter -t $h1 -n /usr/sbin/ip link set k1 up && nsenter -t $h2 -n /usr/sbin/ip link set k2 up &&
+               nsenter -t $h1 -n /usr/sbin/ip link set lo up && nsenter -t $h2 -n /usr/sbin/ip link set lo up &&
+               nsenter -t $h1 -n /usr/sbin/tc qdisc add dev k1 root tbf rate "$LINK" burst $burst latency 100ms &&
+               nsenter -t $h2 -n /usr/sbin/tc qdisc add dev k2 root tbf rate "$LINK" burst $burst latency 100ms &&
+               nsenter -t $h1 -n ping -c 1 -W 5 10.77.0.2 > /dev/null; then
+                lk=ok
+            fi
+        fi
+        if [ $lk = ok ]; then
+            printf '10.77.0.1 h1\n10.77.0.2 h2\n' >> /etc/hosts
+            printf 'h1\nh2\n' > /tmp/kumi-hosts
+            printf '#!/bin/sh\nh=$1; shift\ncase $h in h1) p=%s c=0 ;; h2) p=%s c=1 ;; *) echo "agent: no host $h" >&2; exit 255 ;; esac\nexec taskset -c $c nsenter -t $p -n "$@"\n' \
+                $h1 $h2 > /bin/kumi-agent
+            chmod +x /bin/kumi-agent
+            run="nsenter -t $h1 -n"
+            say "bench: link $LINK: veth h1 10.77.0.1 -- h2 10.77.0.2, tbf burst $burst B each way;" \
+                "$(nsenter -t $h1 -n /usr/sbin/tc qdisc show dev k1 | head -1)"
+        else
+            say "FAIL bench-link ($LINK: veth / tbf / namespaces not set up)"
+        fi
+    fi
+    hostargs=; [ -n "$run" ] && hostargs="--hostfile /tmp/kumi-hosts --launch-agent /bin/kumi-agent"
+    # on the wire: each rank's network namespace and CPUs, seen once both run (a proxy
+    # started through the agent does not report its bindings)
+    where_ranks() {
+        i=0
+        while [ $i -lt 600 ]; do
+            set -- $(pidof overlap)
+            [ $# -ge 2 ] && break
+            sleep 0.2; i=$((i + 1))
+        done
+        sleep 1
+        for p in $(pidof overlap | tr ' ' '\n' | sort -n); do
+            echo "$(readlink /proc/$p/ns/net) cpus $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status)"
+        done | sort | tr '\n' ' '
+    }
+    # bytes the veth ends sent (tbf's counters): the launch's data went over the wire
+    wire_bytes() {
+        [ -n "$run" ] || { echo 0; return; }
+        { nsenter -t $h1 -n /usr/sbin/tc -s qdisc show dev k1; nsenter -t $h2 -n /usr/sbin/tc -s qdisc show dev k2; } |
+            awk '$1 == "Sent" { s += $2 } END { print s + 0 }'
+    }
     while read -r impl case rest; do
         envs=${rest%%--*} args=${rest#*-- }
         # KACC_STEER=N: the module's steer parameter for this launch (kumi_kacc.c: 0 the rank's
@@ -88,12 +152,15 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         steer=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_STEER=//p')
         [ -z "$steer" ] || echo "$steer" > /sys/module/kumi_kacc/parameters/steer
         r0=$(stat_of runs_done); n0=$(stat_of nodes); u0=$(stat_of user_nodes); s=$(date +%s)
-        wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other)
-        env $envs KUMI_VERBOSE=1 timeout ${BENCH_TIMEOUT:-300} $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
-            --bind-to core -n 2 ./overlap $args < /dev/null > /tmp/bench.out 2>&1
+        wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes)
+        bp=; [ -z "$run" ] || { where_ranks > /tmp/bind.out & bp=$!; }
+        env $envs KUMI_VERBOSE=1 timeout ${BENCH_TIMEOUT:-300} $run $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
+            $hostargs --bind-to core -n 2 ./overlap $args < /dev/null > /tmp/bench.out 2>&1
         rc=$?
         r1=$(stat_of runs_done); n1=$(stat_of nodes); u1=$(stat_of user_nodes); e=$(date +%s)
-        wo1=$(stat_of work_us_own); wx1=$(stat_of work_us_other)
+        wo1=$(stat_of work_us_own); wx1=$(stat_of work_us_other); wb1=$(wire_bytes)
+        # on the wire: where the ranks ran, once per launch
+        [ -z "$bp" ] || { kill $bp 2>/dev/null; wait $bp; echo "KMODVM-BENCHBIND: $impl $case $(cat /tmp/bind.out)"; }
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
         [ $rc = 0 ] || tail -5 /tmp/bench.out | sed 's/^/KMODVM-OUT: /'
         kruns=$(grep 'schedule runs in the kernel' /tmp/bench.out | sed -n 's/.*kmod: \([0-9]*\) schedule runs.*/\1/p' |
@@ -101,7 +168,7 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         fb=$(grep -c 'collectives use the loop engine' /tmp/bench.out)
         echo "KMODVM-BENCHSTAT: $impl $case rc=$rc secs=$((e - s)) runs_done=$((r1 - r0)) nodes=$((n1 - n0))" \
              "user_nodes=$((u1 - u0)) ranks_kernel_runs=$kruns engine_fallbacks=$fb" \
-             "work_us_own=$((wo1 - wo0)) work_us_other=$((wx1 - wx0))"
+             "work_us_own=$((wo1 - wo0)) work_us_other=$((wx1 - wx0)) wire_bytes=$((wb1 - wb0))"
     done < /kmodvm.bench
 fi
 cat /proc/kumi_kacc | sed 's/^/KMODVM-STAT: /'

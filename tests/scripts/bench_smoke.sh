@@ -162,15 +162,18 @@ done
 # (KUMI_BENCH_KACCVM_CONSOLE; no VM here): one launch per engine of allreduce and ibcast.
 # kmod's launch computed longer (2100 us) and completed later (2120 us) than thread's
 # (2000, 2050), but sooner against its own compute (d/cmp 1.010 against 1.025): "done no
-# later than thread" compares d/cmp
+# later than thread" compares d/cmp.  The ranks were on a wire (KUMI_BENCH_KACCVM_LINK): the
+# header names it, the counters give the bytes on the wire (wire_MB) and the bindings
 {
     echo "KMODVM: kernel 6.1.0-test, 2 CPUs"
+    echo "KMODVM: bench: link 1gbit: veth h1 10.77.0.1 -- h2 10.77.0.2, tbf burst 125000 B each way; qdisc tbf 8001: root"
     for e in loop thread uring kmod; do
         for op in iallreduce ibcast; do
             if [ $e = kmod ]; then echo "KMODVM-BENCH: kumi-$e mm4.iallreduce,ibcast-tree ovl $op 1048576 0 100 2100 2120 95.0 30 1.0 2120 400"
             else echo "KMODVM-BENCH: kumi-$e mm4.iallreduce,ibcast-tree ovl $op 1048576 0 100 2000 2050 95.0 30 2.5 2050 400"; fi
         done
-        echo "KMODVM-BENCHSTAT: kumi-$e mm4.iallreduce,ibcast-tree rc=0 secs=9 runs_done=$([ $e = kmod ] && echo 12 || echo 0) nodes=0 user_nodes=0 ranks_kernel_runs=0 engine_fallbacks=0 work_us_own=$([ $e = kmod ] && echo 70 || echo 0) work_us_other=$([ $e = kmod ] && echo 30 || echo 0)"
+        echo "KMODVM-BENCHSTAT: kumi-$e mm4.iallreduce,ibcast-tree rc=0 secs=9 runs_done=$([ $e = kmod ] && echo 12 || echo 0) nodes=0 user_nodes=0 ranks_kernel_runs=0 engine_fallbacks=0 work_us_own=$([ $e = kmod ] && echo 70 || echo 0) work_us_other=$([ $e = kmod ] && echo 30 || echo 0) wire_bytes=$([ $e = kmod ] && echo 4200000 || echo 4300000)"
+        echo "KMODVM-BENCHBIND: kumi-$e mm4.iallreduce,ibcast-tree net:[4026532200] cpus 0 net:[4026532300] cpus 1 "
     done
     echo "KMODVM-STAT: runs_done 12"
     echo "KMODVM: PASS insmod"
@@ -185,7 +188,11 @@ done
 [ "$(echo "$out" | grep -Ec '^ +1048576  Kumi (loop|thread|uring) +0 +2000 +2050 +95 .* 2050 +1\.025 ')" = 6 ] &&
     [ "$(echo "$out" | grep -Ec '^ +1048576  Kumi kmod +0 +2100 +2120 +95 .* 2120 +1\.010 ')" = 2 ] ||
     fail "kacc-bench.sh vm: expected 8 rows with d/cmp"
-echo "$out" | grep -Eq '^  Kumi kmod +1 +0 +12 .* 70 +30$' || fail "kacc-bench.sh vm: no counters of the kmod launches"
+echo "$out" | grep -Eq '^  Kumi kmod +1 +0 +12 .* 70 +30 +4\.2$' || fail "kacc-bench.sh vm: no counters of the kmod launches"
+echo "$out" | grep -q '2 ranks over TCP (a veth pair between two network namespaces, tbf 1gbit each way) in a QEMU' ||
+    fail "kacc-bench.sh vm: the wire is not named"
+echo "$out" | grep -q 'the ranks (net namespace, CPUs): 4 launches: net:\[4026532200\] cpus 0 net:\[4026532300\] cpus 1' ||
+    fail "kacc-bench.sh vm: the ranks' bindings on the wire are not shown"
 grep -q '^kaccvm|kmod engine, iallreduce 1048576 B, 4x4 products, k=0: less CPU lost and done no later than thread .*|1|1$' \
     "$work/kaccvmlogs/targets" || fail "kacc-bench.sh vm: kmod's done/compute not compared: $(cat "$work/kaccvmlogs/targets")"
 grep -q '^kaccvm|kmod engine, iallreduce 1 MiB, 4x4 products, k=0: overlap >= 50 % .*|1|1$' "$work/kaccvmlogs/targets" ||

@@ -23,6 +23,12 @@
 #   KUMI_KMOD_VM_BENCH_ONLY=1     no tests and no probe: the launches only (the verdict: the
 #                                 module loaded, the kernel clean, nothing left, rmmod)
 #   KUMI_KMOD_VM_CONSOLE=FILE     the console log's copy (default test-logs/kmod_vm.console.log)
+#   KUMI_KMOD_VM_LINK=RATE        the launches' 2 ranks on a wire: two network namespaces of the
+#                                 VM ("hosts" h1, h2; mpiexec in h1, a proxy per host started by
+#                                 a launch agent that enters the namespace, pinned to vCPU 0 / 1)
+#                                 joined by a veth pair whose both ends send through a tbf
+#                                 qdisc of RATE (tc's form: 1gbit, 200mbit); empty: loopback
+#                                 (needs veth.ko and sch_tbf.ko of the kernel, ip and tc)
 #   KUMI_KMOD_VM_TIMEOUT (default 400 s), KUMI_KMOD_VM_SMP (vCPUs, default 2),
 #   KUMI_KMOD_VM_APPEND (more kernel parameters)
 set -u
@@ -63,7 +69,7 @@ ko=$work/kmod/kumi-kacc.ko
 ${CC:-cc} -O2 -Wall -Werror -o "$work/kacc_probe" "$top_srcdir/tests/kmod/kacc_probe.c" || { echo "FAIL: kacc_probe"; exit 1; }
 # 3. the initramfs: busybox, the module, Kumi's tree, the test programs, their libraries
 root=$work/root
-mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,mods,lib64,usr/bin,etc}
+mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,mods,lib64,usr/bin,usr/sbin,etc}
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 cp "$top_srcdir/tests/kmod/vm-init.sh" "$root/init"
@@ -78,10 +84,25 @@ if [ -n "$benchf" ]; then
     "$INST/bin/mpicc" -O2 -o "$root$TESTBIN/overlap" "$top_srcdir/tests/bench/overlap.c" || { echo "FAIL: overlap.c"; exit 1; }
     cp "$benchf" "$root/kmodvm.bench"
 fi
+link=${KUMI_KMOD_VM_LINK:-}
+if [ -n "$link" ]; then
+    # the wire: the kernel's veth and tbf modules, iproute2's ip and tc (busybox's lack
+    # veth peers in namespaces and tbf)
+    for m in drivers/net/veth.ko net/sched/sch_tbf.ko; do
+        f=/lib/modules/$KVER/kernel/$m
+        [ -f "$f" ] || [ -f "$f.xz" ] || { echo "FAIL: KUMI_KMOD_VM_LINK: no $f"; exit 1; }
+        if [ -f "$f" ]; then cp "$f" "$root/mods/"; else xz -dc "$f.xz" > "$root/mods/$(basename "$f")"; fi
+    done
+    mkdir -p "$root/usr/sbin"
+    for b in ip tc; do
+        p=$(PATH=/usr/sbin:/sbin:$PATH command -v $b) || { echo "FAIL: KUMI_KMOD_VM_LINK: no $b (iproute2)"; exit 1; }
+        cp "$p" "$root/usr/sbin/$b"
+    done
+fi
 echo "root:x:0:0:root:/tmp:/bin/sh" > "$root/etc/passwd"
 echo "127.0.0.1 localhost kmodvm" > "$root/etc/hosts"
 echo kmodvm > "$root/etc/hostname"
-libs=$( { find "$root$INST" "$root$TESTBIN" "$root/bin" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
+libs=$( { find "$root$INST" "$root$TESTBIN" "$root/bin" "$root/usr/sbin" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
           xargs -0 ldd 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' ; } | sort -u)
 for l in $libs; do
     case "$l" in "$root"*) continue ;; esac
@@ -99,6 +120,7 @@ USER_TESTS="nbc_types"
 VERBOSE=${KUMI_KMOD_VM_VERBOSE:-1}
 JOB_TIMEOUT=${KUMI_KMOD_VM_JOB_TIMEOUT:-90}
 BENCH_TIMEOUT=${KUMI_KMOD_VM_BENCH_TIMEOUT:-300}
+LINK=$link
 EOF
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$work/initramfs.cpio.gz"
 t1=$(date +%s)
