@@ -215,7 +215,7 @@ static void eager_credited(int wpeer, uint64_t n)
  * tell (held + due; what is still on the way only adds to it).  A sender
  * that stays below half gets no CREDIT; one that is stalled gets one as soon
  * as a quarter is free.  From inside an upcall it is deferred. */
-static inline void eager_credit_check(int wpeer)
+static void eager_credit_check(int wpeer)
 {
     struct eager_peer *e = &eager_peers[wpeer];
     size_t b = kumi_req_eager_budget;
@@ -230,16 +230,18 @@ static inline void eager_credit_check(int wpeer)
 }
 
 /* Receiver: a message with header h arrived from wpeer; kept: it waits in the
- * unexpected queue (else its payload went straight to a receive). */
-static inline void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
+ * unexpected queue (else its payload went straight to a receive).  Inline on
+ * the receive paths; the CREDIT only once a quarter of the budget is due. */
+static inline __attribute__((always_inline)) void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
 {
+    if (!eager_peers) return;
     size_t c = kumi_req_eager_charge(h);
-    if (!c || !eager_peers || unbudgeted(wpeer)) return;
+    if (!c || unbudgeted(wpeer)) return;
     if (kept) {
         eager_peers[wpeer].held += c;
     } else {
         eager_peers[wpeer].due += c;
-        eager_credit_check(wpeer);
+        if (__builtin_expect(eager_peers[wpeer].due >= kumi_req_eager_budget / 4, 0)) eager_credit_check(wpeer);
     }
 }
 
@@ -317,8 +319,8 @@ int kumi_req_start_send(struct kumi_req *r)
         .ctx = r->ctx, .src = r->comm->rank, .tag = r->tag, .len = r->bytes, .sreq = (uint64_t)(uintptr_t)r,
     };
     const void *oppay = NULL;
-    size_t elim = ops->eager_limit(r->wpeer);
-    bool hold = eager_over_budget(r, elim, ops);        /* the bytes wait here for a receive */
+    size_t elim = r->bytes ? ops->eager_limit(r->wpeer) : 0;     /* 0 bytes: always eager */
+    bool hold = r->bytes && eager_over_budget(r, elim, ops);        /* the bytes wait here for a receive */
     if (r->bytes <= elim && !hold) {
         h.kind = r->mode == KUMI_MODE_SYNC ? KUMI_HDR_EAGER_SYNC : KUMI_HDR_EAGER;
         h.paylen = r->bytes;
@@ -378,6 +380,40 @@ int kumi_req_start_send(struct kumi_req *r)
         return rc;
     }
     return MPI_SUCCESS;
+}
+
+/* A blocking standard or ready send (MPI_Send, MPI_Rsend) of an eager
+ * message that the transport writes at once (contract 1.8): no request at
+ * all, nothing to wait for.  Returns 1 once sent, 0 when it does not go this
+ * way (nothing done: the caller sends it through a request).  As
+ * kumi_req_start_send's direct path: same header (no cookie: nobody can
+ * cancel a blocking send or answer an eager one), sequence number, budget
+ * charge and counts; the sequence number is taken only once it went. */
+int kumi_req_send_direct(struct kumi_comm *comm, const void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
+{
+    if (__builtin_expect(peer == MPI_PROC_NULL || !dt->contig || upcall_depth || flushing || dq_head, 0)) return 0;
+    size_t bytes = count * dt->size;
+    int wpeer = kumi_comm_peer_world(comm, peer);
+    const struct kumi_p2p_ops *ops = kumi_req_transport(wpeer);
+    if (__builtin_expect(!ops || (ops->caps & KUMI_P2P_CAP_EXTERNAL32) ||
+                         ops->hdr.size <= offsetof(struct kumi_p2p_ops, send_inline) || !ops->send_inline, 0))
+        return 0;
+    bool budget = kumi_req_eager_budget && eager_peers && !(ops->caps & KUMI_P2P_CAP_NOBUDGET);
+    if (bytes) {                    /* 0 bytes: always eager, never held back (eager_over_budget) */
+        if (bytes > ops->eager_limit(wpeer)) return 0;
+        if (budget && eager_peers[wpeer].out + bytes + KUMI_EAGER_ENVELOPE > kumi_req_eager_budget) return 0;
+    }
+    struct kumi_hdr h = {
+        .kind = KUMI_HDR_EAGER, .ctx = comm->ctx, .src = comm->rank, .tag = tag,
+        .seq = kumi_match_sseq[wpeer], .len = bytes, .paylen = bytes,
+    };
+    if (!ops->send_inline(wpeer, &h, (const void *)((uintptr_t)buf + (uintptr_t)dt->true_lb))) return 0;
+    kumi_match_sseq[wpeer]++;
+    if (budget) eager_peers[wpeer].out += bytes + KUMI_EAGER_ENVELOPE;
+    if (ck_sent && wpeer < nworld) ck_sent[wpeer]++;
+    kumi_pv.msgs[peer_tr[wpeer]]++;
+    kumi_pv.bytes[peer_tr[wpeer]] += bytes;
+    return 1;
 }
 
 /* ------------------------------------------------------------ receiving */
