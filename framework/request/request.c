@@ -47,14 +47,16 @@ int kumi_req_transport_index(const char *name)
 
 /* Sends issued from inside an upcall (or while a flush runs) are deferred
  * so that no transport is re-entered from its own callback. */
-struct defer {
+struct kumi_req_defer {
     struct kumi_sendop *op;            /* a send, or NULL: a pull */
     int wpeer;
     uint64_t handle;                   /* pull: the transport's handle */
     struct kumi_rx *rx;                /* pull: where (NULL: drop) */
-    struct defer *next;
+    struct kumi_req_defer *next;
 };
-static struct defer *dq_head, *dq_tail;
+struct kumi_req_defer *kumi_req_dq_head;      /* request.h: kumi_req_ctl_pending */
+#define dq_head kumi_req_dq_head
+static struct kumi_req_defer *dq_tail;
 static int upcall_depth;
 static bool flushing;
 
@@ -85,7 +87,7 @@ static int send_now(int wpeer, struct kumi_sendop *op)
 
 static void defer_send(int wpeer, struct kumi_sendop *op)
 {
-    struct defer *d = malloc(sizeof *d);
+    struct kumi_req_defer *d = malloc(sizeof *d);
     if (!d) { kumi_warn("p2p: out of memory queueing a message to rank %d", wpeer); return; }
     d->op = op; d->wpeer = wpeer; d->next = NULL; d->handle = 0; d->rx = NULL;
     if (dq_tail) dq_tail->next = d; else dq_head = d;
@@ -96,7 +98,7 @@ static void defer_send(int wpeer, struct kumi_sendop *op)
  * from the deferred queue, so that no transport is re-entered. */
 static void defer_pull(int wpeer, uint64_t handle, struct kumi_rx *rx)
 {
-    struct defer *d = malloc(sizeof *d);
+    struct kumi_req_defer *d = malloc(sizeof *d);
     if (!d) { kumi_warn("p2p: out of memory queueing a pull from rank %d", wpeer); return; }
     d->op = NULL; d->wpeer = wpeer; d->handle = handle; d->rx = rx; d->next = NULL;
     if (dq_tail) dq_tail->next = d; else dq_head = d;
@@ -122,7 +124,7 @@ void kumi_req_flush_ctl(void)
     if (flushing || upcall_depth) return;
     flushing = true;
     while (dq_head) {
-        struct defer *d = dq_head;
+        struct kumi_req_defer *d = dq_head;
         dq_head = d->next;
         if (!dq_head) dq_tail = NULL;
         if (!d->op) {
@@ -140,8 +142,6 @@ void kumi_req_flush_ctl(void)
     }
     flushing = false;
 }
-
-int kumi_req_ctl_pending(void) { return dq_head != NULL; }
 
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr)
 {
@@ -563,7 +563,7 @@ static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, 
     if (msg) {
         kumi_req_recv_ue(r, msg);
     } else {
-        struct kumi_ue *u = kumi_match_unexpected(r->ctx, r->peer, r->tag, 1);
+        struct kumi_ue *u = kumi_pv.ue_len ? kumi_match_unexpected(r->ctx, r->peer, r->tag, 1) : NULL;
         if (u) {
             kumi_req_recv_ue(r, u);
         } else {

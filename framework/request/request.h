@@ -306,7 +306,8 @@ void kumi_req_xjob_finalize(void);
 /* Send a control header (CTS, SYNC_ACK, CANCEL_*): queued, flushed soon. */
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
-int kumi_req_ctl_pending(void);
+extern struct kumi_req_defer *kumi_req_dq_head;    /* the deferred sends (request.c) */
+static inline int kumi_req_ctl_pending(void) { return kumi_req_dq_head != NULL; }
 /* The transports in use (request.c): how many, and the i-th (its name in
  * *name unless NULL); each world peer to the first that reaches it. */
 int kumi_req_ntransports(void);
