@@ -270,12 +270,63 @@ static void req_op_done(struct kumi_sendop *op)
     kumi_req_check_complete(r);
 }
 
+/* An eager message (standard or ready mode, contiguous payload) that the
+ * transport writes at once (contract 1.8), nothing deferred or being flushed
+ * (order): 1 once it went (sequence number in *seq, budget charged, counts
+ * kept), 0 when not (nothing done, no sequence number taken). */
+static inline __attribute__((always_inline)) int try_direct(const struct kumi_comm *comm, int32_t ctx,
+                                                             const void *payload, size_t bytes, int wpeer,
+                                                             int tag, uint64_t sreq, uint32_t *seq)
+{
+    const struct kumi_p2p_ops *ops = kumi_req_transport(wpeer);
+    if (__builtin_expect(!ops || (ops->caps & KUMI_P2P_CAP_EXTERNAL32) ||
+                         ops->hdr.size <= offsetof(struct kumi_p2p_ops, send_inline) || !ops->send_inline, 0))
+        return 0;
+    bool budget = kumi_req_eager_budget && eager_peers && !(ops->caps & KUMI_P2P_CAP_NOBUDGET);
+    if (bytes) {                    /* 0 bytes: always eager, never held back (eager_over_budget) */
+        if (bytes > ops->eager_limit(wpeer)) return 0;
+        if (budget && eager_peers[wpeer].out + bytes + KUMI_EAGER_ENVELOPE > kumi_req_eager_budget) return 0;
+    }
+    struct kumi_hdr h = {
+        .kind = KUMI_HDR_EAGER, .ctx = ctx, .src = comm->rank, .tag = tag,
+        .seq = kumi_match_sseq[wpeer], .len = bytes, .paylen = bytes, .sreq = sreq,
+    };
+    if (!ops->send_inline(wpeer, &h, payload)) return 0;
+    *seq = kumi_match_sseq[wpeer]++;
+    if (budget) eager_peers[wpeer].out += bytes + KUMI_EAGER_ENVELOPE;
+    if (ck_sent && wpeer < nworld) ck_sent[wpeer]++;
+    kumi_pv.msgs[peer_tr[wpeer]]++;
+    kumi_pv.bytes[peer_tr[wpeer]] += bytes;
+    return 1;
+}
+
 int kumi_req_start_send(struct kumi_req *r)
 {
     /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
     const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
     const struct kumi_p2p_ops *ops;
     int rc;
+
+    /* The common case first: a plain eager message the transport writes at
+     * once; the send is complete (else the general path below, from the start) */
+    if (__builtin_expect(r->mode != KUMI_MODE_SYNC && !r->bsend_seg && !r->pack && r->dt->contig &&
+                         r->peer != MPI_PROC_NULL && !upcall_depth && !flushing && !dq_head, 1)) {
+        int wpeer = kumi_comm_peer_world(r->comm, r->peer);
+        size_t bytes = r->count * r->dt->size;
+        if (try_direct(r->comm, r->ctx, payload, bytes, wpeer, r->tag, (uint64_t)(uintptr_t)r, &r->seq)) {
+            r->active = true;
+            r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
+            r->frag = 0;
+            r->pending = 0;
+            r->bytes = bytes;
+            r->wpeer = wpeer;
+            kumi_req_status_clear(&r->status);
+            r->complete = false;
+            if (__builtin_expect(kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1)) r->complete = true;
+            else kumi_req_check_complete(r);
+            return MPI_SUCCESS;
+        }
+    }
 
     r->active = true;
     r->complete = false;
@@ -383,37 +434,16 @@ int kumi_req_start_send(struct kumi_req *r)
 }
 
 /* A blocking standard or ready send (MPI_Send, MPI_Rsend) of an eager
- * message that the transport writes at once (contract 1.8): no request at
- * all, nothing to wait for.  Returns 1 once sent, 0 when it does not go this
- * way (nothing done: the caller sends it through a request).  As
- * kumi_req_start_send's direct path: same header (no cookie: nobody can
- * cancel a blocking send or answer an eager one), sequence number, budget
- * charge and counts; the sequence number is taken only once it went. */
+ * message that the transport writes at once: no request at all, nothing to
+ * wait for.  Returns 1 once sent, 0 when it does not go this way (nothing
+ * done: the caller sends it through a request).  The header has no cookie:
+ * nobody can cancel a blocking send or answer an eager one. */
 int kumi_req_send_direct(struct kumi_comm *comm, const void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
 {
     if (__builtin_expect(peer == MPI_PROC_NULL || !dt->contig || upcall_depth || flushing || dq_head, 0)) return 0;
-    size_t bytes = count * dt->size;
-    int wpeer = kumi_comm_peer_world(comm, peer);
-    const struct kumi_p2p_ops *ops = kumi_req_transport(wpeer);
-    if (__builtin_expect(!ops || (ops->caps & KUMI_P2P_CAP_EXTERNAL32) ||
-                         ops->hdr.size <= offsetof(struct kumi_p2p_ops, send_inline) || !ops->send_inline, 0))
-        return 0;
-    bool budget = kumi_req_eager_budget && eager_peers && !(ops->caps & KUMI_P2P_CAP_NOBUDGET);
-    if (bytes) {                    /* 0 bytes: always eager, never held back (eager_over_budget) */
-        if (bytes > ops->eager_limit(wpeer)) return 0;
-        if (budget && eager_peers[wpeer].out + bytes + KUMI_EAGER_ENVELOPE > kumi_req_eager_budget) return 0;
-    }
-    struct kumi_hdr h = {
-        .kind = KUMI_HDR_EAGER, .ctx = comm->ctx, .src = comm->rank, .tag = tag,
-        .seq = kumi_match_sseq[wpeer], .len = bytes, .paylen = bytes,
-    };
-    if (!ops->send_inline(wpeer, &h, (const void *)((uintptr_t)buf + (uintptr_t)dt->true_lb))) return 0;
-    kumi_match_sseq[wpeer]++;
-    if (budget) eager_peers[wpeer].out += bytes + KUMI_EAGER_ENVELOPE;
-    if (ck_sent && wpeer < nworld) ck_sent[wpeer]++;
-    kumi_pv.msgs[peer_tr[wpeer]]++;
-    kumi_pv.bytes[peer_tr[wpeer]] += bytes;
-    return 1;
+    uint32_t seq;
+    return try_direct(comm, comm->ctx, (const void *)((uintptr_t)buf + (uintptr_t)dt->true_lb), count * dt->size,
+                      kumi_comm_peer_world(comm, peer), tag, 0, &seq);
 }
 
 /* ------------------------------------------------------------ receiving */
