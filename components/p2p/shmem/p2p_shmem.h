@@ -219,7 +219,6 @@ struct p2p_shmem_peer {
     char *idata;
     uint64_t ihead, itail;                /* our head; cached tail */
     int in_msg;
-    int streak;                           /* the last poll of this ring found a record */
     struct kumi_hdr ihdr;
     struct kumi_rx *rx;
     size_t paylen, paygot;

@@ -311,12 +311,6 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
 {
     int did = 0, recs = 0;
     uint64_t h0 = p->ihead;
-    /* After a quiet spell (the last poll found nothing) one record, then
-     * back to the caller: a ping-pong's answer then goes without waiting for
-     * the next cell's line (a cache miss: it lies where the sender wrote it a
-     * lap ago).  While records keep coming, a batch. */
-    int batch = p->streak ? P2P_SHMEM_BATCH : 1;
-    p->streak = 1;
     for (;;) {
         if (p->in_msg) {                     /* a streamed payload: up to the tail */
             if (p->itail <= p->ihead) {
@@ -353,7 +347,7 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
                 p2p_shmem_take_short(peer, p, &u.sh);
                 recs++;
                 did = 1;
-                if (recs >= batch) break;
+                if (recs >= P2P_SHMEM_BATCH) break;
                 continue;
             }
             struct p2p_shmem_rec rec = u.rec;
@@ -381,7 +375,7 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
             }
             did = 1;
         }
-        if (recs >= batch) break;
+        if (recs >= P2P_SHMEM_BATCH) break;
         /* free space early for a streaming sender */
         if (p->in_msg && p->ihead - h0 >= p2p_shmem_ringsz / 2) {
             atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
@@ -412,8 +406,6 @@ int p2p_shmem_progress(void)
         struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
         if (p->in_msg || p2p_shmem_rec_ready(p))      /* an idle ring costs one load */
             did |= p2p_shmem_poll_ring(r, p);
-        else
-            p->streak = 0;
         if (p->qhead) did |= p2p_shmem_flush(p);
     }
     p2p_shmem_in_progress = 0;
