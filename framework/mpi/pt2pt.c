@@ -204,6 +204,12 @@ static inline int consume(MPI_Request *h, struct kumi_req *r, MPI_Status *st, co
     return code;
 }
 
+/* A complete send or receive that consume only frees (no error, status as it is). */
+static inline bool done_plain(const struct kumi_req *r)
+{
+    return r->kind <= KUMI_REQ_RECV && !r->persistent && r->status.MPI_ERROR == MPI_SUCCESS && !r->accel_stage;
+}
+
 /* Same, but invokes the request's communicator's error handler. */
 static int consume_handle(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
@@ -279,6 +285,8 @@ int kumi_pt2pt_send(const char *fn, int mode, const void *buf, MPI_Count count, 
             return crc;
         }
     }
+    if ((mode == KUMI_MODE_STD || mode == KUMI_MODE_READY) && !lazy &&  /* eager, written at once: no request */
+        kumi_req_send_direct(comm, buf, (size_t)count, dt, dest, tag)) return MPI_SUCCESS;
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
     if (!r) { stage_drop(lazy); return nomem(fn); }
     r->accel_stage = lazy;
@@ -691,6 +699,12 @@ int kumi_mpi_wait(MPI_Request *request, MPI_Status *status)
     if (req_idle(*request, r)) { status_empty_out(status); return MPI_SUCCESS; }
     if (!r) return bad_request("MPI_Wait", "request", -1);
     wait_req(r);
+    if (__builtin_expect(done_plain(r), 1)) {
+        status_out(status, &r->status);
+        kumi_req_free(r);
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
+    }
     return consume_handle(request, r, status, "MPI_Wait");
 }
 
@@ -765,6 +779,12 @@ static int finish_many(int count, MPI_Request reqs[], MPI_Status statuses[], con
         }
         if (!r->complete) {             /* only Waitall/Testall get here: not yet */
             if (st != MPI_STATUS_IGNORE && all_statuses) st->MPI_ERROR = MPI_ERR_PENDING;
+            continue;
+        }
+        if (__builtin_expect(done_plain(r), 1)) {   /* what consume does for it */
+            if (st != MPI_STATUS_IGNORE) *st = r->status;
+            kumi_req_free(r);
+            reqs[i] = MPI_REQUEST_NULL;
             continue;
         }
         if (r->status.MPI_ERROR != MPI_SUCCESS && !ec) { ec = r->comm; ec->refcount++; }

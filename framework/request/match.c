@@ -41,7 +41,10 @@ static struct mq **tab;              /* open addressing, ntab a power of two */
 static size_t ntab, nused;
 static struct mq *last;              /* the context looked up last */
 static uint64_t pseq_next = 1;
-static uint32_t *send_seq, *recv_seq;
+/* per peer (request.h: kumi_match_next_send_seq, kumi_match_check_recv_seq, inline) */
+uint32_t *kumi_match_sseq, *kumi_match_rseq;
+#define send_seq kumi_match_sseq
+#define recv_seq kumi_match_rseq
 static int npeers;           /* entries of send_seq / recv_seq: world ranks, then added peers */
 struct kumi_pvars kumi_pv;
 
@@ -179,17 +182,9 @@ void kumi_match_finalize(void)
     kumi_ubuf_drain();
 }
 
-uint32_t kumi_match_next_send_seq(int wpeer)
+void kumi_match_seq_slip(int wpeer, uint32_t seq)
 {
-    return send_seq[wpeer]++;
-}
-
-void kumi_match_check_recv_seq(int wpeer, uint32_t seq)
-{
-    if (seq != recv_seq[wpeer])
-        kumi_log(1, "p2p: message from rank %d out of order (seq %u, expected %u)",
-                 wpeer, seq, recv_seq[wpeer]);
-    recv_seq[wpeer] = seq + 1;
+    kumi_log(1, "p2p: message from rank %d out of order (seq %u, expected %u)", wpeer, seq, recv_seq[wpeer]);
 }
 
 static inline int tag_ok(int want, int32_t tag)

@@ -113,6 +113,18 @@ static void close_wake_fds(void)
     if (f >= 0) close(f);
 }
 
+/* The progress() of the transports that serve a peer (polled every round;
+ * made by kumi_progress_setup / _mark_used), in transport order. */
+static int (*hot[KUMI_MAX_TRANSPORTS])(void);
+static int nhot;
+
+static void hot_setup(void)
+{
+    nhot = 0;
+    for (int i = 0; i < npops; i++)
+        if (pused[i] && pops[i]->progress) hot[nhot++] = pops[i]->progress;
+}
+
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n)
 {
     if (sleep_ms < 1) sleep_ms = 1;
@@ -140,6 +152,7 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
         if (!pused[npops]) nidle++;
         pops[npops++] = ops[i];
     }
+    hot_setup();
     if (n > 0 && !pfds) pfds = malloc((KUMI_MAX_POLLFDS + 1) * sizeof *pfds);
     if (n == 0) { free(pfds); pfds = NULL; close_wake_fds(); }
     return MPI_SUCCESS;
@@ -153,13 +166,19 @@ void kumi_progress_mark_used(const struct kumi_p2p_ops *ops)
             pused[i] = true;
             nidle--;
         }
+    hot_setup();
 }
 
 static int poll_transports(bool all)
 {
     int n = 0;
-    for (int i = 0; i < npops; i++)
-        if ((all || pused[i]) && pops[i]->progress && pops[i]->progress() > 0) n++;
+    if (__builtin_expect(all, 0)) {
+        for (int i = 0; i < npops; i++)
+            if (pops[i]->progress && pops[i]->progress() > 0) n++;
+        return n;
+    }
+    for (int i = 0; i < nhot; i++)
+        if (hot[i]() > 0) n++;
     return n;
 }
 
@@ -177,7 +196,7 @@ void kumi_progress_set_hook(int (*poll_fn)(void), int (*fds_fn)(struct pollfd *f
 static int poll_once(void)
 {
     int x = xpoll && xpoll() > 0;
-    bool all = nidle == 0 || ++poll_round % KUMI_IDLE_POLL_EVERY == 0;
+    bool all = nidle != 0 && ++poll_round % KUMI_IDLE_POLL_EVERY == 0;   /* (none idle: hot[] is all) */
     int n = poll_transports(all);
     if (kumi_req_ctl_pending()) { kumi_req_flush_ctl(); n++; }
     if (kumi_pacing_has_pending) kumi_pacing_progress();
@@ -321,10 +340,9 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
     kumi_req_flush_ctl();
     while (!done(arg)) {
         if (poll_once() > 0) { phase = P_SPIN; n = 0; continue; }
-        if (done(arg)) break;
         n++;
         switch (phase) {
-        case P_SPIN:
+        case P_SPIN:                    /* (done() is checked again at the loop's top) */
             if (n < spin_rounds) break;
             phase = P_TSPIN; n = 0; t0 = kumi_time();      /* the clock is not read before */
             /* fall through */
@@ -333,6 +351,7 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             phase = P_YIELD; n = 0; t0 = yield_secs > 0 ? kumi_time() : 0;
             /* fall through */
         case P_YIELD:
+            if (done(arg)) break;       /* (another thread's, or a transport that said nothing) */
             if (n < yield_rounds || (yield_secs > 0 && ((n & 15) || kumi_time() - t0 < yield_secs))) {
                 int d = kumi_lock_release_all();
                 sched_yield();
@@ -342,6 +361,7 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             phase = P_SLEEP;
             /* fall through */
         case P_SLEEP:
+            if (done(arg)) break;
             if (nap) {
                 int d = kumi_lock_release_all();
                 nap(arg);

@@ -47,14 +47,16 @@ int kumi_req_transport_index(const char *name)
 
 /* Sends issued from inside an upcall (or while a flush runs) are deferred
  * so that no transport is re-entered from its own callback. */
-struct defer {
+struct kumi_req_defer {
     struct kumi_sendop *op;            /* a send, or NULL: a pull */
     int wpeer;
     uint64_t handle;                   /* pull: the transport's handle */
     struct kumi_rx *rx;                /* pull: where (NULL: drop) */
-    struct defer *next;
+    struct kumi_req_defer *next;
 };
-static struct defer *dq_head, *dq_tail;
+struct kumi_req_defer *kumi_req_dq_head;      /* request.h: kumi_req_ctl_pending */
+#define dq_head kumi_req_dq_head
+static struct kumi_req_defer *dq_tail;
 static int upcall_depth;
 static bool flushing;
 
@@ -85,7 +87,7 @@ static int send_now(int wpeer, struct kumi_sendop *op)
 
 static void defer_send(int wpeer, struct kumi_sendop *op)
 {
-    struct defer *d = malloc(sizeof *d);
+    struct kumi_req_defer *d = malloc(sizeof *d);
     if (!d) { kumi_warn("p2p: out of memory queueing a message to rank %d", wpeer); return; }
     d->op = op; d->wpeer = wpeer; d->next = NULL; d->handle = 0; d->rx = NULL;
     if (dq_tail) dq_tail->next = d; else dq_head = d;
@@ -96,7 +98,7 @@ static void defer_send(int wpeer, struct kumi_sendop *op)
  * from the deferred queue, so that no transport is re-entered. */
 static void defer_pull(int wpeer, uint64_t handle, struct kumi_rx *rx)
 {
-    struct defer *d = malloc(sizeof *d);
+    struct kumi_req_defer *d = malloc(sizeof *d);
     if (!d) { kumi_warn("p2p: out of memory queueing a pull from rank %d", wpeer); return; }
     d->op = NULL; d->wpeer = wpeer; d->handle = handle; d->rx = rx; d->next = NULL;
     if (dq_tail) dq_tail->next = d; else dq_head = d;
@@ -122,7 +124,7 @@ void kumi_req_flush_ctl(void)
     if (flushing || upcall_depth) return;
     flushing = true;
     while (dq_head) {
-        struct defer *d = dq_head;
+        struct kumi_req_defer *d = dq_head;
         dq_head = d->next;
         if (!dq_head) dq_tail = NULL;
         if (!d->op) {
@@ -141,7 +143,6 @@ void kumi_req_flush_ctl(void)
     flushing = false;
 }
 
-int kumi_req_ctl_pending(void) { return dq_head != NULL; }
 void kumi_req_defer_op(int wpeer, struct kumi_sendop *op) { defer_send(wpeer, op); }
 
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr)
@@ -216,7 +217,7 @@ static void eager_credited(int wpeer, uint64_t n)
  * tell (held + due; what is still on the way only adds to it).  A sender
  * that stays below half gets no CREDIT; one that is stalled gets one as soon
  * as a quarter is free.  From inside an upcall it is deferred. */
-static inline void eager_credit_check(int wpeer)
+static void eager_credit_check(int wpeer)
 {
     struct eager_peer *e = &eager_peers[wpeer];
     size_t b = kumi_req_eager_budget;
@@ -231,16 +232,18 @@ static inline void eager_credit_check(int wpeer)
 }
 
 /* Receiver: a message with header h arrived from wpeer; kept: it waits in the
- * unexpected queue (else its payload went straight to a receive). */
-static inline void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
+ * unexpected queue (else its payload went straight to a receive).  Inline on
+ * the receive paths; the CREDIT only once a quarter of the budget is due. */
+static inline __attribute__((always_inline)) void eager_arrived(int wpeer, const struct kumi_hdr *h, bool kept)
 {
+    if (!eager_peers) return;
     size_t c = kumi_req_eager_charge(h);
-    if (!c || !eager_peers || unbudgeted(wpeer)) return;
+    if (!c || unbudgeted(wpeer)) return;
     if (kept) {
         eager_peers[wpeer].held += c;
     } else {
         eager_peers[wpeer].due += c;
-        eager_credit_check(wpeer);
+        if (__builtin_expect(eager_peers[wpeer].due >= kumi_req_eager_budget / 4, 0)) eager_credit_check(wpeer);
     }
 }
 
@@ -269,12 +272,63 @@ static void req_op_done(struct kumi_sendop *op)
     kumi_req_check_complete(r);
 }
 
+/* An eager message (standard or ready mode, contiguous payload) that the
+ * transport writes at once (contract 1.8), nothing deferred or being flushed
+ * (order): 1 once it went (sequence number in *seq, budget charged, counts
+ * kept), 0 when not (nothing done, no sequence number taken). */
+static inline __attribute__((always_inline)) int try_direct(const struct kumi_comm *comm, int32_t ctx,
+                                                             const void *payload, size_t bytes, int wpeer,
+                                                             int tag, uint64_t sreq, uint32_t *seq)
+{
+    const struct kumi_p2p_ops *ops = kumi_req_transport(wpeer);
+    if (__builtin_expect(!ops || (ops->caps & KUMI_P2P_CAP_EXTERNAL32) ||
+                         ops->hdr.size <= offsetof(struct kumi_p2p_ops, send_inline) || !ops->send_inline, 0))
+        return 0;
+    bool budget = kumi_req_eager_budget && eager_peers && !(ops->caps & KUMI_P2P_CAP_NOBUDGET);
+    if (bytes) {                    /* 0 bytes: always eager, never held back (eager_over_budget) */
+        if (bytes > ops->eager_limit(wpeer)) return 0;
+        if (budget && eager_peers[wpeer].out + bytes + KUMI_EAGER_ENVELOPE > kumi_req_eager_budget) return 0;
+    }
+    struct kumi_hdr h = {
+        .kind = KUMI_HDR_EAGER, .ctx = ctx, .src = comm->rank, .tag = tag,
+        .seq = kumi_match_sseq[wpeer], .len = bytes, .paylen = bytes, .sreq = sreq,
+    };
+    if (!ops->send_inline(wpeer, &h, payload)) return 0;
+    *seq = kumi_match_sseq[wpeer]++;
+    if (budget) eager_peers[wpeer].out += bytes + KUMI_EAGER_ENVELOPE;
+    if (ck_sent && wpeer < nworld) ck_sent[wpeer]++;
+    kumi_pv.msgs[peer_tr[wpeer]]++;
+    kumi_pv.bytes[peer_tr[wpeer]] += bytes;
+    return 1;
+}
+
 int kumi_req_start_send(struct kumi_req *r)
 {
     /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
     const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
     const struct kumi_p2p_ops *ops;
     int rc;
+
+    /* The common case first: a plain eager message the transport writes at
+     * once; the send is complete (else the general path below, from the start) */
+    if (__builtin_expect(r->mode != KUMI_MODE_SYNC && !r->bsend_seg && !r->pack && r->dt->contig &&
+                         !r->accel_stage && r->peer != MPI_PROC_NULL && !upcall_depth && !flushing && !dq_head, 1)) {
+        int wpeer = kumi_comm_peer_world(r->comm, r->peer);
+        size_t bytes = r->count * r->dt->size;
+        if (try_direct(r->comm, r->ctx, payload, bytes, wpeer, r->tag, (uint64_t)(uintptr_t)r, &r->seq)) {
+            r->active = true;
+            r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
+            r->frag = 0;
+            r->pending = 0;
+            r->bytes = bytes;
+            r->wpeer = wpeer;
+            kumi_req_status_clear(&r->status);
+            r->complete = false;
+            if (__builtin_expect(kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1)) r->complete = true;
+            else kumi_req_check_complete(r);
+            return MPI_SUCCESS;
+        }
+    }
 
     r->active = true;
     r->complete = false;
@@ -320,8 +374,8 @@ int kumi_req_start_send(struct kumi_req *r)
         .ctx = r->ctx, .src = r->comm->rank, .tag = r->tag, .len = r->bytes, .sreq = (uint64_t)(uintptr_t)r,
     };
     const void *oppay = NULL;
-    size_t elim = ops->eager_limit(r->wpeer);
-    bool hold = pc < 0 || eager_over_budget(r, elim, ops);  /* the bytes wait here for a receive */
+    size_t elim = r->bytes ? ops->eager_limit(r->wpeer) : 0;     /* 0 bytes: always eager */
+    bool hold = pc < 0 || (r->bytes && eager_over_budget(r, elim, ops));  /* the bytes wait here for a receive */
     if (r->bytes <= elim && !hold) {
         h.kind = r->mode == KUMI_MODE_SYNC ? KUMI_HDR_EAGER_SYNC : KUMI_HDR_EAGER;
         h.paylen = r->bytes;
@@ -381,6 +435,19 @@ int kumi_req_start_send(struct kumi_req *r)
         return rc;
     }
     return MPI_SUCCESS;
+}
+
+/* A blocking standard or ready send (MPI_Send, MPI_Rsend) of an eager
+ * message that the transport writes at once: no request at all, nothing to
+ * wait for.  Returns 1 once sent, 0 when it does not go this way (nothing
+ * done: the caller sends it through a request).  The header has no cookie:
+ * nobody can cancel a blocking send or answer an eager one. */
+int kumi_req_send_direct(struct kumi_comm *comm, const void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
+{
+    if (__builtin_expect(peer == MPI_PROC_NULL || !dt->contig || upcall_depth || flushing || dq_head, 0)) return 0;
+    uint32_t seq;
+    return try_direct(comm, comm->ctx, (const void *)((uintptr_t)buf + (uintptr_t)dt->true_lb), count * dt->size,
+                      kumi_comm_peer_world(comm, peer), tag, 0, &seq);
 }
 
 /* ------------------------------------------------------------ receiving */
@@ -531,7 +598,7 @@ static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, 
     if (msg) {
         kumi_req_recv_ue(r, msg);
     } else {
-        struct kumi_ue *u = kumi_match_unexpected(r->ctx, r->peer, r->tag, 1);
+        struct kumi_ue *u = kumi_pv.ue_len ? kumi_match_unexpected(r->ctx, r->peer, r->tag, 1) : NULL;
         if (u) {
             kumi_req_recv_ue(r, u);
         } else {

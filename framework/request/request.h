@@ -254,6 +254,9 @@ struct kumi_req *kumi_req_new(int kind, struct kumi_comm *comm, int32_t ctx, con
 /* Start a send / receive prepared in r (args filled); r becomes active. */
 int kumi_req_start_send(struct kumi_req *r);
 int kumi_req_start_recv(struct kumi_req *r);
+/* MPI_Send / MPI_Rsend of an eager message the transport takes at once: sent
+ * without a request (1), or 0: nothing done, send it through a request. */
+int kumi_req_send_direct(struct kumi_comm *comm, const void *buf, size_t count, struct kumi_dt *dt, int peer, int tag);
 /* Start receive r on the matched-probed message u (MPI_Mrecv). */
 int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u);
 /* r takes the unexpected message u (removed from the queue). */
@@ -303,7 +306,8 @@ void kumi_req_xjob_finalize(void);
 /* Send a control header (CTS, SYNC_ACK, CANCEL_*): queued, flushed soon. */
 void kumi_req_send_ctl(int wpeer, const struct kumi_hdr *hdr);
 void kumi_req_flush_ctl(void);
-int kumi_req_ctl_pending(void);
+extern struct kumi_req_defer *kumi_req_dq_head;    /* the deferred sends (request.c) */
+static inline int kumi_req_ctl_pending(void) { return kumi_req_dq_head != NULL; }
 /* Queue a send op of the request layer (flushed with the control messages). */
 void kumi_req_defer_op(int wpeer, struct kumi_sendop *op);
 /* Device buffers: copies overlapped with rendezvous transfers (req_accel.c).
@@ -357,9 +361,16 @@ struct kumi_ue *kumi_match_unexpected(int32_t ctx, int src, int tag, int remove)
 void kumi_match_ue_append(struct kumi_ue *u);
 void kumi_match_ue_remove(struct kumi_ue *u);
 struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq);
-/* Sequence numbers per world peer (matchable messages). */
-uint32_t kumi_match_next_send_seq(int wpeer);
-void kumi_match_check_recv_seq(int wpeer, uint32_t seq);
+/* Sequence numbers per world peer (matchable messages): the next to send
+ * and the next expected (match.c's tables, read inline on the fast paths). */
+extern uint32_t *kumi_match_sseq, *kumi_match_rseq;
+void kumi_match_seq_slip(int wpeer, uint32_t seq);          /* logs a message out of order */
+static inline uint32_t kumi_match_next_send_seq(int wpeer) { return kumi_match_sseq[wpeer]++; }
+static inline void kumi_match_check_recv_seq(int wpeer, uint32_t seq)
+{
+    if (__builtin_expect(seq != kumi_match_rseq[wpeer], 0)) kumi_match_seq_slip(wpeer, seq);
+    kumi_match_rseq[wpeer] = seq + 1;
+}
 int kumi_match_init(int nworld);
 int kumi_match_grow(int npeers);                    /* room for peers 0 .. npeers-1 */
 void kumi_match_finalize(void);

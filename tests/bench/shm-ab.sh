@@ -4,6 +4,9 @@
 # alternately A, B, A, B ... ROUNDS times at 2 ranks bound to cores (each run the median of 3
 # repetitions); prints the median of the
 # rounds per figure and B / A.  On a loaded machine only the ratio means much.
+# The ranks preload each tree's libmpi: mpiexec puts the library folder of the
+# tree it was built in first on their LD_LIBRARY_PATH, which for a copied build
+# folder is the original's.
 # Usage: tests/bench/shm-ab.sh BUILD_A BUILD_B [ROUNDS (default 7)] [SCALE (default 0.3)]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +22,7 @@ run() { # T ROUND
     local b=${!1}
     KUMI_INTERNAL_NO_PKGLIBDIR=1 KUMI_COMPONENT_PATH=$(ls -d "$b"/components/*/*/.libs | tr '\n' ':') \
     LD_LIBRARY_PATH=$b/framework/.libs timeout 300 env -u MPI_COMPONENTS "$b/tools/mpiexec/mpiexec" -n 2 \
-        --bind-to core "$O/mb.$1" -m lat,rate,bibw -s 0,1,8,64 -r 3 -x "$X" > "$O/out.$1.$2" 2>&1
+        --bind-to core -x LD_PRELOAD="$b/framework/.libs/libmpi.so.0" "$O/mb.$1" -m lat,rate,bibw -s 0,1,8,64 -r 3 -x "$X" > "$O/out.$1.$2" 2>&1
 }
 for ((i = 0; i < R; i++)); do run A $i; run B $i; done
 awk -v R="$R" '

@@ -3,13 +3,16 @@
 # counted with callgrind, so independent of the machine's load (not part of make bench: run it by
 # hand).  tests/bench/shm_icount.c at 2 ranks (p2p shmem), each under valgrind --tool=callgrind;
 # prints the inclusive instruction count of each entry point divided by its number of calls.
+# The ranks preload the tree's libmpi (mpiexec puts the library folder of the tree it was
+# built in first on their LD_LIBRARY_PATH: for a copied build folder, the original's).
 # Waitall of the receiver and the blocking receives include their waiting (spinning), which
-# depends on timing: compare the other lines.  KEEP=1 keeps the callgrind files.  Usage: top_builddir=... tests/bench/shm-icount.sh [N]
+# depends on timing: compare the other lines.  KEEP=1 keeps the callgrind files.  Usage: top_builddir=... tests/bench/shm-icount.sh [N [SIZE (bytes, 0-64; default 8)]]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
 B=${top_builddir:-$top_srcdir/_build}
 N=${1:-200}
+S=${2:-8}
 command -v valgrind > /dev/null || { echo "shm-icount: no valgrind"; exit 77; }
 O=$(mktemp -d) || exit 1
 if [ -n "${KEEP:-}" ]; then echo "shm-icount: callgrind files kept in $O"; else trap 'rm -rf "$O"' EXIT; fi
@@ -25,10 +28,10 @@ per() { # FILE FUNCTION CALLS
     awk -v a="$(incl "$1" "$2")" -v n="$3" -v f="$2" 'BEGIN { printf "  %-22s %8.1f\n", f, (a == "" ? 0 : a) / n }'
 }
 for kind in rate lat; do
-    LD_LIBRARY_PATH=$B/framework/.libs timeout 900 env -u MPI_COMPONENTS "$B/tools/mpiexec/mpiexec" -n 2 \
-        valgrind --tool=callgrind --callgrind-out-file="$O/cg.$kind.%q{KUMI_RANK}" "$O/ic" "$N" "$kind" \
+    LD_LIBRARY_PATH=$B/framework/.libs timeout 900 env -u MPI_COMPONENTS "$B/tools/mpiexec/mpiexec" -n 2 -x LD_PRELOAD="$B/framework/.libs/libmpi.so.0" \
+        valgrind --tool=callgrind --callgrind-out-file="$O/cg.$kind.%q{KUMI_RANK}" "$O/ic" "$N" "$kind" "$S" \
         > "$O/run.log" 2>&1 || { echo "shm-icount: $kind run failed"; tail -20 "$O/run.log"; exit 1; }
-    echo "$kind (N=$N; instructions per call, inclusive):"
+    echo "$kind (N=$N, $S B; instructions per call, inclusive):"
     if [ $kind = rate ]; then
         echo " rank 0"; per "$O/cg.$kind.0" PMPI_Isend $((N * 128)); per "$O/cg.$kind.0" PMPI_Waitall $N
         echo " rank 1"; per "$O/cg.$kind.1" PMPI_Irecv $((N * 128)); per "$O/cg.$kind.1" kumi_p2p_incoming_whole $((N * 129))
