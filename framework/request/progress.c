@@ -338,6 +338,8 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
     double t0 = 0;                       /* start of a timed phase */
     double tp = __builtin_expect(kumi_pv.timing, 0) ? kumi_time() : 0;    /* MPI_T: time in progress */
     kumi_req_flush_ctl();
+    /* done() is called until it says 1, never again after: a condition may
+     * act (rma_sync.c's word_taken takes the lock it says it has) */
     while (!done(arg)) {
         if (poll_once() > 0) { phase = P_SPIN; n = 0; continue; }
         n++;
@@ -351,7 +353,7 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             phase = P_YIELD; n = 0; t0 = yield_secs > 0 ? kumi_time() : 0;
             /* fall through */
         case P_YIELD:
-            if (done(arg)) break;       /* (another thread's, or a transport that said nothing) */
+            if (done(arg)) goto out;    /* (another thread's, or a transport that said nothing) */
             if (n < yield_rounds || (yield_secs > 0 && ((n & 15) || kumi_time() - t0 < yield_secs))) {
                 int d = kumi_lock_release_all();
                 sched_yield();
@@ -361,7 +363,7 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             phase = P_SLEEP;
             /* fall through */
         case P_SLEEP:
-            if (done(arg)) break;
+            if (done(arg)) goto out;
             if (nap) {
                 int d = kumi_lock_release_all();
                 nap(arg);
@@ -379,6 +381,7 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
         if (kumi_mt ? (kumi_lock_wanted() || (n & 63) == 0) : kumi_lock_let_in())
             kumi_lock_reacquire(kumi_lock_release_all());
     }
+out:
     if (tp > 0) kumi_pv.progress_secs += kumi_time() - tp;
 }
 
