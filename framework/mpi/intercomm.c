@@ -170,6 +170,17 @@ static int ic_ctx_agree(const struct ic_link *l, const char *fn, int32_t *out)
     return MPI_SUCCESS;
 }
 
+/* The new intercommunicator's context (agreed by both groups over the link)
+ * and its local group's (from lc); on an error neither is held. */
+static int ic_ctx_pair(const struct ic_link *l, struct kumi_comm *lc, const char *fn, int32_t *ctx, int32_t *lctx)
+{
+    int rc = ic_ctx_agree(l, fn, ctx);
+    if (rc) return rc;
+    rc = kumi_ctx_alloc(lc, lctx);
+    if (rc) kumi_ctx_free(*ctx);
+    return rc;
+}
+
 /* ------------------------------------------------------- making objects */
 static int *world_of(const struct kumi_comm *c)
 {
@@ -339,18 +350,9 @@ int kumi_mpi_intercomm_create(struct kumi_comm *local_comm, int local_leader, st
         }
         ctx = cc[0];
         lctx = cc[1];
-    } else {
-        rc = ic_ctx_agree(&link, fn, &ctx);
-        if (rc) {
-            free(lworld); free(rworld);
-            return rc;
-        }
-        rc = kumi_ctx_alloc(lc, &lctx);
-        if (rc) {
-            kumi_ctx_free(ctx);
-            free(lworld); free(rworld);
-            return rc;
-        }
+    } else if ((rc = ic_ctx_pair(&link, lc, fn, &ctx, &lctx))) {
+        free(lworld); free(rworld);
+        return rc;
     }
     struct kumi_comm *c;
     rc = ic_make(lc->rank, lsize, lworld, rsize, rworld, ctx, lctx, lc, fn, &c);
@@ -806,14 +808,8 @@ int kumi_intercomm_bridge(struct kumi_comm *lc, int root, int fd, double xto, in
         free(rworld);
         return nomem(fn);
     }
-    int rc = ic_ctx_agree(&link, fn, &ctx);
+    int rc = ic_ctx_pair(&link, lc, fn, &ctx, &lctx);
     if (rc) {
-        free(lworld); free(rworld);
-        return rc;
-    }
-    rc = kumi_ctx_alloc(lc, &lctx);
-    if (rc) {
-        kumi_ctx_free(ctx);
         free(lworld); free(rworld);
         return rc;
     }

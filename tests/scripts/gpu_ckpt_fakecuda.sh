@@ -14,8 +14,8 @@
 set -u
 . "$(dirname "$0")/lib/ckpt_frame.sh"
 ckpt_setup gpu_ckpt_win gpuckpt
-${CC:-cc} -shared -fPIC -O1 -Wall -Werror -o "$TMP/libcuda.so.1" "$top_srcdir/tests/scripts/lib/fakecuda.c" -lpthread ||
-    { echo "FAIL: the stand-in driver does not build"; exit 1; }
+. "$(dirname "$0")/lib/fakecuda.sh"
+fakecuda_build
 
 refused() { # NAME NP MODE PATTERN
     local name=$1 np=$2 mode=$3 pat=$4 log=$TMP/$1.log

@@ -8,19 +8,8 @@
 # crash).  Without the variable, the real
 # libcuda.so.1 is looked for (none here: "libcuda.so.1 not found").
 set -u
-: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
-: "${top_builddir:=$top_srcdir}"
-: "${KUMI_INFO:=$top_builddir/tools/kumi_info/kumi_info}"
-: "${MPIEXEC:=$top_builddir/tools/mpiexec/mpiexec}"
-: "${TESTBIN:=$top_builddir/tests/mpi}"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kumi-fakecuda.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures+1)); }
-ok() { echo "ok: $*"; }
-${CC:-cc} -shared -fPIC -O1 -Wall -Werror -o "$TMP/libcuda.so.1" "$top_srcdir/tests/scripts/lib/fakecuda.c" -lpthread ||
-    { echo "FAIL: the stand-in driver does not build"; exit 1; }
-[ -x "$TESTBIN/gpu_staging" ] || { echo "FAIL: no $TESTBIN/gpu_staging (make check-programs)"; exit 1; }
+. "$(dirname "$0")/lib/fakecuda.sh"
+fakecuda_setup gpu_staging
 
 KUMI_ACCEL_CUDA_LIBRARY=$TMP/libcuda.so.1 "$KUMI_INFO" --parsable > "$TMP/p" 2>&1
 grep -q '^component:accel:cuda:status:available$' "$TMP/p" && ok "kumi_info: accel/cuda available with a driver" ||

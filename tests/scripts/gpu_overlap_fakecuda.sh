@@ -13,18 +13,8 @@
 # pieces after all, and receives copy pieces to the device while the rest
 # arrives.  With kumi_base_accel_chunk=0: no pieces, the same bytes.
 set -u
-: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
-: "${top_builddir:=$top_srcdir}"
-: "${MPIEXEC:=$top_builddir/tools/mpiexec/mpiexec}"
-: "${TESTBIN:=$top_builddir/tests/mpi}"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kumi-fakecuda.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures+1)); }
-ok() { echo "ok: $*"; }
-${CC:-cc} -shared -fPIC -O1 -Wall -Werror -o "$TMP/libcuda.so.1" "$top_srcdir/tests/scripts/lib/fakecuda.c" -lpthread ||
-    { echo "FAIL: the stand-in driver does not build"; exit 1; }
-[ -x "$TESTBIN/gpu_overlap" ] || { echo "FAIL: no $TESTBIN/gpu_overlap (make check-programs)"; exit 1; }
+. "$(dirname "$0")/lib/fakecuda.sh"
+fakecuda_setup gpu_overlap
 run() { # NP CHUNK [mpiexec args...]   (chunk 0: the program's sizes as for 256 KiB)
     local np=$1 c=$2; shift 2
     (cd "$TESTBIN" && "$MPIEXEC" --timeout 180 -x KUMI_VERBOSE=2 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" \

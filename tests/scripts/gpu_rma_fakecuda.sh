@@ -7,18 +7,8 @@
 # direct path, with active messages only (KUMI_BASE_RMA_DIRECT=0), with
 # the progress thread and with p2p/ofi's remote writes and reads.
 set -u
-: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
-: "${top_builddir:=$top_srcdir}"
-: "${MPIEXEC:=$top_builddir/tools/mpiexec/mpiexec}"
-: "${TESTBIN:=$top_builddir/tests/mpi}"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kumi-fakecuda.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures+1)); }
-ok() { echo "ok: $*"; }
-${CC:-cc} -shared -fPIC -O1 -Wall -Werror -o "$TMP/libcuda.so.1" "$top_srcdir/tests/scripts/lib/fakecuda.c" -lpthread ||
-    { echo "FAIL: the stand-in driver does not build"; exit 1; }
-[ -x "$TESTBIN/gpu_rma_staging" ] || { echo "FAIL: no $TESTBIN/gpu_rma_staging (make check-programs)"; exit 1; }
+. "$(dirname "$0")/lib/fakecuda.sh"
+fakecuda_setup gpu_rma_staging
 run() {   # what np extra-mpiexec-arguments...
     local what=$1 np=$2; shift 2
     if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" "$@" -n "$np" \
