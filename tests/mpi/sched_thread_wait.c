@@ -16,6 +16,7 @@
  * usage: -n 2 sched_thread_wait */
 #define _GNU_SOURCE
 #include "kt.h"
+#include "kt_threads.h"
 #include <dirent.h>
 #include <sched.h>
 #include <time.h>
@@ -26,36 +27,6 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-/* Context switches (voluntary + involuntary) of every thread but the main
- * one, and the largest CPU count any of them may run on. */
-static long other_switches(int *maxcpus)
-{
-    long sum = 0;
-    *maxcpus = 0;
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int tid = atoi(e->d_name);
-        if (tid <= 0 || tid == getpid()) continue;
-        char path[64], line[256];
-        snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        while (fgets(line, sizeof line, f)) {
-            long v;
-            if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) sum += v;
-            if (sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1) sum += v;
-        }
-        fclose(f);
-        cpu_set_t set;
-        if (sched_getaffinity(tid, sizeof set, &set) == 0 && CPU_COUNT(&set) > *maxcpus)
-            *maxcpus = CPU_COUNT(&set);
-    }
-    closedir(d);
-    return sum;
 }
 
 int main(int argc, char **argv)
@@ -78,7 +49,7 @@ int main(int argc, char **argv)
 
     enum { PAIRS = 2000 };
     int cpus = 0;
-    long s0 = other_switches(&cpus);
+    long s0 = kt_other_switches(&cpus);
     KT_CHECK(s0 >= 0, "cannot read /proc/self/task");
     double t0 = now();
     for (int i = 0; i < PAIRS; i++) {
@@ -88,7 +59,7 @@ int main(int argc, char **argv)
         if (b != 2.0 * i + 1) KT_FAIL("pair %d: b = %g, expected %g", i, b, 2.0 * i + 1);
     }
     double secs = now() - t0;
-    long sw = other_switches(&cpus) - s0;
+    long sw = kt_other_switches(&cpus) - s0;
     printf("sched_thread_wait rank %d: %d Iallreduce+Wait in %.3f s (%.2f us each); progress thread: "
            "%ld context switches, may run on %d CPUs\n", rank, PAIRS, secs, secs / PAIRS * 1e6, sw, cpus);
     /* A doze of 0.2 s: at most secs / 0.2 + a few, whatever the machine's speed. */

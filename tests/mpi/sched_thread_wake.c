@@ -26,6 +26,7 @@
  * usage: -n 2 sched_thread_wake */
 #define _GNU_SOURCE
 #include "kt.h"
+#include "kt_threads.h"
 #include <dirent.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,31 +36,6 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-/* Context switches of every thread but the main one (the progress thread). */
-static long other_switches(void)
-{
-    long sum = 0;
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int tid = atoi(e->d_name);
-        if (tid <= 0 || tid == getpid()) continue;
-        char path[64], line[256];
-        snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        while (fgets(line, sizeof line, f)) {
-            long v;
-            if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) sum += v;
-            if (sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1) sum += v;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return sum;
 }
 
 int main(int argc, char **argv)
@@ -89,14 +65,14 @@ int main(int argc, char **argv)
             KT_MPI(MPI_Ibcast((void *)&buf, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD, &req));
             KT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
         } else {
-            long s0 = other_switches();
+            long s0 = kt_other_switches(NULL);
             double t0 = now(), t = 0;
             KT_MPI(MPI_Ibcast((void *)&buf, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD, &req));
             volatile double x = 1;
             while (buf != want && (t = now() - t0) < 10)   /* computing: no MPI call */
                 for (int i = 0; i < 1000; i++) x = x * 1.0000001;
             t = now() - t0;
-            long sw = other_switches() - s0;
+            long sw = kt_other_switches(NULL) - s0;
             int flag = 0;
             KT_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
             if (!flag) KT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
@@ -114,7 +90,7 @@ int main(int argc, char **argv)
     /* 4. */
     enum { OPS = 400 };
     KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    long s0 = other_switches();
+    long s0 = kt_other_switches(NULL);
     double t0 = now();
     for (int i = 0; i < OPS; i++) {
         double a = rank + i, b = 0;
@@ -123,7 +99,7 @@ int main(int argc, char **argv)
         if (b != 2.0 * i + 1) KT_FAIL("operation %d: b = %g, expected %g", i, b, 2.0 * i + 1);
         usleep(1000);
     }
-    long sw = other_switches() - s0;
+    long sw = kt_other_switches(NULL) - s0;
     double secs = now() - t0;
     printf("sched_thread_wake rank %d: %d x (Iallreduce + Wait, 1 ms out) in %.3f s: progress thread %ld context "
            "switches (%.2f per operation)\n", rank, OPS, secs, sw, (double)sw / OPS);
