@@ -129,6 +129,7 @@ run1_ompi() { # wan_a2a args -> "seconds drops" (or "fail")
         --mca pml ob1 --mca btl tcp,self,vader "$work/wan_a2a.ompi" "$@" 2>&1)
     rc=$?
     d1=$(wanlab_drops)
+    rm -f /dev/shm/vader_segment.wanA.* /dev/shm/vader_segment.wanB.*   # what a failed run leaves
     [ $rc -eq 0 ] || { { echo "Open MPI (rc $rc):"; echo "$o" | tail -8; } >> "$out/wan.err"; echo "fail"; return; }
     echo "$(echo "$o" | sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p') $((d1 - d0))"
 }
