@@ -149,6 +149,15 @@ for d in $delays; do
     # the topology file describes the link as it is (pacing_sockrate_min_latency_us
     # leaves a link of less than 1 ms alone)
     printf 'cluster A %s\ncluster B %s\nlink A B %d 12.5\n' "$WL_NET_A" "$WL_NET_B" $((d * 1000)) > "$topo"
+    # Open MPI looks its host names up (and addresses back): in the lab a DNS query
+    # waits 5 s for no answer, so `ip netns exec` gives its namespaces an /etc/hosts
+    # of their own and no name server (/etc/netns/NS/, removed with the lab)
+    # shellcheck disable=SC2064
+    trap "wanlab_down; rm -rf /etc/netns/${WL_NS_A##*/} /etc/netns/${WL_NS_B##*/}" EXIT
+    [ $ompi = 1 ] && for ns in "${WL_NS_A##*/}" "${WL_NS_B##*/}"; do
+        mkdir -p "/etc/netns/$ns" && printf '127.0.0.1 localhost\n%s wanA\n%s wanB\n' "$WL_ADDR_A" "$WL_ADDR_B" \
+            > "/etc/netns/$ns/hosts" && printf 'options attempts:1 timeout:1\n' > "/etc/netns/$ns/resolv.conf"
+    done
     wrap=(python3 "$top_srcdir/tests/scripts/netns_rank.py" "$n" "$WL_NS_A" "$WL_NS_B")
     for k in "${kernels[@]}"; do
       for path in $paths; do
@@ -194,6 +203,7 @@ for d in $delays; do
       done
     done
     wanlab_down
+    rm -rf "/etc/netns/${WL_NS_A##*/}" "/etc/netns/${WL_NS_B##*/}"
 done
 echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection; Open MPI: ob1 tcp,vader, same namespaces, u/ompi = Kumi unpaced / Open MPI)" | tee -a "$table"
 # targets: 10 ms paced >= 1.3x; 0 ms paced no slower (>= 0.95x); paced drops near zero
