@@ -44,6 +44,7 @@ sample() { # NS FILE: ss -tmi every 0.1 s until $work/stop exists
 }
 run_path() { # PATH
     rm -f "$work/stop"
+    : > "$out/impi-ss.$1.A"; : > "$out/impi-ss.$1.B"
     sample "$A" "$out/impi-ss.$1.A" & local s1=$!
     sample "$B" "$out/impi-ss.$1.B" & local s2=$!
     if [ "$1" = tcp ]; then
