@@ -116,7 +116,7 @@ for d in $delays; do
     Bt=$(tcp1 "${BW4M[@]}" | val bw) Bi=$(impi1 1 "${BW4M[@]}" | val bw) Br=$(impi1 2 "${BW4M[@]}" | val bw)
     IMPI_B=(--param p2p_impi_host_per_rank=1); Bp=$(impi1 2 "${BW4M[@]}" | val bw); IMPI_B=()
     for v in "$bt" "$bi" "$Bt" "$Bi" "$Br"; do [ -n "$v" ] || ok=0; done
-    [ "${KUMI_BENCH_IMPI_NOLAT:-0}" = 1 ] || [ -n "$lt" ] && [ -n "$li" ] || ok=0
+    [ "${KUMI_BENCH_IMPI_NOLAT:-0}" = 1 ] || { [ -n "$lt" ] && [ -n "$li" ]; } || ok=0
     r4=$(ratio "$Bi" "$Bt")
     printf "%3s ms | %8s %8s %6s %8s %6s %8s %6s | %8s %8s %6s | %8s %8s %6s %8s %6s %8s %6s\n" "$d" "${lt:--}" \
         "${li:--}" "$(ratio "$li" "$lt")" "${lr:--}" "$(ratio "$lr" "$lt")" "${lp:--}" "$(ratio "$lp" "$lt")" \

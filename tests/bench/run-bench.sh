@@ -53,7 +53,8 @@
 #   wan      all-to-all over the wide-area lab (wan-bench.sh): two clusters of
 #            network namespaces behind a 100 Mbit/s bottleneck at 0, 5, 10 ms,
 #            NAS IS-like and FT-like all-to-all, pacing/sockrate on vs off,
-#            bottleneck drops counted (Kumi only; needs root / namespaces)
+#            bottleneck drops counted; Open MPI over the same namespaces
+#            (mpirun through tests/bench/netns-rsh.sh; needs root / namespaces)
 #   impi     IMPI vs native tcp over the same lab (impi-bench.sh): one rank per
 #            cluster, latency at 8 B and bandwidth at 64 KiB / 4 MiB of
 #            p2p/impi (two IMPI clients, every packet through each launch's
@@ -711,8 +712,8 @@ for cfg in $configs; do
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/mem-bench.sh" ;;
     wan)
-        echo; echo "==== all-to-all over the wide-area lab, pacing/sockrate off vs on (tests/bench/wan-bench.sh)"
-        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_QUICK=$quick \
+        echo; echo "==== all-to-all over the wide-area lab, pacing/sockrate off vs on, Open MPI (tests/bench/wan-bench.sh)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_QUICK=$quick KUMI_BENCH_PEERS="$want_peers" \
             bash "$here/wan-bench.sh" ;;
     impi)
         echo; echo "==== IMPI vs native tcp across the wide-area lab (tests/bench/impi-bench.sh)"

@@ -19,8 +19,14 @@
 # all-to-all sends to every peer at once at these sizes), KUMI_BENCH_REPS
 # interleaved runs (default 3), the median time of the measured iterations
 # and the bottleneck's drops (tc -s qdisc on the router, both directions)
-# of that run.  Open MPI over the same namespaces is not run (its launcher
-# cannot start ranks in other network namespaces here).
+# of that run.  Open MPI (KUMI_BENCH_PEERS has "ompi", the default) runs the
+# same program, built with mpicc.openmpi, over the same namespaces in the
+# same rounds: mpirun.openmpi in cluster A starts one orted per cluster
+# through tests/bench/netns-rsh.sh (an rsh agent: `ip netns exec` and a UTS
+# namespace named after the host, no sshd), the hosts' ranks by slot as
+# Kumi's (ranks 0..N-1 in A), ob1 with btl tcp,self,vader on the lab's
+# subnets (198.18.0.0/15, also its out-of-band channel); its ratio column is
+# Kumi unpaced's time / Open MPI's (above 1: Open MPI faster).
 # Target: paced >= 1.3x faster than unpaced at 10 ms, no slower at 0 ms
 # (within 5 %), near-zero drops (at most 1 per 1000 packets moved).
 #
@@ -28,7 +34,8 @@
 #
 # Env: top_srcdir, top_builddir, KUMI_BENCH_OUT, KUMI_BENCH_REPS, KUMI_BENCH_QUICK=1
 #      (1 repetition, delays 0 and 10 ms), KUMI_BENCH_WAN_DELAYS="0 5 10" (ms),
-#      KUMI_BENCH_WAN_PATHS ("tcp impi": Kumi's tcp across, and IMPI clients).
+#      KUMI_BENCH_WAN_PATHS ("tcp impi": Kumi's tcp across, and IMPI clients),
+#      KUMI_BENCH_PEERS ("ompi mpich": only ompi is used here; none: Kumi alone).
 # Writes $KUMI_BENCH_OUT/wan.table, appends to $KUMI_BENCH_OUT/targets and
 # writes $KUMI_BENCH_OUT/wan.kumi.status (ok, or why not).
 set -u
@@ -97,10 +104,39 @@ run1_impi() { # env assignments... -- wan_a2a args -> "seconds drops" (or "fail"
     [ $ra -eq 0 ] && [ $rb -eq 0 ] || { tail -5 "$work/ia" "$work/ib" >> "$out/wan.err"; echo "fail"; return; }
     echo "$(sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p' "$work/ia" "$work/ib" | head -1) $((d1 - d0))"
 }
+# Open MPI over the same namespaces: mpirun in A, hosts wanA / wanB (one orted each,
+# started by netns-rsh.sh), ranks by slot: 0..n-1 in A, n..2n-1 in B.
+ompi=0
+case " ${KUMI_BENCH_PEERS:-ompi mpich} " in
+*" ompi "*)
+    if command -v mpicc.openmpi > /dev/null 2>&1 && command -v mpirun.openmpi > /dev/null 2>&1 &&
+        command -v unshare > /dev/null 2>&1; then
+        if mpicc.openmpi -O2 -I"$top_srcdir/tests/mpi" -o "$work/wan_a2a.ompi" "$top_srcdir/tests/mpi/wan_a2a.c" \
+            2> "$out/build.wan.ompi.err"; then ompi=1
+        else echo "wan: building wan_a2a.c with mpicc.openmpi failed (see $out/build.wan.ompi.err)"; fi
+    else
+        echo "wan: Open MPI (mpicc.openmpi, mpirun.openmpi) or unshare(1) missing: Open MPI not run"
+    fi ;;
+esac
+printf 'wanA slots=%d\nwanB slots=%d\n' "$n" "$n" > "$work/hosts"
+run1_ompi() { # wan_a2a args -> "seconds drops" (or "fail")
+    local d0 d1 o rc
+    d0=$(wanlab_drops)
+    o=$(NETNS_RSH_MAP="wanA=$WL_NS_A wanB=$WL_NS_B" ip netns exec "${WL_NS_A##*/}" timeout -k 5 300 \
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n $p --hostfile "$work/hosts" --map-by slot \
+        --mca plm_rsh_agent "$here/netns-rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
+        --mca oob_tcp_if_include 198.18.0.0/15 --mca btl_tcp_if_include 198.18.0.0/15 \
+        --mca pml ob1 --mca btl tcp,self,vader "$work/wan_a2a.ompi" "$@" 2>&1)
+    rc=$?
+    d1=$(wanlab_drops)
+    rm -f /dev/shm/vader_segment.wanA.* /dev/shm/vader_segment.wanB.*   # what a failed run leaves
+    [ $rc -eq 0 ] || { { echo "Open MPI (rc $rc):"; echo "$o" | tail -8; } >> "$out/wan.err"; echo "fail"; return; }
+    echo "$(echo "$o" | sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p') $((d1 - d0))"
+}
 paths=${KUMI_BENCH_WAN_PATHS:-tcp impi}
 median() { sort -g | awk '{a[NR] = $0} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
-printf "%-3s %6s %9s %6s | %9s %6s %7s | %9s %6s %7s\n" "" delay unpaced drops "senders" drops speedup \
-    "sockets" drops speedup | tee -a "$table"
+printf "%-4s %6s %9s %6s | %9s %6s %7s | %9s %6s %7s | %9s %6s %7s\n" "" delay unpaced drops "senders" drops speedup \
+    "sockets" drops speedup "Open MPI" drops "u/ompi" | tee -a "$table"
 ok=1
 for d in $delays; do
     wanlab_up $((d * 1000)) 100 > "$work/lab.out" 2>&1
@@ -113,12 +149,21 @@ for d in $delays; do
     # the topology file describes the link as it is (pacing_sockrate_min_latency_us
     # leaves a link of less than 1 ms alone)
     printf 'cluster A %s\ncluster B %s\nlink A B %d 12.5\n' "$WL_NET_A" "$WL_NET_B" $((d * 1000)) > "$topo"
+    # Open MPI looks its host names up (and addresses back): in the lab a DNS query
+    # waits 5 s for no answer, so `ip netns exec` gives its namespaces an /etc/hosts
+    # of their own and no name server (/etc/netns/NS/, removed with the lab)
+    # shellcheck disable=SC2064
+    trap "wanlab_down; rm -rf /etc/netns/${WL_NS_A##*/} /etc/netns/${WL_NS_B##*/}" EXIT
+    [ $ompi = 1 ] && for ns in "${WL_NS_A##*/}" "${WL_NS_B##*/}"; do
+        mkdir -p "/etc/netns/$ns" && printf '127.0.0.1 localhost\n%s wanA\n%s wanB\n' "$WL_ADDR_A" "$WL_ADDR_B" \
+            > "/etc/netns/$ns/hosts" && printf 'options attempts:1 timeout:1\n' > "/etc/netns/$ns/resolv.conf"
+    done
     wrap=(python3 "$top_srcdir/tests/scripts/netns_rank.py" "$n" "$WL_NS_A" "$WL_NS_B")
     for k in "${kernels[@]}"; do
       for path in $paths; do
         name=${k%%|*} args=${k#*|}
         [ "$path" = impi ] && name=$name-I
-        : > "$work/u"; : > "$work/p"; : > "$work/s"
+        : > "$work/u"; : > "$work/p"; : > "$work/s"; : > "$work/o"
         for r in $(seq "$reps"); do
             if [ "$path" = impi ]; then
                 # shellcheck disable=SC2086
@@ -135,20 +180,32 @@ for d in $delays; do
             run1 "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/p"
             # shellcheck disable=SC2086
             run1 -x KUMI_PACING_SOCKRATE_DIVIDE=sockets "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/s"
+            # shellcheck disable=SC2086
+            [ $ompi = 1 ] && run1_ompi $args >> "$work/o"
         done
         if grep -q fail "$work/u" "$work/p" "$work/s"; then ok=0; echo "$name $d ms: a run failed (see $out/wan.err)"; continue; fi
+        to=- do_=- so=-
+        if [ -s "$work/o" ]; then
+            if grep -q fail "$work/o"; then to=fail; echo "$name $d ms: an Open MPI run failed (see $out/wan.err)"
+            else
+                to=$(cut -d' ' -f1 "$work/o" | median)s do_=$(cut -d' ' -f2 "$work/o" | median)
+                so=r
+            fi
+        fi
         tu=$(cut -d' ' -f1 "$work/u" | median) tp=$(cut -d' ' -f1 "$work/p" | median) ts=$(cut -d' ' -f1 "$work/s" | median)
         du=$(cut -d' ' -f2 "$work/u" | median) dp=$(cut -d' ' -f2 "$work/p" | median) ds=$(cut -d' ' -f2 "$work/s" | median)
         sp=$(awk -v u="$tu" -v p="$tp" 'BEGIN {printf "%.2f", u / p}')
         ss=$(awk -v u="$tu" -v p="$ts" 'BEGIN {printf "%.2f", u / p}')
-        printf "%-3s %3s ms %8ss %6s | %8ss %6s %6sx | %8ss %6s %6sx\n" "$name" "$d" "$tu" "$du" "$tp" "$dp" "$sp" \
-            "$ts" "$ds" "$ss" | tee -a "$table"
+        [ "$so" = - ] || so=$(awk -v u="$tu" -v o="${to%s}" 'BEGIN {printf "%.2fx", u / o}')
+        printf "%-4s %3s ms %8ss %6s | %8ss %6s %6sx | %8ss %6s %6sx | %9s %6s %7s\n" "$name" "$d" "$tu" "$du" "$tp" "$dp" \
+            "$sp" "$ts" "$ds" "$ss" "$to" "$do_" "$so" | tee -a "$table"
         echo "$name $d $tu $du $tp $dp $sp $ts $ds $ss" >> "$work/rows"
       done
     done
     wanlab_down
+    rm -rf "/etc/netns/${WL_NS_A##*/}" "/etc/netns/${WL_NS_B##*/}"
 done
-echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection)" | tee -a "$table"
+echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection; Open MPI: ob1 tcp,vader, same namespaces, u/ompi = Kumi unpaced / Open MPI)" | tee -a "$table"
 # targets: 10 ms paced >= 1.3x; 0 ms paced no slower (>= 0.95x); paced drops near zero
 if [ -f "$work/rows" ]; then
     for v in "senders 7" "sockets 10"; do
