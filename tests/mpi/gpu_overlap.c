@@ -16,30 +16,23 @@
  *     bytes up to its end right, none written past it);
  *  5. many messages in flight: 5 large sends and 5 receives per rank at once;
  *  6. a cancelled large send whose copies were still running. */
-#include "kt.h"
-#include <dlfcn.h>
-#include <stdint.h>
+#include "kt_fakecuda.h"
 
-static int (*cuMemAlloc)(unsigned long long *, size_t);
-static int (*cuMemFree)(unsigned long long);
-static int (*cuHtoD)(unsigned long long, const void *, size_t);
-static int (*cuDtoH)(void *, unsigned long long, size_t);
 static unsigned long long (*pending)(void);
 
-static unsigned char pat(int r, size_t i, size_t n, int way) { return (unsigned char)(r * 37 + i * 13 + (i >> 12) + n + way); }
 static void *dp(unsigned long long d) { return (void *)(uintptr_t)d; }
 
 static void fill(unsigned long long d, unsigned char *h, int r, size_t n, int way)
 {
-    for (size_t i = 0; i < n; i++) h[i] = pat(r, i, n, way);
+    for (size_t i = 0; i < n; i++) h[i] = kt_pat(r, i, n, way);
     KT_CHECK(cuHtoD(d, h, n) == 0);
 }
 
 static void check(const unsigned char *h, int r, size_t n, size_t len, int way, const char *what)
 {
     for (size_t i = 0; i < n; i++)
-        if (h[i] != pat(r, i, len, way))
-            KT_FAIL("%s: size %zu way %d: byte %zu is %#x, expected %#x", what, n, way, i, h[i], pat(r, i, len, way));
+        if (h[i] != kt_pat(r, i, len, way))
+            KT_FAIL("%s: size %zu way %d: byte %zu is %#x, expected %#x", what, n, way, i, h[i], kt_pat(r, i, len, way));
 }
 
 int main(int argc, char **argv)
@@ -51,14 +44,9 @@ int main(int argc, char **argv)
     KT_CHECK(argc > 1, "usage: gpu_overlap CHUNK");
     size_t c = (size_t)atol(argv[1]);
     KT_CHECK(c > 0);
-    void *h = dlopen(getenv("KUMI_ACCEL_CUDA_LIBRARY"), RTLD_NOW);
-    KT_CHECK(h, "dlopen: %s", dlerror());
-    *(void **)&cuMemAlloc = dlsym(h, "cuMemAlloc_v2");
-    *(void **)&cuMemFree = dlsym(h, "cuMemFree_v2");
-    *(void **)&cuHtoD = dlsym(h, "cuMemcpyHtoD_v2");
-    *(void **)&cuDtoH = dlsym(h, "cuMemcpyDtoH_v2");
+    void *h = kt_cuda_load();
     *(void **)&pending = dlsym(h, "fakecuda_pending");
-    KT_CHECK(cuMemAlloc && cuMemFree && cuHtoD && cuDtoH && pending);
+    KT_CHECK(pending);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int right = (rank + 1) % size, left = (rank - 1 + size) % size;
     size_t k0 = ((4u << 20) + c - 1) / c + 1;   /* first multiple of c above 4 MiB (+1) */

@@ -7,16 +7,7 @@
  * of messages at sizes around multiples of the chunk above the 4 MiB that
  * are staged in pinned memory at once, device to device (blocking and
  * non-blocking), device to host and host to device; every byte checked. */
-#include "kt.h"
-#include <dlfcn.h>
-#include <stdint.h>
-
-static int (*cuMemAlloc)(unsigned long long *, size_t);
-static int (*cuMemFree)(unsigned long long);
-static int (*cuHtoD)(unsigned long long, const void *, size_t);
-static int (*cuDtoH)(void *, unsigned long long, size_t);
-
-static unsigned char pat(int r, size_t i, size_t n, int way) { return (unsigned char)(r * 37 + i * 13 + (i >> 12) + n + way); }
+#include "kt_fakecuda.h"
 
 int main(int argc, char **argv)
 {
@@ -27,13 +18,7 @@ int main(int argc, char **argv)
     KT_CHECK(argc > 1, "usage: gpu_pipeline CHUNK");
     size_t c = (size_t)atol(argv[1]);
     KT_CHECK(c > 0);
-    void *h = dlopen(getenv("KUMI_ACCEL_CUDA_LIBRARY"), RTLD_NOW);
-    KT_CHECK(h, "dlopen: %s", dlerror());
-    *(void **)&cuMemAlloc = dlsym(h, "cuMemAlloc_v2");
-    *(void **)&cuMemFree = dlsym(h, "cuMemFree_v2");
-    *(void **)&cuHtoD = dlsym(h, "cuMemcpyHtoD_v2");
-    *(void **)&cuDtoH = dlsym(h, "cuMemcpyDtoH_v2");
-    KT_CHECK(cuMemAlloc && cuMemFree && cuHtoD && cuDtoH);
+    kt_cuda_load();
     int right = (rank + 1) % size, left = (rank - 1 + size) % size;
     size_t k0 = ((4u << 20) + c - 1) / c + 1;   /* first multiple of c above 4 MiB (+1) */
     size_t sizes[] = { k0 * c - 1, k0 * c, k0 * c + 1, (k0 + 3) * c + c / 2, (k0 + 4) * c - 7 };
@@ -45,7 +30,7 @@ int main(int argc, char **argv)
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
         size_t n = sizes[z];
         for (int way = 0; way < 4; way++) {
-            for (size_t i = 0; i < n + 8; i++) hs[i] = pat(rank, i, n, way);
+            for (size_t i = 0; i < n + 8; i++) hs[i] = kt_pat(rank, i, n, way);
             KT_CHECK(cuHtoD(ds, hs, n + 8) == 0);
             memset(hr, 0xa5, n + 8);
             KT_CHECK(cuHtoD(dr, hr, n + 8) == 0);
@@ -62,9 +47,9 @@ int main(int argc, char **argv)
             }
             if (way != 2) KT_CHECK(cuDtoH(hr, dr, n + 8) == 0);
             for (size_t i = 0; i < n; i++)
-                if (hr[i] != pat(left, i, n, way))
+                if (hr[i] != kt_pat(left, i, n, way))
                     KT_FAIL("size %zu (chunk %zu) way %d: byte %zu is %#x, expected %#x", n, c, way, i, hr[i],
-                            pat(left, i, n, way));
+                            kt_pat(left, i, n, way));
             for (size_t i = n; i < n + 8; i++)
                 if (hr[i] != 0xa5) KT_FAIL("size %zu way %d: byte %zu past the message was written", n, way, i);
         }

@@ -17,7 +17,6 @@
 #define _GNU_SOURCE
 #include "kt.h"
 #include "kt_threads.h"
-#include <dirent.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>

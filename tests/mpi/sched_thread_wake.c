@@ -27,7 +27,6 @@
 #define _GNU_SOURCE
 #include "kt.h"
 #include "kt_threads.h"
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
