@@ -15,7 +15,9 @@
  *  4. truncation: a receive shorter than the message (MPI_ERR_TRUNCATE, the
  *     bytes up to its end right, none written past it);
  *  5. many messages in flight: 5 large sends and 5 receives per rank at once;
- *  6. a cancelled large send whose copies were still running. */
+ *  6. a cancelled large send whose copies were still running;
+ *  7. a buffer freed and allocated again between messages (a receiver that
+ *     keeps peers' allocations open through IPC must open the new one). */
 #include "kt_fakecuda.h"
 
 static unsigned long long (*pending)(void);
@@ -171,6 +173,21 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Sendrecv(dp(ds), (int)n, MPI_BYTE, right, 70, dp(dr), (int)n, MPI_BYTE, left, 70, MPI_COMM_WORLD, &st));
     KT_CHECK(cuDtoH(hr, dr, n) == 0);
     check(hr, left, n, n, 70, "after the cancel");
+
+    /* 7. a device buffer freed and allocated again between messages: its IPC handle
+       names the new allocation (a receiver that kept the old one open must not
+       read the old memory) */
+    for (int k = 0; k < 3; k++) {
+        unsigned long long dn;
+        KT_CHECK(cuMemAlloc(&dn, n) == 0);
+        fill(dn, hs, rank, n, 80 + k);
+        KT_MPI(MPI_Irecv(dp(dr), (int)n, MPI_BYTE, left, 80 + k, MPI_COMM_WORLD, &q[0]));
+        KT_MPI(MPI_Isend(dp(dn), (int)n, MPI_BYTE, right, 80 + k, MPI_COMM_WORLD, &q[1]));
+        KT_MPI(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+        KT_CHECK(cuDtoH(hr, dr, n) == 0);
+        check(hr, left, n, n, 80 + k, "from a buffer allocated again");
+        cuMemFree(dn);
+    }
 
     for (int i = 0; i < 4; i++) cuMemFree(d3[i]);
     cuMemFree(ds);

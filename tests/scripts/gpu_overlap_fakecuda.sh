@@ -12,6 +12,10 @@
 # failing (FAKECUDA_NOIPC=1: cuIpcOpenMemHandle fails) the messages go in
 # pieces after all, and receives copy pieces to the device while the rest
 # arrives.  With kumi_base_accel_chunk=0: no pieces, the same bytes.
+# Receivers keep peers' allocations open (accel_cuda_ipc_cache): the log
+# must show handles reused; with accel_cuda_ipc_cache=0 none is, and the
+# bytes are the same (section 7 of the program sends from buffers allocated
+# again, which a cache keyed by address would read stale).
 set -u
 . "$(dirname "$0")/lib/fakecuda.sh"
 fakecuda_setup gpu_overlap
@@ -21,12 +25,13 @@ run() { # NP CHUNK [mpiexec args...]   (chunk 0: the program's sizes as for 256 
         -x KUMI_BASE_ACCEL_CHUNK=$c "$@" -n "$np" ./gpu_overlap $([ "$c" = 0 ] && echo 262144 sync || echo $c)) > "$TMP/run" 2>&1
 }
 for a in "2 262144" "3 1000003" "2 1048576 tcp" "3 262144 tcp" "2 262144 thread" "2 262144 noipc" \
-         "3 1000003 noipc"; do
+         "3 1000003 noipc" "2 262144 nocache"; do
     set -- $a
     extra=()
     [ "${3:-}" = tcp ] && extra=(-x MPI_COMPONENTS=p2p=self,tcp)
     [ "${3:-}" = thread ] && extra=(-x KUMI_BASE_SCHED_ENGINE=thread)
     [ "${3:-}" = noipc ] && extra=(-x FAKECUDA_NOIPC=1)
+    [ "${3:-}" = nocache ] && extra=(-x KUMI_ACCEL_CUDA_IPC_CACHE=0)
     what="gpu_overlap at $1 ranks, chunk $2${3:+, $3}"
     if run "$1" "$2" "${extra[@]}"; then
         ps=$(grep -c "go in [0-9]* pieces as they are copied" "$TMP/run")
@@ -34,12 +39,15 @@ for a in "2 262144" "3 1000003" "2 1048576 tcp" "3 262144 tcp" "2 262144 thread"
         ipc=$(grep -c "bytes from rank [0-9]*: one device-to-device copy (IPC)" "$TMP/run")
         ipcs=$(grep -c "copied by the receiver from this device buffer (IPC)" "$TMP/run")
         fb=$(grep -c "could not be opened here (IPC): the message comes through host memory" "$TMP/run")
+        op=$(grep -c "accel/cuda: IPC handle of a peer's allocation opened" "$TMP/run")
+        ru=$(grep -c "accel/cuda: IPC handle of a peer's allocation reused" "$TMP/run")
         if [ "${3:-}" = noipc ]; then good=$((ps > 0 && dv > 0 && fb > 0 && ipc == 0))
-        else good=$((ps > 0 && ipc > 0 && ipcs == ipc && fb == 0)); fi
+        elif [ "${3:-}" = nocache ]; then good=$((ps > 0 && ipc > 0 && ipcs == ipc && fb == 0 && ru == 0 && op == ipc))
+        else good=$((ps > 0 && ipc > 0 && ipcs == ipc && fb == 0 && ru > 0 && op + ru == ipc)); fi
         if [ "$good" = 1 ]; then
-            ok "$what: bytes right; $ps sends in pieces, $ipc by IPC, $fb IPC refused, $dv receives copied to the device as pieces arrived"
+            ok "$what: bytes right; $ps sends in pieces, $ipc by IPC ($op handles opened, $ru reused), $fb IPC refused, $dv receives copied to the device as pieces arrived"
         else
-            fail "$what: bytes right, but $ps sends in pieces, $ipc receives by IPC ($ipcs senders told), $fb IPC refused, $dv receives copied while arriving"
+            fail "$what: bytes right, but $ps sends in pieces, $ipc receives by IPC ($ipcs senders told; $op handles opened, $ru reused), $fb IPC refused, $dv receives copied while arriving"
             grep "accel" "$TMP/run" | head -5 | sed 's/^/    /'
         fi
     else

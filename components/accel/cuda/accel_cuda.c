@@ -16,6 +16,7 @@
 #include <kumi/param.h>
 #include <mpi.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,8 @@ static const struct { const char *name; size_t off; } ipc_syms[] = {
 #undef S
 };
 
+static long long ipc_cache_max = 16;
+
 static void cuda_register(void)
 {
     kumi_param_register_int("accel", "cuda", "device", -1,
@@ -116,6 +119,11 @@ static void cuda_register(void)
     kumi_param_register_string("accel", "cuda", "library", "libcuda.so.1",
                                "The CUDA driver library, opened with dlopen at MPI_Init (tests: a stand-in)",
                                KUMI_LEVEL_DEV, &cuda_library);
+    kumi_param_register_int("accel", "cuda", "ipc_cache", 16,
+                            "Device allocations of other processes kept open (CUDA IPC) after a message, "
+                            "so that the next message from the same allocation does not open its handle "
+                            "again (0: each message opens and closes its handle)", KUMI_LEVEL_TUNER,
+                            &ipc_cache_max);
 }
 
 static int cuda_open(char *why, size_t whylen)
@@ -163,8 +171,11 @@ fail:
     return KUMI_UNAVAILABLE;
 }
 
+static void ipc_cache_drop(void);
+
 static void cuda_close(void)
 {
+    ipc_cache_drop();
     if (lib) dlclose(lib);
     lib = NULL;
 }
@@ -326,19 +337,97 @@ static int cuda_ipc_handle(const void *dev, void *h, size_t *off)
     return 0;
 }
 
+/* Opened handles are cached (accel_cuda_ipc_cache entries), keyed by the
+ * handle's bytes: a handle names one allocation of its owner (a new
+ * allocation at the same address gets another handle), so an entry is never
+ * stale while the owner's allocation lives; the mapping keeps its memory
+ * until the entry is closed.  An entry is closed when it is the least
+ * recently used one without a user and a new handle needs its place, and at
+ * MPI_Finalize.  Opening a handle costs a driver call and the mapping of
+ * the peer's memory (tens of microseconds), which a pipeline of messages
+ * from one buffer would otherwise pay per message. */
+struct ipc_entry {
+    cu_ipc_handle h;
+    cu_ptr base;
+    unsigned refs;
+    unsigned long long used;                 /* LRU stamp; 0: free slot */
+};
+#define IPC_CACHE_SLOTS 64
+static struct ipc_entry ipc_cache[IPC_CACHE_SLOTS];
+static unsigned long long ipc_clock;
+static pthread_mutex_t ipc_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long ipc_opens, ipc_hits;
+
+static int cache_limit(void)
+{
+    return ipc_cache_max < 0 ? 0 : ipc_cache_max > IPC_CACHE_SLOTS ? IPC_CACHE_SLOTS : (int)ipc_cache_max;
+}
+
 static int cuda_ipc_open(const void *h, void **base)
 {
     cu_ipc_handle hd;
     cu_ptr p = 0;
     memcpy(&hd, h, sizeof hd);
-    if (!ipc_ok || current() || cu.IpcOpenMemHandle(&p, hd, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return -1;
+    if (!ipc_ok || current()) return -1;
+    int lim = cache_limit();
+    pthread_mutex_lock(&ipc_mu);
+    for (int i = 0; i < IPC_CACHE_SLOTS; i++)   /* all: the limit may have been lowered */
+        if (ipc_cache[i].used && !memcmp(&ipc_cache[i].h, &hd, sizeof hd)) {
+            ipc_cache[i].refs++;
+            ipc_cache[i].used = ++ipc_clock;
+            *base = (void *)(uintptr_t)ipc_cache[i].base;
+            ipc_hits++;
+            pthread_mutex_unlock(&ipc_mu);
+            kumi_log(2, "accel/cuda: IPC handle of a peer's allocation reused (opened %lu, reused %lu)",
+                     ipc_opens, ipc_hits);
+            return 0;
+        }
+    /* a place: a free slot, else the least recently used entry without a user */
+    int slot = -1;
+    for (int i = 0; i < lim; i++) {
+        if (!ipc_cache[i].used) { slot = i; break; }
+        if (!ipc_cache[i].refs && (slot < 0 || ipc_cache[i].used < ipc_cache[slot].used)) slot = i;
+    }
+    if (slot >= 0 && ipc_cache[slot].used) {
+        cu.IpcCloseMemHandle(ipc_cache[slot].base);
+        ipc_cache[slot].used = 0;
+    }
+    if (cu.IpcOpenMemHandle(&p, hd, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) {
+        pthread_mutex_unlock(&ipc_mu);
+        return -1;
+    }
+    ipc_opens++;
+    if (slot >= 0) ipc_cache[slot] = (struct ipc_entry){ hd, p, 1, ++ipc_clock };
+    pthread_mutex_unlock(&ipc_mu);
+    kumi_log(2, "accel/cuda: IPC handle of a peer's allocation opened (opened %lu, reused %lu%s)", ipc_opens,
+             ipc_hits, slot >= 0 ? "" : "; not cached");
     *base = (void *)(uintptr_t)p;
     return 0;
 }
 
 static void cuda_ipc_close(void *base)
 {
-    if (ipc_ok && !current()) cu.IpcCloseMemHandle((cu_ptr)(uintptr_t)base);
+    if (!ipc_ok || current()) return;
+    pthread_mutex_lock(&ipc_mu);
+    for (int i = 0; i < IPC_CACHE_SLOTS; i++)
+        if (ipc_cache[i].used && ipc_cache[i].refs && ipc_cache[i].base == (cu_ptr)(uintptr_t)base) {
+            ipc_cache[i].refs--;             /* stays open for the next message */
+            pthread_mutex_unlock(&ipc_mu);
+            return;
+        }
+    pthread_mutex_unlock(&ipc_mu);
+    cu.IpcCloseMemHandle((cu_ptr)(uintptr_t)base);
+}
+
+static void ipc_cache_drop(void)
+{
+    pthread_mutex_lock(&ipc_mu);
+    for (int i = 0; i < IPC_CACHE_SLOTS; i++)
+        if (ipc_cache[i].used) {
+            if (ipc_ok && !current()) cu.IpcCloseMemHandle(ipc_cache[i].base);
+            ipc_cache[i].used = 0;
+        }
+    pthread_mutex_unlock(&ipc_mu);
 }
 
 static int cuda_dtod(void *dst, const void *src, size_t n)

@@ -17,7 +17,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-struct region { char *dev, *rw; size_t len; int fd; int opened; };
+struct region { char *dev, *rw; size_t len; int fd; int opened; unsigned long gen; };
+static unsigned long gens;   /* allocations made: a handle names one (as CUDA's do) */
 static struct region regs[256];
 static int nregs;
 static void *pinned[256];
@@ -92,7 +93,7 @@ int cuMemAlloc_v2(unsigned long long *out, size_t n)
     int i = 0;
     while (i < nregs && regs[i].dev) i++;
     if (i == 256) { pthread_mutex_unlock(&mu); return 2; }
-    regs[i] = (struct region){ dev, rw, len, fd, 0 };   /* fd kept: IPC handles name it */
+    regs[i] = (struct region){ dev, rw, len, fd, 0, ++gens };   /* fd kept: IPC handles name it */
     if (i == nregs) nregs++;
     pthread_mutex_unlock(&mu);
     *out = (unsigned long long)(uintptr_t)dev;
@@ -110,7 +111,7 @@ int cuMemFree_v2(unsigned long long p)
 
 /* IPC: a handle names the owner's process and descriptor of the memfd behind
  * an allocation (opened again through /proc); FAKECUDA_NOIPC=1: opening fails. */
-struct fipc { unsigned magic; int pid, fd; size_t len; };
+struct fipc { unsigned magic; int pid, fd; size_t len; unsigned long gen; };
 struct fhandle { char b[64]; };                   /* CUipcMemHandle, passed by value */
 int cuMemGetAddressRange_v2(unsigned long long *base, size_t *len, unsigned long long p)
 {
@@ -125,7 +126,9 @@ int cuIpcGetMemHandle(void *h, unsigned long long p)
     pthread_mutex_lock(&mu);
     struct region *r = find((uintptr_t)p);
     int ok = r && (uintptr_t)p == (uintptr_t)r->dev && !r->opened;
-    struct fipc f = { 0x46495043u, getpid(), ok ? r->fd : -1, ok ? r->len : 0 };
+    struct fipc f;
+    memset(&f, 0, sizeof f);                      /* the padding too: handles are compared whole */
+    if (ok) { f.magic = 0x46495043u; f.pid = getpid(); f.fd = r->fd; f.len = r->len; f.gen = r->gen; }
     pthread_mutex_unlock(&mu);
     if (!ok) return 1;
     memset(h, 0, 64);
@@ -150,7 +153,7 @@ int cuIpcOpenMemHandle_v2(unsigned long long *out, struct fhandle h, unsigned fl
     int i = 0;
     while (i < nregs && regs[i].dev) i++;
     if (i == 256) { pthread_mutex_unlock(&mu); return 2; }
-    regs[i] = (struct region){ dev, rw, f.len, -1, 1 };
+    regs[i] = (struct region){ dev, rw, f.len, -1, 1, 0 };
     if (i == nregs) nregs++;
     pthread_mutex_unlock(&mu);
     *out = (uintptr_t)dev;
