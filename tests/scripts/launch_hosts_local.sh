@@ -64,6 +64,17 @@ if [ -x "$TESTBIN/bind_check" ] && [ "$(nproc)" -ge 2 ]; then
     # ranks see each other's binding in the key-value table (bind_check)
     "$MPIEXEC" --launcher fork -host a:2,b:2 ./bind_check > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "binding through proxies"; }
     [ "$(grep -c '^rank [0-9] cpus [0-9]* env [0-9]*$' "$tmp/out")" = 4 ] || { cat "$tmp/out"; fail "binding: every rank bound to a CPU"; }
+    [ -s "$tmp/err" ] && { cat "$tmp/err"; fail "binding through proxies: something on stderr without --report-bindings"; }
+    # --report-bindings: each proxy reports its ranks, as the rank saw its CPUs
+    "$MPIEXEC" --launcher fork -host a:2,b:2 --report-bindings ./bind_check > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "--report-bindings through proxies"; }
+    for r in 0 1 2 3; do
+        h=a; [ $r -ge 2 ] && h=b
+        seen=$(sed -n "s/^rank $r cpus \([^ ]*\) env .*/\1/p" "$tmp/out")
+        rep=$(sed -n "s/^mpiexec: host $h: rank $r bound to core [0-9]* (cpus \([^)]*\))$/\1/p" "$tmp/err")
+        [ -n "$seen" ] && [ "$rep" = "$seen" ] || { cat "$tmp/out" "$tmp/err"; fail "--report-bindings: rank $r on host $h reported '$rep', saw '$seen'"; }
+    done
+    "$MPIEXEC" --launcher fork -host a:2,b:2 --bind-to none --report-bindings true > "$tmp/out" 2> "$tmp/err" || fail "--bind-to none --report-bindings"
+    [ "$(grep -c '^mpiexec: host [ab]: rank [0-3] not bound (--bind-to none)$' "$tmp/err")" = 4 ] || { cat "$tmp/err"; fail "--report-bindings --bind-to none: 4 ranks not bound"; }
     n=$(($(nproc) + 1))
     "$MPIEXEC" --launcher fork -host a:$n,b --bind-to core true > "$tmp/out" 2> "$tmp/err" && fail "--bind-to core, $n ranks on a host: exit 0"
     grep -q "host a: cannot bind $n processes as asked" "$tmp/err" || { cat "$tmp/err"; fail "--bind-to core: message"; }

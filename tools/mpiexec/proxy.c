@@ -65,6 +65,7 @@ static int nloc, hostidx, started, ending;
 static int fences_sent;
 static char **r_argv, **r_env;
 static int stdin_here, stdin_pipe = -1, stdin_eof, stdin_closed;
+static int report_bindings;          /* mpiexec --report-bindings: each rank's binding on stderr */
 static struct mx_buf stdin_q;
 static char hostname[256];
 static char *agent, *proxy_exe;
@@ -299,6 +300,13 @@ static void spawn_all(void)
             env[rank_slot + 3] = bi;
             env[rank_slot + 4] = NULL;
         }
+        if (report_bindings) {   /* as mpiexec words it; mpiexec prints it as "mpiexec: host H: ..." */
+            if (bd->bound)
+                fprintf(stderr, "rank %d bound to %s %d (cpus %s)\n", l->rank, bd->level, bd->index, bd->cpus);
+            else
+                fprintf(stderr, "rank %d not bound (%s)\n", l->rank, bj.unbound_why ? bj.unbound_why : "no binding");
+            fflush(stderr);
+        }
         pid_t p = fork();
         if (p < 0) abandon("cannot fork");
         if (p == 0) {
@@ -504,6 +512,7 @@ static int on_start(struct mx_rd *rd)
     job.ckpt_frame_hook = ckpt_fwd;
     job.ckpt_gone_hook = ckpt_gone;
     stdin_here = flags & 1;
+    report_bindings = (flags & 4) != 0;
     struct mx_buf m = { 0 };
     /* the binding of this host's ranks, as mpiexec does on one host; the
      * ranks' peers see it in the key-value table */

@@ -12,7 +12,8 @@
  *   mpiexec -> proxy
  *     START    0x41  u32 hostidx, u32 nhosts, u32 nlocal, nlocal x u32 rank,
  *                    str secret, str jobid, str size, str wdir, u32 flags
- *                    (1: rank 0 is here and reads stdin),
+ *                    (1: rank 0 is here and reads stdin; 2: -wdir given;
+ *                    4: --report-bindings),
  *                    u32 argc, argc x str, u32 envc, envc x str,
  *                    str agent, str proxy path, u32 fork (for SPAWN),
  *                    u32 bind level (enum mx_bind_level), u32 overload

@@ -527,7 +527,8 @@ static void rset_start(struct mx_rset *S, struct mx_job *job, int nh, const stru
         mx_buf_str(&m, jid, strlen(jid));
         mx_buf_str(&m, size, strlen(size));
         mx_buf_str(&m, hh->wdir, strlen(hh->wdir));
-        mx_buf_u32(&m, (uint32_t)((stdin_wanted && p->ranks[0] == 0) | (hh->wdir_given ? 2 : 0)));
+        mx_buf_u32(&m, (uint32_t)((stdin_wanted && p->ranks[0] == 0) | (hh->wdir_given ? 2 : 0) |
+                                    (S == &mainset && mx_opt.report_bindings ? 4 : 0)));
         mx_buf_u32(&m, (uint32_t)argc);
         for (int i = 0; i < argc; i++) mx_buf_str(&m, hh->argv[i], strlen(hh->argv[i]));
         mx_buf_u32(&m, (uint32_t)hh->envc);
