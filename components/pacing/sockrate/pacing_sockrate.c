@@ -564,10 +564,10 @@ static void make_dyn(int i, int c, uint64_t rate)
  * and the sockets taking part share the rest, so that the rank never sends
  * more than agg in all, whatever starts between two checks (the next peer
  * of a pairwise exchange, a clear-to-send that came late: it sends slowly
- * until the next check counts it in).  All at
- * once (a linear all-to-all): every socket gets agg / peers, as "sockets";
- * one peer at a time (pairwise, Bruck): the one sending gets agg, as
- * "senders", once the others have been idle for hold[c]. */
+ * until the next check counts it in).  All at once (a linear all-to-all):
+ * every socket gets agg / peers, as "sockets", then more as others finish;
+ * one peer at a time (pairwise, Bruck): the one sending gets nearly agg,
+ * as "senders", once the others are done. */
 static void rebalance(void)
 {
     int nb[SR_MAXCL] = { 0 }, nd[SR_MAXCL] = { 0 };
