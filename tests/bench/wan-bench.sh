@@ -15,12 +15,12 @@
 #       pair at P = 4), 6 iterations (FT's), bandwidth-bound.
 # Each: Kumi unpaced (pacing_sockrate_enable=0) and paced by each of
 # pacing_sockrate_divide's rules, a rank's rate being link / senders of the
-# cluster (GridMPI's per-process rate): "auto" (shared among its sockets
-# across that are sending, as seen every millisecond), "senders" (that rate
-# on every socket: the words, too much when a rank sends to several
-# peers at once) and "sockets" (the default: the rate / the rank's peers
-# across on each, fixed; Kumi's all-to-all sends to every peer at once at
-# these sizes, so it is exactly the rank's rate here), KUMI_BENCH_REPS
+# cluster (GridMPI's per-process rate): "auto" (the default: as "senders"
+# where coll/tuned goes pairwise, else as "sockets"; at 2 + 2 ranks Kumi's
+# all-to-all sends to every peer at once, so auto is "sockets" here),
+# "senders" (that rate on every socket: the words, too much when a
+# rank sends to several peers at once) and "sockets" (the rate / the rank's
+# peers across on each), KUMI_BENCH_REPS
 # interleaved runs (default 3), the median time of the measured iterations
 # and the bottleneck's drops (tc -s qdisc on the router, both directions)
 # of that run.  Open MPI (KUMI_BENCH_PEERS has "ompi", the default) runs the
@@ -215,7 +215,7 @@ for d in $delays; do
     wanlab_down
     rm -rf "/etc/netns/${WL_NS_A##*/}" "/etc/netns/${WL_NS_B##*/}"
 done
-echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; paced: pacing_sockrate_divide = auto / senders / sockets (the default); times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection; Open MPI: ob1 tcp,vader, same namespaces, u/ompi = Kumi unpaced / Open MPI)" | tee -a "$table"
+echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; paced: pacing_sockrate_divide = auto (the default) / senders / sockets; times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection; Open MPI: ob1 tcp,vader, same namespaces, u/ompi = Kumi unpaced / Open MPI)" | tee -a "$table"
 # targets: 10 ms paced >= 1.3x; 0 ms paced no slower (>= 0.95x); paced drops near zero
 if [ -f "$work/rows" ]; then
     for v in "auto 7" "sockets 10" "senders 13"; do

@@ -14,18 +14,22 @@
  * one peer per round, but a round's send completes once its bytes are in
  * the socket's buffer, so several sockets still drain at once; coll/lact's
  * aggregated all-to-all sends from host leaders only.
- *   sockets (default): each socket gets the rank's rate / its peers across,
- *     fixed: the rank never sends more than its rate in all, whatever the
- *     algorithm (all at once: exactly its rate; fewer at once: less);
+ *   sockets: each socket gets the rank's rate / its peers across, fixed:
+ *     the rank never sends more than its rate in all, whatever the
+ *     algorithm (all at once: exactly its rate; fewer at once: less: a
+ *     pairwise all-to-all of 4 + 4 ranks ran 1.6x slower than unpaced);
  *   senders: each socket gets the rank's whole rate (right for one peer at
  *     a time only; all at once, a rank sends peers-across times its share:
  *     the 226-373 drops issue 19 measured at 5-10 ms);
- *   auto: among the sockets taking part, as seen every pacing_sockrate_poll_ms
- *     from the progress engine during the call (rebalance()): fills the link
- *     when fewer peers are sent to at once, but a socket that starts between
- *     two checks waits for the next one, and a rank that does not run
- *     (a loaded machine) checks late: it dropped more than "sockets" in the
- *     lab, so it is not the default.
+ *   auto (default): senders where coll/tuned's default goes pairwise
+ *     (one_at_a_time()), sockets elsewhere (shared IMPI connections: always
+ *     the sockets rule, the launch's share);
+ *   dynamic: among the sockets taking part, as seen every
+ *     pacing_sockrate_poll_ms from the progress engine during the call
+ *     (rebalance()): follows any algorithm, but a socket that starts between
+ *     two checks waits for the next one, and a rank that does not run (a
+ *     loaded machine) checks late: it dropped more than "sockets" and was
+ *     slower than "senders" on a pairwise exchange in the lab.
  * After the collective, each socket gets its previous rate back once its
  * send queue is empty (SIOCOUTQ == 0): checked from the progress engine
  * without blocking, at the next paced call, and unconditionally at
@@ -100,7 +104,7 @@
 static int sr_enable;
 static long long sr_verbose;
 static const char *sr_topology, *sr_remote, *sr_colls, *sr_divide;
-enum { SR_SENDERS, SR_SOCKETS, SR_AUTO };
+enum { SR_SENDERS, SR_SOCKETS, SR_AUTO, SR_DYNAMIC };
 static int sr_mode;                 /* pacing_sockrate_divide */
 #define sr_per_socket (sr_mode != SR_SENDERS)   /* the rate set when a call starts */
 static double sr_bandwidth, sr_share, sr_poll_ms, sr_min_latency;
@@ -131,13 +135,14 @@ static void sr_register(void)
     kumi_param_register_double("pacing", "sockrate", "share", 0.95,
                                "Fraction of the link bandwidth the cluster's senders share "
                                "(headers and acknowledgements take the rest)", KUMI_LEVEL_TUNER, &sr_share);
-    kumi_param_register_string("pacing", "sockrate", "divide", "sockets",
+    kumi_param_register_string("pacing", "sockrate", "divide", "auto",
                                "How a rank's rate over a link (link / this cluster's ranks in the "
                                "communicator: GridMPI's per-process rate) is split among its sockets "
-                               "across it: \"sockets\": / its peers across, on each, fixed (never more "
-                               "than the rank's rate in all); \"senders\": the whole rate on each (right "
-                               "for one peer at a time only); \"auto\": shared among the sockets that "
-                               "send, as seen every pacing_sockrate_poll_ms (all of them at the start)",
+                               "across it: \"sockets\": / its peers across, on each (never more than the "
+                               "rank's rate in all); \"senders\": the whole rate on each (right for one "
+                               "peer at a time only); \"auto\": senders where coll/tuned's default goes "
+                               "pairwise (alltoall p > 4, alltoallv/w p > 16), else sockets; \"dynamic\": "
+                               "shared among the sockets that send, seen every pacing_sockrate_poll_ms",
                                KUMI_LEVEL_USER, &sr_divide);
     kumi_param_register_double("pacing", "sockrate", "min_latency_us", 1000.0,
                                "Links of the topology file with a latency below this (microseconds) "
@@ -269,12 +274,15 @@ static int sr_config(char *why, size_t whylen)
         snprintf(why, whylen, "disabled (pacing_sockrate_enable=0)");
         return -1;
     }
-    if (!sr_divide || (strcmp(sr_divide, "senders") && strcmp(sr_divide, "sockets") && strcmp(sr_divide, "auto"))) {
-        snprintf(why, whylen, "pacing_sockrate_divide='%s' is none of auto, senders, sockets",
+    static const char *const modes[] = { "senders", "sockets", "auto", "dynamic" };
+    sr_mode = -1;
+    for (int k = 0; k < 4; k++)
+        if (sr_divide && !strcmp(sr_divide, modes[k])) sr_mode = k;
+    if (sr_mode < 0) {
+        snprintf(why, whylen, "pacing_sockrate_divide='%s' is none of auto, sockets, senders, dynamic",
                  sr_divide ? sr_divide : "");
         return -1;
     }
-    sr_mode = !strcmp(sr_divide, "senders") ? SR_SENDERS : !strcmp(sr_divide, "sockets") ? SR_SOCKETS : SR_AUTO;
     if (!(sr_share > 0 && sr_share <= 1)) {
         snprintf(why, whylen, "pacing_sockrate_share=%g is not in (0, 1]", sr_share);
         return -1;
@@ -391,7 +399,7 @@ struct sr_sock {
     int restoring;               /* the call is over: restore once drained */
     unsigned gen;                /* the call that last set its rate */
     int held;                    /* a shared connection: counted in its kumi_impi_pacing */
-    int dyn;                     /* divide=auto: its rate follows how many sockets send (rebalance) */
+    int dyn;                     /* divide=dynamic: its rate follows how many sockets send (rebalance) */
     int cl;                      /* dyn: the cluster it leads to */
     uint64_t cur;                /* dyn: the rate set last */
     double idle;                 /* dyn: since when it has had nothing unsent (0: sending) */
@@ -405,7 +413,7 @@ static uint64_t *target;         /* [world] rate during the current call (0: not
 static int active;
 static double next_poll;
 static unsigned gen;             /* paced calls so far */
-static double agg[SR_MAXCL];     /* divide=auto: this rank's rate to cluster c in all (B/s) */
+static double agg[SR_MAXCL];     /* divide=dynamic: this rank's rate to cluster c in all (B/s) */
 static double hold[SR_MAXCL];    /*   how long (s) a socket there must be idle to be done */
 static int aggn[SR_MAXCL];       /*   and its peers there (a done socket's rate: agg / aggn) */
 static int *shfd;                /* the launch's shared IMPI host connections */
@@ -538,11 +546,11 @@ static int pace(int peer, int fd, uint64_t rate, const char *coll, int set)
     return i;
 }
 
-/* divide=auto: socket i (own, not shared) leads to cluster c and starts at
+/* divide=dynamic: socket i (own, not shared) leads to cluster c and starts at
  * rate; from now on its rate follows rebalance(). */
 static void make_dyn(int i, int c, uint64_t rate)
 {
-    if (i < 0 || sr_mode != SR_AUTO || c < 0 || c >= SR_MAXCL || !(agg[c] > 0)) return;
+    if (i < 0 || sr_mode != SR_DYNAMIC || c < 0 || c >= SR_MAXCL || !(agg[c] > 0)) return;
     socks[i].dyn = 1;
     socks[i].cl = c;
     socks[i].cur = rate;
@@ -550,7 +558,7 @@ static void make_dyn(int i, int c, uint64_t rate)
     socks[i].seen = 0;
 }
 
-/* divide=auto, during a paced call: this rank's rate to each cluster
+/* divide=dynamic, during a paced call: this rank's rate to each cluster
  * (agg[c]) is shared among its sockets there that take part: those with
  * bytes not yet sent (SIOCOUTQNSD; bytes sent and not yet acknowledged do
  * not count), and those never seen so in this call that have been idle for
@@ -593,7 +601,7 @@ static void rebalance(void)
         if (set_rate(s->fd, r) != 0) continue;
         s->cur = r;
         if (sr_verbose >= 2)
-            fprintf(stderr, "pacing/sockrate[%d]: auto: rank %d fd %d rate %llu B/s (%d of the rank's sockets to "
+            fprintf(stderr, "pacing/sockrate[%d]: dynamic: rank %d fd %d rate %llu B/s (%d of the rank's sockets to "
                     "cluster %s sending%s)\n", me, s->peer, s->fd, (unsigned long long)r, nb[s->cl], cl[s->cl].name,
                     s->dyn == 2 ? "" : "; this one done");
     }
@@ -677,6 +685,19 @@ static int sr_init(void)
     return MPI_SUCCESS;
 }
 
+/* divide=auto: does the all-to-all of n ranks send to one peer at a time?
+ * coll/tuned's default choice (its rules table): MPI_Alltoall pairwise for
+ * p > 4 (linear for blocks <= 8 KiB and Bruck for <= 256 B: little to pace),
+ * MPI_Alltoallv / _w pairwise for p > 16; otherwise linear, every send at
+ * once, as coll/impi's.  (A choice forced with coll_tuned_<op> is not seen:
+ * pairwise forced at p <= 4 gets the "sockets" rate, less than it could.) */
+static int one_at_a_time(const char *coll, int n)
+{
+    if (!strcmp(coll, "alltoall")) return n > 4;
+    if (!strcmp(coll, "alltoallv") || !strcmp(coll, "alltoallw")) return n > 16;
+    return 0;
+}
+
 static int sr_enter(const char *coll, const int *wranks, int n)
 {
     if (!coll_listed(coll)) return 0;
@@ -697,6 +718,8 @@ static int sr_enter(const char *coll, const int *wranks, int n)
                 if (lead < 0 || wranks[i] < lead) lead = wranks[i];
             }
     gen++;
+    /* one peer across at a time (the rank's whole rate on each socket) or all at once (shared) */
+    int one = sr_mode == SR_SENDERS || (sr_mode == SR_AUTO && one_at_a_time(coll, n));
     for (int c = 0; c < SR_MAXCL; c++) {
         agg[c] = c < ncl && c != mycl && nto[c] ? link_of(mycl, c) * 1e6 * sr_share / nsend : 0;
         aggn[c] = nto[c] > 0 ? nto[c] : 1;
@@ -709,13 +732,13 @@ static int sr_enter(const char *coll, const int *wranks, int n)
         if (c < 0 || c == mycl) continue;
         double bw = link_of(mycl, c);
         if (!(bw > 0)) continue;
-        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / (sr_per_socket ? nto[c] : 1));
+        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / (one ? 1 : nto[c]));
         if (rate < 1) rate = 1;
         target[r] = rate;
         int fds[SR_FDS];
         int k = kumi_p2p_peer_sockets(r, fds, SR_FDS);
         for (int j = 0; j < k; j++) {
-            if (!shared_fd(fds[j])) {       /* auto: starts as "sockets", then rebalance() */
+            if (!shared_fd(fds[j])) {       /* dynamic: starts as "sockets", then rebalance() */
                 make_dyn(pace(r, fds[j], rate, coll, 1), c, rate);
                 continue;
             }
@@ -766,7 +789,7 @@ static void sr_socket_opened(int peer, int fd)
 
 static int sr_pending(void)
 {
-    return active ? sr_mode == SR_AUTO : nsocks > 0;
+    return active ? sr_mode == SR_DYNAMIC : nsocks > 0;
 }
 
 static void sr_progress(void)
@@ -822,7 +845,8 @@ static int sr_open(char *why, size_t whylen)
         snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks in the "
                  "communicator%s; links: %s; this host: cluster %s (%s)",
                  sr_colls, sr_share, sr_mode == SR_SOCKETS ? " / this rank's peers across on each socket across"
-                 : sr_mode == SR_AUTO ? " for a rank, split among its sockets across that send"
+                 : sr_mode == SR_AUTO ? " / this rank's peers across on each socket, not when pairwise (auto)"
+                 : sr_mode == SR_DYNAMIC ? " for a rank, split among its sockets across that send"
                  : " on each socket across",
                  links[0] ? links : "none", c >= 0 ? cl[c].name : "none", cfgsrc);
     }
