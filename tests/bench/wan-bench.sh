@@ -13,10 +13,14 @@
 #       P^2 (256 KiB a pair at P = 4), 10 iterations (IS's);
 #   FT  NAS FT class W's transpose: MPI_Alltoall of 8 MiB / P^2 (512 KiB a
 #       pair at P = 4), 6 iterations (FT's), bandwidth-bound.
-# Each: Kumi unpaced (pacing_sockrate_enable=0), paced by the issue's rule
-# (link / senders of the cluster: "senders") and paced with each rank's part
-# shared among its peers across (pacing_sockrate_divide=sockets: Kumi's
-# all-to-all sends to every peer at once at these sizes), KUMI_BENCH_REPS
+# Each: Kumi unpaced (pacing_sockrate_enable=0) and paced by each of
+# pacing_sockrate_divide's rules, a rank's rate being link / senders of the
+# cluster (GridMPI's per-process rate): "auto" (the default: as "senders"
+# where coll/tuned goes pairwise, else as "sockets"; at 2 + 2 ranks Kumi's
+# all-to-all sends to every peer at once, so auto is "sockets" here),
+# "senders" (that rate on every socket: the issue's words, too much when a
+# rank sends to several peers at once) and "sockets" (the rate / the rank's
+# peers across on each), KUMI_BENCH_REPS
 # interleaved runs (default 3), the median time of the measured iterations
 # and the bottleneck's drops (tc -s qdisc on the router, both directions)
 # of that run.  Open MPI (KUMI_BENCH_PEERS has "ompi", the default) runs the
@@ -135,8 +139,8 @@ run1_ompi() { # wan_a2a args -> "seconds drops" (or "fail")
 }
 paths=${KUMI_BENCH_WAN_PATHS:-tcp impi}
 median() { sort -g | awk '{a[NR] = $0} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
-printf "%-4s %6s %9s %6s | %9s %6s %7s | %9s %6s %7s | %9s %6s %7s\n" "" delay unpaced drops "senders" drops speedup \
-    "sockets" drops speedup "Open MPI" drops "u/ompi" | tee -a "$table"
+printf "%-4s %6s %9s %6s | %9s %6s %7s | %9s %6s %7s | %9s %6s %7s | %9s %6s %7s\n" "" delay unpaced drops "auto" drops \
+    speedup "senders" drops speedup "sockets" drops speedup "Open MPI" drops "u/ompi" | tee -a "$table"
 ok=1
 for d in $delays; do
     wanlab_up $((d * 1000)) 100 > "$work/lab.out" 2>&1
@@ -163,13 +167,15 @@ for d in $delays; do
       for path in $paths; do
         name=${k%%|*} args=${k#*|}
         [ "$path" = impi ] && name=$name-I
-        : > "$work/u"; : > "$work/p"; : > "$work/s"; : > "$work/o"
+        : > "$work/u"; : > "$work/p"; : > "$work/e"; : > "$work/s"; : > "$work/o"
         for r in $(seq "$reps"); do
             if [ "$path" = impi ]; then
                 # shellcheck disable=SC2086
                 run1_impi KUMI_PACING_SOCKRATE_ENABLE=0 -- $args >> "$work/u"
                 # shellcheck disable=SC2086
-                run1_impi KUMI_PACING_SOCKRATE_ENABLE=1 -- $args >> "$work/p"
+                run1_impi KUMI_PACING_SOCKRATE_DIVIDE=auto -- $args >> "$work/p"
+                # shellcheck disable=SC2086
+                run1_impi KUMI_PACING_SOCKRATE_DIVIDE=senders -- $args >> "$work/e"
                 # shellcheck disable=SC2086
                 run1_impi KUMI_PACING_SOCKRATE_DIVIDE=sockets -- $args >> "$work/s"
                 continue
@@ -177,13 +183,15 @@ for d in $delays; do
             # shellcheck disable=SC2086
             run1 -x KUMI_PACING_SOCKRATE_ENABLE=0 "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/u"
             # shellcheck disable=SC2086
-            run1 "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/p"
+            run1 -x KUMI_PACING_SOCKRATE_DIVIDE=auto "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/p"
+            # shellcheck disable=SC2086
+            run1 -x KUMI_PACING_SOCKRATE_DIVIDE=senders "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/e"
             # shellcheck disable=SC2086
             run1 -x KUMI_PACING_SOCKRATE_DIVIDE=sockets "${wrap[@]}" -- "$TESTBIN/wan_a2a" $args >> "$work/s"
             # shellcheck disable=SC2086
             [ $ompi = 1 ] && run1_ompi $args >> "$work/o"
         done
-        if grep -q fail "$work/u" "$work/p" "$work/s"; then ok=0; echo "$name $d ms: a run failed (see $out/wan.err)"; continue; fi
+        if grep -q fail "$work/u" "$work/p" "$work/e" "$work/s"; then ok=0; echo "$name $d ms: a run failed (see $out/wan.err)"; continue; fi
         to=- do_=- so=-
         if [ -s "$work/o" ]; then
             if grep -q fail "$work/o"; then to=fail; echo "$name $d ms: an Open MPI run failed (see $out/wan.err)"
@@ -194,21 +202,23 @@ for d in $delays; do
         fi
         tu=$(cut -d' ' -f1 "$work/u" | median) tp=$(cut -d' ' -f1 "$work/p" | median) ts=$(cut -d' ' -f1 "$work/s" | median)
         du=$(cut -d' ' -f2 "$work/u" | median) dp=$(cut -d' ' -f2 "$work/p" | median) ds=$(cut -d' ' -f2 "$work/s" | median)
+        te=$(cut -d' ' -f1 "$work/e" | median) de=$(cut -d' ' -f2 "$work/e" | median)
         sp=$(awk -v u="$tu" -v p="$tp" 'BEGIN {printf "%.2f", u / p}')
+        se=$(awk -v u="$tu" -v p="$te" 'BEGIN {printf "%.2f", u / p}')
         ss=$(awk -v u="$tu" -v p="$ts" 'BEGIN {printf "%.2f", u / p}')
         [ "$so" = - ] || so=$(awk -v u="$tu" -v o="${to%s}" 'BEGIN {printf "%.2fx", u / o}')
-        printf "%-4s %3s ms %8ss %6s | %8ss %6s %6sx | %8ss %6s %6sx | %9s %6s %7s\n" "$name" "$d" "$tu" "$du" "$tp" "$dp" \
-            "$sp" "$ts" "$ds" "$ss" "$to" "$do_" "$so" | tee -a "$table"
-        echo "$name $d $tu $du $tp $dp $sp $ts $ds $ss" >> "$work/rows"
+        printf "%-4s %3s ms %8ss %6s | %8ss %6s %6sx | %8ss %6s %6sx | %8ss %6s %6sx | %9s %6s %7s\n" "$name" "$d" "$tu" \
+            "$du" "$tp" "$dp" "$sp" "$te" "$de" "$se" "$ts" "$ds" "$ss" "$to" "$do_" "$so" | tee -a "$table"
+        echo "$name $d $tu $du $tp $dp $sp $ts $ds $ss $te $de $se" >> "$work/rows"
       done
     done
     wanlab_down
     rm -rf "/etc/netns/${WL_NS_A##*/}" "/etc/netns/${WL_NS_B##*/}"
 done
-echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection; Open MPI: ob1 tcp,vader, same namespaces, u/ompi = Kumi unpaced / Open MPI)" | tee -a "$table"
+echo "($n + $n ranks, 100 Mbit/s tbf bottleneck, TCP congestion control ${WL_CC_USED:-?}, median of $reps; paced: pacing_sockrate_divide = auto (the default) / senders / sockets; times: the slowest rank's, all iterations; -I: over IMPI, two clients, each cluster's ranks sharing one host connection; Open MPI: ob1 tcp,vader, same namespaces, u/ompi = Kumi unpaced / Open MPI)" | tee -a "$table"
 # targets: 10 ms paced >= 1.3x; 0 ms paced no slower (>= 0.95x); paced drops near zero
 if [ -f "$work/rows" ]; then
-    for v in "senders 7" "sockets 10"; do
+    for v in "auto 7" "sockets 10" "senders 13"; do
         set -- $v
         m10=$(awk -v f=$2 '$2 == 10 && $f >= 1.3' "$work/rows" | wc -l) t10=$(awk '$2 == 10' "$work/rows" | wc -l)
         m0=$(awk -v f=$2 '$2 == 0 && $f >= 0.95' "$work/rows" | wc -l) t0=$(awk '$2 == 0' "$work/rows" | wc -l)

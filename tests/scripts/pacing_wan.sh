@@ -7,9 +7,21 @@
 #     each way: during MPI_Alltoall / MPI_Alltoallv (and only then: not
 #     during MPI_Allgather / MPI_Bcast), the sockets to the other cluster's
 #     ranks (and only those) carry SO_MAX_PACING_RATE = 12.5 MB/s x 0.95 / 2
-#     as read back with getsockopt (pacing_sockrate_verbose), and get their
-#     previous rate back afterwards; a socket opened during the call is paced
-#     at once; the results are right, paced and unpaced;
+#     ranks / 2 peers across (divide=auto, the default: coll/tuned sends to
+#     every peer at once at p = 4, so a rank's share is split among its two
+#     sockets across; before: 12.5 MB/s x 0.95 / 2 on each, twice the rank's
+#     share) as read back
+#     with getsockopt (pacing_sockrate_verbose), and get their previous rate
+#     back afterwards; a socket opened during the call is paced at once; the
+#     results are right, paced and unpaced;
+#  2b. 4 x 4 ranks, divide=auto: MPI_Alltoall goes pairwise at p = 8, each
+#     socket gets the rank's share 12.5 MB/s x 0.95 / 4; MPI_Alltoallv is
+#     linear up to 16 ranks: that / 4 peers across;
+#     divide=dynamic follows the algorithm: coll/tuned's pairwise all-to-all
+#     (one peer a round) starts at the sockets rate; a socket sending alone
+#     gets the rank's share (12.5 MB/s x 0.95 / 2) less the quarter of one
+#     peer's part its done socket keeps: 5937500 - 742187 = 5195312 B/s;
+#     divide=senders sets that share on every socket at once;
 #  3. pacing_sockrate_remote + _bandwidth instead of the topology file;
 #     pacing_sockrate_colls chooses the collectives; _divide=sockets shares
 #     a rank's part among its peers across; _enable=0 turns it off;
@@ -57,7 +69,7 @@ run() { # ranks per cluster, mpiexec arguments..., -- program args
     timeout 200 "$MPIEXEC" --timeout 180 -n $((2 * n)) -x MPI_COMPONENTS=p2p=self,shmem,tcp "$@" 2>&1
 }
 wrap2=(python3 "$top_srcdir/tests/scripts/netns_rank.py" 2 "$WL_NS_A" "$WL_NS_B")
-rate=5937500    # 12.5e6 * 0.95 / 2
+rate=2968750    # 12.5e6 * 0.95 / 2 senders / 2 peers across (divide=auto, the default, at p = 4)
 out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=1 "${wrap2[@]}" -- \
       "$TESTBIN/wan_a2a" -k mix -b 65536 -n 3) || { echo "$out" | tail -30; fail "paced all-to-all over the lab"; }
 echo "$out" | grep -q '^wan_a2a: mix 4 ranks' || { echo "$out" | tail; fail "wan_a2a said nothing"; }
@@ -93,6 +105,38 @@ echo "$out" | grep -q 'pacing/sockrate' && { echo "$out" | grep sockrate | head;
 echo "$out" | grep -q '^wan_a2a: mix 4 ranks' || fail "unpaced run said nothing"
 echo "ok: pacing_sockrate_enable=0: nothing paced, results right"
 
+# 2b. 4 + 4 ranks, the default (auto): pairwise MPI_Alltoall, linear MPI_Alltoallv
+wrap4=(python3 "$top_srcdir/tests/scripts/netns_rank.py" 4 "$WL_NS_A" "$WL_NS_B")
+out=$(run 4 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=1 "${wrap4[@]}" -- \
+      "$TESTBIN/wan_a2a" -k mix -b 65536 -n 1) || { echo "$out" | tail -30; fail "4 + 4 ranks, divide=auto"; }
+echo "$out" | grep -Eq "^pacing/sockrate\[0\]: (alltoall|opened): rank [4-7] fd [0-9]+ rate 2968750 B/s \(was unlimited\)\$" ||
+    { echo "$out" | grep "sockrate\[0\]" | head; fail "divide=auto, 8 ranks: MPI_Alltoall (pairwise) not at 12.5e6 x 0.95 / 4 a socket"; }
+echo "$out" | grep -Eq "^pacing/sockrate\[0\]: alltoallv: rank [4-7] fd [0-9]+ rate 742187 B/s \(was unlimited\)\$" ||
+    { echo "$out" | grep "sockrate\[0\]" | head; fail "divide=auto, 8 ranks: MPI_Alltoallv (linear) not at 12.5e6 x 0.95 / 4 / 4 a socket"; }
+echo "ok: divide=auto, 4 + 4 ranks: pairwise MPI_Alltoall 2968750 B/s a socket, linear MPI_Alltoallv 742187"
+
+# 2c. divide=dynamic with a pairwise all-to-all: the socket that sends alone gets the rank's share
+out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=2 -x KUMI_COLL_TUNED_ALLTOALL=pairwise \
+      -x KUMI_PACING_SOCKRATE_DIVIDE=dynamic \
+      "${wrap2[@]}" -- "$TESTBIN/wan_a2a" -k a2a -b 1048576 -n 2) || { echo "$out" | tail -30; fail "pairwise all-to-all, divide=dynamic"; }
+for r in 0 1 2 3; do
+    echo "$out" | grep -Eq "^pacing/sockrate\[$r\]: alltoall: rank [0-9]+ fd [0-9]+ rate 2968750 B/s" ||
+        { echo "$out" | grep "sockrate\[$r\]" | head; fail "divide=dynamic, rank $r: not 2968750 B/s at the start of the call"; }
+    echo "$out" | grep -Eq "^pacing/sockrate\[$r\]: dynamic: rank [0-9]+ fd [0-9]+ rate 5195312 B/s \(1 of the rank's sockets to cluster [AB] sending\)" ||
+        { echo "$out" | grep "sockrate\[$r\]" | head -20; fail "divide=dynamic, pairwise, rank $r: the socket sending alone did not get 5195312 B/s"; }
+done
+too=$(echo "$out" | grep -E "^pacing/sockrate\[[0-9]\]: dynamic: .* rate [0-9]+ B/s" | awk '{ for (i = 1; i < NF; i++) if ($i == "rate" && $(i + 1) > 5937500) print }')
+[ -z "$too" ] || { echo "$too"; fail "divide=dynamic set more than a rank's share on a socket"; }
+echo "ok: divide=dynamic: the one socket a pairwise all-to-all sends on gets the rank's share less a done socket's (5195312 B/s)"
+out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=2 -x KUMI_PACING_SOCKRATE_DIVIDE=senders \
+      "${wrap2[@]}" -- "$TESTBIN/wan_a2a" -k a2a -b 65536 -n 2) || { echo "$out" | tail -30; fail "divide=senders"; }
+for o in 2 3; do
+    echo "$out" | grep -Eq "^pacing/sockrate\[0\]: (alltoall|opened): rank $o fd [0-9]+ rate 5937500 B/s \(was unlimited\)\$" ||
+        { echo "$out" | grep "sockrate\[0\]" | head; fail "divide=senders: rank 0's socket to rank $o not at 5937500 B/s"; }
+done
+echo "$out" | grep -q "^pacing/sockrate\[[0-9]\]: dynamic:" && fail "divide=senders: rates changed during the call"
+echo "ok: divide=senders: every socket across at the rank's share (5937500 B/s), unchanged"
+
 # 3. remote networks and a bandwidth instead of the file; another list of collectives
 out=$(run 2 --param pacing_sockrate_remote=$WL_NET_B --param pacing_sockrate_bandwidth=25 \
       --param pacing_sockrate_colls=allgather --param pacing_sockrate_divide=sockets -x KUMI_PACING_SOCKRATE_VERBOSE=1 "${wrap2[@]}" -- \
@@ -117,10 +161,10 @@ drops() { # extra arguments for mpiexec
     echo "$((d1 - d0)) $(echo "$o" | sed -n 's/^wan_a2a: .*: \([0-9.]*\) s .*/\1/p')"
 }
 un=$(drops -x KUMI_PACING_SOCKRATE_ENABLE=0) || fail "unpaced bandwidth-bound all-to-all"
-pa=$(drops -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_DIVIDE=sockets) ||
+pa=$(drops -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo") ||
     fail "paced bandwidth-bound all-to-all"
 set -- $un $pa
-echo "bottleneck drops, 4 x 1 MiB all-to-all, 2 x 2 ranks, 5 ms: unpaced $1 (${2}s), paced (divide=sockets) $3 (${4}s)"
+echo "bottleneck drops, 4 x 1 MiB all-to-all, 2 x 2 ranks, 5 ms: unpaced $1 (${2}s), paced (divide=auto, the default) $3 (${4}s)"
 [ "$3" -le "$1" ] || fail "pacing dropped more packets ($3) than no pacing ($1)"
 [ "$1" -lt 50 ] || [ "$3" -lt $(( $1 / 2 + 1 )) ] || fail "pacing did not at least halve the drops ($1 -> $3)"
 echo "ok: drop counter read; pacing does not add drops"

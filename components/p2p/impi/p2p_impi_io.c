@@ -317,7 +317,7 @@ int p2p_impi_host_write(struct p2p_impi_host *h)
 static void rx_put(struct kumi_rx *rx, const uint8_t *p, size_t n)
 {
     if (!rx) return;
-    if (rx->got < rx->cap && rx->dst) {
+    if (p && rx->got < rx->cap && rx->dst) {           /* (p NULL: read there already) */
         size_t k = rx->cap - rx->got < n ? rx->cap - rx->got : n;
         memcpy(rx->dst + rx->got, p, k);
     }
@@ -453,7 +453,8 @@ static void got_header(struct p2p_impi_host *h, const struct kumi_impi_packet *p
     }
 }
 
-/* Bytes of the current packet's payload arrived. */
+/* Bytes of the current packet's payload arrived (p NULL: read straight
+ * into the receive's buffer already, direct_rx). */
 static void got_payload(struct p2p_impi_host *h, const uint8_t *p, size_t n)
 {
     h->pay_left -= (uint32_t)n;
@@ -471,6 +472,25 @@ static void got_payload(struct p2p_impi_host *h, const uint8_t *p, size_t n)
     rx_put(h->rx, p, n);
 }
 
+/* The receive whose buffer the current packet's payload can be read
+ * straight into (as p2p/tcp does: no copy through ibuf), or NULL: a payload
+ * under way of at least DIRECT_MIN bytes, nothing of it staged, a receive
+ * buffer with room left (the bytes of a truncated message past it go
+ * through ibuf and are dropped there).  Such a read takes the next packet's
+ * header too, and no more, so that a stream of large packets goes header
+ * (ibuf), payload (its buffer), header...; a read into ibuf takes at most
+ * STAGE_READ bytes (headers and small payloads, copied from there): it
+ * completes a partial header only, so the payload after it is read
+ * directly. */
+#define DIRECT_MIN 4096
+#define STAGE_READ (16 * 1024)
+static struct kumi_rx *direct_rx(const struct p2p_impi_host *h)
+{
+    if (!h->have_hdr || h->ilen != 0 || h->pay_left < DIRECT_MIN) return NULL;
+    struct kumi_rx *rx = h->rx;          /* (a long message's rest: h->lr->rx) */
+    return rx && rx->dst && rx->got < rx->cap ? rx : NULL;
+}
+
 int p2p_impi_host_read(struct p2p_impi_host *h)
 {
     int did = 0;
@@ -482,7 +502,23 @@ int p2p_impi_host_read(struct p2p_impi_host *h)
             h->ilen -= h->ioff;
             h->ioff = 0;
         }
-        ssize_t r = recv(h->fd, h->ibuf + h->ilen, IBUF_SIZE - h->ilen, MSG_DONTWAIT);
+        struct kumi_rx *drx = direct_rx(h);
+        size_t dlen = 0;
+        ssize_t r;
+        if (drx) {                       /* the payload into the receive's buffer, what follows into ibuf */
+            size_t room = drx->cap - drx->got;
+            dlen = h->pay_left < room ? h->pay_left : room;
+            struct iovec iov[2] = { { drx->dst + drx->got, dlen }, { h->ibuf, KUMI_IMPI_PACKET_SIZE } };
+            struct msghdr mh = { .msg_iov = iov, .msg_iovlen = dlen == h->pay_left ? 2 : 1 };
+            r = recvmsg(h->fd, &mh, MSG_DONTWAIT);
+        } else {
+            size_t want = IBUF_SIZE - h->ilen, staged = h->ilen - h->ioff;
+            if (!h->have_hdr && staged > 0 && staged < KUMI_IMPI_PACKET_SIZE)
+                want = KUMI_IMPI_PACKET_SIZE - staged;          /* the rest of the header, no payload */
+            else if (want > STAGE_READ)
+                want = STAGE_READ;
+            r = recv(h->fd, h->ibuf + h->ilen, want, MSG_DONTWAIT);
+        }
         if (r < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -495,8 +531,15 @@ int p2p_impi_host_read(struct p2p_impi_host *h)
             if (!h->fini_recv || h->have_hdr) p2p_impi_host_failed(h, "it closed its connection without FINI");
             return -1;
         }
-        h->ilen += (size_t)r;
         did = 1;
+        if (drx) {
+            size_t k = (size_t)r < dlen ? (size_t)r : dlen;
+            got_payload(h, NULL, k);     /* (may complete the receive: drx is not touched after) */
+            if (h->pay_left == 0) h->have_hdr = false;
+            h->ilen = (size_t)r - k;     /* the next packets' bytes, in ibuf */
+        } else {
+            h->ilen += (size_t)r;
+        }
         while (h->ioff < h->ilen) {
             size_t avail = h->ilen - h->ioff;
             if (!h->have_hdr) {

@@ -1,10 +1,35 @@
-/* pacing/sockrate: during all-to-all patterns, cap the sending rate of every
- * socket that crosses a wide-area link at
+/* pacing/sockrate: during all-to-all patterns, cap the sending rate of each
+ * rank over a wide-area link at
  *     link bandwidth x share / (ranks of this cluster in the communicator)
  * with SO_MAX_PACING_RATE (TCP's own pacing honours it without the fq
  * qdisc), so that the cluster's senders together fill the bottleneck
  * without overrunning its queue (GridMPI's idea: an all-to-all over a
  * shared link otherwise loses packets and waits for retransmissions).
+ * GridMPI paced a process at its interface, i.e. all its connections
+ * together; a socket option paces one connection, so pacing_sockrate_divide
+ * says how a rank's rate is split among its sockets across the link.  The
+ * algorithms differ: coll/tuned's linear all-to-all (p <= 4 or blocks <=
+ * 8 KiB; alltoallv/w p <= 16) and coll/impi's Alltoall(v) post every send
+ * at once; coll/tuned's pairwise (larger) and Bruck (blocks <= 256 B) go
+ * one peer per round, but a round's send completes once its bytes are in
+ * the socket's buffer, so several sockets still drain at once; coll/lact's
+ * aggregated all-to-all sends from host leaders only.
+ *   sockets: each socket gets the rank's rate / its peers across, fixed:
+ *     the rank never sends more than its rate in all, whatever the
+ *     algorithm (all at once: exactly its rate; fewer at once: less: a
+ *     pairwise all-to-all of 4 + 4 ranks ran 1.6x slower than unpaced);
+ *   senders: each socket gets the rank's whole rate (right for one peer at
+ *     a time only; all at once, a rank sends peers-across times its share:
+ *     the 226-373 drops issue 19 measured at 5-10 ms);
+ *   auto (default): senders where coll/tuned's default goes pairwise
+ *     (one_at_a_time()), sockets elsewhere (shared IMPI connections: always
+ *     the sockets rule, the launch's share);
+ *   dynamic: among the sockets taking part, as seen every
+ *     pacing_sockrate_poll_ms from the progress engine during the call
+ *     (rebalance()): follows any algorithm, but a socket that starts between
+ *     two checks waits for the next one, and a rank that does not run (a
+ *     loaded machine) checks late: it dropped more than "sockets" and was
+ *     slower than "senders" on a pairwise exchange in the lab.
  * After the collective, each socket gets its previous rate back once its
  * send queue is empty (SIOCOUTQ == 0): checked from the progress engine
  * without blocking, at the next paced call, and unconditionally at
@@ -79,7 +104,9 @@
 static int sr_enable;
 static long long sr_verbose;
 static const char *sr_topology, *sr_remote, *sr_colls, *sr_divide;
-static int sr_per_socket;
+enum { SR_SENDERS, SR_SOCKETS, SR_AUTO, SR_DYNAMIC };
+static int sr_mode;                 /* pacing_sockrate_divide */
+#define sr_per_socket (sr_mode != SR_SENDERS)   /* the rate set when a call starts */
 static double sr_bandwidth, sr_share, sr_poll_ms, sr_min_latency;
 
 static void sr_register(void)
@@ -108,11 +135,14 @@ static void sr_register(void)
     kumi_param_register_double("pacing", "sockrate", "share", 0.95,
                                "Fraction of the link bandwidth the cluster's senders share "
                                "(headers and acknowledgements take the rest)", KUMI_LEVEL_TUNER, &sr_share);
-    kumi_param_register_string("pacing", "sockrate", "divide", "senders",
-                               "What shares a link: \"senders\": each socket gets link / this cluster's "
-                               "ranks in the communicator (one connection at a time per rank, as in a "
-                               "pairwise all-to-all); \"sockets\": link / (those ranks x this rank's "
-                               "peers across that link), for algorithms that send to every peer at once",
+    kumi_param_register_string("pacing", "sockrate", "divide", "auto",
+                               "How a rank's rate over a link (link / this cluster's ranks in the "
+                               "communicator: GridMPI's per-process rate) is split among its sockets "
+                               "across it: \"sockets\": / its peers across, on each (never more than the "
+                               "rank's rate in all); \"senders\": the whole rate on each (right for one "
+                               "peer at a time only); \"auto\": senders where coll/tuned's default goes "
+                               "pairwise (alltoall p > 4, alltoallv/w p > 16), else sockets; \"dynamic\": "
+                               "shared among the sockets that send, seen every pacing_sockrate_poll_ms",
                                KUMI_LEVEL_USER, &sr_divide);
     kumi_param_register_double("pacing", "sockrate", "min_latency_us", 1000.0,
                                "Links of the topology file with a latency below this (microseconds) "
@@ -244,11 +274,15 @@ static int sr_config(char *why, size_t whylen)
         snprintf(why, whylen, "disabled (pacing_sockrate_enable=0)");
         return -1;
     }
-    if (!sr_divide || (strcmp(sr_divide, "senders") && strcmp(sr_divide, "sockets"))) {
-        snprintf(why, whylen, "pacing_sockrate_divide='%s' is neither senders nor sockets", sr_divide ? sr_divide : "");
+    static const char *const modes[] = { "senders", "sockets", "auto", "dynamic" };
+    sr_mode = -1;
+    for (int k = 0; k < 4; k++)
+        if (sr_divide && !strcmp(sr_divide, modes[k])) sr_mode = k;
+    if (sr_mode < 0) {
+        snprintf(why, whylen, "pacing_sockrate_divide='%s' is none of auto, sockets, senders, dynamic",
+                 sr_divide ? sr_divide : "");
         return -1;
     }
-    sr_per_socket = !strcmp(sr_divide, "sockets");
     if (!(sr_share > 0 && sr_share <= 1)) {
         snprintf(why, whylen, "pacing_sockrate_share=%g is not in (0, 1]", sr_share);
         return -1;
@@ -365,6 +399,11 @@ struct sr_sock {
     int restoring;               /* the call is over: restore once drained */
     unsigned gen;                /* the call that last set its rate */
     int held;                    /* a shared connection: counted in its kumi_impi_pacing */
+    int dyn;                     /* divide=dynamic: its rate follows how many sockets send (rebalance) */
+    int cl;                      /* dyn: the cluster it leads to */
+    uint64_t cur;                /* dyn: the rate set last */
+    double idle;                 /* dyn: since when it has had nothing unsent (0: sending) */
+    int seen;                    /* dyn: seen with bytes unsent during this call */
 };
 static struct sr_sock *socks;
 static int nsocks, capsocks;
@@ -374,6 +413,9 @@ static uint64_t *target;         /* [world] rate during the current call (0: not
 static int active;
 static double next_poll;
 static unsigned gen;             /* paced calls so far */
+static double agg[SR_MAXCL];     /* divide=dynamic: this rank's rate to cluster c in all (B/s) */
+static double hold[SR_MAXCL];    /*   how long (s) a socket there must be idle to be done */
+static int aggn[SR_MAXCL];       /*   and its peers there (a done socket's rate: agg / aggn) */
 static int *shfd;                /* the launch's shared IMPI host connections */
 static int *shhost;              /* [nshfd] the IMPI host each leads to */
 static int nshfd;
@@ -456,17 +498,17 @@ static const char *rate_str(uint64_t v, char *buf, size_t len)
 
 /* set: this process sets the rate (0: a shared connection whose rate the
  * launch's lowest rank sets; this one only counts itself in) */
-static void pace(int peer, int fd, uint64_t rate, const char *coll, int set)
+static int pace(int peer, int fd, uint64_t rate, const char *coll, int set)
 {
     int i;
     for (i = 0; i < nsocks; i++)
         if (socks[i].fd == fd) break;
-    if (i < nsocks && socks[i].gen == gen && !socks[i].restoring && shared_fd(fd)) return;  /* set already */
+    if (i < nsocks && socks[i].gen == gen && !socks[i].restoring && shared_fd(fd)) return -1;  /* set already */
     if (i == nsocks) {
         if (nsocks == capsocks) {
             int nc = capsocks ? 2 * capsocks : 16;
             struct sr_sock *n = realloc(socks, sizeof *n * (size_t)nc);
-            if (!n) return;
+            if (!n) return -1;
             socks = n;
             capsocks = nc;
         }
@@ -478,6 +520,7 @@ static void pace(int peer, int fd, uint64_t rate, const char *coll, int set)
     }
     socks[i].restoring = 0;
     socks[i].gen = gen;
+    socks[i].dyn = 0;
     struct kumi_impi_pacing *p = pace_of(fd);
     int r = 0;
     if (p) {
@@ -489,16 +532,78 @@ static void pace(int peer, int fd, uint64_t rate, const char *coll, int set)
     }
     if (set) r = set_rate(fd, rate);
     if (p) pthread_mutex_unlock(&p->lock);
-    if (!set) return;
+    if (!set) return -1;
     if (r != 0) {
         kumi_log(1, "pacing/sockrate: SO_MAX_PACING_RATE on the socket to rank %d: %s", peer, strerror(errno));
-        return;
+        return -1;
     }
     if (sr_verbose) {
         char a[32], b[32];
         fprintf(stderr, "pacing/sockrate[%d]: %s: rank %d fd %d rate %s B/s (was %s)%s\n", me, coll, peer, fd,
                 rate_str(get_rate(fd), a, sizeof a), rate_str(socks[i].old, b, sizeof b),
                 shared_fd(fd) ? " shared by the launch's ranks" : "");
+    }
+    return i;
+}
+
+/* divide=dynamic: socket i (own, not shared) leads to cluster c and starts at
+ * rate; from now on its rate follows rebalance(). */
+static void make_dyn(int i, int c, uint64_t rate)
+{
+    if (i < 0 || sr_mode != SR_DYNAMIC || c < 0 || c >= SR_MAXCL || !(agg[c] > 0)) return;
+    socks[i].dyn = 1;
+    socks[i].cl = c;
+    socks[i].cur = rate;
+    socks[i].idle = kumi_time();     /* in the call until it sent and drained, or stayed idle hold[c] */
+    socks[i].seen = 0;
+}
+
+/* divide=dynamic, during a paced call: this rank's rate to each cluster
+ * (agg[c]) is shared among its sockets there that take part: those with
+ * bytes not yet sent (SIOCOUTQNSD; bytes sent and not yet acknowledged do
+ * not count), and those never seen so in this call that have been idle for
+ * less than hold[c] (two round trips of the link: a rendezvous message
+ * waits a round trip for its clear-to-send, and a linear all-to-all's
+ * sockets all wait so at the start).  A socket seen sending that drained,
+ * or idle for longer, is done with this call (a pairwise exchange's earlier
+ * peers, an all-to-all's shorter blocks: each peer gets one message, whose
+ * bytes the transport writes as the socket takes them) and leaves its part
+ * to the others: it keeps a quarter of one peer's part, agg / (4 x peers),
+ * and the sockets taking part share the rest, so that the rank never sends
+ * more than agg in all, whatever starts between two checks (the next peer
+ * of a pairwise exchange, a clear-to-send that came late: it sends slowly
+ * until the next check counts it in).  All at once (a linear all-to-all):
+ * every socket gets agg / peers, as "sockets", then more as others finish;
+ * one peer at a time (pairwise, Bruck): the one sending gets nearly agg,
+ * as "senders", once the others are done. */
+static void rebalance(void)
+{
+    int nb[SR_MAXCL] = { 0 }, nd[SR_MAXCL] = { 0 };
+    double now = kumi_time();
+    for (int i = 0; i < nsocks; i++) {
+        struct sr_sock *s = &socks[i];
+        if (!s->dyn || s->gen != gen || s->restoring) continue;
+        int q = 1;
+        if (ioctl(s->fd, SIOCOUTQNSD, &q) != 0) q = 1;   /* unknown: counted as sending */
+        if (q > 0) s->idle = 0, s->seen = 1;
+        else if (s->idle == 0) s->idle = now;
+        s->dyn = s->idle == 0 || (!s->seen && now - s->idle < hold[s->cl]) ? 2 : 1;
+        nb[s->cl] += s->dyn == 2;
+        nd[s->cl] += s->dyn == 1;
+    }
+    for (int i = 0; i < nsocks; i++) {
+        struct sr_sock *s = &socks[i];
+        if (!s->dyn || s->gen != gen || s->restoring) continue;
+        double done = agg[s->cl] / (4.0 * aggn[s->cl]);
+        uint64_t r = (uint64_t)(s->dyn == 1 ? done : (agg[s->cl] - nd[s->cl] * done) / nb[s->cl]);
+        if (r < 1) r = 1;
+        if (r == s->cur) continue;
+        if (set_rate(s->fd, r) != 0) continue;
+        s->cur = r;
+        if (sr_verbose >= 2)
+            fprintf(stderr, "pacing/sockrate[%d]: dynamic: rank %d fd %d rate %llu B/s (%d of the rank's sockets to "
+                    "cluster %s sending%s)\n", me, s->peer, s->fd, (unsigned long long)r, nb[s->cl], cl[s->cl].name,
+                    s->dyn == 2 ? "" : "; this one done");
     }
 }
 
@@ -580,6 +685,19 @@ static int sr_init(void)
     return MPI_SUCCESS;
 }
 
+/* divide=auto: does the all-to-all of n ranks send to one peer at a time?
+ * coll/tuned's default choice (its rules table): MPI_Alltoall pairwise for
+ * p > 4 (linear for blocks <= 8 KiB and Bruck for <= 256 B: little to pace),
+ * MPI_Alltoallv / _w pairwise for p > 16; otherwise linear, every send at
+ * once, as coll/impi's.  (A choice forced with coll_tuned_<op> is not seen:
+ * pairwise forced at p <= 4 gets the "sockets" rate, less than it could.) */
+static int one_at_a_time(const char *coll, int n)
+{
+    if (!strcmp(coll, "alltoall")) return n > 4;
+    if (!strcmp(coll, "alltoallv") || !strcmp(coll, "alltoallw")) return n > 16;
+    return 0;
+}
+
 static int sr_enter(const char *coll, const int *wranks, int n)
 {
     if (!coll_listed(coll)) return 0;
@@ -600,19 +718,28 @@ static int sr_enter(const char *coll, const int *wranks, int n)
                 if (lead < 0 || wranks[i] < lead) lead = wranks[i];
             }
     gen++;
+    /* one peer across at a time (the rank's whole rate on each socket) or all at once (shared) */
+    int one = sr_mode == SR_SENDERS || (sr_mode == SR_AUTO && one_at_a_time(coll, n));
+    for (int c = 0; c < SR_MAXCL; c++) {
+        agg[c] = c < ncl && c != mycl && nto[c] ? link_of(mycl, c) * 1e6 * sr_share / nsend : 0;
+        aggn[c] = nto[c] > 0 ? nto[c] : 1;
+        /* two round trips of the link (its latency: one way); unknown: 20 ms; at least 2 polls */
+        double lat = c < ncl && mycl >= 0 && linklat[mycl][c] >= 0 ? linklat[mycl][c] * 1e-6 : 0.005;
+        hold[c] = 4 * lat > 2 * sr_poll_ms * 1e-3 ? 4 * lat : 2 * sr_poll_ms * 1e-3;
+    }
     for (int i = 0; i < n; i++) {
         int r = wranks[i], c = wcl[r];
         if (c < 0 || c == mycl) continue;
         double bw = link_of(mycl, c);
         if (!(bw > 0)) continue;
-        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / (sr_per_socket ? nto[c] : 1));
+        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / (one ? 1 : nto[c]));
         if (rate < 1) rate = 1;
         target[r] = rate;
         int fds[SR_FDS];
         int k = kumi_p2p_peer_sockets(r, fds, SR_FDS);
         for (int j = 0; j < k; j++) {
-            if (!shared_fd(fds[j])) {
-                pace(r, fds[j], rate, coll, 1);
+            if (!shared_fd(fds[j])) {       /* dynamic: starts as "sockets", then rebalance() */
+                make_dyn(pace(r, fds[j], rate, coll, 1), c, rate);
                 continue;
             }
             if (lead != me) {            /* the lowest rank sets the rate; the others count themselves in */
@@ -639,6 +766,7 @@ static int sr_enter(const char *coll, const int *wranks, int n)
                     me, coll, r, (unsigned long long)rate);
     }
     active = 1;
+    next_poll = kumi_time() + sr_poll_ms * 1e-3;
     return 1;
 }
 
@@ -653,12 +781,15 @@ static void sr_leave(void)
 
 static void sr_socket_opened(int peer, int fd)
 {
-    if (active && peer >= 0 && peer < nworld && target[peer] > 0) pace(peer, fd, target[peer], "opened", 1);
+    if (active && peer >= 0 && peer < nworld && target[peer] > 0) {
+        int i = pace(peer, fd, target[peer], "opened", 1);
+        if (!shared_fd(fd)) make_dyn(i, wcl[peer], target[peer]);
+    }
 }
 
 static int sr_pending(void)
 {
-    return !active && nsocks > 0;
+    return active ? sr_mode == SR_DYNAMIC : nsocks > 0;
 }
 
 static void sr_progress(void)
@@ -666,7 +797,8 @@ static void sr_progress(void)
     double t = kumi_time();
     if (t < next_poll) return;
     next_poll = t + sr_poll_ms * 1e-3;
-    try_restore(0);
+    if (active) rebalance();
+    else try_restore(0);
 }
 
 static void sr_finalize(void)
@@ -711,8 +843,11 @@ static int sr_open(char *why, size_t whylen)
             }
         int c = my_cluster();
         snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks in the "
-                 "communicator%s on sockets to other clusters; links: %s; this host: cluster %s (%s)",
-                 sr_colls, sr_share, sr_per_socket ? " / this rank's peers across the link" : "",
+                 "communicator%s; links: %s; this host: cluster %s (%s)",
+                 sr_colls, sr_share, sr_mode == SR_SOCKETS ? " / this rank's peers across on each socket across"
+                 : sr_mode == SR_AUTO ? " / this rank's peers across on each socket, not when pairwise (auto)"
+                 : sr_mode == SR_DYNAMIC ? " for a rank, split among its sockets across that send"
+                 : " on each socket across",
                  links[0] ? links : "none", c >= 0 ? cl[c].name : "none", cfgsrc);
     }
     return KUMI_OK;
