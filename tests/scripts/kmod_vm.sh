@@ -144,7 +144,9 @@ if ! grep -a -q '^KMODVM: DONE' "$work/console.log"; then
     tail -40 "$work/console.log" | tr -d '\r'
     echo "FAIL: the VM did not finish (timeout or crash)"; exit 1
 fi
-nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 ))
+# the tests at each size (nbc_types at the first only), again with direct copies off at the
+# first size, and the probe's 5 direct-copy checks
+nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 + $(echo "$TESTS" | wc -w) + 5 ))
 # bench only: insmod, kernel-clean, nothing-left, rmmod
 [ "$bench_only" = 1 ] && nruns=-5
 if [ "$nfail" -gt 0 ] || [ "$npass" -lt $((nruns + 9)) ]; then

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+/* KACC direct copies: two contexts of one kernel (two ranks on the same
+ * host) move a message straight from the sender's pinned user pages into
+ * the receiver's (one copy, like KNEM / CMA; no socket, no TCP stack).
+ *
+ * Finding each other: at open every context draws a cookie, a 64-bit id and
+ * a 64-bit secret (get_random_u64), and is entered in a directory by id.
+ * Only the opener learns the cookie (KACC_IOC_DIRECT_ID); the rank hands it
+ * to the peer ranks of its job through MPI (the runtime's key-value store).
+ * KACC_IOC_DIRECT_LINK(peer index, the peer's id and secret) looks the id up
+ * (ENOENT: not in this kernel, e.g. the peer is on another host: the pair
+ * keeps its socket), compares the secret (EACCES, counted as refused: a
+ * process of the same uid that guessed or read an id gets nothing) and ties
+ * the module peer to the two channels of the pair.  Both ranks of a pair
+ * link each other before their first schedule with it, so both ends use
+ * the same path; the socket of a direct pair stays idle.
+ *
+ * A channel carries one direction (sid -> rid): the queue of the sender's
+ * SEND operations in send order, each with its buffer still pinned by the
+ * sender's schedule.  The sender appends under the channel's mutex and
+ * kicks the receiver's work.  The receiver, under its own context lock,
+ * matches its posted RECVs (in posting order) against the queue's SENDs
+ * with the same (ctx, tag), oldest first, copies page to page under the
+ * channel's mutex, completes its RECV and hands the SEND to the sender's
+ * list of finished direct sends (a spinlock) and kicks it; the sender
+ * completes the node in its own progress.  Lock order: context lock ->
+ * directory mutex -> channel mutex -> the sender's dlock; no code holds two
+ * context locks or two channel mutexes.
+ *
+ * Lifetime: a SEND's pages stay pinned while it is queued: its schedule is
+ * running (not freed but at release).  A releasing context first (under the
+ * channel mutexes, so not during a copy) takes its own SENDs out of the
+ * queues and fails the SENDs queued to it (ECONNRESET, completed by their
+ * senders; the receivers of its own sends fail their posted RECVs when
+ * kicked), leaves the directory, and once its work is cancelled marks the
+ * channels done on its side; a channel is freed when both sides are done. */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/highmem.h>
+#include <linux/random.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include "kacc_int.h"
+
+struct kchan {
+    struct list_head link;              /* kacc_chans */
+    u64 sid, rid;                       /* the sender's and the receiver's context ids */
+    struct mutex mx;                    /* everything below */
+    struct kctx *snd, *rcv;             /* valid while salive / ralive */
+    bool salive, ralive;                /* the context is open */
+    bool slinked, rlinked;              /* a module peer of that side uses the channel */
+    bool sdone, rdone;                  /* that side released, its work cancelled */
+    struct list_head q;                 /* the sender's SENDs (struct kop) in send order */
+};
+
+static DEFINE_MUTEX(kacc_dmx);          /* the directory and the channel list */
+static LIST_HEAD(kacc_chans);
+static struct kctx **kacc_dir;          /* open contexts (a small array: a few per rank) */
+static unsigned int kacc_ndir, kacc_dircap;
+static atomic64_t d_bytes, d_msgs, d_links, d_refused;
+
+static struct kctx *dir_find(u64 id)
+{
+    unsigned int i;
+    for (i = 0; i < kacc_ndir; i++)
+        if (kacc_dir[i]->did == id) return kacc_dir[i];
+    return NULL;
+}
+
+void kacc_direct_open(struct kctx *c)
+{
+    spin_lock_init(&c->dlock);
+    INIT_LIST_HEAD(&c->ddone);
+    c->dsecret = get_random_u64();
+    mutex_lock(&kacc_dmx);
+    do c->did = get_random_u64(); while (!c->did || dir_find(c->did));
+    if (kacc_ndir == kacc_dircap) {
+        unsigned int cap = kacc_dircap ? 2 * kacc_dircap : 16;
+        struct kctx **n = krealloc(kacc_dir, cap * sizeof *n, GFP_KERNEL);
+        if (!n) {                       /* not in the directory: nobody links to it */
+            mutex_unlock(&kacc_dmx);
+            return;
+        }
+        kacc_dir = n;
+        kacc_dircap = cap;
+    }
+    kacc_dir[kacc_ndir++] = c;
+    mutex_unlock(&kacc_dmx);
+}
+
+static struct kchan *chan_get(struct kctx *snd, struct kctx *rcv)
+{
+    struct kchan *ch;
+    list_for_each_entry(ch, &kacc_chans, link)
+        if (ch->sid == snd->did && ch->rid == rcv->did) return ch;
+    ch = kzalloc(sizeof *ch, GFP_KERNEL);
+    if (!ch) return NULL;
+    mutex_init(&ch->mx);
+    INIT_LIST_HEAD(&ch->q);
+    ch->sid = snd->did;
+    ch->rid = rcv->did;
+    ch->snd = snd;
+    ch->rcv = rcv;
+    ch->salive = ch->ralive = true;
+    list_add(&ch->link, &kacc_chans);
+    return ch;
+}
+
+/* Under c->lock. */
+int kacc_direct_link(struct kctx *c, struct kacc_direct_link *l)
+{
+    struct kpeer *p;
+    struct kctx *o;
+    struct kchan *out, *in;
+    int err = 0;
+    if (l->index < 0 || (u32)l->index >= c->npeers || l->pad) return -EINVAL;
+    p = c->peers[l->index];
+    if (p->dout || p->din) return -EBUSY;
+    if (l->id == c->did) return -EINVAL;
+    mutex_lock(&kacc_dmx);
+    o = dir_find(l->id);
+    if (!o) { err = -ENOENT; goto out; }
+    if ((l->secret ^ o->dsecret) != 0) {        /* one comparison of the whole word */
+        atomic64_inc(&d_refused);
+        err = -EACCES;
+        goto out;
+    }
+    out = chan_get(c, o);
+    in = out ? chan_get(o, c) : NULL;
+    if (!out || !in) { err = -ENOMEM; goto out; }
+    if (out->slinked || in->rlinked) { err = -EBUSY; goto out; }
+    out->slinked = in->rlinked = true;
+    p->dout = out;
+    p->din = in;
+    atomic64_inc(&d_links);
+out:
+    mutex_unlock(&kacc_dmx);
+    return err;
+}
+
+/* Copy len bytes from the start of src into the start of dst, page to page. */
+static void kb_copy(struct kbuf *dst, struct kbuf *src, u64 len)
+{
+    u64 off;
+    unsigned int runs = 0;
+    for (off = 0; off < len;) {
+        u64 as = (src->addr & ~PAGE_MASK) + off, ad = (dst->addr & ~PAGE_MASK) + off;
+        size_t ps = as & ~PAGE_MASK, pd = ad & ~PAGE_MASK;
+        size_t l = (size_t)min_t(u64, min(PAGE_SIZE - ps, PAGE_SIZE - pd), len - off);
+        char *ks = kmap_local_page(src->pages[as >> PAGE_SHIFT]);
+        char *kd = kmap_local_page(dst->pages[ad >> PAGE_SHIFT]);
+        memcpy(kd + pd, ks + ps, l);
+        kunmap_local(kd);
+        kunmap_local(ks);
+        off += l;
+        if (++runs % 64 == 0) cond_resched();
+    }
+}
+
+/* Hand a SEND back to its sender (under ch->mx, the sender alive). */
+static void send_finished(struct kchan *ch, struct kop *so, int err)
+{
+    so->derr = err;
+    spin_lock(&ch->snd->dlock);
+    list_add_tail(&so->link, &ch->snd->ddone);
+    spin_unlock(&ch->snd->dlock);
+    kick(ch->snd);
+}
+
+/* Match the posted RECVs of direct peer p against its channel; under p->c->lock.
+ * The matched RECVs complete after the channel's mutex is let go: their
+ * successors may post more RECVs from p (match() again). */
+static bool match(struct kpeer *p)
+{
+    struct kchan *ch = p->din;
+    struct kop *o, *t, *so;
+    LIST_HEAD(done);
+    if (list_empty(&p->posted)) return false;
+    mutex_lock(&ch->mx);
+    list_for_each_entry_safe(o, t, &p->posted, link) {
+        struct ksched *s = o->s;
+        bool found = false;
+        list_for_each_entry(so, &ch->q, link) {
+            struct kbuf *sb, *rb;
+            u64 n;
+            if (so->h.ctx != o->h.ctx || so->h.tag != o->h.tag) continue;
+            sb = &so->s->b1[so->node];
+            rb = &s->b1[o->node];
+            n = min(so->h.len, rb->len);
+            if (n) kb_copy(rb, sb, n);
+            if (so->h.len > rb->len) set_err(s, -EMSGSIZE);
+            s->rbytes += so->h.len;
+            atomic64_add(so->h.len, &d_bytes);
+            atomic64_inc(&d_msgs);
+            list_del(&so->link);
+            send_finished(ch, so, 0);
+            found = true;
+            break;
+        }
+        if (!found && !ch->salive) set_err(s, -ECONNRESET);     /* the sender is gone */
+        else if (!found) continue;
+        list_move_tail(&o->link, &done);
+    }
+    mutex_unlock(&ch->mx);
+    if (list_empty(&done)) return false;
+    list_for_each_entry_safe(o, t, &done, link) {
+        list_del_init(&o->link);
+        node_done(o->s, o->node);
+        advance(o->s);
+    }
+    return true;
+}
+
+/* exec() of a SEND to a direct peer: queued for the receiver; true if handled. */
+bool kacc_direct_send(struct kpeer *p, struct kop *o)
+{
+    struct kchan *ch = p->dout;
+    if (!ch) return false;
+    mutex_lock(&ch->mx);
+    if (ch->ralive) {
+        o->derr = 0;
+        list_add_tail(&o->link, &ch->q);
+        kick(ch->rcv);
+        mutex_unlock(&ch->mx);
+        return true;
+    }
+    mutex_unlock(&ch->mx);
+    set_err(o->s, -ECONNRESET);
+    node_done(o->s, o->node);
+    return true;
+}
+
+/* exec() of a RECV from a direct peer: posted, matched at once if its SEND is there. */
+bool kacc_direct_recv(struct kpeer *p, struct kop *o)
+{
+    if (!p->din) return false;
+    list_add_tail(&o->link, &p->posted);
+    match(p);
+    return true;
+}
+
+/* progress(): the finished direct sends, and the receives of direct peers. */
+bool kacc_direct_progress(struct kctx *c)
+{
+    LIST_HEAD(done);
+    struct kop *o, *t;
+    bool moved = false;
+    u32 i;
+    spin_lock(&c->dlock);
+    list_splice_init(&c->ddone, &done);
+    spin_unlock(&c->dlock);
+    list_for_each_entry_safe(o, t, &done, link) {
+        list_del_init(&o->link);
+        if (o->derr) set_err(o->s, o->derr);
+        node_done(o->s, o->node);
+        advance(o->s);
+        moved = true;
+    }
+    for (i = 0; i < c->npeers; i++)
+        if (c->peers[i]->din) moved |= match(c->peers[i]);
+    return moved;
+}
+
+/* Release, first step (before the sockets are detached and the work cancelled). */
+void kacc_direct_release_begin(struct kctx *c)
+{
+    struct kchan *ch;
+    struct kop *o, *t;
+    unsigned int i;
+    mutex_lock(&kacc_dmx);
+    for (i = 0; i < kacc_ndir; i++)
+        if (kacc_dir[i] == c) { kacc_dir[i] = kacc_dir[--kacc_ndir]; break; }
+    list_for_each_entry(ch, &kacc_chans, link) {
+        if (ch->sid != c->did && ch->rid != c->did) continue;
+        mutex_lock(&ch->mx);
+        if (ch->sid == c->did) {        /* its own sends: out of the queue (their schedules go) */
+            list_for_each_entry_safe(o, t, &ch->q, link) list_del_init(&o->link);
+            ch->salive = false;
+            if (ch->ralive) kick(ch->rcv);      /* the receiver fails what it waits for */
+        } else {                        /* sends to it: failed, completed by their senders */
+            ch->ralive = false;
+            list_for_each_entry_safe(o, t, &ch->q, link) {
+                list_del(&o->link);
+                if (ch->salive) send_finished(ch, o, -ECONNRESET);
+                else INIT_LIST_HEAD(&o->link);
+            }
+        }
+        mutex_unlock(&ch->mx);
+    }
+    mutex_unlock(&kacc_dmx);
+}
+
+/* Release, last step (the context's work cancelled: it uses no channel any more). */
+void kacc_direct_release_end(struct kctx *c)
+{
+    struct kchan *ch, *t;
+    mutex_lock(&kacc_dmx);
+    list_for_each_entry_safe(ch, t, &kacc_chans, link) {
+        if (ch->sid == c->did) ch->sdone = true;
+        if (ch->rid == c->did) ch->rdone = true;
+        if (ch->sdone && ch->rdone) {
+            list_del(&ch->link);
+            kfree(ch);
+        }
+    }
+    if (!kacc_ndir) {
+        kfree(kacc_dir);
+        kacc_dir = NULL;
+        kacc_dircap = 0;
+    }
+    mutex_unlock(&kacc_dmx);
+}
+
+void kacc_direct_show(struct seq_file *m)
+{
+    seq_printf(m, "direct_links %lld\ndirect_msgs %lld\ndirect_bytes %lld\ndirect_refused %lld\n",
+               atomic64_read(&d_links), atomic64_read(&d_msgs), atomic64_read(&d_bytes),
+               atomic64_read(&d_refused));
+}
