@@ -23,7 +23,10 @@
  * with the same (ctx, tag), oldest first, copies page to page under the
  * channel's mutex, completes its RECV and hands the SEND to the sender's
  * list of finished direct sends (a spinlock) and kicks it; the sender
- * completes the node in its own progress.  Lock order: context lock ->
+ * completes the node in its own progress.  A RECV into the schedule's scratch
+ * (KACC_F_SCRATCH) whose only successor is a CALC reading exactly that
+ * buffer (kacc_direct_plan) is not copied at all when the CALC waits for
+ * nothing else: the CALC reduces straight from the sender's pinned pages.  Lock order: context lock ->
  * directory mutex -> channel mutex -> the sender's dlock; no code holds two
  * context locks or two channel mutexes.
  *
@@ -57,7 +60,7 @@ static DEFINE_MUTEX(kacc_dmx);          /* the directory and the channel list */
 static LIST_HEAD(kacc_chans);
 static struct kctx **kacc_dir;          /* open contexts (a small array: a few per rank) */
 static unsigned int kacc_ndir, kacc_dircap;
-static atomic64_t d_bytes, d_msgs, d_links, d_refused;
+static atomic64_t d_bytes, d_msgs, d_links, d_refused, d_fused;
 
 static struct kctx *dir_find(u64 id)
 {
@@ -183,11 +186,20 @@ static bool match(struct kpeer *p)
         list_for_each_entry(so, &ch->q, link) {
             struct kbuf *sb, *rb;
             u64 n;
+            u32 j;
             if (so->h.ctx != o->h.ctx || so->h.tag != o->h.tag) continue;
             sb = &so->s->b1[so->node];
             rb = &s->b1[o->node];
             n = min(so->h.len, rb->len);
-            if (n) kb_copy(rb, sb, n);
+            j = s->fuse ? s->fuse[o->node] : 0;
+            if (j && s->pending[j] == 1 && so->h.len == s->nd[j].len) {
+                /* the CALC waits for this RECV only: reduce straight from the sender's pages */
+                kacc_calc_bufs(s->c, &s->nd[j], sb, &s->b2[j]);
+                s->nst[j] = N_FUSED;
+                atomic64_add(so->h.len, &d_fused);
+            } else if (n) {
+                kb_copy(rb, sb, n);
+            }
             if (so->h.len > rb->len) set_err(s, -EMSGSIZE);
             s->rbytes += so->h.len;
             atomic64_add(so->h.len, &d_bytes);
@@ -209,6 +221,53 @@ static bool match(struct kpeer *p)
         advance(o->s);
     }
     return true;
+}
+
+/* At REGISTER: the RECVs (flagged KACC_F_SCRATCH) whose CALC may be done from
+ * the sender's pages: the RECV's only successor is a CALC reading exactly its
+ * buffer, and no other node's buffer overlaps it (so nothing reads what the
+ * RECV would have written).  Whether the CALC waits for anything else is
+ * seen at the match (pending == 1). */
+static bool overlaps(u64 a, u64 al, u64 b, u64 bl)
+{
+    return al && bl && a < b + bl && b < a + al;
+}
+
+int kacc_direct_plan(struct ksched *s)
+{
+    u32 i, k;
+    for (i = 0; i < s->n; i++)
+        if (s->nd[i].flags & KACC_F_SCRATCH) break;
+    if (i == s->n || s->n > 4096) return 0;     /* nothing flagged; a large schedule: not worth n^2 */
+    s->fuse = kvcalloc(s->n, sizeof *s->fuse, GFP_KERNEL);
+    if (!s->fuse) return -ENOMEM;
+    for (i = 0; i < s->n; i++) {
+        const struct kacc_node *r = &s->nd[i], *c;
+        u32 j;
+        bool ok = true;
+        if (!(r->flags & KACC_F_SCRATCH) || r->peer < 0 || !r->len || r->nsucc != 1) continue;
+        j = s->succ[r->first];
+        c = &s->nd[j];
+        if (c->kind != KACC_CALC || c->flags || c->buf != r->buf || c->len != r->len ||
+            overlaps(c->buf2, c->len, r->buf, r->len))
+            continue;
+        for (k = 0; k < s->n && ok; k++) {
+            const struct kacc_node *x = &s->nd[k];
+            if (k == i || k == j) continue;
+            switch (x->kind) {
+            case KACC_SEND:
+            case KACC_RECV:
+                ok = x->peer < 0 || !overlaps(x->buf, x->len, r->buf, r->len);
+                break;
+            case KACC_CALC:
+            case KACC_COPY:
+                ok = !overlaps(x->buf, x->len, r->buf, r->len) && !overlaps(x->buf2, x->len, r->buf, r->len);
+                break;
+            }
+        }
+        if (ok) s->fuse[i] = j;
+    }
+    return 0;
 }
 
 /* exec() of a SEND to a direct peer: queued for the receiver; true if handled. */
@@ -313,7 +372,7 @@ void kacc_direct_release_end(struct kctx *c)
 
 void kacc_direct_show(struct seq_file *m)
 {
-    seq_printf(m, "direct_links %lld\ndirect_msgs %lld\ndirect_bytes %lld\ndirect_refused %lld\n",
-               atomic64_read(&d_links), atomic64_read(&d_msgs), atomic64_read(&d_bytes),
-               atomic64_read(&d_refused));
+    seq_printf(m, "direct_links %lld\ndirect_msgs %lld\ndirect_bytes %lld\ndirect_fused_bytes %lld\n"
+               "direct_refused %lld\n", atomic64_read(&d_links), atomic64_read(&d_msgs), atomic64_read(&d_bytes),
+               atomic64_read(&d_fused), atomic64_read(&d_refused));
 }

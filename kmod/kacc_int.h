@@ -45,7 +45,7 @@ struct kunex {
     struct kop *waiter;
 };
 
-enum { N_WAIT, N_USER_PRE, N_RUN, N_USER_POST, N_POST_DONE, N_DONE };
+enum { N_WAIT, N_USER_PRE, N_RUN, N_USER_POST, N_POST_DONE, N_DONE, N_FUSED };
 
 struct ksched {
     u32 id, n, nsucc;
@@ -54,6 +54,7 @@ struct ksched {
     u32 *succ, *npred, *pending, *ready;
     u32 rhead, rtail;
     u8 *nst;
+    u32 *fuse;                          /* per RECV: the CALC it may do at once (kacc_direct.c), 0: none */
     struct kbuf *b1, *b2;
     struct kop *op;
     u64 state_off, uflag_off;
@@ -105,6 +106,7 @@ void kick(struct kctx *c);
 void set_err(struct ksched *s, int err);
 void node_done(struct ksched *s, u32 i);
 void advance(struct ksched *s);
+void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y);
 
 /* kacc_direct.c */
 struct seq_file;
@@ -116,6 +118,7 @@ int kacc_direct_link(struct kctx *c, struct kacc_direct_link *l);
 bool kacc_direct_send(struct kpeer *p, struct kop *o);
 bool kacc_direct_recv(struct kpeer *p, struct kop *o);
 bool kacc_direct_progress(struct kctx *c);
+int kacc_direct_plan(struct ksched *s);
 void kacc_direct_show(struct seq_file *m);
 
 #endif

@@ -258,12 +258,10 @@ static void deliver(struct kunex *x, struct kop *o)
  * page) only where an element could straddle a page (a buffer not aligned to
  * its element size). */
 #define KACC_FPU_RUNS 16
-static void exec_calc(struct ksched *s, u32 i)
+void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y)
 {
-    const struct kacc_node *nd = &s->nd[i];
-    struct kbuf *x = &s->b1[i], *y = &s->b2[i];
     size_t esz = kacc_type_size(nd->type), chunk = (PAGE_SIZE / esz) * esz;
-    char *a = s->c->scratch, *b = a + PAGE_SIZE;
+    char *a = c->scratch, *b = a + PAGE_SIZE;
     unsigned int runs = 0;
     u64 off;
     if (!((x->addr | y->addr) % esz)) {
@@ -297,6 +295,11 @@ static void exec_calc(struct ksched *s, u32 i)
         }
     }
     atomic64_add(nd->len / esz, &st.calc_elems);
+}
+
+static void exec_calc(struct ksched *s, u32 i)
+{
+    kacc_calc_bufs(s->c, &s->nd[i], &s->b1[i], &s->b2[i]);
 }
 
 /* COPY: page to page (one copy), a run at a time that crosses no page of either buffer. */
@@ -381,7 +384,8 @@ void advance(struct ksched *s)
             finish(s);
             return;
         }
-        if (s->nd[i].flags & KACC_F_USER_PRE) flag_user(s, i, N_USER_PRE);
+        if (s->nst[i] == N_FUSED) node_done(s, i);     /* a CALC done with its RECV (kacc_direct.c) */
+        else if (s->nd[i].flags & KACC_F_USER_PRE) flag_user(s, i, N_USER_PRE);
         else exec(s, i);
     }
     s->busy = false;
@@ -395,6 +399,7 @@ static void sched_free(struct ksched *s)
         if (s->b2) kb_free(&s->b2[i]);
     }
     kvfree(s->b1); kvfree(s->b2); kvfree(s->op);
+    kvfree(s->fuse);
     kvfree(s->nd); kvfree(s->succ); kvfree(s->npred); kvfree(s->pending); kvfree(s->ready); kvfree(s->nst);
     kfree(s);
 }
@@ -721,7 +726,9 @@ static int validate(struct kctx *c, struct ksched *s)
     u32 i, k, seen = 0, h, t;
     for (i = 0; i < s->n; i++) {
         struct kacc_node *nd = &s->nd[i];
-        if (nd->kind < KACC_START || nd->kind > KACC_NOP || (nd->flags & ~(KACC_F_USER_PRE | KACC_F_USER_POST)))
+        if (nd->kind < KACC_START || nd->kind > KACC_NOP ||
+            (nd->flags & ~(KACC_F_USER_PRE | KACC_F_USER_POST | KACC_F_SCRATCH)) ||
+            ((nd->flags & KACC_F_SCRATCH) && nd->kind != KACC_RECV))
             return -EINVAL;
         if ((i == 0) != (nd->kind == KACC_START) || (i == 1) != (nd->kind == KACC_END)) return -EINVAL;
         if (i < 2 && nd->flags) return -EINVAL;
@@ -820,6 +827,7 @@ static int do_register(struct kctx *c, struct kacc_reg *r)
         s->op[i].node = i;
     }
     if ((err = pin_all(s))) goto fail;
+    if ((err = kacc_direct_plan(s))) goto fail;
     id = idr_alloc(&c->scheds, s, 1, KACC_MAX_SCHEDS, GFP_KERNEL);
     if (id < 0) { err = id; goto fail; }
     s->id = (u32)id;

@@ -57,6 +57,14 @@ enum kacc_kind {
  * and answers KACC_IOC_NODE_DONE. */
 #define KACC_F_USER_PRE  0x01
 #define KACC_F_USER_POST 0x02
+/* RECV: its buffer is the schedule's own scratch, which nobody reads after
+ * the run.  From a direct peer (KACC_IOC_DIRECT_LINK), when the RECV's only
+ * successor is a CALC whose input is exactly that buffer, which waits for
+ * nothing else, and no other node touches the buffer, the module reduces
+ * straight from the sender's pinned pages into the CALC's inout and leaves
+ * the scratch unwritten (no copy).  A module without direct copies refuses
+ * the flag: the library sets it only where KACC_IOC_DIRECT_ID answered. */
+#define KACC_F_SCRATCH   0x04
 
 /* CALC element types and operations (MPI's predefined ones). */
 enum kacc_type {

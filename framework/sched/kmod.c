@@ -67,6 +67,7 @@ void kumi_sched_kmod_free(struct kumi_sched *s) { (void)s; }
 #include "../../kmod/kumi_kacc_uapi.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -421,6 +422,17 @@ static uint64_t data_addr(uint64_t buf, const struct kumi_dt *dt, size_t count)
     return count && dt->size ? buf + (uint64_t)dt->true_lb : buf;
 }
 
+/* Whether [a, a + len) lies in the schedule's own scratch memory (kumi_sched_alloc): nobody
+ * reads it after the run, so the module may leave a RECV into it unwritten (KACC_F_SCRATCH). */
+static bool in_scratch(const struct kumi_sched *s, uint64_t a, size_t len)
+{
+    for (int i = 0; i < s->nmem; i++) {
+        uint64_t m = (uint64_t)(uintptr_t)s->mem[i];
+        if (a >= m && a + len <= m + malloc_usable_size(s->mem[i])) return true;
+    }
+    return false;
+}
+
 /* Node i of s in the module's format. */
 static void translate(struct kumi_sched *s, struct kx *x, uint32_t i)
 {
@@ -452,6 +464,7 @@ static void translate(struct kumi_sched *s, struct kx *x, uint32_t i)
         k->len = bytes;
         if (contig(dt, nd->count)) {
             k->buf = data_addr(nd->buf, dt, (size_t)nd->count);
+            if (!send && direct_pub && bytes && in_scratch(s, k->buf, bytes)) k->flags = KACC_F_SCRATCH;
         } else {                        /* the rank packs / unpacks, the module moves the bytes */
             if (!(x->tmp[i] = malloc(bytes ? bytes : 1))) kumi_err_fatal("kumi_base_sched_engine=kmod: out of memory");
             k->buf = (uint64_t)(uintptr_t)x->tmp[i];

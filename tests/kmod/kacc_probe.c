@@ -10,7 +10,9 @@
  *             secret, an unknown id and a second link refused; int / byte messages copied
  *             from one context's pinned pages into the other's, bit for bit, with the
  *             receive posted before and after the send, a CALC on the received data, a
- *             truncated message; the module's direct byte counter; the receiver closed while
+ *             truncated message; a RECV into scratch reduced straight from the sender's
+ *             pages (KACC_F_SCRATCH: the scratch left unwritten) and one that may not be (its
+ *             buffer read by another node); the module's direct counters; the receiver closed while
  *             a send waits (the send fails, nothing stays pinned)
  * Prints "PASS name" / "FAIL name ..." lines. */
 #define _GNU_SOURCE
@@ -319,6 +321,8 @@ static void direct(void)
     enum { M = 300000, SM = 1000 };     /* M ints: 1.2 MB, not page aligned below */
     static int32_t src[M + 3], dst[M + 3], acc[M + 3], want[M + 3];
     static unsigned char bsrc[SM], bdst[SM / 2];
+    enum { FM = 20000 };                /* doubles: 160 kB */
+    static double fsrc[FM], fscr[FM], facc[FM], fscr2[FM], facc2[FM], fout2[FM];
     int devA = dev, devB = open(KACC_DEVICE, O_RDWR);
     char *areaA = area, *areaB = devB < 0 ? MAP_FAILED : mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_SHARED, devB, 0);
     struct kacc_direct_id ida, idb;
@@ -339,7 +343,7 @@ static void direct(void)
     int e3 = ioctl(devA, KACC_IOC_DIRECT_LINK, &none) ? errno : 0;
     struct kacc_direct_link self = { ka.index, 0, ida.id, ida.secret };
     int e4 = ioctl(devA, KACC_IOC_DIRECT_LINK, &self) ? errno : 0;
-    char d[160];
+    char d[256];
     snprintf(d, sizeof d, "(wrong secret: %s, %s; unknown id: %s; own id: %s; refused counter +%llu)", strerror(e1),
              strerror(e2), strerror(e3), strerror(e4), proc_stat("direct_refused") - ref0);
     verdict(e1 == EACCES && e2 == EACCES && e3 == ENOENT && e4 == EINVAL && proc_stat("direct_refused") - ref0 == 2,
@@ -353,8 +357,9 @@ static void direct(void)
     dev = devA; area = areaA;
     begin();
     uint32_t s1 = node(KACC_SEND, ka.index, src + 1, NULL, (size_t)M * 4), s2 = node(KACC_SEND, ka.index, bsrc, NULL, SM);
-    N[s1].tag = 100; N[s2].tag = 101;
-    edge(0, s1); edge(0, s2); edge(s1, 1); edge(s2, 1);
+    uint32_t s3 = node(KACC_SEND, ka.index, fsrc, NULL, sizeof fsrc), s4 = node(KACC_SEND, ka.index, fsrc, NULL, sizeof fsrc);
+    N[s1].tag = 100; N[s2].tag = 101; N[s3].tag = 102; N[s4].tag = 103;
+    edge(0, s1); edge(0, s2); edge(s1, 1); edge(s2, 1); edge(0, s3); edge(s3, 1); edge(0, s4); edge(s4, 1);
     struct kacc_reg ra = seal();
     if (ioctl(devA, KACC_IOC_REGISTER, &ra)) { verdict(0, "direct-register-a", strerror(errno)); return; }
     dev = devB; area = areaB;
@@ -363,6 +368,13 @@ static void direct(void)
     uint32_t r2 = node(KACC_RECV, kb.index, bdst, NULL, sizeof bdst);
     N[r1].tag = 100; N[r2].tag = 101; N[c].type = KACC_T_I32; N[c].op = KACC_OP_SUM;
     edge(0, r1); edge(r1, c); edge(c, 1); edge(0, r2); edge(r2, 1);
+    /* scratch: r3 -> c3 may be fused; r4 -> c4 -> cp4 may not (cp4 reads the scratch) */
+    uint32_t r3 = node(KACC_RECV, kb.index, fscr, NULL, sizeof fscr), c3 = node(KACC_CALC, -1, fscr, facc, sizeof fscr);
+    uint32_t r4 = node(KACC_RECV, kb.index, fscr2, NULL, sizeof fscr2), c4 = node(KACC_CALC, -1, fscr2, facc2, sizeof fscr2);
+    uint32_t cp4 = node(KACC_COPY, -1, fscr2, fout2, sizeof fscr2);
+    N[r3].tag = 102; N[r4].tag = 103; N[r3].flags = N[r4].flags = KACC_F_SCRATCH;
+    N[c3].type = N[c4].type = KACC_T_F64; N[c3].op = N[c4].op = KACC_OP_SUM;
+    edge(0, r3); edge(r3, c3); edge(c3, 1); edge(0, r4); edge(r4, c4); edge(c4, cp4); edge(cp4, 1);
     struct kacc_reg rb = seal();
     if (ioctl(devB, KACC_IOC_REGISTER, &rb)) { verdict(0, "direct-register-b", strerror(errno)); return; }
     dev = devA; area = areaA;
@@ -375,7 +387,8 @@ static void direct(void)
         for (int i = 0; i < M; i++) want[i] = (int32_t)((uint32_t)acc[i + 3] + (uint32_t)src[i + 1]);
         for (int i = 0; i < SM; i++) bsrc[i] = (unsigned char)(i * 7 + run);
         memset(bdst, 0, sizeof bdst);
-        unsigned long long b0 = proc_stat("direct_bytes"), sent0 = proc_stat("bytes_sent");
+        for (int i = 0; i < FM; i++) { fsrc[i] = i * 0.25 + run; fscr[i] = fscr2[i] = -7.0; facc[i] = facc2[i] = i; fout2[i] = 0; }
+        unsigned long long b0 = proc_stat("direct_bytes"), sent0 = proc_stat("bytes_sent"), f0 = proc_stat("direct_fused_bytes");
         int ea, eb;
         if (run == 0) {                 /* the receive posted first, then the send */
             eb = ioctl(devB, KACC_IOC_START, &rb.id);
@@ -389,12 +402,20 @@ static void direct(void)
         wrong += dst[0] != -1 || dst[1] != -1 || dst[M + 2] != -1;
         wrong += memcmp(acc + 3, want, (size_t)M * 4) != 0;
         wrong += memcmp(bdst, bsrc, sizeof bdst) != 0;
+        int fbad = 0, untouched = 1;
+        for (int i = 0; i < FM; i++) {
+            fbad += facc[i] != i + fsrc[i] || facc2[i] != i + fsrc[i] || fout2[i] != fsrc[i] || fscr2[i] != fsrc[i];
+            untouched &= fscr[i] == -7.0;
+        }
         unsigned long long db = proc_stat("direct_bytes") - b0, ds = proc_stat("bytes_sent") - sent0;
-        snprintf(d, sizeof d, "(run %d: sender %d, receiver %d (want %d: truncated), %d wrong, %llu bytes direct, %llu on sockets)",
-                 run + 1, ra_, rb_, -EMSGSIZE, wrong, db, ds);
+        unsigned long long fu = proc_stat("direct_fused_bytes") - f0;
+        wrong += fbad;
+        snprintf(d, sizeof d, "(run %d: sender %d, receiver %d (want %d: truncated), %d wrong, %llu bytes direct, %llu fused, %s, %llu on sockets)",
+                 run + 1, ra_, rb_, -EMSGSIZE, wrong, db, fu, untouched ? "scratch unwritten" : "SCRATCH WRITTEN", ds);
         char name[40];
         snprintf(name, sizeof name, "direct-copy-run%d", run + 1);
-        verdict(ra_ == 0 && rb_ == -EMSGSIZE && !wrong && db == (unsigned long long)M * 4 + SM && ds == 0, name, d);
+        verdict(ra_ == 0 && rb_ == -EMSGSIZE && !wrong && db == (unsigned long long)M * 4 + SM + 2 * sizeof fsrc &&
+                fu == sizeof fsrc && untouched && ds == 0, name, d);
     }
     /* the receiver closes while a send waits: the send fails, B's pages are unpinned */
     unsigned long long pin0 = proc_stat("pinned_pages");
