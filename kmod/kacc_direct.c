@@ -80,7 +80,8 @@ void kacc_direct_open(struct kctx *c)
     if (kacc_ndir == kacc_dircap) {
         unsigned int cap = kacc_dircap ? 2 * kacc_dircap : 16;
         struct kctx **n = krealloc(kacc_dir, cap * sizeof *n, GFP_KERNEL);
-        if (!n) {                       /* not in the directory: nobody links to it */
+        if (!n) {                       /* not in the directory: no cookie (DIRECT_ID fails) */
+            c->did = 0;
             mutex_unlock(&kacc_dmx);
             return;
         }
@@ -119,6 +120,7 @@ int kacc_direct_link(struct kctx *c, struct kacc_direct_link *l)
     if (l->index < 0 || (u32)l->index >= c->npeers || l->pad) return -EINVAL;
     p = c->peers[l->index];
     if (p->dout || p->din) return -EBUSY;
+    if (!c->did) return -ENOMEM;                /* not in the directory */
     if (l->id == c->did) return -EINVAL;
     mutex_lock(&kacc_dmx);
     o = dir_find(l->id);
@@ -276,7 +278,7 @@ bool kacc_direct_send(struct kpeer *p, struct kop *o)
     struct kchan *ch = p->dout;
     if (!ch) return false;
     mutex_lock(&ch->mx);
-    if (ch->ralive) {
+    if (ch->ralive && ch->salive) {     /* not once its own release began: its pages go */
         o->derr = 0;
         list_add_tail(&o->link, &ch->q);
         kick(ch->rcv);

@@ -943,6 +943,7 @@ static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
         return copy_to_user(u, &a.s, sizeof a.s) ? -EFAULT : 0;
     case KACC_IOC_DIRECT_ID: {
         struct kacc_direct_id d = { c->did, c->dsecret };
+        if (!c->did) return -ENOMEM;
         return copy_to_user(u, &d, sizeof d) ? -EFAULT : 0;
     }
     case KACC_IOC_DIRECT_LINK:

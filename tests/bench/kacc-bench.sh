@@ -67,6 +67,8 @@
 # VM (default 1500 s); KUMI_BENCH_TIMEOUT: one launch in it.  The console and the
 # VM script's output stay in $KUMI_BENCH_OUT/kaccvm.console.log and kaccvm.vm.log;
 # KUMI_BENCH_KACCVM_CONSOLE=FILE makes the tables from such a console log, no VM.
+# KUMI_BENCH_KACCVM_QEMU_OPTS: more QEMU options (kmod_vm.sh's KUMI_KMOD_VM_QEMU_OPTS), e.g.
+# "-icount shift=3,sleep=off": the guest's time counts instructions, not the loaded host's time.
 # KUMI_BENCH_KACCVM_LINK=RATE (tc's form: 1gbit, 200mbit; empty, the default: loopback)
 # puts the 2 ranks on a wire, as KACC's were: two network namespaces of the VM joined by a
 # veth pair, each end sending through a tbf qdisc of RATE, one rank in each (a host of its
@@ -175,6 +177,7 @@ else
         rc=0
     else
         echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with $vm_smp vCPUs (limit $vmlimit s)"
+        KUMI_KMOD_VM_QEMU_OPTS=${KUMI_BENCH_KACCVM_QEMU_OPTS:-} \
         KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_LINK=$vm_link KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
             KUMI_KMOD_VM_CONSOLE="$out/kaccvm.console.log" KUMI_KMOD_VM_TIMEOUT=$vmlimit KUMI_KMOD_VM_BENCH_TIMEOUT=$limit \
             top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$top_srcdir/tests/scripts/kmod_vm.sh" > "$out/kaccvm.vm.log" 2>&1
@@ -203,7 +206,7 @@ else
         if [ "$kmod_direct" = 1 ]; then kmod_note="Kumi kmod: direct copies between the ranks' pinned pages (the pair shares the VM's kernel; no socket, not the wire); see direct_MB"
         else kmod_note="Kumi kmod: through the pair's sockets (direct copies off: KUMI_BASE_SCHED_KMOD_DIRECT=0)"; fi ;;
     esac
-    where="2 ranks over TCP ($wire) in a QEMU TCG VM, ${ncpu:-$vm_smp} vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
+    where="2 ranks over TCP ($wire) in a QEMU TCG VM, ${ncpu:-$vm_smp} vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all${KUMI_BENCH_KACCVM_QEMU_OPTS:+; QEMU $KUMI_BENCH_KACCVM_QEMU_OPTS}"
 fi
 
 # merged IMPL CASE: per op, size and k the median over the launches of every column

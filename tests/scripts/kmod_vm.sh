@@ -30,7 +30,9 @@
 #                                 qdisc of RATE (tc's form: 1gbit, 200mbit); empty: loopback
 #                                 (needs veth.ko and sch_tbf.ko of the kernel, ip and tc)
 #   KUMI_KMOD_VM_TIMEOUT (default 400 s), KUMI_KMOD_VM_SMP (vCPUs, default 2),
-#   KUMI_KMOD_VM_APPEND (more kernel parameters)
+#   KUMI_KMOD_VM_APPEND (more kernel parameters), KUMI_KMOD_VM_QEMU_OPTS (more QEMU options, e.g.
+#   "-icount shift=3,sleep=off": the guest's clock counts its instructions, 8 ns each, so that
+#   its timings do not depend on the host's load; one host thread runs all vCPUs)
 set -u
 if [ "${KUMI_TEST_LONG:-0}" != 1 ]; then echo "SKIP: a long test (./check.sh --long)"; exit 77; fi
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -131,6 +133,7 @@ smp=${KUMI_KMOD_VM_SMP:-2}
 timeout "${KUMI_KMOD_VM_TIMEOUT:-400}" qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp "$smp,sockets=1,cores=$smp" \
     -kernel "/boot/vmlinuz-$KVER" -initrd "$work/initramfs.cpio.gz" \
     -append "console=ttyS0 panic=-1 loglevel=3 quiet ${KUMI_KMOD_VM_APPEND:-}" -nographic -no-reboot -nodefaults -serial stdio \
+    ${KUMI_KMOD_VM_QEMU_OPTS:-} \
     < /dev/null > "$work/console.log" 2>&1
 qrc=$?
 t2=$(date +%s)
