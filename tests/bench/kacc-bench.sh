@@ -67,8 +67,7 @@
 # VM (default 1500 s); KUMI_BENCH_TIMEOUT: one launch in it.  The console and the
 # VM script's output stay in $KUMI_BENCH_OUT/kaccvm.console.log and kaccvm.vm.log;
 # KUMI_BENCH_KACCVM_CONSOLE=FILE makes the tables from such a console log, no VM.
-# KUMI_BENCH_KACCVM_QEMU_OPTS: more QEMU options (kmod_vm.sh's KUMI_KMOD_VM_QEMU_OPTS), e.g.
-# "-icount shift=3,sleep=off": the guest's time counts instructions, not the loaded host's time.
+# KUMI_BENCH_KACCVM_QEMU_OPTS: more QEMU options (kmod_vm.sh's KUMI_KMOD_VM_QEMU_OPTS).
 # KUMI_BENCH_KACCVM_LINK=RATE (tc's form: 1gbit, 200mbit; empty, the default: loopback)
 # puts the 2 ranks on a wire, as KACC's were: two network namespaces of the VM joined by a
 # veth pair, each end sending through a tbf qdisc of RATE, one rank in each (a host of its

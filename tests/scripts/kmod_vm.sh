@@ -30,9 +30,9 @@
 #                                 qdisc of RATE (tc's form: 1gbit, 200mbit); empty: loopback
 #                                 (needs veth.ko and sch_tbf.ko of the kernel, ip and tc)
 #   KUMI_KMOD_VM_TIMEOUT (default 400 s), KUMI_KMOD_VM_SMP (vCPUs, default 2),
-#   KUMI_KMOD_VM_APPEND (more kernel parameters), KUMI_KMOD_VM_QEMU_OPTS (more QEMU options, e.g.
-#   "-icount shift=3,sleep=off": the guest's clock counts its instructions, 8 ns each, so that
-#   its timings do not depend on the host's load; one host thread runs all vCPUs)
+#   KUMI_KMOD_VM_APPEND (more kernel parameters), KUMI_KMOD_VM_QEMU_OPTS (more QEMU options;
+#   "-icount shift=3,sleep=off", a guest clock counting instructions, did not get past the
+#   boot loader within 3 minutes on the loaded 2-core host: not usable as it is)
 set -u
 if [ "${KUMI_TEST_LONG:-0}" != 1 ]; then echo "SKIP: a long test (./check.sh --long)"; exit 77; fi
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
