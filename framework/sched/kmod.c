@@ -17,6 +17,17 @@
  * uses the engine only if both ranks published a port.  The framing is the
  * io_uring engine's (a 24-byte header and the bytes).
  *
+ * Direct copies (kumi_base_sched_kmod_direct, default 1; kmod/kacc_direct.c):
+ * each rank publishes its context's cookie (id and secret, KACC_IOC_DIRECT_ID)
+ * under "sched.kmod.direct", and links every new module peer whose cookie
+ * the module finds in this kernel (KACC_IOC_DIRECT_LINK, before the pair's
+ * first schedule on either side): the module then copies the pair's
+ * messages from the sender's pinned pages into the receiver's, and the
+ * socket stays idle.  ENOENT (another kernel) or a module without the ioctl:
+ * the socket.  A RECV into the schedule's scratch (kumi_sched_alloc) is
+ * flagged KACC_F_SCRATCH: the module may reduce from the sender's pages into
+ * the CALC that consumes it without writing the scratch.
+ *
  * Schedules: at its first start a schedule's nodes are translated into the
  * module's format (struct kacc_node) straight into the shared area, with
  * the successor array and a state block, and registered (the module
