@@ -25,8 +25,10 @@
  * list of finished direct sends (a spinlock) and kicks it; the sender
  * completes the node in its own progress.  A RECV into the schedule's scratch
  * (KACC_F_SCRATCH) whose only successor is a CALC reading exactly that
- * buffer (kacc_direct_plan) is not copied at all when the CALC waits for
- * nothing else: the CALC reduces straight from the sender's pinned pages.  Lock order: context lock ->
+ * buffer (kacc_direct_plan) is not copied at all: the CALC reduces straight
+ * from the sender's pinned pages, at the match, once every ancestor of the
+ * CALC that touches its inout buffer is done (its other predecessors, which
+ * do not, may still run: the CALC then completes after them).  Lock order: context lock ->
  * directory mutex -> channel mutex -> the sender's dlock; no code holds two
  * context locks or two channel mutexes.
  *
@@ -172,6 +174,8 @@ static void send_finished(struct kchan *ch, struct kop *so, int err)
     kick(ch->snd);
 }
 
+static bool fuse_ready(struct ksched *s, u32 i);
+
 /* Match the posted RECVs of direct peer p against its channel; under p->c->lock.
  * The matched RECVs complete after the channel's mutex is let go: their
  * successors may post more RECVs from p (match() again). */
@@ -194,8 +198,8 @@ static bool match(struct kpeer *p)
             rb = &s->b1[o->node];
             n = min(so->h.len, rb->len);
             j = s->fuse ? s->fuse[o->node] : 0;
-            if (j && s->pending[j] == 1 && so->h.len == s->nd[j].len) {
-                /* the CALC waits for this RECV only: reduce straight from the sender's pages */
+            if (j && so->h.len == s->nd[j].len && fuse_ready(s, o->node)) {
+                /* what the CALC's inout depends on is done: reduce straight from the sender's pages */
                 kacc_calc_bufs(s->c, &s->nd[j], sb, &s->b2[j]);
                 s->nst[j] = N_FUSED;
                 atomic64_add(so->h.len, &d_fused);
@@ -235,6 +239,81 @@ static bool overlaps(u64 a, u64 al, u64 b, u64 bl)
     return al && bl && a < b + bl && b < a + al;
 }
 
+/* For each fusable pair (i, j): the ancestors of j but i whose buffers overlap
+ * j's inout (they must be done before j may run early). */
+static int plan_conflicts(struct ksched *s)
+{
+    u32 *pf = kvcalloc(s->n + 1, sizeof *pf, GFP_KERNEL), *pl = kvmalloc_array(max(s->nsucc, 1u), sizeof *pl, GFP_KERNEL);
+    u32 *q = kvmalloc_array(s->n, sizeof *q, GFP_KERNEL), *cap = NULL;
+    u8 *seen = kvcalloc(s->n, 1, GFP_KERNEL);
+    u32 i, k, nconf = 0, ncap = 0;
+    int err = -ENOMEM;
+    s->foff = kvcalloc(s->n + 1, sizeof *s->foff, GFP_KERNEL);
+    if (!pf || !pl || !q || !seen || !s->foff) goto out;
+    /* predecessors, CSR: pl[pf[j] .. pf[j + 1]) (q counts the ones placed) */
+    for (i = 0; i < s->n; i++)
+        for (k = 0; k < s->nd[i].nsucc; k++) pf[s->succ[s->nd[i].first + k] + 1]++;
+    for (i = 0; i < s->n; i++) pf[i + 1] += pf[i];
+    memset(q, 0, s->n * sizeof *q);
+    for (i = 0; i < s->n; i++)
+        for (k = 0; k < s->nd[i].nsucc; k++) {
+            u32 j = s->succ[s->nd[i].first + k];
+            pl[pf[j] + q[j]++] = i;
+        }
+    for (i = 0; i < s->n; i++) {
+        u32 j = s->fuse[i], h = 0, t = 0;
+        const struct kacc_node *c;
+        s->foff[i] = nconf;
+        if (!j) continue;
+        c = &s->nd[j];
+        memset(seen, 0, s->n);
+        seen[i] = seen[j] = 1;
+        q[t++] = j;
+        while (h < t) {                 /* the ancestors of j, not through i */
+            u32 v = q[h++];
+            for (k = pf[v]; k < pf[v + 1]; k++) {
+                u32 a = pl[k];
+                const struct kacc_node *x = &s->nd[a];
+                bool hit;
+                if (seen[a]) continue;
+                seen[a] = 1;
+                q[t++] = a;
+                hit = x->kind == KACC_SEND || x->kind == KACC_RECV ? x->peer >= 0 && overlaps(x->buf, x->len, c->buf2, c->len)
+                    : x->kind == KACC_CALC || x->kind == KACC_COPY ?
+                      overlaps(x->buf, x->len, c->buf2, c->len) || overlaps(x->buf2, x->len, c->buf2, c->len)
+                    : x->kind == KACC_NOP && (x->flags & KACC_F_USER_PRE);     /* the rank's step: unknown buffers */
+                if (!hit) continue;
+                if (nconf == ncap) {
+                    u32 *nb = krealloc(cap, (ncap ? 2 * ncap : 64) * sizeof *nb, GFP_KERNEL);
+                    if (!nb) goto out;
+                    cap = nb;
+                    ncap = ncap ? 2 * ncap : 64;
+                }
+                cap[nconf++] = a;
+            }
+        }
+    }
+    s->foff[s->n] = nconf;
+    s->fconf = cap;
+    cap = NULL;
+    err = 0;
+out:
+    kfree(cap);
+    kvfree(pf); kvfree(pl); kvfree(q); kvfree(seen);
+    return err;
+}
+
+/* Whether the CALC fused with RECV i may run now: its conflicting ancestors are done. */
+static bool fuse_ready(struct ksched *s, u32 i)
+{
+    u32 k;
+    for (k = s->foff[i]; k < s->foff[i + 1]; k++) {
+        u8 st = s->nst[s->fconf[k]];
+        if (st != N_DONE && st != N_FUSED) return false;
+    }
+    return true;
+}
+
 int kacc_direct_plan(struct ksched *s)
 {
     u32 i, k;
@@ -269,7 +348,7 @@ int kacc_direct_plan(struct ksched *s)
         }
         if (ok) s->fuse[i] = j;
     }
-    return 0;
+    return plan_conflicts(s);
 }
 
 /* exec() of a SEND to a direct peer: queued for the receiver; true if handled. */

@@ -55,6 +55,8 @@ struct ksched {
     u32 rhead, rtail;
     u8 *nst;
     u32 *fuse;                          /* per RECV: the CALC it may do at once (kacc_direct.c), 0: none */
+    u32 *foff, *fconf;                  /* per RECV: fconf[foff[i] .. foff[i + 1]): that CALC's ancestors
+                                         * touching its inout, which must be done first */
     struct kbuf *b1, *b2;
     struct kop *op;
     u64 state_off, uflag_off;

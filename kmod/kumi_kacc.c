@@ -399,7 +399,7 @@ static void sched_free(struct ksched *s)
         if (s->b2) kb_free(&s->b2[i]);
     }
     kvfree(s->b1); kvfree(s->b2); kvfree(s->op);
-    kvfree(s->fuse);
+    kvfree(s->fuse); kvfree(s->foff); kfree(s->fconf);
     kvfree(s->nd); kvfree(s->succ); kvfree(s->npred); kvfree(s->pending); kvfree(s->ready); kvfree(s->nst);
     kfree(s);
 }
