@@ -24,7 +24,7 @@
  * channel's mutex, completes its RECV and hands the SEND to the sender's
  * list of finished direct sends (a spinlock) and kicks it; the sender
  * completes the node in its own progress.  A RECV into the schedule's scratch
- * (KACC_F_SCRATCH) whose only successor is a CALC reading exactly that
+ * (KACC_F_SCRATCH) whose one reader is a CALC after it reading exactly that
  * buffer (kacc_direct_plan) is not copied at all: the CALC reduces straight
  * from the sender's pinned pages, at the match, once every ancestor of the
  * CALC that touches its inout buffer is done (its other predecessors, which
@@ -230,10 +230,9 @@ static bool match(struct kpeer *p)
 }
 
 /* At REGISTER: the RECVs (flagged KACC_F_SCRATCH) whose CALC may be done from
- * the sender's pages: the RECV's only successor is a CALC reading exactly its
- * buffer, and no other node's buffer overlaps it (so nothing reads what the
- * RECV would have written).  Whether the CALC waits for anything else is
- * seen at the match (pending == 1). */
+ * the sender's pages: the one other node touching the RECV's buffer is a CALC
+ * after it reading exactly that buffer (so nothing else reads what the RECV
+ * would have written); plan_conflicts() lists what must be done before. */
 static bool overlaps(u64 a, u64 al, u64 b, u64 bl)
 {
     return al && bl && a < b + bl && b < a + al;
@@ -314,40 +313,67 @@ static bool fuse_ready(struct ksched *s, u32 i)
     return true;
 }
 
+/* Whether node j can be reached from node i (forward, through successors). */
+static bool reaches(struct ksched *s, u32 i, u32 j, u32 *q, u8 *seen)
+{
+    u32 h = 0, t = 0, k;
+    memset(seen, 0, s->n);
+    q[t++] = i;
+    seen[i] = 1;
+    while (h < t) {
+        const struct kacc_node *x = &s->nd[q[h++]];
+        for (k = 0; k < x->nsucc; k++) {
+            u32 v = s->succ[x->first + k];
+            if (v == j) return true;
+            if (!seen[v]) { seen[v] = 1; q[t++] = v; }
+        }
+    }
+    return false;
+}
+
 int kacc_direct_plan(struct ksched *s)
 {
-    u32 i, k;
+    u32 i, k, *q;
+    u8 *seen;
     for (i = 0; i < s->n; i++)
         if (s->nd[i].flags & KACC_F_SCRATCH) break;
     if (i == s->n || s->n > 4096) return 0;     /* nothing flagged; a large schedule: not worth n^2 */
     s->fuse = kvcalloc(s->n, sizeof *s->fuse, GFP_KERNEL);
-    if (!s->fuse) return -ENOMEM;
+    q = kvmalloc_array(s->n, sizeof *q, GFP_KERNEL);
+    seen = kvmalloc(s->n, GFP_KERNEL);
+    if (!s->fuse || !q || !seen) { kvfree(q); kvfree(seen); return -ENOMEM; }
     for (i = 0; i < s->n; i++) {
-        const struct kacc_node *r = &s->nd[i], *c;
-        u32 j;
+        const struct kacc_node *r = &s->nd[i];
+        u32 j = 0;
         bool ok = true;
-        if (!(r->flags & KACC_F_SCRATCH) || r->peer < 0 || !r->len || r->nsucc != 1) continue;
-        j = s->succ[r->first];
-        c = &s->nd[j];
-        if (c->kind != KACC_CALC || c->flags || c->buf != r->buf || c->len != r->len ||
-            overlaps(c->buf2, c->len, r->buf, r->len))
-            continue;
+        if (!(r->flags & KACC_F_SCRATCH) || r->peer < 0 || !r->len) continue;
+        /* the one node but i touching the buffer: a CALC reading exactly it, after i
+         * (directly or through others, e.g. a round's barrier) */
         for (k = 0; k < s->n && ok; k++) {
             const struct kacc_node *x = &s->nd[k];
-            if (k == i || k == j) continue;
+            bool touch = false;
+            if (k == i) continue;
             switch (x->kind) {
             case KACC_SEND:
             case KACC_RECV:
-                ok = x->peer < 0 || !overlaps(x->buf, x->len, r->buf, r->len);
+                touch = x->peer >= 0 && overlaps(x->buf, x->len, r->buf, r->len);
                 break;
             case KACC_CALC:
             case KACC_COPY:
-                ok = !overlaps(x->buf, x->len, r->buf, r->len) && !overlaps(x->buf2, x->len, r->buf, r->len);
+                touch = overlaps(x->buf, x->len, r->buf, r->len) || overlaps(x->buf2, x->len, r->buf, r->len);
                 break;
             }
+            if (!touch) continue;
+            if (j || x->kind != KACC_CALC || x->flags || x->buf != r->buf || x->len != r->len ||
+                overlaps(x->buf2, x->len, r->buf, r->len))
+                ok = false;
+            else
+                j = k;
         }
-        if (ok) s->fuse[i] = j;
+        if (ok && j && reaches(s, i, j, q, seen)) s->fuse[i] = j;
     }
+    kvfree(q);
+    kvfree(seen);
     return plan_conflicts(s);
 }
 

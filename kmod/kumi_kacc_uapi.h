@@ -58,12 +58,13 @@ enum kacc_kind {
 #define KACC_F_USER_PRE  0x01
 #define KACC_F_USER_POST 0x02
 /* RECV: its buffer is the schedule's own scratch, which nobody reads after
- * the run.  From a direct peer (KACC_IOC_DIRECT_LINK), when the RECV's only
- * successor is a CALC whose input is exactly that buffer, which waits for
- * nothing else, and no other node touches the buffer, the module reduces
- * straight from the sender's pinned pages into the CALC's inout and leaves
- * the scratch unwritten (no copy).  A module without direct copies refuses
- * the flag: the library sets it only where KACC_IOC_DIRECT_ID answered. */
+ * the run.  From a direct peer (KACC_IOC_DIRECT_LINK), when the one other
+ * node touching that buffer is a CALC after the RECV whose input is exactly
+ * the buffer, the module reduces straight from the sender's pinned pages
+ * into the CALC's inout (once the CALC's ancestors touching the inout are
+ * done) and leaves the scratch unwritten (no copy).  A module without
+ * direct copies refuses the flag: the library sets it only where
+ * KACC_IOC_DIRECT_ID answered. */
 #define KACC_F_SCRATCH   0x04
 
 /* CALC element types and operations (MPI's predefined ones). */
