@@ -57,6 +57,7 @@
 #include <asm/fpu/api.h>
 #include "kumi_kacc_uapi.h"
 #include "kacc_calc.h"
+#include "kacc_int.h"
 
 #define KACC_MAX_MSG  (1ull << 34)     /* bytes of one message / buffer */
 #define KACC_MAX_TMP  ((u64)INT_MAX)   /* bytes of a kernel copy (unexpected or truncated message) */
@@ -80,83 +81,6 @@ static struct {
      * on the owning rank's CPU (taken from its computation when it runs) and on other CPUs */
     atomic64_t work_own, work_other, work_ns_own, work_ns_other;
 } st;
-
-struct kbuf {
-    u64 addr, len;
-    unsigned int np;
-    bool write;
-    struct page **pages;
-    struct bio_vec *bv;
-};
-
-struct ksched;
-struct kop {                            /* per node: a SEND queued or a RECV posted */
-    struct list_head link;
-    struct ksched *s;
-    u32 node;
-    struct kacc_wire h;
-    struct kunex *x;                    /* RECV: unexpected message it waits for */
-};
-
-struct kunex {
-    struct list_head link;
-    s32 ctx, tag;
-    u64 len;
-    void *data;
-    bool complete;
-    struct kop *waiter;
-};
-
-enum { N_WAIT, N_USER_PRE, N_RUN, N_USER_POST, N_POST_DONE, N_DONE };
-
-struct ksched {
-    u32 id, n, nsucc;
-    struct kctx *c;
-    struct kacc_node *nd;               /* the snapshot */
-    u32 *succ, *npred, *pending, *ready;
-    u32 rhead, rtail;
-    u8 *nst;
-    struct kbuf *b1, *b2;
-    struct kop *op;
-    u64 state_off, uflag_off;
-    bool running, busy, zombie;
-    int err;
-    u64 rbytes;
-};
-
-struct kpeer {
-    struct kctx *c;
-    struct socket *sock;
-    void (*old_ready)(struct sock *);
-    void (*old_space)(struct sock *);
-    bool broken;
-    struct list_head sendq, posted, unex;
-    u64 soff;                           /* bytes of the head send gone (header + data) */
-    struct kacc_wire h;
-    u64 hgot, plen, pgot;
-    bool payload;
-    struct kop *cur;                    /* payload into this posted receive */
-    void *tmp;                          /* ... through this buffer (truncated) */
-    struct kunex *curx;                 /* payload of an unexpected message */
-};
-
-struct kctx {
-    struct mutex lock;                  /* everything below but the area */
-    struct mutex area_mx;
-    void *area;                         /* set once (mmap) */
-    size_t area_size;
-    struct kpeer **peers;
-    u32 npeers;
-    struct idr scheds;
-    struct work_struct work;            /* on the rank's CPU (kacc_wq) */
-    struct work_struct uwork;           /* unbound (kacc_uwq): see steer */
-    int cpu;
-    struct task_struct *owner;          /* the thread of the first ioctl (a reference) */
-    bool progressing;                   /* in progress(), or about to call it (START, NODE_DONE) */
-    u32 events;
-    wait_queue_head_t wq;
-    void *scratch;                      /* 2 pages: CALC / COPY */
-};
 
 /* ------------------------------------------------------------ buffers */
 static void kb_free(struct kbuf *b)
@@ -240,7 +164,7 @@ static void kb_iter(struct kbuf *b, struct iov_iter *it, unsigned int dir, u64 o
 }
 
 /* ------------------------------------------------------------ schedules */
-static void kick(struct kctx *c)
+void kick(struct kctx *c)
 {
     int cpu = READ_ONCE(c->cpu);
     struct task_struct *t = READ_ONCE(c->owner);
@@ -263,7 +187,7 @@ static struct kacc_state *sstate(struct ksched *s)
     return (struct kacc_state *)((char *)s->c->area + s->state_off);
 }
 
-static void set_err(struct ksched *s, int err)
+void set_err(struct ksched *s, int err)
 {
     if (!s->err) s->err = err;
 }
@@ -286,7 +210,7 @@ static void flag_user(struct ksched *s, u32 i, int state)
 }
 
 /* Node i did its part: flag it for the rank (USER_POST) or release its successors. */
-static void node_done(struct ksched *s, u32 i)
+void node_done(struct ksched *s, u32 i)
 {
     const struct kacc_node *nd = &s->nd[i];
     u32 k;
@@ -334,12 +258,10 @@ static void deliver(struct kunex *x, struct kop *o)
  * page) only where an element could straddle a page (a buffer not aligned to
  * its element size). */
 #define KACC_FPU_RUNS 16
-static void exec_calc(struct ksched *s, u32 i)
+void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y)
 {
-    const struct kacc_node *nd = &s->nd[i];
-    struct kbuf *x = &s->b1[i], *y = &s->b2[i];
     size_t esz = kacc_type_size(nd->type), chunk = (PAGE_SIZE / esz) * esz;
-    char *a = s->c->scratch, *b = a + PAGE_SIZE;
+    char *a = c->scratch, *b = a + PAGE_SIZE;
     unsigned int runs = 0;
     u64 off;
     if (!((x->addr | y->addr) % esz)) {
@@ -373,6 +295,11 @@ static void exec_calc(struct ksched *s, u32 i)
         }
     }
     atomic64_add(nd->len / esz, &st.calc_elems);
+}
+
+static void exec_calc(struct ksched *s, u32 i)
+{
+    kacc_calc_bufs(s->c, &s->nd[i], &s->b1[i], &s->b2[i]);
 }
 
 /* COPY: page to page (one copy), a run at a time that crosses no page of either buffer. */
@@ -409,13 +336,14 @@ static void exec(struct ksched *s, u32 i)
     case KACC_SEND:
     case KACC_RECV:
         if (!p) break;
-        if (p->broken) { set_err(s, -ECONNRESET); break; }
+        if (p->broken && !p->din) { set_err(s, -ECONNRESET); break; }
         o->h.magic = KACC_WIRE_MAGIC;
         o->h.ctx = nd->ctx;
         o->h.tag = nd->tag;
         o->h.pad = 0;
         o->h.len = nd->len;
         o->x = NULL;
+        if (nd->kind == KACC_SEND ? kacc_direct_send(p, o) : kacc_direct_recv(p, o)) return;
         if (nd->kind == KACC_SEND) {
             list_add_tail(&o->link, &p->sendq);
             /* progress() sends it, where it runs or follows (no work item
@@ -444,7 +372,7 @@ static void exec(struct ksched *s, u32 i)
     node_done(s, i);
 }
 
-static void advance(struct ksched *s)
+void advance(struct ksched *s)
 {
     if (s->busy || !s->running) return;
     s->busy = true;
@@ -456,7 +384,8 @@ static void advance(struct ksched *s)
             finish(s);
             return;
         }
-        if (s->nd[i].flags & KACC_F_USER_PRE) flag_user(s, i, N_USER_PRE);
+        if (s->nst[i] == N_FUSED) node_done(s, i);     /* a CALC done with its RECV (kacc_direct.c) */
+        else if (s->nd[i].flags & KACC_F_USER_PRE) flag_user(s, i, N_USER_PRE);
         else exec(s, i);
     }
     s->busy = false;
@@ -470,6 +399,7 @@ static void sched_free(struct ksched *s)
         if (s->b2) kb_free(&s->b2[i]);
     }
     kvfree(s->b1); kvfree(s->b2); kvfree(s->op);
+    kvfree(s->fuse); kvfree(s->foff); kfree(s->fconf);
     kvfree(s->nd); kvfree(s->succ); kvfree(s->npred); kvfree(s->pending); kvfree(s->ready); kvfree(s->nst);
     kfree(s);
 }
@@ -660,11 +590,11 @@ static void progress(struct kctx *c)
     int round;
     c->progressing = true;
     for (round = 0; round < 64; round++) {
-        bool moved = false;
+        bool moved = kacc_direct_progress(c);
         u32 i;
         for (i = 0; i < c->npeers; i++) {
             struct kpeer *p = c->peers[i];
-            if (!p->sock || p->broken) continue;
+            if (!p->sock || p->broken || p->din) continue;     /* a direct peer's socket stays idle */
             moved |= peer_recv(p);
             moved |= peer_send(p);
         }
@@ -796,7 +726,9 @@ static int validate(struct kctx *c, struct ksched *s)
     u32 i, k, seen = 0, h, t;
     for (i = 0; i < s->n; i++) {
         struct kacc_node *nd = &s->nd[i];
-        if (nd->kind < KACC_START || nd->kind > KACC_NOP || (nd->flags & ~(KACC_F_USER_PRE | KACC_F_USER_POST)))
+        if (nd->kind < KACC_START || nd->kind > KACC_NOP ||
+            (nd->flags & ~(KACC_F_USER_PRE | KACC_F_USER_POST | KACC_F_SCRATCH)) ||
+            ((nd->flags & KACC_F_SCRATCH) && nd->kind != KACC_RECV))
             return -EINVAL;
         if ((i == 0) != (nd->kind == KACC_START) || (i == 1) != (nd->kind == KACC_END)) return -EINVAL;
         if (i < 2 && nd->flags) return -EINVAL;
@@ -895,6 +827,7 @@ static int do_register(struct kctx *c, struct kacc_reg *r)
         s->op[i].node = i;
     }
     if ((err = pin_all(s))) goto fail;
+    if ((err = kacc_direct_plan(s))) goto fail;
     id = idr_alloc(&c->scheds, s, 1, KACC_MAX_SCHEDS, GFP_KERNEL);
     if (id < 0) { err = id; goto fail; }
     s->id = (u32)id;
@@ -995,6 +928,7 @@ static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
         struct kacc_reg r;
         struct kacc_node_done d;
         struct kacc_stats s;
+        struct kacc_direct_link l;
         u32 id;
     } a;
 
@@ -1007,6 +941,12 @@ static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
         memset(&a.s, 0, sizeof a.s);
         stats_get(&a.s);
         return copy_to_user(u, &a.s, sizeof a.s) ? -EFAULT : 0;
+    case KACC_IOC_DIRECT_ID: {
+        struct kacc_direct_id d = { c->did, c->dsecret };
+        if (!c->did) return -ENOMEM;
+        return copy_to_user(u, &d, sizeof d) ? -EFAULT : 0;
+    }
+    case KACC_IOC_DIRECT_LINK:
     case KACC_IOC_ADD_SOCKET:
     case KACC_IOC_REGISTER:
     case KACC_IOC_START:
@@ -1041,6 +981,9 @@ static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
     case KACC_IOC_NODE_DONE:
         rc = do_node_done(c, &a.d);
         break;
+    case KACC_IOC_DIRECT_LINK:
+        rc = kacc_direct_link(c, &a.l);
+        break;
     }
     mutex_unlock(&c->lock);
     return rc;
@@ -1060,6 +1003,7 @@ static int kacc_open(struct inode *ino, struct file *f)
     INIT_WORK(&c->uwork, uwork_fn);
     init_waitqueue_head(&c->wq);
     c->cpu = -1;
+    kacc_direct_open(c);
     f->private_data = c;
     atomic64_inc(&st.contexts);
     return 0;
@@ -1071,9 +1015,11 @@ static int kacc_release(struct inode *ino, struct file *f)
     struct ksched *s;
     int id;
     u32 i;
+    kacc_direct_release_begin(c);       /* no peer context queues work after this */
     for (i = 0; i < c->npeers; i++) peer_detach(c->peers[i]);    /* no callback queues work after this */
     cancel_work_sync(&c->work);
     cancel_work_sync(&c->uwork);
+    kacc_direct_release_end(c);
     idr_for_each_entry(&c->scheds, s, id) sched_free(s);
     idr_destroy(&c->scheds);
     for (i = 0; i < c->npeers; i++) {
@@ -1154,6 +1100,7 @@ static int stats_show(struct seq_file *m, void *v)
     seq_printf(m, "steer %d\nwork_own %lld\nwork_other %lld\nwork_us_own %lld\nwork_us_other %lld\n", READ_ONCE(steer),
                atomic64_read(&st.work_own), atomic64_read(&st.work_other),
                atomic64_read(&st.work_ns_own) / 1000, atomic64_read(&st.work_ns_other) / 1000);
+    kacc_direct_show(m);
     return 0;
 }
 

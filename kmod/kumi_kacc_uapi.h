@@ -57,6 +57,15 @@ enum kacc_kind {
  * and answers KACC_IOC_NODE_DONE. */
 #define KACC_F_USER_PRE  0x01
 #define KACC_F_USER_POST 0x02
+/* RECV: its buffer is the schedule's own scratch, which nobody reads after
+ * the run.  From a direct peer (KACC_IOC_DIRECT_LINK), when the one other
+ * node touching that buffer is a CALC after the RECV whose input is exactly
+ * the buffer, the module reduces straight from the sender's pinned pages
+ * into the CALC's inout (once the CALC's ancestors touching the inout are
+ * done) and leaves the scratch unwritten (no copy).  A module without
+ * direct copies refuses the flag: the library sets it only where
+ * KACC_IOC_DIRECT_ID answered. */
+#define KACC_F_SCRATCH   0x04
 
 /* CALC element types and operations (MPI's predefined ones). */
 enum kacc_type {
@@ -128,6 +137,24 @@ struct kacc_stats {
 #define KACC_IOC_UNREGISTER _IOW('K', 5, __u32)
 #define KACC_IOC_NODE_DONE  _IOW('K', 6, struct kacc_node_done)
 #define KACC_IOC_STATS      _IOR('K', 7, struct kacc_stats)
+
+/* Direct copies between two contexts of one kernel (ranks on the same host;
+ * added to ABI 4 without changing it: a module without them answers ENOTTY
+ * and the pair keeps its socket).  DIRECT_ID gives the context's cookie: an
+ * id and a secret the module drew at open, which only the opener learns.
+ * The rank hands both to the peer ranks of its job through MPI (the
+ * runtime's key-value store).  DIRECT_LINK(index, the peer's id and secret)
+ * makes peer `index` a direct one: its SENDs are taken by the peer context
+ * straight from the pinned pages of this rank's buffer into those of its
+ * RECV (one copy, no socket), and its RECVs are matched against the peer's
+ * SENDs the same way; both ranks of a pair must link each other before
+ * their first schedule with the pair.  ENOENT: no such context in this
+ * kernel (another host: keep the socket); EACCES: the secret is wrong
+ * (refused, counted); EBUSY: the pair is linked already. */
+struct kacc_direct_id { __u64 id, secret; };
+struct kacc_direct_link { __s32 index; __u32 pad; __u64 id, secret; };
+#define KACC_IOC_DIRECT_ID   _IOR('K', 8, struct kacc_direct_id)
+#define KACC_IOC_DIRECT_LINK _IOW('K', 9, struct kacc_direct_link)
 
 #define KACC_MAX_AREA   (64u << 20)    /* bytes of one rank's shared area */
 #define KACC_MAX_NODES  (1u << 20)

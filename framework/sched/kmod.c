@@ -17,6 +17,17 @@
  * uses the engine only if both ranks published a port.  The framing is the
  * io_uring engine's (a 24-byte header and the bytes).
  *
+ * Direct copies (kumi_base_sched_kmod_direct, default 1; kmod/kacc_direct.c):
+ * each rank publishes its context's cookie (id and secret, KACC_IOC_DIRECT_ID)
+ * under "sched.kmod.direct", and links every new module peer whose cookie
+ * the module finds in this kernel (KACC_IOC_DIRECT_LINK, before the pair's
+ * first schedule on either side): the module then copies the pair's
+ * messages from the sender's pinned pages into the receiver's, and the
+ * socket stays idle.  ENOENT (another kernel) or a module without the ioctl:
+ * the socket.  A RECV into the schedule's scratch (kumi_sched_alloc) is
+ * flagged KACC_F_SCRATCH: the module may reduce from the sender's pages into
+ * the CALC that consumes it without writing the scratch.
+ *
  * Schedules: at its first start a schedule's nodes are translated into the
  * module's format (struct kacc_node) straight into the shared area, with
  * the successor array and a state block, and registered (the module
@@ -39,6 +50,7 @@
 
 static long long expect_abi;
 static long long area_mb = 16;
+static long long direct_on = 1;
 
 void kumi_sched_kmod_register_params(void)
 {
@@ -49,6 +61,11 @@ void kumi_sched_kmod_register_params(void)
     kumi_param_register_int("kumi", "base", "sched_kmod_area_mb", 16,
                             "MiB of the area shared with the KACC module (the schedules' node arrays)",
                             KUMI_LEVEL_TUNER, &area_mb);
+    kumi_param_register_int("kumi", "base", "sched_kmod_direct", 1,
+                            "1: a pair of ranks on one kernel (the same host) has the KACC module copy its "
+                            "messages directly between their pinned buffers (one copy, no socket); 0: "
+                            "always through the pair's TCP socket",
+                            KUMI_LEVEL_TUNER, &direct_on);
 }
 
 #ifndef __linux__
@@ -61,6 +78,7 @@ void kumi_sched_kmod_free(struct kumi_sched *s) { (void)s; }
 #include "../../kmod/kumi_kacc_uapi.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -99,6 +117,8 @@ static int8_t *usable;
 static int nworld, me, nwaiting;
 static struct kx *running;
 static unsigned long long nruns, nuser, nfree_running;
+static bool direct_pub;                 /* this rank published its module cookie (sched.kmod.direct) */
+static int ndirect;                     /* module peers linked for direct copies */
 
 /* ------------------------------------------------------------ the area: first fit in 64-byte units */
 struct fblk { size_t off, len; };
@@ -193,6 +213,17 @@ int kumi_sched_kmod_init(void)
         close(fd);
         return -1;
     }
+    /* direct copies: this context's cookie to the job's ranks (a module without them: ENOTTY) */
+    struct kacc_direct_id did;
+    direct_pub = false;
+    if (direct_on > 0 && ioctl(fd, KACC_IOC_DIRECT_ID, &did) == 0) {
+        char dv[40];
+        snprintf(dv, sizeof dv, "%016llx:%016llx", (unsigned long long)did.id, (unsigned long long)did.secret);
+        direct_pub = kumi_rpim_put("sched.kmod.direct", dv) == MPI_SUCCESS;
+    } else if (direct_on > 0) {
+        kumi_log(1, "kumi_base_sched_engine=kmod: the KACC module has no direct copies (%s); every pair "
+                    "uses its socket", strerror(errno));
+    }
     devfd = fd;
     lfd = l;
     area = a;
@@ -220,8 +251,9 @@ void kumi_sched_kmod_stop(void)
     memset(&ks, 0, sizeof ks);
     ioctl(devfd, KACC_IOC_STATS, &ks);
     kumi_log(1, "kumi_base_sched_engine=kmod: %llu schedule runs in the kernel, %llu node steps done by the "
-                "rank (module, all ranks: %llu runs, %llu nodes, %llu bytes sent, %llu received)",
-             nruns, nuser, (unsigned long long)ks.runs_done, (unsigned long long)ks.nodes,
+                "rank, %d of its peers direct (module, all ranks: %llu runs, %llu nodes, %llu bytes sent, "
+                "%llu received on sockets)",
+             nruns, nuser, ndirect, (unsigned long long)ks.runs_done, (unsigned long long)ks.nodes,
              (unsigned long long)ks.bytes_sent, (unsigned long long)ks.bytes_recv);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
@@ -232,6 +264,7 @@ void kumi_sched_kmod_stop(void)
     free(peers); peers = NULL;
     free(usable); usable = NULL;
     free(fb); fb = NULL; nfb = fbcap = 0;
+    ndirect = 0;
     devfd = lfd = -1;
     area = NULL;
     running = NULL;
@@ -239,11 +272,34 @@ void kumi_sched_kmod_stop(void)
 }
 
 /* ------------------------------------------------------------ peers */
-static int new_peer(int fd, int index)
+/* A new module peer for world rank w: direct when both ranks published a cookie and the
+ * module finds w's context in this kernel.  Both ranks of a pair decide the same way (each
+ * links the other before its first schedule with it), so both ends use one path. */
+static void link_direct(int w, int index)
+{
+    char v[40];
+    unsigned long long id, secret;
+    if (!direct_pub || kumi_rpim_get(w, "sched.kmod.direct", v, sizeof v) != MPI_SUCCESS ||
+        sscanf(v, "%16llx:%16llx", &id, &secret) != 2)
+        return;
+    struct kacc_direct_link l = { .index = index, .id = id, .secret = secret };
+    if (ioctl(devfd, KACC_IOC_DIRECT_LINK, &l) == 0) {
+        ndirect++;
+        kumi_log(2, "kumi_base_sched_engine=kmod: rank %d is on this kernel: direct copies (module peer %d)", w, index);
+    } else if (errno == ENOENT) {
+        kumi_log(2, "kumi_base_sched_engine=kmod: rank %d is on another kernel: its socket", w);
+    } else {
+        kumi_log(1, "kumi_base_sched_engine=kmod: the module refused direct copies with rank %d (%s); its socket",
+                 w, strerror(errno));
+    }
+}
+
+static int new_peer(int fd, int index, int w)
 {
     struct kacc_sock k = { .fd = fd, .index = index };
     if (ioctl(devfd, KACC_IOC_ADD_SOCKET, &k) != 0)
         kumi_err_fatal("kumi_base_sched_engine=kmod: the module refused a socket: %s", strerror(errno));
+    if (index < 0) link_direct(w, k.index);
     return k.index;
 }
 
@@ -266,7 +322,7 @@ static int peer_index(int w)
     struct upeer *p = &peers[w];
     if (p->state != P_NONE) return p->index;
     if (me > w) {                       /* it connects; the module queues until the socket comes */
-        p->index = new_peer(-1, -1);
+        p->index = new_peer(-1, -1, w);
         p->state = P_WAIT_ACCEPT;
         nwaiting++;
         return p->index;
@@ -293,7 +349,7 @@ static int peer_index(int w)
     if (write(fd, &mine, sizeof mine) != (ssize_t)sizeof mine)
         kumi_err_fatal("kumi_base_sched_engine=kmod: hello to rank %d: %s", w, strerror(errno));
     p->fd = fd;
-    p->index = new_peer(fd, -1);
+    p->index = new_peer(fd, -1, w);
     p->state = P_UP;
     kumi_log(2, "kumi_base_sched_engine=kmod: connection with rank %d up (module peer %d)", w, p->index);
     return p->index;
@@ -326,7 +382,7 @@ static int accept_some(void)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct upeer *p = &peers[who];
         if (p->state == P_WAIT_ACCEPT) nwaiting--;
-        p->index = new_peer(fd, p->state == P_WAIT_ACCEPT ? p->index : -1);
+        p->index = new_peer(fd, p->state == P_WAIT_ACCEPT ? p->index : -1, who);
         p->fd = fd;
         p->state = P_UP;
         kumi_log(2, "kumi_base_sched_engine=kmod: connection with rank %d up (module peer %d)", who, p->index);
@@ -377,6 +433,17 @@ static uint64_t data_addr(uint64_t buf, const struct kumi_dt *dt, size_t count)
     return count && dt->size ? buf + (uint64_t)dt->true_lb : buf;
 }
 
+/* Whether [a, a + len) lies in the schedule's own scratch memory (kumi_sched_alloc): nobody
+ * reads it after the run, so the module may leave a RECV into it unwritten (KACC_F_SCRATCH). */
+static bool in_scratch(const struct kumi_sched *s, uint64_t a, size_t len)
+{
+    for (int i = 0; i < s->nmem; i++) {
+        uint64_t m = (uint64_t)(uintptr_t)s->mem[i];
+        if (a >= m && a + len <= m + malloc_usable_size(s->mem[i])) return true;
+    }
+    return false;
+}
+
 /* Node i of s in the module's format. */
 static void translate(struct kumi_sched *s, struct kx *x, uint32_t i)
 {
@@ -408,6 +475,7 @@ static void translate(struct kumi_sched *s, struct kx *x, uint32_t i)
         k->len = bytes;
         if (contig(dt, nd->count)) {
             k->buf = data_addr(nd->buf, dt, (size_t)nd->count);
+            if (!send && direct_pub && bytes && in_scratch(s, k->buf, bytes)) k->flags = KACC_F_SCRATCH;
         } else {                        /* the rank packs / unpacks, the module moves the bytes */
             if (!(x->tmp[i] = malloc(bytes ? bytes : 1))) kumi_err_fatal("kumi_base_sched_engine=kmod: out of memory");
             k->buf = (uint64_t)(uintptr_t)x->tmp[i];

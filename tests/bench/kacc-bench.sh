@@ -48,7 +48,9 @@
 # where QEMU, the kernel image or its headers are missing), of KUMI_BENCH_KACCVM_IMPLS
 # (default "kumi-loop kumi-thread kumi-uring kumi-kmod"; kumi-kmodrank is the kmod engine
 # with the module's steer=0: progress work always on the rank's CPU, where kumi-kmod has
-# steer=1: on a spare CPU while the rank computes, when the VM has more vCPUs than ranks): loop (MPI_Test
+# steer=1: on a spare CPU while the rank computes, when the VM has more vCPUs than ranks;
+# kumi-kmod copies directly between the ranks' pages over loopback, kumi-kmodsock through the
+# sockets, see kmod_direct below): loop (MPI_Test
 # every k products, k in KUMI_BENCH_KACC_K), thread, uring and kmod engines (k in
 # KUMI_BENCH_KACCVM_K, default 0), KUMI_BENCH_REPS rounds (default 1) of every case
 # and engine in turn (one launch for the allreduce and a broadcast), overlap.c's repetitions 3 (1 when quick), operations
@@ -65,6 +67,7 @@
 # VM (default 1500 s); KUMI_BENCH_TIMEOUT: one launch in it.  The console and the
 # VM script's output stay in $KUMI_BENCH_OUT/kaccvm.console.log and kaccvm.vm.log;
 # KUMI_BENCH_KACCVM_CONSOLE=FILE makes the tables from such a console log, no VM.
+# KUMI_BENCH_KACCVM_QEMU_OPTS: more QEMU options (kmod_vm.sh's KUMI_KMOD_VM_QEMU_OPTS).
 # KUMI_BENCH_KACCVM_LINK=RATE (tc's form: 1gbit, 200mbit; empty, the default: loopback)
 # puts the 2 ranks on a wire, as KACC's were: two network namespaces of the VM joined by a
 # veth pair, each end sending through a tbf qdisc of RATE, one rank in each (a host of its
@@ -85,15 +88,21 @@ min_us=${KUMI_BENCH_KACC_MIN_US:-500}
 if [ $bench_cfg = kaccvm ]; then inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 1 || echo 3)}
 else inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}; fi
 bench_labels=([kumi-loop]="Kumi loop" [kumi-thread]="Kumi thread" [kumi-uring]="Kumi uring" [kumi-kmod]="Kumi kmod"
-              [kumi-kmodrank]="Kumi kmod@rk")
+              [kumi-kmodrank]="Kumi kmod@rk" [kumi-kmodsock]="Kumi kmod/sk")
+# the kmod engine's direct copies (kmod/kacc_direct.c: a pair of ranks on one kernel, one copy
+# between their pinned pages, no socket): on over loopback; off on a wire (KUMI_BENCH_KACCVM_LINK),
+# where the two namespaces stand for two hosts (they share the VM's kernel: direct copies would
+# skip the wire).  KUMI_BENCH_KACCVM_DIRECT=0|1 overrides; kumi-kmodsock: always the sockets
+kmod_direct=${KUMI_BENCH_KACCVM_DIRECT:-$([ -n "${KUMI_BENCH_KACCVM_LINK:-}" ] && echo 0 || echo 1)}
 kmod_note=""
 where="2 ranks over TCP, one per core"
 
 # kumi_env IMPL OP: the environment of a Kumi engine's launch for OP
 kumi_env() {
     case $1 in
-    kumi-kmod)     echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 ;;
-    kumi-kmodrank) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=0 ;;
+    kumi-kmod)     echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct ;;
+    kumi-kmodsock) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=0 ;;
+    kumi-kmodrank) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=0 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct ;;
     *)             echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=${1#kumi-} ;;
     esac
     case $2 in ibcast-tree) echo KUMI_COLL_TUNED_BCAST_ALGORITHM=binomial ;;
@@ -167,6 +176,7 @@ else
         rc=0
     else
         echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with $vm_smp vCPUs (limit $vmlimit s)"
+        KUMI_KMOD_VM_QEMU_OPTS=${KUMI_BENCH_KACCVM_QEMU_OPTS:-} \
         KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_LINK=$vm_link KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
             KUMI_KMOD_VM_CONSOLE="$out/kaccvm.console.log" KUMI_KMOD_VM_TIMEOUT=$vmlimit KUMI_KMOD_VM_BENCH_TIMEOUT=$limit \
             top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$top_srcdir/tests/scripts/kmod_vm.sh" > "$out/kaccvm.vm.log" 2>&1
@@ -191,7 +201,11 @@ else
     if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way"
     elif grep -q 'KMODVM: FAIL bench-link' "$out/kaccvm.console.log"; then wire="loopback: THE LINK WAS NOT SET UP"
     else wire=loopback; fi
-    where="2 ranks over TCP ($wire) in a QEMU TCG VM, ${ncpu:-$vm_smp} vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all"
+    case " ${impls[*]} " in *" kumi-kmod "*|*" kumi-kmodrank "*)
+        if [ "$kmod_direct" = 1 ]; then kmod_note="Kumi kmod: direct copies between the ranks' pinned pages (the pair shares the VM's kernel; no socket, not the wire); see direct_MB"
+        else kmod_note="Kumi kmod: through the pair's sockets (direct copies off: KUMI_BASE_SCHED_KMOD_DIRECT=0)"; fi ;;
+    esac
+    where="2 ranks over TCP ($wire) in a QEMU TCG VM, ${ncpu:-$vm_smp} vCPUs, one rank per vCPU, Linux $kver; $(sed -n 's/^VM: \([0-9]*\) s.*/\1/p' "$out/kaccvm.vm.log" 2> /dev/null) s in the VM, $vm_secs s in all${KUMI_BENCH_KACCVM_QEMU_OPTS:+; QEMU $KUMI_BENCH_KACCVM_QEMU_OPTS}"
 fi
 
 # merged IMPL CASE: per op, size and k the median over the launches of every column
@@ -283,14 +297,15 @@ merged() {
         # /proc/kumi_kacc after the run
         echo
         echo "-- kaccvm: the module's counters over each engine's launches (sums), and at the end"
-        printf "  %-12s %8s %6s %10s %12s %12s %9s %10s %10s %8s\n" "" launches failed runs_done nodes user_nodes fallbacks \
-               wk_us_own wk_us_oth wire_MB
+        printf "  %-12s %8s %6s %10s %12s %12s %9s %10s %10s %8s %9s\n" "" launches failed runs_done nodes user_nodes fallbacks \
+               wk_us_own wk_us_oth wire_MB direct_MB
         for i in "${impls[@]}"; do
             awk -v i="$i" -v l="$(bench_name "$i")" '$1 == "KMODVM-BENCHSTAT:" && $2 == i {
                     n++; for (j = 4; j <= NF; j++) { split($j, kv, "="); v[kv[1]] += kv[2] }
                     if ($4 != "rc=0") f++ }
-                END { printf "  %-12s %8d %6d %10d %12d %12d %9d %10d %10d %8.1f\n", l, n, f, v["runs_done"], v["nodes"],
-                      v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"], v["wire_bytes"] / 1e6 }' "$out/kaccvm.console.log"
+                END { printf "  %-12s %8d %6d %10d %12d %12d %9d %10d %10d %8.1f %9.1f\n", l, n, f, v["runs_done"], v["nodes"],
+                      v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"], v["wire_bytes"] / 1e6,
+                      v["direct_bytes"] / 1e6 }' "$out/kaccvm.console.log"
         done
         grep -q '^KMODVM-BENCHBIND:' "$out/kaccvm.console.log" &&
             echo "   wire_MB: bytes both veth ends sent (tbf's counters); the ranks (net namespace, CPUs): $(sed -n 's/^KMODVM-BENCHBIND: [^ ]* [^ ]* //p' "$out/kaccvm.console.log" | sort | uniq -c | sed 's/^ *\([0-9]*\) /\1 launches: /' | head -3 | tr '\n' ';')"

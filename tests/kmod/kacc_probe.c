@@ -6,6 +6,14 @@
  *             (or run harmlessly); the self-test passes afterwards
  *   hang      a schedule whose receive never comes, left running (the script kills the
  *             process: the module must free everything, and refuse rmmod meanwhile)
+ *   direct    two contexts of one kernel linked for direct copies (kacc_direct.c): a wrong
+ *             secret, an unknown id and a second link refused; int / byte messages copied
+ *             from one context's pinned pages into the other's, bit for bit, with the
+ *             receive posted before and after the send, a CALC on the received data, a
+ *             truncated message; a RECV into scratch reduced straight from the sender's
+ *             pages (KACC_F_SCRATCH: the scratch left unwritten) and one that may not be (its
+ *             buffer read by another node); the module's direct counters; the receiver closed while
+ *             a send waits (the send fails, nothing stays pinned)
  * Prints "PASS name" / "FAIL name ..." lines. */
 #define _GNU_SOURCE
 #include "../../kmod/kumi_kacc_uapi.h"
@@ -283,6 +291,143 @@ static void fuzz(void)
     verdict(fails == 0, "fuzz", d);
 }
 
+/* ------------------------------------------------------------ direct copies */
+static unsigned long long proc_stat(const char *key)
+{
+    FILE *f = fopen("/proc/kumi_kacc", "r");
+    char k[64];
+    unsigned long long v, r = 0;
+    if (!f) return 0;
+    while (fscanf(f, "%63s %llu", k, &v) == 2)
+        if (!strcmp(k, key)) r = v;
+    fclose(f);
+    return r;
+}
+
+static int wait_state(char *a, int d, int ms)
+{
+    struct kacc_state *st = (struct kacc_state *)(a + 2048);
+    for (int t = 0; t < ms / 10; t++) {
+        ((struct kacc_area_hdr *)a)->acked = ((struct kacc_area_hdr *)a)->events;
+        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == KACC_S_DONE) return st->err;
+        struct pollfd p = { d, POLLIN, 0 };
+        poll(&p, 1, 10);
+    }
+    return -1;
+}
+
+static void direct(void)
+{
+    enum { M = 300000, SM = 1000 };     /* M ints: 1.2 MB, not page aligned below */
+    static int32_t src[M + 3], dst[M + 3], acc[M + 3], want[M + 3];
+    static unsigned char bsrc[SM], bdst[SM / 2];
+    enum { FM = 20000 };                /* doubles: 160 kB */
+    static double fsrc[FM], fscr[FM], facc[FM], fscr2[FM], facc2[FM], fout2[FM];
+    int devA = dev, devB = open(KACC_DEVICE, O_RDWR);
+    char *areaA = area, *areaB = devB < 0 ? MAP_FAILED : mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_SHARED, devB, 0);
+    struct kacc_direct_id ida, idb;
+    if (areaB == MAP_FAILED) { verdict(0, "direct-open", strerror(errno)); return; }
+    if (ioctl(devA, KACC_IOC_DIRECT_ID, &ida) || ioctl(devB, KACC_IOC_DIRECT_ID, &idb) || ida.id == idb.id) {
+        verdict(0, "direct-id", strerror(errno));
+        return;
+    }
+    struct kacc_sock ka = { -1, -1 }, kb = { -1, -1 };    /* module peers without sockets */
+    if (ioctl(devA, KACC_IOC_ADD_SOCKET, &ka) || ioctl(devB, KACC_IOC_ADD_SOCKET, &kb)) { verdict(0, "direct-peer", strerror(errno)); return; }
+    /* refused: a wrong secret (counted), an id of no context, its own id */
+    unsigned long long ref0 = proc_stat("direct_refused");
+    struct kacc_direct_link bad = { ka.index, 0, idb.id, idb.secret ^ 1 };
+    int e1 = ioctl(devA, KACC_IOC_DIRECT_LINK, &bad) ? errno : 0;
+    bad.secret = ~idb.secret;
+    int e2 = ioctl(devA, KACC_IOC_DIRECT_LINK, &bad) ? errno : 0;
+    struct kacc_direct_link none = { ka.index, 0, idb.id ^ ida.id ^ 0x5a5a, idb.secret };
+    int e3 = ioctl(devA, KACC_IOC_DIRECT_LINK, &none) ? errno : 0;
+    struct kacc_direct_link self = { ka.index, 0, ida.id, ida.secret };
+    int e4 = ioctl(devA, KACC_IOC_DIRECT_LINK, &self) ? errno : 0;
+    char d[256];
+    snprintf(d, sizeof d, "(wrong secret: %s, %s; unknown id: %s; own id: %s; refused counter +%llu)", strerror(e1),
+             strerror(e2), strerror(e3), strerror(e4), proc_stat("direct_refused") - ref0);
+    verdict(e1 == EACCES && e2 == EACCES && e3 == ENOENT && e4 == EINVAL && proc_stat("direct_refused") - ref0 == 2,
+            "direct-wrong-cookie-refused", d);
+    struct kacc_direct_link la = { ka.index, 0, idb.id, idb.secret }, lb = { kb.index, 0, ida.id, ida.secret };
+    if (ioctl(devA, KACC_IOC_DIRECT_LINK, &la) || ioctl(devB, KACC_IOC_DIRECT_LINK, &lb)) { verdict(0, "direct-link", strerror(errno)); return; }
+    int e5 = ioctl(devA, KACC_IOC_DIRECT_LINK, &la) ? errno : 0;
+    verdict(e5 == EBUSY, "direct-link-twice-refused", strerror(e5));
+    /* A: SEND src (offset 4 bytes into a page-crossing buffer), SEND bsrc (1000 B)
+     * B: RECV dst -> CALC acc += dst; RECV bdst (500 B: truncated) */
+    dev = devA; area = areaA;
+    begin();
+    uint32_t s1 = node(KACC_SEND, ka.index, src + 1, NULL, (size_t)M * 4), s2 = node(KACC_SEND, ka.index, bsrc, NULL, SM);
+    uint32_t s3 = node(KACC_SEND, ka.index, fsrc, NULL, sizeof fsrc), s4 = node(KACC_SEND, ka.index, fsrc, NULL, sizeof fsrc);
+    N[s1].tag = 100; N[s2].tag = 101; N[s3].tag = 102; N[s4].tag = 103;
+    edge(0, s1); edge(0, s2); edge(s1, 1); edge(s2, 1); edge(0, s3); edge(s3, 1); edge(0, s4); edge(s4, 1);
+    struct kacc_reg ra = seal();
+    if (ioctl(devA, KACC_IOC_REGISTER, &ra)) { verdict(0, "direct-register-a", strerror(errno)); return; }
+    dev = devB; area = areaB;
+    begin();
+    uint32_t r1 = node(KACC_RECV, kb.index, dst + 2, NULL, (size_t)M * 4), c = node(KACC_CALC, -1, dst + 2, acc + 3, (size_t)M * 4);
+    uint32_t r2 = node(KACC_RECV, kb.index, bdst, NULL, sizeof bdst);
+    N[r1].tag = 100; N[r2].tag = 101; N[c].type = KACC_T_I32; N[c].op = KACC_OP_SUM;
+    edge(0, r1); edge(r1, c); edge(c, 1); edge(0, r2); edge(r2, 1);
+    /* scratch: r3 -> c3 may be fused; r4 -> c4 -> cp4 may not (cp4 reads the scratch) */
+    uint32_t r3 = node(KACC_RECV, kb.index, fscr, NULL, sizeof fscr), c3 = node(KACC_CALC, -1, fscr, facc, sizeof fscr);
+    uint32_t r4 = node(KACC_RECV, kb.index, fscr2, NULL, sizeof fscr2), c4 = node(KACC_CALC, -1, fscr2, facc2, sizeof fscr2);
+    uint32_t cp4 = node(KACC_COPY, -1, fscr2, fout2, sizeof fscr2);
+    N[r3].tag = 102; N[r4].tag = 103; N[r3].flags = N[r4].flags = KACC_F_SCRATCH;
+    N[c3].type = N[c4].type = KACC_T_F64; N[c3].op = N[c4].op = KACC_OP_SUM;
+    edge(0, r3); edge(r3, c3); edge(c3, 1); edge(0, r4); edge(r4, c4); edge(c4, cp4); edge(cp4, 1);
+    struct kacc_reg rb = seal();
+    if (ioctl(devB, KACC_IOC_REGISTER, &rb)) { verdict(0, "direct-register-b", strerror(errno)); return; }
+    dev = devA; area = areaA;
+    for (int run = 0; run < 2; run++) {
+        unsigned int seed = 12345u + (unsigned)run;
+        for (int i = 0; i < M + 3; i++) {
+            seed = seed * 1103515245u + 12345u;
+            src[i] = (int32_t)seed; dst[i] = -1; acc[i] = i * 3 - 11;
+        }
+        for (int i = 0; i < M; i++) want[i] = (int32_t)((uint32_t)acc[i + 3] + (uint32_t)src[i + 1]);
+        for (int i = 0; i < SM; i++) bsrc[i] = (unsigned char)(i * 7 + run);
+        memset(bdst, 0, sizeof bdst);
+        for (int i = 0; i < FM; i++) { fsrc[i] = i * 0.25 + run; fscr[i] = fscr2[i] = -7.0; facc[i] = facc2[i] = i; fout2[i] = 0; }
+        unsigned long long b0 = proc_stat("direct_bytes"), sent0 = proc_stat("bytes_sent"), f0 = proc_stat("direct_fused_bytes");
+        int ea, eb;
+        if (run == 0) {                 /* the receive posted first, then the send */
+            eb = ioctl(devB, KACC_IOC_START, &rb.id);
+            ea = ioctl(devA, KACC_IOC_START, &ra.id);
+        } else {                        /* the send queued first */
+            ea = ioctl(devA, KACC_IOC_START, &ra.id);
+            eb = ioctl(devB, KACC_IOC_START, &rb.id);
+        }
+        int ra_ = ea ? -3 : wait_state(areaA, devA, 20000), rb_ = eb ? -3 : wait_state(areaB, devB, 20000), wrong = 0;
+        wrong += memcmp(dst + 2, src + 1, (size_t)M * 4) != 0;
+        wrong += dst[0] != -1 || dst[1] != -1 || dst[M + 2] != -1;
+        wrong += memcmp(acc + 3, want, (size_t)M * 4) != 0;
+        wrong += memcmp(bdst, bsrc, sizeof bdst) != 0;
+        int fbad = 0, untouched = 1;
+        for (int i = 0; i < FM; i++) {
+            fbad += facc[i] != i + fsrc[i] || facc2[i] != i + fsrc[i] || fout2[i] != fsrc[i] || fscr2[i] != fsrc[i];
+            untouched &= fscr[i] == -7.0;
+        }
+        unsigned long long db = proc_stat("direct_bytes") - b0, ds = proc_stat("bytes_sent") - sent0;
+        unsigned long long fu = proc_stat("direct_fused_bytes") - f0;
+        wrong += fbad;
+        snprintf(d, sizeof d, "(run %d: sender %d, receiver %d (want %d: truncated), %d wrong, %llu bytes direct, %llu fused, %s, %llu on sockets)",
+                 run + 1, ra_, rb_, -EMSGSIZE, wrong, db, fu, untouched ? "scratch unwritten" : "SCRATCH WRITTEN", ds);
+        char name[40];
+        snprintf(name, sizeof name, "direct-copy-run%d", run + 1);
+        verdict(ra_ == 0 && rb_ == -EMSGSIZE && !wrong && db == (unsigned long long)M * 4 + SM + 2 * sizeof fsrc &&
+                fu == sizeof fsrc && untouched && ds == 0, name, d);
+    }
+    /* the receiver closes while a send waits: the send fails, B's pages are unpinned */
+    unsigned long long pin0 = proc_stat("pinned_pages");
+    int ea = ioctl(devA, KACC_IOC_START, &ra.id);
+    munmap(areaB, AREA);
+    close(devB);
+    int rc = ea ? -3 : wait_state(areaA, devA, 20000);
+    snprintf(d, sizeof d, "(sender %d, want %d; pinned pages %llu -> %llu)", rc, -ECONNRESET, pin0, proc_stat("pinned_pages"));
+    verdict(rc == -ECONNRESET && proc_stat("pinned_pages") < pin0, "direct-receiver-closed", d);
+    ioctl(devA, KACC_IOC_UNREGISTER, &ra.id);
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "selftest";
@@ -292,6 +437,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "fuzz")) {
         fuzz();
         selftest("-after-fuzz");
+    } else if (!strcmp(what, "direct")) {
+        direct();
     } else if (!strcmp(what, "hang")) {
         int pa, pb;
         static char buf[4096];

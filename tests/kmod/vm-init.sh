@@ -25,20 +25,38 @@ cd "$TESTBIN"
 for n in $NS; do
     for t in $TESTS; do
         case " $USER_TESTS " in *" $t "*) [ "$n" = "${NS%% *}" ] || continue ;; esac   # at the first size only
-        r0=$(stat_of runs_done); b0=$(stat_of bytes_recv); u0=$(stat_of user_nodes); s=$(date +%s)
+        # the ranks share this kernel: their messages go as direct copies (kacc_direct.c), not on sockets
+        r0=$(stat_of runs_done); b0=$(stat_of direct_bytes); u0=$(stat_of user_nodes); s=$(date +%s)
         out=$(KUMI_VERBOSE=${VERBOSE:-1} timeout 100 $MPIEXEC --timeout ${JOB_TIMEOUT:-90} -n $n ./$t 2>&1); rc=$?
-        r1=$(stat_of runs_done); b1=$(stat_of bytes_recv); u1=$(stat_of user_nodes); e=$(date +%s)
+        r1=$(stat_of runs_done); b1=$(stat_of direct_bytes); u1=$(stat_of user_nodes); e=$(date +%s)
         used=$(echo "$out" | grep -cE 'sched_engine=kmod: [1-9][0-9]* schedule runs in the kernel')
         # nbc_types (derived datatypes, a user-defined op): some node steps must be the ranks'
         steps=1; case " $USER_TESTS " in *" $t "*) [ $((u1 - u0)) -gt 0 ] || steps=0 ;; esac
         if [ $rc = 0 ] && [ "$used" = "$n" ] && [ $((r1 - r0)) -gt 0 ] && [ $((b1 - b0)) -gt 0 ] && [ $steps = 1 ]; then
-            say "PASS $t-$n ($((e - s)) s; module: $((r1 - r0)) runs, $((b1 - b0)) bytes received, $((u1 - u0)) node steps left to the ranks)"
+            say "PASS $t-$n ($((e - s)) s; module: $((r1 - r0)) runs, $((b1 - b0)) bytes copied directly, $((u1 - u0)) node steps left to the ranks)"
         else
             echo "$out" | tail -25 | sed 's/^/KMODVM-OUT: /'
-            say "FAIL $t-$n (exit $rc; $used of $n ranks ran schedules in the kernel; module: $((r1 - r0)) runs, $((b1 - b0)) bytes)"
+            say "FAIL $t-$n (exit $rc; $used of $n ranks ran schedules in the kernel; module: $((r1 - r0)) runs, $((b1 - b0)) bytes direct)"
         fi
     done
 done
+# the same tests with direct copies off (KUMI_BASE_SCHED_KMOD_DIRECT=0): every message on the
+# pair's socket, the values (checked by the programs) the same
+if [ -n "$NS" ]; then
+    for t in $TESTS; do
+        n=${NS%% *}
+        r0=$(stat_of runs_done); b0=$(stat_of bytes_recv); d0=$(stat_of direct_bytes)
+        out=$(KUMI_VERBOSE=1 KUMI_BASE_SCHED_KMOD_DIRECT=0 timeout 100 $MPIEXEC --timeout ${JOB_TIMEOUT:-90} -n $n ./$t 2>&1); rc=$?
+        r1=$(stat_of runs_done); b1=$(stat_of bytes_recv); d1=$(stat_of direct_bytes)
+        nd=$(echo "$out" | grep -cE 'sched_engine=kmod: [1-9][0-9]* schedule runs in the kernel, [0-9]* node steps done by the rank, 0 of its peers direct')
+        if [ $rc = 0 ] && [ "$nd" = "$n" ] && [ $((r1 - r0)) -gt 0 ] && [ $((b1 - b0)) -gt 0 ] && [ "$d1" = "$d0" ]; then
+            say "PASS $t-$n-direct-off ($((r1 - r0)) runs, $((b1 - b0)) bytes on sockets, 0 direct)"
+        else
+            echo "$out" | tail -25 | sed 's/^/KMODVM-OUT: /'
+            say "FAIL $t-$n-direct-off (exit $rc; $nd of $n ranks with no direct peer; $((b1 - b0)) bytes on sockets, $((d1 - d0)) direct)"
+        fi
+    done
+fi
 # a rank killed while its schedules run: the module frees its context, sockets and pages
 if [ -n "$NS" ] && [ -x ./nbc_persist ]; then
     k0=$(stat_of runs)
@@ -68,6 +86,7 @@ fi
 if [ -x "$PROBE" ]; then
     "$PROBE" selftest 2>&1 | sed 's/^/KMODVM: /'
     "$PROBE" fuzz 2>&1 | sed 's/^/KMODVM: /'
+    "$PROBE" direct 2>&1 | sed 's/^/KMODVM: /'
     "$PROBE" hang > /tmp/hang.out 2>&1 &
     hp=$!
     i=0; while [ $i -lt 50 ] && ! grep -q running /tmp/hang.out; do sleep 0.2; i=$((i + 1)); done
@@ -152,13 +171,13 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         steer=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_STEER=//p')
         [ -z "$steer" ] || echo "$steer" > /sys/module/kumi_kacc/parameters/steer
         r0=$(stat_of runs_done); n0=$(stat_of nodes); u0=$(stat_of user_nodes); s=$(date +%s)
-        wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes)
+        wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes); db0=$(stat_of direct_bytes)
         bp=; [ -z "$run" ] || { where_ranks > /tmp/bind.out & bp=$!; }
         env $envs KUMI_VERBOSE=1 timeout ${BENCH_TIMEOUT:-300} $run $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
             $hostargs --bind-to core -n 2 ./overlap $args < /dev/null > /tmp/bench.out 2>&1
         rc=$?
         r1=$(stat_of runs_done); n1=$(stat_of nodes); u1=$(stat_of user_nodes); e=$(date +%s)
-        wo1=$(stat_of work_us_own); wx1=$(stat_of work_us_other); wb1=$(wire_bytes)
+        wo1=$(stat_of work_us_own); wx1=$(stat_of work_us_other); wb1=$(wire_bytes); db1=$(stat_of direct_bytes)
         # on the wire: where the ranks ran, once per launch
         [ -z "$bp" ] || { kill $bp 2>/dev/null; wait $bp; echo "KMODVM-BENCHBIND: $impl $case $(cat /tmp/bind.out)"; }
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
@@ -168,7 +187,7 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         fb=$(grep -c 'collectives use the loop engine' /tmp/bench.out)
         echo "KMODVM-BENCHSTAT: $impl $case rc=$rc secs=$((e - s)) runs_done=$((r1 - r0)) nodes=$((n1 - n0))" \
              "user_nodes=$((u1 - u0)) ranks_kernel_runs=$kruns engine_fallbacks=$fb" \
-             "work_us_own=$((wo1 - wo0)) work_us_other=$((wx1 - wx0)) wire_bytes=$((wb1 - wb0))"
+             "work_us_own=$((wo1 - wo0)) work_us_other=$((wx1 - wx0)) wire_bytes=$((wb1 - wb0)) direct_bytes=$((db1 - db0))"
     done < /kmodvm.bench
 fi
 cat /proc/kumi_kacc | sed 's/^/KMODVM-STAT: /'

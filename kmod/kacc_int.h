@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The KACC module's own structures, shared by kumi_kacc.c (schedules, sockets,
+ * the device) and kacc_direct.c (direct copies between the contexts of one
+ * kernel). */
+#ifndef KACC_INT_H
+#define KACC_INT_H
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/idr.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+struct sock;
+struct socket;
+struct page;
+struct bio_vec;
+struct task_struct;
+#include "kumi_kacc_uapi.h"
+
+struct kbuf {
+    u64 addr, len;
+    unsigned int np;
+    bool write;
+    struct page **pages;
+    struct bio_vec *bv;
+};
+
+struct ksched;
+struct kop {                            /* per node: a SEND queued or a RECV posted */
+    struct list_head link;
+    struct ksched *s;
+    u32 node;
+    struct kacc_wire h;
+    struct kunex *x;                    /* RECV: unexpected message it waits for */
+    int derr;                           /* SEND, direct: an error to complete it with */
+};
+
+struct kunex {
+    struct list_head link;
+    s32 ctx, tag;
+    u64 len;
+    void *data;
+    bool complete;
+    struct kop *waiter;
+};
+
+enum { N_WAIT, N_USER_PRE, N_RUN, N_USER_POST, N_POST_DONE, N_DONE, N_FUSED };
+
+struct ksched {
+    u32 id, n, nsucc;
+    struct kctx *c;
+    struct kacc_node *nd;               /* the snapshot */
+    u32 *succ, *npred, *pending, *ready;
+    u32 rhead, rtail;
+    u8 *nst;
+    u32 *fuse;                          /* per RECV: the CALC it may do at once (kacc_direct.c), 0: none */
+    u32 *foff, *fconf;                  /* per RECV: fconf[foff[i] .. foff[i + 1]): that CALC's ancestors
+                                         * touching its inout, which must be done first */
+    struct kbuf *b1, *b2;
+    struct kop *op;
+    u64 state_off, uflag_off;
+    bool running, busy, zombie;
+    int err;
+    u64 rbytes;
+};
+
+struct kpeer {
+    struct kctx *c;
+    struct socket *sock;
+    void (*old_ready)(struct sock *);
+    void (*old_space)(struct sock *);
+    bool broken;
+    struct list_head sendq, posted, unex;
+    u64 soff;                           /* bytes of the head send gone (header + data) */
+    struct kacc_wire h;
+    u64 hgot, plen, pgot;
+    bool payload;
+    struct kop *cur;                    /* payload into this posted receive */
+    void *tmp;                          /* ... through this buffer (truncated) */
+    struct kunex *curx;                 /* payload of an unexpected message */
+    struct kchan *dout, *din;           /* direct (kacc_direct.c): sends to it, receives from it */
+};
+
+struct kctx {
+    struct mutex lock;                  /* everything below but the area */
+    struct mutex area_mx;
+    void *area;                         /* set once (mmap) */
+    size_t area_size;
+    struct kpeer **peers;
+    u32 npeers;
+    struct idr scheds;
+    struct work_struct work;            /* on the rank's CPU (kacc_wq) */
+    struct work_struct uwork;           /* unbound (kacc_uwq): see steer */
+    int cpu;
+    struct task_struct *owner;          /* the thread of the first ioctl (a reference) */
+    bool progressing;                   /* in progress(), or about to call it (START, NODE_DONE) */
+    u32 events;
+    wait_queue_head_t wq;
+    void *scratch;                      /* 2 pages: CALC / COPY */
+    u64 did, dsecret;                   /* direct: this context's cookie (kacc_direct.c) */
+    spinlock_t dlock;                   /* ddone */
+    struct list_head ddone;             /* direct sends copied by their receiver, to complete */
+};
+
+/* kumi_kacc.c */
+void kick(struct kctx *c);
+void set_err(struct ksched *s, int err);
+void node_done(struct ksched *s, u32 i);
+void advance(struct ksched *s);
+void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y);
+
+/* kacc_direct.c */
+struct seq_file;
+struct kchan;
+void kacc_direct_open(struct kctx *c);
+void kacc_direct_release_begin(struct kctx *c);
+void kacc_direct_release_end(struct kctx *c);
+int kacc_direct_link(struct kctx *c, struct kacc_direct_link *l);
+bool kacc_direct_send(struct kpeer *p, struct kop *o);
+bool kacc_direct_recv(struct kpeer *p, struct kop *o);
+bool kacc_direct_progress(struct kctx *c);
+int kacc_direct_plan(struct ksched *s);
+void kacc_direct_show(struct seq_file *m);
+
+#endif
