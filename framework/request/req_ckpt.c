@@ -3,11 +3,35 @@
  * still on its way, letting go of what an image cannot hold, and wiring up
  * again.  The per-peer counts themselves are kept by request.c. */
 #include "request/request.h"
+#include "registry/registry.h"
 #include <stdio.h>
 #include <string.h>
 
-/* Whether the transports and peers of this rank can be checkpointed: only
- * self, shmem and tcp release everything and wire up again. */
+/* self and tcp: busy() and finalize are exact; others need the 1.7 entries
+ * (ckpt_quiet and ckpt_release). */
+static int ckpt_capable(const char *n, const struct kumi_p2p_ops *ops)
+{
+    return !strcmp(n, "self") || !strcmp(n, "tcp") || (ops && ops->ckpt_quiet && ops->ckpt_release);
+}
+
+/* The p2p components of this installation that can be checkpointed, but
+ * skip, as "a,b,c" (for a refusal's advice). */
+static void ckpt_capable_names(char *buf, size_t len, const char *skip)
+{
+    struct kumi_comp_entry **e;
+    int n = kumi_registry_entries(&e);
+    size_t l = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && l < len; i++)
+        if (e[i]->comp && !strcmp(e[i]->framework, "p2p") && (!skip || strcmp(e[i]->name, skip)) &&
+            ckpt_capable(e[i]->name, e[i]->comp->ops))
+            l += (size_t)snprintf(buf + l, len - l, "%s%s", l ? "," : "", e[i]->name);
+}
+
+/* Whether the transports and peers of this rank can be checkpointed: self
+ * and tcp, and those with the contract's checkpoint entries (shmem; ofi
+ * unless its ckpt_quiet says -1 for the provider in use) release everything
+ * and wire up again. */
 int kumi_req_ckpt_check(char *why, size_t len)
 {
     int nworld = kumi_world_size(), npeers = kumi_req_npeers();
@@ -19,12 +43,18 @@ int kumi_req_ckpt_check(char *why, size_t len)
     for (int i = 0; i < kumi_req_ntransports(); i++) {
         const char *n;
         const struct kumi_p2p_ops *ops = kumi_req_transport_at(i, &n);
-        /* self and tcp: busy() and finalize are exact; others need the 1.7
-         * entries, and ckpt_quiet not -1 (p2p/ofi: a provider it cannot hold) */
-        if (strcmp(n, "self") && strcmp(n, "tcp") &&
-            !(ops->ckpt_quiet && ops->ckpt_release && ops->ckpt_quiet() >= 0)) {
-            snprintf(why, len, "transport p2p/%s cannot be checkpointed (self, shmem and tcp can: "
-                     "select them with MPI_COMPONENTS=p2p=self,shmem,tcp)", n);
+        char can[200];
+        if (!ckpt_capable(n, ops)) {
+            ckpt_capable_names(can, sizeof can, NULL);
+            snprintf(why, len, "transport p2p/%s cannot be checkpointed (these can: %s; "
+                     "select them with MPI_COMPONENTS=p2p=%s)", n, can, can);
+            return -1;
+        }
+        if (ops->ckpt_quiet && ops->ckpt_quiet() < 0) {
+            ckpt_capable_names(can, sizeof can, n);
+            snprintf(why, len, "transport p2p/%s cannot be checkpointed with what it uses in this job "
+                     "(p2p/ofi: the shm provider, or one that chooses registration keys itself); "
+                     "without it: MPI_COMPONENTS=p2p=%s", n, can);
             return -1;
         }
     }

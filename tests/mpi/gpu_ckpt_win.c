@@ -7,16 +7,9 @@
  * window in a fence epoch and checks what its left neighbour put, read from
  * the device.  Rank 0 prints "iteration I" on stderr every 10 iterations and
  * "result ok" at the end.  Usage: gpu_ckpt_win create|attach ITERS */
-#include "kt.h"
-#include <dlfcn.h>
-#include <stdint.h>
+#include "kt_fakecuda.h"
 #include <string.h>
 #include <unistd.h>
-
-static int (*cuMemAlloc)(unsigned long long *, size_t);
-static int (*cuMemFree)(unsigned long long);
-static int (*cuHtoD)(unsigned long long, const void *, size_t);
-static int (*cuDtoH)(void *, unsigned long long, size_t);
 
 enum { W = 64 };
 
@@ -30,15 +23,7 @@ int main(int argc, char **argv)
     KT_CHECK(argc > 2 && (!strcmp(argv[1], "create") || !strcmp(argv[1], "attach")),
              "usage: gpu_ckpt_win create|attach ITERS");
     int attach = !strcmp(argv[1], "attach"), iters = atoi(argv[2]);
-    const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
-    KT_CHECK(lib, "KUMI_ACCEL_CUDA_LIBRARY is not set");
-    void *h = dlopen(lib, RTLD_NOW);
-    KT_CHECK(h, "dlopen %s: %s", lib, dlerror());
-    *(void **)&cuMemAlloc = dlsym(h, "cuMemAlloc_v2");
-    *(void **)&cuMemFree = dlsym(h, "cuMemFree_v2");
-    *(void **)&cuHtoD = dlsym(h, "cuMemcpyHtoD_v2");
-    *(void **)&cuDtoH = dlsym(h, "cuMemcpyDtoH_v2");
-    KT_CHECK(cuMemAlloc && cuMemFree && cuHtoD && cuDtoH);
+    kt_cuda_load();
     unsigned long long d;
     KT_CHECK(cuMemAlloc(&d, W * sizeof(int)) == 0);
     int *dw = (int *)(uintptr_t)d;

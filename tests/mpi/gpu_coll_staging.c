@@ -14,28 +14,12 @@
  *  - the neighbourhood collectives on a periodic ring (v and w forms too);
  *  - the values of an Allreduce checked against the formula;
  *  - persistent collectives on device memory, started three times. */
-#include "kt.h"
-#include <dlfcn.h>
-#include <stdint.h>
-
-static int (*cuMemAlloc)(unsigned long long *, size_t);
-static int (*cuMemFree)(unsigned long long);
-static int (*cuHtoD)(unsigned long long, const void *, size_t);
-static int (*cuDtoH)(void *, unsigned long long, size_t);
+#include "kt_fakecuda.h"
 
 static int rank, size, root;
 static MPI_Comm comm;          /* the communicator the cases use */
 static MPI_Datatype vec;       /* 3 ints, stride 2 */
 #define CNT 5
-
-static void *dalloc(size_t n)
-{
-    unsigned long long d;
-    KT_CHECK(cuMemAlloc(&d, n) == 0, "cuMemAlloc(%zu)", n);
-    return (void *)(uintptr_t)d;
-}
-static void to_dev(void *d, const void *h, size_t n) { KT_CHECK(cuHtoD((uintptr_t)d, h, n) == 0); }
-static void to_host(void *h, const void *d, size_t n) { KT_CHECK(cuDtoH(h, (uintptr_t)d, n) == 0); }
 
 static void done(int nb, MPI_Request *q)
 {
@@ -282,16 +266,16 @@ static void check(const char *name, void (*f)(char *, char *, int), size_t n, in
         memcpy(hs, hs0, n);
         memcpy(hr, hr0, n);
         f(hs, hr, nb);
-        to_dev(ds, hs0, n);
-        to_dev(dr, hr0, n);
+        kt_to_dev(ds, hs0, n);
+        kt_to_dev(dr, hr0, n);
         char *sb = where == 2 ? hs0 : ds, *rb = where == 1 ? hr0 : dr;
         f(sb, rb, nb);
-        if (rb == dr) to_host(back, dr, n); else memcpy(back, hr0, n);
+        if (rb == dr) kt_to_host(back, dr, n); else memcpy(back, hr0, n);
         for (size_t i = 0; i < n; i++)
             if (back[i] != hr[i])
                 KT_FAIL("%s (%s, root %d): receive buffer byte %zu is %d on the device, %d on the host", name,
                         nb == 0 ? "blocking" : nb == 1 ? "Wait" : "Test", root, i, back[i], hr[i]);
-        if (sb == ds) to_host(back, ds, n); else memcpy(back, hs0, n);
+        if (sb == ds) kt_to_host(back, ds, n); else memcpy(back, hs0, n);
         if (memcmp(back, hs, n)) KT_FAIL("%s (nb %d): the send buffer differs", name, nb);
     }
 }
@@ -301,21 +285,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
-    KT_CHECK(lib, "KUMI_ACCEL_CUDA_LIBRARY is not set");
-    void *h = dlopen(lib, RTLD_NOW);
-    KT_CHECK(h, "dlopen %s: %s", lib, dlerror());
-    *(void **)&cuMemAlloc = dlsym(h, "cuMemAlloc_v2");
-    *(void **)&cuMemFree = dlsym(h, "cuMemFree_v2");
-    *(void **)&cuHtoD = dlsym(h, "cuMemcpyHtoD_v2");
-    *(void **)&cuDtoH = dlsym(h, "cuMemcpyDtoH_v2");
-    KT_CHECK(cuMemAlloc && cuMemFree && cuHtoD && cuDtoH);
+    kt_cuda_load();
     KT_CHECK(size <= 64);
 
     maxb = BIG;
     hs = malloc(maxb); hr = malloc(maxb); hs0 = malloc(maxb); hr0 = malloc(maxb); back = malloc(maxb);
-    ds = dalloc(maxb);
-    dr = dalloc(maxb);
+    ds = kt_dalloc(maxb);
+    dr = kt_dalloc(maxb);
     KT_MPI(MPI_Type_vector(3, 1, 2, MPI_INT, &vec));
     KT_MPI(MPI_Type_commit(&vec));
     int off = 0;
@@ -370,9 +346,9 @@ int main(int argc, char **argv)
     /* the values themselves, once: sum over ranks of rank * 1000 + i * 7 + salt */
     int v[CNT], got[CNT];
     for (int i = 0; i < CNT; i++) v[i] = rank * 1000 + i;
-    to_dev(ds, v, sizeof v);
+    kt_to_dev(ds, v, sizeof v);
     KT_MPI(MPI_Allreduce(ds, dr, CNT, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-    to_host(got, dr, sizeof got);
+    kt_to_host(got, dr, sizeof got);
     for (int i = 0; i < CNT; i++) KT_EQ_INT(got[i], 1000 * size * (size - 1) / 2 + size * i);
 
     /* an intercommunicator: the lower half against the upper half */
@@ -417,19 +393,19 @@ int main(int argc, char **argv)
     /* persistent collectives on device buffers: each start reads the device
      * again, each completion writes it */
     MPI_Request rq[2];
-    char *db = dalloc(64);
+    char *db = kt_dalloc(64);
     KT_MPI(MPI_Allreduce_init(ds, dr, CNT, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[0]));
     KT_MPI(MPI_Bcast_init(db, CNT, MPI_INT, size - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[1]));
     for (int it = 0; it < 3; it++) {
         for (int i = 0; i < CNT; i++) v[i] = rank * 1000 + i + it * 7;
-        to_dev(ds, v, sizeof v);
+        kt_to_dev(ds, v, sizeof v);
         for (int i = 0; i < CNT; i++) v[i] = rank == size - 1 ? 50 + i + it : -1;
-        to_dev(db, v, sizeof v);
+        kt_to_dev(db, v, sizeof v);
         KT_MPI(MPI_Startall(2, rq));
         KT_MPI(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
-        to_host(got, dr, sizeof got);
+        kt_to_host(got, dr, sizeof got);
         for (int i = 0; i < CNT; i++) KT_EQ_INT(got[i], 1000 * size * (size - 1) / 2 + size * (i + it * 7));
-        to_host(got, db, sizeof got);
+        kt_to_host(got, db, sizeof got);
         for (int i = 0; i < CNT; i++) KT_EQ_INT(got[i], 50 + i + it);
     }
     KT_MPI(MPI_Request_free(&rq[0]));

@@ -18,23 +18,7 @@
  *    the device;
  *  - host windows with device origin buffers and device buffers with a host
  *    window stay right. */
-#include "kt.h"
-#include <dlfcn.h>
-#include <stdint.h>
-
-static int (*cuMemAlloc)(unsigned long long *, size_t);
-static int (*cuMemFree)(unsigned long long);
-static int (*cuHtoD)(unsigned long long, const void *, size_t);
-static int (*cuDtoH)(void *, unsigned long long, size_t);
-
-static void *dalloc(size_t n)
-{
-    unsigned long long d;
-    KT_CHECK(cuMemAlloc(&d, n) == 0, "cuMemAlloc(%zu)", n);
-    return (void *)(uintptr_t)d;
-}
-static void to_dev(void *d, const void *h, size_t n) { KT_CHECK(cuHtoD((uintptr_t)d, h, n) == 0); }
-static void to_host(void *h, const void *d, size_t n) { KT_CHECK(cuDtoH(h, (uintptr_t)d, n) == 0); }
+#include "kt_fakecuda.h"
 
 enum { W = 160 };                       /* ints in each rank's window */
 static int rank, size, left, right;
@@ -45,13 +29,13 @@ static int init_val(int r, int i) { return r * 1000 + i; }
 static int put_val(int r, int i, int e) { return 100000 + r * 100 + i + e * 7; }
 
 /* read n ints of the device window at i into h (from the device: the private copy) */
-static void win_read(int *h, int i, int n) { to_host(h, dw + i, (size_t)n * sizeof(int)); }
+static void win_read(int *h, int i, int n) { kt_to_host(h, dw + i, (size_t)n * sizeof(int)); }
 
 static void dev_ints(int *d, int n, int (*f)(int, int, int), int r, int e)
 {
     int h[64];
     for (int i = 0; i < n; i++) h[i] = f(r, i, e);
-    to_dev(d, h, (size_t)n * sizeof(int));
+    kt_to_dev(d, h, (size_t)n * sizeof(int));
 }
 
 /* Operations of epoch e from this rank to t at base b (ints b .. b+31 of t's window),
@@ -62,8 +46,8 @@ static void ops(MPI_Win win, int t, MPI_Aint disp0, int b, int e, MPI_Request *r
     MPI_Aint unit = disp0 ? (MPI_Aint)sizeof(int) : 1;
     dev_ints(dsrc, 32, put_val, rank, e);
     int one[2] = { 5, init_val(t, b + 17) };
-    to_dev(dcmp, &one[1], sizeof(int));
-    to_dev(dsrc + 40, one, sizeof(int));              /* the FOP / CAS origin: 5 */
+    kt_to_dev(dcmp, &one[1], sizeof(int));
+    kt_to_dev(dsrc + 40, one, sizeof(int));              /* the FOP / CAS origin: 5 */
     KT_MPI(MPI_Put(dsrc, 4, MPI_INT, t, d, 4, MPI_INT, win));                          /* b+0..3 */
     KT_MPI(MPI_Get(dres, 4, MPI_INT, t, d + 4 * unit, 4, MPI_INT, win));               /* b+4..7 */
     KT_MPI(MPI_Accumulate(dsrc, 4, MPI_INT, t, d + 8 * unit, 4, MPI_INT, MPI_SUM, win)); /* b+8..11 */
@@ -82,7 +66,7 @@ static void ops(MPI_Win win, int t, MPI_Aint disp0, int b, int e, MPI_Request *r
 static void check_results(int t, int b)
 {
     int h[16];
-    to_host(h, dres, sizeof h);
+    kt_to_host(h, dres, sizeof h);
     for (int i = 0; i < 4; i++) KT_EQ_INT(h[i], init_val(t, b + 4 + i));       /* Get */
     for (int i = 0; i < 4; i++) KT_EQ_INT(h[4 + i], init_val(t, b + 12 + i));  /* Get_accumulate: old */
     KT_EQ_INT(h[8], init_val(t, b + 16));                                      /* Fetch_and_op: old */
@@ -115,7 +99,7 @@ static void fresh_window(void)
 {
     int h[W];
     for (int i = 0; i < W; i++) h[i] = init_val(rank, i);
-    to_dev(dw, h, sizeof h);
+    kt_to_dev(dw, h, sizeof h);
 }
 
 int main(int argc, char **argv)
@@ -125,19 +109,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     right = (rank + 1) % size;
     left = (rank - 1 + size) % size;
-    const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
-    KT_CHECK(lib, "KUMI_ACCEL_CUDA_LIBRARY is not set");
-    void *h = dlopen(lib, RTLD_NOW);
-    KT_CHECK(h, "dlopen %s: %s", lib, dlerror());
-    *(void **)&cuMemAlloc = dlsym(h, "cuMemAlloc_v2");
-    *(void **)&cuMemFree = dlsym(h, "cuMemFree_v2");
-    *(void **)&cuHtoD = dlsym(h, "cuMemcpyHtoD_v2");
-    *(void **)&cuDtoH = dlsym(h, "cuMemcpyDtoH_v2");
-    KT_CHECK(cuMemAlloc && cuMemFree && cuHtoD && cuDtoH);
-    dw = dalloc(W * sizeof(int));
-    dsrc = dalloc(64 * sizeof(int));
-    dres = dalloc(64 * sizeof(int));
-    dcmp = dalloc(sizeof(int));
+    kt_cuda_load();
+    dw = kt_dalloc(W * sizeof(int));
+    dsrc = kt_dalloc(64 * sizeof(int));
+    dres = kt_dalloc(64 * sizeof(int));
+    dcmp = kt_dalloc(sizeof(int));
     MPI_Request rq[4];
 
     /* ---- a window on device memory */
@@ -156,7 +132,7 @@ int main(int argc, char **argv)
     ops(win, right, 0, 0, 0, rq);
     KT_MPI(MPI_Waitall(4, rq, MPI_STATUSES_IGNORE));
     int hr[16];
-    to_host(hr, dres + 10, 4 * sizeof(int));
+    kt_to_host(hr, dres + 10, 4 * sizeof(int));
     for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], init_val(right, 22 + i));
     KT_MPI(MPI_Win_fence(MPI_MODE_NOSTORE, win));   /* no local stores: the device is not read */
     check_results(right, 0);
@@ -164,13 +140,13 @@ int main(int argc, char **argv)
     /* local stores into the private copy (not where RMA writes in this epoch) become public at the
        next fence, and RMA updates of that epoch stay */
     int st[4] = { -1, -2, -3, -4 };
-    to_dev(dw + 154, st, sizeof st);
+    kt_to_dev(dw + 154, st, sizeof st);
     dev_ints(dsrc, 4, put_val, rank, 9);
     KT_MPI(MPI_Put(dsrc, 4, MPI_INT, right, 150, 4, MPI_INT, win));
     KT_MPI(MPI_Win_fence(0, win));
     KT_MPI(MPI_Get(dres, 4, MPI_INT, right, 154, 4, MPI_INT, win));
     KT_MPI(MPI_Win_fence(0, win));
-    to_host(hr, dres, 4 * sizeof(int));
+    kt_to_host(hr, dres, 4 * sizeof(int));
     for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], -1 - i);
     win_read(hr, 150, 4);
     for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], put_val(left, i, 9));
@@ -182,12 +158,12 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Type_commit(&vec));
     int pat[8];
     for (int i = 0; i < 8; i++) pat[i] = -100 - i;
-    to_dev(dres, pat, sizeof pat);
+    kt_to_dev(dres, pat, sizeof pat);
     dev_ints(dsrc, 8, put_val, rank, 3);
     KT_MPI(MPI_Put(dsrc, 1, vec, right, 32, 4, MPI_INT, win));
     KT_MPI(MPI_Get(dres, 1, vec, right, 36, 4, MPI_INT, win));
     KT_MPI(MPI_Win_fence(0, win));
-    to_host(hr, dres, 8 * sizeof(int));
+    kt_to_host(hr, dres, 8 * sizeof(int));
     for (int i = 0; i < 8; i++) KT_EQ_INT(hr[i], i % 2 ? -100 - i : init_val(right, 36 + i / 2));
     win_read(hr, 32, 4);
     for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], put_val(left, 2 * i, 3));
@@ -268,19 +244,19 @@ int main(int argc, char **argv)
        and a local store next to it, both seen after the fence */
     {
         size_t big = (5u << 20) + 12, at = big / sizeof(int) - 8;
-        int *db = dalloc(big), z[8] = { 0 };
-        to_dev(db + at, z, sizeof z);
+        int *db = kt_dalloc(big), z[8] = { 0 };
+        kt_to_dev(db + at, z, sizeof z);
         KT_MPI(MPI_Win_create(db, (MPI_Aint)big, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
         KT_MPI(MPI_Win_fence(0, win));
         dev_ints(dsrc, 4, put_val, rank, 8);
         KT_MPI(MPI_Put(dsrc, 4, MPI_INT, right, (MPI_Aint)at, 4, MPI_INT, win));
-        to_dev(db + at + 4, st, sizeof st);
+        kt_to_dev(db + at + 4, st, sizeof st);
         KT_MPI(MPI_Win_fence(0, win));
         KT_MPI(MPI_Get(dres, 4, MPI_INT, right, (MPI_Aint)at + 4, 4, MPI_INT, win));
         KT_MPI(MPI_Win_fence(0, win));
-        to_host(hr, dres, 4 * sizeof(int));
+        kt_to_host(hr, dres, 4 * sizeof(int));
         for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], -1 - i);
-        to_host(hr, db + at, 8 * sizeof(int));
+        kt_to_host(hr, db + at, 8 * sizeof(int));
         for (int i = 0; i < 4; i++) KT_EQ_INT(hr[i], put_val(left, i, 8));
         for (int i = 0; i < 4; i++) KT_EQ_INT(hr[4 + i], -1 - i);
         KT_MPI(MPI_Win_free(&win));

@@ -14,25 +14,9 @@
  *  - persistent requests on device buffers, started three times (new data each time);
  *  - RMA: a window on device memory (one rank's), device origin and result buffers;
  *  - MPIX_Gpu_start with MPIX_GPU_CUDA allocates through the component. */
-#include "kt.h"
+#include "kt_fakecuda.h"
 #include <mpi-ext.h>
 #include <kumi_gpu.h>
-#include <dlfcn.h>
-#include <stdint.h>
-
-static int (*cuMemAlloc)(unsigned long long *, size_t);
-static int (*cuMemFree)(unsigned long long);
-static int (*cuHtoD)(unsigned long long, const void *, size_t);
-static int (*cuDtoH)(void *, unsigned long long, size_t);
-
-static void *dalloc(size_t n)
-{
-    unsigned long long d;
-    KT_CHECK(cuMemAlloc(&d, n) == 0, "cuMemAlloc(%zu)", n);
-    return (void *)(uintptr_t)d;
-}
-static void to_dev(void *d, const void *h, size_t n) { KT_CHECK(cuHtoD((uintptr_t)d, h, n) == 0); }
-static void to_host(void *h, const void *d, size_t n) { KT_CHECK(cuDtoH(h, (uintptr_t)d, n) == 0); }
 
 int main(int argc, char **argv)
 {
@@ -40,25 +24,17 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
-    KT_CHECK(lib, "KUMI_ACCEL_CUDA_LIBRARY is not set");
-    void *h = dlopen(lib, RTLD_NOW);
-    KT_CHECK(h, "dlopen %s: %s", lib, dlerror());
-    *(void **)&cuMemAlloc = dlsym(h, "cuMemAlloc_v2");
-    *(void **)&cuMemFree = dlsym(h, "cuMemFree_v2");
-    *(void **)&cuHtoD = dlsym(h, "cuMemcpyHtoD_v2");
-    *(void **)&cuDtoH = dlsym(h, "cuMemcpyDtoH_v2");
-    KT_CHECK(cuMemAlloc && cuMemFree && cuHtoD && cuDtoH);
+    kt_cuda_load();
     KT_EQ_INT(MPIX_Query_cuda_support(), 1);
 
     int right = (rank + 1) % size, left = (rank - 1 + size) % size;
     size_t max = 6u << 20;
     unsigned char *hs = malloc(max), *hr = malloc(max);
-    unsigned char *ds = dalloc(max), *dr = dalloc(max);
+    unsigned char *ds = kt_dalloc(max), *dr = kt_dalloc(max);
     for (size_t n = 0; n <= max; n = n ? (n * 4 > max && n < max ? max : n * 4) : 1) {
         for (int way = 0; way < 2; way++) {
             for (size_t i = 0; i < n; i++) hs[i] = (unsigned char)(rank * 31 + i * 7 + n + way);
-            to_dev(ds, hs, n);
+            kt_to_dev(ds, hs, n);
             MPI_Status st;
             if (way == 0) {
                 if (rank % 2 == 0) {
@@ -75,7 +51,7 @@ int main(int argc, char **argv)
             MPI_Get_count(&st, MPI_BYTE, &cnt);
             KT_EQ_INT(cnt, n);
             KT_EQ_INT(st.MPI_SOURCE, left);
-            to_host(hr, dr, n);
+            kt_to_host(hr, dr, n);
             for (size_t i = 0; i < n; i++)
                 if (hr[i] != (unsigned char)(left * 31 + i * 7 + n + way))
                     KT_FAIL("size %zu way %d: byte %zu is %d", n, way, i, hr[i]);
@@ -85,13 +61,13 @@ int main(int argc, char **argv)
 
     /* a shorter message: the rest of the device buffer keeps its bytes */
     memset(hr, 0x5a, 64);
-    to_dev(dr, hr, 64);
+    kt_to_dev(dr, hr, 64);
     int v[16];
     for (int i = 0; i < 16; i++) v[i] = rank * 100 + i;
-    to_dev(ds, v, sizeof v);
+    kt_to_dev(ds, v, sizeof v);
     KT_MPI(MPI_Sendrecv(ds, 4, MPI_INT, right, 3, dr, 16, MPI_INT, left, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     int got[16];
-    to_host(got, dr, sizeof got);
+    kt_to_host(got, dr, sizeof got);
     for (int i = 0; i < 4; i++) KT_EQ_INT(got[i], left * 100 + i);
     for (int i = 4 * 4; i < 64; i++) KT_EQ_INT(((unsigned char *)got)[i], 0x5a);
 
@@ -101,24 +77,24 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Type_commit(&vec));
     int pat[8];
     for (int i = 0; i < 8; i++) pat[i] = -1 - i;
-    to_dev(dr, pat, sizeof pat);
+    kt_to_dev(dr, pat, sizeof pat);
     KT_MPI(MPI_Sendrecv(ds, 1, vec, right, 4, dr, 1, vec, left, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    to_host(got, dr, 8 * sizeof(int));
+    kt_to_host(got, dr, 8 * sizeof(int));
     for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i % 2 ? -1 - i : left * 100 + i);
     MPI_Type_free(&vec);
 
     /* MPI_Sendrecv_replace on a device buffer */
-    to_dev(ds, v, sizeof v);
+    kt_to_dev(ds, v, sizeof v);
     KT_MPI(MPI_Sendrecv_replace(ds, 16, MPI_INT, right, 5, left, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    to_host(got, ds, sizeof got);
+    kt_to_host(got, ds, sizeof got);
     for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
 
     /* device -> host and host -> device */
-    to_dev(ds, v, sizeof v);
+    kt_to_dev(ds, v, sizeof v);
     KT_MPI(MPI_Sendrecv(ds, 16, MPI_INT, right, 6, got, 16, MPI_INT, left, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
     KT_MPI(MPI_Sendrecv(v, 16, MPI_INT, right, 7, dr, 16, MPI_INT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    to_host(got, dr, sizeof got);
+    kt_to_host(got, dr, sizeof got);
     for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
 
     /* non-blocking: MPI_Irecv / MPI_Isend on device buffers, completed by Waitall, Test, Wait;
@@ -127,9 +103,9 @@ int main(int argc, char **argv)
         size_t n = round == 2 ? (5u << 20) : 4096;
         MPI_Request q[2];
         for (size_t i = 0; i < n; i++) hs[i] = (unsigned char)(rank + i * 3 + round);
-        to_dev(ds, hs, n);
+        kt_to_dev(ds, hs, n);
         memset(hr, 0x77, n);
-        to_dev(dr, hr, n);
+        kt_to_dev(dr, hr, n);
         KT_MPI(MPI_Irecv(dr, (int)n, MPI_BYTE, left, 9, MPI_COMM_WORLD, &q[0]));
         KT_MPI(MPI_Isend(ds, (int)n, MPI_BYTE, right, 9, MPI_COMM_WORLD, &q[1]));
         if (round == 0) KT_MPI(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
@@ -138,40 +114,40 @@ int main(int argc, char **argv)
             while (!flag) KT_MPI(MPI_Test(&q[0], &flag, MPI_STATUS_IGNORE));
             KT_MPI(MPI_Wait(&q[1], MPI_STATUS_IGNORE));
         }
-        to_host(hr, dr, n);
+        kt_to_host(hr, dr, n);
         for (size_t i = 0; i < n; i++)
             if (hr[i] != (unsigned char)(left + i * 3 + round)) KT_FAIL("irecv round %d: byte %zu is %d", round, i, hr[i]);
     }
     KT_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
     KT_MPI(MPI_Type_commit(&vec));
-    to_dev(ds, v, sizeof v);
-    to_dev(dr, pat, sizeof pat);
+    kt_to_dev(ds, v, sizeof v);
+    kt_to_dev(dr, pat, sizeof pat);
     MPI_Request q2[2];
     KT_MPI(MPI_Irecv(dr, 1, vec, left, 10, MPI_COMM_WORLD, &q2[0]));
     KT_MPI(MPI_Isend(ds, 1, vec, right, 10, MPI_COMM_WORLD, &q2[1]));
     KT_MPI(MPI_Waitall(2, q2, MPI_STATUSES_IGNORE));
-    to_host(got, dr, 8 * sizeof(int));
+    kt_to_host(got, dr, 8 * sizeof(int));
     for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i % 2 ? -1 - i : left * 100 + i);
     MPI_Type_free(&vec);
 
     /* MPI_Isendrecv, MPI_Isendrecv_replace, MPI_Mrecv, MPI_Imrecv on device buffers */
     MPI_Request rq;
-    to_dev(ds, v, sizeof v);
-    to_dev(dr, pat, sizeof pat);
+    kt_to_dev(ds, v, sizeof v);
+    kt_to_dev(dr, pat, sizeof pat);
     KT_MPI(MPI_Isendrecv(ds, 4, MPI_INT, right, 11, dr, 4, MPI_INT, left, 11, MPI_COMM_WORLD, &rq));
     KT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
-    to_host(got, dr, 8 * sizeof(int));
+    kt_to_host(got, dr, 8 * sizeof(int));
     for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i < 4 ? left * 100 + i : pat[i]);
-    to_dev(ds, v, sizeof v);
+    kt_to_dev(ds, v, sizeof v);
     KT_MPI(MPI_Isendrecv_replace(ds, 16, MPI_INT, right, 12, left, 12, MPI_COMM_WORLD, &rq));
     KT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
-    to_host(got, ds, sizeof got);
+    kt_to_host(got, ds, sizeof got);
     for (int i = 0; i < 16; i++) KT_EQ_INT(got[i], left * 100 + i);
     for (int form = 0; form < 2; form++) {
         MPI_Message msg;
         MPI_Status mst;
-        to_dev(ds, v, sizeof v);
-        to_dev(dr, pat, sizeof pat);
+        kt_to_dev(ds, v, sizeof v);
+        kt_to_dev(dr, pat, sizeof pat);
         KT_MPI(MPI_Isend(ds, 6, MPI_INT, right, 13, MPI_COMM_WORLD, &rq));
         KT_MPI(MPI_Mprobe(left, 13, MPI_COMM_WORLD, &msg, &mst));
         if (form == 0) KT_MPI(MPI_Mrecv(dr, 6, MPI_INT, &msg, &mst));
@@ -184,7 +160,7 @@ int main(int argc, char **argv)
         int c = -1;
         MPI_Get_count(&mst, MPI_INT, &c);
         KT_EQ_INT(c, 6);
-        to_host(got, dr, 8 * sizeof(int));
+        kt_to_host(got, dr, 8 * sizeof(int));
         for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i < 6 ? left * 100 + i : pat[i]);
     }
 
@@ -196,22 +172,22 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Recv_init(dr, 6, MPI_INT, left, 8, MPI_COMM_WORLD, &pq[1]));
     KT_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
     KT_MPI(MPI_Type_commit(&vec));
-    unsigned char *dv = dalloc(64), *dw = dalloc(64);
+    unsigned char *dv = kt_dalloc(64), *dw = kt_dalloc(64);
     KT_MPI(MPI_Send_init(dv, 1, vec, right, 14, MPI_COMM_WORLD, &pq[2]));
     KT_MPI(MPI_Recv_init(dw, 1, vec, left, 14, MPI_COMM_WORLD, &pq[3]));
     for (int it = 0; it < 3; it++) {
         int w[8];
         for (int i = 0; i < 16; i++) v[i] = rank * 100 + i + it * 1000;
         for (int i = 0; i < 8; i++) w[i] = rank * 10 + i + it * 10000;
-        to_dev(ds, v, sizeof v);
-        to_dev(dv, w, sizeof w);
-        to_dev(dr, pat, sizeof pat);
-        to_dev(dw, pat, sizeof pat);
+        kt_to_dev(ds, v, sizeof v);
+        kt_to_dev(dv, w, sizeof w);
+        kt_to_dev(dr, pat, sizeof pat);
+        kt_to_dev(dw, pat, sizeof pat);
         KT_MPI(MPI_Startall(4, pq));
         KT_MPI(MPI_Waitall(4, pq, MPI_STATUSES_IGNORE));
-        to_host(got, dr, 8 * sizeof(int));
+        kt_to_host(got, dr, 8 * sizeof(int));
         for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i < 4 ? left * 100 + i + it * 1000 : pat[i]);
-        to_host(got, dw, 8 * sizeof(int));
+        kt_to_host(got, dw, 8 * sizeof(int));
         for (int i = 0; i < 8; i++) KT_EQ_INT(got[i], i % 2 ? pat[i] : left * 10 + i + it * 10000);
     }
     for (int i = 0; i < 4; i++) KT_MPI(MPI_Request_free(&pq[i]));
@@ -227,12 +203,12 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Win_create(rank == size - 1 ? (void *)dr : (void *)hr, 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     KT_MPI(MPI_Win_fence(0, win));
-    to_dev(ds, v, 16);
+    kt_to_dev(ds, v, 16);
     KT_MPI(MPI_Put(ds, 4, MPI_BYTE, right, 0, 4, MPI_BYTE, win));
     KT_MPI(MPI_Win_fence(0, win));
     KT_MPI(MPI_Get(ds, 4, MPI_BYTE, right, 0, 4, MPI_BYTE, win));
     KT_MPI(MPI_Win_fence(0, win));
-    to_host(got, ds, 4);
+    kt_to_host(got, ds, 4);
     KT_EQ_INT(got[0], v[0]);
     KT_MPI(MPI_Win_free(&win));
 

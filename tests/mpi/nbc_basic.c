@@ -97,13 +97,6 @@ static void complete(MPI_Request *rq)
              cur, cur_count, how);
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Every process but `late` enters at once; late enters 20 ms later.  The
  * others must leave after late entered.  All ranks of a test run on one
  * host, so CLOCK_MONOTONIC is one clock for all of them. */
@@ -118,11 +111,11 @@ static void test_ibarrier(MPI_Comm comm, int me, int n)
         KT_MPI(MPI_Barrier(comm));
         if (me == late) {
             usleep(20000);
-            entered = now();
+            entered = kt_now();
         }
         KT_MPI(MPI_Ibarrier(comm, &rq));
         complete(&rq);
-        left = now();
+        left = kt_now();
         KT_MPI(MPI_Bcast(&entered, 1, MPI_DOUBLE, late, comm));
         KT_CHECK(left >= entered, "MPI_Ibarrier: left %.6f before rank %d entered at %.6f",
                  left, late, entered);

@@ -11,7 +11,6 @@
  * started twice with new contents, and several of them in flight at once.
  * argv[1]: size of group A. */
 #include "inter_common.h"
-#include <time.h>
 #include <unistd.h>
 
 #define BIG 25000
@@ -57,13 +56,6 @@ static void set(const char *what, int cnt)
     cur_count = cnt;
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* local rank 0 of side `late` enters 20 ms late; the other group must wait for it */
 static void test_ibarrier(void)
 {
@@ -75,11 +67,11 @@ static void test_ibarrier(void)
         KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
         if (e.wrank == lw) {
             usleep(20000);
-            entered = now();
+            entered = kt_now();
         }
         KT_MPI(MPI_Ibarrier(e.inter, &rq));
         wait1(&rq);
-        left = now();
+        left = kt_now();
         KT_MPI(MPI_Bcast(&entered, 1, MPI_DOUBLE, lw, MPI_COMM_WORLD));
         if (S != late)
             KT_CHECK(left >= entered, "MPI_Ibarrier: left at %.6f, before world rank %d entered at %.6f",

@@ -393,13 +393,6 @@ static void test_mixed(void)
     pc_free(&p);
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* 4. In round rd rank rd % n enters 20 ms late; the others must leave after
  * it entered (one host, so CLOCK_MONOTONIC is one clock for all). */
 static void test_barrier_sync(void)
@@ -412,11 +405,11 @@ static void test_barrier_sync(void)
         KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
         if (me == late) {
             usleep(20000);
-            entered = now();
+            entered = kt_now();
         }
         KT_MPI(MPI_Start(&rq));
         KT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
-        left = now();
+        left = kt_now();
         KT_MPI(MPI_Bcast(&entered, 1, MPI_DOUBLE, late, MPI_COMM_WORLD));
         KT_CHECK(left >= entered, "MPI_Barrier_init round %d: left %.6f before rank %d entered at %.6f",
                  rd, left, late, entered);

@@ -21,7 +21,6 @@
  *    sends within half the budget go eagerly again (step 3's check). */
 #include "kt.h"
 #include <stdint.h>
-#include <time.h>
 
 static const int sizes[] = { 0, 1, 100, 1000, 5000, 20000, 40000, 65536, 100000, 300000 };
 #define NS ((int)(sizeof sizes / sizeof sizes[0]))
@@ -33,13 +32,6 @@ static long budget;
 
 static unsigned char pat(int src, int i, long k) { return (unsigned char)(src * 131 + i * 17 + k * 7 + (k >> 8)); }
 static int msize(int dst, int i) { return sizes[(i + dst) % NS]; }
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static void fill(unsigned char *b, int src, int i, long n)
 {
@@ -57,8 +49,8 @@ static void check(const unsigned char *b, int src, int i, long n, const char *wh
 static int completes_within(MPI_Request *req, double secs)
 {
     int flag = 0;
-    double end = now() + secs;
-    while (!flag && now() < end) KT_MPI(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
+    double end = kt_now() + secs;
+    while (!flag && kt_now() < end) KT_MPI(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
     return flag;
 }
 

@@ -17,7 +17,6 @@
  * bound on unexpected eager messages 20000 x 64 KiB take 1.25 GiB or more. */
 #include "kt.h"
 #include <stdint.h>
-#include <time.h>
 
 static long vm_hwm_kib(void)
 {
@@ -32,13 +31,6 @@ static long vm_hwm_kib(void)
 }
 
 static unsigned char pat(size_t k) { return (unsigned char)((k * 2654435761u) >> 13); }
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -80,8 +72,8 @@ int main(int argc, char **argv)
     if (rank == peer) {
         int flag = 0;
         if (blocking) {                       /* the sends may be waiting for us */
-            double end = now() + 4.0;
-            while (!flag && now() < end) KT_MPI(MPI_Iprobe(0, 1, sig, &flag, MPI_STATUS_IGNORE));
+            double end = kt_now() + 4.0;
+            while (!flag && kt_now() < end) KT_MPI(MPI_Iprobe(0, 1, sig, &flag, MPI_STATUS_IGNORE));
         } else {
             flag = 1;
         }

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "kt.h"
 #include <unistd.h>
 #include <sys/uio.h>
 
@@ -26,13 +26,6 @@ static int rank, size, errs;
 
 #define CHECK(c, ...) do { if (!(c)) { errs++; fprintf(stderr, "rank %d: ", rank); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Does the kernel (Yama, or a seccomp filter of a container) forbid CMA? */
 static int cma_forbidden(void)
@@ -51,13 +44,13 @@ static int cma_forbidden(void)
 /* Compute (no MPI call) until *counter reaches want or 30 s pass. */
 static int compute_until(int *counter, int want, double *spent)
 {
-    double t0 = now(), x = 1.0;
+    double t0 = kt_now(), x = 1.0;
     long n = 0;
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want) {
         for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9;
-        if ((++n & 255) == 0 && now() - t0 > 30.0) break;
+        if ((++n & 255) == 0 && kt_now() - t0 > 30.0) break;
     }
-    *spent = now() - t0 + (x < 0 ? 1 : 0);
+    *spent = kt_now() - t0 + (x < 0 ? 1 : 0);
     return __atomic_load_n(counter, __ATOMIC_ACQUIRE);
 }
 

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "kt.h"
 
 #define N 256                           /* ints of a block */
 #define ROUNDS 20
@@ -30,13 +30,6 @@ static int rank, size, errs;
 
 #define CHECK(c, ...) do { if (!(c)) { errs++; fprintf(stderr, "rank %d: ", rank); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int val(int r, int k, int i) { return (r * 131 + k) * 1000 + i; }
 
@@ -84,11 +77,11 @@ int main(int argc, char **argv)
         MPI_Accumulate(&flag, 1, MPI_INT, right, FLAG, 1, MPI_INT, MPI_REPLACE, w);
         MPI_Accumulate(&one, 1, MPI_INT, 0, COUNT, 1, MPI_INT, MPI_SUM, w);
         MPI_Win_flush_all(w);
-        double t0 = now();
+        double t0 = kt_now();
         for (;;) {
             MPI_Win_sync(w);
             if (((volatile int *)mine)[FLAG] == k + 1) break;
-            if (now() - t0 > 30.0) break;
+            if (kt_now() - t0 > 30.0) break;
         }
         CHECK(((volatile int *)mine)[FLAG] == k + 1, "round %d: the flag from rank %d never came (%d)", k, left,
               mine[FLAG]);

@@ -24,13 +24,6 @@ static void compute(double secs)
     } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 < secs);
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);         /* one clock for both ranks: same host */
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -50,10 +43,10 @@ int main(int argc, char **argv)
         double t_done = 0, t_end = 0;
         if (rank == 0) {
             KT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
-            t_done = now();
+            t_done = kt_now();
         } else {
             compute(1.0);
-            t_end = now();
+            t_end = kt_now();
             KT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
         }
         for (int i = 0; i < N; i++)

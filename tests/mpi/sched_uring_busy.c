@@ -10,18 +10,10 @@
  *
  * usage: sched_uring_busy */
 #include "kt.h"
-#include <time.h>
 
 #define MIB 8
 #define BUSY_MS 2000.0
 #define LIMIT_MS 1000.0
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -34,16 +26,16 @@ int main(int argc, char **argv)
     KT_CHECK(b != NULL, "out of memory");
     for (size_t i = 0; i < n; i++) b[i] = rank ? 0 : (unsigned char)(i * 7 + 1);
     KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    double t0 = now(), took = 0;
+    double t0 = kt_now(), took = 0;
     volatile double s = 0;
     MPI_Request r;
     KT_MPI(MPI_Ibcast(b, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD, &r));
     if (rank == 0) {
-        while (now() - t0 < BUSY_MS * 1e-3) s = s * 0.999 + 1.0;
+        while (kt_now() - t0 < BUSY_MS * 1e-3) s = s * 0.999 + 1.0;
         KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
     } else {
         KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
-        took = (now() - t0) * 1e3;
+        took = (kt_now() - t0) * 1e3;
         for (size_t i = 0; i < n; i += 4093)
             KT_CHECK(b[i] == (unsigned char)(i * 7 + 1), "byte %zu is %u", i, b[i]);
     }

@@ -14,17 +14,9 @@
  *
  * usage: -n 2 sched_wait_at_once [FACTOR [SLACK_US]]   (default 3, 25) */
 #include "kt.h"
-#include <time.h>
 
 #define OPS 200
 #define BLOCKS 15
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -39,7 +31,7 @@ int main(int argc, char **argv)
     for (int b = -1; b < BLOCKS; b++) {          /* block -1 warms up */
         double in = rank + 1.0, out = 0, t[2];
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = now();
+        double t0 = kt_now();
         for (int i = 0; i < OPS; i++) {
             double x = in, y, z;
             KT_MPI(MPI_Sendrecv(&x, 1, MPI_DOUBLE, peer, 7, &y, 1, MPI_DOUBLE, peer, 7, MPI_COMM_WORLD,
@@ -49,10 +41,10 @@ int main(int argc, char **argv)
                                 MPI_STATUS_IGNORE));
             out = z;
         }
-        t[0] = (now() - t0) / OPS * 1e6;
+        t[0] = (kt_now() - t0) / OPS * 1e6;
         KT_CHECK(out == 3.0, "reference sum %g", out);
         MPI_Barrier(MPI_COMM_WORLD);
-        t0 = now();
+        t0 = kt_now();
         for (int i = 0; i < OPS; i++) {
             MPI_Request r;
             out = 0;
@@ -60,7 +52,7 @@ int main(int argc, char **argv)
             KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
             KT_CHECK(out == 3.0, "MPI_Iallreduce sum %g, expected 3", out);
         }
-        t[1] = (now() - t0) / OPS * 1e6;
+        t[1] = (kt_now() - t0) / OPS * 1e6;
         double m[2];
         MPI_Allreduce(t, m, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (b >= 0) {

@@ -18,8 +18,10 @@
 #     run checks first; KUMI_BASE_RMA_DIRECT=0: puts and gets are fi_write /
 #     fi_read with the peers' keys): the same cycle, the windows'
 #     registrations made again with their keys;
-#  3. provider shm: a checkpoint refused with a message naming p2p/ofi (see
-#     components/p2p/ofi/p2p_ofi_ckpt.c), the job going on to its result;
+#  3. provider shm: a checkpoint refused with a message naming p2p/ofi and
+#     the p2p components that can be checkpointed without it (see
+#     components/p2p/ofi/p2p_ofi_ckpt.c, framework/request/req_ckpt.c), the
+#     job going on to its result;
 # after every job nothing of it left in /dev/shm.
 set -u
 . "$(dirname "$0")/lib/ckpt_frame.sh"
@@ -60,8 +62,13 @@ pid=$!
 wait_for shm.log "^iteration 40" 120 && kill -QUIT $pid
 wait_for shm.log "checkpoint 1 \(written\|not written\)" 120
 wait $pid; rc=$?
-grep -q "checkpoint 1 not written: .*transport p2p/ofi cannot be checkpointed" shm.log && [ $rc -eq 0 ] && [ "$(result shm.log)" = "$REF" ] \
-    && ok "provider shm: the checkpoint refused (p2p/ofi named), the job went on to its result" \
+# the refusal names p2p/ofi, why, and the p2p components that can be checkpointed (self, shmem,
+# tcp: not ofi, the one refused)
+refusal=$(grep -o "checkpoint 1 not written: .*transport p2p/ofi cannot be checkpointed.*" shm.log | head -1)
+echo "$refusal" | grep -q "with what it uses in this job (p2p/ofi: the shm provider.*; without it: MPI_COMPONENTS=p2p=[a-z,]*tcp" \
+    && ! echo "$refusal" | grep -q "without it: MPI_COMPONENTS=p2p=[a-z,]*ofi" \
+    && [ $rc -eq 0 ] && [ "$(result shm.log)" = "$REF" ] \
+    && ok "provider shm: the checkpoint refused (p2p/ofi named, the others offered), the job went on to its result" \
     || { show shm.log; fail "provider shm: exit $rc, result '$(result shm.log)'; not refused as expected"; }
 shm_clean "provider shm" shm.log
 

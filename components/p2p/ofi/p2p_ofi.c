@@ -22,6 +22,7 @@ size_t ofi_read_chunk;
 const char *ofi_status;
 const char *ofi_wait_param;
 int ofi_rget_param;
+long long ofi_drop_fin;
 char ofi_status_buf[256];
 
 /* ---- state */
@@ -112,6 +113,11 @@ static void p2p_ofi_register(void)
                              "Largest single fi_read of a rendezvous payload (larger payloads are "
                              "read in pieces, up to 8 in flight)",
                              KUMI_LEVEL_TUNER, &ofi_read_chunk);
+    kumi_param_register_int("p2p", "ofi", "drop_fin", 0,
+                            "Tests: the FIN of the first N rendezvous this rank reads is not sent, as if "
+                            "lost at a checkpoint's cut; their sends then finish only when a checkpoint's "
+                            "ASK brings the FIN (tests/scripts/ckpt_ofi_ask.sh)",
+                            KUMI_LEVEL_DEV, &ofi_drop_fin);
 }
 
 static int ofi_load(char *why, size_t whylen)

@@ -217,6 +217,7 @@ extern size_t ofi_read_chunk;
 extern const char *ofi_status;
 extern const char *ofi_wait_param;
 extern int ofi_rget_param;
+extern long long ofi_drop_fin;           /* tests: FINs of reads not to send (p2p_ofi_ckpt.c) */
 extern char ofi_status_buf[256];
 
 /* ---- state */

@@ -38,7 +38,9 @@
  * for it.  A FIN may then come twice (the receiver read a parked
  * rendezvous after wireup, before the ASK came): cookies are never reused
  * (a counter, not the send's address), so the second finds no send and is
- * ignored, and no FIN completes the wrong send. */
+ * ignored, and no FIN completes the wrong send.  p2p_ofi_drop_fin (tests)
+ * makes a receiver keep the FIN of its first reads to itself, as if lost:
+ * only the ASK then finishes those sends (tests/scripts/ckpt_ofi_ask.sh). */
 #include "p2p_ofi.h"
 
 int ofi_asked;
@@ -101,5 +103,7 @@ void ofi_got_ask(int peer, uint64_t cookie)
 {
     for (struct ofi_read *r = ofi_reads; r; r = r->anext)
         if (r->peer == peer && r->d.cookie == cookie) return;   /* its FIN comes when it is done */
+    kumi_log(1, "p2p/ofi: rank %d asked for rendezvous %llu, which is over: FIN again", peer,
+             (unsigned long long)cookie);
     ofi_send_fin(peer, cookie);
 }
