@@ -172,7 +172,7 @@ void kumi_progress_mark_used(const struct kumi_p2p_ops *ops)
 static int poll_transports(bool all)
 {
     int n = 0;
-    if (__builtin_expect(all, 0)) {
+    if (all) {
         for (int i = 0; i < npops; i++)
             if (pops[i]->progress && pops[i]->progress() > 0) n++;
         return n;
@@ -193,15 +193,23 @@ void kumi_progress_set_hook(int (*poll_fn)(void), int (*fds_fn)(struct pollfd *f
     xfds = fds_fn;
 }
 
-static int poll_once(void)
+/* One round over the transports (and the rest that progress has to do).
+ * Inlined into the wait loop: a round that finds nothing costs the hot
+ * transports' own checks and a few loads here. */
+static inline __attribute__((always_inline)) int poll_once(void)
 {
-    int x = xpoll && xpoll() > 0;
-    bool all = nidle != 0 && ++poll_round % KUMI_IDLE_POLL_EVERY == 0;   /* (none idle: hot[] is all) */
-    int n = poll_transports(all);
+    int n = 0;
+    if (__builtin_expect(xpoll != NULL, 0)) n = xpoll() > 0;
+    if (__builtin_expect(nidle != 0, 0) && ++poll_round % KUMI_IDLE_POLL_EVERY == 0) {
+        n += poll_transports(true);                /* (none idle: hot[] is all) */
+    } else {
+        for (int i = 0; i < nhot; i++)
+            if (hot[i]() > 0) n++;
+    }
     if (kumi_req_ctl_pending()) { kumi_req_flush_ctl(); n++; }
-    if (kumi_pacing_has_pending) kumi_pacing_progress();
+    if (__builtin_expect(kumi_pacing_has_pending, 0)) kumi_pacing_progress();
     if (__builtin_expect(kumi_req_accel_active, 0)) n += kumi_req_accel_progress();   /* device copies */
-    return n + x;
+    return n;
 }
 
 void kumi_progress_wake(void)

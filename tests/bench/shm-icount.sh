@@ -27,15 +27,26 @@ incl() { # FILE FUNCTION: its inclusive instruction count
 per() { # FILE FUNCTION CALLS
     awk -v a="$(incl "$1" "$2")" -v n="$3" -v f="$2" 'BEGIN { printf "  %-22s %8.1f\n", f, (a == "" ? 0 : a) / n }'
 }
-for kind in rate lat; do
+calls() { # FILE FUNCTION: its number of calls
+    callgrind_annotate --inclusive=yes --tree=calling --threshold=100 "$1" 2> /dev/null |
+        awk -v f="$2" '/%\)  >   / { sub(/.*%\)  >   /, ""); g = $1; sub(/.*:/, "", g); c = $2; gsub(/[(x),]/, "", c)
+                                       if (g == f) n += c }
+                       END { print n + 0 }'
+}
+head -c 4096 /dev/zero > "$O/sent"
+for kind in rate lat recv; do
     LD_LIBRARY_PATH=$B/framework/.libs timeout 900 env -u MPI_COMPONENTS "$B/tools/mpiexec/mpiexec" -n 2 -x LD_PRELOAD="$B/framework/.libs/libmpi.so.0" \
-        valgrind --tool=callgrind --callgrind-out-file="$O/cg.$kind.%q{KUMI_RANK}" "$O/ic" "$N" "$kind" "$S" \
+        valgrind --tool=callgrind --callgrind-out-file="$O/cg.$kind.%q{KUMI_RANK}" "$O/ic" "$N" "$kind" "$S" "$O/sent" \
         > "$O/run.log" 2>&1 || { echo "shm-icount: $kind run failed"; tail -20 "$O/run.log"; exit 1; }
     echo "$kind (N=$N, $S B; instructions per call, inclusive):"
     if [ $kind = rate ]; then
         echo " rank 0"; per "$O/cg.$kind.0" PMPI_Isend $((N * 128)); per "$O/cg.$kind.0" PMPI_Waitall $N
         echo " rank 1"; per "$O/cg.$kind.1" PMPI_Irecv $((N * 128)); per "$O/cg.$kind.1" kumi_p2p_incoming_whole $((N * 129))
         per "$O/cg.$kind.1" PMPI_Waitall $N; per "$O/cg.$kind.1" PMPI_Send $N
+    elif [ $kind = recv ]; then
+        echo " rank 1 (the message is there when MPI_Recv starts)"; per "$O/cg.$kind.1" PMPI_Recv $N; per "$O/cg.$kind.1" PMPI_Send $N
+        echo " rank 0 (waits: MPI_Recv per round of its wait loop, idle rounds)"
+        per "$O/cg.$kind.0" PMPI_Recv "$(calls "$O/cg.$kind.0" req_done)"
     else
         echo " rank 0"; per "$O/cg.$kind.0" PMPI_Send $N; per "$O/cg.$kind.0" PMPI_Recv $N
         echo " rank 1"; per "$O/cg.$kind.1" PMPI_Send $N; per "$O/cg.$kind.1" PMPI_Recv $N

@@ -40,9 +40,15 @@ volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with C
  * with CMA, a rendezvous pulled in one copy beats the two copies through the
  * ring in latency from about 6 KiB (8 KiB: 1.31 vs 1.54 us, 16 KiB: 1.59 vs
  * 2.72) and in bi-directional bandwidth from 16 KiB, but not at 8 KiB (11.5
- * vs 15-16 GB/s): CMA above 8 KiB.  Without CMA, pieces of 4 KiB from 8 KiB
- * on (16 KiB: 2.20 vs 2.73 us whole, 32 KiB: 3.73 vs 4.66, bibw alike). */
-#define PIPE_MIN_DEFAULT   (8 * 1024)
+ * vs 15-16 GB/s): CMA above 8 KiB.  Without CMA, pieces of 4 KiB above
+ * 8 KiB (16 KiB: 2.20 vs 2.73 us whole, 32 KiB: 3.73 vs 4.66, bibw alike).
+ * 8 KiB itself goes whole (one record, its stamp after the payload, no tail
+ * counter stored per piece): bi-directional bandwidth 1.10-1.25 x the
+ * pipelined one, with CMA or without, latency the same (tests/bench/
+ * shm-band.sh -w, 2026-11-28, 5 rounds on a loaded machine: 16.6-17.8 vs
+ * 14.2-15.1 GB/s; MPICH 14.7-14.9).  Eager whole up to 16 KiB instead of
+ * CMA above 8 KiB: latency 1.4-1.6 x at 12-16 KiB. */
+#define PIPE_MIN_DEFAULT   (8 * 1024 + 1)
 #define PIPE_CHUNK_DEFAULT (4 * 1024)
 #define CMA_MIN_DEFAULT    (8 * 1024 + 1)
 

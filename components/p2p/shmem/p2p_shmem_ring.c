@@ -391,10 +391,10 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
     return did;
 }
 
-int p2p_shmem_progress(void)
+static __attribute__((noinline)) int p2p_shmem_progress_all(void)
 {
     int did = 0;
-    if (!p2p_shmem_seg || p2p_shmem_in_progress) return 0;
+    if (p2p_shmem_in_progress) return 0;
     p2p_shmem_in_progress = 1;
     if (p2p_shmem_sleepers == 0 &&
         atomic_load_explicit(&p2p_shmem_seg->sleeping, memory_order_relaxed) != 0) {
@@ -410,6 +410,84 @@ int p2p_shmem_progress(void)
     }
     p2p_shmem_in_progress = 0;
     return did;
+}
+
+/* The SHORT records at the head of p's ring (there is one record at
+ * least): taken one after the other with no more than a load of the next
+ * cell each, then the head stored once.  Returns how many, or -1 when it
+ * stopped at a record that is not SHORT (progress_all() takes it now). */
+static __attribute__((noinline)) int p2p_shmem_take_shorts(int peer, struct p2p_shmem_peer *p)
+{
+    int k = 0, other = 0;
+    p2p_shmem_in_progress = 1;
+    do {
+        struct p2p_shmem_short c;
+        memcpy(&c, p2p_shmem_cell(p->idata, p->ihead), sizeof c);
+        if (c.type != P2P_SHMEM_REC_SHORT) {
+            other = 1;
+            break;
+        }
+        p2p_shmem_take_short(peer, p, &c);
+    } while (++k < P2P_SHMEM_BATCH && p2p_shmem_rec_ready(p));
+    if (k > 0) {
+        atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
+        /* the sender may sleep waiting for space */
+        if (p->seg || p2p_shmem_attach(p, peer) == 0) p2p_shmem_ring_bell(p);
+    }
+    p2p_shmem_in_progress = 0;
+    return other ? -1 : k;
+}
+
+/* The first of the rings from local index i on that has a record at its
+ * head or a payload streaming in (p2p_shmem_nlocal: none). */
+static inline int p2p_shmem_scan(int i)
+{
+    int n = p2p_shmem_nlocal;
+    const int *local = p2p_shmem_local;
+    const struct p2p_shmem_peer *peers = p2p_shmem_peers;
+    uint64_t key = p2p_shmem_seg->stampkey, mask = p2p_shmem_ringsz - 1;
+    for (; i < n; i++) {
+        const struct p2p_shmem_peer *p = &peers[local[i]];
+        uint64_t h = p->ihead;
+        /* p2p_shmem_rec_ready(), with the key and the ring's size in registers */
+        if (__builtin_expect(p->in_msg, 0) ||
+            atomic_load_explicit((_Atomic uint64_t *)(void *)(p->idata + (h & mask)), memory_order_acquire) ==
+                p2p_shmem_stamp(key, h))
+            break;
+    }
+    return i;
+}
+
+/* progress() found ring i busy: SHORT records are taken at once, the
+ * other rings scanned on; anything else goes to progress_all(). */
+static __attribute__((noinline)) int p2p_shmem_progress_from(int i)
+{
+    int did = 0;
+    for (; i < p2p_shmem_nlocal; i = p2p_shmem_scan(i + 1)) {
+        int r = p2p_shmem_local[i];
+        struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
+        if (p->in_msg) return p2p_shmem_progress_all() | did;
+        /* taken (1 or more), or a record there that progress_all() takes */
+        if (p2p_shmem_take_shorts(r, p) < 0 || p2p_shmem_nqueued) return p2p_shmem_progress_all() | 1;
+        did = 1;
+    }
+    return did;
+}
+
+/* Polled at every round of every wait.  The common round finds nothing:
+ * nothing queued or waiting for an ACK (nqueued), nobody rang, no record at
+ * the head of any ring; that costs a load per ring and no call.  The next
+ * common one finds SHORT records (small eager messages), taken at once. */
+int p2p_shmem_progress(void)
+{
+    struct p2p_shmem_seghdr *seg = p2p_shmem_seg;
+    if (__builtin_expect(!seg || p2p_shmem_in_progress, 0)) return 0;
+    if (__builtin_expect(p2p_shmem_nqueued != 0 ||
+                         atomic_load_explicit(&seg->sleeping, memory_order_relaxed) != 0, 0))
+        return p2p_shmem_progress_all();
+    int i = p2p_shmem_scan(0);
+    if (__builtin_expect(i == p2p_shmem_nlocal, 1)) return 0;
+    return p2p_shmem_progress_from(i);
 }
 
 /* Would progress() find something to do right now? */
