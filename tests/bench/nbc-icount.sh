@@ -3,7 +3,9 @@
 # (issue 22 item 4: building and starting the schedule), counted with callgrind, so independent of
 # the machine's load (not part of make bench: run it by hand).  tests/bench/nbc_icount.c under
 # valgrind --tool=callgrind collecting only inside PMPI_Iallreduce / PMPI_Ibcast (--toggle-collect);
-# prints rank 0's and rank 1's instructions per call (N calls plus 10 of warm-up).  The engine is
+# prints rank 0's and rank 1's instructions per call (N calls plus 10 of warm-up), and the same with
+# MPI_Wait's counted too (for MPI_Ibcast's root, whose sends end at once, that is the whole cost of
+# the operation; elsewhere it includes the polls while waiting).  The engine is
 # the environment's (KUMI_BASE_SCHED_ENGINE).  KEEP=1 keeps the callgrind files.  LIBMPI=FILE: the
 # ranks preload that libmpi.so.0 instead (a copy of an older build's, for a before / after count).
 # Usage: top_builddir=... tests/bench/nbc-icount.sh [N (200)] [NP (2)]
@@ -22,12 +24,15 @@ tot() { awk '/^summary:|^totals:/ { print $2; exit }' "$1"; }
 echo "instructions per issuing call, engine ${KUMI_BASE_SCHED_ENGINE:-loop}, $NP ranks (N=$N):"
 for kind in iallreduce ibcast; do
     fn=PMPI_Iallreduce; [ $kind = ibcast ] && fn=PMPI_Ibcast
-    LD_LIBRARY_PATH=$B/framework/.libs timeout 900 env -u MPI_COMPONENTS "$B/tools/mpiexec/mpiexec" \
-        -n "$NP" ${LIBMPI:+-x LD_PRELOAD="$LIBMPI"} valgrind --tool=callgrind --collect-atstart=no --toggle-collect=$fn \
-        --callgrind-out-file="$O/cg.$kind.%q{KUMI_RANK}" "$O/ic" "$N" "$kind" > "$O/run.$kind.log" 2>&1 ||
-        { echo "nbc-icount: $kind run failed"; tail -20 "$O/run.$kind.log"; exit 1; }
+    for w in 0 1; do
+        tw=(); [ $w = 1 ] && tw=(--toggle-collect=PMPI_Wait)
+        LD_LIBRARY_PATH=$B/framework/.libs timeout 900 env -u MPI_COMPONENTS "$B/tools/mpiexec/mpiexec" \
+            -n "$NP" ${LIBMPI:+-x LD_PRELOAD="$LIBMPI"} valgrind --tool=callgrind --collect-atstart=no --toggle-collect=$fn \
+            "${tw[@]}" --callgrind-out-file="$O/cg.$kind.$w.%q{KUMI_RANK}" "$O/ic" "$N" "$kind" > "$O/run.$kind.log" 2>&1 ||
+            { echo "nbc-icount: $kind run failed"; tail -20 "$O/run.$kind.log"; exit 1; }
+    done
     for r in 0 1; do
-        awk -v a="$(tot "$O/cg.$kind.$r")" -v n=$((N + 10)) -v t="$fn rank $r" \
-            'BEGIN { printf "  %-24s %8.1f\n", t, a / n }'
+        awk -v a="$(tot "$O/cg.$kind.0.$r")" -v b="$(tot "$O/cg.$kind.1.$r")" -v n=$((N + 10)) -v t="$fn rank $r" \
+            'BEGIN { printf "  %-24s %8.1f   with MPI_Wait %8.1f\n", t, a / n, b / n }'
     done
 done
