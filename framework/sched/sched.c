@@ -345,9 +345,11 @@ static int seal(struct kumi_sched *s)
         if (!r) { s->pcap = 0; goto nomem; }
         s->ready = r;
     }
+    bool forward = true;                 /* every edge goes to a later node: no cycle */
     for (uint32_t e = 0; e < s->nedge; e++) {
         outdeg[s->edge[e].from]++;
         s->node[s->edge[e].to].npred++;
+        forward &= s->edge[e].from < s->edge[e].to;
     }
     for (uint32_t i = 2; i < n; i++) {
         if (s->node[i].npred == 0) { root[i] = 1; s->node[i].npred = 1; outdeg[0]++; }
@@ -370,18 +372,25 @@ static int seal(struct kumi_sched *s)
         if (sink[i]) SUCC(i, 1);
 #undef SUCC
     if (outdeg != small) free(outdeg);
-    /* a cycle would never reach END: every node must come out of a topological order */
-    uint32_t seen = 0, *q = s->ready;
-    for (uint32_t i = 0; i < n; i++) s->pending[i] = s->node[i].npred;
+    /* a cycle would never reach END: every node must come out of a topological
+     * order (the builders' edges all go forward, which is one: no search) */
+    uint32_t seen = forward ? n : 0, *q = s->ready;
+    if (!forward)
+        for (uint32_t i = 0; i < n; i++) s->pending[i] = s->node[i].npred;
     q[0] = 0;
-    for (uint32_t h = 0, t = 1; h < t; h++, seen++)
+    for (uint32_t h = 0, t = 1; !forward && h < t; h++, seen++)
         for (uint32_t k = 0; k < s->node[q[h]].nsucc; k++) {
             uint32_t j = s->succ[s->node[q[h]].first + k];
             if (--s->pending[j] == 0) q[t++] = j;
         }
     if (seen != n)
         return kumi_sched_fail(s, kumi_error(MPI_ERR_ARG, "collective schedule: its dependencies form a cycle"));
-    s->nedge = 0;                        /* the edge array stays for a next schedule (spares) */
+    s->nedge = 0;                        /* a small edge array stays for a next schedule (spares) */
+    if (s->ecap > 256) {
+        free(s->edge);
+        s->edge = NULL;
+        s->ecap = 0;
+    }
     s->sealed = true;
     return 0;
 nomem:
