@@ -155,6 +155,7 @@ static void check(enum op op, long n)
 {
     double *rd = (double *)(void *)rbuf;
     bool spoil = (int)op == fault;
+    const char *name = op_name[op];
     op = blocking(op);
     long cnt = op == ALLREDUCE ? count_of(op, n) : op == BCAST ? n : n * nranks;
     if (spoil && rank == nranks - 1 && cnt > 0) {     /* -f */
@@ -177,7 +178,7 @@ static void check(enum op op, long n)
             if (op == ALLGATHER || op == ALLTOALL)
                 snprintf(where, sizeof where, " (block of rank %ld, byte %ld)", from, i % n);
             fprintf(stderr, "collbench: %s %ld bytes on %d ranks: wrong result on rank %d at "
-                    "element %ld%s: %g, expected %g\n", op_name[op], n, nranks, rank, i, where,
+                    "element %ld%s: %g, expected %g\n", name, n, nranks, rank, i, where,
                     got, want);
             fflush(stderr);
             MPI_Abort(MPI_COMM_WORLD, 3);
