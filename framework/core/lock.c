@@ -59,10 +59,12 @@ int kumi_lock_free_in;
 _Thread_local int kumi_lock_free_depth __attribute__((tls_model("initial-exec")));
 static int mb_cmd;                      /* the membarrier command of kumi_lock_ck_raise */
 int kumi_engine_work;
-static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local int depth;
-static int waiting;                     /* application threads blocked in pthread_mutex_lock(&big) */
-static _Thread_local bool is_engine;    /* this thread is the progress thread */
+static int big;                         /* the lock: 0 free, 1 held, 2 held and a thread may sleep on it
+                                           (a futex word: a try is one compare-and-swap, a release one
+                                           exchange, against pthread_mutex_trylock + _unlock's 58 instructions) */
+static _Thread_local int depth __attribute__((tls_model("initial-exec")));     /* no __tls_get_addr per entry */
+static int waiting;                     /* application threads blocked in big_lock() */
+static _Thread_local bool is_engine __attribute__((tls_model("initial-exec")));   /* this thread is the progress thread */
 static int engine_holds;                /* the engine holds big (atomic) */
 static int app_in;                      /* application threads inside the library (atomic; futex word) */
 static int engine_parked;               /* the engine waits for app_in == 0 (atomic) */
@@ -77,6 +79,24 @@ static void futex_wait(int *word, int val)
 static void futex_wake_all(int *word)
 {
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+static inline bool big_trylock(void)
+{
+    int z = 0;
+    return __atomic_compare_exchange_n(&big, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static void big_lock(void)
+{
+    if (big_trylock()) return;
+    while (__atomic_exchange_n(&big, 2, __ATOMIC_ACQUIRE) != 0) futex_wait(&big, 2);
+}
+
+static inline void big_unlock(void)
+{
+    if (__atomic_exchange_n(&big, 0, __ATOMIC_RELEASE) == 2)
+        syscall(SYS_futex, &big, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* The engine: wait until no application thread is inside and a schedule
@@ -102,20 +122,20 @@ static void engine_park(void)
 static void take(void)
 {
     if (is_engine) {
-        while (pthread_mutex_trylock(&big) != 0) {
+        while (!big_trylock()) {
             if (__atomic_load_n(&app_in, __ATOMIC_SEQ_CST) > 0) engine_park();
             else sched_yield();
         }
         __atomic_store_n(&engine_holds, 1, __ATOMIC_RELAXED);
         return;
     }
-    if (pthread_mutex_trylock(&big) == 0) return;
+    if (big_trylock()) return;
     while (__atomic_load_n(&engine_holds, __ATOMIC_RELAXED)) {
         sched_yield();
-        if (pthread_mutex_trylock(&big) == 0) return;
+        if (big_trylock()) return;
     }
     __atomic_add_fetch(&waiting, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&big);
+    big_lock();
     __atomic_sub_fetch(&waiting, 1, __ATOMIC_RELAXED);
 }
 
@@ -123,10 +143,10 @@ static void give(void)
 {
     if (is_engine) {
         __atomic_store_n(&engine_holds, 0, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&big);
+        big_unlock();
         return;
     }
-    pthread_mutex_unlock(&big);
+    big_unlock();
     if (__atomic_load_n(&waiting, __ATOMIC_RELAXED) > 0) sched_yield();
 }
 
@@ -177,7 +197,7 @@ bool kumi_lock_try(void)
         return true;
     }
     __atomic_add_fetch(&app_in, 1, __ATOMIC_SEQ_CST);
-    if (pthread_mutex_trylock(&big) == 0) {
+    if (big_trylock()) {
         __atomic_add_fetch(&app_gen, 1, __ATOMIC_RELAXED);
         depth = 1;
         return true;

@@ -409,6 +409,7 @@ void kumi_sched_engine_finished(void)
 
 void kumi_sched_engine_stop(void)
 {
+    kumi_sched_spares_free();
     if (use_uring) kumi_sched_uring_stop();
     if (use_kmod) kumi_sched_kmod_stop();
     use_uring = use_kmod = false;

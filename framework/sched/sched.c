@@ -222,9 +222,50 @@ int kumi_sched_begin(struct kumi_comm *comm, const char *fn, bool persistent, MP
     return kumi_sched_create(comm, persistent ? KUMI_SCHED_PERSISTENT : KUMI_SCHED_NBC, s);
 }
 
+/* Spare schedules: a destroyed schedule keeps its arrays (nodes, edges,
+ * successors, per-node run state, the lists of what it owns) for the next
+ * one, so a repeated small non-blocking collective allocates nothing but its
+ * request and scratch memory (building and sealing an 8-byte MPI_Iallreduce
+ * took a dozen malloc / free pairs).  Under the library lock, like every
+ * schedule. */
+#define KUMI_SCHED_SPARES 4
+static struct kumi_sched *spares[KUMI_SCHED_SPARES];
+static int nspares;
+
+static struct kumi_sched *sched_alloc(void)
+{
+    if (nspares == 0) return calloc(1, sizeof(struct kumi_sched));
+    struct kumi_sched *o = spares[--nspares], k = { 0 };
+    k.cap = o->cap; k.node = o->node;
+    k.ecap = o->ecap; k.edge = o->edge;
+    k.scap = o->scap; k.succ = o->succ;
+    k.pcap = o->pcap; k.pending = o->pending; k.ready = o->ready;
+    k.memcap = o->memcap; k.mem = o->mem;
+    k.dtcap = o->dtcap; k.dts = o->dts;
+    k.opcap = o->opcap; k.ops = o->ops;
+    *o = k;
+    return o;
+}
+
+static void sched_free_arrays(struct kumi_sched *s)
+{
+    free(s->mem); free(s->dts); free(s->ops);
+    free(s->node); free(s->succ); free(s->edge);
+    free(s->pending); free(s->ready);
+}
+
+void kumi_sched_spares_free(void)
+{
+    while (nspares > 0) {
+        struct kumi_sched *s = spares[--nspares];
+        sched_free_arrays(s);
+        free(s);
+    }
+}
+
 int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out)
 {
-    struct kumi_sched *s = calloc(1, sizeof *s);
+    struct kumi_sched *s = sched_alloc();
     *out = NULL;
     if (!s) return kumi_error(MPI_ERR_NO_MEM, "collective schedule: out of memory");
     s->magic = KUMI_SCHED_MAGIC;
@@ -246,6 +287,7 @@ int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out
     s->tagbase = base + (int32_t)((seq % slots) << 12);
     for (struct kumi_sched *o = comm->scheds; o; o = o->cnext)
         if (o->tagbase == s->tagbase) {
+            sched_free_arrays(s);
             free(s);
             return kumi_error(MPI_ERR_OTHER, "collective schedule: %u %s were made on this communicator since "
                               "one that is still alive; they would share its message tags (free older "
@@ -270,14 +312,18 @@ void kumi_sched_destroy(struct kumi_sched *s)
     for (int i = 0; i < s->nmem; i++) free(s->mem[i]);
     for (int i = 0; i < s->ndts; i++) kumi_dt_release(s->dts[i]);
     for (int i = 0; i < s->nops; i++) kumi_op_release(s->ops[i]);
-    free(s->mem); free(s->dts); free(s->ops);
-    free(s->node); free(s->succ); free(s->edge);
-    free(s->pending); free(s->ready); free(s->uflag);
+    free(s->uflag);
+    s->uflag = NULL;
     if (s->cprev) s->cprev->cnext = s->cnext;
     else s->comm->scheds = s->cnext;
     if (s->cnext) s->cnext->cprev = s->cprev;
     kumi_comm_release(s->comm);
     s->magic = KUMI_MAGIC_DEAD;
+    if (nspares < KUMI_SCHED_SPARES && s->cap <= 4096) {
+        spares[nspares++] = s;         /* its arrays serve the next schedule */
+        return;
+    }
+    sched_free_arrays(s);
     free(s);
 }
 
@@ -286,14 +332,24 @@ void kumi_sched_destroy(struct kumi_sched *s)
 static int seal(struct kumi_sched *s)
 {
     uint32_t n = s->n;
-    uint32_t *outdeg = calloc(n, sizeof *outdeg);
-    uint8_t *root = calloc(n, 1), *sink = calloc(n, 1);
-    s->pending = malloc((size_t)n * sizeof *s->pending);
-    s->ready = malloc((size_t)n * sizeof *s->ready);
-    if (!outdeg || !root || !sink || !s->pending || !s->ready) goto nomem;
+    /* per node: successors to come, and whether START / END is added;
+     * on the stack for a small schedule */
+    uint32_t small[3 * 64], *outdeg = small;
+    if (n > 64 && !(outdeg = malloc((size_t)n * 3 * sizeof *outdeg))) return sched_nomem(s);
+    uint32_t *root = outdeg + n, *sink = root + n;
+    memset(outdeg, 0, (size_t)n * 3 * sizeof *outdeg);
+    uint32_t pcap = s->pcap;
+    if (!grow((void **)&s->pending, &s->pcap, n, sizeof *s->pending)) goto nomem;
+    if (s->pcap != pcap || !s->ready) { /* ready: the same capacity as pending */
+        uint32_t *r = realloc(s->ready, (size_t)s->pcap * sizeof *r);
+        if (!r) { s->pcap = 0; goto nomem; }
+        s->ready = r;
+    }
+    bool forward = true;                 /* every edge goes to a later node: no cycle */
     for (uint32_t e = 0; e < s->nedge; e++) {
         outdeg[s->edge[e].from]++;
         s->node[s->edge[e].to].npred++;
+        forward &= s->edge[e].from < s->edge[e].to;
     }
     for (uint32_t i = 2; i < n; i++) {
         if (s->node[i].npred == 0) { root[i] = 1; s->node[i].npred = 1; outdeg[0]++; }
@@ -306,7 +362,7 @@ static int seal(struct kumi_sched *s)
         s->node[i].nsucc = 0;
         total += outdeg[i];
     }
-    if (!(s->succ = malloc((size_t)total * sizeof *s->succ))) goto nomem;
+    if (!grow((void **)&s->succ, &s->scap, total ? total : 1, sizeof *s->succ)) goto nomem;
 #define SUCC(f, t) (s->succ[s->node[f].first + s->node[f].nsucc++] = (t))
     for (uint32_t i = 2; i < n; i++)
         if (root[i]) SUCC(0, i);
@@ -315,25 +371,30 @@ static int seal(struct kumi_sched *s)
     for (uint32_t i = 2; i < n; i++)
         if (sink[i]) SUCC(i, 1);
 #undef SUCC
-    /* a cycle would never reach END: every node must come out of a topological order */
-    uint32_t seen = 0, *q = s->ready;
-    for (uint32_t i = 0; i < n; i++) s->pending[i] = s->node[i].npred;
+    if (outdeg != small) free(outdeg);
+    /* a cycle would never reach END: every node must come out of a topological
+     * order (the builders' edges all go forward, which is one: no search) */
+    uint32_t seen = forward ? n : 0, *q = s->ready;
+    if (!forward)
+        for (uint32_t i = 0; i < n; i++) s->pending[i] = s->node[i].npred;
     q[0] = 0;
-    for (uint32_t h = 0, t = 1; h < t; h++, seen++)
+    for (uint32_t h = 0, t = 1; !forward && h < t; h++, seen++)
         for (uint32_t k = 0; k < s->node[q[h]].nsucc; k++) {
             uint32_t j = s->succ[s->node[q[h]].first + k];
             if (--s->pending[j] == 0) q[t++] = j;
         }
-    free(outdeg); free(root); free(sink);
     if (seen != n)
         return kumi_sched_fail(s, kumi_error(MPI_ERR_ARG, "collective schedule: its dependencies form a cycle"));
-    free(s->edge);
-    s->edge = NULL;
-    s->nedge = s->ecap = 0;
+    s->nedge = 0;                        /* a small edge array stays for a next schedule (spares) */
+    if (s->ecap > 256) {
+        free(s->edge);
+        s->edge = NULL;
+        s->ecap = 0;
+    }
     s->sealed = true;
     return 0;
 nomem:
-    free(outdeg); free(root); free(sink);
+    if (outdeg != small) free(outdeg);
     return sched_nomem(s);
 }
 

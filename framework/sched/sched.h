@@ -43,6 +43,7 @@ struct kumi_sched {
     uint32_t n, cap;
     struct kumi_sched_node *node;
     uint32_t *succ;                 /* after kumi_sched_seal */
+    uint32_t scap, pcap;            /* capacity of succ; of pending and ready (each) */
     struct kumi_sched_edge *edge;   /* while building */
     uint32_t nedge, ecap;
     bool sealed;
@@ -93,6 +94,7 @@ int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out
 /* Fix the DAG (see sched.c); MPI_ERR_ARG if it has a cycle. */
 int kumi_sched_seal(struct kumi_sched *s);
 void kumi_sched_destroy(struct kumi_sched *s);
+void kumi_sched_spares_free(void);     /* at shut-down: the arrays kept for reuse (sched.c) */
 /* After the builder: report its error (code rc or the schedule's), else
  * make the request (kind KUMI_REQ_COLL) that owns s; a non-persistent one
  * is started at once.  On error s is destroyed. */

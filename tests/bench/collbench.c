@@ -18,6 +18,10 @@
  *   allgather  MPI_Allgather, a block of BYTES MPI_BYTE from every rank
  *   alltoall   MPI_Alltoall, a block of BYTES MPI_BYTE for every pair of ranks
  *   barrier    MPI_Barrier, reported as size 0 whatever -s says
+ *   ibcast, iallreduce   (not in the default list) MPI_Ibcast / MPI_Iallreduce as
+ *              bcast / allreduce, each followed at once by MPI_Wait: the cost of a
+ *              non-blocking collective waited at once (issue 22 item 4, the thread
+ *              engine against the loop engine: KUMI_BASE_SCHED_ENGINE)
  * A size of 0 is left out of the four data operations.
  *
  * Per operation and size: one operation whose result is checked in full on
@@ -37,12 +41,14 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include "benchutil.h"
 
 
-enum op { BCAST, ALLREDUCE, ALLGATHER, ALLTOALL, BARRIER, NOPS };
-static const char *op_name[NOPS] = { "bcast", "allreduce", "allgather", "alltoall", "barrier" };
+enum op { BCAST, ALLREDUCE, ALLGATHER, ALLTOALL, IBCAST, IALLREDUCE, BARRIER, NOPS };
+static const char *op_name[NOPS] = { "bcast", "allreduce", "allgather", "alltoall", "ibcast", "iallreduce",
+                                     "barrier" };
 
 static int rank, nranks, reps = 5;
 static double scale = 1.0;
@@ -78,11 +84,15 @@ static double dval(long r, long i) { return (double)(r + 1) * (double)(i % 1021 
 
 static double dsum(long i) { return (double)nranks * (nranks + 1) / 2 * (double)(i % 1021 + 1); }
 
+/* The blocking operation whose data and result a non-blocking one has. */
+static enum op blocking(enum op op) { return op == IBCAST ? BCAST : op == IALLREDUCE ? ALLREDUCE : op; }
+
 static long count_of(enum op op, long n) { return op == ALLREDUCE ? (n / 8 > 0 ? n / 8 : 1) : n; }
 
 /* The send data of this rank and a receive buffer that holds no right value. */
 static void fill(enum op op, long n)
 {
+    op = blocking(op);
     double *sd = (double *)(void *)sbuf, *rd = (double *)(void *)rbuf;
     long cnt = count_of(op, n);
     switch (op) {
@@ -112,7 +122,16 @@ static void fill(enum op op, long n)
 
 static void run_op(enum op op, long n)
 {
+    MPI_Request r;
     switch (op) {
+    case IBCAST:
+        MPI_Ibcast(rbuf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        break;
+    case IALLREDUCE:
+        MPI_Iallreduce(sbuf, rbuf, (int)count_of(ALLREDUCE, n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        break;
     case BCAST:
         MPI_Bcast(rbuf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
         break;
@@ -135,8 +154,11 @@ static void run_op(enum op op, long n)
 static void check(enum op op, long n)
 {
     double *rd = (double *)(void *)rbuf;
+    bool spoil = (int)op == fault;
+    const char *name = op_name[op];
+    op = blocking(op);
     long cnt = op == ALLREDUCE ? count_of(op, n) : op == BCAST ? n : n * nranks;
-    if ((int)op == fault && rank == nranks - 1 && cnt > 0) {     /* -f */
+    if (spoil && rank == nranks - 1 && cnt > 0) {     /* -f */
         if (op == ALLREDUCE) rd[cnt / 2] += 1.0;
         else rbuf[cnt / 2] ^= 0x10;
     }
@@ -156,7 +178,7 @@ static void check(enum op op, long n)
             if (op == ALLGATHER || op == ALLTOALL)
                 snprintf(where, sizeof where, " (block of rank %ld, byte %ld)", from, i % n);
             fprintf(stderr, "collbench: %s %ld bytes on %d ranks: wrong result on rank %d at "
-                    "element %ld%s: %g, expected %g\n", op_name[op], n, nranks, rank, i, where,
+                    "element %ld%s: %g, expected %g\n", name, n, nranks, rank, i, where,
                     got, want);
             fflush(stderr);
             MPI_Abort(MPI_COMM_WORLD, 3);
@@ -193,7 +215,7 @@ static void bench(enum op op, long n, double *v)
 static void usage_abort(const char *msg)
 {
     bench_usage_abort(rank, "collbench",
-                      "[-m bcast,allreduce,allgather,alltoall,barrier] [-s SIZES|default] "
+                      "[-m bcast,allreduce,allgather,alltoall,barrier,ibcast,iallreduce] [-s SIZES|default] "
                       "[-r REPS] [-x SCALE] [-q] [-f OP]", msg);
 }
 
@@ -209,7 +231,7 @@ int main(int argc, char **argv)
     if (bad) usage_abort(bad);
     if (o.fault) {
         fault = bench_index(op_name, NOPS, o.fault);
-        if (fault < 0 || fault == BARRIER) usage_abort("-f: one of bcast, allreduce, allgather, alltoall");
+        if (fault < 0 || fault == BARRIER) usage_abort("-f: one of bcast, allreduce, allgather, alltoall, ibcast, iallreduce");
     }
     reps = o.reps;
     scale = o.scale;

@@ -108,6 +108,8 @@
 #   KUMI_BENCH_PEERS="ompi mpich"          which peers (none: Kumi only)
 #   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run, and of one coll4 run (default 240 s)
 #   KUMI_BENCH_OVERSUB_TIMEOUT=S   limit of one oversub run (default 30 s)
+#   KUMI_BENCH_OVERSUB_NP=N the rank count of oversub and coll4 (default 4; e.g. 8: 8 ranks
+#                           on the cores there are; the configurations keep their names)
 #   KUMI_BENCH_INSTALL=1    install openmpi-bin libopenmpi-dev mpich libmpich-dev
 #                           with apt-get when missing (root only)
 # A peer that is not installed is skipped; the script never waits forever.
@@ -125,6 +127,8 @@ configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank 
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
 olimit=${KUMI_BENCH_OVERSUB_TIMEOUT:-$([ "$quick" = 1 ] && echo 10 || echo 30)}
+onp=${KUMI_BENCH_OVERSUB_NP:-4}
+case $onp in ''|*[!0-9]*) echo "run-bench: KUMI_BENCH_OVERSUB_NP=$onp: expected a rank count"; exit 2 ;; esac
 # Iteration scale per configuration (the same for every implementation):
 # TCP is slower, so fewer iterations keep the run within a few minutes; so are
 # oversubscribed collectives (MPICH's ranks poll without yielding: ~10 ms a
@@ -266,9 +270,9 @@ launch() {
     overlap) args=(-s "$ovl_sizes" -r "$ovl_reps"); prog=overlap ;;
     shm) args=(-s "$sizes" -r 1 -x "$scale_shm") ;;
     tcp|ofi) args=(-s "$sizes" -r 1 -x "$scale_tcp") ;;
-    oversub) args=(-m ring -r 1 -x "$scale_ring"); np=4; t=$olimit ;;
+    oversub) args=(-m ring -r 1 -x "$scale_ring"); np=$onp; t=$olimit ;;
     coll2) args=(-s "$coll_sizes" -r 1 -x "$scale_shm"); prog=collbench ;;
-    coll4) args=(-s "$coll_sizes" -r 1 -x "$scale_coll4"); prog=collbench; np=4 ;;
+    coll4) args=(-s "$coll_sizes" -r 1 -x "$scale_coll4"); prog=collbench; np=$onp ;;
     rma) args=(-r 1 -x "$scale_shm"); prog=rmabench ;;
     esac
     case $impl/$cfg in
@@ -648,7 +652,7 @@ for cfg in $configs; do
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/tcp-syscalls.sh" ;;
     oversub)
-        echo; echo "==== oversubscribed: 4 ranks on $ncpu cores, ring exchange (MPI_Sendrecv), no binding"
+        echo; echo "==== oversubscribed: $onp ranks on $ncpu cores, ring exchange (MPI_Sendrecv), no binding"
         table oversub ring "oversub: time per ring step" low "ompi:all:no slower than Open MPI --oversubscribe"
         # how the ranks wait (load-independent enough to compare on a busy machine): sleeps and yields
         table oversub ringsleep "oversub: voluntary context switches (sleeps) per rank and ring step" low ""
@@ -670,7 +674,7 @@ for cfg in $configs; do
         echo; echo "==== blocking collectives, 2 ranks, one per core (default components; time per operation, slowest rank)"
         coll_tables coll2 ;;
     coll4)
-        echo; echo "==== blocking collectives, 4 ranks on $ncpu cores, no binding (default components; time per operation, slowest rank)"
+        echo; echo "==== blocking collectives, $onp ranks on $ncpu cores, no binding (default components; time per operation, slowest rank)"
         coll_tables coll4 ;;
     rma)
         echo; echo "==== one-sided communication, 2 ranks, one per core (default components; time per operation + flush at rank 0, rank 1 in MPI_Barrier)"

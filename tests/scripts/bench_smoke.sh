@@ -1,7 +1,8 @@
 #!/bin/bash
 # The benchmark programs (tests/bench/mpibench.c, tests/bench/collbench.c) build
 # against Kumi, run every metric / collective at tiny sizes, and print their
-# documented format with sane values; collbench fails on a wrong result; and
+# documented format with sane values (collbench's ibcast / iallreduce too); collbench
+# fails on a wrong result; and
 # run-bench.sh (what `make bench` runs) produces its tables with Kumi alone, as
 # do the configuration scripts on tests/bench/bench-common.sh (match-, mem-,
 # io-, kacc-bench.sh); overlap.c's matrix kernels give its format-2 lines.
@@ -82,7 +83,13 @@ for np in 2 3; do
         }' || fail "collbench output format ($np ranks)"
 done
 # a wrong result (-f: the last rank spoils one element) is caught: a message and a failure
-for op in allreduce alltoall; do
+# the non-blocking ones waited at once (not in the default list)
+out=$(timeout 120 "$MPIEXEC" -n 3 "$work/collbench" -m ibcast,iallreduce -s 8 -r 3 -x 0.001 2>&1) ||
+    fail "collbench -m ibcast,iallreduce failed: $out"
+for op in ibcast iallreduce; do
+    echo "$out" | grep -Eq "^$op 8 [0-9]+ [0-9.e+-]+ [0-9.e+-]+ [0-9.e+-]+ us$" || fail "collbench: no $op line: $out"
+done
+for op in allreduce alltoall iallreduce; do
     out=$(timeout 60 "$MPIEXEC" -n 3 "$work/collbench" -m $op -s 4097 -r 1 -x 0.001 -f $op 2>&1)
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "collbench -f $op: exit $rc"

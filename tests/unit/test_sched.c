@@ -10,7 +10,8 @@
  * (with and without a way in from START), sealing twice, building after
  * sealing, bad dependencies (self, START / END, out of range, -1 ignored),
  * bad node arguments (tag, rank), the tag slot rule of kumi_sched_create,
- * and random DAGs (and the same with one back edge) against a naive model. */
+ * random DAGs (and the same with one back edge) against a naive model, and
+ * that a schedule made from a destroyed one's kept arrays starts empty. */
 #include "sched/sched.h"
 #include "ut.h"
 #include "ut_errors.h"
@@ -68,7 +69,17 @@ static void test_shapes(void)
     CHECK_NPRED(s, 3, 1);
     CHECK_NPRED(s, 4, 1);
     CHECK_NPRED(s, 1, 1);
-    CHECK(s->edge == NULL && s->nedge == 0, "the edge list is freed at sealing");
+    CHECK(s->nedge == 0, "the edge list is emptied at sealing (a small array stays for the next schedule)");
+    kumi_sched_destroy(s);
+
+    UT_CASE("a schedule made from a spare starts empty");
+    s = mk();                           /* gets the chain's arrays (sched.c: spares) */
+    CHECK(s->n == 2 && s->nedge == 0 && !s->sealed && s->nmem == 0 && s->ndts == 0 && s->nops == 0 &&
+          s->err == MPI_SUCCESS && s->rhead == 0 && s->rtail == 0, "a fresh schedule: n %u, nedge %u, sealed %d",
+          s->n, s->nedge, (int)s->sealed);
+    CHECK_INT(kumi_sched_seal(s), MPI_SUCCESS);
+    CHECK_SUCC(s, 0, "1");
+    CHECK_NPRED(s, 1, 1);
     kumi_sched_destroy(s);
 
     UT_CASE("diamond, edges in making order");
