@@ -145,25 +145,6 @@ out:
     return err;
 }
 
-/* Copy len bytes from the start of src into the start of dst, page to page. */
-static void kb_copy(struct kbuf *dst, struct kbuf *src, u64 len)
-{
-    u64 off;
-    unsigned int runs = 0;
-    for (off = 0; off < len;) {
-        u64 as = (src->addr & ~PAGE_MASK) + off, ad = (dst->addr & ~PAGE_MASK) + off;
-        size_t ps = as & ~PAGE_MASK, pd = ad & ~PAGE_MASK;
-        size_t l = (size_t)min_t(u64, min(PAGE_SIZE - ps, PAGE_SIZE - pd), len - off);
-        char *ks = kmap_local_page(src->pages[as >> PAGE_SHIFT]);
-        char *kd = kmap_local_page(dst->pages[ad >> PAGE_SHIFT]);
-        memcpy(kd + pd, ks + ps, l);
-        kunmap_local(kd);
-        kunmap_local(ks);
-        off += l;
-        if (++runs % 64 == 0) cond_resched();
-    }
-}
-
 /* Hand a SEND back to its sender (under ch->mx, the sender alive). */
 static void send_finished(struct kchan *ch, struct kop *so, int err)
 {
@@ -204,7 +185,7 @@ static bool match(struct kpeer *p)
                 s->nst[j] = N_FUSED;
                 atomic64_add(so->h.len, &d_fused);
             } else if (n) {
-                kb_copy(rb, sb, n);
+                kacc_kb_copy(rb, sb, n, true);
             }
             if (so->h.len > rb->len) set_err(s, -EMSGSIZE);
             s->rbytes += so->h.len;

@@ -109,6 +109,7 @@ void set_err(struct ksched *s, int err);
 void node_done(struct ksched *s, u32 i);
 void advance(struct ksched *s);
 void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y);
+void kacc_kb_copy(struct kbuf *dst, const struct kbuf *src, u64 len, bool may_sleep);
 
 /* kacc_direct.c */
 struct seq_file;

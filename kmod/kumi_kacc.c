@@ -302,24 +302,33 @@ static void exec_calc(struct ksched *s, u32 i)
     kacc_calc_bufs(s->c, &s->nd[i], &s->b1[i], &s->b2[i]);
 }
 
-/* COPY: page to page (one copy), a run at a time that crosses no page of either buffer. */
+/* Copy len bytes from the start of src to the start of dst, page to page (one
+ * copy), a run at a time that crosses no page of either buffer; memmove: a
+ * COPY node's two buffers may overlap.  may_sleep: yield the CPU now and then
+ * (process context only). */
+void kacc_kb_copy(struct kbuf *dst, const struct kbuf *src, u64 len, bool may_sleep)
+{
+    u64 off;
+    unsigned int runs = 0;
+    for (off = 0; off < len;) {
+        u64 as = (src->addr & ~PAGE_MASK) + off, ad = (dst->addr & ~PAGE_MASK) + off;
+        size_t ps = as & ~PAGE_MASK, pd = ad & ~PAGE_MASK;
+        size_t l = (size_t)min_t(u64, min(PAGE_SIZE - ps, PAGE_SIZE - pd), len - off);
+        char *ks = kmap_local_page(src->pages[as >> PAGE_SHIFT]);
+        char *kd = kmap_local_page(dst->pages[ad >> PAGE_SHIFT]);
+        memmove(kd + pd, ks + ps, l);
+        kunmap_local(kd);
+        kunmap_local(ks);
+        off += l;
+        if (may_sleep && ++runs % 64 == 0) cond_resched();
+    }
+}
+
+/* COPY */
 static void exec_copy(struct ksched *s, u32 i)
 {
     const struct kacc_node *nd = &s->nd[i];
-    struct kbuf *x = &s->b1[i], *y = &s->b2[i];
-    u64 off;
-    if (x->addr != y->addr)
-        for (off = 0; off < nd->len;) {
-            u64 ax = (x->addr & ~PAGE_MASK) + off, ay = (y->addr & ~PAGE_MASK) + off;
-            size_t px = ax & ~PAGE_MASK, py = ay & ~PAGE_MASK;
-            size_t l = (size_t)min_t(u64, min(PAGE_SIZE - px, PAGE_SIZE - py), nd->len - off);
-            char *kx = kmap_local_page(x->pages[ax >> PAGE_SHIFT]);
-            char *ky = kmap_local_page(y->pages[ay >> PAGE_SHIFT]);
-            memmove(ky + py, kx + px, l);
-            kunmap_local(ky);
-            kunmap_local(kx);
-            off += l;
-        }
+    if (s->b1[i].addr != s->b2[i].addr) kacc_kb_copy(&s->b2[i], &s->b1[i], nd->len, false);
     atomic64_inc(&st.copies);
 }
 
