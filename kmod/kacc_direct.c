@@ -28,7 +28,11 @@
  * buffer (kacc_direct_plan) is not copied at all: the CALC reduces straight
  * from the sender's pinned pages, at the match, once every ancestor of the
  * CALC that touches its inout buffer is done (its other predecessors, which
- * do not, may still run: the CALC then completes after them).  Lock order: context lock ->
+ * do not, may still run: the CALC then completes after them).  So is a RECV (any buffer)
+ * whose CALC after it computes inout = in op received with the RECV's buffer as its inout
+ * (a reduction into the output, no scratch): the sender's run is copied into the inout and
+ * reduced there at once, in the cache (kacc_calc_out), instead of a copy and a later pass;
+ * counted in direct_fused_bytes and, of these, direct_fused_out_bytes.  Lock order: context lock ->
  * directory mutex -> channel mutex -> the sender's dlock; no code holds two
  * context locks or two channel mutexes.
  *
@@ -62,7 +66,7 @@ static DEFINE_MUTEX(kacc_dmx);          /* the directory and the channel list */
 static LIST_HEAD(kacc_chans);
 static struct kctx **kacc_dir;          /* open contexts (a small array: a few per rank) */
 static unsigned int kacc_ndir, kacc_dircap;
-static atomic64_t d_bytes, d_msgs, d_links, d_refused, d_fused;
+static atomic64_t d_bytes, d_msgs, d_links, d_refused, d_fused, d_fused_out;
 
 static struct kctx *dir_find(u64 id)
 {
@@ -180,10 +184,14 @@ static bool match(struct kpeer *p)
             n = min(so->h.len, rb->len);
             j = s->fuse ? s->fuse[o->node] : 0;
             if (j && so->h.len == s->nd[j].len && fuse_ready(s, o->node)) {
-                /* what the CALC's inout depends on is done: reduce straight from the sender's pages */
-                kacc_calc_bufs(s->c, &s->nd[j], sb, &s->b2[j]);
+                /* what the CALC depends on is done: reduce straight from the sender's pages */
+                if (s->nd[j].buf2 == s->nd[o->node].buf)        /* into the RECV's own buffer */
+                    kacc_calc_out(s->c, &s->nd[j], &s->b1[j], sb, &s->b2[j]);
+                else                                            /* the RECV's scratch left unwritten */
+                    kacc_calc_bufs(s->c, &s->nd[j], sb, &s->b2[j]);
                 s->nst[j] = N_FUSED;
                 atomic64_add(so->h.len, &d_fused);
+                atomic64_add(s->nd[j].buf2 == s->nd[o->node].buf ? so->h.len : 0, &d_fused_out);
             } else if (n) {
                 kacc_kb_copy(rb, sb, n, true);
             }
@@ -258,9 +266,13 @@ static int plan_conflicts(struct ksched *s)
                 if (seen[a]) continue;
                 seen[a] = 1;
                 q[t++] = a;
-                hit = x->kind == KACC_SEND || x->kind == KACC_RECV ? x->peer >= 0 && overlaps(x->buf, x->len, c->buf2, c->len)
+                /* touching the CALC's inout, or writing its input (out: the input is not the scratch) */
+                hit = x->kind == KACC_SEND || x->kind == KACC_RECV ?
+                      x->peer >= 0 && (overlaps(x->buf, x->len, c->buf2, c->len) ||
+                                       (x->kind == KACC_RECV && overlaps(x->buf, x->len, c->buf, c->len)))
                     : x->kind == KACC_CALC || x->kind == KACC_COPY ?
-                      overlaps(x->buf, x->len, c->buf2, c->len) || overlaps(x->buf2, x->len, c->buf2, c->len)
+                      overlaps(x->buf, x->len, c->buf2, c->len) || overlaps(x->buf2, x->len, c->buf2, c->len) ||
+                      overlaps(x->buf2, x->len, c->buf, c->len)
                     : x->kind == KACC_NOP && (x->flags & KACC_F_USER_PRE);     /* the rank's step: unknown buffers */
                 if (!hit) continue;
                 if (nconf == ncap) {
@@ -312,47 +324,62 @@ static bool reaches(struct ksched *s, u32 i, u32 j, u32 *q, u8 *seen)
     return false;
 }
 
+/* The CALC that RECV i (from a direct peer) may be fused with, 0: none.  Scratch
+ * (KACC_F_SCRATCH): the one other node touching the buffer is a CALC after i reading
+ * exactly it (so nothing else reads what the RECV would have written).  Otherwise (out):
+ * a CALC after i whose inout is exactly the buffer and whose input lies elsewhere:
+ * it computes inout = in op received, so the received bytes are never read apart from it;
+ * nodes between i and that CALC touching the buffer are its ancestors (plan_conflicts: not
+ * done at the match, so nothing is fused), the others run before i or after the CALC. */
+static u32 plan_one(struct ksched *s, u32 i, u32 *q, u8 *seen)
+{
+    const struct kacc_node *r = &s->nd[i];
+    bool scr = r->flags & KACC_F_SCRATCH;
+    u32 j = 0, k;
+    if (r->kind != KACC_RECV || r->peer < 0 || !r->len || (r->flags & ~KACC_F_SCRATCH) ||
+        !s->c->peers[r->peer]->din)
+        return 0;
+    for (k = 0; k < s->n; k++) {
+        const struct kacc_node *x = &s->nd[k];
+        bool touch = false;
+        if (k == i) continue;
+        if (!scr) {
+            if (x->kind == KACC_CALC && !x->flags && x->buf2 == r->buf && x->len == r->len &&
+                !overlaps(x->buf, x->len, r->buf, r->len) && reaches(s, i, k, q, seen))
+                return k;
+            continue;
+        }
+        switch (x->kind) {
+        case KACC_SEND:
+        case KACC_RECV:
+            touch = x->peer >= 0 && overlaps(x->buf, x->len, r->buf, r->len);
+            break;
+        case KACC_CALC:
+        case KACC_COPY:
+            touch = overlaps(x->buf, x->len, r->buf, r->len) || overlaps(x->buf2, x->len, r->buf, r->len);
+            break;
+        }
+        if (!touch) continue;
+        if (j || x->kind != KACC_CALC || x->flags || x->buf != r->buf || x->len != r->len ||
+            overlaps(x->buf2, x->len, r->buf, r->len))
+            return 0;
+        j = k;
+    }
+    return j && reaches(s, i, j, q, seen) ? j : 0;
+}
+
 int kacc_direct_plan(struct ksched *s)
 {
-    u32 i, k, *q;
+    u32 i, *q;
     u8 *seen;
     for (i = 0; i < s->n; i++)
-        if (s->nd[i].flags & KACC_F_SCRATCH) break;
-    if (i == s->n || s->n > 4096) return 0;     /* nothing flagged; a large schedule: not worth n^2 */
+        if (s->nd[i].kind == KACC_RECV && s->nd[i].peer >= 0 && s->c->peers[s->nd[i].peer]->din) break;
+    if (i == s->n || s->n > 4096) return 0;     /* no direct receive; a large schedule: not worth n^2 */
     s->fuse = kvcalloc(s->n, sizeof *s->fuse, GFP_KERNEL);
     q = kvmalloc_array(s->n, sizeof *q, GFP_KERNEL);
     seen = kvmalloc(s->n, GFP_KERNEL);
     if (!s->fuse || !q || !seen) { kvfree(q); kvfree(seen); return -ENOMEM; }
-    for (i = 0; i < s->n; i++) {
-        const struct kacc_node *r = &s->nd[i];
-        u32 j = 0;
-        bool ok = true;
-        if (!(r->flags & KACC_F_SCRATCH) || r->peer < 0 || !r->len) continue;
-        /* the one node but i touching the buffer: a CALC reading exactly it, after i
-         * (directly or through others, e.g. a round's barrier) */
-        for (k = 0; k < s->n && ok; k++) {
-            const struct kacc_node *x = &s->nd[k];
-            bool touch = false;
-            if (k == i) continue;
-            switch (x->kind) {
-            case KACC_SEND:
-            case KACC_RECV:
-                touch = x->peer >= 0 && overlaps(x->buf, x->len, r->buf, r->len);
-                break;
-            case KACC_CALC:
-            case KACC_COPY:
-                touch = overlaps(x->buf, x->len, r->buf, r->len) || overlaps(x->buf2, x->len, r->buf, r->len);
-                break;
-            }
-            if (!touch) continue;
-            if (j || x->kind != KACC_CALC || x->flags || x->buf != r->buf || x->len != r->len ||
-                overlaps(x->buf2, x->len, r->buf, r->len))
-                ok = false;
-            else
-                j = k;
-        }
-        if (ok && j && reaches(s, i, j, q, seen)) s->fuse[i] = j;
-    }
+    for (i = 0; i < s->n; i++) s->fuse[i] = plan_one(s, i, q, seen);
     kvfree(q);
     kvfree(seen);
     return plan_conflicts(s);
@@ -461,6 +488,7 @@ void kacc_direct_release_end(struct kctx *c)
 void kacc_direct_show(struct seq_file *m)
 {
     seq_printf(m, "direct_links %lld\ndirect_msgs %lld\ndirect_bytes %lld\ndirect_fused_bytes %lld\n"
-               "direct_refused %lld\n", atomic64_read(&d_links), atomic64_read(&d_msgs), atomic64_read(&d_bytes),
-               atomic64_read(&d_fused), atomic64_read(&d_refused));
+               "direct_fused_out_bytes %lld\ndirect_refused %lld\n", atomic64_read(&d_links), atomic64_read(&d_msgs),
+               atomic64_read(&d_bytes), atomic64_read(&d_fused), atomic64_read(&d_fused_out),
+               atomic64_read(&d_refused));
 }

@@ -54,7 +54,8 @@ struct ksched {
     u32 *succ, *npred, *pending, *ready;
     u32 rhead, rtail;
     u8 *nst;
-    u32 *fuse;                          /* per RECV: the CALC it may do at once (kacc_direct.c), 0: none */
+    u32 *fuse;                          /* per RECV: the CALC it may do at once (kacc_direct.c), 0: none;
+                                         * the RECV's buffer is that CALC's in (scratch) or its inout */
     u32 *foff, *fconf;                  /* per RECV: fconf[foff[i] .. foff[i + 1]): that CALC's ancestors
                                          * touching its inout, which must be done first */
     struct kbuf *b1, *b2;
@@ -110,6 +111,8 @@ void node_done(struct ksched *s, u32 i);
 void advance(struct ksched *s);
 void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y);
 void kacc_kb_copy(struct kbuf *dst, const struct kbuf *src, u64 len, bool may_sleep);
+void kacc_calc_out(struct kctx *c, const struct kacc_node *nd, struct kbuf *a, const struct kbuf *src,
+                   struct kbuf *y);
 
 /* kacc_direct.c */
 struct seq_file;

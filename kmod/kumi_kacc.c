@@ -297,6 +297,46 @@ void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, 
     atomic64_add(nd->len / esz, &st.calc_elems);
 }
 
+/* A CALC fused with the RECV into its inout (kacc_direct.c): y = a op src (src the sender's
+ * pages, what the RECV would have written into y), run by run over the three buffers: src's
+ * run copied into y's, then reduced with a's while it is in the cache; the arithmetic of the
+ * copy and the CALC done apart, bit for bit.  Process context (it may be preempted). */
+void kacc_calc_out(struct kctx *c, const struct kacc_node *nd, struct kbuf *a, const struct kbuf *src,
+                   struct kbuf *y)
+{
+    size_t esz = kacc_type_size(nd->type);
+    unsigned int runs = 0;
+    u64 off;
+    if ((a->addr | src->addr | y->addr) % esz) {
+        kacc_kb_copy(y, src, nd->len, true);
+        kacc_calc_bufs(c, nd, a, y);
+        return;
+    }
+    kernel_fpu_begin();
+    for (off = 0; off < nd->len;) {
+        u64 aa = (a->addr & ~PAGE_MASK) + off, as = (src->addr & ~PAGE_MASK) + off;
+        u64 ay = (y->addr & ~PAGE_MASK) + off;
+        size_t pa = aa & ~PAGE_MASK, ps = as & ~PAGE_MASK, py = ay & ~PAGE_MASK;
+        size_t l = (size_t)min_t(u64, min3(PAGE_SIZE - pa, PAGE_SIZE - ps, PAGE_SIZE - py), nd->len - off);
+        char *ka = kmap_local_page(a->pages[aa >> PAGE_SHIFT]);
+        char *ks = kmap_local_page(src->pages[as >> PAGE_SHIFT]);
+        char *ky = kmap_local_page(y->pages[ay >> PAGE_SHIFT]);
+        memmove(ky + py, ks + ps, l);
+        kacc_reduce(nd->type, nd->op, ka + pa, ky + py, l / esz);
+        kunmap_local(ky);
+        kunmap_local(ks);
+        kunmap_local(ka);
+        off += l;
+        if (++runs % KACC_FPU_RUNS == 0 && off < nd->len) {
+            kernel_fpu_end();
+            cond_resched();
+            kernel_fpu_begin();
+        }
+    }
+    kernel_fpu_end();
+    atomic64_add(nd->len / esz, &st.calc_elems);
+}
+
 static void exec_calc(struct ksched *s, u32 i)
 {
     kacc_calc_bufs(s->c, &s->nd[i], &s->b1[i], &s->b2[i]);

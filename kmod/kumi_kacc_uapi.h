@@ -64,7 +64,9 @@ enum kacc_kind {
  * into the CALC's inout (once the CALC's ancestors touching the inout are
  * done) and leaves the scratch unwritten (no copy).  A module without
  * direct copies refuses the flag: the library sets it only where
- * KACC_IOC_DIRECT_ID answered. */
+ * KACC_IOC_DIRECT_ID answered.  (Without the flag, a RECV whose buffer is
+ * exactly the inout of a CALC after it is fused the same way, into that
+ * inout: nothing is left unwritten, no flag is needed.) */
 #define KACC_F_SCRATCH   0x04
 
 /* CALC element types and operations (MPI's predefined ones). */

@@ -297,18 +297,21 @@ merged() {
         # /proc/kumi_kacc after the run
         echo
         echo "-- kaccvm: the module's counters over each engine's launches (sums), and at the end"
-        printf "  %-12s %8s %6s %10s %12s %12s %9s %10s %10s %8s %9s\n" "" launches failed runs_done nodes user_nodes fallbacks \
-               wk_us_own wk_us_oth wire_MB direct_MB
+        printf "  %-12s %8s %6s %10s %12s %12s %9s %10s %10s %8s %9s %8s %8s\n" "" launches failed runs_done nodes user_nodes fallbacks \
+               wk_us_own wk_us_oth wire_MB direct_MB fused_MB fuse_out
         for i in "${impls[@]}"; do
             awk -v i="$i" -v l="$(bench_name "$i")" '$1 == "KMODVM-BENCHSTAT:" && $2 == i {
                     n++; for (j = 4; j <= NF; j++) { split($j, kv, "="); v[kv[1]] += kv[2] }
                     if ($4 != "rc=0") f++ }
-                END { printf "  %-12s %8d %6d %10d %12d %12d %9d %10d %10d %8.1f %9.1f\n", l, n, f, v["runs_done"], v["nodes"],
-                      v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"], v["wire_bytes"] / 1e6,
-                      v["direct_bytes"] / 1e6 }' "$out/kaccvm.console.log"
+                END { printf "  %-12s %8d %6d %10d %12d %12d %9d %10d %10d %8.1f %9.1f %8.1f %8.1f\n", l, n, f, v["runs_done"],
+                      v["nodes"], v["user_nodes"], v["engine_fallbacks"], v["work_us_own"], v["work_us_other"],
+                      v["wire_bytes"] / 1e6, v["direct_bytes"] / 1e6, v["direct_fused_bytes"] / 1e6,
+                      v["direct_fused_out_bytes"] / 1e6 }' "$out/kaccvm.console.log"
         done
         grep -q '^KMODVM-BENCHBIND:' "$out/kaccvm.console.log" &&
             echo "   wire_MB: bytes both veth ends sent (tbf's counters); the ranks (net namespace, CPUs): $(sed -n 's/^KMODVM-BENCHBIND: [^ ]* [^ ]* //p' "$out/kaccvm.console.log" | sort | uniq -c | sed 's/^ *\([0-9]*\) /\1 launches: /' | head -3 | tr '\n' ';')"
+        echo "   fused_MB: direct bytes a CALC reduced straight from the sender's pages (kacc_direct.c); fuse_out:" \
+             "of these, into the receive's own buffer (out = in op received)"
         echo "   /proc/kumi_kacc: $(sed -n 's/^KMODVM-STAT: //p' "$out/kaccvm.console.log" | tr '\n' ' ')"
         echo "   fallbacks: ranks whose engine fell back to loop (KUMI_VERBOSE line); the VM's verdicts:" \
              "$(grep -c '^KMODVM: PASS' "$out/kaccvm.console.log") passed, $(grep -c '^KMODVM: FAIL' "$out/kaccvm.console.log") failed"

@@ -12,7 +12,9 @@
  *             receive posted before and after the send, a CALC on the received data, a
  *             truncated message; a RECV into scratch reduced straight from the sender's
  *             pages (KACC_F_SCRATCH: the scratch left unwritten) and one that may not be (its
- *             buffer read by another node); the module's direct counters; the receiver closed while
+ *             buffer read by another node); a RECV into the inout of the CALC after it
+ *             (out = in op received: fused into the inout, no flag); the module's direct
+ *             counters; the receiver closed while
  *             a send waits (the send fails, nothing stays pinned)
  * Prints "PASS name" / "FAIL name ..." lines. */
 #define _GNU_SOURCE
@@ -322,7 +324,7 @@ static void direct(void)
     static int32_t src[M + 3], dst[M + 3], acc[M + 3], want[M + 3];
     static unsigned char bsrc[SM], bdst[SM / 2];
     enum { FM = 20000 };                /* doubles: 160 kB */
-    static double fsrc[FM], fscr[FM], facc[FM], fscr2[FM], facc2[FM], fout2[FM];
+    static double fsrc[FM], fscr[FM], facc[FM], fscr2[FM], facc2[FM], fout2[FM], fin5[FM], fout5[FM];
     int devA = dev, devB = open(KACC_DEVICE, O_RDWR);
     char *areaA = area, *areaB = devB < 0 ? MAP_FAILED : mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_SHARED, devB, 0);
     struct kacc_direct_id ida, idb;
@@ -358,8 +360,10 @@ static void direct(void)
     begin();
     uint32_t s1 = node(KACC_SEND, ka.index, src + 1, NULL, (size_t)M * 4), s2 = node(KACC_SEND, ka.index, bsrc, NULL, SM);
     uint32_t s3 = node(KACC_SEND, ka.index, fsrc, NULL, sizeof fsrc), s4 = node(KACC_SEND, ka.index, fsrc, NULL, sizeof fsrc);
-    N[s1].tag = 100; N[s2].tag = 101; N[s3].tag = 102; N[s4].tag = 103;
+    uint32_t s5 = node(KACC_SEND, ka.index, fsrc, NULL, sizeof fsrc);
+    N[s1].tag = 100; N[s2].tag = 101; N[s3].tag = 102; N[s4].tag = 103; N[s5].tag = 104;
     edge(0, s1); edge(0, s2); edge(s1, 1); edge(s2, 1); edge(0, s3); edge(s3, 1); edge(0, s4); edge(s4, 1);
+    edge(0, s5); edge(s5, 1);
     struct kacc_reg ra = seal();
     if (ioctl(devA, KACC_IOC_REGISTER, &ra)) { verdict(0, "direct-register-a", strerror(errno)); return; }
     dev = devB; area = areaB;
@@ -375,6 +379,10 @@ static void direct(void)
     N[r3].tag = 102; N[r4].tag = 103; N[r3].flags = N[r4].flags = KACC_F_SCRATCH;
     N[c3].type = N[c4].type = KACC_T_F64; N[c3].op = N[c4].op = KACC_OP_SUM;
     edge(0, r3); edge(r3, c3); edge(c3, 1); edge(0, r4); edge(r4, c4); edge(c4, cp4); edge(cp4, 1);
+    /* out: r5 into fout5, c5: fout5 = fin5 + received (fused into fout5, no flag) */
+    uint32_t r5 = node(KACC_RECV, kb.index, fout5, NULL, sizeof fout5), c5 = node(KACC_CALC, -1, fin5, fout5, sizeof fout5);
+    N[r5].tag = 104; N[c5].type = KACC_T_F64; N[c5].op = KACC_OP_SUM;
+    edge(0, r5); edge(r5, c5); edge(c5, 1);
     struct kacc_reg rb = seal();
     if (ioctl(devB, KACC_IOC_REGISTER, &rb)) { verdict(0, "direct-register-b", strerror(errno)); return; }
     dev = devA; area = areaA;
@@ -387,8 +395,12 @@ static void direct(void)
         for (int i = 0; i < M; i++) want[i] = (int32_t)((uint32_t)acc[i + 3] + (uint32_t)src[i + 1]);
         for (int i = 0; i < SM; i++) bsrc[i] = (unsigned char)(i * 7 + run);
         memset(bdst, 0, sizeof bdst);
-        for (int i = 0; i < FM; i++) { fsrc[i] = i * 0.25 + run; fscr[i] = fscr2[i] = -7.0; facc[i] = facc2[i] = i; fout2[i] = 0; }
+        for (int i = 0; i < FM; i++) {
+            fsrc[i] = i * 0.25 + run; fscr[i] = fscr2[i] = -7.0; facc[i] = facc2[i] = i; fout2[i] = 0;
+            fin5[i] = 1.0 / (i + 3); fout5[i] = -5.0;
+        }
         unsigned long long b0 = proc_stat("direct_bytes"), sent0 = proc_stat("bytes_sent"), f0 = proc_stat("direct_fused_bytes");
+        unsigned long long fo0 = proc_stat("direct_fused_out_bytes");
         int ea, eb;
         if (run == 0) {                 /* the receive posted first, then the send */
             eb = ioctl(devB, KACC_IOC_START, &rb.id);
@@ -405,17 +417,19 @@ static void direct(void)
         int fbad = 0, untouched = 1;
         for (int i = 0; i < FM; i++) {
             fbad += facc[i] != i + fsrc[i] || facc2[i] != i + fsrc[i] || fout2[i] != fsrc[i] || fscr2[i] != fsrc[i];
+            fbad += fout5[i] != fsrc[i] + fin5[i];
             untouched &= fscr[i] == -7.0;
         }
         unsigned long long db = proc_stat("direct_bytes") - b0, ds = proc_stat("bytes_sent") - sent0;
-        unsigned long long fu = proc_stat("direct_fused_bytes") - f0;
+        unsigned long long fu = proc_stat("direct_fused_bytes") - f0, fo = proc_stat("direct_fused_out_bytes") - fo0;
         wrong += fbad;
-        snprintf(d, sizeof d, "(run %d: sender %d, receiver %d (want %d: truncated), %d wrong, %llu bytes direct, %llu fused, %s, %llu on sockets)",
-                 run + 1, ra_, rb_, -EMSGSIZE, wrong, db, fu, untouched ? "scratch unwritten" : "SCRATCH WRITTEN", ds);
+        snprintf(d, sizeof d, "(run %d: sender %d, receiver %d (want %d: truncated), %d wrong, %llu bytes direct, %llu fused "
+                 "(%llu into an inout), %s, %llu on sockets)",
+                 run + 1, ra_, rb_, -EMSGSIZE, wrong, db, fu, fo, untouched ? "scratch unwritten" : "SCRATCH WRITTEN", ds);
         char name[40];
         snprintf(name, sizeof name, "direct-copy-run%d", run + 1);
-        verdict(ra_ == 0 && rb_ == -EMSGSIZE && !wrong && db == (unsigned long long)M * 4 + SM + 2 * sizeof fsrc &&
-                fu == sizeof fsrc && untouched && ds == 0, name, d);
+        verdict(ra_ == 0 && rb_ == -EMSGSIZE && !wrong && db == (unsigned long long)M * 4 + SM + 3 * sizeof fsrc &&
+                fu == 2 * sizeof fsrc && fo == sizeof fsrc && untouched && ds == 0, name, d);
     }
     /* the receiver closes while a send waits: the send fails, B's pages are unpinned */
     unsigned long long pin0 = proc_stat("pinned_pages");

@@ -172,12 +172,14 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         [ -z "$steer" ] || echo "$steer" > /sys/module/kumi_kacc/parameters/steer
         r0=$(stat_of runs_done); n0=$(stat_of nodes); u0=$(stat_of user_nodes); s=$(date +%s)
         wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes); db0=$(stat_of direct_bytes)
+        f0=$(stat_of direct_fused_bytes); fo0=$(stat_of direct_fused_out_bytes)
         bp=; [ -z "$run" ] || { where_ranks > /tmp/bind.out & bp=$!; }
         env $envs KUMI_VERBOSE=1 timeout ${BENCH_TIMEOUT:-300} $run $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
             $hostargs --bind-to core -n 2 ./overlap $args < /dev/null > /tmp/bench.out 2>&1
         rc=$?
         r1=$(stat_of runs_done); n1=$(stat_of nodes); u1=$(stat_of user_nodes); e=$(date +%s)
         wo1=$(stat_of work_us_own); wx1=$(stat_of work_us_other); wb1=$(wire_bytes); db1=$(stat_of direct_bytes)
+        f1=$(stat_of direct_fused_bytes); fo1=$(stat_of direct_fused_out_bytes)
         # on the wire: where the ranks ran, once per launch
         [ -z "$bp" ] || { kill $bp 2>/dev/null; wait $bp; echo "KMODVM-BENCHBIND: $impl $case $(cat /tmp/bind.out)"; }
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
@@ -187,7 +189,8 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         fb=$(grep -c 'collectives use the loop engine' /tmp/bench.out)
         echo "KMODVM-BENCHSTAT: $impl $case rc=$rc secs=$((e - s)) runs_done=$((r1 - r0)) nodes=$((n1 - n0))" \
              "user_nodes=$((u1 - u0)) ranks_kernel_runs=$kruns engine_fallbacks=$fb" \
-             "work_us_own=$((wo1 - wo0)) work_us_other=$((wx1 - wx0)) wire_bytes=$((wb1 - wb0)) direct_bytes=$((db1 - db0))"
+             "work_us_own=$((wo1 - wo0)) work_us_other=$((wx1 - wx0)) wire_bytes=$((wb1 - wb0)) direct_bytes=$((db1 - db0))" \
+             "direct_fused_bytes=$((${f1:-0} - ${f0:-0})) direct_fused_out_bytes=$((${fo1:-0} - ${fo0:-0}))"
     done < /kmodvm.bench
 fi
 cat /proc/kumi_kacc | sed 's/^/KMODVM-STAT: /'
