@@ -444,7 +444,11 @@ int tuned_allreduce_recursive_doubling(struct tuned_cx *cx, const void *sbuf, vo
     if (!tmp) return cx->err;
     const char *src = in;        /* to send: the input until rbuf holds the partial */
     char *acc = rbuf, *other = tmp;
-    tuned_copy(cx, in, count, dt, rbuf, count, dt);     /* with the first messages */
+    /* Out of place, a rank whose first partner is higher (new rank even, no pre-step)
+     * receives it straight into rbuf and computes rbuf = in op received: no copy of the
+     * input; the others start from a copy of it in rbuf, made with the first messages. */
+    int direct = sbuf != MPI_IN_PLACE && r >= 2 * rem && !(nr & 1);
+    if (!direct) tuned_copy(cx, in, count, dt, rbuf, count, dt);
     if (r < 2 * rem) {
         tuned_recv(cx, tmp, count, dt, r - 1);
         tuned_round(cx);
@@ -455,9 +459,11 @@ int tuned_allreduce_recursive_doubling(struct tuned_cx *cx, const void *sbuf, vo
     for (int mask = 1; mask < pof2; mask <<= 1) {
         int pnr = nr ^ mask, peer = tr_real(pnr, rem);
         tuned_send(cx, src, count, dt, peer);
-        tuned_recv(cx, other, count, dt, peer);
+        tuned_recv(cx, direct && mask == 1 ? rbuf : other, count, dt, peer);
         tuned_round(cx);
-        if (pnr < nr) {
+        if (direct && mask == 1) {
+            tuned_calc(cx, in, rbuf, count, dt, op);     /* rbuf = in op higher */
+        } else if (pnr < nr) {
             tuned_calc(cx, other, acc, count, dt, op);   /* acc = lower op acc */
         } else {
             tuned_calc(cx, acc, other, count, dt, op);   /* other = acc op higher */
@@ -533,18 +539,24 @@ int tuned_allreduce_ring(struct tuned_cx *cx, const void *sbuf, void *rbuf, size
         tuned_copy(cx, in, count, dt, rbuf, count, dt);
         return cx->err;
     }
-    char *tmp = tuned_tmp(cx, tr_blk(count, p, 1), dt);     /* the largest chunk */
-    if (!tmp) return cx->err;
-    tuned_copy(cx, in, count, dt, rbuf, count, dt);
+    /* In place, the chunks received go through a temporary and are added to rbuf.  Out of
+     * place the input is not copied into rbuf: a chunk received goes straight into rbuf and
+     * the CALC adds the rank's input to it there (rbuf = own op received, as
+     * tuned_rs_halving's; commutative); the rank's own chunk r of rbuf is first written by the
+     * allgather.  Round 0 sends from the input (rbuf holds nothing yet). */
+    char *tmp = NULL;
+    if (in == rbuf && !(tmp = tuned_tmp(cx, tr_blk(count, p, 1), dt)))    /* the largest chunk */
+        return cx->err;
     for (int k = 0; k < p - 1; k++) {
         int sc = ((r - k) % p + p) % p, rc = ((r - k - 1) % p + p) % p;
         size_t so = tr_blk(count, p, sc), sn = tr_blk(count, p, sc + 1) - so;
         size_t ro = tr_blk(count, p, rc), rn = tr_blk(count, p, rc + 1) - ro;
-        /* round 0 sends from the input: rbuf is being filled */
+        char *rat = tuned_at(rbuf, (MPI_Aint)ro, ext);
         if (sn) tuned_send(cx, tuned_at(k == 0 ? in : rbuf, (MPI_Aint)so, ext), sn, dt, next);
-        if (rn) tuned_recv(cx, tmp, rn, dt, prev);
+        if (rn) tuned_recv(cx, tmp ? tmp : rat, rn, dt, prev);
         tuned_round(cx);
-        tuned_calc(cx, tmp, tuned_at(rbuf, (MPI_Aint)ro, ext), rn, dt, op);
+        if (tmp) tuned_calc(cx, tmp, rat, rn, dt, op);
+        else tuned_calc(cx, tuned_at(in, (MPI_Aint)ro, ext), rat, rn, dt, op);
         tuned_round(cx);
     }
     for (int k = 0; k < p - 1; k++) {
