@@ -195,7 +195,7 @@ done
 [ "$(echo "$out" | grep -Ec '^ +1048576  Kumi (loop|thread|uring) +0 +2000 +2050 +95 .* 2050 +1\.025 ')" = 6 ] &&
     [ "$(echo "$out" | grep -Ec '^ +1048576  Kumi kmod +0 +2100 +2120 +95 .* 2120 +1\.010 ')" = 2 ] ||
     fail "kacc-bench.sh vm: expected 8 rows with d/cmp"
-echo "$out" | grep -Eq '^  Kumi kmod +1 +0 +12 .* 70 +30 +4\.2 +0\.0$' || fail "kacc-bench.sh vm: no counters of the kmod launches"
+echo "$out" | grep -Eq '^  Kumi kmod +1 +0 +12 .* 70 +30 +4\.2 +0\.0 +0\.0 +0\.0$' || fail "kacc-bench.sh vm: no counters of the kmod launches"
 echo "$out" | grep -q '2 ranks over TCP (a veth pair between two network namespaces, tbf 1gbit each way) in a QEMU' ||
     fail "kacc-bench.sh vm: the wire is not named"
 echo "$out" | grep -q 'the ranks (net namespace, CPUs): 4 launches: net:\[4026532200\] cpus 0 net:\[4026532300\] cpus 1' ||
