@@ -26,7 +26,8 @@
  * socket stays idle.  ENOENT (another kernel) or a module without the ioctl:
  * the socket.  A RECV into the schedule's scratch (kumi_sched_alloc) is
  * flagged KACC_F_SCRATCH: the module may reduce from the sender's pages into
- * the CALC that consumes it without writing the scratch.
+ * the CALC that consumes it without writing the scratch (a RECV into the
+ * inout of the CALC after it needs no flag: the module fuses it on its own).
  *
  * Schedules: at its first start a schedule's nodes are translated into the
  * module's format (struct kacc_node) straight into the shared area, with
