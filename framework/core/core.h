@@ -489,8 +489,9 @@ union kumi_lock_flags {
 extern union kumi_lock_flags kumi_lock_flags;
 #define kumi_mt (kumi_lock_flags.f.mt)
 #define kumi_lock_track (kumi_lock_flags.f.track)     /* a checkpoint job with the lock off */
-extern bool kumi_lock_raised;           /* a checkpoint wants the lock (atomic) */
+extern int kumi_lock_raised;            /* a checkpoint or the engine wants the lock: its raisers (atomic) */
 extern int kumi_lock_free_in;           /* calls inside the library without the lock */
+extern unsigned kumi_lock_free_gen;     /* entries without the lock so far (the engine's delay) */
 extern _Thread_local int kumi_lock_free_depth __attribute__((tls_model("initial-exec")));
 void kumi_lock_slow(void);
 void kumi_unlock_slow(void);
@@ -510,8 +511,10 @@ __attribute__((always_inline)) static inline void kumi_lock(void)
          * sees the other */
         kumi_lock_free_in++;
         kumi_lock_free_depth++;
+        kumi_lock_free_gen++;
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (__builtin_expect(__atomic_load_n(&kumi_lock_raised, __ATOMIC_RELAXED), 0)) kumi_lock_raised_entry();
+        /* acquire (a plain load on x86): the engine's work before it lowered the flag is seen */
+        if (__builtin_expect(__atomic_load_n(&kumi_lock_raised, __ATOMIC_ACQUIRE), 0)) kumi_lock_raised_entry();
     }
 }
 /* how this thread entered decides, not kumi_mt (it may have been switched
@@ -558,6 +561,15 @@ unsigned kumi_lock_app_entries(void);   /* application entries so far (the engin
 bool kumi_lock_is_engine(void);
 void kumi_lock_engine_wait_app(void);
 void kumi_lock_engine_kick(void);
+/* The thread engine below MPI_THREAD_MULTIPLE (lock.c): _track() switches
+ * the entries to counting (false: no membarrier, the lock must be on for
+ * good); the engine raises the flag before its locked section
+ * (false: a call without the lock is inside, it lowered it again) and lowers
+ * it outside that section. */
+bool kumi_lock_engine_track(void);
+bool kumi_lock_engine_raise(void);
+void kumi_lock_engine_lower(void);
+bool kumi_lock_engine_raised(void);
 
 /* Abort the whole job (MPI_Abort and fatal errors). */
 void kumi_abort_job(int errorcode, const char *msg) __attribute__((noreturn));

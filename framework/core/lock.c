@@ -43,7 +43,20 @@
  * A call nested in one running without the lock (an error handler calling
  * MPI) stays without it.  After the checkpoint the flag is lowered first,
  * then the lock released: calls that took it meanwhile leave through
- * kumi_unlock_slow. */
+ * kumi_unlock_slow.
+ *
+ * The thread engine below MPI_THREAD_MULTIPLE runs the same way (the lock is
+ * not on for good: an application that waits at once pays no locked atomics
+ * per call, and its requests complete directly, request.c): entries count
+ * themselves (kumi_lock_track, plus kumi_lock_free_gen, the entries the
+ * engine's delay looks at).  The progress thread raises the flag when it
+ * takes a schedule over while the application computes
+ * (kumi_lock_engine_raise: the membarrier, then it backs off if a call
+ * without the lock is inside), works under the lock like the checkpoint
+ * thread (application calls from then on take it, and it parks while one
+ * is inside), and lowers the flag, outside its own locked section, once the
+ * application came back or no schedule runs.  The flag counts its raisers,
+ * so a checkpoint and the engine each lower only their own. */
 #define _GNU_SOURCE
 #include "core/core.h"
 #include <linux/futex.h>
@@ -54,8 +67,9 @@
 #include <unistd.h>
 
 union kumi_lock_flags kumi_lock_flags;
-bool kumi_lock_raised;
+int kumi_lock_raised;
 int kumi_lock_free_in;
+unsigned kumi_lock_free_gen;
 _Thread_local int kumi_lock_free_depth __attribute__((tls_model("initial-exec")));
 static int mb_cmd;                      /* the membarrier command of kumi_lock_ck_raise */
 int kumi_engine_work;
@@ -70,6 +84,8 @@ static int app_in;                      /* application threads inside the librar
 static int engine_parked;               /* the engine waits for app_in == 0 (atomic) */
 static int engine_kicked;               /* kumi_lock_engine_kick(): stop parking (atomic) */
 static unsigned app_gen;                /* application entries into the library (atomic) */
+static bool ck_up;                      /* the checkpoint thread raised kumi_lock_raised */
+static bool engine_up;                  /* the engine raised it (kumi_lock_engine_raise) */
 
 static void futex_wait(int *word, int val)
 {
@@ -259,12 +275,12 @@ bool kumi_lock_is_engine(void)
 
 bool kumi_lock_app_inside(void)
 {
-    return __atomic_load_n(&app_in, __ATOMIC_SEQ_CST) > 0;
+    return __atomic_load_n(&app_in, __ATOMIC_SEQ_CST) > 0 || __atomic_load_n(&kumi_lock_free_in, __ATOMIC_ACQUIRE) > 0;
 }
 
 unsigned kumi_lock_app_entries(void)
 {
-    return __atomic_load_n(&app_gen, __ATOMIC_RELAXED);
+    return __atomic_load_n(&app_gen, __ATOMIC_RELAXED) + __atomic_load_n(&kumi_lock_free_gen, __ATOMIC_RELAXED);
 }
 
 void kumi_lock_engine_wait_app(void)
@@ -309,13 +325,25 @@ bool kumi_lock_ck_setup(void)
     return true;
 }
 
-bool kumi_lock_ck_raise(void)
+/* kumi_lock_raised counts its raisers (the checkpoint thread, the engine):
+ * each lowers only its own raise. */
+static void raise_flag(void)
 {
-    if (!__atomic_load_n(&kumi_lock_track, __ATOMIC_SEQ_CST)) return false;
-    __atomic_store_n(&kumi_lock_raised, true, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&kumi_lock_raised, 1, __ATOMIC_SEQ_CST);
     /* every thread passes a full barrier: one that counted itself before is
      * seen by kumi_lock_ck_inside, one that reads the flag after sees it */
     if (membarrier(mb_cmd) != 0 && mb_cmd != MEMBARRIER_CMD_GLOBAL) membarrier(MEMBARRIER_CMD_GLOBAL);
+}
+
+bool kumi_lock_ck_raise(void)
+{
+    if (!__atomic_load_n(&kumi_lock_track, __ATOMIC_SEQ_CST)) return false;
+    if (!ck_up) {
+        ck_up = true;
+        raise_flag();
+    } else if (membarrier(mb_cmd) != 0 && mb_cmd != MEMBARRIER_CMD_GLOBAL) {
+        membarrier(MEMBARRIER_CMD_GLOBAL);
+    }
     return true;
 }
 
@@ -326,5 +354,41 @@ int kumi_lock_ck_inside(void)
 
 void kumi_lock_ck_lower(void)
 {
-    __atomic_store_n(&kumi_lock_raised, false, __ATOMIC_SEQ_CST);
+    if (ck_up) {
+        ck_up = false;
+        __atomic_sub_fetch(&kumi_lock_raised, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+/* ---- the thread engine below MPI_THREAD_MULTIPLE (see the head of this file) ---- */
+
+bool kumi_lock_engine_track(void)
+{
+    if (!__atomic_load_n(&kumi_lock_track, __ATOMIC_SEQ_CST) && !kumi_lock_ck_setup()) return false;
+    return true;
+}
+
+bool kumi_lock_engine_raise(void)
+{
+    if (engine_up) return true;
+    if (!__atomic_load_n(&kumi_lock_track, __ATOMIC_SEQ_CST)) return true;   /* the lock is on for good */
+    raise_flag();
+    engine_up = true;
+    if (__atomic_load_n(&kumi_lock_free_in, __ATOMIC_ACQUIRE) > 0) {    /* a call without the lock runs */
+        kumi_lock_engine_lower();
+        return false;
+    }
+    return true;
+}
+
+void kumi_lock_engine_lower(void)
+{
+    if (!engine_up) return;
+    engine_up = false;
+    __atomic_sub_fetch(&kumi_lock_raised, 1, __ATOMIC_SEQ_CST);
+}
+
+bool kumi_lock_engine_raised(void)
+{
+    return engine_up;
 }

@@ -283,8 +283,8 @@ static void sleep_on_fds(void)
         kumi_lock_reacquire(d);
         return;
     }
-    bool engine = kumi_mt && kumi_lock_is_engine();
     bool wakeable = (kumi_mt || kumi_lock_track) && fds;    /* see wake_fd */
+    bool engine = wakeable && kumi_lock_is_engine();
     int wi = -1;                            /* the wake-up fd's slot */
     if (wakeable) {
         int *wfd = engine ? &engine_fd : &wake_fd;

@@ -8,9 +8,13 @@
  *   sleeps in poll() on the transports' descriptors between events (the
  *   arriving message wakes it: shared memory's doorbell, the sockets) and
  *   on a futex word while no schedule runs (see "Sleeping" below), so it
- *   costs CPU only when messages arrive.  The library lock (core/lock.c) is switched on for
- *   every thread level: the progress thread and the application share the
- *   library.
+ *   costs CPU only when messages arrive.  The progress thread and the
+ *   application share the library: at MPI_THREAD_MULTIPLE under the lock
+ *   (core/lock.c); below it the lock is off (entries only count themselves)
+ *   and the thread raises the entries' flag while it has taken a schedule
+ *   over, so the application's calls take the lock only then (lock.c, "The
+ *   thread engine"; with kumi_base_sched_thread_delay_us 0, or without
+ *   membarrier(2), the lock is on for good).
  *
  * uring: SEND and RECV nodes whose peer is reached over a socket become
  *   io_uring operations on a connection of the engine's own (uring.c); the
@@ -131,7 +135,10 @@ int kumi_sched_engine_init(void)
         use_kmod = kumi_sched_kmod_init() == 0;
     } else if (!strcmp(engine_name, "thread")) {
         use_thread = true;
-        kumi_mt = true;                 /* the progress thread shares the library */
+        /* the progress thread shares the library: entries count themselves
+         * and it raises the flag when it takes over (core/lock.c), or, with
+         * no membarrier(2) or delay_us 0, the lock is on for good */
+        if (delay_us <= 0 || !kumi_lock_engine_track()) kumi_mt = true;
     } else {
         return kumi_error(MPI_ERR_ARG, "parameter kumi_base_sched_engine = \"%s\": expected loop, thread, uring or kmod",
                           engine_name);
@@ -335,7 +342,12 @@ static void *engine_main(void *arg)
     unsigned last_g = 0, same = 0, own_g = 0;
     bool own = false;                   /* it took over, and the application has not come back since */
     doze_us = delay_us;
+    unsigned up_g = 0;                  /* entries when it raised the flag */
     while (!__atomic_load_n(&thr_stop, __ATOMIC_ACQUIRE)) {
+        /* the flag up (core/lock.c) only while the application stays out */
+        if (kumi_lock_engine_raised() &&
+            (idle() || kumi_lock_app_inside() || kumi_lock_app_entries() != up_g))
+            kumi_lock_engine_lower();
         if (idle()) {
             own = false;
             wait_for_work(&last_work);
@@ -372,16 +384,30 @@ static void *engine_main(void *arg)
             kumi_lock_engine_wait_app();
             continue;
         }
+        if (!kumi_lock_engine_raised()) {
+            unsigned g = kumi_lock_app_entries();
+            if (!kumi_lock_engine_raise()) {    /* a call without the lock is inside: it progresses */
+                own = false;
+                doze();
+                continue;
+            }
+            up_g = g;
+        }
         kumi_lock_slow();
         if (!kumi_lock_app_inside() && !idle()) {
             double t0 = now_secs();
             /* polls; sleeps in poll() (lock released) when nothing moves */
-            if (kumi_progress(1) == 0 && now_secs() - t0 < 1e-3)
+            int n = kumi_progress(1);
+            if (n == 0 && now_secs() - t0 < 1e-3)
                 own = false;            /* nothing moved, yet it did not sleep (a transport that
                                            cannot be slept on now): doze before the next round */
+            else if (n > 0 && !kumi_mt)
+                kumi_progress_wake();   /* completions wake no sleeper there (request.c completes
+                                           directly): one that entered while this slept in poll() */
         }
         kumi_unlock_slow();
     }
+    kumi_lock_engine_lower();
     return NULL;
 }
 
