@@ -169,16 +169,12 @@ void kumi_progress_mark_used(const struct kumi_p2p_ops *ops)
     hot_setup();
 }
 
-static int poll_transports(bool all)
+/* Every transport in use, idle ones included (the hot ones alone: poll_once). */
+static int poll_all_transports(void)
 {
     int n = 0;
-    if (all) {
-        for (int i = 0; i < npops; i++)
-            if (pops[i]->progress && pops[i]->progress() > 0) n++;
-        return n;
-    }
-    for (int i = 0; i < nhot; i++)
-        if (hot[i]() > 0) n++;
+    for (int i = 0; i < npops; i++)
+        if (pops[i]->progress && pops[i]->progress() > 0) n++;
     return n;
 }
 
@@ -201,7 +197,7 @@ static inline __attribute__((always_inline)) int poll_once(void)
     int n = 0;
     if (__builtin_expect(xpoll != NULL, 0)) n = xpoll() > 0;
     if (__builtin_expect(nidle != 0, 0) && ++poll_round % KUMI_IDLE_POLL_EVERY == 0) {
-        n += poll_transports(true);                /* (none idle: hot[] is all) */
+        n += poll_all_transports();                /* (none idle: hot[] is all) */
     } else {
         for (int i = 0; i < nhot; i++)
             if (hot[i]() > 0) n++;
@@ -315,11 +311,11 @@ static void sleep_on_fds(void)
 /* Before and after a sleep every transport is polled, idle ones included. */
 static int sleep_and_poll(void)
 {
-    int n = poll_transports(true);
+    int n = poll_all_transports();
     if (xpoll && xpoll() > 0) n++;
     if (n > 0) return n;
     sleep_on_fds();
-    n = poll_transports(true);
+    n = poll_all_transports();
     if (xpoll && xpoll() > 0) n++;
     return n;
 }
@@ -376,7 +372,7 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
                 int d = kumi_lock_release_all();
                 nap(arg);
                 kumi_lock_reacquire(d);
-                if (poll_transports(true) > 0) { phase = P_SPIN; n = 0; }
+                if (poll_all_transports() > 0) { phase = P_SPIN; n = 0; }
                 continue;
             }
             if (sleep_and_poll() > 0) { phase = P_SPIN; n = 0; }
