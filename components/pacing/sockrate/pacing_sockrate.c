@@ -21,9 +21,18 @@
  *   senders: each socket gets the rank's whole rate (right for one peer at
  *     a time only; all at once, a rank sends peers-across times its share:
  *     the 226-373 drops issue 19 measured at 5-10 ms);
- *   auto (default): senders where coll/tuned's default goes pairwise
- *     (one_at_a_time()), sockets elsewhere (shared IMPI connections: always
- *     the sockets rule, the launch's share);
+ *   auto (default): the rank's rate / the peers across it sends to at
+ *     once, as the coll component that runs the call says (kumi/coll.h
+ *     pace_hint, coll contract 1.2, given to enter_hint: coll/tuned's real
+ *     choice, a forced algorithm included: linear all, pairwise and Bruck
+ *     one); without a hint senders where coll/tuned's default goes
+ *     pairwise (one_at_a_time()), sockets elsewhere (shared IMPI
+ *     connections: always the sockets rule, the launch's share);
+ * A hint may also name the ranks that send across at all (coll/lact's
+ * aggregated all-to-all: the host leaders): in every mode, only they count
+ * as this cluster's senders and as peers across, and the other ranks pace
+ * nothing (before, every rank counted: the leaders' sockets got a fraction
+ * of the share while the others' carried nothing).
  *   dynamic: among the sockets taking part, as seen every
  *     pacing_sockrate_poll_ms from the progress engine during the call
  *     (rebalance()): follows any algorithm, but a socket that starts between
@@ -137,12 +146,15 @@ static void sr_register(void)
                                "(headers and acknowledgements take the rest)", KUMI_LEVEL_TUNER, &sr_share);
     kumi_param_register_string("pacing", "sockrate", "divide", "auto",
                                "How a rank's rate over a link (link / this cluster's ranks in the "
-                               "communicator: GridMPI's per-process rate) is split among its sockets "
-                               "across it: \"sockets\": / its peers across, on each (never more than the "
-                               "rank's rate in all); \"senders\": the whole rate on each (right for one "
-                               "peer at a time only); \"auto\": senders where coll/tuned's default goes "
-                               "pairwise (alltoall p > 4, alltoallv/w p > 16), else sockets; \"dynamic\": "
-                               "shared among the sockets that send, seen every pacing_sockrate_poll_ms",
+                               "communicator that send across: GridMPI's per-process rate) is split among "
+                               "its sockets across it: \"sockets\": / its peers across, on each (never more "
+                               "than the rank's rate in all); \"senders\": the whole rate on each (right "
+                               "for one peer at a time only); \"auto\": / the peers the coll component "
+                               "says it sends to at once (its pace hint: coll/tuned's real algorithm, "
+                               "coll/lact's host leaders), without a hint senders where coll/tuned's "
+                               "default goes pairwise (alltoall p > 4, alltoallv/w p > 16), else sockets; "
+                               "\"dynamic\": shared among the sockets that send, seen every "
+                               "pacing_sockrate_poll_ms",
                                KUMI_LEVEL_USER, &sr_divide);
     kumi_param_register_double("pacing", "sockrate", "min_latency_us", 1000.0,
                                "Links of the topology file with a latency below this (microseconds) "
@@ -887,10 +899,10 @@ static int sr_open(char *why, size_t whylen)
                                           cl[b].name, linklat[a][b]);
             }
         int c = my_cluster();
-        snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks in the "
-                 "communicator%s; links: %s; this host: cluster %s (%s)",
+        snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks that "
+                 "send across%s; links: %s; this host: cluster %s (%s)",
                  sr_colls, sr_share, sr_mode == SR_SOCKETS ? " / this rank's peers across on each socket across"
-                 : sr_mode == SR_AUTO ? " / this rank's peers across on each socket, not when pairwise (auto)"
+                 : sr_mode == SR_AUTO ? " / peers sent to at once, a socket (auto, coll's hint)"
                  : sr_mode == SR_DYNAMIC ? " for a rank, split among its sockets across that send"
                  : " on each socket across",
                  links[0] ? links : "none", c >= 0 ? cl[c].name : "none", cfgsrc);
