@@ -10,6 +10,7 @@
 #  - coll/lact's aggregated all-to-all (2 fake hosts of 2 ranks, one a
 #    cluster): only the host leaders 0 and 2 send; fan-out that of the
 #    leaders' alltoallv once their communicator exists (pairwise forced: 1);
+#    its flat all-to-all (large blocks, one cluster): coll/tuned's hint;
 #  - a component without a hint (coll/basic): fanout -1, every rank;
 #  - a pacing component of contract v1.0 (-DPROBE_OLD: its table ends before
 #    enter_hint) still loads and gets enter() without a hint.
@@ -80,6 +81,11 @@ all_say "$TMP/out.lact" alltoall "fanout=[01] senders=0,2" "coll/lact's aggregat
 n=$(grep -Ec '^pacing/probe\[[02]\]: alltoall n=4 fanout=1 senders=0,2$' "$TMP/out.lact")
 [ "$n" -ge 2 ] && ok "the leaders' later calls: the fan-out of their pairwise alltoallv (1) ($n calls)" ||
     { fail "no leader's call with fanout 1 (the leaders' pairwise alltoallv)"; grep '^pacing/probe' "$TMP/out.lact" | sed 's/^/    /'; }
+
+job lactflat new --param coll_lact_ranks_per_host=2 --param coll_lact_verbose=1 \
+    -x KUMI_COLL_TUNED_ALLTOALL_ALGORITHM=pairwise -- -k a2a -b 65536 -n 2
+expect_line "$TMP/out.lactflat" '^coll/lact\[0\]: alltoall of 65536 bytes per block: flat' "coll/lact runs a large all-to-all in one cluster flat"
+all_say "$TMP/out.lactflat" alltoall "fanout=1 senders=all" "coll/lact's flat all-to-all: the hint of the flat communicator's coll/tuned (pairwise forced)"
 
 job basic new -x MPI_COMPONENTS="pacing=probe;coll=basic" -- -k a2a -b 65536 -n 1
 all_say "$TMP/out.basic" alltoall "fanout=-1 senders=all" "coll/basic gives no hint: unknown fan-out, every rank"
