@@ -28,17 +28,17 @@
  *     one); without a hint senders where coll/tuned's default goes
  *     pairwise (one_at_a_time()), sockets elsewhere (shared IMPI
  *     connections: always the sockets rule, the launch's share);
- * A hint may also name the ranks that send across at all (coll/lact's
- * aggregated all-to-all: the host leaders): in every mode, only they count
- * as this cluster's senders and as peers across, and the other ranks pace
- * nothing (before, every rank counted: the leaders' sockets got a fraction
- * of the share while the others' carried nothing).
  *   dynamic: among the sockets taking part, as seen every
  *     pacing_sockrate_poll_ms from the progress engine during the call
  *     (rebalance()): follows any algorithm, but a socket that starts between
  *     two checks waits for the next one, and a rank that does not run (a
  *     loaded machine) checks late: it dropped more than "sockets" and was
  *     slower than "senders" on a pairwise exchange in the lab.
+ * A hint may also name the ranks that send across at all (coll/lact's
+ * aggregated all-to-all: the host leaders): in every mode, only they count
+ * as this cluster's senders and as peers across, and the other ranks pace
+ * nothing (before, every rank counted: the leaders' sockets got a fraction
+ * of the share while the others' carried nothing).
  * After the collective, each socket gets its previous rate back once its
  * send queue is empty (SIOCOUTQ == 0): checked from the progress engine
  * without blocking, at the next paced call, and unconditionally at
