@@ -56,10 +56,12 @@ int kumi_coll_select(struct kumi_comm *c)
     struct kumi_coll_fns best, next;
     int bestprio[COLL_NOPS], nextprio[COLL_NOPS];
     struct kumi_comp_entry *bestent[COLL_NOPS];
+    const struct kumi_coll_ops *nextops[COLL_NOPS];
 
     memset(&best, 0, sizeof best);
     memset(&next, 0, sizeof next);
     memset(bestent, 0, sizeof bestent);
+    memset(nextops, 0, sizeof nextops);
     for (int i = 0; i < COLL_NOPS; i++) bestprio[i] = nextprio[i] = 0;
 
     for (int e = 0; ents && e < n; e++) {
@@ -78,12 +80,15 @@ int kumi_coll_select(struct kumi_comm *c)
         if (f.fld && (!best.fld || prio > bestprio[COLL_I_##fld])) {             \
             next.fld = best.fld;                                                 \
             nextprio[COLL_I_##fld] = bestprio[COLL_I_##fld];                     \
+            nextops[COLL_I_##fld] = bestent[COLL_I_##fld]                        \
+                ? bestent[COLL_I_##fld]->comp->ops : NULL;                       \
             best.fld = f.fld;                                                    \
             bestprio[COLL_I_##fld] = prio;                                       \
             bestent[COLL_I_##fld] = ent;                                         \
         } else if (f.fld && (!next.fld || prio > nextprio[COLL_I_##fld])) {      \
             next.fld = f.fld;                                                    \
             nextprio[COLL_I_##fld] = prio;                                       \
+            nextops[COLL_I_##fld] = ops;                                         \
         }
         COLL_OPS(COLL_PICK)
         COLL_OPS_OPTIONAL(COLL_PICK)
@@ -102,10 +107,46 @@ int kumi_coll_select(struct kumi_comm *c)
         if (bestent[i]) bestent[i]->status = KUMI_COMP_SELECTED;
     c->coll = best;
     c->coll_next = next;
+    for (int i = 0; i < KUMI_COLL_NBLOCKING; i++) {
+        c->coll_by[0][i] = bestent[i]->comp->ops;
+        c->coll_by[1][i] = nextops[i];
+    }
     kumi_log(2, "coll: communicator %s: bcast from %s, allreduce from %s",
              c->name[0] ? c->name : "(unnamed)", bestent[COLL_I_bcast]->name,
              bestent[COLL_I_allreduce]->name);
     return MPI_SUCCESS;
+}
+
+_Static_assert(COLL_I_exscan + 1 == KUMI_COLL_NBLOCKING, "core.h: KUMI_COLL_NBLOCKING is the blocking collectives");
+_Static_assert(offsetof(struct kumi_coll_fns, exscan) / sizeof(void (*)(void)) + 1 == KUMI_COLL_NBLOCKING,
+               "the blocking collectives are the first fields of struct kumi_coll_fns, in COLL_OPS order");
+
+KUMI_EXPORT int kumi_coll_pace_hint(MPI_Comm comm, const char *coll, size_t bytes, int next,
+                                    struct kumi_pace_hint *hint)
+{
+    static const char *const names[] = {
+#define COLL_NAME(f, name) #f,
+        COLL_OPS(COLL_NAME)
+#undef COLL_NAME
+    };
+    struct kumi_comm *c = kumi_comm_get(comm);
+    hint->fanout = hint->nsenders = -1;
+    hint->senders = NULL;
+    if (!c || !coll) return 0;
+    for (int i = 0; i < KUMI_COLL_NBLOCKING; i++) {
+        if (strcmp(names[i], coll)) continue;
+        const struct kumi_coll_ops *ops = c->coll_by[next ? 1 : 0][i];
+        if (!ops || !ops->pace_hint || ops->pace_hint(comm, coll, bytes, hint) != 1) break;
+        if (hint->nsenders < 0 || hint->nsenders > (c->inter ? c->remote_size : c->size) || !hint->senders) {
+            hint->nsenders = -1;                /* no list, or a wrong one: every rank */
+            hint->senders = NULL;
+        }
+        if (hint->fanout < -1) hint->fanout = -1;
+        return 1;
+    }
+    hint->fanout = hint->nsenders = -1;
+    hint->senders = NULL;
+    return 0;
 }
 
 /* c is being freed: every coll component forgets what it keeps for it. */

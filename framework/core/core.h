@@ -124,6 +124,7 @@ struct kumi_attr;
 struct kumi_info;
 
 /* --------------------------------------------------------- communicators */
+#define KUMI_COLL_NBLOCKING 17        /* barrier .. exscan: the first fields of struct kumi_coll_fns */
 struct kumi_comm {
     uint32_t magic;
     int refcount;
@@ -133,6 +134,9 @@ struct kumi_comm {
     struct kumi_errhandler *errh;
     struct kumi_coll_fns coll;      /* chosen collective operations */
     struct kumi_coll_fns coll_next; /* per operation, the best of the other components' (kumi_comm_coll_next) */
+    /* the components (their ops tables) that provide each blocking collective in coll and
+     * coll_next, in the order of struct kumi_coll_fns (barrier .. exscan): kumi_coll_pace_hint */
+    const struct kumi_coll_ops *coll_by[2][KUMI_COLL_NBLOCKING];
     MPI_Comm handle;                /* what the user holds */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;

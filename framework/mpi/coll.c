@@ -228,7 +228,7 @@ static int inter_undefined(const char *fname)
  * host copies of device buffers (coll_accel.c), w (or NULL) widened arrays;
  * both are released (or, for a started non-blocking call, g's copies handed
  * to its request) before the return. */
-#define RUN_G(g, w, fld, ...)                                                           \
+#define RUN_GB(g, w, pcount, pdt, fld, ...)                                             \
     do {                                                                                \
         int rc_;                                                                        \
         struct kumi_sched *s_;                                                          \
@@ -236,7 +236,7 @@ static int inter_undefined(const char *fname)
         if (mode == KUMI_FORM_BLOCKING && !comm->coll.fld)                              \
             rc_ = no_coll(fn);                                                          \
         else if (mode == KUMI_FORM_BLOCKING) {                                          \
-            int pc_ = kumi_pacing_enter(#fld, comm);                                    \
+            int pc_ = kumi_pacing_enter(#fld, comm, (pcount), (pdt));                   \
             KUMI_COLL_BLOCKING(rc_, comm->coll.fld(__VA_ARGS__));                       \
             kumi_pacing_leave(pc_);                                                     \
         }                                                                               \
@@ -249,8 +249,12 @@ static int inter_undefined(const char *fname)
         if (w_) kumi_widen_end(w_);                                                     \
         return kumi_cstage_done(g, rc_, request);                                                  \
     } while (0)
+#define RUN_G(g, w, fld, ...) RUN_GB(g, w, 0, NULL, fld, __VA_ARGS__)
 #define RUN(fld, ...) RUN_G(&g, NULL, fld, __VA_ARGS__)
 #define RUN_W(w, fld, ...) RUN_G(&g, w, fld, __VA_ARGS__)
+/* RUN, telling the pacing component's hint the call's block: count elements
+ * of dt (kumi/coll.h, pace_hint's bytes) */
+#define RUN_B(pcount, pdt, fld, ...) RUN_GB(&g, NULL, pcount, pdt, fld, __VA_ARGS__)
 
 
 /* Device buffers (coll_accel.c): declared in every collective with buffers;
@@ -300,7 +304,7 @@ int kumi_coll_bcast(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Requ
         } else if (kumi_sig_part(comm, root)) kumi_cstage_out(&g, &buffer, SPAN(count, datatype), GAPS(datatype));
         STAGED(NULL);
     }
-    RUN(bcast, buffer, count, D(datatype), root, C(comm));
+    RUN_B(count, datatype, bcast, buffer, count, D(datatype), root, C(comm));
 }
 
 int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, void *recvbuf,
@@ -325,7 +329,7 @@ int kumi_coll_gather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
                            SPAN(kumi_comm_peer_size(comm) * recvcount, recvtype), recvtype);
         STAGED(NULL);
     }
-    RUN(gather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+    RUN_B(sendcount, sendtype, gather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                              root, C(comm));
 }
 
@@ -384,7 +388,7 @@ int kumi_coll_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Re
                            &recvbuf, SPAN(recvcount, recvtype), recvtype);
         STAGED(NULL);
     }
-    RUN(scatter, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+    RUN_B(recvcount, recvtype, scatter, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                               root, C(comm));
 }
 
@@ -436,7 +440,7 @@ int kumi_coll_allgather(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
                         SPAN(kumi_comm_peer_size(comm) * recvcount, recvtype), GAPS(recvtype));
         STAGED(NULL);
     }
-    RUN(allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+    RUN_B(recvcount, recvtype, allgather, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                 C(comm));
 }
 
@@ -478,7 +482,7 @@ int kumi_coll_alltoall(const char *fn, enum kumi_form mode, MPI_Info info, MPI_R
                         GAPS(recvtype));
         STAGED(NULL);
     }
-    RUN(alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
+    RUN_B(recvcount, recvtype, alltoall, sendbuf, sendcount, D(sendtype), recvbuf, recvcount, D(recvtype),
                                C(comm));
 }
 
@@ -572,7 +576,7 @@ int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
                            SPAN(count, datatype), datatype);
         STAGED(NULL);
     }
-    RUN(reduce, sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
+    RUN_B(count, datatype, reduce, sendbuf, recvbuf, count, D(datatype), O(op), root, C(comm));
 }
 
 int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count count, struct kumi_dt *datatype,
@@ -587,7 +591,7 @@ int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
         kumi_cstage_all(&g, &sendbuf, SPAN(count, datatype), &recvbuf, SPAN(count, datatype), GAPS(datatype));
         STAGED(NULL);
     }
-    RUN(allreduce, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
+    RUN_B(count, datatype, allreduce, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
 int kumi_coll_reduce_scatter(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, bool large, const void *sendbuf, void *recvbuf, const void *recvcounts,
@@ -642,7 +646,7 @@ int kumi_coll_scan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Reque
         kumi_cstage_all(&g, &sendbuf, SPAN(count, datatype), &recvbuf, SPAN(count, datatype), GAPS(datatype));
         STAGED(NULL);
     }
-    RUN(scan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
+    RUN_B(count, datatype, scan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
 int kumi_coll_exscan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Request *request, const void *sendbuf, void *recvbuf, MPI_Count count, struct kumi_dt *datatype,
@@ -658,7 +662,7 @@ int kumi_coll_exscan(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
         kumi_cstage_all(&g, &sendbuf, SPAN(count, datatype), &recvbuf, SPAN(count, datatype), true);
         STAGED(NULL);
     }
-    RUN(exscan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
+    RUN_B(count, datatype, exscan, sendbuf, recvbuf, count, D(datatype), O(op), C(comm));
 }
 
 /* ------------------------------------------------ the three forms of each */

@@ -1,6 +1,8 @@
 /* The pacing framework's glue (kumi/pacing.h): choose the pacing component,
- * call it around the blocking collectives, forward the transports' "socket
- * opened" upcalls to it, let the progress engine run its pending work, and
+ * call it around the blocking collectives (a component of contract 1.1 with
+ * the hint of the coll component that runs the call: kumi_coll_pace_hint),
+ * forward the transports' "socket opened" upcalls to it, let the progress
+ * engine run its pending work, and
  * answer its questions about a peer's sockets through the transport that
  * serves the peer (p2p contract 1.4). */
 #include "request/request.h"
@@ -52,19 +54,26 @@ static void update_pending(void)
     kumi_pacing_has_pending = pops && pops->pending && pops->pending();
 }
 
-int kumi_pacing_enter(const char *coll, const struct kumi_comm *comm)
+int kumi_pacing_enter(const char *coll, const struct kumi_comm *comm, MPI_Count count, const struct kumi_dt *dt)
 {
     if (!pops) return 0;
     if (depth++ > 0) return 1;
     paced = 0;
-    if (comm->inter || !pops->enter) return 1;
+    if (comm->inter || (!pops->enter && !pops->enter_hint)) return 1;
     if (pops->wants && !pops->wants(coll)) return 1;     /* no rank list for what is never paced */
     int stackw[64] = {0}, *w = stackw;   /* zeroed: gcc -Werror=maybe-uninitialized cannot see size <= 64 fills it */
     if (comm->size > 64 && !(w = malloc(sizeof *w * (size_t)comm->size))) return 1;
     int nw = kumi_world_size(), other = 0;
     for (int r = 0; r < comm->size; r++) other |= (w[r] = kumi_comm_world_rank(comm, r)) >= nw;
     /* a communicator with processes of other jobs is not paced (components know world ranks) */
-    paced = !other && pops->enter(coll, w, comm->size) > 0;
+    if (!other && pops->enter_hint) {
+        /* what the coll component that runs the call will send (pacing contract 1.1, coll 1.2) */
+        struct kumi_pace_hint h;
+        size_t bytes = dt && count > 0 ? (size_t)count * kumi_dt_size((MPI_Datatype)dt) : 0;
+        kumi_coll_pace_hint((MPI_Comm)comm, coll, bytes, 0, &h);
+        paced = pops->enter_hint(coll, w, comm->size, &h) > 0;
+    } else
+        paced = !other && pops->enter && pops->enter(coll, w, comm->size) > 0;
     if (w != stackw) free(w);
     update_pending();
     return 1;

@@ -423,9 +423,10 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
 /* ---- pacing.c: the pacing framework (kumi/pacing.h) ---- */
 void kumi_pacing_init(void);        /* after the transports' wireup */
 void kumi_pacing_finalize(void);    /* before they close */
-/* Around a blocking collective (coll: the kumi_coll_ops field name): enter
+/* Around a blocking collective (coll: the kumi_coll_fns field name; count
+ * elements of dt (NULL: none): the bytes kumi/coll.h's pace_hint takes): enter
  * returns a token for leave (0: nothing to undo). */
-int kumi_pacing_enter(const char *coll, const struct kumi_comm *comm);
+int kumi_pacing_enter(const char *coll, const struct kumi_comm *comm, MPI_Count count, const struct kumi_dt *dt);
 void kumi_pacing_leave(int token);
 extern bool kumi_pacing_has_pending;   /* the progress engine calls kumi_pacing_progress */
 void kumi_pacing_progress(void);

@@ -22,6 +22,16 @@
 #     gets the rank's share (12.5 MB/s x 0.95 / 2) less the quarter of one
 #     peer's part its done socket keeps: 5937500 - 742187 = 5195312 B/s;
 #     divide=senders sets that share on every socket at once;
+#  2d. the coll component's hint (coll contract 1.2 pace_hint) instead of a
+#     guess from coll/tuned's default rules: pairwise forced with
+#     coll_tuned_alltoall_algorithm at 2 + 2 ranks (one peer at a time) gets
+#     the rank's whole share on each socket, 12.5 MB/s x 0.95 / 2 = 5937500
+#     B/s (the guess: 2968750, as for linear), MPI_Alltoallv (linear) keeps
+#     2968750; coll/lact's aggregated all-to-all (2 fake hosts of 2 ranks,
+#     one a cluster) sends across from the host leaders 0 and 2 only: their
+#     socket gets the whole link share, 12.5 MB/s x 0.95 = 11875000 B/s, the
+#     other ranks none (the guess: every rank a sender, 2968750 on each
+#     socket: the one socket that carries the data at a quarter of the link);
 #  3. pacing_sockrate_remote + _bandwidth instead of the topology file;
 #     pacing_sockrate_colls chooses the collectives; _divide=sockets shares
 #     a rank's part among its peers across; _enable=0 turns it off;
@@ -116,7 +126,7 @@ echo "$out" | grep -Eq "^pacing/sockrate\[0\]: alltoallv: rank [4-7] fd [0-9]+ r
 echo "ok: divide=auto, 4 + 4 ranks: pairwise MPI_Alltoall 2968750 B/s a socket, linear MPI_Alltoallv 742187"
 
 # 2c. divide=dynamic with a pairwise all-to-all: the socket that sends alone gets the rank's share
-out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=2 -x KUMI_COLL_TUNED_ALLTOALL=pairwise \
+out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=2 -x KUMI_COLL_TUNED_ALLTOALL_ALGORITHM=pairwise \
       -x KUMI_PACING_SOCKRATE_DIVIDE=dynamic \
       "${wrap2[@]}" -- "$TESTBIN/wan_a2a" -k a2a -b 1048576 -n 2) || { echo "$out" | tail -30; fail "pairwise all-to-all, divide=dynamic"; }
 for r in 0 1 2 3; do
@@ -136,6 +146,36 @@ for o in 2 3; do
 done
 echo "$out" | grep -q "^pacing/sockrate\[[0-9]\]: dynamic:" && fail "divide=senders: rates changed during the call"
 echo "ok: divide=senders: every socket across at the rank's share (5937500 B/s), unchanged"
+
+# 2d. the coll component's hint: a forced pairwise all-to-all, coll/lact's aggregated one
+out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=1 \
+      -x KUMI_COLL_TUNED_ALLTOALL_ALGORITHM=pairwise "${wrap2[@]}" -- "$TESTBIN/wan_a2a" -k mix -b 65536 -n 2) ||
+    { echo "$out" | tail -30; fail "pairwise forced, divide=auto"; }
+for r in 0 1 2 3; do
+    others="2 3"; [ $r -ge 2 ] && others="0 1"
+    for o in $others; do
+        echo "$out" | grep -Eq "^pacing/sockrate\[$r\]: (alltoall|opened): rank $o fd [0-9]+ rate 5937500 B/s \(was unlimited\)\$" ||
+            { echo "$out" | grep "sockrate\[$r\]" | head; fail "pairwise forced at 2 + 2 ranks: rank $r's socket to rank $o not at 5937500 B/s during MPI_Alltoall"; }
+        echo "$out" | grep -Eq "^pacing/sockrate\[$r\]: alltoallv: rank $o fd [0-9]+ rate 2968750 B/s \(was unlimited\)\$" ||
+            { echo "$out" | grep "sockrate\[$r\]" | head; fail "pairwise forced for MPI_Alltoall only: rank $r's socket to rank $o not at 2968750 B/s during MPI_Alltoallv"; }
+    done
+done
+bad=$(echo "$out" | grep -E '^pacing/sockrate\[[0-9]\]: alltoall: rank [0-9]+ fd [0-9]+ rate ' | grep -v ' rate 5937500 B/s')
+[ -z "$bad" ] || { echo "$bad"; fail "pairwise forced: an MPI_Alltoall rate other than 5937500 B/s"; }
+echo "ok: coll_tuned_alltoall_algorithm=pairwise at 2 + 2 ranks: MPI_Alltoall 5937500 B/s a socket (coll/tuned's hint), MPI_Alltoallv 2968750"
+out=$(run 2 -x KUMI_PACING_SOCKRATE_TOPOLOGY="$topo" -x KUMI_PACING_SOCKRATE_VERBOSE=1 --param coll_lact_ranks_per_host=2 \
+      --param coll_lact_hosts_per_cluster=1 --param coll_lact_verbose=1 "${wrap2[@]}" -- "$TESTBIN/wan_a2a" -k a2a -b 65536 -n 2) ||
+    { echo "$out" | tail -30; fail "coll/lact, divide=auto"; }
+echo "$out" | grep -q '^coll/lact\[0\]: alltoall of 65536 bytes per block: host leaders aggregate' ||
+    { echo "$out" | grep '^coll/lact' | head; fail "coll/lact did not aggregate the all-to-all"; }
+for r in 0 2; do
+    o=$((2 - r))
+    echo "$out" | grep -Eq "^pacing/sockrate\[$r\]: (alltoall|opened): rank $o fd [0-9]+ rate 11875000 B/s \(was unlimited\)\$" ||
+        { echo "$out" | grep "sockrate\[$r\]" | head; fail "coll/lact: host leader $r's socket to leader $o not at 11875000 B/s"; }
+done
+bad=$(echo "$out" | grep -E '^pacing/sockrate\[[0-9]\]: (alltoall|opened): rank [0-9]+ fd' | grep -Ev '^pacing/sockrate\[(0|2)\]: (alltoall|opened): rank (2|0) fd [0-9]+ rate 11875000 B/s')
+[ -z "$bad" ] || { echo "$bad"; fail "coll/lact: a rate set other than on the host leaders' sockets to each other"; }
+echo "ok: coll/lact's aggregated all-to-all: the host leaders' socket 11875000 B/s, the other ranks not paced"
 
 # 3. remote networks and a bandwidth instead of the file; another list of collectives
 out=$(run 2 --param pacing_sockrate_remote=$WL_NET_B --param pacing_sockrate_bandwidth=25 \

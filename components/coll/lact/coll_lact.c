@@ -62,6 +62,7 @@ struct lact_comm {
     char lvs[32];               /* the levels present, for coll_lact_verbose: "node, net, wan" */
     MPI_Comm node, nlead, clead, flat, alead;
     int alead_made, alead_owned;
+    int *leaders;               /* [nhosts] each host's leader (pace_hint's senders) */
 };
 
 static struct lact_comm *lact_table;
@@ -77,6 +78,7 @@ static void lact_entry_free(struct lact_comm *e, int subs)
         if (e->alead_owned) kumi_comm_sub_free(&e->alead);
     }
     lact_topo_free(&e->t);
+    free(e->leaders);
     free(e);
 }
 
@@ -739,6 +741,34 @@ out:
     return rc;
 }
 
+/* kumi/coll.h pace_hint, for the pacing component: the all-to-all as
+ * lact_alltoall will run it.  Aggregated, only the host leaders send across
+ * hosts (and clusters), to the other host leaders, by the alltoallv of the
+ * host leaders' communicator: its fan-out is that communicator's
+ * provider's, once it is made (the first aggregated call), before that
+ * "all at once" (the rank's share split among its peers across: never too
+ * much).  Flat: the flat communicator's provider's hint (before it is made,
+ * the provider comm would have without lact, which the flat communicator
+ * of the same ranks gets). */
+static int lact_pace_hint(MPI_Comm comm, const char *coll, size_t bytes, struct kumi_pace_hint *hint)
+{
+    if (strcmp(coll, "alltoall") != 0) return 0;
+    struct lact_comm *e = lact_find(comm);
+    if (!e || bytes == 0) return 0;
+    const struct lact_topo *t = &e->t;
+    if ((size_t)t->maxpn * (size_t)t->p * bytes > INT_MAX || !a2a_aggregate(t, bytes)) {
+        if (e->flat != MPI_COMM_NULL) return kumi_coll_pace_hint(e->flat, "alltoall", bytes, 0, hint);
+        return kumi_coll_pace_hint(comm, "alltoall", bytes, 1, hint);
+    }
+    struct kumi_pace_hint a;
+    hint->fanout = 0;
+    if (e->alead_made && HAS(e->alead) && kumi_coll_pace_hint(e->alead, "alltoallv", 0, 0, &a) && a.fanout >= 0)
+        hint->fanout = a.fanout;
+    hint->nsenders = t->nhosts;
+    hint->senders = e->leaders;
+    return 1;
+}
+
 /* ------------------------------------------------------------ component */
 static int lact_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns)
 {
@@ -763,6 +793,11 @@ static int lact_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *f
         lact_entry_free(e, 0);
         return KUMI_UNAVAILABLE;
     }
+    if (!(e->leaders = malloc(sizeof(int) * (size_t)e->t.nhosts))) {
+        lact_entry_free(e, 0);
+        return KUMI_UNAVAILABLE;
+    }
+    for (int h = 0; h < e->t.nhosts; h++) e->leaders[h] = host_leader(&e->t, h);
     snprintf(e->lvs, sizeof e->lvs, "%s%s%s", e->t.maxpn > 1 ? "node, " : "",
              e->t.nhosts > e->t.ncl ? "net, " : "", e->t.ncl > 1 ? "wan, " : "");
     e->lvs[strlen(e->lvs) - 2] = '\0';
@@ -830,6 +865,7 @@ static const struct kumi_coll_ops lact_ops_table = {
     .hdr = KUMI_COLL_OPS_HDR,
     .comm_query = lact_comm_query,
     .comm_release = lact_comm_release,
+    .pace_hint = lact_pace_hint,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_coll_lact_component = {

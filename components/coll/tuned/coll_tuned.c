@@ -790,6 +790,29 @@ static int tuned_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *
     return KUMI_OK;
 }
 
+/* kumi/coll.h pace_hint, for the pacing component: the algorithm this call
+ * will run (tuned_choose, as tuned_start will: a forced one, the rules of a
+ * file and the built-in table alike) and how many peers it sends to at
+ * once: linear posts every send together; pairwise and Bruck send to one
+ * peer a round.  Only the all-to-all family (the calls worth pacing). */
+static int tuned_pace_hint(MPI_Comm comm, const char *coll, size_t bytes, struct kumi_pace_hint *hint)
+{
+    int op = !strcmp(coll, "alltoall") ? OP_ALLTOALL : !strcmp(coll, "alltoallv") ? OP_ALLTOALLV
+           : !strcmp(coll, "alltoallw") ? OP_ALLTOALLW : -1;
+    if (op < 0) return 0;
+    /* bytes as run_alltoall* give them: the block for alltoall, 0 for v / w */
+    struct tuned_call c = { .op = op, .p = kumi_comm_size(comm), .bytes = op == OP_ALLTOALL ? bytes : 0,
+                            .commute = 1 };
+    const char *why;
+    const char *alg = tuned_ops[op].algs[tuned_choose(&c, &why)].name;
+    hint->fanout = !strcmp(alg, "linear") ? 0 : 1;
+    if (tuned_verbose > 0)
+        fprintf(stderr, "coll/tuned[%d]: pace hint: %s on %d processes, %zu bytes: %s (%s): %s\n",
+                kumi_world_rank(), coll, c.p, c.bytes, alg, why,
+                hint->fanout ? "one peer at a time" : "every peer at once");
+    return 1;
+}
+
 static char tuned_help[OP_COUNT][400];
 
 static void tuned_register(void)
@@ -861,6 +884,7 @@ static void tuned_close(void)
 static const struct kumi_coll_ops tuned_ops_table = {
     .hdr = KUMI_COLL_OPS_HDR,
     .comm_query = tuned_comm_query,
+    .pace_hint = tuned_pace_hint,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_coll_tuned_component = {

@@ -21,15 +21,24 @@
  *   senders: each socket gets the rank's whole rate (right for one peer at
  *     a time only; all at once, a rank sends peers-across times its share:
  *     the 226-373 drops issue 19 measured at 5-10 ms);
- *   auto (default): senders where coll/tuned's default goes pairwise
- *     (one_at_a_time()), sockets elsewhere (shared IMPI connections: always
- *     the sockets rule, the launch's share);
+ *   auto (default): the rank's rate / the peers across it sends to at
+ *     once, as the coll component that runs the call says (kumi/coll.h
+ *     pace_hint, coll contract 1.2, given to enter_hint: coll/tuned's real
+ *     choice, a forced algorithm included: linear all, pairwise and Bruck
+ *     one); without a hint senders where coll/tuned's default goes
+ *     pairwise (one_at_a_time()), sockets elsewhere (shared IMPI
+ *     connections: always the sockets rule, the launch's share);
  *   dynamic: among the sockets taking part, as seen every
  *     pacing_sockrate_poll_ms from the progress engine during the call
  *     (rebalance()): follows any algorithm, but a socket that starts between
  *     two checks waits for the next one, and a rank that does not run (a
  *     loaded machine) checks late: it dropped more than "sockets" and was
  *     slower than "senders" on a pairwise exchange in the lab.
+ * A hint may also name the ranks that send across at all (coll/lact's
+ * aggregated all-to-all: the host leaders): in every mode, only they count
+ * as this cluster's senders and as peers across, and the other ranks pace
+ * nothing (before, every rank counted: the leaders' sockets got a fraction
+ * of the share while the others' carried nothing).
  * After the collective, each socket gets its previous rate back once its
  * send queue is empty (SIOCOUTQ == 0): checked from the progress engine
  * without blocking, at the next paced call, and unconditionally at
@@ -137,12 +146,15 @@ static void sr_register(void)
                                "(headers and acknowledgements take the rest)", KUMI_LEVEL_TUNER, &sr_share);
     kumi_param_register_string("pacing", "sockrate", "divide", "auto",
                                "How a rank's rate over a link (link / this cluster's ranks in the "
-                               "communicator: GridMPI's per-process rate) is split among its sockets "
-                               "across it: \"sockets\": / its peers across, on each (never more than the "
-                               "rank's rate in all); \"senders\": the whole rate on each (right for one "
-                               "peer at a time only); \"auto\": senders where coll/tuned's default goes "
-                               "pairwise (alltoall p > 4, alltoallv/w p > 16), else sockets; \"dynamic\": "
-                               "shared among the sockets that send, seen every pacing_sockrate_poll_ms",
+                               "communicator that send across: GridMPI's per-process rate) is split among "
+                               "its sockets across it: \"sockets\": / its peers across, on each (never more "
+                               "than the rank's rate in all); \"senders\": the whole rate on each (right "
+                               "for one peer at a time only); \"auto\": / the peers the coll component "
+                               "says it sends to at once (its pace hint: coll/tuned's real algorithm, "
+                               "coll/lact's host leaders), without a hint senders where coll/tuned's "
+                               "default goes pairwise (alltoall p > 4, alltoallv/w p > 16), else sockets; "
+                               "\"dynamic\": shared among the sockets that send, seen every "
+                               "pacing_sockrate_poll_ms",
                                KUMI_LEVEL_USER, &sr_divide);
     kumi_param_register_double("pacing", "sockrate", "min_latency_us", 1000.0,
                                "Links of the topology file with a latency below this (microseconds) "
@@ -685,12 +697,15 @@ static int sr_init(void)
     return MPI_SUCCESS;
 }
 
-/* divide=auto: does the all-to-all of n ranks send to one peer at a time?
- * coll/tuned's default choice (its rules table): MPI_Alltoall pairwise for
- * p > 4 (linear for blocks <= 8 KiB and Bruck for <= 256 B: little to pace),
+/* divide=auto without a hint from the coll component that runs the call
+ * (one of contract 1.1 or older, coll/sm, coll/basic, ...: kumi/coll.h
+ * pace_hint): does the all-to-all of n ranks send to one peer at a time?
+ * A guess from coll/tuned's built-in rules: MPI_Alltoall pairwise for p > 4
+ * (linear for blocks <= 8 KiB and Bruck for <= 256 B: little to pace),
  * MPI_Alltoallv / _w pairwise for p > 16; otherwise linear, every send at
- * once, as coll/impi's.  (A choice forced with coll_tuned_<op> is not seen:
- * pairwise forced at p <= 4 gets the "sockets" rate, less than it could.) */
+ * once, as coll/impi's.  With a hint (coll/tuned: its real choice, a forced
+ * algorithm included; coll/lact: its aggregated all-to-all) the hint
+ * decides. */
 static int one_at_a_time(const char *coll, int n)
 {
     if (!strcmp(coll, "alltoall")) return n > 4;
@@ -698,28 +713,60 @@ static int one_at_a_time(const char *coll, int n)
     return 0;
 }
 
-static int sr_enter(const char *coll, const int *wranks, int n)
+/* The peers a rank sends to at once across to a cluster of nto of the
+ * call's senders, which a socket's rate divides the rank's by. */
+static int peers_at_once(const char *coll, int n, const struct kumi_pace_hint *h, int nto)
+{
+    if (sr_mode == SR_SENDERS) return 1;
+    if (sr_mode != SR_AUTO || nto <= 1) return nto > 1 ? nto : 1;
+    int f = h->fanout >= 0 ? h->fanout : one_at_a_time(coll, n) ? 1 : 0;
+    return f == 0 || f > nto ? nto : f;
+}
+
+static unsigned char *part;     /* [n] during sr_enter_hint: rank i of the call sends across */
+static int partn;
+
+static int sr_enter_hint(const char *coll, const int *wranks, int n, const struct kumi_pace_hint *h)
 {
     if (!coll_listed(coll)) return 0;
-    int nsend = 0, any = 0, nto[SR_MAXCL] = { 0 };
+    /* the ranks that exchange data across (the hint's senders, else all) */
+    if (n > partn) {
+        unsigned char *np = realloc(part, (size_t)n);
+        if (!np) return 0;
+        part = np;
+        partn = n;
+    }
+    memset(part, h->nsenders < 0, (size_t)n);
+    for (int i = 0; h->nsenders > 0 && i < h->nsenders; i++)
+        if (h->senders[i] >= 0 && h->senders[i] < n) part[h->senders[i]] = 1;
+    int nsend = 0, any = 0, nto[SR_MAXCL] = { 0 }, mine = 0;
     for (int i = 0; i < n; i++) {
         int c = wranks[i] >= 0 && wranks[i] < nworld ? wcl[wranks[i]] : -1;
+        if (!part[i]) continue;
+        if (wranks[i] == me) mine = 1;
         if (c == mycl) nsend++;
         else if (c >= 0) { any = 1; nto[c]++; }
     }
-    if (!any || nsend == 0) return 0;
+    if (!any || nsend == 0 || !mine) {
+        if (sr_verbose > 1 && any && !mine)
+            fprintf(stderr, "pacing/sockrate[%d]: %s: this rank sends nothing across (%d of %d ranks do)\n",
+                    me, coll, h->nsenders, n);
+        return 0;
+    }
+    if (sr_verbose > 1)
+        fprintf(stderr, "pacing/sockrate[%d]: %s: %d senders here, fan-out %d%s\n", me, coll, nsend, h->fanout,
+                h->fanout < 0 ? " (unknown: coll/tuned's default rules)" : h->fanout == 0 ? " (all at once)" : "");
     /* the launch's shared connections: m senders of this cluster write to
      * them; the lowest world rank of the launch sets their rates */
     int m = 0, lead = -1;
     if (nshfd)
         for (int i = 0; i < n; i++)
-            if (wranks[i] >= 0 && wranks[i] < nworld && wcl[wranks[i]] == mycl && kumi_rpim_in_launch(wranks[i])) {
+            if (part[i] && wranks[i] >= 0 && wranks[i] < nworld && wcl[wranks[i]] == mycl &&
+                kumi_rpim_in_launch(wranks[i])) {
                 m++;
                 if (lead < 0 || wranks[i] < lead) lead = wranks[i];
             }
     gen++;
-    /* one peer across at a time (the rank's whole rate on each socket) or all at once (shared) */
-    int one = sr_mode == SR_SENDERS || (sr_mode == SR_AUTO && one_at_a_time(coll, n));
     for (int c = 0; c < SR_MAXCL; c++) {
         agg[c] = c < ncl && c != mycl && nto[c] ? link_of(mycl, c) * 1e6 * sr_share / nsend : 0;
         aggn[c] = nto[c] > 0 ? nto[c] : 1;
@@ -729,10 +776,11 @@ static int sr_enter(const char *coll, const int *wranks, int n)
     }
     for (int i = 0; i < n; i++) {
         int r = wranks[i], c = wcl[r];
-        if (c < 0 || c == mycl) continue;
+        if (c < 0 || c == mycl || !part[i]) continue;
         double bw = link_of(mycl, c);
         if (!(bw > 0)) continue;
-        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / (one ? 1 : nto[c]));
+        /* the rank's share, on each socket (one peer across at a time) or split among those sent to at once */
+        uint64_t rate = (uint64_t)(bw * 1e6 * sr_share / nsend / peers_at_once(coll, n, h, nto[c]));
         if (rate < 1) rate = 1;
         target[r] = rate;
         int fds[SR_FDS];
@@ -752,7 +800,7 @@ static int sr_enter(const char *coll, const int *wranks, int n)
                 np = 0;
                 for (int i2 = 0; i2 < n; i2++) {
                     int f2[SR_FDS], r2 = wranks[i2];
-                    if (r2 < 0 || r2 >= nworld || wcl[r2] != c) continue;
+                    if (r2 < 0 || r2 >= nworld || wcl[r2] != c || !part[i2]) continue;
                     int k2 = kumi_p2p_peer_sockets(r2, f2, SR_FDS);
                     for (int j2 = 0; j2 < k2; j2++) np += f2[j2] == fds[j];
                 }
@@ -768,6 +816,12 @@ static int sr_enter(const char *coll, const int *wranks, int n)
     active = 1;
     next_poll = kumi_time() + sr_poll_ms * 1e-3;
     return 1;
+}
+
+static int sr_enter(const char *coll, const int *wranks, int n)
+{
+    static const struct kumi_pace_hint unknown = { -1, -1, NULL };
+    return sr_enter_hint(coll, wranks, n, &unknown);
 }
 
 static void sr_leave(void)
@@ -812,6 +866,9 @@ static void sr_finalize(void)
     wcl = NULL;
     free(target);
     target = NULL;
+    free(part);
+    part = NULL;
+    partn = 0;
     free(shfd);
     shfd = NULL;
     free(shhost);
@@ -842,10 +899,10 @@ static int sr_open(char *why, size_t whylen)
                                           cl[b].name, linklat[a][b]);
             }
         int c = my_cluster();
-        snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks in the "
-                 "communicator%s; links: %s; this host: cluster %s (%s)",
+        snprintf(why, whylen, "during %s: SO_MAX_PACING_RATE = link x %g / this cluster's ranks that "
+                 "send across%s; links: %s; this host: cluster %s (%s)",
                  sr_colls, sr_share, sr_mode == SR_SOCKETS ? " / this rank's peers across on each socket across"
-                 : sr_mode == SR_AUTO ? " / this rank's peers across on each socket, not when pairwise (auto)"
+                 : sr_mode == SR_AUTO ? " / peers sent to at once, a socket (auto, coll's hint)"
                  : sr_mode == SR_DYNAMIC ? " for a rank, split among its sockets across that send"
                  : " on each socket across",
                  links[0] ? links : "none", c >= 0 ? cl[c].name : "none", cfgsrc);
@@ -868,6 +925,7 @@ static const struct kumi_pacing_ops sr_ops = {
     .progress = sr_progress,
     .wants = coll_listed,
     .finalize = sr_finalize,
+    .enter_hint = sr_enter_hint,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_pacing_sockrate_component = {

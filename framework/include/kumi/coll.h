@@ -35,6 +35,7 @@
 #include <kumi/kumi.h>
 #include <kumi/component.h>
 #include <kumi/sched.h>
+#include <kumi/pacing.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,14 +45,15 @@ extern "C" {
  * tables below: struct kumi_coll_ops (the component's, starting with its
  * kumi_ops_hdr) and struct kumi_coll_fns, which comm_query fills:
  *   1.0  comm_query (mandatory);
- *   1.1  adds comm_release (was component ABI version 4).
+ *   1.1  adds comm_release (was component ABI version 4);
+ *   1.2  adds pace_hint (optional).
  * The minor also grows when an optional operation is added at the end of
  * struct kumi_coll_fns.  Because comm_query writes into a kumi_coll_fns
  * that the library owns, a component built against a newer coll minor than
  * the library's is refused (it could write past the library's table); an
  * older one is fine (the library zero-fills the table first). */
 #define KUMI_COLL_CONTRACT_MAJOR 1
-#define KUMI_COLL_CONTRACT_MINOR 1
+#define KUMI_COLL_CONTRACT_MINOR 2
 #define KUMI_COLL_OPS_HDR KUMI_OPS_HDR(struct kumi_coll_ops, KUMI_COLL_CONTRACT_MAJOR, KUMI_COLL_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_COLL_OPS_MIN_SIZE offsetof(struct kumi_coll_ops, comm_release)
@@ -178,6 +180,19 @@ struct kumi_coll_ops {
      * nothing for): drop what the component keeps for it.  Not collective;
      * no communication.  May be NULL. */
     void (*comm_release)(MPI_Comm comm);
+    /* ---- Contract 1.2 ---- */
+    /* For the pacing component (kumi/pacing.h): what the blocking
+     * collective coll ("alltoall", ... the field names of struct
+     * kumi_coll_fns) on comm, which this component provides, will send,
+     * asked just before the call: fill *hint (its fields come as -1 / NULL:
+     * unknown; senders must stay valid while comm exists) and return 1, or
+     * return 0: no hint.  bytes is one block, count x type size: of the
+     * receive side for alltoall, allgather and scatter, of the send side for
+     * gather, of the buffer for bcast, reduce, allreduce, scan and exscan;
+     * 0 for the others (the v and w forms, barrier, reduce_scatter).  Never communicates; a component that passes a call
+     * on (to a sub-communicator, to the next component) may ask the one
+     * that runs it (kumi_coll_pace_hint).  May be NULL: no hints. */
+    int (*pace_hint)(MPI_Comm comm, const char *coll, size_t bytes, struct kumi_pace_hint *hint);
 };
 
 /* ---- helpers for collective components (exported by the core) ---- */
@@ -201,6 +216,14 @@ KUMI_EXPORT const struct kumi_coll_fns *kumi_comm_coll(MPI_Comm comm);
  * calls of an operation itself (small messages, one host: coll/sm) passes
  * the others on to it. */
 KUMI_EXPORT const struct kumi_coll_fns *kumi_comm_coll_next(MPI_Comm comm);
+
+/* The pace_hint (above) of the component that provides the blocking
+ * collective coll on comm (next != 0: of the one kumi_comm_coll_next gives),
+ * for a component that passes such a call on: 1 with *hint filled, 0 when
+ * that component gives none (*hint then says unknown: fanout -1, nsenders
+ * -1, senders NULL). */
+KUMI_EXPORT int kumi_coll_pace_hint(MPI_Comm comm, const char *coll, size_t bytes, int next,
+                                    struct kumi_pace_hint *hint);
 
 /* Blocking wait of a component on a condition that is not a request (shared
  * memory that other processes write): until done(arg) returns nonzero,

@@ -6,10 +6,15 @@
  *
  *   enter(coll, wranks, n)  before the collective `coll` ("alltoall",
  *                           "alltoallv", ... the field names of struct
- *                           kumi_coll_ops) on an intracommunicator whose
+ *                           kumi_coll_fns) on an intracommunicator whose
  *                           ranks are the world ranks wranks[0..n);
  *                           returns 1 when it paced something (leave() is
  *                           then due), 0 otherwise;
+ *   enter_hint(coll, wranks, n, hint)   (contract 1.1) called instead of
+ *                           enter when present, with what the coll
+ *                           component that runs the call says it will do
+ *                           (struct kumi_pace_hint below; kumi/coll.h
+ *                           pace_hint);
  *   leave()                 after the collective returned;
  *   wants(coll)             optional: 0 when enter() would not pace `coll`
  *                           whatever the ranks, so that the library skips
@@ -33,15 +38,37 @@
 #include <kumi/kumi.h>
 #include <kumi/component.h>
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Contract versions (kumi/component.h):
+ *   1.0  init ... wants;
+ *   1.1  adds enter_hint (optional; a 1.0 table is shorter and still loads). */
 #define KUMI_PACING_CONTRACT_MAJOR 1
-#define KUMI_PACING_CONTRACT_MINOR 0
+#define KUMI_PACING_CONTRACT_MINOR 1
 #define KUMI_PACING_OPS_HDR \
     KUMI_OPS_HDR(struct kumi_pacing_ops, KUMI_PACING_CONTRACT_MAJOR, KUMI_PACING_CONTRACT_MINOR)
-#define KUMI_PACING_OPS_MIN_SIZE sizeof(struct kumi_pacing_ops)
+/* Size of the mandatory part (contract 1.0's table): every table is at least this long. */
+#define KUMI_PACING_OPS_MIN_SIZE offsetof(struct kumi_pacing_ops, enter_hint)
+
+/* What a collective will send (kumi/coll.h: pace_hint, answered by the coll
+ * component that runs the call; valid during enter_hint only):
+ *   fanout    how many peers a sending rank sends to at once: 0 = all of
+ *             them (every send posted together: linear), k >= 1 = at most
+ *             k (pairwise, Bruck: 1); -1 = unknown;
+ *   nsenders  -1: every rank of the communicator sends to and receives
+ *             from the others; n >= 0: only the ranks senders[0..n) of the
+ *             communicator (indices into wranks) exchange data with ranks
+ *             of other hosts, the others' data travels through them
+ *             (coll/lact's aggregated all-to-all: the host leaders). */
+struct kumi_pace_hint {
+    int fanout;
+    int nsenders;
+    const int *senders;
+};
 
 struct kumi_pacing_ops {
     struct kumi_ops_hdr hdr;  /* KUMI_PACING_OPS_HDR */
@@ -55,6 +82,10 @@ struct kumi_pacing_ops {
     void (*progress)(void);
     void (*finalize)(void);
     int (*wants)(const char *coll);
+    /* ---- Contract 1.1 ---- */
+    /* enter() with the coll component's hint (hint->fanout -1 and
+     * hint->nsenders -1 where it gave none).  May be NULL: enter is called. */
+    int (*enter_hint)(const char *coll, const int *wranks, int n, const struct kumi_pace_hint *hint);
 };
 
 #ifdef __cplusplus
