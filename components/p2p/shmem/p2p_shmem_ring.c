@@ -295,8 +295,10 @@ static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struc
     p->ihead += P2P_SHMEM_CELL + p2p_shmem_round(paylen);
 }
 
-/* A SHORT record at our head (c: its copy). */
-static void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_short *c)
+/* A SHORT record at our head (c: its copy, or the cell itself: the sender
+ * does not write it again before our head has passed it). */
+static inline __attribute__((always_inline)) void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p,
+                                                                       const struct p2p_shmem_short *c)
 {
     struct kumi_hdr h = {
         .kind = c->kind, .flags = c->flags, .ctx = c->ctx, .src = c->src, .tag = c->tag, .seq = c->seq,
@@ -421,13 +423,13 @@ static __attribute__((noinline)) int p2p_shmem_take_shorts(int peer, struct p2p_
     int k = 0, other = 0;
     p2p_shmem_in_progress = 1;
     do {
-        struct p2p_shmem_short c;
-        memcpy(&c, p2p_shmem_cell(p->idata, p->ihead), sizeof c);
-        if (c.type != P2P_SHMEM_REC_SHORT) {
+        /* read in place (one line, ours until the head passes it): no copy */
+        const struct p2p_shmem_short *c = (const struct p2p_shmem_short *)(const void *)p2p_shmem_cell(p->idata, p->ihead);
+        if (c->type != P2P_SHMEM_REC_SHORT) {
             other = 1;
             break;
         }
-        p2p_shmem_take_short(peer, p, &c);
+        p2p_shmem_take_short(peer, p, c);
     } while (++k < P2P_SHMEM_BATCH && p2p_shmem_rec_ready(p));
     if (k > 0) {
         atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
