@@ -302,33 +302,62 @@ static inline __attribute__((always_inline)) int try_direct(const struct kumi_co
     return 1;
 }
 
-int kumi_req_start_send(struct kumi_req *r)
+/* The common case of a start: a plain eager message the transport writes at
+ * once; the send is complete.  1 when so (fresh: r was just made, its state
+ * is that of kumi_req_alloc), 0 when the general path must run. */
+static inline __attribute__((always_inline)) int start_send_direct(struct kumi_req *r, bool fresh)
 {
-    /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
-    const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
-    const struct kumi_p2p_ops *ops;
-    int rc;
-
-    /* The common case first: a plain eager message the transport writes at
-     * once; the send is complete (else the general path below, from the start) */
     if (__builtin_expect(r->mode != KUMI_MODE_SYNC && !r->bsend_seg && !r->pack && r->dt->contig &&
                          !r->accel_stage && r->peer != MPI_PROC_NULL && !upcall_depth && !flushing && !dq_head, 1)) {
+        /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
+        const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
         int wpeer = kumi_comm_peer_world(r->comm, r->peer);
         size_t bytes = r->count * r->dt->size;
         if (try_direct(r->comm, r->ctx, payload, bytes, wpeer, r->tag, (uint64_t)(uintptr_t)r, &r->seq)) {
             r->active = true;
-            r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
-            r->frag = 0;
-            r->pending = 0;
             r->bytes = bytes;
             r->wpeer = wpeer;
-            kumi_req_status_clear(&r->status);
-            r->complete = false;
+            if (!fresh) {
+                r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
+                r->frag = 0;
+                r->pending = 0;
+                kumi_req_status_clear(&r->status);
+                r->complete = false;
+            }
             if (__builtin_expect(kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1)) r->complete = true;
             else kumi_req_check_complete(r);
-            return MPI_SUCCESS;
+            return 1;
         }
     }
+    return 0;
+}
+
+int kumi_req_isend(struct kumi_comm *comm, const char *fname, const void *buf, size_t count, struct kumi_dt *dt,
+                   int dest, int tag, MPI_Request *request)
+{
+    struct kumi_req *r = kumi_req_alloc_inline(KUMI_REQ_SEND, comm, comm->ctx);
+    if (!r) { *request = MPI_REQUEST_NULL; return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fname); }
+    *request = (MPI_Request)r;
+    r->fname = fname;
+    r->buf = (void *)buf;
+    r->count = count;
+    r->dt = dt;
+    if (!dt->predefined) kumi_dt_retain(dt);
+    r->peer = dest;
+    r->tag = tag;
+    if (start_send_direct(r, true)) return MPI_SUCCESS;
+    int rc = kumi_req_start_send(r);
+    if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
+    return rc;
+}
+
+int kumi_req_start_send(struct kumi_req *r)
+{
+    const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
+    const struct kumi_p2p_ops *ops;
+    int rc;
+
+    if (start_send_direct(r, false)) return MPI_SUCCESS;
 
     r->active = true;
     r->complete = false;
@@ -610,6 +639,24 @@ static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, 
     return MPI_SUCCESS;
 }
 
+int kumi_req_irecv(struct kumi_comm *comm, const char *fname, void *buf, size_t count, struct kumi_dt *dt,
+                   int source, int tag, MPI_Request *request)
+{
+    struct kumi_req *r = kumi_req_alloc_inline(KUMI_REQ_RECV, comm, comm->ctx);
+    if (!r) { *request = MPI_REQUEST_NULL; return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fname); }
+    *request = (MPI_Request)r;
+    r->fname = fname;
+    r->buf = buf;
+    r->count = count;
+    r->dt = dt;
+    if (!dt->predefined) kumi_dt_retain(dt);
+    r->peer = source;
+    r->tag = tag;
+    int rc = start_recv(r, NULL);
+    if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
+    return rc;
+}
+
 int kumi_req_start_recv(struct kumi_req *r)
 {
     return start_recv(r, NULL);
@@ -620,64 +667,9 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
     return start_recv(r, u);
 }
 
-/* ------------------------------------------------------------ cancel */
-static int cancel_answered(void *arg) { return !((struct kumi_req *)arg)->cancel_sent; }
-
-int kumi_req_cancel(struct kumi_req *r)
-{
-    if (r->kind != KUMI_REQ_SEND && r->kind != KUMI_REQ_RECV) {
-        const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
-        return ops && ops->cancel ? ops->cancel(r) : MPI_SUCCESS;
-    }
-    if (!r->active) return MPI_SUCCESS;
-    if (r->kind == KUMI_REQ_RECV) {
-        if (!r->complete && !r->ue && kumi_match_unpost(r)) {
-            r->status.MPI_internal[2] = 1;
-            kumi_status_set_bytes(&r->status, 0);
-            r->pending = 0;
-            kumi_req_check_complete(r);
-        }
-        return MPI_SUCCESS;
-    }
-    /* send */
-    if (r->mode == KUMI_MODE_BUFFERED) {
-        /* the user's request of MPI_Ibsend / MPI_Bsend_init: complete at once,
-         * the message is its internal send's; cancel that one, and this
-         * request is complete again once the answer came */
-        struct kumi_req *b = r->bsend_req;
-        if (!b || r->pending > 0 || kumi_status_cancelled(&r->status)) return MPI_SUCCESS;
-        int rc = kumi_req_cancel(b);
-        if (b->complete) {
-            if (kumi_status_cancelled(&b->status)) r->status.MPI_internal[2] = 1;
-        } else {
-            r->complete = false;
-            r->pending = 1;                /* kumi_req_check_complete(b) tells r */
-        }
-        return rc;
-    }
-    if (r->peer == MPI_PROC_NULL || r->wpeer < 0 || r->cancel_sent || kumi_status_cancelled(&r->status))
-        return MPI_SUCCESS;
-    if (r->rndv && r->cts_seen) return MPI_SUCCESS;          /* matched: too late */
-    if (r->status.MPI_ERROR != MPI_SUCCESS) return MPI_SUCCESS;
-    if (r->mode == KUMI_MODE_SYNC && r->complete) return MPI_SUCCESS; /* ack came: matched */
-    if (r->rndv && r->complete) return MPI_SUCCESS;
-    struct kumi_hdr h;
-    memset(&h, 0, sizeof h);
-    h.kind = KUMI_HDR_CANCEL_REQ;
-    h.ctx = r->ctx; h.src = r->comm->rank; h.tag = r->tag; h.seq = r->seq;
-    h.len = r->bytes;
-    h.sreq = (uint64_t)(uintptr_t)r;
-    r->cancel_sent = true;
-    r->complete = false;                  /* not complete until the answer came */
-    r->pending++;
-    kumi_req_send_ctl(r->wpeer, &h);
-    /* To oneself the answer needs nobody else: wait for it here, so that
-     * MPI_Test / MPI_Request_get_status right after MPI_Cancel report the
-     * outcome, and a receive posted next cannot take the message. */
-    if (r->wpeer == kumi_world_rank() && !upcall_depth && !flushing)
-        kumi_progress_wait(cancel_answered, r);
-    return MPI_SUCCESS;
-}
+/* For kumi_req_cancel (req_life.c): inside an upcall or a flush of the
+ * control queue, where it must not wait. */
+bool kumi_req_in_upcall(void) { return upcall_depth || flushing; }
 
 /* ------------------------------------------------------------ upcalls */
 static struct kumi_rx discard_rx;        /* owner NULL: bytes dropped */
