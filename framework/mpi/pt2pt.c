@@ -787,7 +787,7 @@ static int finish_many(int count, MPI_Request reqs[], MPI_Status statuses[], con
         }
         if (__builtin_expect(done_plain(r), 1)) {   /* what consume does for it */
             if (st != MPI_STATUS_IGNORE) *st = r->status;
-            kumi_req_free(r);
+            kumi_req_free_inline(r);
             reqs[i] = MPI_REQUEST_NULL;
             continue;
         }

@@ -303,27 +303,33 @@ static inline __attribute__((always_inline)) int try_direct(const struct kumi_co
 }
 
 /* The common case of a start: a plain eager message the transport writes at
- * once; the send is complete.  1 when so (fresh: r was just made, its state
- * is that of kumi_req_alloc), 0 when the general path must run. */
-static inline __attribute__((always_inline)) int start_send_direct(struct kumi_req *r, bool fresh)
+ * once; the send is complete.  1 when so, 0 when the general path must run.
+ * fresh: r was just made by kumi_req_isend (standard mode, no copy, no
+ * device buffer; the state of kumi_req_alloc), its arguments passed as they
+ * are in registers there. */
+static inline __attribute__((always_inline)) int start_send_direct(struct kumi_req *r, bool fresh, const void *buf,
+                                                                   size_t count, const struct kumi_dt *dt, int peer)
 {
-    if (__builtin_expect(r->mode != KUMI_MODE_SYNC && !r->bsend_seg && !r->pack && r->dt->contig &&
-                         !r->accel_stage && r->peer != MPI_PROC_NULL && !upcall_depth && !flushing && !dq_head, 1)) {
+    if (__builtin_expect((fresh || (r->mode != KUMI_MODE_SYNC && !r->bsend_seg && !r->pack && !r->accel_stage)) &&
+                         dt->contig && peer != MPI_PROC_NULL && !upcall_depth && !flushing && !dq_head, 1)) {
         /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
-        const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
-        int wpeer = kumi_comm_peer_world(r->comm, r->peer);
-        size_t bytes = r->count * r->dt->size;
+        const void *payload = (const void *)((uintptr_t)buf + (uintptr_t)dt->true_lb);
+        int wpeer = kumi_comm_peer_world(r->comm, peer);
+        size_t bytes = count * dt->size;
         if (try_direct(r->comm, r->ctx, payload, bytes, wpeer, r->tag, (uint64_t)(uintptr_t)r, &r->seq)) {
             r->active = true;
             r->bytes = bytes;
             r->wpeer = wpeer;
-            if (!fresh) {
-                r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
-                r->frag = 0;
-                r->pending = 0;
-                kumi_req_status_clear(&r->status);
-                r->complete = false;
+            if (fresh) {                             /* plain, not user_freed: as below */
+                if (__builtin_expect(!kumi_mt, 1)) r->complete = true;
+                else kumi_req_check_complete(r);
+                return 1;
             }
+            r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
+            r->frag = 0;
+            r->pending = 0;
+            kumi_req_status_clear(&r->status);
+            r->complete = false;
             if (__builtin_expect(kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1)) r->complete = true;
             else kumi_req_check_complete(r);
             return 1;
@@ -345,7 +351,7 @@ int kumi_req_isend(struct kumi_comm *comm, const char *fname, const void *buf, s
     if (!dt->predefined) kumi_dt_retain(dt);
     r->peer = dest;
     r->tag = tag;
-    if (start_send_direct(r, true)) return MPI_SUCCESS;
+    if (start_send_direct(r, true, buf, count, dt, dest)) return MPI_SUCCESS;
     int rc = kumi_req_start_send(r);
     if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
     return rc;
@@ -357,7 +363,7 @@ int kumi_req_start_send(struct kumi_req *r)
     const struct kumi_p2p_ops *ops;
     int rc;
 
-    if (start_send_direct(r, false)) return MPI_SUCCESS;
+    if (start_send_direct(r, false, r->buf, r->count, r->dt, r->peer)) return MPI_SUCCESS;
 
     r->active = true;
     r->complete = false;

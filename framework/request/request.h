@@ -281,6 +281,29 @@ static inline __attribute__((always_inline)) struct kumi_req *kumi_req_alloc_inl
     return r;
 }
 
+void kumi_req_free(struct kumi_req *r);
+/* kumi_req_free, inline for what a completion call frees most: a send or
+ * receive, not posted, with nothing of its own (no copy, partner, buffered
+ * send link, device buffer), a predefined type and a communicator that other
+ * references keep; anything else goes to kumi_req_free. */
+static inline __attribute__((always_inline)) void kumi_req_free_inline(struct kumi_req *r)
+{
+    struct kumi_comm *c = r->comm;
+    if (__builtin_expect(r->kind <= KUMI_REQ_RECV && !r->pseq && c && c->refcount > 1 && r->dt &&
+                         r->dt->predefined && kumi_req_cached < KUMI_REQ_CACHE_MAX &&
+                         ((uintptr_t)r->bsend_req | (uintptr_t)r->bsend_owner | (uintptr_t)r->bsend_seg |
+                          (uintptr_t)r->pack | (uintptr_t)r->xbuf | (uintptr_t)r->accel_stage |
+                          (uintptr_t)r->partner | (uintptr_t)r->owned) == 0, 1)) {
+        c->refcount--;
+        r->magic = KUMI_MAGIC_DEAD;
+        r->qnext = kumi_req_cache;
+        kumi_req_cache = r;
+        kumi_req_cached++;
+        return;
+    }
+    kumi_req_free(r);
+}
+
 /* ---- req_life.c (the life of a request) and request.c ---- */
 /* The operations of a kind of request other than a plain send or receive,
  * registered by the file that implements the kind (partitioned.c,
@@ -303,7 +326,6 @@ void kumi_req_register_kind(int kind, const struct kumi_req_ops *ops);
 const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r);   /* NULL for SEND/RECV */
 
 struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx);
-void kumi_req_free(struct kumi_req *r);
 /* The one constructor of point-to-point requests (user and internal): a
  * send (KUMI_REQ_SEND) or receive (KUMI_REQ_RECV) of count elements of dt
  * (a reference is taken) with peer and tag on context ctx of comm; fname
