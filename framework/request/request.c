@@ -603,16 +603,19 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     early_match(r, u);
 }
 
-static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, struct kumi_ue *msg)
+/* fresh: r was just made (kumi_req_irecv: the state of kumi_req_alloc) */
+static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, struct kumi_ue *msg, bool fresh)
 {
     r->active = true;
-    r->complete = false;
     r->pending = 1;
-    r->ue = NULL;
-    r->msglen = 0;
-    r->frag = 0;
-    r->xconv = false;
-    kumi_req_status_clear(&r->status);
+    if (!fresh) {
+        r->complete = false;
+        r->ue = NULL;
+        r->msglen = 0;
+        r->frag = 0;
+        r->xconv = false;
+        kumi_req_status_clear(&r->status);
+    }
     if (r->peer == MPI_PROC_NULL && !msg) {
         status_proc_null(&r->status);
         r->pending = 0;
@@ -628,7 +631,7 @@ static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, 
         r->rx.dst = (char *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
     }
     r->rx.cap = r->bytes;
-    r->rx.len = r->rx.got = 0;
+    if (!fresh) r->rx.len = r->rx.got = 0;
     r->rx.owner = r;
     if (msg) {
         kumi_req_recv_ue(r, msg);
@@ -658,19 +661,19 @@ int kumi_req_irecv(struct kumi_comm *comm, const char *fname, void *buf, size_t 
     if (!dt->predefined) kumi_dt_retain(dt);
     r->peer = source;
     r->tag = tag;
-    int rc = start_recv(r, NULL);
+    int rc = start_recv(r, NULL, true);
     if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
     return rc;
 }
 
 int kumi_req_start_recv(struct kumi_req *r)
 {
-    return start_recv(r, NULL);
+    return start_recv(r, NULL, false);
 }
 
 int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 {
-    return start_recv(r, u);
+    return start_recv(r, u, false);
 }
 
 /* For kumi_req_cancel (req_life.c): inside an upcall or a flush of the
