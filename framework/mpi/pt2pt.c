@@ -319,6 +319,8 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
         }
         if (crc) return crc;
     }
+    if (__builtin_expect(!persistent && mode == KUMI_MODE_STD && !lazy, 1))   /* made and started in one */
+        return kumi_req_isend(comm, fn, buf, (size_t)count, dt, dest, tag, request);
     struct kumi_req *r = new_req(KUMI_REQ_SEND, fn, (void *)buf, count, dt, dest, tag, comm);
     if (!r) { stage_drop(lazy); return nomem(fn); }
     r->accel_stage = lazy;
@@ -344,6 +346,8 @@ int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count cou
         if ((rc = stage_nb(fn, &rs, buf, count, dt, false))) return rc;
         if (rs) { rs->back = true; buf = rs->buf; }   /* persistent: copied back at each completion */
     }
+    if (__builtin_expect(how == KUMI_FORM_NB && !rs, 1))       /* made and started in one */
+        return kumi_req_irecv(comm, fn, buf, (size_t)count, dt, source, tag, request);
     struct kumi_req *r = new_req(KUMI_REQ_RECV, fn, buf, (size_t)count, dt, source, tag, comm);
     if (!r) { stage_drop(rs); return nomem(fn); }
     r->accel_stage = rs;
@@ -783,7 +787,7 @@ static int finish_many(int count, MPI_Request reqs[], MPI_Status statuses[], con
         }
         if (__builtin_expect(done_plain(r), 1)) {   /* what consume does for it */
             if (st != MPI_STATUS_IGNORE) *st = r->status;
-            kumi_req_free(r);
+            kumi_req_free_inline(r);
             reqs[i] = MPI_REQUEST_NULL;
             continue;
         }

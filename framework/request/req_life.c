@@ -1,82 +1,20 @@
 /* Request layer: the life of a request (the cache of freed ones, the
  * constructors, the kinds' operations, completion and freeing, the link of a
- * buffered send's user request to its internal one).  Split from request.c
- * (protocols, upcalls, transports). */
+ * buffered send's user request to its internal one, cancelling).  Split from
+ * request.c (protocols, upcalls, transports).  The allocation itself is
+ * inline in request.h (kumi_req_alloc_inline), for request.c's
+ * kumi_req_isend / kumi_req_irecv. */
 #include "request/request.h"
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* ------------------------------------------------------------ requests */
-/* Freed requests are kept for reuse (every blocking call makes one): the
- * allocator's free and trim showed up as a fifth of a small message's time.
- * Serialized like everything here (the library lock at MPI_THREAD_MULTIPLE). */
-/* 256: a window of 128 non-blocking calls reuses its requests (at 64, half of
- * them were calloc'ed and freed each time, as costly as the send itself). */
-#define REQ_CACHE_MAX 256
-static struct kumi_req *req_cache;
-static int req_cached;
-
-/* Clear n bytes (a multiple of 8, p 8-byte aligned) with plain vector stores,
- * four to a round: the compiler turns a memset of a few hundred bytes into
- * "rep stos", whose start-up alone cost a tenth of a small message's time. */
-static inline __attribute__((always_inline)) void zero_bytes(void *p, size_t n)
-{
-    char *c = p;
-    size_t i = 0;
-#if defined(__SSE2__)
-    const __m128i z = _mm_setzero_si128();
-    for (; i + 64 <= n; i += 64) {
-        _mm_storeu_si128((__m128i *)(void *)(c + i), z);
-        _mm_storeu_si128((__m128i *)(void *)(c + i + 16), z);
-        _mm_storeu_si128((__m128i *)(void *)(c + i + 32), z);
-        _mm_storeu_si128((__m128i *)(void *)(c + i + 48), z);
-        __asm__ volatile("");             /* keeps the loop a loop, not a memset */
-    }
-    for (; i + 16 <= n; i += 16) {
-        _mm_storeu_si128((__m128i *)(void *)(c + i), z);
-        __asm__ volatile("");
-    }
-#endif
-    for (; i + 8 <= n; i += 8) {
-        uint64_t zero = 0;
-        memcpy(c + i, &zero, 8);
-        __asm__ volatile("");
-    }
-}
-
-_Static_assert(offsetof(struct kumi_req, op) % 8 == 0 && offsetof(struct kumi_req, bsend_seg) % 8 == 0 &&
-               sizeof(struct kumi_req) % 8 == 0, "zero_bytes clears whole 8-byte words");
-
-static inline __attribute__((always_inline)) struct kumi_req *req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
-{
-    struct kumi_req *r = req_cache;
-    if (r) {
-        req_cache = r->qnext;
-        req_cached--;
-        /* op and dop (a third of the request) are filled where they are used
-         * (kumi_req_start_send, do_cts): clearing them here cost a tenth of a
-         * small message's time */
-        zero_bytes(r, offsetof(struct kumi_req, op));
-        zero_bytes((char *)r + offsetof(struct kumi_req, bsend_seg), sizeof *r - offsetof(struct kumi_req, bsend_seg));
-    } else if (!(r = calloc(1, sizeof *r))) {
-        return NULL;
-    }
-    r->magic = KUMI_MAGIC_REQ;
-    r->kind = (uint8_t)kind;
-    r->comm = comm;
-    if (comm) comm->refcount++;
-    r->ctx = ctx;
-    r->wpeer = -1;
-    kumi_req_status_clear(&r->status);
-    return r;
-}
+struct kumi_req *kumi_req_cache;          /* request.h: kumi_req_alloc_inline */
+int kumi_req_cached;
 
 struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx)
 {
-    return req_alloc(kind, comm, ctx);
+    return kumi_req_alloc_inline(kind, comm, ctx);
 }
 
 /* ------------------------------------------------------------ kinds */
@@ -95,7 +33,7 @@ const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r)
 struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
                               void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
 {
-    struct kumi_req *r = req_alloc(kind, comm, ctx);
+    struct kumi_req *r = kumi_req_alloc_inline(kind, comm, ctx);
     if (!r) return NULL;
     r->fname = fname;
     r->buf = buf;
@@ -170,10 +108,10 @@ release:
     }
     if (r->dt && !r->dt->predefined) kumi_dt_release(r->dt);
     r->magic = KUMI_MAGIC_DEAD;
-    if (req_cached < REQ_CACHE_MAX) {
-        r->qnext = req_cache;
-        req_cache = r;
-        req_cached++;
+    if (kumi_req_cached < KUMI_REQ_CACHE_MAX) {
+        r->qnext = kumi_req_cache;
+        kumi_req_cache = r;
+        kumi_req_cached++;
     } else {
         free(r);
     }
@@ -244,3 +182,61 @@ void kumi_req_release(struct kumi_req *r)
     else r->user_freed = true;
 }
 
+/* ------------------------------------------------------------ cancel (the protocol: request.c) */
+static int cancel_answered(void *arg) { return !((struct kumi_req *)arg)->cancel_sent; }
+
+int kumi_req_cancel(struct kumi_req *r)
+{
+    if (r->kind != KUMI_REQ_SEND && r->kind != KUMI_REQ_RECV) {
+        const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
+        return ops && ops->cancel ? ops->cancel(r) : MPI_SUCCESS;
+    }
+    if (!r->active) return MPI_SUCCESS;
+    if (r->kind == KUMI_REQ_RECV) {
+        if (!r->complete && !r->ue && kumi_match_unpost(r)) {
+            r->status.MPI_internal[2] = 1;
+            kumi_status_set_bytes(&r->status, 0);
+            r->pending = 0;
+            kumi_req_check_complete(r);
+        }
+        return MPI_SUCCESS;
+    }
+    /* send */
+    if (r->mode == KUMI_MODE_BUFFERED) {
+        /* the user's request of MPI_Ibsend / MPI_Bsend_init: complete at once,
+         * the message is its internal send's; cancel that one, and this
+         * request is complete again once the answer came */
+        struct kumi_req *b = r->bsend_req;
+        if (!b || r->pending > 0 || kumi_status_cancelled(&r->status)) return MPI_SUCCESS;
+        int rc = kumi_req_cancel(b);
+        if (b->complete) {
+            if (kumi_status_cancelled(&b->status)) r->status.MPI_internal[2] = 1;
+        } else {
+            r->complete = false;
+            r->pending = 1;                /* kumi_req_check_complete(b) tells r */
+        }
+        return rc;
+    }
+    if (r->peer == MPI_PROC_NULL || r->wpeer < 0 || r->cancel_sent || kumi_status_cancelled(&r->status))
+        return MPI_SUCCESS;
+    if (r->rndv && r->cts_seen) return MPI_SUCCESS;          /* matched: too late */
+    if (r->status.MPI_ERROR != MPI_SUCCESS) return MPI_SUCCESS;
+    if (r->mode == KUMI_MODE_SYNC && r->complete) return MPI_SUCCESS; /* ack came: matched */
+    if (r->rndv && r->complete) return MPI_SUCCESS;
+    struct kumi_hdr h;
+    memset(&h, 0, sizeof h);
+    h.kind = KUMI_HDR_CANCEL_REQ;
+    h.ctx = r->ctx; h.src = r->comm->rank; h.tag = r->tag; h.seq = r->seq;
+    h.len = r->bytes;
+    h.sreq = (uint64_t)(uintptr_t)r;
+    r->cancel_sent = true;
+    r->complete = false;                  /* not complete until the answer came */
+    r->pending++;
+    kumi_req_send_ctl(r->wpeer, &h);
+    /* To oneself the answer needs nobody else: wait for it here, so that
+     * MPI_Test / MPI_Request_get_status right after MPI_Cancel report the
+     * outcome, and a receive posted next cannot take the message. */
+    if (r->wpeer == kumi_world_rank() && !kumi_req_in_upcall())
+        kumi_progress_wait(cancel_answered, r);
+    return MPI_SUCCESS;
+}

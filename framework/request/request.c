@@ -302,33 +302,68 @@ static inline __attribute__((always_inline)) int try_direct(const struct kumi_co
     return 1;
 }
 
-int kumi_req_start_send(struct kumi_req *r)
+/* The common case of a start: a plain eager message the transport writes at
+ * once; the send is complete.  1 when so, 0 when the general path must run.
+ * fresh: r was just made by kumi_req_isend (standard mode, no copy, no
+ * device buffer; the state of kumi_req_alloc), its arguments passed as they
+ * are in registers there. */
+static inline __attribute__((always_inline)) int start_send_direct(struct kumi_req *r, bool fresh, const void *buf,
+                                                                   size_t count, const struct kumi_dt *dt, int peer)
 {
-    /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
-    const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
-    const struct kumi_p2p_ops *ops;
-    int rc;
-
-    /* The common case first: a plain eager message the transport writes at
-     * once; the send is complete (else the general path below, from the start) */
-    if (__builtin_expect(r->mode != KUMI_MODE_SYNC && !r->bsend_seg && !r->pack && r->dt->contig &&
-                         !r->accel_stage && r->peer != MPI_PROC_NULL && !upcall_depth && !flushing && !dq_head, 1)) {
-        int wpeer = kumi_comm_peer_world(r->comm, r->peer);
-        size_t bytes = r->count * r->dt->size;
+    if (__builtin_expect((fresh || (r->mode != KUMI_MODE_SYNC && !r->bsend_seg && !r->pack && !r->accel_stage)) &&
+                         dt->contig && peer != MPI_PROC_NULL && !upcall_depth && !flushing && !dq_head, 1)) {
+        /* a contiguous type's data starts true_lb bytes from buf (buf may be MPI_BOTTOM) */
+        const void *payload = (const void *)((uintptr_t)buf + (uintptr_t)dt->true_lb);
+        int wpeer = kumi_comm_peer_world(r->comm, peer);
+        size_t bytes = count * dt->size;
         if (try_direct(r->comm, r->ctx, payload, bytes, wpeer, r->tag, (uint64_t)(uintptr_t)r, &r->seq)) {
             r->active = true;
+            r->bytes = bytes;
+            r->wpeer = wpeer;
+            if (fresh) {                             /* plain, not user_freed: as below */
+                if (__builtin_expect(!kumi_mt, 1)) r->complete = true;
+                else kumi_req_check_complete(r);
+                return 1;
+            }
             r->cancel_sent = r->cts_seen = r->rndv = r->rget = false;
             r->frag = 0;
             r->pending = 0;
-            r->bytes = bytes;
-            r->wpeer = wpeer;
             kumi_req_status_clear(&r->status);
             r->complete = false;
             if (__builtin_expect(kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1)) r->complete = true;
             else kumi_req_check_complete(r);
-            return MPI_SUCCESS;
+            return 1;
         }
     }
+    return 0;
+}
+
+int kumi_req_isend(struct kumi_comm *comm, const char *fname, const void *buf, size_t count, struct kumi_dt *dt,
+                   int dest, int tag, MPI_Request *request)
+{
+    struct kumi_req *r = kumi_req_alloc_inline(KUMI_REQ_SEND, comm, comm->ctx);
+    if (!r) { *request = MPI_REQUEST_NULL; return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fname); }
+    *request = (MPI_Request)r;
+    r->fname = fname;
+    r->buf = (void *)buf;
+    r->count = count;
+    r->dt = dt;
+    if (!dt->predefined) kumi_dt_retain(dt);
+    r->peer = dest;
+    r->tag = tag;
+    if (start_send_direct(r, true, buf, count, dt, dest)) return MPI_SUCCESS;
+    int rc = kumi_req_start_send(r);
+    if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
+    return rc;
+}
+
+int kumi_req_start_send(struct kumi_req *r)
+{
+    const void *payload = (const void *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
+    const struct kumi_p2p_ops *ops;
+    int rc;
+
+    if (start_send_direct(r, false, r->buf, r->count, r->dt, r->peer)) return MPI_SUCCESS;
 
     r->active = true;
     r->complete = false;
@@ -568,16 +603,19 @@ void kumi_req_recv_ue(struct kumi_req *r, struct kumi_ue *u)
     early_match(r, u);
 }
 
-static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, struct kumi_ue *msg)
+/* fresh: r was just made (kumi_req_irecv: the state of kumi_req_alloc) */
+static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, struct kumi_ue *msg, bool fresh)
 {
     r->active = true;
-    r->complete = false;
     r->pending = 1;
-    r->ue = NULL;
-    r->msglen = 0;
-    r->frag = 0;
-    r->xconv = false;
-    kumi_req_status_clear(&r->status);
+    if (!fresh) {
+        r->complete = false;
+        r->ue = NULL;
+        r->msglen = 0;
+        r->frag = 0;
+        r->xconv = false;
+        kumi_req_status_clear(&r->status);
+    }
     if (r->peer == MPI_PROC_NULL && !msg) {
         status_proc_null(&r->status);
         r->pending = 0;
@@ -593,7 +631,7 @@ static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, 
         r->rx.dst = (char *)((uintptr_t)r->buf + (uintptr_t)r->dt->true_lb);
     }
     r->rx.cap = r->bytes;
-    r->rx.len = r->rx.got = 0;
+    if (!fresh) r->rx.len = r->rx.got = 0;
     r->rx.owner = r;
     if (msg) {
         kumi_req_recv_ue(r, msg);
@@ -610,74 +648,37 @@ static inline __attribute__((always_inline)) int start_recv(struct kumi_req *r, 
     return MPI_SUCCESS;
 }
 
+int kumi_req_irecv(struct kumi_comm *comm, const char *fname, void *buf, size_t count, struct kumi_dt *dt,
+                   int source, int tag, MPI_Request *request)
+{
+    struct kumi_req *r = kumi_req_alloc_inline(KUMI_REQ_RECV, comm, comm->ctx);
+    if (!r) { *request = MPI_REQUEST_NULL; return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fname); }
+    *request = (MPI_Request)r;
+    r->fname = fname;
+    r->buf = buf;
+    r->count = count;
+    r->dt = dt;
+    if (!dt->predefined) kumi_dt_retain(dt);
+    r->peer = source;
+    r->tag = tag;
+    int rc = start_recv(r, NULL, true);
+    if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
+    return rc;
+}
+
 int kumi_req_start_recv(struct kumi_req *r)
 {
-    return start_recv(r, NULL);
+    return start_recv(r, NULL, false);
 }
 
 int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
 {
-    return start_recv(r, u);
+    return start_recv(r, u, false);
 }
 
-/* ------------------------------------------------------------ cancel */
-static int cancel_answered(void *arg) { return !((struct kumi_req *)arg)->cancel_sent; }
-
-int kumi_req_cancel(struct kumi_req *r)
-{
-    if (r->kind != KUMI_REQ_SEND && r->kind != KUMI_REQ_RECV) {
-        const struct kumi_req_ops *ops = kumi_req_kind_ops(r);
-        return ops && ops->cancel ? ops->cancel(r) : MPI_SUCCESS;
-    }
-    if (!r->active) return MPI_SUCCESS;
-    if (r->kind == KUMI_REQ_RECV) {
-        if (!r->complete && !r->ue && kumi_match_unpost(r)) {
-            r->status.MPI_internal[2] = 1;
-            kumi_status_set_bytes(&r->status, 0);
-            r->pending = 0;
-            kumi_req_check_complete(r);
-        }
-        return MPI_SUCCESS;
-    }
-    /* send */
-    if (r->mode == KUMI_MODE_BUFFERED) {
-        /* the user's request of MPI_Ibsend / MPI_Bsend_init: complete at once,
-         * the message is its internal send's; cancel that one, and this
-         * request is complete again once the answer came */
-        struct kumi_req *b = r->bsend_req;
-        if (!b || r->pending > 0 || kumi_status_cancelled(&r->status)) return MPI_SUCCESS;
-        int rc = kumi_req_cancel(b);
-        if (b->complete) {
-            if (kumi_status_cancelled(&b->status)) r->status.MPI_internal[2] = 1;
-        } else {
-            r->complete = false;
-            r->pending = 1;                /* kumi_req_check_complete(b) tells r */
-        }
-        return rc;
-    }
-    if (r->peer == MPI_PROC_NULL || r->wpeer < 0 || r->cancel_sent || kumi_status_cancelled(&r->status))
-        return MPI_SUCCESS;
-    if (r->rndv && r->cts_seen) return MPI_SUCCESS;          /* matched: too late */
-    if (r->status.MPI_ERROR != MPI_SUCCESS) return MPI_SUCCESS;
-    if (r->mode == KUMI_MODE_SYNC && r->complete) return MPI_SUCCESS; /* ack came: matched */
-    if (r->rndv && r->complete) return MPI_SUCCESS;
-    struct kumi_hdr h;
-    memset(&h, 0, sizeof h);
-    h.kind = KUMI_HDR_CANCEL_REQ;
-    h.ctx = r->ctx; h.src = r->comm->rank; h.tag = r->tag; h.seq = r->seq;
-    h.len = r->bytes;
-    h.sreq = (uint64_t)(uintptr_t)r;
-    r->cancel_sent = true;
-    r->complete = false;                  /* not complete until the answer came */
-    r->pending++;
-    kumi_req_send_ctl(r->wpeer, &h);
-    /* To oneself the answer needs nobody else: wait for it here, so that
-     * MPI_Test / MPI_Request_get_status right after MPI_Cancel report the
-     * outcome, and a receive posted next cannot take the message. */
-    if (r->wpeer == kumi_world_rank() && !upcall_depth && !flushing)
-        kumi_progress_wait(cancel_answered, r);
-    return MPI_SUCCESS;
-}
+/* For kumi_req_cancel (req_life.c): inside an upcall or a flush of the
+ * control queue, where it must not wait. */
+bool kumi_req_in_upcall(void) { return upcall_depth || flushing; }
 
 /* ------------------------------------------------------------ upcalls */
 static struct kumi_rx discard_rx;        /* owner NULL: bytes dropped */
@@ -863,8 +864,9 @@ KUMI_EXPORT struct kumi_rx *kumi_p2p_incoming(int peer, const struct kumi_hdr *h
 KUMI_EXPORT void kumi_p2p_incoming_whole(int peer, const struct kumi_hdr *hdr, const void *data)
 {
     size_t paylen = (size_t)hdr->paylen;
+    const struct kumi_p2p_ops *ops;
     if ((hdr->kind != KUMI_HDR_EAGER && hdr->kind != KUMI_HDR_EAGER_SYNC) || hdr->len != hdr->paylen ||
-        peer < 0 || peer >= npeers || !peer_ops[peer] || (peer_ops[peer]->caps & KUMI_P2P_CAP_EXTERNAL32)) {
+        (unsigned)peer >= (unsigned)npeers || !(ops = peer_ops[peer]) || (ops->caps & KUMI_P2P_CAP_EXTERNAL32)) {
         struct kumi_rx *rx = kumi_p2p_incoming(peer, hdr);
         if (rx) {
             if (rx->dst && paylen && rx->cap) memcpy(rx->dst, data, rx->cap < paylen ? rx->cap : paylen);
@@ -877,15 +879,30 @@ KUMI_EXPORT void kumi_p2p_incoming_whole(int peer, const struct kumi_hdr *hdr, c
     upcall_depth++;
     kumi_match_check_recv_seq(peer, hdr->seq);
     struct kumi_req *r = kumi_match_posted(hdr);
-    eager_arrived(peer, hdr, r == NULL);
+    /* eager_arrived(), with what is known here: an eager message (charge
+     * paylen + envelope) from a peer whose transport is ops */
+    if (eager_peers && !(ops->caps & KUMI_P2P_CAP_NOBUDGET)) {
+        size_t c = paylen + KUMI_EAGER_ENVELOPE;
+        if (!r) {
+            eager_peers[peer].held += c;
+        } else if (__builtin_expect((eager_peers[peer].due += c) >= kumi_req_eager_budget / 4, 0)) {
+            eager_credit_check(peer);
+        }
+    }
     if (r) {
         r->status.MPI_SOURCE = hdr->src;
         r->status.MPI_TAG = hdr->tag;
-        r->msglen = hdr->len;
+        r->msglen = paylen;
         if (hdr->kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(peer, hdr);
         size_t n = paylen < r->rx.cap ? paylen : r->rx.cap;
         if (n) memcpy(r->rx.dst, data, n);
-        finish_recv(r, hdr->len);
+        /* finish_recv(r, paylen), inline: the plain case sets complete */
+        kumi_status_set_bytes(&r->status, n);
+        if (paylen > r->rx.cap && r->status.MPI_ERROR == MPI_SUCCESS) r->status.MPI_ERROR = MPI_ERR_TRUNCATE;
+        if (__builtin_expect(--r->pending == 0 && !r->complete && kumi_req_plain(r) && !r->user_freed && !kumi_mt, 1))
+            r->complete = true;
+        else
+            kumi_req_check_complete(r);
     } else {
         struct kumi_ue *u = ue_new(peer, hdr);
         if (paylen > 0) {

@@ -57,6 +57,11 @@
 
 #include "core/core.h"
 #include <kumi/p2p.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 
 enum kumi_req_kind {
@@ -212,6 +217,93 @@ static inline bool kumi_req_plain(const struct kumi_req *r)
             (uintptr_t)r->parent | (uintptr_t)r->on_complete | (uintptr_t)r->bsend_owner) == 0;
 }
 
+/* Freed requests are kept for reuse (every blocking call makes one): the
+ * allocator's free and trim showed up as a fifth of a small message's time.
+ * Serialized like everything here (the library lock at MPI_THREAD_MULTIPLE). */
+/* 256: a window of 128 non-blocking calls reuses its requests (at 64, half of
+ * them were calloc'ed and freed each time, as costly as the send itself). */
+#define KUMI_REQ_CACHE_MAX 256
+extern struct kumi_req *kumi_req_cache;
+extern int kumi_req_cached;
+
+/* Clear n bytes (a multiple of 8, p 8-byte aligned) with plain vector stores,
+ * four to a round: the compiler turns a memset of a few hundred bytes into
+ * "rep stos", whose start-up alone cost a tenth of a small message's time. */
+static inline __attribute__((always_inline)) void kumi_req_zero_bytes(void *p, size_t n)
+{
+    char *c = p;
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i z = _mm_setzero_si128();
+    for (; i + 64 <= n; i += 64) {
+        _mm_storeu_si128((__m128i *)(void *)(c + i), z);
+        _mm_storeu_si128((__m128i *)(void *)(c + i + 16), z);
+        _mm_storeu_si128((__m128i *)(void *)(c + i + 32), z);
+        _mm_storeu_si128((__m128i *)(void *)(c + i + 48), z);
+        __asm__ volatile("");             /* keeps the loop a loop, not a memset */
+    }
+    for (; i + 16 <= n; i += 16) {
+        _mm_storeu_si128((__m128i *)(void *)(c + i), z);
+        __asm__ volatile("");
+    }
+#endif
+    for (; i + 8 <= n; i += 8) {
+        uint64_t zero = 0;
+        memcpy(c + i, &zero, 8);
+        __asm__ volatile("");
+    }
+}
+
+_Static_assert(offsetof(struct kumi_req, op) % 8 == 0 && offsetof(struct kumi_req, bsend_seg) % 8 == 0 &&
+               sizeof(struct kumi_req) % 8 == 0, "kumi_req_zero_bytes clears whole 8-byte words");
+
+static inline __attribute__((always_inline)) struct kumi_req *kumi_req_alloc_inline(int kind, struct kumi_comm *comm, int32_t ctx)
+{
+    struct kumi_req *r = kumi_req_cache;
+    if (r) {
+        kumi_req_cache = r->qnext;
+        kumi_req_cached--;
+        /* op and dop (a third of the request) are filled where they are used
+         * (kumi_req_start_send, do_cts): clearing them here cost a tenth of a
+         * small message's time */
+        kumi_req_zero_bytes(r, offsetof(struct kumi_req, op));
+        kumi_req_zero_bytes((char *)r + offsetof(struct kumi_req, bsend_seg), sizeof *r - offsetof(struct kumi_req, bsend_seg));
+    } else if (!(r = calloc(1, sizeof *r))) {
+        return NULL;
+    }
+    r->magic = KUMI_MAGIC_REQ;
+    r->kind = (uint8_t)kind;
+    r->comm = comm;
+    if (comm) comm->refcount++;
+    r->ctx = ctx;
+    r->wpeer = -1;
+    kumi_req_status_clear(&r->status);
+    return r;
+}
+
+void kumi_req_free(struct kumi_req *r);
+/* kumi_req_free, inline for what a completion call frees most: a send or
+ * receive, not posted, with nothing of its own (no copy, partner, buffered
+ * send link, device buffer), a predefined type and a communicator that other
+ * references keep; anything else goes to kumi_req_free. */
+static inline __attribute__((always_inline)) void kumi_req_free_inline(struct kumi_req *r)
+{
+    struct kumi_comm *c = r->comm;
+    if (__builtin_expect(r->kind <= KUMI_REQ_RECV && !r->pseq && c && c->refcount > 1 && r->dt &&
+                         r->dt->predefined && kumi_req_cached < KUMI_REQ_CACHE_MAX &&
+                         ((uintptr_t)r->bsend_req | (uintptr_t)r->bsend_owner | (uintptr_t)r->bsend_seg |
+                          (uintptr_t)r->pack | (uintptr_t)r->xbuf | (uintptr_t)r->accel_stage |
+                          (uintptr_t)r->partner | (uintptr_t)r->owned) == 0, 1)) {
+        c->refcount--;
+        r->magic = KUMI_MAGIC_DEAD;
+        r->qnext = kumi_req_cache;
+        kumi_req_cache = r;
+        kumi_req_cached++;
+        return;
+    }
+    kumi_req_free(r);
+}
+
 /* ---- req_life.c (the life of a request) and request.c ---- */
 /* The operations of a kind of request other than a plain send or receive,
  * registered by the file that implements the kind (partitioned.c,
@@ -234,13 +326,21 @@ void kumi_req_register_kind(int kind, const struct kumi_req_ops *ops);
 const struct kumi_req_ops *kumi_req_kind_ops(const struct kumi_req *r);   /* NULL for SEND/RECV */
 
 struct kumi_req *kumi_req_alloc(int kind, struct kumi_comm *comm, int32_t ctx);
-void kumi_req_free(struct kumi_req *r);
 /* The one constructor of point-to-point requests (user and internal): a
  * send (KUMI_REQ_SEND) or receive (KUMI_REQ_RECV) of count elements of dt
  * (a reference is taken) with peer and tag on context ctx of comm; fname
  * names the MPI call for error messages.  NULL when out of memory. */
 struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, const char *fname,
                               void *buf, size_t count, struct kumi_dt *dt, int peer, int tag);
+/* MPI_Isend in standard mode / MPI_Irecv (not persistent, no device buffer):
+ * kumi_req_msg and kumi_req_start_send / kumi_req_start_recv in one call,
+ * the allocation and the direct eager path inline (request.c).  Returns the
+ * error (*request MPI_REQUEST_NULL, the request freed) or MPI_SUCCESS with
+ * the started request in *request. */
+int kumi_req_isend(struct kumi_comm *comm, const char *fname, const void *buf, size_t count, struct kumi_dt *dt,
+                   int dest, int tag, MPI_Request *request);
+int kumi_req_irecv(struct kumi_comm *comm, const char *fname, void *buf, size_t count, struct kumi_dt *dt,
+                   int source, int tag, MPI_Request *request);
 /* An internal one (no user handle) whose completion calls on_complete(r)
  * (r->ext = ext, r->cb_idx = idx); on_complete owns r from then on.  With
  * on_complete NULL the request is the caller's to wait for and free. */
@@ -267,6 +367,7 @@ void kumi_req_check_complete(struct kumi_req *r);
 void kumi_req_release(struct kumi_req *r);
 /* Cancel (MPI_Cancel).  A send to oneself is decided before it returns. */
 int kumi_req_cancel(struct kumi_req *r);
+bool kumi_req_in_upcall(void);                      /* request.c: in an upcall or flushing */
 /* Buffered mode: b (internal, carrying the copy of user request r's message)
  * becomes r's; kumi_req_bsend_unlink gives r's current one up (it frees
  * itself once sent). */

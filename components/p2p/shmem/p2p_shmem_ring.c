@@ -196,20 +196,24 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
     if (__builtin_expect(!p->seg || p->qhead != NULL, 0)) return 0;   /* not attached yet: send() does it */
     size_t paylen = (size_t)h->paylen;
     if (paylen <= P2P_SHMEM_SHORT_MAX) {
-        struct p2p_shmem_short c;
         if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
-        c.kind = h->kind;
-        c.flags = h->flags;
-        c.type = P2P_SHMEM_REC_SHORT;
-        c.paylen = (uint8_t)paylen;
-        c.ctx = h->ctx;
-        c.src = h->src;
-        c.tag = h->tag;
-        c.seq = h->seq;
-        c.sreq_lo = (uint32_t)h->sreq;
-        c.sreq_hi = (uint32_t)(h->sreq >> 32);
-        p2p_shmem_copy_small(c.data, payload, paylen);
-        p2p_shmem_put_cell(p, p->otail, &c);
+        /* written in place (no copy through the stack): the receiver reads
+         * no byte of it before the stamp, stored last */
+        char *cell = p2p_shmem_cell(p->odata, p->otail);
+        struct p2p_shmem_short *c = (struct p2p_shmem_short *)(void *)cell;
+        c->kind = h->kind;
+        c->flags = h->flags;
+        c->type = P2P_SHMEM_REC_SHORT;
+        c->paylen = (uint8_t)paylen;
+        c->ctx = h->ctx;
+        c->src = h->src;
+        c->tag = h->tag;
+        c->seq = h->seq;
+        c->sreq_lo = (uint32_t)h->sreq;
+        c->sreq_hi = (uint32_t)(h->sreq >> 32);
+        p2p_shmem_copy_small(c->data, payload, paylen);
+        atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
+                              memory_order_release);
         p->otail += P2P_SHMEM_CELL;
     } else {
         size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
@@ -295,8 +299,10 @@ static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struc
     p->ihead += P2P_SHMEM_CELL + p2p_shmem_round(paylen);
 }
 
-/* A SHORT record at our head (c: its copy). */
-static void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_short *c)
+/* A SHORT record at our head (c: its copy, or the cell itself: the sender
+ * does not write it again before our head has passed it). */
+static inline __attribute__((always_inline)) void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p,
+                                                                       const struct p2p_shmem_short *c)
 {
     struct kumi_hdr h = {
         .kind = c->kind, .flags = c->flags, .ctx = c->ctx, .src = c->src, .tag = c->tag, .seq = c->seq,
@@ -419,16 +425,22 @@ static __attribute__((noinline)) int p2p_shmem_progress_all(void)
 static __attribute__((noinline)) int p2p_shmem_take_shorts(int peer, struct p2p_shmem_peer *p)
 {
     int k = 0, other = 0;
+    /* the ring's address, size and key in registers across the upcalls
+     * (globals of a shared object cost a load through the GOT each) */
+    const char *data = p->idata;
+    uint64_t key = p2p_shmem_seg->stampkey, mask = p2p_shmem_ringsz - 1;
     p2p_shmem_in_progress = 1;
     do {
-        struct p2p_shmem_short c;
-        memcpy(&c, p2p_shmem_cell(p->idata, p->ihead), sizeof c);
-        if (c.type != P2P_SHMEM_REC_SHORT) {
+        /* read in place (one line, ours until the head passes it): no copy */
+        const struct p2p_shmem_short *c = (const struct p2p_shmem_short *)(const void *)(data + (p->ihead & mask));
+        if (c->type != P2P_SHMEM_REC_SHORT) {
             other = 1;
             break;
         }
-        p2p_shmem_take_short(peer, p, &c);
-    } while (++k < P2P_SHMEM_BATCH && p2p_shmem_rec_ready(p));
+        p2p_shmem_take_short(peer, p, c);
+    } while (++k < P2P_SHMEM_BATCH &&
+             atomic_load_explicit((const _Atomic uint64_t *)(const void *)(data + (p->ihead & mask)),
+                                  memory_order_acquire) == p2p_shmem_stamp(key, p->ihead));
     if (k > 0) {
         atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
         /* the sender may sleep waiting for space */
