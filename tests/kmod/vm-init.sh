@@ -170,6 +170,21 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         # CPU always, 1 a spare CPU while the rank computes, where the VM has more CPUs than ranks)
         steer=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_STEER=//p')
         [ -z "$steer" ] || echo "$steer" > /sys/module/kumi_kacc/parameters/steer
+        # KACC_P_NAME=VALUE: the module's parameter NAME for this launch (an A/B of the module's
+        # ways in one boot); KACC_TRACE=1: its timeline (kacc_trace.c) for this launch, printed
+        # after it as "KMODVM-TRACE: IMPL CASE NS CPU CTX EVENT A B"
+        for kv in $(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_P_//p'); do
+            echo "${kv#*=}" > "/sys/module/kumi_kacc/parameters/${kv%%=*}"
+        done
+        # KACC_LINK_BURST=N: the wire's tbf burst for this launch (bytes; else the link's own)
+        lb=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_LINK_BURST=//p'); lb=${lb:-${burst:-}}
+        if [ -n "$run" ] && [ "$lb" != "${cur_burst:-$burst}" ]; then
+            nsenter -t $h1 -n /usr/sbin/tc qdisc change dev k1 root tbf rate "$LINK" burst $lb latency 100ms &&
+                nsenter -t $h2 -n /usr/sbin/tc qdisc change dev k2 root tbf rate "$LINK" burst $lb latency 100ms &&
+                cur_burst=$lb || say "FAIL bench-burst ($lb)"
+        fi
+        tr=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_TRACE=//p')
+        [ -z "$tr" ] || { echo "$tr" > /sys/module/kumi_kacc/parameters/trace; cat /proc/kumi_kacc_trace > /dev/null; }
         r0=$(stat_of runs_done); n0=$(stat_of nodes); u0=$(stat_of user_nodes); s=$(date +%s)
         wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes); db0=$(stat_of direct_bytes)
         f0=$(stat_of direct_fused_bytes); fo0=$(stat_of direct_fused_out_bytes)
@@ -183,6 +198,7 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         # on the wire: where the ranks ran, once per launch
         [ -z "$bp" ] || { kill $bp 2>/dev/null; wait $bp; echo "KMODVM-BENCHBIND: $impl $case $(cat /tmp/bind.out)"; }
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
+        [ -z "$tr" ] || { echo 0 > /sys/module/kumi_kacc/parameters/trace; sed "s/^/KMODVM-TRACE: $impl $case /" /proc/kumi_kacc_trace; }
         [ $rc = 0 ] || tail -5 /tmp/bench.out | sed 's/^/KMODVM-OUT: /'
         kruns=$(grep 'schedule runs in the kernel' /tmp/bench.out | sed -n 's/.*kmod: \([0-9]*\) schedule runs.*/\1/p' |
                 awk '{ s += $1 } END { print s + 0 }')
