@@ -19,7 +19,8 @@
  * kmap_local_page.  No bounce buffer, except for a message longer than its
  * receive (truncation) or one that arrives before its receive is posted.
  *
- * Execution: START runs the schedule's ready nodes at once in the ioctl;
+ * Execution: START runs the schedule's ready nodes at once in the ioctl (its
+ * sends' copies into the sockets there too, or on a spare CPU: steer);
  * the rest is driven by the sockets: sk_data_ready / sk_write_space queue
  * the context's work item on the CPU of the rank that owns it (the CPU of
  * its last ioctl; while the rank computes and the machine has more CPUs
@@ -69,7 +70,8 @@ static struct workqueue_struct *kacc_wq, *kacc_uwq;
  * sleeps (its CPU is then free) or when the machine has no more CPUs than
  * open contexts (no CPU is spare: the work must come out of some rank's
  * time, best its own); else, while the rank computes, as unbound work,
- * which the scheduler wakes on an idle CPU when there is one. */
+ * which the scheduler wakes on an idle CPU when there is one; then START, too,
+ * leaves its sends to that work item rather than copying them in the ioctl. */
 static int steer = 1;
 module_param(steer, int, 0644);
 MODULE_PARM_DESC(steer, "0: progress work on the rank's CPU; 1 (default): on a spare CPU while the rank runs, "
@@ -79,9 +81,9 @@ MODULE_PARM_DESC(steer, "0: progress work on the rank's CPU; 1 (default): on a s
  * buffer (so the window it advertises) the largest they receive, up to sockbuf_max bytes: a
  * send then leaves in the ioctl that queues it, TCP moves the rest from softirq as the ACKs
  * come, and a message arrives whole while the rank computes; with the default buffers
- * (autotuned from about 16 / 128 KiB, a window of 64 KiB) a large message needs a work item on the busy CPUs
- * again and again (sk_write_space to refill, reads to open the window).  The buffers only
- * grow (and stay fixed from then on: no autotuning).  0: the sockets' buffers as they are. */
+ * (autotuned from about 16 / 128 KiB, a window of 64 KiB) a large message on a cold
+ * connection needs a work item on the busy CPUs again and again (sk_write_space to refill,
+ * reads to open the window).  The buffers only grow.  0: the sockets' buffers as they are. */
 static int sockbuf = 1;
 module_param(sockbuf, int, 0644);
 MODULE_PARM_DESC(sockbuf, "1 (default): size the peers' socket buffers to the schedules' messages; 0: leave them");
@@ -620,32 +622,27 @@ static void peer_detach(struct kpeer *p)
 }
 
 /* sockbuf: grow the socket's buffers to what the schedules asked (want_snd / want_rcv: message
- * bytes); the kernel counts each buffer's bytes twice (sk_sndbuf = 2 x the asked size, as
- * SO_SNDBUF): a message of want bytes fits with its skbs' overhead. */
+ * bytes); the kernel counts a buffer's bytes with their skbs' overhead, so each is made twice
+ * the message (as SO_SNDBUF / SO_RCVBUF do), and the receive window's clamp follows (TCP fixed
+ * it from the buffer the connection started with; autotuning raises it, a larger buffer alone
+ * does not).  Not locked: TCP's autotuning may still grow them (it never shrinks them but under
+ * memory pressure), for the rank's own point-to-point traffic on the socket too. */
 static void peer_bufs(struct kpeer *p)
 {
     struct sock *sk;
+    struct tcp_sock *tp;
     u32 cap = (u32)clamp_t(int, READ_ONCE(sockbuf_max), (int)SOCK_MIN_SNDBUF, INT_MAX / 2);
     u32 snd = min(p->want_snd, cap), rcv = min(p->want_rcv, cap);
+    int w;
     if (!READ_ONCE(sockbuf) || !p->sock || (snd <= p->set_snd && rcv <= p->set_rcv)) return;
     sk = p->sock->sk;
+    tp = tcp_sk(sk);
     lock_sock(sk);
-    if (snd > p->set_snd && (u64)READ_ONCE(sk->sk_sndbuf) < 2 * (u64)snd) {
-        sk->sk_userlocks |= SOCK_SNDBUF_LOCK;
-        WRITE_ONCE(sk->sk_sndbuf, (int)(2 * snd));
-    }
+    if ((u64)READ_ONCE(sk->sk_sndbuf) < 2 * (u64)snd) WRITE_ONCE(sk->sk_sndbuf, (int)(2 * snd));
+    if ((u64)READ_ONCE(sk->sk_rcvbuf) < 2 * (u64)rcv) WRITE_ONCE(sk->sk_rcvbuf, (int)(2 * rcv));
+    w = tcp_win_from_space(sk, READ_ONCE(sk->sk_rcvbuf));
+    if ((int)tp->window_clamp < w) tp->window_clamp = (u32)w;
     release_sock(sk);
-    if (rcv > p->set_rcv && (u64)READ_ONCE(sk->sk_rcvbuf) < 2 * (u64)rcv) {
-        struct tcp_sock *tp = tcp_sk(sk);
-        int w;
-        sock_set_rcvbuf(sk, (int)rcv);
-        /* the window it may advertise: TCP fixed its clamp from the buffer it had at the
-         * connection's start (autotuning raises it, a set buffer does not) */
-        lock_sock(sk);
-        w = tcp_win_from_space(sk, READ_ONCE(sk->sk_rcvbuf));
-        if ((int)tp->window_clamp < w) tp->window_clamp = (u32)w;
-        release_sock(sk);
-    }
     p->set_snd = max(p->set_snd, snd);
     p->set_rcv = max(p->set_rcv, rcv);
 }
@@ -845,6 +842,7 @@ static int do_start(struct kctx *c, u32 id)
 {
     struct ksched *s = idr_find(&c->scheds, id);
     struct kacc_state *ss;
+    bool spare;
     u32 i;
     if (!s || s->zombie) return -ENOENT;
     if (s->running) return -EBUSY;
@@ -859,9 +857,13 @@ static int do_start(struct kctx *c, u32 id)
     atomic64_inc(&st.runs);
     KT(c, KT_START, s->id, s->n);
     push_ready(s, 0);
-    c->progressing = true;              /* the sends it queues go out in progress() below */
+    /* the sends it queues go out in progress() below, in this ioctl; where a CPU may be spare
+     * (steer), from the work item there instead (exec() kicks it): the rank goes back to its
+     * computation without copying them into the socket itself */
+    spare = READ_ONCE(steer) && num_online_cpus() > atomic64_read(&st.contexts);
+    c->progressing = !spare;
     advance(s);
-    progress(c);
+    if (!spare) progress(c);
     return 0;
 }
 

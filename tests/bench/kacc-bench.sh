@@ -75,7 +75,10 @@
 # veth pair, each end sending through a tbf qdisc of RATE, one rank in each (a host of its
 # own for Kumi), mpiexec starting them through a launch agent (kmod_vm.sh KUMI_KMOD_VM_LINK).
 # Over loopback every byte is the vCPUs' work (copies, the TCP stack), which nothing hides;
-# on the wire the transfer also takes time during which the computation can run.
+# on the wire the transfer also takes time during which the computation can run.  tbf's burst:
+# 1 ms of RATE, at least 96 KiB (a whole 64 KiB TSO packet passes; a smaller burst makes tbf cut
+# each into MSS-sized packets in software, NIC work that cost the vCPUs 2-4 times the transfer's
+# own CPU: tests/kmod/vm-init.sh), or KUMI_BENCH_KACCVM_BURST bytes.
 # Appends its targets to $KUMI_BENCH_OUT/targets and writes $KUMI_BENCH_OUT/kacc.kumi.status
 # (kaccvm.kumi.status).
 set -u
@@ -190,7 +193,7 @@ else
     else
         echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with $vm_smp vCPUs (limit $vmlimit s)"
         KUMI_KMOD_VM_QEMU_OPTS=${KUMI_BENCH_KACCVM_QEMU_OPTS:-} \
-        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_LINK=$vm_link KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
+        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_LINK=$vm_link KUMI_KMOD_VM_LINK_BURST=${KUMI_BENCH_KACCVM_BURST:-} KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
             KUMI_KMOD_VM_CONSOLE="$out/kaccvm.console.log" KUMI_KMOD_VM_TIMEOUT=$vmlimit KUMI_KMOD_VM_BENCH_TIMEOUT=$limit \
             top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$top_srcdir/tests/scripts/kmod_vm.sh" > "$out/kaccvm.vm.log" 2>&1
         rc=$?
@@ -211,7 +214,8 @@ else
     kver=$(sed -n 's/.*KMODVM: kernel \([^,]*\),.*/\1/p' "$out/kaccvm.console.log" | head -1)
     ncpu=$(sed -n 's/.*KMODVM: kernel [^,]*, \([0-9]*\) CPUs.*/\1/p' "$out/kaccvm.console.log" | head -1)
     wire=$(sed -n 's/.*KMODVM: bench: link \([^:]*\):.*/\1/p' "$out/kaccvm.console.log" | head -1)
-    if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way"
+    wburst=$(sed -n 's/.*KMODVM: bench: link [^:]*:.*tbf burst \([0-9]*\) B.*/\1/p' "$out/kaccvm.console.log" | head -1)
+    if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way (burst ${wburst:-?} B)"
     elif grep -q 'KMODVM: FAIL bench-link' "$out/kaccvm.console.log"; then wire="loopback: THE LINK WAS NOT SET UP"
     else wire=loopback; fi
     case " ${impls[*]} " in *" kumi-kmod "*|*" kumi-kmodrank "*|*" kumi-kmodb "*)

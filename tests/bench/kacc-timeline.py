@@ -9,8 +9,14 @@ the bytes received and sent by then, the work items' queueing delay (a kick that
 queued work to the work item's start) and their time on the rank's CPU and on
 others.  Overlapped runs (the first poll at least --min-ms after START) are
 summarised per IMPL (medians), and the median run's events are listed.
+Overlapped runs: the rank did not poll (wait) before the run finished, at
+least --min-ms after START (it computed all along: the run done under the
+computation); "waited": the rank polled before the run finished (the
+operation alone, the blocking one, or the compute ended first).
+The kmod engine's wait polls with a timeout: a waiting rank polls every
+~20 ms.
 
-    kacc-timeline.py CONSOLE_LOG [--min-ms 50] [--impl IMPL] [--detail N]
+    kacc-timeline.py CONSOLE_LOG [--min-ms 20] [--impl IMPL] [--detail N]
 """
 import argparse
 import collections
@@ -26,7 +32,7 @@ def med(v):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('log')
-    ap.add_argument('--min-ms', type=float, default=50.0)
+    ap.add_argument('--min-ms', type=float, default=20.0)
     ap.add_argument('--impl')
     ap.add_argument('--detail', type=int, default=1)
     a = ap.parse_args()
@@ -44,12 +50,15 @@ def main():
         es.sort()
         r = None
         pend = None          # time of the first queued kick not yet started
+        last = None          # the run finished last
         for t, cpu, name, x, y in es:
             if name == 'start':
-                r = dict(ctx=ctx, t0=t, poll=None, nodes=[], recv=0, sent=0, recv_poll=None, sent_poll=None,
+                r = dict(ctx=ctx, t0=t, poll=None, after=None, nodes=[], recv=0, sent=0, recv_poll=None, sent_poll=None,
                          qdel=[], work_own=0, work_oth=0, nwork=0, eagain=0, ev=[], fin=None, cpu0=cpu)
                 continue
             if r is None:
+                if name == 'poll' and last is not None and last['poll'] is None and last['after'] is None:
+                    last['after'] = (t - last['t0']) / 1e6      # the compute's end
                 continue
             rel = (t - r['t0']) / 1e6
             r['ev'].append((rel, cpu, name, x, y))
@@ -77,17 +86,19 @@ def main():
                 if r['poll'] is None:
                     r['recv_poll'], r['sent_poll'] = r['recv'], r['sent']
                 runs[impl].append(r)
-                r = None
+                last, r = r, None
     for impl, rs in sorted(runs.items()):
-        ov = [r for r in rs if r['poll'] is not None and r['poll'] >= a.min_ms]
-        alone = [r for r in rs if r['poll'] is not None and r['poll'] < 1.0]
-        print(f'== {impl}: {len(rs)} runs, {len(ov)} overlapped (first poll >= {a.min_ms} ms after START),'
-              f' {len(alone)} waited at once')
-        for label, sel in (('overlapped', ov), ('alone', alone)):
+        ov = [r for r in rs if r['poll'] is None and r['fin'] >= a.min_ms]
+        alone = [r for r in rs if r['poll'] is not None]
+        print(f'== {impl}: {len(rs)} runs, {len(ov)} overlapped (done, at least {a.min_ms} ms after START, before'
+              f' the rank waited), {len(alone)} waited')
+        for label, sel in (('overlapped', ov), ('waited', alone)):
             if not sel:
                 continue
             q = [d for r in sel for d in r['qdel']]
-            print(f'  {label}: finish {med([r["fin"] for r in sel]):.1f} ms, wait from {med([r["poll"] for r in sel]):.1f} ms;'
+            fp = [r['poll'] if r['poll'] is not None else r['after'] for r in sel]
+            print(f'  {label}: finish {med([r["fin"] for r in sel]):.1f} ms, first poll'
+                  f' {med([x for x in fp if x is not None]):.1f} ms;'
                   f' by then recv {med([r["recv_poll"] for r in sel]) / 1024:.0f} KiB of {med([r["recv"] for r in sel]) / 1024:.0f},'
                   f' sent {med([r["sent_poll"] for r in sel]) / 1024:.0f} KiB of {med([r["sent"] for r in sel]) / 1024:.0f};'
                   f' work items {med([r["nwork"] for r in sel]):.0f}/run, {med([r["work_own"] for r in sel]):.1f} ms own CPU,'
