@@ -215,7 +215,7 @@ else
     ncpu=$(sed -n 's/.*KMODVM: kernel [^,]*, \([0-9]*\) CPUs.*/\1/p' "$out/kaccvm.console.log" | head -1)
     wire=$(sed -n 's/.*KMODVM: bench: link \([^:]*\):.*/\1/p' "$out/kaccvm.console.log" | head -1)
     wburst=$(sed -n 's/.*KMODVM: bench: link [^:]*:.*tbf burst \([0-9]*\) B.*/\1/p' "$out/kaccvm.console.log" | head -1)
-    if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way (burst ${wburst:-?} B)"
+    if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way${wburst:+, burst $wburst B}"
     elif grep -q 'KMODVM: FAIL bench-link' "$out/kaccvm.console.log"; then wire="loopback: THE LINK WAS NOT SET UP"
     else wire=loopback; fi
     case " ${impls[*]} " in *" kumi-kmod "*|*" kumi-kmodrank "*|*" kumi-kmodb "*)
