@@ -186,9 +186,9 @@ static bool match(struct kpeer *p)
             if (j && so->h.len == s->nd[j].len && fuse_ready(s, o->node)) {
                 /* what the CALC depends on is done: reduce straight from the sender's pages */
                 if (s->nd[j].buf2 == s->nd[o->node].buf)        /* into the RECV's own buffer */
-                    kacc_calc_out(s->c, &s->nd[j], &s->b1[j], sb, &s->b2[j]);
+                    kacc_count_elems(kacc_calc_out(s->c, &s->nd[j], &s->b1[j], sb, &s->b2[j]));
                 else                                            /* the RECV's scratch left unwritten */
-                    kacc_calc_bufs(s->c, &s->nd[j], sb, &s->b2[j]);
+                    kacc_count_elems(kacc_calc_bufs(s->c, &s->nd[j], sb, &s->b2[j]));
                 s->nst[j] = N_FUSED;
                 atomic64_add(so->h.len, &d_fused);
                 atomic64_add(s->nd[j].buf2 == s->nd[o->node].buf ? so->h.len : 0, &d_fused_out);

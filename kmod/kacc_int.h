@@ -81,6 +81,8 @@ struct kpeer {
     void *tmp;                          /* ... through this buffer (truncated) */
     struct kunex *curx;                 /* payload of an unexpected message */
     struct kchan *dout, *din;           /* direct (kacc_direct.c): sends to it, receives from it */
+    u32 want_snd, want_rcv;             /* sockbuf: the largest message sent / received on it */
+    u32 set_snd, set_rcv;               /* ... and what its socket's buffers were sized for */
 };
 
 struct kctx {
@@ -102,6 +104,7 @@ struct kctx {
     u64 did, dsecret;                   /* direct: this context's cookie (kacc_direct.c) */
     spinlock_t dlock;                   /* ddone */
     struct list_head ddone;             /* direct sends copied by their receiver, to complete */
+    u32 tid;                            /* its number in the timeline (kacc_trace.c) */
 };
 
 /* kumi_kacc.c */
@@ -109,10 +112,14 @@ void kick(struct kctx *c);
 void set_err(struct ksched *s, int err);
 void node_done(struct ksched *s, u32 i);
 void advance(struct ksched *s);
-void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y);
+void kacc_count_elems(u64 n);
+
+/* kacc_buf.c: copies and reductions on pinned buffers (they return the elements reduced) */
+void kacc_kb_rw(struct kbuf *b, u64 off, void *mem, size_t len, bool to_buf);
+u64 kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y);
 void kacc_kb_copy(struct kbuf *dst, const struct kbuf *src, u64 len, bool may_sleep);
-void kacc_calc_out(struct kctx *c, const struct kacc_node *nd, struct kbuf *a, const struct kbuf *src,
-                   struct kbuf *y);
+u64 kacc_calc_out(struct kctx *c, const struct kacc_node *nd, struct kbuf *a, const struct kbuf *src,
+                  struct kbuf *y);
 
 /* kacc_direct.c */
 struct seq_file;
@@ -126,5 +133,14 @@ bool kacc_direct_recv(struct kpeer *p, struct kop *o);
 bool kacc_direct_progress(struct kctx *c);
 int kacc_direct_plan(struct ksched *s);
 void kacc_direct_show(struct seq_file *m);
+
+/* kacc_trace.c: the timeline (module parameter trace) */
+enum { KT_START, KT_NODE, KT_FINISH, KT_CB_READY, KT_CB_SPACE, KT_KICK, KT_WBEGIN, KT_WEND, KT_SENT, KT_RECVD,
+       KT_POLL, KT_CALC, KT_CALC_END };
+extern int kacc_trace_on;
+void kacc_trace_ev(u32 ctx, unsigned int ev, u32 a, u32 b);
+#define KT(c, ev, a, b) do { if (unlikely(READ_ONCE(kacc_trace_on))) kacc_trace_ev((c)->tid, (ev), (a), (b)); } while (0)
+int kacc_trace_init(void);
+void kacc_trace_exit(void);
 
 #endif

@@ -19,7 +19,8 @@
  * kmap_local_page.  No bounce buffer, except for a message longer than its
  * receive (truncation) or one that arrives before its receive is posted.
  *
- * Execution: START runs the schedule's ready nodes at once in the ioctl;
+ * Execution: START runs the schedule's ready nodes at once in the ioctl (its
+ * sends' copies into the sockets there too, or on a spare CPU: steer);
  * the rest is driven by the sockets: sk_data_ready / sk_write_space queue
  * the context's work item on the CPU of the rank that owns it (the CPU of
  * its last ioctl; while the rank computes and the machine has more CPUs
@@ -54,7 +55,7 @@
 #include <linux/seq_file.h>
 #include <linux/overflow.h>
 #include <net/sock.h>
-#include <asm/fpu/api.h>
+#include <net/tcp.h>
 #include "kumi_kacc_uapi.h"
 #include "kacc_calc.h"
 #include "kacc_int.h"
@@ -69,11 +70,26 @@ static struct workqueue_struct *kacc_wq, *kacc_uwq;
  * sleeps (its CPU is then free) or when the machine has no more CPUs than
  * open contexts (no CPU is spare: the work must come out of some rank's
  * time, best its own); else, while the rank computes, as unbound work,
- * which the scheduler wakes on an idle CPU when there is one. */
+ * which the scheduler wakes on an idle CPU when there is one; then START, too,
+ * leaves its sends to that work item rather than copying them in the ioctl. */
 static int steer = 1;
 module_param(steer, int, 0644);
 MODULE_PARM_DESC(steer, "0: progress work on the rank's CPU; 1 (default): on a spare CPU while the rank runs, "
                  "when the machine has more CPUs than open contexts");
+/* The peers' socket buffers (sockbuf=1, the default): at REGISTER each socket's send buffer is
+ * made to hold the largest message the context's schedules send on it at once and its receive
+ * buffer (so the window it advertises) the largest they receive, up to sockbuf_max bytes: a
+ * send then leaves in the ioctl that queues it, TCP moves the rest from softirq as the ACKs
+ * come, and a message arrives whole while the rank computes; with the default buffers
+ * (autotuned from about 16 / 128 KiB, a window of 64 KiB) a large message on a cold
+ * connection needs a work item on the busy CPUs again and again (sk_write_space to refill,
+ * reads to open the window).  The buffers only grow.  0: the sockets' buffers as they are. */
+static int sockbuf = 1;
+module_param(sockbuf, int, 0644);
+MODULE_PARM_DESC(sockbuf, "1 (default): size the peers' socket buffers to the schedules' messages; 0: leave them");
+static int sockbuf_max = 8 << 20;
+module_param(sockbuf_max, int, 0644);
+MODULE_PARM_DESC(sockbuf_max, "the most bytes of one message sockbuf sizes a socket buffer for (default 8 MiB)");
 static struct {
     atomic64_t registered, runs, runs_done, nodes, user_nodes, bytes_sent, bytes_recv, calc_elems, copies,
                unexpected, rejected, peers, contexts, pinned_pages;
@@ -140,22 +156,6 @@ static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
     return 0;
 }
 
-/* Copy len bytes between mem and the buffer at offset off. */
-static void kb_rw(struct kbuf *b, u64 off, void *mem, size_t len, bool to_buf)
-{
-    while (len) {
-        u64 a = (b->addr & ~PAGE_MASK) + off;
-        size_t po = a & ~PAGE_MASK, chunk = min_t(size_t, len, PAGE_SIZE - po);
-        char *k = kmap_local_page(b->pages[a >> PAGE_SHIFT]);
-        if (to_buf) memcpy(k + po, mem, chunk);
-        else memcpy(mem, k + po, chunk);
-        kunmap_local(k);
-        mem = (char *)mem + chunk;
-        off += chunk;
-        len -= chunk;
-    }
-}
-
 static void kb_iter(struct kbuf *b, struct iov_iter *it, unsigned int dir, u64 off, u64 len)
 {
     iov_iter_bvec(it, dir, b->bv, b->np, b->len);
@@ -168,10 +168,14 @@ void kick(struct kctx *c)
 {
     int cpu = READ_ONCE(c->cpu);
     struct task_struct *t = READ_ONCE(c->owner);
-    if (cpu < 0 || cpu >= nr_cpu_ids || !cpu_online(cpu)) queue_work(kacc_wq, &c->work);
-    else if (READ_ONCE(steer) && t && task_is_running(t) && num_online_cpus() > atomic64_read(&st.contexts))
-        queue_work(kacc_uwq, &c->uwork);        /* the rank computes and a CPU may be spare */
-    else queue_work_on(cpu, kacc_wq, &c->work);
+    bool q;
+    unsigned int where = 0;
+    if (cpu < 0 || cpu >= nr_cpu_ids || !cpu_online(cpu)) { q = queue_work(kacc_wq, &c->work); where = 2; }
+    else if (READ_ONCE(steer) && t && task_is_running(t) && num_online_cpus() > atomic64_read(&st.contexts)) {
+        q = queue_work(kacc_uwq, &c->uwork);    /* the rank computes and a CPU may be spare */
+        where = 1;
+    } else q = queue_work_on(cpu, kacc_wq, &c->work);
+    KT(c, KT_KICK, where, q);
 }
 
 static void bump(struct kctx *c)
@@ -220,6 +224,7 @@ void node_done(struct ksched *s, u32 i)
     }
     s->nst[i] = N_DONE;
     atomic64_inc(&st.nodes);
+    KT(s->c, KT_NODE, s->id, i | (u32)nd->kind << 24);
     for (k = 0; k < nd->nsucc; k++) {
         u32 j = s->succ[nd->first + k];
         if (--s->pending[j] == 0) push_ready(s, j);
@@ -231,6 +236,7 @@ static void finish(struct ksched *s)
     struct kacc_state *ss = sstate(s);
     s->running = false;
     atomic64_inc(&st.runs_done);
+    KT(s->c, KT_FINISH, s->id, 0);
     WRITE_ONCE(ss->err, s->err);
     WRITE_ONCE(ss->bytes, s->rbytes);
     WRITE_ONCE(ss->runs, READ_ONCE(ss->runs) + 1);
@@ -244,7 +250,7 @@ static void deliver(struct kunex *x, struct kop *o)
     struct ksched *s = o->s;
     struct kbuf *b = &s->b1[o->node];
     u64 n = min(x->len, b->len);
-    if (n) kb_rw(b, 0, x->data, (size_t)n, true);
+    if (n) kacc_kb_rw(b, 0, x->data, (size_t)n, true);
     if (x->len > b->len) set_err(s, -EMSGSIZE);
     s->rbytes += x->len;
     kvfree(x->data);
@@ -252,116 +258,17 @@ static void deliver(struct kunex *x, struct kop *o)
     node_done(s, o->node);
 }
 
-/* CALC: b2 = b2 op b1, straight on the pinned pages of both buffers, a run
- * at a time that crosses no page of either, the FPU taken for up to 16 runs
- * (then a chance to be preempted); through the scratch pages (3 copies a
- * page) only where an element could straddle a page (a buffer not aligned to
- * its element size). */
-#define KACC_FPU_RUNS 16
-void kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y)
-{
-    size_t esz = kacc_type_size(nd->type), chunk = (PAGE_SIZE / esz) * esz;
-    char *a = c->scratch, *b = a + PAGE_SIZE;
-    unsigned int runs = 0;
-    u64 off;
-    if (!((x->addr | y->addr) % esz)) {
-        kernel_fpu_begin();
-        for (off = 0; off < nd->len;) {
-            u64 ax = (x->addr & ~PAGE_MASK) + off, ay = (y->addr & ~PAGE_MASK) + off;
-            size_t px = ax & ~PAGE_MASK, py = ay & ~PAGE_MASK;
-            size_t l = (size_t)min_t(u64, min(PAGE_SIZE - px, PAGE_SIZE - py), nd->len - off);
-            char *kx = kmap_local_page(x->pages[ax >> PAGE_SHIFT]);
-            char *ky = kmap_local_page(y->pages[ay >> PAGE_SHIFT]);
-            kacc_reduce(nd->type, nd->op, kx + px, ky + py, l / esz);
-            kunmap_local(ky);
-            kunmap_local(kx);
-            off += l;
-            if (++runs % KACC_FPU_RUNS == 0 && off < nd->len) {
-                kernel_fpu_end();
-                cond_resched();
-                kernel_fpu_begin();
-            }
-        }
-        kernel_fpu_end();
-    } else {
-        for (off = 0; off < nd->len; off += chunk) {
-            size_t l = (size_t)min_t(u64, chunk, nd->len - off);
-            kb_rw(x, off, a, l, false);
-            kb_rw(y, off, b, l, false);
-            kernel_fpu_begin();
-            kacc_reduce(nd->type, nd->op, a, b, l / esz);
-            kernel_fpu_end();
-            kb_rw(y, off, b, l, true);
-        }
-    }
-    atomic64_add(nd->len / esz, &st.calc_elems);
-}
-
-/* A CALC fused with the RECV into its inout (kacc_direct.c): y = a op src (src the sender's
- * pages, what the RECV would have written into y), run by run over the three buffers: src's
- * run copied into y's, then reduced with a's while it is in the cache; the arithmetic of the
- * copy and the CALC done apart, bit for bit.  Process context (it may be preempted). */
-void kacc_calc_out(struct kctx *c, const struct kacc_node *nd, struct kbuf *a, const struct kbuf *src,
-                   struct kbuf *y)
-{
-    size_t esz = kacc_type_size(nd->type);
-    unsigned int runs = 0;
-    u64 off;
-    if ((a->addr | src->addr | y->addr) % esz) {
-        kacc_kb_copy(y, src, nd->len, true);
-        kacc_calc_bufs(c, nd, a, y);
-        return;
-    }
-    kernel_fpu_begin();
-    for (off = 0; off < nd->len;) {
-        u64 aa = (a->addr & ~PAGE_MASK) + off, as = (src->addr & ~PAGE_MASK) + off;
-        u64 ay = (y->addr & ~PAGE_MASK) + off;
-        size_t pa = aa & ~PAGE_MASK, ps = as & ~PAGE_MASK, py = ay & ~PAGE_MASK;
-        size_t l = (size_t)min_t(u64, min3(PAGE_SIZE - pa, PAGE_SIZE - ps, PAGE_SIZE - py), nd->len - off);
-        char *ka = kmap_local_page(a->pages[aa >> PAGE_SHIFT]);
-        char *ks = kmap_local_page(src->pages[as >> PAGE_SHIFT]);
-        char *ky = kmap_local_page(y->pages[ay >> PAGE_SHIFT]);
-        memmove(ky + py, ks + ps, l);
-        kacc_reduce(nd->type, nd->op, ka + pa, ky + py, l / esz);
-        kunmap_local(ky);
-        kunmap_local(ks);
-        kunmap_local(ka);
-        off += l;
-        if (++runs % KACC_FPU_RUNS == 0 && off < nd->len) {
-            kernel_fpu_end();
-            cond_resched();
-            kernel_fpu_begin();
-        }
-    }
-    kernel_fpu_end();
-    atomic64_add(nd->len / esz, &st.calc_elems);
-}
-
+/* CALC (kacc_buf.c): b2 = b2 op b1 */
 static void exec_calc(struct ksched *s, u32 i)
 {
-    kacc_calc_bufs(s->c, &s->nd[i], &s->b1[i], &s->b2[i]);
+    KT(s->c, KT_CALC, i, (u32)min_t(u64, s->nd[i].len, U32_MAX));
+    kacc_count_elems(kacc_calc_bufs(s->c, &s->nd[i], &s->b1[i], &s->b2[i]));
+    KT(s->c, KT_CALC_END, i, 0);
 }
 
-/* Copy len bytes from the start of src to the start of dst, page to page (one
- * copy), a run at a time that crosses no page of either buffer; memmove: a
- * COPY node's two buffers may overlap.  may_sleep: yield the CPU now and then
- * (process context only). */
-void kacc_kb_copy(struct kbuf *dst, const struct kbuf *src, u64 len, bool may_sleep)
+void kacc_count_elems(u64 n)
 {
-    u64 off;
-    unsigned int runs = 0;
-    for (off = 0; off < len;) {
-        u64 as = (src->addr & ~PAGE_MASK) + off, ad = (dst->addr & ~PAGE_MASK) + off;
-        size_t ps = as & ~PAGE_MASK, pd = ad & ~PAGE_MASK;
-        size_t l = (size_t)min_t(u64, min(PAGE_SIZE - ps, PAGE_SIZE - pd), len - off);
-        char *ks = kmap_local_page(src->pages[as >> PAGE_SHIFT]);
-        char *kd = kmap_local_page(dst->pages[ad >> PAGE_SHIFT]);
-        memmove(kd + pd, ks + ps, l);
-        kunmap_local(kd);
-        kunmap_local(ks);
-        off += l;
-        if (may_sleep && ++runs % 64 == 0) cond_resched();
-    }
+    atomic64_add(n, &st.calc_elems);
 }
 
 /* COPY */
@@ -493,12 +400,13 @@ static void peer_fail(struct kpeer *p, int err)
 static bool peer_send(struct kpeer *p)
 {
     bool moved = false;
+    u64 sent = 0;
+    int r = 0;
     while (!list_empty(&p->sendq) && !p->broken) {
         struct kop *o = list_first_entry(&p->sendq, struct kop, link);
         struct ksched *s = o->s;
         u64 total = sizeof o->h + o->h.len;
         struct msghdr m = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
-        int r;
         if (p->soff < sizeof o->h) {
             struct kvec v = { (char *)&o->h + p->soff, sizeof o->h - p->soff };
             if (o->h.len) m.msg_flags |= MSG_MORE;
@@ -510,6 +418,7 @@ static bool peer_send(struct kpeer *p)
         if (r == -EAGAIN) break;
         if (r <= 0) { peer_fail(p, r < 0 ? r : -EPIPE); return true; }
         moved = true;
+        sent += r;
         p->soff += r;
         if (p->soff >= sizeof o->h) atomic64_add(min_t(u64, r, p->soff - sizeof o->h), &st.bytes_sent);
         if (p->soff < total) continue;
@@ -518,6 +427,7 @@ static bool peer_send(struct kpeer *p)
         node_done(s, o->node);
         advance(s);
     }
+    if (sent || r == -EAGAIN) KT(p->c, KT_SENT, (u32)min_t(u64, sent, U32_MAX), r == -EAGAIN);
     return moved;
 }
 
@@ -538,7 +448,7 @@ static void payload_done(struct kpeer *p)
         p->cur = NULL;
         if (p->tmp) {
             struct kbuf *b = &s->b1[o->node];
-            if (b->len) kb_rw(b, 0, p->tmp, (size_t)b->len, true);
+            if (b->len) kacc_kb_rw(b, 0, p->tmp, (size_t)b->len, true);
             kvfree(p->tmp);
             p->tmp = NULL;
             set_err(s, -EMSGSIZE);
@@ -602,6 +512,7 @@ static void got_header(struct kpeer *p)
 static bool peer_recv(struct kpeer *p)
 {
     bool moved = false;
+    u64 got = 0;
     while (!p->broken) {
         struct iov_iter it;
         int r;
@@ -622,6 +533,7 @@ static bool peer_recv(struct kpeer *p)
         }
         if (r <= 0) { peer_fail(p, r < 0 ? r : -ECONNRESET); return true; }
         moved = true;
+        got += r;
         if (!p->payload) {
             p->hgot += r;
             if (p->hgot == sizeof p->h) got_header(p);
@@ -631,6 +543,7 @@ static bool peer_recv(struct kpeer *p)
             if (p->pgot == p->plen) payload_done(p);
         }
     }
+    if (got) KT(p->c, KT_RECVD, (u32)min_t(u64, got, U32_MAX), 0);
     return moved;
 }
 
@@ -659,11 +572,12 @@ static void progress(struct kctx *c)
 static void work_run(struct kctx *c)
 {
     u64 t0 = ktime_get_ns();
-    bool own;
+    bool own = raw_smp_processor_id() == READ_ONCE(c->cpu);
+    KT(c, KT_WBEGIN, own, 0);
     mutex_lock(&c->lock);
     progress(c);
     mutex_unlock(&c->lock);
-    own = raw_smp_processor_id() == READ_ONCE(c->cpu);
+    KT(c, KT_WEND, own, (u32)min_t(u64, ktime_get_ns() - t0, U32_MAX));
     atomic64_inc(own ? &st.work_own : &st.work_other);
     atomic64_add(ktime_get_ns() - t0, own ? &st.work_ns_own : &st.work_ns_other);
 }
@@ -677,7 +591,7 @@ static void cb_ready(struct sock *sk)
     void (*old)(struct sock *) = NULL;
     read_lock_bh(&sk->sk_callback_lock);
     p = sk->sk_user_data;
-    if (p) { old = p->old_ready; kick(p->c); }
+    if (p) { old = p->old_ready; KT(p->c, KT_CB_READY, 0, 0); kick(p->c); }
     read_unlock_bh(&sk->sk_callback_lock);
     if (old) old(sk);
 }
@@ -688,7 +602,7 @@ static void cb_space(struct sock *sk)
     void (*old)(struct sock *) = NULL;
     read_lock_bh(&sk->sk_callback_lock);
     p = sk->sk_user_data;
-    if (p) { old = p->old_space; kick(p->c); }
+    if (p) { old = p->old_space; KT(p->c, KT_CB_SPACE, 0, 0); kick(p->c); }
     read_unlock_bh(&sk->sk_callback_lock);
     if (old) old(sk);
 }
@@ -705,6 +619,32 @@ static void peer_detach(struct kpeer *p)
         sk->sk_write_space = p->old_space;
     }
     write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* sockbuf: grow the socket's buffers to what the schedules asked (want_snd / want_rcv: message
+ * bytes); the kernel counts a buffer's bytes with their skbs' overhead, so each is made twice
+ * the message (as SO_SNDBUF / SO_RCVBUF do), and the receive window's clamp follows (TCP fixed
+ * it from the buffer the connection started with; autotuning raises it, a larger buffer alone
+ * does not).  Not locked: TCP's autotuning may still grow them (it never shrinks them but under
+ * memory pressure), for the rank's own point-to-point traffic on the socket too. */
+static void peer_bufs(struct kpeer *p)
+{
+    struct sock *sk;
+    struct tcp_sock *tp;
+    u32 cap = (u32)clamp_t(int, READ_ONCE(sockbuf_max), (int)SOCK_MIN_SNDBUF, INT_MAX / 2);
+    u32 snd = min(p->want_snd, cap), rcv = min(p->want_rcv, cap);
+    int w;
+    if (!READ_ONCE(sockbuf) || !p->sock || (snd <= p->set_snd && rcv <= p->set_rcv)) return;
+    sk = p->sock->sk;
+    tp = tcp_sk(sk);
+    lock_sock(sk);
+    if ((u64)READ_ONCE(sk->sk_sndbuf) < 2 * (u64)snd) WRITE_ONCE(sk->sk_sndbuf, (int)(2 * snd));
+    if ((u64)READ_ONCE(sk->sk_rcvbuf) < 2 * (u64)rcv) WRITE_ONCE(sk->sk_rcvbuf, (int)(2 * rcv));
+    w = tcp_win_from_space(sk, READ_ONCE(sk->sk_rcvbuf));
+    if ((int)tp->window_clamp < w) tp->window_clamp = (u32)w;
+    release_sock(sk);
+    p->set_snd = max(p->set_snd, snd);
+    p->set_rcv = max(p->set_rcv, rcv);
 }
 
 static int add_socket(struct kctx *c, struct kacc_sock *a)
@@ -757,6 +697,7 @@ static int add_socket(struct kctx *c, struct kacc_sock *a)
     sk->sk_data_ready = cb_ready;
     sk->sk_write_space = cb_space;
     write_unlock_bh(&sk->sk_callback_lock);
+    peer_bufs(p);                       /* what the schedules registered before asked */
     kick(c);                            /* what arrived before */
     return 0;
 out:
@@ -876,6 +817,14 @@ static int do_register(struct kctx *c, struct kacc_reg *r)
         s->op[i].node = i;
     }
     if ((err = pin_all(s))) goto fail;
+    for (i = 0; i < s->n; i++) {        /* sockbuf: the messages' sizes per peer */
+        const struct kacc_node *nd = &s->nd[i];
+        u32 want = (u32)min_t(u64, nd->len + sizeof(struct kacc_wire), U32_MAX);
+        if ((nd->kind != KACC_SEND && nd->kind != KACC_RECV) || nd->peer < 0) continue;
+        if (nd->kind == KACC_SEND) c->peers[nd->peer]->want_snd = max(c->peers[nd->peer]->want_snd, want);
+        else c->peers[nd->peer]->want_rcv = max(c->peers[nd->peer]->want_rcv, want);
+    }
+    for (i = 0; i < c->npeers; i++) peer_bufs(c->peers[i]);
     if ((err = kacc_direct_plan(s))) goto fail;
     id = idr_alloc(&c->scheds, s, 1, KACC_MAX_SCHEDS, GFP_KERNEL);
     if (id < 0) { err = id; goto fail; }
@@ -893,6 +842,7 @@ static int do_start(struct kctx *c, u32 id)
 {
     struct ksched *s = idr_find(&c->scheds, id);
     struct kacc_state *ss;
+    bool spare;
     u32 i;
     if (!s || s->zombie) return -ENOENT;
     if (s->running) return -EBUSY;
@@ -905,10 +855,15 @@ static int do_start(struct kctx *c, u32 id)
     WRITE_ONCE(ss->err, 0);
     WRITE_ONCE(ss->state, KACC_S_RUNNING);
     atomic64_inc(&st.runs);
+    KT(c, KT_START, s->id, s->n);
     push_ready(s, 0);
-    c->progressing = true;              /* the sends it queues go out in progress() below */
+    /* the sends it queues go out in progress() below, in this ioctl; where a CPU may be spare
+     * (steer), from the work item there instead (exec() kicks it): the rank goes back to its
+     * computation without copying them into the socket itself */
+    spare = READ_ONCE(steer) && num_online_cpus() > atomic64_read(&st.contexts);
+    c->progressing = !spare;
     advance(s);
-    progress(c);
+    if (!spare) progress(c);
     return 0;
 }
 
@@ -1039,6 +994,8 @@ static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 }
 
 /* ------------------------------------------------------------ file */
+static atomic_t kacc_ntid = ATOMIC_INIT(0);
+
 static int kacc_open(struct inode *ino, struct file *f)
 {
     struct kctx *c = kzalloc(sizeof *c, GFP_KERNEL);
@@ -1052,6 +1009,7 @@ static int kacc_open(struct inode *ino, struct file *f)
     INIT_WORK(&c->uwork, uwork_fn);
     init_waitqueue_head(&c->wq);
     c->cpu = -1;
+    c->tid = (u32)atomic_inc_return(&kacc_ntid);
     kacc_direct_open(c);
     f->private_data = c;
     atomic64_inc(&st.contexts);
@@ -1117,6 +1075,7 @@ static __poll_t kacc_poll(struct file *f, poll_table *pt)
     struct kacc_area_hdr *h = smp_load_acquire(&c->area);
     poll_wait(f, &c->wq, pt);
     if (!h) return 0;
+    KT(c, KT_POLL, READ_ONCE(h->acked) != READ_ONCE(c->events), 0);
     return READ_ONCE(h->acked) != READ_ONCE(c->events) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
@@ -1160,8 +1119,9 @@ static int __init kacc_init(void)
     if (!kacc_wq) return -ENOMEM;
     kacc_uwq = alloc_workqueue("kumi_kacc_u", WQ_UNBOUND | WQ_HIGHPRI, 0);
     if (!kacc_uwq) { destroy_workqueue(kacc_wq); return -ENOMEM; }
-    rc = misc_register(&kacc_dev);
-    if (rc) { destroy_workqueue(kacc_uwq); destroy_workqueue(kacc_wq); return rc; }
+    rc = kacc_trace_init();
+    if (!rc) rc = misc_register(&kacc_dev);
+    if (rc) { kacc_trace_exit(); destroy_workqueue(kacc_uwq); destroy_workqueue(kacc_wq); return rc; }
     proc_create_single("kumi_kacc", 0444, NULL, stats_show);
     pr_info("kumi_kacc: loaded, ABI %u\n", KACC_ABI_VERSION);
     return 0;
@@ -1171,6 +1131,7 @@ static void __exit kacc_exit(void)
 {
     remove_proc_entry("kumi_kacc", NULL);
     misc_deregister(&kacc_dev);
+    kacc_trace_exit();
     destroy_workqueue(kacc_uwq);
     destroy_workqueue(kacc_wq);
     pr_info("kumi_kacc: unloaded\n");

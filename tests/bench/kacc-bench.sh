@@ -50,7 +50,9 @@
 # with the module's steer=0: progress work always on the rank's CPU, where kumi-kmod has
 # steer=1: on a spare CPU while the rank computes, when the VM has more vCPUs than ranks;
 # kumi-kmod copies directly between the ranks' pages over loopback, kumi-kmodsock through the
-# sockets, see kmod_direct below): loop (MPI_Test
+# sockets, see kmod_direct below; IMPL+bN: IMPL with the wire's tbf burst N bytes for its launches
+# (the link's default: 1 ms of the rate, at least 64 KiB); kumi-kmodb: the kmod engine with the module parameters of
+# KUMI_BENCH_KACCVM_B_PARAMS, against kumi-kmod's KUMI_BENCH_KACCVM_A_PARAMS: an A/B in one boot): loop (MPI_Test
 # every k products, k in KUMI_BENCH_KACC_K), thread, uring and kmod engines (k in
 # KUMI_BENCH_KACCVM_K, default 0), KUMI_BENCH_REPS rounds (default 1) of every case
 # and engine in turn (one launch for the allreduce and a broadcast), overlap.c's repetitions 3 (1 when quick), operations
@@ -73,7 +75,10 @@
 # veth pair, each end sending through a tbf qdisc of RATE, one rank in each (a host of its
 # own for Kumi), mpiexec starting them through a launch agent (kmod_vm.sh KUMI_KMOD_VM_LINK).
 # Over loopback every byte is the vCPUs' work (copies, the TCP stack), which nothing hides;
-# on the wire the transfer also takes time during which the computation can run.
+# on the wire the transfer also takes time during which the computation can run.  tbf's burst:
+# 1 ms of RATE, at least 96 KiB (a whole 64 KiB TSO packet passes; a smaller burst makes tbf cut
+# each into MSS-sized packets in software, NIC work that cost the vCPUs 2-4 times the transfer's
+# own CPU: tests/kmod/vm-init.sh), or KUMI_BENCH_KACCVM_BURST bytes.
 # Appends its targets to $KUMI_BENCH_OUT/targets and writes $KUMI_BENCH_OUT/kacc.kumi.status
 # (kaccvm.kumi.status).
 set -u
@@ -88,19 +93,30 @@ min_us=${KUMI_BENCH_KACC_MIN_US:-500}
 if [ $bench_cfg = kaccvm ]; then inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 1 || echo 3)}
 else inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}; fi
 bench_labels=([kumi-loop]="Kumi loop" [kumi-thread]="Kumi thread" [kumi-uring]="Kumi uring" [kumi-kmod]="Kumi kmod"
-              [kumi-kmodrank]="Kumi kmod@rk" [kumi-kmodsock]="Kumi kmod/sk")
+              [kumi-kmodrank]="Kumi kmod@rk" [kumi-kmodsock]="Kumi kmod/sk" [kumi-kmodb]="Kumi kmod B")
 # the kmod engine's direct copies (kmod/kacc_direct.c: a pair of ranks on one kernel, one copy
 # between their pinned pages, no socket): on over loopback; off on a wire (KUMI_BENCH_KACCVM_LINK),
 # where the two namespaces stand for two hosts (they share the VM's kernel: direct copies would
 # skip the wire).  KUMI_BENCH_KACCVM_DIRECT=0|1 overrides; kumi-kmodsock: always the sockets
 kmod_direct=${KUMI_BENCH_KACCVM_DIRECT:-$([ -n "${KUMI_BENCH_KACCVM_LINK:-}" ] && echo 0 || echo 1)}
+# an A/B of the module's parameters in one boot: kumi-kmod's launches set KUMI_BENCH_KACCVM_A_PARAMS,
+# kumi-kmodb's KUMI_BENCH_KACCVM_B_PARAMS ("NAME=VALUE ...", /sys/module/kumi_kacc/parameters/NAME);
+# KUMI_BENCH_KACCVM_TRACE=1: the module's timeline of each kmod launch in the console log
+# (kmod/kacc_trace.c; tests/bench/kacc-timeline.py reads it)
+kmod_a="" kmod_b=""
+for kv in ${KUMI_BENCH_KACCVM_A_PARAMS:-}; do kmod_a+=" KACC_P_$kv"; done
+for kv in ${KUMI_BENCH_KACCVM_B_PARAMS:-}; do kmod_b+=" KACC_P_$kv"; done
+[ "${KUMI_BENCH_KACCVM_TRACE:-0}" = 1 ] && { kmod_a+=" KACC_TRACE=1"; kmod_b+=" KACC_TRACE=1"; }
 kmod_note=""
 where="2 ranks over TCP, one per core"
 
 # kumi_env IMPL OP: the environment of a Kumi engine's launch for OP
 kumi_env() {
+    # IMPL+bN (kaccvm on a wire): IMPL with the link's tbf burst N bytes for its launches
+    case $1 in *+b*) echo "KACC_LINK_BURST=${1##*+b}"; set -- "${1%+b*}" "$2" ;; esac
     case $1 in
-    kumi-kmod)     echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct ;;
+    kumi-kmod)     echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct $kmod_a ;;
+    kumi-kmodb)    echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct $kmod_b ;;
     kumi-kmodsock) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=0 ;;
     kumi-kmodrank) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=0 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct ;;
     *)             echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=${1#kumi-} ;;
@@ -163,7 +179,7 @@ else
                 oops=$(echo "$g" | sed 's/-[a-z]*//g')
                 b=$(echo "$g" | tr ',' '\n' | grep ibcast); b=${b:-iallreduce}
                 for i in "${impls[@]}"; do
-                    k=$vm_ks; [ $i = kumi-loop ] && k=$ks
+                    k=$vm_ks; [ "${i%+b*}" = kumi-loop ] && k=$ks
                     echo "$i $kernel.$g $(kumi_env $i "$b" | tr '\n' ' ')-- -s $sizes -k $k -r $inner -c $kernel -o $oops -T $vm_cmp"
                 done
             done
@@ -177,7 +193,7 @@ else
     else
         echo "kaccvm: $(wc -l < "$work/launches") launches of overlap.c in a QEMU (TCG) VM with $vm_smp vCPUs (limit $vmlimit s)"
         KUMI_KMOD_VM_QEMU_OPTS=${KUMI_BENCH_KACCVM_QEMU_OPTS:-} \
-        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_LINK=$vm_link KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
+        KUMI_TEST_LONG=1 KUMI_KMOD_VM_BENCH_ONLY=1 KUMI_KMOD_VM_LINK=$vm_link KUMI_KMOD_VM_LINK_BURST=${KUMI_BENCH_KACCVM_BURST:-} KUMI_KMOD_VM_BENCH_FILE="$work/launches" KUMI_KMOD_VM_SMP=$vm_smp \
             KUMI_KMOD_VM_CONSOLE="$out/kaccvm.console.log" KUMI_KMOD_VM_TIMEOUT=$vmlimit KUMI_KMOD_VM_BENCH_TIMEOUT=$limit \
             top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$top_srcdir/tests/scripts/kmod_vm.sh" > "$out/kaccvm.vm.log" 2>&1
         rc=$?
@@ -198,10 +214,11 @@ else
     kver=$(sed -n 's/.*KMODVM: kernel \([^,]*\),.*/\1/p' "$out/kaccvm.console.log" | head -1)
     ncpu=$(sed -n 's/.*KMODVM: kernel [^,]*, \([0-9]*\) CPUs.*/\1/p' "$out/kaccvm.console.log" | head -1)
     wire=$(sed -n 's/.*KMODVM: bench: link \([^:]*\):.*/\1/p' "$out/kaccvm.console.log" | head -1)
-    if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way"
+    wburst=$(sed -n 's/.*KMODVM: bench: link [^:]*:.*tbf burst \([0-9]*\) B.*/\1/p' "$out/kaccvm.console.log" | head -1)
+    if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way${wburst:+, burst $wburst B}"
     elif grep -q 'KMODVM: FAIL bench-link' "$out/kaccvm.console.log"; then wire="loopback: THE LINK WAS NOT SET UP"
     else wire=loopback; fi
-    case " ${impls[*]} " in *" kumi-kmod "*|*" kumi-kmodrank "*)
+    case " ${impls[*]} " in *" kumi-kmod "*|*" kumi-kmodrank "*|*" kumi-kmodb "*)
         if [ "$kmod_direct" = 1 ]; then kmod_note="Kumi kmod: direct copies between the ranks' pinned pages (the pair shares the VM's kernel; no socket, not the wire); see direct_MB"
         else kmod_note="Kumi kmod: through the pair's sockets (direct copies off: KUMI_BASE_SCHED_KMOD_DIRECT=0)"; fi ;;
     esac

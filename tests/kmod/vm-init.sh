@@ -113,11 +113,19 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
             unshare -n sleep 1000000 & h1=$!
             unshare -n sleep 1000000 & h2=$!
             sleep 0.2
-            # burst: 1 ms of the rate, at least 64 KiB (a veth skb may be a 64 KiB GSO segment)
+            # burst: 1 ms of the rate, at least 96 KiB.  A veth skb may be a 64 KiB TSO (GSO)
+            # packet, which tbf counts with the headers of each of its ~45 segments (~68 KiB):
+            # one larger than the burst tbf cuts into MSS-sized packets in software, each then
+            # a trip through veth and the peer's TCP receive path (and an ACK) on the vCPUs --
+            # the work of a real NIC (TSO, and GRO / LRO on the receiving side), which in TCG
+            # took 2-4 times the CPU of the transfer itself from every engine (64 KiB, the
+            # burst before: the kmod work items' time per 1 MiB allreduce 29 ms, at 256 KiB
+            # 13 ms).  KUMI_KMOD_VM_LINK_BURST (bytes) overrides.
             bps=$(echo "$LINK" | awk '{ v = $1 + 0; u = tolower($1); sub(/^[0-9.]+/, "", u)
                     m = u ~ /^k/ ? 1e3 : u ~ /^m/ ? 1e6 : u ~ /^g/ ? 1e9 : 1; if (u ~ /bps$/) m *= 8
                     print int(v * m) }')
-            burst=$((bps / 8 / 1000)); [ $burst -ge 65536 ] || burst=65536
+            burst=$((bps / 8 / 1000)); [ $burst -ge 98304 ] || burst=98304
+            [ -z "${LINK_BURST:-}" ] || burst=$LINK_BURST
             if /usr/sbin/ip link add k1 type veth peer name k2 &&
                /usr/sbin/ip link set k1 netns $h1 && /usr/sbin/ip link set k2 netns $h2 &&
                nsenter -t $h1 -n /usr/sbin/ip addr add 10.77.0.1/24 dev k1 &&
@@ -170,6 +178,21 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         # CPU always, 1 a spare CPU while the rank computes, where the VM has more CPUs than ranks)
         steer=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_STEER=//p')
         [ -z "$steer" ] || echo "$steer" > /sys/module/kumi_kacc/parameters/steer
+        # KACC_P_NAME=VALUE: the module's parameter NAME for this launch (an A/B of the module's
+        # ways in one boot); KACC_TRACE=1: its timeline (kacc_trace.c) for this launch, printed
+        # after it as "KMODVM-TRACE: IMPL CASE NS CPU CTX EVENT A B"
+        for kv in $(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_P_//p'); do
+            echo "${kv#*=}" > "/sys/module/kumi_kacc/parameters/${kv%%=*}"
+        done
+        # KACC_LINK_BURST=N: the wire's tbf burst for this launch (bytes; else the link's own)
+        lb=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_LINK_BURST=//p'); lb=${lb:-${burst:-}}
+        if [ -n "$run" ] && [ "$lb" != "${cur_burst:-$burst}" ]; then
+            nsenter -t $h1 -n /usr/sbin/tc qdisc change dev k1 root tbf rate "$LINK" burst $lb latency 100ms &&
+                nsenter -t $h2 -n /usr/sbin/tc qdisc change dev k2 root tbf rate "$LINK" burst $lb latency 100ms &&
+                cur_burst=$lb || say "FAIL bench-burst ($lb)"
+        fi
+        tr=$(echo "$envs" | tr ' ' '\n' | sed -n 's/^KACC_TRACE=//p')
+        [ -z "$tr" ] || { echo "$tr" > /sys/module/kumi_kacc/parameters/trace; cat /proc/kumi_kacc_trace > /dev/null; }
         r0=$(stat_of runs_done); n0=$(stat_of nodes); u0=$(stat_of user_nodes); s=$(date +%s)
         wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes); db0=$(stat_of direct_bytes)
         f0=$(stat_of direct_fused_bytes); fo0=$(stat_of direct_fused_out_bytes)
@@ -183,6 +206,7 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         # on the wire: where the ranks ran, once per launch
         [ -z "$bp" ] || { kill $bp 2>/dev/null; wait $bp; echo "KMODVM-BENCHBIND: $impl $case $(cat /tmp/bind.out)"; }
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
+        [ -z "$tr" ] || { echo 0 > /sys/module/kumi_kacc/parameters/trace; sed "s/^/KMODVM-TRACE: $impl $case /" /proc/kumi_kacc_trace; }
         [ $rc = 0 ] || tail -5 /tmp/bench.out | sed 's/^/KMODVM-OUT: /'
         kruns=$(grep 'schedule runs in the kernel' /tmp/bench.out | sed -n 's/.*kmod: \([0-9]*\) schedule runs.*/\1/p' |
                 awk '{ s += $1 } END { print s + 0 }')

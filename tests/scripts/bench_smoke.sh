@@ -196,7 +196,7 @@ done
     [ "$(echo "$out" | grep -Ec '^ +1048576  Kumi kmod +0 +2100 +2120 +95 .* 2120 +1\.010 ')" = 2 ] ||
     fail "kacc-bench.sh vm: expected 8 rows with d/cmp"
 echo "$out" | grep -Eq '^  Kumi kmod +1 +0 +12 .* 70 +30 +4\.2 +0\.0 +0\.0 +0\.0$' || fail "kacc-bench.sh vm: no counters of the kmod launches"
-echo "$out" | grep -q '2 ranks over TCP (a veth pair between two network namespaces, tbf 1gbit each way) in a QEMU' ||
+echo "$out" | grep -q '2 ranks over TCP (a veth pair between two network namespaces, tbf 1gbit each way, burst 125000 B) in a QEMU' ||
     fail "kacc-bench.sh vm: the wire is not named"
 echo "$out" | grep -q 'the ranks (net namespace, CPUs): 4 launches: net:\[4026532200\] cpus 0 net:\[4026532300\] cpus 1' ||
     fail "kacc-bench.sh vm: the ranks' bindings on the wire are not shown"

@@ -28,7 +28,9 @@
 #                                 a launch agent that enters the namespace, pinned to vCPU 0 / 1)
 #                                 joined by a veth pair whose both ends send through a tbf
 #                                 qdisc of RATE (tc's form: 1gbit, 200mbit); empty: loopback
-#                                 (needs veth.ko and sch_tbf.ko of the kernel, ip and tc)
+#                                 (needs veth.ko and sch_tbf.ko of the kernel, ip and tc);
+#                                 tbf's burst: 1 ms of RATE, at least 96 KiB (a whole 64 KiB TSO
+#                                 packet: tests/kmod/vm-init.sh), or KUMI_KMOD_VM_LINK_BURST bytes
 #   KUMI_KMOD_VM_TIMEOUT (default 400 s), KUMI_KMOD_VM_SMP (vCPUs, default 2),
 #   KUMI_KMOD_VM_APPEND (more kernel parameters), KUMI_KMOD_VM_QEMU_OPTS (more QEMU options;
 #   "-icount shift=3,sleep=off", a guest clock counting instructions, did not get past the
@@ -123,6 +125,7 @@ VERBOSE=${KUMI_KMOD_VM_VERBOSE:-1}
 JOB_TIMEOUT=${KUMI_KMOD_VM_JOB_TIMEOUT:-90}
 BENCH_TIMEOUT=${KUMI_KMOD_VM_BENCH_TIMEOUT:-300}
 LINK=$link
+LINK_BURST=${KUMI_KMOD_VM_LINK_BURST:-}
 EOF
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$work/initramfs.cpio.gz"
 t1=$(date +%s)
