@@ -6,34 +6,30 @@
 #include <string.h>
 
 /* ------------------------------------------------------------ send-receive */
-int kumi_pt2pt_sendrecv(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest,
-                        int sendtag, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source,
-                        int recvtag, struct kumi_comm *comm, MPI_Status *status)
+/* Device buffers (kumi_accel_on): the send and the receive get their host
+ * copies as MPI_Isend and MPI_Irecv do (stage_nb, in the requests from their
+ * start), so that a large message goes as they do: the send's copy filled
+ * chunk by chunk while its pieces go, the receive's copied to the device as
+ * the pieces arrive, or one device-to-device copy between processes of one
+ * host (CUDA IPC; request/req_accel.c).  stage_done ends them (a receive:
+ * what is not on the device yet is copied back). */
+static int sr_stage(const char *fn, struct kumi_stage **ss, const void **sendbuf, MPI_Count sendcount,
+                    const struct kumi_dt *sendtype, struct kumi_stage **rs, void **recvbuf, MPI_Count recvcount,
+                    const struct kumi_dt *recvtype)
 {
-    int crc = count_check(fn, "sendcount", sendcount, sendtype);
-    if (!crc) crc = count_check(fn, "recvcount", recvcount, recvtype);
-    if (crc) return crc;
-    if (__builtin_expect(kumi_accel_on, 0)) {
-        struct kumi_stage ss, rs;
-        MPI_Status lst;
-        if ((crc = kumi_stage_begin(fn, &ss, sendbuf, sendcount, sendtype, true))) return crc;
-        if ((crc = kumi_stage_begin(fn, &rs, recvbuf, recvcount, recvtype, !recvtype->contig))) {
-            kumi_stage_end(&ss, false);
-            return crc;
-        }
-        if (ss.host || rs.host) {
-            crc = kumi_pt2pt_sendrecv(fn, ss.host ? ss.buf : sendbuf, sendcount, sendtype, dest, sendtag,
-                                      rs.host ? rs.buf : recvbuf, recvcount, recvtype, source, recvtag, comm, &lst);
-            kumi_stage_end(&ss, false);
-            if (rs.host) crc = stage_recv_end(&rs, crc, recvtype, &lst);
-            if (status != MPI_STATUS_IGNORE) *status = lst;
-            return crc;
-        }
-    }
-    struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, recvbuf, recvcount, recvtype, source, recvtag, comm);
-    struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, (void *)sendbuf, sendcount, sendtype, dest, sendtag, comm);
+    int rc = stage_nb(fn, ss, *sendbuf, sendcount, sendtype, sendtype->contig ? 2 : 1);
+    if (!rc) rc = stage_nb(fn, rs, *recvbuf, recvcount, recvtype, false);
+    if (rc) { stage_drop(*ss); *ss = NULL; return rc; }
+    if (*ss) *sendbuf = (*ss)->buf;
+    if (*rs) { (*rs)->back = true; *recvbuf = (*rs)->buf; }
+    return MPI_SUCCESS;
+}
+
+/* The send and the receive of a blocking send-receive: both run to their
+ * end; the first error (the send's, then the receive's); the requests freed. */
+static int sr_run(const char *fn, struct kumi_req *sr, struct kumi_req *rr, MPI_Status *status)
+{
     int rc, rc2;
-    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); return nomem(fn); }
     rr->internal = sr->internal = true;
     rc = kumi_req_start_recv(rr);
     if (rc) { kumi_req_free(rr); kumi_req_free(sr); return rc; }
@@ -48,10 +44,56 @@ int kumi_pt2pt_sendrecv(const char *fn, const void *sendbuf, MPI_Count sendcount
     wait_req(rr);
     rc = sr->status.MPI_ERROR;
     rc2 = rr->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(rr, fn);
+    if (__builtin_expect(sr->accel_stage != NULL, 0)) rc = stage_done(sr, rc);
+    if (__builtin_expect(rr->accel_stage != NULL, 0)) rc2 = stage_done(rr, rc2);   /* copied back */
     status_out(status, &rr->status);
     kumi_req_free(rr);
     kumi_req_free(sr);
     return rc ? rc : rc2;
+}
+
+int kumi_pt2pt_sendrecv(const char *fn, const void *sendbuf, MPI_Count sendcount, struct kumi_dt *sendtype, int dest,
+                        int sendtag, void *recvbuf, MPI_Count recvcount, struct kumi_dt *recvtype, int source,
+                        int recvtag, struct kumi_comm *comm, MPI_Status *status)
+{
+    int crc = count_check(fn, "sendcount", sendcount, sendtype);
+    if (!crc) crc = count_check(fn, "recvcount", recvcount, recvtype);
+    if (crc) return crc;
+    struct kumi_stage *ss = NULL, *rs = NULL;       /* device buffers: host copies, one per request */
+    if (__builtin_expect(kumi_accel_on, 0) &&
+        (crc = sr_stage(fn, &ss, &sendbuf, sendcount, sendtype, &rs, &recvbuf, recvcount, recvtype)))
+        return crc;
+    struct kumi_req *rr = new_req(KUMI_REQ_RECV, fn, recvbuf, recvcount, recvtype, source, recvtag, comm);
+    struct kumi_req *sr = new_req(KUMI_REQ_SEND, fn, (void *)sendbuf, sendcount, sendtype, dest, sendtag, comm);
+    if (!rr || !sr) { kumi_req_free(rr); kumi_req_free(sr); stage_drop(ss); stage_drop(rs); return nomem(fn); }
+    sr->accel_stage = ss;
+    rr->accel_stage = rs;
+    return sr_run(fn, sr, rr, status);
+}
+
+/* MPI_Sendrecv_replace on a contiguous device buffer: the message to send is
+ * copied first into device memory of the library's (kumi_accel_scratch_take,
+ * one device-to-device copy), and the call is then a send-receive from that
+ * copy into buf, with its pieces and IPC.  *done false: not done (no scratch
+ * memory or device-to-device copy, a type with gaps): the caller stages buf
+ * whole. */
+static int replace_dev(const char *fn, void *buf, MPI_Count count, struct kumi_dt *dt, int dest, int sendtag,
+                       int source, int recvtag, struct kumi_comm *comm, MPI_Status *status, bool *done)
+{
+    *done = false;
+    size_t bytes = (size_t)count * dt->size;
+    if (!dt->contig || !bytes || !kumi_accel_is_device(buf)) return MPI_SUCCESS;
+    void *scratch = kumi_accel_scratch_take(bytes);
+    if (!scratch) return MPI_SUCCESS;
+    if (kumi_accel_copy_dtod(scratch, (const char *)buf + dt->true_lb, bytes)) {
+        kumi_accel_scratch_give(scratch);                /* staged whole instead */
+        return MPI_SUCCESS;
+    }
+    *done = true;
+    int rc = kumi_pt2pt_sendrecv(fn, (char *)scratch - dt->true_lb, count, dt, dest, sendtag, buf, count, dt, source,
+                                 recvtag, comm, status);
+    kumi_accel_scratch_give(scratch);
+    return rc;
 }
 
 int kumi_pt2pt_sendrecv_replace(const char *fn, void *buf, MPI_Count count, struct kumi_dt *datatype, int dest,
@@ -60,6 +102,9 @@ int kumi_pt2pt_sendrecv_replace(const char *fn, void *buf, MPI_Count count, stru
     int crc = count_check(fn, "count", count, datatype);
     if (crc) return crc;
     if (__builtin_expect(kumi_accel_on, 0)) {
+        bool done;
+        crc = replace_dev(fn, buf, count, datatype, dest, sendtag, source, recvtag, comm, status, &done);
+        if (done) return crc;
         struct kumi_stage st;
         MPI_Status lst;
         if ((crc = kumi_stage_begin(fn, &st, buf, count, datatype, true))) return crc;

@@ -96,6 +96,7 @@ static void send_pieces(struct kumi_req *r)
         op->owner = r;
         kumi_req_defer_op(r->wpeer, op);
         x->sent += len;
+        kumi_pv.accel_pieces++;
         any = true;
     }
     if (any) kumi_req_flush_ctl();
@@ -335,6 +336,7 @@ static bool ipc_take(struct kumi_req *r, struct piece *p)
         return false;
     }
     s->ondev = (size_t)p->blob.len;           /* nothing to copy back */
+    kumi_pv.accel_ipc++;
     kumi_log(2, "accel: %llu bytes from rank %d: one device-to-device copy (IPC)",
              (unsigned long long)p->blob.len, r->status.MPI_SOURCE);
     return true;
