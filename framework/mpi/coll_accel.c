@@ -276,10 +276,11 @@ struct cprun {
     struct kumi_op *op;
     int root;
     bool at_root;
+    bool in_place;                        /* MPI_IN_PLACE on host memory (out_host) */
     void *rbuf;                           /* Reduce at a process other than the root: recvbuf as given */
     MPI_Aint tlb;                         /* dt's true lb: a piece's data is at its address + tlb */
     const char *in_dev;                   /* input on the device (its data), or NULL */
-    const char *in_host;                  /* input in host memory (an address for the call), or NULL */
+    const char *in_host;                  /* else input in host memory (an address for the call) */
     char *out_dev, *out_host;             /* the same for the output */
     size_t per, nel;                      /* elements per piece, in all */
     bool async;
@@ -295,10 +296,11 @@ static int run_piece(const struct cprun *x, const void *in, void *out, size_t n)
     if (x->kind == K_BCAST)
         KUMI_COLL_BLOCKING(rc, comm->coll.bcast(x->at_root ? (void *)in : out, (MPI_Count)n, d, x->root, c));
     else if (x->kind == K_REDUCE)
-        KUMI_COLL_BLOCKING(rc, comm->coll.reduce(in ? in : MPI_IN_PLACE, x->at_root ? out : x->rbuf, (MPI_Count)n,
-                                                 d, (MPI_Op)x->op, x->root, c));
+        KUMI_COLL_BLOCKING(rc, comm->coll.reduce(x->in_place ? MPI_IN_PLACE : in, x->at_root ? out : x->rbuf,
+                                                 (MPI_Count)n, d, (MPI_Op)x->op, x->root, c));
     else
-        KUMI_COLL_BLOCKING(rc, comm->coll.allreduce(in ? in : MPI_IN_PLACE, out, (MPI_Count)n, d, (MPI_Op)x->op, c));
+        KUMI_COLL_BLOCKING(rc, comm->coll.allreduce(x->in_place ? MPI_IN_PLACE : in, out, (MPI_Count)n, d,
+                                                    (MPI_Op)x->op, c));
     kumi_pv.accel_coll_pieces++;
     return rc;
 }
@@ -338,7 +340,7 @@ static int cp_loop(struct cprun *x, const struct kumi_accel_ops *A)
                 rc = kumi_error(MPI_ERR_OTHER, "%s: accel/%s: waiting for a copy from the device failed", x->fn,
                                 kumi_accel_name());
             in = (char *)x->a[s] - x->tlb;
-        } else if (x->in_host) {
+        } else {
             in = x->in_host + off;
         }
         if (x->out_dev) {
@@ -346,7 +348,7 @@ static int cp_loop(struct cprun *x, const struct kumi_accel_ops *A)
                 rc = kumi_error(MPI_ERR_OTHER, "%s: accel/%s: waiting for a copy to the device failed", x->fn,
                                 kumi_accel_name());
             out = (char *)x->b[s] - x->tlb;
-        } else if (x->out_host) {
+        } else {
             out = x->out_host + off;
         }
         if ((r = run_piece(x, in, out, n)) && !rc) rc = r;
@@ -411,9 +413,11 @@ static bool cp_geometry(struct cprun *x, MPI_Count count, const struct kumi_dt *
     return x->nel > x->per;
 }
 
+/* buf (its data at buf + tlb) on the device (*dev: the data) or not (*host: buf) */
 static void side(const void *buf, MPI_Aint tlb, const char **dev, const char **host)
 {
-    if (kumi_accel_is_device(buf)) *dev = (const char *)buf + tlb;
+    const char *data = (const char *)buf + tlb;
+    if (kumi_accel_is_device(data)) *dev = data;
     else *host = buf;
 }
 
@@ -457,12 +461,9 @@ bool kumi_cpipe_reduce(const char *fn, bool all, const void *sbuf, void *rbuf, M
     if (!dt->contig || !(all ? comm->coll.allreduce != NULL : comm->coll.reduce != NULL) ||
         !cp_geometry(&x, count, dt, dt))
         return false;
-    bool in_place = sbuf == MPI_IN_PLACE;
-    if (in_place && x.at_root && kumi_accel_is_device(rbuf)) {
-        x.in_dev = (const char *)rbuf + x.tlb;           /* read into a[], reduced into b[] */
-    } else if (!in_place) {
-        side(sbuf, x.tlb, &x.in_dev, &x.in_host);
-    }
+    if (sbuf != MPI_IN_PLACE) side(sbuf, x.tlb, &x.in_dev, &x.in_host);
+    else if (kumi_accel_is_device((const char *)rbuf + x.tlb)) x.in_dev = (const char *)rbuf + x.tlb;  /* a[] -> b[] */
+    else x.in_place = true;
     if (x.at_root) side(rbuf, x.tlb, (const char **)&x.out_dev, (const char **)&x.out_host);
     *rcp = cp_run(&x);
     return true;
