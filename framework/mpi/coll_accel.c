@@ -176,8 +176,10 @@ int kumi_cstage_refuse(struct kumi_cstager *g, const void *sbuf, void *rbuf)
  * never on where a buffer lies: a process whose buffers are host memory runs
  * the same pieces on them without copies.
  *   Bcast: the basic elements of one predefined kind without gaps (not the
- *     padded pairs); a piece is whole elements of that kind; a process whose
- *     datatype has gaps packs (a device buffer of it is staged whole first).
+ *     padded pairs; MPI_2INT and the like as two of their kind); a piece is
+ *     whole elements of that kind; a process whose datatype has gaps packs
+ *     (a device buffer of it is staged whole first).  With a power of two
+ *     for the chunk, every element size up to it cuts at the same bytes.
  *   Reduce, Allreduce: a contiguous datatype (the same on every process); a
  *     piece is whole elements of it, and the pieces are independent, so a
  *     non-commutative op still combines each element in rank order.
@@ -421,13 +423,32 @@ static void side(const void *buf, MPI_Aint tlb, const char **dev, const char **h
     else *host = buf;
 }
 
+/* The element of a broadcast's pieces: the one basic kind of dt's type
+ * signature, a pair of two of a kind (MPI_2INT, ...) as that kind (a
+ * signature the same type of another process may spell differently), or
+ * NULL (several kinds, or pairs with padding). */
+static struct kumi_dt *bcast_elem(const struct kumi_dt *dt)
+{
+    MPI_Datatype bh = kumi_dt_basic_handle(dt);
+    struct kumi_dt *e = bh == MPI_DATATYPE_NULL ? NULL : kumi_dt_get(bh);
+    if (!e) return NULL;
+    switch (e->basic) {
+    case KUMI_B_2INT: e = kumi_dt_get(MPI_INT); break;
+    case KUMI_B_2REAL: e = kumi_dt_get(MPI_REAL); break;
+    case KUMI_B_2DOUBLE: e = kumi_dt_get(MPI_DOUBLE_PRECISION); break;
+    case KUMI_B_2INTEGER: e = kumi_dt_get(MPI_INTEGER); break;
+    default:
+        if (e->basic == KUMI_B_NONE || e->basic >= KUMI_B_FLOAT_INT) return NULL;
+    }
+    return e && e->contig ? e : NULL;
+}
+
 bool kumi_cpipe_bcast(const char *fn, void *buf, MPI_Count count, struct kumi_dt *dt, int root,
                       struct kumi_comm *comm, int *rcp)
 {
     struct cprun x = { .fn = fn, .kind = K_BCAST, .comm = comm, .root = root, .at_root = comm->rank == root };
-    MPI_Datatype bh = kumi_dt_basic_handle(dt);
-    struct kumi_dt *edt = bh == MPI_DATATYPE_NULL ? NULL : kumi_dt_get(bh);
-    if (!edt || !edt->contig || !comm->coll.bcast || !cp_geometry(&x, count, dt, edt)) return false;
+    struct kumi_dt *edt = bcast_elem(dt);
+    if (!edt || !comm->coll.bcast || !cp_geometry(&x, count, dt, edt)) return false;
     if (dt->contig) {
         if (x.at_root) side((char *)buf + dt->true_lb, 0, &x.in_dev, &x.in_host);
         else side((char *)buf + dt->true_lb, 0, (const char **)&x.out_dev, (const char **)&x.out_host);

@@ -10,7 +10,8 @@
  * reduction):
  *   Bcast of MPI_INT (every root; device buffers everywhere, then on every
  *   other rank only), of odd byte counts, and of a vector type on the odd
- *   ranks (packed; its gaps keep their bytes) against MPI_INT elsewhere;
+ *   ranks (packed; its gaps keep their bytes) against MPI_INT elsewhere, and
+ *   of MPI_2INT on the odd ranks against MPI_INT (pieces of ints on all);
  *   Reduce (every root) and Allreduce with MPI_SUM, MPI_IN_PLACE on device
  *   and on host buffers, host and device buffers mixed; a non-commutative
  *   user op (2x2 matrix products of a contiguous type of 4 unsigned) that
@@ -128,6 +129,19 @@ static void bcasts(size_t n)
         drop(1, b);
     }
     MPI_Type_free(&vec);
+    /* MPI_2INT on the odd ranks, MPI_INT elsewhere: pieces of ints on both */
+    size_t mm = n & ~(size_t)1;
+    for (int root = 0; root < size; root++) {
+        for (size_t i = 0; i < mm; i++) h[i] = rank == root ? ival(root, i) : -1;
+        void *b = put(1, h, mm * sizeof(int));
+        begin();
+        KT_MPI(MPI_Bcast(b, rank % 2 ? (int)(mm / 2) : (int)mm, rank % 2 ? MPI_2INT : MPI_INT, root, MPI_COMM_WORLD));
+        end(mm, sizeof(int), "MPI_Bcast of MPI_2INT / MPI_INT");
+        get(1, h, b, mm * sizeof(int));
+        for (size_t i = 0; i < mm; i++)
+            if (h[i] != ival(root, i)) KT_FAIL("MPI_Bcast of MPI_2INT / MPI_INT from %d: int %zu is %d", root, i, h[i]);
+        drop(1, b);
+    }
     free(h);
     free(e);
 }
