@@ -242,8 +242,9 @@ void kumi_cpipe_finalize(void)
  * false: synchronous copies through memory of the call's own. */
 static bool cp_take(const struct kumi_accel_ops *A, size_t len, bool ina, bool outb)
 {
-    if (!A->stream_new || !A->copy_to_host_async || !A->copy_to_dev_async || !A->event_new || !A->event_record ||
-        !A->event_sync || !A->host_alloc || cp.state < 0 || __atomic_exchange_n(&cp.busy, 1, __ATOMIC_ACQUIRE))
+    if (A->hdr.size <= offsetof(struct kumi_accel_ops, event_sync) || !A->stream_new || !A->copy_to_host_async ||
+        !A->copy_to_dev_async || !A->event_new || !A->event_record || !A->event_sync || !A->host_alloc ||
+        cp.state < 0 || __atomic_exchange_n(&cp.busy, 1, __ATOMIC_ACQUIRE))
         return false;
     bool ok = true;
     if (cp.state == 0) {
