@@ -2,8 +2,10 @@
  * buffers (mpi/coll_accel.c), run by tests/scripts/gpu_coll_fakecuda.sh with
  * the stand-in driver (asynchronous copies done only when an event is waited
  * for: a piece used before its copy ended would hold stale bytes) at 1-4
- * ranks.  Arguments: THRESHOLD CHUNK N — the job's kumi_base_accel_coll_pipeline
- * and kumi_base_accel_coll_chunk, and the element count of the large calls.
+ * ranks.  Arguments: THRESHOLD CHUNK N [sync] — the job's
+ * kumi_base_accel_coll_pipeline and kumi_base_accel_coll_chunk, the element
+ * count of the large calls, and "sync" where the driver has no streams (the
+ * same pieces with synchronous copies; else asynchronous copies must show).
  * Every call is checked against values computed here, and the pieces it ran
  * against the MPI_T counter accel_coll_pieces (ceil(elements / elements per
  * piece); 0 at or below the threshold, or for a datatype with gaps in a
@@ -221,7 +223,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    KT_CHECK(argc > 3, "usage: gpu_coll_pipe THRESHOLD CHUNK N");
+    KT_CHECK(argc > 3, "usage: gpu_coll_pipe THRESHOLD CHUNK N [sync]");
+    int sync = argc > 4 && !strcmp(argv[4], "sync");   /* the driver has no streams (FAKECUDA_NOSTREAM) */
     thresh = atoll(argv[1]);
     chunk = atoll(argv[2]);
     size_t n = (size_t)atol(argv[3]);
@@ -237,7 +240,9 @@ int main(int argc, char **argv)
     products(n / 4 + 1);
     sums(7);                                      /* small: no pieces */
     kt_stats(st1);
-    if (thresh > 0 && chunk > 0 && (size_t)chunk < n && st1[KT_ASYNC] == st0[KT_ASYNC])
+    if (sync && st1[KT_ASYNC] != st0[KT_ASYNC])
+        KT_FAIL("%llu asynchronous copies without streams", st1[KT_ASYNC] - st0[KT_ASYNC]);
+    if (!sync && thresh > 0 && chunk > 0 && (size_t)chunk < n && st1[KT_ASYNC] == st0[KT_ASYNC])
         KT_FAIL("no asynchronous copy: the pieces were not pipelined");
     /* a reduction on a type with gaps: staged whole, no pieces */
     MPI_Datatype vec;

@@ -6,7 +6,8 @@
  * device buffer without staging it crashes, and one that stages it works.
  * FAKECUDA_NODEV=1: cuDeviceGetCount says 0 devices.  FAKECUDA_DEVRW=1: the
  * device address is readable and writable too (the CPU device of gpu_cpu
- * then plays the GPU on memory from the component). */
+ * then plays the GPU on memory from the component).  FAKECUDA_NOSTREAM=1:
+ * cuStreamCreate fails (no asynchronous copies). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -265,6 +266,7 @@ static void run_one(struct fstream *s)
 int cuStreamCreate(void **s, unsigned flags)
 {
     (void)flags;
+    if (getenv("FAKECUDA_NOSTREAM")) return 2;    /* no asynchronous copies: Kumi copies synchronously */
     return (*s = calloc(1, sizeof(struct fstream))) ? 0 : 2;
 }
 int cuStreamSynchronize(void *sp)
