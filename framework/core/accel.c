@@ -47,6 +47,7 @@ const char *kumi_accel_name(void)
 }
 
 static void pipe_fini(void);
+static void scratch_fini(void);
 
 void kumi_accel_finalize(void)
 {
@@ -54,6 +55,7 @@ void kumi_accel_finalize(void)
     if (cache && aops && aops->host_free) aops->host_free(cache);
     cache = NULL;
     pipe_fini();
+    scratch_fini();
     if (aops && aops->finalize) aops->finalize();
     aops = NULL;
     aname = NULL;
@@ -424,4 +426,56 @@ int kumi_stage_end_all(struct kumi_stage *s, bool ok)
 bool kumi_accel_is_device(const void *buf)
 {
     return aops && buf && aops->mem_kind && aops->mem_kind(buf) == KUMI_ACCEL_MEM_DEVICE;
+}
+
+/* ------------------------------------------------ device scratch memory
+ * One allocation of device memory, kept from one use to the next (grown to
+ * the largest asked for; freed at finalize), for a copy that must stay on
+ * the device (MPI_Sendrecv_replace: the message to send; a peer may open it
+ * through IPC, and finds it again in its cache of opened handles). */
+static void *scratch;
+static size_t scratch_len;
+static int scratch_busy;      /* atomic */
+
+static bool has_dtod(void)
+{
+    return aops && aops->hdr.size > offsetof(struct kumi_accel_ops, copy_dtod) && aops->copy_dtod &&
+           aops->dev_alloc && aops->dev_free;
+}
+
+void *kumi_accel_scratch_take(size_t n)
+{
+    if (!has_dtod() || !n || __atomic_exchange_n(&scratch_busy, 1, __ATOMIC_ACQUIRE)) return NULL;
+    if (scratch_len < n) {
+        if (scratch) aops->dev_free(scratch);
+        scratch = NULL;
+        scratch_len = 0;
+        size_t want = (n + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);   /* whole MiB */
+        if (aops->dev_alloc(want, &scratch)) {
+            scratch = NULL;
+            __atomic_store_n(&scratch_busy, 0, __ATOMIC_RELEASE);
+            kumi_log(1, "accel/%s: no %zu bytes of device scratch memory", aname, want);
+            return NULL;
+        }
+        scratch_len = want;
+    }
+    return scratch;
+}
+
+void kumi_accel_scratch_give(void *p)
+{
+    if (p) __atomic_store_n(&scratch_busy, 0, __ATOMIC_RELEASE);
+}
+
+static void scratch_fini(void)
+{
+    if (scratch && aops && aops->dev_free) aops->dev_free(scratch);
+    scratch = NULL;
+    scratch_len = 0;
+    scratch_busy = 0;
+}
+
+int kumi_accel_copy_dtod(void *dst, const void *src, size_t n)
+{
+    return has_dtod() ? aops->copy_dtod(dst, src, n) : -1;
 }

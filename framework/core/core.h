@@ -398,6 +398,13 @@ bool kumi_accel_is_device(const void *buf);
  * above kumi_base_accel_chunk, else one synchronous copy; 0 or -1. */
 int kumi_accel_copy_in(void *dst, const void *src, size_t n);
 int kumi_accel_copy_out(void *dst, const void *src, size_t n);
+/* Device memory of the library's, at least n bytes, held until
+ * kumi_accel_scratch_give (one allocation kept for the next use; NULL: busy,
+ * or the component cannot allocate or copy device to device).
+ * kumi_accel_copy_dtod: device to device (synchronous); 0 or -1. */
+void *kumi_accel_scratch_take(size_t n);
+void kumi_accel_scratch_give(void *p);
+int kumi_accel_copy_dtod(void *dst, const void *src, size_t n);
 /* A send's copy that the request layer fills while the message goes
  * (lazy_ok: a non-persistent send of a contiguous type): s->lazy is set
  * instead of filling where the copy is above the pinned cache's size and the

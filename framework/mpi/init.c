@@ -86,6 +86,7 @@ int kumi_runtime_start(void)
 void kumi_runtime_stop(void)
 {
     kumi_sched_engine_stop();
+    kumi_cpipe_finalize();
     kumi_accel_finalize();
     kumi_req_finalize();
     kumi_rpim_finalize();

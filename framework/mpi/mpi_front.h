@@ -44,6 +44,9 @@ const MPI_Count *kumi_widen_counts(struct kumi_widen *w, const int *in, int n);
 const MPI_Aint *kumi_widen_displs(struct kumi_widen *w, const int *in, int n);
 void kumi_widen_end(struct kumi_widen *w);
 void kumi_coll_register_params(void);
+/* (mpi/coll_accel.c) the pipelined collectives on device buffers: parameters, pinned slots freed */
+void kumi_cpipe_register_params(void);
+void kumi_cpipe_finalize(void);
 
 /* rc = the blocking collective call (an expression over the coll table), run
  * to its end through truncated receives (kumi_coll_keep_trunc): its own

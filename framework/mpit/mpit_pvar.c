@@ -17,6 +17,12 @@
  *   kumi_base_progress_time       TIMER (double, seconds) in the progress engine
  *   p2p_<transport>_messages_sent COUNTER        for each p2p component found
  *   p2p_<transport>_bytes_sent    COUNTER
+ *   accel_send_pieces             COUNTER        device-buffer messages: pieces sent as their
+ *                                                copies to host memory ended (request/req_accel.c)
+ *   accel_ipc_receives            COUNTER        messages copied device to device from a peer's
+ *                                                buffer (CUDA IPC)
+ *   accel_coll_pieces             COUNTER        pieces the pipelined blocking collectives ran
+ *                                                (mpi/coll_accel.c)
  *
  * Levels and peaks are continuous and read-only; counters and the timer
  * count while started and may be reset and written. */
@@ -25,7 +31,7 @@
 #include <stdlib.h>
 
 enum pkind { UE_LEN, UE_PEAK, UE_TOTAL, POSTED_LEN, POSTED_PEAK, RNDV, COMM_UE, COMM_POSTED, PROGRESS,
-             TR_MSGS, TR_BYTES };
+             TR_MSGS, TR_BYTES, ACC_PIECES, ACC_IPC, ACC_COLL };
 
 struct pvar {
     char name[96];
@@ -96,6 +102,12 @@ void kumi_mpit_pvar_setup(void)
         COMM_POSTED, MPI_T_PVAR_CLASS_LEVEL, MPI_T_BIND_MPI_COMM, MPI_T_VERBOSITY_USER_DETAIL, "p2p", "");
     add("kumi_base_progress_time", "Seconds spent in the progress engine (polling and waiting)",
         PROGRESS, MPI_T_PVAR_CLASS_TIMER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_BASIC, "kumi", "base");
+    add("accel_send_pieces", "Pieces of messages from device buffers sent as their copies to host memory ended",
+        ACC_PIECES, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_DETAIL, "accel", "");
+    add("accel_ipc_receives", "Messages received device to device from a peer's device buffer (IPC)",
+        ACC_IPC, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_DETAIL, "accel", "");
+    add("accel_coll_pieces", "Pieces the pipelined blocking collectives on large buffers ran (device buffers)",
+        ACC_COLL, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_DETAIL, "accel", "");
     struct kumi_comp_entry **ents;
     int n = kumi_registry_entries(&ents);
     for (int i = 0; i < n; i++) {
@@ -140,6 +152,9 @@ static uint64_t raw(const struct pvar *p, int32_t ctx)
     case POSTED_LEN: return kumi_pv.posted_len;
     case POSTED_PEAK: return kumi_pv.posted_peak;
     case RNDV: return kumi_pv.rndv;
+    case ACC_PIECES: return kumi_pv.accel_pieces;
+    case ACC_IPC: return kumi_pv.accel_ipc;
+    case ACC_COLL: return kumi_pv.accel_coll_pieces;
     case COMM_UE:
     case COMM_POSTED:
         kumi_match_count_ctx(ctx, &ue, &posted);

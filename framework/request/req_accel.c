@@ -29,7 +29,10 @@
  * its completion then copies only the rest (s->ondev).  Any receive takes
  * pieces, so the sender needs to know nothing of the receive buffer.
  *
- * One host (CUDA IPC, accel contract 1.2).  A device receive (contiguous,
+ * One host (CUDA IPC, accel contract 1.2).  A sender in pieces to a peer of
+ * this host copies no more than its first slots (KUMI_ACCEL_NSLOT chunks)
+ * before the CTS comes: the receiver will likely copy device to device.
+ * A device receive (contiguous,
  * long enough, from a peer of this host, the component able to open other
  * processes' memory) says so in its CTS (KUMI_HDR_F_IPC).  A sender in
  * pieces then stops its copies and sends instead one piece holding an IPC
@@ -61,6 +64,8 @@ struct xsend {
     size_t issued, ready;                   /* bytes whose copy was issued / that are in host memory */
     size_t sent;                            /* bytes that went in pieces */
     bool cts;
+    bool hold;                              /* a peer of this host: IPC likely, so no copies past the
+                                               first slots before the CTS says which way */
     uint64_t rreq;
     size_t nops;
     struct kumi_sendop ops[];
@@ -96,6 +101,7 @@ static void send_pieces(struct kumi_req *r)
         op->owner = r;
         kumi_req_defer_op(r->wpeer, op);
         x->sent += len;
+        kumi_pv.accel_pieces++;
         any = true;
     }
     if (any) kumi_req_flush_ctl();
@@ -114,7 +120,7 @@ static int fill_step(void)
         n++;
     }
     if (got < 0) goto fail;
-    while (x->issued < x->n) {
+    while (x->issued < x->n && !(x->hold && !x->cts && x->issued >= KUMI_ACCEL_NSLOT * x->chunk)) {
         size_t len = x->n - x->issued < x->chunk ? x->n - x->issued : x->chunk;
         int rc = kumi_accel_pipe_in(fpipe, (char *)s->host + x->issued, (const char *)s->dev + x->issued, len);
         if (rc < 0) goto fail;
@@ -175,6 +181,9 @@ int kumi_req_accel_send_start(struct kumi_req *r, const struct kumi_p2p_ops *ops
     x->n = s->len;
     x->chunk = chunk;
     x->nops = nops;
+    const struct kumi_accel_ops *a = kumi_accel();
+    x->hold = a && a->hdr.size > offsetof(struct kumi_accel_ops, copy_dtod) && a->ipc_handle &&
+              r->wpeer != kumi_world_rank() && kumi_same_host(r->wpeer);
     free(s->xmem);
     s->xmem = x;
     filling = r;
@@ -335,6 +344,7 @@ static bool ipc_take(struct kumi_req *r, struct piece *p)
         return false;
     }
     s->ondev = (size_t)p->blob.len;           /* nothing to copy back */
+    kumi_pv.accel_ipc++;
     kumi_log(2, "accel: %llu bytes from rank %d: one device-to-device copy (IPC)",
              (unsigned long long)p->blob.len, r->status.MPI_SOURCE);
     return true;

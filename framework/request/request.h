@@ -491,6 +491,9 @@ struct kumi_pvars {
     uint64_t ue_total;                   /* messages that arrived unexpected */
     uint64_t posted_len, posted_peak;    /* posted-receive queue: now, highest */
     uint64_t rndv;                       /* sends by rendezvous */
+    uint64_t accel_pieces;               /* device buffers (req_accel.c): pieces sent as copied */
+    uint64_t accel_ipc;                  /* messages received device to device (CUDA IPC) */
+    uint64_t accel_coll_pieces;          /* pieces the pipelined collectives ran (mpi/coll_accel.c) */
     uint64_t msgs[KUMI_MAX_TRANSPORTS];  /* messages sent, per transport index */
     uint64_t bytes[KUMI_MAX_TRANSPORTS]; /* payload bytes sent, per transport index */
     double progress_secs;                /* time in progress (while timing) */

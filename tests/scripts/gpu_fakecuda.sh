@@ -5,7 +5,7 @@
 # CUDA device"); gpu_staging moves device buffers through MPI_Send / MPI_Recv /
 # MPI_Sendrecv(_replace) at 2 and 3 ranks, gpu_coll_staging every collective
 # at 1-4 ranks (a call that touched device memory without staging it would
-# crash).  Without the variable, the real
+# crash), gpu_sendrecv MPI_Sendrecv(_replace) by IPC or in pieces.  Without the variable, the real
 # libcuda.so.1 is looked for (none here: "libcuda.so.1 not found").
 set -u
 . "$(dirname "$0")/lib/fakecuda.sh"
@@ -64,6 +64,22 @@ if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/l
 else
     fail "gpu_pipeline with kumi_base_accel_chunk=0:"; sed 's/^/    /' "$TMP/run" "$TMP/async" | tail -15
 fi
+# MPI_Sendrecv / MPI_Sendrecv_replace of device buffers take the paths of MPI_Isend + MPI_Irecv: between
+# processes of one host one device-to-device copy by the receiver (IPC), without IPC pieces of the chunk size
+# (tests/mpi/gpu_sendrecv counts with the stand-in's fakecuda_stats and the MPI_T counters accel_*)
+[ -x "$TESTBIN/gpu_sendrecv" ] || { echo "FAIL: no $TESTBIN/gpu_sendrecv (make check-programs)"; exit 1; }
+for a in "2 67108864 ipc 1048576" "3 5000001 ipc 1048576 tcp" "2 67108864 pieces 1048576" "3 9000001 pieces 1000003"; do
+    set -- $a
+    extra=(-x KUMI_BASE_ACCEL_CHUNK=$4)
+    [ "$3" = pieces ] && extra+=(-x FAKECUDA_NOIPC=1)
+    [ "${5:-}" = tcp ] && extra+=(-x MPI_COMPONENTS=p2p=self,tcp)
+    if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" "${extra[@]}" \
+        -n $1 ./gpu_sendrecv $2 $3 $4) > "$TMP/run" 2>&1; then
+        ok "gpu_sendrecv at $1 ranks, $2 bytes, $3${5:+ over $5}: as MPI_Isend + MPI_Irecv"
+    else
+        fail "gpu_sendrecv at $1 ranks, $2 bytes, $3${5:+ over $5}:"; sed 's/^/    /' "$TMP/run" | tail -15
+    fi
+done
 # the CPU device on memory from the component (kind MPIX_GPU_CUDA), a tiny ring too
 for a in "1024 4" "2 2"; do
     if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x FAKECUDA_DEVRW=1 -n 2 ./gpu_cpu $a cuda) > "$TMP/run" 2>&1; then

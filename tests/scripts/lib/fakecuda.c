@@ -6,7 +6,8 @@
  * device buffer without staging it crashes, and one that stages it works.
  * FAKECUDA_NODEV=1: cuDeviceGetCount says 0 devices.  FAKECUDA_DEVRW=1: the
  * device address is readable and writable too (the CPU device of gpu_cpu
- * then plays the GPU on memory from the component). */
+ * then plays the GPU on memory from the component).  FAKECUDA_NOSTREAM=1:
+ * cuStreamCreate fails (no asynchronous copies). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +26,27 @@ static void *pinned[256];
 static int npinned;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread void *cur;
+/* what the driver did (tests read it through fakecuda_stats, found with dlsym) */
+static unsigned long long b_dtoh, b_htod, b_dtod, n_ipc_open, n_async;
+static void count(unsigned long long *c, unsigned long long n)
+{
+    pthread_mutex_lock(&mu);
+    *c += n;
+    pthread_mutex_unlock(&mu);
+}
+/* out[0] bytes copied device to host (synchronous and asynchronous), [1] host
+ * to device, [2] device to device, [3] IPC handles opened, [4] asynchronous
+ * copies queued */
+void fakecuda_stats(unsigned long long out[5])
+{
+    pthread_mutex_lock(&mu);
+    out[0] = b_dtoh;
+    out[1] = b_htod;
+    out[2] = b_dtod;
+    out[3] = n_ipc_open;
+    out[4] = n_async;
+    pthread_mutex_unlock(&mu);
+}
 
 static struct region *find(uintptr_t p)
 {
@@ -64,6 +86,7 @@ int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n)
     char *s = rw_of(src, n);
     if (!s) return 1;
     memcpy(dst, s, n);
+    count(&b_dtoh, n);
     return 0;
 }
 int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n)
@@ -71,6 +94,7 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n)
     char *d = rw_of(dst, n);
     if (!d) return 1;
     memcpy(d, src, n);
+    count(&b_htod, n);
     return 0;
 }
 int cuMemsetD8_v2(unsigned long long dst, unsigned char v, size_t n)
@@ -155,6 +179,7 @@ int cuIpcOpenMemHandle_v2(unsigned long long *out, struct fhandle h, unsigned fl
     if (i == 256) { pthread_mutex_unlock(&mu); return 2; }
     regs[i] = (struct region){ dev, rw, f.len, -1, 1, 0 };
     if (i == nregs) nregs++;
+    n_ipc_open++;
     pthread_mutex_unlock(&mu);
     *out = (uintptr_t)dev;
     return 0;
@@ -173,6 +198,7 @@ int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n)
     char *d = rw_of(dst, n), *s = rw_of(src, n);
     if (!d || !s) return 1;
     memmove(d, s, n);
+    count(&b_dtod, n);
     return 0;
 }
 int cuMemHostAlloc(void **p, size_t n, unsigned flags)
@@ -206,7 +232,7 @@ int cuMemFreeHost(void *p)
 struct fop { char *dst; const char *src; size_t n; struct fop *next; };
 struct fstream { struct fop *head, *tail; unsigned long long queued, done; };
 struct fevent { struct fstream *s; unsigned long long upto; };
-static unsigned long long n_async, n_notready, n_queued;
+static unsigned long long n_notready, n_queued;
 /* asynchronous copies queued and not done yet (tests call it through dlsym) */
 unsigned long long fakecuda_pending(void)
 {
@@ -240,6 +266,7 @@ static void run_one(struct fstream *s)
 int cuStreamCreate(void **s, unsigned flags)
 {
     (void)flags;
+    if (getenv("FAKECUDA_NOSTREAM")) return 2;    /* no asynchronous copies: Kumi copies synchronously */
     return (*s = calloc(1, sizeof(struct fstream))) ? 0 : 2;
 }
 int cuStreamSynchronize(void *sp)
@@ -273,12 +300,16 @@ static int enqueue(struct fstream *s, char *dst, const char *src, size_t n)
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s)
 {
     char *p = rw_of(src, n);
-    return p ? enqueue(s, dst, p, n) : 1;
+    if (!p || enqueue(s, dst, p, n)) return 1;
+    count(&b_dtoh, n);
+    return 0;
 }
 int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s)
 {
     char *p = rw_of(dst, n);
-    return p ? enqueue(s, p, src, n) : 1;
+    if (!p || enqueue(s, p, src, n)) return 1;
+    count(&b_htod, n);
+    return 0;
 }
 int cuEventCreate(void **e, unsigned flags)
 {

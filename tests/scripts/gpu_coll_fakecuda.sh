@@ -1,0 +1,31 @@
+#!/bin/bash
+# Pipelined blocking MPI_Bcast / MPI_Reduce / MPI_Allreduce on device buffers
+# (framework/mpi/coll_accel.c) with the stand-in driver
+# (tests/scripts/lib/fakecuda.c: asynchronous copies run only when their
+# event is waited for): tests/mpi/gpu_coll_pipe at 1-4 ranks with pieces of
+# an odd size (65537 bytes), over tcp, with the default parameters on 16 MiB
+# (8 pieces of 2 MiB), with kumi_base_accel_coll_pipeline=0 (whole
+# staging, no pieces), and with a driver without streams (FAKECUDA_NOSTREAM:
+# the same pieces, copied synchronously).  The program checks every value and the pieces each
+# call ran (MPI_T counter accel_coll_pieces).
+set -u
+. "$(dirname "$0")/lib/fakecuda.sh"
+fakecuda_setup gpu_coll_pipe
+run() { # NP THRESHOLD CHUNK N SYNC [mpiexec args...]
+    local np=$1 t=$2 c=$3 n=$4 y=$5; shift 5
+    (cd "$TESTBIN" && "$MPIEXEC" --timeout 240 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" \
+        -x KUMI_BASE_ACCEL_COLL_PIPELINE=$t -x KUMI_BASE_ACCEL_COLL_CHUNK=$c "$@" -n "$np" ./gpu_coll_pipe $t $c $n $y) \
+        > "$TMP/run" 2>&1
+}
+for a in "1 100000 65537 300007" "2 100000 65537 300007" "3 100000 65537 300007" "4 100000 65537 300007" \
+         "3 100000 65537 200001 tcp" "2 4194304 2097152 4194305" "3 0 65537 300007" "3 100000 65537 300007 nostream"; do
+    set -- $a
+    extra=()
+    [ "${5:-}" = tcp ] && extra=(-x MPI_COMPONENTS=p2p=self,tcp)
+    [ "${5:-}" = nostream ] && extra=(-x FAKECUDA_NOSTREAM=1)
+    what="gpu_coll_pipe at $1 ranks, threshold $2, chunk $3, $4 elements${5:+, $5}"
+    if run "$1" "$2" "$3" "$4" "$([ "${5:-}" = nostream ] && echo sync)" "${extra[@]}"; then ok "$what"
+    else fail "$what:"; sed 's/^/    /' "$TMP/run" | tail -15; fi
+done
+[ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }
+echo "$failures check(s) failed"; exit 1
