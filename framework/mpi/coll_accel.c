@@ -388,7 +388,8 @@ static int cp_run(struct cprun *x)
             return kumi_error(MPI_ERR_NO_MEM, "%s: no host memory for pieces of %zu bytes", x->fn, len);
         for (int i = 0; i < NS; i++) { x->a[i] = own; x->b[i] = (char *)own + len; }
     }
-    int pc = kumi_pacing_enter(x->kind == K_BCAST ? "bcast" : x->kind == K_REDUCE ? "reduce" : "allreduce", x->comm);
+    int pc = kumi_pacing_enter(x->kind == K_BCAST ? "bcast" : x->kind == K_REDUCE ? "reduce" : "allreduce", x->comm,
+                               (MPI_Count)x->nel, x->dt);
     int rc = cp_loop(x, A);
     kumi_pacing_leave(pc);
     if (x->async) __atomic_store_n(&cp.busy, 0, __ATOMIC_RELEASE);
