@@ -16,9 +16,9 @@
  *     over the bursts, whatever the machine's speed.
  *  2. The thread still takes a schedule over when the application
  *     computes: rank 0 starts an MPI_Ibcast (root 1) and computes without
- *     calling MPI, watching its buffer; the root sends at once; the value
- *     must arrive within 0.5 s (the take-over comes after at most 1 ms +
- *     delay_us; 4 ms + delay_us at worst).
+ *     calling MPI, watching its buffer; the root sends 5 ms later; the
+ *     value must arrive within 0.5 s (the take-over comes after at most
+ *     1 ms + delay_us here; 4 ms + delay_us at worst).
  *
  * usage: -n 2 sched_thread_burst */
 #define _GNU_SOURCE
@@ -82,6 +82,7 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     usleep(30000);
     if (rank == 1) {
+        usleep(5000);                   /* after rank 0's start: its thread must take the schedule over */
         KT_MPI(MPI_Ibcast((void *)&buf, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD, &req));
         KT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
     } else {
