@@ -80,7 +80,7 @@
 #include <sys/socket.h>
 
 static const char *engine_name = "loop";
-static long long slice_us = 100, delay_us = 50, anycpu = 1;
+static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000;
 static bool use_thread, use_uring, use_kmod;
 static pthread_t thr;
 static bool thr_started;
@@ -123,6 +123,12 @@ void kumi_sched_register_params(void)
                             "stayed out of the library this long (microseconds); an application that "
                             "waits at once runs it itself.  0: at once (a wake-up at every start and exit)",
                             KUMI_LEVEL_TUNER, &delay_us);
+    kumi_param_register_int("kumi", "base", "sched_thread_burst_us", 4000,
+                            "The progress thread's first doze (microseconds) when a schedule starts after "
+                            "it slept and it took none over in the last second (the application waits at "
+                            "once): fewer wake-ups in a burst of operations, a later first take-over; "
+                            "at most 4000; below sched_thread_delay_us: that delay",
+                            KUMI_LEVEL_TUNER, &burst_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
                             "Where the progress thread of a rank bound to cores may run: 1: on every CPU "
                             "of the NUMA node(s) of the rank's cores (a free core near the rank's memory "
@@ -297,18 +303,20 @@ static double now_secs(void)
  * loop twice as slow as with the loop engine at 2 ranks on 2 cores.
  *
  * The first schedule after the thread slept (a burst of operations starts)
- * begins with dozes of KUMI_DOZE_FIRST_US unless the thread took one over
- * within KUMI_OWN_RECENT_SECS (the application computes while schedules
- * run: delay_us again).  Beginning every burst at delay_us woke the thread
+ * begins with dozes of burst_us (kumi_base_sched_thread_burst_us, 4 ms, at
+ * most KUMI_DOZE_MAX_US) unless the thread took one over within
+ * KUMI_OWN_RECENT_SECS (the application computes while schedules run:
+ * delay_us again).  Beginning every burst at delay_us woke the thread
  * at 50, 150, 350, 750, 1550 us after its start, each wake-up in the place
  * of a rank when no core is free: an application that waits at once paid
  * them in every burst (a benchmark's 1000 operations of 0.3-0.6 us lie
  * wholly in that ramp).  A doze that finds the application out of the
  * library while a schedule runs is followed by one of delay_us (does it
  * stay out?), so a take-over comes at most KUMI_DOZE_MAX_US + delay_us
- * after the application left. */
+ * after the application left: the first after a second without one that
+ * late, the next ones (the application computes through its operations)
+ * after about delay_us. */
 #define KUMI_DOZE_MAX_US 4000
-#define KUMI_DOZE_FIRST_US 1000
 #define KUMI_OWN_RECENT_SECS 1.0
 static long long doze_us;
 static double last_own = -1e9;          /* when the thread last took a schedule over */
@@ -362,7 +370,8 @@ static void wait_for_work(double *last_work)
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
     *last_work = now_secs();
     doze_us = delay_us;                 /* a burst starts (see "The first schedule after ...") */
-    if (*last_work - last_own >= KUMI_OWN_RECENT_SECS && doze_us < KUMI_DOZE_FIRST_US) doze_us = KUMI_DOZE_FIRST_US;
+    long long first = burst_us < KUMI_DOZE_MAX_US ? burst_us : KUMI_DOZE_MAX_US;
+    if (*last_work - last_own >= KUMI_OWN_RECENT_SECS && doze_us < first) doze_us = first;
 }
 
 /* The progress thread: while a schedule runs and no application thread is

@@ -5,20 +5,20 @@
  *  1. Twenty bursts, each after a pause of 30 ms out of the library (the
  *     progress thread falls asleep), each 2 ms of 8-byte MPI_Iallreduce +
  *     MPI_Wait back to back.  The burst's first start wakes the thread;
- *     then it must doze on (its first doze KUMI_DOZE_FIRST_US, 1 ms, since
- *     it never took a schedule over), not wake every few tens of
+ *     then it must doze on (its first doze kumi_base_sched_thread_burst_us,
+ *     4 ms, since it never took a schedule over), not wake every few tens of
  *     microseconds: before, every burst began with dozes of
  *     kumi_base_sched_thread_delay_us (50 us) doubling, so the thread woke
  *     at 50, 150, 350, 750 and 1550 us of every burst (6 switches a burst
  *     of 2 ms), each wake-up in a rank's place when no core is free.
  *     Bound: per burst 2.5 + log2(1 + its length / 1 ms) switches of the
- *     other threads (4.1 for 2 ms; the new doze sequence makes ~2), summed
+ *     other threads (4.1 for 2 ms; the thread now switches 1-2 times), summed
  *     over the bursts, whatever the machine's speed.
  *  2. The thread still takes a schedule over when the application
  *     computes: rank 0 starts an MPI_Ibcast (root 1) and computes without
  *     calling MPI, watching its buffer; the root sends 5 ms later; the
  *     value must arrive within 0.5 s (the take-over comes after at most
- *     1 ms + delay_us here; 4 ms + delay_us at worst).
+ *     4 ms + delay_us).
  *
  * usage: -n 2 sched_thread_burst */
 #define _GNU_SOURCE
