@@ -80,7 +80,7 @@
 #include <sys/socket.h>
 
 static const char *engine_name = "loop";
-static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000;
+static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000, doze_max_us = 4000;
 static bool use_thread, use_uring, use_kmod;
 static pthread_t thr;
 static bool thr_started;
@@ -127,8 +127,14 @@ void kumi_sched_register_params(void)
                             "The progress thread's first doze (microseconds) when a schedule starts after "
                             "it slept and it took none over in the last second (the application waits at "
                             "once): fewer wake-ups in a burst of operations, a later first take-over; "
-                            "at most 4000; below sched_thread_delay_us: that delay",
+                            "at most sched_thread_doze_max_us; below sched_thread_delay_us: that delay",
                             KUMI_LEVEL_TUNER, &burst_us);
+    kumi_param_register_int("kumi", "base", "sched_thread_doze_max_us", 4000,
+                            "The progress thread's longest doze (microseconds) while the application keeps "
+                            "coming back to the library (it waits at once): a take-over comes at most this "
+                            "+ sched_thread_delay_us after the application left; longer: fewer wake-ups, "
+                            "each in a rank's place when no core is free",
+                            KUMI_LEVEL_TUNER, &doze_max_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
                             "Where the progress thread of a rank bound to cores may run: 1: on every CPU "
                             "of the NUMA node(s) of the rank's cores (a free core near the rank's memory "
@@ -298,13 +304,14 @@ static double now_secs(void)
 /* The current doze: delay_us after the thread took a schedule over,
  * doubling at every doze that finds the application inside or back in the
  * library since (it waits at once: the thread is not needed), up to
- * KUMI_DOZE_MAX_US.  Each wake-up of a thread that shares a core costs the
- * computation there; at 50 us it made an 8-byte MPI_Iallreduce + MPI_Wait
- * loop twice as slow as with the loop engine at 2 ranks on 2 cores.
+ * doze_max_us (kumi_base_sched_thread_doze_max_us, 4 ms).  Each wake-up
+ * of a thread that shares a core costs the computation there; at 50 us
+ * it made an 8-byte MPI_Iallreduce + MPI_Wait loop twice as slow as with
+ * the loop engine at 2 ranks on 2 cores.
  *
  * The first schedule after the thread slept (a burst of operations starts)
  * begins with dozes of burst_us (kumi_base_sched_thread_burst_us, 4 ms, at
- * most KUMI_DOZE_MAX_US) unless the thread took one over within
+ * most doze_max_us) unless the thread took one over within
  * KUMI_OWN_RECENT_SECS (the application computes while schedules run:
  * delay_us again).  Beginning every burst at delay_us woke the thread
  * at 50, 150, 350, 750, 1550 us after its start, each wake-up in the place
@@ -312,11 +319,10 @@ static double now_secs(void)
  * them in every burst (a benchmark's 1000 operations of 0.3-0.6 us lie
  * wholly in that ramp).  A doze that finds the application out of the
  * library while a schedule runs is followed by one of delay_us (does it
- * stay out?), so a take-over comes at most KUMI_DOZE_MAX_US + delay_us
+ * stay out?), so a take-over comes at most doze_max_us + delay_us
  * after the application left: the first after a second without one that
  * late, the next ones (the application computes through its operations)
  * after about delay_us. */
-#define KUMI_DOZE_MAX_US 4000
 #define KUMI_OWN_RECENT_SECS 1.0
 static long long doze_us;
 static double last_own = -1e9;          /* when the thread last took a schedule over */
@@ -336,7 +342,7 @@ static void doze(void)
 
 static void doze_longer(void)
 {
-    long long cap = delay_us > KUMI_DOZE_MAX_US ? delay_us : KUMI_DOZE_MAX_US;
+    long long cap = delay_us > doze_max_us ? delay_us : doze_max_us;
     doze_us = doze_us * 2 > cap ? cap : doze_us * 2;
 }
 
@@ -370,7 +376,7 @@ static void wait_for_work(double *last_work)
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
     *last_work = now_secs();
     doze_us = delay_us;                 /* a burst starts (see "The first schedule after ...") */
-    long long first = burst_us < KUMI_DOZE_MAX_US ? burst_us : KUMI_DOZE_MAX_US;
+    long long first = burst_us < doze_max_us ? burst_us : doze_max_us;
     if (*last_work - last_own >= KUMI_OWN_RECENT_SECS && doze_us < first) doze_us = first;
 }
 
