@@ -35,11 +35,13 @@
  * MPI_Wait) runs the schedule itself, in its wait, and pays no wake-up of
  * the thread, no context switch and no lock hand-over, as with the loop
  * engine.  Meanwhile the thread dozes in timed sleeps (no system call on
- * the application's side), from delay_us doubling up to 4 ms while the
- * application keeps coming back (so the delay before a take-over is at most
- * that); it sleeps on the condition variable once no schedule has run for
- * a few milliseconds, and parks until the application's exit while one
- * call lasts long.  0 restores the immediate
+ * the application's side), doubling up to 4 ms while the application keeps
+ * coming back (so the delay before a take-over is at most that + delay_us):
+ * from delay_us after a take-over, from 1 ms when a burst of operations
+ * begins and the thread took none over lately (see doze_us); it sleeps on
+ * a futex once no schedule has run for a few milliseconds, and parks until
+ * the application's exit while one call lasts long.  The thread starts
+ * with the engine (MPI_Init), asleep.  0 restores the immediate
  * hand-over (the thread wakes at every start and at every exit from the
  * library while a schedule runs).  A rank that mpiexec bound to cores lets
  * its progress thread run on every CPU of its NUMA node(s)
@@ -78,14 +80,31 @@
 #include <sys/socket.h>
 
 static const char *engine_name = "loop";
-static long long slice_us = 100, delay_us = 50, anycpu = 1;
+static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000, doze_max_us = 4000;
 static bool use_thread, use_uring, use_kmod;
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
 enum { E_AWAKE, E_DOZING, E_ASLEEP };
 static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
-static unsigned starts;                 /* schedules started (atomic): the thread lingers while they come */
+static unsigned starts;                 /* schedules started (relaxed): the thread lingers while they come */
+
+static void *engine_main(void *arg);
+
+/* The progress thread starts with the engine (MPI_Init), asleep until the
+ * first schedule starts: the first non-blocking collective pays no
+ * pthread_create (a stack mapped, a clone) and no first run of a new
+ * thread that sets itself up (its time slice, its CPUs) in its place. */
+static void start_thread(void)
+{
+    if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
+        kumi_warn("kumi_base_sched_engine=thread: cannot start the progress thread; collectives "
+                  "progress inside MPI calls only");
+        use_thread = false;
+        return;
+    }
+    thr_started = true;
+}
 
 void kumi_sched_register_params(void)
 {
@@ -104,6 +123,18 @@ void kumi_sched_register_params(void)
                             "stayed out of the library this long (microseconds); an application that "
                             "waits at once runs it itself.  0: at once (a wake-up at every start and exit)",
                             KUMI_LEVEL_TUNER, &delay_us);
+    kumi_param_register_int("kumi", "base", "sched_thread_burst_us", 4000,
+                            "The progress thread's first doze (microseconds) when a schedule starts after "
+                            "it slept and it took none over in the last second (the application waits at "
+                            "once): fewer wake-ups in a burst of operations, a later first take-over; "
+                            "at most sched_thread_doze_max_us; below sched_thread_delay_us: that delay",
+                            KUMI_LEVEL_TUNER, &burst_us);
+    kumi_param_register_int("kumi", "base", "sched_thread_doze_max_us", 4000,
+                            "The progress thread's longest doze (microseconds) while the application keeps "
+                            "coming back to the library (it waits at once): a take-over comes at most this "
+                            "+ sched_thread_delay_us after the application left; longer: fewer wake-ups, "
+                            "each in a rank's place when no core is free",
+                            KUMI_LEVEL_TUNER, &doze_max_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
                             "Where the progress thread of a rank bound to cores may run: 1: on every CPU "
                             "of the NUMA node(s) of the rank's cores (a free core near the rank's memory "
@@ -139,6 +170,7 @@ int kumi_sched_engine_init(void)
          * and it raises the flag when it takes over (core/lock.c), or, with
          * no membarrier(2) or delay_us 0, the lock is on for good */
         if (delay_us <= 0 || !kumi_lock_engine_track()) kumi_mt = true;
+        start_thread();
     } else {
         return kumi_error(MPI_ERR_ARG, "parameter kumi_base_sched_engine = \"%s\": expected loop, thread, uring or kmod",
                           engine_name);
@@ -269,26 +301,48 @@ static double now_secs(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The current doze: delay_us after the thread last worked, doubling at
- * every doze that finds the application inside or back in the library
- * since (it waits at once: the thread is not needed), up to
- * KUMI_DOZE_MAX_US.  Each wake-up of a thread that shares a core costs the
- * computation there; at 50 us it made an 8-byte MPI_Iallreduce + MPI_Wait
- * loop twice as slow as with the loop engine at 2 ranks on 2 cores. */
-#define KUMI_DOZE_MAX_US 4000
+/* The current doze: delay_us after the thread took a schedule over,
+ * doubling at every doze that finds the application inside or back in the
+ * library since (it waits at once: the thread is not needed), up to
+ * doze_max_us (kumi_base_sched_thread_doze_max_us, 4 ms).  Each wake-up
+ * of a thread that shares a core costs the computation there; at 50 us
+ * it made an 8-byte MPI_Iallreduce + MPI_Wait loop twice as slow as with
+ * the loop engine at 2 ranks on 2 cores.
+ *
+ * The first schedule after the thread slept (a burst of operations starts)
+ * begins with dozes of burst_us (kumi_base_sched_thread_burst_us, 4 ms, at
+ * most doze_max_us) unless the thread took one over within
+ * KUMI_OWN_RECENT_SECS (the application computes while schedules run:
+ * delay_us again).  Beginning every burst at delay_us woke the thread
+ * at 50, 150, 350, 750, 1550 us after its start, each wake-up in the place
+ * of a rank when no core is free: an application that waits at once paid
+ * them in every burst (a benchmark's 1000 operations of 0.3-0.6 us lie
+ * wholly in that ramp).  A doze that finds the application out of the
+ * library while a schedule runs is followed by one of delay_us (does it
+ * stay out?), so a take-over comes at most doze_max_us + delay_us
+ * after the application left: the first after a second without one that
+ * late, the next ones (the application computes through its operations)
+ * after about delay_us. */
+#define KUMI_OWN_RECENT_SECS 1.0
 static long long doze_us;
+static double last_own = -1e9;          /* when the thread last took a schedule over */
 
-static void doze(void)
+static void doze_for(long long us)
 {
-    struct timespec ts = { (time_t)(doze_us / 1000000), (long)(doze_us % 1000000) * 1000 };
+    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
     __atomic_store_n(&esleep, E_DOZING, __ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST)) esleep_wait(E_DOZING, &ts);
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
 }
 
+static void doze(void)
+{
+    doze_for(doze_us);
+}
+
 static void doze_longer(void)
 {
-    long long cap = delay_us > KUMI_DOZE_MAX_US ? delay_us : KUMI_DOZE_MAX_US;
+    long long cap = delay_us > doze_max_us ? delay_us : doze_max_us;
     doze_us = doze_us * 2 > cap ? cap : doze_us * 2;
 }
 
@@ -314,7 +368,6 @@ static void wait_for_work(double *last_work)
         doze_longer();
         return;
     }
-    doze_us = delay_us;
     for (;;) {
         __atomic_store_n(&esleep, E_ASLEEP, __ATOMIC_SEQ_CST);
         if (!idle()) break;             /* a start that read the word before our store */
@@ -322,6 +375,9 @@ static void wait_for_work(double *last_work)
     }
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
     *last_work = now_secs();
+    doze_us = delay_us;                 /* a burst starts (see "The first schedule after ...") */
+    long long first = burst_us < doze_max_us ? burst_us : doze_max_us;
+    if (*last_work - last_own >= KUMI_OWN_RECENT_SECS && doze_us < first) doze_us = first;
 }
 
 /* The progress thread: while a schedule runs and no application thread is
@@ -338,7 +394,7 @@ static void *engine_main(void *arg)
     unbind_thread();
     if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
-    double last_work = now_secs();
+    double last_work = -1.0;            /* no schedule ran yet: asleep until one starts */
     unsigned last_g = 0, same = 0, own_g = 0;
     bool own = false;                   /* it took over, and the application has not come back since */
     doze_us = delay_us;
@@ -372,12 +428,13 @@ static void *engine_main(void *arg)
                 doze_longer();
                 continue;
             }
-            doze();
+            doze_for(delay_us);         /* does it stay out for delay_us? */
             if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) {
                 doze_longer();
                 continue;
             }
             doze_us = delay_us;         /* the application computes: take over, short dozes again */
+            last_own = now_secs();
             own = true;
             own_g = g;
         } else if (delay_us <= 0 && kumi_lock_app_inside()) {
@@ -415,16 +472,10 @@ void kumi_sched_engine_started(void)
 {
     __atomic_add_fetch(&kumi_engine_work, 1, __ATOMIC_SEQ_CST);
     if (!use_thread) return;
-    __atomic_add_fetch(&starts, 1, __ATOMIC_RELAXED);
-    if (!thr_started) {
-        if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
-            kumi_warn("kumi_base_sched_engine=thread: cannot start the progress thread; collectives "
-                      "progress inside MPI calls only");
-            use_thread = false;
-            return;
-        }
-        thr_started = true;
-    }
+    /* a load and a store, no locked add: the thread only asks whether the
+     * word changed, which two racing starts at MPI_THREAD_MULTIPLE that
+     * store the same value still tell it */
+    __atomic_store_n(&starts, __atomic_load_n(&starts, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     esleep_wake(E_ASLEEP);              /* a load when the thread is awake or dozing */
 }
 
