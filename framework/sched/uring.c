@@ -68,6 +68,7 @@
 static int simulate_unavailable;
 static long long ring_entries = 256;
 static int coop = 1;
+static int with_thread = 1;
 
 void kumi_sched_uring_register_params(void)
 {
@@ -84,6 +85,17 @@ void kumi_sched_uring_register_params(void)
                              "reads, and is reaped at once); 0: the kernel's default notification (an "
                              "8-byte MPI_Iallreduce waited at once took 0.1-1 ms instead of 5 us)",
                              KUMI_LEVEL_TUNER, &coop);
+    kumi_param_register_bool("kumi", "base", "sched_uring_thread", 1,
+                             "1: a completion thread (the thread engine's progress thread) sleeps on the "
+                             "ring while the application computes and, woken by a completion, matches "
+                             "headers and starts CALC / COPY nodes and the sends after them; 0: those "
+                             "steps wait for the application's next MPI call",
+                             KUMI_LEVEL_TUNER, &with_thread);
+}
+
+bool kumi_sched_uring_thread(void)
+{
+    return with_thread;
 }
 
 #ifndef KUMI_HAVE_LIBURING
