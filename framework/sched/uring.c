@@ -35,10 +35,28 @@
  *
  * What moves without the application: every send once its node is ready,
  * chains of sends to one peer, the payload of a receive whose header was
- * seen, and the forwarding SEND linked to it.  What needs the application
- * (its next MPI call, or a wait): reading a header (one per message),
- * starting nodes whose predecessors completed (CALC, COPY, and sends after
- * a CALC), and the schedule's completion.
+ * seen, and the forwarding SEND linked to it.  What needs a CPU in user
+ * space -- reading a header (one per message), starting nodes whose
+ * predecessors completed (CALC, COPY, and sends after a CALC), and the
+ * schedule's completion -- runs in the application's next MPI call, or in
+ * the completion thread (kumi_base_sched_uring_thread, default 1).
+ *
+ * The completion thread is the thread engine's progress thread (engine.c),
+ * started the same way (at the first schedule) and sharing the library
+ * with the application by the same rules (core/lock.c: below
+ * MPI_THREAD_MULTIPLE the lock is off and the thread raises the entries'
+ * flag while it owns the schedules; it takes over only once the
+ * application has stayed out for kumi_base_sched_thread_delay_us, and parks
+ * while the application is inside).  Its progress round is this file's
+ * hook, complete(), and it sleeps in poll() on the ring's descriptor (fds())
+ * with the transports', so it wakes when a completion arrives: once per
+ * message, not per chunk of bytes as the thread engine reading a socket.
+ * The ring and the engine's lists are touched only by whoever holds the
+ * library (the application, or the thread under the raised flag), so no
+ * schedule is progressed by two threads at once.  A request's retries run
+ * as task work of the thread that submitted it: the receives the thread
+ * posts (each header after a payload it reaped, the payloads of headers it
+ * matched) are copied on the thread's time, not the computation's.
  *
  * Completions.  A socket receive that waits for data is completed by task
  * work the kernel queues on the rank's thread when the data comes.  With the
@@ -789,7 +807,13 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
         else c->posted = rv;
         c->ptail = rv;
     }
-    if (io_uring_sq_ready(&ring)) io_uring_submit(&ring);
+    /* With the completion thread the start call leaves its operations in the
+     * submission queue: the thread submits them when it takes the schedule
+     * over (or the application's next MPI call does, a wait at once), so
+     * their retries -- the rest of a send the socket could not take at once
+     * -- are the thread's task work, run when the socket is ready, instead of
+     * the computing application's, run at its next scheduler tick. */
+    if (!with_thread && io_uring_sq_ready(&ring)) io_uring_submit(&ring);
     return true;
 }
 #endif
