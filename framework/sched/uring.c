@@ -205,6 +205,7 @@ struct conn {
     struct uop *hdr;                    /* the header receive */
     struct uop *payload;                /* the payload receive in flight */
     bool hdr_cancelled;                 /* its link broke: posted again after the payload */
+    int lowat;                          /* SO_RCVLOWAT set for a payload (0: the default) */
 };
 
 static struct io_uring ring;
@@ -326,6 +327,36 @@ static void sock_opts(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* With the completion thread, a large payload is received in a few large
+ * pieces rather than as the packets come: SO_RCVLOWAT makes the socket
+ * readable (and so the kernel retry the receive, as task work that wakes
+ * the thread) only once min(rest, LOWAT_MAX) bytes wait.  The receive is
+ * then not MSG_WAITALL: a piece ends it short, and it is posted again for
+ * the rest with the mark lowered to what is left, so the mark never waits
+ * for more than the message still brings.  Back to 1 once the payload is
+ * in (the kernel signals readiness again when the mark is lowered). */
+#define LOWAT_MIN (64 << 10)
+#define LOWAT_MAX (512 << 10)
+static int payload_flags(struct conn *c, size_t rest)
+{
+    int want = with_thread && rest >= LOWAT_MIN ? (int)(rest < LOWAT_MAX ? rest : LOWAT_MAX) : 0;
+    if (want != c->lowat) {
+        int v = want ? want : 1;
+        if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) != 0) want = 0;
+        c->lowat = want;
+    }
+    return c->lowat ? 0 : MSG_WAITALL;
+}
+
+static void payload_over(struct conn *c)
+{
+    if (c->lowat) {
+        int one = 1;
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+        c->lowat = 0;
+    }
 }
 
 static void conn_up(struct conn *c, int fd)
@@ -636,9 +667,22 @@ static void got_hdr(struct conn *c)
     /* payload -> [forwarding send ->] next header, in this order on the socket */
     room(3);
     c->payload = o;
+    int fl = payload_flags(c, (size_t)h.len);
     struct io_uring_sqe *sqe = get_sqe();
-    io_uring_prep_recv(sqe, c->fd, dst, (size_t)h.len, MSG_WAITALL);
+    io_uring_prep_recv(sqe, c->fd, dst, (size_t)h.len, fl);
     io_uring_sqe_set_data(sqe, o);
+    if (!(fl & MSG_WAITALL)) {          /* received in pieces: a short piece would not break a link,
+                                           so what follows is posted once the payload is in, as
+                                           after a broken link (done_op, OP_PAYLOAD) */
+        if (fwd) {
+            o->fwd = fwd;
+            fwd->cancelled = true;
+            fwd->c->sending++;
+        }
+        c->hdr->done = 0;
+        c->hdr_cancelled = true;
+        return;
+    }
     sqe->flags |= IOSQE_IO_LINK;
     if (fwd) {                          /* recv -> forwarding send, in the kernel */
         o->fwd = fwd;
@@ -678,13 +722,15 @@ static void done_op(struct uop *o, int res)
             o->done += (size_t)res;
             if (o->done < o->total) {   /* short: the rest */
                 struct io_uring_sqe *sqe = get_sqe();
-                io_uring_prep_recv(sqe, c->fd, (char *)o->iov[0].iov_base + o->done, o->total - o->done, MSG_WAITALL);
+                io_uring_prep_recv(sqe, c->fd, (char *)o->iov[0].iov_base + o->done, o->total - o->done,
+                                   payload_flags(c, o->total - o->done));
                 io_uring_sqe_set_data(sqe, o);
                 return;
             }
         }
         if (c->payload == o) {
             c->payload = NULL;
+            payload_over(c);
             if (c->hdr_cancelled) { c->hdr_cancelled = false; prep_hdr(c, get_sqe()); }
         }
         if (o->fwd && o->fwd->cancelled) { o->fwd->cancelled = false; prep_send(o->fwd, get_sqe()); }
