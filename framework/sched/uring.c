@@ -341,7 +341,10 @@ static void sock_opts(int fd)
 #define LOWAT_MAX (512 << 10)
 static int payload_flags(struct conn *c, size_t rest)
 {
-    int want = with_thread && rest >= LOWAT_MIN ? (int)(rest < LOWAT_MAX ? rest : LOWAT_MAX) : 0;
+    /* only for the thread's own receives: an application inside MPI (a wait)
+     * gains nothing by waiting for a piece, its copies overlap the arrival */
+    int want = with_thread && rest >= LOWAT_MIN && kumi_lock_is_engine()
+               ? (int)(rest < LOWAT_MAX ? rest : LOWAT_MAX) : 0;
     if (want != c->lowat) {
         int v = want ? want : 1;
         if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) != 0) want = 0;
