@@ -290,8 +290,8 @@ int kumi_sched_uring_init(void)
     kumi_progress_set_hook(complete, fds);
     post_accept();
     io_uring_submit(&ring);
-    kumi_log(1, "kumi_base_sched_engine=uring: io_uring ring of %lld entries, listening on port %d",
-             ring_entries, port);
+    kumi_log(1, "kumi_base_sched_engine=uring: io_uring ring of %lld entries, listening on port %d, "
+                "completion thread %s", ring_entries, port, with_thread ? "on" : "off");
     return 0;
 }
 
