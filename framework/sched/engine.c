@@ -156,6 +156,11 @@ int kumi_sched_engine_init(void)
         use_thread = false;
 #ifdef KUMI_HAVE_LIBURING
         use_uring = kumi_sched_uring_init() == 0;
+        /* uring.c's completion thread is this file's progress thread, woken by the ring */
+        if (use_uring && kumi_sched_uring_thread()) {
+            use_thread = true;
+            if (delay_us <= 0 || !kumi_lock_engine_track()) kumi_mt = true;
+        }
 #else
         if (kumi_world_rank() == 0)
             kumi_warn("kumi_base_sched_engine=uring: this Kumi was built without liburing (Debian: "
@@ -180,7 +185,7 @@ int kumi_sched_engine_init(void)
 
 const char *kumi_sched_engine(void)
 {
-    return use_thread ? "thread" : use_uring ? "uring" : use_kmod ? "kmod" : "loop";
+    return use_uring ? "uring" : use_thread ? "thread" : use_kmod ? "kmod" : "loop";
 }
 
 static bool idle(void)

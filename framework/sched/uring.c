@@ -35,10 +35,28 @@
  *
  * What moves without the application: every send once its node is ready,
  * chains of sends to one peer, the payload of a receive whose header was
- * seen, and the forwarding SEND linked to it.  What needs the application
- * (its next MPI call, or a wait): reading a header (one per message),
- * starting nodes whose predecessors completed (CALC, COPY, and sends after
- * a CALC), and the schedule's completion.
+ * seen, and the forwarding SEND linked to it.  What needs a CPU in user
+ * space -- reading a header (one per message), starting nodes whose
+ * predecessors completed (CALC, COPY, and sends after a CALC), and the
+ * schedule's completion -- runs in the application's next MPI call, or in
+ * the completion thread (kumi_base_sched_uring_thread, default 1).
+ *
+ * The completion thread is the thread engine's progress thread (engine.c),
+ * started the same way (at the first schedule) and sharing the library
+ * with the application by the same rules (core/lock.c: below
+ * MPI_THREAD_MULTIPLE the lock is off and the thread raises the entries'
+ * flag while it owns the schedules; it takes over only once the
+ * application has stayed out for kumi_base_sched_thread_delay_us, and parks
+ * while the application is inside).  Its progress round is this file's
+ * hook, complete(), and it sleeps in poll() on the ring's descriptor (fds())
+ * with the transports', so it wakes when a completion arrives: once per
+ * message, not per chunk of bytes as the thread engine reading a socket.
+ * The ring and the engine's lists are touched only by whoever holds the
+ * library (the application, or the thread under the raised flag), so no
+ * schedule is progressed by two threads at once.  A request's retries run
+ * as task work of the thread that submitted it: the receives the thread
+ * posts (each header after a payload it reaped, the payloads of headers it
+ * matched) are copied on the thread's time, not the computation's.
  *
  * Completions.  A socket receive that waits for data is completed by task
  * work the kernel queues on the rank's thread when the data comes.  With the
@@ -68,6 +86,7 @@
 static int simulate_unavailable;
 static long long ring_entries = 256;
 static int coop = 1;
+static int with_thread = 1;
 
 void kumi_sched_uring_register_params(void)
 {
@@ -84,6 +103,17 @@ void kumi_sched_uring_register_params(void)
                              "reads, and is reaped at once); 0: the kernel's default notification (an "
                              "8-byte MPI_Iallreduce waited at once took 0.1-1 ms instead of 5 us)",
                              KUMI_LEVEL_TUNER, &coop);
+    kumi_param_register_bool("kumi", "base", "sched_uring_thread", 1,
+                             "1: a completion thread (the thread engine's progress thread) sleeps on the "
+                             "ring while the application computes and, woken by a completion, matches "
+                             "headers and starts CALC / COPY nodes and the sends after them; 0: those "
+                             "steps wait for the application's next MPI call",
+                             KUMI_LEVEL_TUNER, &with_thread);
+}
+
+bool kumi_sched_uring_thread(void)
+{
+    return with_thread;
 }
 
 #ifndef KUMI_HAVE_LIBURING
@@ -175,6 +205,7 @@ struct conn {
     struct uop *hdr;                    /* the header receive */
     struct uop *payload;                /* the payload receive in flight */
     bool hdr_cancelled;                 /* its link broke: posted again after the payload */
+    int lowat;                          /* SO_RCVLOWAT set for a payload (0: the default) */
 };
 
 static struct io_uring ring;
@@ -259,8 +290,8 @@ int kumi_sched_uring_init(void)
     kumi_progress_set_hook(complete, fds);
     post_accept();
     io_uring_submit(&ring);
-    kumi_log(1, "kumi_base_sched_engine=uring: io_uring ring of %lld entries, listening on port %d",
-             ring_entries, port);
+    kumi_log(1, "kumi_base_sched_engine=uring: io_uring ring of %lld entries, listening on port %d, "
+                "completion thread %s", ring_entries, port, with_thread ? "on" : "off");
     return 0;
 }
 
@@ -296,6 +327,39 @@ static void sock_opts(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* With the completion thread, a large payload is received in a few large
+ * pieces rather than as the packets come: SO_RCVLOWAT makes the socket
+ * readable (and so the kernel retry the receive, as task work that wakes
+ * the thread) only once min(rest, LOWAT_MAX) bytes wait.  The receive is
+ * then not MSG_WAITALL: a piece ends it short, and it is posted again for
+ * the rest with the mark lowered to what is left, so the mark never waits
+ * for more than the message still brings.  Back to 1 once the payload is
+ * in (the kernel signals readiness again when the mark is lowered). */
+#define LOWAT_MIN (64 << 10)
+#define LOWAT_MAX (512 << 10)
+static int payload_flags(struct conn *c, size_t rest)
+{
+    /* only for the thread's own receives: an application inside MPI (a wait)
+     * gains nothing by waiting for a piece, its copies overlap the arrival */
+    int want = with_thread && rest >= LOWAT_MIN && kumi_lock_is_engine()
+               ? (int)(rest < LOWAT_MAX ? rest : LOWAT_MAX) : 0;
+    if (want != c->lowat) {
+        int v = want ? want : 1;
+        if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) != 0) want = 0;
+        c->lowat = want;
+    }
+    return c->lowat ? 0 : MSG_WAITALL;
+}
+
+static void payload_over(struct conn *c)
+{
+    if (c->lowat) {
+        int one = 1;
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+        c->lowat = 0;
+    }
 }
 
 static void conn_up(struct conn *c, int fd)
@@ -606,9 +670,22 @@ static void got_hdr(struct conn *c)
     /* payload -> [forwarding send ->] next header, in this order on the socket */
     room(3);
     c->payload = o;
+    int fl = payload_flags(c, (size_t)h.len);
     struct io_uring_sqe *sqe = get_sqe();
-    io_uring_prep_recv(sqe, c->fd, dst, (size_t)h.len, MSG_WAITALL);
+    io_uring_prep_recv(sqe, c->fd, dst, (size_t)h.len, fl);
     io_uring_sqe_set_data(sqe, o);
+    if (!(fl & MSG_WAITALL)) {          /* received in pieces: a short piece would not break a link,
+                                           so what follows is posted once the payload is in, as
+                                           after a broken link (done_op, OP_PAYLOAD) */
+        if (fwd) {
+            o->fwd = fwd;
+            fwd->cancelled = true;
+            fwd->c->sending++;
+        }
+        c->hdr->done = 0;
+        c->hdr_cancelled = true;
+        return;
+    }
     sqe->flags |= IOSQE_IO_LINK;
     if (fwd) {                          /* recv -> forwarding send, in the kernel */
         o->fwd = fwd;
@@ -648,13 +725,15 @@ static void done_op(struct uop *o, int res)
             o->done += (size_t)res;
             if (o->done < o->total) {   /* short: the rest */
                 struct io_uring_sqe *sqe = get_sqe();
-                io_uring_prep_recv(sqe, c->fd, (char *)o->iov[0].iov_base + o->done, o->total - o->done, MSG_WAITALL);
+                io_uring_prep_recv(sqe, c->fd, (char *)o->iov[0].iov_base + o->done, o->total - o->done,
+                                   payload_flags(c, o->total - o->done));
                 io_uring_sqe_set_data(sqe, o);
                 return;
             }
         }
         if (c->payload == o) {
             c->payload = NULL;
+            payload_over(c);
             if (c->hdr_cancelled) { c->hdr_cancelled = false; prep_hdr(c, get_sqe()); }
         }
         if (o->fwd && o->fwd->cancelled) { o->fwd->cancelled = false; prep_send(o->fwd, get_sqe()); }
@@ -777,7 +856,13 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
         else c->posted = rv;
         c->ptail = rv;
     }
-    if (io_uring_sq_ready(&ring)) io_uring_submit(&ring);
+    /* With the completion thread the start call leaves its operations in the
+     * submission queue: the thread submits them when it takes the schedule
+     * over (or the application's next MPI call does, a wait at once), so
+     * their retries -- the rest of a send the socket could not take at once
+     * -- are the thread's task work, run when the socket is ready, instead of
+     * the computing application's, run at its next scheduler tick. */
+    if (!with_thread && io_uring_sq_ready(&ring)) io_uring_submit(&ring);
     return true;
 }
 #endif

@@ -6,6 +6,10 @@
 # MPI (asleep), sched_uring_busy while it computes; with kumi_base_sched_uring_unavailable=1
 # the engine falls back to the loop engine
 # with one KUMI_VERBOSE line per rank and the data does not move without the root.
+# sched_uring_calc: the completion thread (kumi_base_sched_uring_thread=1, the default)
+# finishes an MPI_Iallreduce's CALC and the sends after it while rank 0 sleeps or computes
+# outside MPI (the other ranks report through files, no timing); with the thread off the
+# ranks must not finish while rank 0 stays out (the check the test makes can fail).
 # Skipped (77) where liburing's headers are not installed (Debian: liburing-dev); where they
 # are, Kumi must have been built with the engine.  Where io_uring is disabled on the host
 # (sysctl kernel.io_uring_disabled), the fall-back is checked instead.
@@ -25,7 +29,7 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
         echo "FAIL $name -n $n: exit $rc, $used of $n ranks moved messages through io_uring"
         fail=1
     else
-        echo "ok $name -n $n ($(echo "$out" | grep -E 'sched_uring(_busy)?: [0-9]+ ranks got' || echo values checked))"
+        echo "ok $name -n $n ($(echo "$out" | grep -E 'sched_uring(_busy)?: [0-9]+ ranks got|sched_uring_calc \(' || echo values checked))"
     fi
     # the CAD ring's forwarding (receive a chunk, send it on) is a chain: linked SQEs
     if [ "$name" = cad_ring ] && [ "$n" -ge 3 ]; then
@@ -43,10 +47,17 @@ fi
 for n in 2 3 4; do
     run sched_uring "$n" ./sched_uring progress
     run sched_uring_busy "$n" ./sched_uring_busy
+    run sched_uring_calc "$n" ./sched_uring_calc sleep
+    run sched_uring_calc "$n" ./sched_uring_calc busy
     for t in nbc_basic nbc_persist cad_ring; do run "$t" "$n" "./$t"; done
 done
 run nbc_types 3 ./nbc_types
 run nbc_multi 4 ./nbc_multi
+# without the completion thread the CALC waits for rank 0's next MPI call
+out=$(cd "$TESTBIN" && KUMI_BASE_SCHED_URING_THREAD=0 timeout 150 "$MPIEXEC" --timeout 120 -n 2 \
+      ./sched_uring_calc sleep noprogress 2>&1)
+if [ $? -ne 0 ]; then echo "$out" | tail -20; echo "FAIL sched_uring_calc noprogress"; fail=1
+else echo "ok sched_uring_calc without the thread: $(echo "$out" | grep -E 'sched_uring_calc \(')"; fi
 # fall-back: one line per rank, the loop engine (no movement without the root), values right
 for n in 2 3; do
     out=$(cd "$TESTBIN" && KUMI_VERBOSE=1 KUMI_BASE_SCHED_URING_UNAVAILABLE=1 timeout 150 "$MPIEXEC" --timeout 120 \

@@ -1,0 +1,120 @@
+/* The io_uring engine finishes a collective's CPU steps (matching a header,
+ * the CALC of a reduction and the sends after it) while rank 0 stays
+ * outside MPI, with its completion thread (kumi_base_sched_uring_thread 1).
+ * Rank 0 starts an MPI_Iallreduce of 1 MiB (doubles, MPI_SUM) and then makes
+ * no MPI call: it sleeps ("sleep") or computes ("busy") until every other
+ * rank has written a file saying its MPI_Wait returned with the right
+ * values.  The check is free of timing: without the thread the other ranks
+ * cannot finish (the sum needs rank 0's CALC and sends, which wait for its
+ * next MPI call), and rank 0 gives up after LIMIT_S and fails.  Run with
+ * KUMI_BASE_SCHED_ENGINE=uring over tcp (tests/scripts/sched_uring.sh); with
+ * "noprogress" the thread is expected off (kumi_base_sched_uring_thread 0)
+ * and the ranks must NOT finish while rank 0 stays out (the check can fail).
+ *
+ * usage: sched_uring_calc sleep|busy [noprogress] */
+#include "kt.h"
+#include <errno.h>
+#include <unistd.h>
+
+#define COUNT (1 << 17)                 /* doubles: 1 MiB */
+#define LIMIT_S 20.0                    /* rank 0 gives up */
+#define NOPROGRESS_S 2.0                /* noprogress: how long rank 0 stays out */
+
+static void flag_name(char *out, size_t len, const char *dir, int r)
+{
+    snprintf(out, len, "%s/rank%d", dir, r);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int busy = argc > 1 && !strcmp(argv[1], "busy");
+    int noprogress = argc > 2 && !strcmp(argv[2], "noprogress");
+    /* a directory of rank 0's (the ranks share the host's /tmp in this test) */
+    char dir[64] = "";
+    if (rank == 0) {
+        strcpy(dir, "/tmp/kumi-uring-calc-XXXXXX");
+        KT_CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+    }
+    KT_MPI(MPI_Bcast(dir, (int)sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD));
+    double *in = malloc(COUNT * sizeof *in), *out = malloc(COUNT * sizeof *out);
+    KT_CHECK(in && out, "out of memory");
+    for (int i = 0; i < COUNT; i++) {
+        in[i] = (double)(rank + 1) * (double)(i % 1000);
+        out[i] = -1;
+    }
+    double factor = (double)size * (size + 1) / 2;  /* sum over ranks of (rank + 1) */
+    KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Request r;
+    KT_MPI(MPI_Iallreduce(in, out, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r));
+    int done_while_out = 0;
+    if (rank == 0) {
+        /* no MPI call until every other rank said it is done (or LIMIT_S) */
+        double t0 = kt_now(), limit = noprogress ? NOPROGRESS_S : LIMIT_S;
+        volatile double s = 0;
+        int seen = 0;
+        while (kt_now() - t0 < limit) {
+            seen = 0;
+            for (int p = 1; p < size; p++) {
+                char f[96];
+                flag_name(f, sizeof f, dir, p);
+                seen += access(f, F_OK) == 0;
+            }
+            if (seen == size - 1) break;
+            if (busy) {
+                for (int k = 0; k < 200000; k++) s = s * 0.999 + 1.0;
+            } else {
+                usleep(2000);
+            }
+        }
+        done_while_out = seen == size - 1;
+        printf("sched_uring_calc (%s): %d of %d ranks finished the MPI_Iallreduce while rank 0 stayed out of "
+               "MPI (%.0f ms)\n", busy ? "busy" : "sleep", seen, size - 1, (kt_now() - t0) * 1e3);
+        fflush(stdout);
+    }
+    KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    for (int i = 0; i < COUNT; i++)
+        KT_CHECK(out[i] == factor * (double)(i % 1000), "rank %d: element %d is %g, expected %g", rank, i, out[i],
+                 factor * (double)(i % 1000));
+    if (rank != 0) {                    /* the values are right: say so to rank 0, outside MPI */
+        char f[96];
+        flag_name(f, sizeof f, dir, rank);
+        FILE *fp = fopen(f, "w");
+        KT_CHECK(fp != NULL, "%s: %s", f, strerror(errno));
+        fclose(fp);
+    }
+    KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    /* then waited at once: the receives the completion thread posted last
+     * (each connection's next header) complete while it is parked, the
+     * application inside MPI_Wait */
+    for (int it = 0; it < 20; it++) {
+        int one = rank + it, sum = -1;
+        KT_MPI(MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r));
+        KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        KT_EQ_INT(sum, size * (size - 1) / 2 + size * it);
+    }
+    KT_MPI(MPI_Iallreduce(in, out, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r));
+    KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    for (int i = 0; i < COUNT; i += 97)
+        KT_CHECK(out[i] == factor * (double)(i % 1000), "rank %d, waited at once: element %d is %g", rank, i, out[i]);
+    if (rank == 0) {
+        for (int p = 1; p < size; p++) {
+            char f[96];
+            flag_name(f, sizeof f, dir, p);
+            unlink(f);
+        }
+        rmdir(dir);
+        if (noprogress)
+            KT_CHECK(!done_while_out, "the ranks finished without rank 0's MPI call and without the thread");
+        else
+            KT_CHECK(done_while_out, "the other ranks did not finish while rank 0 stayed out of MPI (%.0f s)",
+                     LIMIT_S);
+    }
+    free(in);
+    free(out);
+    MPI_Finalize();
+    return 0;
+}
