@@ -98,8 +98,8 @@ static void *engine_main(void *arg);
 static void start_thread(void)
 {
     if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
-        kumi_warn("kumi_base_sched_engine=thread: cannot start the progress thread; collectives "
-                  "progress inside MPI calls only");
+        kumi_warn("kumi_base_sched_engine=%s: cannot start the progress thread; collectives "
+                  "progress inside MPI calls only", engine_name);
         use_thread = false;
         return;
     }
@@ -160,6 +160,7 @@ int kumi_sched_engine_init(void)
         if (use_uring && kumi_sched_uring_thread()) {
             use_thread = true;
             if (delay_us <= 0 || !kumi_lock_engine_track()) kumi_mt = true;
+            start_thread();
         }
 #else
         if (kumi_world_rank() == 0)
