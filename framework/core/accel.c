@@ -13,10 +13,9 @@ static void *cache;
 static const char *aname;
 static int chosen;            /* 0: not yet; 1: chosen (aops may be NULL) */
 
-const struct kumi_accel_ops *kumi_accel(void)
+/* Choose the component (once): the first available one whose init() succeeds. */
+static const struct kumi_accel_ops *choose(void)
 {
-    if (__atomic_load_n(&chosen, __ATOMIC_ACQUIRE)) return aops;
-    if (kumi_state != KUMI_STATE_INIT) return NULL;
     kumi_lock();
     if (!chosen) {
         int n = 0;
@@ -39,6 +38,20 @@ const struct kumi_accel_ops *kumi_accel(void)
     }
     kumi_unlock();
     return aops;
+}
+
+const struct kumi_accel_ops *kumi_accel(void)
+{
+    if (__atomic_load_n(&chosen, __ATOMIC_ACQUIRE)) return aops;
+    if (kumi_state != KUMI_STATE_INIT) return NULL;
+    return choose();
+}
+
+/* At start-up (kumi_runtime_start), before the key exchange's fence: the
+ * choice is made then so that the process can publish it (mpi/coll_accel.c). */
+void kumi_accel_choose_early(void)
+{
+    if (!__atomic_load_n(&chosen, __ATOMIC_ACQUIRE)) choose();
 }
 
 const char *kumi_accel_name(void)

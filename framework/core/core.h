@@ -155,6 +155,7 @@ struct kumi_comm {
     bool sub;                       /* made by a component (kumi_comm_sub_create) */
     struct kumi_bbuf bbuf;          /* MPI_Comm_attach_buffer (request/bsend.c) */
     struct kumi_session *session;   /* the session it derives from (a reference), or NULL */
+    int8_t accel_pipe;              /* pipelined device collectives agreed: 0 not asked yet, 1, -1 (mpi/coll_accel.c) */
 };
 
 extern struct kumi_comm kumi_comm_world_obj, kumi_comm_self_obj;
@@ -348,9 +349,11 @@ int kumi_info_set_value(struct kumi_info *i, const char *key, const char *value)
 
 /* ---------------------------------------------------------------- accel
  * (core/accel.c) The accel component in use (kumi/accel.h), chosen at first
- * call after MPI_Init; NULL when none is usable (the usual case). */
+ * call after MPI_Init, or at start-up (kumi_accel_choose_early); NULL when
+ * none is usable (the usual case). */
 struct kumi_accel_ops;
 const struct kumi_accel_ops *kumi_accel(void);
+void kumi_accel_choose_early(void);      /* at start-up, before the fence (kumi_runtime_start) */
 const char *kumi_accel_name(void);
 void kumi_accel_finalize(void);
 void kumi_accel_register_params(void);   /* kumi_base_accel_chunk (pipelined staging) */

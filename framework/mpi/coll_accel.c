@@ -21,6 +21,8 @@
 #include "mpi/coll_accel.h"
 #include <kumi/accel.h>
 #include <kumi/param.h>
+#include <kumi/rpim.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -171,10 +173,14 @@ int kumi_cstage_refuse(struct kumi_cstager *g, const void *sbuf, void *rbuf)
  * Every process must cut the data at the same places, so the choice depends
  * only on what the standard makes equal on all of them (the data's size, the
  * datatype of a reduction, the basic elements of a broadcast's type
- * signature), on the parameters (the same everywhere) and on this process
- * using an accel component (kumi_accel_on, as all processes of a GPU job do),
- * never on where a buffer lies: a process whose buffers are host memory runs
- * the same pieces on them without copies.
+ * signature) and on what every process of the communicator published at
+ * start-up (kumi_cpipe_publish: key "kumi.cpipe", its accel component and
+ * these two parameters, or "-" without one): the pieces run only where all
+ * the keys are equal (cp_agreed, asked once per communicator, no message),
+ * never where a buffer lies: a process whose buffers are host memory runs the
+ * same pieces on them without copies.  A job mixing processes with and
+ * without a GPU, or with other parameters, stages whole everywhere; so does a
+ * communicator with processes of another job (no keys of theirs here).
  *   Bcast: the basic elements of one predefined kind without gaps (not the
  *     padded pairs; MPI_2INT and the like as two of their kind); a piece is
  *     whole elements of that kind; a process whose datatype has gaps packs
@@ -213,6 +219,38 @@ void kumi_cpipe_register_params(void)
                             KUMI_LEVEL_TUNER, &pipe_chunk);
 }
 
+/* ------ the agreement */
+static char my_key[96];
+
+int kumi_cpipe_publish(void)
+{
+    kumi_accel_choose_early();
+    const char *n = kumi_accel_name();
+    if (n && pipe_min > 0 && pipe_chunk > 0) snprintf(my_key, sizeof my_key, "%s:%lld:%lld", n, pipe_min, pipe_chunk);
+    else snprintf(my_key, sizeof my_key, "-");
+    return kumi_rpim_put("kumi.cpipe", my_key);
+}
+
+/* Whether every process of comm published this process's key (once per
+ * communicator; the keys are the exchange's, no message is sent). */
+static bool cp_agreed(struct kumi_comm *comm)
+{
+    if (comm->accel_pipe) return comm->accel_pipe > 0;
+    bool ok = my_key[0] && strcmp(my_key, "-") != 0;
+    int nw = kumi_world_size();
+    char v[sizeof my_key];
+    for (int r = 0; ok && r < comm->size; r++) {
+        int w = kumi_comm_world_rank(comm, r);
+        ok = w == kumi_world_rank() ||
+             (w >= 0 && w < nw && kumi_rpim_in_launch(w) && kumi_rpim_get(w, "kumi.cpipe", v, sizeof v) == MPI_SUCCESS &&
+              !strcmp(v, my_key));
+    }
+    comm->accel_pipe = ok ? 1 : -1;
+    kumi_log(2, "accel: pipelined collectives on %s: %s", comm->name[0] ? comm->name : "a communicator",
+             ok ? "every process agrees" : "not every process has this accel component and these parameters");
+    return ok;
+}
+
 static void cp_slots_free(const struct kumi_accel_ops *A)
 {
     for (int i = 0; i < NS; i++) {
@@ -236,6 +274,14 @@ void kumi_cpipe_finalize(void)
         if (cp.sout) A->stream_free(cp.sout);
     }
     memset(&cp, 0, sizeof cp);
+}
+
+/* At the runtime's stop: the next start-up publishes and asks again. */
+void kumi_cpipe_stop(void)
+{
+    kumi_cpipe_finalize();
+    my_key[0] = 0;
+    KUMI_COMM_WORLD->accel_pipe = KUMI_COMM_SELF->accel_pipe = 0;
 }
 
 /* The pipeline, held, with slots of len bytes (a[] if ina, b[] if outb), or
@@ -450,7 +496,7 @@ bool kumi_cpipe_bcast(const char *fn, void *buf, MPI_Count count, struct kumi_dt
 {
     struct cprun x = { .fn = fn, .kind = K_BCAST, .comm = comm, .root = root, .at_root = comm->rank == root };
     struct kumi_dt *edt = bcast_elem(dt);
-    if (!edt || !comm->coll.bcast || !cp_geometry(&x, count, dt, edt)) return false;
+    if (!edt || !comm->coll.bcast || !cp_geometry(&x, count, dt, edt) || !cp_agreed(comm)) return false;
     if (dt->contig) {
         if (x.at_root) side((char *)buf + dt->true_lb, 0, &x.in_dev, &x.in_host);
         else side((char *)buf + dt->true_lb, 0, (const char **)&x.out_dev, (const char **)&x.out_host);
@@ -482,7 +528,7 @@ bool kumi_cpipe_reduce(const char *fn, bool all, const void *sbuf, void *rbuf, M
     struct cprun x = { .fn = fn, .kind = all ? K_ALLREDUCE : K_REDUCE, .comm = comm, .op = op, .root = root,
                        .at_root = all || comm->rank == root, .rbuf = rbuf };
     if (!dt->contig || !(all ? comm->coll.allreduce != NULL : comm->coll.reduce != NULL) ||
-        !cp_geometry(&x, count, dt, dt))
+        !cp_geometry(&x, count, dt, dt) || !cp_agreed(comm))
         return false;
     if (sbuf != MPI_IN_PLACE) side(sbuf, x.tlb, &x.in_dev, &x.in_host);
     else if (kumi_accel_is_device((const char *)rbuf + x.tlb)) x.in_dev = (const char *)rbuf + x.tlb;  /* a[] -> b[] */

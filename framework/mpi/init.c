@@ -69,6 +69,7 @@ int kumi_runtime_start(void)
              kumi_rpim_name());
     if ((rc = kumi_rpim_put("kumi.host", kumi_hostname()))) return rc;
     if ((rc = kumi_rpim_put("kumi.hostid", kumi_host_id()))) return rc;
+    if ((rc = kumi_cpipe_publish())) return rc;    /* the accel component chosen, its pipelining published */
     if ((rc = kumi_sched_engine_init())) return rc;
     if ((rc = kumi_req_init())) return rc;
     kumi_part_register();                 /* the request kinds beyond send and receive */
@@ -86,7 +87,7 @@ int kumi_runtime_start(void)
 void kumi_runtime_stop(void)
 {
     kumi_sched_engine_stop();
-    kumi_cpipe_finalize();
+    kumi_cpipe_stop();
     kumi_accel_finalize();
     kumi_req_finalize();
     kumi_rpim_finalize();

@@ -46,7 +46,9 @@ void kumi_widen_end(struct kumi_widen *w);
 void kumi_coll_register_params(void);
 /* (mpi/coll_accel.c) the pipelined collectives on device buffers: parameters, pinned slots freed */
 void kumi_cpipe_register_params(void);
-void kumi_cpipe_finalize(void);
+void kumi_cpipe_finalize(void);       /* the pipeline's streams and slots */
+void kumi_cpipe_stop(void);           /* the runtime stops: that and the agreement (coll_accel.c) */
+int kumi_cpipe_publish(void);          /* at start-up, before the fence: key "kumi.cpipe" (coll_accel.c) */
 
 /* rc = the blocking collective call (an expression over the coll table), run
  * to its end through truncated receives (kumi_coll_keep_trunc): its own

@@ -6,8 +6,10 @@
 # an odd size (65537 bytes), over tcp, with the default parameters on 16 MiB
 # (8 pieces of 2 MiB), with kumi_base_accel_coll_pipeline=0 (whole
 # staging, no pieces), and with a driver without streams (FAKECUDA_NOSTREAM:
-# the same pieces, copied synchronously).  The program checks every value and the pieces each
-# call ran (MPI_T counter accel_coll_pieces).
+# the same pieces, copied synchronously), and with rank 1 of 3 on other parameters (another
+# chunk; the pipeline off): the processes do not agree (key kumi.cpipe), so every one stages
+# whole (no pieces anywhere; cutting at different places would mismatch the messages).  The
+# program checks every value and the pieces each call ran (MPI_T counter accel_coll_pieces).
 set -u
 . "$(dirname "$0")/lib/fakecuda.sh"
 fakecuda_setup gpu_coll_pipe
@@ -17,6 +19,12 @@ run() { # NP THRESHOLD CHUNK N SYNC [mpiexec args...]
         -x KUMI_BASE_ACCEL_COLL_PIPELINE=$t -x KUMI_BASE_ACCEL_COLL_CHUNK=$c "$@" -n "$np" ./gpu_coll_pipe $t $c $n $y) \
         > "$TMP/run" 2>&1
 }
+# rank 1 with NAME=VALUE, the others with the job's parameters; the program expects no pieces
+run_mixed() { # NAME=VALUE
+    (cd "$TESTBIN" && "$MPIEXEC" --timeout 240 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" \
+        -x KUMI_BASE_ACCEL_COLL_PIPELINE=100000 -x KUMI_BASE_ACCEL_COLL_CHUNK=65537 -x MIXED="$1" -n 3 \
+        /bin/sh -c '[ "$KUMI_RANK" = 1 ] && export "$MIXED"; exec ./gpu_coll_pipe 0 65537 300007') > "$TMP/run" 2>&1
+}
 for a in "1 100000 65537 300007" "2 100000 65537 300007" "3 100000 65537 300007" "4 100000 65537 300007" \
          "3 100000 65537 200001 tcp" "2 4194304 2097152 4194305" "3 0 65537 300007" "3 100000 65537 300007 nostream"; do
     set -- $a
@@ -25,6 +33,11 @@ for a in "1 100000 65537 300007" "2 100000 65537 300007" "3 100000 65537 300007"
     [ "${5:-}" = nostream ] && extra=(-x FAKECUDA_NOSTREAM=1)
     what="gpu_coll_pipe at $1 ranks, threshold $2, chunk $3, $4 elements${5:+, $5}"
     if run "$1" "$2" "$3" "$4" "$([ "${5:-}" = nostream ] && echo sync)" "${extra[@]}"; then ok "$what"
+    else fail "$what:"; sed 's/^/    /' "$TMP/run" | tail -15; fi
+done
+for m in KUMI_BASE_ACCEL_COLL_CHUNK=131072 KUMI_BASE_ACCEL_COLL_PIPELINE=0; do
+    what="gpu_coll_pipe at 3 ranks, rank 1 with $m: no pieces anywhere, every value right"
+    if run_mixed "$m"; then ok "$what"
     else fail "$what:"; sed 's/^/    /' "$TMP/run" | tail -15; fi
 done
 [ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }
