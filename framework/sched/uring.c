@@ -42,7 +42,7 @@
  * the completion thread (kumi_base_sched_uring_thread, default 1).
  *
  * The completion thread is the thread engine's progress thread (engine.c),
- * started the same way (at the first schedule) and sharing the library
+ * started the same way (asleep, at MPI_Init) and sharing the library
  * with the application by the same rules (core/lock.c: below
  * MPI_THREAD_MULTIPLE the lock is off and the thread raises the entries'
  * flag while it owns the schedules; it takes over only once the
