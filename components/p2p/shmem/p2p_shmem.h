@@ -228,7 +228,7 @@ struct p2p_shmem_peer {
 
 /* parameters */
 extern size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
-extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk;
+extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max;
 extern const char *p2p_shmem_cma_mode;
 extern const char *p2p_shmem_cma_status;
 extern char p2p_shmem_cma_status_buf[160];
@@ -388,6 +388,17 @@ static inline int p2p_shmem_peer_cma(struct p2p_shmem_peer *p)
     if (p->cma == P2P_SHMEM_CMA_UNKNOWN)
         p->cma = atomic_load_explicit(&p->seg->canread[p2p_shmem_me], memory_order_acquire);
     return p->cma == P2P_SHMEM_CMA_YES;
+}
+
+/* An eager payload written whole before its record's stamp (else the
+ * record goes first and the payload streams after it in pieces): below
+ * pipeline_min, and a message of a stream towards a peer that pulls
+ * (cma_min..stream_limit bytes: only a stream sends those eagerly, see
+ * p2p_shmem_eager_limit). */
+static inline int p2p_shmem_whole_ok(const struct p2p_shmem_peer *p, size_t paylen)
+{
+    return !p2p_shmem_pipe_min || paylen < p2p_shmem_pipe_min ||
+           (paylen >= p2p_shmem_cma_min && paylen <= p2p_shmem_stream_max && p->cma == P2P_SHMEM_CMA_YES);
 }
 
 static inline void p2p_shmem_get(struct p2p_shmem_peer *p, uint64_t pos, void *dst, size_t n)
