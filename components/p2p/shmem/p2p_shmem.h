@@ -65,7 +65,13 @@
  * switch points (p2p_shmem.c, chosen by measurement): towards a receiver
  * that can read us, eager_limit(peer) is cma_min - 1, so that every message
  * of cma_min bytes or more is pulled in one copy; otherwise eager up to
- * p2p_shmem_eager_limit, pipelined from pipeline_min.
+ * p2p_shmem_eager_limit, pipelined from pipeline_min.  A stream is the
+ * exception: while a CMA transfer to the peer is unanswered (or sends to it
+ * are queued), eager_limit(peer) is p2p_shmem_stream_limit, and such a
+ * message (cma_min..stream_limit bytes) is written whole (MSG, F_WHOLE):
+ * one process_vm_readv and one ACK per message, serialised behind the
+ * receiver, move fewer bytes per second than the ring's two copies there; a
+ * lone message (no transfer outstanding) is still pulled.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
