@@ -65,7 +65,13 @@
  * switch points (p2p_shmem.c, chosen by measurement): towards a receiver
  * that can read us, eager_limit(peer) is cma_min - 1, so that every message
  * of cma_min bytes or more is pulled in one copy; otherwise eager up to
- * p2p_shmem_eager_limit, pipelined from pipeline_min.
+ * p2p_shmem_eager_limit, pipelined from pipeline_min.  A stream is the
+ * exception: while a CMA transfer to the peer is unanswered (or sends to it
+ * are queued), eager_limit(peer) is p2p_shmem_stream_limit, and such a
+ * message (cma_min..stream_limit bytes) is written whole (MSG, F_WHOLE):
+ * one process_vm_readv and one ACK per message, serialised behind the
+ * receiver, move fewer bytes per second than the ring's two copies there; a
+ * lone message (no transfer outstanding) is still pulled.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
@@ -228,7 +234,7 @@ struct p2p_shmem_peer {
 
 /* parameters */
 extern size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
-extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk;
+extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max;
 extern const char *p2p_shmem_cma_mode;
 extern const char *p2p_shmem_cma_status;
 extern char p2p_shmem_cma_status_buf[160];
@@ -388,6 +394,17 @@ static inline int p2p_shmem_peer_cma(struct p2p_shmem_peer *p)
     if (p->cma == P2P_SHMEM_CMA_UNKNOWN)
         p->cma = atomic_load_explicit(&p->seg->canread[p2p_shmem_me], memory_order_acquire);
     return p->cma == P2P_SHMEM_CMA_YES;
+}
+
+/* An eager payload written whole before its record's stamp (else the
+ * record goes first and the payload streams after it in pieces): below
+ * pipeline_min, and a message of a stream towards a peer that pulls
+ * (cma_min..stream_limit bytes: only a stream sends those eagerly, see
+ * p2p_shmem_eager_limit). */
+static inline int p2p_shmem_whole_ok(const struct p2p_shmem_peer *p, size_t paylen)
+{
+    return !p2p_shmem_pipe_min || paylen < p2p_shmem_pipe_min ||
+           (paylen >= p2p_shmem_cma_min && paylen <= p2p_shmem_stream_max && p->cma == P2P_SHMEM_CMA_YES);
 }
 
 static inline void p2p_shmem_get(struct p2p_shmem_peer *p, uint64_t pos, void *dst, size_t n)

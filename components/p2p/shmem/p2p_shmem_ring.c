@@ -71,8 +71,7 @@ static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, 
             size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
             /* the payload first, then the record; or (large, or no room)
              * the record first, then the payload in pieces */
-            if (paylen && (paylen < p2p_shmem_pipe_min || !p2p_shmem_pipe_min) &&
-                p2p_shmem_ofree(p, whole) >= whole) {
+            if (paylen && p2p_shmem_whole_ok(p, paylen) && p2p_shmem_ofree(p, whole) >= whole) {
                 p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, op->payload, paylen);
                 rec.hdr.pad = P2P_SHMEM_F_WHOLE;
                 need = whole;
@@ -218,7 +217,7 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
     } else {
         size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
         struct p2p_shmem_rec rec;
-        if ((p2p_shmem_pipe_min && paylen >= p2p_shmem_pipe_min) || p2p_shmem_ofree(p, whole) < whole) return 0;
+        if (!p2p_shmem_whole_ok(p, paylen) || p2p_shmem_ofree(p, whole) < whole) return 0;
         rec.hdr = *h;
         rec.hdr.pad = P2P_SHMEM_F_WHOLE;
         rec.hdr.reserved = P2P_SHMEM_REC_MSG;
