@@ -34,14 +34,7 @@ struct kumi_req *kumi_req_msg(int kind, struct kumi_comm *comm, int32_t ctx, con
                               void *buf, size_t count, struct kumi_dt *dt, int peer, int tag)
 {
     struct kumi_req *r = kumi_req_alloc_inline(kind, comm, ctx);
-    if (!r) return NULL;
-    r->fname = fname;
-    r->buf = buf;
-    r->count = count;
-    r->dt = dt;
-    if (dt && !dt->predefined) kumi_dt_retain(dt);        /* (a predefined type has no count) */
-    r->peer = peer;
-    r->tag = tag;
+    if (r) kumi_req_msg_set(r, fname, buf, count, dt, peer, tag);
     return r;
 }
 

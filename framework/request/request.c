@@ -344,13 +344,7 @@ int kumi_req_isend(struct kumi_comm *comm, const char *fname, const void *buf, s
     struct kumi_req *r = kumi_req_alloc_inline(KUMI_REQ_SEND, comm, comm->ctx);
     if (!r) { *request = MPI_REQUEST_NULL; return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fname); }
     *request = (MPI_Request)r;
-    r->fname = fname;
-    r->buf = (void *)buf;
-    r->count = count;
-    r->dt = dt;
-    if (!dt->predefined) kumi_dt_retain(dt);
-    r->peer = dest;
-    r->tag = tag;
+    kumi_req_msg_set(r, fname, (void *)buf, count, dt, dest, tag);
     if (start_send_direct(r, true, buf, count, dt, dest)) return MPI_SUCCESS;
     int rc = kumi_req_start_send(r);
     if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
@@ -654,13 +648,7 @@ int kumi_req_irecv(struct kumi_comm *comm, const char *fname, void *buf, size_t 
     struct kumi_req *r = kumi_req_alloc_inline(KUMI_REQ_RECV, comm, comm->ctx);
     if (!r) { *request = MPI_REQUEST_NULL; return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory for a request", fname); }
     *request = (MPI_Request)r;
-    r->fname = fname;
-    r->buf = buf;
-    r->count = count;
-    r->dt = dt;
-    if (!dt->predefined) kumi_dt_retain(dt);
-    r->peer = source;
-    r->tag = tag;
+    kumi_req_msg_set(r, fname, buf, count, dt, source, tag);
     int rc = start_recv(r, NULL, true);
     if (rc) { kumi_req_free(r); *request = MPI_REQUEST_NULL; }
     return rc;

@@ -281,6 +281,20 @@ static inline __attribute__((always_inline)) struct kumi_req *kumi_req_alloc_inl
     return r;
 }
 
+/* The message fields of a fresh request r (kumi_req_msg; inline for the
+ * one-call MPI_Isend / MPI_Irecv of request.c): a reference on dt is taken. */
+static inline __attribute__((always_inline)) void kumi_req_msg_set(struct kumi_req *r, const char *fname, void *buf,
+                                                                   size_t count, struct kumi_dt *dt, int peer, int tag)
+{
+    r->fname = fname;
+    r->buf = buf;
+    r->count = count;
+    r->dt = dt;
+    if (dt && !dt->predefined) kumi_dt_retain(dt);        /* (a predefined type has no count) */
+    r->peer = peer;
+    r->tag = tag;
+}
+
 void kumi_req_free(struct kumi_req *r);
 /* kumi_req_free, inline for what a completion call frees most: a send or
  * receive, not posted, with nothing of its own (no copy, partner, buffered
