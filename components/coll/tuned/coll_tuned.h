@@ -49,6 +49,17 @@ struct tuned_cx {
     int nsend, sendcap;
     void **mem;
     int nmem, memcap;
+    /* blocking: a copy of the current round run once its sends are posted
+     * (tuned_copy_late) */
+    struct tuned_copyop {
+        const void *src;
+        size_t scount;
+        MPI_Datatype sdt;
+        void *dst;
+        size_t dcount;
+        MPI_Datatype ddt;
+    } late;
+    int nlate;
     /* schedule: nodes of the current round, join of the previous one */
     int *cur;
     int ncur, curcap;
@@ -73,6 +84,12 @@ void tuned_calc(struct tuned_cx *cx, const void *in, void *inout, size_t count, 
 /* dst = src (matched signatures, as kumi_dt_copy). */
 void tuned_copy(struct tuned_cx *cx, const void *src, size_t scount, MPI_Datatype sdt, void *dst,
                 size_t dcount, MPI_Datatype ddt);
+/* As tuned_copy, as part of the current round: a blocking collective runs
+ * it after the round's sends are posted (while the peers take the data: a
+ * block the local copy writes is not what a send of the round reads), a
+ * schedule as one node of the round. */
+void tuned_copy_late(struct tuned_cx *cx, const void *src, size_t scount, MPI_Datatype sdt, void *dst,
+                     size_t dcount, MPI_Datatype ddt);
 /* A temporary for count elements of dt (the buffer pointer to use, laid out
  * by the datatype's true extent); lives until tuned_end() or, for a
  * schedule, as long as the schedule.  NULL on failure (error recorded). */

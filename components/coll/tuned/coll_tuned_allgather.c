@@ -20,6 +20,26 @@ static void own_block(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_
     if (sbuf != MPI_IN_PLACE) tuned_copy(cx, sbuf, scount, sdt, dst, rcount, rdt);
 }
 
+/* The own block for the first round that sends it: where sbuf holds it (not
+ * MPI_IN_PLACE, as many bytes as a block), that round sends it from sbuf and
+ * copies it into its place meanwhile (tuned_copy_late); otherwise it is put
+ * in place first and sent from there.  A block sent from rbuf just after the
+ * local copy wrote it is read by the peer from this core's cache (at 2 ranks
+ * with CMA, 64 KiB: 15.5 us against 8.7 from sbuf).  *buf, *count, *dt: what
+ * the first round sends. */
+static void own_first(struct tuned_cx *cx, const void *sbuf, size_t scount, MPI_Datatype sdt, void *dst,
+                      size_t rcount, MPI_Datatype rdt, const void **buf, size_t *count, MPI_Datatype *dt)
+{
+    if (sbuf != MPI_IN_PLACE && scount * kumi_dt_size(sdt) == rcount * kumi_dt_size(rdt)) {
+        tuned_copy_late(cx, sbuf, scount, sdt, dst, rcount, rdt);
+        *buf = sbuf, *count = scount, *dt = sdt;
+        return;
+    }
+    own_block(cx, sbuf, scount, sdt, dst, rcount, rdt);
+    tuned_round(cx);
+    *buf = dst, *count = rcount, *dt = rdt;
+}
+
 /* An algorithm called outside its precondition (the dispatcher prevents it). */
 static int precondition(struct tuned_cx *cx, const char *alg, const char *what)
 {
@@ -36,16 +56,16 @@ int tuned_allgather_linear(struct tuned_cx *cx, const void *sbuf, size_t scount,
 {
     int rank = cx->rank, size = cx->size;
     MPI_Aint bext = (MPI_Aint)rcount * tuned_ext(rdt);
-    char *mine = tuned_at(rbuf, rank, bext);
     if (rcount * kumi_dt_size(rdt) == 0) return cx->err;
-    own_block(cx, sbuf, scount, sdt, mine, rcount, rdt);
-    if (size == 1) return cx->err;
-    tuned_round(cx);
+    const void *ob;
+    size_t oc;
+    MPI_Datatype odt;
+    own_first(cx, sbuf, scount, sdt, tuned_at(rbuf, rank, bext), rcount, rdt, &ob, &oc, &odt);
     for (int k = 1; k < size; k++) {
         int src = (rank - k + size) % size;
         tuned_recv(cx, tuned_at(rbuf, src, bext), rcount, rdt, src);
     }
-    for (int k = 1; k < size; k++) tuned_send(cx, mine, rcount, rdt, (rank + k) % size);
+    for (int k = 1; k < size; k++) tuned_send(cx, ob, oc, odt, (rank + k) % size);
     return cx->err;
 }
 
@@ -63,12 +83,15 @@ int tuned_allgather_recursive_doubling(struct tuned_cx *cx, const void *sbuf, si
     if (size & (size - 1))
         return precondition(cx, "allgather recursive_doubling", "a power of two");
     if (rcount * kumi_dt_size(rdt) == 0) return cx->err;
-    own_block(cx, sbuf, scount, sdt, tuned_at(rbuf, rank, bext), rcount, rdt);
-    tuned_round(cx);
+    const void *ob;
+    size_t oc;
+    MPI_Datatype odt;
+    own_first(cx, sbuf, scount, sdt, tuned_at(rbuf, rank, bext), rcount, rdt, &ob, &oc, &odt);
     for (int mask = 1; mask < size; mask <<= 1) {
         int peer = rank ^ mask;
         int mine = rank & ~(mask - 1), theirs = peer & ~(mask - 1);
-        tuned_send(cx, tuned_at(rbuf, mine, bext), (size_t)mask * rcount, rdt, peer);
+        if (mask == 1) tuned_send(cx, ob, oc, odt, peer);
+        else tuned_send(cx, tuned_at(rbuf, mine, bext), (size_t)mask * rcount, rdt, peer);
         tuned_recv(cx, tuned_at(rbuf, theirs, bext), (size_t)mask * rcount, rdt, peer);
         tuned_round(cx);
     }
@@ -123,12 +146,15 @@ int tuned_allgather_ring(struct tuned_cx *cx, const void *sbuf, size_t scount, M
     int rank = cx->rank, size = cx->size;
     MPI_Aint bext = (MPI_Aint)rcount * tuned_ext(rdt);
     if (rcount * kumi_dt_size(rdt) == 0) return cx->err;
-    own_block(cx, sbuf, scount, sdt, tuned_at(rbuf, rank, bext), rcount, rdt);
-    tuned_round(cx);
+    const void *ob;
+    size_t oc;
+    MPI_Datatype odt;
+    own_first(cx, sbuf, scount, sdt, tuned_at(rbuf, rank, bext), rcount, rdt, &ob, &oc, &odt);
     int next = (rank + 1) % size, prev = (rank - 1 + size) % size;
     for (int k = 0; k < size - 1; k++) {
         int js = (rank - k + size) % size, jr = (rank - k - 1 + size) % size;
-        tuned_send(cx, tuned_at(rbuf, js, bext), rcount, rdt, next);
+        if (k == 0) tuned_send(cx, ob, oc, odt, next);
+        else tuned_send(cx, tuned_at(rbuf, js, bext), rcount, rdt, next);
         tuned_recv(cx, tuned_at(rbuf, jr, bext), rcount, rdt, prev);
         tuned_round(cx);
     }
@@ -152,11 +178,13 @@ int tuned_allgather_neighbor_exchange(struct tuned_cx *cx, const void *sbuf, siz
     MPI_Aint bext = (MPI_Aint)rcount * tuned_ext(rdt);
     if (size & 1) return precondition(cx, "allgather neighbor_exchange", "even");
     if (rcount * kumi_dt_size(rdt) == 0) return cx->err;
-    own_block(cx, sbuf, scount, sdt, tuned_at(rbuf, rank, bext), rcount, rdt);
-    tuned_round(cx);
+    const void *ob;
+    size_t oc;
+    MPI_Datatype odt;
+    own_first(cx, sbuf, scount, sdt, tuned_at(rbuf, rank, bext), rcount, rdt, &ob, &oc, &odt);
     int half = size / 2, q = rank / 2, odd = rank & 1;
     int mate = rank ^ 1, outer = odd ? (rank + 1) % size : (rank - 1 + size) % size;
-    tuned_send(cx, tuned_at(rbuf, rank, bext), rcount, rdt, mate);
+    tuned_send(cx, ob, oc, odt, mate);
     tuned_recv(cx, tuned_at(rbuf, mate, bext), rcount, rdt, mate);
     tuned_round(cx);
     int last = q;                                   /* pair block received last */

@@ -16,7 +16,8 @@
 
 /* ----------------------------------------------------------------- alltoall */
 /* What linear and pairwise do first: MPI_IN_PLACE copies rbuf aside whole
- * (it becomes the send side), otherwise the own block is copied.  Returns 0
+ * (it becomes the send side), otherwise the own block is copied (in the
+ * first round, once its sends are posted).  Returns 0
  * when nothing more is to be done (no data, an error, in place on 1 rank);
  * *sb and *rb are the send and receive block strides in bytes. */
 static int a2a_start(struct tuned_cx *cx, const void **sbuf, size_t *scount, MPI_Datatype *sdt,
@@ -38,8 +39,10 @@ static int a2a_start(struct tuned_cx *cx, const void **sbuf, size_t *scount, MPI
         return 1;
     }
     *sb = (MPI_Aint)*scount * tuned_ext(*sdt);
-    tuned_copy(cx, tuned_at(*sbuf, rank, *sb), *scount, *sdt, tuned_at(rbuf, rank, *rb), rcount,
-               rdt);
+    /* copied while the first round's messages go (it reads and writes no
+     * block they do) */
+    tuned_copy_late(cx, tuned_at(*sbuf, rank, *sb), *scount, *sdt, tuned_at(rbuf, rank, *rb), rcount,
+                    rdt);
     return 1;
 }
 

@@ -110,6 +110,11 @@ void tuned_round(struct tuned_cx *cx)
         tuned_req(cx, rc, r);
     }
     cx->nsend = 0;
+    if (cx->nlate) {
+        struct tuned_copyop *c = &cx->late;
+        cx->nlate = 0;
+        tuned_copy(cx, c->src, c->scount, c->sdt, c->dst, c->dcount, c->ddt);
+    }
     if (cx->nreq) {
         int rc = kumi_coll_waitall(cx->nreq, cx->reqs);
         cx->nreq = 0;
@@ -172,6 +177,17 @@ void tuned_copy(struct tuned_cx *cx, const void *src, size_t scount, MPI_Datatyp
     } else if (rc) {
         tuned_fail(cx, rc);
     }
+}
+
+void tuned_copy_late(struct tuned_cx *cx, const void *src, size_t scount, MPI_Datatype sdt, void *dst,
+                     size_t dcount, MPI_Datatype ddt)
+{
+    if (cx->s || cx->nlate) {               /* (one waits already: this one now) */
+        tuned_copy(cx, src, scount, sdt, dst, dcount, ddt);
+        return;
+    }
+    cx->late = (struct tuned_copyop){ src, scount, sdt, dst, dcount, ddt };
+    cx->nlate = 1;
 }
 
 char *tuned_tmp(struct tuned_cx *cx, size_t count, MPI_Datatype dt)
