@@ -15,26 +15,31 @@
  *
  * Layout: per rank a control block (two 64-byte lines: the done word the
  * rank writes at every collective on one, the rest on the other, each word
- * with a count of sleepers), a ring of k heads (one 64-byte line each:
+ * with a count of sleepers), a ring of kh heads (one 64-byte line each:
  * stamp, byte count and up to 48 bytes of data; the rings are consecutive
  * lines, so a reader of back-to-back collectives reads consecutive lines)
- * and k slots of max_bytes for larger data (k = coll_sm_slots, fewer where
- * the segment would exceed coll_sm_seg_bytes).  Collective number n
- * (counted per communicator, alike on every rank: each rank calls the same
- * operations in the same order) uses head and slot n % k of each rank; a
+ * and k slots of max_bytes for larger data (kh = coll_sm_slots, k = kh;
+ * fewer slots, then fewer heads, where the segment would exceed
+ * coll_sm_seg_bytes: 4 ranks have 64 heads and 16 slots each by default).
+ * Collective number n (counted per communicator, alike on every rank: each
+ * rank calls the same operations in the same order) uses head n % kh and,
+ * when its data does not fit the head, slot n % k of each rank; a
  * rank publishes its data by writing n into the head's stamp (after the
  * data: the readers wait on the line they then read, and successive
  * collectives touch different lines, so a root running ahead does not take
  * back a line a reader is polling) and finishes with done = n (a rank that
  * reads no other rank's data in collective n, the root of a Bcast and every
  * rank in a Barrier, which reads stamps only, writes done with its post:
- * one fence).  Before it writes head n % k again (collective n + k) every
- * rank must be done with collective n, which it usually knows already
- * (safe: after an operation in which it saw every rank's post n, all are
- * done with n - 1), so a root of back-to-back broadcasts runs up to k - 1
- * ahead of the others; one that must wait spins until half the ring is
- * free (one look every k / 2 calls, not one at each), then waits for the
- * one slot.
+ * one fence).  Before it writes slot n % k again (collective n + k) every
+ * rank must be done with collective n, and before it writes head n % kh
+ * again, with collective n + k - kh; it usually knows that already (safe:
+ * after an operation in which it saw every rank's post n, all are done with
+ * n - 1), so a root of back-to-back broadcasts runs up to kh - 1 ahead of
+ * the others (k - 1 with data in slots); one that must wait spins until
+ * half the ring is free (one look every k / 2 calls, not one at each), then
+ * waits for the one slot.  Many heads matter most where ranks share a
+ * core: a root that runs far ahead hands the core over once per kh / 2
+ * calls (8 B at 4 ranks on 2 cores: 0.53 us with 16 heads, 0.21 with 64).
  *
  * Algorithms (p ranks; every rank with at most flat_max ranks reads all):
  *   Barrier    with the lead (coll_sm_barrier_lead, agreed at the setup)
@@ -99,7 +104,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1, sm_slots = 32,
+static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1, sm_slots = 64,
                  sm_seg_bytes = 512 << 10;
 
 /* ------------------------------------------------------------ segment */
@@ -132,7 +137,9 @@ struct sm_comm {
     MPI_Comm comm;
     int p, me, state;                      /* state: 0 not made yet, 1 ready, -1 pass everything on */
     int spin;
-    int k;                                 /* slots per rank */
+    int k;                                 /* data slots per rank */
+    int kh;                                /* heads per rank (k or more: a collective whose data fits
+                                            * its head runs up to kh - 1 ahead of the slowest) */
     int lead;                              /* barrier: wait for rank 0's release, not for every rank */
     uint32_t n;                            /* collectives begun on the segment */
     uint32_t fin;                          /* collectives this rank finished (its own memory: the
@@ -155,7 +162,7 @@ static inline int ge(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }
 
 static inline struct sm_head *head(const struct sm_comm *e, int r, uint32_t n)
 {
-    return e->heads + (size_t)r * e->k + (n & (e->k - 1));
+    return e->heads + (size_t)r * e->kh + (n & (e->kh - 1));
 }
 static inline uint64_t slot_bytes(const struct sm_comm *e, int r, uint32_t n) { return head(e, r, n)->bytes; }
 /* Where rank r's data of collective n lies: total bytes in all (its head's
@@ -255,11 +262,14 @@ static void wait_all_posts(struct sm_comm *e, uint32_t n)
     e->safe = n - 1;
 }
 
-/* Before this rank writes its slot for collective n: every rank is done
- * with collective n - k (the last one that used that slot). */
-static void slot_free(struct sm_comm *e, uint32_t n)
+/* Before this rank writes its head and slot for collective n (total: its
+ * bytes there, as slot_data's): every rank is done with collective n - k
+ * (the last one that used that slot), or n - kh when the data fits the
+ * head (the last one that used the head; the slots are fewer). */
+static void slot_free(struct sm_comm *e, uint32_t n, size_t total)
 {
-    uint32_t last = n - (uint32_t)e->k, lo = n - 1;
+    int ring = total <= HEAD_DATA ? e->kh : e->k;
+    uint32_t last = n - (uint32_t)ring, lo = n - 1;
     if (ge(e->safe, last)) return;
     /* a rank that must wait first spins until half the ring is free, not
      * one slot: polling a done word that its owner writes at every
@@ -268,7 +278,7 @@ static void slot_free(struct sm_comm *e, uint32_t n)
      * call).  Past the spin it waits for the one slot only (a sleeper would
      * be woken by each done of the others, and a program whose other ranks
      * stop between the two would hang). */
-    uint32_t want = n - (uint32_t)e->k / 2;
+    uint32_t want = n - (uint32_t)ring / 2;
     for (int r = 0; r < e->p; r++)
         if (r != e->me) {
             _Atomic uint32_t *w = &e->ctl[r].done;
@@ -342,14 +352,20 @@ static int sm_setup(struct sm_comm *e)
     e->max = max;
     e->slotlen = (max + 63) & ~(size_t)63;
     e->reslen = (SLOT_HDR + max + 63) & ~(size_t)63;
-    size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p, per = sizeof(struct sm_head) + e->slotlen;
-    /* k slots per rank (a power of two: n % k stays right when n wraps),
-     * fewer where the segment would exceed seg_bytes */
-    int k = 2;
-    while (k * 2 <= sm_slots && k < 64) k *= 2;
-    while (k > 2 && ctlbytes + per * (size_t)k * (size_t)e->p > (size_t)sm_seg_bytes) k /= 2;
+    size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p, hl = sizeof(struct sm_head);
+    /* kh heads and k slots per rank (powers of two: n % k stays right when
+     * n wraps): first fewer slots, then fewer heads, where the segment
+     * would exceed seg_bytes */
+    int kh = 2, k;
+#define SEG_BYTES(kh, k) (ctlbytes + (hl * (size_t)(kh) + e->slotlen * (size_t)(k)) * (size_t)e->p)
+    while (kh * 2 <= sm_slots && kh < 64) kh *= 2;
+    for (k = kh; k > 2 && SEG_BYTES(kh, k) > (size_t)sm_seg_bytes; k /= 2) {
+    }
+    while (kh > k && SEG_BYTES(kh, k) > (size_t)sm_seg_bytes) kh /= 2;
     e->k = k;
-    size_t len = ctlbytes + per * (size_t)k * (size_t)e->p + e->reslen * 2;
+    e->kh = kh;
+    size_t len = SEG_BYTES(kh, k) + e->reslen * 2;
+#undef SEG_BYTES
     len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
     e->seglen = len;
 
@@ -418,7 +434,7 @@ static int sm_setup(struct sm_comm *e)
     memcpy(e->name, h.name, sizeof e->name);
     e->ctl = seg;
     e->heads = (struct sm_head *)((char *)seg + ctlbytes);
-    e->slots = (char *)(e->heads + (size_t)e->k * (size_t)e->p);
+    e->slots = (char *)(e->heads + (size_t)e->kh * (size_t)e->p);
     e->result = e->slots + e->slotlen * (size_t)e->k * (size_t)e->p;
     e->n = e->fin = 0;
     e->safe = 0;
@@ -540,7 +556,7 @@ static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
     uint32_t n = ++e->n;
     struct sm_head *h = head(e, root, n);
     if (e->me == root) {
-        slot_free(e, n);
+        slot_free(e, n, bytes);
         h->bytes = bytes;
         pack(buf, (size_t)count, dt, bytes <= HEAD_DATA ? h->data : slot_data(e, root, n, bytes), bytes);
         post_finish(e, n);                 /* the root reads nothing */
@@ -592,7 +608,7 @@ static int sm_reduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype
         return rc ? rc : NEXT(comm)->reduce(sbuf, rbuf, count, dt, op, root, comm);
     size_t bytes = (size_t)count * kumi_dt_size(dt);
     uint32_t n = ++e->n;
-    slot_free(e, n);
+    slot_free(e, n, bytes);
     const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     head(e, e->me, n)->bytes = bytes;
     if (bytes) memcpy(slot_data(e, e->me, n, bytes), (const char *)src + dt_lb(dt), bytes);
@@ -614,7 +630,7 @@ static int sm_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datat
         return rc ? rc : NEXT(comm)->allreduce(sbuf, rbuf, count, dt, op, comm);
     size_t bytes = (size_t)count * kumi_dt_size(dt), lb = dt_lb(dt);
     uint32_t n = ++e->n;
-    slot_free(e, n);
+    slot_free(e, n, bytes);
     const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     head(e, e->me, n)->bytes = bytes;
     if (bytes) memcpy(slot_data(e, e->me, n, bytes), (const char *)src + lb, bytes);
@@ -657,16 +673,11 @@ static int sm_allgather(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, vo
     MPI_Aint rext = dt_ext(rdt);
     char *mine_at = (char *)rbuf + (MPI_Aint)e->me * (MPI_Aint)rcount * rext;
     uint32_t n = ++e->n;
-    slot_free(e, n);
-    size_t sbytes;
-    if (sbuf == MPI_IN_PLACE) {
-        sbytes = rbytes;
-        pack(mine_at, (size_t)rcount, rdt, slot_data(e, e->me, n, sbytes), sbytes);
-    } else {
-        sbytes = (size_t)scount * kumi_dt_size(sdt);
-        if (sbytes > e->max) sbytes = e->max;
-        pack(sbuf, (size_t)scount, sdt, slot_data(e, e->me, n, sbytes), sbytes);
-    }
+    size_t sbytes = sbuf == MPI_IN_PLACE ? rbytes : (size_t)scount * kumi_dt_size(sdt);
+    if (sbytes > e->max) sbytes = e->max;
+    slot_free(e, n, sbytes);
+    if (sbuf == MPI_IN_PLACE) pack(mine_at, (size_t)rcount, rdt, slot_data(e, e->me, n, sbytes), sbytes);
+    else pack(sbuf, (size_t)scount, sdt, slot_data(e, e->me, n, sbytes), sbytes);
     head(e, e->me, n)->bytes = sbytes;
     post(e, n);
     wait_all_posts(e, n);
@@ -697,12 +708,12 @@ static int sm_alltoall(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, voi
     MPI_Aint sext = dt_ext(sdt), rext = dt_ext(rdt);
     size_t sbytes = (size_t)scount * kumi_dt_size(sdt), cap = e->max / (size_t)e->p, sb = sbytes;
     uint32_t n = ++e->n;
-    slot_free(e, n);
     if (sb > cap) {
         sb = cap;
         rc = kumi_error(MPI_ERR_TRUNCATE, "collective: blocks of %zu bytes where the ranks expect %zu "
                         "(the ranks disagree on counts or datatypes)", sbytes, rbytes);
     }
+    slot_free(e, n, sb * (size_t)e->p);
     char *d = slot_data(e, e->me, n, sb * (size_t)e->p);
     for (int r = 0; r < e->p; r++) {
         const char *blk = (const char *)sbuf + (MPI_Aint)r * (MPI_Aint)scount * sext;
@@ -736,14 +747,17 @@ static void sm_register_params(void)
                             "Allreduce; Allgather and Alltoall only up to this size); above it rank 0 "
                             "collects and releases the others",
                             KUMI_LEVEL_TUNER, &sm_flat_max);
-    kumi_param_register_int("coll", "sm", "slots", 32,
-                            "Slots per rank (a power of two, 2 to 64): how many collectives a rank may run "
-                            "ahead of the slowest (a root of back-to-back MPI_Bcast: 8 B at 2 ranks 0.23 us "
-                            "with 2 slots, 0.14 with 8, 0.075 with 16-64)",
+    kumi_param_register_int("coll", "sm", "slots", 64,
+                            "Heads per rank (a power of two, 2 to 64; data of up to 48 bytes lives in a head): "
+                            "how many collectives a rank may run ahead of the slowest (a root of back-to-back "
+                            "MPI_Bcast: 8 B at 2 ranks 0.23 us with 2 heads, 0.14 with 8, 0.075 with 16-64; at "
+                            "4 ranks on 2 cores 0.53 with 16, 0.21 with 64); also the most slots per rank for "
+                            "larger data (fewer where the segment would exceed coll_sm_seg_bytes)",
                             KUMI_LEVEL_TUNER, &sm_slots);
     kumi_param_register_int("coll", "sm", "seg_bytes", 512 << 10,
-                            "Largest segment of a communicator: fewer slots per rank (down to 2) above it "
-                            "(2 ranks: 32 slots, 4: 16, 8: 8, 16: 4, 32 and more: 2)",
+                            "Largest segment of a communicator: fewer slots per rank (down to 2), then fewer "
+                            "heads (down to the slots), above it (2 ranks: 64 heads and 32 slots, 4: 64 and 16, "
+                            "8: 64 and 8, 16: 64 and 4, 32: 64 and 2, 64: 2 and 2)",
                             KUMI_LEVEL_TUNER, &sm_seg_bytes);
     kumi_param_register_int("coll", "sm", "barrier_lead", 1,
                             "MPI_Barrier: 1: the ranks but 0 leave after rank 0 (its post, made when all "
