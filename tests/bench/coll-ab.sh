@@ -7,6 +7,10 @@
 # environment (e.g. EXTRA_B=KUMI_COLL_SM_BARRIER_LEAD=0 with A = B: a parameter's effect).  A build
 # tree copied elsewhere still runs the original tree's libmpi (libtool's mpiexec wrapper puts its
 # own framework/.libs first in LD_LIBRARY_PATH), though its own components: use built trees.
+# DIST=1 also prints each side's per-launch values, sorted (a median hides a bimodal distribution:
+# unbound ranks on 2 cores run ~2x faster when the kernel spreads them 2 + 2 than when it leaves all
+# of them on one core, which it does while the other core is busy with another session: with
+# sched_autogroup the launch's ranks weigh as one task there).
 # Usage: tests/bench/coll-ab.sh BUILD_A BUILD_B [ROUNDS (7)] [SCALE (1)] [OPS (bcast,barrier)] [NP (2)] [BYTES (8)]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,3 +40,12 @@ awk -v R="$R" '
           for (i = 1; i <= nk; i++) { k = order[i]; a = med(v["A", k]); b = med(v["B", k])
               printf "%-16s %10.4g %10.4g %7.3f\n", k, a, b, a ? b / a : 0 } }
 ' "$O"/out.A.* "$O"/out.B.*
+if [ -n "${DIST:-}" ]; then
+    echo "per launch, sorted (us per operation):"
+    for t in A B; do
+        awk -v t="$t" '/^[a-z]+ [0-9]+ /{ k = $1 " " $2; if (!(k in v)) order[++n] = k; v[k] = v[k] " " $4 }
+            END { for (i = 1; i <= n; i++) { k = order[i]; m = split(v[k], a, " ")
+                      for (x = 2; x <= m; x++) { y = a[x]; for (j = x - 1; j >= 1 && a[j] + 0 > y + 0; j--) a[j + 1] = a[j]; a[j + 1] = y }
+                      s = ""; for (x = 1; x <= m; x++) s = s " " a[x]; printf "%s %-16s%s\n", t, k, s } }' "$O"/out."$t".*
+    done
+fi
