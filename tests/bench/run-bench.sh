@@ -30,7 +30,12 @@
 #            MPI_Allgather, MPI_Alltoall at 8 B, 64 KiB, 1 MiB and MPI_Barrier,
 #            on MPI_COMM_WORLD; default components, bound as in shm
 #   coll4    the same with 4 ranks on the cores there are (2 here): no binding,
-#            Open MPI --oversubscribe, as in oversub; fewer iterations
+#            Open MPI --oversubscribe, as in oversub; fewer iterations.  Every
+#            library's runs are bimodal there: the kernel leaves all 4 ranks on
+#            one core while the other is busy with another session (autogroup:
+#            the launch weighs as one task), ~2x the time of a 2 + 2 spread;
+#            the per-run values are in the raw outputs (tests/bench/coll-ab.sh
+#            DIST=1 prints such distributions for two Kumi builds)
 #   coll     both, coll2 and coll4
 #   launch   launch time across hosts made of network namespaces with sshd
 #            (launch-bench.sh): hello world at 8, 64, 256 ranks over 1, 4, 8
