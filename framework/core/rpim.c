@@ -29,6 +29,11 @@ int kumi_rpim_launch_size(void)
     return launch_size >= 0 ? launch_size : kumi_core_world_size;
 }
 
+bool kumi_rpim_bound_alone(void)
+{
+    return getenv(KUMI_ENV_BIND_CPUS) != NULL && getenv(KUMI_ENV_BIND_SHARED) == NULL;
+}
+
 int kumi_rpim_in_launch(int rank)
 {
     if (launch_size >= 0) return rank >= world_first && rank < world_first + launch_size;

@@ -12,7 +12,8 @@
  *    time (kumi_base_progress_spin_us; waking from poll() costs a few
  *    microseconds on each side, which a long transfer should not pay), then
  *    200 rounds of sched_yield(), then sleep;
- *  - oversubscribed (more ranks on the host than CPUs it may use): 2 rounds,
+ *  - oversubscribed (more ranks on the host than CPUs it may use, or bound
+ *    by mpiexec to a core that other ranks were bound to too): 2 rounds,
  *    then sched_yield() for 2 ms (kumi_base_progress_yield_us): the rank that
  *    holds the message gets the core at once, which a sleeper's doorbell
  *    would cost a system call and a wake-up; then sleep;
@@ -128,8 +129,12 @@ static void hot_setup(void)
 int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n)
 {
     if (sleep_ms < 1) sleep_ms = 1;
-    bool bound = getenv(KUMI_ENV_BIND_CPUS) != NULL, pinned = false;
-    bool oversub = !bound && host_oversubscribed(&pinned);
+    bool bound = kumi_rpim_bound_alone(), pinned = false;
+    /* bound by mpiexec with others of the job on its core (--oversubscribe,
+     * :overload-allowed): it must give the core away at once, not spin on
+     * it for 2 ms (2-13 ms per 8 B MPI_Iallreduce at 2 ranks per core) */
+    bool shared = getenv(KUMI_ENV_BIND_CPUS) != NULL && !bound;
+    bool oversub = shared || (!bound && host_oversubscribed(&pinned));
     /* not bound by mpiexec, but kept by the user (taskset, a cpuset) on
      * fewer CPUs than the machine has, with one per rank of the launch (an
      * IMPI client's launch started with --bind-to none under taskset): as
@@ -143,7 +148,8 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
     spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : bound ? 2e-3 : 0.0;
     yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : oversub ? 2e-3 : 0.0;
     kumi_log(2, "progress: %s: spin %lld rounds and %.0f us idle, then yield %lld rounds and %.0f us, then sleep",
-             getenv(KUMI_ENV_BIND_CPUS) ? "bound by mpiexec"
+             shared ? "bound by mpiexec, sharing its CPUs with other ranks (oversubscribed)"
+             : getenv(KUMI_ENV_BIND_CPUS) ? "bound by mpiexec"
              : bound ? "kept on fewer CPUs than the machine's, one per rank of its launch"
              : oversub ? "oversubscribed" : "not bound", spin_rounds, spin_secs * 1e6, yield_rounds, yield_secs * 1e6);
     npops = nidle = 0;

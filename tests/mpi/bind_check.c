@@ -7,7 +7,9 @@
  *   distinct:  every rank is bound and no two ranks share a CPU;
  *   unbound:   no rank is bound and all have the same affinity;
  *   wrap N:    every rank is bound; ranks r and s have the same CPUs when
- *              r == s (mod N), and share none otherwise.
+ *              r == s (mod N), and share none otherwise;
+ *   KUMI_ENV_BIND_SHARED ("1") is set exactly on ranks whose core another
+ *              rank has (wrap: r + N or r - N exists; distinct: none).
  * Used by tests/scripts/bind_report.sh and tests/mpi/bind.list. */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -52,8 +54,10 @@ int main(int argc, char **argv)
                  "level %s", lev ? lev : "(unset)");
         KT_CHECK(idx && idx[0] >= '0' && idx[0] <= '9', "index %s", idx ? idx : "(unset)");
     } else {
-        KT_CHECK(!lev && !idx, "bind level/index set without the cpus");
+        KT_CHECK(!lev && !idx && !getenv(KUMI_ENV_BIND_SHARED), "bind level/index/shared set without the cpus");
     }
+    const char *shared = getenv(KUMI_ENV_BIND_SHARED);
+    KT_CHECK(!shared || !strcmp(shared, "1"), "%s=%s", KUMI_ENV_BIND_SHARED, shared);
     int bound = env != NULL;
     int *all_bound = malloc(sizeof(int) * (size_t)size);
     cpu_set_t *all = malloc(sizeof(cpu_set_t) * (size_t)size);
@@ -83,6 +87,13 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "wrap")) {
         KT_CHECK(argc > 2 && atoi(argv[2]) > 0, "wrap needs N");
         wrap = atoi(argv[2]);
+    }
+    /* KUMI_ENV_BIND_SHARED: exactly where another rank has the same slot */
+    if (!strcmp(mode, "distinct")) KT_CHECK(!shared, "rank %d: %s set, but no rank shares its CPUs", rank, KUMI_ENV_BIND_SHARED);
+    if (wrap) {
+        int want = rank + wrap < size || rank - wrap >= 0;
+        KT_CHECK(!shared == !want, "rank %d: %s %s, expected %s (wrap %d, %d ranks)", rank, KUMI_ENV_BIND_SHARED,
+                 shared ? "set" : "unset", want ? "set" : "unset", wrap, size);
     }
     for (int r = 0; r < size; r++) {
         if (!strcmp(mode, "distinct") || wrap) KT_CHECK(all_bound[r], "rank %d is not bound", r);

@@ -77,6 +77,8 @@ grep -q "^mpiexec: --bind-to core: $over processes but only $ncores core" "$tmp/
 # ... unless overloading is allowed: round-robin
 run 0 --bind-to core --oversubscribe -n $over "$chk" wrap $ncores
 run 0 --bind-to core:overload-allowed --report-bindings -n $over "$chk" wrap $ncores
+# one rank more than cores: only the ranks of the doubled core are told they share it
+run 0 --bind-to core --oversubscribe -n $((ncores + 1)) "$chk" wrap $ncores
 [ "$(reported $ncores)" = "$(reported 0)" ] || fail "overload: rank $ncores not on rank 0's core"
 
 # hwthread: one CPU each

@@ -246,6 +246,7 @@ int mx_bind_plan(struct mx_job *job, enum mx_bind_level level, int overload)
             b->cpuset = bind_set_new();
             memcpy(b->cpuset, s->set, bind_setsize);
             b->cpus = bind_list(s->set);
+            b->shared = job->n - r % ns > ns;     /* rank r + ns or r - ns is on it too */
         }
     }
     for (int i = 0; i < ns; i++) CPU_FREE(slots[i].set);

@@ -311,14 +311,14 @@ int mx_universe_size(void)
 /* Environment of the ranks of job j (the main job, or one spawned:
  * spawn.c), plus extra[0..nextra) KEY=VALUE (replacing inherited ones; the
  * launch variables below cannot be replaced); *rank_slot receives the index
- * of KUMI_RANK, which is followed by room for the three KUMI_ENV_BIND_* and
+ * of KUMI_RANK, which is followed by room for the four KUMI_ENV_BIND_* and
  * a NULL. */
 static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const *extra, int nextra, int nhosts,
                            int *rank_slot)
 {
     static const char *const reserved[] = { "KUMI_RANK", "KUMI_SIZE", "KUMI_JOBID", "KUMI_CONTROL", "KUMI_ABI",
                                             "KUMI_JOB_SECRET", "KUMI_RPIM", KUMI_ENV_NHOSTS, KUMI_ENV_UNIVERSE, KUMI_ENV_BIND_CPUS,
-                                            KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX, KUMI_ENV_IMPI_WORLD,
+                                            KUMI_ENV_BIND_LEVEL, KUMI_ENV_BIND_INDEX, KUMI_ENV_BIND_SHARED, KUMI_ENV_IMPI_WORLD,
                                             KUMI_ENV_IMPI_JOB, KUMI_ENV_IMPI_FDS, KUMI_ENV_IMPI_HOSTS,
                                             KUMI_ENV_IMPI_UID, KUMI_ENV_IMPI_PACING };
     const int nres = (int)(sizeof reserved / sizeof reserved[0]);
@@ -389,7 +389,7 @@ static char **build_env_of(struct mx_job *j, const char *rpim_name, char *const 
         else env[k++] = e;
     }
     *rank_slot = (int)k;
-    for (int j = 0; j < 5; j++) env[k + (size_t)j] = NULL;   /* KUMI_RANK, KUMI_ENV_BIND_*, per rank */
+    for (int j = 0; j < 6; j++) env[k + (size_t)j] = NULL;   /* KUMI_RANK, KUMI_ENV_BIND_*, per rank */
     return env;
 }
 
@@ -1128,6 +1128,7 @@ int main(int argc, char **argv)
             env[rank_slot + 1] = bc;
             env[rank_slot + 2] = bl;
             env[rank_slot + 3] = bi;
+            env[rank_slot + 4] = bd->shared ? KUMI_ENV_BIND_SHARED "=1" : NULL;
         } else {
             env[rank_slot + 1] = NULL;
         }

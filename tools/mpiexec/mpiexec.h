@@ -21,6 +21,9 @@
  *     KUMI_INTERNAL_BIND_LEVEL  hwthread | core | package
  *     KUMI_INTERNAL_BIND_INDEX  hwloc logical index of that object (without
  *                               hwloc: the CPU number, or the package id)
+ *     KUMI_INTERNAL_BIND_SHARED 1, only when other ranks here took the same
+ *                               core / hwthread (overloading allowed): such a
+ *                               rank must not spin while it waits
  * and, for every rank's peers, in the key-value table (put by mpiexec on the
  * rank's behalf; seen after the first fence): kumi.bind.cpus,
  * kumi.bind.level, kumi.bind.index, same values.  All are absent for an
@@ -95,6 +98,7 @@ struct mx_binding {
     void *cpuset;        /* cpu_set_t (CPU_ALLOC), setsize bytes */
     size_t setsize;
     char *cpus;          /* the same as a list, "0-3,8" */
+    int shared;          /* other ranks of the job here have the same slot */
 };
 
 struct mx_job {

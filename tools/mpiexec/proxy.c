@@ -270,7 +270,7 @@ static void spawn_all(void)
 {
     int envc = 0;
     while (r_env[envc]) envc++;
-    char **env = mx_xcalloc((size_t)envc + 6, sizeof *env);
+    char **env = mx_xcalloc((size_t)envc + 7, sizeof *env);
     int k = 0;
     for (int i = 0; i < envc; i++)
         if (strncmp(r_env[i], "KUMI_CONTROL=", 13) && strncmp(r_env[i], "KUMI_RANK=", 10)) env[k++] = r_env[i];
@@ -298,7 +298,8 @@ static void spawn_all(void)
             env[rank_slot + 1] = bc;
             env[rank_slot + 2] = bl;
             env[rank_slot + 3] = bi;
-            env[rank_slot + 4] = NULL;
+            env[rank_slot + 4] = bd->shared ? KUMI_ENV_BIND_SHARED "=1" : NULL;
+            env[rank_slot + 5] = NULL;
         }
         if (report_bindings) {   /* as mpiexec words it; mpiexec prints it as "mpiexec: host H: ..." */
             if (bd->bound)

@@ -1003,7 +1003,7 @@ static int sm_comm_query(MPI_Comm comm, int *priority, struct kumi_coll_fns *fns
      * barrier as soon as it sees all; otherwise no spinning, and the others
      * leave the barrier after rank 0 (the usual root of what follows,
      * which then finds them waiting instead of being waited for) */
-    int own = getenv(KUMI_ENV_BIND_CPUS) != NULL || p <= ncpus();
+    int own = kumi_rpim_bound_alone() || (!getenv(KUMI_ENV_BIND_CPUS) && p <= ncpus());
     e->spin = own ? (int)(sm_spin > 0 ? sm_spin : 0) : 0;
     e->lead = sm_lead >= 0 ? sm_lead > 0 : !own || p > sm_flat_max;
     pthread_mutex_lock(&sm_lock);

@@ -399,9 +399,8 @@ static int p2p_ofi_init(void)
      * completion: a microsecond or more per message.  A rank that has a core
      * of its own (mpiexec bound it) spins, then naps; only one that shares its
      * core sleeps on the fd. */
-    ofi_bound = getenv(KUMI_ENV_BIND_CPUS) != NULL;
-    int want_fd = !strcmp(ofi_wait_param, "fd") ||
-                  (strcmp(ofi_wait_param, "none") && !getenv(KUMI_ENV_BIND_CPUS));
+    ofi_bound = kumi_rpim_bound_alone();
+    int want_fd = !strcmp(ofi_wait_param, "fd") || (strcmp(ofi_wait_param, "none") && !ofi_bound);
     struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = want_fd ? FI_WAIT_FD : FI_WAIT_NONE,
                              .size = (size_t)ofi_nrxbufs * 4 + 1024 };
     rc = fi_cq_open(ofi_domain, &ca, &ofi_cq, NULL);

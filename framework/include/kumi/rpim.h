@@ -21,7 +21,10 @@
  *   KUMI_ENV_BIND_CPUS            OS CPU numbers the rank is bound to ("0-3,8")
  *   KUMI_ENV_BIND_LEVEL           hwthread, core or package
  *   KUMI_ENV_BIND_INDEX           logical index of that hwthread/core/package
- * An unbound rank has none of the three.  mpiexec also puts each bound
+ *   KUMI_ENV_BIND_SHARED          "1" when other ranks of the launch were bound
+ *                                 to the same core / hwthread (more ranks than
+ *                                 cores: --oversubscribe, :overload-allowed)
+ * An unbound rank has none of them (kumi_rpim_bound_alone() reads them).  mpiexec also puts each bound
  * rank's binding into the key-value exchange (visible after the first fence,
  * so every rank can see its peers'): keys KUMI_KVS_BIND_CPUS,
  * KUMI_KVS_BIND_LEVEL, KUMI_KVS_BIND_INDEX of that rank, same values.
@@ -47,6 +50,7 @@
 #ifndef KUMI_RPIM_H
 #define KUMI_RPIM_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include <kumi/kumi.h>
 #include <kumi/component.h>
@@ -60,6 +64,7 @@ extern "C" {
 #define KUMI_ENV_BIND_CPUS  "KUMI_INTERNAL_BIND_CPUS"
 #define KUMI_ENV_BIND_LEVEL "KUMI_INTERNAL_BIND_LEVEL"
 #define KUMI_ENV_BIND_INDEX "KUMI_INTERNAL_BIND_INDEX"
+#define KUMI_ENV_BIND_SHARED "KUMI_INTERNAL_BIND_SHARED"
 /* mpiexec --impi-client (tools/mpiexec/impi.c, components/p2p/impi):
  * this launch is one IMPI client; its ranks are MPI_COMM_WORLD ranks FIRST ...
  * of SIZE ("FIRST:SIZE"); the key-value exchange knows only them (rank
@@ -178,6 +183,10 @@ KUMI_EXPORT int kumi_rpim_get(int rank, const char *key, char *value, size_t val
  * in an IMPI client's launch (mpiexec --impi-client), whose world also holds
  * the other clients' ranks, started elsewhere. */
 KUMI_EXPORT int kumi_rpim_launch_size(void);
+/* Whether mpiexec bound this rank to CPUs that no other rank of its launch
+ * was bound to (KUMI_ENV_BIND_CPUS without KUMI_ENV_BIND_SHARED): a rank
+ * that may spin while it waits, since nobody else of the job wants its core. */
+KUMI_EXPORT bool kumi_rpim_bound_alone(void);
 /* Whether MPI_COMM_WORLD rank `rank` was started by this launcher (false
  * for another IMPI client's rank: it has no keys here, and shares no
  * host's memory with this process). */
