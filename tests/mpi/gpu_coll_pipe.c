@@ -299,6 +299,15 @@ int main(int argc, char **argv)
     sums(n);
     products(n / 4 + 1);
     sums(7);                                      /* small: no pieces */
+    void *z = put(1, &rank, sizeof rank);         /* 0 elements: nothing moves, no pieces */
+    begin();
+    xbcast(z, 0, MPI_INT, 0);
+    xreduce(MPI_IN_PLACE, z, 0, MPI_INT, MPI_SUM, -1, true);
+    end(0, sizeof(int), "0 elements");
+    int zv = -1;
+    get(1, &zv, z, sizeof zv);
+    KT_CHECK(zv == rank, "a call of 0 elements changed the buffer: %d", zv);
+    drop(1, z);
     kt_stats(st1);
     if (sync && st1[KT_ASYNC] != st0[KT_ASYNC])
         KT_FAIL("%llu asynchronous copies without streams", st1[KT_ASYNC] - st0[KT_ASYNC]);
