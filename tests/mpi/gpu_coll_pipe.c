@@ -25,7 +25,11 @@
  * values and counts.  nb: the root of a broadcast from device memory must
  * return from MPI_Ibcast before it read the whole buffer (copies between the
  * pieces' messages, not all before them; not checked over tcp, where the
- * root's sends may all end inside the call). */
+ * root's sends may all end inside the call).  Errors: with copies from the
+ * device failing on rank 1 (the stand-in's fakecuda_fail_dtoh), an
+ * Allreduce of device buffers in pieces returns MPI_ERR_OTHER there (its
+ * request completes: no rank waits forever); afterwards the same call
+ * (persistent: the same request, started again) gives the right sums. */
 #include "kt_fakecuda.h"
 #include <stdbool.h>
 
@@ -275,6 +279,50 @@ static void products(size_t n)
     free(w);
 }
 
+/* sums of ints on device buffers, every form, with device-to-host copies failing on rank 1 first */
+static void errors(size_t n, void (*fail)(int))
+{
+    int *h = malloc(n * sizeof(int));
+    KT_CHECK(h);
+    for (size_t i = 0; i < n; i++) h[i] = ival(rank, i);
+    void *sb = put(1, h, n * sizeof(int)), *rb = put(1, h, n * sizeof(int));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (form == 2) KT_MPI(MPI_Allreduce_init(sb, rb, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+    for (int round = 0; round < 2; round++) {
+        if (rank == 1 && !round) fail(1);
+        int rc;
+        if (form == 0) rc = MPI_Allreduce(sb, rb, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        else {
+            if (form == 1) rc = MPI_Iallreduce(sb, rb, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+            else rc = MPI_Start(&r);
+            KT_CHECK(rc == MPI_SUCCESS, "starting the call failed (%d)", rc);
+            rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+        if (rank == 1 && !round) fail(0);
+        int cls = -1;
+        if (rc) MPI_Error_class(rc, &cls);
+        if (rank == 1 && !round) {
+            if (rc == MPI_SUCCESS || cls != MPI_ERR_OTHER)
+                KT_FAIL("copies from the device failed: the call returned %d (class %d), not MPI_ERR_OTHER", rc, cls);
+            continue;
+        }
+        KT_CHECK(rc == MPI_SUCCESS, "round %d: the call failed (class %d)", round, cls);
+        if (!round) continue;
+        get(1, h, rb, n * sizeof(int));
+        for (size_t i = 0; i < n; i++) {
+            int want = 0;
+            for (int k = 0; k < size; k++) want += ival(k, i);
+            if (h[i] != want) KT_FAIL("after the error: int %zu is %d, expected %d", i, h[i], want);
+        }
+    }
+    if (form == 2) KT_MPI(MPI_Request_free(&r));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    drop(1, sb);
+    drop(1, rb);
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -299,6 +347,10 @@ int main(int argc, char **argv)
     sums(n);
     products(n / 4 + 1);
     sums(7);                                      /* small: no pieces */
+    void (*fail)(int);
+    *(void **)&fail = dlsym(kt_cuda_load(), "fakecuda_fail_dtoh");
+    KT_CHECK(fail, "the driver has no fakecuda_fail_dtoh");
+    if (size > 1 && want_pieces(n, sizeof(int))) errors(n, fail);
     void *z = put(1, &rank, sizeof rank);         /* 0 elements: nothing moves, no pieces */
     begin();
     xbcast(z, 0, MPI_INT, 0);
