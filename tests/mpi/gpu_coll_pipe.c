@@ -29,7 +29,9 @@
  * device failing on rank 1 (the stand-in's fakecuda_fail_dtoh), an
  * Allreduce of device buffers in pieces returns MPI_ERR_OTHER there (its
  * request completes: no rank waits forever); afterwards the same call
- * (persistent: the same request, started again) gives the right sums. */
+ * (persistent: the same request, started again) gives the right sums.
+ * nb and pers: three calls in pieces in flight at once (two Allreduce and a
+ * Bcast on device buffers, MPI_Waitall; persistent: MPI_Startall). */
 #include "kt_fakecuda.h"
 #include <stdbool.h>
 
@@ -279,6 +281,52 @@ static void products(size_t n)
     free(w);
 }
 
+/* two Allreduce and a Bcast in flight at once (nb, pers) */
+static void several(size_t n)
+{
+    int *h = calloc(n, sizeof(int));
+    KT_CHECK(h);
+    for (size_t i = 0; i < n; i++) h[i] = ival(rank, i);
+    void *s1 = put(1, h, n * sizeof(int)), *r1 = put(1, h, n * sizeof(int)), *r2 = put(rank % 2, h, n * sizeof(int));
+    for (size_t i = 0; i < n; i++) h[i] = rank == 0 ? ival(7, i) : -1;
+    void *b = put(1, h, n * sizeof(int));
+    MPI_Request q[3];
+    begin();
+    if (form == 1) {
+        KT_MPI(MPI_Iallreduce(s1, r1, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[0]));
+        KT_MPI(MPI_Ibcast(b, (int)n, MPI_INT, 0, MPI_COMM_WORLD, &q[1]));
+        KT_MPI(MPI_Iallreduce(MPI_IN_PLACE, r2, (int)n, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &q[2]));
+        KT_MPI(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+    } else {
+        KT_MPI(MPI_Allreduce_init(s1, r1, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]));
+        KT_MPI(MPI_Bcast_init(b, (int)n, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &q[1]));
+        KT_MPI(MPI_Allreduce_init(MPI_IN_PLACE, r2, (int)n, MPI_INT, MPI_MAX, MPI_COMM_WORLD, MPI_INFO_NULL, &q[2]));
+        KT_MPI(MPI_Startall(3, q));
+        KT_MPI(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+        for (int i = 0; i < 3; i++) KT_MPI(MPI_Request_free(&q[i]));
+    }
+    unsigned long long got = kt_pvar_read(pv) - pieces0;
+    if (got != 3 * want_pieces(n, sizeof(int)))
+        KT_FAIL("three calls in flight: %llu pieces, expected %llu", got, 3 * want_pieces(n, sizeof(int)));
+    get(1, h, r1, n * sizeof(int));
+    for (size_t i = 0; i < n; i++) {
+        int want = 0;
+        for (int k = 0; k < size; k++) want += ival(k, i);
+        if (h[i] != want) KT_FAIL("three in flight: sum int %zu is %d, expected %d", i, h[i], want);
+    }
+    get(rank % 2, h, r2, n * sizeof(int));
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != ival(size - 1, i)) KT_FAIL("three in flight: max int %zu is %d", i, h[i]);
+    get(1, h, b, n * sizeof(int));
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != ival(7, i)) KT_FAIL("three in flight: bcast int %zu is %d", i, h[i]);
+    drop(1, s1);
+    drop(1, r1);
+    drop(rank % 2, r2);
+    drop(1, b);
+    free(h);
+}
+
 /* sums of ints on device buffers, every form, with device-to-host copies failing on rank 1 first */
 static void errors(size_t n, void (*fail)(int))
 {
@@ -351,6 +399,7 @@ int main(int argc, char **argv)
     *(void **)&fail = dlsym(kt_cuda_load(), "fakecuda_fail_dtoh");
     KT_CHECK(fail, "the driver has no fakecuda_fail_dtoh");
     if (size > 1 && want_pieces(n, sizeof(int))) errors(n, fail);
+    if (form) several(n);
     void *z = put(1, &rank, sizeof rank);         /* 0 elements: nothing moves, no pieces */
     begin();
     xbcast(z, 0, MPI_INT, 0);
