@@ -22,10 +22,11 @@
  * With GPU_COLL_FORM=nb every call is the non-blocking one and MPI_Wait,
  * with GPU_COLL_FORM=pers the persistent one (_init, then MPI_Start and
  * MPI_Wait twice, once where in place: the pieces twice): the same pieces,
- * values and counts.  nb: the root of a broadcast from device memory must
- * return from MPI_Ibcast before it read the whole buffer (copies between the
- * pieces' messages, not all before them; not checked over tcp, where the
- * root's sends may all end inside the call).  Errors: with copies from the
+ * values and counts.  nb with GPU_COLL_EARLY set: the root of a broadcast
+ * from device memory must return from MPI_Ibcast before it read the whole
+ * buffer (copies between the pieces' messages, not all before them; the
+ * script sets it with pieces above the eager limit of shared memory, whose
+ * sends cannot end inside the call, and never over tcp, where they may).  Errors: with copies from the
  * device failing on rank 1 (the stand-in's fakecuda_fail_dtoh), an
  * Allreduce of device buffers in pieces returns MPI_ERR_OTHER there (its
  * request completes: no rank waits forever); afterwards the same call
@@ -43,7 +44,7 @@ static size_t mat_per;                    /* elements of mat per piece */
 
 static unsigned long long pieces0;
 static int form, runs = 1;                 /* 0 blocking, 1 non-blocking, 2 persistent; runs of the last call */
-static bool early;                         /* nb: check the early return (not over tcp, where sends end at once) */
+static bool early;                         /* nb and GPU_COLL_EARLY: check the early return */
 static void begin(void) { pieces0 = kt_pvar_read(pv); }
 static unsigned long long want_pieces(size_t nel, size_t esz)
 {
@@ -380,7 +381,7 @@ int main(int argc, char **argv)
     int sync = argc > 4 && !strcmp(argv[4], "sync");   /* the driver has no streams (FAKECUDA_NOSTREAM) */
     const char *fm = getenv("GPU_COLL_FORM");
     form = fm && !strcmp(fm, "nb") ? 1 : fm && !strcmp(fm, "pers") ? 2 : 0;
-    early = !getenv("MPI_COMPONENTS") || !strstr(getenv("MPI_COMPONENTS"), "tcp");
+    early = getenv("GPU_COLL_EARLY") != NULL;
     thresh = atoll(argv[1]);
     chunk = atoll(argv[2]);
     size_t n = (size_t)atol(argv[3]);

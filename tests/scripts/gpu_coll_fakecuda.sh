@@ -11,7 +11,8 @@
 # whole (no pieces anywhere; cutting at different places would mismatch the messages).  The
 # program checks every value and the pieces each call ran (MPI_T counter accel_coll_pieces).
 # The same with the non-blocking calls (nb: MPI_Ibcast ... MPI_Wait; the root of a broadcast
-# must return before it read the whole device buffer) and the persistent ones (pers: each
+# must return before it read the whole device buffer: nb-early, pieces of 256 KiB above the
+# eager limit) and the persistent ones (pers: each
 # started twice), on the loop, thread and io_uring schedule engines, over tcp, without
 # streams, and mixed (no pieces anywhere).
 set -u
@@ -35,10 +36,12 @@ for a in "1 100000 65537 300007" "2 100000 65537 300007" "3 100000 65537 300007"
          "1 100000 65537 300007 nb" "2 100000 65537 300007 nb" "3 100000 65537 300007 nb" "4 100000 65537 300007 nb" \
          "2 100000 65537 300007 pers" "4 100000 65537 300007 pers" "3 100000 65537 200001 nb-tcp" \
          "3 100000 65537 300007 nb-thread" "3 100000 65537 300007 pers-thread" "3 100000 65537 300007 nb-uring" \
-         "3 100000 65537 300007 nb-nostream" "3 0 65537 300007 nb" "2 4194304 2097152 4194305 nb"; do
+         "3 100000 65537 300007 nb-nostream" "3 0 65537 300007 nb" "2 4194304 2097152 4194305 nb" \
+         "2 100000 262147 300007 nb-early" "4 100000 262147 300007 nb-early"; do
     set -- $a
     extra=()
     case "${5:-}" in nb*) extra+=(-x GPU_COLL_FORM=nb) ;; pers*) extra+=(-x GPU_COLL_FORM=pers) ;; esac
+    case "${5:-}" in *early) extra+=(-x GPU_COLL_EARLY=1) ;; esac
     case "${5:-}" in *tcp|*uring) extra+=(-x MPI_COMPONENTS=p2p=self,tcp) ;; esac
     case "${5:-}" in *nostream) extra+=(-x FAKECUDA_NOSTREAM=1) ;; esac
     case "${5:-}" in *thread) extra+=(-x KUMI_BASE_SCHED_ENGINE=thread) ;; esac
