@@ -593,12 +593,68 @@ struct cpnb {
     size_t pieces;
     bool async;                           /* OUT copies on nb.stream; FIN waits for nb.ev */
     unsigned overlap;                     /* this run: copies made while messages were in flight */
+    void *blk;                            /* the host memory of the pieces (hb_take), or NULL */
+    size_t blen;
+    bool pinned;
 };
 static struct { void *stream, *ev; int state; } nb;   /* state: 0 not made, 1 made, -1 unavailable */
+
+/* Host memory of the pieces: pinned where the component gives it (copies at
+ * full speed, the asynchronous ones really so), else malloc'd; up to NHB
+ * blocks, the largest, are kept for the next schedules (a repeated call
+ * neither pins nor faults its pages in again) until MPI_Finalize. */
+enum { NHB = 2 };
+static struct hblk { void *p; size_t len; bool pinned; } hb[NHB];
+
+static void hb_drop(struct hblk b)
+{
+    const struct kumi_accel_ops *A = kumi_accel();
+    if (!b.pinned) free(b.p);
+    else if (A && A->host_free) A->host_free(b.p);     /* after the component's end: left to the driver */
+}
+
+static struct hblk hb_take(size_t len)
+{
+    int best = -1;
+    for (int i = 0; i < NHB; i++)
+        if (hb[i].p && hb[i].len >= len && (best < 0 || hb[i].len < hb[best].len)) best = i;
+    struct hblk b = { NULL, len, false };
+    if (best >= 0) {
+        b = hb[best];
+        hb[best].p = NULL;
+        return b;
+    }
+    const struct kumi_accel_ops *A = kumi_accel();
+    if (A && A->host_alloc && !A->host_alloc(len, &b.p)) b.pinned = true;
+    else b.p = malloc(len ? len : 1);
+    return b;
+}
+
+static void hb_give(struct hblk b)
+{
+    int slot = -1;
+    for (int i = 0; i < NHB; i++)
+        if (!hb[i].p) { slot = i; break; }
+        else if (hb[i].len < b.len && (slot < 0 || hb[i].len < hb[slot].len)) slot = i;
+    if (slot < 0 || !kumi_accel()) { hb_drop(b); return; }
+    if (hb[slot].p) hb_drop(hb[slot]);
+    hb[slot] = b;
+}
+
+/* the schedule is destroyed (sched.c: on_destroy) */
+static void nb_release(void *arg)
+{
+    struct cpnb *c = arg;
+    if (c->blk) hb_give((struct hblk){ c->blk, c->blen, c->pinned });
+    c->blk = NULL;
+}
 
 static void nb_free(void)
 {
     const struct kumi_accel_ops *A = kumi_accel();
+    for (int i = 0; i < NHB; i++)
+        if (hb[i].p) hb_drop(hb[i]);
+    memset(hb, 0, sizeof hb);
     if (A && nb.state == 1) {
         if (nb.ev) A->event_free(nb.ev);
         if (nb.stream) A->stream_free(nb.stream);
@@ -707,68 +763,78 @@ static int nb_piece(const struct cprun *x, struct kumi_sched *s, const void *in,
 }
 
 /* The pieces of x into s (pre: a node before everything, post: one after
- * every piece, or -1).  x->in_dev / out_dev: device data; x->in_place with
- * both set and equal: one host buffer, the pieces' collectives in place. */
+ * every piece, or -1).  A reduction whose input is device memory at a process
+ * that gets the result copies the input into the result's host memory (the
+ * user's receive buffer where that is host memory) and runs the pieces in
+ * place: one host buffer at most. */
 static int nb_build(struct cprun *x, struct kumi_sched *s, int pre, int post)
 {
     size_t sz = x->dt->size, total = x->nel * sz, np = (x->nel + x->per - 1) / x->per;
+    bool inpl = x->kind != K_BCAST && x->in_dev && x->at_root;
+    bool need = x->out_dev || (x->in_dev && !inpl);
     struct cpnb *c = kumi_sched_alloc(s, sizeof *c);
-    bool one = x->in_dev && x->in_dev == x->out_dev;          /* in place on the device */
-    char *hin = x->in_dev ? kumi_sched_alloc(s, total) : NULL;
-    char *hout = one ? hin : x->out_dev ? kumi_sched_alloc(s, total) : NULL;
     int *nd = malloc(sizeof *nd * 3 * np);                    /* per piece: IN, J, OUT */
+    uint32_t *rng = malloc(sizeof *rng * 3 * np);             /* per piece: first node, end, first edge */
     struct kumi_op *opin = c ? nb_op(nb_in, c) : NULL, *opout = c ? nb_op(nb_out, c) : NULL;
     int rc = s->err;
-    if (!rc && (!nd || !opin || !opout)) rc = kumi_sched_fail(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", x->fn));
-    if (!rc) {
+    if (c) {
         *c = (struct cpnb){ .s = s, .fn = x->fn, .pieces = np, .async = x->out_dev && nb_async(kumi_accel()) };
-        if (one) x->in_place = true;
-        MPI_Datatype byte = MPI_BYTE;
-        uint32_t *rng = malloc(sizeof *rng * 3 * np);         /* per piece: first node, end, first edge */
-        if (!rng) rc = kumi_sched_fail(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", x->fn));
-        for (size_t k = 0; !rc && k < np; k++) {
-            size_t off = k * x->per * sz, n = piece_len(x, k);
-            nd[3 * k] = x->in_dev ? kumi_sched_calc(s, x->in_dev + off, hin + off, n * sz, byte, (MPI_Op)opin) : -1;
-            const void *in = x->in_dev ? hin + off - x->tlb : x->in_host ? x->in_host + off : NULL;
-            void *out = x->out_dev ? hout + off - x->tlb : x->out_host ? x->out_host + off : NULL;
-            rng[3 * k] = s->n;
-            rng[3 * k + 2] = s->nedge;
-            int brc = nb_piece(x, s, in, out, n);
-            rng[3 * k + 1] = s->n;
-            if (brc) rc = kumi_sched_fail(s, brc);
-            nd[3 * k + 1] = kumi_sched_nop(s);
-            nd[3 * k + 2] = x->out_dev ? kumi_sched_calc(s, hout + off, x->out_dev + off, n * sz, byte, (MPI_Op)opout)
-                                       : -1;
-            rc = rc ? rc : s->err;
+        if (need) {
+            struct hblk b = hb_take(total);
+            c->blk = b.p, c->blen = b.len, c->pinned = b.pinned;
         }
-        /* the dependencies, in the order the engine should start successors */
-        for (size_t k = 0; !rc && k < np; k++) {
-            int prev_j = k ? nd[3 * (k - 1) + 1] : pre;
-            nb_wrap(s, rng[3 * k], rng[3 * k + 1], rng[3 * k + 2], nd[3 * k], prev_j, nd[3 * k + 1]);
-            if (k) kumi_sched_after(s, nd[3 * (k - 1) + 2], prev_j);          /* OUT(k-1) */
-            if (!k) kumi_sched_after(s, nd[0], pre);
-            if (k + 1 < np) {                                                 /* IN(k+1) */
-                kumi_sched_after(s, nd[3 * (k + 1)], nd[3 * k]);
-                kumi_sched_after(s, nd[3 * (k + 1)], prev_j);
-            }
+        s->on_destroy = nb_release;
+        s->on_destroy_arg = c;
+    }
+    if (!rc && (!nd || !rng || !opin || !opout || (need && !c->blk)))
+        rc = kumi_sched_fail(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", x->fn));
+    char *h = c ? c->blk : NULL;                                   /* data of the pieces, at byte 0 */
+    char *idst = inpl && !x->out_dev ? (char *)x->out_host + x->tlb : h;   /* where IN copies to */
+    if (inpl) x->in_place = true;
+    MPI_Datatype byte = MPI_BYTE;
+    for (size_t k = 0; !rc && k < np; k++) {
+        size_t off = k * x->per * sz, n = piece_len(x, k);
+        nd[3 * k] = x->in_dev ? kumi_sched_calc(s, x->in_dev + off, idst + off, n * sz, byte, (MPI_Op)opin) : -1;
+        const void *in = x->in_dev && !inpl ? h + off - x->tlb : x->in_host ? x->in_host + off : NULL;
+        void *out = x->out_dev ? h + off - x->tlb : x->out_host ? x->out_host + off : NULL;
+        rng[3 * k] = s->n;
+        rng[3 * k + 2] = s->nedge;
+        int brc = nb_piece(x, s, in, out, n);
+        rng[3 * k + 1] = s->n;
+        if (brc) rc = kumi_sched_fail(s, brc);
+        nd[3 * k + 1] = kumi_sched_nop(s);
+        nd[3 * k + 2] = x->out_dev ? kumi_sched_calc(s, h + off, x->out_dev + off, n * sz, byte, (MPI_Op)opout) : -1;
+        rc = rc ? rc : s->err;
+    }
+    /* the dependencies, in the order the engine should start successors */
+    for (size_t k = 0; !rc && k < np; k++) {
+        int prev_j = k ? nd[3 * (k - 1) + 1] : pre;
+        nb_wrap(s, rng[3 * k], rng[3 * k + 1], rng[3 * k + 2], nd[3 * k], prev_j, nd[3 * k + 1]);
+        if (k) kumi_sched_after(s, nd[3 * (k - 1) + 2], prev_j);          /* OUT(k-1) */
+        if (!k) kumi_sched_after(s, nd[0], pre);
+        if (k + 1 < np) {                                                 /* IN(k+1) */
+            kumi_sched_after(s, nd[3 * (k + 1)], nd[3 * k]);
+            kumi_sched_after(s, nd[3 * (k + 1)], prev_j);
         }
-        free(rng);
-        if (!rc) {
-            int last = nd[3 * (np - 1) + 1];
-            kumi_sched_after(s, nd[3 * (np - 1) + 2], last);
-            kumi_sched_after(s, post, last);
-            int fin = kumi_sched_calc(s, NULL, c, 1, byte, (MPI_Op)opout);
-            kumi_sched_after(s, fin, post);
-            kumi_sched_after(s, fin, last);
-            for (size_t k = 0; k < np; k++) kumi_sched_after(s, fin, nd[3 * k + 2]);
-            rc = s->err;
-        }
+    }
+    if (!rc) {
+        int last = nd[3 * (np - 1) + 1];
+        kumi_sched_after(s, nd[3 * (np - 1) + 2], last);
+        kumi_sched_after(s, post, last);
+        int fin = kumi_sched_calc(s, NULL, c, 1, byte, (MPI_Op)opout);
+        kumi_sched_after(s, fin, post);
+        kumi_sched_after(s, fin, last);
+        for (size_t k = 0; k < np; k++) kumi_sched_after(s, fin, nd[3 * k + 2]);
+        rc = s->err;
     }
     if (opin) kumi_op_release(opin);      /* the schedule holds them now */
     if (opout) kumi_op_release(opout);
     free(nd);
-    kumi_log(2, "accel: %s of %zu bytes: a schedule of %zu pieces%s", x->fn, total, np,
-             x->in_dev || x->out_dev ? " (device buffers, copies between the pieces' messages)" : "");
+    free(rng);
+    if (!rc)
+        kumi_log(2, "accel: %s of %zu bytes: a schedule of %zu pieces%s%s", x->fn, total, np,
+                 x->in_dev || x->out_dev ? " (device buffers, copies between the pieces' messages" : "",
+                 x->in_dev || x->out_dev ? c->blk ? c->pinned ? "; pinned host memory)" : "; host memory)" : ")" : "");
     return rc;
 }
 
