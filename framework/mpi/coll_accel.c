@@ -568,7 +568,7 @@ bool kumi_cpipe_reduce(const char *fn, const struct kumi_cpform *f, bool all, co
  * process cuts at the same places), build one schedule of pieces instead of
  * staging whole: for piece k (whole elements, about kumi_base_accel_coll_chunk
  * bytes) the coll component's builder adds the collective of that piece on
- * host memory of the schedule's own, and around it
+ * host memory of the schedule's (pinned, reused: hb_take below), and around it
  *   IN(k)   device to host copy of piece k's input (where it is device memory)
  *   J(k)    a join after every node of piece k's collective
  *   OUT(k)  host to device copy of its result (asynchronous where the
