@@ -270,11 +270,12 @@ static int stage_failed(struct kumi_cstager *g, struct kumi_widen *w)
 #define STAGED(w) do { if (g.rc) return stage_failed(&g, w); } while (0)
 #define SPAN kumi_cspan_n
 #define GAPS kumi_cstage_gaps
-/* large blocking Bcast / Reduce / Allreduce in pieces (coll_accel.c): returns from the function */
+/* large Bcast / Reduce / Allreduce in pieces, every form (coll_accel.c): returns from the function */
 #define PIPELINED(call)                                                                 \
     do {                                                                                \
         int prc_;                                                                       \
-        if (__builtin_expect(kumi_accel_on, 0) && mode == KUMI_FORM_BLOCKING && (call)) return prc_; \
+        struct kumi_cpform f_ = { mode, info, request };                                \
+        if (__builtin_expect(kumi_accel_on, 0) && (call)) return prc_;                  \
     } while (0)
 
 static int no_coll(const char *fn)
@@ -302,7 +303,7 @@ int kumi_coll_bcast(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Requ
 {
     TRY(no_in_place(fn, "buffer", buffer, ""));
     if (!kumi_sig_part(comm, root)) count = 0;
-    PIPELINED(kumi_cpipe_bcast(fn, buffer, count, datatype, root, comm, &prc_));
+    PIPELINED(kumi_cpipe_bcast(fn, &f_, buffer, count, datatype, root, comm, &prc_));
     CSTAGER;
     ACCEL {
         if (kumi_sig_root(comm, root)) {
@@ -578,7 +579,7 @@ int kumi_coll_reduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_Req
         TRY(no_in_place(fn, "sendbuf", sendbuf, " except at the root"));
         TRY(need_buf(fn, "sendbuf", sendbuf, count, datatype));
     }
-    PIPELINED(kumi_cpipe_reduce(fn, false, sendbuf, recvbuf, count, datatype, op, root, comm, &prc_));
+    PIPELINED(kumi_cpipe_reduce(fn, &f_, false, sendbuf, recvbuf, count, datatype, op, root, comm, &prc_));
     CSTAGER;
     ACCEL {
         kumi_cstage_rooted(&g, comm, root, true, &sendbuf, SPAN(count, datatype), &recvbuf,
@@ -595,7 +596,7 @@ int kumi_coll_allreduce(const char *fn, enum kumi_form mode, MPI_Info info, MPI_
     TRY(no_in_place(fn, "recvbuf", recvbuf, ""));
     TRY(inter_no_in_place(comm, fn, sendbuf));
     TRY(no_alias(fn, sendbuf, recvbuf, count, datatype));
-    PIPELINED(kumi_cpipe_reduce(fn, true, sendbuf, recvbuf, count, datatype, op, MPI_PROC_NULL, comm, &prc_));
+    PIPELINED(kumi_cpipe_reduce(fn, &f_, true, sendbuf, recvbuf, count, datatype, op, MPI_PROC_NULL, comm, &prc_));
     CSTAGER;
     ACCEL {
         kumi_cstage_all(&g, &sendbuf, SPAN(count, datatype), &recvbuf, SPAN(count, datatype), GAPS(datatype));

@@ -19,6 +19,8 @@
  * buffer sizes depend on the other group's arrays). */
 #include "mpi/mpi_front.h"
 #include "mpi/coll_accel.h"
+#include "sched/sched.h"
+#include <kumi/abi.h>
 #include <kumi/accel.h>
 #include <kumi/param.h>
 #include <kumi/rpim.h>
@@ -191,9 +193,10 @@ int kumi_cstage_refuse(struct kumi_cstager *g, const void *sbuf, void *rbuf)
  *     non-commutative op still combines each element in rank order.
  *     MPI_IN_PLACE on a device buffer reads a piece into one slot and reduces
  *     into another.
- * Other datatypes and collectives, the non-blocking and persistent forms keep
- * the whole staging above.  Errors: every piece still runs (the other
- * processes wait for it); the first error is returned. */
+ * Other datatypes and collectives keep the whole staging above.  Errors:
+ * every piece still runs (the other processes wait for it); the first error
+ * is returned.  The non-blocking and persistent forms cut at the same places
+ * on the same agreement (below: one schedule of pieces). */
 enum { NS = KUMI_ACCEL_NSLOT };
 static long long pipe_min = 4 << 20, pipe_chunk = 2 << 20;
 static struct {
@@ -261,7 +264,8 @@ static void cp_slots_free(const struct kumi_accel_ops *A)
     cp.len = 0;
 }
 
-void kumi_cpipe_finalize(void)
+static void nb_free(void);
+static void cp_free(void)
 {
     const struct kumi_accel_ops *A = kumi_accel();
     if (A && cp.state == 1) {
@@ -274,6 +278,12 @@ void kumi_cpipe_finalize(void)
         if (cp.sout) A->stream_free(cp.sout);
     }
     memset(&cp, 0, sizeof cp);
+}
+
+void kumi_cpipe_finalize(void)
+{
+    cp_free();
+    nb_free();
 }
 
 /* At the runtime's stop: the next start-up publishes and asks again. */
@@ -299,7 +309,7 @@ static bool cp_take(const struct kumi_accel_ops *A, size_t len, bool ina, bool o
         cp.state = 1;
         if (!ok) {
             kumi_log(1, "accel: the pipelined collectives copy synchronously (no streams or events)");
-            kumi_cpipe_finalize();
+            cp_free();
             cp.state = -1;
             return false;
         }
@@ -491,22 +501,32 @@ static struct kumi_dt *bcast_elem(const struct kumi_dt *dt)
     return e && e->contig ? e : NULL;
 }
 
-bool kumi_cpipe_bcast(const char *fn, void *buf, MPI_Count count, struct kumi_dt *dt, int root,
-                      struct kumi_comm *comm, int *rcp)
+static int nb_run(struct cprun *x, const struct kumi_cpform *f, struct kumi_cstager *g, void *pk_buf,
+                  MPI_Count pk_count, struct kumi_dt *pk_dt);
+
+bool kumi_cpipe_bcast(const char *fn, const struct kumi_cpform *f, void *buf, MPI_Count count, struct kumi_dt *dt,
+                      int root, struct kumi_comm *comm, int *rcp)
 {
     struct cprun x = { .fn = fn, .kind = K_BCAST, .comm = comm, .root = root, .at_root = comm->rank == root };
     struct kumi_dt *edt = bcast_elem(dt);
-    if (!edt || !comm->coll.bcast || !cp_geometry(&x, count, dt, edt) || !cp_agreed(comm)) return false;
+    bool blocking = f->mode == KUMI_FORM_BLOCKING;
+    if (!edt || !(blocking ? comm->coll.bcast != NULL : comm->coll.ibcast != NULL) ||
+        !cp_geometry(&x, count, dt, edt) || !cp_agreed(comm))
+        return false;
     if (dt->contig) {
         if (x.at_root) side((char *)buf + dt->true_lb, 0, &x.in_dev, &x.in_host);
         else side((char *)buf + dt->true_lb, 0, (const char **)&x.out_dev, (const char **)&x.out_host);
-        *rcp = cp_run(&x);
+        *rcp = blocking ? cp_run(&x) : nb_run(&x, f, NULL, NULL, 0, NULL);
         return true;
     }
     /* gaps: packed into host memory (a device buffer staged whole first) */
-    struct kumi_cstager g = KUMI_CSTAGER(fn, KUMI_FORM_BLOCKING);
+    struct kumi_cstager g = KUMI_CSTAGER(fn, f->mode);
     const void *hb = buf;
     kumi_cstage(&g, &hb, kumi_cspan_n(count, dt), true, !x.at_root);
+    if (!blocking) {
+        *rcp = g.rc ? kumi_cstage_finish(&g, g.rc, NULL) : nb_run(&x, f, &g, (void *)hb, count, dt);
+        return true;
+    }
     char *tmp = g.rc ? NULL : malloc(x.nel * edt->size);
     if (!tmp) {
         *rcp = kumi_cstage_finish(&g, g.rc ? g.rc : kumi_error(MPI_ERR_NO_MEM, "%s: no memory to pack %zu bytes", fn,
@@ -522,18 +542,324 @@ bool kumi_cpipe_bcast(const char *fn, void *buf, MPI_Count count, struct kumi_dt
     return true;
 }
 
-bool kumi_cpipe_reduce(const char *fn, bool all, const void *sbuf, void *rbuf, MPI_Count count, struct kumi_dt *dt,
-                       struct kumi_op *op, int root, struct kumi_comm *comm, int *rcp)
+bool kumi_cpipe_reduce(const char *fn, const struct kumi_cpform *f, bool all, const void *sbuf, void *rbuf,
+                       MPI_Count count, struct kumi_dt *dt, struct kumi_op *op, int root, struct kumi_comm *comm,
+                       int *rcp)
 {
     struct cprun x = { .fn = fn, .kind = all ? K_ALLREDUCE : K_REDUCE, .comm = comm, .op = op, .root = root,
                        .at_root = all || comm->rank == root, .rbuf = rbuf };
-    if (!dt->contig || !(all ? comm->coll.allreduce != NULL : comm->coll.reduce != NULL) ||
+    bool blocking = f->mode == KUMI_FORM_BLOCKING;
+    if (!dt->contig ||
+        !(blocking ? all ? comm->coll.allreduce != NULL : comm->coll.reduce != NULL
+                   : all ? comm->coll.iallreduce != NULL : comm->coll.ireduce != NULL) ||
         !cp_geometry(&x, count, dt, dt) || !cp_agreed(comm))
         return false;
     if (sbuf != MPI_IN_PLACE) side(sbuf, x.tlb, &x.in_dev, &x.in_host);
     else if (kumi_accel_is_device((const char *)rbuf + x.tlb)) x.in_dev = (const char *)rbuf + x.tlb;  /* a[] -> b[] */
     else x.in_place = true;
     if (x.at_root) side(rbuf, x.tlb, (const char **)&x.out_dev, (const char **)&x.out_host);
-    *rcp = cp_run(&x);
+    *rcp = blocking ? cp_run(&x) : nb_run(&x, f, NULL, NULL, 0, NULL);
     return true;
+}
+
+/* ------------------------------------------------ pipelined non-blocking and persistent collectives
+ * MPI_Ibcast / MPI_Ireduce / MPI_Iallreduce and their _init forms, above the
+ * same threshold and on the same agreement as the blocking calls (so every
+ * process cuts at the same places), build one schedule of pieces instead of
+ * staging whole: for piece k (whole elements, about kumi_base_accel_coll_chunk
+ * bytes) the coll component's builder adds the collective of that piece on
+ * host memory of the schedule's (pinned, reused: hb_take below), and around it
+ *   IN(k)   device to host copy of piece k's input (where it is device memory)
+ *   J(k)    a join after every node of piece k's collective
+ *   OUT(k)  host to device copy of its result (asynchronous where the
+ *           component has streams: the DMA runs while the next pieces are
+ *           sent; FIN waits for the last one before the request completes)
+ * IN and OUT are CALC nodes of an op of the library's (fn_ctx: a copy in the
+ * op's direction), so every engine runs them as it runs a reduction (the
+ * loop and thread engines, io_uring around them, the kernel module handing
+ * them back).  The pieces' collectives run one after the other (the first
+ * nodes of piece k after J(k-1): the builders reuse their node tags, and two
+ * pieces in flight at once could match each other's messages), and IN(k+1)
+ * runs after IN(k) and J(k-1): while piece k's messages go, the next piece is
+ * read, never more; the DAG's successor order starts piece k's messages
+ * before copying.  A persistent request reruns the schedule at each MPI_Start:
+ * it reads its inputs from the device again and writes its results back.
+ * A broadcast on a datatype with gaps goes through a packed host buffer (COPY
+ * nodes before the first / after the last piece; a device buffer of it is
+ * staged whole, as the whole staging does, and handed to the request). */
+struct cpnb {
+    struct kumi_sched *s;
+    const char *fn;
+    size_t pieces;
+    bool async;                           /* OUT copies on nb.stream; FIN waits for nb.ev */
+    unsigned overlap;                     /* this run: copies made while messages were in flight */
+    void *blk;                            /* the host memory of the pieces (hb_take), or NULL */
+    size_t blen;
+    bool pinned;
+};
+static struct { void *stream, *ev; int state; } nb;   /* state: 0 not made, 1 made, -1 unavailable */
+
+/* Host memory of the pieces: pinned where the component gives it (copies at
+ * full speed, the asynchronous ones really so), else malloc'd; up to NHB
+ * blocks, the largest, are kept for the next schedules (a repeated call
+ * neither pins nor faults its pages in again) until MPI_Finalize. */
+enum { NHB = 2 };
+static struct hblk { void *p; size_t len; bool pinned; } hb[NHB];
+
+static void hb_drop(struct hblk b)
+{
+    const struct kumi_accel_ops *A = kumi_accel();
+    if (!b.pinned) free(b.p);
+    else if (A && A->host_free) A->host_free(b.p);     /* after the component's end: left to the driver */
+}
+
+static struct hblk hb_take(size_t len)
+{
+    int best = -1;
+    for (int i = 0; i < NHB; i++)
+        if (hb[i].p && hb[i].len >= len && (best < 0 || hb[i].len < hb[best].len)) best = i;
+    struct hblk b = { NULL, len, false };
+    if (best >= 0) {
+        b = hb[best];
+        hb[best].p = NULL;
+        return b;
+    }
+    const struct kumi_accel_ops *A = kumi_accel();
+    if (A && A->host_alloc && !A->host_alloc(len, &b.p)) b.pinned = true;
+    else b.p = malloc(len ? len : 1);
+    return b;
+}
+
+static void hb_give(struct hblk b)
+{
+    int slot = -1;
+    for (int i = 0; i < NHB; i++)
+        if (!hb[i].p) { slot = i; break; }
+        else if (hb[i].len < b.len && (slot < 0 || hb[i].len < hb[slot].len)) slot = i;
+    if (slot < 0 || !kumi_accel()) { hb_drop(b); return; }
+    if (hb[slot].p) hb_drop(hb[slot]);
+    hb[slot] = b;
+}
+
+/* the schedule is destroyed (sched.c: on_destroy) */
+static void nb_release(void *arg)
+{
+    struct cpnb *c = arg;
+    if (c->blk) hb_give((struct hblk){ c->blk, c->blen, c->pinned });
+    c->blk = NULL;
+}
+
+static void nb_free(void)
+{
+    const struct kumi_accel_ops *A = kumi_accel();
+    for (int i = 0; i < NHB; i++)
+        if (hb[i].p) hb_drop(hb[i]);
+    memset(hb, 0, sizeof hb);
+    if (A && nb.state == 1) {
+        if (nb.ev) A->event_free(nb.ev);
+        if (nb.stream) A->stream_free(nb.stream);
+    }
+    memset(&nb, 0, sizeof nb);
+}
+
+/* One stream and one event for every pipelined schedule: a stream runs its
+ * copies in order, so the event recorded after the latest copy covers the
+ * earlier ones (of this and of other schedules). */
+static bool nb_async(const struct kumi_accel_ops *A)
+{
+    if (nb.state == 0) {
+        bool ok = A->hdr.size > offsetof(struct kumi_accel_ops, event_sync) && A->stream_new && A->copy_to_dev_async &&
+                  A->event_new && A->event_record && A->event_sync && !A->stream_new(&nb.stream);
+        ok = ok && !A->event_new(&nb.ev);
+        nb.state = 1;
+        if (!ok) {
+            nb_free();
+            nb.state = -1;
+            kumi_log(1, "accel: the pipelined non-blocking collectives copy to the device synchronously");
+        }
+    }
+    return nb.state > 0;
+}
+
+static void nb_error(struct cpnb *c, const char *what, MPI_Count len)
+{
+    if (c->s->rerr == MPI_SUCCESS)
+        c->s->rerr = kumi_error(MPI_ERR_OTHER, "%s: accel/%s: %s (a piece of %lld bytes) failed", c->fn,
+                                kumi_accel_name(), what, (long long)len);
+}
+
+/* IN: len bytes device in -> host inout */
+static void nb_in(void *in, void *inout, MPI_Count len, MPI_Datatype dt, void *ctx)
+{
+    (void)dt;
+    struct cpnb *c = ctx;
+    if (kumi_accel()->copy_to_host(inout, in, (size_t)len)) nb_error(c, "copying from the device", len);
+    if (c->s->inflight) c->overlap++;
+}
+
+/* OUT: len bytes host in -> device inout; FIN (in NULL): wait for them */
+static void nb_out(void *in, void *inout, MPI_Count len, MPI_Datatype dt, void *ctx)
+{
+    (void)dt;
+    struct cpnb *c = ctx;
+    const struct kumi_accel_ops *A = kumi_accel();
+    if (!in) {
+        if (c->async && A->event_sync(nb.ev)) nb_error(c, "waiting for the copies to the device", 0);
+        kumi_pv.accel_coll_pieces += c->pieces;
+        kumi_log(2, "accel: %s: %zu pieces, %u of their copies while messages were in flight", c->fn, c->pieces,
+                 c->overlap);
+        c->overlap = 0;
+        return;
+    }
+    if (c->async ? A->copy_to_dev_async(inout, in, (size_t)len, nb.stream) || A->event_record(nb.ev, nb.stream)
+                 : A->copy_to_dev(inout, in, (size_t)len))
+        nb_error(c, "copying to the device", len);
+    if (c->s->inflight) c->overlap++;
+}
+
+static struct kumi_op *nb_op(kumi_abi_op_fn *fn, struct cpnb *c)
+{
+    struct kumi_op *o = calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->magic = KUMI_MAGIC_OP;
+    o->refcount = 1;                      /* ours until the schedule holds it */
+    o->fn_ctx = fn;
+    o->ctx = c;
+    o->handle = (MPI_Op)o;
+    return o;
+}
+
+/* Nodes [a, b) that the builder of one piece made (its edges from e0 on):
+ * each one without a predecessor there comes after pre1 and pre2, each one
+ * without a successor before join.  No node: join after pre1 and pre2. */
+static void nb_wrap(struct kumi_sched *s, uint32_t a, uint32_t b, uint32_t e0, int pre1, int pre2, int join)
+{
+    if (a == b) { kumi_sched_after(s, join, pre1); kumi_sched_after(s, join, pre2); return; }
+    uint8_t *has = calloc(b - a, 1);      /* bit 0: a predecessor, bit 1: a successor */
+    if (!has) { kumi_sched_fail(s, kumi_error(MPI_ERR_NO_MEM, "collective schedule: out of memory")); return; }
+    uint32_t ne = s->nedge;
+    for (uint32_t e = e0; e < ne; e++) {
+        if (s->edge[e].to >= a && s->edge[e].to < b) has[s->edge[e].to - a] |= 1;
+        if (s->edge[e].from >= a && s->edge[e].from < b) has[s->edge[e].from - a] |= 2;
+    }
+    for (uint32_t i = a; i < b; i++)
+        if (!(has[i - a] & 1)) { kumi_sched_after(s, (int)i, pre1); kumi_sched_after(s, (int)i, pre2); }
+    for (uint32_t i = a; i < b; i++)
+        if (!(has[i - a] & 2)) kumi_sched_after(s, join, (int)i);
+    free(has);
+}
+
+/* The builder of piece k on host memory: in / out as run_piece takes them */
+static int nb_piece(const struct cprun *x, struct kumi_sched *s, const void *in, void *out, size_t n)
+{
+    struct kumi_comm *comm = x->comm;
+    MPI_Datatype d = (MPI_Datatype)x->dt;
+    MPI_Comm c = (MPI_Comm)comm;
+    if (x->kind == K_BCAST) return comm->coll.ibcast(x->at_root ? (void *)in : out, (MPI_Count)n, d, x->root, c, s);
+    if (x->kind == K_REDUCE)
+        return comm->coll.ireduce(x->in_place ? MPI_IN_PLACE : in, x->at_root ? out : x->rbuf, (MPI_Count)n, d,
+                                  (MPI_Op)x->op, x->root, c, s);
+    return comm->coll.iallreduce(x->in_place ? MPI_IN_PLACE : in, out, (MPI_Count)n, d, (MPI_Op)x->op, c, s);
+}
+
+/* The pieces of x into s (pre: a node before everything, post: one after
+ * every piece, or -1).  A reduction whose input is device memory at a process
+ * that gets the result copies the input into the result's host memory (the
+ * user's receive buffer where that is host memory) and runs the pieces in
+ * place: one host buffer at most. */
+static int nb_build(struct cprun *x, struct kumi_sched *s, int pre, int post)
+{
+    size_t sz = x->dt->size, total = x->nel * sz, np = (x->nel + x->per - 1) / x->per;
+    bool inpl = x->kind != K_BCAST && x->in_dev && x->at_root;
+    bool need = x->out_dev || (x->in_dev && !inpl);
+    struct cpnb *c = kumi_sched_alloc(s, sizeof *c);
+    int *nd = malloc(sizeof *nd * 3 * np);                    /* per piece: IN, J, OUT */
+    uint32_t *rng = malloc(sizeof *rng * 3 * np);             /* per piece: first node, end, first edge */
+    struct kumi_op *opin = c ? nb_op(nb_in, c) : NULL, *opout = c ? nb_op(nb_out, c) : NULL;
+    int rc = s->err;
+    if (c) {
+        *c = (struct cpnb){ .s = s, .fn = x->fn, .pieces = np, .async = x->out_dev && nb_async(kumi_accel()) };
+        if (need) {
+            struct hblk b = hb_take(total);
+            c->blk = b.p, c->blen = b.len, c->pinned = b.pinned;
+        }
+        s->on_destroy = nb_release;
+        s->on_destroy_arg = c;
+    }
+    if (!rc && (!nd || !rng || !opin || !opout || (need && !c->blk)))
+        rc = kumi_sched_fail(s, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", x->fn));
+    char *h = c ? c->blk : NULL;                                   /* data of the pieces, at byte 0 */
+    char *idst = inpl && !x->out_dev ? (char *)x->out_host + x->tlb : h;   /* where IN copies to */
+    if (inpl) x->in_place = true;
+    MPI_Datatype byte = MPI_BYTE;
+    for (size_t k = 0; !rc && k < np; k++) {
+        size_t off = k * x->per * sz, n = piece_len(x, k);
+        nd[3 * k] = x->in_dev ? kumi_sched_calc(s, x->in_dev + off, idst + off, n * sz, byte, (MPI_Op)opin) : -1;
+        const void *in = x->in_dev && !inpl ? h + off - x->tlb : x->in_host ? x->in_host + off : NULL;
+        void *out = x->out_dev ? h + off - x->tlb : x->out_host ? x->out_host + off : NULL;
+        rng[3 * k] = s->n;
+        rng[3 * k + 2] = s->nedge;
+        int brc = nb_piece(x, s, in, out, n);
+        rng[3 * k + 1] = s->n;
+        if (brc) rc = kumi_sched_fail(s, brc);
+        nd[3 * k + 1] = kumi_sched_nop(s);
+        nd[3 * k + 2] = x->out_dev ? kumi_sched_calc(s, h + off, x->out_dev + off, n * sz, byte, (MPI_Op)opout) : -1;
+        rc = rc ? rc : s->err;
+    }
+    /* the dependencies, in the order the engine should start successors */
+    for (size_t k = 0; !rc && k < np; k++) {
+        int prev_j = k ? nd[3 * (k - 1) + 1] : pre;
+        nb_wrap(s, rng[3 * k], rng[3 * k + 1], rng[3 * k + 2], nd[3 * k], prev_j, nd[3 * k + 1]);
+        if (k) kumi_sched_after(s, nd[3 * (k - 1) + 2], prev_j);          /* OUT(k-1) */
+        if (!k) kumi_sched_after(s, nd[0], pre);
+        if (k + 1 < np) {                                                 /* IN(k+1) */
+            kumi_sched_after(s, nd[3 * (k + 1)], nd[3 * k]);
+            kumi_sched_after(s, nd[3 * (k + 1)], prev_j);
+        }
+    }
+    if (!rc) {
+        int last = nd[3 * (np - 1) + 1];
+        kumi_sched_after(s, nd[3 * (np - 1) + 2], last);
+        kumi_sched_after(s, post, last);
+        int fin = kumi_sched_calc(s, NULL, c, 1, byte, (MPI_Op)opout);
+        kumi_sched_after(s, fin, post);
+        kumi_sched_after(s, fin, last);
+        for (size_t k = 0; k < np; k++) kumi_sched_after(s, fin, nd[3 * k + 2]);
+        rc = s->err;
+    }
+    if (opin) kumi_op_release(opin);      /* the schedule holds them now */
+    if (opout) kumi_op_release(opout);
+    free(nd);
+    free(rng);
+    if (!rc)
+        kumi_log(2, "accel: %s of %zu bytes: a schedule of %zu pieces%s%s", x->fn, total, np,
+                 x->in_dev || x->out_dev ? " (device buffers, copies between the pieces' messages" : "",
+                 x->in_dev || x->out_dev ? c->blk ? c->pinned ? "; pinned host memory)" : "; host memory)" : ")" : "");
+    return rc;
+}
+
+/* Begin the schedule of x->fn (form f), build it, issue it; g (or NULL)
+ * holds a whole staged buffer.  pk_dt: a broadcast's datatype with gaps,
+ * packed from / unpacked into pk_count elements at pk_buf around the pieces. */
+static int nb_run(struct cprun *x, const struct kumi_cpform *f, struct kumi_cstager *g, void *pk_buf,
+                  MPI_Count pk_count, struct kumi_dt *pk_dt)
+{
+    struct kumi_sched *s;
+    int rc = kumi_sched_begin(x->comm, x->fn, f->mode == KUMI_FORM_INIT, f->info, f->request, &s), pre = -1,
+        post = -1;
+    if (rc) return kumi_cstage_done(g, rc, NULL);
+    if (pk_dt) {
+        char *tmp = kumi_sched_alloc(s, x->nel * x->dt->size);
+        MPI_Datatype e = (MPI_Datatype)x->dt, d = (MPI_Datatype)pk_dt;
+        if (x->at_root) {
+            pre = kumi_sched_copy(s, pk_buf, (size_t)pk_count, d, tmp, x->nel, e);
+            x->in_host = tmp;
+        } else {
+            post = kumi_sched_copy(s, tmp, x->nel, e, pk_buf, (size_t)pk_count, d);
+            x->out_host = tmp;
+        }
+    }
+    rc = kumi_sched_issue(s, s->err ? s->err : nb_build(x, s, pre, post), f->mode == KUMI_FORM_INIT, x->fn,
+                          f->request);
+    return kumi_cstage_done(g, rc, f->request);
 }

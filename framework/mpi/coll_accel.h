@@ -42,11 +42,19 @@ static inline int kumi_cstage_done(struct kumi_cstager *g, int rc, MPI_Request *
 }
 #define KUMI_CSTAGER(fn, mode) { (fn), (mode), 0, NULL, NULL }
 
-/* Pipelined blocking collectives (coll_accel.c; with kumi_accel_on): true
- * when the call ran in pieces, *rc its result; false: run it as usual. */
-bool kumi_cpipe_bcast(const char *fn, void *buf, MPI_Count count, struct kumi_dt *dt, int root,
-                      struct kumi_comm *comm, int *rc);
-bool kumi_cpipe_reduce(const char *fn, bool all, const void *sbuf, void *rbuf, MPI_Count count, struct kumi_dt *dt,
-                       struct kumi_op *op, int root, struct kumi_comm *comm, int *rc);
+/* Pipelined collectives (coll_accel.c; with kumi_accel_on): true when the
+ * call ran in pieces (blocking) or its schedule of pieces was issued
+ * (non-blocking: *f->request; persistent: made), *rc its result; false: run
+ * it as usual. */
+struct kumi_cpform {
+    enum kumi_form mode;
+    MPI_Info info;                        /* persistent forms */
+    MPI_Request *request;                 /* non-blocking and persistent forms */
+};
+bool kumi_cpipe_bcast(const char *fn, const struct kumi_cpform *f, void *buf, MPI_Count count, struct kumi_dt *dt,
+                      int root, struct kumi_comm *comm, int *rc);
+bool kumi_cpipe_reduce(const char *fn, const struct kumi_cpform *f, bool all, const void *sbuf, void *rbuf,
+                       MPI_Count count, struct kumi_dt *dt, struct kumi_op *op, int root, struct kumi_comm *comm,
+                       int *rc);
 
 #endif

@@ -21,7 +21,7 @@
  *                                                copies to host memory ended (request/req_accel.c)
  *   accel_ipc_receives            COUNTER        messages copied device to device from a peer's
  *                                                buffer (CUDA IPC)
- *   accel_coll_pieces             COUNTER        pieces the pipelined blocking collectives ran
+ *   accel_coll_pieces             COUNTER        pieces the pipelined collectives ran (every form)
  *                                                (mpi/coll_accel.c)
  *
  * Levels and peaks are continuous and read-only; counters and the timer
@@ -106,7 +106,7 @@ void kumi_mpit_pvar_setup(void)
         ACC_PIECES, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_DETAIL, "accel", "");
     add("accel_ipc_receives", "Messages received device to device from a peer's device buffer (IPC)",
         ACC_IPC, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_DETAIL, "accel", "");
-    add("accel_coll_pieces", "Pieces the pipelined blocking collectives on large buffers ran (device buffers)",
+    add("accel_coll_pieces", "Pieces the pipelined collectives on large buffers ran (device buffers; every form)",
         ACC_COLL, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_DETAIL, "accel", "");
     struct kumi_comp_entry **ents;
     int n = kumi_registry_entries(&ents);

@@ -308,6 +308,7 @@ int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out
 void kumi_sched_destroy(struct kumi_sched *s)
 {
     if (!s) return;
+    if (s->on_destroy) s->on_destroy(s->on_destroy_arg);
     kumi_sched_kmod_free(s);
     for (int i = 0; i < s->nmem; i++) free(s->mem[i]);
     for (int i = 0; i < s->ndts; i++) kumi_dt_release(s->dts[i]);

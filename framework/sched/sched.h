@@ -65,6 +65,9 @@ struct kumi_sched {
     struct kumi_req *req;           /* the user's request (kind KUMI_REQ_COLL) */
     uint8_t *uflag;                 /* io_uring engine: per node, started ahead (linked) */
     struct kx *kx;                  /* kmod engine: the schedule's registration with the module */
+    void (*on_destroy)(void *);     /* called with on_destroy_arg first when the schedule is destroyed
+                                       (memory it does not own: mpi/coll_accel.c) */
+    void *on_destroy_arg;
 };
 #define KUMI_SCHED_MAGIC 0x4b534348u   /* "KSCH" */
 

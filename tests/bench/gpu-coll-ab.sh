@@ -4,7 +4,9 @@
 # CPU, so this measures the host side of the staging, not a GPU): A stages whole
 # (KUMI_BASE_ACCEL_COLL_PIPELINE=0), B runs the pipelined pieces (the build's defaults, or EXTRA_B).
 # Runs A, B, A, B ... ROUNDS times; prints per op the median of the rounds (each the median of REPS
-# calls) in ms and B / A, and rank 0's peak RSS.
+# calls) in ms and B / A, and rank 0's peak RSS.  FORM=nb: the non-blocking calls + MPI_Wait (the
+# pipelined side one schedule of pieces; VERBOSE=1 prints, from B's last round, how many copies
+# each run made while the pieces' messages were in flight: whole staging makes none).
 # Usage: tests/bench/gpu-coll-ab.sh BUILD [ROUNDS (5)] [BYTES (67108864)] [NP (2)] [REPS (5)]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,9 +23,10 @@ run() { # SIDE ROUND
     [ "$1" = B ] && [ -n "${EXTRA_B:-}" ] && extra=($EXTRA_B)
     KUMI_INTERNAL_NO_PKGLIBDIR=1 KUMI_COMPONENT_PATH=$(ls -d "$B"/components/*/*/.libs | tr '\n' ':') \
     LD_LIBRARY_PATH=$B/framework/.libs timeout 300 "$B/tools/mpiexec/mpiexec" -x KUMI_ACCEL_CUDA_LIBRARY="$O/libcuda.so.1" \
-        "${extra[@]}" -n "$NP" "$O/gcb" "$S" "$REPS" > "$O/out.$1.$2" 2>&1
+        -x GCB_FORM="${FORM:-}" ${VERBOSE:+-x KUMI_VERBOSE=2} "${extra[@]}" -n "$NP" "$O/gcb" "$S" "$REPS" > "$O/out.$1.$2" 2>&1
 }
 for ((i = 0; i < R; i++)); do run A $i; run B $i; done
+[ -n "${VERBOSE:-}" ] && grep -h "while messages were in flight" "$O/out.B.$((R - 1))" | sort | uniq -c | sort -rn | head -6
 for op in bcast reduce allreduce maxrss; do
     a=$(cat "$O"/out.A.* | awk -v k=$op '$1 == k { print $2 }' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
     b=$(cat "$O"/out.B.* | awk -v k=$op '$1 == k { print $2 }' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')

@@ -3,7 +3,8 @@
  * KUMI_ACCEL_CUDA_LIBRARY) for tests/bench/gpu-coll-ab.sh.  Arguments: BYTES
  * REPS.  Prints, at rank 0, "op seconds-per-call" (the median of REPS, after
  * one warm-up) for each op, then "maxrss KB" (getrusage: the host memory the
- * staging needed at its peak). */
+ * staging needed at its peak).  GCB_FORM=nb: MPI_Ibcast / MPI_Ireduce /
+ * MPI_Iallreduce and MPI_Wait instead. */
 #include <mpi.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -30,14 +31,20 @@ int main(int argc, char **argv)
     if (!alloc || alloc(&s, bytes) || alloc(&r, bytes)) { fprintf(stderr, "no stand-in driver\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
     void *sb = (void *)(uintptr_t)s, *rb = (void *)(uintptr_t)r;
     double *t = malloc(sizeof(double) * (size_t)reps);
-    const char *ops[] = { "bcast", "reduce", "allreduce" };
+    const char *ops[] = { "bcast", "reduce", "allreduce" }, *fm = getenv("GCB_FORM");
+    int nb = fm && fm[0] == 'n';
+    MPI_Request q = MPI_REQUEST_NULL;
     for (int o = 0; o < 3; o++) {
         for (int i = -1; i < reps; i++) {
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
-            if (o == 0) MPI_Bcast(rb, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+            if (nb && o == 0) MPI_Ibcast(rb, n, MPI_FLOAT, 0, MPI_COMM_WORLD, &q);
+            else if (nb && o == 1) MPI_Ireduce(sb, rb, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD, &q);
+            else if (nb) MPI_Iallreduce(sb, rb, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &q);
+            else if (o == 0) MPI_Bcast(rb, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
             else if (o == 1) MPI_Reduce(sb, rb, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
             else MPI_Allreduce(sb, rb, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
             double dt = MPI_Wtime() - t0, mx;
             MPI_Reduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (i >= 0) t[i] = mx;

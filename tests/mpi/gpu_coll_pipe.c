@@ -18,7 +18,21 @@
  *   and on host buffers, host and device buffers mixed; a non-commutative
  *   user op (2x2 matrix products of a contiguous type of 4 unsigned) that
  *   checks it gets whole elements, never more than a piece; a reduction on a
- *   vector type (whole staging, no pieces); small calls (no pieces). */
+ *   vector type (whole staging, no pieces); small calls (no pieces).
+ * With GPU_COLL_FORM=nb every call is the non-blocking one and MPI_Wait,
+ * with GPU_COLL_FORM=pers the persistent one (_init, then MPI_Start and
+ * MPI_Wait twice, once where in place: the pieces twice): the same pieces,
+ * values and counts.  nb with GPU_COLL_EARLY set: the root of a broadcast
+ * from device memory must return from MPI_Ibcast before it read the whole
+ * buffer (copies between the pieces' messages, not all before them; the
+ * script sets it with pieces above the eager limit of shared memory, whose
+ * sends cannot end inside the call, and never over tcp, where they may).  Errors: with copies from the
+ * device failing on rank 1 (the stand-in's fakecuda_fail_dtoh), an
+ * Allreduce of device buffers in pieces returns MPI_ERR_OTHER there (its
+ * request completes: no rank waits forever); afterwards the same call
+ * (persistent: the same request, started again) gives the right sums.
+ * nb and pers: three calls in pieces in flight at once (two Allreduce and a
+ * Bcast on device buffers, MPI_Waitall; persistent: MPI_Startall). */
 #include "kt_fakecuda.h"
 #include <stdbool.h>
 
@@ -29,12 +43,17 @@ static MPI_Datatype mat;
 static size_t mat_per;                    /* elements of mat per piece */
 
 static unsigned long long pieces0;
+static int form, runs = 1;                 /* 0 blocking, 1 non-blocking, 2 persistent; runs of the last call */
+static bool early;                         /* nb and GPU_COLL_EARLY: check the early return */
 static void begin(void) { pieces0 = kt_pvar_read(pv); }
+static unsigned long long want_pieces(size_t nel, size_t esz)
+{
+    size_t per = (size_t)chunk / esz ? (size_t)chunk / esz : 1;
+    return nel * esz > (size_t)thresh && thresh > 0 && chunk > 0 && nel > per ? (nel + per - 1) / per : 0;
+}
 static void end(size_t nel, size_t esz, const char *what)
 {
-    unsigned long long got = kt_pvar_read(pv) - pieces0, want = 0;
-    size_t per = (size_t)chunk / esz ? (size_t)chunk / esz : 1;
-    if (nel * esz > (size_t)thresh && thresh > 0 && chunk > 0 && nel > per) want = (nel + per - 1) / per;
+    unsigned long long got = kt_pvar_read(pv) - pieces0, want = want_pieces(nel, esz) * (unsigned)runs;
     if (got != want) KT_FAIL("%s: %llu pieces, expected %llu (%zu elements of %zu bytes)", what, got, want, nel, esz);
 }
 
@@ -55,6 +74,43 @@ static void drop(int dev, void *p)
 {
     if (dev) cuMemFree((uintptr_t)p);
     else free(p);
+}
+
+/* the call in the form of the run (persistent: started n times) */
+static void finish(MPI_Request *r, int n)
+{
+    runs = n;
+    for (int i = 0; i < n; i++) {
+        if (form == 2) KT_MPI(MPI_Start(r));
+        KT_MPI(MPI_Wait(r, MPI_STATUS_IGNORE));
+    }
+    if (form == 2) KT_MPI(MPI_Request_free(r));
+}
+static void xbcast(void *b, int n, MPI_Datatype t, int root)
+{
+    MPI_Request r;
+    runs = 1;
+    if (form == 0) KT_MPI(MPI_Bcast(b, n, t, root, MPI_COMM_WORLD));
+    else if (form == 1) { KT_MPI(MPI_Ibcast(b, n, t, root, MPI_COMM_WORLD, &r)); finish(&r, 1); }
+    else { KT_MPI(MPI_Bcast_init(b, n, t, root, MPI_COMM_WORLD, MPI_INFO_NULL, &r)); finish(&r, 2); }
+}
+/* once: in place somewhere (a second run would reduce the result again; the same on every rank) */
+static void xreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, bool once)
+{
+    MPI_Request r;
+    int k = once ? 1 : 2;
+    runs = 1;
+    if (form == 0 && root < 0) KT_MPI(MPI_Allreduce(sb, rb, n, t, op, MPI_COMM_WORLD));
+    else if (form == 0) KT_MPI(MPI_Reduce(sb, rb, n, t, op, root, MPI_COMM_WORLD));
+    else if (form == 1 && root < 0) { KT_MPI(MPI_Iallreduce(sb, rb, n, t, op, MPI_COMM_WORLD, &r)); finish(&r, 1); }
+    else if (form == 1) { KT_MPI(MPI_Ireduce(sb, rb, n, t, op, root, MPI_COMM_WORLD, &r)); finish(&r, 1); }
+    else if (root < 0) {
+        KT_MPI(MPI_Allreduce_init(sb, rb, n, t, op, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        finish(&r, k);
+    } else {
+        KT_MPI(MPI_Reduce_init(sb, rb, n, t, op, root, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+        finish(&r, k);
+    }
 }
 
 static int ival(int r, size_t i) { return (int)(r * 1000003 + i * 7 + 1); }
@@ -90,7 +146,17 @@ static void bcasts(size_t n)
             for (size_t i = 0; i < n; i++) h[i] = rank == root ? ival(root, i) : -1;
             void *b = put(dev, h, n * sizeof(int));
             begin();
-            KT_MPI(MPI_Bcast(b, (int)n, MPI_INT, root, MPI_COMM_WORLD));
+            if (form == 1 && early && dev && rank == root && size > 1 && want_pieces(n, sizeof(int)) > 2) {
+                unsigned long long s0[KT_NSTATS], s1[KT_NSTATS];
+                MPI_Request r;
+                kt_stats(s0);
+                KT_MPI(MPI_Ibcast(b, (int)n, MPI_INT, root, MPI_COMM_WORLD, &r));
+                kt_stats(s1);
+                if (s1[KT_DTOH] - s0[KT_DTOH] >= n * sizeof(int))
+                    KT_FAIL("MPI_Ibcast root %d read all %zu bytes from the device before it returned", root,
+                            n * sizeof(int));
+                finish(&r, 1);
+            } else xbcast(b, (int)n, MPI_INT, root);
             end(n, sizeof(int), "MPI_Bcast of MPI_INT");
             get(dev, h, b, n * sizeof(int));
             for (size_t i = 0; i < n; i++)
@@ -104,7 +170,7 @@ static void bcasts(size_t n)
         for (size_t i = 0; i < nb; i++) c[i] = rank == root ? kt_pat(root, i, nb, 1) : 0;
         void *b = put(1, c, nb);
         begin();
-        KT_MPI(MPI_Bcast(b, (int)nb, MPI_BYTE, root, MPI_COMM_WORLD));
+        xbcast(b, (int)nb, MPI_BYTE, root);
         end(nb, 1, "MPI_Bcast of MPI_BYTE");
         get(1, c, b, nb);
         for (size_t i = 0; i < nb; i++)
@@ -121,7 +187,7 @@ static void bcasts(size_t n)
         if (odd && rank == root) for (int i = 1; i < m; i += 2) h[i] = 0x5a5a;
         void *b = put(1, h, (size_t)m * sizeof(int));
         begin();
-        KT_MPI(MPI_Bcast(b, odd ? 1 : (int)n, odd ? vec : MPI_INT, root, MPI_COMM_WORLD));
+        xbcast(b, odd ? 1 : (int)n, odd ? vec : MPI_INT, root);
         end(n, sizeof(int), "MPI_Bcast of a vector / MPI_INT");
         get(1, e, b, (size_t)m * sizeof(int));
         for (int i = 0; i < m; i++) {
@@ -137,7 +203,7 @@ static void bcasts(size_t n)
         for (size_t i = 0; i < mm; i++) h[i] = rank == root ? ival(root, i) : -1;
         void *b = put(1, h, mm * sizeof(int));
         begin();
-        KT_MPI(MPI_Bcast(b, rank % 2 ? (int)(mm / 2) : (int)mm, rank % 2 ? MPI_2INT : MPI_INT, root, MPI_COMM_WORLD));
+        xbcast(b, rank % 2 ? (int)(mm / 2) : (int)mm, rank % 2 ? MPI_2INT : MPI_INT, root);
         end(mm, sizeof(int), "MPI_Bcast of MPI_2INT / MPI_INT");
         get(1, h, b, mm * sizeof(int));
         for (size_t i = 0; i < mm; i++)
@@ -162,8 +228,7 @@ static void sums(size_t n)
             void *sb = inpl ? NULL : put(sdev, h, n * sizeof(int));
             void *rb = put(rdev, inpl ? h : r, here ? n * sizeof(int) : 1);
             begin();
-            if (root < 0) KT_MPI(MPI_Allreduce(inpl ? MPI_IN_PLACE : sb, rb, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-            else KT_MPI(MPI_Reduce(inpl ? MPI_IN_PLACE : sb, rb, (int)n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD));
+            xreduce(inpl ? MPI_IN_PLACE : sb, rb, (int)n, MPI_INT, MPI_SUM, root, form >= 2);
             end(n, sizeof(int), root < 0 ? "MPI_Allreduce" : "MPI_Reduce");
             if (here) {
                 get(rdev, r, rb, n * sizeof(int));
@@ -202,8 +267,7 @@ static void products(size_t n)
             for (size_t i = 0; i < n; i++) mat_of(rank, i, h + 4 * i);
             void *sb = ip ? NULL : put(1, h, bytes), *rb = put(1, ip ? h : r, bytes);
             begin();
-            if (root < 0) KT_MPI(MPI_Allreduce(ip ? MPI_IN_PLACE : sb, rb, (int)n, mat, op, MPI_COMM_WORLD));
-            else KT_MPI(MPI_Reduce(ip ? MPI_IN_PLACE : sb, rb, (int)n, mat, op, root, MPI_COMM_WORLD));
+            xreduce(ip ? MPI_IN_PLACE : sb, rb, (int)n, mat, op, root, inpl);
             end(n, 16, "a non-commutative op");
             if (here) {
                 get(1, r, rb, bytes);
@@ -218,6 +282,96 @@ static void products(size_t n)
     free(w);
 }
 
+/* two Allreduce and a Bcast in flight at once (nb, pers) */
+static void several(size_t n)
+{
+    int *h = calloc(n, sizeof(int));
+    KT_CHECK(h);
+    for (size_t i = 0; i < n; i++) h[i] = ival(rank, i);
+    void *s1 = put(1, h, n * sizeof(int)), *r1 = put(1, h, n * sizeof(int)), *r2 = put(rank % 2, h, n * sizeof(int));
+    for (size_t i = 0; i < n; i++) h[i] = rank == 0 ? ival(7, i) : -1;
+    void *b = put(1, h, n * sizeof(int));
+    MPI_Request q[3];
+    begin();
+    if (form == 1) {
+        KT_MPI(MPI_Iallreduce(s1, r1, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[0]));
+        KT_MPI(MPI_Ibcast(b, (int)n, MPI_INT, 0, MPI_COMM_WORLD, &q[1]));
+        KT_MPI(MPI_Iallreduce(MPI_IN_PLACE, r2, (int)n, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &q[2]));
+        KT_MPI(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+    } else {
+        KT_MPI(MPI_Allreduce_init(s1, r1, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]));
+        KT_MPI(MPI_Bcast_init(b, (int)n, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &q[1]));
+        KT_MPI(MPI_Allreduce_init(MPI_IN_PLACE, r2, (int)n, MPI_INT, MPI_MAX, MPI_COMM_WORLD, MPI_INFO_NULL, &q[2]));
+        KT_MPI(MPI_Startall(3, q));
+        KT_MPI(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+        for (int i = 0; i < 3; i++) KT_MPI(MPI_Request_free(&q[i]));
+    }
+    unsigned long long got = kt_pvar_read(pv) - pieces0;
+    if (got != 3 * want_pieces(n, sizeof(int)))
+        KT_FAIL("three calls in flight: %llu pieces, expected %llu", got, 3 * want_pieces(n, sizeof(int)));
+    get(1, h, r1, n * sizeof(int));
+    for (size_t i = 0; i < n; i++) {
+        int want = 0;
+        for (int k = 0; k < size; k++) want += ival(k, i);
+        if (h[i] != want) KT_FAIL("three in flight: sum int %zu is %d, expected %d", i, h[i], want);
+    }
+    get(rank % 2, h, r2, n * sizeof(int));
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != ival(size - 1, i)) KT_FAIL("three in flight: max int %zu is %d", i, h[i]);
+    get(1, h, b, n * sizeof(int));
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != ival(7, i)) KT_FAIL("three in flight: bcast int %zu is %d", i, h[i]);
+    drop(1, s1);
+    drop(1, r1);
+    drop(rank % 2, r2);
+    drop(1, b);
+    free(h);
+}
+
+/* sums of ints on device buffers, every form, with device-to-host copies failing on rank 1 first */
+static void errors(size_t n, void (*fail)(int))
+{
+    int *h = malloc(n * sizeof(int));
+    KT_CHECK(h);
+    for (size_t i = 0; i < n; i++) h[i] = ival(rank, i);
+    void *sb = put(1, h, n * sizeof(int)), *rb = put(1, h, n * sizeof(int));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (form == 2) KT_MPI(MPI_Allreduce_init(sb, rb, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
+    for (int round = 0; round < 2; round++) {
+        if (rank == 1 && !round) fail(1);
+        int rc;
+        if (form == 0) rc = MPI_Allreduce(sb, rb, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        else {
+            if (form == 1) rc = MPI_Iallreduce(sb, rb, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+            else rc = MPI_Start(&r);
+            KT_CHECK(rc == MPI_SUCCESS, "starting the call failed (%d)", rc);
+            rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+        if (rank == 1 && !round) fail(0);
+        int cls = -1;
+        if (rc) MPI_Error_class(rc, &cls);
+        if (rank == 1 && !round) {
+            if (rc == MPI_SUCCESS || cls != MPI_ERR_OTHER)
+                KT_FAIL("copies from the device failed: the call returned %d (class %d), not MPI_ERR_OTHER", rc, cls);
+            continue;
+        }
+        KT_CHECK(rc == MPI_SUCCESS, "round %d: the call failed (class %d)", round, cls);
+        if (!round) continue;
+        get(1, h, rb, n * sizeof(int));
+        for (size_t i = 0; i < n; i++) {
+            int want = 0;
+            for (int k = 0; k < size; k++) want += ival(k, i);
+            if (h[i] != want) KT_FAIL("after the error: int %zu is %d, expected %d", i, h[i], want);
+        }
+    }
+    if (form == 2) KT_MPI(MPI_Request_free(&r));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    drop(1, sb);
+    drop(1, rb);
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -225,6 +379,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     KT_CHECK(argc > 3, "usage: gpu_coll_pipe THRESHOLD CHUNK N [sync]");
     int sync = argc > 4 && !strcmp(argv[4], "sync");   /* the driver has no streams (FAKECUDA_NOSTREAM) */
+    const char *fm = getenv("GPU_COLL_FORM");
+    form = fm && !strcmp(fm, "nb") ? 1 : fm && !strcmp(fm, "pers") ? 2 : 0;
+    early = getenv("GPU_COLL_EARLY") != NULL;
     thresh = atoll(argv[1]);
     chunk = atoll(argv[2]);
     size_t n = (size_t)atol(argv[3]);
@@ -239,6 +396,20 @@ int main(int argc, char **argv)
     sums(n);
     products(n / 4 + 1);
     sums(7);                                      /* small: no pieces */
+    void (*fail)(int);
+    *(void **)&fail = dlsym(kt_cuda_load(), "fakecuda_fail_dtoh");
+    KT_CHECK(fail, "the driver has no fakecuda_fail_dtoh");
+    if (size > 1 && want_pieces(n, sizeof(int))) errors(n, fail);
+    if (form) several(n);
+    void *z = put(1, &rank, sizeof rank);         /* 0 elements: nothing moves, no pieces */
+    begin();
+    xbcast(z, 0, MPI_INT, 0);
+    xreduce(MPI_IN_PLACE, z, 0, MPI_INT, MPI_SUM, -1, true);
+    end(0, sizeof(int), "0 elements");
+    int zv = -1;
+    get(1, &zv, z, sizeof zv);
+    KT_CHECK(zv == rank, "a call of 0 elements changed the buffer: %d", zv);
+    drop(1, z);
     kt_stats(st1);
     if (sync && st1[KT_ASYNC] != st0[KT_ASYNC])
         KT_FAIL("%llu asynchronous copies without streams", st1[KT_ASYNC] - st0[KT_ASYNC]);
@@ -254,7 +425,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < 4 * m; i++) h[i] = (int)i + rank;
     void *d = put(1, h, 4 * m * sizeof(int));
     begin();
-    KT_MPI(MPI_Allreduce(MPI_IN_PLACE, d, (int)m, vec, MPI_SUM, MPI_COMM_WORLD));
+    xreduce(MPI_IN_PLACE, d, (int)m, vec, MPI_SUM, -1, true);
     unsigned long long got = kt_pvar_read(pv) - pieces0;
     KT_CHECK(got == 0, "a vector type went in %llu pieces", got);
     get(1, h, d, 4 * m * sizeof(int));

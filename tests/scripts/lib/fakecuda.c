@@ -81,10 +81,15 @@ static char *rw_of(unsigned long long p, size_t n)
     if (!r || (uintptr_t)p + n > (uintptr_t)r->dev + r->len) return NULL;
     return r->rw + ((uintptr_t)p - (uintptr_t)r->dev);
 }
+/* while a test has switched it on (through dlsym), every copy from the
+ * device to the host fails (error paths; gpu_coll_pipe) */
+static volatile int fail_dtoh;
+void fakecuda_fail_dtoh(int on) { fail_dtoh = on; }
+
 int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n)
 {
     char *s = rw_of(src, n);
-    if (!s) return 1;
+    if (!s || fail_dtoh) return 1;
     memcpy(dst, s, n);
     count(&b_dtoh, n);
     return 0;
@@ -300,7 +305,7 @@ static int enqueue(struct fstream *s, char *dst, const char *src, size_t n)
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s)
 {
     char *p = rw_of(src, n);
-    if (!p || enqueue(s, dst, p, n)) return 1;
+    if (!p || fail_dtoh || enqueue(s, dst, p, n)) return 1;
     count(&b_dtoh, n);
     return 0;
 }
