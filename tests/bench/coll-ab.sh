@@ -2,7 +2,8 @@
 # coll-ab: interleaved A/B timing of small blocking collectives (issue 22 item 4) between two build
 # trees: tests/bench/collbench.c built against each, run alternately A, B, A, B ... ROUNDS times
 # (each run the median of 3 repetitions); prints the median of the rounds per operation and B / A.
-# 2 ranks are bound to cores (--bind-to core), more ranks are not (as run-bench.sh's coll2 / coll4).
+# 2 ranks are bound to cores (--bind-to core), more ranks are not (as run-bench.sh's coll2 / coll4)
+# unless BIND=core.
 # On a loaded machine only the ratio means much.  EXTRA_A / EXTRA_B: VAR=VALUE words for one side's
 # environment (e.g. EXTRA_B=KUMI_COLL_SM_BARRIER_LEAD=0 with A = B: a parameter's effect).  A build
 # tree copied elsewhere still runs the original tree's libmpi (libtool's mpiexec wrapper puts its
@@ -23,6 +24,9 @@ for t in A B; do
         "$here/collbench.c" -L"$b/framework/.libs" -Wl,-rpath,"$b/framework/.libs" -lmpi || exit 1
 done
 bind=(--bind-to core); [ "$NP" -gt 2 ] && bind=()
+# BIND=core: more ranks than cores are bound round robin too (--bind-to core --oversubscribe): the
+# placement is then the same in every launch (unbound, the kernel's placement varies per launch)
+[ "${BIND:-}" = core ] && [ "$NP" -gt 2 ] && bind=(--bind-to core --oversubscribe)
 run() { # T ROUND
     local b=${!1} extra=EXTRA_$1
     # shellcheck disable=SC2086
