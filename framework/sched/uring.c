@@ -216,7 +216,7 @@ static int nworld, me;
 static int8_t *usable;                  /* by world rank: 0 unknown, 1 yes, -1 no */
 static int nflight;                     /* operations in flight */
 static struct uop acc = { .kind = OP_ACCEPT };
-static unsigned long long nsends, nrecvs, nlinked, nunex;   /* said at the end under KUMI_VERBOSE */
+static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect;   /* said at the end under KUMI_VERBOSE */
 
 static int complete(void);
 static int fds(struct pollfd *f, int max);
@@ -299,7 +299,7 @@ void kumi_sched_uring_stop(void)
 {
     if (!up) return;
     kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
-                "linked behind their receive", nsends, nrecvs, nunex, nlinked);
+                "linked behind their receive, %llu sent whole by their start call", nsends, nrecvs, nunex, nlinked, ndirect);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
@@ -497,6 +497,7 @@ static void prep_send(struct uop *o, struct io_uring_sqe *sqe)
         o->msg.msg_iovlen = 1;
     }
     o->msg.msg_iov = o->iov;
+    if (!sqe) return;                   /* (send_now: the message header only) */
     io_uring_prep_sendmsg(sqe, o->c->fd, &o->msg, MSG_WAITALL | MSG_NOSIGNAL);
     io_uring_sqe_set_data(sqe, o);
 }
@@ -811,6 +812,31 @@ static int fds(struct pollfd *f, int max)
 }
 
 /* ------------------------------------------------------------ nodes */
+/* A send that finds its connection idle (up, nothing in flight or queued
+ * before it) is first written by the start call itself, without waiting:
+ * one sendmsg(MSG_DONTWAIT), as the tcp transport's start does.  What the
+ * socket takes at once goes out now, not when the completion thread next
+ * submits (left in the submission queue, an 8-byte MPI_Iallreduce's send
+ * waited for the thread's take-over, or for the peer's MPI_Wait, and its
+ * completion was one more CQE to reap); the rest, if any, becomes the
+ * io_uring operation as before, submitted by the thread (its retries are
+ * the thread's task work).  True when all of it went out. */
+static bool send_now(struct conn *c, struct uop *o)
+{
+    if (c->state != C_UP || c->sending || c->sq) return false;
+    prep_send(o, NULL);
+    ssize_t r;
+    do r = sendmsg(c->fd, &o->msg, MSG_DONTWAIT | MSG_NOSIGNAL); while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) fatal_io("send", c->peer, errno);
+        return false;
+    }
+    o->done = (size_t)r;
+    if (o->done < o->total) return false;
+    ndirect++;
+    return true;
+}
+
 bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
 {
     if (!up) return false;
@@ -823,7 +849,14 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
     struct conn *c = get_conn(w);
     s->inflight++;
     if (nd->kind == KUMI_SCHED_SEND) {
-        queue_send(c, make_send(s, i, c));
+        struct uop *o = make_send(s, i, c);
+        if (send_now(c, o)) {           /* all of it taken by the socket: over */
+            free(o->tmp);
+            free(o);
+            kumi_sched_msg_done(s, i, MPI_SUCCESS);
+            return true;
+        }
+        queue_send(c, o);
         flush_sends(c);
     } else {
         struct kumi_dt *dt;
