@@ -136,6 +136,7 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i) { (void)s; (void)i;
 #include <unistd.h>
 
 #define UR_MAGIC 0x4b55524eu            /* "KURN" */
+#define STREAM_BUF 4096                 /* a connection's stream receive buffer */
 
 struct ur_hdr {
     uint32_t magic;
@@ -202,7 +203,9 @@ struct conn {
     struct uop *sq, *sqtail;            /* sends waiting for the connection */
     struct urecv *posted, *ptail;
     struct unex *unex, *utail;
-    struct uop *hdr;                    /* the header receive */
+    struct uop *hdr;                    /* the stream receive (headers and small payloads) */
+    char *rbuf;                         /* its buffer (STREAM_BUF bytes) */
+    size_t rlen;                        /* bytes in it not parsed yet (a partial header) */
     struct uop *payload;                /* the payload receive in flight */
     bool hdr_cancelled;                 /* its link broke: posted again after the payload */
     int lowat;                          /* SO_RCVLOWAT set for a payload (0: the default) */
@@ -216,7 +219,7 @@ static int nworld, me;
 static int8_t *usable;                  /* by world rank: 0 unknown, 1 yes, -1 no */
 static int nflight;                     /* operations in flight */
 static struct uop acc = { .kind = OP_ACCEPT };
-static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect;   /* said at the end under KUMI_VERBOSE */
+static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit;   /* said at the end under KUMI_VERBOSE */
 
 static int complete(void);
 static int fds(struct pollfd *f, int max);
@@ -299,7 +302,8 @@ void kumi_sched_uring_stop(void)
 {
     if (!up) return;
     kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
-                "linked behind their receive, %llu sent whole by their start call", nsends, nrecvs, nunex, nlinked, ndirect);
+                "linked behind their receive, %llu sent whole by their start call, %llu received whole with their "
+                "header, %llu headers split between two receives", nsends, nrecvs, nunex, nlinked, ndirect, nsmall, nsplit);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
@@ -309,6 +313,7 @@ void kumi_sched_uring_stop(void)
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
             if (conns[i]->fd >= 0) close(conns[i]->fd);
+            free(conns[i]->rbuf);
             free(conns[i]);             /* leftovers of an unfinished job are not worth tracking */
         }
     free(conns); conns = NULL;
@@ -466,19 +471,20 @@ static struct conn *get_conn(int w)
 }
 
 /* ------------------------------------------------------------ operations */
+/* The connection's stream receive: whatever the socket holds, up to what is
+ * left of the buffer after a partial header (no MSG_WAITALL). */
 static void prep_hdr(struct conn *c, struct io_uring_sqe *sqe)
 {
-    struct uop *o = c->hdr;
-    io_uring_prep_recv(sqe, c->fd, (char *)&o->h + o->done, sizeof o->h - o->done, MSG_WAITALL);
-    io_uring_sqe_set_data(sqe, o);
+    io_uring_prep_recv(sqe, c->fd, c->rbuf + c->rlen, STREAM_BUF - c->rlen, 0);
+    io_uring_sqe_set_data(sqe, c->hdr);
 }
 
 static void post_hdr(struct conn *c)
 {
     if (!c->hdr && !(c->hdr = calloc(1, sizeof *c->hdr))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+    if (!c->rbuf && !(c->rbuf = malloc(STREAM_BUF))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
     c->hdr->kind = OP_HDR;
     c->hdr->c = c;
-    c->hdr->done = 0;
     prep_hdr(c, get_sqe());
 }
 
@@ -600,13 +606,41 @@ static void deliver_unex(struct unex *u, struct urecv *rv)
     recv_over(rv, rv->len > rv->cap ? trunc_err(rv) : MPI_SUCCESS);
 }
 
-/* Header of c received: match it, receive the payload (and link what can
- * be linked), then the next header. */
-static void done_op(struct uop *o, int res);
-
-static void got_hdr(struct conn *c)
+/* A message's payload is in (o: its receive, done or never submitted). */
+static void payload_in(struct conn *c, struct uop *o)
 {
-    struct ur_hdr h = c->hdr->h;
+    if (o->rv) {
+        struct urecv *rv = o->rv;
+        int err = MPI_SUCCESS;
+        if (o->tmp) {                   /* truncated */
+            if (rv->cap) memcpy(rv->buf, o->tmp, rv->cap);
+            err = trunc_err(rv);
+            free(o->tmp);
+        }
+        free(o);
+        recv_over(rv, err);
+    } else {
+        struct unex *u = o->ux;
+        free(o);
+        u->complete = true;
+        if (u->waiter) {                /* matched meanwhile */
+            struct urecv *rv = u->waiter;
+            struct unex **pp = &c->unex, *prev = NULL;
+            while (*pp != u) { prev = *pp; pp = &(*pp)->next; }
+            *pp = u->next;
+            if (c->utail == u) c->utail = prev;
+            deliver_unex(u, rv);
+        }
+    }
+}
+
+/* Header h of c: match it against the RECV nodes posted for the peer; the
+ * operation that receives its payload (where: o->iov[0].iov_base).  With
+ * linkable (the payload is not all in the stream buffer), *fwdp: the
+ * forwarding SEND that can be linked behind its receive, or NULL. */
+static struct uop *match_hdr(struct conn *c, const struct ur_hdr *hp, bool linkable, struct uop **fwdp)
+{
+    struct ur_hdr h = *hp;
     if (h.magic != UR_MAGIC) kumi_err_fatal("kumi_base_sched_engine=uring: bad frame from rank %d", c->peer);
     struct urecv *rv = c->posted, *prev = NULL;
     while (rv && !(rv->ctx == h.ctx && rv->tag == h.tag)) { prev = rv; rv = rv->next; }
@@ -616,7 +650,7 @@ static void got_hdr(struct conn *c)
     o->c = c;
     o->total = h.len;
     char *dst;
-    struct uop *fwd = NULL;
+    *fwdp = NULL;
     if (rv) {
         if (prev) prev->next = rv->next;
         else c->posted = rv->next;
@@ -628,7 +662,7 @@ static void got_hdr(struct conn *c)
             /* a chain: the RECV's one successor is a SEND of the same data, after nothing else */
             struct kumi_sched *s = rv->s;
             const struct kumi_sched_node *nd = &s->node[rv->node];
-            if (!rv->tmp && nd->nsucc == 1 && s->uflag) {
+            if (linkable && !rv->tmp && nd->nsucc == 1 && s->uflag) {
                 uint32_t j = s->succ[nd->first];
                 const struct kumi_sched_node *sn = &s->node[j];
                 int w = sn->kind == KUMI_SCHED_SEND && sn->npred == 1 && sn->buf == nd->buf &&
@@ -637,11 +671,12 @@ static void got_hdr(struct conn *c)
                 if (w >= 0 && peer_usable(w)) {
                     struct conn *oc = get_conn(w);
                     if (oc->state == C_UP && !oc->sending && !oc->sq) {
-                        fwd = make_send(s, j, oc);
+                        struct uop *fwd = make_send(s, j, oc);
                         fwd->is_fwd = true;
                         nlinked++;
                         s->uflag[j] = 1;
                         s->inflight++;
+                        *fwdp = fwd;
                     }
                 }
             }
@@ -663,38 +698,70 @@ static void got_hdr(struct conn *c)
         dst = u->data;
     }
     o->iov[0].iov_base = dst;
-    if (h.len == 0) {                   /* nothing to receive */
-        post_hdr(c);
-        done_op(o, 0);
-        return;
-    }
-    /* payload -> [forwarding send ->] next header, in this order on the socket */
-    room(3);
-    c->payload = o;
-    int fl = payload_flags(c, (size_t)h.len);
-    struct io_uring_sqe *sqe = get_sqe();
-    io_uring_prep_recv(sqe, c->fd, dst, (size_t)h.len, fl);
-    io_uring_sqe_set_data(sqe, o);
-    if (!(fl & MSG_WAITALL)) {          /* received in pieces: a short piece would not break a link,
+    return o;
+}
+
+/* The stream receive of c brought bytes (c->rlen of them in c->rbuf): each
+ * whole message in it (header and payload: a small message costs one
+ * receive) is matched and delivered from the buffer; a message whose payload
+ * goes on past the buffer has the rest received by the kernel straight into
+ * its destination (MSG_WAITALL), the forwarding send [linked behind that],
+ * then the next stream receive, in this order on the socket.  A partial
+ * header stays at the buffer's start for the next receive. */
+static void got_stream(struct conn *c)
+{
+    size_t off = 0;
+    while (c->rlen - off >= sizeof(struct ur_hdr)) {
+        struct ur_hdr h;
+        memcpy(&h, c->rbuf + off, sizeof h);
+        size_t avail = c->rlen - off - sizeof h;
+        bool whole = h.len <= avail;
+        struct uop *fwd;
+        struct uop *o = match_hdr(c, &h, !whole, &fwd);
+        char *dst = o->iov[0].iov_base;
+        size_t n = whole ? (size_t)h.len : avail;
+        if (n) memcpy(dst, c->rbuf + off + sizeof h, n);
+        off += sizeof h + n;
+        if (whole) {
+            nsmall++;
+            payload_in(c, o);           /* may start more nodes; c's buffer is not touched */
+            continue;
+        }
+        /* the rest of the payload -> [forwarding send ->] next stream receive */
+        c->rlen = 0;
+        o->done = n;
+        room(3);
+        c->payload = o;
+        size_t rest = (size_t)h.len - n;
+        int fl = payload_flags(c, rest);
+        struct io_uring_sqe *sqe = get_sqe();
+        io_uring_prep_recv(sqe, c->fd, dst + n, rest, fl);
+        io_uring_sqe_set_data(sqe, o);
+        if (!(fl & MSG_WAITALL)) {      /* received in pieces: a short piece would not break a link,
                                            so what follows is posted once the payload is in, as
                                            after a broken link (done_op, OP_PAYLOAD) */
-        if (fwd) {
+            if (fwd) {
+                o->fwd = fwd;
+                fwd->cancelled = true;
+                fwd->c->sending++;
+            }
+            c->hdr_cancelled = true;
+            return;
+        }
+        sqe->flags |= IOSQE_IO_LINK;
+        if (fwd) {                      /* recv -> forwarding send, in the kernel */
             o->fwd = fwd;
-            fwd->cancelled = true;
+            struct io_uring_sqe *s2 = get_sqe();
+            prep_send(fwd, s2);
+            s2->flags |= IOSQE_IO_LINK;
             fwd->c->sending++;
         }
-        c->hdr->done = 0;
-        c->hdr_cancelled = true;
+        post_hdr(c);
         return;
     }
-    sqe->flags |= IOSQE_IO_LINK;
-    if (fwd) {                          /* recv -> forwarding send, in the kernel */
-        o->fwd = fwd;
-        struct io_uring_sqe *s2 = get_sqe();
-        prep_send(fwd, s2);
-        s2->flags |= IOSQE_IO_LINK;
-        fwd->c->sending++;
-    }
+    c->rlen -= off;
+    if (c->rlen) nsplit++;
+    if (c->rlen && off) memmove(c->rbuf, c->rbuf + off, c->rlen);
     post_hdr(c);
 }
 
@@ -709,15 +776,14 @@ static void done_op(struct uop *o, int res)
     case OP_HDR:
         if (res == -ECANCELED && c->payload) { c->hdr_cancelled = true; return; }
         if (res == -ECANCELED || res == -EINTR || res == -EAGAIN) { prep_hdr(c, get_sqe()); return; }
-        if (res == 0 && o->done == 0) {     /* the peer closed it (it finalized) */
+        if (res == 0 && c->rlen == 0) {     /* the peer closed it (it finalized) */
             kumi_log(2, "kumi_base_sched_engine=uring: rank %d closed its connection", c->peer);
             c->state = C_CLOSED;
             return;
         }
         if (res <= 0) fatal_io("receive", c->peer, res < 0 ? -res : ECONNRESET);
-        o->done += (size_t)res;
-        if (o->done < sizeof o->h) { prep_hdr(c, get_sqe()); return; }
-        got_hdr(c);
+        c->rlen += (size_t)res;
+        got_stream(c);
         return;
     case OP_PAYLOAD:
         if (o->total) {
@@ -738,29 +804,7 @@ static void done_op(struct uop *o, int res)
             if (c->hdr_cancelled) { c->hdr_cancelled = false; prep_hdr(c, get_sqe()); }
         }
         if (o->fwd && o->fwd->cancelled) { o->fwd->cancelled = false; prep_send(o->fwd, get_sqe()); }
-        if (o->rv) {
-            struct urecv *rv = o->rv;
-            int err = MPI_SUCCESS;
-            if (o->tmp) {               /* truncated */
-                if (rv->cap) memcpy(rv->buf, o->tmp, rv->cap);
-                err = trunc_err(rv);
-                free(o->tmp);
-            }
-            free(o);
-            recv_over(rv, err);
-        } else {
-            struct unex *u = o->ux;
-            free(o);
-            u->complete = true;
-            if (u->waiter) {            /* matched meanwhile */
-                struct urecv *rv = u->waiter;
-                struct unex **pp = &c->unex, *prev = NULL;
-                while (*pp != u) { prev = *pp; pp = &(*pp)->next; }
-                *pp = u->next;
-                if (c->utail == u) c->utail = prev;
-                deliver_unex(u, rv);
-            }
-        }
+        payload_in(c, o);
         return;
     case OP_SEND:
         if (res == -ECANCELED && o->is_fwd) { o->cancelled = true; return; }   /* its payload receive broke the link */
