@@ -18,26 +18,31 @@
  * io_uring does not work keeps the tcp transport for everything.
  *
  * Framing.  Each message is a 24-byte header (magic, context, tag, length)
- * and its bytes.  A send is one IORING_OP_SENDMSG (header and data in two
+ * and its bytes.  A send that finds its connection idle is written at once
+ * by the call that made it ready (send_now: sendmsg MSG_DONTWAIT); the rest,
+ * or a send behind others, is one IORING_OP_SENDMSG (header and data in two
  * iovecs, MSG_WAITALL); the sends of one connection go out in order: those
  * ready together are submitted as one linked chain (IOSQE_IO_LINK), and a
  * send that becomes ready while the connection sends waits for the chain
- * to end.  Each connection has one header receive posted; when it completes
- * (in the rank's next MPI call) the header is matched against the RECV nodes
- * posted for that peer (context and tag, in posting order; a message nobody
- * waits for yet is received into a buffer of its own), and the payload is
- * received by the kernel straight into the node's buffer (MSG_WAITALL),
- * linked with the next header receive.  Where the DAG is a chain -- a RECV
- * whose only successor is a SEND of the same buffer that has no other
- * predecessor (a broadcast tree's or a pipeline's forwarding) -- the SEND is
+ * to end.  Each connection has one stream receive posted (STREAM_BUF bytes,
+ * no MSG_WAITALL); when it completes (in the rank's next MPI call, or in
+ * the completion thread) each header in it is matched against the RECV
+ * nodes posted for that peer (context and tag, in posting order; a message
+ * nobody waits for yet is received into a buffer of its own); a payload that
+ * is in the buffer is copied out (a small message: one receive, one CQE), a
+ * partial header waits there for the next receive, and the rest of a payload
+ * that goes on past the buffer is received by the kernel straight into the
+ * node's buffer (MSG_WAITALL), linked with the next stream receive.  Where
+ * the DAG is a chain -- a RECV whose only successor is a SEND of the same
+ * buffer that has no other predecessor (a broadcast tree's or a pipeline's forwarding) -- the SEND is
  * linked behind the payload receive, so the kernel forwards the data as it
  * lands, without the application.
  *
  * What moves without the application: every send once its node is ready,
  * chains of sends to one peer, the payload of a receive whose header was
  * seen, and the forwarding SEND linked to it.  What needs a CPU in user
- * space -- reading a header (one per message), starting nodes whose
- * predecessors completed (CALC, COPY, and sends after a CALC), and the
+ * space -- parsing the stream receive (once per message or less), starting
+ * nodes whose predecessors completed (CALC, COPY, and sends after a CALC), and the
  * schedule's completion -- runs in the application's next MPI call, or in
  * the completion thread (kumi_base_sched_uring_thread, default 1).
  *

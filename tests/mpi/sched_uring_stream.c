@@ -8,7 +8,9 @@
  * 24-byte header, 4073, 9000, 70001 bytes): MPI_Ibcast
  * from rank 0 with the receivers' nodes posted first (expected) or only
  * after the root's data came (unexpected: the receivers sleep first), and
- * MPI_Iallreduce of ints; every byte is checked.  Run with
+ * MPI_Iallreduce of ints; every byte is checked.  Then MPI_Ibcast into 10
+ * bytes less than sent (MPI_ERR_TRUNCATE, what fits delivered) and one after
+ * it (the stream still in step).  Run with
  * KUMI_BASE_SCHED_ENGINE=uring over tcp (tests/scripts/sched_uring.sh, which
  * checks in the engine's KUMI_VERBOSE summary that messages were received
  * whole with their header and that headers were split).
@@ -73,6 +75,22 @@ int main(int argc, char **argv)
                         KT_FAIL("MPI_Iallreduce of %d ints, operation %d: element %d is %d, expected %d", m, k, i,
                                 out[k][i], size * (size + 1) / 2 * (i + k + round));
         }
+    /* truncation: the receivers expect 10 bytes less (a payload whole in the buffer, and one that
+     * goes on past it): MPI_ERR_TRUNCATE, what fits delivered, and the stream still in step after */
+    KT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    static const size_t tsizes[] = { 100, 9000, 37 };
+    for (int ti = 0; ti < 3; ti++, round++) {
+        size_t n = tsizes[ti];
+        int cnt = ti < 2 && rank != 0 ? (int)n - 10 : (int)n;
+        for (size_t i = 0; i < n; i++) b[0][i] = rank == 0 ? val(0, i, n, round) : 0;
+        KT_MPI(MPI_Ibcast(b[0], cnt, MPI_BYTE, 0, MPI_COMM_WORLD, &r[0]));
+        int rc = MPI_Wait(&r[0], MPI_STATUS_IGNORE), cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+        if (cnt < (int)n) KT_CHECK(cls == MPI_ERR_TRUNCATE, "a %zu-byte message into %d bytes: class %d", n, cnt, cls);
+        else KT_CHECK(rc == MPI_SUCCESS, "MPI_Ibcast of %zu bytes after the truncations failed (%d)", n, rc);
+        for (int i = 0; i < cnt; i++)
+            KT_CHECK(b[0][i] == val(0, (size_t)i, n, round), "%zu bytes into %d: byte %d is %u", n, cnt, i, b[0][i]);
+    }
     for (int k = 0; k < K; k++) {
         free(b[k]);
         free(in[k]);
