@@ -9,7 +9,7 @@
  * from rank 0 with the receivers' nodes posted first (expected) or only
  * after the root's data came (unexpected: the receivers sleep first), and
  * MPI_Iallreduce of ints; every byte is checked.  Then MPI_Ibcast into 10
- * bytes less than sent (MPI_ERR_TRUNCATE, what fits delivered) and one after
+ * bytes less than sent (MPI_ERR_TRUNCATE at rank 1, what fits delivered) and one after
  * it (the stream still in step).  Run with
  * KUMI_BASE_SCHED_ENGINE=uring over tcp (tests/scripts/sched_uring.sh, which
  * checks in the engine's KUMI_VERBOSE summary that messages were received
@@ -86,7 +86,12 @@ int main(int argc, char **argv)
         KT_MPI(MPI_Ibcast(b[0], cnt, MPI_BYTE, 0, MPI_COMM_WORLD, &r[0]));
         int rc = MPI_Wait(&r[0], MPI_STATUS_IGNORE), cls = MPI_SUCCESS;
         if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-        if (cnt < (int)n) KT_CHECK(cls == MPI_ERR_TRUNCATE, "a %zu-byte message into %d bytes: class %d", n, cnt, cls);
+        /* rank 1 receives from the root in every algorithm; further down a tree, from a rank
+         * that forwards its own (shorter) count */
+        if (cnt < (int)n && rank == 1)
+            KT_CHECK(cls == MPI_ERR_TRUNCATE, "a %zu-byte message into %d bytes: class %d", n, cnt, cls);
+        else if (cnt < (int)n)
+            KT_CHECK(rc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "%zu bytes into %d: class %d", n, cnt, cls);
         else KT_CHECK(rc == MPI_SUCCESS, "MPI_Ibcast of %zu bytes after the truncations failed (%d)", n, rc);
         for (int i = 0; i < cnt; i++)
             KT_CHECK(b[0][i] == val(0, (size_t)i, n, round), "%zu bytes into %d: byte %d is %u", n, cnt, i, b[0][i]);
