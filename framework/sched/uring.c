@@ -34,16 +34,17 @@
  * that goes on past the buffer is received by the kernel straight into the
  * node's buffer (MSG_WAITALL), linked with the next stream receive.  Where
  * the DAG is a chain -- a RECV whose only successor is a SEND of the same
- * buffer that has no other predecessor (a broadcast tree's or a pipeline's forwarding) -- the SEND is
- * linked behind the payload receive, so the kernel forwards the data as it
- * lands, without the application.
+ * buffer that has no other predecessor (a broadcast tree's or a pipeline's
+ * forwarding) -- the SEND is linked behind the payload receive, so the
+ * kernel forwards the data as it lands, without the application (a payload
+ * wholly in the stream buffer is forwarded by whoever parsed it).
  *
  * What moves without the application: every send once its node is ready,
  * chains of sends to one peer, the payload of a receive whose header was
  * seen, and the forwarding SEND linked to it.  What needs a CPU in user
  * space -- parsing the stream receive (once per message or less), starting
- * nodes whose predecessors completed (CALC, COPY, and sends after a CALC), and the
- * schedule's completion -- runs in the application's next MPI call, or in
+ * nodes whose predecessors completed (CALC, COPY, and sends after a CALC),
+ * and the schedule's completion -- runs in the application's next MPI call, or in
  * the completion thread (kumi_base_sched_uring_thread, default 1).
  *
  * The completion thread is the thread engine's progress thread (engine.c),
@@ -224,9 +225,10 @@ static int nworld, me;
 static int8_t *usable;                  /* by world rank: 0 unknown, 1 yes, -1 no */
 static int nflight;                     /* operations in flight */
 static struct uop acc = { .kind = OP_ACCEPT };
+/* said at the end under KUMI_VERBOSE */
 static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit;
 #define DIRECT_BUDGET ((64 << 10) + sizeof(struct ur_hdr))
-static size_t direct_left = DIRECT_BUDGET;     /* bytes send_now may still write (see there) */   /* said at the end under KUMI_VERBOSE */
+static size_t direct_left = DIRECT_BUDGET;     /* bytes send_now may still write (see there) */
 
 static int complete(void);
 static int fds(struct pollfd *f, int max);
@@ -310,7 +312,8 @@ void kumi_sched_uring_stop(void)
     if (!up) return;
     kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
                 "linked behind their receive, %llu sent whole by their start call, %llu received whole with their "
-                "header, %llu headers split between two receives", nsends, nrecvs, nunex, nlinked, ndirect, nsmall, nsplit);
+                "header, %llu headers split between two receives", nsends, nrecvs, nunex, nlinked, ndirect, nsmall,
+             nsplit);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
