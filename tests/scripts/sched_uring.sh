@@ -6,6 +6,9 @@
 # MPI (asleep), sched_uring_busy while it computes; with kumi_base_sched_uring_unavailable=1
 # the engine falls back to the loop engine
 # with one KUMI_VERBOSE line per rank and the data does not move without the root.
+# sched_uring_stream: messages around the size of a connection's stream receive buffer, many
+# in flight, expected and unexpected: every byte checked, and the engine's summary must show
+# messages received whole with their header and headers split between two receives.
 # sched_uring_calc: the completion thread (kumi_base_sched_uring_thread=1, the default)
 # finishes an MPI_Iallreduce's CALC and the sends after it while rank 0 sleeps or computes
 # outside MPI (the other ranks report through files, no timing); with the thread off the
@@ -33,9 +36,17 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
     fi
     # the CAD ring's forwarding (receive a chunk, send it on) is a chain: linked SQEs
     if [ "$name" = cad_ring ] && [ "$n" -ge 3 ]; then
-        linked=$(echo "$out" | sed -n 's/.*, \([0-9]*\) sends linked behind their receive/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        linked=$(echo "$out" | sed -n 's/.*, \([0-9]*\) sends linked behind their receive.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
         [ "$linked" -gt 0 ] || { echo "FAIL cad_ring -n $n: no send was linked behind its receive"; fail=1; }
         echo "   cad_ring -n $n: $linked sends linked behind their receive"
+    fi
+    # the stream receive: small messages whole with their header, headers split between two receives
+    if [ "$name" = sched_uring_stream ]; then
+        whole=$(echo "$out" | sed -n 's/.*, \([0-9]*\) received whole with their header.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        split=$(echo "$out" | sed -n 's/.*, \([0-9]*\) headers split between two receives.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        [ "$whole" -gt 0 ] && [ "$split" -gt 0 ] ||
+            { echo "FAIL sched_uring_stream -n $n: $whole messages received whole with their header, $split headers split"; fail=1; }
+        echo "   sched_uring_stream -n $n: $whole messages received whole with their header, $split headers split"
     fi
 }
 if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != 0 ]; then
@@ -49,7 +60,7 @@ for n in 2 3 4; do
     run sched_uring_busy "$n" ./sched_uring_busy
     run sched_uring_calc "$n" ./sched_uring_calc sleep
     run sched_uring_calc "$n" ./sched_uring_calc busy
-    for t in nbc_basic nbc_persist cad_ring; do run "$t" "$n" "./$t"; done
+    for t in nbc_basic nbc_persist cad_ring sched_uring_stream; do run "$t" "$n" "./$t"; done
 done
 run nbc_types 3 ./nbc_types
 run nbc_multi 4 ./nbc_multi
