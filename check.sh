@@ -16,9 +16,10 @@ fi
 # wrappers build the foreign binaries of the ABI tests, and tools/abi-probe.py
 # re-derives data/abi from them), Slurm with munge for the Slurm lab of
 # tests/scripts/slurmlab.sh (srun --mpi=pmix; libpmix-dev is install.sh's), and
-# sshd for the tests of mpiexec across hosts (tests/scripts/netlab.sh).
+# sshd for the tests of mpiexec across hosts (tests/scripts/netlab.sh), and Debian's mpi4py
+# (built against Open MPI) that tests/scripts/abi_mpi4py.sh runs through the Open MPI shim.
 # KUMI_SKIP_APT=1 skips it, as for install.sh.
-test_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge openssh-server)
+test_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge openssh-server python3-mpi4py)
 # --long: the KACC kernel module's VM test (tests/scripts/kmod_vm.sh) builds the module
 # against Debian's kernel headers and boots Debian's kernel under QEMU.
 [ "${1:-}" = --long ] && test_pkgs+=(build-essential linux-headers-amd64 linux-image-amd64 qemu-system-x86 busybox-static cpio)

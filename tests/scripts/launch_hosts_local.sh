@@ -92,8 +92,11 @@ done
 sleep 0.5
 kill -KILL $mp
 wait $mp 2> /dev/null
-for _ in $(seq 50); do
-    pgrep -f "$prog" > /dev/null || pgrep -f "kumi_proxy" -P $mp > /dev/null || break
+# (the proxies, orphans now, remove the job's /dev/shm objects once their ranks
+# are gone: wait for both, up to 10 s, so a loaded machine's slower clean-up is
+# not taken for none)
+for _ in $(seq 100); do
+    pgrep -f "$prog" > /dev/null || ls /dev/shm | grep -q "^kumi\.$mp\." || break
     sleep 0.1
 done
 pgrep -f "$prog" > /dev/null && fail "ranks left after mpiexec was SIGKILLed: $(pgrep -a -f "$prog")"
