@@ -286,6 +286,9 @@ struct kumi_op {
 static inline struct kumi_op *kumi_op_get(MPI_Op h) { return kumi_handle_obj(h, KUMI_MAGIC_OP); }
 /* 1 if predefined op is defined for dt (user ops: always 1). */
 int kumi_op_valid_for(const struct kumi_op *op, const struct kumi_dt *dt);
+/* A user-defined op (one reference, the caller's; kumi_op_release drops it):
+ * fn or fn_c, or neither and the caller sets fn_ctx and ctx; NULL without memory. */
+struct kumi_op *kumi_op_new(MPI_User_function *fn, MPI_User_function_c *fn_c, bool commute);
 /* Drop a reference to a user op (MPI_Op_free drops the user's). */
 void kumi_op_release(struct kumi_op *op);
 int kumi_op_apply(const struct kumi_op *op, const void *in, void *inout, size_t count,

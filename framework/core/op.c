@@ -294,22 +294,29 @@ int kumi_op_commutative(MPI_Op oph)
 }
 
 /* ------------------------------------------------------ MPI functions */
+struct kumi_op *kumi_op_new(MPI_User_function *fn, MPI_User_function_c *fn_c, bool commute)
+{
+    struct kumi_op *o = calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->magic = KUMI_MAGIC_OP;
+    o->refcount = 1;
+    o->id = 0;
+    o->commute = commute;
+    o->predefined = false;
+    o->fn = fn;
+    o->fn_c = fn_c;
+    o->handle = (MPI_Op)o;
+    return o;
+}
+
 static int op_create(MPI_User_function *fn, MPI_User_function_c *fn_c, int commute, MPI_Op *op,
                      const char *fname, bool with_ctx)
 {
     if (!op) return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument op is NULL", fname));
     if (!fn && !fn_c && !with_ctx)
         return kumi_err_handle(NULL, kumi_error(MPI_ERR_ARG, "%s: argument user_fn is NULL", fname));
-    struct kumi_op *o = calloc(1, sizeof *o);
+    struct kumi_op *o = kumi_op_new(fn, fn_c, commute != 0);
     if (!o) return kumi_err_handle(NULL, kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fname));
-    o->magic = KUMI_MAGIC_OP;
-    o->refcount = 1;
-    o->id = 0;
-    o->commute = commute != 0;
-    o->predefined = false;
-    o->fn = fn;
-    o->fn_c = fn_c;
-    o->handle = (MPI_Op)o;
     *op = o->handle;
     return MPI_SUCCESS;
 }

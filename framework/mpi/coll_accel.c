@@ -719,13 +719,8 @@ static void nb_out(void *in, void *inout, MPI_Count len, MPI_Datatype dt, void *
 
 static struct kumi_op *nb_op(kumi_abi_op_fn *fn, struct cpnb *c)
 {
-    struct kumi_op *o = calloc(1, sizeof *o);
-    if (!o) return NULL;
-    o->magic = KUMI_MAGIC_OP;
-    o->refcount = 1;                      /* ours until the schedule holds it */
-    o->fn_ctx = fn;
-    o->ctx = c;
-    o->handle = (MPI_Op)o;
+    struct kumi_op *o = kumi_op_new(NULL, NULL, false);   /* ours until the schedule holds it */
+    if (o) o->fn_ctx = fn, o->ctx = c;
     return o;
 }
 
