@@ -45,6 +45,9 @@ LAUNCH_INHERITED=yes expect 0 '' -n 2 sh -c 'test "$LAUNCH_INHERITED" = yes'
 expect 0 '' --param p2p_tcp_some_thing=42 -n 1 sh -c 'test "$KUMI_P2P_TCP_SOME_THING" = 42'
 # each rank leads its own process group
 expect 0 '' -n 3 sh -c 'test "$(ps -o pgid= -p $$ | tr -d " ")" = $$'
+# ... in mpiexec's session (rpim/fork: one scheduler autogroup for the launch's ranks, which
+# hand their CPU to each other when they yield)
+expect 0 '' -n 3 sh -c 'test "$(ps -o sid= -p $$)" = "$(ps -o sid= -p $PPID)"'
 # a normal run prints nothing of its own
 expect 0 '' -n 4 sh -c 'echo "out $KUMI_RANK"; echo "err $KUMI_RANK" >&2'
 [ "$(sort "$tmp/out")" = "$(printf 'out 0\nout 1\nout 2\nout 3')" ] || fail "stdout of plain ranks: $(cat "$tmp/out")"

@@ -59,7 +59,15 @@ static int rpim_fork_spawn(const struct kumi_spawn *sp, pid_t *pid)
     if (p == 0) {
         /* the child: its own process group, clean signal state, its fds;
          * killed when the launcher dies (a rank in MPI_Init hands that job
-         * to its watcher thread, which cleans up first) */
+         * to its watcher thread, which cleans up first).  It stays in the
+         * launcher's session, unlike mpiexec's launch agents (tools/mpiexec/
+         * link.c) and MPICH's ranks (Hydra gives each rank a session; Open
+         * MPI's keep mpirun's, as here): under sched_autogroup the ranks of
+         * a launch then share one group, so a rank that yields while it
+         * waits hands its CPU to another rank of the job; a rank alone in
+         * its session's group gets its CPU straight back from sched_yield
+         * and spins out its slice (a session each, 4 ranks on 2 busy cores:
+         * 8 B Allreduce 7 us -> 2.2 ms, 0.03 -> 2.9 s of system time) */
         setpgid(0, 0);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != launcher) _exit(128 + SIGKILL);
         sigset_t none;
