@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define KUMI_MAX_POLLFDS   1024
@@ -56,12 +57,13 @@ void kumi_progress_register_params(void)
                             KUMI_LEVEL_TUNER, &spin_us);
     kumi_param_register_int("kumi", "base", "progress_yield", -1,
                             "Polls with sched_yield() between them before a blocking wait sleeps "
-                            "(-1: 200)",
+                            "(-1: 200; 0 when the host is oversubscribed and the rank leads a session of "
+                            "its own under sched_autogroup: its yields reach no other rank)",
                             KUMI_LEVEL_TUNER, &yield_param);
     kumi_param_register_int("kumi", "base", "progress_yield_us", -1,
                             "Idle time (microseconds) a blocking wait keeps yielding before it "
                             "sleeps; -1: 2000 when the host is oversubscribed (more ranks than "
-                            "CPUs), else 0",
+                            "CPUs) and the rank shares its session with the others, else 0",
                             KUMI_LEVEL_TUNER, &yield_us);
     kumi_param_register_int("kumi", "base", "progress_sleep_ms", 20,
                             "Longest sleep (ms) of a blocking wait in poll() on the transports' descriptors",
@@ -86,6 +88,27 @@ static bool host_oversubscribed(bool *pinned)
     int nhosts = h && atoi(h) > 0 ? atoi(h) : 1;
     int local = (kumi_rpim_launch_size() + nhosts - 1) / nhosts;
     return ncpu > 0 && local > ncpu;
+}
+
+/* Does sched_yield() hand the CPU to the other ranks of the launch?  Where
+ * the kernel shares CPU time between sessions first (sched_autogroup,
+ * Debian's default), a yield runs only tasks of the caller's session.
+ * mpiexec's ranks share its session (rpim/fork); a rank that leads a
+ * session of its own (a launcher that gives each rank one, as MPICH's Hydra
+ * does, or `setsid`) gets the CPU straight back from every yield and spins
+ * out its time slice against the rank it waits for: 4 ranks on 2 cores, a
+ * session each, 8 B MPI_Allreduce took 2.3-2.9 ms with the 2 ms yield
+ * phase, against 0.2-0.3 ms sleeping at once (README, placement). */
+static bool yields_reach_nobody(void)
+{
+    if (getsid(0) != getpid()) return false;
+    FILE *f = fopen("/proc/sys/kernel/sched_autogroup_enabled", "re");
+    int on = 0;
+    if (f) {
+        if (fscanf(f, "%d", &on) != 1) on = 0;
+        fclose(f);
+    }
+    return on == 1;
 }
 
 /* At MPI_THREAD_MULTIPLE another thread may complete the request a sleeper
@@ -143,15 +166,19 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
      * each message then waits for the scheduler (8 B through IMPI: 14-29 ms
      * instead of 3.5 us with a busy loop on each core) */
     if (!bound && !oversub && pinned) bound = true;
+    /* oversubscribed, its yields reaching no other rank: sleep at once */
+    bool lone = oversub && yields_reach_nobody();
     spin_rounds = spin_param >= 0 ? spin_param : oversub ? 2 : 300;
-    yield_rounds = yield_param >= 0 ? yield_param : 200;
+    yield_rounds = yield_param >= 0 ? yield_param : lone ? 0 : 200;
     spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : bound ? 2e-3 : 0.0;
-    yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : oversub ? 2e-3 : 0.0;
-    kumi_log(2, "progress: %s: spin %lld rounds and %.0f us idle, then yield %lld rounds and %.0f us, then sleep",
+    yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : oversub && !lone ? 2e-3 : 0.0;
+    kumi_log(2, "progress: %s%s: spin %lld rounds and %.0f us idle, then yield %lld rounds and %.0f us, then sleep",
              shared ? "bound by mpiexec, sharing its CPUs with other ranks (oversubscribed)"
              : getenv(KUMI_ENV_BIND_CPUS) ? "bound by mpiexec"
              : bound ? "kept on fewer CPUs than the machine's, one per rank of its launch"
-             : oversub ? "oversubscribed" : "not bound", spin_rounds, spin_secs * 1e6, yield_rounds, yield_secs * 1e6);
+             : oversub ? "oversubscribed" : "not bound",
+             lone ? ", leading a session of its own under sched_autogroup (yields reach no other rank)" : "",
+             spin_rounds, spin_secs * 1e6, yield_rounds, yield_secs * 1e6);
     npops = nidle = 0;
     for (int i = 0; ops && i < n && i < KUMI_MAX_TRANSPORTS; i++) {
         pused[npops] = !used || used[i];

@@ -103,6 +103,24 @@ if command -v taskset > /dev/null && [ "$ncpu" -ge 2 ]; then
     [ ! -s "$tmp/err" ] && [ "$(seen 1)" = "$last" ] || fail "taskset -c $last -n 2: rank 1 has $(seen 1)"
 fi
 
+# oversubscribed ranks that lead a session of their own (setsid, as MPICH's Hydra starts ranks):
+# where sched_autogroup is on, their sched_yield() reaches no other rank, so a blocking wait
+# sleeps at once instead of yielding for 2 ms (request/progress.c; KUMI_VERBOSE=2's progress
+# line); ranks in mpiexec's session keep the yield phase
+if command -v setsid > /dev/null; then
+    ag=$(cat /proc/sys/kernel/sched_autogroup_enabled 2> /dev/null || echo 0)
+    lone='progress: oversubscribed, leading a session of its own under sched_autogroup.*then yield 0 rounds and 0 us'
+    KUMI_VERBOSE=2 timeout 60 "$MPIEXEC" -n $over setsid -w "$chk" unbound > "$tmp/out" 2> "$tmp/err" ||
+        fail "-n $over setsid: status $?"
+    n=$(grep "^kumi\[[0-9]*\]: $lone" "$tmp/err" | cut -d: -f1 | sort -u | wc -l)
+    if [ "$ag" = 1 ]; then [ "$n" -eq $over ] || fail "-n $over, a session each: $n of $over ranks skip the yield phase"
+    else [ "$n" -eq 0 ] || fail "sched_autogroup off: $n ranks skip the yield phase"; fi
+    KUMI_VERBOSE=2 timeout 60 "$MPIEXEC" -n $over "$chk" unbound > "$tmp/out" 2> "$tmp/err" || fail "-n $over verbose: status $?"
+    n=$(grep '^kumi\[[0-9]*\]: progress: oversubscribed: spin 2 rounds and 0 us idle, then yield 200 rounds and 2000 us' \
+        "$tmp/err" | cut -d: -f1 | sort -u | wc -l)
+    [ "$n" -eq $over ] || fail "-n $over in mpiexec's session: $n of $over ranks yield for 2 ms"
+fi
+
 # bad values
 run 1 --bind-to nowhere -n 1 "$chk"
 grep -q "^mpiexec: --bind-to: expected core, package, hwthread or none, not 'nowhere'" "$tmp/err" || fail "bad --bind-to message"
