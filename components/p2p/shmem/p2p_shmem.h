@@ -336,31 +336,6 @@ static inline int p2p_shmem_rec_ready(const struct p2p_shmem_peer *p)
     return s == p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead);
 }
 
-/* Copy n <= 32 bytes with a few moves, no call (overlapping moves of 8 or 4
- * bytes cover every length). */
-static inline void p2p_shmem_copy_small(void *dst, const void *src, size_t n)
-{
-    char *d = dst;
-    const char *s = src;
-    if (n >= 8) {
-        uint64_t a, b;
-        if (n > 16) {
-            uint64_t c, e;
-            memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&e, s + n - 8, 8);
-            memcpy(d, &a, 8); memcpy(d + 8, &b, 8); memcpy(d + n - 16, &c, 8); memcpy(d + n - 8, &e, 8);
-        } else {
-            memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
-            memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
-        }
-    } else if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4); memcpy(d + n - 4, &b, 4);
-    } else {
-        for (size_t i = 0; i < n; i++) d[i] = s[i];
-    }
-}
-
 static inline uint64_t p2p_shmem_round(uint64_t n)
 {
     return (n + P2P_SHMEM_CELL - 1) & ~(uint64_t)(P2P_SHMEM_CELL - 1);

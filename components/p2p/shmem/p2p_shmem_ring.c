@@ -210,7 +210,7 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
         c->seq = h->seq;
         c->sreq_lo = (uint32_t)h->sreq;
         c->sreq_hi = (uint32_t)(h->sreq >> 32);
-        p2p_shmem_copy_small(c->data, payload, paylen);
+        kumi_p2p_copy_small(c->data, payload, paylen);
         atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
                               memory_order_release);
         p->otail += P2P_SHMEM_CELL;
