@@ -291,6 +291,7 @@ int p2p_shmem_rget(int peer, size_t len);
 void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx);
 
 /* p2p_shmem_ring.c */
+void p2p_shmem_wake(struct p2p_shmem_peer *p);
 int p2p_shmem_flush(struct p2p_shmem_peer *p);
 int p2p_shmem_send(int peer, struct kumi_sendop *op);
 int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payload);
@@ -402,18 +403,15 @@ static inline void p2p_shmem_get(struct p2p_shmem_peer *p, uint64_t pos, void *d
  * side needs only a compiler barrier; else from a full fence here. */
 static inline void p2p_shmem_ring_bell(struct p2p_shmem_peer *p)
 {
-    int one = 1;
     if (__builtin_expect(p2p_shmem_membar && p->seg->membar, 1))
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&p->seg->sleeping, memory_order_relaxed) == 1 &&
-        atomic_compare_exchange_strong(&p->seg->sleeping, &one, 2)) {
-        char b = 1;
-        ssize_t w = sendto(p2p_shmem_bellfd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-                           (struct sockaddr *)&p->bell, p->bell_len);
-        (void)w;
-    }
+    /* the waking itself out of line (p2p_shmem_ring.c): the common case
+     * (p awake) is one load, and the send paths that inline this save no
+     * registers for a system call they do not make */
+    if (__builtin_expect(atomic_load_explicit(&p->seg->sleeping, memory_order_relaxed) == 1, 0))
+        p2p_shmem_wake(p);
 }
 
 /* The tail counter is stored only by a streamed payload (the receiver finds
