@@ -172,8 +172,11 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
                      struct kumi_dt *dt, int dest, int tag, struct kumi_comm *comm, MPI_Request *request)
 {
     size_t bytes;
-    if (__builtin_expect(mode == KUMI_MODE_STD && form == KUMI_FORM_NB && !kumi_accel_on && count >= 0 &&
-                         !__builtin_mul_overflow((size_t)count, dt->size, &bytes) && bytes <= (size_t)INT64_MAX, 1))
+    /* the other calls first, with the arguments where they came (a jump) */
+    if (__builtin_expect(mode != KUMI_MODE_STD || form != KUMI_FORM_NB || kumi_accel_on, 0))
+        return isend_general(fn, mode, form, buf, count, dt, dest, tag, comm, request);
+    if (__builtin_expect(count >= 0 && !__builtin_mul_overflow((size_t)count, dt->size, &bytes) &&
+                         bytes <= (size_t)INT64_MAX, 1))
         return kumi_req_isend(comm, fn, buf, (size_t)count, dt, dest, tag, request);
     return isend_general(fn, mode, form, buf, count, dt, dest, tag, comm, request);
 }
@@ -225,8 +228,11 @@ int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count cou
                     struct kumi_comm *comm, MPI_Status *status, MPI_Request *request)
 {
     size_t bytes;
-    if (__builtin_expect(how == KUMI_FORM_NB && !kumi_accel_on && count >= 0 &&
-                         !__builtin_mul_overflow((size_t)count, dt->size, &bytes) && bytes <= (size_t)INT64_MAX, 1))
+    /* the other calls first, with the arguments where they came (a jump) */
+    if (__builtin_expect(how != KUMI_FORM_NB || kumi_accel_on, 0))
+        return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
+    if (__builtin_expect(count >= 0 && !__builtin_mul_overflow((size_t)count, dt->size, &bytes) &&
+                         bytes <= (size_t)INT64_MAX, 1))
         return kumi_req_irecv(comm, fn, buf, (size_t)count, dt, source, tag, request);
     return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
 }
