@@ -160,8 +160,30 @@ int kumi_pt2pt_send(const char *fn, int mode, const void *buf, MPI_Count count, 
     return blocking(r, MPI_STATUS_IGNORE);
 }
 
+static __attribute__((noinline)) int isend_general(const char *fn, int mode, enum kumi_form form, const void *buf,
+                                                   MPI_Count count, struct kumi_dt *dt, int dest, int tag,
+                                                   struct kumi_comm *comm, MPI_Request *request);
+
+/* MPI_Isend and the other non-blocking sends.  The common one (standard
+ * mode, not persistent, a valid count, no device buffers) goes straight on
+ * to the request layer as a tail call: this frame saves no register (the
+ * general path, which does, is isend_general). */
 int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *buf, MPI_Count count,
                      struct kumi_dt *dt, int dest, int tag, struct kumi_comm *comm, MPI_Request *request)
+{
+    size_t bytes;
+    /* the other calls first, with the arguments where they came (a jump) */
+    if (__builtin_expect(mode != KUMI_MODE_STD || form != KUMI_FORM_NB || kumi_accel_on, 0))
+        return isend_general(fn, mode, form, buf, count, dt, dest, tag, comm, request);
+    if (__builtin_expect(count >= 0 && !__builtin_mul_overflow((size_t)count, dt->size, &bytes) &&
+                         bytes <= (size_t)INT64_MAX, 1))
+        return kumi_req_isend(comm, fn, buf, (size_t)count, dt, dest, tag, request);
+    return isend_general(fn, mode, form, buf, count, dt, dest, tag, comm, request);
+}
+
+static __attribute__((noinline)) int isend_general(const char *fn, int mode, enum kumi_form form, const void *buf,
+                                                   MPI_Count count, struct kumi_dt *dt, int dest, int tag,
+                                                   struct kumi_comm *comm, MPI_Request *request)
 {
     bool persistent = form == KUMI_FORM_INIT;
     int crc = count_check(fn, "count", count, dt);
@@ -195,8 +217,29 @@ int kumi_pt2pt_isend(const char *fn, int mode, enum kumi_form form, const void *
 }
 
 /* ------------------------------------------------------------ receives */
+static __attribute__((noinline)) int recv_general(const char *fn, enum kumi_form how, void *buf, MPI_Count count,
+                                                  struct kumi_dt *dt, int source, int tag, struct kumi_comm *comm,
+                                                  MPI_Status *status, MPI_Request *request);
+
+/* MPI_Recv, MPI_Irecv, MPI_Recv_init.  MPI_Irecv with a valid count and
+ * no device buffers goes straight on to the request layer as a tail call
+ * (as kumi_pt2pt_isend); the rest is recv_general. */
 int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count count, struct kumi_dt *dt, int source, int tag,
                     struct kumi_comm *comm, MPI_Status *status, MPI_Request *request)
+{
+    size_t bytes;
+    /* the other calls first, with the arguments where they came (a jump) */
+    if (__builtin_expect(how != KUMI_FORM_NB || kumi_accel_on, 0))
+        return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
+    if (__builtin_expect(count >= 0 && !__builtin_mul_overflow((size_t)count, dt->size, &bytes) &&
+                         bytes <= (size_t)INT64_MAX, 1))
+        return kumi_req_irecv(comm, fn, buf, (size_t)count, dt, source, tag, request);
+    return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
+}
+
+static __attribute__((noinline)) int recv_general(const char *fn, enum kumi_form how, void *buf, MPI_Count count,
+                                                  struct kumi_dt *dt, int source, int tag, struct kumi_comm *comm,
+                                                  MPI_Status *status, MPI_Request *request)
 {
     int rc = count_check(fn, "count", count, dt);
     if (rc) return rc;
@@ -361,6 +404,7 @@ static int any_done(void *a)
 
 /* Complete every finished request of the array into statuses (a status
  * for each; MPI_ERROR set); for the ones in idx[0..n) only when idx given.
+ * The array was checked (check_array) by the caller.
  * Returns MPI_ERR_IN_STATUS (handled) if one failed. */
 static int finish_many(int count, MPI_Request reqs[], MPI_Status statuses[], const int *idx, int nidx,
                        const char *fn, bool all_statuses)
@@ -371,7 +415,8 @@ static int finish_many(int count, MPI_Request reqs[], MPI_Status statuses[], con
     for (int k = 0; k < n; k++) {
         int i = idx ? idx[k] : k;
         MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[idx ? k : i];
-        struct kumi_req *r = req_get(reqs[i]);
+        /* every caller checked the array (check_array): a handle is a request or MPI_REQUEST_NULL */
+        struct kumi_req *r = reqs[i] == MPI_REQUEST_NULL ? NULL : (struct kumi_req *)reqs[i];
         if (req_idle(reqs[i], r)) {
             if (st != MPI_STATUS_IGNORE) kumi_status_empty(st);
             continue;

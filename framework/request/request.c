@@ -231,6 +231,17 @@ static void eager_credit_check(int wpeer)
     kumi_req_send_ctl(wpeer, &h);
 }
 
+/* Receiver: could eager_credit_check(wpeer) send a CREDIT now?  Its size
+ * tests, inline for the receive paths: false while less than a quarter of
+ * the budget is due or wpeer is below half of it (eager_credit_check would
+ * return at once: a call per message there cost a twentieth of a small
+ * message's receive). */
+static inline bool eager_credit_maybe(const struct eager_peer *e)
+{
+    size_t b = kumi_req_eager_budget;
+    return e->due >= b / 4 && e->held + e->due >= b / 2;
+}
+
 /* Receiver: a message with header h arrived from wpeer; kept: it waits in the
  * unexpected queue (else its payload went straight to a receive).  Inline on
  * the receive paths; the CREDIT only once a quarter of the budget is due. */
@@ -243,7 +254,7 @@ static inline __attribute__((always_inline)) void eager_arrived(int wpeer, const
         eager_peers[wpeer].held += c;
     } else {
         eager_peers[wpeer].due += c;
-        if (__builtin_expect(eager_peers[wpeer].due >= kumi_req_eager_budget / 4, 0)) eager_credit_check(wpeer);
+        if (__builtin_expect(eager_credit_maybe(&eager_peers[wpeer]), 0)) eager_credit_check(wpeer);
     }
 }
 
@@ -873,7 +884,7 @@ KUMI_EXPORT void kumi_p2p_incoming_whole(int peer, const struct kumi_hdr *hdr, c
         size_t c = paylen + KUMI_EAGER_ENVELOPE;
         if (!r) {
             eager_peers[peer].held += c;
-        } else if (__builtin_expect((eager_peers[peer].due += c) >= kumi_req_eager_budget / 4, 0)) {
+        } else if (eager_peers[peer].due += c, __builtin_expect(eager_credit_maybe(&eager_peers[peer]), 0)) {
             eager_credit_check(peer);
         }
     }
@@ -883,7 +894,8 @@ KUMI_EXPORT void kumi_p2p_incoming_whole(int peer, const struct kumi_hdr *hdr, c
         r->msglen = paylen;
         if (hdr->kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(peer, hdr);
         size_t n = paylen < r->rx.cap ? paylen : r->rx.cap;
-        if (n) memcpy(r->rx.dst, data, n);
+        if (n <= 32) kumi_p2p_copy_small(r->rx.dst, data, n);
+        else memcpy(r->rx.dst, data, n);
         /* finish_recv(r, paylen), inline: the plain case sets complete */
         kumi_status_set_bytes(&r->status, n);
         if (paylen > r->rx.cap && r->status.MPI_ERROR == MPI_SUCCESS) r->status.MPI_ERROR = MPI_ERR_TRUNCATE;

@@ -291,6 +291,7 @@ int p2p_shmem_rget(int peer, size_t len);
 void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx);
 
 /* p2p_shmem_ring.c */
+void p2p_shmem_wake(struct p2p_shmem_peer *p);
 int p2p_shmem_flush(struct p2p_shmem_peer *p);
 int p2p_shmem_send(int peer, struct kumi_sendop *op);
 int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payload);
@@ -334,31 +335,6 @@ static inline int p2p_shmem_rec_ready(const struct p2p_shmem_peer *p)
     uint64_t s = atomic_load_explicit((_Atomic uint64_t *)(void *)p2p_shmem_cell(p->idata, p->ihead),
                                       memory_order_acquire);
     return s == p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead);
-}
-
-/* Copy n <= 32 bytes with a few moves, no call (overlapping moves of 8 or 4
- * bytes cover every length). */
-static inline void p2p_shmem_copy_small(void *dst, const void *src, size_t n)
-{
-    char *d = dst;
-    const char *s = src;
-    if (n >= 8) {
-        uint64_t a, b;
-        if (n > 16) {
-            uint64_t c, e;
-            memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&e, s + n - 8, 8);
-            memcpy(d, &a, 8); memcpy(d + 8, &b, 8); memcpy(d + n - 16, &c, 8); memcpy(d + n - 8, &e, 8);
-        } else {
-            memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
-            memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
-        }
-    } else if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4); memcpy(d + n - 4, &b, 4);
-    } else {
-        for (size_t i = 0; i < n; i++) d[i] = s[i];
-    }
 }
 
 static inline uint64_t p2p_shmem_round(uint64_t n)
@@ -427,18 +403,15 @@ static inline void p2p_shmem_get(struct p2p_shmem_peer *p, uint64_t pos, void *d
  * side needs only a compiler barrier; else from a full fence here. */
 static inline void p2p_shmem_ring_bell(struct p2p_shmem_peer *p)
 {
-    int one = 1;
     if (__builtin_expect(p2p_shmem_membar && p->seg->membar, 1))
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&p->seg->sleeping, memory_order_relaxed) == 1 &&
-        atomic_compare_exchange_strong(&p->seg->sleeping, &one, 2)) {
-        char b = 1;
-        ssize_t w = sendto(p2p_shmem_bellfd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-                           (struct sockaddr *)&p->bell, p->bell_len);
-        (void)w;
-    }
+    /* the waking itself out of line (p2p_shmem_ring.c): the common case
+     * (p awake) is one load, and the send paths that inline this save no
+     * registers for a system call they do not make */
+    if (__builtin_expect(atomic_load_explicit(&p->seg->sleeping, memory_order_relaxed) == 1, 0))
+        p2p_shmem_wake(p);
 }
 
 /* The tail counter is stored only by a streamed payload (the receiver finds

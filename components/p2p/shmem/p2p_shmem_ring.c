@@ -3,6 +3,19 @@
  * ours (poll_ring()), and progress() / busy() over all same-host peers. */
 #include "p2p_shmem.h"
 
+/* p2p_shmem_ring_bell() found p asleep (its sleeping word 1): the first
+ * writer to swap the word to 2 sends the one datagram. */
+__attribute__((noinline)) void p2p_shmem_wake(struct p2p_shmem_peer *p)
+{
+    int one = 1;
+    if (atomic_compare_exchange_strong(&p->seg->sleeping, &one, 2)) {
+        char b = 1;
+        ssize_t w = sendto(p2p_shmem_bellfd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                           (struct sockaddr *)&p->bell, p->bell_len);
+        (void)w;
+    }
+}
+
 static inline int p2p_shmem_use_cma(struct p2p_shmem_peer *p, const struct kumi_sendop *op)
 {
     /* a pulled RTS (the request layer asked p2p_shmem_rget first) */
@@ -183,6 +196,25 @@ int p2p_shmem_send(int peer, struct kumi_sendop *op)
     return MPI_SUCCESS;
 }
 
+/* send_inline() of a message larger than a SHORT record: a MSG record
+ * with its whole payload before the stamp (out of line: the SHORT path
+ * saves no registers for these copies). */
+static __attribute__((noinline)) int p2p_shmem_send_inline_msg(struct p2p_shmem_peer *p, const struct kumi_hdr *h,
+                                                               const void *payload, size_t paylen)
+{
+    size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
+    struct p2p_shmem_rec rec;
+    if (!p2p_shmem_whole_ok(p, paylen) || p2p_shmem_ofree(p, whole) < whole) return 0;
+    rec.hdr = *h;
+    rec.hdr.pad = P2P_SHMEM_F_WHOLE;
+    rec.hdr.reserved = P2P_SHMEM_REC_MSG;
+    p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, payload, paylen);
+    p2p_shmem_put_cell(p, p->otail, &rec);
+    p->otail += whole;
+    p2p_shmem_publish(p);
+    return 1;
+}
+
 /* Contract 1.8: an eager message written at once when nothing is queued to
  * peer and the ring has room (no sendop, no done()); 0: not now, the caller
  * sends it through p2p_shmem_send().  Up to P2P_SHMEM_SHORT_MAX bytes: one
@@ -194,37 +226,26 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
     if (__builtin_expect(!p->seg || p->qhead != NULL, 0)) return 0;   /* not attached yet: send() does it */
     size_t paylen = (size_t)h->paylen;
-    if (paylen <= P2P_SHMEM_SHORT_MAX) {
-        if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
-        /* written in place (no copy through the stack): the receiver reads
-         * no byte of it before the stamp, stored last */
-        char *cell = p2p_shmem_cell(p->odata, p->otail);
-        struct p2p_shmem_short *c = (struct p2p_shmem_short *)(void *)cell;
-        c->kind = h->kind;
-        c->flags = h->flags;
-        c->type = P2P_SHMEM_REC_SHORT;
-        c->paylen = (uint8_t)paylen;
-        c->ctx = h->ctx;
-        c->src = h->src;
-        c->tag = h->tag;
-        c->seq = h->seq;
-        c->sreq_lo = (uint32_t)h->sreq;
-        c->sreq_hi = (uint32_t)(h->sreq >> 32);
-        p2p_shmem_copy_small(c->data, payload, paylen);
-        atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
-                              memory_order_release);
-        p->otail += P2P_SHMEM_CELL;
-    } else {
-        size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
-        struct p2p_shmem_rec rec;
-        if (!p2p_shmem_whole_ok(p, paylen) || p2p_shmem_ofree(p, whole) < whole) return 0;
-        rec.hdr = *h;
-        rec.hdr.pad = P2P_SHMEM_F_WHOLE;
-        rec.hdr.reserved = P2P_SHMEM_REC_MSG;
-        p2p_shmem_put(p, p->otail + P2P_SHMEM_CELL, payload, paylen);
-        p2p_shmem_put_cell(p, p->otail, &rec);
-        p->otail += whole;
-    }
+    if (__builtin_expect(paylen > P2P_SHMEM_SHORT_MAX, 0)) return p2p_shmem_send_inline_msg(p, h, payload, paylen);
+    if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
+    /* written in place (no copy through the stack): the receiver reads
+     * no byte of it before the stamp, stored last */
+    char *cell = p2p_shmem_cell(p->odata, p->otail);
+    struct p2p_shmem_short *c = (struct p2p_shmem_short *)(void *)cell;
+    c->kind = h->kind;
+    c->flags = h->flags;
+    c->type = P2P_SHMEM_REC_SHORT;
+    c->paylen = (uint8_t)paylen;
+    c->ctx = h->ctx;
+    c->src = h->src;
+    c->tag = h->tag;
+    c->seq = h->seq;
+    c->sreq_lo = (uint32_t)h->sreq;
+    c->sreq_hi = (uint32_t)(h->sreq >> 32);
+    kumi_p2p_copy_small(c->data, payload, paylen);
+    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
+                          memory_order_release);
+    p->otail += P2P_SHMEM_CELL;
     p2p_shmem_publish(p);
     return 1;
 }
