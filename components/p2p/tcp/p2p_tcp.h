@@ -96,6 +96,7 @@ struct p2p_tcp_listener {
 
 extern size_t p2p_tcp_eager;
 extern size_t p2p_tcp_batch;
+extern int p2p_tcp_share;
 extern unsigned long p2p_tcp_gen;
 extern struct p2p_tcp_peer *p2p_tcp_corked;
 extern size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
@@ -130,6 +131,7 @@ void p2p_tcp_ep_add(int fd, uint32_t ev, void *ptr);
 void p2p_tcp_ep_del(int fd);
 void p2p_tcp_expire(void);
 int p2p_tcp_handshaking(int state);
+int p2p_tcp_in_attach(struct p2p_tcp_peer *p);
 void p2p_tcp_in_close(struct p2p_tcp_in *c, int lost);
 int p2p_tcp_in_event(struct p2p_tcp_in *c);
 void p2p_tcp_lost_warn(int rank);
