@@ -642,8 +642,9 @@ static void p2p_tcp_check_timeouts(void)
 static int p2p_tcp_progress(void)
 {
     static int skipped;
+    static unsigned rounds;
     struct epoll_event ev[P2P_TCP_MAXEV];
-    int n = 0, did = 0;
+    int n = 0, did = 0, k;
     if (p2p_tcp_epfd < 0 || p2p_tcp_in_progress) return 0;
     p2p_tcp_in_progress = 1;
     p2p_tcp_gen++;                       /* the next direct write starts a new burst */
@@ -655,12 +656,19 @@ static int p2p_tcp_progress(void)
      * blocking MPI_Send whose message waited for this round is done now and
      * pays no epoll_wait), but never two rounds in a row: incoming messages
      * wait one round at most. */
+    p2p_tcp_yield = 0;
     if (did && !skipped) skipped = 1;
-    else {
+    else if (!p2p_tcp_nqueued && !p2p_tcp_nconnecting && ++rounds % P2P_TCP_EPOLL_EVERY &&
+             (k = p2p_tcp_in_only()) >= 0) {
+        /* one connection brings messages, nothing waits to be written or
+         * connected: read it directly; epoll (new connections, the timer,
+         * errors of outgoing sockets) every P2P_TCP_EPOLL_EVERY rounds */
+        skipped = 0;
+        did |= k;
+    } else {
         skipped = 0;
         n = epoll_wait(p2p_tcp_epfd, ev, P2P_TCP_MAXEV, 0);
     }
-    p2p_tcp_yield = 0;
     for (int i = 0; i < n && !p2p_tcp_yield; i++) {
         int kind = *(int *)ev[i].data.ptr;
         if (kind == P2P_TCP_K_LISTEN) {

@@ -53,6 +53,7 @@
 #define P2P_TCP_READ_BUDGET (4u << 20)      /* bytes read from one connection per progress() */
 #define P2P_TCP_MAXIOV      256     /* per sendmsg: up to 128 queued messages */
 #define P2P_TCP_MAXEV       64
+#define P2P_TCP_EPOLL_EVERY 16      /* reading the one connection directly: epoll every 16th round */
 #define P2P_TCP_MAXADDR     32
 
 
@@ -134,6 +135,7 @@ int p2p_tcp_handshaking(int state);
 int p2p_tcp_in_attach(struct p2p_tcp_peer *p);
 void p2p_tcp_in_close(struct p2p_tcp_in *c, int lost);
 int p2p_tcp_in_event(struct p2p_tcp_in *c);
+int p2p_tcp_in_only(void);
 void p2p_tcp_lost_warn(int rank);
 int p2p_tcp_nonce(unsigned char *out);
 void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev);

@@ -230,6 +230,18 @@ static void p2p_tcp_consume(struct p2p_tcp_in *c)
     if (c->bstart == c->bend) c->bstart = c->bend = 0;
 }
 
+/* When one connection alone brings messages (every accepted one has proved
+ * itself, e.g. the one peer of a 2-rank job): read it without asking epoll
+ * first, one system call per round instead of epoll_wait and then readv per
+ * message.  -1 when that is not the case (progress() asks epoll), else as
+ * p2p_tcp_in_event (0: nothing there). */
+int p2p_tcp_in_only(void)
+{
+    struct p2p_tcp_in *c = p2p_tcp_ins;
+    if (!c || c->next || c->peer < 0 || p2p_tcp_npending) return -1;
+    return p2p_tcp_in_event(c);
+}
+
 /* Returns 1 if anything happened; may free c. */
 int p2p_tcp_in_event(struct p2p_tcp_in *c)
 {
