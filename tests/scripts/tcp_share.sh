@@ -53,5 +53,20 @@ echo "$out" | grep -q "tcp_share: ok" || fail "4 ranks, small buffers: no ok lin
 out=$(timeout 120 "$MPIEXEC" -n 3 --param p2p_tcp_eager_limit=0 "$TESTBIN/tcp_share" 200 2>&1) ||
     fail "3 ranks, eager limit 0: $out"
 echo "$out" | grep -q "tcp_share: ok" || fail "3 ranks, eager limit 0: no ok line: $out"
+
+# one connection alone brings rank 1 its messages: progress reads it
+# directly and asks epoll every 16th round only (counted with strace -c on
+# rank 1; skipped without strace or ptrace)
+if command -v strace >/dev/null && strace -f -c -o /dev/null true 2>/dev/null; then
+    printf '#!/bin/sh\n[ "$KUMI_RANK" = 1 ] && exec strace -f -c -e trace=readv,epoll_wait -o "%s/rank1" "$@"\nexec "$@"\n' "$dir" > "$dir/st.sh"
+    chmod +x "$dir/st.sh"
+    out=$(timeout 120 "$MPIEXEC" -n 2 "$dir/st.sh" "$TESTBIN/tcp_share" 300 2>&1) || fail "under strace: $out"
+    echo "$out" | grep -q "tcp_share: ok" || fail "under strace: no ok line: $out"
+    rv=$(awk '$NF == "readv" { print $4 }' "$dir/rank1"); ew=$(awk '$NF == "epoll_wait" { print $4 }' "$dir/rank1")
+    echo "rank 1: ${rv:-0} readv, ${ew:-0} epoll_wait"
+    [ "${rv:-0}" -gt $((4 * ${ew:-0})) ] || fail "rank 1 asked epoll before reading (${rv:-0} readv, ${ew:-0} epoll_wait)"
+else
+    echo "no strace: the direct read of a lone connection not counted"
+fi
 echo "ok"
 exit 0
