@@ -18,10 +18,14 @@
  * on this machine, KUMI_INTERNAL_NHOSTS=1, whatever the host names say), and
  * at addresses on a subnet shared with one of our interfaces first.
  *
- * Connections: one per direction.  Rank A sends to B only over the
- * connection A opened (lazily, on the first send), and receives from B only
- * over connections B opened, so there are no simultaneous-connect races and
- * per-peer ordering is the socket's.
+ * Connections: rank A opens one to B (lazily, on its first send to B) and
+ * sends to B only over it.  When B, which has not opened one to A, accepts
+ * A's connection, it sends to A over that one too (p2p_tcp_share_connections,
+ * p2p_tcp_in.c's p2p_tcp_adopt: a reply then carries the acknowledgement of
+ * the request, as over Open MPI's one socket per pair); so A reads every
+ * connection it opened.  If both open one at once, each sends over its own:
+ * a rank sends to a peer over one connection only, so there are no
+ * simultaneous-connect races to settle and per-peer ordering is the socket's.
  *
  * Authentication: both sides prove that they know the job secret without
  * sending it (a key K = HMAC(secret, label) from kumi/jobkey.h).  The
@@ -89,6 +93,7 @@
 /* parameters */
 size_t p2p_tcp_eager;
 size_t p2p_tcp_batch;         /* largest payload batched; 0: none */
+int p2p_tcp_share;            /* send over a connection the peer opened (p2p_tcp_adopt) */
 size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
 const char *p2p_tcp_if_include, *p2p_tcp_if_exclude, *p2p_tcp_family, *p2p_tcp_loopback_cc;
 static int p2p_tcp_fflags;    /* KUMI_NETIF_V4 / V6 / PREFER6 from p2p_tcp_family */
@@ -149,6 +154,12 @@ static void p2p_tcp_register(void)
                              "message rate, but a second MPI_Isend to a peer leaves only at the "
                              "rank's next MPI call); 0 (default) = every message is written at once",
                              KUMI_LEVEL_TUNER, &p2p_tcp_batch);
+    kumi_param_register_bool("p2p", "tcp", "share_connections", 1,
+                             "Send to a peer over the connection it opened to this rank when this "
+                             "rank has not opened one (one connection per pair, both directions: "
+                             "a reply carries the acknowledgement of the request; lower latency); "
+                             "false = every rank sends only over connections it opened",
+                             KUMI_LEVEL_TUNER, &p2p_tcp_share);
     kumi_param_register_size("p2p", "tcp", "sndbuf", 0,
                              "Socket send buffer size (SO_SNDBUF); 0 = system default",
                              KUMI_LEVEL_TUNER, &p2p_tcp_sndbuf);
@@ -631,8 +642,9 @@ static void p2p_tcp_check_timeouts(void)
 static int p2p_tcp_progress(void)
 {
     static int skipped;
+    static unsigned rounds;
     struct epoll_event ev[P2P_TCP_MAXEV];
-    int n = 0, did = 0;
+    int n = 0, did = 0, k;
     if (p2p_tcp_epfd < 0 || p2p_tcp_in_progress) return 0;
     p2p_tcp_in_progress = 1;
     p2p_tcp_gen++;                       /* the next direct write starts a new burst */
@@ -644,12 +656,19 @@ static int p2p_tcp_progress(void)
      * blocking MPI_Send whose message waited for this round is done now and
      * pays no epoll_wait), but never two rounds in a row: incoming messages
      * wait one round at most. */
+    p2p_tcp_yield = 0;
     if (did && !skipped) skipped = 1;
-    else {
+    else if (!p2p_tcp_nqueued && !p2p_tcp_nconnecting && ++rounds % P2P_TCP_EPOLL_EVERY &&
+             (k = p2p_tcp_in_only()) >= 0) {
+        /* one connection brings messages, nothing waits to be written or
+         * connected: read it directly; epoll (new connections, the timer,
+         * errors of outgoing sockets) every P2P_TCP_EPOLL_EVERY rounds */
+        skipped = 0;
+        did |= k;
+    } else {
         skipped = 0;
         n = epoll_wait(p2p_tcp_epfd, ev, P2P_TCP_MAXEV, 0);
     }
-    p2p_tcp_yield = 0;
     for (int i = 0; i < n && !p2p_tcp_yield; i++) {
         int kind = *(int *)ev[i].data.ptr;
         if (kind == P2P_TCP_K_LISTEN) {

@@ -53,6 +53,7 @@
 #define P2P_TCP_READ_BUDGET (4u << 20)      /* bytes read from one connection per progress() */
 #define P2P_TCP_MAXIOV      256     /* per sendmsg: up to 128 queued messages */
 #define P2P_TCP_MAXEV       64
+#define P2P_TCP_EPOLL_EVERY 16      /* reading the one connection directly: epoll every 16th round */
 #define P2P_TCP_MAXADDR     32
 
 
@@ -96,6 +97,7 @@ struct p2p_tcp_listener {
 
 extern size_t p2p_tcp_eager;
 extern size_t p2p_tcp_batch;
+extern int p2p_tcp_share;
 extern unsigned long p2p_tcp_gen;
 extern struct p2p_tcp_peer *p2p_tcp_corked;
 extern size_t p2p_tcp_sndbuf, p2p_tcp_rcvbuf;
@@ -130,8 +132,10 @@ void p2p_tcp_ep_add(int fd, uint32_t ev, void *ptr);
 void p2p_tcp_ep_del(int fd);
 void p2p_tcp_expire(void);
 int p2p_tcp_handshaking(int state);
+int p2p_tcp_in_attach(struct p2p_tcp_peer *p);
 void p2p_tcp_in_close(struct p2p_tcp_in *c, int lost);
 int p2p_tcp_in_event(struct p2p_tcp_in *c);
+int p2p_tcp_in_only(void);
 void p2p_tcp_lost_warn(int rank);
 int p2p_tcp_nonce(unsigned char *out);
 void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev);

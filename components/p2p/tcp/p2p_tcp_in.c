@@ -111,6 +111,62 @@ void p2p_tcp_accept(int lfd)
     }
 }
 
+/* A connection this rank opened to p is up: read it too.  The peer may send
+ * its own messages over it (p2p_tcp_adopt), so the connecting side reads
+ * every connection it opens, whatever its own p2p_tcp_share_connections, through a
+ * second descriptor of the socket (epoll holds one registration per
+ * descriptor: p->fd's asks for EPOLLOUT when a send waits, this one for
+ * EPOLLIN).  0, or -1 when out of descriptors or memory. */
+int p2p_tcp_in_attach(struct p2p_tcp_peer *p)
+{
+    struct p2p_tcp_in *c = calloc(1, sizeof *c);
+    int fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+    if (!c || fd < 0 || !(c->buf = malloc(P2P_TCP_BUFSZ))) {
+        if (fd >= 0) close(fd);
+        if (c) free(c->buf);
+        free(c);
+        return -1;
+    }
+    c->kind = P2P_TCP_K_IN;
+    c->fd = fd;
+    c->peer = p->rank;
+    c->next = p2p_tcp_ins;
+    if (c->next) c->next->prev = c;
+    p2p_tcp_ins = c;
+    p2p_tcp_ep_add(fd, EPOLLIN, c);
+    return 0;
+}
+
+/* c has just proved that it comes from peer c->peer: if this rank has not
+ * connected to that peer, it sends over c from now on (p2p_tcp_share_connections).
+ * One connection per pair then carries both directions, as a ping-pong's
+ * reply carries the acknowledgement of the request: over a connection per
+ * direction the receiver's read sent a pure ACK every time (the kernel
+ * acknowledges a small pushed segment at once on a socket that sends no
+ * data), 1-4 us of its time on loopback before it could answer.  Per-peer
+ * order holds: a rank sends to a peer over one connection only, the one it
+ * adopted or (if it started connecting first) its own. */
+static void p2p_tcp_adopt(struct p2p_tcp_in *c)
+{
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof sa;
+    struct p2p_tcp_peer *p;
+    int fd;
+    if (!p2p_tcp_share || c->peer < 0 || c->peer >= p2p_tcp_npeers) return;
+    p = p2p_tcp_peers[c->peer];
+    if (!p || p->state != P2P_TCP_OUT_NONE || p->naddrs <= 0 || p->head) return;
+    fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return;                  /* it connects at its first send */
+    if (getpeername(fd, (struct sockaddr *)&sa, &salen) == 0)
+        p2p_tcp_loopback_opts(fd, (const struct sockaddr *)&sa);
+    kumi_p2p_socket_opened(p->rank, fd); /* e.g. pacing (p2p contract 1.4) */
+    p->fd = fd;
+    p->events = 0;
+    p->state = P2P_TCP_OUT_UP;
+    p2p_tcp_ep_add(fd, 0, p);
+    kumi_log(3, "p2p/tcp: sending to %s %d over the connection it opened", p->xjob ? "peer" : "rank", p->rank);
+}
+
 static void p2p_tcp_finish_msg(struct p2p_tcp_in *c)
 {
     struct kumi_rx *rx = c->rx;
@@ -172,6 +228,18 @@ static void p2p_tcp_consume(struct p2p_tcp_in *c)
         }
     }
     if (c->bstart == c->bend) c->bstart = c->bend = 0;
+}
+
+/* When one connection alone brings messages (every accepted one has proved
+ * itself, e.g. the one peer of a 2-rank job): read it without asking epoll
+ * first, one system call per round instead of epoll_wait and then readv per
+ * message.  -1 when that is not the case (progress() asks epoll), else as
+ * p2p_tcp_in_event (0: nothing there). */
+int p2p_tcp_in_only(void)
+{
+    struct p2p_tcp_in *c = p2p_tcp_ins;
+    if (!c || c->next || c->peer < 0 || p2p_tcp_npending) return -1;
+    return p2p_tcp_in_event(c);
 }
 
 /* Returns 1 if anything happened; may free c. */
@@ -261,6 +329,7 @@ int p2p_tcp_in_event(struct p2p_tcp_in *c)
         c->peer = xp ? xp->rank : rank;
         p2p_tcp_npending--;
         kumi_log(3, "p2p/tcp: accepted connection from %s %d", xp ? "peer" : "rank", c->peer);
+        p2p_tcp_adopt(c);
         return 1;                        /* its messages follow (level-triggered epoll) */
     }
 

@@ -257,6 +257,11 @@ void p2p_tcp_out_event(struct p2p_tcp_peer *p, uint32_t ev)
             p2p_tcp_connect_failed(p);
             break;
         }
+        if (p2p_tcp_in_attach(p) != 0) {    /* the peer may answer over it: it must be read */
+            kumi_log(2, "p2p/tcp: no descriptor or memory to read the connection to rank %d", p->rank);
+            p2p_tcp_connect_failed(p);
+            break;
+        }
         p2p_tcp_nconnecting--;
         p->state = P2P_TCP_OUT_UP;
         if (p->cur > 0) {      /* not at the address KUMI_VERBOSE's table named */
