@@ -7,23 +7,28 @@
  * mitigations): 8 KiB pulled cost 1.31 us of latency on the machine the old
  * constant (8193) was chosen on, 3.25 on another, where the ring was faster
  * up to 32 KiB.  So each process times, once, a process_vm_readv of its own
- * memory and the ring's two copies, at 4 and 32 KiB (about 50 us), fits a
+ * memory and the ring's two copies, at 4 and 32 KiB (0.1-0.4 ms), fits a
  * line to each and puts the switch where the lines of the two paths cross:
  *
  *   CMA:  (1 + P2P_SHMEM_CAL_FIXED) * a_r + b_r * n
  *   ring: P2P_SHMEM_CAL_XCORE * (a_c + b_c * n)
  *
  * (a_r + b_r n: the self read; a_c + b_c n: the two copies in one core's
- * cache).  The constants come from mpibench latency on 2 bound ranks
- * (2026-11-29, the second machine): the ring's copies cost 3.5 x the
- * in-cache ones (the receiver's copy reads lines the sender's core wrote;
- * 8-32 KiB: 0.14 us/KiB against 0.037), a pull about what the self read
- * costs per byte (0.063 against 0.071 us/KiB) plus a fixed 0.75 x the self
- * read's own fixed cost (the peer's address space, the RTS record, the
- * wake-up).  There it chooses about 34 KiB; the latencies crossed at 32 KiB
- * (4.69 us through the ring, 4.75 pulled).  The sender alone applies the
- * switch (eager_limit, rget), the receiver follows what each record says,
- * so two ranks that chose differently still agree on every message. */
+ * cache).  The constants come from mpibench on 2 bound ranks (2026-11-29,
+ * the second machine).  The ring's copies cost 3.5 x the in-cache ones (the
+ * receiver's copy reads lines the sender's core wrote; latency 8-32 KiB:
+ * 0.14 us/KiB against 0.037), a pull about what the self read costs per
+ * byte (0.063 against 0.071 us/KiB).  A lone pull also pays the peer's
+ * address space, the RTS record and the wake-up: about 0.75 x the self
+ * read's fixed cost more in latency, where the two paths crossed at 32 KiB
+ * (4.69 us through the ring, 4.75 pulled); in a window both ways (bibw) that
+ * is hidden, and the ring fell behind from 24-32 KiB (32 KiB: 10.8 against
+ * 14.1 GB/s pulled; 16-24 KiB: alike).  P2P_SHMEM_CAL_FIXED = 0.4 puts the
+ * switch between the two, at about 27 KiB there: latency as good as either
+ * path's up to 24 KiB, bibw the pull's from 32 KiB.  The sender alone
+ * applies the switch (eager_limit, rget), the receiver follows what each
+ * record says, so two ranks that chose differently still agree on every
+ * message. */
 #define _GNU_SOURCE
 #include "p2p_shmem_cal.h"
 #include <stdio.h>
@@ -35,7 +40,7 @@
 #include <unistd.h>
 
 #define P2P_SHMEM_CAL_XCORE 3.5
-#define P2P_SHMEM_CAL_FIXED 0.75
+#define P2P_SHMEM_CAL_FIXED 0.4
 
 static double cal_now(void)
 {

@@ -9,7 +9,7 @@
  * minimum of P2P_SHMEM_CAL_REPS tries). */
 #define P2P_SHMEM_CAL_SMALL 4096
 #define P2P_SHMEM_CAL_BIG   32768
-#define P2P_SHMEM_CAL_REPS  8
+#define P2P_SHMEM_CAL_REPS  16
 struct p2p_shmem_cal {
     double rd[2];      /* process_vm_readv of this process, SMALL and BIG bytes */
     double cp[2];      /* the ring's two copies of the same bytes (in, then out) */
