@@ -64,6 +64,16 @@ volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with C
  * core copies twice what CMA copies and it loses from 14-16 KiB (0.77 x at
  * 16 KiB); 12 KiB gains in both. */
 #define STREAM_MAX_DEFAULT (12 * 1024)
+/* The ring: a window of sends larger than the ring stalls the sender until
+ * the receiver drains it, and a window both ways stalls both.  mpibench's
+ * bibw window is 64 messages (512 KiB of 8 KiB ones): with 1 MiB rings
+ * instead of 256 KiB, 2 ranks bound (tests/bench/shm-band.sh -b -w 300,
+ * 4 interleaved rounds, 2026-11-29): 26.3 vs 12.5 GB/s at 4 KiB, 34.1 vs
+ * 10.5 at 8191 B, 26.4 vs 12.1 at 8193, 29.6 vs 12.5 at 12289 (MPICH
+ * 18-19 at 8 KiB).  A ring costs /dev/shm only once written, but the room
+ * asked for at start-up grows with it: 1 MiB rings in small jobs only. */
+#define RING_BIG_RANKS 4
+#define RING_BIG_RANKS_S "4"
 
 static void p2p_shmem_register(void)
 {
@@ -71,8 +81,9 @@ static void p2p_shmem_register(void)
                              "Largest message sent eagerly through shared memory (copied in and "
                              "out of the ring); larger ones use rendezvous",
                              KUMI_LEVEL_TUNER, &p2p_shmem_eager);
-    kumi_param_register_size("p2p", "shmem", "ring_size", 256 * 1024,
-                             "Bytes of each per-pair ring (a power of two, at least 4k)",
+    kumi_param_register_size("p2p", "shmem", "ring_size", 0,
+                             "Bytes of each per-pair ring (a power of two, at least 4k); 0: 1 MiB "
+                             "in jobs of up to " RING_BIG_RANKS_S " ranks, 256 KiB in larger ones",
                              KUMI_LEVEL_TUNER, &p2p_shmem_ringsz);
     kumi_param_register_size("p2p", "shmem", "pipeline_min", PIPE_MIN_DEFAULT,
                              "Smallest payload copied through the ring in pieces that the receiver "
@@ -237,6 +248,8 @@ static int p2p_shmem_init(void)
     p2p_shmem_me = kumi_world_rank();
     p2p_shmem_size = kumi_world_size();
     if (p2p_shmem_size <= 1) return MPI_SUCCESS;     /* nobody to reach: nothing to create */
+    if (p2p_shmem_ringsz == 0)                       /* every rank of the job picks the same */
+        p2p_shmem_ringsz = p2p_shmem_size <= RING_BIG_RANKS ? (size_t)1 << 20 : (size_t)256 << 10;
     if (p2p_shmem_ringsz < 4096 || (p2p_shmem_ringsz & (p2p_shmem_ringsz - 1)))
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "p2p_shmem_ring_size (%zu) must be a power of "
                               "two of at least 4096", p2p_shmem_ringsz);
