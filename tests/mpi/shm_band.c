@@ -74,17 +74,24 @@ int main(int argc, char **argv)
     KT_CHECK(size == 2, "run with -n 2");
 
     unsigned long eager = cvar_size("p2p_shmem_eager_limit");
-    unsigned long cma_min = cvar_size("p2p_shmem_cma_min");
+    /* the switch in use: p2p_shmem_cma_min, or measured at start-up when that is 0 */
+    unsigned long cma_set = cvar_size("p2p_shmem_cma_min");
+    unsigned long cma_min = cvar_size("p2p_shmem_cma_min_effective");
     unsigned long pipe_min = cvar_size("p2p_shmem_pipeline_min");
     unsigned long chunk = cvar_size("p2p_shmem_pipeline_chunk");
     char status[1024] = "";
     cvar_string("p2p_shmem_cma_status", status, (int)sizeof status);
     int cma = strncmp(status, "single copy", 11) == 0;
+    if (cma_set) KT_CHECK(cma_min == cma_set, "p2p_shmem_cma_min %lu set, %lu in use", cma_set, cma_min);
+    if (!cma) KT_CHECK(cma_min == cma_set, "no CMA, yet p2p_shmem_cma_min_effective is %lu", cma_min);
+    if (cma && !cma_set)
+        KT_CHECK(cma_min > 4096 && cma_min <= eager + 1, "measured p2p_shmem_cma_min_effective %lu outside "
+                 "4097..eager_limit + 1", cma_min);
     /* what the sender does with n bytes (p2p_shmem_eager_limit()) */
-    unsigned long limit = cma && cma_min <= eager ? (cma_min ? cma_min - 1 : 0) : eager;
+    unsigned long limit = cma && cma_min && cma_min <= eager ? cma_min - 1 : eager;
     if (rank == 0)
-        printf("eager_limit %lu cma_min %lu pipeline_min %lu pipeline_chunk %lu; %s: eager up to %lu\n", eager,
-               cma_min, pipe_min, chunk, cma ? "CMA" : "no CMA", limit);
+        printf("eager_limit %lu cma_min %lu (set %lu) pipeline_min %lu pipeline_chunk %lu; %s: eager up to %lu\n", eager,
+               cma_min, cma_set, pipe_min, chunk, cma ? "CMA" : "no CMA", limit);
 
     int i;
     KT_MPI(MPI_T_pvar_session_create(&ses));
@@ -94,8 +101,11 @@ int main(int argc, char **argv)
 
     size_t sizes[32];
     int ns = 0;
-    const unsigned long points[] = { cma_min, pipe_min, eager, 8192, 16384, 65536 };
-    for (int k = 0; k < 6; k++) {
+    /* each rank measured its own switch (the sender's applies): both sides of both */
+    unsigned long mins[2];
+    KT_MPI(MPI_Allgather(&cma_min, 1, MPI_UNSIGNED_LONG, mins, 1, MPI_UNSIGNED_LONG, MPI_COMM_WORLD));
+    const unsigned long points[] = { mins[0], mins[1], pipe_min, eager, 8192, 16384, 65536 };
+    for (int k = 0; k < 7; k++) {
         if (points[k] > 1) sizes[ns++] = points[k] - 1;
         sizes[ns++] = points[k];
         sizes[ns++] = points[k] + 1;

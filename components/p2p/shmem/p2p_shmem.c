@@ -3,11 +3,12 @@
  * verdicts), reaches, finalize, and the state the files share.  The design
  * is described in p2p_shmem.h. */
 #include "p2p_shmem.h"
+#include "p2p_shmem_cal.h"
 #include <sys/random.h>
 #include <time.h>
 
 /* parameters */
-size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
+size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min = SIZE_MAX, p2p_shmem_cma_min_set;
 size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max;
 const char *p2p_shmem_cma_mode;
 const char *p2p_shmem_cma_status;
@@ -36,21 +37,22 @@ int p2p_shmem_in_progress;
 volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with CMA */
 
 /* Switch points of the 8-64 KiB band, chosen by measurement (mpibench lat
- * and bibw, 2 ranks bound, interleaved with Open MPI and MPICH; 2026-11-28):
- * with CMA, a rendezvous pulled in one copy beats the two copies through the
+ * and bibw, 2 ranks bound, interleaved with Open MPI and MPICH; 2026-11-28).
+ * Where CMA pays depends on the machine: p2p_shmem_cma_min is chosen at
+ * start-up (p2p_shmem_cal.c) unless the user sets it.  Where it was first
+ * measured, a rendezvous pulled in one copy beat the two copies through the
  * ring in latency from about 6 KiB (8 KiB: 1.31 vs 1.54 us, 16 KiB: 1.59 vs
- * 2.72) and in bi-directional bandwidth from 16 KiB, but not at 8 KiB (11.5
- * vs 15-16 GB/s): CMA above 8 KiB.  Without CMA, pieces of 4 KiB above
- * 8 KiB (16 KiB: 2.20 vs 2.73 us whole, 32 KiB: 3.73 vs 4.66, bibw alike).
+ * 2.72); on another (2026-11-29) a pull of 8 KiB cost 3.25 us against 1.24
+ * through the ring, and the ring stayed ahead up to 32 KiB.  Without CMA,
+ * pieces of 4 KiB above 8 KiB (16 KiB: 2.20 vs 2.73 us whole, 32 KiB: 3.73
+ * vs 4.66, bibw alike).
  * 8 KiB itself goes whole (one record, its stamp after the payload, no tail
  * counter stored per piece): bi-directional bandwidth 1.10-1.25 x the
  * pipelined one, with CMA or without, latency the same (tests/bench/
  * shm-band.sh -w, 2026-11-28, 5 rounds on a loaded machine: 16.6-17.8 vs
- * 14.2-15.1 GB/s; MPICH 14.7-14.9).  Eager whole up to 16 KiB instead of
- * CMA above 8 KiB: latency 1.4-1.6 x at 12-16 KiB. */
+ * 14.2-15.1 GB/s; MPICH 14.7-14.9). */
 #define PIPE_MIN_DEFAULT   (8 * 1024 + 1)
 #define PIPE_CHUNK_DEFAULT (4 * 1024)
-#define CMA_MIN_DEFAULT    (8 * 1024 + 1)
 /* A window of back-to-back sends just above cma_min: one process_vm_readv
  * and one ACK per message, serialised behind the receiver, moved 0.6-0.7 x
  * the bytes per second of the eager copy through the ring just below it
@@ -62,6 +64,16 @@ volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with C
  * core copies twice what CMA copies and it loses from 14-16 KiB (0.77 x at
  * 16 KiB); 12 KiB gains in both. */
 #define STREAM_MAX_DEFAULT (12 * 1024)
+/* The ring: a window of sends larger than the ring stalls the sender until
+ * the receiver drains it, and a window both ways stalls both.  mpibench's
+ * bibw window is 64 messages (512 KiB of 8 KiB ones): with 1 MiB rings
+ * instead of 256 KiB, 2 ranks bound (tests/bench/shm-band.sh -b -w 300,
+ * 4 interleaved rounds, 2026-11-29): 26.3 vs 12.5 GB/s at 4 KiB, 34.1 vs
+ * 10.5 at 8191 B, 26.4 vs 12.1 at 8193, 29.6 vs 12.5 at 12289 (MPICH
+ * 18-19 at 8 KiB).  A ring costs /dev/shm only once written, but the room
+ * asked for at start-up grows with it: 1 MiB rings in small jobs only. */
+#define RING_BIG_RANKS 4
+#define RING_BIG_RANKS_S "4"
 
 static void p2p_shmem_register(void)
 {
@@ -69,8 +81,9 @@ static void p2p_shmem_register(void)
                              "Largest message sent eagerly through shared memory (copied in and "
                              "out of the ring); larger ones use rendezvous",
                              KUMI_LEVEL_TUNER, &p2p_shmem_eager);
-    kumi_param_register_size("p2p", "shmem", "ring_size", 256 * 1024,
-                             "Bytes of each per-pair ring (a power of two, at least 4k)",
+    kumi_param_register_size("p2p", "shmem", "ring_size", 0,
+                             "Bytes of each per-pair ring (a power of two, at least 4k); 0: 1 MiB "
+                             "in jobs of up to " RING_BIG_RANKS_S " ranks, 256 KiB in larger ones",
                              KUMI_LEVEL_TUNER, &p2p_shmem_ringsz);
     kumi_param_register_size("p2p", "shmem", "pipeline_min", PIPE_MIN_DEFAULT,
                              "Smallest payload copied through the ring in pieces that the receiver "
@@ -86,11 +99,13 @@ static void p2p_shmem_register(void)
                                "where the kernel allows), on (warn if refused), off (always the "
                                "pipelined two-copy path)",
                                KUMI_LEVEL_USER, &p2p_shmem_cma_mode);
-    kumi_param_register_size("p2p", "shmem", "cma_min", CMA_MIN_DEFAULT,
+    kumi_param_register_size("p2p", "shmem", "cma_min", 0,
                              "Smallest message moved with CMA (rendezvous, one copy) rather than "
                              "through the ring, when the receiver can read the sender (below it, "
-                             "eager up to eager_limit)",
-                             KUMI_LEVEL_TUNER, &p2p_shmem_cma_min);
+                             "eager up to eager_limit); 0: chosen at start-up by timing a "
+                             "process_vm_readv against the ring's copies (the value in use is "
+                             "p2p_shmem_cma_min_effective)",
+                             KUMI_LEVEL_TUNER, &p2p_shmem_cma_min_set);
     kumi_param_register_size("p2p", "shmem", "stream_limit", STREAM_MAX_DEFAULT,
                              "Towards a receiver that pulls with CMA: largest message sent eagerly "
                              "(written whole into the ring) while an earlier CMA transfer to that "
@@ -110,6 +125,7 @@ static void p2p_shmem_register(void)
                                "Read-only: what large transfers use on this machine (detected at "
                                "start-up; setting it changes nothing)",
                                KUMI_LEVEL_USER, &p2p_shmem_cma_status);
+    if (kumi_registry_listing()) p2p_shmem_cma_choose(1);    /* kumi_info: what a job would choose */
 }
 
 static int p2p_shmem_open(char *why, size_t whylen)
@@ -232,6 +248,8 @@ static int p2p_shmem_init(void)
     p2p_shmem_me = kumi_world_rank();
     p2p_shmem_size = kumi_world_size();
     if (p2p_shmem_size <= 1) return MPI_SUCCESS;     /* nobody to reach: nothing to create */
+    if (p2p_shmem_ringsz == 0)                       /* every rank of the job picks the same */
+        p2p_shmem_ringsz = p2p_shmem_size <= RING_BIG_RANKS ? (size_t)1 << 20 : (size_t)256 << 10;
     if (p2p_shmem_ringsz < 4096 || (p2p_shmem_ringsz & (p2p_shmem_ringsz - 1)))
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "p2p_shmem_ring_size (%zu) must be a power of "
                               "two of at least 4096", p2p_shmem_ringsz);
@@ -335,7 +353,10 @@ static int p2p_shmem_wireup(void)
 {
     char val[KUMI_KVS_VAL_MAX];
     int ncma = 0, nkept = 0;
-    if (p2p_shmem_size <= 1 || !p2p_shmem_seg) return MPI_SUCCESS;
+    if (p2p_shmem_size <= 1 || !p2p_shmem_seg) {
+        p2p_shmem_cma_choose(0);
+        return MPI_SUCCESS;
+    }
     /* Mapping in a ring allocates and zeroes its pages: every rank of a job
      * on one host doing so for all its incoming rings costs size^2 rings
      * (1 GiB of /dev/shm and most of a second of system time for 64 ranks of
@@ -405,6 +426,7 @@ static int p2p_shmem_wireup(void)
     }
     kumi_log(2, "p2p/shmem: %d same-host peer(s), CMA from %d; %s", p2p_shmem_nlocal, ncma,
              p2p_shmem_cma_status_buf);
+    p2p_shmem_cma_choose(ncma);
     return MPI_SUCCESS;
 }
 

@@ -2,6 +2,7 @@
  * and the receiver-pulled transfers (a CMA record read straight into the
  * receive buffer, the RGET rendezvous of rget() and pull()). */
 #include "p2p_shmem.h"
+#include "p2p_shmem_cal.h"
 
 /* A pulled RTS waiting for its receive (handle given to the request layer). */
 struct p2p_shmem_pull {
@@ -44,9 +45,57 @@ int p2p_shmem_cma_detect(char *why, size_t whylen)
                  scope);
         return 0;
     }
-    snprintf(why, whylen, "single copy with process_vm_readv (CMA) for payloads >= %zu bytes%s",
-             p2p_shmem_cma_min, scope == 1 ? " (Yama scope 1: PR_SET_PTRACER_ANY)" : "");
+    if (p2p_shmem_cma_min_set)
+        snprintf(why, whylen, "single copy with process_vm_readv (CMA) for payloads >= %zu bytes%s",
+                 p2p_shmem_cma_min_set, scope == 1 ? " (Yama scope 1: PR_SET_PTRACER_ANY)" : "");
+    else
+        snprintf(why, whylen, "single copy with process_vm_readv (CMA) for payloads >= "
+                 "p2p_shmem_cma_min_effective bytes (measured at start-up)%s",
+                 scope == 1 ? " (Yama scope 1: PR_SET_PTRACER_ANY)" : "");
     return 1;
+}
+
+/* p2p_shmem_cma_min: the user's value, else measured (p2p_shmem_cal.c)
+ * once per process, the first time it has a peer to pull from (or for
+ * kumi_info); SIZE_MAX (0 in p2p_shmem_cma_min_effective): nothing pulled. */
+void p2p_shmem_cma_choose(int ncma)
+{
+    static int chosen;
+    static size_t effective;
+    char why[240];
+    if (!chosen) {
+        struct p2p_shmem_cal c;
+        if (p2p_shmem_cma_min_set) {
+            p2p_shmem_cma_min = p2p_shmem_cma_min_set;
+            snprintf(why, sizeof why, "set by p2p_shmem_cma_min");
+            chosen = 1;
+        } else if (!p2p_shmem_cma_ok) {
+            p2p_shmem_cma_min = SIZE_MAX;
+            snprintf(why, sizeof why, "no CMA on this rank");
+            chosen = 1;
+        } else if (ncma <= 0) {
+            p2p_shmem_cma_min = SIZE_MAX;         /* measured later if a peer appears (a restart) */
+            snprintf(why, sizeof why, "no same-host peer to pull from");
+        } else if (p2p_shmem_cal_measure(&c) != 0) {
+            p2p_shmem_cma_min = SIZE_MAX;
+            snprintf(why, sizeof why, "process_vm_readv of this process failed: %s", strerror(errno));
+            chosen = 1;
+        } else {
+            char how[200];
+            p2p_shmem_cma_min = p2p_shmem_cal_choose(&c, p2p_shmem_eager, how, sizeof how);
+            snprintf(why, sizeof why, "%s; measured in %.0f us", how, c.took);
+            chosen = 1;
+        }
+        effective = p2p_shmem_cma_min == SIZE_MAX ? 0 : p2p_shmem_cma_min;
+        if (chosen || ncma > 0)
+            kumi_log(1, "p2p/shmem: CMA from %zu bytes%s (%s)", effective,
+                     effective ? "" : " (none: nothing pulled)", why);
+    }
+    kumi_param_register_size("p2p", "shmem", "cma_min_effective", effective,
+                             "Read-only: the smallest message pulled with CMA in this process, "
+                             "p2p_shmem_cma_min or, when that is 0, measured at start-up "
+                             "(0: none; setting it changes nothing)",
+                             KUMI_LEVEL_TUNER, &effective);
 }
 
 /* Copy len bytes (at most rx->cap) of the peer's memory at d into rx, finish

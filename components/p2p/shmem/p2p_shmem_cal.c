@@ -1,0 +1,126 @@
+/* p2p/shmem: choosing p2p_shmem_cma_min at start-up, when the user left it
+ * at 0.  A message of n bytes to a peer that can read the sender goes either
+ * through the ring (copied in by the sender, out by the receiver: two
+ * copies, the second across cores) or by a rendezvous the receiver pulls in
+ * one process_vm_readv.  What CMA costs differs between machines far more
+ * than a copy does (page pinning and system calls: virtual machines,
+ * mitigations): 8 KiB pulled cost 1.31 us of latency on the machine the old
+ * constant (8193) was chosen on, 3.25 on another, where the ring was faster
+ * up to 32 KiB.  So each process times, once, a process_vm_readv of its own
+ * memory and the ring's two copies, at 4 and 32 KiB (0.1-0.4 ms), fits a
+ * line to each and puts the switch where the lines of the two paths cross:
+ *
+ *   CMA:  (1 + P2P_SHMEM_CAL_FIXED) * a_r + b_r * n
+ *   ring: P2P_SHMEM_CAL_XCORE * (a_c + b_c * n)
+ *
+ * (a_r + b_r n: the self read; a_c + b_c n: the two copies in one core's
+ * cache).  The constants come from mpibench on 2 bound ranks (2026-11-29,
+ * the second machine).  The ring's copies cost 3.5 x the in-cache ones (the
+ * receiver's copy reads lines the sender's core wrote; latency 8-32 KiB:
+ * 0.14 us/KiB against 0.037), a pull about what the self read costs per
+ * byte (0.063 against 0.071 us/KiB).  A lone pull also pays the peer's
+ * address space, the RTS record and the wake-up: about 0.75 x the self
+ * read's fixed cost more in latency, where the two paths crossed at 32 KiB
+ * (4.69 us through the ring, 4.75 pulled); in a window both ways (bibw) that
+ * is hidden, and the ring fell behind from 24-32 KiB (32 KiB: 10.8 against
+ * 14.1 GB/s pulled; 16-24 KiB: alike).  P2P_SHMEM_CAL_FIXED = 0.4 puts the
+ * switch between the two, at about 27 KiB there: latency as good as either
+ * path's up to 24 KiB, bibw the pull's from 32 KiB.  The sender alone
+ * applies the switch (eager_limit, rget), the receiver follows what each
+ * record says, so two ranks that chose differently still agree on every
+ * message. */
+#define _GNU_SOURCE
+#include "p2p_shmem_cal.h"
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define P2P_SHMEM_CAL_XCORE 3.5
+#define P2P_SHMEM_CAL_FIXED 0.4
+
+static double cal_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+int p2p_shmem_cal_measure(struct p2p_shmem_cal *c)
+{
+    const size_t sz[2] = { P2P_SHMEM_CAL_SMALL, P2P_SHMEM_CAL_BIG };
+    const size_t ringlen = 2 * P2P_SHMEM_CAL_BIG;
+    size_t len = 2 * P2P_SHMEM_CAL_BIG + ringlen, off = 0;
+    double t0 = cal_now(), rd[2] = { 1e30, 1e30 }, cp[2] = { 1e30, 1e30 };
+    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return -1;
+    unsigned char *src = m, *dst = m + P2P_SHMEM_CAL_BIG, *ring = m + 2 * P2P_SHMEM_CAL_BIG;
+    memset(m, 0x5a, len);                       /* every page present, as a sender's buffer is */
+    for (int rep = 0; rep < P2P_SHMEM_CAL_REPS; rep++)
+        for (int k = 0; k < 2; k++) {
+            struct iovec l = { dst, sz[k] }, r = { src, sz[k] };
+            double a = cal_now();
+            ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+            double b = cal_now() - a;
+            if (got != (ssize_t)sz[k]) {
+                munmap(m, len);
+                return -1;
+            }
+            if (b < rd[k]) rd[k] = b;
+            a = cal_now();
+            memcpy(ring + off, src, sz[k]);
+            __asm__ __volatile__("" ::: "memory");
+            memcpy(dst, ring + off, sz[k]);
+            __asm__ __volatile__("" ::: "memory");
+            b = cal_now() - a;
+            if (b < cp[k]) cp[k] = b;
+            off = (off + sz[k]) % ringlen;
+            if (off + P2P_SHMEM_CAL_BIG > ringlen) off = 0;
+        }
+    munmap(m, len);
+    for (int k = 0; k < 2; k++) {
+        c->rd[k] = rd[k];
+        c->cp[k] = cp[k];
+    }
+    c->took = cal_now() - t0;
+    return 0;
+}
+
+size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen)
+{
+    const double span = (double)(P2P_SHMEM_CAL_BIG - P2P_SHMEM_CAL_SMALL);
+    double br = (c->rd[1] - c->rd[0]) / span, bc = (c->cp[1] - c->cp[0]) / span;
+    double ar = c->rd[0] - br * P2P_SHMEM_CAL_SMALL, ac = c->cp[0] - bc * P2P_SHMEM_CAL_SMALL;
+    double fixed, slope, x;
+    size_t n, top = eager + 1 > eager ? eager + 1 : eager;
+    char tmp[8];
+    if (!why) {
+        why = tmp;
+        whylen = sizeof tmp;
+    }
+    if (ar < 0) ar = 0;                          /* noise: no fixed cost is negative */
+    if (ac < 0) ac = 0;
+    if (br < 0) br = 0;
+    fixed = (1 + P2P_SHMEM_CAL_FIXED) * ar - P2P_SHMEM_CAL_XCORE * ac;   /* CMA's extra fixed cost */
+    slope = P2P_SHMEM_CAL_XCORE * bc - br;                               /* the ring's extra per byte */
+    if (!(c->rd[0] > 0 && c->rd[1] > 0 && c->cp[1] > 0) || slope <= 0) {
+        snprintf(why, whylen, "CMA never cheaper (read %.2f/%.2f us, copies %.2f/%.2f us at %d/%d KiB)",
+                 c->rd[0], c->rd[1], c->cp[0], c->cp[1], P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024);
+        return top;
+    }
+    x = fixed / slope;
+    if (x >= (double)eager) {
+        n = top;
+    } else {
+        n = x <= 0 ? 0 : ((size_t)x + 1023) / 1024 * 1024 + 1;   /* whole KiB go eagerly */
+        if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
+        if (n > top) n = top;
+    }
+    snprintf(why, whylen, "paths cross at %.0f bytes (self read %.2f/%.2f us, ring copies %.2f/%.2f us "
+             "at %d/%d KiB, x %.1f across cores)", x, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
+             P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, P2P_SHMEM_CAL_XCORE);
+    return n;
+}

@@ -1,0 +1,88 @@
+/* Unit test of p2p/shmem's choice of p2p_shmem_cma_min at start-up
+ * (components/p2p/shmem/p2p_shmem_cal.c), in process: the crossover of the
+ * two paths' lines for given timings (the measurements of two machines, a
+ * CMA that never pays, a crossover past the eager limit, nonsense timings),
+ * the rounding and bounds of the result, and one real measurement.  The
+ * parameter set by the user and "no CMA" are checked by tests/mpi/shm_band
+ * (shm_band_cma4k_2, shm_band_nocma_2). */
+#include "p2p_shmem_cal.c"
+#include "ut.h"
+#include <errno.h>
+
+static struct p2p_shmem_cal cal(double r0, double r1, double c0, double c1)
+{
+    struct p2p_shmem_cal c = { { r0, r1 }, { c0, c1 }, 0 };
+    return c;
+}
+
+int main(void)
+{
+    char why[240];
+    size_t n;
+    const size_t eager = 64 * 1024;
+
+    UT_CASE("slow CMA (8 KiB pulled in 3.25 us, ring ahead in latency to 32 KiB, in bibw to 24)");
+    {
+        struct p2p_shmem_cal c = cal(1.39, 3.39, 0.10, 1.13);
+        n = p2p_shmem_cal_choose(&c, eager, why, sizeof why);
+        CHECK(n >= 24 * 1024 && n <= 32 * 1024, "chose %zu: %s", n, why);   /* 27 KiB */
+        CHECK_INT(n % 1024, 1);
+        CHECK_HAS(why, "paths cross at", "self read 1.39/3.39");
+    }
+    UT_CASE("fast CMA (8 KiB pulled in 1.31 us, ahead of the ring from about 6 KiB)");
+    {
+        struct p2p_shmem_cal c = cal(0.45, 0.95, 0.10, 1.13);
+        n = p2p_shmem_cal_choose(&c, eager, why, sizeof why);
+        CHECK(n >= P2P_SHMEM_CAL_FLOOR && n <= 12 * 1024 + 1, "chose %zu: %s", n, why);
+    }
+    UT_CASE("free CMA: the floor, not below");
+    {
+        struct p2p_shmem_cal c = cal(0.01, 0.2, 0.10, 1.13);
+        CHECK_INT(p2p_shmem_cal_choose(&c, eager, why, sizeof why), P2P_SHMEM_CAL_FLOOR);
+    }
+    UT_CASE("CMA dearer per byte than the ring: nothing below the eager limit pulled");
+    {
+        struct p2p_shmem_cal c = cal(1.0, 20.0, 0.10, 1.13);
+        CHECK_INT(p2p_shmem_cal_choose(&c, eager, why, sizeof why), eager + 1);
+        CHECK_HAS(why, "never cheaper");
+    }
+    UT_CASE("crossover past the eager limit");
+    {
+        struct p2p_shmem_cal c = cal(1.39, 3.39, 0.10, 1.13);
+        CHECK_INT(p2p_shmem_cal_choose(&c, 16 * 1024, why, sizeof why), 16 * 1024 + 1);
+        CHECK_INT(p2p_shmem_cal_choose(&c, 1024, NULL, 0), 1025);      /* the eager limit wins over the floor */
+    }
+    UT_CASE("nonsense timings (zero, negative fits)");
+    {
+        struct p2p_shmem_cal c = cal(0, 0, 0, 0);
+        CHECK_INT(p2p_shmem_cal_choose(&c, eager, why, sizeof why), eager + 1);
+        c = cal(3.0, 1.0, 0.10, 1.13);                                   /* reads got cheaper with size */
+        n = p2p_shmem_cal_choose(&c, eager, why, sizeof why);
+        CHECK(n >= P2P_SHMEM_CAL_FLOOR && n <= eager + 1, "chose %zu: %s", n, why);
+        c = cal(1.39, 3.39, 2.0, 1.0);                                   /* copies got cheaper with size */
+        CHECK_INT(p2p_shmem_cal_choose(&c, eager, why, sizeof why), eager + 1);
+    }
+    UT_CASE("a larger self read moves the switch up");
+    {
+        struct p2p_shmem_cal a = cal(1.0, 3.0, 0.10, 1.13), b = cal(1.5, 3.5, 0.10, 1.13);
+        size_t na = p2p_shmem_cal_choose(&a, 1 << 20, NULL, 0), nb = p2p_shmem_cal_choose(&b, 1 << 20, NULL, 0);
+        CHECK(nb > na, "fixed cost 1.5 us chose %zu, 1.0 us %zu", nb, na);
+    }
+    UT_CASE("measure");
+    {
+        struct p2p_shmem_cal c = cal(-1, -1, -1, -1);
+        if (p2p_shmem_cal_measure(&c) != 0) {
+            printf("process_vm_readv of this process refused (%s): measurement not checked\n", strerror(errno));
+            CHECK(c.rd[0] == -1, "a failed measurement changed its result");
+        } else {
+            CHECK(c.rd[0] > 0 && c.rd[1] > 0 && c.cp[0] > 0 && c.cp[1] > 0, "timings %.3f %.3f %.3f %.3f",
+                  c.rd[0], c.rd[1], c.cp[0], c.cp[1]);
+            CHECK(c.took >= c.rd[0] + c.rd[1] + c.cp[0] + c.cp[1], "took %.1f us", c.took);
+            n = p2p_shmem_cal_choose(&c, eager, why, sizeof why);
+            CHECK(n >= P2P_SHMEM_CAL_FLOOR && n <= eager + 1, "chose %zu", n);
+            printf("this machine: %zu (%s; %.0f us)\n", n, why, c.took);
+        }
+    }
+    printf("%d checks, %d failed\n", ut_checks, ut_failed);
+    return ut_failed ? 1 : 0;
+}
