@@ -386,6 +386,25 @@ static void wait_for_work(double *last_work)
     if (*last_work - last_own >= KUMI_OWN_RECENT_SECS && doze_us < first) doze_us = first;
 }
 
+/* The uring engine's thread (use_uring; the thread engine never comes
+ * here).  Its operations are the kernel's: while every message of the
+ * running schedules is in flight in the ring (nothing waits in its
+ * submission queue for a thread to submit, no node of a schedule started
+ * since the engine was last idle went to the request layer, whose
+ * transports only a progress round polls), there is nothing to take over
+ * for until a completion comes.  The thread then sleeps on the ring
+ * (kumi_sched_uring_wait) instead of dozing to see whether the
+ * application stays out and taking over to sleep in poll(): one wake-up
+ * per completion, and the take-over as soon as it is there.  The
+ * doze/take-over cycle of the thread engine (two timed wake-ups before
+ * the take-over, the third at the completion) stays for the rest. */
+static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
+
+static bool ring_only(void)
+{
+    return use_uring && kumi_sched_uring_declined() == declined_mark && kumi_sched_uring_quiet();
+}
+
 /* The progress thread: while a schedule runs and no application thread is
  * inside the library (one inside progresses everything itself), it runs the
  * progress engine, sleeping in poll() on the transports' descriptors between
@@ -412,6 +431,7 @@ static void *engine_main(void *arg)
             kumi_lock_engine_lower();
         if (idle()) {
             own = false;
+            if (use_uring) declined_mark = kumi_sched_uring_declined();
             wait_for_work(&last_work);
             continue;
         }
@@ -434,10 +454,14 @@ static void *engine_main(void *arg)
                 doze_longer();
                 continue;
             }
-            doze_for(delay_us);         /* does it stay out for delay_us? */
-            if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) {
-                doze_longer();
-                continue;
+            if (ring_only()) {          /* uring: sleep on the ring, take over at a completion */
+                if (!kumi_sched_uring_wait(doze_max_us) || kumi_lock_app_inside() || idle()) continue;
+            } else {
+                doze_for(delay_us);     /* does it stay out for delay_us? */
+                if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) {
+                    doze_longer();
+                    continue;
+                }
             }
             doze_us = delay_us;         /* the application computes: take over, short dozes again */
             last_own = now_secs();
@@ -493,18 +517,21 @@ void kumi_sched_engine_finished(void)
 void kumi_sched_engine_stop(void)
 {
     kumi_sched_spares_free();
-    if (use_uring) kumi_sched_uring_stop();
     if (use_kmod) kumi_sched_kmod_stop();
-    use_uring = use_kmod = false;
-    if (!thr_started) return;
-    __atomic_store_n(&thr_stop, 1, __ATOMIC_SEQ_CST);
-    esleep_wake(E_DOZING);              /* out of a doze or a sleep at once */
-    kumi_lock_engine_kick();            /* out of its park */
-    kumi_progress_wake_engine();        /* out of poll() at once */
-    int d = kumi_lock_release_all();
-    pthread_join(thr, NULL);
-    kumi_lock_reacquire(d);
-    thr_started = false;
+    use_kmod = false;
+    if (thr_started) {
+        __atomic_store_n(&thr_stop, 1, __ATOMIC_SEQ_CST);
+        esleep_wake(E_DOZING);          /* out of a doze or a sleep at once */
+        kumi_lock_engine_kick();        /* out of its park */
+        kumi_progress_wake_engine();    /* out of poll() at once */
+        int d = kumi_lock_release_all();
+        pthread_join(thr, NULL);
+        kumi_lock_reacquire(d);
+        thr_started = false;
+    }
+    /* uring: after the thread, which sleeps on the ring without the library */
+    if (use_uring) kumi_sched_uring_stop();
+    use_uring = false;
 }
 
 /* A non-blocking listening TCP socket on every address (dual-stack when
