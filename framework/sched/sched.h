@@ -115,6 +115,7 @@ void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress threa
 const char *kumi_sched_engine(void);
 void kumi_sched_engine_started(void);   /* a schedule starts a run */
 void kumi_sched_engine_finished(void);  /* a run is over */
+void kumi_sched_engine_kick(void);      /* uring.c: a start left operations for the completion thread */
 /* Another engine ran the whole of s: its run is over (err: MPI_SUCCESS or an error code). */
 void kumi_sched_engine_done(struct kumi_sched *s, int err);
 
@@ -131,7 +132,8 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i);
 bool kumi_sched_uring_quiet(void);      /* nothing waits to be submitted */
 unsigned long long kumi_sched_uring_declined(void);     /* nodes left to the request layer so far */
 bool kumi_sched_uring_cq_ready(void);   /* a completion waits to be reaped */
-bool kumi_sched_uring_wait(long long us);   /* sleep on the ring: true when a completion waits */
+int kumi_sched_uring_fd(void);           /* the ring's descriptor (-1: none) */
+bool kumi_sched_uring_woke(void);       /* after a sleep on it: true when a completion waits */
 /* From the engine: node i is over (err: MPI_SUCCESS or an error code). */
 void kumi_sched_msg_done(struct kumi_sched *s, uint32_t i, int err);
 

@@ -83,7 +83,6 @@
  * Non-contiguous datatypes are packed into (sends) or received through
  * (receives) a buffer of the engine.  Errors on the engine's sockets are
  * fatal, as a broken connection of the tcp transport is. */
-#define _GNU_SOURCE                     /* ppoll */
 #include "sched/sched.h"
 #include <kumi/param.h>
 #include <kumi/p2p.h>
@@ -130,7 +129,8 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i) { (void)s; (void)i;
 bool kumi_sched_uring_quiet(void) { return false; }
 unsigned long long kumi_sched_uring_declined(void) { return 0; }
 bool kumi_sched_uring_cq_ready(void) { return false; }
-bool kumi_sched_uring_wait(long long us) { (void)us; return false; }
+int kumi_sched_uring_fd(void) { return -1; }
+bool kumi_sched_uring_woke(void) { return false; }
 #else
 
 #include <errno.h>
@@ -144,7 +144,6 @@ bool kumi_sched_uring_wait(long long us) { (void)us; return false; }
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #define UR_MAGIC 0x4b55524eu            /* "KURN" */
@@ -234,6 +233,7 @@ static int nflight;                     /* operations in flight */
 static int flight_by[2];                /* of them submitted by the application [0], the thread [1] */
 static unsigned long long declined;     /* SEND / RECV nodes left to the request layer (see kumi_sched_uring_quiet) */
 static unsigned long long nenter, nenter_skip;     /* kernel entries to reap, and those skipped (KUMI_VERBOSE) */
+static unsigned long long nringwake;    /* the completion thread found a completion on the ring (engine.c, ring_wait) */
 static struct uop acc = { .kind = OP_ACCEPT };
 /* said at the end under KUMI_VERBOSE */
 static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit;
@@ -341,8 +341,8 @@ void kumi_sched_uring_stop(void)
     kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
                 "linked behind their receive, %llu sent whole by their start call, %llu received whole with their "
                 "header, %llu headers split between two receives; %llu kernel entries to reap, %llu skipped "
-                "(task work of the other thread)", nsends, nrecvs, nunex, nlinked, ndirect, nsmall,
-             nsplit, nenter, nenter_skip);
+                "(task work of the other thread); %llu completion-thread take-overs from the ring", nsends, nrecvs, nunex,
+             nlinked, ndirect, nsmall, nsplit, nenter, nenter_skip, nringwake);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
@@ -947,17 +947,20 @@ bool kumi_sched_uring_cq_ready(void)
     return up && io_uring_cq_ready(&ring) > 0;
 }
 
-/* Sleep until a completion waits in the queue, at most us microseconds
- * (true: one waits).  The thread's own task work (the retries of the
- * operations it submitted) wakes it and runs on the way out of ppoll(). */
-bool kumi_sched_uring_wait(long long us)
+int kumi_sched_uring_fd(void)
 {
-    if (!up) return false;
-    if (io_uring_cq_ready(&ring)) return true;
-    struct pollfd p = { .fd = ring.ring_fd, .events = POLLIN };
-    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
-    (void)ppoll(&p, 1, &ts, NULL);
-    return io_uring_cq_ready(&ring) > 0;
+    return up ? ring.ring_fd : -1;
+}
+
+/* Before or after the thread's sleep on the ring (engine.c, ring_wait):
+ * true when a completion waits (counted for the KUMI_VERBOSE summary).  The thread's
+ * own task work (the retries of the operations it submitted) woke it and
+ * ran on its way out of ppoll(). */
+bool kumi_sched_uring_woke(void)
+{
+    if (!up || !io_uring_cq_ready(&ring)) return false;
+    nringwake++;
+    return true;
 }
 
 /* ------------------------------------------------------------ nodes */
@@ -1056,6 +1059,7 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
      * -- are the thread's task work, run when the socket is ready, instead of
      * the computing application's, run at its next scheduler tick. */
     if (!with_thread && io_uring_sq_ready(&ring)) submit();
+    else if (with_thread && !kumi_lock_is_engine() && io_uring_sq_ready(&ring)) kumi_sched_engine_kick();
     return true;
 }
 #endif
