@@ -93,7 +93,6 @@ enum { E_AWAKE, E_DOZING, E_ASLEEP };
 static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
 static unsigned starts;                 /* schedules started (relaxed): the thread lingers while they come */
 static int uring_efd = -1;              /* uring: the thread sleeps on this eventfd (see ring_only) */
-static int kick_pending;                /* uring: a start left operations for the thread to submit */
 
 static void *engine_main(void *arg);
 
@@ -166,7 +165,6 @@ int kumi_sched_engine_init(void)
         if (use_uring && kumi_sched_uring_thread()) {
             use_thread = true;
             if (uring_efd < 0) uring_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-            kick_pending = 0;
             if (delay_us <= 0 || !kumi_lock_engine_track()) kumi_mt = true;
             start_thread();
         }
@@ -329,18 +327,6 @@ static void esleep_wake(int min)
     }
 }
 
-/* uring.c: a start call left operations in the submission queue for the
- * thread (their retries are then its task work): the thread, dozing or
- * asleep on the ring, takes over as soon as the application is out rather
- * than after its doze (up to kumi_base_sched_thread_doze_max_us, which a
- * 1 MiB message waited in the queue).  A load while the thread is awake. */
-void kumi_sched_engine_kick(void)
-{
-    if (!use_thread || uring_efd < 0) return;
-    if (!__atomic_load_n(&kick_pending, __ATOMIC_RELAXED)) __atomic_store_n(&kick_pending, 1, __ATOMIC_SEQ_CST);
-    esleep_wake(E_DOZING);
-}
-
 static double now_secs(void)
 {
     struct timespec ts;
@@ -438,15 +424,17 @@ static void wait_for_work(double *last_work)
  * application stays out and taking over to sleep in poll(): one wake-up
  * per completion, and the take-over as soon as it is there.  The
  * doze/take-over cycle of the thread engine (two timed wake-ups before
- * the take-over, the third at the completion) stays for the rest, with
- * one change: a start call that leaves operations in the submission queue
- * for the thread (a send the socket could not take at once: 1 MiB, a
- * pipeline's segments) kicks it (kumi_sched_engine_kick), and it takes
- * over as soon as the application is out instead of at the end of a doze
- * of up to kumi_base_sched_thread_doze_max_us.  The uring thread's sleeps
- * are on an eventfd (uring_efd; with the ring's descriptor while it waits
- * for a completion) instead of the futex word, which a poll() cannot
- * watch; the thread engine's are unchanged. */
+ * the take-over, the third at the completion) stays for the rest: the
+ * operations a start call left in the submission queue (a send the socket
+ * could not take at once: 1 MiB, a pipeline's segments) wait for the end of
+ * the thread's doze.  (Waking the thread at such a start -- an eventfd
+ * write by the start call -- made the 1 MiB collectives complete sooner,
+ * kacc bench k = 0, d/cmp 3.46 / 2.20 / 1.85 against 6.23 / 2.30 / 2.14,
+ * but took more from the computation, lost 52 / 52 / 38 % against 39 / 36
+ * / 23 %, 16 loaded rounds: the copies then overlap the compute.)  The
+ * uring thread's sleeps are on an eventfd (uring_efd; with the ring's
+ * descriptor while it waits for a completion) instead of the futex word,
+ * which a poll() cannot watch; the thread engine's are unchanged. */
 static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
 
 static bool ring_only(void)
@@ -454,14 +442,14 @@ static bool ring_only(void)
     return use_uring && kumi_sched_uring_declined() == declined_mark && kumi_sched_uring_quiet();
 }
 
-/* Sleep on the ring and on uring_efd (a start's kick, the stop), at most
+/* Sleep on the ring and on uring_efd (the stop), at most
  * doze_max_us; true when a completion waits. */
 static bool ring_wait(void)
 {
     if (kumi_sched_uring_cq_ready()) return kumi_sched_uring_woke();
     struct timespec ts = { (time_t)(doze_max_us / 1000000), (long)(doze_max_us % 1000000) * 1000 };
     __atomic_store_n(&esleep, E_DOZING, __ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST) && !__atomic_load_n(&kick_pending, __ATOMIC_SEQ_CST))
+    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST))
         uring_sleep(kumi_sched_uring_fd(), &ts);
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
     return kumi_sched_uring_woke();
@@ -512,17 +500,11 @@ static void *engine_main(void *arg)
             if (kumi_lock_app_inside()) {
                 if (g != last_g) { last_g = g; same = 0; }
                 if (++same >= KUMI_PARK_DOZES) { same = 0; kumi_lock_engine_wait_app(); continue; }
-                if (__atomic_load_n(&kick_pending, __ATOMIC_RELAXED) && !kumi_sched_uring_quiet()) {
-                    doze_for(delay_us);     /* uring: the start call that kicked ends soon */
-                    continue;
-                }
                 doze();
                 doze_longer();
                 continue;
             }
-            if (__atomic_exchange_n(&kick_pending, 0, __ATOMIC_SEQ_CST) && !kumi_sched_uring_quiet()) {
-                /* uring: a start left operations to submit and the application went on: at once */
-            } else if (ring_only()) {   /* uring: sleep on the ring, take over at a completion */
+            if (ring_only()) {   /* uring: sleep on the ring, take over at a completion */
                 if (!ring_wait() || kumi_lock_app_inside() || idle()) continue;
             } else {
                 doze_for(delay_us);     /* does it stay out for delay_us? */

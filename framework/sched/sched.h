@@ -115,7 +115,6 @@ void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress threa
 const char *kumi_sched_engine(void);
 void kumi_sched_engine_started(void);   /* a schedule starts a run */
 void kumi_sched_engine_finished(void);  /* a run is over */
-void kumi_sched_engine_kick(void);      /* uring.c: a start left operations for the completion thread */
 /* Another engine ran the whole of s: its run is over (err: MPI_SUCCESS or an error code). */
 void kumi_sched_engine_done(struct kumi_sched *s, int err);
 

@@ -1059,7 +1059,6 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
      * -- are the thread's task work, run when the socket is ready, instead of
      * the computing application's, run at its next scheduler tick. */
     if (!with_thread && io_uring_sq_ready(&ring)) submit();
-    else if (with_thread && !kumi_lock_is_engine() && io_uring_sq_ready(&ring)) kumi_sched_engine_kick();
     return true;
 }
 #endif
