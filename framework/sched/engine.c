@@ -21,6 +21,8 @@
  *   kernel moves their data while the application computes.  Built when
  *   configure found liburing; unavailable at run time (io_uring disabled,
  *   kumi_base_sched_uring_unavailable), the loop engine runs instead.
+ *   Its completion thread is the progress thread below, which sleeps on
+ *   the ring while every message is the kernel's (see ring_only).
  *
  * kmod: the KACC kernel module (kmod/, sched/kmod.c) runs whole schedules in
  *   the kernel, started by the issuing call and driven by socket callbacks;
@@ -78,6 +80,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
+#include <poll.h>
 
 static const char *engine_name = "loop";
 static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000, doze_max_us = 4000;
@@ -88,6 +92,7 @@ static int thr_stop;                    /* atomic */
 enum { E_AWAKE, E_DOZING, E_ASLEEP };
 static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
 static unsigned starts;                 /* schedules started (relaxed): the thread lingers while they come */
+static int uring_efd = -1;              /* uring: the thread sleeps on this eventfd (see ring_only) */
 
 static void *engine_main(void *arg);
 
@@ -159,6 +164,7 @@ int kumi_sched_engine_init(void)
         /* uring.c's completion thread is this file's progress thread, woken by the ring */
         if (use_uring && kumi_sched_uring_thread()) {
             use_thread = true;
+            if (uring_efd < 0) uring_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
             if (delay_us <= 0 || !kumi_lock_engine_track()) kumi_mt = true;
             start_thread();
         }
@@ -283,10 +289,25 @@ static void unbind_thread(void)
         kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps the rank's CPUs (%s)", strerror(errno));
 }
 
+/* uring: the thread's sleep on uring_efd (and the ring's descriptor, >= 0),
+ * at most ts (NULL: until woken). */
+static void uring_sleep(int ring_fd, const struct timespec *ts)
+{
+    struct pollfd p[2] = { { .fd = uring_efd, .events = POLLIN }, { .fd = ring_fd, .events = POLLIN } };
+    if (ppoll(p, ring_fd >= 0 ? 2 : 1, ts, NULL) > 0 && (p[0].revents & POLLIN)) {
+        uint64_t v;
+        if (read(uring_efd, &v, sizeof v) < 0) { /* another wake drained it */ }
+    }
+}
+
 /* The thread sleeps on esleep while it holds state (E_DOZING, E_ASLEEP),
  * at most ts (NULL: until woken). */
 static void esleep_wait(int state, const struct timespec *ts)
 {
+    if (uring_efd >= 0) {               /* the waker writes the eventfd after its exchange */
+        if (__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) == state) uring_sleep(-1, ts);
+        return;
+    }
     syscall(SYS_futex, &esleep, FUTEX_WAIT_PRIVATE, state, ts, NULL, 0);
 }
 
@@ -296,8 +317,14 @@ static void esleep_wait(int state, const struct timespec *ts)
 static void esleep_wake(int min)
 {
     if (__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= min &&
-        __atomic_exchange_n(&esleep, E_AWAKE, __ATOMIC_SEQ_CST) != E_AWAKE)
-        syscall(SYS_futex, &esleep, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+        __atomic_exchange_n(&esleep, E_AWAKE, __ATOMIC_SEQ_CST) != E_AWAKE) {
+        if (uring_efd >= 0) {
+            uint64_t one = 1;
+            if (write(uring_efd, &one, sizeof one) < 0) { /* (full: it wakes anyway) */ }
+        } else {
+            syscall(SYS_futex, &esleep, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+        }
+    }
 }
 
 static double now_secs(void)
@@ -386,6 +413,48 @@ static void wait_for_work(double *last_work)
     if (*last_work - last_own >= KUMI_OWN_RECENT_SECS && doze_us < first) doze_us = first;
 }
 
+/* The uring engine's thread (use_uring; the thread engine never comes
+ * here).  Its operations are the kernel's: while every message of the
+ * running schedules is in flight in the ring (nothing waits in its
+ * submission queue for a thread to submit, no node of a schedule started
+ * since the engine was last idle went to the request layer, whose
+ * transports only a progress round polls), there is nothing to take over
+ * for until a completion comes.  The thread then sleeps on the ring
+ * (kumi_sched_uring_wait) instead of dozing to see whether the
+ * application stays out and taking over to sleep in poll(): one wake-up
+ * per completion, and the take-over as soon as it is there.  The
+ * doze/take-over cycle of the thread engine (two timed wake-ups before
+ * the take-over, the third at the completion) stays for the rest: the
+ * operations a start call left in the submission queue (a send the socket
+ * could not take at once: 1 MiB, a pipeline's segments) wait for the end of
+ * the thread's doze.  (Waking the thread at such a start -- an eventfd
+ * write by the start call -- made the 1 MiB collectives complete sooner,
+ * kacc bench k = 0, d/cmp 3.46 / 2.20 / 1.85 against 6.23 / 2.30 / 2.14,
+ * but took more from the computation, lost 52 / 52 / 38 % against 39 / 36
+ * / 23 %, 16 loaded rounds: the copies then overlap the compute.)  The
+ * uring thread's sleeps are on an eventfd (uring_efd; with the ring's
+ * descriptor while it waits for a completion) instead of the futex word,
+ * which a poll() cannot watch; the thread engine's are unchanged. */
+static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
+
+static bool ring_only(void)
+{
+    return use_uring && kumi_sched_uring_declined() == declined_mark && kumi_sched_uring_quiet();
+}
+
+/* Sleep on the ring and on uring_efd (the stop), at most
+ * doze_max_us; true when a completion waits. */
+static bool ring_wait(void)
+{
+    if (kumi_sched_uring_cq_ready()) return kumi_sched_uring_woke();
+    struct timespec ts = { (time_t)(doze_max_us / 1000000), (long)(doze_max_us % 1000000) * 1000 };
+    __atomic_store_n(&esleep, E_DOZING, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST))
+        uring_sleep(kumi_sched_uring_fd(), &ts);
+    __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
+    return kumi_sched_uring_woke();
+}
+
 /* The progress thread: while a schedule runs and no application thread is
  * inside the library (one inside progresses everything itself), it runs the
  * progress engine, sleeping in poll() on the transports' descriptors between
@@ -412,6 +481,7 @@ static void *engine_main(void *arg)
             kumi_lock_engine_lower();
         if (idle()) {
             own = false;
+            if (use_uring) declined_mark = kumi_sched_uring_declined();
             wait_for_work(&last_work);
             continue;
         }
@@ -434,10 +504,14 @@ static void *engine_main(void *arg)
                 doze_longer();
                 continue;
             }
-            doze_for(delay_us);         /* does it stay out for delay_us? */
-            if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) {
-                doze_longer();
-                continue;
+            if (ring_only()) {   /* uring: sleep on the ring, take over at a completion */
+                if (!ring_wait() || kumi_lock_app_inside() || idle()) continue;
+            } else {
+                doze_for(delay_us);     /* does it stay out for delay_us? */
+                if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) {
+                    doze_longer();
+                    continue;
+                }
             }
             doze_us = delay_us;         /* the application computes: take over, short dozes again */
             last_own = now_secs();
@@ -493,18 +567,22 @@ void kumi_sched_engine_finished(void)
 void kumi_sched_engine_stop(void)
 {
     kumi_sched_spares_free();
-    if (use_uring) kumi_sched_uring_stop();
     if (use_kmod) kumi_sched_kmod_stop();
-    use_uring = use_kmod = false;
-    if (!thr_started) return;
-    __atomic_store_n(&thr_stop, 1, __ATOMIC_SEQ_CST);
-    esleep_wake(E_DOZING);              /* out of a doze or a sleep at once */
-    kumi_lock_engine_kick();            /* out of its park */
-    kumi_progress_wake_engine();        /* out of poll() at once */
-    int d = kumi_lock_release_all();
-    pthread_join(thr, NULL);
-    kumi_lock_reacquire(d);
-    thr_started = false;
+    use_kmod = false;
+    if (thr_started) {
+        __atomic_store_n(&thr_stop, 1, __ATOMIC_SEQ_CST);
+        esleep_wake(E_DOZING);          /* out of a doze or a sleep at once */
+        kumi_lock_engine_kick();        /* out of its park */
+        kumi_progress_wake_engine();    /* out of poll() at once */
+        int d = kumi_lock_release_all();
+        pthread_join(thr, NULL);
+        kumi_lock_reacquire(d);
+        thr_started = false;
+    }
+    /* uring: after the thread, which sleeps on the ring without the library */
+    if (use_uring) kumi_sched_uring_stop();
+    use_uring = false;
+    if (uring_efd >= 0) { close(uring_efd); uring_efd = -1; }
 }
 
 /* A non-blocking listening TCP socket on every address (dual-stack when

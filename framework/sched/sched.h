@@ -127,6 +127,12 @@ bool kumi_sched_uring_thread(void);      /* kumi_base_sched_uring_thread: a comp
 /* Node i (SEND / RECV) is ready: true if the engine took it (its peer is
  * reached over a socket), false to run it as a point-to-point request. */
 bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i);
+/* for engine.c's completion thread, without the library: */
+bool kumi_sched_uring_quiet(void);      /* nothing waits to be submitted */
+unsigned long long kumi_sched_uring_declined(void);     /* nodes left to the request layer so far */
+bool kumi_sched_uring_cq_ready(void);   /* a completion waits to be reaped */
+int kumi_sched_uring_fd(void);           /* the ring's descriptor (-1: none) */
+bool kumi_sched_uring_woke(void);       /* after a sleep on it: true when a completion waits */
 /* From the engine: node i is over (err: MPI_SUCCESS or an error code). */
 void kumi_sched_msg_done(struct kumi_sched *s, uint32_t i, int err);
 

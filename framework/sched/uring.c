@@ -126,6 +126,11 @@ bool kumi_sched_uring_thread(void)
 int kumi_sched_uring_init(void) { return -1; }
 void kumi_sched_uring_stop(void) {}
 bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i) { (void)s; (void)i; return false; }
+bool kumi_sched_uring_quiet(void) { return false; }
+unsigned long long kumi_sched_uring_declined(void) { return 0; }
+bool kumi_sched_uring_cq_ready(void) { return false; }
+int kumi_sched_uring_fd(void) { return -1; }
+bool kumi_sched_uring_woke(void) { return false; }
 #else
 
 #include <errno.h>
@@ -173,6 +178,7 @@ struct uop {
     struct uop *fwd;                    /* PAYLOAD: the SEND linked behind it */
     bool cancelled;                     /* SEND: its link broke; resubmitted after the payload */
     bool is_fwd;                        /* SEND linked behind a payload receive */
+    uint8_t by;                         /* submitted by: 0 the application, 1 the completion thread */
     char *data;                         /* SEND: the data */
     size_t dlen;
 };
@@ -224,6 +230,10 @@ static struct conn **conns;             /* by world rank, made at first use */
 static int nworld, me;
 static int8_t *usable;                  /* by world rank: 0 unknown, 1 yes, -1 no */
 static int nflight;                     /* operations in flight */
+static int flight_by[2];                /* of them submitted by the application [0], the thread [1] */
+static unsigned long long declined;     /* SEND / RECV nodes left to the request layer (see kumi_sched_uring_quiet) */
+static unsigned long long nenter, nenter_skip;     /* kernel entries to reap, and those skipped (KUMI_VERBOSE) */
+static unsigned long long nringwake;    /* the completion thread found a completion on the ring (engine.c, ring_wait) */
 static struct uop acc = { .kind = OP_ACCEPT };
 /* said at the end under KUMI_VERBOSE */
 static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit;
@@ -239,17 +249,35 @@ static void fatal_io(const char *what, int peer, int err)
     kumi_err_fatal("kumi_base_sched_engine=uring: %s (rank %d) failed: %s", what, peer, strerror(err));
 }
 
+/* Submits what the submission queue holds.  Each operation's user data
+ * records who submitted it: the kernel runs a socket operation's retries
+ * (task work) on the submitting thread, so complete() enters the kernel to
+ * run them only on that thread (see there). */
+static void submit(void)
+{
+    unsigned khead = *ring.sq.khead, tail = ring.sq.sqe_tail;
+    if (tail == khead) return;
+    int who = kumi_lock_is_engine() ? 1 : 0;
+    for (unsigned k = khead; k != tail; k++) {
+        struct uop *o = (struct uop *)(uintptr_t)ring.sq.sqes[k & ring.sq.ring_mask].user_data;
+        if (o == &acc) continue;        /* (always posted: not counted) */
+        o->by = (uint8_t)who;
+        flight_by[who]++;
+    }
+    io_uring_submit(&ring);
+}
+
 /* A linked chain must go to the kernel in one submission: room for n SQEs first. */
 static void room(unsigned n)
 {
-    if (io_uring_sq_space_left(&ring) < n) io_uring_submit(&ring);
+    if (io_uring_sq_space_left(&ring) < n) submit();
 }
 
 static struct io_uring_sqe *get_sqe(void)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
     while (!sqe) {                      /* the queue is full: the kernel takes what is there */
-        io_uring_submit(&ring);
+        submit();
         sqe = io_uring_get_sqe(&ring);
     }
     nflight++;
@@ -301,7 +329,7 @@ int kumi_sched_uring_init(void)
     up = true;
     kumi_progress_set_hook(complete, fds);
     post_accept();
-    io_uring_submit(&ring);
+    submit();
     kumi_log(1, "kumi_base_sched_engine=uring: io_uring ring of %lld entries, listening on port %d, "
                 "completion thread %s", ring_entries, port, with_thread ? "on" : "off");
     return 0;
@@ -312,8 +340,9 @@ void kumi_sched_uring_stop(void)
     if (!up) return;
     kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
                 "linked behind their receive, %llu sent whole by their start call, %llu received whole with their "
-                "header, %llu headers split between two receives", nsends, nrecvs, nunex, nlinked, ndirect, nsmall,
-             nsplit);
+                "header, %llu headers split between two receives; %llu kernel entries to reap, %llu skipped "
+                "(task work of the other thread); %llu completion-thread take-overs from the ring", nsends, nrecvs, nunex,
+             nlinked, ndirect, nsmall, nsplit, nenter, nenter_skip, nringwake);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
@@ -332,6 +361,7 @@ void kumi_sched_uring_stop(void)
     lfd = -1;
     up = false;
     nflight = 0;
+    flight_by[0] = flight_by[1] = 0;
 }
 
 /* ------------------------------------------------------------ connections */
@@ -389,7 +419,7 @@ static void conn_up(struct conn *c, int fd)
     kumi_log(2, "kumi_base_sched_engine=uring: connection with rank %d up", c->peer);
     post_hdr(c);
     flush_sends(c);
-    io_uring_submit(&ring);
+    submit();
 }
 
 static void post_accept(void)
@@ -840,22 +870,45 @@ static void done_op(struct uop *o, int res)
     }
 }
 
-/* Reap completions (the progress hook); returns how many. */
+/* Reap completions (the progress hook); returns how many.
+ *
+ * The completion queue is read in user space; the kernel is entered only
+ * when it holds nothing and this thread has work to run there: a flag in
+ * the ring (IORING_SQ_TASKRUN, kumi_base_sched_uring_coop) says task work
+ * is pending, but not whose, and a socket operation's retries run on the
+ * thread that submitted it.  io_uring_peek_cqe() entered at every empty
+ * look while the flag was up, so an application waiting in MPI_Wait for
+ * the completion thread's operations made a useless io_uring_enter at
+ * every progress round (its own task work has nothing to run: the
+ * thread's is run by the thread, which the task work wakes).  Now it
+ * enters only while operations it submitted are in flight (flight_by). */
 static int complete(void)
 {
     if (!up) return 0;
     int n = 0;
     direct_left = DIRECT_BUDGET;
-    struct io_uring_cqe *cqe;
-    while (io_uring_peek_cqe(&ring, &cqe) == 0) {
+    int mine = kumi_lock_is_engine() ? 1 : 0;
+    bool entered = false;
+    for (;;) {
+        struct io_uring_cqe *cqe = NULL;
+        if (__io_uring_peek_cqe(&ring, &cqe, NULL) != 0 || !cqe) {
+            unsigned fl = IO_URING_READ_ONCE(*ring.sq.kflags);
+            if (entered || !(fl & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) break;
+            if (!(fl & IORING_SQ_CQ_OVERFLOW) && flight_by[mine] == 0) { nenter_skip++; break; }
+            entered = true;             /* once a round: the next round looks again */
+            nenter++;
+            io_uring_get_events(&ring);
+            continue;
+        }
         struct uop *o = io_uring_cqe_get_data(cqe);
         int res = cqe->res;
         io_uring_cqe_seen(&ring, cqe);
         nflight--;
-        if (o) done_op(o, res);
+        if (o != &acc && flight_by[o->by] > 0) flight_by[o->by]--;
+        done_op(o, res);
         n++;
     }
-    if (io_uring_sq_ready(&ring)) io_uring_submit(&ring);
+    if (io_uring_sq_ready(&ring)) submit();
     return n;
 }
 
@@ -868,6 +921,46 @@ static int fds(struct pollfd *f, int max)
     f[n].events = POLLIN;
     f[n++].revents = 0;
     return n;
+}
+
+/* ------------------------------------------------------------ the completion thread's sleep */
+/* engine.c's progress thread, while the application computes and every
+ * message of the running schedules is the kernel's (nothing waits in the
+ * submission queue, no node went to the request layer: see
+ * kumi_sched_uring_declined), sleeps on the ring itself, without the
+ * library, and takes the schedules over only when a completion is there
+ * (engine.c, "The uring engine's thread").  Without the library it reads
+ * only the rings' indexes (the kernel's shared memory) and polls the
+ * ring's descriptor; the ring is torn down only after the thread stopped. */
+bool kumi_sched_uring_quiet(void)
+{
+    return up && io_uring_sq_ready(&ring) == 0;
+}
+
+unsigned long long kumi_sched_uring_declined(void)
+{
+    return __atomic_load_n(&declined, __ATOMIC_RELAXED);
+}
+
+bool kumi_sched_uring_cq_ready(void)
+{
+    return up && io_uring_cq_ready(&ring) > 0;
+}
+
+int kumi_sched_uring_fd(void)
+{
+    return up ? ring.ring_fd : -1;
+}
+
+/* Before or after the thread's sleep on the ring (engine.c, ring_wait):
+ * true when a completion waits (counted for the KUMI_VERBOSE summary).  The thread's
+ * own task work (the retries of the operations it submitted) woke it and
+ * ran on its way out of ppoll(). */
+bool kumi_sched_uring_woke(void)
+{
+    if (!up || !io_uring_cq_ready(&ring)) return false;
+    nringwake++;
+    return true;
 }
 
 /* ------------------------------------------------------------ nodes */
@@ -912,8 +1005,10 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
     if (s->uflag && s->uflag[i]) return true;        /* linked ahead: in flight already */
     if (nd->peer == MPI_PROC_NULL) return false;
     int w = kumi_comm_peer_world(s->comm, nd->peer);
-    if (!peer_usable(w)) return false;
-    if (!s->uflag && !(s->uflag = calloc(s->n, 1))) return false;
+    if (!peer_usable(w) || (!s->uflag && !(s->uflag = calloc(s->n, 1)))) {
+        declined++;                     /* a request of the request layer: the thread must poll */
+        return false;
+    }
     struct conn *c = get_conn(w);
     s->inflight++;
     if (nd->kind == KUMI_SCHED_SEND) {
@@ -963,7 +1058,7 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
      * their retries -- the rest of a send the socket could not take at once
      * -- are the thread's task work, run when the socket is ready, instead of
      * the computing application's, run at its next scheduler tick. */
-    if (!with_thread && io_uring_sq_ready(&ring)) io_uring_submit(&ring);
+    if (!with_thread && io_uring_sq_ready(&ring)) submit();
     return true;
 }
 #endif

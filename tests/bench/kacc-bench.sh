@@ -40,7 +40,9 @@
 #      KUMI_BENCH_TIMEOUT (one launch, default 240 s), KUMI_BENCH_PEERS ("ompi mpich"),
 #      KUMI_BENCH_KACC_SIZES (default 8,65536,1048576), KUMI_BENCH_KACC_K (default 0,1,16),
 #      KUMI_BENCH_KACC_KERNELS (default "mm4 mm40"), KUMI_BENCH_KACC_OPS
-#      (default "iallreduce ibcast-tree ibcast-pipe"), KUMI_BENCH_KACC_MIN_US (default 500),
+#      (default "iallreduce ibcast-tree ibcast-pipe"), KUMI_BENCH_KACC_ENGINES (Kumi's engines on
+#      the host, default "loop thread uring"; "thread uring": the uring-vs-thread targets alone),
+#      KUMI_BENCH_KACC_MIN_US (default 500),
 #      KUMI_BENCH_KACC_INNER (overlap.c's repetitions per launch, -r: default 7, 3 when quick).
 #
 # "kacc-bench.sh vm" is the kaccvm configuration: the same launches inside a QEMU (TCG)
@@ -153,8 +155,11 @@ if [ $bench_cfg = kacc ]; then
     bench_build overlap
     # Kumi's engines: one "implementation" each
     peers_built=("${impls[@]:1}")
-    impls=(kumi-loop kumi-thread)
-    if ldd "$top_builddir/framework/.libs/libmpi.so" 2> /dev/null | grep -q liburing; then impls+=(kumi-uring)
+    engines=" ${KUMI_BENCH_KACC_ENGINES:-loop thread uring} "
+    impls=()
+    for e in loop thread; do [[ $engines = *" $e "* ]] && impls+=(kumi-$e); done
+    if ldd "$top_builddir/framework/.libs/libmpi.so" 2> /dev/null | grep -q liburing; then
+        [[ $engines = *" uring "* ]] && impls+=(kumi-uring)
         [ "${KUMI_BENCH_KACC_URING0:-0}" = 1 ] && impls+=(kumi-uring0)
     else echo "kacc: the uring engine is not built (no liburing): no uring column"; fi
     if [ -c /dev/kumi_kacc ]; then impls+=(kumi-kmod)

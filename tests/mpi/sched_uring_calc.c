@@ -10,8 +10,13 @@
  * KUMI_BASE_SCHED_ENGINE=uring over tcp (tests/scripts/sched_uring.sh); with
  * "noprogress" the thread is expected off (kumi_base_sched_uring_thread 0)
  * and the ranks must NOT finish while rank 0 stays out (the check can fail).
+ * With "small" the MPI_Iallreduce is of one double: every send is written by
+ * its start call, so rank 0's thread finds nothing to submit and sleeps on
+ * the ring until the peers' messages complete there (engine.c, "The uring
+ * engine's thread"; sched_uring.sh checks it woke so, in the KUMI_VERBOSE
+ * summary).
  *
- * usage: sched_uring_calc sleep|busy [noprogress] */
+ * usage: sched_uring_calc sleep|busy [noprogress|small] */
 #include "kt.h"
 #include <errno.h>
 #include <unistd.h>
@@ -33,6 +38,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int busy = argc > 1 && !strcmp(argv[1], "busy");
     int noprogress = argc > 2 && !strcmp(argv[2], "noprogress");
+    int count = argc > 2 && !strcmp(argv[2], "small") ? 1 : COUNT;
     /* a directory of rank 0's (the ranks share the host's /tmp in this test) */
     char dir[64] = "";
     if (rank == 0) {
@@ -43,13 +49,16 @@ int main(int argc, char **argv)
     double *in = malloc(COUNT * sizeof *in), *out = malloc(COUNT * sizeof *out);
     KT_CHECK(in && out, "out of memory");
     for (int i = 0; i < COUNT; i++) {
-        in[i] = (double)(rank + 1) * (double)(i % 1000);
+        in[i] = (double)(rank + 1) * (double)(i % 1000 + 1);
         out[i] = -1;
     }
     double factor = (double)size * (size + 1) / 2;  /* sum over ranks of (rank + 1) */
     KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     MPI_Request r;
-    KT_MPI(MPI_Iallreduce(in, out, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r));
+    /* small: the others start later, so that rank 0's start call cannot
+     * find their messages there and finish the operation itself */
+    if (count == 1 && rank != 0) usleep(100000);
+    KT_MPI(MPI_Iallreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r));
     int done_while_out = 0;
     if (rank == 0) {
         /* no MPI call until every other rank said it is done (or LIMIT_S) */
@@ -76,9 +85,9 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
-    for (int i = 0; i < COUNT; i++)
-        KT_CHECK(out[i] == factor * (double)(i % 1000), "rank %d: element %d is %g, expected %g", rank, i, out[i],
-                 factor * (double)(i % 1000));
+    for (int i = 0; i < count; i++)
+        KT_CHECK(out[i] == factor * (double)(i % 1000 + 1), "rank %d: element %d is %g, expected %g", rank, i, out[i],
+                 factor * (double)(i % 1000 + 1));
     if (rank != 0) {                    /* the values are right: say so to rank 0, outside MPI */
         char f[96];
         flag_name(f, sizeof f, dir, rank);
@@ -99,7 +108,7 @@ int main(int argc, char **argv)
     KT_MPI(MPI_Iallreduce(in, out, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r));
     KT_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
     for (int i = 0; i < COUNT; i += 97)
-        KT_CHECK(out[i] == factor * (double)(i % 1000), "rank %d, waited at once: element %d is %g", rank, i, out[i]);
+        KT_CHECK(out[i] == factor * (double)(i % 1000 + 1), "rank %d, waited at once: element %d is %g", rank, i, out[i]);
     if (rank == 0) {
         for (int p = 1; p < size; p++) {
             char f[96];

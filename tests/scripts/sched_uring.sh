@@ -12,7 +12,8 @@
 # sched_uring_calc: the completion thread (kumi_base_sched_uring_thread=1, the default)
 # finishes an MPI_Iallreduce's CALC and the sends after it while rank 0 sleeps or computes
 # outside MPI (the other ranks report through files, no timing); with the thread off the
-# ranks must not finish while rank 0 stays out (the check the test makes can fail).
+# ranks must not finish while rank 0 stays out (the check the test makes can fail); with one
+# double ("small") rank 0's thread must have slept on the ring and taken over from there (its summary).
 # Skipped (77) where liburing's headers are not installed (Debian: liburing-dev); where they
 # are, Kumi must have been built with the engine.  Where io_uring is disabled on the host
 # (sysctl kernel.io_uring_disabled), the fall-back is checked instead.
@@ -40,6 +41,13 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
         [ "$linked" -gt 0 ] || { echo "FAIL cad_ring -n $n: no send was linked behind its receive"; fail=1; }
         echo "   cad_ring -n $n: $linked sends linked behind their receive"
     fi
+    # an 8-byte MPI_Iallreduce while rank 0 stays out: its completion thread had nothing to
+    # submit and slept on the ring until the messages came (engine.c, "The uring engine's thread")
+    if [ "$name" = sched_uring_calc_small ]; then
+        wakes=$(echo "$out" | grep '^kumi\[0\]' | sed -n 's/.*; \([0-9]*\) completion-thread take-overs from the ring.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        [ "$wakes" -gt 0 ] || { echo "FAIL sched_uring_calc small -n $n: rank 0's thread never took over from its sleep on the ring"; fail=1; }
+        echo "   sched_uring_calc small -n $n: rank 0's thread took over $wakes times from the ring"
+    fi
     # the stream receive: small messages whole with their header, headers split between two receives
     if [ "$name" = sched_uring_stream ]; then
         whole=$(echo "$out" | sed -n 's/.*, \([0-9]*\) received whole with their header.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
@@ -60,6 +68,7 @@ for n in 2 3 4; do
     run sched_uring_busy "$n" ./sched_uring_busy
     run sched_uring_calc "$n" ./sched_uring_calc sleep
     run sched_uring_calc "$n" ./sched_uring_calc busy
+    run sched_uring_calc_small "$n" ./sched_uring_calc sleep small
     for t in nbc_basic nbc_persist cad_ring sched_uring_stream; do run "$t" "$n" "./$t"; done
 done
 run nbc_types 3 ./nbc_types
