@@ -16,7 +16,8 @@
  *    by mpiexec to a core that other ranks were bound to too): 2 rounds,
  *    then sched_yield() for 2 ms (kumi_base_progress_yield_us): the rank that
  *    holds the message gets the core at once, which a sleeper's doorbell
- *    would cost a system call and a wake-up; then sleep;
+ *    would cost a system call and a wake-up; then sleep (at once for a rank
+ *    that leads a session of its own: yields_reach_nobody);
  *    (a rank kept by taskset or a cpuset on fewer CPUs than the machine
  *    has, with one for each rank of its launch, counts as bound);
  *  - otherwise: 300 rounds, 200 yields, sleep. */
