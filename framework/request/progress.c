@@ -16,8 +16,8 @@
  *    by mpiexec to a core that other ranks were bound to too): 2 rounds,
  *    then sched_yield() for 2 ms (kumi_base_progress_yield_us): the rank that
  *    holds the message gets the core at once, which a sleeper's doorbell
- *    would cost a system call and a wake-up; then sleep (at once for a rank
- *    that leads a session of its own: yields_reach_nobody);
+ *    would cost a system call and a wake-up; then sleep (after 10 us for a
+ *    rank that leads a session of its own: yields_reach_nobody);
  *    (a rank kept by taskset or a cpuset on fewer CPUs than the machine
  *    has, with one for each rank of its launch, counts as bound);
  *  - otherwise: 300 rounds, 200 yields, sleep. */
@@ -64,7 +64,8 @@ void kumi_progress_register_params(void)
     kumi_param_register_int("kumi", "base", "progress_yield_us", -1,
                             "Idle time (microseconds) a blocking wait keeps yielding before it "
                             "sleeps; -1: 2000 when the host is oversubscribed (more ranks than "
-                            "CPUs) and the rank shares its session with the others, else 0",
+                            "CPUs; 10 when the rank leads a session of its own under "
+                            "sched_autogroup), else 0",
                             KUMI_LEVEL_TUNER, &yield_us);
     kumi_param_register_int("kumi", "base", "progress_sleep_ms", 20,
                             "Longest sleep (ms) of a blocking wait in poll() on the transports' descriptors",
@@ -97,9 +98,12 @@ static bool host_oversubscribed(bool *pinned)
  * mpiexec's ranks share its session (rpim/fork); a rank that leads a
  * session of its own (a launcher that gives each rank one, as MPICH's Hydra
  * does, or `setsid`) gets the CPU straight back from every yield and spins
- * out its time slice against the rank it waits for: 4 ranks on 2 cores, a
- * session each, 8 B MPI_Allreduce took 2.3-2.9 ms with the 2 ms yield
- * phase, against 0.2-0.3 ms sleeping at once (README, placement). */
+ * out its time slice against the rank it waits for when another session
+ * keeps the other CPU busy: 4 ranks on 2 cores, a session each, 2 busy
+ * loops in other sessions, 8 B MPI_Allreduce 1.6 ms with the 2 ms yield
+ * phase, 79 us with 10 us of it, 76 us with none; on an idle machine the
+ * spin costs little and sleeping at once does (3.5 / 4.3 / 38 us): such a
+ * rank yields for 10 us (README, placement). */
 static bool yields_reach_nobody(void)
 {
     if (getsid(0) != getpid()) return false;
@@ -167,12 +171,12 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
      * each message then waits for the scheduler (8 B through IMPI: 14-29 ms
      * instead of 3.5 us with a busy loop on each core) */
     if (!bound && !oversub && pinned) bound = true;
-    /* oversubscribed, its yields reaching no other rank: sleep at once */
+    /* oversubscribed, its yields reaching no other rank: sleep soon */
     bool lone = oversub && yields_reach_nobody();
     spin_rounds = spin_param >= 0 ? spin_param : oversub ? 2 : 300;
     yield_rounds = yield_param >= 0 ? yield_param : lone ? 0 : 200;
     spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : bound ? 2e-3 : 0.0;
-    yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : oversub && !lone ? 2e-3 : 0.0;
+    yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : lone ? 10e-6 : oversub ? 2e-3 : 0.0;
     kumi_log(2, "progress: %s%s: spin %lld rounds and %.0f us idle, then yield %lld rounds and %.0f us, then sleep",
              shared ? "bound by mpiexec, sharing its CPUs with other ranks (oversubscribed)"
              : getenv(KUMI_ENV_BIND_CPUS) ? "bound by mpiexec"
