@@ -1006,7 +1006,8 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
     if (nd->peer == MPI_PROC_NULL) return false;
     int w = kumi_comm_peer_world(s->comm, nd->peer);
     if (!peer_usable(w) || (!s->uflag && !(s->uflag = calloc(s->n, 1)))) {
-        declined++;                     /* a request of the request layer: the thread must poll */
+        /* a request of the request layer: the thread must poll (read without the library lock) */
+        __atomic_add_fetch(&declined, 1, __ATOMIC_RELAXED);
         return false;
     }
     struct conn *c = get_conn(w);

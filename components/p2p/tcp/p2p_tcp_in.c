@@ -74,6 +74,18 @@ void p2p_tcp_expire(void)
     p2p_tcp_arm(next);
 }
 
+/* c (an incoming connection on fd) joins the list that progress() and
+ * p2p_tcp_in_only read, and epoll watches fd for reading. */
+static void in_link(struct p2p_tcp_in *c, int fd)
+{
+    c->kind = P2P_TCP_K_IN;
+    c->fd = fd;
+    c->next = p2p_tcp_ins;
+    if (c->next) c->next->prev = c;
+    p2p_tcp_ins = c;
+    p2p_tcp_ep_add(fd, EPOLLIN, c);
+}
+
 void p2p_tcp_accept(int lfd)
 {
     for (int i = 0; i < 64; i++) {
@@ -98,15 +110,10 @@ void p2p_tcp_accept(int lfd)
             return;
         }
         p2p_tcp_sockopts(fd);
-        c->kind = P2P_TCP_K_IN;
-        c->fd = fd;
         c->peer = -1;
         c->deadline = kumi_time() + p2p_tcp_auth_timeout;
-        c->next = p2p_tcp_ins;
-        if (c->next) c->next->prev = c;
-        p2p_tcp_ins = c;
+        in_link(c, fd);
         p2p_tcp_npending++;
-        p2p_tcp_ep_add(fd, EPOLLIN, c);
         if (p2p_tcp_next_expiry == 0) p2p_tcp_arm(c->deadline);
     }
 }
@@ -127,13 +134,8 @@ int p2p_tcp_in_attach(struct p2p_tcp_peer *p)
         free(c);
         return -1;
     }
-    c->kind = P2P_TCP_K_IN;
-    c->fd = fd;
     c->peer = p->rank;
-    c->next = p2p_tcp_ins;
-    if (c->next) c->next->prev = c;
-    p2p_tcp_ins = c;
-    p2p_tcp_ep_add(fd, EPOLLIN, c);
+    in_link(c, fd);
     return 0;
 }
 
