@@ -355,6 +355,20 @@ static inline void kumi_p2p_copy_small(void *dst, const void *src, size_t n)
     }
 }
 
+/* Copy n <= 64 bytes without a call (two overlapping 32-byte moves above 32). */
+static inline void kumi_p2p_copy64(void *dst, const void *src, size_t n)
+{
+    if (n <= 32) {
+        kumi_p2p_copy_small(dst, src, n);
+    } else {
+        char a[32], b[32];
+        memcpy(a, src, 32);
+        memcpy(b, (const char *)src + n - 32, 32);
+        memcpy(dst, a, 32);
+        memcpy((char *)dst + n - 32, b, 32);
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif
