@@ -215,6 +215,53 @@ static __attribute__((noinline)) int p2p_shmem_send_inline_msg(struct p2p_shmem_
     return 1;
 }
 
+/* Write the short record of h and its payload at our tail (in place, no
+ * copy through the stack: the receiver reads no byte of it before the
+ * stamp, stored last) and publish it; len: its ring bytes (one cell or two,
+ * not wrapping, room checked). */
+static inline __attribute__((always_inline)) void p2p_shmem_put_short(struct p2p_shmem_peer *p, const struct kumi_hdr *h,
+                                                                      const void *payload, size_t paylen, size_t len)
+{
+    char *cell = p2p_shmem_cell(p->odata, p->otail);
+    struct p2p_shmem_short *c = (struct p2p_shmem_short *)(void *)cell;
+    uint64_t sreq = h->sreq;
+    char *d = c->u.ndata;
+    c->kind = h->kind;
+    c->flags = h->flags;
+    c->type = P2P_SHMEM_REC_SHORTN;
+    c->paylen = (uint8_t)paylen;
+    c->ctx = h->ctx;
+    c->src = h->src;
+    c->tag = h->tag;
+    c->seq = h->seq;
+    if (sreq) {
+        c->type = P2P_SHMEM_REC_SHORT;
+        c->u.s.sreq_lo = (uint32_t)sreq;
+        c->u.s.sreq_hi = (uint32_t)(sreq >> 32);
+        d = c->u.s.data;
+    }
+    kumi_p2p_copy64(d, payload, paylen);
+    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
+                          memory_order_release);
+    p->otail += len;
+    p2p_shmem_publish(p);
+}
+
+/* send_inline() of a message larger than one cell of a short record holds:
+ * two cells up to P2P_SHMEM_SHORT_BIG bytes, else (or where two cells would
+ * wrap at the ring's end) a MSG record (out of line: the one-cell path saves
+ * no registers). */
+static __attribute__((noinline)) int p2p_shmem_send_inline_big(struct p2p_shmem_peer *p, const struct kumi_hdr *h,
+                                                               const void *payload, size_t paylen)
+{
+    size_t len = 2 * P2P_SHMEM_CELL;
+    if (paylen > P2P_SHMEM_SHORT_BIG || (p->otail & (p2p_shmem_ringsz - 1)) + len > p2p_shmem_ringsz)
+        return p2p_shmem_send_inline_msg(p, h, payload, paylen);
+    if (p2p_shmem_ofree(p, len) < len) return 0;
+    p2p_shmem_put_short(p, h, payload, paylen, len);
+    return 1;
+}
+
 /* Contract 1.8: an eager message written at once when nothing is queued to
  * peer and the ring has room (no sendop, no done()); 0: not now, the caller
  * sends it through p2p_shmem_send().  Up to P2P_SHMEM_SHORT_BIG bytes: a
@@ -228,38 +275,10 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
     if (__builtin_expect(!p->seg || p->qhead != NULL, 0)) return 0;   /* not attached yet: send() does it */
     size_t paylen = (size_t)h->paylen;
-    uint64_t sreq = h->sreq;
-    size_t len = P2P_SHMEM_CELL;
-    if (__builtin_expect(paylen > (sreq ? P2P_SHMEM_SHORT_MAX : P2P_SHMEM_SHORTN_MAX), 0)) {
-        len = 2 * P2P_SHMEM_CELL;          /* two cells, unless it would wrap */
-        if (paylen > P2P_SHMEM_SHORT_BIG || (p->otail & (p2p_shmem_ringsz - 1)) + len > p2p_shmem_ringsz)
-            return p2p_shmem_send_inline_msg(p, h, payload, paylen);
-    }
-    if (p2p_shmem_ofree(p, len) < len) return 0;
-    /* written in place (no copy through the stack): the receiver reads
-     * no byte of it before the stamp, stored last */
-    char *cell = p2p_shmem_cell(p->odata, p->otail);
-    struct p2p_shmem_short *c = (struct p2p_shmem_short *)(void *)cell;
-    c->kind = h->kind;
-    c->flags = h->flags;
-    c->paylen = (uint8_t)paylen;
-    c->ctx = h->ctx;
-    c->src = h->src;
-    c->tag = h->tag;
-    c->seq = h->seq;
-    char *d = c->u.ndata;
-    c->type = P2P_SHMEM_REC_SHORTN;
-    if (sreq) {
-        c->type = P2P_SHMEM_REC_SHORT;
-        c->u.s.sreq_lo = (uint32_t)sreq;
-        c->u.s.sreq_hi = (uint32_t)(sreq >> 32);
-        d = c->u.s.data;
-    }
-    kumi_p2p_copy64(d, payload, paylen);
-    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
-                          memory_order_release);
-    p->otail += len;
-    p2p_shmem_publish(p);
+    if (__builtin_expect(paylen > (h->sreq ? P2P_SHMEM_SHORT_MAX : P2P_SHMEM_SHORTN_MAX), 0))
+        return p2p_shmem_send_inline_big(p, h, payload, paylen);
+    if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
+    p2p_shmem_put_short(p, h, payload, paylen, P2P_SHMEM_CELL);
     return 1;
 }
 
@@ -343,7 +362,12 @@ static inline __attribute__((always_inline)) void p2p_shmem_take_short(int peer,
         .len = c->paylen, .paylen = c->paylen,
         .sreq = n ? 0 : (uint64_t)c->u.s.sreq_hi << 32 | c->u.s.sreq_lo,
     };
-    p->ihead += c->paylen <= (n ? P2P_SHMEM_SHORTN_MAX : P2P_SHMEM_SHORT_MAX) ? P2P_SHMEM_CELL : 2 * P2P_SHMEM_CELL;
+    if (c->paylen <= (n ? P2P_SHMEM_SHORTN_MAX : P2P_SHMEM_SHORT_MAX)) {
+        p->ihead += P2P_SHMEM_CELL;
+    } else {            /* the second cell's line on its way while the message is matched */
+        __builtin_prefetch((const char *)c + P2P_SHMEM_CELL);
+        p->ihead += 2 * P2P_SHMEM_CELL;
+    }
     kumi_p2p_incoming_whole(peer, &h, n ? c->u.ndata : c->u.s.data);
 }
 
