@@ -228,14 +228,13 @@ static inline __attribute__((always_inline)) void p2p_shmem_put_short(struct p2p
     char *d = c->u.ndata;
     c->kind = h->kind;
     c->flags = h->flags;
-    c->type = P2P_SHMEM_REC_SHORTN;
+    c->type = sreq ? P2P_SHMEM_REC_SHORT : P2P_SHMEM_REC_SHORTN;
     c->paylen = (uint8_t)paylen;
     c->ctx = h->ctx;
     c->src = h->src;
     c->tag = h->tag;
     c->seq = h->seq;
     if (sreq) {
-        c->type = P2P_SHMEM_REC_SHORT;
         c->u.s.sreq_lo = (uint32_t)sreq;
         c->u.s.sreq_hi = (uint32_t)(sreq >> 32);
         d = c->u.s.data;
@@ -275,7 +274,7 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
     if (__builtin_expect(!p->seg || p->qhead != NULL, 0)) return 0;   /* not attached yet: send() does it */
     size_t paylen = (size_t)h->paylen;
-    if (__builtin_expect(paylen > (h->sreq ? P2P_SHMEM_SHORT_MAX : P2P_SHMEM_SHORTN_MAX), 0))
+    if (__builtin_expect(paylen > P2P_SHMEM_SHORT_MAX && (h->sreq || paylen > P2P_SHMEM_SHORTN_MAX), 0))
         return p2p_shmem_send_inline_big(p, h, payload, paylen);
     if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
     p2p_shmem_put_short(p, h, payload, paylen, P2P_SHMEM_CELL);
