@@ -221,20 +221,48 @@ static __attribute__((noinline)) int recv_general(const char *fn, enum kumi_form
                                                   struct kumi_dt *dt, int source, int tag, struct kumi_comm *comm,
                                                   MPI_Status *status, MPI_Request *request);
 
+static __attribute__((noinline)) int recv_other(const char *fn, enum kumi_form how, void *buf, MPI_Count count,
+                                                struct kumi_dt *dt, int source, int tag, struct kumi_comm *comm,
+                                                MPI_Status *status, MPI_Request *request);
+
 /* MPI_Recv, MPI_Irecv, MPI_Recv_init.  MPI_Irecv with a valid count and
  * no device buffers goes straight on to the request layer as a tail call
- * (as kumi_pt2pt_isend); the rest is recv_general. */
+ * (as kumi_pt2pt_isend); the rest is recv_other. */
 int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count count, struct kumi_dt *dt, int source, int tag,
                     struct kumi_comm *comm, MPI_Status *status, MPI_Request *request)
 {
     size_t bytes;
     /* the other calls first, with the arguments where they came (a jump) */
     if (__builtin_expect(how != KUMI_FORM_NB || kumi_accel_on, 0))
-        return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
+        return recv_other(fn, how, buf, count, dt, source, tag, comm, status, request);
     if (__builtin_expect(count >= 0 && !__builtin_mul_overflow((size_t)count, dt->size, &bytes) &&
                          bytes <= (size_t)INT64_MAX, 1))
         return kumi_req_irecv(comm, fn, buf, (size_t)count, dt, source, tag, request);
     return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
+}
+
+/* MPI_Recv with a valid count and no device buffers: the request made and
+ * started in one (as MPI_Irecv's), waited for and freed here (what
+ * recv_general's new_req, start_req and blocking do in three steps); the
+ * other calls go on to recv_general. */
+static __attribute__((noinline)) int recv_other(const char *fn, enum kumi_form how, void *buf, MPI_Count count,
+                                                struct kumi_dt *dt, int source, int tag, struct kumi_comm *comm,
+                                                MPI_Status *status, MPI_Request *request)
+{
+    size_t bytes;
+    if (how != KUMI_FORM_BLOCKING || kumi_accel_on || count < 0 ||
+        __builtin_mul_overflow((size_t)count, dt->size, &bytes) || bytes > (size_t)INT64_MAX)
+        return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
+    MPI_Request h;
+    int rc = kumi_req_irecv(comm, fn, buf, (size_t)count, dt, source, tag, &h);
+    if (rc) return rc;
+    struct kumi_req *r = (struct kumi_req *)h;
+    r->internal = true;
+    wait_req(r);
+    rc = r->status.MPI_ERROR == MPI_SUCCESS ? MPI_SUCCESS : req_error_code(r, fn);
+    status_out(status, &r->status);
+    kumi_req_free_inline(r);
+    return rc;
 }
 
 static __attribute__((noinline)) int recv_general(const char *fn, enum kumi_form how, void *buf, MPI_Count count,

@@ -894,7 +894,7 @@ KUMI_EXPORT void kumi_p2p_incoming_whole(int peer, const struct kumi_hdr *hdr, c
         r->msglen = paylen;
         if (hdr->kind == KUMI_HDR_EAGER_SYNC) send_sync_ack(peer, hdr);
         size_t n = paylen < r->rx.cap ? paylen : r->rx.cap;
-        if (n <= 32) kumi_p2p_copy_small(r->rx.dst, data, n);
+        if (n <= 64) kumi_p2p_copy64(r->rx.dst, data, n);
         else memcpy(r->rx.dst, data, n);
         /* finish_recv(r, paylen), inline: the plain case sets complete */
         kumi_status_set_bytes(&r->status, n);

@@ -6,8 +6,9 @@
  * a window of 600 Isends (more than a small ring holds: the inline path,
  * then the queue, then the inline path again, in order), Issend (the
  * sendop path), truncation (MPI_ERR_TRUNCATE, the bytes that fit), wildcard
- * receives, MPI_Cancel of a send that completed at once, and the status
- * fields.  Other ranks only take part in the barriers. */
+ * receives, MPI_Cancel of a send that completed at once, the status
+ * fields, and blocking sends (SHORTN records) of 0..70 bytes mixed with
+ * Isends, so that two-cell records fall at every ring offset.  Other ranks only take part in the barriers. */
 #include "kt.h"
 
 #define WIN 600
@@ -153,6 +154,52 @@ int main(int argc, char **argv)
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 6. blocking MPI_Sends (no sender cookie: SHORTN records, one cell up
+     * to 36 bytes, two up to 64) mixed with Isends (SHORT, one cell up to
+     * 28 bytes, two up to 64) and larger MSG records, of sizes 0..70 in an
+     * order that puts two-cell records at every offset, so at the ring's
+     * end too (they go as MSG there): unexpected (rank 1 waits), then
+     * posted, with specific and wildcard receives */
+    for (int pass = 0; pass < 2; pass++) {
+        if (rank == 0) {
+            int k = 0;
+            if (pass == 1) KT_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 1, 1093, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            for (int i = 0; i < WIN; i++) {
+                int n = (i * 29 + pass) % 71;
+                fill(sb[i], n, i + pass);
+                if (i % 3 == 2) KT_MPI(MPI_Isend(sb[i], n, MPI_BYTE, 1, i, MPI_COMM_WORLD, &rq[k++]));
+                else KT_MPI(MPI_Send(sb[i], n, MPI_BYTE, 1, i, MPI_COMM_WORLD));
+            }
+            KT_MPI(MPI_Waitall(k, rq, MPI_STATUSES_IGNORE));
+            if (pass == 0) KT_MPI(MPI_Send(NULL, 0, MPI_BYTE, 1, 1094, MPI_COMM_WORLD));
+        } else if (rank == 1) {
+            if (pass == 0) {
+                KT_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 0, 1094, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            } else {
+                for (int i = 0; i < WIN; i++)
+                    KT_MPI(MPI_Irecv(rb[i], MAXB, MPI_BYTE, i % 2 ? MPI_ANY_SOURCE : 0, i % 4 == 1 ? MPI_ANY_TAG : i,
+                                     MPI_COMM_WORLD, &rq[i]));
+                KT_MPI(MPI_Send(NULL, 0, MPI_BYTE, 0, 1093, MPI_COMM_WORLD));
+                KT_MPI(MPI_Waitall(WIN, rq, st));
+            }
+            for (int i = 0; i < WIN; i++) {
+                int n = (i * 29 + pass) % 71, cnt;
+                if (pass == 0) {
+                    memset(rb[i], 0xee, MAXB + 8);
+                    KT_MPI(MPI_Recv(rb[i], MAXB, MPI_BYTE, i % 2 ? MPI_ANY_SOURCE : 0, i % 4 == 1 ? MPI_ANY_TAG : i,
+                                    MPI_COMM_WORLD, &st[i]));
+                    KT_EQ_INT(rb[i][n], 0xee);
+                }
+                KT_EQ_INT(st[i].MPI_SOURCE, 0);
+                KT_EQ_INT(st[i].MPI_TAG, i);
+                MPI_Get_count(&st[i], MPI_BYTE, &cnt);
+                KT_EQ_INT(cnt, n);
+                check(rb[i], n, i + pass, pass ? "mixed, posted" : "mixed, unexpected");
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
     if (rank == 0) printf("shm_small: ok\n");
     MPI_Finalize();
     return 0;

@@ -36,6 +36,13 @@
  *   SHORT one cell {stamp, kind, flags, type, paylen, ctx, src, tag, seq,
  *        sreq, up to 28 bytes of payload}: an eager message of at most 28
  *        bytes (header and payload in one cache line, read once);
+ *   SHORTN the same without sreq (a message with no sender cookie: a
+ *        blocking MPI_Send), its payload from offset 28: up to 36 bytes in
+ *        one cache line;
+ *        either kind carries up to P2P_SHMEM_SHORT_BIG (64) bytes: what does
+ *        not fit the first cell continues in the next one (the payload
+ *        contiguous from its start in the first cell; a record that would
+ *        wrap at the ring's end goes as MSG), written before the stamp;
  * the others have the cell {stamp, kumi_hdr} (hdr.reserved holds the
  * type, hdr.pad the flags P2P_SHMEM_F_*; both are 0 again when the request
  * layer sees the header; the type is the byte at offset 10 of either kind
@@ -148,9 +155,11 @@
 #define P2P_SHMEM_BATCH    64                     /* records read from one ring per progress() */
 #define P2P_SHMEM_KEEPFDS  256                    /* peers' segment descriptors kept open from wire-up */
 
-enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK, P2P_SHMEM_REC_SHORT };
+enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK, P2P_SHMEM_REC_SHORT, P2P_SHMEM_REC_SHORTN };
 #define P2P_SHMEM_F_WHOLE  1u                     /* MSG: the whole payload follows the record cell */
-#define P2P_SHMEM_SHORT_MAX 28                    /* payload bytes of a SHORT record */
+#define P2P_SHMEM_SHORT_MAX 28                    /* payload bytes in the first cell of a SHORT record */
+#define P2P_SHMEM_SHORTN_MAX 36                   /* the same, SHORTN (no sreq) */
+#define P2P_SHMEM_SHORT_BIG 64                    /* payload bytes of a SHORT or SHORTN record (two cells) */
 enum { P2P_SHMEM_CMA_UNKNOWN = 0, P2P_SHMEM_CMA_YES = 1, P2P_SHMEM_CMA_NO = 2 };
 
 struct p2p_shmem_seghdr {
@@ -179,13 +188,18 @@ struct p2p_shmem_rec {                   /* one cell: MSG, CMA, ACK */
     struct kumi_hdr hdr;                  /* reserved: the type; pad: P2P_SHMEM_F_* */
 };
 
-struct p2p_shmem_short {                 /* one cell: SHORT */
+struct p2p_shmem_short {                 /* the first cell of SHORT and SHORTN */
     uint64_t stamp;
     uint8_t kind, flags, type, paylen;
     int32_t ctx, src, tag;
     uint32_t seq;
-    uint32_t sreq_lo, sreq_hi;            /* (8-byte aligned it would not fit) */
-    char data[P2P_SHMEM_SHORT_MAX];
+    union {
+        struct {                          /* SHORT */
+            uint32_t sreq_lo, sreq_hi;    /* (8-byte aligned it would not fit) */
+            char data[P2P_SHMEM_SHORT_MAX];
+        } s;
+        char ndata[P2P_SHMEM_SHORTN_MAX]; /* SHORTN */
+    } u;
 };
 
 struct p2p_shmem_cmadesc {               /* the cell after a CMA record */
@@ -197,6 +211,9 @@ struct p2p_shmem_cmadesc {               /* the cell after a CMA record */
 
 _Static_assert(sizeof(struct p2p_shmem_rec) == P2P_SHMEM_CELL, "record cell is one cache line");
 _Static_assert(sizeof(struct p2p_shmem_short) == P2P_SHMEM_CELL, "a short record is one cache line");
+_Static_assert(offsetof(struct p2p_shmem_short, u.ndata) + P2P_SHMEM_SHORTN_MAX == P2P_SHMEM_CELL &&
+               offsetof(struct p2p_shmem_short, u.s.data) + P2P_SHMEM_SHORT_MAX == P2P_SHMEM_CELL,
+               "the payload of a short record fills its first cell");
 _Static_assert(offsetof(struct p2p_shmem_short, type) == offsetof(struct p2p_shmem_rec, hdr.reserved),
                "the type is at the same place in both kinds of cells");
 _Static_assert(sizeof(struct p2p_shmem_cmadesc) == P2P_SHMEM_CELL, "descriptor is one cell");
@@ -419,6 +436,12 @@ static inline void p2p_shmem_ring_bell(struct p2p_shmem_peer *p)
 static inline void p2p_shmem_publish(struct p2p_shmem_peer *p)
 {
     p2p_shmem_ring_bell(p);
+}
+
+/* Is type a SHORT or SHORTN record? */
+static inline int p2p_shmem_is_short(unsigned type)
+{
+    return type - P2P_SHMEM_REC_SHORT <= P2P_SHMEM_REC_SHORTN - P2P_SHMEM_REC_SHORT;
 }
 
 #endif

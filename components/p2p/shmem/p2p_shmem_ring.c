@@ -49,9 +49,9 @@ static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, 
             c.src = op->hdr.src;
             c.tag = op->hdr.tag;
             c.seq = op->hdr.seq;
-            c.sreq_lo = (uint32_t)op->hdr.sreq;
-            c.sreq_hi = (uint32_t)(op->hdr.sreq >> 32);
-            if (op->hdr.paylen) memcpy(c.data, op->payload, (size_t)op->hdr.paylen);
+            c.u.s.sreq_lo = (uint32_t)op->hdr.sreq;
+            c.u.s.sreq_hi = (uint32_t)(op->hdr.sreq >> 32);
+            if (op->hdr.paylen) memcpy(c.u.s.data, op->payload, (size_t)op->hdr.paylen);
             p2p_shmem_put_cell(p, p->otail, &c);
             p->otail += P2P_SHMEM_CELL;
             op->toff = (size_t)op->hdr.paylen;
@@ -215,10 +215,58 @@ static __attribute__((noinline)) int p2p_shmem_send_inline_msg(struct p2p_shmem_
     return 1;
 }
 
+/* Write the short record of h and its payload at our tail (in place, no
+ * copy through the stack: the receiver reads no byte of it before the
+ * stamp, stored last) and publish it; len: its ring bytes (one cell or two,
+ * not wrapping, room checked). */
+static inline __attribute__((always_inline)) void p2p_shmem_put_short(struct p2p_shmem_peer *p, const struct kumi_hdr *h,
+                                                                      const void *payload, size_t paylen, size_t len)
+{
+    char *cell = p2p_shmem_cell(p->odata, p->otail);
+    struct p2p_shmem_short *c = (struct p2p_shmem_short *)(void *)cell;
+    uint64_t sreq = h->sreq;
+    char *d = c->u.ndata;
+    c->kind = h->kind;
+    c->flags = h->flags;
+    c->type = sreq ? P2P_SHMEM_REC_SHORT : P2P_SHMEM_REC_SHORTN;
+    c->paylen = (uint8_t)paylen;
+    c->ctx = h->ctx;
+    c->src = h->src;
+    c->tag = h->tag;
+    c->seq = h->seq;
+    if (sreq) {
+        c->u.s.sreq_lo = (uint32_t)sreq;
+        c->u.s.sreq_hi = (uint32_t)(sreq >> 32);
+        d = c->u.s.data;
+    }
+    kumi_p2p_copy64(d, payload, paylen);
+    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
+                          memory_order_release);
+    p->otail += len;
+    p2p_shmem_publish(p);
+}
+
+/* send_inline() of a message larger than one cell of a short record holds:
+ * two cells up to P2P_SHMEM_SHORT_BIG bytes, else (or where two cells would
+ * wrap at the ring's end) a MSG record (out of line: the one-cell path saves
+ * no registers). */
+static __attribute__((noinline)) int p2p_shmem_send_inline_big(struct p2p_shmem_peer *p, const struct kumi_hdr *h,
+                                                               const void *payload, size_t paylen)
+{
+    size_t len = 2 * P2P_SHMEM_CELL;
+    if (paylen > P2P_SHMEM_SHORT_BIG || (p->otail & (p2p_shmem_ringsz - 1)) + len > p2p_shmem_ringsz)
+        return p2p_shmem_send_inline_msg(p, h, payload, paylen);
+    if (p2p_shmem_ofree(p, len) < len) return 0;
+    p2p_shmem_put_short(p, h, payload, paylen, len);
+    return 1;
+}
+
 /* Contract 1.8: an eager message written at once when nothing is queued to
  * peer and the ring has room (no sendop, no done()); 0: not now, the caller
- * sends it through p2p_shmem_send().  Up to P2P_SHMEM_SHORT_MAX bytes: one
- * SHORT cell; larger ones (below pipeline_min) a MSG record with its whole
+ * sends it through p2p_shmem_send().  Up to P2P_SHMEM_SHORT_BIG bytes: a
+ * SHORT record (SHORTN without a sender cookie), one cell up to 28 bytes
+ * (36 for SHORTN), else two; larger ones (below pipeline_min), and a short
+ * record that would wrap at the ring's end, a MSG record with its whole
  * payload before the stamp. */
 int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payload)
 {
@@ -226,27 +274,10 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
     if (__builtin_expect(!p->seg || p->qhead != NULL, 0)) return 0;   /* not attached yet: send() does it */
     size_t paylen = (size_t)h->paylen;
-    if (__builtin_expect(paylen > P2P_SHMEM_SHORT_MAX, 0)) return p2p_shmem_send_inline_msg(p, h, payload, paylen);
+    if (__builtin_expect(paylen > P2P_SHMEM_SHORT_MAX && (h->sreq || paylen > P2P_SHMEM_SHORTN_MAX), 0))
+        return p2p_shmem_send_inline_big(p, h, payload, paylen);
     if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
-    /* written in place (no copy through the stack): the receiver reads
-     * no byte of it before the stamp, stored last */
-    char *cell = p2p_shmem_cell(p->odata, p->otail);
-    struct p2p_shmem_short *c = (struct p2p_shmem_short *)(void *)cell;
-    c->kind = h->kind;
-    c->flags = h->flags;
-    c->type = P2P_SHMEM_REC_SHORT;
-    c->paylen = (uint8_t)paylen;
-    c->ctx = h->ctx;
-    c->src = h->src;
-    c->tag = h->tag;
-    c->seq = h->seq;
-    c->sreq_lo = (uint32_t)h->sreq;
-    c->sreq_hi = (uint32_t)(h->sreq >> 32);
-    kumi_p2p_copy_small(c->data, payload, paylen);
-    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
-                          memory_order_release);
-    p->otail += P2P_SHMEM_CELL;
-    p2p_shmem_publish(p);
+    p2p_shmem_put_short(p, h, payload, paylen, P2P_SHMEM_CELL);
     return 1;
 }
 
@@ -319,17 +350,24 @@ static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struc
     p->ihead += P2P_SHMEM_CELL + p2p_shmem_round(paylen);
 }
 
-/* A SHORT record at our head (c: its copy, or the cell itself: the sender
- * does not write it again before our head has passed it). */
+/* A SHORT or SHORTN record at our head (c: its first cell, in the ring:
+ * the sender does not write it again before our head has passed it). */
 static inline __attribute__((always_inline)) void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p,
                                                                        const struct p2p_shmem_short *c)
 {
+    int n = c->type == P2P_SHMEM_REC_SHORTN;
     struct kumi_hdr h = {
         .kind = c->kind, .flags = c->flags, .ctx = c->ctx, .src = c->src, .tag = c->tag, .seq = c->seq,
-        .len = c->paylen, .paylen = c->paylen, .sreq = (uint64_t)c->sreq_hi << 32 | c->sreq_lo,
+        .len = c->paylen, .paylen = c->paylen,
+        .sreq = n ? 0 : (uint64_t)c->u.s.sreq_hi << 32 | c->u.s.sreq_lo,
     };
-    p->ihead += P2P_SHMEM_CELL;
-    kumi_p2p_incoming_whole(peer, &h, c->data);
+    if (c->paylen <= (n ? P2P_SHMEM_SHORTN_MAX : P2P_SHMEM_SHORT_MAX)) {
+        p->ihead += P2P_SHMEM_CELL;
+    } else {            /* the second cell's line on its way while the message is matched */
+        __builtin_prefetch((const char *)c + P2P_SHMEM_CELL);
+        p->ihead += 2 * P2P_SHMEM_CELL;
+    }
+    kumi_p2p_incoming_whole(peer, &h, n ? c->u.ndata : c->u.s.data);
 }
 
 /* Read what ring peer -> me holds.  Returns 1 if anything happened. */
@@ -369,8 +407,9 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
             /* the type is the byte at offset 10 in both kinds of cells (a
              * SHORT cell's paylen follows it) */
             unsigned type = u.sh.type, fl = u.rec.hdr.pad;
-            if (type == P2P_SHMEM_REC_SHORT) {
-                p2p_shmem_take_short(peer, p, &u.sh);
+            if (p2p_shmem_is_short(type)) {  /* in place (its payload may go on in the next cell) */
+                p2p_shmem_take_short(peer, p, (const struct p2p_shmem_short *)(const void *)
+                                                  p2p_shmem_cell(p->idata, p->ihead));
                 recs++;
                 did = 1;
                 if (recs >= P2P_SHMEM_BATCH) break;
@@ -453,7 +492,7 @@ static __attribute__((noinline)) int p2p_shmem_take_shorts(int peer, struct p2p_
     do {
         /* read in place (one line, ours until the head passes it): no copy */
         const struct p2p_shmem_short *c = (const struct p2p_shmem_short *)(const void *)(data + (p->ihead & mask));
-        if (c->type != P2P_SHMEM_REC_SHORT) {
+        if (!p2p_shmem_is_short(c->type)) {
             other = 1;
             break;
         }

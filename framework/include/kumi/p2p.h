@@ -355,6 +355,21 @@ static inline void kumi_p2p_copy_small(void *dst, const void *src, size_t n)
     }
 }
 
+/* Copy n <= 64 bytes without a call (two overlapping 32-byte moves above 32). */
+static inline void kumi_p2p_copy64(void *dst, const void *src, size_t n)
+{
+    if (n <= 32) {
+        kumi_p2p_copy_small(dst, src, n);
+    } else {                    /* (vectors: kept in registers, no stack frame) */
+        typedef char kumi_v16 __attribute__((vector_size(16)));
+        kumi_v16 a, b, c, e;
+        const char *s = (const char *)src;
+        char *d = (char *)dst;
+        memcpy(&a, s, 16); memcpy(&b, s + 16, 16); memcpy(&c, s + n - 32, 16); memcpy(&e, s + n - 16, 16);
+        memcpy(d, &a, 16); memcpy(d + 16, &b, 16); memcpy(d + n - 32, &c, 16); memcpy(d + n - 16, &e, 16);
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif
