@@ -67,7 +67,8 @@
  * of cma_min bytes or more is pulled in one copy; otherwise eager up to
  * p2p_shmem_eager_limit, pipelined from pipeline_min.  A stream is the
  * exception: while a CMA transfer to the peer is unanswered (or sends to it
- * are queued), eager_limit(peer) is p2p_shmem_stream_limit, and such a
+ * are queued), eager_limit(peer) is p2p_shmem_stream_limit, or less: what
+ * still fits the ring's free room (nothing once sends are queued), and such a
  * message (cma_min..stream_limit bytes) is written whole (MSG, F_WHOLE):
  * one process_vm_readv and one ACK per message, serialised behind the
  * receiver, move fewer bytes per second than the ring's two copies there; a
