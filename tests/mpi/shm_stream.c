@@ -1,5 +1,6 @@
-/* p2p/shmem, a stream of messages of 8-16 KiB, just above cma_min where that
- * is 8193 (shm.list sets it; measured, it may be higher): every rank
+/* p2p/shmem, a stream of messages of 8-16 KiB (or MIN..MAX bytes from the
+ * command line), just above cma_min where that is 8193 (shm.list sets it;
+ * measured, it may be higher): every rank
  * sends a window of 64 Isends of distinct sizes, tags and contents to every
  * other rank at once (interleaved streams at 3 ranks), some pulled with CMA,
  * the others sent eagerly while earlier ones are unanswered
@@ -20,14 +21,13 @@
 #include <unistd.h>
 
 #define W 64
-#define MINN 8193
-#define MAXN 16384
+static size_t min_n = 8193, max_n = 16384;   /* argv[1], argv[2] */
 #define GUARD 64
 #define TAGX 1000              /* tag of message k from rank s: s * TAGX + k */
 
 static size_t msize(int s, int d, int k)
 {
-    return MINN + (size_t)((k * 131 + s * 17 + d * 7) % W) * (MAXN - MINN) / (W - 1);
+    return min_n + (size_t)((k * 131 + s * 17 + d * 7) % W) * (max_n - min_n) / (W - 1);
 }
 
 static unsigned char val(int s, int d, int k, size_t i)
@@ -58,6 +58,15 @@ int main(int argc, char **argv)
     MPI_T_pvar_handle rndv;
     KT_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
     KT_MPI(MPI_Init(&argc, &argv));
+    /* [MIN MAX [stream]]: the sizes; "stream": the parameters' defaults must
+     * send a window of these partly eagerly through the ring (stream_limit
+     * at least MAX; run with cma_min below MIN) */
+    int want_stream = argc > 3 && strcmp(argv[3], "stream") == 0;
+    if (argc > 2) {
+        min_n = strtoul(argv[1], NULL, 0);
+        max_n = strtoul(argv[2], NULL, 0);
+        KT_CHECK(min_n > 0 && min_n < max_n, "sizes %s %s", argv[1], argv[2]);
+    }
     if (MPI_T_cvar_get_index("p2p_shmem_stream_limit", &idx) == MPI_SUCCESS) {
         MPI_T_cvar_handle h;
         KT_MPI(MPI_T_cvar_handle_alloc(idx, NULL, &h, &count));
@@ -96,8 +105,8 @@ int main(int argc, char **argv)
     MPI_Status *rst = calloc((size_t)nrecv, sizeof *rst);
     int *order = calloc((size_t)nrecv, sizeof *order), *kind = calloc((size_t)nrecv, sizeof *kind);
     KT_CHECK(sbuf && rv && sreq && rreq && rst && order && kind);
-    for (int j = 0; j < nsend; j++) KT_CHECK((sbuf[j] = malloc(MAXN)) != NULL);
-    for (int j = 0; j < nrecv; j++) KT_CHECK((rv[j].buf = malloc(MAXN + GUARD)) != NULL);
+    for (int j = 0; j < nsend; j++) KT_CHECK((sbuf[j] = malloc(max_n)) != NULL);
+    for (int j = 0; j < nrecv; j++) KT_CHECK((rv[j].buf = malloc(max_n + GUARD)) != NULL);
 
     for (int phase = 1; phase <= 2; phase++) {
         /* the receives, in a shuffled order: entry j < npeer * W is
@@ -141,7 +150,7 @@ int main(int argc, char **argv)
             int j = order[q];
             struct rcv *r = &rv[q];
             r->want_s = r->want_k = -1;
-            r->cap = MAXN;
+            r->cap = max_n;
             if (j == nrecv - 1) {                       /* never matched: cancelled */
                 r->src = (rank + 1) % size;
                 r->tag = 999999;
@@ -181,7 +190,7 @@ int main(int argc, char **argv)
             size_t n = msize(rank, d, k);
             for (size_t i = 0; i < n; i++) sbuf[j][i] = val(rank, d, k, i);
         }
-        for (int q = 0; q < nrecv; q++) memset(rv[q].buf, 0xee, MAXN + GUARD);
+        for (int q = 0; q < nrecv; q++) memset(rv[q].buf, 0xee, max_n + GUARD);
 
         if (phase == 1) {
             for (int q = 0; q < nrecv; q++)
@@ -202,12 +211,22 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("phase %d: %llu of %d sends by rendezvous (CMA: %.11s from %lu, stream_limit %lu)\n", phase,
                    rv1 - rv0, nsend, status, cma_min, stream_limit);
-        /* towards a receiver that pulls from MINN bytes on, a window goes
+        /* towards a receiver that pulls from min_n bytes on, a window goes
          * partly eagerly (an earlier pull unanswered) and partly by
          * rendezvous (the first) */
-        if (strncmp(status, "single copy", 11) == 0 && cma_min && cma_min <= MINN && stream_limit >= MINN)
+        if (strncmp(status, "single copy", 11) == 0 && cma_min && cma_min <= min_n && stream_limit >= min_n)
             KT_CHECK(rv1 - rv0 >= 1 && rv1 - rv0 < (unsigned long long)nsend,
                      "phase %d: %llu of %d sends by rendezvous", phase, rv1 - rv0, nsend);
+        if (want_stream && strncmp(status, "single copy", 11) == 0) {
+            KT_CHECK(cma_min && cma_min <= min_n && stream_limit >= max_n,
+                     "cma_min %lu, stream_limit %lu: a stream of %zu..%zu bytes is not sent through the ring",
+                     cma_min, stream_limit, min_n, max_n);
+            /* the first of each window is pulled; then eagerly while the
+             * message fits the room left in the ring, pulled again once it
+             * is full: at least one message per destination went eagerly */
+            KT_CHECK(rv1 - rv0 <= (unsigned long long)(nsend - npeer), "phase %d: %llu of %d sends by rendezvous",
+                     phase, rv1 - rv0, nsend);
+        }
         if (phase == 2) {
             int flag;
             for (int t = 0; t < 20; t++) {             /* let what can arrive arrive */
@@ -278,7 +297,7 @@ int main(int argc, char **argv)
                     KT_FAIL("phase %d: message %d of rank %d (%zu bytes) in receive %d (source %d tag %d): byte "
                             "%zu is %d, expected %d", phase, k, s, n, q, r->src, r->tag, i, r->buf[i],
                             val(s, rank, k, i));
-            for (size_t i = got; i < MAXN + GUARD; i++)
+            for (size_t i = got; i < max_n + GUARD; i++)
                 if (r->buf[i] != 0xee)
                     KT_FAIL("phase %d: message %d of rank %d (%zu bytes, receive of %zu): byte %zu written",
                             phase, k, s, n, r->cap, i);
@@ -287,8 +306,8 @@ int main(int argc, char **argv)
         free(seen);
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    if (rank == 0) printf("shm_stream: %d ranks, 2 phases of %d x %d messages of %d..%d bytes: ok\n", size, W, npeer,
-                          MINN, MAXN);
+    if (rank == 0) printf("shm_stream: %d ranks, 2 phases of %d x %d messages of %zu..%zu bytes: ok\n", size, W, npeer,
+                          min_n, max_n);
     for (int j = 0; j < nsend; j++) free(sbuf[j]);
     for (int j = 0; j < nrecv; j++) free(rv[j].buf);
     free(sbuf); free(rv); free(sreq); free(rreq); free(rst); free(order); free(kind);

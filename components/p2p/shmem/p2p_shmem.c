@@ -61,9 +61,24 @@ volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with C
  * written whole, up to this size instead; a lone one (latency) is still
  * pulled.  Measured (tests/bench/shm-band.sh, interleaved): one-way the eager
  * stream wins up to 24 KiB and more (1.2-1.7 x), but both ways at once each
- * core copies twice what CMA copies and it loses from 14-16 KiB (0.77 x at
- * 16 KiB); 12 KiB gains in both. */
-#define STREAM_MAX_DEFAULT (12 * 1024)
+ * core copies twice what CMA copies and it lost from 14-16 KiB (0.77 x at
+ * 16 KiB) where a pull cost 1.3 us (2026-11-28).  On the machine where it
+ * costs 1.5-3.3 us (2026-11-29, 1 MiB rings, the payload written whole while
+ * the receiver is behind: p2p_shmem_whole_ok), the ring's two copies, in
+ * cache, won both ways up to 80 KiB: tests/bench/shm-band.sh -w 200, 2 ranks
+ * bound, 10th percentile of the windows, 3-5 interleaved rounds on a loaded
+ * machine, stream_limit 12 KiB (pulled) against 128 KiB (the ring), GB/s:
+ * 32 KiB 13.7 vs 29.8, 65537 B 7.2 vs 19.6, 80 KiB 18.7 vs 25.7, 96 KiB
+ * 17.2 vs 14.7, 128 KiB 15.4 vs 8.9 (MPICH 14.1, 10.9, 18.4, 19.2, 17.4). */
+#define STREAM_MAX_DEFAULT (80 * 1024)
+/* ... with 1 MiB rings.  With 256 KiB rings (jobs of more than 4 ranks) a
+ * window of 64 such messages each way overflows the ring and the sender
+ * waits for the receiver: the same run with ring_size 256k, 7 rounds, the
+ * ring 0.75-0.85 x the pull at 32-64 KiB.  So the default is at most a
+ * twelfth of the ring (80 KiB of 1 MiB, 21845 B of 256 KiB); a value the
+ * user sets is used as given. */
+#define STREAM_RING_DIV 12
+#define STREAM_RING_DIV_S "12"
 /* The ring: a window of sends larger than the ring stalls the sender until
  * the receiver drains it, and a window both ways stalls both.  mpibench's
  * bibw window is 64 messages (512 KiB of 8 KiB ones): with 1 MiB rings
@@ -110,7 +125,9 @@ static void p2p_shmem_register(void)
                              "Towards a receiver that pulls with CMA: largest message sent eagerly "
                              "(written whole into the ring) while an earlier CMA transfer to that "
                              "receiver is still unanswered or sends to it are queued (a stream of "
-                             "messages); a lone message of cma_min bytes or more is pulled (0: never)",
+                             "messages); a lone message of cma_min bytes or more is pulled (0: never; "
+                             "the default, 80k, becomes p2p_shmem_ring_size / " STREAM_RING_DIV_S
+                             " where that is less)",
                              KUMI_LEVEL_TUNER, &p2p_shmem_stream_max);
     if (!p2p_shmem_cma_mode || (strcmp(p2p_shmem_cma_mode, "auto") && strcmp(p2p_shmem_cma_mode, "on") &&
                                 strcmp(p2p_shmem_cma_mode, "off"))) {
@@ -257,6 +274,9 @@ static int p2p_shmem_init(void)
     p2p_shmem_pipe_chunk &= ~(size_t)(P2P_SHMEM_CELL - 1);
     if (p2p_shmem_pipe_chunk > p2p_shmem_ringsz / 4) p2p_shmem_pipe_chunk = p2p_shmem_ringsz / 4;
     if (p2p_shmem_pipe_chunk < P2P_SHMEM_CELL) p2p_shmem_pipe_chunk = P2P_SHMEM_CELL;
+    /* the default stream limit: at most a twelfth of the ring (STREAM_MAX_DEFAULT) */
+    if (p2p_shmem_stream_max == STREAM_MAX_DEFAULT && p2p_shmem_stream_max > p2p_shmem_ringsz / STREAM_RING_DIV)
+        p2p_shmem_stream_max = p2p_shmem_ringsz / STREAM_RING_DIV;
     if (!kumi_jobkey_secret())
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "no job secret (KUMI_JOB_SECRET) to name the "
                               "segments with");
@@ -436,6 +456,24 @@ int p2p_shmem_reaches(int peer)
            p2p_shmem_peers[peer].same_host;
 }
 
+/* A stream towards p, a peer that pulls: eager (whole) up to stream_limit,
+ * as long as the message fits the room left in the ring; once the ring is
+ * full (sends queued), pulled again.  A stream that overfills the ring
+ * waits for the receiver to drain it, and where the two ranks do not both
+ * have a core all the time that wait costs more than the pulls: 32 KiB
+ * both ways, load average 14, 0.37 x the pull (tests/bench/shm-band.sh -w
+ * 300), where the pull does not need the sender to run. */
+static size_t p2p_shmem_stream_limit(struct p2p_shmem_peer *p)
+{
+    size_t lim = p->elim - 1, fr;
+    if (p->qhead) return lim;
+    fr = p2p_shmem_ofree(p, p2p_shmem_stream_max + 2 * P2P_SHMEM_CELL);
+    if (fr < 2 * P2P_SHMEM_CELL) return lim;
+    fr -= 2 * P2P_SHMEM_CELL;                      /* the record cell and the rounding */
+    if (fr > p2p_shmem_stream_max) fr = p2p_shmem_stream_max;
+    return fr > lim ? fr : lim;
+}
+
 /* Towards a peer that can read us with CMA, messages of at least cma_min
  * bytes go by rendezvous, pulled in one copy (p2p_shmem_rget); else
  * eagerly up to eager_limit (written whole, or pipelined from
@@ -445,10 +483,9 @@ static size_t p2p_shmem_eager_limit(int peer)
     struct p2p_shmem_peer *p;
     if (p2p_shmem_peers && (unsigned)peer < (unsigned)p2p_shmem_size && p2p_shmem_peers[peer].elim) {
         p = &p2p_shmem_peers[peer];                /* decided (the peer's verdict on us is final) */
-        /* a stream towards a peer that pulls: eager (whole) up to stream_limit */
         if (__builtin_expect(p->acks != NULL || p->qhead != NULL, 0) && p->elim - 1 < p2p_shmem_stream_max &&
             p->cma == P2P_SHMEM_CMA_YES)
-            return p2p_shmem_stream_max;
+            return p2p_shmem_stream_limit(p);
         return p->elim - 1;
     }
     if (p2p_shmem_cma_min > p2p_shmem_eager || !p2p_shmem_reaches(peer)) return p2p_shmem_eager;

@@ -74,7 +74,8 @@
  * of cma_min bytes or more is pulled in one copy; otherwise eager up to
  * p2p_shmem_eager_limit, pipelined from pipeline_min.  A stream is the
  * exception: while a CMA transfer to the peer is unanswered (or sends to it
- * are queued), eager_limit(peer) is p2p_shmem_stream_limit, and such a
+ * are queued), eager_limit(peer) is p2p_shmem_stream_limit, or less: what
+ * still fits the ring's free room (nothing once sends are queued), and such a
  * message (cma_min..stream_limit bytes) is written whole (MSG, F_WHOLE):
  * one process_vm_readv and one ACK per message, serialised behind the
  * receiver, move fewer bytes per second than the ring's two copies there; a
@@ -389,15 +390,28 @@ static inline int p2p_shmem_peer_cma(struct p2p_shmem_peer *p)
     return p->cma == P2P_SHMEM_CMA_YES;
 }
 
+/* Has the receiver not yet read all we wrote into p's ring (a backlog)?
+ * One load of its head counter (refreshes the cached one). */
+static inline int p2p_shmem_backlog(struct p2p_shmem_peer *p)
+{
+    p->ohead = atomic_load_explicit(&p->octl->head, memory_order_acquire);
+    return p->ohead != p->otail;
+}
+
 /* An eager payload written whole before its record's stamp (else the
  * record goes first and the payload streams after it in pieces): below
- * pipeline_min, and a message of a stream towards a peer that pulls
+ * pipeline_min; a message of a stream towards a peer that pulls
  * (cma_min..stream_limit bytes: only a stream sends those eagerly, see
- * p2p_shmem_eager_limit). */
-static inline int p2p_shmem_whole_ok(const struct p2p_shmem_peer *p, size_t paylen)
+ * p2p_shmem_eager_limit); and any payload while the receiver has not read
+ * all that is in the ring before it: it would take the pieces only after
+ * that, so piece by piece gains no overlap and costs a tail store and a
+ * read of it per piece (bi-directional windows of 8-64 KiB, see
+ * p2p_shmem.c).  A lone message (ping-pong) still streams in pieces. */
+static inline int p2p_shmem_whole_ok(struct p2p_shmem_peer *p, size_t paylen)
 {
     return !p2p_shmem_pipe_min || paylen < p2p_shmem_pipe_min ||
-           (paylen >= p2p_shmem_cma_min && paylen <= p2p_shmem_stream_max && p->cma == P2P_SHMEM_CMA_YES);
+           (paylen >= p2p_shmem_cma_min && paylen <= p2p_shmem_stream_max && p->cma == P2P_SHMEM_CMA_YES) ||
+           p2p_shmem_backlog(p);
 }
 
 static inline void p2p_shmem_get(struct p2p_shmem_peer *p, uint64_t pos, void *dst, size_t n)
