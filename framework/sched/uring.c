@@ -131,6 +131,7 @@ unsigned long long kumi_sched_uring_declined(void) { return 0; }
 bool kumi_sched_uring_cq_ready(void) { return false; }
 int kumi_sched_uring_fd(void) { return -1; }
 bool kumi_sched_uring_woke(void) { return false; }
+void kumi_sched_uring_doze_woke(void) {}
 #else
 
 #include <errno.h>
@@ -234,6 +235,7 @@ static int flight_by[2];                /* of them submitted by the application 
 static unsigned long long declined;     /* SEND / RECV nodes left to the request layer (see kumi_sched_uring_quiet) */
 static unsigned long long nenter, nenter_skip;     /* kernel entries to reap, and those skipped (KUMI_VERBOSE) */
 static unsigned long long nringwake;    /* the completion thread found a completion on the ring (engine.c, ring_wait) */
+static unsigned long long ndozewake;    /* a doze of the thread ended at a completion (engine.c, esleep_wait) */
 static struct uop acc = { .kind = OP_ACCEPT };
 /* said at the end under KUMI_VERBOSE */
 static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit;
@@ -341,8 +343,9 @@ void kumi_sched_uring_stop(void)
     kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
                 "linked behind their receive, %llu sent whole by their start call, %llu received whole with their "
                 "header, %llu headers split between two receives; %llu kernel entries to reap, %llu skipped "
-                "(task work of the other thread); %llu completion-thread take-overs from the ring", nsends, nrecvs, nunex,
-             nlinked, ndirect, nsmall, nsplit, nenter, nenter_skip, nringwake);
+                "(task work of the other thread); %llu completion-thread take-overs from the ring, %llu dozes ended by "
+                "a completion", nsends, nrecvs, nunex, nlinked, ndirect, nsmall, nsplit, nenter, nenter_skip, nringwake,
+             ndozewake);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
@@ -961,6 +964,14 @@ bool kumi_sched_uring_woke(void)
     if (!up || !io_uring_cq_ready(&ring)) return false;
     nringwake++;
     return true;
+}
+
+/* A doze of the completion thread (engine.c, esleep_wait) watched the ring
+ * and ended at a completion (counted for the KUMI_VERBOSE summary; the
+ * thread's own counter, read after it was joined). */
+void kumi_sched_uring_doze_woke(void)
+{
+    ndozewake++;
 }
 
 /* ------------------------------------------------------------ nodes */

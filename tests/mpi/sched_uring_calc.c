@@ -16,7 +16,14 @@
  * engine's thread"; sched_uring.sh checks it woke so, in the KUMI_VERBOSE
  * summary).
  *
- * usage: sched_uring_calc sleep|busy [noprogress|small] */
+ * With "loop" (no other check): LOOP_OPS MPI_Iallreduce of one double,
+ * each started on every rank while the previous one's completion thread
+ * may still doze between operations, then LOOP_US of computation, then
+ * MPI_Wait; values checked (sched_uring.sh checks in the summary that
+ * some of the thread's dozes, the application out of the library, ended
+ * at a completion on the ring: engine.c, esleep_wait).
+ *
+ * usage: sched_uring_calc sleep|busy [noprogress|small|loop] */
 #include "kt.h"
 #include <errno.h>
 #include <unistd.h>
@@ -24,6 +31,8 @@
 #define COUNT (1 << 17)                 /* doubles: 1 MiB */
 #define LIMIT_S 20.0                    /* rank 0 gives up */
 #define NOPROGRESS_S 2.0                /* noprogress: how long rank 0 stays out */
+#define LOOP_OPS 300                    /* loop: operations */
+#define LOOP_US 400.0                   /* loop: computation after each start */
 
 static void flag_name(char *out, size_t len, const char *dir, int r)
 {
@@ -39,6 +48,21 @@ int main(int argc, char **argv)
     int busy = argc > 1 && !strcmp(argv[1], "busy");
     int noprogress = argc > 2 && !strcmp(argv[2], "noprogress");
     int count = argc > 2 && !strcmp(argv[2], "small") ? 1 : COUNT;
+    if (argc > 2 && !strcmp(argv[2], "loop")) {
+        volatile double x = 0;
+        for (int it = 0; it < LOOP_OPS; it++) {
+            double one = rank + it, sum = -1;
+            MPI_Request lr;
+            KT_MPI(MPI_Iallreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &lr));
+            double t0 = kt_now();
+            while ((kt_now() - t0) * 1e6 < LOOP_US) x = x * 0.999 + 1.0;
+            KT_MPI(MPI_Wait(&lr, MPI_STATUS_IGNORE));
+            KT_CHECK(sum == (double)(size * (size - 1) / 2 + size * it), "loop %d: sum %g", it, sum);
+        }
+        if (rank == 0) printf("sched_uring_calc (loop): %d operations, values right\n", LOOP_OPS);
+        MPI_Finalize();
+        return 0;
+    }
     /* a directory of rank 0's (the ranks share the host's /tmp in this test) */
     char dir[64] = "";
     if (rank == 0) {
