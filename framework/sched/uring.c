@@ -131,6 +131,8 @@ unsigned long long kumi_sched_uring_declined(void) { return 0; }
 bool kumi_sched_uring_cq_ready(void) { return false; }
 int kumi_sched_uring_fd(void) { return -1; }
 bool kumi_sched_uring_woke(void) { return false; }
+bool kumi_sched_uring_big_recv(void) { return false; }
+void kumi_sched_uring_doze_woke(void) {}
 #else
 
 #include <errno.h>
@@ -193,6 +195,7 @@ struct urecv {
     size_t cap;
     void *tmp;                          /* non-contiguous type: unpacked at the end */
     uint64_t len;                       /* the matched message's length */
+    bool big;                           /* counted in nbig (see there) */
 };
 
 /* A message that arrived before its RECV node was posted. */
@@ -234,6 +237,10 @@ static int flight_by[2];                /* of them submitted by the application 
 static unsigned long long declined;     /* SEND / RECV nodes left to the request layer (see kumi_sched_uring_quiet) */
 static unsigned long long nenter, nenter_skip;     /* kernel entries to reap, and those skipped (KUMI_VERBOSE) */
 static unsigned long long nringwake;    /* the completion thread found a completion on the ring (engine.c, ring_wait) */
+static unsigned long long ndozewake;    /* a doze of the thread ended at a completion (engine.c, esleep_wait) */
+static int nbig;                        /* posted receives whose payload goes past the stream buffer (atomic:
+                                           read by the completion thread without the library) */
+static int last_big;                    /* the last receive posted was such a one (atomic, as nbig) */
 static struct uop acc = { .kind = OP_ACCEPT };
 /* said at the end under KUMI_VERBOSE */
 static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit;
@@ -341,8 +348,9 @@ void kumi_sched_uring_stop(void)
     kumi_log(1, "kumi_base_sched_engine=uring: %llu sends, %llu receives (%llu unexpected), %llu sends "
                 "linked behind their receive, %llu sent whole by their start call, %llu received whole with their "
                 "header, %llu headers split between two receives; %llu kernel entries to reap, %llu skipped "
-                "(task work of the other thread); %llu completion-thread take-overs from the ring", nsends, nrecvs, nunex,
-             nlinked, ndirect, nsmall, nsplit, nenter, nenter_skip, nringwake);
+                "(task work of the other thread); %llu completion-thread take-overs from the ring, %llu dozes ended by "
+                "a completion", nsends, nrecvs, nunex, nlinked, ndirect, nsmall, nsplit, nenter, nenter_skip, nringwake,
+             ndozewake);
     kumi_progress_set_hook(NULL, NULL);
     for (int i = 0; i < nworld; i++)
         if (conns[i]) {
@@ -360,6 +368,7 @@ void kumi_sched_uring_stop(void)
     close(lfd);
     lfd = -1;
     up = false;
+    nbig = last_big = 0;
     nflight = 0;
     flight_by[0] = flight_by[1] = 0;
 }
@@ -628,6 +637,7 @@ static void recv_over(struct urecv *rv, int err)
     }
     free(rv->tmp);
     uint32_t i = rv->node;
+    if (rv->big) __atomic_sub_fetch(&nbig, 1, __ATOMIC_RELAXED);
     free(rv);
     kumi_sched_msg_done(s, i, err);
 }
@@ -963,6 +973,25 @@ bool kumi_sched_uring_woke(void)
     return true;
 }
 
+/* A receive is posted whose payload goes on past the stream buffer (once
+ * its header is parsed the kernel receives the rest straight into place),
+ * or the last one posted was such a one: between two operations, when the
+ * completion thread begins a doze, none is posted, and the next operation
+ * is taken to be like the last (engine.c, esleep_wait: only then does a
+ * doze watch the ring). */
+bool kumi_sched_uring_big_recv(void)
+{
+    return __atomic_load_n(&nbig, __ATOMIC_RELAXED) > 0 || __atomic_load_n(&last_big, __ATOMIC_RELAXED);
+}
+
+/* A doze of the completion thread (engine.c, esleep_wait) watched the ring
+ * and ended at a completion (counted for the KUMI_VERBOSE summary; the
+ * thread's own counter, read after it was joined). */
+void kumi_sched_uring_doze_woke(void)
+{
+    ndozewake++;
+}
+
 /* ------------------------------------------------------------ nodes */
 /* A send that finds its connection idle (up, nothing in flight or queued
  * before it) is first written by the start call itself, without waiting:
@@ -1033,6 +1062,9 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
         rv->ctx = s->comm->ctx + 1;
         rv->tag = s->tagbase + nd->tag;
         rv->cap = bytes;
+        rv->big = bytes > STREAM_BUF - sizeof(struct ur_hdr);
+        if (rv->big) __atomic_add_fetch(&nbig, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&last_big, rv->big, __ATOMIC_RELAXED);
         if (dt->contig || !bytes) {
             rv->buf = (char *)(uintptr_t)nd->buf + (bytes ? dt->true_lb : 0);
         } else {

@@ -16,7 +16,15 @@
  * engine's thread"; sched_uring.sh checks it woke so, in the KUMI_VERBOSE
  * summary).
  *
- * usage: sched_uring_calc sleep|busy [noprogress|small] */
+ * With "loop" (no other check): LOOP_OPS MPI_Iallreduce of LOOP_COUNT
+ * doubles (32 KiB: more than a connection's stream receive brings with the
+ * header), each started on every rank while the previous one's completion
+ * thread may still doze between operations, then LOOP_US of computation,
+ * then MPI_Wait; values checked (sched_uring.sh checks in the summary that
+ * some of the thread's dozes, the application out of the library, ended
+ * at a completion on the ring: engine.c, esleep_wait).
+ *
+ * usage: sched_uring_calc sleep|busy [noprogress|small|loop] */
 #include "kt.h"
 #include <errno.h>
 #include <unistd.h>
@@ -24,6 +32,9 @@
 #define COUNT (1 << 17)                 /* doubles: 1 MiB */
 #define LIMIT_S 20.0                    /* rank 0 gives up */
 #define NOPROGRESS_S 2.0                /* noprogress: how long rank 0 stays out */
+#define LOOP_OPS 300                    /* loop: operations */
+#define LOOP_US 400.0                   /* loop: computation after each start */
+#define LOOP_COUNT 4096                 /* loop: doubles per operation */
 
 static void flag_name(char *out, size_t len, const char *dir, int r)
 {
@@ -39,6 +50,27 @@ int main(int argc, char **argv)
     int busy = argc > 1 && !strcmp(argv[1], "busy");
     int noprogress = argc > 2 && !strcmp(argv[2], "noprogress");
     int count = argc > 2 && !strcmp(argv[2], "small") ? 1 : COUNT;
+    if (argc > 2 && !strcmp(argv[2], "loop")) {
+        volatile double x = 0;
+        double *a = malloc(LOOP_COUNT * sizeof *a), *b = malloc(LOOP_COUNT * sizeof *b);
+        KT_CHECK(a && b, "out of memory");
+        for (int it = 0; it < LOOP_OPS; it++) {
+            MPI_Request lr;
+            for (int i = 0; i < LOOP_COUNT; i++) { a[i] = rank + it + i % 7; b[i] = -1; }
+            KT_MPI(MPI_Iallreduce(a, b, LOOP_COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &lr));
+            double t0 = kt_now();
+            while ((kt_now() - t0) * 1e6 < LOOP_US) x = x * 0.999 + 1.0;
+            KT_MPI(MPI_Wait(&lr, MPI_STATUS_IGNORE));
+            for (int i = 0; i < LOOP_COUNT; i++)
+                KT_CHECK(b[i] == (double)(size * (size - 1) / 2 + size * (it + i % 7)), "loop %d: element %d is %g",
+                         it, i, b[i]);
+        }
+        free(a);
+        free(b);
+        if (rank == 0) printf("sched_uring_calc (loop): %d operations, values right\n", LOOP_OPS);
+        MPI_Finalize();
+        return 0;
+    }
     /* a directory of rank 0's (the ranks share the host's /tmp in this test) */
     char dir[64] = "";
     if (rank == 0) {

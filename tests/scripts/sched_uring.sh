@@ -13,7 +13,9 @@
 # finishes an MPI_Iallreduce's CALC and the sends after it while rank 0 sleeps or computes
 # outside MPI (the other ranks report through files, no timing); with the thread off the
 # ranks must not finish while rank 0 stays out (the check the test makes can fail); with one
-# double ("small") rank 0's thread must have slept on the ring and taken over from there (its summary).
+# double ("small") rank 0's thread must have slept on the ring and taken over from there (its summary);
+# "loop", one-double operations started and computed through one after another: some doze of a
+# completion thread, the application out of the library, must have ended at a completion on the ring.
 # Skipped (77) where liburing's headers are not installed (Debian: liburing-dev); where they
 # are, Kumi must have been built with the engine.  Where io_uring is disabled on the host
 # (sysctl kernel.io_uring_disabled), the fall-back is checked instead.
@@ -48,6 +50,15 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
         [ "$wakes" -gt 0 ] || { echo "FAIL sched_uring_calc small -n $n: rank 0's thread never took over from its sleep on the ring"; fail=1; }
         echo "   sched_uring_calc small -n $n: rank 0's thread took over $wakes times from the ring"
     fi
+    # operations started while the completion thread dozed between them, the application then
+    # computing: some doze watched the ring and ended at a completion (engine.c, esleep_wait);
+    # required at 2 ranks (tens to hundreds a run; at 4 ranks on 2 cores as few as 2)
+    if [ "$name" = sched_uring_calc_loop ]; then
+        dw=$(echo "$out" | sed -n 's/.*, \([0-9]*\) dozes ended by a completion.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        [ "$dw" -gt 0 ] || [ "$n" -gt 2 ] ||
+            { echo "FAIL sched_uring_calc loop -n $n: no doze of a completion thread ended at a completion"; fail=1; }
+        echo "   sched_uring_calc loop -n $n: $dw dozes ended by a completion"
+    fi
     # the stream receive: small messages whole with their header, headers split between two receives
     if [ "$name" = sched_uring_stream ]; then
         whole=$(echo "$out" | sed -n 's/.*, \([0-9]*\) received whole with their header.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
@@ -69,6 +80,7 @@ for n in 2 3 4; do
     run sched_uring_calc "$n" ./sched_uring_calc sleep
     run sched_uring_calc "$n" ./sched_uring_calc busy
     run sched_uring_calc_small "$n" ./sched_uring_calc sleep small
+    run sched_uring_calc_loop "$n" ./sched_uring_calc busy loop
     for t in nbc_basic nbc_persist cad_ring sched_uring_stream; do run "$t" "$n" "./$t"; done
 done
 run nbc_types 3 ./nbc_types
