@@ -15,7 +15,7 @@ import json
 import re
 
 PROPS = {'name', 'note', 'procedures', 'anytime', 'nolock', 'null_ok', 'null_buffers', 'op_datatype',
-         'ranks', 'any_tag', 'forward', 'significant', 'direct_return',
+         'ranks', 'any_tag', 'forward', 'significant', 'direct_return', 'fast',
          # read by mkfortran.py and mkmpih.py
          'fortran_by_hand', 'c_by_hand', 'fortran_lengths', 'fortran_absent', 'fortran_one_based',
          'sentinel_arrays'}

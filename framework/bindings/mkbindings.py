@@ -341,10 +341,20 @@ def gen_binding(name, ret, params, kinds, rule):
             return line
         return '    if (%s) {\n    %s\n    }' % (sig[pn], line)
 
+    # the fast path (rule 'fast'): one condition that holds only where every check
+    # below passes (it may fail where they pass: the full entry point decides then)
+    fast = ['KUMI_FAST_ENTRY()']
+    if rule.get('fast') and (win_param or file_param or rule.get('null_ok') or rule.get('op_datatype')
+                             or rule.get('anytime') or rule.get('nolock')):
+        raise SystemExit('mkbindings: %s: fast path with window, file, null_ok, op_datatype, anytime or nolock'
+                         % name)
     for p in order:
         t = p['type']
         ctype, getter, what = CONVERT[t]
         v = local[p['name']]
+        fast.append('(%s = %s(%s)) != NULL' % (v, getter, p['name']))
+        if t == 'MPI_Datatype' and moves_data:
+            fast.append('kumi_ok_dt_usable(%s)' % v)
         null_ok = '' if p['name'] not in rule.get('null_ok', ()) else \
             ' && %s != %s' % (p['name'], {'MPI_Comm': 'MPI_COMM_NULL', 'MPI_Datatype': 'MPI_DATATYPE_NULL',
                                           'MPI_Win': 'MPI_WIN_NULL', 'MPI_File': 'MPI_FILE_NULL'}[t])
@@ -378,16 +388,22 @@ def gen_binding(name, ret, params, kinds, rule):
             # a pointer to one request handle is never NULL (the handle it
             # points to may be MPI_REQUEST_NULL: the implementation decides)
             body.append('    if ((rc = kumi_chk_req_ptr(kfn, "%s", %s))) goto fail;' % (n, n))
+            fast.append('%s != NULL' % n)
             continue
         if p['type'] in ('int', 'MPI_Count') and k.endswith('_NNI') and k.startswith(('POLYXFER', 'POLYDTYPE', 'ARRAY_LENGTH')):
             body.append(when(n, '    if ((rc = kumi_chk_count(kfn, "%s", (MPI_Count)%s))) goto fail;' % (n, n)))
+            fast.append('%s >= 0' % n)
         elif k == 'RANK' and p['type'] == 'int' and n in rule.get('ranks', {}):
             if not kc:
                 raise SystemExit('mkbindings: %s: rank check of %s without a communicator' % (name, n))
             body.append('    if ((rc = kumi_chk_%s(kfn, "%s", %s, %s))) goto fail;' % (rule['ranks'][n], n, n, kc))
+            if rule.get('fast') and rule['ranks'][n] not in ('dest', 'source'):
+                raise SystemExit('mkbindings: %s: fast path with a %s rank' % (name, rule['ranks'][n]))
+            fast.append('kumi_ok_%s(%s, %s)' % (rule['ranks'][n], n, kc))
         elif k == 'TAG' and p['type'] == 'int':
             recv_side = n in rule.get('any_tag', ())
             body.append('    if ((rc = kumi_chk_tag(kfn, "%s", %s, %d))) goto fail;' % (n, n, 1 if recv_side else 0))
+            fast.append('kumi_ok_tag(%s, %d)' % (n, 1 if recv_side else 0))
     # op valid for datatype
     if rule.get('op_datatype'):
         if 'op' not in local or 'datatype' not in local:
@@ -410,6 +426,7 @@ def gen_binding(name, ret, params, kinds, rule):
                     body.append(when(dt['name'],
                                      '    if ((rc = kumi_chk_buf(kfn, "%s", %s, (MPI_Count)%s, %s))) goto fail;'
                                      % (p['name'], p['name'], cnt['name'], local[dt['name']])))
+                    fast.append('(%s != NULL || %s == 0)' % (p['name'], cnt['name']))
     lock = not rule.get('nolock')
     if lock:
         out.append('    kumi_lock();')
@@ -452,9 +469,41 @@ def gen_binding(name, ret, params, kinds, rule):
         out.append(unlock)
     out.append('    return rc;')
     out.append('}')
+    if rule.get('fast'):
+        out = gen_fast(name, ret, params, decl, out, fast, local, kc, args)
     out.append('KUMI_EXPORT %s %s(%s) __attribute__((weak, alias("P%s")));' % (ret, name, decl, name))
     out.append(ABI_ENTRY % (ret, name, decl, name))
     out.append('')
+    return out
+
+
+def gen_fast(name, ret, params, decl, full, fast, local, kc, args):
+    """The entry point with a fast path (rule 'fast'): where one condition says that the
+    state, the lock and every argument check pass (the common case), the handles are
+    resolved once, the implementation is called and its failure goes to the
+    communicator's error handler as in the full entry point; anything else (a bad
+    argument, MPI_PROC_NULL, sessions only, threads) goes on to the full entry point,
+    kumi_full_<name> (a tail call), which checks in its order and names what is bad."""
+    if not kc:
+        raise SystemExit('mkbindings: %s: a fast path needs a communicator' % name)
+    full = list(full)
+    full[0] = 'static __attribute__((noinline)) %s kumi_full_%s(%s)' % (ret, name, decl)
+    out = full + ['', 'KUMI_EXPORT %s P%s(%s)' % (ret, name, decl), '{']
+    for p in params:
+        if p['name'] in local:
+            out.append('    %s%s;' % (CONVERT[p['type']][0], local[p['name']]))
+    out.append('    if (__builtin_expect(%s, 1)) {' % ' &&\n                         '.join(fast))
+    out += ['        /* kumi_lock() has nothing to do (KUMI_FAST_ENTRY) */',
+            '        static const char kfn[] = "%s";' % name,
+            '        kumi_call = kfn;',
+            '        int rc = %s(%s);' % (impl_name(name), args),
+            '        if (__builtin_expect(rc == MPI_SUCCESS, 1)) { kumi_unlock(); return rc; }',
+            '        rc = KUMI_ERR_OUT(kumi_err_handle(%s, rc));' % kc,
+            '        kumi_unlock();',
+            '        return rc;',
+            '    }',
+            '    return kumi_full_%s(%s);' % (name, ', '.join(p['name'] for p in params)),
+            '}']
     return out
 
 

@@ -9,6 +9,10 @@
 void kumi_chk_state_fail(const char *fn) __attribute__((noreturn));
 #define KUMI_CHECK_STATE(fn) do { \
     if (__builtin_expect(kumi_state != KUMI_STATE_INIT && !kumi_sessions_active, 0)) kumi_chk_state_fail(fn); } while (0)
+/* The fast path of a generated binding (rule "fast") is taken only when the
+ * state check passes by kumi_state alone and kumi_lock() has nothing to do
+ * (no MPI_THREAD_MULTIPLE, no checkpoint tracking): one load each. */
+#define KUMI_FAST_ENTRY() (kumi_state == KUMI_STATE_INIT && kumi_lock_flags.any == 0)
 
 int kumi_chk_bad_comm(const char *fn, const char *arg, MPI_Comm h);
 int kumi_chk_bad_datatype(const char *fn, const char *arg, MPI_Datatype h);
@@ -17,10 +21,10 @@ int kumi_chk_bad_errhandler(const char *fn, const char *arg, MPI_Errhandler h);
 int kumi_chk_bad_win(const char *fn, const char *arg, MPI_Win h);
 int kumi_chk_bad_file(const char *fn, const char *arg, MPI_File h);
 int kumi_chk_dt_usable_slow(const char *fn, const char *arg, const struct kumi_dt *dt);
+static inline bool kumi_ok_dt_usable(const struct kumi_dt *dt) { return dt->predefined || dt->committed; }
 static inline int kumi_chk_dt_usable(const char *fn, const char *arg, const struct kumi_dt *dt)
 {
-    return __builtin_expect(dt->predefined || dt->committed, 1) ? MPI_SUCCESS
-                                                               : kumi_chk_dt_usable_slow(fn, arg, dt);
+    return __builtin_expect(kumi_ok_dt_usable(dt), 1) ? MPI_SUCCESS : kumi_chk_dt_usable_slow(fn, arg, dt);
 }
 int kumi_chk_count_slow(const char *fn, const char *arg, MPI_Count n);
 static inline int kumi_chk_count(const char *fn, const char *arg, MPI_Count n)
@@ -28,16 +32,23 @@ static inline int kumi_chk_count(const char *fn, const char *arg, MPI_Count n)
     return __builtin_expect(n >= 0, 1) ? MPI_SUCCESS : kumi_chk_count_slow(fn, arg, n);
 }
 int kumi_chk_rank_slow(const char *fn, const char *arg, int r, const struct kumi_comm *c, int kind);
+/* The valid cases of a check as a condition (kumi_ok_*): what the check lets
+ * through, for the generated bindings' fast paths (binding rule "fast"). */
+static inline bool kumi_ok_dest(int r, const struct kumi_comm *c)
+{
+    return (unsigned)r < (unsigned)kumi_comm_peer_size(c) || r == MPI_PROC_NULL;
+}
+static inline bool kumi_ok_source(int r, const struct kumi_comm *c)
+{
+    return (unsigned)r < (unsigned)kumi_comm_peer_size(c) || r == MPI_ANY_SOURCE || r == MPI_PROC_NULL;
+}
 static inline int kumi_chk_dest(const char *fn, const char *arg, int r, const struct kumi_comm *c)
 {
-    return __builtin_expect((unsigned)r < (unsigned)kumi_comm_peer_size(c) || r == MPI_PROC_NULL, 1)
-        ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 0);
+    return __builtin_expect(kumi_ok_dest(r, c), 1) ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 0);
 }
 static inline int kumi_chk_source(const char *fn, const char *arg, int r, const struct kumi_comm *c)
 {
-    return __builtin_expect((unsigned)r < (unsigned)kumi_comm_peer_size(c) || r == MPI_ANY_SOURCE ||
-                            r == MPI_PROC_NULL, 1)
-        ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 1);
+    return __builtin_expect(kumi_ok_source(r, c), 1) ? MPI_SUCCESS : kumi_chk_rank_slow(fn, arg, r, c, 1);
 }
 static inline int kumi_chk_root(const char *fn, const char *arg, int r, const struct kumi_comm *c)
 {
@@ -51,10 +62,13 @@ static inline int kumi_chk_root(const char *fn, const char *arg, int r, const st
 int kumi_chk_tag_slow(const char *fn, const char *arg, int tag, int recv);
 /* the value of MPI_TAG_UB: KUMI_TAG_UB, or what an IMPI job agreed (kumi_set_tag_ub) */
 extern int kumi_tag_ub;
+static inline bool kumi_ok_tag(int tag, int recv)
+{
+    return (unsigned)tag <= (unsigned)kumi_tag_ub || (recv && tag == MPI_ANY_TAG);
+}
 static inline int kumi_chk_tag(const char *fn, const char *arg, int tag, int recv)
 {
-    return __builtin_expect((unsigned)tag <= (unsigned)kumi_tag_ub || (recv && tag == MPI_ANY_TAG), 1)
-        ? MPI_SUCCESS : kumi_chk_tag_slow(fn, arg, tag, recv);
+    return __builtin_expect(kumi_ok_tag(tag, recv), 1) ? MPI_SUCCESS : kumi_chk_tag_slow(fn, arg, tag, recv);
 }
 /* A derived type that may hold absolute addresses (MPI_BOTTOM, which is NULL,
  * as its buffer): its lowest byte lies above the lowest page a process can

@@ -96,6 +96,16 @@ static inline bool done_plain(const struct kumi_req *r)
     return r->kind <= KUMI_REQ_RECV && !r->persistent && r->status.MPI_ERROR == MPI_SUCCESS && !r->accel_stage;
 }
 
+/* What consume (and consume_handle) does for a done_plain request: status
+ * out, the request freed, the handle MPI_REQUEST_NULL. */
+static inline int finish_plain(MPI_Request *h, struct kumi_req *r, MPI_Status *st)
+{
+    status_out(st, &r->status);
+    kumi_req_free(r);
+    *h = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+
 /* Same, but invokes the request's communicator's error handler. */
 static int consume_handle(MPI_Request *h, struct kumi_req *r, MPI_Status *st, const char *fn)
 {
@@ -369,12 +379,7 @@ int kumi_mpi_wait(MPI_Request *request, MPI_Status *status)
     if (req_idle(*request, r)) { status_empty_out(status); return MPI_SUCCESS; }
     if (!r) return bad_request("MPI_Wait", "request", -1);
     wait_req(r);
-    if (__builtin_expect(done_plain(r), 1)) {
-        status_out(status, &r->status);
-        kumi_req_free(r);
-        *request = MPI_REQUEST_NULL;
-        return MPI_SUCCESS;
-    }
+    if (__builtin_expect(done_plain(r), 1)) return finish_plain(request, r, status);
     return consume_handle(request, r, status, "MPI_Wait");
 }
 
@@ -390,6 +395,7 @@ int kumi_mpi_test(MPI_Request *request, int *flag, MPI_Status *status)
     if (!r->complete) kumi_progress(0);
     *flag = r->complete;
     if (!r->complete) return MPI_SUCCESS;
+    if (__builtin_expect(done_plain(r), 1)) return finish_plain(request, r, status);
     return consume_handle(request, r, status, "MPI_Test");
 }
 

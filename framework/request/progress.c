@@ -43,7 +43,9 @@ static const struct kumi_p2p_ops *pops[KUMI_MAX_TRANSPORTS];
 static bool pused[KUMI_MAX_TRANSPORTS];                  /* serves a peer of ours */
 static int npops, nidle;
 #define KUMI_IDLE_POLL_EVERY 256
-static unsigned poll_round;
+/* rounds to the next one that polls the idle transports too (a count down:
+ * a round tests one word, not nidle and a modulo) */
+static unsigned idle_countdown = KUMI_IDLE_POLL_EVERY;
 static struct pollfd *pfds;
 
 void kumi_progress_register_params(void)
@@ -234,7 +236,7 @@ static inline __attribute__((always_inline)) int poll_once(void)
 {
     int n = 0;
     if (__builtin_expect(xpoll != NULL, 0)) n = xpoll() > 0;
-    if (__builtin_expect(nidle != 0, 0) && ++poll_round % KUMI_IDLE_POLL_EVERY == 0) {
+    if (__builtin_expect(--idle_countdown == 0, 0) && (idle_countdown = KUMI_IDLE_POLL_EVERY, nidle != 0)) {
         n += poll_all_transports();                /* (none idle: hot[] is all) */
     } else {
         for (int i = 0; i < nhot; i++)

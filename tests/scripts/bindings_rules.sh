@@ -120,4 +120,26 @@ printf 'int kumi_mpi_abort(struct kumi_comm *comm, int errorcode)\n{\n    return
 "$py" "$gen" "${api[@]}" --rules "$rules" --out-c "$tmp/b.c" --out-h "$tmp/k.h" "$tmp/one.c" || fail "generation failed"
 [ "$(stat -c %Y "$tmp/b.c")" != "$(date -d 2001-01-01 +%s)" ] || fail "changed bindings.c was not rewritten"
 [ "$(stat -c %Y "$tmp/k.h")" = "$(date -d 2001-01-01 +%s)" ] || fail "unchanged kumi_impl.h was rewritten"
+# 5. fast paths (rule 'fast'): where the rule says, the entry point tests one condition and
+# otherwise goes on to the full one (kumi_full_<name>), whose checks are those of an entry
+# point without the rule; elsewhere no fast path; a procedure that cannot have one is refused
+fn_of() { awk -v f="$2" 'index($0, f) == 1 { p = 1 } p { print } p && /^}/ { exit }' "$1"; }
+fn_of "$tmp/full.c" 'KUMI_EXPORT int PMPI_Send(' > "$tmp/send.c"
+grep -q 'KUMI_FAST_ENTRY() &&' "$tmp/send.c" || fail "PMPI_Send has no fast path"
+grep -q 'kumi_ok_dest(dest, k_comm)' "$tmp/send.c" || fail "PMPI_Send's fast path does not check dest"
+grep -q 'return kumi_full_MPI_Send(buf, count, datatype, dest, tag, comm);' "$tmp/send.c" ||
+    fail "PMPI_Send does not go on to kumi_full_MPI_Send"
+fn_of "$tmp/full.c" 'static __attribute__((noinline)) int kumi_full_MPI_Send(' > "$tmp/send-full.c"
+fn_of "$tmp/full.c" 'KUMI_EXPORT int PMPI_Ssend(' > "$tmp/ssend.c"
+grep -q 'KUMI_FAST_ENTRY' "$tmp/ssend.c" && fail "PMPI_Ssend has a fast path without the rule"
+# the full entry point checks as one without the rule (MPI_Ssend's, names aside)
+diff <(grep -v 'kfn\[\]\|kumi_full_\|KUMI_EXPORT' "$tmp/send-full.c" | sed 's/kumi_mpi_send(/F(/') \
+     <(grep -v 'kfn\[\]\|KUMI_EXPORT' "$tmp/ssend.c" | sed 's/kumi_mpi_ssend(/F(/') ||
+    fail "kumi_full_MPI_Send does not check as MPI_Ssend does"
+for r in Bcast Win_fence; do
+    edit "$tmp/fast-$r.json" "d['entries'].append({'name': 'x', 'procedures': ['MPI_$r'], 'fast': True})"
+    "$py" "$gen" "${api[@]}" --rules "$tmp/fast-$r.json" --out-c "$tmp/x.c" --out-h "$tmp/x.h" "${srcs[@]}" \
+        > "$tmp/neg.out" 2>&1 && fail "a fast path for MPI_$r was accepted"
+    grep -q "^mkbindings: MPI_$r: .*fast path" "$tmp/neg.out" || { cat "$tmp/neg.out"; fail "MPI_$r: no clear message"; }
+done
 exit 0
