@@ -88,11 +88,13 @@
 #include <kumi/p2p.h>
 #include <kumi/rpim.h>
 #include <kumi/coll.h>
+#include <kumi/netif.h>
 
 static int simulate_unavailable;
 static long long ring_entries = 256;
 static int coop = 1;
 static int with_thread = 1;
+static const char *loopback_cc;
 
 void kumi_sched_uring_register_params(void)
 {
@@ -115,6 +117,11 @@ void kumi_sched_uring_register_params(void)
                              "headers and starts CALC / COPY nodes and the sends after them; 0: those "
                              "steps wait for the application's next MPI call",
                              KUMI_LEVEL_TUNER, &with_thread);
+    kumi_param_register_string("kumi", "base", "sched_uring_loopback_cc", "reno",
+                               "TCP congestion control (TCP_CONGESTION) of the io_uring engine's connections to "
+                               "a loopback address (a peer on this host), as p2p_tcp_loopback_cc for the tcp "
+                               "transport's; empty = the system's default (net.ipv4.tcp_congestion_control)",
+                               KUMI_LEVEL_TUNER, &loopback_cc);
 }
 
 bool kumi_sched_uring_thread(void)
@@ -377,10 +384,23 @@ void kumi_sched_uring_stop(void)
 static void post_hdr(struct conn *c);
 static void flush_sends(struct conn *c);
 
+/* A connection's options.  To a peer on this host (a loopback address) the
+ * congestion control is kumi_base_sched_uring_loopback_cc (reno), as the
+ * tcp transport's (p2p_tcp_loopback_cc; p2p_tcp.c says why: the system's
+ * BBR, after a ping-pong phase, held a loopback connection's window at a
+ * few segments), so the engine's transfers and the transport's run alike. */
 static void sock_opts(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof sa;
+    if (!loopback_cc || !*loopback_cc || getpeername(fd, (struct sockaddr *)&sa, &sl) != 0 ||
+        !kumi_netif_is_loopback((struct sockaddr *)&sa))
+        return;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, loopback_cc, (socklen_t)strlen(loopback_cc)) != 0)
+        kumi_log(2, "kumi_base_sched_engine=uring: kumi_base_sched_uring_loopback_cc \"%s\": %s (the system's "
+                    "congestion control stays)", loopback_cc, strerror(errno));
 }
 
 /* With the completion thread, a large payload is received in a few large
@@ -425,7 +445,10 @@ static void conn_up(struct conn *c, int fd)
     c->fd = fd;
     c->state = C_UP;
     sock_opts(fd);
-    kumi_log(2, "kumi_base_sched_engine=uring: connection with rank %d up", c->peer);
+    char cc[24] = "?";
+    socklen_t cl = sizeof cc - 1;
+    (void)getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &cl);
+    kumi_log(2, "kumi_base_sched_engine=uring: connection with rank %d up (congestion control %s)", c->peer, cc);
     post_hdr(c);
     flush_sends(c);
     submit();

@@ -85,6 +85,21 @@ for n in 2 3 4; do
 done
 run nbc_types 3 ./nbc_types
 run nbc_multi 4 ./nbc_multi
+# the engine's connections to loopback use kumi_base_sched_uring_loopback_cc (reno by default,
+# as the tcp transport's; the system's BBR held 1 MiB messages back), the system's when empty
+ccs() {   # the congestion controls of the engine's connections (KUMI_VERBOSE=2 lines), sorted
+    (cd "$TESTBIN" && KUMI_VERBOSE=2 timeout 150 "$MPIEXEC" --timeout 120 -n 2 "$@" ./nbc_basic 2>&1) |
+        sed -n 's/.*sched_engine=uring: connection with rank [0-9]* up (congestion control \([a-z0-9_?]*\)).*/\1/p' | sort | uniq -c | tr -s ' ' | tr '\n' ';'
+}
+cc=$(ccs)
+case "$cc" in " 2 reno;") echo "ok loopback congestion control: $cc" ;;
+              *) echo "FAIL loopback congestion control: expected reno on both ends, got '$cc'"; fail=1 ;; esac
+sys=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2> /dev/null)
+if [ -n "$sys" ] && [ "$sys" != reno ]; then
+    cc=$(ccs --param kumi_base_sched_uring_loopback_cc=)
+    case "$cc" in " 2 $sys;") echo "ok loopback congestion control empty: $cc" ;;
+                  *) echo "FAIL kumi_base_sched_uring_loopback_cc= : expected $sys on both ends, got '$cc'"; fail=1 ;; esac
+fi
 # without the completion thread the CALC waits for rank 0's next MPI call
 out=$(cd "$TESTBIN" && KUMI_BASE_SCHED_URING_THREAD=0 timeout 150 "$MPIEXEC" --timeout 120 -n 2 \
       ./sched_uring_calc sleep noprogress 2>&1)
