@@ -512,6 +512,15 @@ KUMI_EXPORT int kumi_param_set_runtime(const char *fullname)
     return p ? MPI_SUCCESS : MPI_ERR_ARG;
 }
 
+KUMI_EXPORT int kumi_param_is_default(const char *fullname)
+{
+    pthread_mutex_lock(&param_lock);
+    struct param *p = fullname ? find_param(fullname) : NULL;
+    int d = p ? p->source == KUMI_PARAM_SRC_DEFAULT : -1;
+    pthread_mutex_unlock(&param_lock);
+    return d;
+}
+
 KUMI_EXPORT int kumi_param_index(const char *fullname)
 {
     int k = -1;

@@ -49,6 +49,17 @@ static unsigned rnd(void)
     return rnd_state >> 8;
 }
 
+/* Read the control variable name into *val where it exists. */
+static void cvar_read(const char *name, void *val)
+{
+    int idx, count;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS) return;
+    KT_MPI(MPI_T_cvar_handle_alloc(idx, NULL, &h, &count));
+    KT_MPI(MPI_T_cvar_read(h, val));
+    KT_MPI(MPI_T_cvar_handle_free(&h));
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, provided, count, idx;
@@ -62,24 +73,20 @@ int main(int argc, char **argv)
      * send a window of these partly eagerly through the ring (stream_limit
      * at least MAX; run with cma_min below MIN) */
     int want_stream = argc > 3 && strcmp(argv[3], "stream") == 0;
+    /* limit=N (after the three): the stream limit in use must be N */
+    long want_limit = argc > 4 && strncmp(argv[4], "limit=", 6) == 0 ? strtol(argv[4] + 6, NULL, 0) : -1;
     if (argc > 2) {
         min_n = strtoul(argv[1], NULL, 0);
         max_n = strtoul(argv[2], NULL, 0);
         KT_CHECK(min_n > 0 && min_n < max_n, "sizes %s %s", argv[1], argv[2]);
     }
-    if (MPI_T_cvar_get_index("p2p_shmem_stream_limit", &idx) == MPI_SUCCESS) {
-        MPI_T_cvar_handle h;
-        KT_MPI(MPI_T_cvar_handle_alloc(idx, NULL, &h, &count));
-        KT_MPI(MPI_T_cvar_read(h, &stream_limit));
-        KT_MPI(MPI_T_cvar_handle_free(&h));
-    }
+    cvar_read("p2p_shmem_stream_limit", &stream_limit);
+    /* the limit in use (the default is bounded by the ring size) */
+    cvar_read("p2p_shmem_stream_limit_effective", &stream_limit);
+    KT_CHECK(want_limit < 0 || stream_limit == (unsigned long)want_limit,
+             "p2p_shmem_stream_limit in use is %lu, not %ld", stream_limit, want_limit);
     /* the smallest message pulled (p2p_shmem_cma_min, or measured at start-up; 0: none) */
-    if (MPI_T_cvar_get_index("p2p_shmem_cma_min_effective", &idx) == MPI_SUCCESS) {
-        MPI_T_cvar_handle h;
-        KT_MPI(MPI_T_cvar_handle_alloc(idx, NULL, &h, &count));
-        KT_MPI(MPI_T_cvar_read(h, &cma_min));
-        KT_MPI(MPI_T_cvar_handle_free(&h));
-    }
+    cvar_read("p2p_shmem_cma_min_effective", &cma_min);
     KT_MPI(MPI_T_cvar_get_index("p2p_shmem_cma_status", &idx));
     {
         MPI_T_cvar_handle h;

@@ -90,6 +90,24 @@ volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with C
 #define RING_BIG_RANKS 4
 #define RING_BIG_RANKS_S "4"
 
+/* The stream limit in use with rings of ringsz bytes: p2p_shmem_stream_limit
+ * as the user set it, or its default, at most a twelfth of the ring; shown
+ * in the read-only p2p_shmem_stream_limit_effective. */
+static size_t p2p_shmem_stream_effective(size_t ringsz)
+{
+    static size_t eff;
+    size_t v = p2p_shmem_stream_max;
+    if (kumi_param_is_default("p2p_shmem_stream_limit") == 1 && v > ringsz / STREAM_RING_DIV)
+        v = ringsz / STREAM_RING_DIV;
+    eff = v;
+    kumi_param_register_size("p2p", "shmem", "stream_limit_effective", eff,
+                             "Read-only: the stream limit in use in this process, p2p_shmem_stream_limit "
+                             "as set, or its default bounded by the ring (kumi_info: for a job of up to "
+                             "4 ranks; setting it changes nothing)",
+                             KUMI_LEVEL_TUNER, &eff);
+    return v;
+}
+
 static void p2p_shmem_register(void)
 {
     kumi_param_register_size("p2p", "shmem", "eager_limit", 64 * 1024,
@@ -126,8 +144,8 @@ static void p2p_shmem_register(void)
                              "(written whole into the ring) while an earlier CMA transfer to that "
                              "receiver is still unanswered or sends to it are queued (a stream of "
                              "messages); a lone message of cma_min bytes or more is pulled (0: never; "
-                             "the default, 80k, becomes p2p_shmem_ring_size / " STREAM_RING_DIV_S
-                             " where that is less)",
+                             "unless set, 80k or p2p_shmem_ring_size / " STREAM_RING_DIV_S
+                             " where that is less: see p2p_shmem_stream_limit_effective)",
                              KUMI_LEVEL_TUNER, &p2p_shmem_stream_max);
     if (!p2p_shmem_cma_mode || (strcmp(p2p_shmem_cma_mode, "auto") && strcmp(p2p_shmem_cma_mode, "on") &&
                                 strcmp(p2p_shmem_cma_mode, "off"))) {
@@ -142,7 +160,10 @@ static void p2p_shmem_register(void)
                                "Read-only: what large transfers use on this machine (detected at "
                                "start-up; setting it changes nothing)",
                                KUMI_LEVEL_USER, &p2p_shmem_cma_status);
-    if (kumi_registry_listing()) p2p_shmem_cma_choose(1);    /* kumi_info: what a job would choose */
+    if (kumi_registry_listing()) {          /* kumi_info: what a job would choose */
+        p2p_shmem_cma_choose(1);
+        p2p_shmem_stream_effective(p2p_shmem_ringsz ? p2p_shmem_ringsz : (size_t)1 << 20);
+    }
 }
 
 static int p2p_shmem_open(char *why, size_t whylen)
@@ -274,9 +295,7 @@ static int p2p_shmem_init(void)
     p2p_shmem_pipe_chunk &= ~(size_t)(P2P_SHMEM_CELL - 1);
     if (p2p_shmem_pipe_chunk > p2p_shmem_ringsz / 4) p2p_shmem_pipe_chunk = p2p_shmem_ringsz / 4;
     if (p2p_shmem_pipe_chunk < P2P_SHMEM_CELL) p2p_shmem_pipe_chunk = P2P_SHMEM_CELL;
-    /* the default stream limit: at most a twelfth of the ring (STREAM_MAX_DEFAULT) */
-    if (p2p_shmem_stream_max == STREAM_MAX_DEFAULT && p2p_shmem_stream_max > p2p_shmem_ringsz / STREAM_RING_DIV)
-        p2p_shmem_stream_max = p2p_shmem_ringsz / STREAM_RING_DIV;
+    p2p_shmem_stream_max = p2p_shmem_stream_effective(p2p_shmem_ringsz);
     if (!kumi_jobkey_secret())
         return p2p_shmem_fail(MPI_ERR_OTHER, 1, "no job secret (KUMI_JOB_SECRET) to name the "
                               "segments with");

@@ -64,6 +64,12 @@ KUMI_EXPORT int kumi_param_register_string(const char *fw, const char *comp, con
  * Others are read-only through MPI_T.  MPI_ERR_ARG if no such parameter. */
 KUMI_EXPORT int kumi_param_set_runtime(const char *fullname);
 
+/* 1 if the registered parameter fullname has its default value (no
+ * environment variable, file or MPI_T write set it), 0 if one did, -1 if
+ * there is no such parameter: for a default that a component adjusts at
+ * start-up while a value the user gave is used as given. */
+KUMI_EXPORT int kumi_param_is_default(const char *fullname);
+
 #ifdef __cplusplus
 }
 #endif
