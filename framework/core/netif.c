@@ -7,6 +7,9 @@
 #include <ctype.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +55,12 @@ int kumi_netif_is_loopback(const struct sockaddr *sa)
         if (IN6_IS_ADDR_V4MAPPED(a)) return a->s6_addr[12] == 127;
     }
     return 0;
+}
+
+int kumi_netif_loopback_cc(int fd, const struct sockaddr *sa, const char *cc)
+{
+    if (!cc || !*cc || !kumi_netif_is_loopback(sa)) return 0;
+    return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) == 0 ? 0 : -1;
 }
 
 static int linklocal6(const struct sockaddr *sa)

@@ -395,10 +395,8 @@ static void sock_opts(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     struct sockaddr_storage sa;
     socklen_t sl = sizeof sa;
-    if (!loopback_cc || !*loopback_cc || getpeername(fd, (struct sockaddr *)&sa, &sl) != 0 ||
-        !kumi_netif_is_loopback((struct sockaddr *)&sa))
-        return;
-    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, loopback_cc, (socklen_t)strlen(loopback_cc)) != 0)
+    if (!loopback_cc || !*loopback_cc || getpeername(fd, (struct sockaddr *)&sa, &sl) != 0) return;
+    if (kumi_netif_loopback_cc(fd, (struct sockaddr *)&sa, loopback_cc) != 0)
         kumi_log(2, "kumi_base_sched_engine=uring: kumi_base_sched_uring_loopback_cc \"%s\": %s (the system's "
                     "congestion control stays)", loopback_cc, strerror(errno));
 }

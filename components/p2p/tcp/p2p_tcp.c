@@ -287,9 +287,7 @@ void p2p_tcp_sockopts(int fd)
 void p2p_tcp_loopback_opts(int fd, const struct sockaddr *sa)
 {
     static int said;
-    if (!p2p_tcp_loopback_cc || !*p2p_tcp_loopback_cc || !kumi_netif_is_loopback(sa)) return;
-    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, p2p_tcp_loopback_cc, (socklen_t)strlen(p2p_tcp_loopback_cc)) != 0 &&
-        !said++)
+    if (kumi_netif_loopback_cc(fd, sa, p2p_tcp_loopback_cc) != 0 && !said++)
         kumi_log(2, "p2p/tcp: p2p_tcp_loopback_cc \"%s\": %s (the system's congestion control stays)",
                  p2p_tcp_loopback_cc, strerror(errno));
 }

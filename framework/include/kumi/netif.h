@@ -101,6 +101,13 @@ KUMI_EXPORT int kumi_netif_same_subnet(const struct kumi_netif *f, const struct 
 /* Is sa a loopback address (127.0.0.0/8, ::1, ::ffff:127.x.y.z)?  1 / 0. */
 KUMI_EXPORT int kumi_netif_is_loopback(const struct sockaddr *sa);
 
+/* A TCP socket fd to sa: where sa is a loopback address and cc is not empty
+ * (NULL or ""), its congestion control becomes cc (TCP_CONGESTION; the
+ * tcp transport's p2p_tcp_loopback_cc and the io_uring engine's
+ * kumi_base_sched_uring_loopback_cc say why).  0: set or nothing to do;
+ * -1 (errno): the system refused cc. */
+KUMI_EXPORT int kumi_netif_loopback_cc(int fd, const struct sockaddr *sa, const char *cc);
+
 /* sa as text: with_port ? "1.2.3.4:80" / "[::1]:80" : "1.2.3.4" / "::1".
  * Returns buf ("?" for another family). */
 KUMI_EXPORT const char *kumi_netif_format(const struct sockaddr *sa, int with_port, char *buf, size_t len);
