@@ -680,9 +680,9 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
  * while that is what the general path would do: one thread inside (no lock
  * in use), nothing posted or unexpected on the context (the message is the
  * first the receive may match and no earlier receive may take it), outside
- * upcalls.  It spins for the engine's spinning rounds, a full progress round
- * every 16th poll; a change of those conditions, or a record it does not
- * take, ends it.  1: received (*h, min(paylen, cap) bytes at dst); 0: nothing
+ * upcalls, MPI_T's progress timer off.  It spins for the engine's spinning
+ * rounds, a full progress round every 16th poll; a change of those
+ * conditions, or a record it does not take, ends it.  1: received (*h, min(paylen, cap) bytes at dst); 0: nothing
  * done, the caller goes the general way. */
 int kumi_req_recv_inline(const struct kumi_comm *comm, void *dst, size_t cap, int source, int tag, struct kumi_hdr *h)
 {
@@ -692,7 +692,7 @@ int kumi_req_recv_inline(const struct kumi_comm *comm, void *dst, size_t cap, in
         !ops->recv_inline)
         return 0;
     long long rounds = kumi_progress_spin_rounds;
-    if (kumi_lock_flags.any || upcall_depth || flushing || !kumi_match_ctx_quiet(comm->ctx)) return 0;
+    if (kumi_lock_flags.any || upcall_depth || flushing || kumi_pv.timing || !kumi_match_ctx_quiet(comm->ctx)) return 0;
     for (unsigned n = 1;; n++) {
         int k = ops->recv_inline(wpeer, comm->ctx, tag, dst, cap, h);
         if (k > 0) break;
