@@ -542,6 +542,16 @@ void kumi_progress_mark_used(const struct kumi_p2p_ops *ops);   /* it serves a p
 void kumi_progress_wait_flag(volatile bool *flag);
 void kumi_progress_wait(int (*done)(void *), void *arg);
 extern long long kumi_progress_spin_rounds;   /* a blocking wait's polls before it yields (resolved) */
+/* Between two polls of a line another core writes: back-to-back loads take
+ * the line away from a writer between its stores (MPI_Recv's fast path). */
+static inline void kumi_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 /* The same, but once spinning and yielding are over the wait calls
  * nap(arg), with the library lock released, instead of sleeping in poll()
  * on the transports' descriptors: for a condition that no descriptor
