@@ -694,7 +694,7 @@ int kumi_req_recv_inline(const struct kumi_comm *comm, void *dst, size_t cap, in
     long long rounds = kumi_progress_spin_rounds;
     if (kumi_lock_flags.any || upcall_depth || flushing || kumi_pv.timing || !kumi_match_ctx_quiet(comm->ctx)) return 0;
     for (unsigned n = 1;; n++) {
-        int k = ops->recv_inline(wpeer, comm->ctx, tag, dst, cap, h);
+        int k = ops->recv_inline(wpeer, comm->ctx, source, tag, dst, cap, h);
         if (k > 0) break;
         if (k < 0) return 0;
         kumi_cpu_relax();           /* polled back to back, the line left the sender mid-record */

@@ -371,11 +371,11 @@ static inline __attribute__((always_inline)) void p2p_shmem_take_short(int peer,
 }
 
 /* Contract 1.9: a blocking receive takes the SHORT or SHORTN record at the
- * head of peer's ring itself when it is an eager message of context ctx and
- * tag tag (any for MPI_ANY_TAG): its payload straight into dst, the head
- * stored as take_shorts() stores it.  0: no record there yet; -1: another
- * record, a payload streaming in, or inside progress(). */
-int p2p_shmem_recv_inline(int peer, int32_t ctx, int tag, void *dst, size_t cap, struct kumi_hdr *h)
+ * head of peer's ring itself when it is an eager message of context ctx from
+ * src, of tag tag (any for MPI_ANY_TAG): its payload straight into dst, the
+ * head stored as take_shorts() stores it.  0: no record there yet; -1:
+ * another record, a payload streaming in, or inside progress(). */
+int p2p_shmem_recv_inline(int peer, int32_t ctx, int src, int tag, void *dst, size_t cap, struct kumi_hdr *h)
 {
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
     if (__builtin_expect(p->in_msg || p2p_shmem_in_progress, 0)) return -1;
@@ -385,14 +385,14 @@ int p2p_shmem_recv_inline(int peer, int32_t ctx, int tag, void *dst, size_t cap,
         return 0;
     const struct p2p_shmem_short *c = (const struct p2p_shmem_short *)(const void *)cell;
     if (__builtin_expect(!p2p_shmem_is_short(c->type) || c->kind != KUMI_HDR_EAGER || c->ctx != ctx ||
-                         (tag != MPI_ANY_TAG && c->tag != tag), 0))
+                         c->src != src || (tag != MPI_ANY_TAG && c->tag != tag), 0))
         return -1;
     int n = c->type == P2P_SHMEM_REC_SHORTN;
     size_t paylen = c->paylen;
     h->kind = KUMI_HDR_EAGER;
     h->flags = c->flags;
     h->ctx = ctx;
-    h->src = c->src;
+    h->src = src;
     h->tag = c->tag;
     h->seq = c->seq;
     h->len = h->paylen = paylen;

@@ -315,14 +315,15 @@ struct kumi_p2p_ops {
      * unexpected, so that the next message from peer is the first the
      * receive could match).  When the next record from peer is whole in
      * the transport and is a KUMI_HDR_EAGER message (paylen == len) on
-     * context ctx whose tag is tag (any, for MPI_ANY_TAG): copy
+     * context ctx from rank src there whose tag is tag (any, for
+     * MPI_ANY_TAG): copy
      * min(paylen, cap) payload bytes to dst, fill *h with its header,
      * step past it (it is gone from the transport, as after
      * kumi_p2p_incoming_whole) and return 1.  Nothing from peer yet: 0.
      * Anything else (another context or tag, another kind, a record that
      * is not whole yet, the transport inside its own progress): -1, having
      * done nothing; the caller then waits the usual way. */
-    int (*recv_inline)(int peer, int32_t ctx, int tag, void *dst, size_t cap, struct kumi_hdr *h);
+    int (*recv_inline)(int peer, int32_t ctx, int src, int tag, void *dst, size_t cap, struct kumi_hdr *h);
 };
 
 /* Upcalls into the request layer, for transports. */
