@@ -251,6 +251,22 @@ int kumi_pt2pt_recv(const char *fn, enum kumi_form how, void *buf, MPI_Count cou
     return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
 }
 
+/* MPI_Recv's message taken by kumi_req_recv_inline (header mh; cap bytes of
+ * room for count elements): the status and error a request would give. */
+static int recv_inline_done(const char *fn, const struct kumi_hdr *mh, size_t count, size_t cap, MPI_Status *status)
+{
+    uint64_t len = mh->len;
+    if (status != MPI_STATUS_IGNORE) {
+        status->MPI_SOURCE = mh->src;
+        status->MPI_TAG = mh->tag;
+        for (int i = 0; i < (int)(sizeof status->MPI_internal / sizeof status->MPI_internal[0]); i++)
+            status->MPI_internal[i] = 0;
+        kumi_status_set_bytes(status, len < cap ? len : cap);
+    }
+    if (__builtin_expect(len <= cap, 1)) return MPI_SUCCESS;
+    return kumi_err_via(trunc_error(len, mh->src, mh->tag, count, cap), fn, fn);
+}
+
 /* MPI_Recv with a valid count and no device buffers: the request made and
  * started in one (as MPI_Irecv's), waited for and freed here (what
  * recv_general's new_req, start_req and blocking do in three steps); the
@@ -263,6 +279,10 @@ static __attribute__((noinline)) int recv_other(const char *fn, enum kumi_form h
     if (how != KUMI_FORM_BLOCKING || kumi_accel_on || count < 0 ||
         __builtin_mul_overflow((size_t)count, dt->size, &bytes) || bytes > (size_t)INT64_MAX)
         return recv_general(fn, how, buf, count, dt, source, tag, comm, status, request);
+    struct kumi_hdr mh;                /* from one source, contiguous: straight out of the transport */
+    if (source >= 0 && dt->contig &&
+        kumi_req_recv_inline(comm, (void *)((uintptr_t)buf + (uintptr_t)dt->true_lb), bytes, source, tag, &mh))
+        return recv_inline_done(fn, &mh, (size_t)count, bytes, status);
     MPI_Request h;
     int rc = kumi_req_irecv(comm, fn, buf, (size_t)count, dt, source, tag, &h);
     if (rc) return rc;

@@ -24,14 +24,17 @@ static inline void wait_req(struct kumi_req *r)
 /* The error code for a completed request whose status holds an error, as
  * call fn reports it: "MPI_Wait: request of MPI_Irecv: message of ..." (fn
  * and the call that made the request, once when they are the same). */
+static inline int trunc_error(uint64_t msglen, int src, int tag, size_t count, size_t cap)
+{
+    return kumi_error(MPI_ERR_TRUNCATE, "message of %llu bytes from rank %d (tag %d) truncated: "
+                      "the receive buffer (argument count = %zu) holds %zu bytes",
+                      (unsigned long long)msglen, src, tag, count, cap);
+}
+
 static inline int req_error_code(const struct kumi_req *r, const char *fn)
 {
     int e = r->status.MPI_ERROR;
-    if (e == MPI_ERR_TRUNCATE)
-        e = kumi_error(MPI_ERR_TRUNCATE, "message of %llu bytes from rank %d (tag %d) truncated: "
-                       "the receive buffer (argument count = %zu) holds %zu bytes",
-                       (unsigned long long)r->msglen, r->status.MPI_SOURCE, r->status.MPI_TAG,
-                       r->count, r->rx.cap);
+    if (e == MPI_ERR_TRUNCATE) e = trunc_error(r->msglen, r->status.MPI_SOURCE, r->status.MPI_TAG, r->count, r->rx.cap);
     return kumi_err_via(e, fn, r->fname);
 }
 

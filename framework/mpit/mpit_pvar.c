@@ -12,6 +12,8 @@
  *   p2p_posted_queue_length       LEVEL          receives waiting in the posted queue
  *   p2p_posted_queue_peak         HIGHWATERMARK  most there at once
  *   p2p_rendezvous_sends          COUNTER        sends by rendezvous
+ *   p2p_recv_inline               COUNTER        MPI_Recv that took its message straight from
+ *                                                the transport (contract 1.9: shared memory)
  *   p2p_comm_unexpected_queue_length  LEVEL, bound to a communicator
  *   p2p_comm_posted_queue_length      LEVEL, bound to a communicator
  *   kumi_base_progress_time       TIMER (double, seconds) in the progress engine
@@ -30,7 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum pkind { UE_LEN, UE_PEAK, UE_TOTAL, POSTED_LEN, POSTED_PEAK, RNDV, COMM_UE, COMM_POSTED, PROGRESS,
+enum pkind { UE_LEN, UE_PEAK, UE_TOTAL, POSTED_LEN, POSTED_PEAK, RNDV, RECV_INLINE, COMM_UE, COMM_POSTED, PROGRESS,
              TR_MSGS, TR_BYTES, ACC_PIECES, ACC_IPC, ACC_COLL };
 
 struct pvar {
@@ -96,6 +98,9 @@ void kumi_mpit_pvar_setup(void)
         POSTED_PEAK, MPI_T_PVAR_CLASS_HIGHWATERMARK, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_USER_DETAIL, "p2p", "");
     add("p2p_rendezvous_sends", "Sends that took the rendezvous protocol (longer than the eager limit)",
         RNDV, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_BASIC, "p2p", "");
+    add("p2p_recv_inline", "Blocking receives from one source that took their message straight from the "
+        "transport (no request, no queue: MPI_Recv's fast path on shared memory)",
+        RECV_INLINE, MPI_T_PVAR_CLASS_COUNTER, MPI_T_BIND_NO_OBJECT, MPI_T_VERBOSITY_TUNER_DETAIL, "p2p", "");
     add("p2p_comm_unexpected_queue_length", "Messages of the communicator in the unexpected-message queue",
         COMM_UE, MPI_T_PVAR_CLASS_LEVEL, MPI_T_BIND_MPI_COMM, MPI_T_VERBOSITY_USER_DETAIL, "p2p", "");
     add("p2p_comm_posted_queue_length", "Receives on the communicator in the posted-receive queue",
@@ -152,6 +157,7 @@ static uint64_t raw(const struct pvar *p, int32_t ctx)
     case POSTED_LEN: return kumi_pv.posted_len;
     case POSTED_PEAK: return kumi_pv.posted_peak;
     case RNDV: return kumi_pv.rndv;
+    case RECV_INLINE: return kumi_pv.recv_inline;
     case ACC_PIECES: return kumi_pv.accel_pieces;
     case ACC_IPC: return kumi_pv.accel_ipc;
     case ACC_COLL: return kumi_pv.accel_coll_pieces;

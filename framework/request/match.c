@@ -312,6 +312,12 @@ struct kumi_ue *kumi_match_unexpected(int32_t ctx, int src, int tag, int remove)
     return u;
 }
 
+bool kumi_match_ctx_quiet_slow(int32_t ctx)
+{
+    struct mq *q = mq_find(ctx);
+    return !q || (!q->nue && !q->nposted);
+}
+
 struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq)
 {
     for (size_t i = 0; i < ntab; i++) {

@@ -37,6 +37,7 @@
 /* Parameters kumi_base_progress_{spin,yield,sleep_ms} (KUMI_BASE_PROGRESS_SPIN, ...). */
 static long long spin_param = -1, yield_param = -1, sleep_ms = 20, spin_us = -1, yield_us = -1;
 static long long spin_rounds, yield_rounds;   /* resolved */
+long long kumi_progress_spin_rounds;           /* spin_rounds, for MPI_Recv's fast path (request.c) */
 static double spin_secs, yield_secs;          /* resolved, seconds */
 
 static const struct kumi_p2p_ops *pops[KUMI_MAX_TRANSPORTS];
@@ -176,6 +177,7 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
     /* oversubscribed, its yields reaching no other rank: sleep soon */
     bool lone = oversub && yields_reach_nobody();
     spin_rounds = spin_param >= 0 ? spin_param : oversub ? 2 : 300;
+    kumi_progress_spin_rounds = spin_rounds;
     yield_rounds = yield_param >= 0 ? yield_param : lone ? 0 : 200;
     spin_secs = spin_us >= 0 ? (double)spin_us * 1e-6 : bound ? 2e-3 : 0.0;
     yield_secs = yield_us >= 0 ? (double)yield_us * 1e-6 : lone ? 10e-6 : oversub ? 2e-3 : 0.0;

@@ -675,6 +675,46 @@ int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u)
     return start_recv(r, u, false);
 }
 
+/* MPI_Recv's fast path (contract 1.9, pt2pt.c): the next message from source
+ * taken straight out of the transport, no request, no posted-queue entry,
+ * while that is what the general path would do: one thread inside (no lock
+ * in use), nothing posted or unexpected on the context (the message is the
+ * first the receive may match and no earlier receive may take it), outside
+ * upcalls, MPI_T's progress timer off.  It spins for the engine's spinning
+ * rounds, a full progress round every 16th poll; a change of those
+ * conditions, or a record it does not take, ends it.  1: received (*h, min(paylen, cap) bytes at dst); 0: nothing
+ * done, the caller goes the general way. */
+int kumi_req_recv_inline(const struct kumi_comm *comm, void *dst, size_t cap, int source, int tag, struct kumi_hdr *h)
+{
+    int wpeer = kumi_comm_peer_world(comm, source);
+    const struct kumi_p2p_ops *ops = kumi_req_transport(wpeer);
+    if (!ops || (ops->caps & KUMI_P2P_CAP_EXTERNAL32) || ops->hdr.size <= offsetof(struct kumi_p2p_ops, recv_inline) ||
+        !ops->recv_inline)
+        return 0;
+    long long rounds = kumi_progress_spin_rounds;
+    if (kumi_lock_flags.any || upcall_depth || flushing || kumi_pv.timing || !kumi_match_ctx_quiet(comm->ctx)) return 0;
+    for (unsigned n = 1;; n++) {
+        int k = ops->recv_inline(wpeer, comm->ctx, source, tag, dst, cap, h);
+        if (k > 0) break;
+        if (k < 0) return 0;
+        kumi_cpu_relax();           /* polled back to back, the line left the sender mid-record */
+        if (n & 15) continue;
+        if (--rounds < 0) return 0;
+        kumi_progress(0);
+        if (kumi_lock_flags.any || !kumi_match_ctx_quiet(comm->ctx)) return 0;
+    }
+    /* what kumi_p2p_incoming_whole does for a message that a posted receive takes */
+    if (ck_recvd && wpeer < nworld) ck_recvd[wpeer]++;
+    kumi_match_check_recv_seq(wpeer, h->seq);
+    if (eager_peers && !(ops->caps & KUMI_P2P_CAP_NOBUDGET)) {
+        eager_peers[wpeer].due += (size_t)h->paylen + KUMI_EAGER_ENVELOPE;
+        if (__builtin_expect(eager_credit_maybe(&eager_peers[wpeer]), 0)) eager_credit_check(wpeer);
+    }
+    kumi_pv.recv_inline++;
+    if (dq_head) kumi_req_flush_ctl();             /* a CREDIT went to the queue */
+    return 1;
+}
+
 /* For kumi_req_cancel (req_life.c): inside an upcall or a flush of the
  * control queue, where it must not wait. */
 bool kumi_req_in_upcall(void) { return upcall_depth || flushing; }

@@ -371,6 +371,9 @@ int kumi_req_start_recv(struct kumi_req *r);
 /* MPI_Send / MPI_Rsend of an eager message the transport takes at once: sent
  * without a request (1), or 0: nothing done, send it through a request. */
 int kumi_req_send_direct(struct kumi_comm *comm, const void *buf, size_t count, struct kumi_dt *dt, int peer, int tag);
+/* MPI_Recv from source (not a wildcard): its message taken straight from the
+ * transport (1: *h its header, the payload at dst), or 0: nothing done. */
+int kumi_req_recv_inline(const struct kumi_comm *comm, void *dst, size_t cap, int source, int tag, struct kumi_hdr *h);
 /* Start receive r on the matched-probed message u (MPI_Mrecv). */
 int kumi_req_start_recv_msg(struct kumi_req *r, struct kumi_ue *u);
 /* r takes the unexpected message u (removed from the queue). */
@@ -473,6 +476,9 @@ int kumi_match_post(struct kumi_req *r);            /* append to posted queue (M
 int kumi_match_unpost(struct kumi_req *r);          /* remove if there: 1 */
 struct kumi_req *kumi_match_posted(const struct kumi_hdr *hdr);  /* find + remove */
 struct kumi_ue *kumi_match_unexpected(int32_t ctx, int src, int tag, int remove);
+/* No receive posted and no message unexpected on context ctx (O(1);
+ * kumi_match_ctx_quiet, below: inline where nothing is queued at all). */
+bool kumi_match_ctx_quiet_slow(int32_t ctx);
 void kumi_match_ue_append(struct kumi_ue *u);
 void kumi_match_ue_remove(struct kumi_ue *u);
 struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq);
@@ -505,6 +511,7 @@ struct kumi_pvars {
     uint64_t ue_total;                   /* messages that arrived unexpected */
     uint64_t posted_len, posted_peak;    /* posted-receive queue: now, highest */
     uint64_t rndv;                       /* sends by rendezvous */
+    uint64_t recv_inline;                /* MPI_Recv taken straight from the transport (contract 1.9) */
     uint64_t accel_pieces;               /* device buffers (req_accel.c): pieces sent as copied */
     uint64_t accel_ipc;                  /* messages received device to device (CUDA IPC) */
     uint64_t accel_coll_pieces;          /* pieces the pipelined collectives ran (mpi/coll_accel.c) */
@@ -515,6 +522,10 @@ struct kumi_pvars {
     void (*ue_hook)(const struct kumi_hdr *h);
 };
 extern struct kumi_pvars kumi_pv;
+static inline bool kumi_match_ctx_quiet(int32_t ctx)
+{
+    return (!kumi_pv.ue_len && !kumi_pv.posted_len) || kumi_match_ctx_quiet_slow(ctx);
+}
 /* Index (into kumi_pv.msgs / bytes) of the p2p component named name that this
  * process uses, or -1. */
 int kumi_req_transport_index(const char *name);
@@ -530,6 +541,17 @@ void kumi_progress_mark_used(const struct kumi_p2p_ops *ops);   /* it serves a p
 /* Block (spin, yield, sleep) until *flag != 0 or done(arg) returns 1. */
 void kumi_progress_wait_flag(volatile bool *flag);
 void kumi_progress_wait(int (*done)(void *), void *arg);
+extern long long kumi_progress_spin_rounds;   /* a blocking wait's polls before it yields (resolved) */
+/* Between two polls of a line another core writes: back-to-back loads take
+ * the line away from a writer between its stores (MPI_Recv's fast path). */
+static inline void kumi_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 /* The same, but once spinning and yielding are over the wait calls
  * nap(arg), with the library lock released, instead of sleeping in poll()
  * on the transports' descriptors: for a condition that no descriptor

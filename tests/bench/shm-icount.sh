@@ -62,8 +62,11 @@ for kind in ${KINDS:-rate lat recv}; do
         echo "  of each side without its waiting; take_shorts: the ring's SHORT records, the upcall included)"
     elif [ $kind = recv ]; then
         echo " rank 1 (the message is there when MPI_Recv starts)"; per "$O/cg.$kind.1" PMPI_Recv $N; per "$O/cg.$kind.1" PMPI_Send $N
-        echo " rank 0 (waits: MPI_Recv per round of its wait loop, idle rounds)"
-        per "$O/cg.$kind.0" PMPI_Recv "$(calls "$O/cg.$kind.0" req_done)"
+        echo " rank 0 (waits: MPI_Recv per round of its wait loop, idle rounds; with MPI_Recv's fast path"
+        echo "  (p2p_shmem_recv_inline) its polls, each; a line only where the run made such calls)"
+        for f in req_done p2p_shmem_recv_inline; do
+            n=$(calls "$O/cg.$kind.0" $f); [ "$n" -gt 0 ] && per "$O/cg.$kind.0" PMPI_Recv "$n" && echo "   (per $f call)"
+        done
     else
         echo " rank 0"; per "$O/cg.$kind.0" PMPI_Send $N; per "$O/cg.$kind.0" PMPI_Recv $N
         echo " rank 1"; per "$O/cg.$kind.1" PMPI_Send $N; per "$O/cg.$kind.1" PMPI_Recv $N

@@ -53,4 +53,15 @@ static inline double kt_now(void)
     MPI_Error_class(rc_, &c_); \
     if (c_ != (cls)) { char s_[MPI_MAX_ERROR_STRING]; int l_ = 0; MPI_Error_string(rc_, s_, &l_); \
         KT_FAIL("%s gave class %d (%s), expected %d", #call, c_, s_, (int)(cls)); } } while (0)
+
+/* n bytes of a pattern that differs with seed; kt_check_fill fails unless b holds them */
+static inline void kt_fill(unsigned char *b, int n, int seed)
+{
+    for (int i = 0; i < n; i++) b[i] = (unsigned char)(seed * 31 + i * 7 + 1);
+}
+static inline void kt_check_fill(const unsigned char *b, int n, int seed, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        if (b[i] != (unsigned char)(seed * 31 + i * 7 + 1)) KT_FAIL("%s: byte %d of %d is %d", what, i, n, b[i]);
+}
 #endif

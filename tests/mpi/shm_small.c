@@ -14,18 +14,6 @@
 #define WIN 600
 #define MAXB 300
 
-static void fill(unsigned char *b, int n, int seed)
-{
-    for (int i = 0; i < n; i++) b[i] = (unsigned char)(seed * 31 + i * 7 + 1);
-}
-
-static void check(const unsigned char *b, int n, int seed, const char *what)
-{
-    for (int i = 0; i < n; i++)
-        if (b[i] != (unsigned char)(seed * 31 + i * 7 + 1))
-            KT_FAIL("%s: byte %d of %d is %d", what, i, n, b[i]);
-}
-
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -41,7 +29,7 @@ int main(int argc, char **argv)
     /* 1. every size, posted receive (rank 1 posts first, then tells rank 0) */
     for (int n = 0; n <= MAXB; n++) {
         if (rank == 0) {
-            fill(sb[0], n, n);
+            kt_fill(sb[0], n, n);
             KT_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 1, 1099, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             KT_MPI(MPI_Send(sb[0], n, MPI_BYTE, 1, n, MPI_COMM_WORLD));
         } else if (rank == 1) {
@@ -54,7 +42,7 @@ int main(int argc, char **argv)
             KT_EQ_INT(cnt, n);
             KT_EQ_INT(st[0].MPI_SOURCE, 0);
             KT_EQ_INT(st[0].MPI_TAG, n);
-            check(rb[0], n, n, "posted");
+            kt_check_fill(rb[0], n, n, "posted");
             KT_EQ_INT(rb[0][n], 0xee);
         }
     }
@@ -65,7 +53,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         for (int i = 0; i < WIN; i++) {
             int n = i % (MAXB + 1);
-            fill(sb[i], n, i);
+            kt_fill(sb[i], n, i);
             KT_MPI(MPI_Isend(sb[i], n, MPI_BYTE, 1, i, MPI_COMM_WORLD, &rq[i]));
         }
         KT_MPI(MPI_Waitall(WIN, rq, MPI_STATUSES_IGNORE));
@@ -78,7 +66,7 @@ int main(int argc, char **argv)
             KT_EQ_INT(st[0].MPI_TAG, i);
             MPI_Get_count(&st[0], MPI_BYTE, &cnt);
             KT_EQ_INT(cnt, n);
-            check(rb[i], n, i, "unexpected");
+            kt_check_fill(rb[i], n, i, "unexpected");
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -92,13 +80,13 @@ int main(int argc, char **argv)
             int n = (i * 13) % (MAXB + 1), cnt;
             MPI_Get_count(&st[i], MPI_BYTE, &cnt);
             KT_EQ_INT(cnt, n);
-            check(rb[i], n, i, "posted window");
+            kt_check_fill(rb[i], n, i, "posted window");
         }
     } else if (rank == 0) {
         KT_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 1, 1097, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         for (int i = 0; i < WIN; i++) {
             int n = (i * 13) % (MAXB + 1);
-            fill(sb[i], n, i);
+            kt_fill(sb[i], n, i);
             /* every 5th one synchronous: the sendop path between inline ones */
             if (i % 5 == 4) KT_MPI(MPI_Issend(sb[i], n, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &rq[i]));
             else KT_MPI(MPI_Isend(sb[i], n, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &rq[i]));
@@ -111,7 +99,7 @@ int main(int argc, char **argv)
     for (int pass = 0; pass < 2; pass++) {
         for (int n = 2; n <= MAXB; n += 37) {
             if (rank == 0) {
-                fill(sb[0], n, n + 1);
+                kt_fill(sb[0], n, n + 1);
                 if (pass == 0) KT_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 1, 1096, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
                 KT_MPI(MPI_Send(sb[0], n, MPI_BYTE, 1, 5, MPI_COMM_WORLD));
                 if (pass == 1) KT_MPI(MPI_Send(NULL, 0, MPI_BYTE, 1, 1096, MPI_COMM_WORLD));
@@ -125,7 +113,7 @@ int main(int argc, char **argv)
                     KT_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 0, 1096, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
                     KT_ERRCLASS(MPI_Recv(rb[0], n - 1, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &st[0]), MPI_ERR_TRUNCATE);
                 }
-                check(rb[0], n - 1, n + 1, "truncated");
+                kt_check_fill(rb[0], n - 1, n + 1, "truncated");
                 KT_EQ_INT(rb[0][n - 1], 0xee);
             }
         }
@@ -136,7 +124,7 @@ int main(int argc, char **argv)
      * either cancelled (then never received) or delivered, never both */
     if (rank == 0) {
         int flag = 0, canc = 0;
-        fill(sb[0], 8, 3);
+        kt_fill(sb[0], 8, 3);
         KT_MPI(MPI_Isend(sb[0], 8, MPI_BYTE, 1, 4, MPI_COMM_WORLD, &rq[0]));
         KT_MPI(MPI_Cancel(&rq[0]));
         KT_MPI(MPI_Wait(&rq[0], &st[0]));
@@ -150,7 +138,7 @@ int main(int argc, char **argv)
         KT_EQ_INT(flag, !canc);
         if (flag) {
             KT_MPI(MPI_Recv(rb[0], 8, MPI_BYTE, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            check(rb[0], 8, 3, "not cancelled");
+            kt_check_fill(rb[0], 8, 3, "not cancelled");
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -167,7 +155,7 @@ int main(int argc, char **argv)
             if (pass == 1) KT_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 1, 1093, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             for (int i = 0; i < WIN; i++) {
                 int n = (i * 29 + pass) % 71;
-                fill(sb[i], n, i + pass);
+                kt_fill(sb[i], n, i + pass);
                 if (i % 3 == 2) KT_MPI(MPI_Isend(sb[i], n, MPI_BYTE, 1, i, MPI_COMM_WORLD, &rq[k++]));
                 else KT_MPI(MPI_Send(sb[i], n, MPI_BYTE, 1, i, MPI_COMM_WORLD));
             }
@@ -195,7 +183,7 @@ int main(int argc, char **argv)
                 KT_EQ_INT(st[i].MPI_TAG, i);
                 MPI_Get_count(&st[i], MPI_BYTE, &cnt);
                 KT_EQ_INT(cnt, n);
-                check(rb[i], n, i + pass, pass ? "mixed, posted" : "mixed, unexpected");
+                kt_check_fill(rb[i], n, i + pass, pass ? "mixed, posted" : "mixed, unexpected");
             }
         }
         MPI_Barrier(MPI_COMM_WORLD);

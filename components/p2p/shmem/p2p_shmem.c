@@ -538,6 +538,7 @@ static const struct kumi_p2p_ops p2p_shmem_ops = {
     .ckpt_quiet = p2p_shmem_ckpt_quiet,
     .ckpt_release = p2p_shmem_ckpt_release,
     .send_inline = p2p_shmem_send_inline,
+    .recv_inline = p2p_shmem_recv_inline,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_shmem_component = {

@@ -313,6 +313,7 @@ void p2p_shmem_wake(struct p2p_shmem_peer *p);
 int p2p_shmem_flush(struct p2p_shmem_peer *p);
 int p2p_shmem_send(int peer, struct kumi_sendop *op);
 int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payload);
+int p2p_shmem_recv_inline(int peer, int32_t ctx, int src, int tag, void *dst, size_t cap, struct kumi_hdr *h);
 void p2p_shmem_send_ack(int peer, uint64_t cookie, int ok);
 int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p);
 int p2p_shmem_progress(void);

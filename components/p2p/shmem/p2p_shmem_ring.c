@@ -370,6 +370,41 @@ static inline __attribute__((always_inline)) void p2p_shmem_take_short(int peer,
     kumi_p2p_incoming_whole(peer, &h, n ? c->u.ndata : c->u.s.data);
 }
 
+/* Contract 1.9: a blocking receive takes the SHORT or SHORTN record at the
+ * head of peer's ring itself when it is an eager message of context ctx from
+ * src, of tag tag (any for MPI_ANY_TAG): its payload straight into dst, the
+ * head stored as take_shorts() stores it.  0: no record there yet; -1:
+ * another record, a payload streaming in, or inside progress(). */
+int p2p_shmem_recv_inline(int peer, int32_t ctx, int src, int tag, void *dst, size_t cap, struct kumi_hdr *h)
+{
+    struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
+    if (__builtin_expect(p->in_msg || p2p_shmem_in_progress, 0)) return -1;
+    const char *cell = p2p_shmem_cell(p->idata, p->ihead);
+    if (atomic_load_explicit((const _Atomic uint64_t *)(const void *)cell, memory_order_acquire) !=
+        p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead))
+        return 0;
+    const struct p2p_shmem_short *c = (const struct p2p_shmem_short *)(const void *)cell;
+    if (__builtin_expect(!p2p_shmem_is_short(c->type) || c->kind != KUMI_HDR_EAGER || c->ctx != ctx ||
+                         c->src != src || (tag != MPI_ANY_TAG && c->tag != tag), 0))
+        return -1;
+    int n = c->type == P2P_SHMEM_REC_SHORTN;
+    size_t paylen = c->paylen;
+    h->kind = KUMI_HDR_EAGER;
+    h->flags = c->flags;
+    h->ctx = ctx;
+    h->src = src;
+    h->tag = c->tag;
+    h->seq = c->seq;
+    h->len = h->paylen = paylen;
+    h->sreq = n ? 0 : (uint64_t)c->u.s.sreq_hi << 32 | c->u.s.sreq_lo;
+    if (paylen) kumi_p2p_copy64(dst, n ? c->u.ndata : c->u.s.data, paylen < cap ? paylen : cap);
+    p->ihead += paylen <= (n ? P2P_SHMEM_SHORTN_MAX : P2P_SHMEM_SHORT_MAX) ? P2P_SHMEM_CELL : 2 * P2P_SHMEM_CELL;
+    atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
+    /* the sender may sleep waiting for space */
+    if (p->seg || p2p_shmem_attach(p, peer) == 0) p2p_shmem_ring_bell(p);
+    return 1;
+}
+
 /* Read what ring peer -> me holds.  Returns 1 if anything happened. */
 int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
 {

@@ -131,12 +131,14 @@ struct kumi_p2p_rma {
  *   1.7  adds ckpt_quiet, ckpt_release (optional, for coordinated
  *        checkpoints: NULL or absent = finalize and busy() serve);
  *   1.8  adds send_inline (optional: NULL or absent = every message goes
- *        through send()).
+ *        through send());
+ *   1.9  adds recv_inline (optional: NULL or absent = every message goes
+ *        up through the upcalls).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 8
+#define KUMI_P2P_CONTRACT_MINOR 9
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -306,6 +308,22 @@ struct kumi_p2p_ops {
      * Otherwise return 0 having done nothing: the caller then passes the
      * message to send() (which also reports the errors). */
     int (*send_inline)(int peer, const struct kumi_hdr *h, const void *payload);
+
+    /* ---- Contract 1.9, optional (may be NULL): a blocking receive takes
+     * the next message from peer itself, without the upcalls (the request
+     * layer calls it only while no receive is posted and no message waits
+     * unexpected, so that the next message from peer is the first the
+     * receive could match).  When the next record from peer is whole in
+     * the transport and is a KUMI_HDR_EAGER message (paylen == len) on
+     * context ctx from rank src there whose tag is tag (any, for
+     * MPI_ANY_TAG): copy
+     * min(paylen, cap) payload bytes to dst, fill *h with its header,
+     * step past it (it is gone from the transport, as after
+     * kumi_p2p_incoming_whole) and return 1.  Nothing from peer yet: 0.
+     * Anything else (another context or tag, another kind, a record that
+     * is not whole yet, the transport inside its own progress): -1, having
+     * done nothing; the caller then waits the usual way. */
+    int (*recv_inline)(int peer, int32_t ctx, int src, int tag, void *dst, size_t cap, struct kumi_hdr *h);
 };
 
 /* Upcalls into the request layer, for transports. */
