@@ -14,18 +14,35 @@
  *   ring: P2P_SHMEM_CAL_XCORE * (a_c + b_c * n)
  *
  * (a_r + b_r n: the self read; a_c + b_c n: the two copies in one core's
- * cache).  The constants come from mpibench on 2 bound ranks (2026-11-29,
- * the second machine).  The ring's copies cost 3.5 x the in-cache ones (the
- * receiver's copy reads lines the sender's core wrote; latency 8-32 KiB:
- * 0.14 us/KiB against 0.037), a pull about what the self read costs per
- * byte (0.063 against 0.071 us/KiB).  A lone pull also pays the peer's
- * address space, the RTS record and the wake-up: about 0.75 x the self
- * read's fixed cost more in latency, where the two paths crossed at 32 KiB
- * (4.69 us through the ring, 4.75 pulled); in a window both ways (bibw) that
- * is hidden, and the ring fell behind from 24-32 KiB (32 KiB: 10.8 against
- * 14.1 GB/s pulled; 16-24 KiB: alike).  P2P_SHMEM_CAL_FIXED = 0.4 puts the
- * switch between the two, at about 27 KiB there: latency as good as either
- * path's up to 24 KiB, bibw the pull's from 32 KiB.  The sender alone
+ * cache).  The constants are fitted to ping-pong latency (tests/bench/
+ * shm-band.sh -w 300 -m lat, 2 ranks bound, 10th percentile of the windows,
+ * p2p_shmem_cma_min 8193 against 65537, 3 interleaved rounds, 2026-11-29),
+ * us: 8193 B 3.30 pulled vs 2.73 through the ring, 10240 B 3.36 vs 2.99,
+ * 12289 B 3.63 vs 3.85-4.16, 16385 B 3.92 vs 4.52-4.89, 24576 B 4.47 vs
+ * 5.25-5.62, 32768 B 5.01 vs 6.43-6.90 (Open MPI, which pulls: 3.24, 3.30,
+ * 3.56, 3.88, 4.44, 5.00; MPICH 2.78, 3.79, 4.05, 4.37, 4.94, 5.51).  The
+ * paths cross at 12-15 KiB: the ring's copies cost 4.3 x the in-cache ones
+ * (0.16 us/KiB against 0.037: the receiver's copy reads lines the sender's
+ * core wrote), a pull about what the self read costs per byte (0.07 against
+ * 0.064 us/KiB), and a lone pull 0.1 x the self read's fixed cost more (the
+ * peer's address space, the RTS record and the ACK).  Latency alone decides:
+ * a window of sends both ways (bibw) goes through the ring whatever cma_min
+ * is, while it has room (p2p_shmem_stream_limit), and the pull is the
+ * single copy that makes the 16-64 KiB latency Open MPI's.  (Before, 3.5 x
+ * and 0.75, then 0.4 x to weigh bibw, put the switch at 27-42 KiB, where
+ * latency at 16-32 KiB was 1.15-1.4 x Open MPI's.)
+ *
+ * The crossing itself is not stable: it is CMA's extra fixed cost divided by
+ * the difference of two slopes of about the same size (4.3 x 0.037 against
+ * 0.063-0.071 us/KiB), so a timing 10 % off moves it by a quarter or more,
+ * and the self read's timings differ between processes by 20-30 % on a
+ * shared (virtual) machine (12 processes, 2026-11-29: 1.48-1.99 us at 4 KiB,
+ * 3.27-4.31 at 32, the copies within 0.13-0.17 / 1.15-1.36: crossings of
+ * 14.6-20.9 KiB, launch to launch and rank to rank).  So the switch is the
+ * power of two nearest the crossing on a log scale, plus one (crossings of
+ * 11.3-22.6 KiB all give 16385; where a pull was cheap, about 3 KiB: the
+ * floor, 4097): the same protocol for a size launch after launch unless the
+ * machine changes by more than a factor of 1.4.  The sender alone
  * applies the switch (eager_limit, rget), the receiver follows what each
  * record says, so two ranks that chose differently still agree on every
  * message. */
@@ -39,8 +56,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define P2P_SHMEM_CAL_XCORE 3.5
-#define P2P_SHMEM_CAL_FIXED 0.4
+#define P2P_SHMEM_CAL_XCORE 4.3
+#define P2P_SHMEM_CAL_FIXED 0.1
 
 static double cal_now(void)
 {
@@ -89,6 +106,16 @@ int p2p_shmem_cal_measure(struct p2p_shmem_cal *c)
     return 0;
 }
 
+size_t p2p_shmem_cal_snap(double x)
+{
+    size_t p = 1;
+    if (!(x > 1)) return 1;
+    if (x >= (double)((size_t)1 << 40)) return ((size_t)1 << 40) + 1;
+    while ((double)p * 2 <= x) p *= 2;           /* p <= x < 2p */
+    /* the nearer of p and 2p on a log scale: 2p from p * sqrt(2) */
+    return (x * x >= 2.0 * (double)p * (double)p ? 2 * p : p) + 1;
+}
+
 size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen)
 {
     const double span = (double)(P2P_SHMEM_CAL_BIG - P2P_SHMEM_CAL_SMALL);
@@ -112,15 +139,11 @@ size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *w
         return top;
     }
     x = fixed / slope;
-    if (x >= (double)eager) {
-        n = top;
-    } else {
-        n = x <= 0 ? 0 : ((size_t)x + 1023) / 1024 * 1024 + 1;   /* whole KiB go eagerly */
-        if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
-        if (n > top) n = top;
-    }
-    snprintf(why, whylen, "paths cross at %.0f bytes (self read %.2f/%.2f us, ring copies %.2f/%.2f us "
-             "at %d/%d KiB, x %.1f across cores)", x, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
+    n = p2p_shmem_cal_snap(x);
+    if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
+    if (n > top || x >= (double)eager) n = top;
+    snprintf(why, whylen, "paths cross at %.0f bytes, taken as %zu (self read %.2f/%.2f us, ring copies "
+             "%.2f/%.2f us at %d/%d KiB, x %.1f across cores)", x, n, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
              P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, P2P_SHMEM_CAL_XCORE);
     return n;
 }
