@@ -79,7 +79,9 @@
  * message (cma_min..stream_limit bytes) is written whole (MSG, F_WHOLE):
  * one process_vm_readv and one ACK per message, serialised behind the
  * receiver, move fewer bytes per second than the ring's two copies there; a
- * lone message (no transfer outstanding) is still pulled.
+ * lone message (no transfer outstanding) is still pulled.  Once the ring is
+ * full, a stream's messages are pulled again, or, up to
+ * p2p_shmem_stream_queue bytes (0 by default), queued for the ring.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
@@ -252,7 +254,7 @@ struct p2p_shmem_peer {
 
 /* parameters */
 extern size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
-extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max;
+extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max, p2p_shmem_stream_queue;
 extern const char *p2p_shmem_cma_mode;
 extern const char *p2p_shmem_cma_status;
 extern char p2p_shmem_cma_status_buf[160];
