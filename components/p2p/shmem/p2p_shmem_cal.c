@@ -14,35 +14,45 @@
  *   ring: P2P_SHMEM_CAL_XCORE * (a_c + b_c * n)
  *
  * (a_r + b_r n: the self read; a_c + b_c n: the two copies in one core's
- * cache).  The constants are fitted to ping-pong latency (tests/bench/
- * shm-band.sh -w 300 -m lat, 2 ranks bound, 10th percentile of the windows,
- * p2p_shmem_cma_min 8193 against 65537, 3 interleaved rounds, 2026-11-29),
- * us: 8193 B 3.30 pulled vs 2.73 through the ring, 10240 B 3.36 vs 2.99,
- * 12289 B 3.63 vs 3.85-4.16, 16385 B 3.92 vs 4.52-4.89, 24576 B 4.47 vs
- * 5.25-5.62, 32768 B 5.01 vs 6.43-6.90 (Open MPI, which pulls: 3.24, 3.30,
- * 3.56, 3.88, 4.44, 5.00; MPICH 2.78, 3.79, 4.05, 4.37, 4.94, 5.51).  The
- * paths cross at 12-15 KiB: the ring's copies cost 4.3 x the in-cache ones
- * (0.16 us/KiB against 0.037: the receiver's copy reads lines the sender's
- * core wrote), a pull about what the self read costs per byte (0.07 against
- * 0.064 us/KiB), and a lone pull 0.1 x the self read's fixed cost more (the
- * peer's address space, the RTS record and the ACK).  Latency alone decides:
- * a window of sends both ways (bibw) goes through the ring whatever cma_min
- * is, while it has room (p2p_shmem_stream_limit), and the pull is the
- * single copy that makes the 16-64 KiB latency Open MPI's.  (Before, 3.5 x
- * and 0.75, then 0.4 x to weigh bibw, put the switch at 27-42 KiB, where
- * latency at 16-32 KiB was 1.15-1.4 x Open MPI's.)
+ * cache).  The constants come from mpibench on 2 bound ranks (2026-11-29,
+ * the second machine).  The ring's copies cost 3.5 x the in-cache ones (the
+ * receiver's copy reads lines the sender's core wrote; latency 8-32 KiB:
+ * 0.14 us/KiB against 0.037), a pull about what the self read costs per
+ * byte (0.063 against 0.071 us/KiB).  A lone pull also pays the peer's
+ * address space, the RTS record and the wake-up: about 0.75 x the self
+ * read's fixed cost more in latency, where the two paths crossed at 32 KiB
+ * (4.69 us through the ring, 4.75 pulled); in a window both ways (bibw) that
+ * is hidden, and the ring fell behind from 24-32 KiB (32 KiB: 10.8 against
+ * 14.1 GB/s pulled; 16-24 KiB: alike).  P2P_SHMEM_CAL_FIXED = 0.4 puts the
+ * switch between the two, at about 27 KiB there: latency as good as either
+ * path's up to 24 KiB, bibw the pull's from 32 KiB.
+ *
+ * What this cannot see: the factor across cores is not a constant of the
+ * machine.  On the same (virtual, shared) machine, minutes apart, with the
+ * in-process timings unchanged (self read 1.5/3.3 us, copies 0.13/1.15):
+ * ping-pong through the ring 16385 B 1.50 us, 32768 B 2.5, 65535 B 4.4,
+ * pulled 3.5, 4.6, 6.8 (MPICH 3.7, 4.8; Open MPI 7.2 at 65535): the ring
+ * ahead to 64 KiB (a factor of about 1.5); and, while other jobs kept both
+ * cores busy (load average 6), through the ring 16385 B 4.5-4.9 us, 32768 B
+ * 6.4-6.9, pulled 3.9, 5.0 (Open MPI 3.9, 5.0): the pull ahead from 12 KiB (a
+ * factor of 4.3).  (tests/bench/shm-band.sh -w 200-300 -m lat, p2p_shmem_
+ * cma_min 16385 or 8193 against 65537, 2026-11-29.)  The constants here
+ * keep the switch where the quiet machine's latency was met; fitting them to
+ * the loaded one (4.3, 0.1) would switch at 16385, 2.3 x the quiet latency
+ * at 16-24 KiB.  Telling the two apart needs a timing across the two ranks'
+ * cores (at wire-up), which this does not make.
  *
  * The crossing itself is not stable: it is CMA's extra fixed cost divided by
- * the difference of two slopes of about the same size (4.3 x 0.037 against
- * 0.063-0.071 us/KiB), so a timing 10 % off moves it by a quarter or more,
- * and the self read's timings differ between processes by 20-30 % on a
- * shared (virtual) machine (12 processes, 2026-11-29: 1.48-1.99 us at 4 KiB,
+ * the difference of two slopes of about the same size (3.5 x 0.037 against
+ * 0.063-0.071 us/KiB), so a timing 10 % off moves it by a third or more, and
+ * the self read's timings differ between processes by 20-30 % on a shared
+ * (virtual) machine (12 processes, 2026-11-29: 1.48-1.99 us at 4 KiB,
  * 3.27-4.31 at 32, the copies within 0.13-0.17 / 1.15-1.36: crossings of
- * 14.6-20.9 KiB, launch to launch and rank to rank).  So the switch is the
- * power of two nearest the crossing on a log scale, plus one (crossings of
- * 11.3-22.6 KiB all give 16385; where a pull was cheap, about 3 KiB: the
- * floor, 4097): the same protocol for a size launch after launch unless the
- * machine changes by more than a factor of 1.4.  The sender alone
+ * 27-42 KiB, launch to launch and rank to rank).  So the switch is the power
+ * of two nearest the crossing on a log scale, plus one (crossings of 23-45
+ * KiB all give 32769; about 6 KiB on the machine where a pull was cheap:
+ * 8193, the old constant): the same protocol for a size launch after launch
+ * unless the machine changes by more than a factor of 1.4.  The sender alone
  * applies the switch (eager_limit, rget), the receiver follows what each
  * record says, so two ranks that chose differently still agree on every
  * message. */
@@ -56,8 +66,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define P2P_SHMEM_CAL_XCORE 4.3
-#define P2P_SHMEM_CAL_FIXED 0.1
+#define P2P_SHMEM_CAL_XCORE 3.5
+#define P2P_SHMEM_CAL_FIXED 0.4
 
 static double cal_now(void)
 {
