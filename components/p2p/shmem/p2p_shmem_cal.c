@@ -28,19 +28,22 @@
  * path's up to 24 KiB, bibw the pull's from 32 KiB.
  *
  * What this cannot see: the factor across cores is not a constant of the
- * machine.  On the same (virtual, shared) machine, minutes apart, with the
+ * machine.  On the same (virtual, shared) machine, in two states that came
+ * and went minute by minute (load average 4-6 in both; the virtual CPUs
+ * placed near each other on the host or not, we suppose), with the
  * in-process timings unchanged (self read 1.5/3.3 us, copies 0.13/1.15):
- * ping-pong through the ring 16385 B 1.50 us, 32768 B 2.5, 65535 B 4.4,
- * pulled 3.5, 4.6, 6.8 (MPICH 3.7, 4.8; Open MPI 7.2 at 65535): the ring
- * ahead to 64 KiB (a factor of about 1.5); and, while other jobs kept both
- * cores busy (load average 6), through the ring 16385 B 4.5-4.9 us, 32768 B
- * 6.4-6.9, pulled 3.9, 5.0 (Open MPI 3.9, 5.0): the pull ahead from 12 KiB (a
- * factor of 4.3).  (tests/bench/shm-band.sh -w 200-300 -m lat, p2p_shmem_
- * cma_min 16385 or 8193 against 65537, 2026-11-29.)  The constants here
- * keep the switch where the quiet machine's latency was met; fitting them to
- * the loaded one (4.3, 0.1) would switch at 16385, 2.3 x the quiet latency
- * at 16-24 KiB.  Telling the two apart needs a timing across the two ranks'
- * cores (at wire-up), which this does not make.
+ * ping-pong through the ring 16385 B 1.4-1.5 us, 32768 B 2.1-2.5, 65535 B
+ * 4.4, pulled 3.5, 4.6-5.0, 6.8 (MPICH 3.7, 4.8; Open MPI 3.7, 5.0, 7.2): the
+ * ring ahead to 64 KiB (a factor of about 1.5); or through the ring 16385 B
+ * 4.5-4.9 us, 32768 B 6.4-7.8, pulled 3.9, 5.0 (Open MPI 3.9, 5.0): the pull
+ * ahead from 12 KiB (a factor of 4.3).  (tests/bench/shm-band.sh -w 200-300
+ * -m lat, p2p_shmem_cma_min 16385 or 8193 against 65537, 2026-11-29.)  The
+ * constants here keep the switch at 32769, where the first state's latency
+ * is 0.45-0.55 x the peers' at 16-32 KiB and the second's 1.2-1.5 x; fitted
+ * to the second (4.3, 0.1) the switch is 16385, 1.0-1.06 x the better peer
+ * in both, but 2.3-2.6 x the first state's ring at 16-32 KiB.  Telling the
+ * two apart needs a timing across the two ranks' cores, repeated (the state
+ * changes within a job), which this does not make.
  *
  * The crossing itself is not stable: it is CMA's extra fixed cost divided by
  * the difference of two slopes of about the same size (3.5 x 0.037 against
