@@ -279,6 +279,7 @@ static void p2p_shmem_ckpt_restore(void)
 static int p2p_shmem_ckpt_quiet(void)
 {
     if (!p2p_shmem_peers) return 1;
+    if (p2p_shmem_pulls_pending()) return 0;
     for (int r = 0; r < p2p_shmem_size; r++) {
         struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
         if (p->qhead) return 0;

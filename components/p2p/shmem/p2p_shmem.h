@@ -309,6 +309,8 @@ int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_
                      const struct p2p_shmem_cmadesc *d);
 int p2p_shmem_rget(int peer, size_t len);
 void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx);
+void p2p_shmem_pull_flush(void);
+int p2p_shmem_pulls_pending(void);
 
 /* p2p_shmem_ring.c */
 void p2p_shmem_wake(struct p2p_shmem_peer *p);
