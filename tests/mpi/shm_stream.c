@@ -4,7 +4,8 @@
  * sends a window of 64 Isends of distinct sizes, tags and contents to every
  * other rank at once (interleaved streams at 3 ranks), some pulled with CMA,
  * the others sent eagerly while earlier ones are unanswered
- * (p2p_shmem_stream_limit).  Each message must land in the receive MPI's
+ * (p2p_shmem_stream_limit; with p2p_shmem_stream_queue, queued behind a full
+ * ring instead of pulled).  Each message must land in the receive MPI's
  * matching rules give it, whole and in order:
  *   phase 1: every receive posted before any send (a barrier between), in a
  *            shuffled order, specific, MPI_ANY_TAG and MPI_ANY_SOURCE ones
@@ -73,6 +74,12 @@ int main(int argc, char **argv)
      * send a window of these partly eagerly through the ring (stream_limit
      * at least MAX; run with cma_min below MIN) */
     int want_stream = argc > 3 && strcmp(argv[3], "stream") == 0;
+    /* "queue": as "stream", and p2p_shmem_stream_queue (set to at least MAX)
+     * keeps the messages of a window that find the ring full in the ring's
+     * queue instead of pulling them: no more than a quarter of them pulled */
+    int want_queue = argc > 3 && strcmp(argv[3], "queue") == 0;
+    unsigned long stream_queue = 0;
+    want_stream |= want_queue;
     /* limit=N (after the three): the stream limit in use must be N */
     long want_limit = argc > 4 && strncmp(argv[4], "limit=", 6) == 0 ? strtol(argv[4] + 6, NULL, 0) : -1;
     if (argc > 2) {
@@ -83,6 +90,7 @@ int main(int argc, char **argv)
     cvar_read("p2p_shmem_stream_limit", &stream_limit);
     /* the limit in use (the default is bounded by the ring size) */
     cvar_read("p2p_shmem_stream_limit_effective", &stream_limit);
+    cvar_read("p2p_shmem_stream_queue_effective", &stream_queue);
     KT_CHECK(want_limit < 0 || stream_limit == (unsigned long)want_limit,
              "p2p_shmem_stream_limit in use is %lu, not %ld", stream_limit, want_limit);
     /* the smallest message pulled (p2p_shmem_cma_min, or measured at start-up; 0: none) */
@@ -233,6 +241,15 @@ int main(int argc, char **argv)
              * is full: at least one message per destination went eagerly */
             KT_CHECK(rv1 - rv0 <= (unsigned long long)(nsend - npeer), "phase %d: %llu of %d sends by rendezvous",
                      phase, rv1 - rv0, nsend);
+        }
+        if (want_queue && strncmp(status, "single copy", 11) == 0) {
+            /* the first of each window pulled, and one whose predecessors'
+             * pulls were all answered when it was sent; the rest through
+             * the ring (a 1 MiB ring holds about 18 of these: without the
+             * queue, 46 or more of 64 per destination are pulled) */
+            KT_CHECK(stream_queue >= max_n, "stream_queue in use %lu, below %zu", stream_queue, max_n);
+            KT_CHECK(rv1 - rv0 <= (unsigned long long)(nsend / 4), "phase %d: %llu of %d sends by rendezvous "
+                     "(stream_queue %lu)", phase, rv1 - rv0, nsend, stream_queue);
         }
         if (phase == 2) {
             int flag;

@@ -2,7 +2,9 @@
  * (components/p2p/shmem/p2p_shmem_cal.c), in process: the crossover of the
  * two paths' lines for given timings (the measurements of two machines, a
  * CMA that never pays, a crossover past the eager limit, nonsense timings),
- * the rounding and bounds of the result, and one real measurement.  The
+ * the rounding to a power of two plus one (one switch for the spread of
+ * one machine's processes) and bounds of the result, and one real
+ * measurement.  The
  * parameter set by the user and "no CMA" are checked by tests/mpi/shm_band
  * (shm_band_cma4k_2, shm_band_nocma_2). */
 #include "p2p_shmem_cal.c"
@@ -25,9 +27,35 @@ int main(void)
     {
         struct p2p_shmem_cal c = cal(1.39, 3.39, 0.10, 1.13);
         n = p2p_shmem_cal_choose(&c, eager, why, sizeof why);
-        CHECK(n >= 24 * 1024 && n <= 32 * 1024, "chose %zu: %s", n, why);   /* 27 KiB */
-        CHECK_INT(n % 1024, 1);
-        CHECK_HAS(why, "paths cross at", "self read 1.39/3.39");
+        CHECK_INT(n, 32 * 1024 + 1);                                      /* crossing at 27 KiB */
+        CHECK_HAS(why, "paths cross at", "taken as 32769", "self read 1.39/3.39");
+    }
+    UT_CASE("snapped to the nearest power of two on a log scale, plus one");
+    {
+        CHECK_INT(p2p_shmem_cal_snap(6000), 8193);
+        CHECK_INT(p2p_shmem_cal_snap(8192), 8193);
+        CHECK_INT(p2p_shmem_cal_snap(23000), 16385);                     /* 16 KiB x 1.414 = 23170 */
+        CHECK_INT(p2p_shmem_cal_snap(23300), 32769);
+        CHECK_INT(p2p_shmem_cal_snap(45000), 32769);                     /* 32 KiB x 1.414 = 46341 */
+        CHECK_INT(p2p_shmem_cal_snap(46500), 65537);
+        CHECK_INT(p2p_shmem_cal_snap(0), 1);
+        CHECK_INT(p2p_shmem_cal_snap(-5), 1);
+        CHECK_INT(p2p_shmem_cal_snap(1e300), ((size_t)1 << 40) + 1);
+    }
+    UT_CASE("one machine, twelve processes: one switch (timings of kumi_info runs, 2026-11-29)");
+    {
+        /* self read at 4/32 KiB and the ring's copies at 4/32 KiB: crossings of 27-42 KiB */
+        static const double t[][4] = {
+            { 1.82, 4.02, 0.15, 1.20 }, { 1.68, 3.61, 0.15, 1.20 }, { 1.50, 3.28, 0.13, 1.15 },
+            { 1.53, 3.31, 0.13, 1.15 }, { 1.82, 4.03, 0.15, 1.19 }, { 1.71, 3.74, 0.15, 1.19 },
+            { 1.51, 3.31, 0.13, 1.16 }, { 1.70, 3.72, 0.15, 1.18 }, { 1.67, 3.65, 0.15, 1.19 },
+            { 1.48, 3.27, 0.13, 1.16 }, { 1.70, 3.67, 0.15, 1.20 }, { 1.99, 4.31, 0.17, 1.36 },
+        };
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+            struct p2p_shmem_cal c = cal(t[i][0], t[i][1], t[i][2], t[i][3]);
+            n = p2p_shmem_cal_choose(&c, eager, why, sizeof why);
+            CHECK(n == 32 * 1024 + 1, "process %zu chose %zu: %s", i, n, why);
+        }
     }
     UT_CASE("fast CMA (8 KiB pulled in 1.31 us, ahead of the ring from about 6 KiB)");
     {

@@ -9,7 +9,7 @@
 
 /* parameters */
 size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min = SIZE_MAX, p2p_shmem_cma_min_set;
-size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max;
+size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max, p2p_shmem_stream_queue;
 const char *p2p_shmem_cma_mode;
 const char *p2p_shmem_cma_status;
 char p2p_shmem_cma_status_buf[160];
@@ -90,21 +90,45 @@ volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with C
 #define RING_BIG_RANKS 4
 #define RING_BIG_RANKS_S "4"
 
+/* Once the room is used up, a stream's messages are pulled again (see
+ * p2p_shmem_stream_limit()); up to p2p_shmem_stream_queue bytes they may wait
+ * for room instead, queued behind the ring, the two ranks copying through it
+ * in step.  Off by default: it wins only while both ranks have a core.
+ * mpibench's window of 64 sends each way (4 MiB of 64 KiB messages through a
+ * 1 MiB ring), 2 ranks bound, 4-6 interleaved rounds on a loaded machine
+ * (load average 5-9, 2026-11-29), stream_queue 64k against 0, GB/s: the
+ * 10th percentile of 100 windows (the windows in which both ranks ran) 65535
+ * B 25.2-30.6 vs 19.9-21.0, 65536 B 27.2-28.1 vs 20.8-21.4 (MPICH 18.3-18.7);
+ * but the median window 9.3-15.2 vs 14.2-15.5 and 11.9-12.1 vs 15.5-16.8,
+ * the mean over all windows 5.5 vs 8.1 and 6.0 vs 11.3, and mpibench's own
+ * figure (41 rounds, -x 4) 0.65 x: a rank that loses its core stops the
+ * other, where a pull needs only the receiver.  A lone message (no transfer
+ * outstanding) is pulled either way. */
+#define STREAM_QUEUE_DEFAULT 0
+
 /* The stream limit in use with rings of ringsz bytes: p2p_shmem_stream_limit
  * as the user set it, or its default, at most a twelfth of the ring; shown
- * in the read-only p2p_shmem_stream_limit_effective. */
+ * in the read-only p2p_shmem_stream_limit_effective.  p2p_shmem_stream_queue
+ * becomes at most that (p2p_shmem_stream_queue_effective). */
 static size_t p2p_shmem_stream_effective(size_t ringsz)
 {
-    static size_t eff;
-    size_t v = p2p_shmem_stream_max;
+    static size_t eff, qeff;
+    size_t v = p2p_shmem_stream_max, q = p2p_shmem_stream_queue;
     if (kumi_param_is_default("p2p_shmem_stream_limit") == 1 && v > ringsz / STREAM_RING_DIV)
         v = ringsz / STREAM_RING_DIV;
     eff = v;
+    qeff = q < v ? q : v;
     kumi_param_register_size("p2p", "shmem", "stream_limit_effective", eff,
                              "Read-only: the stream limit in use in this process, p2p_shmem_stream_limit "
                              "as set, or its default bounded by the ring (kumi_info: for a job of up to "
                              "4 ranks; setting it changes nothing)",
                              KUMI_LEVEL_TUNER, &eff);
+    kumi_param_register_size("p2p", "shmem", "stream_queue_effective", qeff,
+                             "Read-only: p2p_shmem_stream_queue in use in this process: as set, at most "
+                             "the stream limit in use (kumi_info: for a job of up to 4 ranks; setting it "
+                             "changes nothing)",
+                             KUMI_LEVEL_TUNER, &qeff);
+    p2p_shmem_stream_queue = qeff;
     return v;
 }
 
@@ -147,6 +171,12 @@ static void p2p_shmem_register(void)
                              "unless set, 80k or p2p_shmem_ring_size / " STREAM_RING_DIV_S
                              " where that is less: see p2p_shmem_stream_limit_effective)",
                              KUMI_LEVEL_TUNER, &p2p_shmem_stream_max);
+    kumi_param_register_size("p2p", "shmem", "stream_queue", STREAM_QUEUE_DEFAULT,
+                             "Largest message of a stream (see p2p_shmem_stream_limit) that waits for "
+                             "room in a full ring, queued behind it, rather than being pulled with CMA "
+                             "(0, the default: none wait; at most the stream limit in use: see "
+                             "p2p_shmem_stream_queue_effective)",
+                             KUMI_LEVEL_TUNER, &p2p_shmem_stream_queue);
     if (!p2p_shmem_cma_mode || (strcmp(p2p_shmem_cma_mode, "auto") && strcmp(p2p_shmem_cma_mode, "on") &&
                                 strcmp(p2p_shmem_cma_mode, "off"))) {
         static int warned;
@@ -249,6 +279,7 @@ static void p2p_shmem_ckpt_restore(void)
 static int p2p_shmem_ckpt_quiet(void)
 {
     if (!p2p_shmem_peers) return 1;
+    if (p2p_shmem_pulls_pending()) return 0;
     for (int r = 0; r < p2p_shmem_size; r++) {
         struct p2p_shmem_peer *p = &p2p_shmem_peers[r];
         if (p->qhead) return 0;
@@ -477,14 +508,18 @@ int p2p_shmem_reaches(int peer)
 
 /* A stream towards p, a peer that pulls: eager (whole) up to stream_limit,
  * as long as the message fits the room left in the ring; once the ring is
- * full (sends queued), pulled again.  A stream that overfills the ring
- * waits for the receiver to drain it, and where the two ranks do not both
- * have a core all the time that wait costs more than the pulls: 32 KiB
- * both ways, load average 14, 0.37 x the pull (tests/bench/shm-band.sh -w
- * 300), where the pull does not need the sender to run. */
+ * full (sends queued), up to stream_queue bytes queued behind it (written as
+ * the receiver frees room), larger ones pulled again.  A stream that
+ * overfills the ring waits for the receiver to drain it; with 256 KiB rings,
+ * or where the two ranks do not both have a core most of the time, that wait
+ * cost more than the pulls (32 KiB both ways, load average 14, 0.37 x the
+ * pull: tests/bench/shm-band.sh -w 300), where the pull does not need the
+ * sender to run; only while both ranks run is the ring ahead (see
+ * STREAM_QUEUE_DEFAULT). */
 static size_t p2p_shmem_stream_limit(struct p2p_shmem_peer *p)
 {
     size_t lim = p->elim - 1, fr;
+    if (lim < p2p_shmem_stream_queue) lim = p2p_shmem_stream_queue;
     if (p->qhead) return lim;
     fr = p2p_shmem_ofree(p, p2p_shmem_stream_max + 2 * P2P_SHMEM_CELL);
     if (fr < 2 * P2P_SHMEM_CELL) return lim;

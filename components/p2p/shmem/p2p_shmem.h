@@ -79,7 +79,9 @@
  * message (cma_min..stream_limit bytes) is written whole (MSG, F_WHOLE):
  * one process_vm_readv and one ACK per message, serialised behind the
  * receiver, move fewer bytes per second than the ring's two copies there; a
- * lone message (no transfer outstanding) is still pulled.
+ * lone message (no transfer outstanding) is still pulled.  Once the ring is
+ * full, a stream's messages are pulled again, or, up to
+ * p2p_shmem_stream_queue bytes (0 by default), queued for the ring.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
@@ -252,7 +254,7 @@ struct p2p_shmem_peer {
 
 /* parameters */
 extern size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
-extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max;
+extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max, p2p_shmem_stream_queue;
 extern const char *p2p_shmem_cma_mode;
 extern const char *p2p_shmem_cma_status;
 extern char p2p_shmem_cma_status_buf[160];
@@ -307,6 +309,8 @@ int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_
                      const struct p2p_shmem_cmadesc *d);
 int p2p_shmem_rget(int peer, size_t len);
 void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx);
+void p2p_shmem_pull_flush(void);
+int p2p_shmem_pulls_pending(void);
 
 /* p2p_shmem_ring.c */
 void p2p_shmem_wake(struct p2p_shmem_peer *p);

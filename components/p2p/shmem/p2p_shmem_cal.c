@@ -25,7 +25,37 @@
  * is hidden, and the ring fell behind from 24-32 KiB (32 KiB: 10.8 against
  * 14.1 GB/s pulled; 16-24 KiB: alike).  P2P_SHMEM_CAL_FIXED = 0.4 puts the
  * switch between the two, at about 27 KiB there: latency as good as either
- * path's up to 24 KiB, bibw the pull's from 32 KiB.  The sender alone
+ * path's up to 24 KiB, bibw the pull's from 32 KiB.
+ *
+ * What this cannot see: the factor across cores is not a constant of the
+ * machine.  On the same (virtual, shared) machine, in two states that came
+ * and went minute by minute (load average 4-6 in both; the virtual CPUs
+ * placed near each other on the host or not, we suppose), with the
+ * in-process timings unchanged (self read 1.5/3.3 us, copies 0.13/1.15):
+ * ping-pong through the ring 16385 B 1.4-1.5 us, 32768 B 2.1-2.5, 65535 B
+ * 4.4, pulled 3.5, 4.6-5.0, 6.8 (MPICH 3.7, 4.8; Open MPI 3.7, 5.0, 7.2): the
+ * ring ahead to 64 KiB (a factor of about 1.5); or through the ring 16385 B
+ * 4.5-4.9 us, 32768 B 6.4-7.8, pulled 3.9, 5.0 (Open MPI 3.9, 5.0): the pull
+ * ahead from 12 KiB (a factor of 4.3).  (tests/bench/shm-band.sh -w 200-300
+ * -m lat, p2p_shmem_cma_min 16385 or 8193 against 65537, 2026-11-29.)  The
+ * constants here keep the switch at 32769, where the first state's latency
+ * is 0.45-0.55 x the peers' at 16-32 KiB and the second's 1.2-1.5 x; fitted
+ * to the second (4.3, 0.1) the switch is 16385, 1.0-1.06 x the better peer
+ * in both, but 2.3-2.6 x the first state's ring at 16-32 KiB.  Telling the
+ * two apart needs a timing across the two ranks' cores, repeated (the state
+ * changes within a job), which this does not make.
+ *
+ * The crossing itself is not stable: it is CMA's extra fixed cost divided by
+ * the difference of two slopes of about the same size (3.5 x 0.037 against
+ * 0.063-0.071 us/KiB), so a timing 10 % off moves it by a third or more, and
+ * the self read's timings differ between processes by 20-30 % on a shared
+ * (virtual) machine (12 processes, 2026-11-29: 1.48-1.99 us at 4 KiB,
+ * 3.27-4.31 at 32, the copies within 0.13-0.17 / 1.15-1.36: crossings of
+ * 27-42 KiB, launch to launch and rank to rank).  So the switch is the power
+ * of two nearest the crossing on a log scale, plus one (crossings of 23-45
+ * KiB all give 32769; about 6 KiB on the machine where a pull was cheap:
+ * 8193, the old constant): the same protocol for a size launch after launch
+ * unless the machine changes by more than a factor of 1.4.  The sender alone
  * applies the switch (eager_limit, rget), the receiver follows what each
  * record says, so two ranks that chose differently still agree on every
  * message. */
@@ -89,6 +119,16 @@ int p2p_shmem_cal_measure(struct p2p_shmem_cal *c)
     return 0;
 }
 
+size_t p2p_shmem_cal_snap(double x)
+{
+    size_t p = 1;
+    if (!(x > 1)) return 1;
+    if (x >= (double)((size_t)1 << 40)) return ((size_t)1 << 40) + 1;
+    while ((double)p * 2 <= x) p *= 2;           /* p <= x < 2p */
+    /* the nearer of p and 2p on a log scale: 2p from p * sqrt(2) */
+    return (x * x >= 2.0 * (double)p * (double)p ? 2 * p : p) + 1;
+}
+
 size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen)
 {
     const double span = (double)(P2P_SHMEM_CAL_BIG - P2P_SHMEM_CAL_SMALL);
@@ -112,15 +152,11 @@ size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *w
         return top;
     }
     x = fixed / slope;
-    if (x >= (double)eager) {
-        n = top;
-    } else {
-        n = x <= 0 ? 0 : ((size_t)x + 1023) / 1024 * 1024 + 1;   /* whole KiB go eagerly */
-        if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
-        if (n > top) n = top;
-    }
-    snprintf(why, whylen, "paths cross at %.0f bytes (self read %.2f/%.2f us, ring copies %.2f/%.2f us "
-             "at %d/%d KiB, x %.1f across cores)", x, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
+    n = p2p_shmem_cal_snap(x);
+    if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
+    if (n > top || x >= (double)eager) n = top;
+    snprintf(why, whylen, "paths cross at %.0f bytes, taken as %zu (self read %.2f/%.2f us, ring copies "
+             "%.2f/%.2f us at %d/%d KiB, x %.1f across cores)", x, n, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
              P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, P2P_SHMEM_CAL_XCORE);
     return n;
 }

@@ -20,10 +20,13 @@ struct p2p_shmem_cal {
  * (CMA unusable: *c unchanged). */
 int p2p_shmem_cal_measure(struct p2p_shmem_cal *c);
 /* The smallest message worth pulling with CMA given the measurement c:
- * a value in [P2P_SHMEM_CAL_FLOOR, eager + 1] (eager + 1: no message the
- * ring could take eagerly is pulled).  why (may be NULL) receives the
+ * a power of two plus one (p2p_shmem_cal_snap) in [P2P_SHMEM_CAL_FLOOR,
+ * eager + 1] (eager + 1: no message the ring could take eagerly is pulled).  why (may be NULL) receives the
  * reason in one line. */
 #define P2P_SHMEM_CAL_FLOOR (4 * 1024 + 1)
+/* The switch for a crossing at x bytes: the power of two nearest x on a log
+ * scale, plus one (1 for x <= 1). */
+size_t p2p_shmem_cal_snap(double x);
 size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen);
 
 /* The component's side (p2p_shmem_cma.c): p2p_shmem_cma_min_set is the

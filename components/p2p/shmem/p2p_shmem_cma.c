@@ -163,6 +163,71 @@ int p2p_shmem_rget(int peer, size_t len)
     return p2p_shmem_peer_cma(p);
 }
 
+/* Pulls the request layer asked for, gathered into one process_vm_readv.
+ * A window of rendezvous from one peer (mpibench's bibw of 64 KiB: 49 of 64
+ * pulled) asks for its pulls one after the other while it flushes after a
+ * round of progress; a system call per message pays the fixed cost of
+ * process_vm_readv (about 1.2 us of the 5.3 a 64 KiB read takes here) each
+ * time.  So pull() keeps up to P2P_SHMEM_PULL_BATCH of them from one peer
+ * (counted in p2p_shmem_nqueued, so progress() and busy() see them) and the
+ * next progress() reads them with one call of as many iovecs, then completes
+ * and answers them in order; a short read falls back to one call each.  Once
+ * they hold P2P_SHMEM_PULL_BYTES, they are read at once (the fixed cost is
+ * paid off, and the first of them should not wait for many more bytes).
+ * bibw, 2 ranks bound, 10th percentile of 100 windows (tests/bench/
+ * bibw_counters.c), 5 interleaved rounds on a loaded machine, GB/s: 65535 B
+ * 25.4 vs 20.6, 65536 B 25.7 vs 21.3, 65537 B 24.0 vs 20.0, 131072 B 21.7 vs
+ * 17.3 (MPICH 18.6, 18.8, 11.0, 19.6); ping-pong latency unchanged. */
+#define P2P_SHMEM_PULL_BATCH 16
+#define P2P_SHMEM_PULL_BYTES ((size_t)512 << 10)
+static struct {
+    struct p2p_shmem_pull *pl;
+    struct kumi_rx *rx;
+} pull_batch[P2P_SHMEM_PULL_BATCH];
+static int pull_n, pull_peer = -1;
+static size_t pull_bytes;
+
+int p2p_shmem_pulls_pending(void)
+{
+    return pull_n;
+}
+
+void p2p_shmem_pull_flush(void)
+{
+    struct iovec l[P2P_SHMEM_PULL_BATCH], r[P2P_SHMEM_PULL_BATCH];
+    struct p2p_shmem_pull *pl[P2P_SHMEM_PULL_BATCH];
+    struct kumi_rx *rx[P2P_SHMEM_PULL_BATCH];
+    int n = pull_n, peer = pull_peer, pid;
+    size_t total = 0;
+    ssize_t got;
+    if (n == 0) return;
+    for (int i = 0; i < n; i++) {                /* taken out first: completions may pull again */
+        pl[i] = pull_batch[i].pl;
+        rx[i] = pull_batch[i].rx;
+        size_t want = pl[i]->len < rx[i]->cap ? pl[i]->len : rx[i]->cap;
+        l[i].iov_base = rx[i]->dst;
+        l[i].iov_len = want;
+        r[i].iov_base = (void *)(uintptr_t)pl[i]->d.addr;
+        r[i].iov_len = want;
+        total += want;
+    }
+    pull_n = 0;
+    pull_bytes = 0;
+    p2p_shmem_nqueued -= (size_t)n;
+    pid = p2p_shmem_peers && p2p_shmem_peers[peer].pid > 0 ? p2p_shmem_peers[peer].pid : pl[0]->d.pid;
+    got = process_vm_readv(pid, l, (unsigned long)n, r, (unsigned long)n, 0);
+    for (int i = 0; i < n; i++) {
+        if (got == (ssize_t)total) {
+            rx[i]->got = rx[i]->len;
+            kumi_p2p_rx_done(rx[i]);
+            p2p_shmem_send_ack(peer, pl[i]->d.cookie, 1);
+        } else {                                     /* short or failed: one at a time, as before */
+            p2p_shmem_cma_into(peer, &pl[i]->d, pl[i]->len, rx[i]);
+        }
+        free(pl[i]);
+    }
+}
+
 void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx)
 {
     struct p2p_shmem_pull *pl = (struct p2p_shmem_pull *)(uintptr_t)handle;
@@ -171,6 +236,17 @@ void p2p_shmem_pull(int peer, uint64_t handle, struct kumi_rx *rx)
         return;
     }
     pl->magic = 0;
-    p2p_shmem_cma_into(peer, &pl->d, pl->len, rx);   /* rx NULL (cancelled): only the answer */
-    free(pl);
+    if (!rx || !rx->dst || !p2p_shmem_seg) {
+        p2p_shmem_cma_into(peer, &pl->d, pl->len, rx);   /* rx NULL (cancelled): only the answer */
+        free(pl);
+        return;
+    }
+    if (pull_n == P2P_SHMEM_PULL_BATCH || (pull_n && pull_peer != peer)) p2p_shmem_pull_flush();
+    pull_batch[pull_n].pl = pl;
+    pull_batch[pull_n].rx = rx;
+    pull_n++;
+    pull_peer = peer;
+    pull_bytes += pl->len;
+    p2p_shmem_nqueued++;
+    if (pull_bytes >= P2P_SHMEM_PULL_BYTES) p2p_shmem_pull_flush();
 }

@@ -496,6 +496,10 @@ static __attribute__((noinline)) int p2p_shmem_progress_all(void)
     int did = 0;
     if (p2p_shmem_in_progress) return 0;
     p2p_shmem_in_progress = 1;
+    if (p2p_shmem_pulls_pending()) {                  /* pulls asked for since the last round */
+        p2p_shmem_pull_flush();
+        did = 1;
+    }
     if (p2p_shmem_sleepers == 0 &&
         atomic_load_explicit(&p2p_shmem_seg->sleeping, memory_order_relaxed) != 0) {
         atomic_store_explicit(&p2p_shmem_seg->sleeping, 0, memory_order_relaxed);
@@ -599,6 +603,7 @@ int p2p_shmem_progress(void)
 /* Would progress() find something to do right now? */
 int p2p_shmem_pending(void)
 {
+    if (p2p_shmem_pulls_pending()) return 1;
     for (int i = 0; i < p2p_shmem_nlocal; i++) {
         struct p2p_shmem_peer *p = &p2p_shmem_peers[p2p_shmem_local[i]];
         if (p->in_msg ? atomic_load_explicit(&p->ictl->tail, memory_order_acquire) > p->ihead
