@@ -46,9 +46,9 @@
  * with the engine (MPI_Init), asleep.  0 restores the immediate
  * hand-over (the thread wakes at every start and at every exit from the
  * library while a schedule runs).  A rank that mpiexec bound to cores lets
- * its progress thread run on every CPU of its NUMA node(s), and from the
- * first start on only on those of them that no rank of the job on this
- * host is bound to, where there are any (kumi_base_sched_thread_anycpu: 1,
+ * its progress thread run on the CPUs of its NUMA node(s), and only on
+ * those of them that no rank of the job on this host is bound to, where
+ * there are any (kumi_base_sched_thread_anycpu: 1,
  * default; 2: every online CPU; 0: the rank's cores only): its dozes and
  * take-overs then take no rank's core (see keep_to_free_cpus).
  *
@@ -94,8 +94,6 @@ enum { E_AWAKE, E_DOZING, E_ASLEEP };
 static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
 static unsigned starts;                 /* schedules started (relaxed): the thread lingers while they come */
 static int uring_efd = -1;              /* uring: the thread sleeps on this eventfd (see ring_only) */
-static bool free_pending;               /* the thread's CPUs to narrow at a start (keep_to_free_cpus) */
-static void keep_to_free_cpus(void);
 
 static void *engine_main(void *arg);
 
@@ -145,9 +143,9 @@ void kumi_sched_register_params(void)
                             KUMI_LEVEL_TUNER, &doze_max_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
                             "Where the progress thread of a rank bound to cores may run: 1: on the CPUs "
-                            "of the NUMA node(s) of the rank's cores, from the first non-blocking "
-                            "collective on only on those no rank of the job on this host is bound to "
-                            "where there are any; 2: on every online CPU of the host; 0: on the rank's "
+                            "of the NUMA node(s) of the rank's cores, only on those no rank of the "
+                            "job on this host is bound to where there are any (launches of up to "
+                            "128 ranks); 2: on every online CPU of the host; 0: on the rank's "
                             "cores only (the thread inherits the binding)",
                             KUMI_LEVEL_TUNER, &anycpu);
     kumi_sched_uring_register_params();
@@ -281,23 +279,22 @@ static bool node_cpus(const cpu_set_t *mine, cpu_set_t *out)
     return found;
 }
 
-static void unbind_thread(void)
+static bool unbind_thread(pthread_t t)
 {
-    if (!anycpu || !getenv(KUMI_ENV_BIND_CPUS)) return;
+    if (!anycpu || !getenv(KUMI_ENV_BIND_CPUS)) return false;
     cpu_set_t mine, set;
-    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return false;
     if (anycpu == 1 && node_cpus(&mine, &set)) {
         CPU_OR(&set, &set, &mine);
     } else {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         CPU_ZERO(&set);
         for (long i = 0; i < n && i < CPU_SETSIZE; i++) CPU_SET((int)i, &set);
-        if (n <= 0) return;
+        if (n <= 0) return false;
     }
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
-        kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps the rank's CPUs (%s)", strerror(errno));
-    else if (anycpu == 1 && !use_uring)
-        __atomic_store_n(&free_pending, true, __ATOMIC_RELEASE);   /* the first start narrows it */
+    if (pthread_setaffinity_np(t, sizeof set, &set) == 0) return true;
+    kumi_log(2, "kumi_base_sched_engine=%s: the progress thread keeps the rank's CPUs (%s)", engine_name, strerror(errno));
+    return false;
 }
 
 /* anycpu 1: where CPUs of that set are bound to no rank of the launch on
@@ -305,15 +302,17 @@ static void unbind_thread(void)
  * land on a core that a rank computes or waits on (the kernel otherwise
  * places a woken thread on the core it last ran on when that one is idle
  * for a moment, and a rank's core often is between two polls).  Where every
- * CPU of the set holds a rank, the set stays.  The application thread does
- * it, at the first start (the launch's bindings are in the key-value
- * exchange once MPI_Init's fence is behind; a local table look-up per
- * rank), once the thread has set its own (free_pending); not for launches
- * of more than KUMI_FREE_CPUS_RANKS ranks (a look-up per rank). */
-#define KUMI_FREE_CPUS_RANKS 4096
+ * CPU of the set holds a rank, the set stays.  The application thread sets
+ * the thread engine's CPUs at the end of the start-up, the thread asleep
+ * until a schedule starts (kumi_sched_engine_ready: the launch's bindings
+ * are in the key-value exchange once its fence is behind; two look-ups in
+ * the local table per rank); not for launches of more than
+ * KUMI_FREE_CPUS_RANKS ranks (the look-ups scan a table that grows with the
+ * ranks: some milliseconds at that size).  The uring engine's thread sets
+ * its own (unbind_thread) as it starts. */
+#define KUMI_FREE_CPUS_RANKS 128
 static void keep_to_free_cpus(void)
 {
-    if (kumi_lock_is_engine() || !__atomic_exchange_n(&free_pending, false, __ATOMIC_ACQ_REL)) return;
     cpu_set_t set, used;
     if (pthread_getaffinity_np(thr, sizeof set, &set) != 0 || sched_getaffinity(0, sizeof used, &used) != 0) return;
     int n = kumi_world_size(), me = kumi_world_rank();
@@ -543,7 +542,7 @@ static void *engine_main(void *arg)
     (void)arg;
     (void)pthread_setname_np(pthread_self(), "kumi-progress");
     short_slice();
-    unbind_thread();
+    if (use_uring) unbind_thread(pthread_self());     /* the thread engine's: kumi_sched_engine_ready */
     if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
     double last_work = -1.0;            /* no schedule ran yet: asleep until one starts */
@@ -633,10 +632,14 @@ void kumi_sched_engine_started(void)
      * word changed, which two racing starts at MPI_THREAD_MULTIPLE that
      * store the same value still tell it */
     __atomic_store_n(&starts, __atomic_load_n(&starts, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    if (__builtin_expect(__atomic_load_n(&free_pending, __ATOMIC_ACQUIRE), 0)) keep_to_free_cpus();
     /* the load here, no call, when the thread is awake or dozing (the
      * locked add above orders it after the count) */
     if (__builtin_expect(__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= E_ASLEEP, 0)) esleep_wake(E_ASLEEP);
+}
+
+void kumi_sched_engine_ready(void)
+{
+    if (thr_started && !use_uring && unbind_thread(thr) && anycpu == 1) keep_to_free_cpus();
 }
 
 void kumi_sched_engine_finished(void)

@@ -1,6 +1,6 @@
 /* Thread engine, ranks bound by mpiexec (--bind-to core): where the host
  * has CPUs that no rank of the job is bound to, the progress thread
- * ("kumi-progress") keeps to those after the first non-blocking collective,
+ * ("kumi-progress") keeps to those (set at the end of MPI_Init),
  * so its dozes and take-overs never take a rank's core (issue 22 item 4);
  * where every CPU holds a rank, it may still run on the rank's own CPUs
  * and more (kumi_base_sched_thread_anycpu 1).  The thread's CPUs are read
