@@ -306,17 +306,20 @@ static bool unbind_thread(pthread_t t)
  * the thread engine's CPUs at the end of the start-up, the thread asleep
  * until a schedule starts (kumi_sched_engine_ready: the launch's bindings
  * are in the key-value exchange once its fence is behind; two look-ups in
- * the local table per rank); not for launches of more than
- * KUMI_FREE_CPUS_RANKS ranks (the look-ups scan a table that grows with the
- * ranks: some milliseconds at that size).  The uring engine's thread sets
+ * the local table per rank, ending once every CPU of the set holds a rank);
+ * not for a rank that shares its core with others (oversubscribed: no core
+ * is free), nor for launches of more than KUMI_FREE_CPUS_RANKS ranks (the
+ * look-ups scan a table that grows with the ranks: some milliseconds at
+ * that size).  The uring engine's thread sets
  * its own (unbind_thread) as it starts. */
 #define KUMI_FREE_CPUS_RANKS 128
 static void keep_to_free_cpus(void)
 {
-    cpu_set_t set, used;
+    cpu_set_t set, used, free_set;
+    /* other ranks on this rank's core (oversubscribed): no core is free */
+    if (getenv(KUMI_ENV_BIND_SHARED) || kumi_rpim_launch_size() > KUMI_FREE_CPUS_RANKS) return;
     if (pthread_getaffinity_np(thr, sizeof set, &set) != 0 || sched_getaffinity(0, sizeof used, &used) != 0) return;
     int n = kumi_world_size(), me = kumi_world_rank();
-    if (kumi_rpim_launch_size() > KUMI_FREE_CPUS_RANKS) return;
     for (int r = 0; r < n; r++) {
         char v[KUMI_KVS_VAL_MAX];
         if (r == me || !kumi_rpim_in_launch(r)) continue;
@@ -325,8 +328,9 @@ static void keep_to_free_cpus(void)
         if (strcmp(v, kumi_host_id()) != 0) continue;
         if (kumi_rpim_get(r, KUMI_KVS_BIND_CPUS, v, sizeof v) != MPI_SUCCESS) return;
         parse_cpulist(v, &used);
+        CPU_OR(&free_set, &set, &used);
+        if (CPU_EQUAL(&free_set, &used)) return;    /* every CPU of the set holds a rank */
     }
-    cpu_set_t free_set;
     CPU_ZERO(&free_set);
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &set) && !CPU_ISSET(c, &used)) CPU_SET(c, &free_set);
