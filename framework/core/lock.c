@@ -66,10 +66,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-union kumi_lock_flags kumi_lock_flags;
-int kumi_lock_raised;
-int kumi_lock_free_in;
-unsigned kumi_lock_free_gen;
+struct kumi_lock_words kumi_lock_words;
 _Thread_local int kumi_lock_free_depth __attribute__((tls_model("initial-exec")));
 static int mb_cmd;                      /* the membarrier command of kumi_lock_ck_raise */
 int kumi_engine_work;

@@ -78,6 +78,7 @@ int kumi_runtime_start(void)
     kumi_rma_register();
     kumi_idup_register();
     if ((rc = kumi_comm_init_predefined())) return rc;
+    kumi_sched_engine_ready();            /* the progress thread's CPUs (the launch's bindings) */
     kumi_param_warn_unknown();
     return MPI_SUCCESS;
 }

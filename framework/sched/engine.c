@@ -46,10 +46,11 @@
  * with the engine (MPI_Init), asleep.  0 restores the immediate
  * hand-over (the thread wakes at every start and at every exit from the
  * library while a schedule runs).  A rank that mpiexec bound to cores lets
- * its progress thread run on every CPU of its NUMA node(s)
- * (kumi_base_sched_thread_anycpu: 1, default; 2: every online CPU; 0: the
- * rank's cores only): the kernel puts it on a free core where there is one,
- * instead of on the rank's core next to the computation.
+ * its progress thread run on the CPUs of its NUMA node(s), and only on
+ * those of them that no rank of the job on this host is bound to, where
+ * there are any (kumi_base_sched_thread_anycpu: 1,
+ * default; 2: every online CPU; 0: the rank's cores only): its dozes and
+ * take-overs then take no rank's core (see keep_to_free_cpus).
  *
  * Sleeping.  The thread sleeps on one futex word, esleep: it writes
  * E_DOZING (a timed doze of the delay above) or E_ASLEEP (no schedule runs:
@@ -141,9 +142,10 @@ void kumi_sched_register_params(void)
                             "each in a rank's place when no core is free",
                             KUMI_LEVEL_TUNER, &doze_max_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
-                            "Where the progress thread of a rank bound to cores may run: 1: on every CPU "
-                            "of the NUMA node(s) of the rank's cores (a free core near the rank's memory "
-                            "where there is one); 2: on every online CPU of the host; 0: on the rank's "
+                            "Where the progress thread of a rank bound to cores may run: 1: on the CPUs "
+                            "of the NUMA node(s) of the rank's cores, only on those no rank of the "
+                            "job on this host is bound to where there are any (launches of up to "
+                            "128 ranks); 2: on every online CPU of the host; 0: on the rank's "
                             "cores only (the thread inherits the binding)",
                             KUMI_LEVEL_TUNER, &anycpu);
     kumi_sched_uring_register_params();
@@ -233,16 +235,10 @@ static void short_slice(void)
  * that hold one of the rank's cores (anycpu 1: the thread touches the
  * rank's buffers and the node's shared segments), or every online CPU
  * (anycpu 2, and where sysfs says nothing about nodes). */
-static bool add_cpulist(const char *path, cpu_set_t *set)
+static bool parse_cpulist(const char *buf, cpu_set_t *set)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
     bool any = false;
-    for (char *p = buf; *p && *p != '\n';) {
+    for (const char *p = buf; *p && *p != '\n';) {
         char *e;
         long a = strtol(p, &e, 10), b = a;
         if (e == p) break;
@@ -251,6 +247,17 @@ static bool add_cpulist(const char *path, cpu_set_t *set)
         p = *e == ',' ? e + 1 : e;
     }
     return any;
+}
+
+static bool add_cpulist(const char *path, cpu_set_t *set)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return parse_cpulist(buf, set);
 }
 
 /* The CPUs of the NUMA nodes holding one of mine; false if sysfs has none. */
@@ -272,21 +279,64 @@ static bool node_cpus(const cpu_set_t *mine, cpu_set_t *out)
     return found;
 }
 
-static void unbind_thread(void)
+static bool unbind_thread(pthread_t t)
 {
-    if (!anycpu || !getenv(KUMI_ENV_BIND_CPUS)) return;
+    if (!anycpu || !getenv(KUMI_ENV_BIND_CPUS)) return false;
     cpu_set_t mine, set;
-    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return false;
     if (anycpu == 1 && node_cpus(&mine, &set)) {
         CPU_OR(&set, &set, &mine);
     } else {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         CPU_ZERO(&set);
         for (long i = 0; i < n && i < CPU_SETSIZE; i++) CPU_SET((int)i, &set);
-        if (n <= 0) return;
+        if (n <= 0) return false;
     }
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
-        kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps the rank's CPUs (%s)", strerror(errno));
+    if (pthread_setaffinity_np(t, sizeof set, &set) == 0) return true;
+    kumi_log(2, "kumi_base_sched_engine=%s: the progress thread keeps the rank's CPUs (%s)", engine_name, strerror(errno));
+    return false;
+}
+
+/* anycpu 1: where CPUs of that set are bound to no rank of the launch on
+ * this host, the thread keeps to those: its dozes and take-overs then never
+ * land on a core that a rank computes or waits on (the kernel otherwise
+ * places a woken thread on the core it last ran on when that one is idle
+ * for a moment, and a rank's core often is between two polls).  Where every
+ * CPU of the set holds a rank, the set stays.  The application thread sets
+ * the thread engine's CPUs at the end of the start-up, the thread asleep
+ * until a schedule starts (kumi_sched_engine_ready: the launch's bindings
+ * are in the key-value exchange once its fence is behind; two look-ups in
+ * the local table per rank, ending once every CPU of the set holds a rank);
+ * not for a rank that shares its core with others (oversubscribed: no core
+ * is free), nor for launches of more than KUMI_FREE_CPUS_RANKS ranks (the
+ * look-ups scan a table that grows with the ranks: some milliseconds at
+ * that size).  The uring engine's thread sets
+ * its own (unbind_thread) as it starts. */
+#define KUMI_FREE_CPUS_RANKS 128
+static void keep_to_free_cpus(void)
+{
+    cpu_set_t set, used, free_set;
+    /* other ranks on this rank's core (oversubscribed): no core is free */
+    if (getenv(KUMI_ENV_BIND_SHARED) || kumi_rpim_launch_size() > KUMI_FREE_CPUS_RANKS) return;
+    if (pthread_getaffinity_np(thr, sizeof set, &set) != 0 || sched_getaffinity(0, sizeof used, &used) != 0) return;
+    int n = kumi_world_size(), me = kumi_world_rank();
+    for (int r = 0; r < n; r++) {
+        char v[KUMI_KVS_VAL_MAX];
+        if (r == me || !kumi_rpim_in_launch(r)) continue;
+        /* a rank whose host or binding is not known: keep the set */
+        if (kumi_rpim_get(r, "kumi.hostid", v, sizeof v) != MPI_SUCCESS) return;
+        if (strcmp(v, kumi_host_id()) != 0) continue;
+        if (kumi_rpim_get(r, KUMI_KVS_BIND_CPUS, v, sizeof v) != MPI_SUCCESS) return;
+        parse_cpulist(v, &used);
+        CPU_OR(&free_set, &set, &used);
+        if (CPU_EQUAL(&free_set, &used)) return;    /* every CPU of the set holds a rank */
+    }
+    CPU_ZERO(&free_set);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set) && !CPU_ISSET(c, &used)) CPU_SET(c, &free_set);
+    if (CPU_COUNT(&free_set) == 0) return;
+    if (pthread_setaffinity_np(thr, sizeof free_set, &free_set) != 0)
+        kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps its CPUs (%s)", strerror(errno));
 }
 
 /* uring: the thread's sleep on uring_efd (and the ring's descriptor, >= 0),
@@ -494,8 +544,9 @@ static bool ring_wait(void)
 static void *engine_main(void *arg)
 {
     (void)arg;
+    (void)pthread_setname_np(pthread_self(), "kumi-progress");
     short_slice();
-    unbind_thread();
+    if (use_uring) unbind_thread(pthread_self());     /* the thread engine's: kumi_sched_engine_ready */
     if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
     double last_work = -1.0;            /* no schedule ran yet: asleep until one starts */
@@ -585,7 +636,14 @@ void kumi_sched_engine_started(void)
      * word changed, which two racing starts at MPI_THREAD_MULTIPLE that
      * store the same value still tell it */
     __atomic_store_n(&starts, __atomic_load_n(&starts, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    esleep_wake(E_ASLEEP);              /* a load when the thread is awake or dozing */
+    /* the load here, no call, when the thread is awake or dozing (the
+     * locked add above orders it after the count) */
+    if (__builtin_expect(__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= E_ASLEEP, 0)) esleep_wake(E_ASLEEP);
+}
+
+void kumi_sched_engine_ready(void)
+{
+    if (thr_started && !use_uring && unbind_thread(thr) && anycpu == 1) keep_to_free_cpus();
 }
 
 void kumi_sched_engine_finished(void)

@@ -112,6 +112,7 @@ void kumi_sched_register_params(void);
 int kumi_sched_engine_init(void);       /* at start-up: checks the parameter */
 int kumi_sched_listen(int *port);        /* (engine.c) listening socket of the uring / kmod engines */
 void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress thread */
+void kumi_sched_engine_ready(void);     /* start-up after the first fence: the bindings are known */
 const char *kumi_sched_engine(void);
 void kumi_sched_engine_started(void);   /* a schedule starts a run */
 void kumi_sched_engine_finished(void);  /* a run is over */
