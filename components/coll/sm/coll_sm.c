@@ -20,8 +20,7 @@
  * lines, so a reader of back-to-back collectives reads consecutive lines)
  * and k slots of max_bytes for larger data (kh = coll_sm_slots, k = kh;
  * fewer slots, then fewer heads, where the segment would exceed
- * coll_sm_seg_bytes: 4 ranks have 64 heads and 16 slots each by default;
- * coll_sm_pieces_seg_bytes instead where Bcast goes in pieces: 32 slots).
+ * coll_sm_seg_bytes: 4 ranks have 64 heads and 16 slots each by default).
  * Collective number n (counted per communicator, alike on every rank: each
  * rank calls the same operations in the same order) uses head n % kh and,
  * when its data does not fit the head, slot n % k of each rank; a
