@@ -109,7 +109,7 @@
 
 static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1, sm_slots = 64,
                  sm_seg_bytes = 512 << 10, sm_bcast_max = 64 << 10,
-                 sm_bcast_pieces = -1, sm_pieces_seg = 1 << 20;
+                 sm_bcast_pieces = -1;
 
 /* ------------------------------------------------------------ segment */
 struct sm_ctl {
@@ -360,21 +360,19 @@ static int sm_setup(struct sm_comm *e)
     size_t ctlbytes = sizeof(struct sm_ctl) * (size_t)e->p, hl = sizeof(struct sm_head);
     /* kh heads and k slots per rank (powers of two: n % k stays right when
      * n wraps): first fewer slots, then fewer heads, where the segment
-     * would exceed seg_bytes (pieces_seg_bytes where this rank wants Bcast
-     * in pieces, up to flat_max ranks: a root of back-to-back broadcasts in
-     * pieces then runs further ahead).  Rank 0's k and kh go to the others
-     * with the segment's name (the ranks may differ on the pieces). */
-    size_t lim = (size_t)sm_seg_bytes;
-    if (e->pieces && e->p <= sm_flat_max && sm_pieces_seg > sm_seg_bytes) lim = (size_t)sm_pieces_seg;
+     * would exceed seg_bytes */
     int kh = 2, k;
 #define SEG_BYTES(kh, k) (ctlbytes + (hl * (size_t)(kh) + e->slotlen * (size_t)(k)) * (size_t)e->p)
     while (kh * 2 <= sm_slots && kh < 64) kh *= 2;
-    for (k = kh; k > 2 && SEG_BYTES(kh, k) > lim; k /= 2) {
+    for (k = kh; k > 2 && SEG_BYTES(kh, k) > (size_t)sm_seg_bytes; k /= 2) {
     }
-    while (kh > k && SEG_BYTES(kh, k) > lim) kh /= 2;
-    size_t len;
-#define SEG_LEN() (len = (SEG_BYTES(kh, k) + e->reslen * 2 + (size_t)pg - 1) & ~((size_t)pg - 1))
-    SEG_LEN();
+    while (kh > k && SEG_BYTES(kh, k) > (size_t)sm_seg_bytes) kh /= 2;
+    e->k = k;
+    e->kh = kh;
+    size_t len = SEG_BYTES(kh, k) + e->reslen * 2;
+#undef SEG_BYTES
+    len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
+    e->seglen = len;
 
     struct sm_hello h;
     memset(&h, 0, sizeof h);
@@ -403,22 +401,7 @@ static int sm_setup(struct sm_comm *e)
         h.err = err;
         if (err) kumi_log(1, "coll/sm: cannot make %zu bytes of shared memory %s: %s", len, h.name, strerror(err));
     }
-    if (e->me == 0) h.pad = k | kh << 8;
     int rc = nx->bcast(&h, (MPI_Count)sizeof h, MPI_BYTE, 0, e->comm);
-    if (!rc && e->me != 0 && !h.err) {
-        int k0 = h.pad & 0xff, kh0 = h.pad >> 8;
-        if (k0 < 2 || kh0 < k0 || kh0 > 64 || (k0 & (k0 - 1)) || (kh0 & (kh0 - 1))) err = EINVAL;  /* (agreed below) */
-        else {
-            k = k0;
-            kh = kh0;
-            SEG_LEN();
-        }
-    }
-#undef SEG_LEN
-#undef SEG_BYTES
-    e->k = k;
-    e->kh = kh;
-    e->seglen = len;
     if (rc) {
         if (seg != MAP_FAILED) munmap(seg, len);
         if (e->me == 0 && !h.err) shm_unlink(h.name);
@@ -806,15 +789,9 @@ static void sm_register_params(void)
     kumi_param_register_int("coll", "sm", "bcast_max_bytes", 64 << 10,
                             "Largest MPI_Bcast coll/sm runs (bytes) when it exceeds coll_sm_max_bytes: the root "
                             "passes it through its slots in pieces of coll_sm_max_bytes where coll_sm_bcast_pieces "
-                            "says so (64 KiB at 4 ranks on 2 cores: 10.8 us instead of 25.0 through coll/tuned's "
-                            "binomial tree; Open MPI 20.0); larger ones go to the next component",
+                            "says so (64 KiB at 4 ranks on 2 cores: 13 us instead of 29-75 through coll/tuned's "
+                            "binomial tree; Open MPI 22-28); larger ones go to the next component",
                             KUMI_LEVEL_TUNER, &sm_bcast_max);
-    kumi_param_register_int("coll", "sm", "pieces_seg_bytes", 1 << 20,
-                            "Largest segment of a communicator of at most coll_sm_flat_max ranks whose rank 0 "
-                            "would send MPI_Bcast in pieces (coll_sm_bcast_pieces), instead of coll_sm_seg_bytes "
-                            "when larger: more slots, so a root of back-to-back broadcasts runs further ahead (4 "
-                            "ranks on 2 cores, 64 KiB: 32 slots 10.8 us, 16 slots 13.9; Open MPI 20.0)",
-                            KUMI_LEVEL_TUNER, &sm_pieces_seg);
     kumi_param_register_int("coll", "sm", "bcast_pieces", -1,
                             "MPI_Bcast above coll_sm_max_bytes up to coll_sm_bcast_max_bytes through the root's "
                             "slots in pieces: 1 always; 0 never (coll/tuned); -1 where a rank of the communicator "
