@@ -789,8 +789,8 @@ static void sm_register_params(void)
     kumi_param_register_int("coll", "sm", "bcast_max_bytes", 64 << 10,
                             "Largest MPI_Bcast coll/sm runs (bytes) when it exceeds coll_sm_max_bytes: the root "
                             "passes it through its slots in pieces of coll_sm_max_bytes where coll_sm_bcast_pieces "
-                            "says so (64 KiB at 4 ranks on 2 cores: 13 us instead of 29-75 through coll/tuned's "
-                            "binomial tree; Open MPI 22-28); larger ones go to the next component",
+                            "says so (64 KiB at 4 ranks on 2 cores: 13.9-16.9 us instead of 25.0-27.7 through "
+                            "coll/tuned's binomial tree; Open MPI 20.0); larger ones go to the next component",
                             KUMI_LEVEL_TUNER, &sm_bcast_max);
     kumi_param_register_int("coll", "sm", "bcast_pieces", -1,
                             "MPI_Bcast above coll_sm_max_bytes up to coll_sm_bcast_max_bytes through the root's "
