@@ -367,12 +367,12 @@ int main(int argc, char **argv)
      * pieces than the ring has slots with a small segment; from every root,
      * contiguous and strided, then back to back from one root, checked after
      * every call (a slot written again too early shows) */
-    long pn[] = { maxb / 4 + 1, maxb / 2 + 12, 5 * maxb / 4 + 3, 16 * maxb / 4 - 1 };
-    for (int s = 0; s < 8; s++) test_bcast(s % 2 ? rev : MPI_COMM_WORLD, s, pn[s % 4]);
-    long nbig = 16 * maxb / 4 - 1;
+    long pn[] = { maxb / 4 + 1, maxb / 2 + 12, 5 * maxb / 4 + 3, 16 * maxb / 4 - 1, 40 * maxb / 4 + 5 };
+    for (int s = 0; s < 10; s++) test_bcast(s % 2 ? rev : MPI_COMM_WORLD, s, pn[s % 5]);
+    long nbig = 40 * maxb / 4 + 5;
     big = malloc(sizeof(int) * (size_t)nbig);
     for (int i = 0; i < 300; i++) {
-        long n = pn[i % 4];
+        long n = pn[i % 5];
         int root = (i / 50) % wnp;
         for (long k = 0; k < n; k++) big[k] = wme == root ? (int)(i * 13 + k) : -1;
         KT_MPI(MPI_Bcast(big, (int)n, MPI_INT, root, MPI_COMM_WORLD));

@@ -108,7 +108,7 @@
 #include <unistd.h>
 
 static long long sm_max_bytes = 4096, sm_flat_max = 8, sm_spin = 200, sm_nap_ms = 10, sm_lead = 1, sm_slots = 64,
-                 sm_seg_bytes = 512 << 10, sm_bcast_max = 64 << 10,
+                 sm_seg_bytes = 512 << 10, sm_bcast_max = 512 << 10,
                  sm_bcast_pieces = -1;
 
 /* ------------------------------------------------------------ segment */
@@ -786,11 +786,12 @@ static void sm_register_params(void)
                             "larger ones go to the next component (coll/tuned).  Also the size of each "
                             "rank's slots in a communicator's segment",
                             KUMI_LEVEL_TUNER, &sm_max_bytes);
-    kumi_param_register_int("coll", "sm", "bcast_max_bytes", 64 << 10,
+    kumi_param_register_int("coll", "sm", "bcast_max_bytes", 512 << 10,
                             "Largest MPI_Bcast coll/sm runs (bytes) when it exceeds coll_sm_max_bytes: the root "
                             "passes it through its slots in pieces of coll_sm_max_bytes where coll_sm_bcast_pieces "
-                            "says so (64 KiB at 4 ranks on 2 cores: 13.9-16.9 us instead of 25.0-27.7 through "
-                            "coll/tuned's binomial tree; Open MPI 20.0); larger ones go to the next component",
+                            "says so (4 ranks on 2 cores: 64 KiB 13.9-16.9 us instead of 25.0-27.7 through "
+                            "coll/tuned's binomial tree, Open MPI 20.0; 128 KiB 25 against 46, 38; 512 KiB 106 "
+                            "against 128, 114; 1 MiB a tie, 4 MiB slower); larger ones go to the next component",
                             KUMI_LEVEL_TUNER, &sm_bcast_max);
     kumi_param_register_int("coll", "sm", "bcast_pieces", -1,
                             "MPI_Bcast above coll_sm_max_bytes up to coll_sm_bcast_max_bytes through the root's "
