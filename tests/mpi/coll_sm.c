@@ -15,6 +15,8 @@
  *     non-commutative one (2x2 matrix products: rank order), a contiguous
  *     derived type and a non-contiguous one (passed on); also MPI_IN_PLACE;
  *   MPI_Allgather and MPI_Alltoall (also MPI_IN_PLACE);
+ *   MPI_Bcast above max_bytes (in pieces through the root's slots where
+ *     coll_sm_bcast_pieces says so), from every root and back to back;
  *   and communicators made and freed in a loop with a collective each (no
  *   mapping is left behind).
  * Back-to-back collectives with no barrier between them shake out races on
@@ -359,6 +361,26 @@ int main(int argc, char **argv)
         KT_MPI(MPI_Bcast(&v, 1, MPI_INT, root, MPI_COMM_WORLD));
         KT_EQ_INT(v, i * 11);
     }
+    /* broadcasts above max_bytes: where coll_sm_bcast_pieces says so (-1: ranks
+     * sharing cores; the list forces 1 too) in pieces of max_bytes through
+     * the root's slots, the last piece in a head (48 bytes) or not, more
+     * pieces than the ring has slots with a small segment; from every root,
+     * contiguous and strided, then back to back from one root, checked after
+     * every call (a slot written again too early shows) */
+    long pn[] = { maxb / 4 + 1, maxb / 2 + 12, 5 * maxb / 4 + 3, 16 * maxb / 4 - 1, 40 * maxb / 4 + 5 };
+    for (int s = 0; s < 10; s++) test_bcast(s % 2 ? rev : MPI_COMM_WORLD, s, pn[s % 5]);
+    long nbig = 40 * maxb / 4 + 5;
+    big = malloc(sizeof(int) * (size_t)nbig);
+    for (int i = 0; i < 300; i++) {
+        long n = pn[i % 5];
+        int root = (i / 50) % wnp;
+        for (long k = 0; k < n; k++) big[k] = wme == root ? (int)(i * 13 + k) : -1;
+        KT_MPI(MPI_Bcast(big, (int)n, MPI_INT, root, MPI_COMM_WORLD));
+        for (long k = 0; k < n; k++)
+            KT_CHECK(big[k] == (int)(i * 13 + k), "back-to-back bcast in pieces %d (%ld ints): [%ld] = %d", i, n, k,
+                     big[k]);
+    }
+    free(big);
     /* communicators made and freed: each maps a segment, none stays */
     int before = maps_count();
     for (int i = 0; i < 100; i++) {

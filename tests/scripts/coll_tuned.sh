@@ -72,8 +72,10 @@ echo "$nrun runs with forced algorithms, $nfail failed"
 [ $nfail = 0 ] || exit 1
 
 # The forced algorithm is the one that runs; one it cannot run falls back to the table.
+# (coll_sm_bcast_pieces=0: 3 ranks on 2 cores, coll/sm would take the 400008-byte
+# broadcast in pieces before coll/tuned sees it)
 out=$("$MPIEXEC" --param coll_tuned_verbose=1 --param coll_tuned_bcast_algorithm=pipeline \
-      --param coll_tuned_allreduce_algorithm=ring -n 3 ./coll_tuned bcast 2>&1) || fail "verbose run: $out"
+      --param coll_sm_bcast_pieces=0 --param coll_tuned_allreduce_algorithm=ring -n 3 ./coll_tuned bcast 2>&1) || fail "verbose run: $out"
 echo "$out" | grep -q 'coll/tuned\[2\]: bcast on 3 processes, 400008 bytes: pipeline (forced)' ||
     fail "forced bcast algorithm not reported: $(echo "$out" | head -5)"
 echo "$out" | grep -q 'non-blocking bcast on 3 processes, [0-9]* bytes: pipeline (forced)' ||
@@ -87,7 +89,7 @@ echo "$out" | grep -q 'allreduce on 3 processes, [0-9]* bytes: [a-z_]* (forced a
 
 # A table file's rules come before the built-in table.
 printf '# test rules\nbcast   p=3,bytes>=1k   linear\nallreduce  *  reduce_bcast   # all sizes\n' > "$work/table"
-out=$("$MPIEXEC" --param coll_tuned_verbose=1 --param coll_tuned_table="$work/table" \
+out=$("$MPIEXEC" --param coll_tuned_verbose=1 --param coll_tuned_table="$work/table" --param coll_sm_bcast_pieces=0 \
       -n 3 ./coll_tuned bcast 2>&1) || fail "table run: $out"
 echo "$out" | grep -q 'bcast on 3 processes, 400008 bytes: linear (table)' || fail "table file rule not used"
 echo "$out" | grep -q 'bcast on 3 processes, 8 bytes: linear' && fail "table file rule used outside its condition"
