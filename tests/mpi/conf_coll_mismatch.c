@@ -25,8 +25,10 @@
  * After each mismatch the same collective with matching counts must give
  * the right data (no message of the bad call is left over).  n = 3 (eager)
  * and 20000 ints (rendezvous; not for allreduce).  4 ranks; run with the
- * default components, coll=basic and coll=tuned. */
+ * default components, coll=basic and coll=tuned, and with coll/sm's Bcast
+ * in pieces (argument "pieces": a root in pieces, readers in one). */
 #include "kt.h"
+#include <string.h>
 
 static int me, np;
 
@@ -102,6 +104,17 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     KT_CHECK(np == 4, "needs 4 ranks");
     KT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    /* "pieces" (run with coll_sm_bcast_pieces=1): first a Bcast whose root's
+     * 4800 B go through coll/sm's slots in pieces while the others expect
+     * 1200-3600 B, one collective of the segment: they read the root's
+     * pieces to the end (MPI_ERR_TRUNCATE), and the next Bcast works */
+    if (argc > 1 && !strcmp(argv[1], "pieces")) {
+        int n = 300, b[1200];
+        for (int i = 0; i < 1200; i++) b[i] = i;
+        expect(MPI_Bcast(b, (np - me) * n, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast", n);
+        for (int i = 0; i < (np - me) * n; i++) KT_CHECK(b[i] == i, "pieces: [%d] = %d", i, b[i]);
+        good_bcast(n, b);
+    }
     const int sizes[2] = { 3, 20000 };
     for (int k = 0; k < 2; k++) {
         int n = sizes[k], mine = (np - me) * n;

@@ -553,40 +553,67 @@ static int sm_barrier(MPI_Comm comm)
     return MPI_SUCCESS;
 }
 
+/* A reader: np pieces of root's Bcast (0: as many as its first piece's head
+ * says) into b up to cap bytes (b NULL: read and dropped); *total: the bytes
+ * the root sent in them. */
+static int bcast_read(struct sm_comm *e, int root, char *b, size_t cap, uint32_t np, uint64_t *total)
+{
+    bool discover = np == 0;
+    if (discover) np = 1;
+    uint64_t off = 0;
+    for (uint32_t c = 0; c < np; c++) {
+        uint32_t n = ++e->n;
+        struct sm_head *h = head(e, root, n);
+        wait_word(e, &h->stamp, &e->ctl[root].post_sleep, n);
+        uint64_t len = h->bytes;
+        if (discover && c == 0 && h->pad > 1) np = h->pad;
+        size_t room = off < cap ? cap - off : 0;
+        if (b && room) memcpy(b + off, slot_data(e, root, n, len), len < room ? len : room);
+        off += len;
+        finish(e, n);
+    }
+    *total = off;
+    return off > cap ? truncated(off, root, cap) : MPI_SUCCESS;
+}
+
 /* Bcast above max up to coll_sm_bcast_max_bytes: the packed bytes in
- * chunks of max, chunk c as collective n + c (the same count on every rank:
- * it follows from the byte count alone), the root a chunk ahead of each
- * reader at least (up to the k slots of its ring).  A non-contiguous buffer
- * goes through a temporary (packed at the root first, unpacked by the others
- * last), so that every rank decides by the byte count alone. */
+ * pieces of max, piece c as collective n + c, the root a piece ahead of each
+ * reader at least (up to the k slots of its ring).  The root writes the
+ * number of pieces into every piece's head (pad; 0 from the one-collective
+ * Bcast below), and the readers go by it, not by their own count: ranks that
+ * disagree on the count (an erroneous program, MPI_ERR_TRUNCATE where a
+ * reader gets more than it has room for) still leave at the same
+ * collective, so the next one runs (tests/mpi/conf_coll_mismatch).  A
+ * non-contiguous buffer goes through a temporary (packed at the root first,
+ * unpacked by the others last). */
 static int sm_bcast_chunks(struct sm_comm *e, void *buf, size_t count, MPI_Datatype dt, int root, size_t bytes)
 {
     int rc = MPI_SUCCESS, contig = kumi_dt_contiguous(dt);
     char *b = contig ? (char *)buf + dt_lb(dt) : malloc(bytes);
     if (!b) return kumi_error(MPI_ERR_NO_MEM, "coll/sm: no memory for MPI_Bcast of %zu bytes", bytes);
-    if (!contig && e->me == root) pack(buf, count, dt, b, bytes);
-    for (size_t off = 0; off < bytes; off += e->max) {
-        size_t len = bytes - off < e->max ? bytes - off : e->max;
-        uint32_t n = ++e->n;
-        struct sm_head *h = head(e, root, n);
-        if (e->me == root) {
+    if (e->me == root) {
+        if (!contig) pack(buf, count, dt, b, bytes);
+        uint32_t np = (uint32_t)((bytes + e->max - 1) / e->max);
+        for (size_t off = 0; off < bytes; off += e->max) {
+            size_t len = bytes - off < e->max ? bytes - off : e->max;
+            uint32_t n = ++e->n;
+            struct sm_head *h = head(e, root, n);
             slot_free(e, n, len);
             h->bytes = len;
+            h->pad = np;
             memcpy(slot_data(e, root, n, len), b + off, len);
             post_finish(e, n);
             e->fin = n;
-        } else {
-            wait_word(e, &h->stamp, &e->ctl[root].post_sleep, n);
-            uint64_t got = h->bytes;
-            if (got != len && !rc) rc = truncated(bytes - off + (got > len ? got - len : 0), root, bytes - off);
-            memcpy(b + off, slot_data(e, root, n, len), got < len ? got : len);
-            finish(e, n);
+        }
+    } else {
+        uint64_t got = 0;
+        rc = bcast_read(e, root, b, bytes, 0, &got);
+        if (!contig) {                     /* what fits (rc: truncated already) */
+            int r2 = unpack(b, got < bytes ? got : bytes, root, buf, count, dt, bytes);
+            if (!rc) rc = r2;
         }
     }
-    if (!contig) {
-        if (e->me != root && !rc) rc = unpack(b, bytes, root, buf, count, dt, bytes);
-        free(b);
-    }
+    if (!contig) free(b);
     return rc;
 }
 
@@ -602,6 +629,7 @@ static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
     if (e->me == root) {
         slot_free(e, n, bytes);
         h->bytes = bytes;
+        h->pad = 0;                        /* one collective (see bcast_read) */
         pack(buf, (size_t)count, dt, bytes <= HEAD_DATA ? h->data : slot_data(e, root, n, bytes), bytes);
         post_finish(e, n);                 /* the root reads nothing */
         e->fin = n;
@@ -611,7 +639,13 @@ static int sm_bcast(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_C
         if (b <= HEAD_DATA && b == bytes && kumi_dt_contiguous(dt))   /* the usual case */
             memcpy((char *)buf + dt_lb(dt), h->data, b);
         else rc = unpack(slot_data(e, root, n, b), b, root, buf, (size_t)count, dt, bytes);
+        uint32_t np = h->pad;
         finish(e, n);
+        if (__builtin_expect(np > 1, 0)) {   /* the root sent pieces: read the rest, dropped */
+            uint64_t rest = 0;
+            bcast_read(e, root, NULL, 0, np - 1, &rest);
+            if (!rc) rc = truncated(b + rest, root, bytes);
+        }
     }
     return rc;
 }
