@@ -123,6 +123,7 @@ void kumi_req_flush_ctl(void)
 {
     if (flushing || upcall_depth) return;
     flushing = true;
+    unsigned pulled = 0;                               /* transports pulled from (by index) */
     while (dq_head) {
         struct kumi_req_defer *d = dq_head;
         dq_head = d->next;
@@ -132,13 +133,23 @@ void kumi_req_flush_ctl(void)
             if (ops && (ops->caps & KUMI_P2P_CAP_RGET)) {
                 if (d->rx) ck_rx_open++;               /* its kumi_p2p_rx_done comes */
                 ops->pull(d->wpeer, d->handle, d->rx);
+                pulled |= 1u << peer_tr[d->wpeer];
             }
             free(d);
-            continue;
+        } else {
+            int rc = send_now(d->wpeer, d->op);
+            if (rc != MPI_SUCCESS) send_failed(d->op, rc);
+            free(d);
         }
-        int rc = send_now(d->wpeer, d->op);
-        if (rc != MPI_SUCCESS) send_failed(d->op, rc);
-        free(d);
+        /* The pass is over: a transport that keeps its pulls to read them
+         * together reads them now, not at its next progress round (their
+         * completions may queue more work: the loop goes on). */
+        for (int i = 0; !dq_head && pulled && i < ntr; i++) {
+            if (!(pulled >> i & 1)) continue;
+            pulled &= ~(1u << i);
+            if (tr_ops[i]->hdr.size > offsetof(struct kumi_p2p_ops, pull_flush) && tr_ops[i]->pull_flush)
+                tr_ops[i]->pull_flush();
+        }
     }
     flushing = false;
 }
@@ -1013,7 +1024,7 @@ const struct kumi_p2p_ops *kumi_req_transport_at(int i, const char **name)
 /* ------------------------------------------------------------ init / finalize */
 int kumi_req_init(void)
 {
-    int n = 0, i, p, rc;
+    int n = 0, i, rc;
     struct kumi_comp_entry **av = kumi_registry_available("p2p", &n);
     char names[512];
 
@@ -1063,35 +1074,9 @@ int kumi_req_init(void)
     if (!peer_ops || !peer_tr) return kumi_error(MPI_ERR_NO_MEM, "MPI_Init: out of memory (request layer)");
     bool used[KUMI_MAX_TRANSPORTS] = { false };
     if ((rc = kumi_req_assign_peers(used, "MPI_Init", names)) != MPI_SUCCESS) return rc;
-    for (i = 0; i < ntr; i++) {
-        if (!used[i]) continue;
-        tr_entry[i]->status = KUMI_COMP_SELECTED;
-        if (kumi_verbose_level >= 1) {             /* which peers each transport serves: "1-3,5" */
-            char list[512];
-            size_t l = 0;
-            list[0] = 0;
-            for (p = 0; p < nworld && l + 32 < sizeof list; p++) {
-                if (peer_ops[p] != tr_ops[i] || (p > 0 && peer_ops[p - 1] == tr_ops[i])) continue;
-                int q = p;
-                while (q + 1 < nworld && peer_ops[q + 1] == tr_ops[i]) q++;
-                l += (size_t)snprintf(list + l, sizeof list - l, q > p ? "%s%d-%d" : "%s%d", l ? "," : "", p, q);
-            }
-            kumi_log(1, "p2p/%s serves ranks %s", tr_entry[i]->name, list);
-        }
-    }
-    if (kumi_verbose_level >= 1 && nworld <= 256) {   /* one line per peer: "rank 0 -> rank 2: tcp 10.0.0.2:40123" */
-        for (p = 0; p < nworld; p++) {
-            char how[160];
-            const char *tn = "?";
-            how[0] = 0;
-            for (i = 0; i < ntr; i++)
-                if (tr_ops[i] == peer_ops[p]) tn = tr_entry[i]->name;
-            if (peer_ops[p]->hdr.size > offsetof(struct kumi_p2p_ops, describe) && peer_ops[p]->describe &&
-                peer_ops[p]->describe(p, how, sizeof how) != 0)
-                how[0] = 0;
-            kumi_log(1, "rank %d -> rank %d: %s%s%s", kumi_world_rank(), p, tn, how[0] ? " " : "", how);
-        }
-    }
+    for (i = 0; i < ntr; i++)
+        if (used[i]) tr_entry[i]->status = KUMI_COMP_SELECTED;
+    if (kumi_verbose_level >= 1) kumi_req_log_peers(nworld, peer_ops, ntr, tr_ops, tr_entry, used);
     rc = kumi_match_init(nworld);
     if (rc != MPI_SUCCESS) return rc;
     eager_quiet = false;

@@ -450,6 +450,11 @@ int kumi_req_accel_progress(void);
 int kumi_req_ntransports(void);
 const struct kumi_p2p_ops *kumi_req_transport_at(int i, const char **name);
 int kumi_req_assign_peers(bool *used, const char *what, const char *names);
+/* KUMI_VERBOSE >= 1: the transport of each peer (req_peers.c). */
+struct kumi_comp_entry;
+void kumi_req_log_peers(int nworld, const struct kumi_p2p_ops *const *peer_ops, int ntr,
+                        const struct kumi_p2p_ops *const *tr_ops, struct kumi_comp_entry *const *tr_entry,
+                        const bool *used);
 /* checkpoints (framework/mpi/ckpt.c; counts in request.c, the rest in req_ckpt.c) */
 int kumi_req_ckpt_check(char *why, size_t len);
 const uint64_t *kumi_req_ckpt_sent(void);

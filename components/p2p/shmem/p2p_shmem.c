@@ -574,6 +574,7 @@ static const struct kumi_p2p_ops p2p_shmem_ops = {
     .ckpt_release = p2p_shmem_ckpt_release,
     .send_inline = p2p_shmem_send_inline,
     .recv_inline = p2p_shmem_recv_inline,
+    .pull_flush = p2p_shmem_pull_flush,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_p2p_shmem_component = {

@@ -100,12 +100,18 @@ void p2p_shmem_cma_choose(int ncma)
 
 /* Copy len bytes (at most rx->cap) of the peer's memory at d into rx, finish
  * rx and answer the sender.  */
+/* The pid to read the peer's memory from: the one of the wire-up (after a
+ * restart from a checkpoint, a descriptor kept in the unexpected queue names
+ * the pid it had before), else the descriptor's. */
+static int p2p_shmem_cma_pid(int peer, const struct p2p_shmem_cmadesc *d)
+{
+    return p2p_shmem_peers && p2p_shmem_peers[peer].pid > 0 ? p2p_shmem_peers[peer].pid : d->pid;
+}
+
 static void p2p_shmem_cma_into(int peer, const struct p2p_shmem_cmadesc *d, size_t len, struct kumi_rx *rx)
 {
     int ok = 1;
-    /* the peer's pid of the wire-up: after a restart from a checkpoint, a
-     * descriptor kept in the unexpected queue names the pid it had before */
-    int pid = p2p_shmem_peers && p2p_shmem_peers[peer].pid > 0 ? p2p_shmem_peers[peer].pid : d->pid;
+    int pid = p2p_shmem_cma_pid(peer, d);
     if (rx) {
         size_t want = rx->dst ? (len < rx->cap ? len : rx->cap) : 0;
         size_t got = 0;
@@ -170,8 +176,10 @@ int p2p_shmem_rget(int peer, size_t len)
  * process_vm_readv (about 1.2 us of the 5.3 a 64 KiB read takes here) each
  * time.  So pull() keeps up to P2P_SHMEM_PULL_BATCH of them from one peer
  * (counted in p2p_shmem_nqueued, so progress() and busy() see them) and the
- * next progress() reads them with one call of as many iovecs, then completes
- * and answers them in order; a short read falls back to one call each.  Once
+ * request layer's pull_flush() at the end of its pass (p2p contract 1.10; the
+ * next progress() for a library that does not call it) reads them with one
+ * call of as many iovecs, then completes and answers them in order; a short
+ * read falls back to one call each.  Once
  * they hold P2P_SHMEM_PULL_BYTES, they are read at once (the fixed cost is
  * paid off, and the first of them should not wait for many more bytes).
  * bibw, 2 ranks bound, 10th percentile of 100 windows (tests/bench/
@@ -214,7 +222,7 @@ void p2p_shmem_pull_flush(void)
     pull_n = 0;
     pull_bytes = 0;
     p2p_shmem_nqueued -= (size_t)n;
-    pid = p2p_shmem_peers && p2p_shmem_peers[peer].pid > 0 ? p2p_shmem_peers[peer].pid : pl[0]->d.pid;
+    pid = p2p_shmem_cma_pid(peer, &pl[0]->d);
     got = process_vm_readv(pid, l, (unsigned long)n, r, (unsigned long)n, 0);
     for (int i = 0; i < n; i++) {
         if (got == (ssize_t)total) {

@@ -133,12 +133,14 @@ struct kumi_p2p_rma {
  *   1.8  adds send_inline (optional: NULL or absent = every message goes
  *        through send());
  *   1.9  adds recv_inline (optional: NULL or absent = every message goes
- *        up through the upcalls).
+ *        up through the upcalls);
+ *   1.10 adds pull_flush (optional: NULL or absent = pull() reads or
+ *        schedules each pull itself).
  * (1.1 and 1.2 were component ABI versions 2 and 5 before the tables
  * carried versions.)  A table built against 1.0 ends at finalize and may
  * advertise no capability; one built against 1.1 ends at pull. */
 #define KUMI_P2P_CONTRACT_MAJOR 1
-#define KUMI_P2P_CONTRACT_MINOR 9
+#define KUMI_P2P_CONTRACT_MINOR 10
 #define KUMI_P2P_OPS_HDR KUMI_OPS_HDR(struct kumi_p2p_ops, KUMI_P2P_CONTRACT_MAJOR, KUMI_P2P_CONTRACT_MINOR)
 /* Size of the mandatory part: every table is at least this long. */
 #define KUMI_P2P_OPS_MIN_SIZE offsetof(struct kumi_p2p_ops, rget)
@@ -324,6 +326,15 @@ struct kumi_p2p_ops {
      * is not whole yet, the transport inside its own progress): -1, having
      * done nothing; the caller then waits the usual way. */
     int (*recv_inline)(int peer, int32_t ctx, int src, int tag, void *dst, size_t cap, struct kumi_hdr *h);
+
+    /* ---- Contract 1.10, optional (may be NULL): pull() may keep the pulls
+     * it is given to read several with one system call; pull_flush() then
+     * reads (and completes) every pull it keeps.  The request layer calls it
+     * (never from inside an upcall) once its pass over deferred work that
+     * called pull() on this transport is over, so that a pull is read in the
+     * MPI call that asked for it (an MPI_Irecv matching a message that waits
+     * unexpected), not at the receiver's next call. */
+    void (*pull_flush)(void);
 };
 
 /* Upcalls into the request layer, for transports. */
