@@ -38,7 +38,8 @@
  * the thread, no context switch and no lock hand-over, as with the loop
  * engine.  Meanwhile the thread dozes in timed sleeps (no system call on
  * the application's side), doubling up to 4 ms while the application keeps
- * coming back (so the delay before a take-over is at most that + delay_us):
+ * coming back (so the delay before a take-over is at most that + delay_us;
+ * up to 50 ms where the rank shares its core with another rank: doze_cap):
  * from delay_us after a take-over, from 1 ms when a burst of operations
  * begins and the thread took none over lately (see doze_us); it sleeps on
  * a futex once no schedule has run for a few milliseconds, and parks until
@@ -86,7 +87,9 @@
 
 static const char *engine_name = "loop";
 static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000, doze_max_us = 4000;
+static long long shared_doze_max_us = 50000;
 static bool use_thread, use_uring, use_kmod;
+static bool core_shared;                /* the rank shares its core with another rank (see doze_cap) */
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
@@ -94,6 +97,9 @@ enum { E_AWAKE, E_DOZING, E_ASLEEP };
 static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
 static unsigned starts;                 /* schedules started (relaxed): the thread lingers while they come */
 static int uring_efd = -1;              /* uring: the thread sleeps on this eventfd (see ring_only) */
+/* the thread's own counts (take-overs, timed dozes, sleeps until a start), logged at the stop (KUMI_VERBOSE=2) */
+static unsigned long n_dozes, n_owns, n_sleeps;
+static long long longest_doze;
 
 static void *engine_main(void *arg);
 
@@ -103,6 +109,8 @@ static void *engine_main(void *arg);
  * thread that sets itself up (its time slice, its CPUs) in its place. */
 static void start_thread(void)
 {
+    n_dozes = n_owns = n_sleeps = 0;
+    longest_doze = 0;
     if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
         kumi_warn("kumi_base_sched_engine=%s: cannot start the progress thread; collectives "
                   "progress inside MPI calls only", engine_name);
@@ -141,6 +149,12 @@ void kumi_sched_register_params(void)
                             "+ sched_thread_delay_us after the application left; longer: fewer wake-ups, "
                             "each in a rank's place when no core is free",
                             KUMI_LEVEL_TUNER, &doze_max_us);
+    kumi_param_register_int("kumi", "base", "sched_thread_shared_doze_max_us", 50000,
+                            "sched_thread_doze_max_us where the rank shares its core with another rank "
+                            "(mpiexec bound others of the launch to it, or the host has more ranks of the "
+                            "launch than CPUs the rank may use): each doze then wakes in a rank's place, "
+                            "and after a take-over the dozes start short again",
+                            KUMI_LEVEL_TUNER, &shared_doze_max_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
                             "Where the progress thread of a rank bound to cores may run: 1: on the CPUs "
                             "of the NUMA node(s) of the rank's cores, only on those no rank of the "
@@ -152,11 +166,26 @@ void kumi_sched_register_params(void)
     kumi_sched_kmod_register_params();
 }
 
+/* Does the rank share its core with another rank of the launch?  Bound by
+ * mpiexec with others to it (KUMI_ENV_BIND_SHARED), or unbound on a host
+ * with more ranks of the launch than CPUs it may run on (evenly spread
+ * over KUMI_ENV_NHOSTS hosts).  Then no core is free for the progress
+ * thread: each of its wake-ups takes a rank's place (see doze_cap). */
+static bool shares_core(void)
+{
+    if (getenv(KUMI_ENV_BIND_CPUS)) return getenv(KUMI_ENV_BIND_SHARED) != NULL;
+    cpu_set_t mine;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return false;
+    const char *h = getenv(KUMI_ENV_NHOSTS);
+    int hosts = h && atoi(h) > 0 ? atoi(h) : 1;
+    return (kumi_rpim_launch_size() + hosts - 1) / hosts > CPU_COUNT(&mine);
+}
+
 int kumi_sched_engine_init(void)
 {
     kumi_engine_work = 0;
     thr_stop = 0;
-    use_uring = use_kmod = false;
+    use_uring = use_kmod = core_shared = false;
     if (!strcmp(engine_name, "loop")) {
         use_thread = false;
     } else if (!strcmp(engine_name, "uring")) {
@@ -180,6 +209,7 @@ int kumi_sched_engine_init(void)
         use_kmod = kumi_sched_kmod_init() == 0;
     } else if (!strcmp(engine_name, "thread")) {
         use_thread = true;
+        core_shared = shares_core();
         /* the progress thread shares the library: entries count themselves
          * and it raises the flag when it takes over (core/lock.c), or, with
          * no membarrier(2) or delay_us 0, the lock is on for good */
@@ -414,7 +444,17 @@ static double now_secs(void)
  * stay out?), so a take-over comes at most doze_max_us + delay_us
  * after the application left: the first after a second without one that
  * late, the next ones (the application computes through its operations)
- * after about delay_us. */
+ * after about delay_us.
+ *
+ * Where the rank shares its core with another rank (core_shared: mpiexec
+ * bound others of the launch to it, or more ranks of the launch on the host
+ * than CPUs the rank may use), no core is free for the thread and every
+ * wake-up takes a rank's place: the dozes then double on up to
+ * shared_doze_max_us (kumi_base_sched_thread_shared_doze_max_us, 50 ms),
+ * and a burst after a pause begins with the doze reached before it (no
+ * take-over since), not with burst_us again.  A take-over (the application
+ * computes) still brings the dozes back to delay_us.  The price: the first
+ * take-over after a stretch of waits at once comes up to 50 ms late. */
 #define KUMI_OWN_RECENT_SECS 1.0
 static long long doze_us;
 static double last_own = -1e9;          /* when the thread last took a schedule over */
@@ -422,6 +462,8 @@ static double last_own = -1e9;          /* when the thread last took a schedule 
 static void doze_for(long long us)
 {
     struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+    n_dozes++;
+    if (us > longest_doze) longest_doze = us;
     __atomic_store_n(&esleep, E_DOZING, __ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST)) esleep_wait(E_DOZING, &ts);
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
@@ -432,9 +474,17 @@ static void doze(void)
     doze_for(doze_us);
 }
 
+/* The longest doze: doze_max_us, or shared_doze_max_us where the rank
+ * shares its core (see "Where the rank shares its core"); at least delay_us. */
+static long long doze_cap(void)
+{
+    long long cap = core_shared ? shared_doze_max_us : doze_max_us;
+    return delay_us > cap ? delay_us : cap;
+}
+
 static void doze_longer(void)
 {
-    long long cap = delay_us > doze_max_us ? delay_us : doze_max_us;
+    long long cap = doze_cap();
     doze_us = doze_us * 2 > cap ? cap : doze_us * 2;
 }
 
@@ -463,13 +513,21 @@ static void wait_for_work(double *last_work)
     for (;;) {
         __atomic_store_n(&esleep, E_ASLEEP, __ATOMIC_SEQ_CST);
         if (!idle()) break;             /* a start that read the word before our store */
+        n_sleeps++;
         esleep_wait(E_ASLEEP, NULL);
     }
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
     *last_work = now_secs();
-    doze_us = delay_us;                 /* a burst starts (see "The first schedule after ...") */
-    long long first = burst_us < doze_max_us ? burst_us : doze_max_us;
-    if (*last_work - last_own >= KUMI_OWN_RECENT_SECS && doze_us < first) doze_us = first;
+    /* a burst starts (see "The first schedule after ..."); where the rank
+     * shares its core, the doze it reached before the pause when that is
+     * longer (no take-over since: the application waited at once) */
+    long long kept = doze_us, cap = doze_cap();
+    doze_us = delay_us;
+    long long first = burst_us < cap ? burst_us : cap;
+    if (*last_work - last_own >= KUMI_OWN_RECENT_SECS) {
+        if (doze_us < first) doze_us = first;
+        if (core_shared && doze_us < kept) doze_us = kept;
+    }
 }
 
 /* The uring engine's thread (use_uring; the thread engine never comes
@@ -595,6 +653,7 @@ static void *engine_main(void *arg)
             }
             doze_us = delay_us;         /* the application computes: take over, short dozes again */
             last_own = now_secs();
+            n_owns++;
             own = true;
             own_g = g;
         } else if (delay_us <= 0 && kumi_lock_app_inside()) {
@@ -665,6 +724,9 @@ void kumi_sched_engine_stop(void)
         pthread_join(thr, NULL);
         kumi_lock_reacquire(d);
         thr_started = false;
+        kumi_log(2, "kumi_base_sched_engine=%s: the progress thread took %lu schedule runs over, dozed %lu times "
+                 "(longest %lld us) and slept %lu times%s", kumi_sched_engine(), n_owns, n_dozes, longest_doze,
+                 n_sleeps, core_shared ? "; the rank shares its core with another rank" : "");
     }
     /* uring: after the thread, which sleeps on the ring without the library */
     if (use_uring) kumi_sched_uring_stop();

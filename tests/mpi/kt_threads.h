@@ -1,5 +1,6 @@
 /* kt_threads.h: what the other threads of this process (the progress
- * thread) did, read from /proc (sched_thread_wait, sched_thread_wake).
+ * thread) did, read from /proc (sched_thread_wait, sched_thread_wake), and
+ * whether it takes a schedule over while the application computes.
  *
  * kt_other_switches(maxcpus): the context switches (voluntary +
  * involuntary) of every thread but the main one; with maxcpus not NULL, the
@@ -38,5 +39,36 @@ static long kt_other_switches(int *maxcpus)
     }
     closedir(d);
     return sum;
+}
+
+/* kt_ibcast_computing(v, root): an MPI_Ibcast of one double on
+ * MPI_COMM_WORLD that the root starts 5 ms after the others; they compute
+ * meanwhile without calling MPI, watching their buffer, so the value
+ * arrives only if their progress thread takes the schedule over.  Checks
+ * that it arrives (within 10 s) and returns, on the others, how long that
+ * took after their start (seconds); 0 on the root. */
+static inline double kt_ibcast_computing(double v, int root)
+{
+    int rank;
+    MPI_Request req;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    volatile double buf = rank == root ? v : -1;
+    if (rank == root) {
+        usleep(5000);                   /* after the others' start: their threads must take it over */
+        KT_MPI(MPI_Ibcast((void *)&buf, 1, MPI_DOUBLE, root, MPI_COMM_WORLD, &req));
+        KT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        return 0;
+    }
+    double t0 = kt_now(), t;
+    KT_MPI(MPI_Ibcast((void *)&buf, 1, MPI_DOUBLE, root, MPI_COMM_WORLD, &req));
+    volatile double x = 1;
+    while (buf != v && kt_now() - t0 < 10)      /* computing: no MPI call */
+        for (int i = 0; i < 1000; i++) x = x * 1.0000001;
+    t = kt_now() - t0;
+    int flag = 0;
+    KT_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
+    if (!flag) KT_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    KT_CHECK(buf == v, "buf = %g after 10 s of computing: the progress thread did not take over", (double)buf);
+    return t;
 }
 #endif
