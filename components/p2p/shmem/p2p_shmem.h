@@ -54,7 +54,14 @@
  *        that one (else SHORT, which carries it and resets the count).  An
  *        MPI_Cancel of such a send finds it by its number alone.  Every other
  *        record starts on a cell: after a TINY record in the first half of a
- *        cell, the sender fills the second with a PAD {stamp, type} first;
+ *        cell, the sender fills the second with a PAD {stamp, type} first.
+ *        (What else a window of small messages shares across the two cores:
+ *        the receiver's head counter, stored once per batch of records and
+ *        read by the sender only when its cached room runs short; the
+ *        receiver's sleeping word, read by the sender after each record but
+ *        written only around a sleep; eager budget CREDITs, with receives
+ *        posted one per half of kumi_base_eager_budget received (about one
+ *        per 30,000 messages of 8 bytes).  Request objects stay local.)
  * the others have the cell {stamp, kumi_hdr} (hdr.reserved holds the
  * type, hdr.pad the flags P2P_SHMEM_F_*; both are 0 again when the request
  * layer sees the header; the type is the byte at offset 10 of either kind
