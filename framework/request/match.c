@@ -318,12 +318,16 @@ bool kumi_match_ctx_quiet_slow(int32_t ctx)
     return !q || (!q->nue && !q->nposted);
 }
 
+/* The unexpected message of sender request sreq, sequence number seq from
+ * wpeer.  A message that came without the sender's cookie (sreq 0: a
+ * transport's smallest records carry none, see p2p/shmem's TINY) is found
+ * by its sequence number alone, which no other message from wpeer has. */
 struct kumi_ue *kumi_match_ue_find_cancel(int wpeer, uint32_t seq, uint64_t sreq)
 {
     for (size_t i = 0; i < ntab; i++) {
         if (!tab[i]) continue;
         for (struct kumi_ue *u = tab[i]->uh; u; u = u->next)
-            if (u->wpeer == wpeer && u->hdr.seq == seq && u->hdr.sreq == sreq) return u;
+            if (u->wpeer == wpeer && u->hdr.seq == seq && (u->hdr.sreq == sreq || u->hdr.sreq == 0)) return u;
     }
     return NULL;
 }

@@ -25,7 +25,7 @@
  * Rings.  Single producer / single consumer, lock-free: two 64-bit byte
  * counters (tail written by the sender, head by the receiver, each on its own
  * cache lines) over a power-of-two byte area; C11 acquire/release only.
- * Records are made of 64-byte cells.  A record's first cell starts with a
+ * Records are made of 64-byte cells (TINY and PAD: half a cell).  A record's first cell starts with a
  * 64-bit stamp, a function of the record's ring position keyed with a random
  * word of the ring's segment (p2p_shmem_stamp): the receiver learns that a
  * record is there from the stamp in the cell itself, without reading the
@@ -43,6 +43,25 @@
  *        not fit the first cell continues in the next one (the payload
  *        contiguous from its start in the first cell; a record that would
  *        wrap at the ring's end goes as MSG), written before the stamp;
+ *   TINY half a cell {stamp, kind, seq's low byte, type, paylen, ctx, src,
+ *        tag, up to 8 bytes of payload}: an eager message of at most 8 bytes
+ *        with no sender cookie (send_inline() only), so that two go in one
+ *        cache line (a window of them moves half the lines; Open MPI's
+ *        fastbox keeps such messages to 32 bytes too).  Its sequence number
+ *        is the one after the last record of a matched kind (EAGER,
+ *        EAGER_SYNC, RTS) of the ring: both sides count it (peer oseq,
+ *        iseq), and the sender writes TINY only when the message's number is
+ *        that one (else SHORT, which carries it and resets the count).  An
+ *        MPI_Cancel of such a send finds it by its number alone.  Every other
+ *        record starts on a cell: after a TINY record in the first half of a
+ *        cell, the sender fills the second with a PAD {stamp, type} first.
+ *        (What else a window of small messages shares across the two cores:
+ *        the receiver's head counter, stored once per batch of records and
+ *        read by the sender only when its cached room runs short; the
+ *        receiver's sleeping word, read by the sender after each record but
+ *        written only around a sleep; eager budget CREDITs, with receives
+ *        posted one per half of kumi_base_eager_budget received (about one
+ *        per 30,000 messages of 8 bytes).  Request objects stay local.)
  * the others have the cell {stamp, kumi_hdr} (hdr.reserved holds the
  * type, hdr.pad the flags P2P_SHMEM_F_*; both are 0 again when the request
  * layer sees the header; the type is the byte at offset 10 of either kind
@@ -158,11 +177,14 @@
 #define P2P_SHMEM_BATCH    64                     /* records read from one ring per progress() */
 #define P2P_SHMEM_KEEPFDS  256                    /* peers' segment descriptors kept open from wire-up */
 
-enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK, P2P_SHMEM_REC_SHORT, P2P_SHMEM_REC_SHORTN };
+enum { P2P_SHMEM_REC_MSG = 1, P2P_SHMEM_REC_CMA, P2P_SHMEM_REC_ACK, P2P_SHMEM_REC_SHORT, P2P_SHMEM_REC_SHORTN,
+       P2P_SHMEM_REC_TINY, P2P_SHMEM_REC_PAD };
 #define P2P_SHMEM_F_WHOLE  1u                     /* MSG: the whole payload follows the record cell */
 #define P2P_SHMEM_SHORT_MAX 28                    /* payload bytes in the first cell of a SHORT record */
 #define P2P_SHMEM_SHORTN_MAX 36                   /* the same, SHORTN (no sreq) */
 #define P2P_SHMEM_SHORT_BIG 64                    /* payload bytes of a SHORT or SHORTN record (two cells) */
+#define P2P_SHMEM_HALF     32                     /* a TINY or PAD record */
+#define P2P_SHMEM_TINY_MAX 8                      /* payload bytes of a TINY record */
 enum { P2P_SHMEM_CMA_UNKNOWN = 0, P2P_SHMEM_CMA_YES = 1, P2P_SHMEM_CMA_NO = 2 };
 
 struct p2p_shmem_seghdr {
@@ -205,6 +227,13 @@ struct p2p_shmem_short {                 /* the first cell of SHORT and SHORTN *
     } u;
 };
 
+struct p2p_shmem_tiny {                  /* TINY and PAD: half a cell */
+    uint64_t stamp;
+    uint8_t kind, seqlo, type, paylen;    /* as in a SHORT cell, seqlo in place of flags */
+    int32_t ctx, src, tag;
+    char data[P2P_SHMEM_TINY_MAX];
+};
+
 struct p2p_shmem_cmadesc {               /* the cell after a CMA record */
     uint64_t addr;
     uint64_t cookie;
@@ -219,6 +248,11 @@ _Static_assert(offsetof(struct p2p_shmem_short, u.ndata) + P2P_SHMEM_SHORTN_MAX 
                "the payload of a short record fills its first cell");
 _Static_assert(offsetof(struct p2p_shmem_short, type) == offsetof(struct p2p_shmem_rec, hdr.reserved),
                "the type is at the same place in both kinds of cells");
+_Static_assert(sizeof(struct p2p_shmem_tiny) == P2P_SHMEM_HALF &&
+               offsetof(struct p2p_shmem_tiny, type) == offsetof(struct p2p_shmem_short, type) &&
+               offsetof(struct p2p_shmem_tiny, ctx) == offsetof(struct p2p_shmem_short, ctx) &&
+               offsetof(struct p2p_shmem_tiny, tag) == offsetof(struct p2p_shmem_short, tag),
+               "a tiny record is half a cell, laid out as a short one up to its tag");
 _Static_assert(sizeof(struct p2p_shmem_cmadesc) == P2P_SHMEM_CELL, "descriptor is one cell");
 _Static_assert(sizeof(struct p2p_shmem_ringctl) == P2P_SHMEM_CTL, "ring control size");
 
@@ -240,10 +274,12 @@ struct p2p_shmem_peer {
     struct kumi_sendop *qhead, *qtail;    /* queued (head op may be half written) */
     int qhdr_done;                        /* record cell(s) of qhead written */
     struct kumi_sendop *acks;             /* CMA ops waiting for the peer's ACK */
+    uint32_t oseq;                        /* the sequence number a TINY record would have (see TINY) */
     /* receiving: ring peer -> me, in our segment */
     struct p2p_shmem_ringctl *ictl;
     char *idata;
     uint64_t ihead, itail;                /* our head; cached tail */
+    uint32_t iseq;                        /* the sequence number of the next TINY record */
     int in_msg;
     struct kumi_hdr ihdr;
     struct kumi_rx *rx;
@@ -457,10 +493,32 @@ static inline void p2p_shmem_publish(struct p2p_shmem_peer *p)
     p2p_shmem_ring_bell(p);
 }
 
-/* Is type a SHORT or SHORTN record? */
+/* Is type a SHORT, SHORTN, TINY or PAD record (read in place, by
+ * p2p_shmem_take_short)? */
 static inline int p2p_shmem_is_short(unsigned type)
 {
-    return type - P2P_SHMEM_REC_SHORT <= P2P_SHMEM_REC_SHORTN - P2P_SHMEM_REC_SHORT;
+    return type - P2P_SHMEM_REC_SHORT <= P2P_SHMEM_REC_PAD - P2P_SHMEM_REC_SHORT;
+}
+
+/* Does a record of this kind take a sequence number (and so set the count
+ * that TINY records go by)? */
+static inline int p2p_shmem_seq_kind(unsigned kind)
+{
+    return kind == KUMI_HDR_EAGER || kind == KUMI_HDR_EAGER_SYNC || kind == KUMI_HDR_RTS;
+}
+
+/* A record other than TINY starts on a cell: where our tail is at a half
+ * (after a TINY record), write a PAD there first.  0: no room for it now. */
+static inline int p2p_shmem_align(struct p2p_shmem_peer *p)
+{
+    if (__builtin_expect(!(p->otail & P2P_SHMEM_HALF), 1)) return 1;
+    if (p2p_shmem_ofree(p, P2P_SHMEM_HALF) < P2P_SHMEM_HALF) return 0;
+    char *cell = p2p_shmem_cell(p->odata, p->otail);
+    ((struct p2p_shmem_tiny *)(void *)cell)->type = P2P_SHMEM_REC_PAD;
+    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
+                          memory_order_release);
+    p->otail += P2P_SHMEM_HALF;
+    return 1;
 }
 
 #endif

@@ -38,6 +38,7 @@ static inline int p2p_shmem_short_ok(const struct kumi_sendop *op)
 static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, int *hdr_done)
 {
     if (!*hdr_done) {
+        if (!p2p_shmem_align(p)) return 0;
         if (p2p_shmem_short_ok(op)) {                 /* header and payload in one cell */
             struct p2p_shmem_short c;
             if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
@@ -56,6 +57,7 @@ static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, 
             p->otail += P2P_SHMEM_CELL;
             op->toff = (size_t)op->hdr.paylen;
             op->tptr = NULL;
+            p->oseq = op->hdr.seq + 1;
             *hdr_done = 1;
             return 1;
         }
@@ -93,6 +95,7 @@ static int p2p_shmem_write_op(struct p2p_shmem_peer *p, struct kumi_sendop *op, 
         }
         p2p_shmem_put_cell(p, p->otail, &rec);
         p->otail += need;
+        if (p2p_shmem_seq_kind(op->hdr.kind)) p->oseq = op->hdr.seq + 1;
         *hdr_done = 1;
         if (rec.hdr.reserved != P2P_SHMEM_REC_MSG) return 1;
     }
@@ -205,6 +208,7 @@ static __attribute__((noinline)) int p2p_shmem_send_inline_msg(struct p2p_shmem_
     size_t whole = P2P_SHMEM_CELL + p2p_shmem_round(paylen);
     struct p2p_shmem_rec rec;
     if (!p2p_shmem_whole_ok(p, paylen) || p2p_shmem_ofree(p, whole) < whole) return 0;
+    p->oseq = h->seq + 1;
     rec.hdr = *h;
     rec.hdr.pad = P2P_SHMEM_F_WHOLE;
     rec.hdr.reserved = P2P_SHMEM_REC_MSG;
@@ -243,6 +247,30 @@ static inline __attribute__((always_inline)) void p2p_shmem_put_short(struct p2p
     atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
                           memory_order_release);
     p->otail += len;
+    p->oseq = h->seq + 1;
+    p2p_shmem_publish(p);
+}
+
+/* Write the TINY record of h (an eager message of at most
+ * P2P_SHMEM_TINY_MAX bytes whose sequence number is p->oseq) in place at
+ * our tail and publish it; room checked. */
+static inline __attribute__((always_inline)) void p2p_shmem_put_tiny(struct p2p_shmem_peer *p, const struct kumi_hdr *h,
+                                                                     const void *payload, size_t paylen)
+{
+    char *cell = p2p_shmem_cell(p->odata, p->otail);
+    struct p2p_shmem_tiny *t = (struct p2p_shmem_tiny *)(void *)cell;
+    t->kind = KUMI_HDR_EAGER;
+    t->seqlo = (uint8_t)h->seq;
+    t->type = P2P_SHMEM_REC_TINY;
+    t->paylen = (uint8_t)paylen;
+    t->ctx = h->ctx;
+    t->src = h->src;
+    t->tag = h->tag;
+    kumi_p2p_copy64(t->data, payload, paylen);
+    atomic_store_explicit((_Atomic uint64_t *)(void *)cell, p2p_shmem_stamp(p->seg->stampkey, p->otail),
+                          memory_order_release);
+    p->otail += P2P_SHMEM_HALF;
+    p->oseq++;
     p2p_shmem_publish(p);
 }
 
@@ -254,6 +282,7 @@ static __attribute__((noinline)) int p2p_shmem_send_inline_big(struct p2p_shmem_
                                                                const void *payload, size_t paylen)
 {
     size_t len = 2 * P2P_SHMEM_CELL;
+    if (!p2p_shmem_align(p)) return 0;
     if (paylen > P2P_SHMEM_SHORT_BIG || (p->otail & (p2p_shmem_ringsz - 1)) + len > p2p_shmem_ringsz)
         return p2p_shmem_send_inline_msg(p, h, payload, paylen);
     if (p2p_shmem_ofree(p, len) < len) return 0;
@@ -263,7 +292,9 @@ static __attribute__((noinline)) int p2p_shmem_send_inline_big(struct p2p_shmem_
 
 /* Contract 1.8: an eager message written at once when nothing is queued to
  * peer and the ring has room (no sendop, no done()); 0: not now, the caller
- * sends it through p2p_shmem_send().  Up to P2P_SHMEM_SHORT_BIG bytes: a
+ * sends it through p2p_shmem_send().  Up to 8 bytes, with the sequence
+ * number that follows the ring's count: a TINY record (half a cell, no
+ * sender cookie).  Up to P2P_SHMEM_SHORT_BIG bytes: a
  * SHORT record (SHORTN without a sender cookie), one cell up to 28 bytes
  * (36 for SHORTN), else two; larger ones (below pipeline_min), and a short
  * record that would wrap at the ring's end, a MSG record with its whole
@@ -274,9 +305,14 @@ int p2p_shmem_send_inline(int peer, const struct kumi_hdr *h, const void *payloa
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
     if (__builtin_expect(!p->seg || p->qhead != NULL, 0)) return 0;   /* not attached yet: send() does it */
     size_t paylen = (size_t)h->paylen;
+    if (paylen <= P2P_SHMEM_TINY_MAX && h->seq == p->oseq && h->kind == KUMI_HDR_EAGER && !h->flags) {
+        if (p2p_shmem_ofree(p, P2P_SHMEM_HALF) < P2P_SHMEM_HALF) return 0;
+        p2p_shmem_put_tiny(p, h, payload, paylen);
+        return 1;
+    }
     if (__builtin_expect(paylen > P2P_SHMEM_SHORT_MAX && (h->sreq || paylen > P2P_SHMEM_SHORTN_MAX), 0))
         return p2p_shmem_send_inline_big(p, h, payload, paylen);
-    if (p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
+    if (!p2p_shmem_align(p) || p2p_shmem_ofree(p, P2P_SHMEM_CELL) < P2P_SHMEM_CELL) return 0;
     p2p_shmem_put_short(p, h, payload, paylen, P2P_SHMEM_CELL);
     return 1;
 }
@@ -350,17 +386,46 @@ static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struc
     p->ihead += P2P_SHMEM_CELL + p2p_shmem_round(paylen);
 }
 
-/* A SHORT or SHORTN record at our head (c: its first cell, in the ring:
- * the sender does not write it again before our head has passed it). */
+/* The sequence number of the TINY record t from peer (the next of the
+ * ring's count); its low byte disagrees only if the two sides' counts do. */
+static uint32_t p2p_shmem_tiny_seq(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_tiny *t)
+{
+    uint32_t seq = p->iseq++;
+    if (__builtin_expect(t->seqlo != (uint8_t)seq, 0))
+        kumi_warn("internal error: p2p/shmem: a short message from rank %d has sequence number %u "
+                  "(low byte %u expected)", peer, seq, (unsigned)t->seqlo);
+    return seq;
+}
+
+/* A TINY record at our head: hand it over and step past it. */
+static inline __attribute__((always_inline)) void p2p_shmem_take_tiny(int peer, struct p2p_shmem_peer *p,
+                                                                      const struct p2p_shmem_tiny *t)
+{
+    struct kumi_hdr h = {
+        .kind = KUMI_HDR_EAGER, .ctx = t->ctx, .src = t->src, .tag = t->tag,
+        .seq = p2p_shmem_tiny_seq(peer, p, t), .len = t->paylen, .paylen = t->paylen,
+    };
+    p->ihead += P2P_SHMEM_HALF;
+    kumi_p2p_incoming_whole(peer, &h, t->data);
+}
+
+/* A SHORT, SHORTN, TINY or PAD record at our head (c: its first cell, in the
+ * ring: the sender does not write it again before our head has passed it). */
 static inline __attribute__((always_inline)) void p2p_shmem_take_short(int peer, struct p2p_shmem_peer *p,
                                                                        const struct p2p_shmem_short *c)
 {
+    if (c->type >= P2P_SHMEM_REC_TINY) {
+        if (c->type == P2P_SHMEM_REC_TINY) p2p_shmem_take_tiny(peer, p, (const struct p2p_shmem_tiny *)(const void *)c);
+        else p->ihead += P2P_SHMEM_HALF;                /* PAD */
+        return;
+    }
     int n = c->type == P2P_SHMEM_REC_SHORTN;
     struct kumi_hdr h = {
         .kind = c->kind, .flags = c->flags, .ctx = c->ctx, .src = c->src, .tag = c->tag, .seq = c->seq,
         .len = c->paylen, .paylen = c->paylen,
         .sreq = n ? 0 : (uint64_t)c->u.s.sreq_hi << 32 | c->u.s.sreq_lo,
     };
+    p->iseq = c->seq + 1;
     if (c->paylen <= (n ? P2P_SHMEM_SHORTN_MAX : P2P_SHMEM_SHORT_MAX)) {
         p->ihead += P2P_SHMEM_CELL;
     } else {            /* the second cell's line on its way while the message is matched */
@@ -379,26 +444,45 @@ int p2p_shmem_recv_inline(int peer, int32_t ctx, int src, int tag, void *dst, si
 {
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
     if (__builtin_expect(p->in_msg || p2p_shmem_in_progress, 0)) return -1;
-    const char *cell = p2p_shmem_cell(p->idata, p->ihead);
-    if (atomic_load_explicit((const _Atomic uint64_t *)(const void *)cell, memory_order_acquire) !=
-        p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead))
-        return 0;
-    const struct p2p_shmem_short *c = (const struct p2p_shmem_short *)(const void *)cell;
+    const char *cell;
+    const struct p2p_shmem_short *c;
+    for (;;) {
+        cell = p2p_shmem_cell(p->idata, p->ihead);
+        if (atomic_load_explicit((const _Atomic uint64_t *)(const void *)cell, memory_order_acquire) !=
+            p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead))
+            return 0;
+        c = (const struct p2p_shmem_short *)(const void *)cell;
+        if (__builtin_expect(c->type != P2P_SHMEM_REC_PAD, 1)) break;
+        p->ihead += P2P_SHMEM_HALF;                   /* a PAD: the record follows on the next cell */
+    }
+    /* the kind, context, source and tag are at the same places in a TINY record */
     if (__builtin_expect(!p2p_shmem_is_short(c->type) || c->kind != KUMI_HDR_EAGER || c->ctx != ctx ||
                          c->src != src || (tag != MPI_ANY_TAG && c->tag != tag), 0))
         return -1;
-    int n = c->type == P2P_SHMEM_REC_SHORTN;
     size_t paylen = c->paylen;
+    const char *data;
     h->kind = KUMI_HDR_EAGER;
-    h->flags = c->flags;
     h->ctx = ctx;
     h->src = src;
     h->tag = c->tag;
-    h->seq = c->seq;
     h->len = h->paylen = paylen;
-    h->sreq = n ? 0 : (uint64_t)c->u.s.sreq_hi << 32 | c->u.s.sreq_lo;
-    if (paylen) kumi_p2p_copy64(dst, n ? c->u.ndata : c->u.s.data, paylen < cap ? paylen : cap);
-    p->ihead += paylen <= (n ? P2P_SHMEM_SHORTN_MAX : P2P_SHMEM_SHORT_MAX) ? P2P_SHMEM_CELL : 2 * P2P_SHMEM_CELL;
+    if (c->type == P2P_SHMEM_REC_TINY) {
+        const struct p2p_shmem_tiny *t = (const struct p2p_shmem_tiny *)(const void *)cell;
+        h->flags = 0;
+        h->seq = p2p_shmem_tiny_seq(peer, p, t);
+        h->sreq = 0;
+        data = t->data;
+        p->ihead += P2P_SHMEM_HALF;
+    } else {
+        int n = c->type == P2P_SHMEM_REC_SHORTN;
+        h->flags = c->flags;
+        h->seq = c->seq;
+        p->iseq = c->seq + 1;
+        h->sreq = n ? 0 : (uint64_t)c->u.s.sreq_hi << 32 | c->u.s.sreq_lo;
+        data = n ? c->u.ndata : c->u.s.data;
+        p->ihead += paylen <= (n ? P2P_SHMEM_SHORTN_MAX : P2P_SHMEM_SHORT_MAX) ? P2P_SHMEM_CELL : 2 * P2P_SHMEM_CELL;
+    }
+    if (paylen) kumi_p2p_copy64(dst, data, paylen < cap ? paylen : cap);
     atomic_store_explicit(&p->ictl->head, p->ihead, memory_order_release);
     /* the sender may sleep waiting for space */
     if (p->seg || p2p_shmem_attach(p, peer) == 0) p2p_shmem_ring_bell(p);
@@ -436,23 +520,24 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
             did = 1;
         } else {
             if (!p2p_shmem_rec_ready(p)) break;
-            /* the cell is read once (one copy of its line) */
-            union { struct p2p_shmem_rec rec; struct p2p_shmem_short sh; } u;
-            memcpy(&u, p2p_shmem_cell(p->idata, p->ihead), sizeof u);
-            /* the type is the byte at offset 10 in both kinds of cells (a
+            /* the type is the byte at offset 10 in every kind of cell (a
              * SHORT cell's paylen follows it) */
-            unsigned type = u.sh.type, fl = u.rec.hdr.pad;
-            if (p2p_shmem_is_short(type)) {  /* in place (its payload may go on in the next cell) */
-                p2p_shmem_take_short(peer, p, (const struct p2p_shmem_short *)(const void *)
-                                                  p2p_shmem_cell(p->idata, p->ihead));
+            const struct p2p_shmem_short *sc = (const struct p2p_shmem_short *)(const void *)
+                                                   p2p_shmem_cell(p->idata, p->ihead);
+            if (p2p_shmem_is_short(sc->type)) {  /* in place (its payload may go on in the next cell) */
+                p2p_shmem_take_short(peer, p, sc);
                 recs++;
                 did = 1;
                 if (recs >= P2P_SHMEM_BATCH) break;
                 continue;
             }
-            struct p2p_shmem_rec rec = u.rec;
+            /* any other record starts on a cell, which is read once (one copy of its line) */
+            struct p2p_shmem_rec rec;
+            memcpy(&rec, sc, sizeof rec);
+            unsigned type = rec.hdr.reserved, fl = rec.hdr.pad;
             rec.hdr.reserved = 0;
             rec.hdr.pad = 0;
+            if (p2p_shmem_seq_kind(rec.hdr.kind)) p->iseq = rec.hdr.seq + 1;
             if (type == P2P_SHMEM_REC_CMA) {
                 struct p2p_shmem_cmadesc d;
                 p2p_shmem_get(p, p->ihead + P2P_SHMEM_CELL, &d, sizeof d);

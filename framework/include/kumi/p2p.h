@@ -308,7 +308,9 @@ struct kumi_p2p_ops {
      * (nothing queued to peer, room for it): write it, return 1; the
      * payload has been copied, nothing more happens for it (no done()).
      * Otherwise return 0 having done nothing: the caller then passes the
-     * message to send() (which also reports the errors). */
+     * message to send() (which also reports the errors).  The receiver
+     * may see such a message with sreq 0 (no cookie: nobody answers an
+     * eager message, and a cancel finds it by its sequence number). */
     int (*send_inline)(int peer, const struct kumi_hdr *h, const void *payload);
 
     /* ---- Contract 1.9, optional (may be NULL): a blocking receive takes
