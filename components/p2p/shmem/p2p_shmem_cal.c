@@ -131,6 +131,12 @@ size_t p2p_shmem_cal_snap(double x)
 
 size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen)
 {
+    return p2p_shmem_cal_choose_x(c, eager, P2P_SHMEM_CAL_XCORE, why, whylen);
+}
+
+size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, char *why,
+                              size_t whylen)
+{
     const double span = (double)(P2P_SHMEM_CAL_BIG - P2P_SHMEM_CAL_SMALL);
     double br = (c->rd[1] - c->rd[0]) / span, bc = (c->cp[1] - c->cp[0]) / span;
     double ar = c->rd[0] - br * P2P_SHMEM_CAL_SMALL, ac = c->cp[0] - bc * P2P_SHMEM_CAL_SMALL;
@@ -144,8 +150,8 @@ size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *w
     if (ar < 0) ar = 0;                          /* noise: no fixed cost is negative */
     if (ac < 0) ac = 0;
     if (br < 0) br = 0;
-    fixed = (1 + P2P_SHMEM_CAL_FIXED) * ar - P2P_SHMEM_CAL_XCORE * ac;   /* CMA's extra fixed cost */
-    slope = P2P_SHMEM_CAL_XCORE * bc - br;                               /* the ring's extra per byte */
+    fixed = (1 + P2P_SHMEM_CAL_FIXED) * ar - xcore * ac;   /* CMA's extra fixed cost */
+    slope = xcore * bc - br;                               /* the ring's extra per byte */
     if (!(c->rd[0] > 0 && c->rd[1] > 0 && c->cp[1] > 0) || slope <= 0) {
         snprintf(why, whylen, "CMA never cheaper (read %.2f/%.2f us, copies %.2f/%.2f us at %d/%d KiB)",
                  c->rd[0], c->rd[1], c->cp[0], c->cp[1], P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024);
@@ -157,6 +163,22 @@ size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *w
     if (n > top || x >= (double)eager) n = top;
     snprintf(why, whylen, "paths cross at %.0f bytes, taken as %zu (self read %.2f/%.2f us, ring copies "
              "%.2f/%.2f us at %d/%d KiB, x %.1f across cores)", x, n, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
-             P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, P2P_SHMEM_CAL_XCORE);
+             P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, xcore);
     return n;
+}
+
+int p2p_shmem_sw_add(struct p2p_shmem_sw *s, size_t bytes, double us, double ref, double slow, double fast)
+{
+    double perk = us * 1024.0 / (double)bytes;
+    unsigned v;
+    if (!(ref > 0) || !(us > 0)) return 0;
+    if (s->n == 0 || perk < s->best) s->best = perk;
+    if (++s->n < P2P_SHMEM_SW_WIN) return 0;
+    s->n = 0;
+    s->last = s->best / ref;
+    if (fast > slow * 2 / 3) fast = slow * 2 / 3;
+    if (s->verdict ? s->last >= fast : s->last <= slow) return 0;
+    v = s->verdict ? 0 : (unsigned)(s->last * 100.0 + 0.5);
+    s->verdict = v;
+    return 1;
 }

@@ -333,6 +333,8 @@ static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struc
 {
     p->ihdr = *h;
     size_t paylen = (size_t)h->paylen;
+    /* the state switch: now and then a large payload's copy out is timed */
+    double t0 = p2p_shmem_sw_ref > 0 && p2p_shmem_sw_pick(&p->sw, paylen) ? p2p_shmem_now() : 0;
     size_t off = (size_t)((p->ihead + P2P_SHMEM_CELL) & (p2p_shmem_ringsz - 1));
     if (off + paylen <= p2p_shmem_ringsz) {          /* in one piece: handed over as it is */
         kumi_p2p_incoming_whole(peer, &p->ihdr, p->idata + off);
@@ -347,6 +349,7 @@ static void p2p_shmem_take_whole(int peer, struct p2p_shmem_peer *p, const struc
             kumi_p2p_rx_done(rx);
         }
     }
+    if (t0 > 0) p2p_shmem_sw_time(peer, p, paylen, p2p_shmem_now() - t0);
     p->ihead += P2P_SHMEM_CELL + p2p_shmem_round(paylen);
 }
 
@@ -422,11 +425,19 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
             struct kumi_rx *rx = p->rx;
             if (rx && rx->dst && p->paygot < rx->cap) {
                 size_t k = rx->cap - p->paygot < n ? rx->cap - p->paygot : n;
-                p2p_shmem_get(p, p->ihead, rx->dst + p->paygot, k);
+                if (__builtin_expect(p->swtime, 0)) {   /* timed: the copies only, not the waits */
+                    double t0 = p2p_shmem_now();
+                    p2p_shmem_get(p, p->ihead, rx->dst + p->paygot, k);
+                    p->swacc += p2p_shmem_now() - t0;
+                } else {
+                    p2p_shmem_get(p, p->ihead, rx->dst + p->paygot, k);
+                }
             }
             p->paygot += n;
             if (rx) rx->got = p->paygot;
             if (p->paygot == p->paylen) {
+                if (p->swtime) p2p_shmem_sw_time(peer, p, p->paylen, p->swacc);
+                p->swtime = 0;
                 p->ihead += p2p_shmem_round(n);
                 p2p_shmem_finish_msg(p);
                 recs++;
@@ -472,6 +483,9 @@ int p2p_shmem_poll_ring(int peer, struct p2p_shmem_peer *p)
                 p->rx = kumi_p2p_incoming(peer, &p->ihdr);
                 if (p->rx) p->rx->got = 0;
                 p->in_msg = 1;
+                p->swtime = p2p_shmem_sw_ref > 0 && p->rx && p->rx->dst && p->rx->cap >= p->paylen &&
+                            p2p_shmem_sw_pick(&p->sw, p->paylen);
+                p->swacc = 0;
             }
             did = 1;
         }
