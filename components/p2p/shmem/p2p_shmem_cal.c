@@ -43,7 +43,7 @@
  * to the second (4.3, 0.1) the switch is 16385, 1.0-1.06 x the better peer
  * in both, but 2.3-2.6 x the first state's ring at 16-32 KiB.  Telling the
  * two apart needs a timing across the two ranks' cores, repeated (the state
- * changes within a job), which this does not make.
+ * changes within a job): the state switch below.
  *
  * The crossing itself is not stable: it is CMA's extra fixed cost divided by
  * the difference of two slopes of about the same size (3.5 x 0.037 against
@@ -58,7 +58,32 @@
  * unless the machine changes by more than a factor of 1.4.  The sender alone
  * applies the switch (eager_limit, rget), the receiver follows what each
  * record says, so two ranks that chose differently still agree on every
- * message. */
+ * message.
+ *
+ * The state (p2p_shmem_cma_adapt, p2p_shmem_sw_*).  The job's own traffic
+ * shows the state: a receiver's copy of a payload out of the ring reads
+ * lines the sender's core wrote, and costs what moving them between the two
+ * cores costs now.  So the receiver times one in P2P_SHMEM_SW_EVERY copies of
+ * P2P_SHMEM_SW_BYTES or more (the copies only: a streamed payload's waits
+ * for its pieces are not counted), takes the least of a window of
+ * P2P_SHMEM_SW_WIN of them per KiB (a sample that lost its core or took a
+ * page fault counts for nothing unless all of the window did) and divides it
+ * by one copy in its own cache (cp[1] / 2 of the start-up measurement).
+ * Measured on the shared virtual machine above (2026-11-29, mpibench lat
+ * and bibw at 8-64 KiB, a probe of the state before and after each
+ * launch): windows of 1.3-2.3 in the fast state, 3.9-7.4 in the slow one;
+ * the verdict turns slow above 3.5 and fast again below 2.3 (parameters
+ * cma_adapt_slow / _fast; between the two it stays, so it does not
+ * oscillate on a window that falls between).  The receiver publishes a
+ * verdict per sender in its segment (one word, written when it changes);
+ * the sender reads it in eager_limit (one load of a line that stays in its
+ * cache) and towards a slow receiver pulls from cma_min chosen again here
+ * with the ring's factor at P2P_SHMEM_SW_XCORE x the ratio (the start-up
+ * factor 3.5 stands for the fast state's ratio of about 2; the slow state's
+ * 4.3 of the note above for 5: 16385 there from a ratio of 4.5, 8193 from
+ * about 9.5; never above the start-up choice), sends no stream through the
+ * ring, and sends one message in P2P_SHMEM_SW_PROBE through the ring still so
+ * that the receiver goes on timing it (every such copy while slow). */
 #define _GNU_SOURCE
 #include "p2p_shmem_cal.h"
 #include <stdio.h>
