@@ -63,9 +63,11 @@
  * The state (p2p_shmem_cma_adapt, p2p_shmem_sw_*).  The job's own traffic
  * shows the state: a receiver's copy of a payload out of the ring reads
  * lines the sender's core wrote, and costs what moving them between the two
- * cores costs now.  So the receiver times one in P2P_SHMEM_SW_EVERY copies of
- * P2P_SHMEM_SW_BYTES or more (the copies only: a streamed payload's waits
- * for its pieces are not counted), takes the least of a window of
+ * cores costs now.  So the receiver times one in P2P_SHMEM_SW_EVERY streamed
+ * payloads of P2P_SHMEM_SW_BYTES or more (a lone message's; the copies only,
+ * not the waits for the pieces; a payload written whole is taken while both
+ * ranks copy a window, at 3.5-9 x in the fast state, or lands in a fresh
+ * buffer of the unexpected queue, up to 30 x: not timed), takes the least of a window of
  * P2P_SHMEM_SW_WIN of them per KiB (a sample that lost its core or took a
  * page fault counts for nothing unless all of the window did) and divides it
  * by one copy in its own cache (cp[1] / 2 of the start-up measurement).
