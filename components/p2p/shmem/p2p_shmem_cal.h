@@ -41,7 +41,8 @@ size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, doubl
  * hysteresis: slow above P2P_SHMEM_SW_SLOW, fast again below
  * P2P_SHMEM_SW_FAST. */
 #define P2P_SHMEM_SW_BYTES 8192        /* payloads timed: at least this many bytes */
-#define P2P_SHMEM_SW_EVERY 4           /* one in this many of them */
+#define P2P_SHMEM_SW_EVERY 16          /* one in this many of them (a streamed payload of 16 KiB is
+                                        * timed with 10 clock readings: 1 % of its latency over 16) */
 #define P2P_SHMEM_SW_WIN   8           /* samples per window (the least of them counts) */
 #define P2P_SHMEM_SW_SLOW  3.5           /* defaults of p2p_shmem_cma_adapt_slow / _fast */
 #define P2P_SHMEM_SW_FAST  2.3
