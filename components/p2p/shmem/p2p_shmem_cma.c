@@ -98,7 +98,9 @@ void p2p_shmem_cma_choose(int ncma)
     kumi_param_register_size("p2p", "shmem", "cma_min_effective", effective,
                              "Read-only: the smallest message pulled with CMA in this process, "
                              "p2p_shmem_cma_min or, when that is 0, measured at start-up "
-                             "(0: none; setting it changes nothing)",
+                             "(0: none; setting it changes nothing); towards a receiver whose "
+                             "copies out of the ring turned slow, less (p2p_shmem_cma_adapt: "
+                             "KUMI_VERBOSE=2 prints each change)",
                              KUMI_LEVEL_TUNER, &effective);
 }
 
