@@ -598,7 +598,9 @@ static void p2p_shmem_sw_apply(int peer, struct p2p_shmem_peer *p, uint32_t v)
         m = p2p_shmem_sw_min;
         snprintf(why, sizeof why, "p2p_shmem_cma_min_slow");
     } else if (v) {
-        m = p2p_shmem_cal_choose_x(&p2p_shmem_cal_job, p2p_shmem_eager, p2p_shmem_sw_xcore(v), why, sizeof why);
+        m = p2p_shmem_cal_choose_x(&p2p_shmem_cal_job, p2p_shmem_eager, p2p_shmem_sw_xcore(v), P2P_SHMEM_SW_GRID,
+                                   why, sizeof why);
+        if (m < P2P_SHMEM_SW_FLOOR) m = P2P_SHMEM_SW_FLOOR;
     }
     if (v && (m == 0 || m > p->elim)) m = p->elim;   /* slow all the same: no stream through the ring */
     p->selim = m;

@@ -250,8 +250,9 @@ struct p2p_shmem_peer {
     size_t selim;
     unsigned sprobe;
     struct p2p_shmem_sw sw;
-    double swacc;                         /* a streamed payload being timed: its copies so far (us) */
-    int swtime;
+    double swacc;                         /* a streamed payload being timed: its copies so far (us), */
+    size_t swbytes;                       /* their bytes, */
+    int swtime;                           /* and the pieces still to time */
     struct kumi_sendop *qhead, *qtail;    /* queued (head op may be half written) */
     int qhdr_done;                        /* record cell(s) of qhead written */
     struct kumi_sendop *acks;             /* CMA ops waiting for the peer's ACK */

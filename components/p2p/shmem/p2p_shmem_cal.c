@@ -158,11 +158,11 @@ size_t p2p_shmem_cal_snap(double x)
 
 size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen)
 {
-    return p2p_shmem_cal_choose_x(c, eager, P2P_SHMEM_CAL_XCORE, why, whylen);
+    return p2p_shmem_cal_choose_x(c, eager, P2P_SHMEM_CAL_XCORE, 0, why, whylen);
 }
 
-size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, char *why,
-                              size_t whylen)
+size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, size_t grid,
+                              char *why, size_t whylen)
 {
     const double span = (double)(P2P_SHMEM_CAL_BIG - P2P_SHMEM_CAL_SMALL);
     double br = (c->rd[1] - c->rd[0]) / span, bc = (c->cp[1] - c->cp[0]) / span;
@@ -185,7 +185,7 @@ size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, doubl
         return top;
     }
     x = fixed / slope;
-    n = p2p_shmem_cal_snap(x);
+    n = grid ? (size_t)((x + (double)grid / 2) / (double)grid) * grid + 1 : p2p_shmem_cal_snap(x);
     if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
     if (n > top || x >= (double)eager) n = top;
     snprintf(why, whylen, "paths cross at %.0f bytes, taken as %zu (self read %.2f/%.2f us, ring copies "

@@ -29,9 +29,11 @@ int p2p_shmem_cal_measure(struct p2p_shmem_cal *c);
 size_t p2p_shmem_cal_snap(double x);
 size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen);
 /* The same with the ring's copies across cores costing xcore x the copies
- * in one core's cache (p2p_shmem_cal_choose: P2P_SHMEM_CAL_XCORE). */
-size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, char *why,
-                              size_t whylen);
+ * in one core's cache (p2p_shmem_cal_choose: P2P_SHMEM_CAL_XCORE), the
+ * crossing rounded to the nearest multiple of grid, plus one (0: snapped to
+ * a power of two plus one, as p2p_shmem_cal_choose does). */
+size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, size_t grid,
+                              char *why, size_t whylen);
 
 /* The switch that follows the machine's state (p2p_shmem_cal.c, "The
  * state"): the receiver times, now and then, its copy of a payload out of
@@ -41,8 +43,10 @@ size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, doubl
  * hysteresis: slow above P2P_SHMEM_SW_SLOW, fast again below
  * P2P_SHMEM_SW_FAST. */
 #define P2P_SHMEM_SW_BYTES 8192        /* payloads timed: at least this many bytes */
-#define P2P_SHMEM_SW_EVERY 16          /* one in this many of them (a streamed payload of 16 KiB is
-                                        * timed with 10 clock readings: 1 % of its latency over 16) */
+#define P2P_SHMEM_SW_EVERY 16          /* one in this many of them while fast, */
+#define P2P_SHMEM_SW_EVERY_SLOW 4      /* while slow (few then come through the ring) */
+#define P2P_SHMEM_SW_PIECES 2          /* the first pieces of a streamed payload timed: 4 clock
+                                        * readings a payload (35-100 ns each on the virtual machine) */
 #define P2P_SHMEM_SW_WIN   8           /* samples per window (the least of them counts) */
 #define P2P_SHMEM_SW_SLOW  3.5           /* defaults of p2p_shmem_cma_adapt_slow / _fast */
 #define P2P_SHMEM_SW_FAST  2.3
@@ -59,20 +63,21 @@ struct p2p_shmem_sw {
  * slow, one below fast (at most two thirds of slow) fast again.  Returns 1
  * when the window closed and the verdict changed (s->verdict). */
 int p2p_shmem_sw_add(struct p2p_shmem_sw *s, size_t bytes, double us, double ref, double slow, double fast);
-/* Is this record (payload of bytes) one to time?  Counts it.  Every one
- * while the verdict is slow (few then come through the ring). */
+/* Is this record (payload of bytes) one to time?  Counts it. */
 static inline int p2p_shmem_sw_pick(struct p2p_shmem_sw *s, size_t bytes)
 {
     if (bytes < P2P_SHMEM_SW_BYTES) return 0;
-    if (s->verdict) return 1;
-    if (++s->skip < P2P_SHMEM_SW_EVERY) return 0;
+    if (++s->skip < (s->verdict ? P2P_SHMEM_SW_EVERY_SLOW : P2P_SHMEM_SW_EVERY)) return 0;
     s->skip = 0;
     return 1;
 }
 /* The ring's copies across cores against the in-cache ones (the factor
  * of p2p_shmem_cal_choose_x, P2P_SHMEM_CAL_XCORE at start-up), from a slow
- * verdict (the ratio x 100): P2P_SHMEM_SW_XCORE x the ratio. */
-#define P2P_SHMEM_SW_XCORE 0.85
+ * verdict (the ratio x 100): P2P_SHMEM_SW_XCORE x the ratio; the crossing
+ * rounded to P2P_SHMEM_SW_GRID (see p2p_shmem_cal.c, "The state"). */
+#define P2P_SHMEM_SW_XCORE 1.15
+#define P2P_SHMEM_SW_GRID  4096
+#define P2P_SHMEM_SW_FLOOR (8 * 1024 + 1)   /* the least slow switch: 8 KiB and less stay in the ring */
 static inline double p2p_shmem_sw_xcore(unsigned verdict)
 {
     return P2P_SHMEM_SW_XCORE * verdict / 100.0;
