@@ -241,18 +241,6 @@ struct p2p_shmem_peer {
     uint64_t otail, ohead;                /* our tail; cached head */
     int cma;                              /* cached verdict of the peer on us */
     size_t elim;                          /* eager_limit(peer) + 1 once the verdict is known; 0: not yet */
-    /* the state switch (p2p_shmem_cal.c): the peer's verdict on our ring
-     * to it as last read, the eager limit + 1 while it says slow (0: fast),
-     * and the sends since then (a probe through the ring now and then);
-     * receiving: our timing of its ring */
-    _Atomic uint32_t *swp;                /* its verdict in its segment; NULL: no switching */
-    uint32_t swv;
-    size_t selim;
-    unsigned sprobe;
-    struct p2p_shmem_sw sw;
-    double swacc;                         /* a streamed payload being timed: its copies so far (us), */
-    size_t swbytes;                       /* their bytes, */
-    int swtime;                           /* and the pieces still to time */
     struct kumi_sendop *qhead, *qtail;    /* queued (head op may be half written) */
     int qhdr_done;                        /* record cell(s) of qhead written */
     struct kumi_sendop *acks;             /* CMA ops waiting for the peer's ACK */
@@ -266,6 +254,18 @@ struct p2p_shmem_peer {
     size_t paylen, paygot;
     struct sockaddr_un bell;
     socklen_t bell_len;
+    /* the state switch (p2p_shmem_cal.c): the peer's verdict on our ring
+     * to it as last read, the eager limit + 1 while it says slow (0: fast),
+     * and the sends since then (a probe through the ring now and then);
+     * receiving: our timing of its ring */
+    _Atomic uint32_t *swp;                /* its verdict in its segment; NULL: no switching */
+    uint32_t swv;
+    size_t selim;
+    unsigned sprobe;
+    struct p2p_shmem_sw sw;
+    double swacc;                         /* a streamed payload being timed: its copies so far (us), */
+    size_t swbytes;                       /* their bytes, */
+    int swtime;                           /* and the pieces still to time */
 };
 
 /* parameters */
