@@ -77,7 +77,11 @@ static inline int p2p_shmem_sw_pick(struct p2p_shmem_sw *s, size_t bytes)
  * rounded to P2P_SHMEM_SW_GRID (see p2p_shmem_cal.c, "The state"). */
 #define P2P_SHMEM_SW_XCORE 1.15
 #define P2P_SHMEM_SW_GRID  4096
-#define P2P_SHMEM_SW_FLOOR (8 * 1024 + 1)   /* the least slow switch: 8 KiB and less stay in the ring */
+/* The least slow switch: up to 12 KiB the ring (its eager send completes
+ * at once) stayed ahead of a pull in the slow state's ping-pong (8193 B:
+ * 4.3-5.1 us through the ring, MPICH 6.2-11.6; pulled from 8193 by the
+ * verdicts of ratios over 6, 5.8-7.1) */
+#define P2P_SHMEM_SW_FLOOR (12 * 1024 + 1)
 static inline double p2p_shmem_sw_xcore(unsigned verdict)
 {
     return P2P_SHMEM_SW_XCORE * verdict / 100.0;
