@@ -63,29 +63,34 @@
  * The state (p2p_shmem_cma_adapt, p2p_shmem_sw_*).  The job's own traffic
  * shows the state: a receiver's copy of a payload out of the ring reads
  * lines the sender's core wrote, and costs what moving them between the two
- * cores costs now.  So the receiver times one in P2P_SHMEM_SW_EVERY streamed
- * payloads of P2P_SHMEM_SW_BYTES or more (a lone message's; the copies only,
- * not the waits for the pieces; a payload written whole is taken while both
- * ranks copy a window, at 3.5-9 x in the fast state, or lands in a fresh
- * buffer of the unexpected queue, up to 30 x: not timed), takes the least of a window of
- * P2P_SHMEM_SW_WIN of them per KiB (a sample that lost its core or took a
- * page fault counts for nothing unless all of the window did) and divides it
- * by one copy in its own cache (cp[1] / 2 of the start-up measurement).
- * Measured on the shared virtual machine above (2026-11-29, mpibench lat
- * and bibw at 8-64 KiB, a probe of the state before and after each
- * launch): windows of 1.3-2.3 in the fast state, 3.9-7.4 in the slow one;
- * the verdict turns slow above 3.5 and fast again below 2.3 (parameters
- * cma_adapt_slow / _fast; between the two it stays, so it does not
- * oscillate on a window that falls between).  The receiver publishes a
- * verdict per sender in its segment (one word, written when it changes);
- * the sender reads it in eager_limit (one load of a line that stays in its
- * cache) and towards a slow receiver pulls from cma_min chosen again here
- * with the ring's factor at P2P_SHMEM_SW_XCORE x the ratio (the start-up
- * factor 3.5 stands for the fast state's ratio of about 2; the slow state's
- * 4.3 of the note above for 5: 16385 there from a ratio of 4.5, 8193 from
- * about 9.5; never above the start-up choice), sends no stream through the
- * ring, and sends one message in P2P_SHMEM_SW_PROBE through the ring still so
- * that the receiver goes on timing it (every such copy while slow). */
+ * cores costs now.  So the receiver times the first P2P_SHMEM_SW_PIECES
+ * pieces of one in P2P_SHMEM_SW_EVERY streamed payloads of P2P_SHMEM_SW_BYTES
+ * or more (a lone message's; the copies only, not the waits for the pieces;
+ * a payload written whole is taken while both ranks copy a window, at 3.5-9
+ * x in the fast state, or lands in a fresh buffer of the unexpected queue,
+ * up to 30 x: not timed), takes the least of a window of P2P_SHMEM_SW_WIN
+ * of them per KiB (a sample that lost its core counts for nothing unless
+ * all of the window did) and divides it by one copy in its own cache (cp[1]
+ * / 2 of the start-up measurement).  Measured on the shared virtual machine
+ * above (2026-11-29, mpibench lat and bibw at 8-64 KiB, the state probed
+ * with lat 0 B: 0.09 us fast, 0.28 slow): windows of 1.25-2.5 in the fast
+ * state, 4.4-8 in the slow one; the verdict turns slow above 3.5 and fast
+ * again below 2.3 (parameters cma_adapt_slow / _fast; between the two it
+ * stays, so it does not oscillate).  The receiver publishes a verdict per
+ * sender in its segment (one word, written when it changes: the ratio of
+ * the window that turned it slow); the sender reads it in eager_limit (one
+ * load of a line that stays in its cache).  Towards a slow receiver it
+ * pulls from the crossing of this model with the ring's factor at
+ * P2P_SHMEM_SW_XCORE x the ratio, rounded to P2P_SHMEM_SW_GRID, between
+ * P2P_SHMEM_SW_FLOOR and the start-up choice (12289 at ratios 4.5-7 on that
+ * machine, 16385-20481 at 3.5-4.3; p2p_shmem_cma_min_slow overrides it),
+ * sends no stream through the ring, and sends one message in
+ * P2P_SHMEM_SW_PROBE through the ring still so that the receiver goes on
+ * timing it.  Measured there in the slow state (the ring at 16 KiB 10-40 us
+ * then, as loaded; lat medians of 13-15 rounds, base / with the switch /
+ * MPICH): 16384 B 14.6/6.8/7.5 and 40.4/18.4/18.7 us, 32768 B 40.0/5.8/5.8
+ * and 85.4/19.6/22.6; bibw 16-64 KiB 1.0-2.9 against 9.5-17 GB/s (MPICH
+ * 2.8-14.6).  The fast state's figures stay the base's (0.98-1.03 x). */
 #define _GNU_SOURCE
 #include "p2p_shmem_cal.h"
 #include <stdio.h>
