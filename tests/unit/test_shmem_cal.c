@@ -10,6 +10,7 @@
 #include "p2p_shmem_cal.c"
 #include "ut.h"
 #include <errno.h>
+#include <string.h>
 
 static struct p2p_shmem_cal cal(double r0, double r1, double c0, double c1)
 {
@@ -95,6 +96,72 @@ int main(void)
         struct p2p_shmem_cal a = cal(1.0, 3.0, 0.10, 1.13), b = cal(1.5, 3.5, 0.10, 1.13);
         size_t na = p2p_shmem_cal_choose(&a, 1 << 20, NULL, 0), nb = p2p_shmem_cal_choose(&b, 1 << 20, NULL, 0);
         CHECK(nb > na, "fixed cost 1.5 us chose %zu, 1.0 us %zu", nb, na);
+    }
+    UT_CASE("the state switch: a window's least sample, a verdict with hysteresis");
+    {
+        struct p2p_shmem_sw sw;
+        const double ref = 0.018;                         /* one copy in cache, us per KiB */
+        memset(&sw, 0, sizeof sw);
+        int changed = 0;
+        /* fast state: copies out of the ring 1.4-2 x one in cache; a preempted sample does not count */
+        for (int i = 0; i < 4 * P2P_SHMEM_SW_WIN; i++)
+            changed |= p2p_shmem_sw_add(&sw, 16384, (i % 3 ? 1.6 : i % 5 == 0 ? 40.0 : 1.4) * ref * 16, ref, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST);
+        CHECK(!changed && sw.verdict == 0, "fast state: verdict %u (last %.2f)", sw.verdict, sw.last);
+        CHECK(sw.last > 1.3 && sw.last < 1.5, "fast state: the least of the window, %.2f", sw.last);
+        /* one window with every sample slowed (a loaded core) but below the slow mark: stays fast */
+        for (int i = 0; i < P2P_SHMEM_SW_WIN; i++)
+            changed |= p2p_shmem_sw_add(&sw, 16384, (P2P_SHMEM_SW_SLOW - 0.5) * ref * 16, ref, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST);
+        CHECK(!changed && sw.verdict == 0, "below the slow mark: verdict %u", sw.verdict);
+        /* the slow state: 10 x; the verdict changes only when the window closes */
+        for (int i = 0; i < P2P_SHMEM_SW_WIN - 1; i++)
+            changed |= p2p_shmem_sw_add(&sw, 32768, 10.0 * ref * 32, ref, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST);
+        CHECK(!changed && sw.verdict == 0, "slow before the window closed: verdict %u", sw.verdict);
+        CHECK_INT(p2p_shmem_sw_add(&sw, 32768, 10.0 * ref * 32, ref, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST), 1);
+        CHECK_INT(sw.verdict, 1000);
+        /* between the two marks: no change either way (no oscillation) */
+        for (int i = 0; i < 3 * P2P_SHMEM_SW_WIN; i++)
+            changed |= p2p_shmem_sw_add(&sw, 16384, (P2P_SHMEM_SW_FAST + P2P_SHMEM_SW_SLOW) / 2 * ref * 16, ref, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST);
+        CHECK(!changed && sw.verdict == 1000, "between the marks: verdict %u", sw.verdict);
+        /* one fast sample in a window is enough to leave (the least counts) */
+        for (int i = 0; i < P2P_SHMEM_SW_WIN; i++)
+            changed |= p2p_shmem_sw_add(&sw, 16384, (i == 3 ? 1.5 : 9.0) * ref * 16, ref, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST);
+        CHECK(changed && sw.verdict == 0, "fast again: verdict %u", sw.verdict);
+        /* no reference (no start-up measurement), nonsense samples: nothing */
+        memset(&sw, 0, sizeof sw);
+        for (int i = 0; i < 2 * P2P_SHMEM_SW_WIN; i++) changed = p2p_shmem_sw_add(&sw, 16384, 100.0, 0, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST);
+        for (int i = 0; i < 2 * P2P_SHMEM_SW_WIN; i++) changed |= p2p_shmem_sw_add(&sw, 16384, 0, ref, P2P_SHMEM_SW_SLOW, P2P_SHMEM_SW_FAST);
+        CHECK(!changed && sw.verdict == 0 && sw.n == 0, "no reference: verdict %u, %u samples", sw.verdict, sw.n);
+        /* picking: records below SW_BYTES never, one in SW_EVERY while fast, in SW_EVERY_SLOW while slow */
+        int picked = 0;
+        for (int i = 0; i < 8 * P2P_SHMEM_SW_EVERY; i++) picked += p2p_shmem_sw_pick(&sw, 16384);
+        CHECK_INT(picked, 8);
+        CHECK_INT(p2p_shmem_sw_pick(&sw, P2P_SHMEM_SW_BYTES - 1), 0);
+        sw.verdict = 1000;
+        picked = 0;
+        for (int i = 0; i < 8 * P2P_SHMEM_SW_EVERY_SLOW; i++) picked += p2p_shmem_sw_pick(&sw, 16384);
+        CHECK_INT(picked, 8);
+    }
+    UT_CASE("slow state: cma_min chosen again with the ratio measured (the second machine)");
+    {
+        /* its in-process timings (alike in both states) and the window ratios it measured in the job
+         * (2026-11-29, lone messages of 8-32 KiB): fast 1.3-2.5, slow 4.4-8 (a verdict from 4.5-6.3) */
+        struct p2p_shmem_cal c = cal(1.50, 3.28, 0.13, 1.15);
+        CHECK_INT(p2p_shmem_cal_choose(&c, eager, NULL, 0), 32 * 1024 + 1);
+        n = p2p_shmem_cal_choose_x(&c, eager, p2p_shmem_sw_xcore(500), P2P_SHMEM_SW_GRID, why, sizeof why);
+        CHECK(n == 12 * 1024 + 1, "slow state (5 x) chose %zu: %s", n, why);
+        CHECK_HAS(why, "x 5.8 across cores", "taken as 12289");
+        n = p2p_shmem_cal_choose_x(&c, eager, p2p_shmem_sw_xcore(450), P2P_SHMEM_SW_GRID, NULL, 0);
+        CHECK(n == 12 * 1024 + 1, "slow state (4.5 x) chose %zu", n);
+        n = p2p_shmem_cal_choose_x(&c, eager, p2p_shmem_sw_xcore(740), P2P_SHMEM_SW_GRID, NULL, 0);
+        CHECK(n == 8 * 1024 + 1, "slow state (7.4 x) chose %zu", n);
+        /* just above the slow mark: below the start-up switch, but 16 KiB and more */
+        n = p2p_shmem_cal_choose_x(&c, eager, p2p_shmem_sw_xcore(360), P2P_SHMEM_SW_GRID, NULL, 0);
+        CHECK(n > 16 * 1024 && n <= 32 * 1024 + 1, "slow state (3.6 x) chose %zu", n);
+        /* the fast state's ratios: never below the start-up choice */
+        CHECK(p2p_shmem_cal_choose_x(&c, eager, p2p_shmem_sw_xcore(250), P2P_SHMEM_SW_GRID, NULL, 0) >= 32 * 1024 + 1,
+              "a fast ring chose below the start-up switch");
+        /* the power-of-two snap without a grid, as at start-up */
+        CHECK_INT(p2p_shmem_cal_choose_x(&c, eager, P2P_SHMEM_CAL_XCORE, 0, NULL, 0), 32 * 1024 + 1);
     }
     UT_CASE("measure");
     {

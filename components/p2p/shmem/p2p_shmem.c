@@ -10,7 +10,11 @@
 /* parameters */
 size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min = SIZE_MAX, p2p_shmem_cma_min_set;
 size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max, p2p_shmem_stream_queue;
+static int p2p_shmem_stream_set;   /* p2p_shmem_stream_limit set by the user: used in both states */
 const char *p2p_shmem_cma_mode;
+int p2p_shmem_cma_adapt;
+static double p2p_shmem_sw_slow, p2p_shmem_sw_fast;
+static size_t p2p_shmem_sw_min;    /* p2p_shmem_cma_min_slow */
 const char *p2p_shmem_cma_status;
 char p2p_shmem_cma_status_buf[160];
 
@@ -114,6 +118,7 @@ static size_t p2p_shmem_stream_effective(size_t ringsz)
 {
     static size_t eff, qeff;
     size_t v = p2p_shmem_stream_max, q = p2p_shmem_stream_queue;
+    p2p_shmem_stream_set = kumi_param_is_default("p2p_shmem_stream_limit") == 0;
     if (kumi_param_is_default("p2p_shmem_stream_limit") == 1 && v > ringsz / STREAM_RING_DIV)
         v = ringsz / STREAM_RING_DIV;
     eff = v;
@@ -163,6 +168,30 @@ static void p2p_shmem_register(void)
                              "process_vm_readv against the ring's copies (the value in use is "
                              "p2p_shmem_cma_min_effective)",
                              KUMI_LEVEL_TUNER, &p2p_shmem_cma_min_set);
+    kumi_param_register_bool("p2p", "shmem", "cma_adapt", 1,
+                             "With cma_min chosen at start-up (0): follow the machine's state: a "
+                             "receiver that finds its copies out of a peer's ring several times "
+                             "slower than a copy in its own cache (lines moving between the two "
+                             "cores slowly) tells that sender, which then pulls from a lower size "
+                             "(chosen as cma_min is, with the ratio measured) and no longer sends "
+                             "streams through the ring, until the copies are fast again (0: the "
+                             "start-up choice throughout)",
+                             KUMI_LEVEL_TUNER, &p2p_shmem_cma_adapt);
+    kumi_param_register_double("p2p", "shmem", "cma_adapt_slow", P2P_SHMEM_SW_SLOW,
+                               "p2p_shmem_cma_adapt: the ratio of a receiver's copies out of a ring "
+                               "(the least of a window of 8 timed copies of 8 KiB or more) to one copy "
+                               "in its cache above which that ring is slow",
+                               KUMI_LEVEL_TUNER, &p2p_shmem_sw_slow);
+    kumi_param_register_double("p2p", "shmem", "cma_adapt_fast", P2P_SHMEM_SW_FAST,
+                               "p2p_shmem_cma_adapt: the ratio below which a slow ring is fast again "
+                               "(at most two thirds of p2p_shmem_cma_adapt_slow)",
+                               KUMI_LEVEL_TUNER, &p2p_shmem_sw_fast);
+    kumi_param_register_size("p2p", "shmem", "cma_min_slow", 0,
+                             "p2p_shmem_cma_adapt: the smallest message pulled with CMA towards a "
+                             "receiver whose copies out of the ring are slow (0: chosen as "
+                             "cma_min is, with the ratio that receiver measured; never above "
+                             "the start-up choice)",
+                             KUMI_LEVEL_TUNER, &p2p_shmem_sw_min);
     kumi_param_register_size("p2p", "shmem", "stream_limit", STREAM_MAX_DEFAULT,
                              "Towards a receiver that pulls with CMA: largest message sent eagerly "
                              "(written whole into the ring) while an earlier CMA transfer to that "
@@ -528,6 +557,62 @@ static size_t p2p_shmem_stream_limit(struct p2p_shmem_peer *p)
     return fr > lim ? fr : lim;
 }
 
+/* The state switch (p2p_shmem_cal.c, "The state").  The receiver's side:
+ * a copy of bytes out of peer's ring took us; a verdict that changes is
+ * published in our segment, where peer reads it (eager_limit). */
+double p2p_shmem_sw_ref;
+struct p2p_shmem_cal p2p_shmem_cal_job;
+
+double p2p_shmem_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+void p2p_shmem_sw_time(int peer, struct p2p_shmem_peer *p, size_t bytes, double us)
+{
+    int changed = p2p_shmem_sw_add(&p->sw, bytes, us, p2p_shmem_sw_ref, p2p_shmem_sw_slow, p2p_shmem_sw_fast);
+    if (p->sw.n == 0)
+        kumi_log(3, "p2p/shmem: copies out of the ring from rank %d: %.2f x one in cache (%s)", peer,
+                 p->sw.last, p->sw.verdict ? "slow" : "fast");
+    if (changed) {
+        atomic_store_explicit(p2p_shmem_swword(p2p_shmem_seg, peer), p->sw.verdict, memory_order_relaxed);
+        kumi_log(2, "p2p/shmem: copies out of the ring from rank %d cost %.2f x one in cache: %s", peer,
+                 p->sw.last, p->sw.verdict ? "slow (it pulls from a lower size)" : "fast again");
+    }
+}
+
+/* The sender's side: peer's verdict on our ring changed to v (0: fast, the
+ * start-up limits; else slow: cma_min chosen again with the ring's copies
+ * at the ratio measured, never above the start-up one, and no stream
+ * through the ring, whatever cma_min that gives: the slow state's ring moved
+ * a flat 4.2 GB/s both ways at 12-64 KiB, 0.3-0.67 x MPICH, issue 22). */
+static void p2p_shmem_sw_apply(int peer, struct p2p_shmem_peer *p, uint32_t v)
+{
+    char why[240] = "";
+    size_t m = 0;
+    p->swv = v;
+    p->sprobe = 0;
+    if (v && p2p_shmem_sw_min) {
+        m = p2p_shmem_sw_min;
+        snprintf(why, sizeof why, "p2p_shmem_cma_min_slow");
+    } else if (v) {
+        m = p2p_shmem_cal_choose_x(&p2p_shmem_cal_job, p2p_shmem_eager, p2p_shmem_sw_xcore(v), P2P_SHMEM_SW_GRID,
+                                   why, sizeof why);
+        if (m < P2P_SHMEM_SW_FLOOR) m = P2P_SHMEM_SW_FLOOR;
+    }
+    if (v && (m == 0 || m > p->elim)) m = p->elim;   /* slow all the same: no stream through the ring */
+    p->selim = m;
+    kumi_log(2, "p2p/shmem: towards rank %d: CMA from %zu bytes (%s%s)", peer, m ? m : p->elim,
+             v ? "its copies out of our ring are slow: " : "its copies out of our ring are fast", why);
+}
+
+size_t p2p_shmem_peer_cma_min(const struct p2p_shmem_peer *p)
+{
+    return p->selim ? p->selim : p2p_shmem_cma_min;
+}
+
 /* Towards a peer that can read us with CMA, messages of at least cma_min
  * bytes go by rendezvous, pulled in one copy (p2p_shmem_rget); else
  * eagerly up to eager_limit (written whole, or pipelined from
@@ -537,17 +622,30 @@ static size_t p2p_shmem_eager_limit(int peer)
     struct p2p_shmem_peer *p;
     if (p2p_shmem_peers && (unsigned)peer < (unsigned)p2p_shmem_size && p2p_shmem_peers[peer].elim) {
         p = &p2p_shmem_peers[peer];                /* decided (the peer's verdict on us is final) */
+        if (__builtin_expect(p->swp != NULL, 0)) { /* the state switch: the peer's verdict on our ring */
+            uint32_t v = atomic_load_explicit(p->swp, memory_order_relaxed);
+            if (__builtin_expect(v != p->swv, 0)) p2p_shmem_sw_apply(peer, p, v);
+            if (p->selim && !p2p_shmem_stream_set) {
+                if (++p->sprobe < P2P_SHMEM_SW_PROBE) return p->selim - 1;
+                p->sprobe = 0;                     /* a probe: the peer goes on timing the ring */
+                return p->elim - 1;
+            }
+        }
         if (__builtin_expect(p->acks != NULL || p->qhead != NULL, 0) && p->elim - 1 < p2p_shmem_stream_max &&
             p->cma == P2P_SHMEM_CMA_YES)
             return p2p_shmem_stream_limit(p);
         return p->elim - 1;
     }
-    if (p2p_shmem_cma_min > p2p_shmem_eager || !p2p_shmem_reaches(peer)) return p2p_shmem_eager;
+    if (p2p_shmem_cma_min > p2p_shmem_eager && !p2p_shmem_sw_ref) return p2p_shmem_eager;
+    if (!p2p_shmem_reaches(peer)) return p2p_shmem_eager;
     p = &p2p_shmem_peers[peer];
-    if ((p->seg || p2p_shmem_attach(p, peer) == 0) && p2p_shmem_peer_cma(p))
-        p->elim = (p2p_shmem_cma_min ? p2p_shmem_cma_min - 1 : 0) + 1;
-    else if (p->seg && p->cma != P2P_SHMEM_CMA_UNKNOWN)
+    if ((p->seg || p2p_shmem_attach(p, peer) == 0) && p2p_shmem_peer_cma(p)) {
+        size_t m = p2p_shmem_cma_min < p2p_shmem_eager + 1 ? p2p_shmem_cma_min : p2p_shmem_eager + 1;
+        p->elim = (m ? m - 1 : 0) + 1;
+        if (p2p_shmem_sw_ref > 0) p->swp = p2p_shmem_swword(p->seg, p2p_shmem_me);
+    } else if (p->seg && p->cma != P2P_SHMEM_CMA_UNKNOWN) {
         p->elim = p2p_shmem_eager + 1;
+    }
     return p->elim ? p->elim - 1 : p2p_shmem_eager;
 }
 

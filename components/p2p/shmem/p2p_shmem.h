@@ -100,7 +100,10 @@
  * receiver, move fewer bytes per second than the ring's two copies there; a
  * lone message (no transfer outstanding) is still pulled.  Once the ring is
  * full, a stream's messages are pulled again, or, up to
- * p2p_shmem_stream_queue bytes (0 by default), queued for the ring.
+ * p2p_shmem_stream_queue bytes (0 by default), queued for the ring.  Both
+ * follow the machine's state (p2p_shmem_cma_adapt, p2p_shmem_cal.c): towards
+ * a receiver that finds its copies out of our ring slow, cma_min is chosen
+ * again (lower) and no stream goes through the ring.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
@@ -151,6 +154,7 @@
 #include <kumi/rpim.h>
 #include <kumi/p2p.h>
 #include <kumi/jobkey.h>
+#include "p2p_shmem_cal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -286,12 +290,25 @@ struct p2p_shmem_peer {
     size_t paylen, paygot;
     struct sockaddr_un bell;
     socklen_t bell_len;
+    /* the state switch (p2p_shmem_cal.c): the peer's verdict on our ring
+     * to it as last read, the eager limit + 1 while it says slow (0: fast),
+     * and the sends since then (a probe through the ring now and then);
+     * receiving: our timing of its ring */
+    _Atomic uint32_t *swp;                /* its verdict in its segment; NULL: no switching */
+    uint32_t swv;
+    size_t selim;
+    unsigned sprobe;
+    struct p2p_shmem_sw sw;
+    double swacc;                         /* a streamed payload being timed: its copies so far (us), */
+    size_t swbytes;                       /* their bytes, */
+    int swtime;                           /* and the pieces still to time */
 };
 
 /* parameters */
 extern size_t p2p_shmem_eager, p2p_shmem_ringsz, p2p_shmem_cma_min;
 extern size_t p2p_shmem_pipe_min, p2p_shmem_pipe_chunk, p2p_shmem_stream_max, p2p_shmem_stream_queue;
 extern const char *p2p_shmem_cma_mode;
+extern int p2p_shmem_cma_adapt;
 extern const char *p2p_shmem_cma_status;
 extern char p2p_shmem_cma_status_buf[160];
 
@@ -331,6 +348,7 @@ int p2p_shmem_open_peer(const struct p2p_shmem_peer *p, int rank, char *name, si
 struct p2p_shmem_ringctl *p2p_shmem_ring(struct p2p_shmem_seghdr *seg, int sender, char **data);
 void p2p_shmem_prefault(struct p2p_shmem_ringctl *ctl);
 int p2p_shmem_attach(struct p2p_shmem_peer *p, int rank);
+_Atomic uint32_t *p2p_shmem_swword(struct p2p_shmem_seghdr *seg, int sender);
 
 /* p2p_shmem_bell.c */
 void p2p_shmem_bell_addr(struct sockaddr_un *sa, socklen_t *len, int rank);
@@ -362,6 +380,11 @@ int p2p_shmem_busy(void);
 
 /* p2p_shmem.c */
 int p2p_shmem_reaches(int peer);
+extern double p2p_shmem_sw_ref;           /* one copy in cache, us per KiB; 0: no switching */
+extern struct p2p_shmem_cal p2p_shmem_cal_job;   /* the start-up measurement (p2p_shmem_cma.c) */
+void p2p_shmem_sw_time(int peer, struct p2p_shmem_peer *p, size_t bytes, double us);
+size_t p2p_shmem_peer_cma_min(const struct p2p_shmem_peer *p);
+double p2p_shmem_now(void);
 
 /* ring helpers (inlined into the send and receive paths) */
 

@@ -43,7 +43,7 @@
  * to the second (4.3, 0.1) the switch is 16385, 1.0-1.06 x the better peer
  * in both, but 2.3-2.6 x the first state's ring at 16-32 KiB.  Telling the
  * two apart needs a timing across the two ranks' cores, repeated (the state
- * changes within a job), which this does not make.
+ * changes within a job): the state switch below.
  *
  * The crossing itself is not stable: it is CMA's extra fixed cost divided by
  * the difference of two slopes of about the same size (3.5 x 0.037 against
@@ -58,7 +58,39 @@
  * unless the machine changes by more than a factor of 1.4.  The sender alone
  * applies the switch (eager_limit, rget), the receiver follows what each
  * record says, so two ranks that chose differently still agree on every
- * message. */
+ * message.
+ *
+ * The state (p2p_shmem_cma_adapt, p2p_shmem_sw_*).  The job's own traffic
+ * shows the state: a receiver's copy of a payload out of the ring reads
+ * lines the sender's core wrote, and costs what moving them between the two
+ * cores costs now.  So the receiver times the first P2P_SHMEM_SW_PIECES
+ * pieces of one in P2P_SHMEM_SW_EVERY streamed payloads of P2P_SHMEM_SW_BYTES
+ * or more (a lone message's; the copies only, not the waits for the pieces;
+ * a payload written whole is taken while both ranks copy a window, at 3.5-9
+ * x in the fast state, or lands in a fresh buffer of the unexpected queue,
+ * up to 30 x: not timed), takes the least of a window of P2P_SHMEM_SW_WIN
+ * of them per KiB (a sample that lost its core counts for nothing unless
+ * all of the window did) and divides it by one copy in its own cache (cp[1]
+ * / 2 of the start-up measurement).  Measured on the shared virtual machine
+ * above (2026-11-29, mpibench lat and bibw at 8-64 KiB, the state probed
+ * with lat 0 B: 0.09 us fast, 0.28 slow): windows of 1.25-2.5 in the fast
+ * state, 4.4-8 in the slow one; the verdict turns slow above 3.5 and fast
+ * again below 2.3 (parameters cma_adapt_slow / _fast; between the two it
+ * stays, so it does not oscillate).  The receiver publishes a verdict per
+ * sender in its segment (one word, written when it changes: the ratio of
+ * the window that turned it slow); the sender reads it in eager_limit (one
+ * load of a line that stays in its cache).  Towards a slow receiver it
+ * pulls from the crossing of this model with the ring's factor at
+ * P2P_SHMEM_SW_XCORE x the ratio, rounded to P2P_SHMEM_SW_GRID, between
+ * P2P_SHMEM_SW_FLOOR and the start-up choice (12289 at ratios 4.5-7 on that
+ * machine, 16385-20481 at 3.5-4.3; p2p_shmem_cma_min_slow overrides it),
+ * sends no stream through the ring, and sends one message in
+ * P2P_SHMEM_SW_PROBE through the ring still so that the receiver goes on
+ * timing it.  Measured there in the slow state (the ring at 16 KiB 10-40 us
+ * then, as loaded; lat medians of 13-15 rounds, base / with the switch /
+ * MPICH): 16384 B 14.6/6.8/7.5 and 40.4/18.4/18.7 us, 32768 B 40.0/5.8/5.8
+ * and 85.4/19.6/22.6; bibw 16-64 KiB 1.0-2.9 against 9.5-17 GB/s (MPICH
+ * 2.8-14.6).  The fast state's figures stay the base's (0.98-1.03 x). */
 #define _GNU_SOURCE
 #include "p2p_shmem_cal.h"
 #include <stdio.h>
@@ -131,6 +163,12 @@ size_t p2p_shmem_cal_snap(double x)
 
 size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen)
 {
+    return p2p_shmem_cal_choose_x(c, eager, P2P_SHMEM_CAL_XCORE, 0, why, whylen);
+}
+
+size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, size_t grid,
+                              char *why, size_t whylen)
+{
     const double span = (double)(P2P_SHMEM_CAL_BIG - P2P_SHMEM_CAL_SMALL);
     double br = (c->rd[1] - c->rd[0]) / span, bc = (c->cp[1] - c->cp[0]) / span;
     double ar = c->rd[0] - br * P2P_SHMEM_CAL_SMALL, ac = c->cp[0] - bc * P2P_SHMEM_CAL_SMALL;
@@ -144,19 +182,35 @@ size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *w
     if (ar < 0) ar = 0;                          /* noise: no fixed cost is negative */
     if (ac < 0) ac = 0;
     if (br < 0) br = 0;
-    fixed = (1 + P2P_SHMEM_CAL_FIXED) * ar - P2P_SHMEM_CAL_XCORE * ac;   /* CMA's extra fixed cost */
-    slope = P2P_SHMEM_CAL_XCORE * bc - br;                               /* the ring's extra per byte */
+    fixed = (1 + P2P_SHMEM_CAL_FIXED) * ar - xcore * ac;   /* CMA's extra fixed cost */
+    slope = xcore * bc - br;                               /* the ring's extra per byte */
     if (!(c->rd[0] > 0 && c->rd[1] > 0 && c->cp[1] > 0) || slope <= 0) {
         snprintf(why, whylen, "CMA never cheaper (read %.2f/%.2f us, copies %.2f/%.2f us at %d/%d KiB)",
                  c->rd[0], c->rd[1], c->cp[0], c->cp[1], P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024);
         return top;
     }
     x = fixed / slope;
-    n = p2p_shmem_cal_snap(x);
+    n = grid ? (size_t)((x + (double)grid / 2) / (double)grid) * grid + 1 : p2p_shmem_cal_snap(x);
     if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
     if (n > top || x >= (double)eager) n = top;
     snprintf(why, whylen, "paths cross at %.0f bytes, taken as %zu (self read %.2f/%.2f us, ring copies "
              "%.2f/%.2f us at %d/%d KiB, x %.1f across cores)", x, n, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
-             P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, P2P_SHMEM_CAL_XCORE);
+             P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, xcore);
     return n;
+}
+
+int p2p_shmem_sw_add(struct p2p_shmem_sw *s, size_t bytes, double us, double ref, double slow, double fast)
+{
+    double perk = us * 1024.0 / (double)bytes;
+    unsigned v;
+    if (!(ref > 0) || !(us > 0)) return 0;
+    if (s->n == 0 || perk < s->best) s->best = perk;
+    if (++s->n < P2P_SHMEM_SW_WIN) return 0;
+    s->n = 0;
+    s->last = s->best / ref;
+    if (fast > slow * 2 / 3) fast = slow * 2 / 3;
+    if (s->verdict ? s->last >= fast : s->last <= slow) return 0;
+    v = s->verdict ? 0 : (unsigned)(s->last * 100.0 + 0.5);
+    s->verdict = v;
+    return 1;
 }

@@ -85,6 +85,10 @@ void p2p_shmem_cma_choose(int ncma)
             p2p_shmem_cma_min = p2p_shmem_cal_choose(&c, p2p_shmem_eager, how, sizeof how);
             snprintf(why, sizeof why, "%s; measured in %.0f us", how, c.took);
             chosen = 1;
+            p2p_shmem_cal_job = c;
+            /* the state switch's reference: one copy of BIG bytes in cache, per KiB */
+            if (p2p_shmem_cma_adapt)
+                p2p_shmem_sw_ref = c.cp[1] / 2.0 / (P2P_SHMEM_CAL_BIG / 1024.0);
         }
         effective = p2p_shmem_cma_min == SIZE_MAX ? 0 : p2p_shmem_cma_min;
         if (chosen || ncma > 0)
@@ -94,7 +98,9 @@ void p2p_shmem_cma_choose(int ncma)
     kumi_param_register_size("p2p", "shmem", "cma_min_effective", effective,
                              "Read-only: the smallest message pulled with CMA in this process, "
                              "p2p_shmem_cma_min or, when that is 0, measured at start-up "
-                             "(0: none; setting it changes nothing)",
+                             "(0: none; setting it changes nothing); towards a receiver whose "
+                             "copies out of the ring turned slow, less (p2p_shmem_cma_adapt: "
+                             "KUMI_VERBOSE=2 prints each change)",
                              KUMI_LEVEL_TUNER, &effective);
 }
 
@@ -163,8 +169,9 @@ int p2p_shmem_do_cma(int peer, struct p2p_shmem_peer *p, const struct p2p_shmem_
 
 int p2p_shmem_rget(int peer, size_t len)
 {
-    if (!p2p_shmem_reaches(peer) || len < p2p_shmem_cma_min) return 0;
+    if (!p2p_shmem_reaches(peer)) return 0;
     struct p2p_shmem_peer *p = &p2p_shmem_peers[peer];
+    if (len < p2p_shmem_peer_cma_min(p)) return 0;
     if (!p->seg && p2p_shmem_attach(p, peer) != 0) return 0;
     return p2p_shmem_peer_cma(p);
 }

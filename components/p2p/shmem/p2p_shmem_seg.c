@@ -4,10 +4,24 @@
  * attaching (mapping) a peer's segment on first use. */
 #include "p2p_shmem.h"
 
+/* The header: struct p2p_shmem_seghdr with canread[n], then from the next
+ * cache line the receiver's verdicts on each sender's ring (the state
+ * switch, p2p_shmem_cal.c: 0 fast, else slow), one 32-bit word per sender,
+ * written only when a verdict changes. */
+static size_t p2p_shmem_swoff(int n)
+{
+    return (sizeof(struct p2p_shmem_seghdr) + (size_t)n + 63) & ~(size_t)63;
+}
+
 size_t p2p_shmem_hdrsize(int n)
 {
-    size_t h = sizeof(struct p2p_shmem_seghdr) + (size_t)n;
+    size_t h = p2p_shmem_swoff(n) + 4 * (size_t)n;
     return (h + 4095) & ~(size_t)4095;
+}
+
+_Atomic uint32_t *p2p_shmem_swword(struct p2p_shmem_seghdr *seg, int sender)
+{
+    return (_Atomic uint32_t *)(void *)((char *)seg + p2p_shmem_swoff(seg->nranks)) + sender;
 }
 
 /* The unpredictable part of rank's names: 32 hex digits of an HMAC of the
