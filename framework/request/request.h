@@ -464,10 +464,12 @@ int kumi_req_ckpt_idle(void);
 void kumi_req_ckpt_release(void);
 int kumi_req_ckpt_rewire(void);
 extern long kumi_req_inflight;      /* sendops handed to transports, not done */
-/* Payload buffers of unexpected messages (a few freed ones of 4 KiB to
- * 256 KiB are kept for reuse); kumi_ubuf_free(NULL) is fine. */
+/* Payload buffers of unexpected messages (freed ones of 4 KiB to 256 KiB
+ * are kept for reuse, up to 1 MiB per size class: req_bufs.c);
+ * kumi_ubuf_free(NULL) is fine. */
 void *kumi_ubuf_alloc(size_t n);
 void kumi_ubuf_free(void *p);
+size_t kumi_ubuf_cached(void);      /* bytes kept now */
 void kumi_ubuf_drain(void);
 
 /* ---- match.c ---- */
