@@ -11,9 +11,9 @@
  * status), a contiguous type with a lower bound, Ssend (not taken: the
  * sender waits for its acknowledgement) and a probe before the receive.
  * Argument "inline": the fast path must take each message that waits in the
- * ring when MPI_Recv starts (rank 0 sends, then raises a flag in a shared
- * window that rank 1 polls with plain loads: no progress takes the message
- * first), counted by the MPI_T counter p2p_recv_inline; "none": it must take
+ * ring when MPI_Recv starts (rank 1, out of MPI, raises a ready flag in a
+ * shared window; rank 0 then sends and raises a flag that rank 1 polls with
+ * plain loads: no progress takes the message first), counted by the MPI_T counter p2p_recv_inline; "none": it must take
  * none (another transport). */
 #include "kt.h"
 #include <sched.h>
@@ -78,11 +78,20 @@ int main(int argc, char **argv)
     for (int k = 0; k < 16; k++) {
         int n = k * 9 % 65;
         if (rank == 0) {
+            /* rank 1 is out of every MPI call (no progress of its own takes the
+             * message as unexpected: it could in the Barrier above, when rank 1
+             * leaves it later than rank 0 on a loaded machine) */
+            double t = kt_now();
+            while (!__atomic_load_n(&flags[32 + k], __ATOMIC_ACQUIRE)) {
+                KT_CHECK(kt_now() - t < 60, "rank 1 not ready for message %d", k);
+                sched_yield();
+            }
             kt_fill(sb, n, k);
             KT_MPI(MPI_Send(sb, n, MPI_BYTE, 1, 7, MPI_COMM_WORLD));
             __atomic_store_n(&flags[k], 1, __ATOMIC_RELEASE);
         } else if (rank == 1) {
             double t = kt_now();
+            __atomic_store_n(&flags[32 + k], 1, __ATOMIC_RELEASE);
             while (!__atomic_load_n(&flags[k], __ATOMIC_ACQUIRE)) {
                 KT_CHECK(kt_now() - t < 60, "flag %d not raised", k);
                 sched_yield();
