@@ -2,12 +2,14 @@
  * predefined handles) and the glue to the rpim client: choosing the rpim
  * component that joins the job (or none: a singleton), the key-value
  * exchange (kumi/rpim.h), the fence, and aborting the job. */
+#define _GNU_SOURCE                     /* sched_getaffinity, CPU_COUNT */
 #include "core/core.h"
 #include "registry/registry.h"
 #include <kumi/rpim.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 void *kumi_predef[KUMI_PREDEF_MAX];
@@ -32,6 +34,29 @@ int kumi_rpim_launch_size(void)
 bool kumi_rpim_bound_alone(void)
 {
     return getenv(KUMI_ENV_BIND_CPUS) != NULL && getenv(KUMI_ENV_BIND_SHARED) == NULL;
+}
+
+/* The ranks of this launch only: an IMPI client's MPI_COMM_WORLD also holds
+ * the other clients' ranks, which run elsewhere (counting them made a rank
+ * alone on its core yield it at every poll: on a busy machine that gave the
+ * core away between the packets of a ping-pong). */
+bool kumi_rpim_host_oversubscribed(bool *pinned)
+{
+    cpu_set_t set;
+    int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (pinned) *pinned = ncpu > 0 && ncpu < online;
+    if (ncpu <= 0) ncpu = (int)online;
+    const char *h = getenv(KUMI_ENV_NHOSTS);
+    int nhosts = h && atoi(h) > 0 ? atoi(h) : 1;
+    int local = (kumi_rpim_launch_size() + nhosts - 1) / nhosts;
+    return ncpu > 0 && local > ncpu;
+}
+
+bool kumi_rpim_shares_core(void)
+{
+    if (getenv(KUMI_ENV_BIND_CPUS)) return getenv(KUMI_ENV_BIND_SHARED) != NULL;
+    return kumi_rpim_host_oversubscribed(NULL);
 }
 
 int kumi_rpim_in_launch(int rank)

@@ -77,24 +77,6 @@ void kumi_progress_register_params(void)
     kumi_req_register_params();          /* the request layer's own (request.c) */
 }
 
-/* More ranks of this job on this host than CPUs this rank may run on?
- * The ranks of this launch only: an IMPI client's MPI_COMM_WORLD also holds
- * the other clients' ranks, which run elsewhere (counting them made a rank
- * alone on its core yield it at every poll: on a busy machine that gave the
- * core away between the packets of a ping-pong). */
-static bool host_oversubscribed(bool *pinned)
-{
-    cpu_set_t set;
-    int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    *pinned = ncpu > 0 && ncpu < online;
-    if (ncpu <= 0) ncpu = (int)online;
-    const char *h = getenv(KUMI_ENV_NHOSTS);
-    int nhosts = h && atoi(h) > 0 ? atoi(h) : 1;
-    int local = (kumi_rpim_launch_size() + nhosts - 1) / nhosts;
-    return ncpu > 0 && local > ncpu;
-}
-
 /* Does sched_yield() hand the CPU to the other ranks of the launch?  Where
  * the kernel shares CPU time between sessions first (sched_autogroup,
  * Debian's default), a yield runs only tasks of the caller's session.
@@ -165,7 +147,7 @@ int kumi_progress_setup(const struct kumi_p2p_ops **ops, const bool *used, int n
      * :overload-allowed): it must give the core away at once, not spin on
      * it for 2 ms (2-13 ms per 8 B MPI_Iallreduce at 2 ranks per core) */
     bool shared = getenv(KUMI_ENV_BIND_CPUS) != NULL && !bound;
-    bool oversub = shared || (!bound && host_oversubscribed(&pinned));
+    bool oversub = shared || (!bound && kumi_rpim_host_oversubscribed(&pinned));
     /* not bound by mpiexec, but kept by the user (taskset, a cpuset) on
      * fewer CPUs than the machine has, with one per rank of the launch (an
      * IMPI client's launch started with --bind-to none under taskset): as

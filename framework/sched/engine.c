@@ -166,21 +166,6 @@ void kumi_sched_register_params(void)
     kumi_sched_kmod_register_params();
 }
 
-/* Does the rank share its core with another rank of the launch?  Bound by
- * mpiexec with others to it (KUMI_ENV_BIND_SHARED), or unbound on a host
- * with more ranks of the launch than CPUs it may run on (evenly spread
- * over KUMI_ENV_NHOSTS hosts).  Then no core is free for the progress
- * thread: each of its wake-ups takes a rank's place (see doze_cap). */
-static bool shares_core(void)
-{
-    if (getenv(KUMI_ENV_BIND_CPUS)) return getenv(KUMI_ENV_BIND_SHARED) != NULL;
-    cpu_set_t mine;
-    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return false;
-    const char *h = getenv(KUMI_ENV_NHOSTS);
-    int hosts = h && atoi(h) > 0 ? atoi(h) : 1;
-    return (kumi_rpim_launch_size() + hosts - 1) / hosts > CPU_COUNT(&mine);
-}
-
 int kumi_sched_engine_init(void)
 {
     kumi_engine_work = 0;
@@ -209,7 +194,7 @@ int kumi_sched_engine_init(void)
         use_kmod = kumi_sched_kmod_init() == 0;
     } else if (!strcmp(engine_name, "thread")) {
         use_thread = true;
-        core_shared = shares_core();
+        core_shared = kumi_rpim_shares_core();   /* then no core is free: see doze_cap */
         /* the progress thread shares the library: entries count themselves
          * and it raises the flag when it takes over (core/lock.c), or, with
          * no membarrier(2) or delay_us 0, the lock is on for good */

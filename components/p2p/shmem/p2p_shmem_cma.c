@@ -104,8 +104,6 @@ void p2p_shmem_cma_choose(int ncma)
                              KUMI_LEVEL_TUNER, &effective);
 }
 
-/* Copy len bytes (at most rx->cap) of the peer's memory at d into rx, finish
- * rx and answer the sender.  */
 /* The pid to read the peer's memory from: the one of the wire-up (after a
  * restart from a checkpoint, a descriptor kept in the unexpected queue names
  * the pid it had before), else the descriptor's. */
@@ -114,6 +112,8 @@ static int p2p_shmem_cma_pid(int peer, const struct p2p_shmem_cmadesc *d)
     return p2p_shmem_peers && p2p_shmem_peers[peer].pid > 0 ? p2p_shmem_peers[peer].pid : d->pid;
 }
 
+/* Copy len bytes (at most rx->cap) of the peer's memory at d into rx, finish
+ * rx and answer the sender.  */
 static void p2p_shmem_cma_into(int peer, const struct p2p_shmem_cmadesc *d, size_t len, struct kumi_rx *rx)
 {
     int ok = 1;

@@ -187,6 +187,14 @@ KUMI_EXPORT int kumi_rpim_launch_size(void);
  * was bound to (KUMI_ENV_BIND_CPUS without KUMI_ENV_BIND_SHARED): a rank
  * that may spin while it waits, since nobody else of the job wants its core. */
 KUMI_EXPORT bool kumi_rpim_bound_alone(void);
+/* More ranks of this launch on this host (the launch spread evenly over
+ * KUMI_ENV_NHOSTS hosts) than CPUs this rank may run on?  *pinned (may be
+ * NULL): the rank may run on fewer CPUs than the host has online. */
+KUMI_EXPORT bool kumi_rpim_host_oversubscribed(bool *pinned);
+/* Does this rank share its core with another rank of its launch: bound by
+ * mpiexec with others to it (KUMI_ENV_BIND_SHARED), or unbound on a host
+ * that is oversubscribed (kumi_rpim_host_oversubscribed)? */
+KUMI_EXPORT bool kumi_rpim_shares_core(void);
 /* Whether MPI_COMM_WORLD rank `rank` was started by this launcher (false
  * for another IMPI client's rank: it has no keys here, and shares no
  * host's memory with this process). */
