@@ -175,7 +175,8 @@ static void p2p_shmem_register(void)
                              "cores slowly) tells that sender, which then pulls from a lower size "
                              "(chosen as cma_min is, with the ratio measured) and no longer sends "
                              "streams through the ring, until the copies are fast again (0: the "
-                             "start-up choice throughout)",
+                             "start-up choice throughout). A cma_min the user sets turns it off "
+                             "unless cma_adapt is set too",
                              KUMI_LEVEL_TUNER, &p2p_shmem_cma_adapt);
     kumi_param_register_double("p2p", "shmem", "cma_adapt_slow", P2P_SHMEM_SW_SLOW,
                                "p2p_shmem_cma_adapt: the ratio of a receiver's copies out of a ring "

@@ -65,7 +65,10 @@ void p2p_shmem_cma_choose(int ncma)
     char why[240];
     if (!chosen) {
         struct p2p_shmem_cal c;
-        if (p2p_shmem_cma_min_set) {
+        /* a cma_min the user sets holds throughout, unless p2p_shmem_cma_adapt
+         * is set too (then the state switch still needs its reference) */
+        int adapt_set = p2p_shmem_cma_adapt && kumi_param_is_default("p2p_shmem_cma_adapt") == 0;
+        if (p2p_shmem_cma_min_set && (!adapt_set || !p2p_shmem_cma_ok)) {
             p2p_shmem_cma_min = p2p_shmem_cma_min_set;
             snprintf(why, sizeof why, "set by p2p_shmem_cma_min");
             chosen = 1;
@@ -77,13 +80,18 @@ void p2p_shmem_cma_choose(int ncma)
             p2p_shmem_cma_min = SIZE_MAX;         /* measured later if a peer appears (a restart) */
             snprintf(why, sizeof why, "no same-host peer to pull from");
         } else if (p2p_shmem_cal_measure(&c) != 0) {
-            p2p_shmem_cma_min = SIZE_MAX;
+            p2p_shmem_cma_min = p2p_shmem_cma_min_set ? p2p_shmem_cma_min_set : SIZE_MAX;
             snprintf(why, sizeof why, "process_vm_readv of this process failed: %s", strerror(errno));
             chosen = 1;
         } else {
             char how[200];
             p2p_shmem_cma_min = p2p_shmem_cal_choose(&c, p2p_shmem_eager, how, sizeof how);
             snprintf(why, sizeof why, "%s; measured in %.0f us", how, c.took);
+            if (p2p_shmem_cma_min_set) {
+                p2p_shmem_cma_min = p2p_shmem_cma_min_set;
+                snprintf(why, sizeof why, "set by p2p_shmem_cma_min; the state switch's reference "
+                         "measured in %.0f us (p2p_shmem_cma_adapt set)", c.took);
+            }
             chosen = 1;
             p2p_shmem_cal_job = c;
             /* the state switch's reference: one copy of BIG bytes in cache, per KiB */
