@@ -1025,14 +1025,25 @@ void kumi_sched_uring_doze_woke(void)
  * the thread's task work).  True when all of it went out.
  *
  * At most DIRECT_BUDGET bytes are written so between two progress rounds
- * (complete() renews it): a 64 KiB message goes out whole, but a start
- * call does not copy a 1 MiB message, or a pipeline's 16 segments, into
- * the socket on the computation's time (kacc bench, 1 MiB at k = 0: the
- * computation lost 30-45 % with every send written by the start call,
+ * (complete() renews it) or two entries of the application into the
+ * library (kumi_lock_app_entries): a 64 KiB message goes out whole, but a
+ * start call does not copy a 1 MiB message, or a pipeline's 16 segments,
+ * into the socket on the computation's time (kacc bench, 1 MiB at k = 0:
+ * the computation lost 30-45 % with every send written by the start call,
  * 1-36 % with the thread writing them, on a loaded host); those go to the
- * ring as before. */
+ * ring as before.  (Renewed by progress rounds alone, the budget stayed
+ * spent across calls that run none -- an MPI_Wait of a request already
+ * complete, as a root's whose send went out whole -- and the next start
+ * call left even an 8-byte send in the submission queue for the thread or
+ * the next wait: 151 of 320 64 KiB MPI_Ibcast sends, 2 ranks, each
+ * followed by 600 us of computation, a wait and a barrier.) */
+static unsigned direct_gen;             /* kumi_lock_app_entries() when direct_left was renewed */
 static bool send_now(struct conn *c, struct uop *o)
 {
+    if (!kumi_lock_is_engine()) {
+        unsigned g = kumi_lock_app_entries();
+        if (g != direct_gen) { direct_gen = g; direct_left = DIRECT_BUDGET; }
+    }
     if (c->state != C_UP || c->sending || c->sq || o->total > direct_left) return false;
     prep_send(o, NULL);
     ssize_t r;

@@ -16,6 +16,9 @@
 # double ("small") rank 0's thread must have slept on the ring and taken over from there (its summary);
 # "loop", one-double operations started and computed through one after another: some doze of a
 # completion thread, the application out of the library, must have ended at a completion on the ring.
+# sched_uring_direct: 40000-byte MPI_Ibcast rounds (rank 0 the root of the first half, rank 1 of the
+# second), each with a computation, a wait and a barrier:
+# rank 0 must have written (nearly) every send by its start call (its summary).
 # Skipped (77) where liburing's headers are not installed (Debian: liburing-dev); where they
 # are, Kumi must have been built with the engine.  Where io_uring is disabled on the host
 # (sysctl kernel.io_uring_disabled), the fall-back is checked instead.
@@ -67,6 +70,16 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
             { echo "FAIL sched_uring_stream -n $n: $whole messages received whole with their header, $split headers split"; fail=1; }
         echo "   sched_uring_stream -n $n: $whole messages received whole with their header, $split headers split"
     fi
+    # sends written by their start call: the budget is renewed at every entry of the application
+    # (the root's MPI_Wait of a request already complete runs no progress round; renewed by
+    # progress rounds alone, every second 40000-byte send waited in the submission queue)
+    if [ "$name" = sched_uring_direct ]; then
+        sw=$(echo "$out" | grep '^kumi\[0\]' | sed -n 's/.*: \([0-9]*\) sends, .*, \([0-9]*\) sent whole by their start call.*/\1 \2/p')
+        set -- $sw
+        [ "${1:-0}" -gt 0 ] && [ $((${2:-0} * 10)) -ge $((${1:-0} * 9)) ] ||
+            { echo "FAIL sched_uring_direct -n $n: rank 0 wrote ${2:-?} of ${1:-?} sends whole by their start call (expected 90 % or more)"; fail=1; }
+        echo "   sched_uring_direct -n $n: rank 0 wrote ${2:-?} of ${1:-?} sends whole by their start call"
+    fi
 }
 if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != 0 ]; then
     echo "io_uring is disabled on this host: checking the fall-back only"
@@ -83,6 +96,7 @@ for n in 2 3 4; do
     run sched_uring_calc_loop "$n" ./sched_uring_calc busy loop
     for t in nbc_basic nbc_persist cad_ring sched_uring_stream; do run "$t" "$n" "./$t"; done
 done
+run sched_uring_direct 2 ./sched_uring_direct
 run nbc_types 3 ./nbc_types
 run nbc_multi 4 ./nbc_multi
 # the engine's connections to loopback use kumi_base_sched_uring_loopback_cc (reno by default,
