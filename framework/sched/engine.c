@@ -494,14 +494,19 @@ static void doze_longer(void)
  * and the thread wakes about once per doze_cap meanwhile (2 per operation
  * 8 ms apart, against 2-3 before: the start's wake-up and its dozes).  The
  * price: after the last operation of a burst the thread dozes on for up to
- * 3 dozes before it sleeps (1-2 before). */
+ * 3 dozes before it sleeps (1-2 before).  Not where the thread took a
+ * schedule over within KUMI_OWN_RECENT_SECS (see linger_secs). */
 #define KUMI_LINGER_SECS 0.005
 #define KUMI_LINGER_DOZES 3
 #define KUMI_PARK_DOZES 20
 static long long doze_cap(void);
-static double linger_secs(void)
+static double linger_secs(double now)
 {
-    if (use_uring) return KUMI_LINGER_SECS;    /* the uring engine's thread: as before */
+    /* the uring engine's thread as before; and a thread that took a schedule
+     * over lately (the application computes while they run): asleep after
+     * 5 ms, the next start wakes it and it takes over after delay_us again,
+     * not at the end of a linger's doze of up to doze_cap */
+    if (use_uring || now - last_own < KUMI_OWN_RECENT_SECS) return KUMI_LINGER_SECS;
     double l = (double)(KUMI_LINGER_DOZES * doze_cap()) * 1e-6;
     return l > KUMI_LINGER_SECS ? l : KUMI_LINGER_SECS;
 }
@@ -514,7 +519,8 @@ static void wait_for_work(double *last_work)
         seen = st;
         *last_work = now_secs();
     }
-    if (delay_us > 0 && now_secs() - *last_work < linger_secs()) {
+    double now = now_secs();
+    if (delay_us > 0 && now - *last_work < linger_secs(now)) {
         doze();
         doze_longer();
         return;

@@ -24,7 +24,8 @@
  *     whatever the machine's speed.
  *  5. The same with 8 ms outside the library between operations (more
  *     than the 5 ms after which the thread used to fall asleep, less than
- *     its linger of 3 x kumi_base_sched_thread_doze_max_us): values checked,
+ *     its linger of 3 x kumi_base_sched_thread_doze_max_us), after a second
+ *     without a take-over (the linger's condition): values checked,
  *     switches bounded as in 4.  That the starts then find the thread
  *     dozing, so that none pays a FUTEX_WAKE, shows in the thread's
  *     KUMI_VERBOSE=2 summary ("woken by N starts"): tests/scripts/
@@ -92,6 +93,8 @@ int main(int argc, char **argv)
     static const struct { int ops, gap_us; } part[2] = { { 400, 1000 }, { 100, 8000 } };
     for (int p = 0; p < 2; p++) {
         int ops = part[p].ops;
+        if (p == 1) usleep(1100000);    /* part 5: a second after rank 0's thread last took a schedule over (parts
+                                           1-3): it lingers its 12 ms only where the application waits at once */
         KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
         long s0 = kt_other_switches(NULL);
         double t0 = kt_now();
