@@ -99,6 +99,7 @@ static unsigned starts;                 /* schedules started (relaxed): the thre
 static int uring_efd = -1;              /* uring: the thread sleeps on this eventfd (see ring_only) */
 /* the thread's own counts (take-overs, timed dozes, sleeps until a start), logged at the stop (KUMI_VERBOSE=2) */
 static unsigned long n_dozes, n_owns, n_sleeps;
+static unsigned long n_start_wakes;     /* starts that found it asleep and woke it (a FUTEX_WAKE in the start) */
 static long long longest_doze;
 
 static void *engine_main(void *arg);
@@ -109,7 +110,7 @@ static void *engine_main(void *arg);
  * thread that sets itself up (its time slice, its CPUs) in its place. */
 static void start_thread(void)
 {
-    n_dozes = n_owns = n_sleeps = 0;
+    n_dozes = n_owns = n_sleeps = n_start_wakes = 0;
     longest_doze = 0;
     if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
         kumi_warn("kumi_base_sched_engine=%s: cannot start the progress thread; collectives "
@@ -388,7 +389,7 @@ static void esleep_wait(int state, const struct timespec *ts)
 /* Wake the thread if it sleeps in a state >= min (E_ASLEEP: only when no
  * schedule ran; E_DOZING: any sleep on the word).  No system call while it
  * is awake. */
-static void esleep_wake(int min)
+static bool esleep_wake(int min)
 {
     if (__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= min &&
         __atomic_exchange_n(&esleep, E_AWAKE, __ATOMIC_SEQ_CST) != E_AWAKE) {
@@ -398,7 +399,9 @@ static void esleep_wake(int min)
         } else {
             syscall(SYS_futex, &esleep, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
         }
+        return true;
     }
+    return false;
 }
 
 static double now_secs(void)
@@ -475,13 +478,39 @@ static void doze_longer(void)
 
 /* Sleep until a schedule runs: dozing while one ran or started lately (the
  * next start then costs the application nothing), on esleep (E_ASLEEP)
- * after KUMI_LINGER_SECS without one: the next start wakes it.  A start
+ * after linger_secs() without one: the next start wakes it.  A start
  * counts even when its schedule ended before the thread looked (waited at
  * once): an application that starts one every millisecond and waits for
  * it at once kept the thread going to sleep and every start waking it
- * (a FUTEX_WAKE and a switch per operation); now it dozes on. */
+ * (a FUTEX_WAKE and a switch per operation); now it dozes on.
+ *
+ * The linger is KUMI_LINGER_DOZES of the longest doze (doze_cap: 12 ms,
+ * 150 ms where the rank shares its core), at least KUMI_LINGER_SECS: an
+ * application that computes 5-12 ms between operations it waits for at
+ * once (8 ms: the thread fell asleep after 5 ms, and every start paid a
+ * FUTEX_WAKE, and the thread's switch-in, on a rank's core when none is
+ * free, came in the middle of the collective) now finds the thread dozing
+ * at every start: the start costs it what it costs with the loop engine,
+ * and the thread wakes about once per doze_cap meanwhile (2 per operation
+ * 8 ms apart, against 2-3 before: the start's wake-up and its dozes).  The
+ * price: after the last operation of a burst the thread dozes on for up to
+ * 3 dozes before it sleeps (1-2 before).  Not where the thread took a
+ * schedule over within KUMI_OWN_RECENT_SECS (see linger_secs). */
 #define KUMI_LINGER_SECS 0.005
+#define KUMI_LINGER_DOZES 3
 #define KUMI_PARK_DOZES 20
+static long long doze_cap(void);
+static double linger_secs(double now)
+{
+    /* the uring engine's thread as before; and a thread that took a schedule
+     * over lately (the application computes while they run): asleep after
+     * 5 ms, the next start wakes it and it takes over after delay_us again,
+     * not at the end of a linger's doze of up to doze_cap */
+    if (use_uring || now - last_own < KUMI_OWN_RECENT_SECS) return KUMI_LINGER_SECS;
+    double l = (double)(KUMI_LINGER_DOZES * doze_cap()) * 1e-6;
+    return l > KUMI_LINGER_SECS ? l : KUMI_LINGER_SECS;
+}
+
 static void wait_for_work(double *last_work)
 {
     static unsigned seen;
@@ -490,7 +519,8 @@ static void wait_for_work(double *last_work)
         seen = st;
         *last_work = now_secs();
     }
-    if (delay_us > 0 && now_secs() - *last_work < KUMI_LINGER_SECS) {
+    double now = now_secs();
+    if (delay_us > 0 && now - *last_work < linger_secs(now)) {
         doze();
         doze_longer();
         return;
@@ -682,7 +712,8 @@ void kumi_sched_engine_started(void)
     __atomic_store_n(&starts, __atomic_load_n(&starts, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     /* the load here, no call, when the thread is awake or dozing (the
      * locked add above orders it after the count) */
-    if (__builtin_expect(__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= E_ASLEEP, 0)) esleep_wake(E_ASLEEP);
+    if (__builtin_expect(__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) >= E_ASLEEP, 0) && esleep_wake(E_ASLEEP))
+        __atomic_add_fetch(&n_start_wakes, 1, __ATOMIC_RELAXED);
 }
 
 void kumi_sched_engine_ready(void)
@@ -710,8 +741,9 @@ void kumi_sched_engine_stop(void)
         kumi_lock_reacquire(d);
         thr_started = false;
         kumi_log(2, "kumi_base_sched_engine=%s: the progress thread took %lu schedule runs over, dozed %lu times "
-                 "(longest %lld us) and slept %lu times%s", kumi_sched_engine(), n_owns, n_dozes, longest_doze,
-                 n_sleeps, core_shared ? "; the rank shares its core with another rank" : "");
+                 "(longest %lld us), slept %lu times and was woken by %lu starts%s", kumi_sched_engine(), n_owns,
+                 n_dozes, longest_doze, n_sleeps, n_start_wakes,
+                 core_shared ? "; the rank shares its core with another rank" : "");
     }
     /* uring: after the thread, which sleeps on the ring without the library */
     if (use_uring) kumi_sched_uring_stop();
