@@ -4,8 +4,8 @@
  * header may be split between two receives, and a larger message's payload
  * starts in the buffer and goes on straight into its destination.  Rounds
  * of K operations in flight at once of sizes around the buffer's (0, 1, 37,
- * 2016 (two 2040-byte frames and 16 bytes of a third header fill a buffer), 4072 = 4096 - the
- * 24-byte header, 4073, 9000, 70001 bytes): MPI_Ibcast
+ * 1984 (two 2040-byte frames and 16 bytes of a third header fill a buffer), 4040 = 4096 - the
+ * 56-byte header, 4041, 9000, 70001 bytes): MPI_Ibcast
  * from rank 0 with the receivers' nodes posted first (expected) or only
  * after the root's data came (unexpected: the receivers sleep first), and
  * MPI_Iallreduce of ints; every byte is checked.  Then MPI_Ibcast into 10
@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    static const size_t sizes[] = { 0, 1, 37, 2016, 4072, 4073, 9000, 70001 };
+    static const size_t sizes[] = { 0, 1, 37, 1984, 4040, 4041, 9000, 70001 };
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     unsigned char *b[K];
     int *in[K], *out[K];
