@@ -10,7 +10,8 @@
  * snapshots the arrays, pins the nodes' user buffers); START runs it in the
  * kernel, the state block says when it is over.
  *
- * Wire format on the sockets (the same as the io_uring engine's): each
+ * Wire format on the sockets (the io_uring engine's was the same until its
+ * header grew to 56 bytes; the two engines never share a socket): each
  * message is a 24-byte header (struct kacc_wire: magic "KURN", context,
  * tag, length) followed by its bytes; receives are matched by (context,
  * tag) in posting order. */

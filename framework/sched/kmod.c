@@ -15,7 +15,8 @@
  * and writes it.  A peer the higher rank waits for is a module peer without
  * a socket yet: the module queues its sends until the socket comes.  A pair
  * uses the engine only if both ranks published a port.  The framing is the
- * io_uring engine's (a 24-byte header and the bytes).
+ * module's (kmod/kumi_kacc_uapi.h: a 24-byte header and the bytes; the
+ * io_uring engine's header is 56 bytes since, see uring.c "Framing").
  *
  * Direct copies (kumi_base_sched_kmod_direct, default 1; kmod/kacc_direct.c):
  * each rank publishes its context's cookie (id and secret, KACC_IOC_DIRECT_ID)
