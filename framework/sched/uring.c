@@ -420,7 +420,7 @@ static void sock_opts(int fd)
  * for more than the message still brings.  Back to 1 once the payload is
  * in (the kernel signals readiness again when the mark is lowered).  The
  * threshold counts what the stream receive took of the message: a 64 KiB
- * message (rest 64 KiB - 4072 bytes) is received in one piece, as when the
+ * message (rest 64 KiB - 4040 bytes) is received in one piece, as when the
  * whole payload was left to its own receive (with MSG_WAITALL there instead,
  * the kernel retried it, and woke the thread, as each packet came). */
 #define LOWAT_MIN ((64 << 10) - STREAM_BUF)
