@@ -499,7 +499,6 @@ static void doze_longer(void)
 #define KUMI_LINGER_SECS 0.005
 #define KUMI_LINGER_DOZES 3
 #define KUMI_PARK_DOZES 20
-static long long doze_cap(void);
 static double linger_secs(double now)
 {
     /* the uring engine's thread as before; and a thread that took a schedule

@@ -27,8 +27,10 @@
  * bytes ahead of it (a 1 MiB MPI_Iallreduce at 2 ranks over loopback: 4-15 x
  * 10^3 perf samples in the copy per 200 iterations against 1.4-2.8 x 10^3
  * with 56 bytes, t_nbc 1.1-2.2 ms against 0.46-0.54 ms; the thread engine's
- * tcp transport 1.5-1.9 x 10^3 outside an occasional slow launch).  A send that finds its connection idle is written at once
- * by the call that made it ready (send_now: sendmsg MSG_DONTWAIT); the rest,
+ * tcp transport 1.5-1.9 x 10^3 outside an occasional slow launch).
+ *
+ * A send that finds its connection idle is written at once by the call
+ * that made it ready (send_now: sendmsg MSG_DONTWAIT); the rest,
  * or a send behind others, is one IORING_OP_SENDMSG (header and data in two
  * iovecs, MSG_WAITALL); the sends of one connection go out in order: those
  * ready together are submitted as one linked chain (IOSQE_IO_LINK), and a
