@@ -136,6 +136,7 @@ int kumi_sched_uring_fd(void);           /* the ring's descriptor (-1: none) */
 bool kumi_sched_uring_woke(void);       /* after a sleep on it: true when a completion waits */
 void kumi_sched_uring_doze_woke(void);  /* a doze of the completion thread ended at a completion (counted) */
 bool kumi_sched_uring_big_recv(void);   /* a posted (or the last) receive's payload goes past the stream buffer */
+unsigned long kumi_sched_uring_thread_sends(void);   /* SEND nodes the completion thread started so far */
 /* From the engine: node i is over (err: MPI_SUCCESS or an error code). */
 void kumi_sched_msg_done(struct kumi_sched *s, uint32_t i, int err);
 
