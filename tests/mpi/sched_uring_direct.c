@@ -12,12 +12,15 @@
  * queue (tests/scripts/sched_uring.sh checks in rank 0's KUMI_VERBOSE
  * summary that nearly every send was written by its start call).
  *
- * usage: sched_uring_direct [ROUNDS] */
+ * With BYTES and the pipelined broadcast (tuned's pipeline, segments of
+ * 64 KiB: sched_uring.sh's sched_uring_gather), the root's segments are
+ * ready together and the engine writes them in gathered sends.
+ *
+ * usage: sched_uring_direct [ROUNDS [BYTES]] */
 #define _POSIX_C_SOURCE 200809L
 #include "kt.h"
 #include <time.h>
 
-#define BYTES 40000
 
 static unsigned char val(int round, size_t i)
 {
@@ -37,20 +40,22 @@ int main(int argc, char **argv)
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int rounds = argc > 1 ? atoi(argv[1]) : 80;
-    unsigned char *b = malloc(BYTES);
+    int bytes = argc > 2 ? atoi(argv[2]) : 40000;
+    KT_CHECK(bytes > 0, "BYTES %d", bytes);
+    unsigned char *b = malloc((size_t)bytes);
     KT_CHECK(b != NULL, "out of memory");
     for (int r = 0; r < rounds; r++) {
         int root = r < rounds / 2 ? 0 : 1;
-        for (size_t i = 0; i < BYTES; i++) b[i] = rank == root ? val(r, i) : 0;
+        for (size_t i = 0; i < (size_t)bytes; i++) b[i] = rank == root ? val(r, i) : 0;
         MPI_Request q;
-        KT_MPI(MPI_Ibcast(b, BYTES, MPI_BYTE, root, MPI_COMM_WORLD, &q));
+        KT_MPI(MPI_Ibcast(b, bytes, MPI_BYTE, root, MPI_COMM_WORLD, &q));
         compute(200);
         KT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-        for (size_t i = 0; i < BYTES; i++)
+        for (size_t i = 0; i < (size_t)bytes; i++)
             KT_CHECK(b[i] == val(r, i), "round %d: byte %zu is %d, expected %d", r, i, b[i], val(r, i));
         KT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     }
-    if (rank == 0) printf("sched_uring_direct: %d rounds of %d bytes checked\n", rounds, BYTES);
+    if (rank == 0) printf("sched_uring_direct: %d rounds of %d bytes checked\n", rounds, bytes);
     free(b);
     MPI_Finalize();
     return 0;
