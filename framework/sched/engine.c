@@ -585,8 +585,29 @@ static void wait_for_work(double *last_work)
  * rounds against 6 of 12 without).  The
  * uring thread's sleeps are on an eventfd (uring_efd; with the ring's
  * descriptor while it waits for a completion) instead of the futex word,
- * which a poll() cannot watch; the thread engine's are unchanged. */
+ * which a poll() cannot watch; the thread engine's are unchanged.
+ *
+ * A take-over from the ring leaves the dozes as they were, unless the
+ * thread started a send before it was idle again (its work let the peers
+ * go on: an 8-byte MPI_Iallreduce at 4 ranks, a CALC and the next round's
+ * sends, then dozes of delay_us as the thread engine's).  The thread
+ * engine's take-over brings them back to delay_us, so that the next
+ * operation of an application that computes through them is taken over
+ * delay_us after its start; but when the thread only finished receives (2
+ * ranks: the last CALC, the schedule's end, which the application's
+ * MPI_Wait does as well) the short dozes only woke it 3-4 times more
+ * between two operations (the linger's 50, 100, 200, 400 us), each in a
+ * computing rank's place when no core is free.  kacc bench, k = 0, 4x4
+ * products, 8 rounds alternating with the reset after every take-over
+ * (medians; lost % / d/cmp): 8 B Iallreduce 16.4 / 1.186 -> 3.2 / 1.040
+ * (thread engine 15.4-17.1 / 1.19-1.21), Ibcast tree 5.5 / 1.071 -> 2.0 /
+ * 1.023, 64 KiB Iallreduce 14.6 / 1.228 -> 6.4 / 1.152, Ibcast tree 7.8 /
+ * 1.118 -> 4.5 / 1.054; 1 MiB within the noise.  Leaving them long after
+ * every take-over from the ring made 4 ranks on 2 cores complete later (8 B
+ * and 64 KiB Iallreduce d/cmp 1.14-1.87 against 1.06-1.23: the next
+ * round's sends waited for the doze's end). */
 static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
+static unsigned long sends_mark;            /* kumi_sched_uring_thread_sends() when last idle */
 
 static bool ring_only(void)
 {
@@ -633,7 +654,12 @@ static void *engine_main(void *arg)
             kumi_lock_engine_lower();
         if (idle()) {
             own = false;
-            if (use_uring) declined_mark = kumi_sched_uring_declined();
+            if (use_uring) {
+                declined_mark = kumi_sched_uring_declined();
+                unsigned long ts = kumi_sched_uring_thread_sends();
+                if (ts != sends_mark) doze_us = delay_us;   /* it sent: short dozes again */
+                sends_mark = ts;
+            }
             wait_for_work(&last_work);
             continue;
         }
@@ -658,14 +684,15 @@ static void *engine_main(void *arg)
             }
             if (ring_only()) {   /* uring: sleep on the ring, take over at a completion */
                 if (!ring_wait() || kumi_lock_app_inside() || idle()) continue;
+                /* the dozes stay as they were unless it sends (see "A take-over from the ring") */
             } else {
                 doze_for(delay_us);     /* does it stay out for delay_us? */
                 if (kumi_lock_app_inside() || kumi_lock_app_entries() != g || idle()) {
                     doze_longer();
                     continue;
                 }
+                doze_us = delay_us;     /* the application computes: take over, short dozes again */
             }
-            doze_us = delay_us;         /* the application computes: take over, short dozes again */
             last_own = now_secs();
             n_owns++;
             own = true;

@@ -22,9 +22,12 @@
  * thread may still doze between operations, then LOOP_US of computation,
  * then MPI_Wait; values checked (sched_uring.sh checks in the summary that
  * some of the thread's dozes, the application out of the library, ended
- * at a completion on the ring: engine.c, esleep_wait).
+ * at a completion on the ring: engine.c, esleep_wait).  "loop1": the same
+ * with one double per operation (sched_uring.sh checks that the completion
+ * threads, taking the operations over from the ring, doze less than once
+ * per operation: engine.c, "A take-over from the ring").
  *
- * usage: sched_uring_calc sleep|busy [noprogress|small|loop] */
+ * usage: sched_uring_calc sleep|busy [noprogress|small|loop|loop1] */
 #include "kt.h"
 #include <errno.h>
 #include <unistd.h>
@@ -50,24 +53,25 @@ int main(int argc, char **argv)
     int busy = argc > 1 && !strcmp(argv[1], "busy");
     int noprogress = argc > 2 && !strcmp(argv[2], "noprogress");
     int count = argc > 2 && !strcmp(argv[2], "small") ? 1 : COUNT;
-    if (argc > 2 && !strcmp(argv[2], "loop")) {
+    if (argc > 2 && (!strcmp(argv[2], "loop") || !strcmp(argv[2], "loop1"))) {
         volatile double x = 0;
+        int lc = !strcmp(argv[2], "loop1") ? 1 : LOOP_COUNT;
         double *a = malloc(LOOP_COUNT * sizeof *a), *b = malloc(LOOP_COUNT * sizeof *b);
         KT_CHECK(a && b, "out of memory");
         for (int it = 0; it < LOOP_OPS; it++) {
             MPI_Request lr;
-            for (int i = 0; i < LOOP_COUNT; i++) { a[i] = rank + it + i % 7; b[i] = -1; }
-            KT_MPI(MPI_Iallreduce(a, b, LOOP_COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &lr));
+            for (int i = 0; i < lc; i++) { a[i] = rank + it + i % 7; b[i] = -1; }
+            KT_MPI(MPI_Iallreduce(a, b, lc, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &lr));
             double t0 = kt_now();
             while ((kt_now() - t0) * 1e6 < LOOP_US) x = x * 0.999 + 1.0;
             KT_MPI(MPI_Wait(&lr, MPI_STATUS_IGNORE));
-            for (int i = 0; i < LOOP_COUNT; i++)
+            for (int i = 0; i < lc; i++)
                 KT_CHECK(b[i] == (double)(size * (size - 1) / 2 + size * (it + i % 7)), "loop %d: element %d is %g",
                          it, i, b[i]);
         }
         free(a);
         free(b);
-        if (rank == 0) printf("sched_uring_calc (loop): %d operations, values right\n", LOOP_OPS);
+        if (rank == 0) printf("sched_uring_calc (%s): %d operations, values right\n", argv[2], LOOP_OPS);
         MPI_Finalize();
         return 0;
     }

@@ -19,6 +19,12 @@
 # sched_uring_direct: 40000-byte MPI_Ibcast rounds (rank 0 the root of the first half, rank 1 of the
 # second), each with a computation, a wait and a barrier:
 # rank 0 must have written (nearly) every send by its start call (its summary).
+# sched_uring_gather: the same program, 1 MiB in the pipelined broadcast (segments of 64 KiB) at 2
+# and 3 ranks, every byte checked: the root's segments are ready together (tuned's pipeline in a
+# schedule) and rank 0 must have written them in gathered sends (its summary: sched/uring.c, flush_sends).
+# sched_uring_calc loop1: 300 one-double MPI_Iallreduce computed through at 2 ranks: no rank's
+# completion thread may doze 150 times or more (its KUMI_VERBOSE=2 line; 30-33 now, 365-799 when every
+# take-over from the ring brought the dozes back to 50 us: engine.c, "A take-over from the ring").
 # Skipped (77) where liburing's headers are not installed (Debian: liburing-dev); where they
 # are, Kumi must have been built with the engine.  Where io_uring is disabled on the host
 # (sysctl kernel.io_uring_disabled), the fall-back is checked instead.
@@ -73,6 +79,13 @@ run() {   # run NAME N PROG ARGS...: values checked by PROG; io_uring must have 
     # sends written by their start call: the budget is renewed at every entry of the application
     # (the root's MPI_Wait of a request already complete runs no progress round; renewed by
     # progress rounds alone, every second 40000-byte send waited in the submission queue)
+    if [ "$name" = sched_uring_gather ]; then
+        g=$(echo "$out" | grep '^kumi\[0\]' | sed -n 's/.*, \([0-9]*\) in \([0-9]*\) gathers,.*/\1 \2/p')
+        set -- $g
+        [ "${2:-0}" -gt 0 ] && [ "${1:-0}" -ge $((${2:-0} * 2)) ] ||
+            { echo "FAIL sched_uring_gather -n $n: rank 0 wrote ${1:-?} sends in ${2:-?} gathered sends"; fail=1; }
+        echo "   sched_uring_gather -n $n: rank 0 wrote ${1:-?} sends in ${2:-?} gathered sends"
+    fi
     if [ "$name" = sched_uring_direct ]; then
         sw=$(echo "$out" | grep '^kumi\[0\]' | sed -n 's/.*: \([0-9]*\) sends, .*, \([0-9]*\) sent whole by their start call.*/\1 \2/p')
         set -- $sw
@@ -97,6 +110,20 @@ for n in 2 3 4; do
     for t in nbc_basic nbc_persist cad_ring sched_uring_stream; do run "$t" "$n" "./$t"; done
 done
 run sched_uring_direct 2 ./sched_uring_direct
+for n in 2 3; do
+    run sched_uring_gather "$n" --param coll_tuned_bcast_algorithm=pipeline --param coll_tuned_segment_size=65536 \
+        ./sched_uring_direct 20 1048576
+done
+out=$(cd "$TESTBIN" && KUMI_VERBOSE=2 timeout 150 "$MPIEXEC" --timeout 120 -n 2 ./sched_uring_calc busy loop1 2>&1)
+rc=$?
+dz=$(echo "$out" | sed -n 's/.*sched_engine=uring: the progress thread took [0-9]* schedule runs over, dozed \([0-9]*\) times.*/\1/p' | sort -n | tail -1)
+if [ $rc -ne 0 ] || [ -z "$dz" ] || [ "$dz" -ge 150 ]; then
+    echo "$out" | grep -v '^kumi\[' | tail -20
+    echo "FAIL sched_uring_calc loop1 -n 2: exit $rc, a completion thread dozed ${dz:-?} times (expected under 150)"
+    fail=1
+else
+    echo "ok sched_uring_calc loop1 -n 2: the completion threads dozed at most $dz times in 300 operations"
+fi
 run nbc_types 3 ./nbc_types
 run nbc_multi 4 ./nbc_multi
 # the engine's connections to loopback use kumi_base_sched_uring_loopback_cc (reno by default,
