@@ -103,8 +103,8 @@
 static int simulate_unavailable;
 static long long ring_entries = 256;
 static int coop = 1;
-static int with_thread = 1;
-static const char *loopback_cc;
+int ur_with_thread = 1;
+const char *ur_loopback_cc;
 
 void kumi_sched_uring_register_params(void)
 {
@@ -126,17 +126,17 @@ void kumi_sched_uring_register_params(void)
                              "ring while the application computes and, woken by a completion, matches "
                              "headers and starts CALC / COPY nodes and the sends after them; 0: those "
                              "steps wait for the application's next MPI call",
-                             KUMI_LEVEL_TUNER, &with_thread);
+                             KUMI_LEVEL_TUNER, &ur_with_thread);
     kumi_param_register_string("kumi", "base", "sched_uring_loopback_cc", "reno",
                                "TCP congestion control (TCP_CONGESTION) of the io_uring engine's connections to "
                                "a loopback address (a peer on this host), as p2p_tcp_loopback_cc for the tcp "
                                "transport's; empty = the system's default (net.ipv4.tcp_congestion_control)",
-                               KUMI_LEVEL_TUNER, &loopback_cc);
+                               KUMI_LEVEL_TUNER, &ur_loopback_cc);
 }
 
 bool kumi_sched_uring_thread(void)
 {
-    return with_thread;
+    return ur_with_thread;
 }
 
 #ifndef KUMI_HAVE_LIBURING
@@ -153,108 +153,13 @@ void kumi_sched_uring_doze_woke(void) {}
 unsigned long kumi_sched_uring_thread_sends(void) { return 0; }
 #else
 
-#include <errno.h>
-#include <fcntl.h>
-#include <liburing.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#define UR_MAGIC 0x4b55524eu            /* "KURN" */
-#define STREAM_BUF 4096                 /* a connection's stream receive buffer */
-
-struct ur_hdr {
-    uint32_t magic;
-    int32_t ctx;
-    int32_t tag;
-    uint32_t pad;
-    uint64_t len;
-    uint8_t align[32];                  /* zero; 56 bytes in all: see "Framing" */
-};
-
-enum { OP_HDR = 1, OP_PAYLOAD, OP_SEND, OP_GATHER, OP_ACCEPT };
-
-struct conn;
-
-/* An io_uring operation in flight (the SQE's user data). */
-struct uop {
-    int kind;
-    struct conn *c;
-    struct uop *next;                   /* a connection's send queue, or a gather's sends */
-    struct uop *batch;                  /* GATHER: the sends it writes (chained by next) */
-    struct iovec *giov;                 /* GATHER: their headers and data */
-    struct kumi_sched *s;               /* SEND, PAYLOAD of a posted receive */
-    uint32_t node;
-    struct ur_hdr h;
-    struct iovec iov[2];
-    struct msghdr msg;
-    size_t total, done;                 /* SEND: bytes of header and data; PAYLOAD: of the data */
-    void *tmp;                          /* packed data (SEND), or received data (PAYLOAD) */
-    struct urecv *rv;                   /* PAYLOAD: the receive it fills (NULL: unexpected) */
-    struct unex *ux;                    /* PAYLOAD of an unexpected message */
-    struct uop *fwd;                    /* PAYLOAD: the SEND linked behind it */
-    bool cancelled;                     /* SEND: its link broke; resubmitted after the payload */
-    bool is_fwd;                        /* SEND linked behind a payload receive */
-    uint8_t by;                         /* submitted by: 0 the application, 1 the completion thread */
-    char *data;                         /* SEND: the data */
-    size_t dlen;
-};
-
-/* A RECV node posted on a connection, not matched yet. */
-struct urecv {
-    struct urecv *next;
-    struct kumi_sched *s;
-    uint32_t node;
-    int32_t ctx, tag;
-    void *buf;                          /* where the data goes (user buffer, or tmp) */
-    size_t cap;
-    void *tmp;                          /* non-contiguous type: unpacked at the end */
-    uint64_t len;                       /* the matched message's length */
-    bool big;                           /* counted in nbig (see there) */
-};
-
-/* A message that arrived before its RECV node was posted. */
-struct unex {
-    struct unex *next;
-    int32_t ctx, tag;
-    void *data;
-    uint64_t len;
-    bool complete;
-    struct urecv *waiter;               /* matched while its payload still arrives */
-};
-
-enum { C_NONE, C_WAIT_ACCEPT, C_UP, C_CLOSED };
-
-struct conn {
-    int state;
-    int fd;
-    int peer;                           /* world rank */
-    int sending;                        /* SEND operations in flight */
-    struct uop *sq, *sqtail;            /* sends waiting for the connection */
-    struct urecv *posted, *ptail;
-    struct unex *unex, *utail;
-    struct uop *hdr;                    /* the stream receive (headers and small payloads) */
-    char *rbuf;                         /* its buffer (STREAM_BUF bytes) */
-    size_t rlen;                        /* bytes in it not parsed yet (a partial header) */
-    struct uop *payload;                /* the payload receive in flight */
-    bool hdr_cancelled;                 /* its link broke: posted again after the payload */
-    int lowat;                          /* SO_RCVLOWAT set for a payload (0: the default) */
-    bool dirty;                         /* sends queued by a start call, not flushed yet (see flush_dirty) */
-    struct conn *dnext;
-};
-
+#include "sched/uring_int.h"
 static struct io_uring ring;
 static bool up;
-static int lfd = -1;                    /* listening socket */
-static struct conn **conns;             /* by world rank, made at first use */
-static int nworld, me;
-static int8_t *usable;                  /* by world rank: 0 unknown, 1 yes, -1 no */
+int ur_lfd = -1;                        /* listening socket */
+struct conn **ur_conns;                 /* by world rank, made at first use */
+int ur_nworld, ur_me;
+int8_t *ur_usable;                      /* by world rank: 0 unknown, 1 yes, -1 no */
 static int nflight;                     /* operations in flight */
 static int flight_by[2];                /* of them submitted by the application [0], the thread [1] */
 static unsigned long long declined;     /* SEND / RECV nodes left to the request layer (see kumi_sched_uring_quiet) */
@@ -264,7 +169,7 @@ static unsigned long long ndozewake;    /* a doze of the thread ended at a compl
 static int nbig;                        /* posted receives whose payload goes past the stream buffer (atomic:
                                            read by the completion thread without the library) */
 static int last_big;                    /* the last receive posted was such a one (atomic, as nbig) */
-static struct uop acc = { .kind = OP_ACCEPT };
+struct uop ur_acc = { .kind = OP_ACCEPT };
 /* said at the end under KUMI_VERBOSE */
 static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit, ngather, ngathered;
 static struct conn *dirty_conns;        /* connections whose queued sends wait for flush_dirty */
@@ -275,9 +180,8 @@ static size_t direct_left = DIRECT_BUDGET;     /* bytes send_now may still write
 
 static int complete(void);
 static int fds(struct pollfd *f, int max);
-static void post_accept(void);
 
-static void fatal_io(const char *what, int peer, int err)
+void ur_fatal_io(const char *what, int peer, int err)
 {
     kumi_err_fatal("kumi_base_sched_engine=uring: %s (rank %d) failed: %s", what, peer, strerror(err));
 }
@@ -286,14 +190,14 @@ static void fatal_io(const char *what, int peer, int err)
  * records who submitted it: the kernel runs a socket operation's retries
  * (task work) on the submitting thread, so complete() enters the kernel to
  * run them only on that thread (see there). */
-static void submit(void)
+void ur_submit(void)
 {
     unsigned khead = *ring.sq.khead, tail = ring.sq.sqe_tail;
     if (tail == khead) return;
     int who = kumi_lock_is_engine() ? 1 : 0;
     for (unsigned k = khead; k != tail; k++) {
         struct uop *o = (struct uop *)(uintptr_t)ring.sq.sqes[k & ring.sq.ring_mask].user_data;
-        if (o == &acc) continue;        /* (always posted: not counted) */
+        if (o == &ur_acc) continue;     /* (always posted: not counted) */
         o->by = (uint8_t)who;
         flight_by[who]++;
     }
@@ -303,14 +207,14 @@ static void submit(void)
 /* A linked chain must go to the kernel in one submission: room for n SQEs first. */
 static void room(unsigned n)
 {
-    if (io_uring_sq_space_left(&ring) < n) submit();
+    if (io_uring_sq_space_left(&ring) < n) ur_submit();
 }
 
-static struct io_uring_sqe *get_sqe(void)
+struct io_uring_sqe *ur_get_sqe(void)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
     while (!sqe) {                      /* the queue is full: the kernel takes what is there */
-        submit();
+        ur_submit();
         sqe = io_uring_get_sqe(&ring);
     }
     nflight++;
@@ -353,18 +257,18 @@ int kumi_sched_uring_init(void)
         io_uring_queue_exit(&ring);
         return -1;
     }
-    lfd = fd;
-    nworld = kumi_world_size();
-    me = kumi_world_rank();
-    conns = calloc((size_t)nworld, sizeof *conns);
-    usable = calloc((size_t)nworld, 1);
-    if (!conns || !usable) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
+    ur_lfd = fd;
+    ur_nworld = kumi_world_size();
+    ur_me = kumi_world_rank();
+    ur_conns = calloc((size_t)ur_nworld, sizeof *ur_conns);
+    ur_usable = calloc((size_t)ur_nworld, 1);
+    if (!ur_conns || !ur_usable) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
     up = true;
     kumi_progress_set_hook(complete, fds);
-    post_accept();
-    submit();
+    ur_post_accept();
+    ur_submit();
     kumi_log(1, "kumi_base_sched_engine=uring: io_uring ring of %lld entries, listening on port %d, "
-                "completion thread %s", ring_entries, port, with_thread ? "on" : "off");
+                "completion thread %s", ring_entries, port, ur_with_thread ? "on" : "off");
     return 0;
 }
 
@@ -378,191 +282,27 @@ void kumi_sched_uring_stop(void)
                 "ended by a completion", nsends, nrecvs, nunex, nlinked, ndirect, ngathered, ngather, nsmall, nsplit,
              nenter, nenter_skip, nringwake, ndozewake);
     kumi_progress_set_hook(NULL, NULL);
-    for (int i = 0; i < nworld; i++)
-        if (conns[i]) {
-            if (conns[i]->fd >= 0) shutdown(conns[i]->fd, SHUT_RDWR);
+    for (int i = 0; i < ur_nworld; i++)
+        if (ur_conns[i]) {
+            if (ur_conns[i]->fd >= 0) shutdown(ur_conns[i]->fd, SHUT_RDWR);
         }
     io_uring_queue_exit(&ring);         /* cancels what is in flight */
-    for (int i = 0; i < nworld; i++)
-        if (conns[i]) {
-            if (conns[i]->fd >= 0) close(conns[i]->fd);
-            free(conns[i]->rbuf);
-            free(conns[i]);             /* leftovers of an unfinished job are not worth tracking */
+    for (int i = 0; i < ur_nworld; i++)
+        if (ur_conns[i]) {
+            if (ur_conns[i]->fd >= 0) close(ur_conns[i]->fd);
+            free(ur_conns[i]->rbuf);
+            free(ur_conns[i]);          /* leftovers of an unfinished job are not worth tracking */
         }
-    free(conns); conns = NULL;
-    free(usable); usable = NULL;
-    close(lfd);
-    lfd = -1;
+    free(ur_conns); ur_conns = NULL;
+    free(ur_usable); ur_usable = NULL;
+    close(ur_lfd);
+    ur_lfd = -1;
     up = false;
     nbig = last_big = 0;
     dirty_conns = NULL;
     ndirty = 0;
     nflight = 0;
     flight_by[0] = flight_by[1] = 0;
-}
-
-/* ------------------------------------------------------------ connections */
-static void post_hdr(struct conn *c);
-static void flush_sends(struct conn *c);
-
-/* A connection's options.  To a peer on this host (a loopback address) the
- * congestion control is kumi_base_sched_uring_loopback_cc (reno), as the
- * tcp transport's (p2p_tcp_loopback_cc; p2p_tcp.c says why: the system's
- * BBR, after a ping-pong phase, held a loopback connection's window at a
- * few segments), so the engine's transfers and the transport's run alike. */
-static void sock_opts(int fd)
-{
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_storage sa;
-    socklen_t sl = sizeof sa;
-    if (!loopback_cc || !*loopback_cc || getpeername(fd, (struct sockaddr *)&sa, &sl) != 0) return;
-    if (kumi_netif_loopback_cc(fd, (struct sockaddr *)&sa, loopback_cc) != 0)
-        kumi_log(2, "kumi_base_sched_engine=uring: kumi_base_sched_uring_loopback_cc \"%s\": %s (the system's "
-                    "congestion control stays)", loopback_cc, strerror(errno));
-}
-
-/* With the completion thread, a large payload is received in a few large
- * pieces rather than as the packets come: SO_RCVLOWAT makes the socket
- * readable (and so the kernel retry the receive, as task work that wakes
- * the thread) only once min(rest, LOWAT_MAX) bytes wait.  The receive is
- * then not MSG_WAITALL: a piece ends it short, and it is posted again for
- * the rest with the mark lowered to what is left, so the mark never waits
- * for more than the message still brings.  Back to 1 once the payload is
- * in (the kernel signals readiness again when the mark is lowered).  The
- * threshold counts what the stream receive took of the message: a 64 KiB
- * message (rest 64 KiB - 4040 bytes) is received in one piece, as when the
- * whole payload was left to its own receive (with MSG_WAITALL there instead,
- * the kernel retried it, and woke the thread, as each packet came). */
-#define LOWAT_MIN ((64 << 10) - STREAM_BUF)
-#define LOWAT_MAX (512 << 10)
-static int payload_flags(struct conn *c, size_t rest)
-{
-    /* only for the thread's own receives: an application inside MPI (a wait)
-     * gains nothing by waiting for a piece, its copies overlap the arrival */
-    int want = with_thread && rest >= LOWAT_MIN && kumi_lock_is_engine()
-               ? (int)(rest < LOWAT_MAX ? rest : LOWAT_MAX) : 0;
-    if (want != c->lowat) {
-        int v = want ? want : 1;
-        if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) != 0) want = 0;
-        c->lowat = want;
-    }
-    return c->lowat ? 0 : MSG_WAITALL;
-}
-
-static void payload_over(struct conn *c)
-{
-    if (c->lowat) {
-        int one = 1;
-        (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
-        c->lowat = 0;
-    }
-}
-
-static void conn_up(struct conn *c, int fd)
-{
-    c->fd = fd;
-    c->state = C_UP;
-    sock_opts(fd);
-    char cc[24] = "?";
-    socklen_t cl = sizeof cc - 1;
-    (void)getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &cl);
-    kumi_log(2, "kumi_base_sched_engine=uring: connection with rank %d up (congestion control %s)", c->peer, cc);
-    post_hdr(c);
-    flush_sends(c);
-    submit();
-}
-
-static void post_accept(void)
-{
-    struct io_uring_sqe *sqe = get_sqe();
-    io_uring_prep_accept(sqe, lfd, NULL, NULL, SOCK_CLOEXEC);
-    io_uring_sqe_set_data(sqe, &acc);
-}
-
-/* A connection came in (fd, or an error): who is it? */
-static void accepted(int fd)
-{
-    if (fd >= 0) {
-        int32_t who = -1;
-        size_t got = 0;
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        struct timeval tv = { 5, 0 };   /* a stranger that says nothing is dropped */
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        while (got < sizeof who) {      /* the connector writes it at once */
-            ssize_t r = read(fd, (char *)&who + got, sizeof who - got);
-            if (r > 0) got += (size_t)r;
-            else if (r < 0 && errno == EINTR) continue;
-            else break;
-        }
-        if (got != sizeof who || who < 0 || who >= nworld || who >= me ||
-            (conns[who] && conns[who]->state != C_WAIT_ACCEPT)) {
-            close(fd);
-        } else {
-            if (!conns[who]) {
-                struct conn *c = calloc(1, sizeof *c);
-                if (!c) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
-                c->peer = who;
-                c->fd = -1;
-                conns[who] = c;
-            }
-            struct timeval none = { 0, 0 };
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-            conn_up(conns[who], fd);
-        }
-    }
-    post_accept();
-}
-
-/* Is world rank w reached over sockets, and does it run the engine? */
-static bool peer_usable(int w)
-{
-    if (w < 0 || w >= nworld || w == me) return false;
-    if (usable[w]) return usable[w] > 0;
-    struct sockaddr_storage sa;
-    char v[16];
-    usable[w] = -1;
-    if (kumi_p2p_peer_sockaddr(w, &sa) != 0) return false;
-    if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6) return false;
-    if (kumi_rpim_get(w, "sched.uring.port", v, sizeof v) != MPI_SUCCESS || atoi(v) <= 0) return false;
-    usable[w] = 1;
-    return true;
-}
-
-static struct conn *get_conn(int w)
-{
-    if (conns[w]) return conns[w];
-    struct conn *c = calloc(1, sizeof *c);
-    if (!c) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
-    c->peer = w;
-    c->fd = -1;
-    conns[w] = c;
-    if (me > w) {                       /* the peer connects (accepted in complete()) */
-        c->state = C_WAIT_ACCEPT;
-        return c;
-    }
-    struct sockaddr_storage sa;
-    char v[16];
-    kumi_p2p_peer_sockaddr(w, &sa);
-    kumi_rpim_get(w, "sched.uring.port", v, sizeof v);
-    socklen_t sl;
-    if (sa.ss_family == AF_INET6) {
-        ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)atoi(v));
-        sl = sizeof(struct sockaddr_in6);
-    } else {
-        ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)atoi(v));
-        sl = sizeof(struct sockaddr_in);
-    }
-    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) fatal_io("socket", w, errno);
-    int r;
-    do r = connect(fd, (void *)&sa, sl); while (r < 0 && errno == EINTR);
-    if (r < 0) fatal_io("connect", w, errno);
-    int32_t mine = me;
-    if (write(fd, &mine, sizeof mine) != (ssize_t)sizeof mine) fatal_io("hello", w, errno);
-    conn_up(c, fd);
-    return c;
 }
 
 /* ------------------------------------------------------------ operations */
@@ -574,13 +314,13 @@ static void prep_hdr(struct conn *c, struct io_uring_sqe *sqe)
     io_uring_sqe_set_data(sqe, c->hdr);
 }
 
-static void post_hdr(struct conn *c)
+void ur_post_hdr(struct conn *c)
 {
     if (!c->hdr && !(c->hdr = calloc(1, sizeof *c->hdr))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
     if (!c->rbuf && !(c->rbuf = malloc(STREAM_BUF))) kumi_err_fatal("kumi_base_sched_engine=uring: out of memory");
     c->hdr->kind = OP_HDR;
     c->hdr->c = c;
-    prep_hdr(c, get_sqe());
+    prep_hdr(c, ur_get_sqe());
 }
 
 static void prep_send(struct uop *o, struct io_uring_sqe *sqe)
@@ -611,13 +351,13 @@ static void prep_send(struct uop *o, struct io_uring_sqe *sqe)
  * pipelined 1 MiB MPI_Ibcast's 16 segments of 64 KiB took 1.6 x the
  * computation's time at k = 0 where one 1 MiB send took 1.3 (kacc bench). */
 #define GATHER_MAX 64
-static void flush_sends(struct conn *c)
+void ur_flush_sends(struct conn *c)
 {
     if (c->state != C_UP || c->sending || !c->sq) return;
     struct uop *o = c->sq, *p = o, *last = NULL;
     if (!o->next) {
         c->sq = c->sqtail = NULL;
-        prep_send(o, get_sqe());
+        prep_send(o, ur_get_sqe());
         c->sending++;
         return;
     }
@@ -643,7 +383,7 @@ static void flush_sends(struct conn *c)
     ngather++;
     g->msg.msg_iov = g->giov;
     g->msg.msg_iovlen = k;
-    struct io_uring_sqe *sqe = get_sqe();
+    struct io_uring_sqe *sqe = ur_get_sqe();
     io_uring_prep_sendmsg(sqe, c->fd, &g->msg, MSG_WAITALL | MSG_NOSIGNAL);
     io_uring_sqe_set_data(sqe, g);
     c->sending++;
@@ -669,7 +409,7 @@ static void flush_dirty(void)
         struct conn *c = dirty_conns;
         dirty_conns = c->dnext;
         c->dirty = false;
-        flush_sends(c);
+        ur_flush_sends(c);
         __atomic_sub_fetch(&ndirty, 1, __ATOMIC_RELAXED);
     }
 }
@@ -833,8 +573,8 @@ static struct uop *match_hdr(struct conn *c, const struct ur_hdr *hp, bool linka
                 int w = sn->kind == KUMI_SCHED_SEND && sn->npred == 1 && sn->buf == nd->buf &&
                         sn->count == nd->count && sn->dt == nd->dt && sn->peer != MPI_PROC_NULL
                         ? kumi_comm_peer_world(s->comm, sn->peer) : -1;
-                if (w >= 0 && peer_usable(w)) {
-                    struct conn *oc = get_conn(w);
+                if (w >= 0 && ur_peer_usable(w)) {
+                    struct conn *oc = ur_get_conn(w);
                     if (oc->state == C_UP && !oc->sending && !oc->sq) {
                         struct uop *fwd = make_send(s, j, oc);
                         fwd->is_fwd = true;
@@ -899,8 +639,8 @@ static void got_stream(struct conn *c)
         room(3);
         c->payload = o;
         size_t rest = (size_t)h.len - n;
-        int fl = payload_flags(c, rest);
-        struct io_uring_sqe *sqe = get_sqe();
+        int fl = ur_payload_flags(c, rest);
+        struct io_uring_sqe *sqe = ur_get_sqe();
         io_uring_prep_recv(sqe, c->fd, dst + n, rest, fl);
         io_uring_sqe_set_data(sqe, o);
         if (!(fl & MSG_WAITALL)) {      /* received in pieces: a short piece would not break a link,
@@ -917,18 +657,18 @@ static void got_stream(struct conn *c)
         sqe->flags |= IOSQE_IO_LINK;
         if (fwd) {                      /* recv -> forwarding send, in the kernel */
             o->fwd = fwd;
-            struct io_uring_sqe *s2 = get_sqe();
+            struct io_uring_sqe *s2 = ur_get_sqe();
             prep_send(fwd, s2);
             s2->flags |= IOSQE_IO_LINK;
             fwd->c->sending++;
         }
-        post_hdr(c);
+        ur_post_hdr(c);
         return;
     }
     c->rlen -= off;
     if (c->rlen) nsplit++;
     if (c->rlen && off) memmove(c->rbuf, c->rbuf + off, c->rlen);
-    post_hdr(c);
+    ur_post_hdr(c);
 }
 
 /* Completion of one operation. */
@@ -937,48 +677,48 @@ static void done_op(struct uop *o, int res)
     struct conn *c = o->c;
     switch (o->kind) {
     case OP_ACCEPT:
-        accepted(res);
+        ur_accepted(res);
         return;
     case OP_HDR:
         if (res == -ECANCELED && c->payload) { c->hdr_cancelled = true; return; }
-        if (res == -ECANCELED || res == -EINTR || res == -EAGAIN) { prep_hdr(c, get_sqe()); return; }
+        if (res == -ECANCELED || res == -EINTR || res == -EAGAIN) { prep_hdr(c, ur_get_sqe()); return; }
         if (res == 0 && c->rlen == 0) {     /* the peer closed it (it finalized) */
             kumi_log(2, "kumi_base_sched_engine=uring: rank %d closed its connection", c->peer);
             c->state = C_CLOSED;
             return;
         }
-        if (res <= 0) fatal_io("receive", c->peer, res < 0 ? -res : ECONNRESET);
+        if (res <= 0) ur_fatal_io("receive", c->peer, res < 0 ? -res : ECONNRESET);
         c->rlen += (size_t)res;
         got_stream(c);
         return;
     case OP_PAYLOAD:
         if (o->total) {
             if (res == -EINTR || res == -EAGAIN) res = 0;
-            else if (res <= 0) fatal_io("receive", c->peer, res < 0 ? -res : ECONNRESET);
+            else if (res <= 0) ur_fatal_io("receive", c->peer, res < 0 ? -res : ECONNRESET);
             o->done += (size_t)res;
             if (o->done < o->total) {   /* short: the rest */
-                struct io_uring_sqe *sqe = get_sqe();
+                struct io_uring_sqe *sqe = ur_get_sqe();
                 io_uring_prep_recv(sqe, c->fd, (char *)o->iov[0].iov_base + o->done, o->total - o->done,
-                                   payload_flags(c, o->total - o->done));
+                                   ur_payload_flags(c, o->total - o->done));
                 io_uring_sqe_set_data(sqe, o);
                 return;
             }
         }
         if (c->payload == o) {
             c->payload = NULL;
-            payload_over(c);
-            if (c->hdr_cancelled) { c->hdr_cancelled = false; prep_hdr(c, get_sqe()); }
+            ur_payload_over(c);
+            if (c->hdr_cancelled) { c->hdr_cancelled = false; prep_hdr(c, ur_get_sqe()); }
         }
-        if (o->fwd && o->fwd->cancelled) { o->fwd->cancelled = false; prep_send(o->fwd, get_sqe()); }
+        if (o->fwd && o->fwd->cancelled) { o->fwd->cancelled = false; prep_send(o->fwd, ur_get_sqe()); }
         payload_in(c, o);
         return;
     case OP_SEND:
         if (res == -ECANCELED && o->is_fwd) { o->cancelled = true; return; }   /* its payload receive broke the link */
         if (res == -EINTR || res == -EAGAIN) res = 0;
-        else if (res < 0) fatal_io("send", c->peer, -res);
+        else if (res < 0) ur_fatal_io("send", c->peer, -res);
         o->done += (size_t)res;
         if (o->done < o->total) {
-            prep_send(o, get_sqe());
+            prep_send(o, ur_get_sqe());
             return;
         }
         c->sending--;
@@ -986,16 +726,16 @@ static void done_op(struct uop *o, int res)
         uint32_t i = o->node;
         free(o->tmp);
         free(o);
-        flush_sends(c);
+        ur_flush_sends(c);
         kumi_sched_msg_done(s, i, MPI_SUCCESS);
         return;
     case OP_GATHER: {
         if (res == -EINTR || res == -EAGAIN) res = 0;
-        else if (res < 0) fatal_io("send", c->peer, -res);
+        else if (res < 0) ur_fatal_io("send", c->peer, -res);
         o->done += (size_t)res;
         if (o->done < o->total) {
             iov_advance(&o->msg, (size_t)res);
-            struct io_uring_sqe *sqe = get_sqe();
+            struct io_uring_sqe *sqe = ur_get_sqe();
             io_uring_prep_sendmsg(sqe, c->fd, &o->msg, MSG_WAITALL | MSG_NOSIGNAL);
             io_uring_sqe_set_data(sqe, o);
             return;
@@ -1004,7 +744,7 @@ static void done_op(struct uop *o, int res)
         struct uop *b = o->batch;
         free(o->giov);
         free(o);
-        flush_sends(c);
+        ur_flush_sends(c);
         while (b) {
             struct uop *nx = b->next;
             struct kumi_sched *bs = b->s;
@@ -1053,12 +793,12 @@ static int complete(void)
         int res = cqe->res;
         io_uring_cqe_seen(&ring, cqe);
         nflight--;
-        if (o != &acc && flight_by[o->by] > 0) flight_by[o->by]--;
+        if (o != &ur_acc && flight_by[o->by] > 0) flight_by[o->by]--;
         done_op(o, res);
         n++;
     }
     flush_dirty();
-    if (io_uring_sq_ready(&ring)) submit();
+    if (io_uring_sq_ready(&ring)) ur_submit();
     return n;
 }
 
@@ -1174,7 +914,7 @@ static bool send_now(struct conn *c, struct uop *o)
     ssize_t r;
     do r = sendmsg(c->fd, &o->msg, MSG_DONTWAIT | MSG_NOSIGNAL); while (r < 0 && errno == EINTR);
     if (r < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK) fatal_io("send", c->peer, errno);
+        if (errno != EAGAIN && errno != EWOULDBLOCK) ur_fatal_io("send", c->peer, errno);
         return false;
     }
     o->done = (size_t)r;
@@ -1191,12 +931,12 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
     if (s->uflag && s->uflag[i]) return true;        /* linked ahead: in flight already */
     if (nd->peer == MPI_PROC_NULL) return false;
     int w = kumi_comm_peer_world(s->comm, nd->peer);
-    if (!peer_usable(w) || (!s->uflag && !(s->uflag = calloc(s->n, 1)))) {
+    if (!ur_peer_usable(w) || (!s->uflag && !(s->uflag = calloc(s->n, 1)))) {
         /* a request of the request layer: the thread must poll (read without the library lock) */
         __atomic_add_fetch(&declined, 1, __ATOMIC_RELAXED);
         return false;
     }
-    struct conn *c = get_conn(w);
+    struct conn *c = ur_get_conn(w);
     s->inflight++;
     if (nd->kind == KUMI_SCHED_SEND) {
         struct uop *o = make_send(s, i, c);
@@ -1249,9 +989,9 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
      * their retries -- the rest of a send the socket could not take at once
      * -- are the thread's task work, run when the socket is ready, instead of
      * the computing application's, run at its next scheduler tick. */
-    if (!with_thread) {
+    if (!ur_with_thread) {
         flush_dirty();
-        if (io_uring_sq_ready(&ring)) submit();
+        if (io_uring_sq_ready(&ring)) ur_submit();
     }
     return true;
 }
