@@ -598,14 +598,15 @@ static void wait_for_work(double *last_work)
  * MPI_Wait does as well) the short dozes only woke it 3-4 times more
  * between two operations (the linger's 50, 100, 200, 400 us), each in a
  * computing rank's place when no core is free.  kacc bench, k = 0, 4x4
- * products, 8 rounds alternating with the reset after every take-over
- * (medians; lost % / d/cmp): 8 B Iallreduce 16.4 / 1.186 -> 3.2 / 1.040
- * (thread engine 15.4-17.1 / 1.19-1.21), Ibcast tree 5.5 / 1.071 -> 2.0 /
- * 1.023, 64 KiB Iallreduce 14.6 / 1.228 -> 6.4 / 1.152, Ibcast tree 7.8 /
- * 1.118 -> 4.5 / 1.054; 1 MiB within the noise.  Leaving them long after
- * every take-over from the ring made 4 ranks on 2 cores complete later (8 B
- * and 64 KiB Iallreduce d/cmp 1.14-1.87 against 1.06-1.23: the next
- * round's sends waited for the doze's end). */
+ * products, 2 ranks bound, 12 launches alternating with the engine before
+ * (373beb0; medians, lost % / d/cmp, the thread engine's in brackets): 8 B
+ * Iallreduce 17.1 / 1.222 -> 4.2 / 1.067 [16.8-17.2 / 1.21-1.22], Ibcast
+ * tree 7.2 / 1.094 -> 2.1 / 1.036 [4.0-4.4 / 1.05], 64 KiB Ibcast tree
+ * 12.6 / 1.169 -> 4.2 / 1.047 [11.1-11.2 / 1.12]; 64 KiB and 1 MiB
+ * Iallreduce (whose thread sends after the CALC) as before.  Leaving them
+ * long after every take-over from the ring, sends or not, made 4 ranks on
+ * 2 cores complete later (8 B and 64 KiB Iallreduce d/cmp 1.14-1.87 against
+ * 1.06-1.23: the next round's sends waited for the doze's end). */
 static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
 static unsigned long sends_mark;            /* kumi_sched_uring_thread_sends() when last idle */
 

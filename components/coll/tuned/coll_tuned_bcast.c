@@ -73,8 +73,9 @@ static char *bcast_bytes(struct tuned_cx *cx, void *buf, size_t count, MPI_Datat
 
 /* Pipeline: a chain in relative rank order root -> root+1 -> ... -> root-1
  * carrying the bytes in segments of cx->segsize bytes.  The root sends
- * segment k in its round k (in a schedule: 16 segments a round, below); a middle rank in its round k receives segment k
- * and forwards segment k-1; the last rank receives all segments at once.
+ * segment k in its round k (in a schedule: 16 segments a round, below); a
+ * middle rank in its round k receives segment k and forwards segment k-1;
+ * the last rank receives all segments at once.
  * nseg + p - 2 segment steps: for long messages, where the bandwidth of
  * every link is used at the same time. */
 #define TUNED_PIPE_ROOT_ROUND 16
