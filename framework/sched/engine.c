@@ -66,6 +66,7 @@
 #include "sched/sched.h"
 #include <kumi/param.h>
 #include <kumi/rpim.h>
+#include <kumi/p2p.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -81,6 +82,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <poll.h>
@@ -813,5 +815,47 @@ int kumi_sched_listen(int *port)
     }
     *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* The connecting side of those connections: world rank w's address as the
+ * tcp transport reaches it (kumi_p2p_peer_sockaddr) with the port w
+ * published under key, a blocking connect, then this rank's world rank (4
+ * bytes: the accepting side's first read).  The socket, or -1 with errno
+ * and *what, the step that failed ("socket", "connect", "hello"). */
+int kumi_sched_connect(int w, const char *key, bool nodelay, const char **what)
+{
+    struct sockaddr_storage sa;
+    char v[16] = "";
+    socklen_t sl;
+    *what = "address";
+    if (kumi_p2p_peer_sockaddr(w, &sa) != 0 || kumi_rpim_get(w, key, v, sizeof v) != MPI_SUCCESS) {
+        errno = EHOSTUNREACH;
+        return -1;
+    }
+    if (sa.ss_family == AF_INET6) {
+        ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)atoi(v));
+        sl = sizeof(struct sockaddr_in6);
+    } else {
+        ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)atoi(v));
+        sl = sizeof(struct sockaddr_in);
+    }
+    *what = "socket";
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
+    if (fd < 0) return -1;
+    *what = "connect";
+    do r = connect(fd, (void *)&sa, sl); while (r < 0 && errno == EINTR);
+    if (r == 0 && nodelay) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    int32_t mine = kumi_world_rank();
+    if (r == 0) *what = "hello";
+    if (r < 0 || write(fd, &mine, sizeof mine) != (ssize_t)sizeof mine) {
+        int e = errno;
+        close(fd);
+        errno = e ? e : EIO;
+        return -1;
+    }
     return fd;
 }

@@ -329,27 +329,9 @@ static int peer_index(int w)
         nwaiting++;
         return p->index;
     }
-    struct sockaddr_storage sa;
-    char v[16];
-    kumi_p2p_peer_sockaddr(w, &sa);
-    kumi_rpim_get(w, "sched.kmod.port", v, sizeof v);
-    socklen_t sl;
-    if (sa.ss_family == AF_INET6) {
-        ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)atoi(v));
-        sl = sizeof(struct sockaddr_in6);
-    } else {
-        ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)atoi(v));
-        sl = sizeof(struct sockaddr_in);
-    }
-    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
-    if (fd < 0) kumi_err_fatal("kumi_base_sched_engine=kmod: socket: %s", strerror(errno));
-    do r = connect(fd, (void *)&sa, sl); while (r < 0 && errno == EINTR);
-    if (r < 0) kumi_err_fatal("kumi_base_sched_engine=kmod: connect to rank %d: %s", w, strerror(errno));
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int32_t mine = me;
-    if (write(fd, &mine, sizeof mine) != (ssize_t)sizeof mine)
-        kumi_err_fatal("kumi_base_sched_engine=kmod: hello to rank %d: %s", w, strerror(errno));
+    const char *what;
+    int fd = kumi_sched_connect(w, "sched.kmod.port", true, &what);
+    if (fd < 0) kumi_err_fatal("kumi_base_sched_engine=kmod: %s to rank %d: %s", what, w, strerror(errno));
     p->fd = fd;
     p->index = new_peer(fd, -1, w);
     p->state = P_UP;

@@ -144,25 +144,9 @@ struct conn *ur_get_conn(int w)
         c->state = C_WAIT_ACCEPT;
         return c;
     }
-    struct sockaddr_storage sa;
-    char v[16];
-    kumi_p2p_peer_sockaddr(w, &sa);
-    kumi_rpim_get(w, "sched.uring.port", v, sizeof v);
-    socklen_t sl;
-    if (sa.ss_family == AF_INET6) {
-        ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)atoi(v));
-        sl = sizeof(struct sockaddr_in6);
-    } else {
-        ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)atoi(v));
-        sl = sizeof(struct sockaddr_in);
-    }
-    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) ur_fatal_io("socket", w, errno);
-    int r;
-    do r = connect(fd, (void *)&sa, sl); while (r < 0 && errno == EINTR);
-    if (r < 0) ur_fatal_io("connect", w, errno);
-    int32_t mine = ur_me;
-    if (write(fd, &mine, sizeof mine) != (ssize_t)sizeof mine) ur_fatal_io("hello", w, errno);
+    const char *what;
+    int fd = kumi_sched_connect(w, "sched.uring.port", false, &what);
+    if (fd < 0) ur_fatal_io(what, w, errno);
     ur_conn_up(c, fd);
     return c;
 }
