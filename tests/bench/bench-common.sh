@@ -50,7 +50,10 @@ bench_setup() {
     work=$(mktemp -d) || exit 1
     bench_on_exit=${bench_on_exit:-}
     declare -gA bench_labels
-    trap 'rm -rf "$work"; eval "$bench_on_exit"' EXIT
+    # KUMI_BENCH_KEEP=1: the launches' raw outputs stay in $out/$bench_cfg.work (one file per
+    # implementation and case, a line per launch) for a look at the launches behind a median
+    trap '[ -n "${KUMI_BENCH_KEEP:-}" ] && rm -rf "$out/$bench_cfg.work" && cp -r "$work" "$out/$bench_cfg.work"
+          rm -rf "$work"; eval "$bench_on_exit"' EXIT
 }
 
 bench_status() { echo "$1" > "$out/$bench_cfg.kumi.status"; }
