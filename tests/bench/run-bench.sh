@@ -111,6 +111,8 @@
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
 #                           default: collbench.c's 8,65536,1048576)
 #   KUMI_BENCH_PEERS="ompi mpich"          which peers (none: Kumi only)
+#   KUMI_BENCH_KEEP=1       the configurations built on bench-common.sh (kacc, io, match, mem) keep their
+#                           launches' raw outputs in $KUMI_BENCH_OUT/CONFIG.work
 #   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run, and of one coll4 run (default 240 s)
 #   KUMI_BENCH_OVERSUB_TIMEOUT=S   limit of one oversub run (default 30 s)
 #   KUMI_BENCH_OVERSUB_NP=N the rank count of oversub and coll4 (default 4; e.g. 8: 8 ranks
