@@ -111,6 +111,8 @@
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
 #                           default: collbench.c's 8,65536,1048576)
 #   KUMI_BENCH_PEERS="ompi mpich"          which peers (none: Kumi only)
+#   KUMI_BENCH_KACC_REPS=N  launches of each kacc case (default 3; KUMI_BENCH_REPS does not apply
+#                           there): the engines' medians differ by less than 3 launches spread
 #   KUMI_BENCH_KEEP=1       the configurations built on bench-common.sh (kacc, io, match, mem) keep their
 #                           launches' raw outputs in $KUMI_BENCH_OUT/CONFIG.work
 #   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run, and of one coll4 run (default 240 s)
@@ -700,7 +702,7 @@ for cfg in $configs; do
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/io-bench.sh" ;;
     kacc)
         echo; echo "==== the CPU a non-blocking collective takes from the computation (tests/bench/kacc-bench.sh)"
-        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=$([ "$quick" = 1 ] && echo 1 || echo 3) \
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=${KUMI_BENCH_KACC_REPS:-$([ "$quick" = 1 ] && echo 1 || echo 3)} \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/kacc-bench.sh" ;;
     kaccvm)
         echo; echo "==== the same inside a QEMU VM with the KACC kernel module (tests/bench/kacc-bench.sh vm)"
