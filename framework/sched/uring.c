@@ -983,8 +983,9 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
         else c->posted = rv;
         c->ptail = rv;
     }
-    /* With the completion thread the start call leaves its operations in the
-     * submission queue: the thread submits them when it takes the schedule
+    /* With the completion thread the start call leaves its sends queued on
+     * their connection (mark_dirty) and anything else in the submission
+     * queue: the thread flushes and submits them when it takes the schedule
      * over (or the application's next MPI call does, a wait at once), so
      * their retries -- the rest of a send the socket could not take at once
      * -- are the thread's task work, run when the socket is ready, instead of
