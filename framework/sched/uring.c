@@ -34,8 +34,9 @@
  * or a send behind others, is one IORING_OP_SENDMSG (header and data in two
  * iovecs, MSG_WAITALL); the sends of one connection go out in order: those
  * ready together are gathered into one SENDMSG (flush_sends), and a send
- * that becomes ready while the connection sends waits for it to end.  Each connection has one stream receive posted (STREAM_BUF bytes,
- * no MSG_WAITALL); when it completes (in the rank's next MPI call, or in
+ * that becomes ready while the connection sends waits for it to end.
+ * Each connection has one stream receive posted (STREAM_BUF bytes, no
+ * MSG_WAITALL); when it completes (in the rank's next MPI call, or in
  * the completion thread) each header in it is matched against the RECV
  * nodes posted for that peer (context and tag, in posting order; a message
  * nobody waits for yet is received into a buffer of its own); a payload that
