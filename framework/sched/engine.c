@@ -818,6 +818,17 @@ int kumi_sched_listen(int *port)
     return fd;
 }
 
+/* Is world rank w reached over sockets (the tcp transport's address for it
+ * is IPv4 or IPv6), and did it publish a port under key (its engine runs)? */
+bool kumi_sched_peer_listens(int w, const char *key)
+{
+    struct sockaddr_storage sa;
+    char v[16];
+    if (kumi_p2p_peer_sockaddr(w, &sa) != 0) return false;
+    if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6) return false;
+    return kumi_rpim_get(w, key, v, sizeof v) == MPI_SUCCESS && atoi(v) > 0;
+}
+
 /* The connecting side of those connections: world rank w's address as the
  * tcp transport reaches it (kumi_p2p_peer_sockaddr) with the port w
  * published under key, a blocking connect, then this rank's world rank (4

@@ -308,15 +308,8 @@ static int new_peer(int fd, int index, int w)
 static bool peer_usable(int w)
 {
     if (w < 0 || w >= nworld || w == me) return false;
-    if (usable[w]) return usable[w] > 0;
-    struct sockaddr_storage sa;
-    char v[16];
-    usable[w] = -1;
-    if (kumi_p2p_peer_sockaddr(w, &sa) != 0) return false;
-    if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6) return false;
-    if (kumi_rpim_get(w, "sched.kmod.port", v, sizeof v) != MPI_SUCCESS || atoi(v) <= 0) return false;
-    usable[w] = 1;
-    return true;
+    if (!usable[w]) usable[w] = kumi_sched_peer_listens(w, "sched.kmod.port") ? 1 : -1;
+    return usable[w] > 0;
 }
 
 static int peer_index(int w)

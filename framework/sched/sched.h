@@ -111,6 +111,7 @@ void kumi_sched_register(void);       /* registers the request kind KUMI_REQ_COL
 void kumi_sched_register_params(void);
 int kumi_sched_engine_init(void);       /* at start-up: checks the parameter */
 int kumi_sched_listen(int *port);        /* (engine.c) listening socket of the uring / kmod engines */
+bool kumi_sched_peer_listens(int w, const char *key);   /* (engine.c) w reached over sockets, a port under key */
 /* (engine.c) their connection to world rank w (port under key), hello written; -1 with errno and *what */
 int kumi_sched_connect(int w, const char *key, bool nodelay, const char **what);
 void kumi_sched_engine_stop(void);      /* at shut-down: ends the progress thread */

@@ -121,15 +121,8 @@ void ur_accepted(int fd)
 bool ur_peer_usable(int w)
 {
     if (w < 0 || w >= ur_nworld || w == ur_me) return false;
-    if (ur_usable[w]) return ur_usable[w] > 0;
-    struct sockaddr_storage sa;
-    char v[16];
-    ur_usable[w] = -1;
-    if (kumi_p2p_peer_sockaddr(w, &sa) != 0) return false;
-    if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6) return false;
-    if (kumi_rpim_get(w, "sched.uring.port", v, sizeof v) != MPI_SUCCESS || atoi(v) <= 0) return false;
-    ur_usable[w] = 1;
-    return true;
+    if (!ur_usable[w]) ur_usable[w] = kumi_sched_peer_listens(w, "sched.uring.port") ? 1 : -1;
+    return ur_usable[w] > 0;
 }
 
 struct conn *ur_get_conn(int w)
