@@ -86,6 +86,7 @@
 #include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <poll.h>
+#include <fcntl.h>
 
 static const char *engine_name = "loop";
 static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000, doze_max_us = 4000;
@@ -102,6 +103,8 @@ static int uring_efd = -1;              /* uring: the thread sleeps on this even
 /* the thread's own counts (take-overs, timed dozes, sleeps until a start), logged at the stop (KUMI_VERBOSE=2) */
 static unsigned long n_dozes, n_owns, n_sleeps;
 static unsigned long n_start_wakes;     /* starts that found it asleep and woke it (a FUTEX_WAKE in the start) */
+static unsigned long n_holds;           /* uring: take-overs it held off (see "When the uring thread holds off") */
+static bool held;                       /* uring: its last look held off (its dozes then do not watch the ring) */
 static long long longest_doze;
 
 static void *engine_main(void *arg);
@@ -112,7 +115,7 @@ static void *engine_main(void *arg);
  * thread that sets itself up (its time slice, its CPUs) in its place. */
 static void start_thread(void)
 {
-    n_dozes = n_owns = n_sleeps = n_start_wakes = 0;
+    n_dozes = n_owns = n_sleeps = n_start_wakes = n_holds = 0;
     longest_doze = 0;
     if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
         kumi_warn("kumi_base_sched_engine=%s: cannot start the progress thread; collectives "
@@ -379,7 +382,7 @@ static void esleep_wait(int state, const struct timespec *ts)
          * the kernel's and a receive waits (or the last one waited) for a
          * payload larger than the stream buffer also ends at a completion
          * (see "The uring engine's thread") */
-        int rfd = state == E_DOZING && use_uring && !kumi_lock_app_inside() && kumi_sched_uring_quiet() &&
+        int rfd = state == E_DOZING && use_uring && !held && !kumi_lock_app_inside() && kumi_sched_uring_quiet() &&
                   kumi_sched_uring_big_recv() && !kumi_sched_uring_cq_ready() ? kumi_sched_uring_fd() : -1;
         if (__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) == state && uring_sleep(rfd, ts) && rfd >= 0)
             kumi_sched_uring_doze_woke();
@@ -609,6 +612,48 @@ static void wait_for_work(double *last_work)
  * long after every take-over from the ring, sends or not, made 4 ranks on
  * 2 cores complete later (8 B and 64 KiB Iallreduce d/cmp 1.14-1.87 against
  * 1.06-1.23: the next round's sends waited for the doze's end). */
+/* When the uring thread holds off.  A take-over costs a wake-up of the
+ * thread and a CPU to run it; on a host whose CPUs all run (both ranks
+ * compute, or wait spinning) that CPU is a computing process's, and when
+ * every connection of the engine goes to a peer on this host (a loopback
+ * address) what the thread would do there -- copy a payload out of the
+ * socket, run a CALC, copy the next sends in -- is CPU work that the
+ * application's next MPI call does as fast, without the wake-ups, the
+ * switches and the cache the computation loses to them.  The thread then
+ * takes nothing over: it dozes (its dozes grow to doze_cap and do not watch
+ * the ring) and looks again at each doze's end; a CPU found idle (a rank
+ * asleep, or gone to poll() in a long wait) or a connection to a peer that
+ * is not at a loopback address (the bytes cross a wire, which a take-over
+ * keeps busy while the application computes) lets it take over as before;
+ * kumi_base_sched_uring_hold 0: always as before.  Busy: /proc/loadavg's
+ * count of the tasks running or runnable now (this thread among them),
+ * less this thread, is at least the host's online CPUs (one pread of a
+ * descriptor kept open, 1.5 us; system-wide: a cgroup's share of a larger
+ * host reads as less busy than it is, and the thread then takes over as
+ * before). */
+static int loadavg_fd = -1;
+static long online_cpus;
+
+static bool host_busy(void)
+{
+    char b[128];
+    if (loadavg_fd < 0 || online_cpus <= 0) return false;
+    ssize_t n = pread(loadavg_fd, b, sizeof b - 1, 0);
+    if (n <= 0) return false;
+    b[n] = 0;
+    const char *p = b;                  /* "0.52 0.58 0.59 3/83 1234": the fourth field */
+    for (int f = 0; f < 3 && p; f++)
+        if ((p = strchr(p, ' '))) p++;
+    return p && strtol(p, NULL, 10) - 1 >= online_cpus;
+}
+
+static bool uring_holds(void)
+{
+    held = use_uring && kumi_sched_uring_may_hold() && host_busy();
+    if (held) n_holds++;
+    return held;
+}
+
 static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
 static unsigned long sends_mark;            /* kumi_sched_uring_thread_sends() when last idle */
 
@@ -642,7 +687,12 @@ static void *engine_main(void *arg)
     (void)arg;
     (void)pthread_setname_np(pthread_self(), "kumi-progress");
     short_slice();
-    if (use_uring) unbind_thread(pthread_self());     /* the thread engine's: kumi_sched_engine_ready */
+    if (use_uring) {
+        unbind_thread(pthread_self());  /* the thread engine's: kumi_sched_engine_ready */
+        online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+        held = false;
+    }
     if (delay_us > 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL);    /* dozes of delay_us, not + 50 us */
     kumi_lock_engine_enter();
     double last_work = -1.0;            /* no schedule ran yet: asleep until one starts */
@@ -685,8 +735,18 @@ static void *engine_main(void *arg)
                 doze_longer();
                 continue;
             }
+            if (use_uring && uring_holds()) {  /* see "When the uring thread holds off" */
+                doze();
+                doze_longer();
+                continue;
+            }
             if (ring_only()) {   /* uring: sleep on the ring, take over at a completion */
                 if (!ring_wait() || kumi_lock_app_inside() || idle()) continue;
+                if (uring_holds()) {            /* (the host got busy meanwhile) */
+                    doze();
+                    doze_longer();
+                    continue;
+                }
                 /* the dozes stay as they were unless it sends (see "A take-over from the ring") */
             } else {
                 doze_for(delay_us);     /* does it stay out for delay_us? */
@@ -770,9 +830,10 @@ void kumi_sched_engine_stop(void)
         kumi_lock_reacquire(d);
         thr_started = false;
         kumi_log(2, "kumi_base_sched_engine=%s: the progress thread took %lu schedule runs over, dozed %lu times "
-                 "(longest %lld us), slept %lu times and was woken by %lu starts%s", kumi_sched_engine(), n_owns,
-                 n_dozes, longest_doze, n_sleeps, n_start_wakes,
-                 core_shared ? "; the rank shares its core with another rank" : "");
+                 "(longest %lld us), slept %lu times and was woken by %lu starts%s; held off %lu times (the host "
+                 "busy, every peer on it)", kumi_sched_engine(), n_owns, n_dozes, longest_doze, n_sleeps,
+                 n_start_wakes, core_shared ? "; the rank shares its core with another rank" : "", n_holds);
+        if (loadavg_fd >= 0) { close(loadavg_fd); loadavg_fd = -1; }
     }
     /* uring: after the thread, which sleeps on the ring without the library */
     if (use_uring) kumi_sched_uring_stop();

@@ -128,6 +128,7 @@ void kumi_sched_uring_register_params(void);
 int kumi_sched_uring_init(void);        /* 0: running; -1: unavailable (said under KUMI_VERBOSE) */
 void kumi_sched_uring_stop(void);
 bool kumi_sched_uring_thread(void);      /* kumi_base_sched_uring_thread: a completion thread */
+bool kumi_sched_uring_may_hold(void);    /* the thread may hold off on a busy host (engine.c) */
 /* Node i (SEND / RECV) is ready: true if the engine took it (its peer is
  * reached over a socket), false to run it as a point-to-point request. */
 bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i);

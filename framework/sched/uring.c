@@ -105,6 +105,8 @@ static int simulate_unavailable;
 static long long ring_entries = 256;
 static int coop = 1;
 int ur_with_thread = 1;
+static int hold = 1;
+int ur_nremote;                         /* connections up to a peer that is not at a loopback address */
 const char *ur_loopback_cc;
 
 void kumi_sched_uring_register_params(void)
@@ -128,6 +130,13 @@ void kumi_sched_uring_register_params(void)
                              "headers and starts CALC / COPY nodes and the sends after them; 0: those "
                              "steps wait for the application's next MPI call",
                              KUMI_LEVEL_TUNER, &ur_with_thread);
+    kumi_param_register_bool("kumi", "base", "sched_uring_hold", 1,
+                             "1: the completion thread takes nothing over while every CPU of the host is busy "
+                             "and every connection of the engine goes to a peer on this host (a loopback "
+                             "address): its work would be copies and reductions taken from a computing "
+                             "process, which the application's next MPI call does as fast without the "
+                             "thread's wake-ups; 0: it takes over whenever the application stays out",
+                             KUMI_LEVEL_TUNER, &hold);
     kumi_param_register_string("kumi", "base", "sched_uring_loopback_cc", "reno",
                                "TCP congestion control (TCP_CONGESTION) of the io_uring engine's connections to "
                                "a loopback address (a peer on this host), as p2p_tcp_loopback_cc for the tcp "
@@ -138,6 +147,16 @@ void kumi_sched_uring_register_params(void)
 bool kumi_sched_uring_thread(void)
 {
     return ur_with_thread;
+}
+
+/* May the completion thread hold off while the host is busy (engine.c,
+ * "When the uring thread holds off")?  Not with kumi_base_sched_uring_hold
+ * 0, nor once a connection goes to a peer that is not at a loopback
+ * address (its bytes cross a wire, which a take-over keeps busy while the
+ * application computes).  Read by the thread without the library. */
+bool kumi_sched_uring_may_hold(void)
+{
+    return hold && __atomic_load_n(&ur_nremote, __ATOMIC_RELAXED) == 0;
 }
 
 #ifndef KUMI_HAVE_LIBURING
@@ -259,6 +278,7 @@ int kumi_sched_uring_init(void)
         return -1;
     }
     ur_lfd = fd;
+    ur_nremote = 0;
     ur_nworld = kumi_world_size();
     ur_me = kumi_world_rank();
     ur_conns = calloc((size_t)ur_nworld, sizeof *ur_conns);

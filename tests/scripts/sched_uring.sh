@@ -14,16 +14,22 @@
 # outside MPI (the other ranks report through files, no timing); with the thread off the
 # ranks must not finish while rank 0 stays out (the check the test makes can fail); with one
 # double ("small") rank 0's thread must have slept on the ring and taken over from there (its summary);
-# "loop", one-double operations started and computed through one after another: some doze of a
+# "loop", 32 KiB operations started and computed through one after another, with
+# kumi_base_sched_uring_hold=0 (the thread takes over whenever the application stays out): some doze of a
 # completion thread, the application out of the library, must have ended at a completion on the ring.
+# sched_uring_hold: the same at 2 ranks with the default (hold 1): both ranks compute, every CPU of
+# the host is busy and the peer is at a loopback address, so the completion threads must hold off (their
+# KUMI_VERBOSE=2 lines: held off on every rank, at most 30 take-overs in 300 operations; 260-280 per rank
+# with hold 0); and over a connection to the host's own non-loopback address (p2p_tcp_if_include, where
+# the host has one) they must take over as before (engine.c, "When the uring thread holds off").
 # sched_uring_direct: 40000-byte MPI_Ibcast rounds (rank 0 the root of the first half, rank 1 of the
 # second), each with a computation, a wait and a barrier:
 # rank 0 must have written (nearly) every send by its start call (its summary).
 # sched_uring_gather: the same program, 1 MiB in the pipelined broadcast (segments of 64 KiB) at 2
 # and 3 ranks, every byte checked: the root's segments are ready together (tuned's pipeline in a
 # schedule) and rank 0 must have written them in gathered sends (its summary: sched/uring.c, flush_sends).
-# sched_uring_calc loop1: 300 one-double MPI_Iallreduce computed through at 2 ranks: no rank's
-# completion thread may doze 150 times or more (its KUMI_VERBOSE=2 line; 30-33 now, 365-799 when every
+# sched_uring_calc loop1: 300 one-double MPI_Iallreduce computed through at 2 ranks, hold 0 (the
+# threads take the operations over from the ring): no rank's completion thread may doze 150 times or more (its KUMI_VERBOSE=2 line; 30-33 now, 365-799 when every
 # take-over from the ring brought the dozes back to 50 us: engine.c, "A take-over from the ring").
 # Skipped (77) where liburing's headers are not installed (Debian: liburing-dev); where they
 # are, Kumi must have been built with the engine.  Where io_uring is disabled on the host
@@ -106,7 +112,7 @@ for n in 2 3 4; do
     run sched_uring_calc "$n" ./sched_uring_calc sleep
     run sched_uring_calc "$n" ./sched_uring_calc busy
     run sched_uring_calc_small "$n" ./sched_uring_calc sleep small
-    run sched_uring_calc_loop "$n" ./sched_uring_calc busy loop
+    KUMI_BASE_SCHED_URING_HOLD=0 run sched_uring_calc_loop "$n" ./sched_uring_calc busy loop
     for t in nbc_basic nbc_persist cad_ring sched_uring_stream; do run "$t" "$n" "./$t"; done
 done
 run sched_uring_direct 2 ./sched_uring_direct
@@ -114,7 +120,7 @@ for n in 2 3; do
     run sched_uring_gather "$n" --param coll_tuned_bcast_algorithm=pipeline --param coll_tuned_segment_size=65536 \
         ./sched_uring_direct 20 1048576
 done
-out=$(cd "$TESTBIN" && KUMI_VERBOSE=2 timeout 150 "$MPIEXEC" --timeout 120 -n 2 ./sched_uring_calc busy loop1 2>&1)
+out=$(cd "$TESTBIN" && KUMI_BASE_SCHED_URING_HOLD=0 KUMI_VERBOSE=2 timeout 150 "$MPIEXEC" --timeout 120 -n 2 ./sched_uring_calc busy loop1 2>&1)
 rc=$?
 dz=$(echo "$out" | sed -n 's/.*sched_engine=uring: the progress thread took [0-9]* schedule runs over, dozed \([0-9]*\) times.*/\1/p' | sort -n | tail -1)
 if [ $rc -ne 0 ] || [ -z "$dz" ] || [ "$dz" -ge 150 ]; then
@@ -123,6 +129,36 @@ if [ $rc -ne 0 ] || [ -z "$dz" ] || [ "$dz" -ge 150 ]; then
     fail=1
 else
     echo "ok sched_uring_calc loop1 -n 2: the completion threads dozed at most $dz times in 300 operations"
+fi
+# hold_counts OUT: "HELD OWNS" summed over the ranks' KUMI_VERBOSE=2 lines, and the ranks that held off
+hold_counts() {
+    echo "$1" | sed -n 's/.*sched_engine=uring: the progress thread took \([0-9]*\) schedule runs over, .*; held off \([0-9]*\) times.*/\2 \1/p' |
+        awk '{ h += $1; o += $2; if ($1 > 0) r++; if ($2 > m) m = $2 } END { print h + 0, m + 0, r + 0 }'
+}
+out=$(cd "$TESTBIN" && KUMI_VERBOSE=2 timeout 150 "$MPIEXEC" --timeout 120 -n 2 ./sched_uring_calc busy loop 2>&1)
+rc=$?
+read -r held owns hranks <<< "$(hold_counts "$out")"
+if [ $rc -ne 0 ] || [ "$hranks" -ne 2 ] || [ "$owns" -gt 30 ]; then
+    echo "$out" | grep -v '^kumi\[' | tail -20
+    echo "FAIL sched_uring_hold -n 2: exit $rc, $hranks of 2 ranks held off ($held times), at most $owns take-overs a rank (expected every rank, at most 30)"
+    fail=1
+else
+    echo "ok sched_uring_hold -n 2: both completion threads held off ($held times), at most $owns take-overs a rank in 300 operations"
+fi
+ifc=$(ip -4 -o addr show scope global 2>/dev/null | awk '{ print $2; exit }')
+if [ -n "$ifc" ]; then
+    out=$(cd "$TESTBIN" && KUMI_P2P_TCP_IF_INCLUDE=$ifc KUMI_VERBOSE=2 timeout 150 "$MPIEXEC" --timeout 120 -n 2 ./sched_uring_calc busy loop 2>&1)
+    rc=$?
+    read -r held owns hranks <<< "$(hold_counts "$out")"
+    if [ $rc -ne 0 ] || [ "$held" -ne 0 ] || [ "$owns" -eq 0 ]; then
+        echo "$out" | grep -v '^kumi\[' | tail -20
+        echo "FAIL sched_uring_hold over $ifc -n 2: exit $rc, held off $held times, at most $owns take-overs a rank (expected none held, some taken over)"
+        fail=1
+    else
+        echo "ok sched_uring_hold over $ifc -n 2: no hold, up to $owns take-overs a rank"
+    fi
+else
+    echo "   sched_uring_hold over a non-loopback address: skipped (no global IPv4 address on this host)"
 fi
 run nbc_types 3 ./nbc_types
 run nbc_multi 4 ./nbc_multi
