@@ -615,8 +615,8 @@ static void wait_for_work(double *last_work)
 /* When the uring thread holds off.  A take-over costs a wake-up of the
  * thread and a CPU to run it; on a host whose CPUs all run (both ranks
  * compute, or wait spinning) that CPU is a computing process's, and when
- * every connection of the engine goes to a peer on this host (a loopback
- * address) what the thread would do there -- copy a payload out of the
+ * the engine's connections (one at least) all go to peers on this host
+ * (loopback addresses: kumi_sched_uring_may_hold) what the thread would do there -- copy a payload out of the
  * socket, run a CALC, copy the next sends in -- is CPU work that the
  * application's next MPI call does as fast, without the wake-ups, the
  * switches and the cache the computation loses to them.  The thread then

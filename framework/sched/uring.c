@@ -106,7 +106,7 @@ static long long ring_entries = 256;
 static int coop = 1;
 int ur_with_thread = 1;
 static int hold = 1;
-int ur_nremote;                         /* connections up to a peer that is not at a loopback address */
+int ur_nlocal, ur_nremote;              /* connections up to a peer at a loopback address, and to others */
 const char *ur_loopback_cc;
 
 void kumi_sched_uring_register_params(void)
@@ -150,13 +150,16 @@ bool kumi_sched_uring_thread(void)
 }
 
 /* May the completion thread hold off while the host is busy (engine.c,
- * "When the uring thread holds off")?  Not with kumi_base_sched_uring_hold
- * 0, nor once a connection goes to a peer that is not at a loopback
- * address (its bytes cross a wire, which a take-over keeps busy while the
- * application computes).  Read by the thread without the library. */
+ * "When the uring thread holds off")?  Only with kumi_base_sched_uring_hold
+ * 1 and once connections are up, every one of them to a peer at a loopback
+ * address: not before the first (a peer not known yet, as the higher rank
+ * of a pair before its accept), nor once one goes to a peer elsewhere (its
+ * bytes cross a wire, which a take-over keeps busy while the application
+ * computes).  Read by the thread without the library. */
 bool kumi_sched_uring_may_hold(void)
 {
-    return hold && __atomic_load_n(&ur_nremote, __ATOMIC_RELAXED) == 0;
+    return hold && __atomic_load_n(&ur_nlocal, __ATOMIC_RELAXED) > 0 &&
+           __atomic_load_n(&ur_nremote, __ATOMIC_RELAXED) == 0;
 }
 
 #ifndef KUMI_HAVE_LIBURING
@@ -278,7 +281,7 @@ int kumi_sched_uring_init(void)
         return -1;
     }
     ur_lfd = fd;
-    ur_nremote = 0;
+    ur_nlocal = ur_nremote = 0;
     ur_nworld = kumi_world_size();
     ur_me = kumi_world_rank();
     ur_conns = calloc((size_t)ur_nworld, sizeof *ur_conns);

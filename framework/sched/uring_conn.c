@@ -7,8 +7,8 @@
 #ifdef KUMI_HAVE_LIBURING
 
 /* ------------------------------------------------------------ connections */
-/* A connection's options, and whether it counts in ur_nremote (a peer that
- * is not at a loopback address: kumi_sched_uring_may_hold).  To a peer on
+/* A connection's options, and whether it counts in ur_nlocal (a peer at a
+ * loopback address) or ur_nremote (kumi_sched_uring_may_hold).  To a peer on
  * this host (a loopback address) the
  * congestion control is kumi_base_sched_uring_loopback_cc (reno), as the
  * tcp transport's (p2p_tcp_loopback_cc; p2p_tcp.c says why: the system's
@@ -21,8 +21,8 @@ static void sock_opts(int fd)
     struct sockaddr_storage sa;
     socklen_t sl = sizeof sa;
     bool known = getpeername(fd, (struct sockaddr *)&sa, &sl) == 0;
-    if (!known || !kumi_netif_is_loopback((struct sockaddr *)&sa))
-        __atomic_add_fetch(&ur_nremote, 1, __ATOMIC_RELAXED);   /* (not known: counted as remote) */
+    bool local = known && kumi_netif_is_loopback((struct sockaddr *)&sa);
+    __atomic_add_fetch(local ? &ur_nlocal : &ur_nremote, 1, __ATOMIC_RELAXED);    /* (not known: remote) */
     if (!known || !ur_loopback_cc || !*ur_loopback_cc) return;
     if (kumi_netif_loopback_cc(fd, (struct sockaddr *)&sa, ur_loopback_cc) != 0)
         kumi_log(2, "kumi_base_sched_engine=uring: kumi_base_sched_uring_loopback_cc \"%s\": %s (the system's "

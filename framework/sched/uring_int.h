@@ -110,7 +110,7 @@ struct conn {
 /* uring.c: parameters, state, the ring's helpers, the operations */
 extern int ur_with_thread;              /* kumi_base_sched_uring_thread */
 extern const char *ur_loopback_cc;      /* kumi_base_sched_uring_loopback_cc */
-extern int ur_nremote;                  /* connections up to a peer not at a loopback address (atomic) */
+extern int ur_nlocal, ur_nremote;       /* connections up to a peer at a loopback address, and to others (atomic) */
 extern int ur_lfd;                      /* listening socket */
 extern struct conn **ur_conns;          /* by world rank, made at first use */
 extern int ur_nworld, ur_me;
