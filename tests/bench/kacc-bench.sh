@@ -12,6 +12,8 @@
 #   Kumi uring    io_uring operations (where libmpi links liburing), with the completion thread
 #   Kumi uring-nt the same without it (kumi_base_sched_uring_thread=0): KUMI_BENCH_KACC_URING0=1
 #                 on the host, kumi-uring0 in KUMI_BENCH_KACCVM_IMPLS
+#   Kumi uring-nh the thread taking over even on a busy host (kumi_base_sched_uring_hold=0):
+#                 KUMI_BENCH_KACC_URINGNH=1 on the host, kumi-uringnh in KUMI_BENCH_KACCVM_IMPLS
 #   Kumi kmod     the KACC kernel module: where /dev/kumi_kacc exists (this
 #                 host's kernel loads no modules: "not loaded here"; the
 #                 module runs under QEMU in tests/scripts/kmod_vm.sh)
@@ -98,7 +100,7 @@ if [ $bench_cfg = kaccvm ]; then inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1
 else inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}; fi
 bench_labels=([kumi-loop]="Kumi loop" [kumi-thread]="Kumi thread" [kumi-uring]="Kumi uring" [kumi-kmod]="Kumi kmod"
               [kumi-kmodrank]="Kumi kmod@rk" [kumi-kmodsock]="Kumi kmod/sk" [kumi-kmodb]="Kumi kmod B"
-              [kumi-uring0]="Kumi uring-nt")
+              [kumi-uring0]="Kumi uring-nt" [kumi-uringnh]="Kumi uring-nh")
 # the kmod engine's direct copies (kmod/kacc_direct.c: a pair of ranks on one kernel, one copy
 # between their pinned pages, no socket): on over loopback; off on a wire (KUMI_BENCH_KACCVM_LINK),
 # where the two namespaces stand for two hosts (they share the VM's kernel: direct copies would
@@ -125,6 +127,7 @@ kumi_env() {
     kumi-kmodsock) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=0 ;;
     kumi-kmodrank) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=0 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct ;;
     kumi-uring0)   echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=uring KUMI_BASE_SCHED_URING_THREAD=0 ;;
+    kumi-uringnh)  echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=uring KUMI_BASE_SCHED_URING_HOLD=0 ;;
     *)             echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=${1#kumi-} ;;
     esac
     case $2 in ibcast-tree) echo KUMI_COLL_TUNED_BCAST_ALGORITHM=binomial ;;
@@ -161,6 +164,7 @@ if [ $bench_cfg = kacc ]; then
     if ldd "$top_builddir/framework/.libs/libmpi.so" 2> /dev/null | grep -q liburing; then
         [[ $engines = *" uring "* ]] && impls+=(kumi-uring)
         [ "${KUMI_BENCH_KACC_URING0:-0}" = 1 ] && impls+=(kumi-uring0)
+        [ "${KUMI_BENCH_KACC_URINGNH:-0}" = 1 ] && impls+=(kumi-uringnh)
     else echo "kacc: the uring engine is not built (no liburing): no uring column"; fi
     if [ -c /dev/kumi_kacc ]; then impls+=(kumi-kmod)
     else kmod_note="Kumi kmod: not loaded here (no /dev/kumi_kacc: this host's kernel loads no modules; configuration kaccvm runs it in a VM)"; fi
