@@ -616,8 +616,9 @@ static void wait_for_work(double *last_work)
  * thread and a CPU to run it; on a host whose CPUs all run (both ranks
  * compute, or wait spinning) that CPU is a computing process's, and when
  * the engine's connections (one at least) all go to peers on this host
- * (loopback addresses: kumi_sched_uring_may_hold) what the thread would do there -- copy a payload out of the
- * socket, run a CALC, copy the next sends in -- is CPU work that the
+ * (loopback addresses: kumi_sched_uring_may_hold) what the thread would do
+ * there -- copy a payload out of the socket, run a CALC, copy the next
+ * sends in -- is CPU work that the
  * application's next MPI call does as fast, without the wake-ups, the
  * switches and the cache the computation loses to them.  The thread then
  * takes nothing over: it dozes (its dozes grow to doze_cap and do not watch
@@ -636,12 +637,15 @@ static void wait_for_work(double *last_work)
  * MPI_Iallreduce were bimodal per launch (a thread that took over lost
  * 20-35 % and completed later, d/cmp 1.50-1.81 at 1 MiB, than one that
  * slept through, 0-1 % and 1.41-1.43): 13.6 / 1.183 and 19.0 / 1.551
- * [19.5 / 1.251, 13.3 / 1.467]; with the thread kept out (a doze of 1 s, the
- * same as this hold) 2.3 / 1.071 and 0.3 / 1.379, and every row of the
- * three operations at 8 B, 64 KiB and 1 MiB lost less and completed no
- * later than with the thread engine (9 of 9, against 8).  With this hold,
- * 12 launches: 8 B / 64 KiB / 1 MiB MPI_Iallreduce 1.8 / 1.029, 4.3 / 1.139,
- * 0.3 / 1.986 [18.0 / 1.223, 24.7 / 1.353, 31.6 / 1.996]; 4 ranks on 2
+ * [19.5 / 1.251, 13.3 / 1.467]; with no take-over at all (dozes of 1 s:
+ * what this hold does on such a host) 2.3 / 1.071 and 0.3 / 1.379, and
+ * every row of the three operations at 8 B, 64 KiB and 1 MiB lost less and
+ * completed no later than with the thread engine (9 of 9, against 8).  With
+ * this hold, make bench (kacc, 12 launches, with Open MPI and MPICH): 8 B /
+ * 64 KiB / 1 MiB MPI_Iallreduce 2.4 / 1.051, 3.6 / 1.138, 1.1 / 1.522 [17.2
+ * / 1.207, 22.0 / 1.307, 26.9 / 1.634], the target met in 9 of 9 rows; in the
+ * VM (TCG, loopback, 3 launches) d/cmp lower than with hold 0 in 6 of 6
+ * rows (8 B MPI_Iallreduce 1.166 against 1.706); 4 ranks on 2
  * cores (unbound, 4 launches) 8 B and 64 KiB MPI_Iallreduce d/cmp 1.080 and
  * 1.238 against 1.182 and 1.452 taking over.  Through the host's own
  * non-loopback address (p2p_tcp_if_include) nothing is held: 145-285

@@ -132,8 +132,8 @@ void kumi_sched_uring_register_params(void)
                              KUMI_LEVEL_TUNER, &ur_with_thread);
     kumi_param_register_bool("kumi", "base", "sched_uring_hold", 1,
                              "1: the completion thread takes nothing over while every CPU of the host is busy "
-                             "and every connection of the engine goes to a peer on this host (a loopback "
-                             "address): its work would be copies and reductions taken from a computing "
+                             "and the engine's connections (one at least) all go to peers on this host "
+                             "(loopback addresses): its work would be copies and reductions taken from a computing "
                              "process, which the application's next MPI call does as fast without the "
                              "thread's wake-ups; 0: it takes over whenever the application stays out",
                              KUMI_LEVEL_TUNER, &hold);
