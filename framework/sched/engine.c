@@ -618,9 +618,9 @@ static void wait_for_work(double *last_work)
  * the engine's connections (one at least) all go to peers on this host
  * (loopback addresses: kumi_sched_uring_may_hold) what the thread would do
  * there -- copy a payload out of the socket, run a CALC, copy the next
- * sends in -- is CPU work that the
- * application's next MPI call does as fast, without the wake-ups, the
- * switches and the cache the computation loses to them.  The thread then
+ * sends in -- is CPU work that the application's next MPI call does as
+ * fast, without the wake-ups, the switches and the cache the computation
+ * loses to them.  The thread then
  * takes nothing over: it dozes (its dozes grow to doze_cap and do not watch
  * the ring) and looks again at each doze's end; a CPU found idle (a rank
  * asleep, or gone to poll() in a long wait) or a connection to a peer that

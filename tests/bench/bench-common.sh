@@ -52,7 +52,7 @@ bench_setup() {
     declare -gA bench_labels
     # KUMI_BENCH_KEEP=1: the launches' raw outputs stay in $out/$bench_cfg.work (one file per
     # implementation and case, a line per launch) for a look at the launches behind a median
-    trap '[ -n "${KUMI_BENCH_KEEP:-}" ] && rm -rf "$out/$bench_cfg.work" && cp -r "$work" "$out/$bench_cfg.work"
+    trap '[ "${KUMI_BENCH_KEEP:-0}" = 1 ] && rm -rf "$out/$bench_cfg.work" && cp -r "$work" "$out/$bench_cfg.work"
           rm -rf "$work"; eval "$bench_on_exit"' EXIT
 }
 
