@@ -17,8 +17,36 @@
 # here first (a tree where ./autogen.sh ran): it packs autogen's outputs into
 # _build-gpurun/autogen.tgz (ignored by git as _build*), which the run on the
 # GPU machine unpacks when ./configure is missing; carry _build-gpurun along.
+#
+# A GPU machine without Kumi's build dependencies (libltdl, libelf, hwloc,
+# libfabric headers; no package registry to install them from): run
+#   bash tests/gpu/device-run.sh --bundle
+# here, on a machine with nvcc (no GPU needed): Kumi built and installed into
+# /tmp/kumigpu (build folder _build-gpu), the shared libraries it needs beyond
+# the C library copied beside it (lib/deps), the GPU programs built with nvcc
+# (run-gpu.sh --build), all in .gpubundle/ (add /.gpubundle/ to
+# .git/info/exclude; about 25 MiB).  Carry .gpubundle: the run on the GPU
+# machine copies it back to /tmp/kumigpu, the same path, and builds nothing.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+bprefix=/tmp/kumigpu
+if [ "${1:-}" = --bundle ]; then
+    cd "$top" || exit 1
+    rm -rf "$bprefix" .gpubundle
+    KUMI_SKIP_APT=1 PREFIX=$bprefix BUILDDIR=$top/_build-gpu ./install.sh > /tmp/gpubundle-install.log 2>&1 ||
+        { tail -20 /tmp/gpubundle-install.log; echo "Kumi did not build (/tmp/gpubundle-install.log)"; exit 1; }
+    mkdir -p "$bprefix/lib/deps"
+    # every library a program or plugin of the install loads, but the C library's own and the compiler's
+    find "$bprefix" -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 ldd 2> /dev/null |
+        awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
+        grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*|libgcc_s|libstdc\+\+)\.so' |
+        grep -v "^$bprefix/" | xargs -r cp -L -t "$bprefix/lib/deps"
+    find "$bprefix" -name '*.a' -delete
+    PREFIX=$bprefix BUILDDIR=$top/.gpubundle/build "$top/tests/gpu/run-gpu.sh" --build || exit 1
+    cp -a "$bprefix" .gpubundle/kumigpu
+    echo "bundle: $(du -sh .gpubundle | cut -f1) in .gpubundle ($(ls "$bprefix/lib/deps" | wc -l) libraries in lib/deps): carry .gpubundle"
+    exit
+fi
 if [ "${1:-}" = --prepare ]; then
     cd "$top" || exit 1
     [ -x configure ] || { echo "no ./configure here: run ./autogen.sh first"; exit 1; }
@@ -36,6 +64,12 @@ if [ ! -x "$top/configure" ] && [ -f "$top/_build-gpurun/autogen.tgz" ]; then
 fi
 out=${1:-${OUT:-$top/_build/gpu-run}}
 mkdir -p "$out"
+bundle=
+if [ -d "$top/.gpubundle/kumigpu" ]; then    # made by --bundle: copied back to its own path, nothing built
+    rm -rf "$bprefix" && cp -a "$top/.gpubundle/kumigpu" "$bprefix" && bundle=yes
+    export PREFIX=$bprefix BUILDDIR=$top/.gpubundle/build GPURUN_PREBUILT=1
+    export LD_LIBRARY_PATH=$bprefix/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 export PREFIX=${PREFIX:-$top/_install} BUILDDIR=${BUILDDIR:-$top/_build}
 export GPURUN_TIMEOUT=${GPURUN_TIMEOUT:-60}
 export PATH=$PATH:/usr/local/cuda/bin
@@ -57,7 +91,7 @@ say "== machine ($(date -u +%FT%TZ), commit $(git -C "$top" rev-parse --short HE
 { nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 || echo "nvidia-smi failed"; } |
     sed 's/^/   gpu: /' | tee -a "$sum"
 say "   nvcc: $(nvcc --version 2> /dev/null | tail -2 | head -1 || echo none)"
-say "   cores: $(nproc), $(uname -r)"
+say "   cores: $(nproc), $(uname -r)${bundle:+; Kumi from .gpubundle (built elsewhere)}"
 
 if "$PREFIX/bin/mpiexec" -n 1 true > /dev/null 2>&1; then
     say "== build: $PREFIX/bin/mpiexec runs: not rebuilt"
@@ -74,14 +108,14 @@ else
 fi
 "$PREFIX/bin/kumi_info" --parsable 2> /dev/null | grep '^component:accel:cuda:' | sed 's/^/   /' | tee -a "$sum"
 
-step tests 300 "$top/tests/gpu/run-gpu.sh"
+step tests "${GPURUN_TESTS_LIMIT:-300}" "$top/tests/gpu/run-gpu.sh"
 grep -E '^(PASS|FAIL|SKIP): |^# built|^[0-9]+ passed, ' "$out/tests.log" | sed 's/^/   /' | tee -a "$sum"
 if grep -q '^FAIL' "$out/tests.log"; then
     say "   (the failures' last lines)"
     grep -A12 '^FAIL' "$out/tests.log" | head -80 | sed 's/^/   | /' | tee -a "$sum"
 fi
 
-step bench 150 "$top/tests/gpu/run-gpu.sh" --bench ||
+step bench "${GPURUN_BENCH_LIMIT:-150}" "$top/tests/gpu/run-gpu.sh" --bench ||
     { grep -vE '^( *[0-9]|#)' "$out/bench.log" | tail -12 | sed 's/^/   | /' | tee -a "$sum"; }
 grep -E '^( *[0-9]|#)' "$out/bench.log" | sed 's/^/   /' | tee -a "$sum"
 say "== all done in $(( $(date +%s) - t_all )) s; logs in $out"

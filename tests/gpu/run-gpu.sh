@@ -4,6 +4,10 @@
 # ranks may share one).  Ends with "N passed, N failed"; skips, saying why,
 # where nvcc, the NVIDIA driver or a GPU is missing.
 #   run-gpu.sh --bench    the benchmark only (make bench-gpu): tests/gpu/bench_gpu.cu at 2 ranks
+#   run-gpu.sh --build    build the programs only (needs nvcc, no GPU): a bundle
+#                         for a GPU machine (device-run.sh --bundle)
+# GPURUN_PREBUILT=1 keeps programs already built (a bundle's); GPURUN_NVCC_FLAGS
+# (default: machine code for sm_90 and sm_75, PTX for later chips).
 # The programs build in parallel (nvcc, one per core); each run is limited to
 # GPURUN_TIMEOUT seconds (default 120), the benchmark to twice that.  A
 # whole run on a GPU machine, the build of Kumi included: tests/gpu/device-run.sh.
@@ -18,11 +22,34 @@ mkdir -p "$out"
 NVCC=$(command -v nvcc || true)
 [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc
 skip() { echo "SKIP: GPU test set: $*"; echo "0 passed, 0 failed (skipped)"; exit 0; }
-[ -n "$NVCC" ] || skip "nvcc not found (in PATH or /usr/local/cuda/bin)"
+[ -n "$NVCC" ] || [ "${GPURUN_PREBUILT:-0}" = 1 ] || skip "nvcc not found (in PATH or /usr/local/cuda/bin)"
+[ -n "$NVCC" ] || NVCC=nvcc
+build_only=0
+[ "${1:-}" = --build ] && build_only=1
 why=$("$PREFIX/bin/kumi_info" --parsable 2>/dev/null | sed -n 's/^component:accel:cuda:reason://p')
 st=$("$PREFIX/bin/kumi_info" --parsable 2>/dev/null | sed -n 's/^component:accel:cuda:status://p')
-[ "$st" = available ] || skip "accel/cuda is ${st:-missing}: ${why:-no reason}"
+[ "$st" = available ] || [ $build_only = 1 ] || skip "accel/cuda is ${st:-missing}: ${why:-no reason}"
 pass=0 failc=0
+# Ranks that share one GPU: without MPS their kernels take turns in time
+# slices, and a persistent kernel waiting for another rank's message waits
+# for the other's slice.  A private MPS daemon (where nvidia-cuda-mps-control
+# is; GPURUN_MPS=0: none) lets them run side by side; it ends with this script.
+mps="none (GPURUN_MPS=0)"
+if [ $build_only = 0 ] && [ "${GPURUN_MPS:-1}" = 1 ] && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
+    MPSCTL=$(PATH=$PATH:/usr/local/nvidia/bin:/usr/local/cuda/bin command -v nvidia-cuda-mps-control || true)
+    mps="none (no nvidia-cuda-mps-control: ranks sharing a GPU take turns)"
+    if [ -n "$MPSCTL" ]; then
+        export CUDA_MPS_PIPE_DIRECTORY=/tmp/kumi-mps.$$ CUDA_MPS_LOG_DIRECTORY=/tmp/kumi-mps.$$
+        mkdir -p "$CUDA_MPS_PIPE_DIRECTORY"
+        if "$MPSCTL" -d; then
+            mps="a private daemon ($MPSCTL)"
+            trap 'echo quit | "$MPSCTL"; sleep 1; rm -rf "$CUDA_MPS_PIPE_DIRECTORY"' EXIT
+        else
+            mps="none (nvidia-cuda-mps-control -d failed)"
+            unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+        fi
+    fi
+fi
 GPUCC=$PREFIX/bin/kumi-gpucc
 [ -f "$GPUCC" ] || GPUCC=$top/tools/kumi-gpucc
 limit=${GPURUN_TIMEOUT:-120}
@@ -32,6 +59,7 @@ build_one() { # FILE: builds $out/NAME, or leaves $out/NAME.fail with the reason
     b=$(basename "$f" .cu)
     src=$f
     rm -f "$out/$b.fail"
+    [ "${GPURUN_PREBUILT:-0}" = 1 ] && [ -x "$out/$b" ] && return
     case $b in
     bench_gpu|rl_kernels)
         if ! python3 "$GPUCC" --relaunch "$f" -o "$out/$b.relaunch.cu" > "$out/$b.build.log" 2>&1; then
@@ -39,7 +67,8 @@ build_one() { # FILE: builds $out/NAME, or leaves $out/NAME.fail with the reason
         fi
         src=$out/$b.relaunch.cu ;;
     esac
-    "$NVCC" -O2 -I"$PREFIX/include" -I"$top/tests/gpu" -I"$top/tests/gpu/relaunch" -o "$out/$b" "$src" \
+    # shellcheck disable=SC2086
+    "$NVCC" -O2 ${GPURUN_NVCC_FLAGS:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=[sm_75,compute_75]} -I"$PREFIX/include" -I"$top/tests/gpu" -I"$top/tests/gpu/relaunch" -o "$out/$b" "$src" \
         -L"$PREFIX/lib" -Xlinker -rpath,"$PREFIX/lib" -lmpi >> "$out/$b.build.log" 2>&1 || echo "nvcc" > "$out/$b.fail"
 }
 t_build=$(date +%s)
@@ -57,7 +86,9 @@ for f in "$out"/*.fail; do
     echo "FAIL: $b does not build ($(cat "$f")):"; tail -15 "$out/$b.build.log" | sed 's/^/    /'
     failc=$((failc+1))
 done
-echo "# built in $(( $(date +%s) - t_build )) s with $NVCC ($("$NVCC" --version | tail -2 | head -1))"
+echo "# built in $(( $(date +%s) - t_build )) s with $NVCC ($("$NVCC" --version 2> /dev/null | tail -2 | head -1))"
+if [ $build_only = 1 ]; then echo "$((failc == 0)) passed, $((failc > 0)) failed (build only)"; [ "$failc" -eq 0 ]; exit; fi
+echo "# MPS: $mps"
 run() { # NAME NP PROG
     local log=$out/$1.log t0
     t0=$(date +%s)
