@@ -29,9 +29,9 @@
  * in the order it issued them (MPI's non-overtaking order holds per block).
  * Collectives of block b involve block b of every rank (each block has its
  * own duplicate of the communicator), so blocks may run collectives at once.
- * Buffers are contiguous and must be readable and writable by the host:
- * host-mapped (pinned) or managed memory (device memory needs the accel
- * framework's staging).
+ * Buffers are contiguous: host-mapped (pinned), managed or device memory
+ * (with kind MPIX_GPU_CUDA the proxy's calls stage device memory through host
+ * memory with copies that never wait for the running kernel).
  *
  * The protocol.  One ring of qsize (a power of two) request entries in
  * host-mapped memory, shared by all blocks; a ticket counter in device

@@ -32,7 +32,7 @@
  * *dev is what the kernel gets (by value).  kind MPIX_GPU_CUDA places the
  * ring in host-mapped memory through the accel framework's cuda component;
  * MPIX_GPU_CPU in ordinary memory, for threads standing in for blocks.
- * Buffers must be host-accessible (host-mapped / managed memory).  The proxy
+ * Buffers: host-mapped, managed, or (kind MPIX_GPU_CUDA) device memory.  The proxy
  * thread calls MPI: MPIX_Gpu_start switches the library lock on (as
  * MPI_THREAD_MULTIPLE does), whatever level the application asked for.
  * MPIX_Gpu_stop (after the kernel ended) stops it: receives still pending are

@@ -55,6 +55,7 @@ struct kumi_mpix_gpu {
     int nothread;                /* MPIX_GPU_NOTHREAD: the caller serves with MPIX_Gpu_progress */
     int fail_class, fail_block;  /* the first kumi_gpu_fail */
     int bad_entries;             /* entries naming no block / record (no completion possible) */
+    int held;                    /* the accel component holds its frees for this proxy */
     struct kumi_mpix_gpu *next;
 };
 
@@ -329,6 +330,17 @@ static void gpu_free(struct kumi_mpix_gpu *g)
     free(g);
 }
 
+/* A driver's free may wait for every kernel of the device, the persistent
+ * one too, which waits for this proxy: the component keeps what is freed
+ * while a proxy of kind MPIX_GPU_CUDA runs (accel contract 1.3). */
+static void hold_frees(struct kumi_mpix_gpu *g, int on)
+{
+    const struct kumi_accel_ops *a = g->kind == MPIX_GPU_CUDA ? kumi_accel() : NULL;
+    if (!a || a->hdr.size <= offsetof(struct kumi_accel_ops, hold_frees) || !a->hold_frees || g->held == on) return;
+    a->hold_frees(on);
+    g->held = on;
+}
+
 static int is_live(struct kumi_mpix_gpu *g)
 {
     struct kumi_mpix_gpu *p;
@@ -362,6 +374,7 @@ static int gpu_end(struct kumi_mpix_gpu *g)
         }
     kumi_comm_release(g->comm);
     unlink_live(g);
+    hold_frees(g, 0);
     return rc;
 }
 
@@ -419,6 +432,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
     if (!rc) {
         kumi_gpu_host_init(g->ring, (uint32_t)qsize);
         if (g->kind == MPIX_GPU_CPU) *g->tail = 0;   /* the accel component zeroes the device memory it gives */
+        hold_frees(g, 1);
         g->next = live;
         live = g;
         if (nothread) {}

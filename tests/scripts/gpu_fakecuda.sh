@@ -88,5 +88,20 @@ for a in "1024 4" "2 2"; do
         fail "gpu_cpu $a with kind MPIX_GPU_CUDA:"; sed 's/^/    /' "$TMP/run" | tail -15
     fi
 done
+# device memory in device-initiated calls: the proxy's copies never wait for the running "kernel"
+# (the stand-in counts legacy-stream work, cuCtxSynchronize and frees while it runs); with the
+# component refused a stream of its own (FAKECUDA_NOSTREAM) such waits are seen: the check can fail
+[ -x "$TESTBIN/gpu_devbuf" ] || { echo "FAIL: no $TESTBIN/gpu_devbuf (make check-programs)"; exit 1; }
+for a in "1" "2" "3" "2 legacy"; do
+    set -- $a
+    extra=()
+    [ "${2:-}" = legacy ] && extra=(-x FAKECUDA_NOSTREAM=1)
+    if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x FAKECUDA_DEVRW=1 \
+        "${extra[@]}" -n $1 ./gpu_devbuf ${2:-}) > "$TMP/run" 2>&1; then
+        ok "gpu_devbuf at $1 ranks${2:+ ($2 copies: the waits seen)}: device buffers from device blocks"
+    else
+        fail "gpu_devbuf at $1 ranks${2:+ ($2)}:"; sed 's/^/    /' "$TMP/run" | tail -15
+    fi
+done
 [ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$failures check(s) failed"; exit 1

@@ -4,8 +4,19 @@
  * library is missing, cuInit fails or no device is present.
  *
  * Memory kinds come from cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
- * _IS_MANAGED); copies are synchronous cuMemcpyDtoH / HtoD; pinned memory
- * is cuMemHostAlloc (DEVICEMAP for the host-mapped kind).  Asynchronous copies
+ * _IS_MANAGED); pinned memory is cuMemHostAlloc (DEVICEMAP for the host-mapped
+ * kind).  The synchronous copies (and the memset of dev_alloc) are queued on a
+ * CU_STREAM_NON_BLOCKING stream of the component's own and waited for with
+ * cuStreamSynchronize: never on the legacy default stream, whose work waits
+ * for every kernel of the ordinary streams, nor with cuCtxSynchronize (the
+ * same), so a kernel of the application that runs meanwhile (a persistent one
+ * whose requests the MPIX_Gpu proxy serves with these copies) is not waited
+ * for.  As in Open MPI and MPICH, an application hands a device buffer to MPI
+ * once the work that writes it is over (cudaStreamSynchronize, ...).  A driver
+ * without cuStreamSynchronize / cuMemcpyDtoDAsync / cuMemsetD8Async, or where
+ * the stream cannot be made, copies with cuMemcpyDtoH / HtoD / DtoD.  Frees
+ * are held (hold_frees) while a proxy runs: a driver's free may wait for the
+ * kernels of the device.  Asynchronous copies
  * (contract 1.1, pipelined staging) are cuMemcpyDtoHAsync / HtoDAsync on a
  * CU_STREAM_NON_BLOCKING stream, completion by cuEventRecord / cuEventQuery /
  * cuEventSynchronize (events without timing); a driver without them leaves
@@ -69,6 +80,10 @@ static struct {
     cu_result (*EventRecord)(cu_event, cu_stream);
     cu_result (*EventQuery)(cu_event);
     cu_result (*EventSynchronize)(cu_event);
+    /* optional: the synchronous copies on the component's own stream */
+    cu_result (*StreamSynchronize)(cu_stream);
+    cu_result (*MemcpyDtoDAsync)(cu_ptr, cu_ptr, size_t, cu_stream);
+    cu_result (*MemsetD8Async)(cu_ptr, unsigned char, size_t, cu_stream);
     /* optional: IPC (signatures of CUDA 13's cuda.h: cuIpcGetMemHandle, cuIpcOpenMemHandle_v2,
        cuIpcCloseMemHandle, cuMemGetAddressRange_v2, cuMemcpyDtoD_v2) */
     cu_result (*IpcGetMemHandle)(cu_ipc_handle *, cu_ptr);   /* + cuCtxSynchronize */
@@ -80,6 +95,7 @@ static struct {
 } cu;
 static bool async_ok;                   /* every optional symbol was found */
 static bool ipc_ok;
+static bool own_ok;                     /* async_ok and the symbols of own[] */
 
 static void *lib;
 static int ndev;
@@ -101,6 +117,10 @@ static const struct { const char *name; size_t off; } async_syms[] = {
     S(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"), S(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
     S(EventCreate, "cuEventCreate"), S(EventDestroy, "cuEventDestroy_v2"), S(EventRecord, "cuEventRecord"),
     S(EventQuery, "cuEventQuery"), S(EventSynchronize, "cuEventSynchronize"),
+};
+static const struct { const char *name; size_t off; } own_syms[] = {
+    S(StreamSynchronize, "cuStreamSynchronize"), S(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+    S(MemsetD8Async, "cuMemsetD8Async"),
 };
 static const struct { const char *name; size_t off; } ipc_syms[] = {
     S(IpcGetMemHandle, "cuIpcGetMemHandle"), S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
@@ -148,6 +168,12 @@ static int cuda_open(char *why, size_t whylen)
         if (!f) async_ok = false;
         memcpy((char *)&cu + async_syms[i].off, &f, sizeof f);
     }
+    own_ok = async_ok;
+    for (size_t i = 0; i < sizeof own_syms / sizeof own_syms[0]; i++) {
+        void *f = dlsym(lib, own_syms[i].name);
+        if (!f) own_ok = false;
+        memcpy((char *)&cu + own_syms[i].off, &f, sizeof f);
+    }
     ipc_ok = true;
     for (size_t i = 0; i < sizeof ipc_syms / sizeof ipc_syms[0]; i++) {
         void *f = dlsym(lib, ipc_syms[i].name);
@@ -172,10 +198,12 @@ fail:
 }
 
 static void ipc_cache_drop(void);
+static void own_drop(void);
 
 static void cuda_close(void)
 {
     ipc_cache_drop();
+    own_drop();
     if (lib) dlclose(lib);
     lib = NULL;
 }
@@ -217,16 +245,99 @@ static int cuda_mem_kind(const void *p)
     return KUMI_ACCEL_MEM_HOST_PINNED;
 }
 
+/* The component's own stream (made at first use, kept until the end), or
+ * NULL: the legacy default stream's calls.  Shared by the threads: each
+ * waits for its copy with cuStreamSynchronize (and for another thread's
+ * copy queued just before it, which is short). */
+static cu_stream own;
+static int own_state;                   /* 0 not made, 1 made, -1 unavailable */
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static cu_stream own_stream(void)
+{
+    if (__atomic_load_n(&own_state, __ATOMIC_ACQUIRE) == 1) return own;
+    if (!own_ok || __atomic_load_n(&own_state, __ATOMIC_RELAXED) < 0) return NULL;
+    pthread_mutex_lock(&own_mu);
+    if (own_state == 0) {
+        own_state = cu.StreamCreate(&own, CU_STREAM_NON_BLOCKING) ? -1 : 0;
+        if (own_state < 0) {
+            own = NULL;
+            kumi_log(1, "accel/cuda: no stream of its own: copies on the legacy default stream "
+                     "(they wait for the application's kernels)");
+        } else {
+            __atomic_store_n(&own_state, 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&own_mu);
+    return own_state == 1 ? own : NULL;
+}
+
 static int cuda_to_host(void *dst, const void *src, size_t n)
 {
     if (current()) return -1;
+    cu_stream s = own_stream();
+    if (s) return cu.MemcpyDtoHAsync(dst, (cu_ptr)(uintptr_t)src, n, s) || cu.StreamSynchronize(s) ? -1 : 0;
     return cu.MemcpyDtoH(dst, (cu_ptr)(uintptr_t)src, n) ? -1 : 0;
 }
 
 static int cuda_to_dev(void *dst, const void *src, size_t n)
 {
     if (current()) return -1;
+    cu_stream s = own_stream();
+    if (s) return cu.MemcpyHtoDAsync((cu_ptr)(uintptr_t)dst, src, n, s) || cu.StreamSynchronize(s) ? -1 : 0;
     return cu.MemcpyHtoD((cu_ptr)(uintptr_t)dst, src, n) ? -1 : 0;
+}
+
+/* Frees held while a proxy runs (hold_frees): a list, done at the last off. */
+struct held { void *p; bool dev; struct held *next; };
+static struct held *held_list;
+static int holds;
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool held(void *p, bool dev)
+{
+    pthread_mutex_lock(&held_mu);
+    struct held *h = holds > 0 ? malloc(sizeof *h) : NULL;
+    if (h) {
+        *h = (struct held){ p, dev, held_list };
+        held_list = h;
+    }
+    pthread_mutex_unlock(&held_mu);
+    return h != NULL;
+}
+
+static void cuda_hold_frees(int on)
+{
+    pthread_mutex_lock(&held_mu);
+    struct held *l = NULL;
+    if (on) holds++;
+    else if (holds > 0 && --holds == 0) {
+        l = held_list;
+        held_list = NULL;
+    }
+    pthread_mutex_unlock(&held_mu);
+    int n = 0;
+    for (struct held *h; (h = l); n++) {
+        l = h->next;
+        if (!current()) {
+            if (h->dev) cu.MemFree((cu_ptr)(uintptr_t)h->p);
+            else cu.MemFreeHost(h->p);
+        }
+        free(h);
+    }
+    if (n) kumi_log(2, "accel/cuda: %d frees held while a proxy ran, done now", n);
+}
+
+/* At the component's close: the stream, and frees still held (a proxy never stopped). */
+static void own_drop(void)
+{
+    pthread_mutex_lock(&held_mu);
+    holds = holds > 0 ? 1 : 0;
+    pthread_mutex_unlock(&held_mu);
+    cuda_hold_frees(0);
+    if (own_state == 1 && !current()) cu.StreamDestroy(own);
+    own = NULL;
+    own_state = 0;
 }
 
 static int cuda_host_alloc_mapped(size_t n, void **host, void **dev)
@@ -249,14 +360,15 @@ static int cuda_host_alloc(size_t n, void **host)
 
 static void cuda_host_free(void *h)
 {
-    if (!current()) cu.MemFreeHost(h);
+    if (!held(h, false) && !current()) cu.MemFreeHost(h);
 }
 
 static int cuda_dev_alloc(size_t n, void **dev)
 {
     cu_ptr d;
     if (current() || cu.MemAlloc(&d, n)) return -1;
-    if (cu.MemsetD8(d, 0, n)) {
+    cu_stream s = own_stream();
+    if (s ? cu.MemsetD8Async(d, 0, n, s) || cu.StreamSynchronize(s) : cu.MemsetD8(d, 0, n)) {
         cu.MemFree(d);
         return -1;
     }
@@ -266,7 +378,7 @@ static int cuda_dev_alloc(size_t n, void **dev)
 
 static void cuda_dev_free(void *d)
 {
-    if (!current()) cu.MemFree((cu_ptr)(uintptr_t)d);
+    if (!held(d, true) && !current()) cu.MemFree((cu_ptr)(uintptr_t)d);
 }
 
 static int cuda_stream_new(void **s)
@@ -433,8 +545,12 @@ static void ipc_cache_drop(void)
 static int cuda_dtod(void *dst, const void *src, size_t n)
 {
     if (!ipc_ok || current()) return -1;
-    /* a device-to-device copy may still run when cuMemcpyDtoD returns: waited for, since the
-       sender's buffer is released at the answer */
+    /* waited for: the sender's buffer is released at the answer (cuMemcpyDtoD may return
+       before a device-to-device copy is over, and cuCtxSynchronize would wait for every kernel) */
+    cu_stream s = own_stream();
+    if (s)
+        return cu.MemcpyDtoDAsync((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n, s) || cu.StreamSynchronize(s)
+                   ? -1 : 0;
     return cu.MemcpyDtoD((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n) || cu.CtxSynchronize() ? -1 : 0;
 }
 
@@ -462,6 +578,7 @@ static const struct kumi_accel_ops cuda_ops = {
     .ipc_open = cuda_ipc_open,
     .ipc_close = cuda_ipc_close,
     .copy_dtod = cuda_dtod,
+    .hold_frees = cuda_hold_frees,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_accel_cuda_component = {

@@ -9,6 +9,10 @@
  *                                 or host memory), _DEVICE, _MANAGED or _HOST_PINNED
  *   copy_to_host(dst, src, n)     device -> host (synchronous); 0 or -1
  *   copy_to_dev(dst, src, n)      host -> device (synchronous); 0 or -1
+ *                                 Synchronous for the caller, but never waiting
+ *                                 for the application's device work (a kernel
+ *                                 that runs meanwhile, e.g. a persistent one whose
+ *                                 requests a proxy serves with these copies)
  *   host_alloc_mapped(n, &h, &d)  pinned host memory the device can address:
  *                                 h for the host, d for the device; 0 or -1
  *   host_alloc(n, &h)             pinned (page-locked) host memory, staging buffers
@@ -34,7 +38,13 @@
  *                                 allocation holding dev; off: dev's offset in it
  *   ipc_open(h, &base)            maps that allocation here: base; 0 or -1
  *   ipc_close(base)
- *   copy_dtod(dst, src, n)        device -> device (synchronous); 0 or -1
+ *   copy_dtod(dst, src, n)        device -> device (synchronous, as the others); 0 or -1
+ * Optional (contract 1.3; NULL: frees are done at once):
+ *   hold_frees(on)                on (1) / off (0), nested: while held, host_free
+ *                                 and dev_free keep what they are given and free
+ *                                 it at the last off (a driver's free may wait for
+ *                                 every kernel of the device, and a persistent
+ *                                 kernel waits for the proxy that would free)
  */
 #ifndef KUMI_ACCEL_H
 #define KUMI_ACCEL_H
@@ -48,7 +58,7 @@ extern "C" {
 #endif
 
 #define KUMI_ACCEL_CONTRACT_MAJOR 1
-#define KUMI_ACCEL_CONTRACT_MINOR 2
+#define KUMI_ACCEL_CONTRACT_MINOR 3
 #define KUMI_ACCEL_IPC_SIZE 64
 #define KUMI_ACCEL_OPS_HDR \
     KUMI_OPS_HDR(struct kumi_accel_ops, KUMI_ACCEL_CONTRACT_MAJOR, KUMI_ACCEL_CONTRACT_MINOR)
@@ -84,6 +94,8 @@ struct kumi_accel_ops {
     int (*ipc_open)(const void *handle, void **base);
     void (*ipc_close)(void *base);
     int (*copy_dtod)(void *dst, const void *src, size_t n);
+    /* contract 1.3 */
+    void (*hold_frees)(int on);
 };
 
 #ifdef __cplusplus

@@ -7,7 +7,13 @@
  * FAKECUDA_NODEV=1: cuDeviceGetCount says 0 devices.  FAKECUDA_DEVRW=1: the
  * device address is readable and writable too (the CPU device of gpu_cpu
  * then plays the GPU on memory from the component).  FAKECUDA_NOSTREAM=1:
- * cuStreamCreate fails (no asynchronous copies). */
+ * cuStreamCreate fails (no asynchronous copies).
+ *
+ * A kernel that runs (fakecuda_kernel(1) .. fakecuda_kernel(0), a test's CPU
+ * threads standing in for a persistent kernel): the calls that would wait
+ * for it on a GPU, namely work on the legacy default stream (the synchronous
+ * cuMemcpy* and cuMemsetD8), cuCtxSynchronize, cuMemFree and cuMemFreeHost,
+ * are counted (and named on stderr); fakecuda_kernel returns the count. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +34,25 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread void *cur;
 /* what the driver did (tests read it through fakecuda_stats, found with dlsym) */
 static unsigned long long b_dtoh, b_htod, b_dtod, n_ipc_open, n_async;
+static volatile int kernel_on;
+static unsigned long long n_kernel_waits;
+/* a call that would wait for the running kernel */
+static void kwait(const char *fn)
+{
+    if (!kernel_on) return;
+    pthread_mutex_lock(&mu);
+    n_kernel_waits++;
+    pthread_mutex_unlock(&mu);
+    fprintf(stderr, "fakecuda: %s while a kernel runs: on a GPU it would wait for the kernel\n", fn);
+}
+unsigned long long fakecuda_kernel(int on)
+{
+    kernel_on = on;
+    pthread_mutex_lock(&mu);
+    unsigned long long n = n_kernel_waits;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
 static void count(unsigned long long *c, unsigned long long n)
 {
     pthread_mutex_lock(&mu);
@@ -36,7 +61,8 @@ static void count(unsigned long long *c, unsigned long long n)
 }
 /* out[0] bytes copied device to host (synchronous and asynchronous), [1] host
  * to device, [2] device to device, [3] IPC handles opened, [4] asynchronous
- * copies queued */
+ * copies waited for through events (Kumi's pipelines; a copy queued and then
+ * waited for with cuStreamSynchronize is a synchronous copy on a stream) */
 void fakecuda_stats(unsigned long long out[5])
 {
     pthread_mutex_lock(&mu);
@@ -88,6 +114,7 @@ void fakecuda_fail_dtoh(int on) { fail_dtoh = on; }
 
 int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n)
 {
+    kwait("cuMemcpyDtoH");
     char *s = rw_of(src, n);
     if (!s || fail_dtoh) return 1;
     memcpy(dst, s, n);
@@ -96,6 +123,7 @@ int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n)
 }
 int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n)
 {
+    kwait("cuMemcpyHtoD");
     char *d = rw_of(dst, n);
     if (!d) return 1;
     memcpy(d, src, n);
@@ -104,6 +132,7 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n)
 }
 int cuMemsetD8_v2(unsigned long long dst, unsigned char v, size_t n)
 {
+    kwait("cuMemsetD8");
     char *d = rw_of(dst, n);
     if (!d) return 1;
     memset(d, v, n);
@@ -130,6 +159,7 @@ int cuMemAlloc_v2(unsigned long long *out, size_t n)
 }
 int cuMemFree_v2(unsigned long long p)
 {
+    kwait("cuMemFree");
     pthread_mutex_lock(&mu);
     struct region *r = find((uintptr_t)p);
     if (r && r->opened) r = NULL;                 /* opened from another process: cuIpcCloseMemHandle */
@@ -197,9 +227,10 @@ int cuIpcCloseMemHandle(unsigned long long p)
     pthread_mutex_unlock(&mu);
     return r ? 0 : 1;
 }
-int cuCtxSynchronize(void) { return 0; }
+int cuCtxSynchronize(void) { kwait("cuCtxSynchronize"); return 0; }
 int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n)
 {
+    kwait("cuMemcpyDtoD");
     char *d = rw_of(dst, n), *s = rw_of(src, n);
     if (!d || !s) return 1;
     memmove(d, s, n);
@@ -218,6 +249,7 @@ int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *h, unsigned f) { (void)f; *d = (uintptr_t)h; return 0; }
 int cuMemFreeHost(void *p)
 {
+    kwait("cuMemFreeHost");
     pthread_mutex_lock(&mu);
     for (int i = 0; i < npinned; i++)
         if (pinned[i] == p) pinned[i] = pinned[--npinned];
@@ -230,11 +262,12 @@ int cuMemFreeHost(void *p)
  * later, so a caller that uses the bytes before its event says done reads
  * stale memory.  Work runs in order: one queued copy per cuEventQuery that
  * answers "not ready" (CUDA_ERROR_NOT_READY, 600), everything up to the
- * event at cuEventSynchronize, everything at cuStreamSynchronize.
+ * event at cuEventSynchronize, everything at cuStreamSynchronize (copies
+ * done so count as synchronous ones: not in fakecuda_stats' [4]).
  * FAKECUDA_ASYNC_COUNT=path: at exit, "<async copies> <waits and queries
  * that found their event not done yet>" is appended to path (tests check
  * that the pipeline was used and waited for its copies). */
-struct fop { char *dst; const char *src; size_t n; struct fop *next; };
+struct fop { char *dst; const char *src; size_t n; struct fop *next; int val; };   /* src NULL: memset to val */
 struct fstream { struct fop *head, *tail; unsigned long long queued, done; };
 struct fevent { struct fstream *s; unsigned long long upto; };
 static unsigned long long n_notready, n_queued;
@@ -256,14 +289,16 @@ static void count_at_exit(void)
 }
 __attribute__((constructor)) static void fake_init(void) { atexit(count_at_exit); }
 
-static void run_one(struct fstream *s)
+static void run_one(struct fstream *s, int by_event)
 {
     struct fop *o = s->head;
     if (!o) return;
     s->head = o->next;
     if (!s->head) s->tail = NULL;
-    memcpy(o->dst, o->src, o->n);
+    if (o->src) memmove(o->dst, o->src, o->n);
+    else memset(o->dst, o->val, o->n);
     s->done++;
+    if (by_event) n_async++;
     n_queued--;
     free(o);
 }
@@ -278,7 +313,7 @@ int cuStreamSynchronize(void *sp)
 {
     struct fstream *s = sp;
     pthread_mutex_lock(&mu);
-    while (s->head) run_one(s);
+    while (s->head) run_one(s, 0);
     pthread_mutex_unlock(&mu);
     return 0;
 }
@@ -288,16 +323,15 @@ int cuStreamDestroy_v2(void *s)
     free(s);
     return 0;
 }
-static int enqueue(struct fstream *s, char *dst, const char *src, size_t n)
+static int enqueue(struct fstream *s, char *dst, const char *src, size_t n, int val)
 {
     struct fop *o = malloc(sizeof *o);
     if (!o || !s) { free(o); return 1; }
-    *o = (struct fop){ dst, src, n, NULL };
+    *o = (struct fop){ dst, src, n, NULL, val };
     pthread_mutex_lock(&mu);
     if (s->tail) s->tail->next = o; else s->head = o;
     s->tail = o;
     s->queued++;
-    n_async++;
     n_queued++;
     pthread_mutex_unlock(&mu);
     return 0;
@@ -305,16 +339,28 @@ static int enqueue(struct fstream *s, char *dst, const char *src, size_t n)
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s)
 {
     char *p = rw_of(src, n);
-    if (!p || fail_dtoh || enqueue(s, dst, p, n)) return 1;
+    if (!p || fail_dtoh || enqueue(s, dst, p, n, 0)) return 1;
     count(&b_dtoh, n);
     return 0;
 }
 int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s)
 {
     char *p = rw_of(dst, n);
-    if (!p || enqueue(s, p, src, n)) return 1;
+    if (!p || enqueue(s, p, src, n, 0)) return 1;
     count(&b_htod, n);
     return 0;
+}
+int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s)
+{
+    char *d = rw_of(dst, n), *p = rw_of(src, n);
+    if (!d || !p || enqueue(s, d, p, n, 0)) return 1;
+    count(&b_dtod, n);
+    return 0;
+}
+int cuMemsetD8Async(unsigned long long dst, unsigned char v, size_t n, void *s)
+{
+    char *d = rw_of(dst, n);
+    return !d || enqueue(s, d, NULL, n, v) ? 1 : 0;
 }
 int cuEventCreate(void **e, unsigned flags)
 {
@@ -337,7 +383,7 @@ int cuEventQuery(void *ep)
     int r = 0;
     pthread_mutex_lock(&mu);
     if (e->s && e->s->done < e->upto) {
-        run_one(e->s);
+        run_one(e->s, 1);
         n_notready++;
         r = 600;
     }
@@ -349,7 +395,7 @@ int cuEventSynchronize(void *ep)
     struct fevent *e = ep;
     pthread_mutex_lock(&mu);
     if (e->s && e->s->done < e->upto) n_notready++;
-    while (e->s && e->s->done < e->upto) run_one(e->s);
+    while (e->s && e->s->done < e->upto) run_one(e->s, 1);
     pthread_mutex_unlock(&mu);
     return 0;
 }
