@@ -1,7 +1,9 @@
 /* The 1-D three-point stencil with the halo exchange done from inside a
  * persistent (cooperative) kernel: the edge blocks send and receive through
  * kumi_gpu.h; a grid sync separates the steps; checked against a serial CPU
- * reference; a checksum by allreduce from every block. */
+ * reference; a checksum by allreduce from every block.  Twice: the arrays in
+ * host-mapped memory, then in device memory (cudaMalloc: the proxy's calls
+ * stage the halos). */
 #include "gpu_common.h"
 #include <cooperative_groups.h>
 #include <math.h>
@@ -61,35 +63,55 @@ int main(int argc, char **argv)
     int *derr;
     double *u = mapped<double>(n + 2, &du), *v = mapped<double>(n + 2, &dv), *sums = mapped<double>(SB, &dsums);
     int *err = mapped<int>(1, &derr);
-    for (int i = 0; i < n + 2; i++) u[i] = v[i] = 0;
-    for (int i = 1; i <= n; i++) u[i] = init_val((long)rank * n + i - 1);
-    *err = 0;
-    kumi_gpu_t g;
-    MPIX_Gpu p;
-    MPICHK(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CUDA, SB, 4, 1024, &g, &p));
-    int left = rank > 0 ? rank - 1 : KUMI_GPU_PROC_NULL, right = rank < size - 1 ? rank + 1 : KUMI_GPU_PROC_NULL;
-    void *args[] = { &g, &du, &dv, &left, &right, &dsums, &derr };
-    double t0 = MPI_Wtime();
-    CU(cudaLaunchCooperativeKernel((void *)stencil, SB, 256, args, 0, 0));
-    CU(cudaDeviceSynchronize());
-    double t1 = MPI_Wtime();
-    MPICHK(MPIX_Gpu_stop(&p));
-    CHECK(*err == 0, "a device call returned class %d", *err);
-    double *res = (ST % 2) ? v : u;
     double *a = (double *)calloc(N + 2, sizeof(double)), *b = (double *)calloc(N + 2, sizeof(double));
     for (long i = 1; i <= N; i++) a[i] = init_val(i - 1);
     for (int t = 0; t < ST; t++) {
         for (long i = 1; i <= N; i++) b[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0;
         double *w = a; a = b; b = w;
     }
-    double total = 0, cs = 0;
+    double total = 0;
     for (long i = 1; i <= N; i++) total += a[i];
-    for (int i = 1; i <= n; i++)
-        CHECK(res[i] == a[(long)rank * n + i], "point %d: %.17g, reference %.17g", i, res[i], a[(long)rank * n + i]);
-    for (int b2 = 0; b2 < SB; b2++) cs += sums[b2];
-    CHECK(fabs(cs - total) <= 1e-9 * total, "checksum %.17g, reference %.17g", cs, total);
-    if (rank == 0) printf("gpu_stencil: %d ranks, %d points, %d steps: ok (%.1f us per step)\n", size, (int)N, ST,
-                          (t1 - t0) * 1e6 / ST);
+    int left = rank > 0 ? rank - 1 : KUMI_GPU_PROC_NULL, right = rank < size - 1 ? rank + 1 : KUMI_GPU_PROC_NULL;
+    double *devu = NULL, *devv = NULL;
+    CU(cudaMalloc((void **)&devu, (n + 2) * sizeof(double)));
+    CU(cudaMalloc((void **)&devv, (n + 2) * sizeof(double)));
+    for (int mem = 0; mem < 2; mem++) {   /* 0: host-mapped arrays, 1: device memory */
+        for (int i = 0; i < n + 2; i++) u[i] = v[i] = 0;
+        for (int i = 1; i <= n; i++) u[i] = init_val((long)rank * n + i - 1);
+        *err = 0;
+        double *ku = du, *kv = dv;
+        if (mem) {
+            CU(cudaMemcpy(devu, u, (n + 2) * sizeof(double), cudaMemcpyHostToDevice));
+            CU(cudaMemcpy(devv, v, (n + 2) * sizeof(double), cudaMemcpyHostToDevice));
+            ku = devu;
+            kv = devv;
+        }
+        kumi_gpu_t g;
+        MPIX_Gpu p;
+        MPICHK(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CUDA, SB, 4, 1024, &g, &p));
+        void *args[] = { &g, &ku, &kv, &left, &right, &dsums, &derr };
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        CU(cudaLaunchCooperativeKernel((void *)stencil, SB, 256, args, 0, 0));
+        CU(cudaDeviceSynchronize());
+        double t1 = MPI_Wtime();
+        MPICHK(MPIX_Gpu_stop(&p));
+        CHECK(*err == 0, "%s: a device call returned class %d", mem ? "device memory" : "host-mapped", *err);
+        double *res = (ST % 2) ? v : u;
+        if (mem) CU(cudaMemcpy(res, (ST % 2) ? devv : devu, (n + 2) * sizeof(double), cudaMemcpyDeviceToHost));
+        double cs = 0;
+        for (int i = 1; i <= n; i++)
+            CHECK(res[i] == a[(long)rank * n + i], "%s: point %d: %.17g, reference %.17g",
+                  mem ? "device memory" : "host-mapped", i, res[i], a[(long)rank * n + i]);
+        for (int b2 = 0; b2 < SB; b2++) cs += sums[b2];
+        CHECK(fabs(cs - total) <= 1e-9 * total, "%s: checksum %.17g, reference %.17g",
+              mem ? "device memory" : "host-mapped", cs, total);
+        if (rank == 0)
+            printf("gpu_stencil: %d ranks, %d points, %d steps, arrays in %s: ok (%.1f us per step)\n", size, (int)N, ST,
+                   mem ? "device memory" : "host-mapped memory", (t1 - t0) * 1e6 / ST);
+    }
+    CU(cudaFree(devu));
+    CU(cudaFree(devv));
     MPI_Finalize();
     return 0;
 }
