@@ -230,9 +230,11 @@ KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, 
     return KUMI_GPU_SUCCESS;
 }
 
+/* The record's fields are read through volatile: the proxy wrote them after
+ * the last use of this record, whose values a GPU's L1 may still hold. */
 KUMI_GPU_FN int kumi_gpu_finish_(kumi_gpu_t g, int blk, kumi_gpu_request *req, kumi_gpu_status *st)
 {
-    struct kumi_gpu_completion *c = kumi_gpu_rec_(g, blk, req->slot);
+    volatile struct kumi_gpu_completion *c = kumi_gpu_rec_(g, blk, req->slot);
     int err = c->err;
     if (st) {
         st->source = c->source;
