@@ -92,15 +92,18 @@ done
 # (the stand-in counts legacy-stream work, cuCtxSynchronize and frees while it runs); with the
 # component refused a stream of its own (FAKECUDA_NOSTREAM) such waits are seen: the check can fail
 [ -x "$TESTBIN/gpu_devbuf" ] || { echo "FAIL: no $TESTBIN/gpu_devbuf (make check-programs)"; exit 1; }
-for a in "1" "2" "3" "2 legacy"; do
+# (nocache: no IPC handle kept open, so each message's is closed while the kernel runs: held too)
+for a in "1" "2" "3" "2 nocache" "2 legacy"; do
     set -- $a
-    extra=()
-    [ "${2:-}" = legacy ] && extra=(-x FAKECUDA_NOSTREAM=1)
+    extra=() note= arg=${2:-}
+    [ "$arg" = nocache ] && arg=
+    [ "${2:-}" = legacy ] && extra=(-x FAKECUDA_NOSTREAM=1) note=" (legacy-stream copies: the waits seen)"
+    [ "${2:-}" = nocache ] && extra=(-x KUMI_ACCEL_CUDA_IPC_CACHE=0) note=" (no IPC cache: the closes held)"
     if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x FAKECUDA_DEVRW=1 \
-        "${extra[@]}" -n $1 ./gpu_devbuf ${2:-}) > "$TMP/run" 2>&1; then
-        ok "gpu_devbuf at $1 ranks${2:+ ($2 copies: the waits seen)}: device buffers from device blocks"
+        "${extra[@]}" -n $1 ./gpu_devbuf $arg) > "$TMP/run" 2>&1; then
+        ok "gpu_devbuf at $1 ranks$note: device buffers from device blocks"
     else
-        fail "gpu_devbuf at $1 ranks${2:+ ($2)}:"; sed 's/^/    /' "$TMP/run" | tail -15
+        fail "gpu_devbuf at $1 ranks$note:"; sed 's/^/    /' "$TMP/run" | tail -15
     fi
 done
 [ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }

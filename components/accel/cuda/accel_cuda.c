@@ -288,18 +288,21 @@ static int cuda_to_dev(void *dst, const void *src, size_t n)
     return cu.MemcpyHtoD((cu_ptr)(uintptr_t)dst, src, n) ? -1 : 0;
 }
 
-/* Frees held while a proxy runs (hold_frees): a list, done at the last off. */
-struct held { void *p; bool dev; struct held *next; };
+/* Frees held while a proxy runs (hold_frees): a list, done at the last off.
+ * The unmapping of a peer's allocation opened through IPC is held too (it
+ * may wait for the device as a free does). */
+enum { HELD_HOST, HELD_DEV, HELD_IPC };
+struct held { void *p; int kind; struct held *next; };
 static struct held *held_list;
 static int holds;
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static bool held(void *p, bool dev)
+static bool held(void *p, int kind)
 {
     pthread_mutex_lock(&held_mu);
     struct held *h = holds > 0 ? malloc(sizeof *h) : NULL;
     if (h) {
-        *h = (struct held){ p, dev, held_list };
+        *h = (struct held){ p, kind, held_list };
         held_list = h;
     }
     pthread_mutex_unlock(&held_mu);
@@ -320,7 +323,8 @@ static void cuda_hold_frees(int on)
     for (struct held *h; (h = l); n++) {
         l = h->next;
         if (!current()) {
-            if (h->dev) cu.MemFree((cu_ptr)(uintptr_t)h->p);
+            if (h->kind == HELD_DEV) cu.MemFree((cu_ptr)(uintptr_t)h->p);
+            else if (h->kind == HELD_IPC) cu.IpcCloseMemHandle((cu_ptr)(uintptr_t)h->p);
             else cu.MemFreeHost(h->p);
         }
         free(h);
@@ -360,7 +364,7 @@ static int cuda_host_alloc(size_t n, void **host)
 
 static void cuda_host_free(void *h)
 {
-    if (!held(h, false) && !current()) cu.MemFreeHost(h);
+    if (!held(h, HELD_HOST) && !current()) cu.MemFreeHost(h);
 }
 
 static int cuda_dev_alloc(size_t n, void **dev)
@@ -378,7 +382,7 @@ static int cuda_dev_alloc(size_t n, void **dev)
 
 static void cuda_dev_free(void *d)
 {
-    if (!held(d, true) && !current()) cu.MemFree((cu_ptr)(uintptr_t)d);
+    if (!held(d, HELD_DEV) && !current()) cu.MemFree((cu_ptr)(uintptr_t)d);
 }
 
 static int cuda_stream_new(void **s)
@@ -501,7 +505,7 @@ static int cuda_ipc_open(const void *h, void **base)
         if (!ipc_cache[i].refs && (slot < 0 || ipc_cache[i].used < ipc_cache[slot].used)) slot = i;
     }
     if (slot >= 0 && ipc_cache[slot].used) {
-        cu.IpcCloseMemHandle(ipc_cache[slot].base);
+        if (!held((void *)(uintptr_t)ipc_cache[slot].base, HELD_IPC)) cu.IpcCloseMemHandle(ipc_cache[slot].base);
         ipc_cache[slot].used = 0;
     }
     if (cu.IpcOpenMemHandle(&p, hd, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) {
@@ -528,7 +532,7 @@ static void cuda_ipc_close(void *base)
             return;
         }
     pthread_mutex_unlock(&ipc_mu);
-    cu.IpcCloseMemHandle((cu_ptr)(uintptr_t)base);
+    if (!held(base, HELD_IPC)) cu.IpcCloseMemHandle((cu_ptr)(uintptr_t)base);
 }
 
 static void ipc_cache_drop(void)

@@ -40,11 +40,12 @@
  *   ipc_close(base)
  *   copy_dtod(dst, src, n)        device -> device (synchronous, as the others); 0 or -1
  * Optional (contract 1.3; NULL: frees are done at once):
- *   hold_frees(on)                on (1) / off (0), nested: while held, host_free
- *                                 and dev_free keep what they are given and free
- *                                 it at the last off (a driver's free may wait for
- *                                 every kernel of the device, and a persistent
- *                                 kernel waits for the proxy that would free)
+ *   hold_frees(on)                on (1) / off (0), nested: while held, host_free,
+ *                                 dev_free and ipc_close keep what they are given
+ *                                 and free / unmap it at the last off (a driver's
+ *                                 free may wait for every kernel of the device, and
+ *                                 a persistent kernel waits for the proxy that
+ *                                 would free)
  */
 #ifndef KUMI_ACCEL_H
 #define KUMI_ACCEL_H

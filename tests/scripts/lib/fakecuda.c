@@ -12,8 +12,8 @@
  * A kernel that runs (fakecuda_kernel(1) .. fakecuda_kernel(0), a test's CPU
  * threads standing in for a persistent kernel): the calls that would wait
  * for it on a GPU, namely work on the legacy default stream (the synchronous
- * cuMemcpy* and cuMemsetD8), cuCtxSynchronize, cuMemFree and cuMemFreeHost,
- * are counted (and named on stderr); fakecuda_kernel returns the count. */
+ * cuMemcpy* and cuMemsetD8), cuCtxSynchronize, cuMemFree, cuMemFreeHost and
+ * cuIpcCloseMemHandle (which may, as a free), are counted (and named on stderr); fakecuda_kernel returns the count. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -221,6 +221,7 @@ int cuIpcOpenMemHandle_v2(unsigned long long *out, struct fhandle h, unsigned fl
 }
 int cuIpcCloseMemHandle(unsigned long long p)
 {
+    kwait("cuIpcCloseMemHandle");
     pthread_mutex_lock(&mu);
     struct region *r = find((uintptr_t)p);
     if (r && r->opened) { munmap(r->dev, r->len); munmap(r->rw, r->len); r->dev = NULL; }
