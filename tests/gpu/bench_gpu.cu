@@ -19,7 +19,8 @@
  * KUMI_GPUCC_RELAUNCH): then the same measures are made with the relaunched
  * kernels too (the relaunch path of the GPU-embedded MPI framework: the
  * kernel returns at each wait, the host serves the request and launches it
- * again). */
+ * again).  KUMI_BENCH_GPU_SMALL=1: messages up to 256 KiB, 5 iterations, the
+ * stencil at 64 K points (the CPU run of tests/scripts/gpu_testset_cpu.sh). */
 #include "gpu_common.h"
 #include <cooperative_groups.h>
 #include <string.h>
@@ -89,7 +90,8 @@ int main(int argc, char **argv)
     CHECK(size == 2, "run at 2 ranks");
     gpu_pick(rank);
     int peer = 1 - rank;
-    size_t max = 16u << 20;
+    int small = getenv("KUMI_BENCH_GPU_SMALL") && atoi(getenv("KUMI_BENCH_GPU_SMALL")) > 0;
+    size_t max = small ? 256u << 10 : 16u << 20;
     char *dmap, *map = mapped<char>(max, &dmap), *dbuf, *host = (char *)malloc(max);
     (void)map;
     int *derr, *err = mapped<int>(1, &derr);
@@ -103,7 +105,7 @@ int main(int argc, char **argv)
                "buffer, devmem: cudaMalloc)\n");
     double worst_map = -1e9, worst_dev = -1e9;
     for (size_t n = 4; n <= max; n *= 4) {
-        int iters = n <= 65536 ? 200 : 20;
+        int iters = small ? 5 : n <= 65536 ? 200 : 20;
         double tdev[2];
         for (int mem = 0; mem < 2; mem++) {
             MPI_Barrier(MPI_COMM_WORLD);
@@ -175,9 +177,9 @@ int main(int argc, char **argv)
     int l = left == KUMI_GPU_PROC_NULL ? MPI_PROC_NULL : left, r = right == KUMI_GPU_PROC_NULL ? MPI_PROC_NULL : right;
     double worst_st = -1e9;
     long long worst_n = 0;
-    for (long long n = 1 << 20; n <= (1 << 26); n *= 8) {
-        int steps = n <= (1 << 20) ? 400 : n <= (1 << 23) ? 100 : 40;
-        double *u, *v, *res;
+    for (long long n = small ? 1 << 16 : 1 << 20; n <= (small ? 1 << 16 : 1 << 26); n *= 8) {
+        int steps = small ? 9 : n <= (1 << 20) ? 400 : n <= (1 << 23) ? 100 : 40;
+        double *u = NULL, *v = NULL, *res = NULL;
         CU(cudaMalloc((void **)&u, (n + 2) * sizeof(double)));
         CU(cudaMalloc((void **)&v, (n + 2) * sizeof(double)));
         CU(cudaMalloc((void **)&res, (n + 2) * sizeof(double)));
@@ -235,9 +237,11 @@ int main(int argc, char **argv)
         CU(cudaFree(v));
         CU(cudaFree(res));
     }
-    if (rank == 0)
+    if (rank == 0 && worst_n)
         printf("# target 2 (stencil within 2 %% of host-side for large arrays, >= 8 M points): worst %+.1f %% (%lld points)\n",
                worst_st, worst_n);
+    else if (rank == 0)
+        printf("# target 2 (stencil within 2 %% of host-side for large arrays): no array of 8 M points or more in this run\n");
     MPI_Comm_free(&node);
     MPI_Finalize();
     return 0;
