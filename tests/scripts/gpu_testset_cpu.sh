@@ -6,8 +6,9 @@
 # its launches rewritten into host threads (K<<<g, b>>>(a) and
 # cudaLaunchCooperativeKernel: one thread per CUDA thread, at most
 # GPUCPU_BLOCK per block), and run at the rank counts of run-gpu.sh; the
-# benchmark (bench_gpu.cu) at 2 ranks with KUMI_BENCH_GPU_SMALL=1, its
-# device-side and host-side stencils compared bit for bit.  What this cannot
+# benchmark (bench_gpu.cu, through kumi-gpucc --relaunch as run-gpu.sh builds
+# it) at 2 ranks with KUMI_BENCH_GPU_SMALL=1, its device-side and host-side
+# stencils compared bit for bit.  What this cannot
 # show: the GPU's memory ordering, timings, CUDA IPC between processes on a
 # real device.
 set -u
@@ -18,8 +19,14 @@ INC=(-I"$top_srcdir/tests/gpu/cpu" -I"$top_srcdir/tests/gpu" -I"$top_builddir/fr
 LIBS=(-L"$top_builddir/framework/.libs" -Wl,-rpath,"$top_builddir/framework/.libs" -lmpi -ldl)
 progs="gpu_stencil gpu_allreduce gpu_fail gpu_ring gpu_rma bench_gpu"
 for p in $progs; do
+    src=$top_srcdir/tests/gpu/$p.cu
+    if [ $p = bench_gpu ]; then   # as run-gpu.sh builds it: its kernels relaunched too
+        python3 "$top_srcdir/tools/kumi-gpucc" --relaunch "$src" -o "$TMP/$p.rl.cu" 2> "$TMP/err" ||
+            { fail "kumi-gpucc --relaunch $p.cu: $(cat "$TMP/err")"; continue; }
+        src=$TMP/$p.rl.cu
+    fi
     # the launches: K<<<g, b>>>(args); and cudaLaunchCooperativeKernel((void *)K, g, b, args, 0, 0)
-    python3 - "$top_srcdir/tests/gpu/$p.cu" "$TMP/$p.cc" <<'PY' || { fail "$p.cu: the rewrite of its launches"; continue; }
+    python3 - "$src" "$TMP/$p.cc" <<'PY' || { fail "$p.cu: the rewrite of its launches"; continue; }
 import re, sys
 s = open(sys.argv[1]).read()
 n1 = len(re.findall(r'<<<', s))
