@@ -123,17 +123,9 @@ if [ "${1:-}" = --bench ]; then
     fi
     exit "$rc"
 fi
-run gpu_stencil_2 2 gpu_stencil
-run gpu_stencil_4 4 gpu_stencil
-run gpu_allreduce_2 2 gpu_allreduce
-run gpu_allreduce_4 4 gpu_allreduce
-run gpu_fail_2 2 gpu_fail
-run gpu_ring_2 2 gpu_ring
-run gpu_ring_4 4 gpu_ring
-run gpu_rma_2 2 gpu_rma
-run gpu_rma_3 3 gpu_rma
-# kumi-gpucc --relaunch: the same kernels persistent and relaunched, compared
-run rl_kernels_2 2 rl_kernels
-run rl_kernels_4 4 rl_kernels
+while read -r name np prog <&3; do
+    case $name in ''|'#'*) continue ;; esac
+    run "$name" "$np" "$prog"
+done 3< "$top/tests/gpu/runs.list"
 echo "$pass passed, $failc failed"
 [ "$failc" -eq 0 ]

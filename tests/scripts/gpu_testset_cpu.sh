@@ -5,7 +5,7 @@
 # CUDA runtime calls it makes, on the stand-in driver with FAKECUDA_DEVRW=1),
 # its launches rewritten into host threads (K<<<g, b>>>(a) and
 # cudaLaunchCooperativeKernel: one thread per CUDA thread, at most
-# GPUCPU_BLOCK per block), and run at the rank counts of run-gpu.sh; the
+# GPUCPU_BLOCK per block), and run as run-gpu.sh runs them (tests/gpu/runs.list); the
 # benchmark (bench_gpu.cu, through kumi-gpucc --relaunch as run-gpu.sh builds
 # it) at 2 ranks with KUMI_BENCH_GPU_SMALL=1, its device-side and host-side
 # stencils compared bit for bit.  What this cannot
@@ -58,15 +58,10 @@ run() { # NAME NP PROG [ENV...]
         fail "$name:"; tail -15 "$TMP/run" | sed 's/^/    /'
     fi
 }
-run gpu_stencil_2 2 gpu_stencil
-run gpu_stencil_4 4 gpu_stencil
-run gpu_allreduce_2 2 gpu_allreduce
-run gpu_allreduce_4 4 gpu_allreduce
-run gpu_fail_2 2 gpu_fail
-run gpu_ring_2 2 gpu_ring
-run gpu_ring_4 4 gpu_ring
-run gpu_rma_2 2 gpu_rma
-run gpu_rma_3 3 gpu_rma
+while read -r name np prog <&3; do
+    case $name in ''|'#'*|rl_kernels*) continue ;; esac
+    run "$name" "$np" "$prog"
+done 3< "$top_srcdir/tests/gpu/runs.list"
 run bench_gpu_2 2 bench_gpu KUMI_BENCH_GPU_SMALL=1
 [ "$failures" -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$failures check(s) failed"; exit 1
