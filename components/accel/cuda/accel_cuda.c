@@ -6,8 +6,8 @@
  * Memory kinds come from cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
  * _IS_MANAGED); pinned memory is cuMemHostAlloc (DEVICEMAP for the host-mapped
  * kind).  The synchronous copies (and the memset of dev_alloc) are queued on a
- * CU_STREAM_NON_BLOCKING stream of the component's own and waited for with
- * cuStreamSynchronize: never on the legacy default stream, whose work waits
+ * CU_STREAM_NON_BLOCKING stream of the component's own (one per context) and
+ * waited for with cuStreamSynchronize: never on the legacy default stream, whose work waits
  * for every kernel of the ordinary streams, nor with cuCtxSynchronize (the
  * same), so a kernel of the application that runs meanwhile (a persistent one
  * whose requests the MPIX_Gpu proxy serves with these copies) is not waited
@@ -245,31 +245,44 @@ static int cuda_mem_kind(const void *p)
     return KUMI_ACCEL_MEM_HOST_PINNED;
 }
 
-/* The component's own stream (made at first use, kept until the end), or
- * NULL: the legacy default stream's calls.  Shared by the threads: each
- * waits for its copy with cuStreamSynchronize (and for another thread's
- * copy queued just before it, which is short). */
-static cu_stream own;
-static int own_state;                   /* 0 not made, 1 made, -1 unavailable */
+/* The component's own streams: one per context a copy was made in (a stream
+ * belongs to its context, and a thread may have another device's context
+ * current), made at first use and kept until the end; or NULL: the legacy
+ * default stream's calls (no stream could be made).  Shared by the threads:
+ * each waits for its copy with cuStreamSynchronize (and for another thread's
+ * copy queued just before it on that stream, which is short). */
+#define OWN_MAX 16
+static struct { cu_context c; cu_stream s; } owns[OWN_MAX];
+static int nown;                        /* entries published (atomic) */
+static bool own_failed;                 /* a stream was refused: the legacy stream from then on */
 static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Called with a current context (current() == 0). */
 static cu_stream own_stream(void)
 {
-    if (__atomic_load_n(&own_state, __ATOMIC_ACQUIRE) == 1) return own;
-    if (!own_ok || __atomic_load_n(&own_state, __ATOMIC_RELAXED) < 0) return NULL;
+    cu_context c = NULL;
+    if (!own_ok || __atomic_load_n(&own_failed, __ATOMIC_RELAXED) || cu.CtxGetCurrent(&c) || !c) return NULL;
+    int n = __atomic_load_n(&nown, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (owns[i].c == c) return owns[i].s;
+    cu_stream s = NULL;
     pthread_mutex_lock(&own_mu);
-    if (own_state == 0) {
-        own_state = cu.StreamCreate(&own, CU_STREAM_NON_BLOCKING) ? -1 : 0;
-        if (own_state < 0) {
-            own = NULL;
+    for (int i = 0; i < nown; i++)
+        if (owns[i].c == c) s = owns[i].s;
+    if (!s && !own_failed) {
+        if (nown < OWN_MAX && !cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING)) {
+            owns[nown].c = c;
+            owns[nown].s = s;
+            __atomic_store_n(&nown, nown + 1, __ATOMIC_RELEASE);
+        } else {
+            s = NULL;
+            __atomic_store_n(&own_failed, true, __ATOMIC_RELAXED);
             kumi_log(1, "accel/cuda: no stream of its own: copies on the legacy default stream "
                      "(they wait for the application's kernels)");
-        } else {
-            __atomic_store_n(&own_state, 1, __ATOMIC_RELEASE);
         }
     }
     pthread_mutex_unlock(&own_mu);
-    return own_state == 1 ? own : NULL;
+    return s;
 }
 
 static int cuda_to_host(void *dst, const void *src, size_t n)
@@ -339,9 +352,11 @@ static void own_drop(void)
     holds = holds > 0 ? 1 : 0;
     pthread_mutex_unlock(&held_mu);
     cuda_hold_frees(0);
-    if (own_state == 1 && !current()) cu.StreamDestroy(own);
-    own = NULL;
-    own_state = 0;
+    pthread_mutex_lock(&own_mu);
+    for (int i = 0; i < nown; i++) cu.StreamDestroy(owns[i].s);
+    nown = 0;
+    own_failed = false;
+    pthread_mutex_unlock(&own_mu);
 }
 
 static int cuda_host_alloc_mapped(size_t n, void **host, void **dev)
