@@ -5,7 +5,9 @@
 # CUDA runtime calls it makes, on the stand-in driver with FAKECUDA_DEVRW=1),
 # its launches rewritten into host threads (K<<<g, b>>>(a) and
 # cudaLaunchCooperativeKernel: one thread per CUDA thread, at most
-# GPUCPU_BLOCK per block), and run as run-gpu.sh runs them (tests/gpu/runs.list); the
+# GPUCPU_BLOCK per block; a driver call made meanwhile that would wait for a
+# running kernel on a GPU fails the program), and run as run-gpu.sh runs
+# them (tests/gpu/runs.list); the
 # benchmark (bench_gpu.cu, through kumi-gpucc --relaunch as run-gpu.sh builds
 # it) at 2 ranks with KUMI_BENCH_GPU_SMALL=1, its device-side and host-side
 # stencils compared bit for bit.  What this cannot
@@ -31,7 +33,7 @@ import re, sys
 s = open(sys.argv[1]).read()
 n1 = len(re.findall(r'<<<', s))
 s, k1 = re.subn(r'(\w+)<<<\s*([^,>]+?)\s*,\s*([^>]+?)\s*>>>\s*\((.*)\);',
-                r'KUMI_CPU_LAUNCH_THREADS(\1, \2, kumi_cpu_cap(\3), (\4));', s)
+                r'KUMI_CPU_KERNEL(\1, \2, \3, (\4));', s)
 s, k2 = re.subn(r'cudaLaunchCooperativeKernel\(\(void \*\)(\w+),', r'kumi_cpu_coop(\1,', s)
 if k1 != n1 or 'cudaLaunchCooperativeKernel' in s:
     sys.exit("a launch the rewrite does not know")

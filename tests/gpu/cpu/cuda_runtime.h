@@ -9,7 +9,11 @@
  * cudaLaunchCooperativeKernel into the launches below): one host thread per
  * CUDA thread, the block's threads capped at $GPUCPU_BLOCK (default 4; the
  * kernels of the test set stride by blockDim), so the synchronizations are
- * no-ops.  One device, 2 multiprocessors, one block each. */
+ * no-ops.  While a launch runs, the stand-in counts the driver calls that
+ * would wait for a running kernel on a GPU (fakecuda_kernel: legacy-stream
+ * work, device-wide synchronizations, frees): one made meanwhile (by the
+ * MPIX_Gpu proxy serving the kernel) aborts the program, naming it.  One
+ * device, 2 multiprocessors, one block each. */
 #ifndef KUMI_TEST_CUDA_RUNTIME_CPU_H
 #define KUMI_TEST_CUDA_RUNTIME_CPU_H
 #include <dlfcn.h>
@@ -39,6 +43,7 @@ struct kumi_cpu_cu_ {
     int (*memset8)(unsigned long long, unsigned char, size_t);
     int (*host_alloc)(void **, size_t, unsigned);
     int (*host_free)(void *);
+    unsigned long long (*kernel)(int);
 };
 static inline kumi_cpu_cu_ &kumi_cpu_cu(void)
 {
@@ -56,7 +61,9 @@ static inline kumi_cpu_cu_ &kumi_cpu_cu(void)
         *(void **)&c.memset8 = dlsym(h, "cuMemsetD8_v2");
         *(void **)&c.host_alloc = dlsym(h, "cuMemHostAlloc");
         *(void **)&c.host_free = dlsym(h, "cuMemFreeHost");
-        if (!c.alloc || !c.free_ || !c.htod || !c.dtoh || !c.dtod || !c.memset8 || !c.host_alloc || !c.host_free) {
+        *(void **)&c.kernel = dlsym(h, "fakecuda_kernel");
+        if (!c.alloc || !c.free_ || !c.htod || !c.dtoh || !c.dtod || !c.memset8 || !c.host_alloc || !c.host_free ||
+            !c.kernel) {
             fprintf(stderr, "cuda_runtime (CPU): the driver at %s lacks a call\n", lib);
             abort();
         }
@@ -118,6 +125,21 @@ static inline cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned)
 }
 
 /* the launches (gpu_testset_cpu.sh rewrites the sources to call them) */
+static inline unsigned long long kumi_cpu_kernel_begin(void) { return kumi_cpu_cu().kernel(1); }
+static inline void kumi_cpu_kernel_end(unsigned long long w0, const char *name)
+{
+    unsigned long long w = kumi_cpu_cu().kernel(0) - w0;
+    if (w) {
+        fprintf(stderr, "FAIL: %llu driver call(s) during kernel %s would have waited for it on a GPU (named above)\n",
+                w, name);
+        abort();
+    }
+}
+#define KUMI_CPU_KERNEL(kern, grid, block, args) do { \
+    unsigned long long kw_ = kumi_cpu_kernel_begin(); \
+    KUMI_CPU_LAUNCH_THREADS(kern, grid, kumi_cpu_cap(block), args); \
+    kumi_cpu_kernel_end(kw_, #kern); \
+} while (0)
 static inline dim3 kumi_cpu_cap(dim3 b)
 {
     static unsigned cap;
@@ -131,7 +153,9 @@ static inline dim3 kumi_cpu_cap(dim3 b)
 template <typename... P, size_t... I>
 static inline void kumi_cpu_coop_(void (*k)(P...), dim3 g, dim3 b, void **args, std::index_sequence<I...>)
 {
+    unsigned long long w0 = kumi_cpu_kernel_begin();
     KUMI_CPU_LAUNCH_THREADS(k, g, kumi_cpu_cap(b), (*(P *)args[I]...));
+    kumi_cpu_kernel_end(w0, "(cooperative launch)");
 }
 template <typename... P>
 static inline cudaError_t kumi_cpu_coop(void (*k)(P...), dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t)
