@@ -436,6 +436,13 @@ int kumi_stage_end_all(struct kumi_stage *s, bool ok)
     return rc ? rc : r;
 }
 
+void kumi_accel_stage_warm(void)
+{
+    if (!aops || !aops->host_alloc || __atomic_exchange_n(&cache_busy, 1, __ATOMIC_ACQUIRE)) return;
+    if (!cache && aops->host_alloc(KUMI_STAGE_CACHE, &cache)) cache = NULL;
+    __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
+}
+
 bool kumi_accel_is_device(const void *buf)
 {
     return aops && buf && aops->mem_kind && aops->mem_kind(buf) == KUMI_ACCEL_MEM_DEVICE;
