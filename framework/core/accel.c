@@ -436,11 +436,15 @@ int kumi_stage_end_all(struct kumi_stage *s, bool ok)
     return rc ? rc : r;
 }
 
-void kumi_accel_stage_warm(void)
+void kumi_accel_warm(void)
 {
-    if (!aops || !aops->host_alloc || __atomic_exchange_n(&cache_busy, 1, __ATOMIC_ACQUIRE)) return;
-    if (!cache && aops->host_alloc(KUMI_STAGE_CACHE, &cache)) cache = NULL;
-    __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
+    if (!aops || !aops->host_alloc) return;
+    if (!__atomic_exchange_n(&cache_busy, 1, __ATOMIC_ACQUIRE)) {
+        if (!cache && aops->host_alloc(KUMI_STAGE_CACHE, &cache)) cache = NULL;
+        __atomic_store_n(&cache_busy, 0, __ATOMIC_RELEASE);
+    }
+    for (int i = 0; accel_chunk > 0 && i < 3; i++)    /* made (if free), then given back */
+        if (pipe_get1(&pipes[i], (size_t)accel_chunk + 1)) __atomic_store_n(&pipes[i].busy, 0, __ATOMIC_RELEASE);
 }
 
 bool kumi_accel_is_device(const void *buf)

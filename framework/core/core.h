@@ -399,9 +399,10 @@ int kumi_stage_end_all(struct kumi_stage *s, bool ok);
 int kumi_stage_refill(struct kumi_stage *s);
 int kumi_stage_flush(struct kumi_stage *s, size_t first_len);
 bool kumi_accel_is_device(const void *buf);
-/* The pinned staging buffer made now if it is not yet (MPIX_Gpu_start: not
- * while a persistent kernel runs, whose proxy stages its device buffers). */
-void kumi_accel_stage_warm(void);
+/* The pinned staging buffer and the pipelines' slots and streams made now
+ * if they are not yet (MPIX_Gpu_start: before a persistent kernel runs, whose
+ * proxy stages its device buffers with them). */
+void kumi_accel_warm(void);
 /* Copies between device memory and host memory that is not pinned: in
  * pipelined chunks where the component has asynchronous copies and n is
  * above kumi_base_accel_chunk, else one synchronous copy; 0 or -1. */

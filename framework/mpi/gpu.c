@@ -433,7 +433,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
         kumi_gpu_host_init(g->ring, (uint32_t)qsize);
         if (g->kind == MPIX_GPU_CPU) *g->tail = 0;   /* the accel component zeroes the device memory it gives */
         hold_frees(g, 1);
-        if (g->kind == MPIX_GPU_CUDA) kumi_accel_stage_warm();   /* pinned memory made before the kernel */
+        if (g->kind == MPIX_GPU_CUDA) kumi_accel_warm();   /* pinned memory made before the kernel */
         g->next = live;
         live = g;
         if (nothread) {}

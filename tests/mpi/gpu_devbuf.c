@@ -87,7 +87,8 @@ int main(int argc, char **argv)
     int legacy = argc > 1 && !strcmp(argv[1], "legacy");
     void *h = kt_cuda_load();
     unsigned long long (*kernel)(int) = (unsigned long long (*)(int))dlsym(h, "fakecuda_kernel");
-    KT_CHECK(kernel, "the driver has no fakecuda_kernel: not the stand-in?");
+    unsigned long long (*allocs)(void) = (unsigned long long (*)(void))dlsym(h, "fakecuda_kernel_allocs");
+    KT_CHECK(kernel && allocs, "the driver has no fakecuda_kernel: not the stand-in?");
     KT_CHECK(MPIX_Query_cuda_support() == 1, "accel/cuda is not in use");
     for (int b = 0; b < NB; b++) {
         sbuf[b] = kt_dalloc(SZ[b]);
@@ -98,13 +99,15 @@ int main(int argc, char **argv)
     big = kt_dalloc((size_t)BIG * sizeof(int));
     MPIX_Gpu p;
     KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CUDA, NB, 4, 64, &G, &p));
+    unsigned long long na[2] = { 0, 0 };
     for (int round = 0; round < 2; round++) {   /* twice: the second finds the staging memory made */
         MPI_Barrier(MPI_COMM_WORLD);
-        unsigned long long w0 = kernel(1);
+        unsigned long long a0 = allocs(), w0 = kernel(1);
         pthread_t t[NB];
         for (intptr_t b = 0; b < NB; b++) KT_CHECK(!pthread_create(&t[b], NULL, block, (void *)b));
         for (int b = 0; b < NB; b++) pthread_join(t[b], NULL);
         unsigned long long waits = kernel(0) - w0;
+        na[round] = allocs() - a0;
         KT_CHECK(!failed, "a device block failed (round %d)", round);
         if (legacy)
             KT_CHECK(waits > 0, "round %d: no driver call waited for the kernel with the legacy stream's copies", round);
@@ -121,7 +124,9 @@ int main(int argc, char **argv)
     }
     cuMemFree((uintptr_t)big);
     MPI_Finalize();
-    if (rank == 0) printf("gpu_devbuf: %d ranks, device buffers from %d blocks%s: ok\n", size, NB,
-                          legacy ? " (legacy stream: the waits were seen)" : ", nothing waited for the kernel");
+    if (rank == 0)
+        printf("gpu_devbuf: %d ranks, device buffers from %d blocks%s; allocations while the kernel ran: %llu, "
+               "then %llu: ok\n", size, NB, legacy ? " (legacy stream: the waits were seen)" : ", nothing waited for the kernel",
+               na[0], na[1]);
     return 0;
 }

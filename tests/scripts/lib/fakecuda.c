@@ -45,6 +45,23 @@ static void kwait(const char *fn)
     pthread_mutex_unlock(&mu);
     fprintf(stderr, "fakecuda: %s while a kernel runs: on a GPU it would wait for the kernel\n", fn);
 }
+/* allocations (cuMemAlloc, cuMemHostAlloc) made while a kernel runs: counted
+ * apart (whether a GPU's driver waits for the kernel there is not known) */
+static unsigned long long n_kernel_allocs;
+static void kalloc(void)
+{
+    if (!kernel_on) return;
+    pthread_mutex_lock(&mu);
+    n_kernel_allocs++;
+    pthread_mutex_unlock(&mu);
+}
+unsigned long long fakecuda_kernel_allocs(void)
+{
+    pthread_mutex_lock(&mu);
+    unsigned long long n = n_kernel_allocs;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
 unsigned long long fakecuda_kernel(int on)
 {
     kernel_on = on;
@@ -140,6 +157,7 @@ int cuMemsetD8_v2(unsigned long long dst, unsigned char v, size_t n)
 }
 int cuMemAlloc_v2(unsigned long long *out, size_t n)
 {
+    kalloc();
     size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (n + pg - 1) / pg * pg;
     if (!len) len = pg;
     int fd = memfd_create("fakecuda", 0);
@@ -240,6 +258,7 @@ int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n)
 }
 int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
+    kalloc();
     (void)flags;
     if (!(*p = malloc(n ? n : 1))) return 2;
     pthread_mutex_lock(&mu);
