@@ -118,4 +118,6 @@ fi
 step bench "${GPURUN_BENCH_LIMIT:-150}" "$top/tests/gpu/run-gpu.sh" --bench ||
     { grep -vE '^( *[0-9]|#)' "$out/bench.log" | tail -12 | sed 's/^/   | /' | tee -a "$sum"; }
 grep -E '^( *[0-9]|#)' "$out/bench.log" | sed 's/^/   /' | tee -a "$sum"
-say "== all done in $(( $(date +%s) - t_all )) s; logs in $out"
+# every program's whole log and build log, in one file (the summary keeps only their last lines)
+(cd "$BUILDDIR/tests" 2> /dev/null && tar czf "$out/gpu-logs.tgz" gpu/*.log 2> /dev/null)
+say "== all done in $(( $(date +%s) - t_all )) s; logs in $out (each program's whole log: gpu-logs.tgz)"
