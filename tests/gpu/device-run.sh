@@ -25,7 +25,7 @@
 # /tmp/kumigpu (build folder _build-gpu), the shared libraries it needs beyond
 # the C library copied beside it (lib/deps), the GPU programs built with nvcc
 # (run-gpu.sh --build), all in .gpubundle/ (add /.gpubundle/ to
-# .git/info/exclude; about 25 MiB).  Carry .gpubundle: the run on the GPU
+# .git/info/exclude; about 35 MiB).  Carry .gpubundle: the run on the GPU
 # machine copies it back to /tmp/kumigpu, the same path, and builds nothing.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -6,13 +6,12 @@
 # its launches rewritten into host threads (K<<<g, b>>>(a) and
 # cudaLaunchCooperativeKernel: one thread per CUDA thread, at most
 # GPUCPU_BLOCK per block; a driver call made meanwhile that would wait for a
-# running kernel on a GPU fails the program), and run as run-gpu.sh runs
-# them (tests/gpu/runs.list); the
-# benchmark (bench_gpu.cu, through kumi-gpucc --relaunch as run-gpu.sh builds
-# it) at 2 ranks with KUMI_BENCH_GPU_SMALL=1, its device-side and host-side
-# stencils compared bit for bit.  What this cannot
-# show: the GPU's memory ordering, timings, CUDA IPC between processes on a
-# real device.
+# running kernel on a GPU fails the program), and run as run-gpu.sh runs them
+# (tests/gpu/runs.list); the benchmark (bench_gpu.cu, through kumi-gpucc
+# --relaunch as run-gpu.sh builds it) at 2 ranks with KUMI_BENCH_GPU_SMALL=1,
+# its device-side, relaunched and host-side stencils compared bit for bit.
+# What this cannot show: the GPU's memory ordering, timings, CUDA IPC between
+# processes on a real device.
 set -u
 . "$(dirname "$0")/lib/fakecuda.sh"
 fakecuda_setup

@@ -13,7 +13,9 @@
  * threads standing in for a persistent kernel): the calls that would wait
  * for it on a GPU, namely work on the legacy default stream (the synchronous
  * cuMemcpy* and cuMemsetD8), cuCtxSynchronize, cuMemFree, cuMemFreeHost and
- * cuIpcCloseMemHandle (which may, as a free), are counted (and named on stderr); fakecuda_kernel returns the count. */
+ * cuIpcCloseMemHandle (which may, as a free), are counted and named on
+ * stderr; fakecuda_kernel returns the count.  Allocations made meanwhile are
+ * counted apart (fakecuda_kernel_allocs). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
