@@ -24,9 +24,9 @@
 # here, on a machine with nvcc (no GPU needed): Kumi built and installed into
 # /tmp/kumigpu (build folder _build-gpu), the shared libraries it needs beyond
 # the C library copied beside it (lib/deps), the GPU programs built with nvcc
-# (run-gpu.sh --build), all in .gpubundle/ (add /.gpubundle/ to
-# .git/info/exclude; about 35 MiB).  Carry .gpubundle: the run on the GPU
-# machine copies it back to /tmp/kumigpu, the same path, and builds nothing.
+# (run-gpu.sh --build), all in .gpubundle/ (ignored by git; about 35 MiB).
+# Carry .gpubundle: the run on the GPU machine copies it back to /tmp/kumigpu,
+# the same path, and builds nothing.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bprefix=/tmp/kumigpu
