@@ -38,7 +38,7 @@ if k1 != n1 or 'cudaLaunchCooperativeKernel' in s:
     sys.exit("a launch the rewrite does not know")
 open(sys.argv[2], 'w').write(s)
 PY
-    if ${CXX:-g++} -std=c++17 -O1 -Wall -Werror -Wno-unused-variable -pthread -x c++ -include kumi_gpu_cpu.h \
+    if ${CXX:-g++} -std=c++17 -O1 -Wall -Werror -pthread -x c++ -include kumi_gpu_cpu.h \
         "${INC[@]}" "$TMP/$p.cc" -x none -o "$TMP/$p" "${LIBS[@]}" 2> "$TMP/err"; then
         ok "$p.cu builds for the CPU"
     else
