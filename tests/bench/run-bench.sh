@@ -88,9 +88,13 @@
 #   kaccvm   the same inside a QEMU (TCG) VM with 2 vCPUs booting Debian's kernel
 #            with the KACC module (kacc-bench.sh vm, through tests/scripts/kmod_vm.sh):
 #            loop (k = 0, 1, 16), thread, uring and kmod engines (k = 0), the
-#            module's counters; the kmod target (>= 50 % overlap for the 1 MiB
-#            allreduce); about 10 min; skipped with the reason where QEMU, the
+#            module's counters; about 5 min; skipped with the reason where QEMU, the
 #            kernel image or its headers are missing
+#   kaccwire the same with the 2 ranks on a wire in the VM (two network namespaces,
+#            a veth pair, tbf at KUMI_BENCH_KACCWIRE_RATE, default 300mbit: to the VM's
+#            CPUs what 10 Gbit/s is to the host's) as KACC's were: the kmod target
+#            (>= 50 % overlap for the 1 MiB allreduce); KUMI_BENCH_KACCWIRE_REPS
+#            rounds (default 2); about 8 min
 # The configuration scripts (match, mem, io, kacc, kaccvm) share their frame:
 # tests/bench/bench-common.sh.
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
@@ -105,7 +109,7 @@
 #                           (overlap: 5 measurements per run instead of 9; coll4: / 4)
 #   KUMI_BENCH_REPS=N       repetitions per size (default 5)
 #   KUMI_BENCH_SIZES=a,b,.. byte counts (default: 0, powers of two to 4 MiB, 4/8/12/16/64 KiB +-1)
-#   KUMI_BENCH_CONFIGS="shm tcp tcpsys ofi oversub overlap coll rma abi io kacc kaccvm launch npb match mem wan impi ckpt"   which configurations
+#   KUMI_BENCH_CONFIGS="shm tcp tcpsys ofi oversub overlap coll rma abi io kacc kaccvm kaccwire launch npb match mem wan impi ckpt"   which configurations
 #   KUMI_BENCH_OVERLAP_SIZES=a,b,..   byte counts of the overlap configuration
 #                           (default: overlap.c's 8,1024,65536,1048576,4194304)
 #   KUMI_BENCH_COLL_SIZES=a,b,..   byte counts of coll2 and coll4 (per rank block;
@@ -131,7 +135,7 @@ reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}
 ovl_sizes=${KUMI_BENCH_OVERLAP_SIZES:-default}
 coll_sizes=${KUMI_BENCH_COLL_SIZES:-default}
-configs=${KUMI_BENCH_CONFIGS:-shm tcp tcpsys ofi oversub overlap coll rma abi io kacc kaccvm launch npb match mem wan impi ckpt}
+configs=${KUMI_BENCH_CONFIGS:-shm tcp tcpsys ofi oversub overlap coll rma abi io kacc kaccvm kaccwire launch npb match mem wan impi ckpt}
 configs=$(echo "$configs" | sed 's/\bcoll\b/coll2 coll4/')    # coll: both rank counts
 want_peers=${KUMI_BENCH_PEERS:-ompi mpich}
 limit=${KUMI_BENCH_TIMEOUT:-$([ "$quick" = 1 ] && echo 60 || echo 240)}
@@ -388,7 +392,7 @@ echo "== Kumi benchmarks: ${impls[*]}; configurations: $configs; $reps interleav
 echo "   Kumi binding: $kumi_bind_how; raw outputs in $out"
 echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews the numbers)"
 for cfg in $configs; do
-    case $cfg in abi|io|kacc|kaccvm|launch|npb|match|mem|wan|impi|ckpt|tcpsys) continue ;; esac   # abi-, io-, kacc-, launch-, npb-, match-, mem-, wan-, impi-, ckpt-job-bench.sh measure them, below
+    case $cfg in abi|io|kacc|kaccvm|kaccwire|launch|npb|match|mem|wan|impi|ckpt|tcpsys) continue ;; esac   # abi-, io-, kacc-, launch-, npb-, match-, mem-, wan-, impi-, ckpt-job-bench.sh measure them, below
     for r in $(seq "$reps"); do
         for impl in $(cfg_impls "$cfg"); do
             # after a timeout or a failure, that implementation's remaining runs are skipped
@@ -708,6 +712,11 @@ for cfg in $configs; do
         echo; echo "==== the same inside a QEMU VM with the KACC kernel module (tests/bench/kacc-bench.sh vm)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=1 \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/kacc-bench.sh" vm ;;
+    kaccwire)
+        echo; echo "==== the same in the VM with the two ranks on a wire (tests/bench/kacc-bench.sh wire)"
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
+            KUMI_BENCH_REPS=${KUMI_BENCH_KACCWIRE_REPS:-$([ "$quick" = 1 ] && echo 1 || echo 2)} \
+            KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/kacc-bench.sh" wire ;;
     launch)
         echo; echo "==== launch time across hosts made of namespaces (tests/bench/launch-bench.sh)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
