@@ -407,10 +407,13 @@ done
 # ---- tables ----
 # table CFG METRIC TITLE DIR TARGET
 #   DIR: low (lower is better: latency) or high (bandwidth, rate)
-#   TARGET: "" or KIND:SIZES:LABEL, SIZES "all" or a comma list of byte counts:
+#   TARGET: "" or KIND:SIZES:LABEL (several separated by ';'), SIZES "all" or a comma
+#   list of byte counts and ranges A-B (A <= bytes <= B):
 #     best   Kumi at least as good as the better peer
 #     ompi   Kumi at least as good as Open MPI
 #     ompi1.1  Kumi within 1.1x of Open MPI (latency)
+#     PEERxF (bestx0.9, ompix0.95, ...): Kumi's value against F times PEER's (best: the better
+#            peer): low, at most F x (latency 0.9x the better); high, at least F x (bibw 0.9x)
 table() {
     local cfg=$1 metric=$2 title=$3 dir=$4 target=$5 files=() labels=() i ci
     read -r -a ci <<< "$(cfg_impls "$cfg" | tr '\n' ' ')"
@@ -446,7 +449,12 @@ table() {
                 kind[t] = tg[1]; lab[t] = tg[3]; met[t] = 0; tot[t] = 0
                 nsel = split(tg[2], tl, ",")
                 all[t] = (tg[2] == "all")
-                for (i = 1; i <= nsel; i++) insel[t, tl[i] + 0] = 1
+                nrg[t] = 0
+                for (i = 1; i <= nsel; i++)
+                    if (tl[i] ~ /^[0-9]+-[0-9]+$/) { split(tl[i], rg, "-"); nrg[t]++; rlo[t, nrg[t]] = rg[1] + 0; rhi[t, nrg[t]] = rg[2] + 0 }
+                    else insel[t, tl[i] + 0] = 1
+                fac[t] = 0
+                if (kind[t] ~ /^[a-z]+x[0-9.]+$/) { fac[t] = substr(kind[t], index(kind[t], "x") + 1) + 0; kind[t] = substr(kind[t], 1, index(kind[t], "x") - 1) }
             }
             printf "%10s %12s", "bytes", nm[1]
             for (j = 2; j <= n; j++) printf " %12s %10s", nm[j], "kumi/" nm[j]
@@ -464,14 +472,17 @@ table() {
                     } else printf " %12s %10s", "-", "-"
                 }
                 for (t = 1; t <= nt; t++) {
-                    if (!all[t] && !((t, s + 0) in insel)) { printf "  %-8s", ""; continue }
+                    sel = all[t] || ((t, s + 0) in insel)
+                    for (r = 1; r <= nrg[t] && !sel; r++) sel = s + 0 >= rlo[t, r] && s + 0 <= rhi[t, r]
+                    if (!sel) { printf "  %-8s", ""; continue }
                     f = 1
                     if (kind[t] == "best") ref = best
                     else if (kind[t] == "ompi1.1") { ref = ("ompi" in pv) ? pv["ompi"] : ""; f = 1.1 }
                     else if (kind[t] == "kumitcp1.5") { ref = ("kumitcp" in pv) ? pv["kumitcp"] : ""; f = 1.5 }
                     else ref = (kind[t] in pv) ? pv[kind[t]] : ""
                     if (ref == "" || !((1, s) in v)) { printf "  %-8s", "n/a"; continue }
-                    ok = (dir == "low") ? (k <= ref * f) : (k * f >= ref)
+                    if (fac[t] > 0) ok = (dir == "low") ? (k <= ref * fac[t]) : (k >= ref * fac[t])
+                    else ok = (dir == "low") ? (k <= ref * f) : (k * f >= ref)
                     tot[t]++; met[t] += ok
                     printf "  %-8s", ok ? "met" : "NOT MET"
                 }
@@ -648,17 +659,20 @@ for cfg in $configs; do
     case $cfg in
     shm)
         echo; echo "==== shared memory, 2 ranks, one per core (default transports)"
-        table shm lat "shm: latency (ping-pong, one way)" low "best:0,1,2,4,8,16,32,64:0-64 B latency <= the better of Open MPI and MPICH"
+        # issue 22's: 0-64 B latency <= 0.9x the better peer, 0-8 B message rate >= it, the
+        # 8-64 KiB band's latency within 1.1x and bi-directional bandwidth >= 0.9x of it
+        table shm lat "shm: latency (ping-pong, one way)" low "best:0,1,2,4,8,16,32,64:0-64 B latency <= the better of Open MPI and MPICH;bestx0.9:0-64:0-64 B latency <= 0.9x the better peer;bestx1.1:8192-65536:8-64 KiB latency within 1.1x of the better peer"
         table shm bw "shm: uni-directional bandwidth" high "best:1048576,4194304:1 MiB and 4 MiB bandwidth >= the better of the two"
-        table shm bibw "shm: bi-directional bandwidth" high ""
-        table shm rate "shm: message rate (window of 128)" high ""
+        table shm bibw "shm: bi-directional bandwidth" high "bestx0.9:8192-65536:8-64 KiB bi-directional bandwidth >= 0.9x the better peer"
+        table shm rate "shm: message rate (window of 128)" high "best:0-8:0-8 B message rate >= the better peer"
         cliff shm ;;
     tcp)
         echo; echo "==== TCP forced, 2 ranks, one per core"
         table tcp lat "tcp: latency (ping-pong, one way)" low "ompi1.1:all:latency within 1.1x of Open MPI"
-        table tcp bw "tcp: uni-directional bandwidth" high "ompi:all:bandwidth >= Open MPI"
+        # issue 22's: bandwidth at 64 KiB - 4 MiB >= Open MPI's, small-message rate >= 0.95x Open MPI's
+        table tcp bw "tcp: uni-directional bandwidth" high "ompi:all:bandwidth >= Open MPI;ompi:65536-4194304:64 KiB - 4 MiB bandwidth >= Open MPI"
         table tcp bibw "tcp: bi-directional bandwidth" high ""
-        table tcp rate "tcp: message rate (window of 128)" high ""
+        table tcp rate "tcp: message rate (window of 128)" high "ompix0.95:0-8:0-8 B message rate >= 0.95x Open MPI"
         cliff tcp ;;
     tcpsys)
         echo; echo "==== system calls per message over TCP (tests/bench/tcp-syscalls.sh)"
