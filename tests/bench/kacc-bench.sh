@@ -76,6 +76,8 @@
 # VM script's output stay in $KUMI_BENCH_OUT/CFG.console.log and CFG.vm.log (CFG kaccvm,
 # kaccwire); KUMI_BENCH_KACCVM_CONSOLE=FILE makes the tables from such a console log, no VM.
 # KUMI_BENCH_KACCVM_QEMU_OPTS: more QEMU options (kmod_vm.sh's KUMI_KMOD_VM_QEMU_OPTS).
+# KUMI_BENCH_KACCVM_ENV="VAR=VALUE ...": more environment for every launch in the VM (e.g. the
+# progress engine's KUMI_BASE_PROGRESS_SPIN=0 ...: blocking waits that sleep at once).
 # KUMI_BENCH_KACCVM_LINK=RATE (tc's form: 1gbit, 200mbit; empty, the default: loopback)
 # puts the 2 ranks on a wire, as KACC's were: two network namespaces of the VM joined by a
 # veth pair, each end sending through a tbf qdisc of RATE, one rank in each (a host of its
@@ -209,7 +211,7 @@ else
                 b=$(echo "$g" | tr ',' '\n' | grep ibcast); b=${b:-iallreduce}
                 for i in "${impls[@]}"; do
                     k=$vm_ks; [ "${i%+b*}" = kumi-loop ] && k=$ks
-                    echo "$i $kernel.$g $(kumi_env $i "$b" | tr '\n' ' ')-- -s $sizes -k $k -r $inner -c $kernel -o $oops -T $vm_cmp"
+                    echo "$i $kernel.$g $(kumi_env $i "$b" | tr '\n' ' ')${KUMI_BENCH_KACCVM_ENV:+$KUMI_BENCH_KACCVM_ENV }-- -s $sizes -k $k -r $inner -c $kernel -o $oops -T $vm_cmp"
                 done
             done
         done
