@@ -136,7 +136,7 @@ void kacc_direct_show(struct seq_file *m);
 
 /* kacc_trace.c: the timeline (module parameter trace) */
 enum { KT_START, KT_NODE, KT_FINISH, KT_CB_READY, KT_CB_SPACE, KT_KICK, KT_WBEGIN, KT_WEND, KT_SENT, KT_RECVD,
-       KT_POLL, KT_CALC, KT_CALC_END };
+       KT_POLL, KT_CALC, KT_CALC_END, KT_IOCTL };
 extern int kacc_trace_on;
 void kacc_trace_ev(u32 ctx, unsigned int ev, u32 a, u32 b);
 #define KT(c, ev, a, b) do { if (unlikely(READ_ONCE(kacc_trace_on))) kacc_trace_ev((c)->tid, (ev), (a), (b)); } while (0)

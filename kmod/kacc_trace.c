@@ -2,12 +2,13 @@
 /* A timeline of the module's work (module parameter trace=1): a ring of
  * timestamped events (a schedule's START, each node done, its finish, the
  * socket callbacks, the work items queued, begun and ended, the bytes a
- * work item moved, the rank's blocking wait), read (and consumed) through
+ * work item moved, the rank's blocking wait, each ioctl: its number and
+ * nanoseconds, at its end), read (and consumed) through
  * /proc/kumi_kacc_trace, one event a line:
  *     NS CPU CTX EVENT A B
  * NS: ktime_get_ns(); CTX: the context's number (its open).  Off (trace=0,
  * the default), an event costs one test of a global.  For the benchmark's
- * analysis (tests/bench/kacc-timeline.awk), not for production. */
+ * analysis (tests/bench/kacc-timeline.py), not for production. */
 #include <linux/module.h>
 #include <linux/vmalloc.h>
 #include <linux/proc_fs.h>
@@ -36,6 +37,7 @@ static const char *const kt_names[] = {
     [KT_START] = "start", [KT_NODE] = "node", [KT_FINISH] = "finish", [KT_CB_READY] = "cb_ready",
     [KT_CB_SPACE] = "cb_space", [KT_KICK] = "kick", [KT_WBEGIN] = "wbegin", [KT_WEND] = "wend",
     [KT_SENT] = "sent", [KT_RECVD] = "recvd", [KT_POLL] = "poll", [KT_CALC] = "calc", [KT_CALC_END] = "calc_end",
+    [KT_IOCTL] = "ioctl",
 };
 
 void kacc_trace_ev(u32 ctx, unsigned int ev, u32 a, u32 b)

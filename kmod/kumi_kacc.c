@@ -921,7 +921,19 @@ static void stats_get(struct kacc_stats *o)
     o->pinned_pages = atomic64_read(&st.pinned_pages);
 }
 
+static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg);
+
+/* The ioctls, timed in the timeline (trace=1): "ioctl NR NS" at their end. */
 static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+    struct kctx *c = f->private_data;
+    u64 t0 = unlikely(READ_ONCE(kacc_trace_on)) ? ktime_get_ns() : 0;
+    long rc = kacc_ioctl_do(f, cmd, arg);
+    if (t0) KT(c, KT_IOCTL, _IOC_NR(cmd), (u32)min_t(u64, ktime_get_ns() - t0, U32_MAX));
+    return rc;
+}
+
+static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
 {
     struct kctx *c = f->private_data;
     void __user *u = (void __user *)arg;

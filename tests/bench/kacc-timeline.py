@@ -23,6 +23,8 @@ import collections
 import statistics
 
 KIND = {1: 'start', 2: 'end', 3: 'S', 4: 'R', 5: 'C', 6: 'Y', 7: 'N'}
+IOCTL = {1: 'VERSION', 2: 'ADD_SOCKET', 3: 'REGISTER', 4: 'START', 5: 'UNREGISTER', 6: 'NODE_DONE', 7: 'STATS',
+         8: 'DIRECT_ID', 9: 'DIRECT_LINK'}   # kmod/kumi_kacc_uapi.h
 
 
 def med(v):
@@ -37,6 +39,7 @@ def main():
     ap.add_argument('--detail', type=int, default=1)
     a = ap.parse_args()
     ev = collections.defaultdict(list)   # (impl, ctx) -> events
+    ioctls = collections.defaultdict(lambda: collections.defaultdict(list))  # impl -> ioctl nr -> us
     for line in open(a.log, errors='replace'):
         f = line.split()
         if len(f) != 9 or f[0] != 'KMODVM-TRACE:':
@@ -45,6 +48,13 @@ def main():
         if a.impl and impl != a.impl:
             continue
         ev[(impl, ctx)].append((t, cpu, name, x, y))
+        if name == 'ioctl':
+            ioctls[impl][x].append(y / 1e3)
+    # the ioctls' time in the kernel (us, medians): a non-persistent collective pays REGISTER
+    # (validation, pinning its buffers), START and UNREGISTER (unpinning) each time
+    for impl, per in sorted(ioctls.items()):
+        print(f'== {impl}: ioctls (median us in the kernel, count): ' +
+              ', '.join(f'{IOCTL.get(nr, nr)} {med(v):.1f} ({len(v)})' for nr, v in sorted(per.items())))
     runs = collections.defaultdict(list)  # impl -> run dicts
     for (impl, ctx), es in ev.items():
         es.sort()
