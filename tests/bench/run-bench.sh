@@ -94,8 +94,9 @@
 #            a veth pair, tbf at KUMI_BENCH_KACCWIRE_RATE, default 300mbit: to the VM's
 #            CPUs what 10 Gbit/s is to the host's) as KACC's were: the kmod target
 #            (>= 50 % overlap for the 1 MiB allreduce); KUMI_BENCH_KACCWIRE_REPS
-#            rounds (default 2); about 8 min
-# The configuration scripts (match, mem, io, kacc, kaccvm) share their frame:
+#            rounds (default 3; the overlap against the blocking operation varies with its
+#            length between launches); about 10 min
+# The configuration scripts (match, mem, io, kacc, kaccvm, kaccwire) share their frame:
 # tests/bench/bench-common.sh.
 # Binding: Open MPI --bind-to core, MPICH -bind-to core, Kumi mpiexec --bind-to core
 # when its --help lists it, otherwise each rank is started under taskset -c RANK.
@@ -729,7 +730,7 @@ for cfg in $configs; do
     kaccwire)
         echo; echo "==== the same in the VM with the two ranks on a wire (tests/bench/kacc-bench.sh wire)"
         top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
-            KUMI_BENCH_REPS=${KUMI_BENCH_KACCWIRE_REPS:-$([ "$quick" = 1 ] && echo 1 || echo 2)} \
+            KUMI_BENCH_REPS=${KUMI_BENCH_KACCWIRE_REPS:-$([ "$quick" = 1 ] && echo 1 || echo 3)} \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/kacc-bench.sh" wire ;;
     launch)
         echo; echo "==== launch time across hosts made of namespaces (tests/bench/launch-bench.sh)"
