@@ -448,6 +448,7 @@ int p2p_shmem_recv_inline(int peer, int32_t ctx, int src, int tag, void *dst, si
     const struct p2p_shmem_short *c;
     for (;;) {
         cell = p2p_shmem_cell(p->idata, p->ihead);
+        P2P_SHMEM_TOUCH_NEXT(p->idata, p->ihead);
         if (atomic_load_explicit((const _Atomic uint64_t *)(const void *)cell, memory_order_acquire) !=
             p2p_shmem_stamp(p2p_shmem_seg->stampkey, p->ihead))
             return 0;
@@ -664,6 +665,7 @@ static inline int p2p_shmem_scan(int i)
     for (; i < n; i++) {
         const struct p2p_shmem_peer *p = &peers[local[i]];
         uint64_t h = p->ihead;
+        (void)*(const volatile char *)(p->idata + ((h + P2P_SHMEM_CELL) & mask));   /* P2P_SHMEM_TOUCH_NEXT */
         /* p2p_shmem_rec_ready(), with the key and the ring's size in registers */
         if (__builtin_expect(p->in_msg, 0) ||
             atomic_load_explicit((_Atomic uint64_t *)(void *)(p->idata + (h & mask)), memory_order_acquire) ==
