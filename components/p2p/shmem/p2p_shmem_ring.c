@@ -662,14 +662,15 @@ static inline int p2p_shmem_scan(int i)
     const int *local = p2p_shmem_local;
     const struct p2p_shmem_peer *peers = p2p_shmem_peers;
     uint64_t key = p2p_shmem_seg->stampkey, mask = p2p_shmem_ringsz - 1;
+    bool ahead = n <= P2P_SHMEM_TOUCH_PEERS;
     for (; i < n; i++) {
         const struct p2p_shmem_peer *p = &peers[local[i]];
         uint64_t h = p->ihead;
-        (void)*(const volatile char *)(p->idata + ((h + P2P_SHMEM_CELL) & mask));   /* P2P_SHMEM_TOUCH_NEXT */
+        if (__builtin_expect(p->in_msg, 0)) break;
+        if (ahead) P2P_SHMEM_TOUCH_NEXT(p->idata, h);
         /* p2p_shmem_rec_ready(), with the key and the ring's size in registers */
-        if (__builtin_expect(p->in_msg, 0) ||
-            atomic_load_explicit((_Atomic uint64_t *)(void *)(p->idata + (h & mask)), memory_order_acquire) ==
-                p2p_shmem_stamp(key, h))
+        if (atomic_load_explicit((_Atomic uint64_t *)(void *)(p->idata + (h & mask)), memory_order_acquire) ==
+            p2p_shmem_stamp(key, h))
             break;
     }
     return i;
