@@ -219,6 +219,12 @@ out=$(KUMI_BENCH_KACCVM_CONSOLE="$work/console-lo.log" KUMI_BENCH_KACC_SIZES=104
       KUMI_BENCH_OUT="$work/kaccvmlo" timeout 60 bash "$top_srcdir/tests/bench/kacc-bench.sh" vm 2>&1) ||
     fail "kacc-bench.sh vm failed: $out"
 echo "$out" | grep -q '2 ranks over TCP (loopback) in a QEMU' || fail "kacc-bench.sh vm: loopback not named"
+# kaccwire whose link failed: its overlap target is there, not met, and says why
+{ cat "$work/console-lo.log"; echo "KMODVM: FAIL bench-link (300mbit: veth / tbf / namespaces not set up)"; } > "$work/console-nolink.log"
+KUMI_BENCH_KACCVM_CONSOLE="$work/console-nolink.log" KUMI_BENCH_KACC_SIZES=1048576 KUMI_BENCH_KACC_KERNELS=mm4 \
+    KUMI_BENCH_OUT="$work/kaccnolink" timeout 60 bash "$top_srcdir/tests/bench/kacc-bench.sh" wire > /dev/null 2>&1
+grep -q '^kaccwire|kmod engine, iallreduce 1 MiB, 4x4 products, k=0, on a wire: overlap >= 50 % (THE LINK WAS NOT SET UP)|0|1$' \
+    "$work/kaccnolink/targets" || fail "kacc-bench.sh wire without its link: $(cat "$work/kaccnolink/targets" 2>&1)"
 echo "$out" | grep -q 'the overlap target is measured on a wire, configuration kaccwire' || fail "kacc-bench.sh vm: no word on the overlap target"
 grep -q '^kaccvm|kmod engine, iallreduce 1048576 B, 4x4 products, k=0: less CPU lost .*|1|1$' "$work/kaccvmlo/targets" &&
     ! grep -q 'overlap >= 50' "$work/kaccvmlo/targets" ||
