@@ -402,17 +402,18 @@ static inline char *p2p_shmem_cell(char *data, uint64_t pos)
 }
 
 /* A receiver polling the cell at pos also loads the two cells after it (the results unused):
- * when the sender writes a record of two or three cells (a SHORT of 37-64 bytes, a MSG of
- * up to 128), all its lines leave the receiver's cache and its next poll misses on them at
- * once, so the others arrive with the first instead of one after the other (one line
- * transfer, not two or three, where one costs 0.2 us between the core complexes of an
- * EPYC).  A blocking receive's poll (p2p_shmem_recv_inline) always does; the progress scan
+ * when the sender writes a record of two or three cells (a SHORT of 29-64 bytes, 37-64 for
+ * a blocking send's; a MSG of up to 128), all its lines leave the receiver's cache and its
+ * next poll misses on them at once, so the others arrive with the first instead of one
+ * after the other (one line transfer, not two or three, where one costs 0.2 us between the
+ * core complexes of an EPYC).  A blocking receive's poll (p2p_shmem_recv_inline) always does; the progress scan
  * (p2p_shmem_scan) does for each idle ring when there are at most P2P_SHMEM_TOUCH_PEERS
  * local peers (more: the lines a poll touches would crowd the cache), and never while a
  * payload streams in (the sender is writing the cells ahead: loading them would take each
  * line from it once more). */
-#define P2P_SHMEM_TOUCH_NEXT(data, pos) ((void)*(const volatile char *)p2p_shmem_cell((data), (pos) + P2P_SHMEM_CELL), \
-                                         (void)*(const volatile char *)p2p_shmem_cell((data), (pos) + 2 * P2P_SHMEM_CELL))
+#define P2P_SHMEM_TOUCH_NEXT(data, pos)                                                \
+    ((void)*(const volatile char *)p2p_shmem_cell((data), (pos) + P2P_SHMEM_CELL),       \
+     (void)*(const volatile char *)p2p_shmem_cell((data), (pos) + 2 * P2P_SHMEM_CELL))
 #define P2P_SHMEM_TOUCH_PEERS 8
 
 /* Publish a record cell built in *c at ring position pos of p's ring: the
