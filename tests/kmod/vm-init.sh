@@ -60,11 +60,13 @@ fi
 # a rank killed while its schedules run: the module frees its context, sockets and pages
 if [ -n "$NS" ] && [ -x ./nbc_persist ]; then
     k0=$(stat_of runs)
-    timeout 100 $MPIEXEC --timeout 90 -n 2 ./nbc_persist > /tmp/kill.out 2>&1 &
-    # the kill follows the sample that found pages pinned at once (read again, the count of a
-    # job that frees and registers schedules in turn could already be 0: a fast VM saw that)
+    # the job repeats its schedules until killed (a job that ends by itself could end before
+    # the sampling below saw it at work, on a fast VM); the kill follows the sample that found
+    # pages pinned at once (read again, the count of a job that frees and registers schedules
+    # in turn could already be 0: a fast VM saw that)
+    timeout 100 $MPIEXEC --timeout 90 -n 2 ./nbc_persist --until-killed > /tmp/kill.out 2>&1 &
     i=0 pinned=0 kr=0
-    while [ $i -lt 200 ]; do
+    while [ $i -lt 400 ]; do
         kr=$(($(stat_of runs) - k0)); pinned=$(stat_of pinned_pages)
         [ $kr -ge 100 ] && [ "$pinned" != 0 ] && break
         sleep 0.05; i=$((i + 1))
@@ -76,7 +78,8 @@ if [ -n "$NS" ] && [ -x ./nbc_persist ]; then
     if [ -n "$victim" ] && [ "$pinned" != 0 ] && [ "$(stat_of contexts)" = 0 ] && [ "$(stat_of pinned_pages)" = 0 ]; then
         say "PASS rank-killed-freed (a rank killed after $kr schedule runs, with $pinned pages pinned; contexts 0, pages 0 after)"
     else
-        say "FAIL rank-killed-freed (victim '$victim', pinned $pinned; now contexts $(stat_of contexts), pages $(stat_of pinned_pages))"
+        sed 's/^/KMODVM-OUT: /' /tmp/kill.out | tail -10
+        say "FAIL rank-killed-freed (victim '$victim', after $kr schedule runs, pinned $pinned; now contexts $(stat_of contexts), pages $(stat_of pinned_pages))"
     fi
 fi
 # an ABI the library does not expect: one line per rank, the loop engine, values right

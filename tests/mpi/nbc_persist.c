@@ -17,7 +17,10 @@
  *     communicator may not give them colliding message tags.  MPI_Scan_init
  *     (a chain: rank r sends to r+1 only after hearing from r-1) and
  *     MPI_Gather_init (everyone sends to the last rank at once), so a message
- *     of one would land in a receive of the other. */
+ *     of one would land in a receive of the other.
+ * With the argument --until-killed it repeats 2. with 100000-byte counts
+ * until it is killed (the KACC VM test kills a rank while its schedules
+ * run: tests/kmod/vm-init.sh). */
 #include "kt.h"
 #include <time.h>
 #include <unistd.h>
@@ -470,6 +473,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (argc > 1 && strcmp(argv[1], "--until-killed") == 0)
+        for (;;) test_startall(BIG);
     test_each();
     test_startall(2);
     test_startall(BIG);

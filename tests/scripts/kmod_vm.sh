@@ -156,6 +156,14 @@ nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) -
 # bench only: insmod, kernel-clean, nothing-left, rmmod
 [ "$bench_only" = 1 ] && nruns=-5
 if [ "$nfail" -gt 0 ] || [ "$npass" -lt $((nruns + 9)) ]; then
-    echo "FAIL: $nfail failed, $npass passed in the VM"; exit 1
+    # the failures again at the end, with the output the VM kept for them: a log shown by its
+    # tail (CI's) then names what failed and why
+    if [ "$nfail" -gt 0 ]; then
+        echo "--- what failed in the VM:"
+        grep -a -E '^KMODVM(-OUT|-DMESG)?: ' "$work/console.log" | grep -a -v -E '^KMODVM: PASS' |
+            grep -a -B25 -E '^KMODVM: FAIL' | tr -d '\r' | tail -60
+    fi
+    names=$(grep -a '^KMODVM: FAIL' "$work/console.log" | awk '{ print $3 }' | tr -d '\r' | tr '\n' ' ')
+    echo "FAIL: $nfail failed${names:+ (${names% })}, $npass passed in the VM (at least $((nruns + 9)) wanted)"; exit 1
 fi
 echo "ok: $npass checks passed in the VM"
