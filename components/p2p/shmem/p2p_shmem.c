@@ -54,9 +54,20 @@ volatile uint64_t p2p_shmem_probe = P2P_SHMEM_MAGIC;   /* peers read this with C
  * counter stored per piece): bi-directional bandwidth 1.10-1.25 x the
  * pipelined one, with CMA or without, latency the same (tests/bench/
  * shm-band.sh -w, 2026-11-28, 5 rounds on a loaded machine: 16.6-17.8 vs
- * 14.2-15.1 GB/s; MPICH 14.7-14.9). */
+ * 14.2-15.1 GB/s; MPICH 14.7-14.9).
+ * Pieces of 16 KiB, not 4 (2026-11-30, an AMD EPYC guest whose two vCPUs
+ * sat on one core complex or on two, the "fast" and "slow" states of
+ * p2p_shmem_cal.c; shm-band.sh -r 5-7 -m lat,bibw, 8193-65535 B, three runs
+ * in the fast state, one in the slow): each piece costs the receiver one
+ * more transfer of the tail counter's line, about 0.2 us between core
+ * complexes, and 4 KiB of copying hides less than that.  Latency with 16 KiB
+ * pieces against 4 KiB: fast 0.62-0.92 x (65535 B 1.32-1.39 us against
+ * 2.08-2.12; 8193 B 0.41-0.42 against 0.46, MPICH 0.36-0.37), slow 0.82-0.92 x
+ * at 8-16 KiB; bi-directional bandwidth 0.85-1.09 x (alike within the
+ * noise).  Above the eager limit, where nothing is pulled (CMA dearer per
+ * byte than the ring, p2p_shmem_cal.c): 1 MiB 28.7 against 30.8 us. */
 #define PIPE_MIN_DEFAULT   (8 * 1024 + 1)
-#define PIPE_CHUNK_DEFAULT (4 * 1024)
+#define PIPE_CHUNK_DEFAULT (16 * 1024)
 /* A window of back-to-back sends just above cma_min: one process_vm_readv
  * and one ACK per message, serialised behind the receiver, moved 0.6-0.7 x
  * the bytes per second of the eager copy through the ring just below it
@@ -599,8 +610,7 @@ static void p2p_shmem_sw_apply(int peer, struct p2p_shmem_peer *p, uint32_t v)
         m = p2p_shmem_sw_min;
         snprintf(why, sizeof why, "p2p_shmem_cma_min_slow");
     } else if (v) {
-        m = p2p_shmem_cal_choose_x(&p2p_shmem_cal_job, p2p_shmem_eager, p2p_shmem_sw_xcore(v), P2P_SHMEM_SW_GRID,
-                                   why, sizeof why);
+        m = p2p_shmem_cal_choose_x(&p2p_shmem_cal_job, p2p_shmem_sw_xcore(v), P2P_SHMEM_SW_GRID, why, sizeof why);
         if (m < P2P_SHMEM_SW_FLOOR) m = P2P_SHMEM_SW_FLOOR;
     }
     if (v && (m == 0 || m > p->elim)) m = p->elim;   /* slow all the same: no stream through the ring */

@@ -60,6 +60,22 @@
  * record says, so two ranks that chose differently still agree on every
  * message.
  *
+ * The crossing applies above the eager limit too: a message between the
+ * eager limit and the switch goes by rendezvous through the ring (in
+ * pieces, the receiver copying one out while the sender writes the next),
+ * and where CMA costs more per byte than the ring's copies (the slope of
+ * the pull at least P2P_SHMEM_CAL_XCORE x the copies') nothing is pulled.
+ * Up to 2026-11-29 every message above the eager limit was pulled.  On the
+ * AMD EPYC guest of 2026-11-30 (self read 1.03-1.04/2.59-2.65 us, copies
+ * 0.07-0.08/0.51-0.52 us: never cheaper), through the ring against pulled,
+ * 2 ranks bound (tests/bench/shm-band.sh, p2p_shmem_cma=off against the
+ * default, 5 rounds): fast state 128 KiB 2.6-2.9 against 9.8-9.9 us, 1 MiB
+ * 28.7-28.9 against 72.6-73.1 us (MPICH 73.5-77.9, Open MPI 79.0-84.8),
+ * bi-directional bandwidth at 1 MiB 32-37 against 20-24 GB/s; in a run in
+ * the slow state 1 MiB 45.3 against 74.1 us, bandwidth 1-4 MiB 1.9 x,
+ * bi-directional 1-4 MiB 1.08-1.14 x, 256 KiB 0.73 x.  The slow state's
+ * switch (below) still pulls from the eager limit.
+ *
  * The state (p2p_shmem_cma_adapt, p2p_shmem_sw_*).  The job's own traffic
  * shows the state: a receiver's copy of a payload out of the ring reads
  * lines the sender's core wrote, and costs what moving them between the two
@@ -161,19 +177,18 @@ size_t p2p_shmem_cal_snap(double x)
     return (x * x >= 2.0 * (double)p * (double)p ? 2 * p : p) + 1;
 }
 
-size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen)
+size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, char *why, size_t whylen)
 {
-    return p2p_shmem_cal_choose_x(c, eager, P2P_SHMEM_CAL_XCORE, 0, why, whylen);
+    return p2p_shmem_cal_choose_x(c, P2P_SHMEM_CAL_XCORE, 0, why, whylen);
 }
 
-size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, size_t grid,
-                              char *why, size_t whylen)
+size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, double xcore, size_t grid, char *why, size_t whylen)
 {
     const double span = (double)(P2P_SHMEM_CAL_BIG - P2P_SHMEM_CAL_SMALL);
     double br = (c->rd[1] - c->rd[0]) / span, bc = (c->cp[1] - c->cp[0]) / span;
     double ar = c->rd[0] - br * P2P_SHMEM_CAL_SMALL, ac = c->cp[0] - bc * P2P_SHMEM_CAL_SMALL;
     double fixed, slope, x;
-    size_t n, top = eager + 1 > eager ? eager + 1 : eager;
+    size_t n;
     char tmp[8];
     if (!why) {
         why = tmp;
@@ -185,14 +200,15 @@ size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, doubl
     fixed = (1 + P2P_SHMEM_CAL_FIXED) * ar - xcore * ac;   /* CMA's extra fixed cost */
     slope = xcore * bc - br;                               /* the ring's extra per byte */
     if (!(c->rd[0] > 0 && c->rd[1] > 0 && c->cp[1] > 0) || slope <= 0) {
-        snprintf(why, whylen, "CMA never cheaper (read %.2f/%.2f us, copies %.2f/%.2f us at %d/%d KiB)",
-                 c->rd[0], c->rd[1], c->cp[0], c->cp[1], P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024);
-        return top;
+        snprintf(why, whylen, "CMA never cheaper: the ring at every size (read %.2f/%.2f us, copies %.2f/%.2f us "
+                 "at %d/%d KiB)", c->rd[0], c->rd[1], c->cp[0], c->cp[1], P2P_SHMEM_CAL_SMALL / 1024,
+                 P2P_SHMEM_CAL_BIG / 1024);
+        return SIZE_MAX;
     }
     x = fixed / slope;
-    n = grid ? (size_t)((x + (double)grid / 2) / (double)grid) * grid + 1 : p2p_shmem_cal_snap(x);
+    if (grid && x < (double)((size_t)1 << 40)) n = (size_t)((x + (double)grid / 2) / (double)grid) * grid + 1;
+    else n = p2p_shmem_cal_snap(x);
     if (n < P2P_SHMEM_CAL_FLOOR) n = P2P_SHMEM_CAL_FLOOR;
-    if (n > top || x >= (double)eager) n = top;
     snprintf(why, whylen, "paths cross at %.0f bytes, taken as %zu (self read %.2f/%.2f us, ring copies "
              "%.2f/%.2f us at %d/%d KiB, x %.1f across cores)", x, n, c->rd[0], c->rd[1], c->cp[0], c->cp[1],
              P2P_SHMEM_CAL_SMALL / 1024, P2P_SHMEM_CAL_BIG / 1024, xcore);

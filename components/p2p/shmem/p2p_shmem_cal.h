@@ -20,20 +20,21 @@ struct p2p_shmem_cal {
  * (CMA unusable: *c unchanged). */
 int p2p_shmem_cal_measure(struct p2p_shmem_cal *c);
 /* The smallest message worth pulling with CMA given the measurement c:
- * a power of two plus one (p2p_shmem_cal_snap) in [P2P_SHMEM_CAL_FLOOR,
- * eager + 1] (eager + 1: no message the ring could take eagerly is pulled).  why (may be NULL) receives the
+ * a power of two plus one (p2p_shmem_cal_snap), at least
+ * P2P_SHMEM_CAL_FLOOR, above the eager limit too (the messages between go
+ * by rendezvous through the ring), or SIZE_MAX where CMA costs more per
+ * byte than the ring (nothing pulled).  why (may be NULL) receives the
  * reason in one line. */
 #define P2P_SHMEM_CAL_FLOOR (4 * 1024 + 1)
 /* The switch for a crossing at x bytes: the power of two nearest x on a log
  * scale, plus one (1 for x <= 1). */
 size_t p2p_shmem_cal_snap(double x);
-size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, size_t eager, char *why, size_t whylen);
+size_t p2p_shmem_cal_choose(const struct p2p_shmem_cal *c, char *why, size_t whylen);
 /* The same with the ring's copies across cores costing xcore x the copies
  * in one core's cache (p2p_shmem_cal_choose: P2P_SHMEM_CAL_XCORE), the
  * crossing rounded to the nearest multiple of grid, plus one (0: snapped to
  * a power of two plus one, as p2p_shmem_cal_choose does). */
-size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, size_t eager, double xcore, size_t grid,
-                              char *why, size_t whylen);
+size_t p2p_shmem_cal_choose_x(const struct p2p_shmem_cal *c, double xcore, size_t grid, char *why, size_t whylen);
 
 /* The switch that follows the machine's state (p2p_shmem_cal.c, "The
  * state"): the receiver times, now and then, its copy of a payload out of

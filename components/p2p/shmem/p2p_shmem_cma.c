@@ -85,7 +85,7 @@ void p2p_shmem_cma_choose(int ncma)
             chosen = 1;
         } else {
             char how[200];
-            p2p_shmem_cma_min = p2p_shmem_cal_choose(&c, p2p_shmem_eager, how, sizeof how);
+            p2p_shmem_cma_min = p2p_shmem_cal_choose(&c, how, sizeof how);
             snprintf(why, sizeof why, "%s; measured in %.0f us", how, c.took);
             if (p2p_shmem_cma_min_set) {
                 p2p_shmem_cma_min = p2p_shmem_cma_min_set;
