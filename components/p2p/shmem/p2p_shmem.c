@@ -179,15 +179,16 @@ static void p2p_shmem_register(void)
                              "process_vm_readv against the ring's copies (the value in use is "
                              "p2p_shmem_cma_min_effective)",
                              KUMI_LEVEL_TUNER, &p2p_shmem_cma_min_set);
-    kumi_param_register_bool("p2p", "shmem", "cma_adapt", 1,
-                             "With cma_min chosen at start-up (0): follow the machine's state: a "
+    kumi_param_register_bool("p2p", "shmem", "cma_adapt", 0,
+                             "1: follow the machine's state: a "
                              "receiver that finds its copies out of a peer's ring several times "
                              "slower than a copy in its own cache (lines moving between the two "
                              "cores slowly) tells that sender, which then pulls from a lower size "
                              "(chosen as cma_min is, with the ratio measured) and no longer sends "
-                             "streams through the ring, until the copies are fast again (0: the "
-                             "start-up choice throughout). A cma_min the user sets turns it off "
-                             "unless cma_adapt is set too",
+                             "streams through the ring, until the copies are fast again; 0 (the "
+                             "default: with pieces of 16 KiB the ring stayed ahead of the pulls "
+                             "in the slow state too, 32 KiB-1 MiB latency 0.5-0.6 x): the start-up "
+                             "choice throughout",
                              KUMI_LEVEL_TUNER, &p2p_shmem_cma_adapt);
     kumi_param_register_double("p2p", "shmem", "cma_adapt_slow", P2P_SHMEM_SW_SLOW,
                                "p2p_shmem_cma_adapt: the ratio of a receiver's copies out of a ring "

@@ -73,10 +73,18 @@
  * 28.7-28.9 against 72.6-73.1 us (MPICH 73.5-77.9, Open MPI 79.0-84.8),
  * bi-directional bandwidth at 1 MiB 32-37 against 20-24 GB/s; in a run in
  * the slow state 1 MiB 45.3 against 74.1 us, bandwidth 1-4 MiB 1.9 x,
- * bi-directional 1-4 MiB 1.08-1.14 x, 256 KiB 0.73 x.  The slow state's
- * switch (below) still pulls from the eager limit.
+ * bi-directional 1-4 MiB 1.08-1.14 x, 256 KiB 0.73 x.
  *
- * The state (p2p_shmem_cma_adapt, p2p_shmem_sw_*).  The job's own traffic
+ * The state (p2p_shmem_cma_adapt, p2p_shmem_sw_*; off by default since
+ * 2026-11-30: measured with the ring's pieces of 4 KiB, where its copies
+ * in the slow state lost to the pulls; with pieces of 16 KiB (p2p_shmem.c)
+ * the ring stayed ahead there too, and the switch cost what the pulls
+ * cost: the EPYC guest in the slow state, 0 B 0.23 us, six interleaved
+ * runs of shm-band.sh -r 5, cma_adapt 1 against 0: latency 32 KiB 3.4-4.4
+ * against 2.1-2.2 us, 64 KiB 6.3-6.4 against 3.3-3.4, 1 MiB 77.5-79.5
+ * against 43.7-45.3 (MPICH 76-81, Open MPI 82-87), bi-directional
+ * bandwidth 32-128 KiB 0.66-0.83 x; alike below 32 KiB and in the fast
+ * state).  What follows is what it does when set.  The job's own traffic
  * shows the state: a receiver's copy of a payload out of the ring reads
  * lines the sender's core wrote, and costs what moving them between the two
  * cores costs now.  So the receiver times the first P2P_SHMEM_SW_PIECES
