@@ -4,8 +4,9 @@
  * takes the protocol they say: towards a peer that can read the sender with
  * CMA (p2p_shmem_cma_status says "single copy ..."), a message of at least
  * cma_min bytes goes by rendezvous (pulled in one copy), a smaller one
- * eagerly up to eager_limit (cma_min 0: nothing pulled); without CMA, eagerly up to eager_limit (pipelined through the ring
- * from pipeline_min on), rendezvous above.  The rendezvous counter
+ * eagerly up to eager_limit (cma_min 0: nothing pulled); without CMA,
+ * eagerly up to eager_limit (pipelined through the ring from pipeline_min
+ * on), rendezvous above.  The rendezvous counter
  * (p2p_rendezvous_sends) tells which was used.  Sizes on both sides of each
  * switch point, received expected (blocking) and unexpected (the receive
  * posted after the whole message could have arrived), both directions,

@@ -100,10 +100,10 @@
  * receiver, move fewer bytes per second than the ring's two copies there; a
  * lone message (no transfer outstanding) is still pulled.  Once the ring is
  * full, a stream's messages are pulled again, or, up to
- * p2p_shmem_stream_queue bytes (0 by default), queued for the ring.  Both
- * follow the machine's state (p2p_shmem_cma_adapt, p2p_shmem_cal.c): towards
- * a receiver that finds its copies out of our ring slow, cma_min is chosen
- * again (lower) and no stream goes through the ring.
+ * p2p_shmem_stream_queue bytes (0 by default), queued for the ring.  With
+ * p2p_shmem_cma_adapt=1 (off by default, p2p_shmem_cal.c) both follow the
+ * machine's state: towards a receiver that finds its copies out of our ring
+ * slow, cma_min is chosen again (lower) and no stream goes through the ring.
  *
  * CMA detection.  p2p_shmem_cma = auto|on|off.  At start-up (auto/on) the
  * component checks that process_vm_readv works at all (on itself), reads the
