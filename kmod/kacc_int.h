@@ -20,7 +20,8 @@ struct task_struct;
 
 struct kbuf {
     u64 addr, len;
-    unsigned int np;
+    unsigned int np;                    /* pages pinned now */
+    unsigned int cap;                   /* entries of pages and bv (kept between runs: KACC_REG_RUNPIN) */
     bool write;
     struct page **pages;
     struct bio_vec *bv;
@@ -62,6 +63,8 @@ struct ksched {
     struct kop *op;
     u64 state_off, uflag_off;
     bool running, busy, zombie;
+    bool runpin;                        /* KACC_REG_RUNPIN: pinned by each START, unpinned at its end */
+    s32 tagoff;                         /* this run's tag offset (KACC_IOC_START_TAG) */
     int err;
     u64 rbytes;
 };

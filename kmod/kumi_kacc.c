@@ -99,16 +99,32 @@ static struct {
 } st;
 
 /* ------------------------------------------------------------ buffers */
-static void kb_free(struct kbuf *b)
+static void kb_unpin(struct kbuf *b)
 {
-    if (b->pages) {
+    if (b->np) {
         atomic64_sub(b->np, &st.pinned_pages);
         if (b->write) unpin_user_pages_dirty_lock(b->pages, b->np, true);
         else unpin_user_pages(b->pages, b->np);
     }
+    b->np = 0;
+    b->addr = b->len = 0;
+}
+
+static void kb_free(struct kbuf *b)
+{
+    kb_unpin(b);
     kvfree(b->pages);
     kvfree(b->bv);
     memset(b, 0, sizeof *b);
+}
+
+/* A buffer's address range as pin_user_pages_fast takes it (0, or -EFAULT). */
+static int kb_check(u64 addr, u64 len)
+{
+    if (!len) return 0;
+    if (!addr || len > KACC_MAX_MSG || addr + len < addr || !access_ok((void __user *)(uintptr_t)addr, len))
+        return -EFAULT;
+    return 0;
 }
 
 static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
@@ -118,17 +134,22 @@ static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
     int got;
     bool wrote = true;
 
-    memset(b, 0, sizeof *b);
+    kb_unpin(b);                        /* (nothing pinned: the arrays of an earlier run stay) */
     if (!len) return 0;
-    if (len > KACC_MAX_MSG || addr + len < addr || !access_ok((void __user *)(uintptr_t)addr, len))
-        return -EFAULT;
+    if (kb_check(addr, len)) return -EFAULT;
     first = addr & PAGE_MASK;
     off = addr & ~PAGE_MASK;
     np = (off + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
     if (np > INT_MAX) return -EFAULT;
-    b->pages = kvmalloc_array(np, sizeof *b->pages, GFP_KERNEL);
-    b->bv = kvmalloc_array(np, sizeof *b->bv, GFP_KERNEL);
-    if (!b->pages || !b->bv) { kvfree(b->pages); kvfree(b->bv); b->pages = NULL; b->bv = NULL; return -ENOMEM; }
+    if (np > b->cap) {
+        kvfree(b->pages);
+        kvfree(b->bv);
+        b->cap = 0;
+        b->pages = kvmalloc_array(np, sizeof *b->pages, GFP_KERNEL);
+        b->bv = kvmalloc_array(np, sizeof *b->bv, GFP_KERNEL);
+        if (!b->pages || !b->bv) { kvfree(b->pages); kvfree(b->bv); b->pages = NULL; b->bv = NULL; return -ENOMEM; }
+        b->cap = (unsigned int)np;
+    }
     /* Pinned for writing even where the module only reads: a read-only pin of
      * anonymous memory not written yet would get the shared zero page, not
      * what the rank writes there later; read-only mappings (constant data)
@@ -141,9 +162,7 @@ static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
     }
     if (got != (int)np) {
         if (got > 0) unpin_user_pages(b->pages, got);
-        kvfree(b->pages); kvfree(b->bv);
-        b->pages = NULL; b->bv = NULL;
-        return -EFAULT;
+        return -EFAULT;                 /* the arrays stay for kb_free */
     }
     b->addr = addr; b->len = len; b->np = (unsigned int)np; b->write = wrote;
     atomic64_add(np, &st.pinned_pages);
@@ -161,6 +180,17 @@ static void kb_iter(struct kbuf *b, struct iov_iter *it, unsigned int dir, u64 o
     iov_iter_bvec(it, dir, b->bv, b->np, b->len);
     iov_iter_advance(it, off);
     iov_iter_truncate(it, len);
+}
+
+/* A RUNPIN schedule's pages: at the end of its run, or when its START could not pin them all
+ * (the arrays stay for the next run). */
+static void unpin_all(struct ksched *s)
+{
+    u32 i;
+    for (i = 0; i < s->n; i++) {
+        kb_unpin(&s->b1[i]);
+        kb_unpin(&s->b2[i]);
+    }
 }
 
 /* ------------------------------------------------------------ schedules */
@@ -235,6 +265,7 @@ static void finish(struct ksched *s)
 {
     struct kacc_state *ss = sstate(s);
     s->running = false;
+    if (s->runpin) unpin_all(s);        /* every node is done: nothing reads or writes them now */
     atomic64_inc(&st.runs_done);
     KT(s->c, KT_FINISH, s->id, 0);
     WRITE_ONCE(ss->err, s->err);
@@ -295,7 +326,7 @@ static void exec(struct ksched *s, u32 i)
         if (p->broken && !p->din) { set_err(s, -ECONNRESET); break; }
         o->h.magic = KACC_WIRE_MAGIC;
         o->h.ctx = nd->ctx;
-        o->h.tag = nd->tag;
+        o->h.tag = (s32)((u32)nd->tag + (u32)s->tagoff);
         o->h.pad = 0;
         o->h.len = nd->len;
         o->x = NULL;
@@ -308,7 +339,7 @@ static void exec(struct ksched *s, u32 i)
             return;
         }
         list_for_each_entry(x, &p->unex, link) {
-            if (x->ctx != nd->ctx || x->tag != nd->tag || x->waiter) continue;
+            if (x->ctx != o->h.ctx || x->tag != o->h.tag || x->waiter) continue;
             if (!x->complete) { x->waiter = o; o->x = x; return; }
             list_del(&x->link);
             deliver(x, o);
@@ -754,7 +785,8 @@ static int validate(struct kctx *c, struct ksched *s)
     return seen == s->n ? 0 : -EINVAL;
 }
 
-static int pin_all(struct ksched *s)
+/* Pin the nodes' buffers (pin 0: only check their addresses, for a RUNPIN registration). */
+static int pin_all(struct ksched *s, bool pin)
 {
     u32 i;
     int err;
@@ -764,12 +796,15 @@ static int pin_all(struct ksched *s)
         case KACC_SEND:
         case KACC_RECV:
             if (nd->peer < 0) break;
-            if ((err = kb_pin(&s->b1[i], nd->buf, nd->len, nd->kind == KACC_RECV))) return err;
+            if (!pin) err = kb_check(nd->buf, nd->len);
+            else err = kb_pin(&s->b1[i], nd->buf, nd->len, nd->kind == KACC_RECV);
+            if (err) return err;
             break;
         case KACC_CALC:
         case KACC_COPY:
-            if ((err = kb_pin(&s->b1[i], nd->buf, nd->len, false))) return err;
-            if ((err = kb_pin(&s->b2[i], nd->buf2, nd->len, true))) return err;
+            if (!pin) err = kb_check(nd->buf, nd->len) ?: kb_check(nd->buf2, nd->len);
+            else err = kb_pin(&s->b1[i], nd->buf, nd->len, false) ?: kb_pin(&s->b2[i], nd->buf2, nd->len, true);
+            if (err) return err;
             break;
         }
     }
@@ -785,11 +820,13 @@ static int do_register(struct kctx *c, struct kacc_reg *r)
     if (r->n < 2 || r->n > KACC_MAX_NODES || r->nsucc > 8 * (u64)KACC_MAX_NODES ||
         !in_area(c, r->nodes_off, (u64)r->n * sizeof(struct kacc_node), 8) ||
         !in_area(c, r->succ_off, (u64)r->nsucc * 4, 4) ||
-        !in_area(c, r->state_off, sizeof(struct kacc_state), 8) || !in_area(c, r->uflag_off, r->n, 1))
+        !in_area(c, r->state_off, sizeof(struct kacc_state), 8) || !in_area(c, r->uflag_off, r->n, 1) ||
+        (r->flags & ~KACC_REG_RUNPIN))
         return -EINVAL;
     s = kzalloc(sizeof *s, GFP_KERNEL);
     if (!s) return -ENOMEM;
     s->c = c;
+    s->runpin = r->flags & KACC_REG_RUNPIN;
     s->n = r->n;
     s->nsucc = r->nsucc;
     s->state_off = r->state_off;
@@ -816,7 +853,7 @@ static int do_register(struct kctx *c, struct kacc_reg *r)
         s->op[i].s = s;
         s->op[i].node = i;
     }
-    if ((err = pin_all(s))) goto fail;
+    if ((err = pin_all(s, !s->runpin))) goto fail;
     for (i = 0; i < s->n; i++) {        /* sockbuf: the messages' sizes per peer */
         const struct kacc_node *nd = &s->nd[i];
         u32 want = (u32)min_t(u64, nd->len + sizeof(struct kacc_wire), U32_MAX);
@@ -838,14 +875,20 @@ fail:
     return err;
 }
 
-static int do_start(struct kctx *c, u32 id)
+static int do_start(struct kctx *c, u32 id, s32 tagoff)
 {
     struct ksched *s = idr_find(&c->scheds, id);
     struct kacc_state *ss;
     bool spare;
     u32 i;
+    int err;
     if (!s || s->zombie) return -ENOENT;
     if (s->running) return -EBUSY;
+    if (s->runpin && (err = pin_all(s, true))) {
+        unpin_all(s);
+        return err;
+    }
+    s->tagoff = tagoff;
     ss = sstate(s);
     for (i = 0; i < s->n; i++) { s->pending[i] = s->npred[i]; s->nst[i] = N_WAIT; }
     s->rhead = s->rtail = 0;
@@ -945,6 +988,7 @@ static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
         struct kacc_node_done d;
         struct kacc_stats s;
         struct kacc_direct_link l;
+        struct kacc_start t;
         u32 id;
     } a;
 
@@ -966,6 +1010,7 @@ static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
     case KACC_IOC_ADD_SOCKET:
     case KACC_IOC_REGISTER:
     case KACC_IOC_START:
+    case KACC_IOC_START_TAG:
     case KACC_IOC_UNREGISTER:
     case KACC_IOC_NODE_DONE:
         break;
@@ -989,7 +1034,10 @@ static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
         if (!rc && copy_to_user(u, &a.r, sizeof a.r)) rc = -EFAULT;     /* registered all the same */
         break;
     case KACC_IOC_START:
-        rc = do_start(c, a.id);
+        rc = do_start(c, a.id, 0);
+        break;
+    case KACC_IOC_START_TAG:
+        rc = do_start(c, a.t.id, a.t.tagoff);
         break;
     case KACC_IOC_UNREGISTER:
         rc = do_unregister(c, a.id);

@@ -33,7 +33,7 @@ typedef int64_t __s64;
 #endif
 
 /* Changes whenever anything below changes: the library refuses another. */
-#define KACC_ABI_VERSION 4u
+#define KACC_ABI_VERSION 5u
 #define KACC_DEVICE "/dev/kumi_kacc"
 #define KACC_WIRE_MAGIC 0x4b55524eu    /* "KURN" */
 
@@ -124,8 +124,19 @@ struct kacc_reg {
     __u64 uflag_off;        /* n bytes: 1 = node flagged for the rank (the rank clears it) */
     __u32 n, nsucc;
     __u32 id;               /* out */
-    __u32 pad;
+    __u32 flags;            /* KACC_REG_* */
 };
+/* REGISTER flags.  RUNPIN: the nodes' buffers are pinned by each START and
+ * unpinned when the run ends, not for the registration's life: a
+ * registration the rank keeps between its non-blocking collectives (for the
+ * next one with the same nodes) holds no pages while idle, so memory the
+ * application frees or maps anew at the same addresses meanwhile is never
+ * written through stale pages.  REGISTER then checks the addresses only
+ * (access_ok); a buffer that cannot be pinned fails START with EFAULT. */
+#define KACC_REG_RUNPIN  0x1u
+/* START_TAG: START with the run's tag offset: every SEND / RECV of this run
+ * uses tag + tagoff (a 32-bit sum, wrapping); START is START_TAG with 0. */
+struct kacc_start { __u32 id; __s32 tagoff; };
 struct kacc_node_done { __u32 id, node; __s32 err; __u32 pad; };
 struct kacc_stats {
     __u64 registered, runs, runs_done, nodes, user_nodes, bytes_sent, bytes_recv, calc_elems, copies,
@@ -140,6 +151,7 @@ struct kacc_stats {
 #define KACC_IOC_UNREGISTER _IOW('K', 5, __u32)
 #define KACC_IOC_NODE_DONE  _IOW('K', 6, struct kacc_node_done)
 #define KACC_IOC_STATS      _IOR('K', 7, struct kacc_stats)
+#define KACC_IOC_START_TAG  _IOW('K', 10, struct kacc_start)
 
 /* Direct copies between two contexts of one kernel (ranks on the same host;
  * added to ABI 4 without changing it: a module without them answers ENOTTY

@@ -33,7 +33,19 @@
  * Schedules: at its first start a schedule's nodes are translated into the
  * module's format (struct kacc_node) straight into the shared area, with
  * the successor array and a state block, and registered (the module
- * validates a copy and pins the buffers).  START runs it in the kernel;
+ * validates a copy and pins the buffers).  Node tags are the schedule's own
+ * (0..4095): each START (KACC_IOC_START_TAG) adds the schedule's tag base.
+ * A non-blocking collective's registration is kept when its schedule is
+ * freed (kumi_base_sched_kmod_reuse, the most kept), and the next schedule
+ * whose translated nodes and successors are the same bytes (the same
+ * collective on the same buffers, peers and communicator context) starts
+ * it again: no REGISTER / UNREGISTER per operation, which cost an 8-byte
+ * MPI_Iallreduce more than the whole operation on the loop engine.  Those
+ * registrations are KACC_REG_RUNPIN: their buffers are pinned by each START
+ * and unpinned at the run's end, so an idle one holds no pages and memory
+ * freed or mapped anew at the same addresses is never written through
+ * stale pages.  Persistent and CAD schedules pin once, at REGISTER (the
+ * standard keeps their buffers until the request is freed).  START runs it in the kernel;
  * MPI_Test / MPI_Wait / MPIX_Cad_test read the state block (no system
  * call) in the progress hook, and a blocking wait sleeps in poll() on the
  * device.  What the module cannot do is chosen per node and done by the
@@ -53,6 +65,7 @@
 static long long expect_abi;
 static long long area_mb = 16;
 static long long direct_on = 1;
+static long long reuse_max = 16;
 
 void kumi_sched_kmod_register_params(void)
 {
@@ -68,6 +81,12 @@ void kumi_sched_kmod_register_params(void)
                             "messages directly between their pinned buffers (one copy, no socket); 0: "
                             "always through the pair's TCP socket",
                             KUMI_LEVEL_TUNER, &direct_on);
+    kumi_param_register_int("kumi", "base", "sched_kmod_reuse", 16,
+                            "Registrations of non-blocking collectives the kmod engine keeps after their "
+                            "schedule is freed, for the next one with the same nodes (the same collective "
+                            "on the same buffers): it then skips registering with the KACC module; 0: "
+                            "register and unregister each operation",
+                            KUMI_LEVEL_TUNER, &reuse_max);
 }
 
 #ifndef __linux__
@@ -102,8 +121,10 @@ struct kx {
     uint32_t useq;                      /* flags seen */
     void **tmp;                         /* per node: packed data of a non-contiguous SEND / RECV */
     struct kx *next;                    /* running */
-    struct kumi_sched *s;
+    struct kumi_sched *s;               /* NULL while kept for reuse */
+    uint32_t n, nsucc;
     bool running;
+    bool reusable;                      /* KACC_REG_RUNPIN: kept for reuse when its schedule goes */
 };
 
 enum { P_NONE, P_WAIT_ACCEPT, P_UP };
@@ -118,7 +139,12 @@ static struct upeer *peers;             /* by world rank */
 static int8_t *usable;
 static int nworld, me, nwaiting;
 static struct kx *running;
-static unsigned long long nruns, nuser, nfree_running;
+static unsigned long long nruns, nuser, nfree_running, nreused;
+static struct kx **kept;                /* registrations kept for reuse, the newest last */
+static int nkept, kept_cap;
+static struct kacc_node *tnodes;        /* a translation to compare with them */
+static size_t tcap;
+static void kx_free(struct kx *x);
 static bool direct_pub;                 /* this rank published its module cookie (sched.kmod.direct) */
 static int ndirect;                     /* module peers linked for direct copies */
 
@@ -253,11 +279,14 @@ void kumi_sched_kmod_stop(void)
     memset(&ks, 0, sizeof ks);
     ioctl(devfd, KACC_IOC_STATS, &ks);
     kumi_log(1, "kumi_base_sched_engine=kmod: %llu schedule runs in the kernel, %llu node steps done by the "
-                "rank, %d of its peers direct (module, all ranks: %llu runs, %llu nodes, %llu bytes sent, "
-                "%llu received on sockets)",
-             nruns, nuser, ndirect, (unsigned long long)ks.runs_done, (unsigned long long)ks.nodes,
+                "rank, %d of its peers direct, %llu registrations reused (module, all ranks: %llu runs, %llu "
+                "nodes, %llu bytes sent, %llu received on sockets)",
+             nruns, nuser, ndirect, nreused, (unsigned long long)ks.runs_done, (unsigned long long)ks.nodes,
              (unsigned long long)ks.bytes_sent, (unsigned long long)ks.bytes_recv);
     kumi_progress_set_hook(NULL, NULL);
+    while (nkept > 0) kx_free(kept[--nkept]);  /* the module drops them with the file */
+    free(kept); kept = NULL; kept_cap = 0;
+    free(tnodes); tnodes = NULL; tcap = 0;
     for (int i = 0; i < nworld; i++)
         if (peers[i].fd >= 0) close(peers[i].fd);
     munmap(area, area_size);
@@ -448,7 +477,7 @@ static void translate(struct kumi_sched *s, struct kx *x, uint32_t i)
         }
         k->peer = peer_index(w);
         k->ctx = s->comm->ctx + 1;
-        k->tag = s->tagbase + nd->tag;
+        k->tag = nd->tag;               /* + the tag base at each start (KACC_IOC_START_TAG) */
         k->len = bytes;
         if (contig(dt, nd->count)) {
             k->buf = data_addr(nd->buf, dt, (size_t)nd->count);
@@ -499,14 +528,42 @@ static void kx_free(struct kx *x)
 {
     if (!x) return;
     if (x->tmp) {
-        for (uint32_t i = 0; i < x->s->n; i++) free(x->tmp[i]);
+        for (uint32_t i = 0; i < x->n; i++) free(x->tmp[i]);
         free(x->tmp);
     }
     if (x->len && up) area_free(x->off, x->len);
     free(x);
 }
 
-/* Put s into the area and register it; MPI error code. */
+/* Registrations kept for reuse (kumi_base_sched_kmod_reuse): drop the i-th (unregistered,
+ * its block freed). */
+static void kept_drop(int i)
+{
+    struct kx *x = kept[i];
+    memmove(&kept[i], &kept[i + 1], (size_t)(nkept - i - 1) * sizeof *kept);
+    nkept--;
+    if (up) ioctl(devfd, KACC_IOC_UNREGISTER, &x->id);
+    kx_free(x);
+}
+
+/* The kept registration whose nodes and successors are these bytes, taken out; NULL if none. */
+static struct kx *kept_take(const struct kacc_node *nk, uint32_t n, const uint32_t *sc, uint32_t nsucc)
+{
+    size_t nodes = (size_t)n * sizeof *nk;
+    for (int i = nkept - 1; i >= 0; i--) {
+        struct kx *x = kept[i];
+        if (x->n != n || x->nsucc != nsucc || memcmp(x->kn, nk, nodes) ||
+            memcmp((const char *)x->kn + nodes, sc, (size_t)nsucc * 4))
+            continue;
+        memmove(&kept[i], &kept[i + 1], (size_t)(nkept - i - 1) * sizeof *kept);
+        nkept--;
+        return x;
+    }
+    return NULL;
+}
+
+/* Put s into the area and register it, or take a kept registration of the same nodes; MPI
+ * error code. */
 static int build(struct kumi_sched *s)
 {
     uint32_t n = s->n, nsucc = 0;
@@ -519,7 +576,34 @@ static int build(struct kumi_sched *s)
         return kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", s->req->fname);
     }
     x->s = s;
+    x->n = n;
+    x->nsucc = nsucc;
+    /* a non-blocking collective: translated aside first, to compare with the kept ones */
+    bool reuse = reuse_max > 0 && !s->req->persistent && !s->cad, aside = false;
+    if (reuse && nodes > tcap) {
+        struct kacc_node *t = realloc(tnodes, nodes);
+        if (t) { tnodes = t; tcap = nodes; } else reuse = false;
+    }
+    if (reuse) {
+        x->kn = tnodes;
+        aside = true;
+        for (uint32_t i = 0; i < n; i++) translate(s, x, i);
+        for (uint32_t i = 0; i < n && reuse; i++)
+            if (x->tmp[i]) reuse = false;       /* packed data: buffers of its own, new each time */
+        struct kx *k = reuse ? kept_take(tnodes, n, s->succ, nsucc) : NULL;
+        if (k) {
+            kx_free(x);
+            k->s = s;
+            s->kx = k;
+            nreused++;
+            return MPI_SUCCESS;
+        }
+    }
     size_t off = area_alloc(len);
+    while (!off && nkept > 0) {         /* room from the kept ones, the oldest first */
+        kept_drop(0);
+        off = area_alloc(len);
+    }
     if (!off) {
         kx_free(x);
         return kumi_error(MPI_ERR_NO_MEM, "%s: the schedule (%u nodes) does not fit in the area shared with the "
@@ -531,13 +615,16 @@ static int build(struct kumi_sched *s)
     uint32_t *sc = (uint32_t *)(area + off + nodes);
     x->st = (struct kacc_state *)(area + off + nodes + succ);
     x->uflag = (uint8_t *)(area + off + nodes + succ + sizeof(struct kacc_state));
-    for (uint32_t i = 0; i < n; i++) translate(s, x, i);
+    if (aside) memcpy(x->kn, tnodes, nodes);
+    else for (uint32_t i = 0; i < n; i++) translate(s, x, i);
     memcpy(sc, s->succ, (size_t)nsucc * 4);
     memset(x->st, 0, sizeof *x->st);
     memset(x->uflag, 0, n);
+    x->reusable = reuse;
     struct kacc_reg r = {
         .nodes_off = off, .succ_off = off + nodes, .state_off = off + nodes + succ,
         .uflag_off = off + nodes + succ + sizeof(struct kacc_state), .n = n, .nsucc = nsucc,
+        .flags = reuse ? KACC_REG_RUNPIN : 0,
     };
     if (ioctl(devfd, KACC_IOC_REGISTER, &r) != 0) {
         int e = errno;
@@ -564,9 +651,11 @@ bool kumi_sched_kmod_start(struct kumi_sched *s)
     memset(x->uflag, 0, s->n);
     x->useq = __atomic_load_n(&x->st->useq, __ATOMIC_ACQUIRE);
     s->rerr = MPI_SUCCESS;
-    if (ioctl(devfd, KACC_IOC_START, &x->id) != 0) {
-        kumi_sched_engine_done(s, kumi_error(MPI_ERR_OTHER, "%s: the KACC module did not start the schedule (%s)",
-                                             s->req->fname, strerror(errno)));
+    struct kacc_start t = { .id = x->id, .tagoff = s->tagbase };
+    if (ioctl(devfd, KACC_IOC_START_TAG, &t) != 0) {
+        int e = errno;          /* EFAULT: a buffer (pinned at each start) is not the rank's memory */
+        kumi_sched_engine_done(s, kumi_error(e == EFAULT ? MPI_ERR_BUFFER : MPI_ERR_OTHER, "%s: the KACC module did "
+                                             "not start the schedule (%s)", s->req->fname, strerror(e)));
         return true;
     }
     nruns++;
@@ -581,6 +670,16 @@ void kumi_sched_kmod_free(struct kumi_sched *s)
     struct kx *x = s->kx;
     if (!x) return;
     s->kx = NULL;
+    if (up && x->reusable && !x->running && reuse_max > 0) {   /* kept for the next one like it */
+        int cap = reuse_max > 1024 ? 1024 : (int)reuse_max;
+        if (!kept && (kept = calloc((size_t)cap, sizeof *kept))) kept_cap = cap;
+        if (kept_cap > 0) {
+            if (nkept >= kept_cap) kept_drop(0);
+            x->s = NULL;
+            kept[nkept++] = x;
+            return;
+        }
+    }
     if (up) ioctl(devfd, KACC_IOC_UNREGISTER, &x->id);
     if (x->running) {                   /* the module keeps it to the end: its block stays taken */
         for (struct kx **pp = &running; *pp; pp = &(*pp)->next)

@@ -39,7 +39,7 @@ bench_setup() {
     bench_cfg=$1
     here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
     top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
-    top_builddir=${top_builddir:-$top_srcdir/_build}
+    top_builddir=$(cd "${top_builddir:-$top_srcdir/_build}" && pwd)   # absolute: the VM's init cds to it
     out=${KUMI_BENCH_OUT:-$top_builddir/tests/bench-logs}
     quick=${KUMI_BENCH_QUICK:-0}
     reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo "$2" || echo "$3")}

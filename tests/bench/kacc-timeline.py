@@ -24,7 +24,7 @@ import statistics
 
 KIND = {1: 'start', 2: 'end', 3: 'S', 4: 'R', 5: 'C', 6: 'Y', 7: 'N'}
 IOCTL = {1: 'VERSION', 2: 'ADD_SOCKET', 3: 'REGISTER', 4: 'START', 5: 'UNREGISTER', 6: 'NODE_DONE', 7: 'STATS',
-         8: 'DIRECT_ID', 9: 'DIRECT_LINK'}   # kmod/kumi_kacc_uapi.h
+         8: 'DIRECT_ID', 9: 'DIRECT_LINK', 10: 'START_TAG'}   # kmod/kumi_kacc_uapi.h
 
 
 def med(v):

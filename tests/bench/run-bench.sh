@@ -130,7 +130,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir/_build}
+top_builddir=$(cd "${top_builddir:-$top_srcdir/_build}" && pwd) || exit 1   # absolute (the VM configurations need it)
 quick=${KUMI_BENCH_QUICK:-0}
 reps=${KUMI_BENCH_REPS:-$([ "$quick" = 1 ] && echo 3 || echo 5)}
 sizes=${KUMI_BENCH_SIZES:-default}

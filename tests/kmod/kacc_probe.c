@@ -1,7 +1,11 @@
 /* The KACC module without Kumi (run inside the test VM by tests/kmod/vm-init.sh):
  *   selftest  a schedule over a loopback TCP pair: SEND -> RECV, then CALC (int sum, double
  *             sum) and COPY in the kernel, a node done by the process (USER_PRE), run twice
- *             (persistent) with new data; values and completion checked
+ *             (persistent) with new data; values and completion checked; then a RUNPIN
+ *             registration (nothing pinned until START, unpinned at the run's end; a buffer
+ *             mapped anew at the same address between runs gets the data; a buffer gone
+ *             fails START with EFAULT) and START_TAG (the offset is on the wire: a message
+ *             sent with tag 5 + 100000 is received by a RECV of tag 100005 started with 0)
  *   fuzz      bad input through every ioctl and random node arrays: each must be refused
  *             (or run harmlessly); the self-test passes afterwards
  *   hang      a schedule whose receive never comes, left running (the script kills the
@@ -163,6 +167,90 @@ static void selftest(const char *tag)
     if (ioctl(dev, KACC_IOC_UNREGISTER, &reg.id)) verdict(0, "selftest-unregister", strerror(errno));
 }
 
+static unsigned long long proc_stat(const char *key)
+{
+    FILE *f = fopen("/proc/kumi_kacc", "r");
+    char k[64];
+    unsigned long long v, r = 0;
+    if (!f) return 0;
+    while (fscanf(f, "%63s %llu", k, &v) == 2)
+        if (!strcmp(k, key)) r = v;
+    fclose(f);
+    return r;
+}
+
+static int wait_state(char *a, int d, int ms);
+
+/* KACC_REG_RUNPIN and KACC_IOC_START_TAG (the kmod engine's registrations kept for reuse) */
+static void runpin(void)
+{
+    enum { L = 8192 };
+    int pa, pb, bad = 0, rcs[3];
+    char d[256];
+    tcp_pair(&pa, &pb);
+    unsigned char *sb = mmap(NULL, L, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *rb = mmap(NULL, L, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (sb == MAP_FAILED || rb == MAP_FAILED) { verdict(0, "runpin", "mmap"); return; }
+    begin();
+    uint32_t x = node(KACC_SEND, pa, sb, NULL, L), y = node(KACC_RECV, pb, rb, NULL, L);
+    N[x].tag = N[y].tag = 5;
+    edge(0, x); edge(0, y); edge(x, 1); edge(y, 1);
+    struct kacc_reg reg = seal();
+    reg.flags = KACC_REG_RUNPIN;
+    unsigned long long p0 = proc_stat("pinned_pages");
+    if (ioctl(dev, KACC_IOC_REGISTER, &reg)) { verdict(0, "runpin", strerror(errno)); return; }
+    unsigned long long p1 = proc_stat("pinned_pages");
+    for (int run = 0; run < 3; run++) {
+        if (run == 2) {                 /* new pages under the receive buffer's address */
+            munmap(rb, L);
+            if (mmap(rb, L, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != rb) {
+                verdict(0, "runpin", "mmap MAP_FIXED");
+                return;
+            }
+        }
+        for (int i = 0; i < L; i++) { sb[i] = (unsigned char)(i * 13 + run); rb[i] = 0; }
+        struct kacc_start t = { reg.id, run * 100000 };
+        rcs[run] = ioctl(dev, KACC_IOC_START_TAG, &t) ? -3 : wait_done(reg.id, 20000);
+        for (int i = 0; i < L; i++) bad += rb[i] != (unsigned char)(i * 13 + run);
+    }
+    unsigned long long p2 = proc_stat("pinned_pages");
+    munmap(rb, L);                      /* a buffer gone: START cannot pin it */
+    struct kacc_start t = { reg.id, 0 };
+    int egone = ioctl(dev, KACC_IOC_START_TAG, &t) ? errno : 0;
+    unsigned long long p3 = proc_stat("pinned_pages");
+    ioctl(dev, KACC_IOC_UNREGISTER, &reg.id);
+    /* the offset on the wire: A sends tag 5 started with 100000, B receives tag 100005 with 0 */
+    static unsigned char ob[100];
+    for (int i = 0; i < 100; i++) sb[i] = (unsigned char)(i + 77);
+    begin();
+    x = node(KACC_RECV, pb, ob, NULL, sizeof ob);
+    N[x].tag = 100005;
+    edge(0, x); edge(x, 1);
+    struct kacc_reg rr = seal();
+    int eoff = ioctl(dev, KACC_IOC_REGISTER, &rr) || ioctl(dev, KACC_IOC_START, &rr.id) ? -3 : 0;
+    begin();
+    x = node(KACC_SEND, pa, sb, NULL, sizeof ob);
+    N[x].tag = 5;
+    edge(0, x); edge(x, 1);
+    /* (its nodes overwrite B's, which the module copied at REGISTER; its state block is its own) */
+    struct kacc_reg rs = seal();
+    rs.flags = KACC_REG_RUNPIN;
+    rs.state_off = 2560;
+    rs.uflag_off = 3584;
+    struct kacc_start ts = { 0, 100000 };
+    if (!eoff && (ioctl(dev, KACC_IOC_REGISTER, &rs) || (ts.id = rs.id, ioctl(dev, KACC_IOC_START_TAG, &ts)))) eoff = -4;
+    int woff = eoff ? eoff : wait_done(rr.id, 20000), boff = 0;
+    if (!eoff && wait_state(area + 512, dev, 20000)) woff = -5;     /* A's state block, at 2560 */
+    for (int i = 0; i < 100; i++) boff += ob[i] != (unsigned char)(i + 77);
+    ioctl(dev, KACC_IOC_UNREGISTER, &rr.id);
+    ioctl(dev, KACC_IOC_UNREGISTER, &rs.id);
+    snprintf(d, sizeof d, "(runs %d %d %d, %d wrong bytes, the last into pages mapped anew; pinned %llu -> %llu "
+             "registered, %llu after the runs, %llu after a START on a buffer gone: %s; tag offset on the "
+             "wire: %d, %d wrong)", rcs[0], rcs[1], rcs[2], bad, p0, p1, p2, p3, strerror(egone), woff, boff);
+    verdict(!rcs[0] && !rcs[1] && !rcs[2] && !bad && p1 == p0 && p2 == p0 && p3 == p0 && egone == EFAULT &&
+            !woff && !boff, "runpin", d);
+}
+
 static int expect_err(const char *what, int rc, int *cases)
 {
     (*cases)++;
@@ -207,11 +295,15 @@ static void fuzz(void)
     BAD("CALC BAND on double", (N[x].kind = KACC_CALC, N[x].buf2 = (uint64_t)(uintptr_t)(buf + 64), N[x].type = KACC_T_F64, N[x].op = KACC_OP_BAND));
     BAD("CALC length not whole elements", (N[x].kind = KACC_CALC, N[x].buf2 = (uint64_t)(uintptr_t)(buf + 64), N[x].type = KACC_T_I32, N[x].op = 1, N[x].len = 6));
     BAD("unreachable node", (node(KACC_NOP, -1, NULL, NULL, 0), r = seal()));
+    BAD("unknown REGISTER flag", r.flags = 0x80);
+    BAD("RUNPIN with a NULL buffer", (r.flags = KACC_REG_RUNPIN, N[x].buf = 0));
+    BAD("RUNPIN with a kernel buffer", (r.flags = KACC_REG_RUNPIN, N[x].buf = 0xffff888000000000ull));
     uint32_t id = 4242;
     struct kacc_node_done nd = { .id = 4242, .node = 3 };
     struct kacc_sock ks = { -1, 3000 }, kf = { open("/proc/self/stat", O_RDONLY), -1 },
                      ku = { socket(AF_INET, SOCK_DGRAM, 0), -1 }, kbad = { 1 << 20, -1 };
     expect_err("START of an unknown schedule", ioctl(dev, KACC_IOC_START, &id), &cases);
+    expect_err("START_TAG of an unknown schedule", ioctl(dev, KACC_IOC_START_TAG, &(struct kacc_start){ 4242, 7 }), &cases);
     expect_err("UNREGISTER of an unknown schedule", ioctl(dev, KACC_IOC_UNREGISTER, &id), &cases);
     expect_err("NODE_DONE of an unknown schedule", ioctl(dev, KACC_IOC_NODE_DONE, &nd), &cases);
     expect_err("ADD_SOCKET unknown peer", ioctl(dev, KACC_IOC_ADD_SOCKET, &ks), &cases);
@@ -294,18 +386,6 @@ static void fuzz(void)
 }
 
 /* ------------------------------------------------------------ direct copies */
-static unsigned long long proc_stat(const char *key)
-{
-    FILE *f = fopen("/proc/kumi_kacc", "r");
-    char k[64];
-    unsigned long long v, r = 0;
-    if (!f) return 0;
-    while (fscanf(f, "%63s %llu", k, &v) == 2)
-        if (!strcmp(k, key)) r = v;
-    fclose(f);
-    return r;
-}
-
 static int wait_state(char *a, int d, int ms)
 {
     struct kacc_state *st = (struct kacc_state *)(a + 2048);
@@ -448,6 +528,7 @@ int main(int argc, char **argv)
     open_dev();
     if (!strcmp(what, "selftest")) {
         selftest("");
+        runpin();
     } else if (!strcmp(what, "fuzz")) {
         fuzz();
         selftest("-after-fuzz");

@@ -82,6 +82,27 @@ if [ -n "$NS" ] && [ -x ./nbc_persist ]; then
         say "FAIL rank-killed-freed (victim '$victim', after $kr schedule runs, pinned $pinned; now contexts $(stat_of contexts), pages $(stat_of pinned_pages))"
     fi
 fi
+# the kmod engine keeps a non-blocking collective's registration for the next one like it
+# (kumi_base_sched_kmod_reuse): nbc_reuse's 600 rounds on the same buffers must reuse them
+# (REGISTER far rarer than runs), its buffers mapped anew between operations must get their
+# values (checked by the program), and with kumi_base_sched_kmod_reuse=0 every run registers
+if [ -n "$NS" ] && [ -x ./nbc_reuse ]; then
+    reuse_run() {
+        g0=$(stat_of registered); r0=$(stat_of runs_done)
+        out=$(KUMI_VERBOSE=1 timeout 100 $MPIEXEC --timeout 90 "$@" -n 2 ./nbc_reuse 2>&1); rc=$?
+        g=$(($(stat_of registered) - g0)); r=$(($(stat_of runs_done) - r0))
+        reused=$(echo "$out" | sed -n 's/.*sched_engine=kmod: .* \([0-9][0-9]*\) registrations reused.*/\1/p' | sort -n | head -1)
+    }
+    reuse_run; rc1=$rc g1=$g r1=$r u1=${reused:-none} out1=$out
+    reuse_run -x KUMI_BASE_SCHED_KMOD_REUSE=0; rc0=$rc g0r=$g r0r=$r u0=${reused:-none}
+    if [ $rc1 = 0 ] && [ $rc0 = 0 ] && [ "$u1" != none ] && [ "$u1" -ge 500 ] && [ $((g1 * 5)) -lt "$r1" ] &&
+       [ "$u0" = 0 ] && [ "$g0r" -ge "$r0r" ]; then
+        say "PASS reg-reuse (nbc_reuse at 2 ranks: $r1 runs, $g1 registrations, $u1 reused by the rank that reused fewest; with kumi_base_sched_kmod_reuse=0: $r0r runs, $g0r registrations)"
+    else
+        echo "$out1" | tail -10 | sed 's/^/KMODVM-OUT: /'
+        say "FAIL reg-reuse (exit $rc1 / $rc0; reuse on: $r1 runs, $g1 registrations, reused $u1; off: $r0r runs, $g0r registrations, reused $u0)"
+    fi
+fi
 # an ABI the library does not expect: one line per rank, the loop engine, values right
 if [ -n "$TESTS" ]; then
     r0=$(stat_of runs)

@@ -38,7 +38,7 @@
 set -u
 if [ "${KUMI_TEST_LONG:-0}" != 1 ]; then echo "SKIP: a long test (./check.sh --long)"; exit 77; fi
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir/_build}
+top_builddir=$(cd "${top_builddir:-$top_srcdir/_build}" && pwd) || exit 1    # absolute: the VM's init cds to it
 KVER=${KVER:-$(dpkg-query -W -f='${Depends}' linux-headers-amd64 2>/dev/null | sed -n 's/.*linux-headers-\([^ ,]*\).*/\1/p')}
 skip() { echo "SKIP: $*"; exit 77; }
 [ -n "$KVER" ] && [ -d "/lib/modules/$KVER/build" ] || skip "no kernel headers (apt-get install linux-headers-amd64)"
@@ -83,6 +83,11 @@ mkdir -p "$root$INST" "$root$TESTBIN"
 cp -a "$INST/." "$root$INST/"
 rm -rf "$root$INST/include"
 for t in $TESTS; do cp "$TESTBIN/$t" "$root$TESTBIN/"; done
+# reg-reuse (vm-init.sh): the kmod engine's registrations kept for the next collective like it
+if [ "$bench_only" != 1 ]; then
+    [ -x "$TESTBIN/nbc_reuse" ] || { echo "no test program $TESTBIN/nbc_reuse (make check-programs)"; exit 1; }
+    cp "$TESTBIN/nbc_reuse" "$root$TESTBIN/"
+fi
 [ "$bench_only" = 1 ] || cp "$work/kacc_probe" "$root/bin/kacc_probe"
 if [ -n "$benchf" ]; then
     "$INST/bin/mpicc" -O2 -o "$root$TESTBIN/overlap" "$top_srcdir/tests/bench/overlap.c" || { echo "FAIL: overlap.c"; exit 1; }
@@ -151,8 +156,8 @@ if ! grep -a -q '^KMODVM: DONE' "$work/console.log"; then
     echo "FAIL: the VM did not finish (timeout or crash)"; exit 1
 fi
 # the tests at each size (nbc_types at the first only), again with direct copies off at the
-# first size, and the probe's 5 direct-copy checks
-nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 + $(echo "$TESTS" | wc -w) + 5 ))
+# first size, the probe's 5 direct-copy checks, its runpin check and reg-reuse
+nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 + $(echo "$TESTS" | wc -w) + 7 ))
 # bench only: insmod, kernel-clean, nothing-left, rmmod
 [ "$bench_only" = 1 ] && nruns=-5
 if [ "$nfail" -gt 0 ] || [ "$npass" -lt $((nruns + 9)) ]; then
