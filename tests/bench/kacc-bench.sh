@@ -239,6 +239,10 @@ else
         exit 0
     fi
     [ $rc = 0 ] || { echo "$bench_cfg: the VM run failed (exit $rc; see $out/$bench_cfg.vm.log, $out/$bench_cfg.console.log)"; tail -5 "$out/$bench_cfg.vm.log"; }
+    if [ ! -s "$out/$bench_cfg.console.log" ]; then    # nothing to make tables of
+        bench_status "runs failed: the VM left no console log (exit $rc)"
+        exit 0
+    fi
     # "KMODVM-BENCH: IMPL KERNEL.OP,OP ovl OP ...": into $work/IMPL.KERNEL.OP, OP the case's name
     awk '$1 == "KMODVM-BENCH:" && $4 == "ovl" && NF == 15 {
              kernel = $3; sub(/\..*/, "", kernel); g = $3; sub(/^[^.]*\./, "", g); n = split(g, o, ",")
