@@ -45,7 +45,9 @@
  * and unpinned at the run's end, so an idle one holds no pages and memory
  * freed or mapped anew at the same addresses is never written through
  * stale pages.  Persistent and CAD schedules pin once, at REGISTER (the
- * standard keeps their buffers until the request is freed).  START runs it in the kernel;
+ * standard keeps their buffers until the request is freed).
+ *
+ * START runs a schedule in the kernel;
  * MPI_Test / MPI_Wait / MPIX_Cad_test read the state block (no system
  * call) in the progress hook, and a blocking wait sleeps in poll() on the
  * device.  What the module cannot do is chosen per node and done by the
