@@ -96,6 +96,9 @@ static struct {
     /* /proc/kumi_kacc only (not in struct kacc_stats): the work items' runs and their time
      * on the owning rank's CPU (taken from its computation when it runs) and on other CPUs */
     atomic64_t work_own, work_other, work_ns_own, work_ns_other;
+    /* work handed to a rank in a blocking wait (kick_rank) and the runs it did itself (PROGRESS,
+     * poll: progress_rank): see struct kacc_area_hdr's waiting */
+    atomic64_t kick_rank, progress_rank;
 } st;
 
 /* ------------------------------------------------------------ buffers */
@@ -198,8 +201,21 @@ void kick(struct kctx *c)
 {
     int cpu = READ_ONCE(c->cpu);
     struct task_struct *t = READ_ONCE(c->owner);
+    struct kacc_area_hdr *h = smp_load_acquire(&c->area);
     bool q;
     unsigned int where = 0;
+    /* a thread of the rank waits in the library (spinning, or asleep in poll() on the device):
+     * it runs the work itself (kpend; see struct kacc_area_hdr), no worker is switched to */
+    if (h && READ_ONCE(h->waiting)) {
+        WRITE_ONCE(h->kpend, 1);
+        smp_mb();                       /* kpend before waiting is read again: pairs with the rank's leaving */
+        if (READ_ONCE(h->waiting)) {
+            atomic64_inc(&st.kick_rank);
+            wake_up_interruptible_all(&c->wq);
+            KT(c, KT_KICK, 3, 1);
+            return;
+        }
+    }
     if (cpu < 0 || cpu >= nr_cpu_ids || !cpu_online(cpu)) { q = queue_work(kacc_wq, &c->work); where = 2; }
     else if (READ_ONCE(steer) && t && task_is_running(t) && num_online_cpus() > atomic64_read(&st.contexts)) {
         q = queue_work(kacc_uwq, &c->uwork);    /* the rank computes and a CPU may be spare */
@@ -580,7 +596,12 @@ static bool peer_recv(struct kpeer *p)
 
 static void progress(struct kctx *c)
 {
+    struct kacc_area_hdr *h = smp_load_acquire(&c->area);
     int round;
+    if (h && READ_ONCE(h->kpend)) {     /* this run does what the kick that set it was for */
+        WRITE_ONCE(h->kpend, 0);
+        smp_mb();                       /* cleared before the sockets and channels are looked at */
+    }
     c->progressing = true;
     for (round = 0; round < 64; round++) {
         bool moved = kacc_direct_progress(c);
@@ -1013,6 +1034,7 @@ static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
     case KACC_IOC_START_TAG:
     case KACC_IOC_UNREGISTER:
     case KACC_IOC_NODE_DONE:
+    case KACC_IOC_PROGRESS:
         break;
     default:
         return -ENOTTY;
@@ -1038,6 +1060,10 @@ static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
         break;
     case KACC_IOC_START_TAG:
         rc = do_start(c, a.t.id, a.t.tagoff);
+        break;
+    case KACC_IOC_PROGRESS:
+        atomic64_inc(&st.progress_rank);
+        progress(c);
         break;
     case KACC_IOC_UNREGISTER:
         rc = do_unregister(c, a.id);
@@ -1135,6 +1161,12 @@ static __poll_t kacc_poll(struct file *f, poll_table *pt)
     struct kacc_area_hdr *h = smp_load_acquire(&c->area);
     poll_wait(f, &c->wq, pt);
     if (!h) return 0;
+    if (READ_ONCE(h->kpend)) {          /* work handed to the waiting rank: done here, in its poll() */
+        mutex_lock(&c->lock);
+        atomic64_inc(&st.progress_rank);
+        progress(c);
+        mutex_unlock(&c->lock);
+    }
     KT(c, KT_POLL, READ_ONCE(h->acked) != READ_ONCE(c->events), 0);
     return READ_ONCE(h->acked) != READ_ONCE(c->events) ? EPOLLIN | EPOLLRDNORM : 0;
 }
@@ -1168,6 +1200,8 @@ static int stats_show(struct seq_file *m, void *v)
     seq_printf(m, "steer %d\nwork_own %lld\nwork_other %lld\nwork_us_own %lld\nwork_us_other %lld\n", READ_ONCE(steer),
                atomic64_read(&st.work_own), atomic64_read(&st.work_other),
                atomic64_read(&st.work_ns_own) / 1000, atomic64_read(&st.work_ns_other) / 1000);
+    seq_printf(m, "kick_rank %lld\nprogress_rank %lld\n", atomic64_read(&st.kick_rank),
+               atomic64_read(&st.progress_rank));
     kacc_direct_show(m);
     return 0;
 }

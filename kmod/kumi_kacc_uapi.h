@@ -107,12 +107,24 @@ struct kacc_state {
 
 /* The area's first 64 bytes: events (bumped by the module on every
  * completion or node flagged for the rank) and acked (written by the rank);
- * poll() on the device says POLLIN while they differ. */
+ * poll() on the device says POLLIN while they differ.
+ * waiting: how many of the rank's threads are in a blocking wait of the
+ * library (it adds 1 on entering, takes 1 on leaving, atomically).  While it
+ * is not 0, work that arrives for the context (a socket callback, a direct
+ * peer's message) is not handed to a work item: the module sets kpend and
+ * wakes the rank's poll() on the device, and the rank runs it itself
+ * (KACC_IOC_PROGRESS, or poll() on the device, which runs it first): no
+ * switch to a worker and back on the CPU the rank waits on.  A rank that
+ * leaves its wait takes 1 from waiting, then reads kpend (after a full
+ * fence; the module sets kpend, then fences, then reads waiting again) and
+ * runs what is pending, so no work is left behind. */
 struct kacc_area_hdr {
     __u32 events;
     __u32 acked;
     __u32 abi;
-    __u32 pad[13];
+    __u32 waiting;          /* written by the rank (atomic add / sub) */
+    __u32 kpend;            /* set by the module, cleared by it when it runs the work */
+    __u32 pad[11];
 };
 
 struct kacc_version { __u32 abi; __u32 max_area; };
@@ -152,6 +164,7 @@ struct kacc_stats {
 #define KACC_IOC_NODE_DONE  _IOW('K', 6, struct kacc_node_done)
 #define KACC_IOC_STATS      _IOR('K', 7, struct kacc_stats)
 #define KACC_IOC_START_TAG  _IOW('K', 10, struct kacc_start)
+#define KACC_IOC_PROGRESS   _IO('K', 11)            /* run the context's pending work now */
 
 /* Direct copies between two contexts of one kernel (ranks on the same host;
  * added to ABI 4 without changing it: a module without them answers ENOTTY

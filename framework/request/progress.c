@@ -213,6 +213,13 @@ void kumi_progress_set_hook(int (*poll_fn)(void), int (*fds_fn)(struct pollfd *f
     xfds = fds_fn;
 }
 
+static void (*xwait)(int on);
+
+void kumi_progress_set_wait_hook(void (*fn)(int on))
+{
+    xwait = fn;
+}
+
 /* One round over the transports (and the rest that progress has to do).
  * Inlined into the wait loop: a round that finds nothing costs the hot
  * transports' own checks and a few loads here. */
@@ -365,6 +372,8 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
     long long n = 0;                     /* idle polls in this phase */
     double t0 = 0;                       /* start of a timed phase */
     double tp = __builtin_expect(kumi_pv.timing, 0) ? kumi_time() : 0;    /* MPI_T: time in progress */
+    void (*w)(int) = nap ? NULL : xwait;   /* (a nap sleeps on something else than the poll() below) */
+    if (__builtin_expect(w != NULL, 0)) w(1);
     kumi_req_flush_ctl();
     /* done() is called until it says 1, never again after: a condition may
      * act (rma_sync.c's word_taken takes the lock it says it has) */
@@ -410,6 +419,7 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
             kumi_lock_reacquire(kumi_lock_release_all());
     }
 out:
+    if (__builtin_expect(w != NULL, 0)) w(0);
     if (tp > 0) kumi_pv.progress_secs += kumi_time() - tp;
 }
 

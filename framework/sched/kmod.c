@@ -47,10 +47,13 @@
  * stale pages.  Persistent and CAD schedules pin once, at REGISTER (the
  * standard keeps their buffers until the request is freed).
  *
- * START runs a schedule in the kernel;
- * MPI_Test / MPI_Wait / MPIX_Cad_test read the state block (no system
- * call) in the progress hook, and a blocking wait sleeps in poll() on the
- * device.  What the module cannot do is chosen per node and done by the
+ * START runs a schedule in the kernel; MPI_Test / MPI_Wait /
+ * MPIX_Cad_test read the state block (no system call) in the progress
+ * hook, and a blocking wait sleeps in poll() on the device.  While the rank
+ * waits (wait_hook, kumi_base_sched_kmod_wait_runs) the module hands it the
+ * work that arrives instead of waking a worker on its CPU: the rank runs it
+ * in its progress hook (KACC_IOC_PROGRESS) or in its poll() on the device.
+ * What the module cannot do is chosen per node and done by the
  * rank in its next MPI call (the module flags the node in the area and
  * waits for KACC_IOC_NODE_DONE): CALC with user-defined operations or
  * types it has no arithmetic for, COPY of non-contiguous data, packing a
@@ -68,6 +71,7 @@ static long long expect_abi;
 static long long area_mb = 16;
 static long long direct_on = 1;
 static long long reuse_max = 16;
+static int wait_runs = 1;
 
 void kumi_sched_kmod_register_params(void)
 {
@@ -89,6 +93,11 @@ void kumi_sched_kmod_register_params(void)
                             "on the same buffers): it then skips registering with the KACC module; 0: "
                             "register and unregister each operation",
                             KUMI_LEVEL_TUNER, &reuse_max);
+    kumi_param_register_bool("kumi", "base", "sched_kmod_wait_runs", 1,
+                             "1: while the rank is in a blocking wait the KACC module hands it the work "
+                             "that arrives (the rank runs it at once, in its wait or its poll() on the "
+                             "device) instead of waking a kernel worker on its CPU; 0: always the worker",
+                             KUMI_LEVEL_TUNER, &wait_runs);
 }
 
 #ifndef __linux__
@@ -200,6 +209,21 @@ static void area_free(size_t off, size_t len)
 static int complete(void);
 static int fds(struct pollfd *f, int max);
 
+/* The rank's blocking waits (kumi_progress_set_wait_hook; kumi_base_sched_kmod_wait_runs): the
+ * area's waiting count says the module may hand work to this rank (kpend) rather than to a
+ * worker; a thread leaving its wait runs what was handed meanwhile (the module sets kpend, then
+ * reads waiting again: one of the two sees the other). */
+static void wait_hook(int on)
+{
+    if (!up) return;
+    if (on) {
+        __atomic_add_fetch(&ahdr->waiting, 1, __ATOMIC_SEQ_CST);
+        return;
+    }
+    __atomic_sub_fetch(&ahdr->waiting, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ahdr->kpend, __ATOMIC_SEQ_CST)) ioctl(devfd, KACC_IOC_PROGRESS);
+}
+
 static void fallback(const char *why, const char *detail)
 {
     kumi_log(1, "kumi_base_sched_engine=kmod: %s%s%s; collectives use the loop engine", why,
@@ -269,6 +293,7 @@ int kumi_sched_kmod_init(void)
     for (int i = 0; i < nworld; i++) peers[i].index = peers[i].fd = -1;
     up = true;
     kumi_progress_set_hook(complete, fds);
+    if (wait_runs) kumi_progress_set_wait_hook(wait_hook);
     kumi_log(1, "kumi_base_sched_engine=kmod: KACC module ABI %u, %zu KiB shared area, listening on port %d",
              v.abi, sz >> 10, port);
     return 0;
@@ -286,6 +311,7 @@ void kumi_sched_kmod_stop(void)
              nruns, nuser, ndirect, nreused, (unsigned long long)ks.runs_done, (unsigned long long)ks.nodes,
              (unsigned long long)ks.bytes_sent, (unsigned long long)ks.bytes_recv);
     kumi_progress_set_hook(NULL, NULL);
+    kumi_progress_set_wait_hook(NULL);
     while (nkept > 0) kx_free(kept[--nkept]);  /* the module drops them with the file */
     free(kept); kept = NULL; kept_cap = 0;
     free(tnodes); tnodes = NULL; tcap = 0;
@@ -773,6 +799,7 @@ static int complete(void)
     if (!up) return 0;
     int n = 0;
     if (nwaiting > 0) n += accept_some();
+    if (__atomic_load_n(&ahdr->kpend, __ATOMIC_RELAXED)) ioctl(devfd, KACC_IOC_PROGRESS);   /* handed to this rank */
     uint32_t ev = __atomic_load_n(&ahdr->events, __ATOMIC_ACQUIRE);
     if (ev == ahdr->acked) return n;
     __atomic_store_n(&ahdr->acked, ev, __ATOMIC_RELEASE);

@@ -57,6 +57,8 @@
 # steer=1: on a spare CPU while the rank computes, when the VM has more vCPUs than ranks;
 # kumi-kmodnr is the kmod engine registering every non-blocking collective anew
 # (kumi_base_sched_kmod_reuse=0, where kumi-kmod reuses the registration of the one before);
+# kumi-kmodnw the kmod engine whose waiting ranks never run the module's work themselves (a
+# worker on their CPU always: kumi_base_sched_kmod_wait_runs=0);
 # kumi-kmod copies directly between the ranks' pages over loopback, kumi-kmodsock through the
 # sockets, see kmod_direct below; IMPL+bN: IMPL with the wire's tbf burst N bytes for its launches
 # (the link's default: 1 ms of the rate, at least 64 KiB); kumi-kmodb: the kmod engine with the module parameters of
@@ -119,7 +121,7 @@ min_us=${KUMI_BENCH_KACC_MIN_US:-500}
 if [ $vmmode = 1 ]; then inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 1 || echo 3)}
 else inner=${KUMI_BENCH_KACC_INNER:-$([ "$quick" = 1 ] && echo 3 || echo 7)}; fi
 bench_labels=([kumi-loop]="Kumi loop" [kumi-thread]="Kumi thread" [kumi-uring]="Kumi uring" [kumi-kmod]="Kumi kmod"
-              [kumi-kmodrank]="Kumi kmod@rk" [kumi-kmodsock]="Kumi kmod/sk" [kumi-kmodb]="Kumi kmod B" [kumi-kmodnr]="Kumi kmod-nr"
+              [kumi-kmodrank]="Kumi kmod@rk" [kumi-kmodsock]="Kumi kmod/sk" [kumi-kmodb]="Kumi kmod B" [kumi-kmodnr]="Kumi kmod-nr" [kumi-kmodnw]="Kumi kmod-nw"
               [kumi-uring0]="Kumi uring-nt" [kumi-uringnh]="Kumi uring-nh")
 # the kmod engine's direct copies (kmod/kacc_direct.c: a pair of ranks on one kernel, one copy
 # between their pinned pages, no socket): on over loopback; off on a wire (KUMI_BENCH_KACCVM_LINK),
@@ -147,6 +149,7 @@ kumi_env() {
     kumi-kmodsock) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=0 ;;
     kumi-kmodrank) echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=0 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct ;;
     kumi-kmodnr)   echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct KUMI_BASE_SCHED_KMOD_REUSE=0 ;;
+    kumi-kmodnw)   echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=kmod KACC_STEER=1 KUMI_BASE_SCHED_KMOD_DIRECT=$kmod_direct KUMI_BASE_SCHED_KMOD_WAIT_RUNS=0 ;;
     kumi-uring0)   echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=uring KUMI_BASE_SCHED_URING_THREAD=0 ;;
     kumi-uringnh)  echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=uring KUMI_BASE_SCHED_URING_HOLD=0 ;;
     *)             echo MPI_COMPONENTS=p2p=self,tcp KUMI_BASE_SCHED_ENGINE=${1#kumi-} ;;
@@ -257,7 +260,7 @@ else
     if [ -n "$wire" ]; then wire="a veth pair between two network namespaces, tbf $wire each way${wburst:+, burst $wburst B}"
     elif grep -q 'KMODVM: FAIL bench-link' "$out/$bench_cfg.console.log"; then wire="loopback: THE LINK WAS NOT SET UP"
     else wire=loopback; fi
-    case " ${impls[*]} " in *" kumi-kmod "*|*" kumi-kmodrank "*|*" kumi-kmodb "*|*" kumi-kmodnr "*)
+    case " ${impls[*]} " in *" kumi-kmod "*|*" kumi-kmodrank "*|*" kumi-kmodb "*|*" kumi-kmodnr "*|*" kumi-kmodnw "*)
         if [ "$kmod_direct" = 1 ]; then kmod_note="Kumi kmod: direct copies between the ranks' pinned pages (the pair shares the VM's kernel; no socket, not the wire); see direct_MB"
         else kmod_note="Kumi kmod: through the pair's sockets (direct copies off: KUMI_BASE_SCHED_KMOD_DIRECT=0)"; fi ;;
     esac

@@ -88,12 +88,13 @@ fi
 # values (checked by the program), and with kumi_base_sched_kmod_reuse=0 every run registers
 if [ -n "$NS" ] && [ -x ./nbc_reuse ]; then
     reuse_run() {
-        g0=$(stat_of registered); r0=$(stat_of runs_done)
+        g0=$(stat_of registered); r0=$(stat_of runs_done); k0=$(stat_of kick_rank); p0=$(stat_of progress_rank)
         out=$(KUMI_VERBOSE=1 timeout 100 $MPIEXEC --timeout 90 "$@" -n 2 ./nbc_reuse 2>&1); rc=$?
         g=$(($(stat_of registered) - g0)); r=$(($(stat_of runs_done) - r0))
+        kr=$(($(stat_of kick_rank) - k0)); pr=$(($(stat_of progress_rank) - p0))
         reused=$(echo "$out" | sed -n 's/.*sched_engine=kmod: .* \([0-9][0-9]*\) registrations reused.*/\1/p' | sort -n | head -1)
     }
-    reuse_run; rc1=$rc g1=$g r1=$r u1=${reused:-none} out1=$out
+    reuse_run; rc1=$rc g1=$g r1=$r u1=${reused:-none} out1=$out kr1=$kr pr1=$pr
     reuse_run -x KUMI_BASE_SCHED_KMOD_REUSE=0; rc0=$rc g0r=$g r0r=$r u0=${reused:-none}
     if [ $rc1 = 0 ] && [ $rc0 = 0 ] && [ "$u1" != none ] && [ "$u1" -ge 500 ] && [ $((g1 * 5)) -lt "$r1" ] &&
        [ "$u0" = 0 ] && [ "$g0r" -ge "$r0r" ]; then
@@ -101,6 +102,14 @@ if [ -n "$NS" ] && [ -x ./nbc_reuse ]; then
     else
         echo "$out1" | tail -10 | sed 's/^/KMODVM-OUT: /'
         say "FAIL reg-reuse (exit $rc1 / $rc0; reuse on: $r1 runs, $g1 registrations, reused $u1; off: $r0r runs, $g0r registrations, reused $u0)"
+    fi
+    # work that arrives while a rank waits is handed to it (kick_rank) and run in its wait
+    # (progress_rank), not by a worker; kumi_base_sched_kmod_wait_runs=0: never handed
+    reuse_run -x KUMI_BASE_SCHED_KMOD_WAIT_RUNS=0; rcw=$rc krw=$kr prw=$pr
+    if [ $rc1 = 0 ] && [ $rcw = 0 ] && [ "$kr1" -gt 0 ] && [ "$pr1" -gt 0 ] && [ "$krw" = 0 ]; then
+        say "PASS wait-runs (nbc_reuse at 2 ranks: $kr1 kicks handed to a waiting rank, $pr1 runs by the ranks; with kumi_base_sched_kmod_wait_runs=0: $krw, $prw)"
+    else
+        say "FAIL wait-runs (exit $rc1 / $rcw; handed $kr1, run by the ranks $pr1; with wait_runs=0: handed $krw, run $prw)"
     fi
 fi
 # an ABI the library does not expect: one line per rank, the loop engine, values right

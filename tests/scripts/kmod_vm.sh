@@ -156,8 +156,8 @@ if ! grep -a -q '^KMODVM: DONE' "$work/console.log"; then
     echo "FAIL: the VM did not finish (timeout or crash)"; exit 1
 fi
 # the tests at each size (nbc_types at the first only), again with direct copies off at the
-# first size, the probe's 5 direct-copy checks, its runpin check and reg-reuse
-nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 + $(echo "$TESTS" | wc -w) + 7 ))
+# first size, the probe's 5 direct-copy checks, its runpin check, reg-reuse and wait-runs
+nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 + $(echo "$TESTS" | wc -w) + 8 ))
 # bench only: insmod, kernel-clean, nothing-left, rmmod
 [ "$bench_only" = 1 ] && nruns=-5
 if [ "$nfail" -gt 0 ] || [ "$npass" -lt $((nruns + 9)) ]; then
