@@ -7,7 +7,9 @@
 # cad_ring and nbc_types over loopback TCP with the kmod engine (values checked by the
 # programs; every rank ran schedules in the kernel; the module's counters moved; nbc_types,
 # at 2 ranks only: its derived datatypes and user-defined op took node steps of the ranks), a
-# rank killed while its schedules run (no context or pinned page left), the fall-back when the
+# rank killed while its schedules run (no context or pinned page left), nbc_reuse at 2 ranks
+# (registrations of non-blocking collectives reused, their buffers pinned per run: values right
+# on memory mapped anew; work handed to waiting ranks), the fall-back when the
 # module's ABI is not the library's, the module alone (kacc_probe: CALC / COPY / messages,
 # bad input and random node arrays refused, rmmod refused while a schedule runs, a killed
 # owner's schedule freed), a clean kernel log and rmmod.  The host parses the verdicts
