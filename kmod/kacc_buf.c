@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The KACC module's work on pinned buffers (struct kbuf): copies between
- * them and memory, CALC and COPY straight on their pages.  Every page-to-page
+/* The KACC module's pinned buffers (struct kbuf): pinning and unpinning
+ * them, copies between them and memory, CALC and COPY straight on their pages.  Every page-to-page
  * loop walks the buffers a run at a time that crosses no page of any of them
  * (kb_run), so that each run is one kmap_local_page per buffer. */
 #include <linux/kernel.h>
@@ -8,10 +8,97 @@
 #include <linux/highmem.h>
 #include <linux/sched.h>
 #include <linux/string.h>
+#include <linux/uio.h>
+#include <linux/bvec.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
 #include <asm/fpu/api.h>
 #include "kumi_kacc_uapi.h"
 #include "kacc_calc.h"
 #include "kacc_int.h"
+
+void kacc_kb_unpin(struct kbuf *b)
+{
+    if (b->np) {
+        kacc_count_pinned(-(s64)b->np);
+        if (b->write) unpin_user_pages_dirty_lock(b->pages, b->np, true);
+        else unpin_user_pages(b->pages, b->np);
+    }
+    b->np = 0;
+    b->addr = b->len = 0;
+}
+
+void kacc_kb_free(struct kbuf *b)
+{
+    kacc_kb_unpin(b);
+    kvfree(b->pages);
+    kvfree(b->bv);
+    memset(b, 0, sizeof *b);
+}
+
+/* A buffer's address range as pin_user_pages_fast takes it (0, or -EFAULT). */
+int kacc_kb_check(u64 addr, u64 len)
+{
+    if (!len) return 0;
+    if (!addr || len > KACC_MAX_MSG || addr + len < addr || !access_ok((void __user *)(uintptr_t)addr, len))
+        return -EFAULT;
+    return 0;
+}
+
+int kacc_kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
+{
+    u64 first, np, off;
+    unsigned int i;
+    int got;
+    bool wrote = true;
+
+    kacc_kb_unpin(b);                        /* (nothing pinned: the arrays of an earlier run stay) */
+    if (!len) return 0;
+    if (kacc_kb_check(addr, len)) return -EFAULT;
+    first = addr & PAGE_MASK;
+    off = addr & ~PAGE_MASK;
+    np = (off + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+    if (np > INT_MAX) return -EFAULT;
+    if (np > b->cap) {
+        kvfree(b->pages);
+        kvfree(b->bv);
+        b->cap = 0;
+        b->pages = kvmalloc_array(np, sizeof *b->pages, GFP_KERNEL);
+        b->bv = kvmalloc_array(np, sizeof *b->bv, GFP_KERNEL);
+        if (!b->pages || !b->bv) { kvfree(b->pages); kvfree(b->bv); b->pages = NULL; b->bv = NULL; return -ENOMEM; }
+        b->cap = (unsigned int)np;
+    }
+    /* Pinned for writing even where the module only reads: a read-only pin of
+     * anonymous memory not written yet would get the shared zero page, not
+     * what the rank writes there later; read-only mappings (constant data)
+     * are pinned read-only. */
+    got = pin_user_pages_fast(first, (int)np, FOLL_WRITE | FOLL_LONGTERM, b->pages);
+    if (got != (int)np && !write) {
+        if (got > 0) unpin_user_pages(b->pages, got);
+        got = pin_user_pages_fast(first, (int)np, FOLL_LONGTERM, b->pages);
+        wrote = false;
+    }
+    if (got != (int)np) {
+        if (got > 0) unpin_user_pages(b->pages, got);
+        return -EFAULT;                 /* the arrays stay for kacc_kb_free */
+    }
+    b->addr = addr; b->len = len; b->np = (unsigned int)np; b->write = wrote;
+    kacc_count_pinned((s64)np);
+    for (i = 0; i < np; i++) {
+        u64 o = i ? 0 : off, l = min_t(u64, PAGE_SIZE - o, off + len - ((u64)i << PAGE_SHIFT) - o);
+        b->bv[i].bv_page = b->pages[i];
+        b->bv[i].bv_offset = (unsigned int)o;
+        b->bv[i].bv_len = (unsigned int)l;
+    }
+    return 0;
+}
+
+void kacc_kb_iter(struct kbuf *b, struct iov_iter *it, unsigned int dir, u64 off, u64 len)
+{
+    iov_iter_bvec(it, dir, b->bv, b->np, b->len);
+    iov_iter_advance(it, off);
+    iov_iter_truncate(it, len);
+}
 
 /* The run at offset off (of len) of nb buffers: its length (crossing no
  * page of any of them), and each buffer's page and offset in it. */

@@ -18,6 +18,8 @@ struct bio_vec;
 struct task_struct;
 #include "kumi_kacc_uapi.h"
 
+#define KACC_MAX_MSG  (1ull << 34)     /* bytes of one message / buffer */
+
 struct kbuf {
     u64 addr, len;
     unsigned int np;                    /* pages pinned now */
@@ -117,7 +119,17 @@ void node_done(struct ksched *s, u32 i);
 void advance(struct ksched *s);
 void kacc_count_elems(u64 n);
 
-/* kacc_buf.c: copies and reductions on pinned buffers (they return the elements reduced) */
+void kacc_count_pinned(s64 n);
+
+/* kacc_buf.c: pinning (kacc_kb_pin: 0 or -errno; a buffer's arrays stay between its pins,
+ * kacc_kb_free frees them), copies and reductions on pinned buffers (they return the elements
+ * reduced) */
+int kacc_kb_check(u64 addr, u64 len);
+int kacc_kb_pin(struct kbuf *b, u64 addr, u64 len, bool write);
+void kacc_kb_unpin(struct kbuf *b);
+void kacc_kb_free(struct kbuf *b);
+struct iov_iter;
+void kacc_kb_iter(struct kbuf *b, struct iov_iter *it, unsigned int dir, u64 off, u64 len);
 void kacc_kb_rw(struct kbuf *b, u64 off, void *mem, size_t len, bool to_buf);
 u64 kacc_calc_bufs(struct kctx *c, const struct kacc_node *nd, struct kbuf *x, struct kbuf *y);
 void kacc_kb_copy(struct kbuf *dst, const struct kbuf *src, u64 len, bool may_sleep);

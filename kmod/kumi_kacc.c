@@ -60,7 +60,6 @@
 #include "kacc_calc.h"
 #include "kacc_int.h"
 
-#define KACC_MAX_MSG  (1ull << 34)     /* bytes of one message / buffer */
 #define KACC_MAX_TMP  ((u64)INT_MAX)   /* bytes of a kernel copy (unexpected or truncated message) */
 
 static struct workqueue_struct *kacc_wq, *kacc_uwq;
@@ -101,98 +100,14 @@ static struct {
     atomic64_t kick_rank, progress_rank;
 } st;
 
-/* ------------------------------------------------------------ buffers */
-static void kb_unpin(struct kbuf *b)
-{
-    if (b->np) {
-        atomic64_sub(b->np, &st.pinned_pages);
-        if (b->write) unpin_user_pages_dirty_lock(b->pages, b->np, true);
-        else unpin_user_pages(b->pages, b->np);
-    }
-    b->np = 0;
-    b->addr = b->len = 0;
-}
-
-static void kb_free(struct kbuf *b)
-{
-    kb_unpin(b);
-    kvfree(b->pages);
-    kvfree(b->bv);
-    memset(b, 0, sizeof *b);
-}
-
-/* A buffer's address range as pin_user_pages_fast takes it (0, or -EFAULT). */
-static int kb_check(u64 addr, u64 len)
-{
-    if (!len) return 0;
-    if (!addr || len > KACC_MAX_MSG || addr + len < addr || !access_ok((void __user *)(uintptr_t)addr, len))
-        return -EFAULT;
-    return 0;
-}
-
-static int kb_pin(struct kbuf *b, u64 addr, u64 len, bool write)
-{
-    u64 first, np, off;
-    unsigned int i;
-    int got;
-    bool wrote = true;
-
-    kb_unpin(b);                        /* (nothing pinned: the arrays of an earlier run stay) */
-    if (!len) return 0;
-    if (kb_check(addr, len)) return -EFAULT;
-    first = addr & PAGE_MASK;
-    off = addr & ~PAGE_MASK;
-    np = (off + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
-    if (np > INT_MAX) return -EFAULT;
-    if (np > b->cap) {
-        kvfree(b->pages);
-        kvfree(b->bv);
-        b->cap = 0;
-        b->pages = kvmalloc_array(np, sizeof *b->pages, GFP_KERNEL);
-        b->bv = kvmalloc_array(np, sizeof *b->bv, GFP_KERNEL);
-        if (!b->pages || !b->bv) { kvfree(b->pages); kvfree(b->bv); b->pages = NULL; b->bv = NULL; return -ENOMEM; }
-        b->cap = (unsigned int)np;
-    }
-    /* Pinned for writing even where the module only reads: a read-only pin of
-     * anonymous memory not written yet would get the shared zero page, not
-     * what the rank writes there later; read-only mappings (constant data)
-     * are pinned read-only. */
-    got = pin_user_pages_fast(first, (int)np, FOLL_WRITE | FOLL_LONGTERM, b->pages);
-    if (got != (int)np && !write) {
-        if (got > 0) unpin_user_pages(b->pages, got);
-        got = pin_user_pages_fast(first, (int)np, FOLL_LONGTERM, b->pages);
-        wrote = false;
-    }
-    if (got != (int)np) {
-        if (got > 0) unpin_user_pages(b->pages, got);
-        return -EFAULT;                 /* the arrays stay for kb_free */
-    }
-    b->addr = addr; b->len = len; b->np = (unsigned int)np; b->write = wrote;
-    atomic64_add(np, &st.pinned_pages);
-    for (i = 0; i < np; i++) {
-        u64 o = i ? 0 : off, l = min_t(u64, PAGE_SIZE - o, off + len - ((u64)i << PAGE_SHIFT) - o);
-        b->bv[i].bv_page = b->pages[i];
-        b->bv[i].bv_offset = (unsigned int)o;
-        b->bv[i].bv_len = (unsigned int)l;
-    }
-    return 0;
-}
-
-static void kb_iter(struct kbuf *b, struct iov_iter *it, unsigned int dir, u64 off, u64 len)
-{
-    iov_iter_bvec(it, dir, b->bv, b->np, b->len);
-    iov_iter_advance(it, off);
-    iov_iter_truncate(it, len);
-}
-
 /* A RUNPIN schedule's pages: at the end of its run, or when its START could not pin them all
  * (the arrays stay for the next run). */
 static void unpin_all(struct ksched *s)
 {
     u32 i;
     for (i = 0; i < s->n; i++) {
-        kb_unpin(&s->b1[i]);
-        kb_unpin(&s->b2[i]);
+        kacc_kb_unpin(&s->b1[i]);
+        kacc_kb_unpin(&s->b2[i]);
     }
 }
 
@@ -318,6 +233,11 @@ void kacc_count_elems(u64 n)
     atomic64_add(n, &st.calc_elems);
 }
 
+void kacc_count_pinned(s64 n)
+{
+    atomic64_add(n, &st.pinned_pages);
+}
+
 /* COPY */
 static void exec_copy(struct ksched *s, u32 i)
 {
@@ -398,8 +318,8 @@ static void sched_free(struct ksched *s)
 {
     u32 i;
     for (i = 0; i < s->n; i++) {
-        if (s->b1) kb_free(&s->b1[i]);
-        if (s->b2) kb_free(&s->b2[i]);
+        if (s->b1) kacc_kb_free(&s->b1[i]);
+        if (s->b2) kacc_kb_free(&s->b2[i]);
     }
     kvfree(s->b1); kvfree(s->b2); kvfree(s->op);
     kvfree(s->fuse); kvfree(s->foff); kfree(s->fconf);
@@ -459,7 +379,7 @@ static bool peer_send(struct kpeer *p)
             if (o->h.len) m.msg_flags |= MSG_MORE;
             iov_iter_kvec(&m.msg_iter, ITER_SOURCE, &v, 1, v.iov_len);
         } else {
-            kb_iter(&s->b1[o->node], &m.msg_iter, ITER_SOURCE, p->soff - sizeof o->h, total - p->soff);
+            kacc_kb_iter(&s->b1[o->node], &m.msg_iter, ITER_SOURCE, p->soff - sizeof o->h, total - p->soff);
         }
         r = sock_sendmsg(p->sock, &m);
         if (r == -EAGAIN) break;
@@ -567,7 +487,7 @@ static bool peer_recv(struct kpeer *p)
             struct kvec v = { (char *)&p->h + p->hgot, sizeof p->h - p->hgot };
             iov_iter_kvec(&it, ITER_DEST, &v, 1, v.iov_len);
         } else if (p->cur && !p->tmp) {
-            kb_iter(&p->cur->s->b1[p->cur->node], &it, ITER_DEST, p->pgot, p->plen - p->pgot);
+            kacc_kb_iter(&p->cur->s->b1[p->cur->node], &it, ITER_DEST, p->pgot, p->plen - p->pgot);
         } else {
             struct kvec v = { (char *)(p->tmp ? p->tmp : p->curx->data) + p->pgot, p->plen - p->pgot };
             iov_iter_kvec(&it, ITER_DEST, &v, 1, v.iov_len);
@@ -817,14 +737,14 @@ static int pin_all(struct ksched *s, bool pin)
         case KACC_SEND:
         case KACC_RECV:
             if (nd->peer < 0) break;
-            if (!pin) err = kb_check(nd->buf, nd->len);
-            else err = kb_pin(&s->b1[i], nd->buf, nd->len, nd->kind == KACC_RECV);
+            if (!pin) err = kacc_kb_check(nd->buf, nd->len);
+            else err = kacc_kb_pin(&s->b1[i], nd->buf, nd->len, nd->kind == KACC_RECV);
             if (err) return err;
             break;
         case KACC_CALC:
         case KACC_COPY:
-            if (!pin) err = kb_check(nd->buf, nd->len) ?: kb_check(nd->buf2, nd->len);
-            else err = kb_pin(&s->b1[i], nd->buf, nd->len, false) ?: kb_pin(&s->b2[i], nd->buf2, nd->len, true);
+            if (!pin) err = kacc_kb_check(nd->buf, nd->len) ?: kacc_kb_check(nd->buf2, nd->len);
+            else err = kacc_kb_pin(&s->b1[i], nd->buf, nd->len, false) ?: kacc_kb_pin(&s->b2[i], nd->buf2, nd->len, true);
             if (err) return err;
             break;
         }
