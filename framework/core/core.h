@@ -698,9 +698,10 @@ void kumi_progress_wake_engine(void);   /* out of its poll() (sched/engine.c, st
 /* The io_uring schedule engine's poller and descriptors (NULL, NULL: none). */
 struct pollfd;
 void kumi_progress_set_hook(int (*poll_fn)(void), int (*fds_fn)(struct pollfd *fds, int max));
-/* Told when a blocking wait (kumi_progress_wait*) begins (1) and ends (0): the kmod schedule
- * engine, whose module then hands work to the waiting rank instead of a worker (sched/kmod.c). */
-void kumi_progress_set_wait_hook(void (*fn)(int on));
+/* Told when a blocking wait (kumi_progress_wait*) begins (1; it answers whether it wants the
+ * end) and, if so, ends (0): the kmod schedule engine, whose module then hands work to the
+ * waiting rank instead of a worker (sched/kmod.c). */
+void kumi_progress_set_wait_hook(int (*fn)(int on));
 /* Progress: poll transports once; blocking==1 may sleep on fds. */
 int kumi_progress(int blocking);
 

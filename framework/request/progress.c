@@ -213,9 +213,9 @@ void kumi_progress_set_hook(int (*poll_fn)(void), int (*fds_fn)(struct pollfd *f
     xfds = fds_fn;
 }
 
-static void (*xwait)(int on);
+static int (*xwait)(int on);
 
-void kumi_progress_set_wait_hook(void (*fn)(int on))
+void kumi_progress_set_wait_hook(int (*fn)(int on))
 {
     xwait = fn;
 }
@@ -372,8 +372,8 @@ void kumi_progress_wait_nap(int (*done)(void *), void *arg, void (*nap)(void *))
     long long n = 0;                     /* idle polls in this phase */
     double t0 = 0;                       /* start of a timed phase */
     double tp = __builtin_expect(kumi_pv.timing, 0) ? kumi_time() : 0;    /* MPI_T: time in progress */
-    void (*w)(int) = nap ? NULL : xwait;   /* (a nap sleeps on something else than the poll() below) */
-    if (__builtin_expect(w != NULL, 0)) w(1);
+    int (*w)(int) = nap ? NULL : xwait;    /* (a nap sleeps on something else than the poll() below) */
+    if (__builtin_expect(w != NULL, 0) && !w(1)) w = NULL;
     kumi_req_flush_ctl();
     /* done() is called until it says 1, never again after: a condition may
      * act (rma_sync.c's word_taken takes the lock it says it has) */

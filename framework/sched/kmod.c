@@ -212,16 +212,20 @@ static int fds(struct pollfd *f, int max);
 /* The rank's blocking waits (kumi_progress_set_wait_hook; kumi_base_sched_kmod_wait_runs): the
  * area's waiting count says the module may hand work to this rank (kpend) rather than to a
  * worker; a thread leaving its wait runs what was handed meanwhile (the module sets kpend, then
- * reads waiting again: one of the two sees the other). */
-static void wait_hook(int on)
+ * reads waiting again: one of the two sees the other).  A wait that begins with no schedule
+ * running in the module is not counted (no atomics on, say, a point-to-point MPI_Wait of a rank
+ * that has no collective in flight): work for a schedule started meanwhile goes to the worker. */
+static int wait_hook(int on)
 {
-    if (!up) return;
+    if (!up) return 0;
     if (on) {
+        if (!running) return 0;
         __atomic_add_fetch(&ahdr->waiting, 1, __ATOMIC_SEQ_CST);
-        return;
+        return 1;
     }
     __atomic_sub_fetch(&ahdr->waiting, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&ahdr->kpend, __ATOMIC_SEQ_CST)) ioctl(devfd, KACC_IOC_PROGRESS);
+    return 0;
 }
 
 static void fallback(const char *why, const char *detail)
