@@ -91,6 +91,7 @@
 static const char *engine_name = "loop";
 static long long slice_us = 100, delay_us = 50, anycpu = 1, burst_us = 4000, doze_max_us = 4000;
 static long long shared_doze_max_us = 50000;
+static long long hold_doze_us = 50000;  /* uring: the doze while it holds off (see "When the uring thread holds off") */
 static bool use_thread, use_uring, use_kmod;
 static bool core_shared;                /* the rank shares its core with another rank (see doze_cap) */
 static pthread_t thr;
@@ -161,6 +162,12 @@ void kumi_sched_register_params(void)
                             "launch than CPUs the rank may use): each doze then wakes in a rank's place, "
                             "and after a take-over the dozes start short again",
                             KUMI_LEVEL_TUNER, &shared_doze_max_us);
+    kumi_param_register_int("kumi", "base", "sched_uring_hold_doze_us", 50000,
+                            "The uring engine's completion thread, while it holds off (kumi_base_sched_uring_hold: "
+                            "every CPU of the host busy, every peer on it), looks again after this long "
+                            "(microseconds), not after the doubling dozes of sched_thread_doze_max_us: each "
+                            "look wakes it in a computing rank's place; at least sched_thread_delay_us",
+                            KUMI_LEVEL_TUNER, &hold_doze_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
                             "Where the progress thread of a rank bound to cores may run: 1: on the CPUs "
                             "of the NUMA node(s) of the rank's cores, only on those no rank of the "
@@ -515,6 +522,9 @@ static double linger_secs(double now)
     return l > KUMI_LINGER_SECS ? l : KUMI_LINGER_SECS;
 }
 
+static bool uring_holds(void);
+static void doze_held(void);
+
 static void wait_for_work(double *last_work)
 {
     static unsigned seen;
@@ -525,6 +535,10 @@ static void wait_for_work(double *last_work)
     }
     double now = now_secs();
     if (delay_us > 0 && now - *last_work < linger_secs(now)) {
+        if (use_uring && uring_holds()) {  /* a linger that would only look again */
+            doze_held();
+            return;
+        }
         doze();
         doze_longer();
         return;
@@ -649,7 +663,28 @@ static void wait_for_work(double *last_work)
  * cores (unbound, 4 launches) 8 B and 64 KiB MPI_Iallreduce d/cmp 1.080 and
  * 1.238 against 1.182 and 1.452 taking over.  Through the host's own
  * non-loopback address (p2p_tcp_if_include) nothing is held: 145-285
- * take-overs in 300 operations, as before (test sched_uring_hold). */
+ * take-overs in 300 operations, as before (test sched_uring_hold).
+ *
+ * While it holds off, the thread looks again every hold_doze_us
+ * (kumi_base_sched_uring_hold_doze_us, 50 ms), not at the end of dozes
+ * doubling from delay_us to doze_max_us (4 ms), and a linger that finds
+ * the host busy that way dozes as long: each look is a wake-up in a
+ * computing rank's place, which in the test VM (QEMU TCG, 2 vCPUs, 2 ranks
+ * over loopback) costs 100-300 us of vCPU -- with the 4 ms dozes the
+ * thread woke about once per operation, and the engine without its thread
+ * (kumi_base_sched_uring_thread 0) lost less and completed sooner in 4 of 4
+ * rows (8 B / 64 KiB, MPI_Iallreduce and tree MPI_Ibcast, lost % / d/cmp:
+ * 6.1 / 1.085 against 2.9 / 1.034 for the 8 B allreduce; the thread engine
+ * 11.3 / 1.136).  With the long dozes, kacc-bench.sh vm, 3 launches (the
+ * thread engine's in brackets): 8 B / 64 KiB / 1 MiB MPI_Iallreduce 2.7 /
+ * 1.028, 1.9 / 1.039, 0.4 / 1.040 [10.6 / 1.126, 10.9 / 1.127, 6.2 / 1.069],
+ * tree MPI_Ibcast 2.5 / 1.032, 3.5 / 1.035, 0.0 / 1.025 [7.4 / 1.085, 6.9 /
+ * 1.078, 4.9 / 1.051]: 6 of 6 rows (2 of 6 before).  On the host (kacc,
+ * 4x4, k = 0, 5 launches, four runs) 8 B and 64 KiB as before, the 1 MiB
+ * pipelined broadcast now ahead of the thread engine in every run (d/cmp
+ * 1.214-1.221 against 1.287-1.319), the 1 MiB allreduce and tree broadcast
+ * at its completion time (the copies and the reduction are the same CPU
+ * work, done after the computation instead of during it). */
 static int loadavg_fd = -1;
 static long online_cpus;
 
@@ -671,6 +706,13 @@ static bool uring_holds(void)
     held = use_uring && kumi_sched_uring_may_hold() && host_busy();
     if (held) n_holds++;
     return held;
+}
+
+/* The doze of a thread that holds off: hold_doze_us (at least delay_us);
+ * the doubling dozes resume from where they were once it stops holding. */
+static void doze_held(void)
+{
+    doze_for(hold_doze_us > delay_us ? hold_doze_us : delay_us);
 }
 
 static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
@@ -755,15 +797,13 @@ static void *engine_main(void *arg)
                 continue;
             }
             if (use_uring && uring_holds()) {  /* see "When the uring thread holds off" */
-                doze();
-                doze_longer();
+                doze_held();
                 continue;
             }
             if (ring_only()) {   /* uring: sleep on the ring, take over at a completion */
                 if (!ring_wait() || kumi_lock_app_inside() || idle()) continue;
                 if (uring_holds()) {            /* (the host got busy meanwhile) */
-                    doze();
-                    doze_longer();
+                    doze_held();
                     continue;
                 }
                 /* the dozes stay as they were unless it sends (see "A take-over from the ring") */

@@ -235,7 +235,7 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         wo0=$(stat_of work_us_own); wx0=$(stat_of work_us_other); wb0=$(wire_bytes); db0=$(stat_of direct_bytes)
         f0=$(stat_of direct_fused_bytes); fo0=$(stat_of direct_fused_out_bytes)
         bp=; [ -z "$run" ] || { where_ranks > /tmp/bind.out & bp=$!; }
-        env $envs KUMI_VERBOSE=1 timeout ${BENCH_TIMEOUT:-300} $run $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
+        env KUMI_VERBOSE=1 $envs timeout ${BENCH_TIMEOUT:-300} $run $MPIEXEC --timeout $((${BENCH_TIMEOUT:-300} - 10)) \
             $hostargs --bind-to core -n 2 ./overlap $args < /dev/null > /tmp/bench.out 2>&1
         rc=$?
         r1=$(stat_of runs_done); n1=$(stat_of nodes); u1=$(stat_of user_nodes); e=$(date +%s)
@@ -246,6 +246,8 @@ if [ -s /kmodvm.bench ] && [ -x "$TESTBIN/overlap" ]; then
         grep '^ovl ' /tmp/bench.out | sed "s/^/KMODVM-BENCH: $impl $case /"
         [ -z "$tr" ] || { echo 0 > /sys/module/kumi_kacc/parameters/trace; sed "s/^/KMODVM-TRACE: $impl $case /" /proc/kumi_kacc_trace; }
         [ $rc = 0 ] || tail -5 /tmp/bench.out | sed 's/^/KMODVM-OUT: /'
+        # KUMI_VERBOSE=2 in the launch's environment (KUMI_BENCH_KACCVM_ENV): the engines' own lines too
+        case " $envs " in *" KUMI_VERBOSE=2 "*) grep 'kumi_base_sched_engine=' /tmp/bench.out | sed "s/^/KMODVM-OUT: $impl $case /" ;; esac
         kruns=$(grep 'schedule runs in the kernel' /tmp/bench.out | sed -n 's/.*kmod: \([0-9]*\) schedule runs.*/\1/p' |
                 awk '{ s += $1 } END { print s + 0 }')
         fb=$(grep -c 'collectives use the loop engine' /tmp/bench.out)
