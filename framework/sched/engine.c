@@ -97,7 +97,7 @@ static bool core_shared;                /* the rank shares its core with another
 static pthread_t thr;
 static bool thr_started;
 static int thr_stop;                    /* atomic */
-enum { E_AWAKE, E_DOZING, E_ASLEEP };
+enum { E_AWAKE, E_DOZING, E_HELD, E_ASLEEP };   /* E_HELD: uring, a doze that holds off (doze_held) */
 static int esleep;                      /* futex word: the thread's state (see "Sleeping") */
 static unsigned starts;                 /* schedules started (relaxed): the thread lingers while they come */
 static int uring_efd = -1;              /* uring: the thread sleeps on this eventfd (see ring_only) */
@@ -105,6 +105,7 @@ static int uring_efd = -1;              /* uring: the thread sleeps on this even
 static unsigned long n_dozes, n_owns, n_sleeps;
 static unsigned long n_start_wakes;     /* starts that found it asleep and woke it (a FUTEX_WAKE in the start) */
 static unsigned long n_holds;           /* uring: take-overs it held off (see "When the uring thread holds off") */
+static unsigned long n_held_wakes;      /* uring: held dozes a start ended (kumi_sched_engine_ran) */
 static bool held;                       /* uring: its last look held off (its dozes then do not watch the ring) */
 static long long longest_doze;
 
@@ -116,7 +117,7 @@ static void *engine_main(void *arg);
  * thread that sets itself up (its time slice, its CPUs) in its place. */
 static void start_thread(void)
 {
-    n_dozes = n_owns = n_sleeps = n_start_wakes = n_holds = 0;
+    n_dozes = n_owns = n_sleeps = n_start_wakes = n_holds = n_held_wakes = 0;
     longest_doze = 0;
     if (pthread_create(&thr, NULL, engine_main, NULL) != 0) {
         kumi_warn("kumi_base_sched_engine=%s: cannot start the progress thread; collectives "
@@ -684,7 +685,21 @@ static void wait_for_work(double *last_work)
  * pipelined broadcast now ahead of the thread engine in every run (d/cmp
  * 1.214-1.221 against 1.287-1.319), the 1 MiB allreduce and tree broadcast
  * at its completion time (the copies and the reduction are the same CPU
- * work, done after the computation instead of during it). */
+ * work, done after the computation instead of during it).
+ *
+ * Across a wire (a connection to a peer that is not at a loopback address)
+ * the thread holds off on a busy host too, but only while nothing it could
+ * do would put bytes on the wire or let them come (kumi_sched_uring_may_hold
+ * says what); a start call whose schedule changes that (a send behind a
+ * CALC, a send left to the ring, a receive larger than the socket takes in
+ * unread) wakes a held doze (E_HELD, kumi_sched_engine_ran) instead of
+ * leaving the thread asleep for up to hold_doze_us.  kacc-bench.sh wire
+ * (2 ranks, 2 busy vCPUs, 300 Mbit/s, 3 launches; lost % / d/cmp, the
+ * thread engine's in brackets): 8 B MPI_Iallreduce 3.2-5.8 / 1.042-1.046
+ * [15.5-17.1 / 1.174-1.208], tree MPI_Ibcast 8 B 2.3-2.5 / 1.021-1.026 [7.7-9.2
+ * / 1.096-1.099], 64 KiB 4.6-5.4 / 1.049-1.058 [8.0-9.5 / 1.087-1.111]; before,
+ * with the take-overs, 8.1 / 1.090 and 8.1 / 1.083, 9.7 / 1.100.  The 1 MiB
+ * rows, whose receives and sends keep the thread taking over, as before. */
 static int loadavg_fd = -1;
 static long online_cpus;
 
@@ -709,10 +724,21 @@ static bool uring_holds(void)
 }
 
 /* The doze of a thread that holds off: hold_doze_us (at least delay_us);
- * the doubling dozes resume from where they were once it stops holding. */
+ * the doubling dozes resume from where they were once it stops holding.
+ * In state E_HELD, which a start call ends when the schedule it started
+ * leaves the thread no longer free to hold off (kumi_sched_engine_ran: over
+ * a wire, a send waiting for a CALC or for the submission): both sides
+ * write, fence, then read the other's state, as for E_ASLEEP. */
 static void doze_held(void)
 {
-    doze_for(hold_doze_us > delay_us ? hold_doze_us : delay_us);
+    long long us = hold_doze_us > delay_us ? hold_doze_us : delay_us;
+    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+    n_dozes++;
+    if (us > longest_doze) longest_doze = us;
+    __atomic_store_n(&esleep, E_HELD, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST) && kumi_sched_uring_may_hold()) esleep_wait(E_HELD, &ts);
+    __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
 }
 
 static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
@@ -864,6 +890,18 @@ void kumi_sched_engine_started(void)
         __atomic_add_fetch(&n_start_wakes, 1, __ATOMIC_RELAXED);
 }
 
+/* The start call has run its schedule's first nodes: a uring thread in a
+ * held doze (doze_held) that may no longer hold off is woken now, not at
+ * the doze's end (up to hold_doze_us later). */
+void kumi_sched_engine_ran(void)
+{
+    if (!use_uring || !thr_started) return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* the run's counts, then the thread's state */
+    if (__builtin_expect(__atomic_load_n(&esleep, __ATOMIC_SEQ_CST) == E_HELD, 0) && !kumi_sched_uring_may_hold() &&
+        esleep_wake(E_HELD))
+        __atomic_add_fetch(&n_held_wakes, 1, __ATOMIC_RELAXED);
+}
+
 void kumi_sched_engine_ready(void)
 {
     if (thr_started && !use_uring && unbind_thread(thr) && anycpu == 1) keep_to_free_cpus();
@@ -890,8 +928,9 @@ void kumi_sched_engine_stop(void)
         thr_started = false;
         kumi_log(2, "kumi_base_sched_engine=%s: the progress thread took %lu schedule runs over, dozed %lu times "
                  "(longest %lld us), slept %lu times and was woken by %lu starts%s; held off %lu times (the host "
-                 "busy, every peer on it)", kumi_sched_engine(), n_owns, n_dozes, longest_doze, n_sleeps,
-                 n_start_wakes, core_shared ? "; the rank shares its core with another rank" : "", n_holds);
+                 "busy, every peer on it or nothing for a wire), %lu held dozes ended by a start", kumi_sched_engine(),
+                 n_owns, n_dozes, longest_doze, n_sleeps, n_start_wakes,
+                 core_shared ? "; the rank shares its core with another rank" : "", n_holds, n_held_wakes);
         if (loadavg_fd >= 0) { close(loadavg_fd); loadavg_fd = -1; }
     }
     /* uring: after the thread, which sleeps on the ring without the library */

@@ -305,9 +305,25 @@ int kumi_sched_create(struct kumi_comm *comm, int space, struct kumi_sched **out
     return MPI_SUCCESS;
 }
 
+/* SEND nodes of the running schedules not started yet (see kumi_sched_unsent):
+ * written by the library's holder only, read by the uring engine's thread
+ * without it */
+static int unsent;
+
+static void unsent_add(int d)
+{
+    __atomic_store_n(&unsent, __atomic_load_n(&unsent, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
+}
+
+int kumi_sched_unsent(void)
+{
+    return __atomic_load_n(&unsent, __ATOMIC_RELAXED);
+}
+
 void kumi_sched_destroy(struct kumi_sched *s)
 {
     if (!s) return;
+    if (s->unsent) unsent_add(-(int)s->unsent);    /* (freed before its run's end) */
     if (s->on_destroy) s->on_destroy(s->on_destroy_arg);
     kumi_sched_kmod_free(s);
     for (int i = 0; i < s->nmem; i++) free(s->mem[i]);
@@ -458,6 +474,10 @@ static void start_msg(struct kumi_sched *s, uint32_t i)
     const struct kumi_sched_node *nd = &s->node[i];
     bool send = nd->kind == KUMI_SCHED_SEND;
     struct kumi_comm *c = s->comm;
+    if (send && s->unsent) {
+        s->unsent--;
+        unsent_add(-1);
+    }
     if (kumi_sched_uring_take(s, i)) return;       /* the io_uring engine runs it */
     struct kumi_req *r = kumi_req_internal(send ? KUMI_REQ_SEND : KUMI_REQ_RECV, c, c->ctx + 1, s->req->fname,
                                            (void *)(uintptr_t)nd->buf, (size_t)nd->count,
@@ -481,6 +501,10 @@ static void start_msg(struct kumi_sched *s, uint32_t i)
 static void finish(struct kumi_sched *s)
 {
     struct kumi_req *r = s->req;
+    if (s->unsent) {                     /* (an error ended it early) */
+        unsent_add(-(int)s->unsent);
+        s->unsent = 0;
+    }
     kumi_sched_engine_finished();
     r->status.MPI_ERROR = s->rerr;
     r->pending = 0;
@@ -532,7 +556,13 @@ static void advance(struct kumi_sched *s)
 
 static void run(struct kumi_sched *s)
 {
-    for (uint32_t i = 0; i < s->n; i++) s->pending[i] = s->node[i].npred;
+    uint32_t ns = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        s->pending[i] = s->node[i].npred;
+        ns += s->node[i].kind == KUMI_SCHED_SEND;
+    }
+    s->unsent = ns;
+    if (ns) unsent_add((int)ns);
     s->rhead = s->rtail = 0;
     s->rerr = MPI_SUCCESS;
     s->inflight = 0;
@@ -552,6 +582,7 @@ int kumi_sched_start(struct kumi_req *r)
     kumi_sched_engine_started();
     if (kumi_sched_kmod_start(s)) return MPI_SUCCESS;     /* the KACC module runs it */
     run(s);
+    kumi_sched_engine_ran();
     return MPI_SUCCESS;
 }
 

@@ -60,6 +60,7 @@ struct kumi_sched {
     uint32_t *ready;                /* nodes whose predecessors are all done, FIFO */
     uint32_t rhead, rtail;
     uint32_t inflight;              /* SEND / RECV requests not complete */
+    uint32_t unsent;                /* SEND nodes of this run not started yet (counted in kumi_sched_unsent) */
     bool busy;                      /* kumi_sched_advance is running */
     int rerr;                       /* first error of this run */
     struct kumi_req *req;           /* the user's request (kind KUMI_REQ_COLL) */
@@ -119,6 +120,10 @@ void kumi_sched_engine_ready(void);     /* start-up after the first fence: the b
 const char *kumi_sched_engine(void);
 void kumi_sched_engine_started(void);   /* a schedule starts a run */
 void kumi_sched_engine_finished(void);  /* a run is over */
+void kumi_sched_engine_ran(void);       /* a start call has started its schedule's first nodes */
+/* SEND nodes of the running schedules (sched.c's runs, not the module's) not
+ * started yet: read by the uring engine's thread without the library */
+int kumi_sched_unsent(void);
 /* Another engine ran the whole of s: its run is over (err: MPI_SUCCESS or an error code). */
 void kumi_sched_engine_done(struct kumi_sched *s, int err);
 

@@ -153,16 +153,32 @@ bool kumi_sched_uring_thread(void)
  * "When the uring thread holds off")?  Only with kumi_base_sched_uring_hold
  * 1 and once connections are up, every one of them to a peer at a loopback
  * address: not before the first (a peer not known yet, as the higher rank
- * of a pair before its accept), nor once one goes to a peer elsewhere (its
- * bytes cross a wire, which a take-over keeps busy while the application
- * computes).  Read by the thread without the library. */
+ * of a pair before its accept).  Where a connection goes to a peer
+ * elsewhere (its bytes cross a wire, which a take-over keeps busy while the
+ * application computes), only while nothing the thread could do would put
+ * bytes on a wire or let them come (wire_quiet): no SEND node of a running
+ * schedule waits to be started (a broadcast tree's forwarding, the next
+ * round of an allreduce at 4 ranks: kumi_sched_unsent), no send waits to
+ * be submitted, and no posted receive from such a peer is larger than its
+ * socket takes in unread (the rest of its bytes would stay on the sender's
+ * side until this rank read the first ones).  A take-over then would only
+ * match headers, copy payloads that the kernel holds already and run the
+ * CALCs -- CPU work that the application's next MPI call does as fast: with
+ * 2 ranks on 2 busy vCPUs over a 300 Mbit/s wire (kacc-bench.sh wire) the
+ * engine without its thread lost 2-4 % of the computation at 8 B and 64 KiB
+ * against 8-10 % with the take-overs, and completed sooner.  Read by the
+ * thread without the library. */
+static bool wire_quiet(void);
+
 bool kumi_sched_uring_may_hold(void)
 {
-    return hold && __atomic_load_n(&ur_nlocal, __ATOMIC_RELAXED) > 0 &&
-           __atomic_load_n(&ur_nremote, __ATOMIC_RELAXED) == 0;
+    if (!hold) return false;
+    int nl = __atomic_load_n(&ur_nlocal, __ATOMIC_RELAXED), nr = __atomic_load_n(&ur_nremote, __ATOMIC_RELAXED);
+    return nl + nr > 0 && (nr == 0 || wire_quiet());
 }
 
 #ifndef KUMI_HAVE_LIBURING
+static bool wire_quiet(void) { return false; }
 int kumi_sched_uring_init(void) { return -1; }
 void kumi_sched_uring_stop(void) {}
 bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i) { (void)s; (void)i; return false; }
@@ -192,6 +208,15 @@ static unsigned long long ndozewake;    /* a doze of the thread ended at a compl
 static int nbig;                        /* posted receives whose payload goes past the stream buffer (atomic:
                                            read by the completion thread without the library) */
 static int last_big;                    /* the last receive posted was such a one (atomic, as nbig) */
+static int nbig_wire;                   /* posted receives from a peer across a wire larger than its socket
+                                           takes in unread, or from a peer not connected yet (atomic, as nbig) */
+static int nsq_sends;                   /* SENDMSG operations in the submission queue, not submitted yet
+                                           (written with the library, read by the thread without it) */
+
+static void sq_send_queued(void)
+{
+    __atomic_store_n(&nsq_sends, __atomic_load_n(&nsq_sends, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
 struct uop ur_acc = { .kind = OP_ACCEPT };
 /* said at the end under KUMI_VERBOSE */
 static unsigned long long nsends, nrecvs, nlinked, nunex, ndirect, nsmall, nsplit, ngather, ngathered;
@@ -225,6 +250,7 @@ void ur_submit(void)
         flight_by[who]++;
     }
     io_uring_submit(&ring);
+    __atomic_store_n(&nsq_sends, 0, __ATOMIC_RELAXED);
 }
 
 /* A linked chain must go to the kernel in one submission: room for n SQEs first. */
@@ -322,7 +348,7 @@ void kumi_sched_uring_stop(void)
     close(ur_lfd);
     ur_lfd = -1;
     up = false;
-    nbig = last_big = 0;
+    nbig = last_big = nbig_wire = nsq_sends = 0;
     dirty_conns = NULL;
     ndirty = 0;
     nflight = 0;
@@ -365,6 +391,7 @@ static void prep_send(struct uop *o, struct io_uring_sqe *sqe)
     if (!sqe) return;                   /* (send_now: the message header only) */
     io_uring_prep_sendmsg(sqe, o->c->fd, &o->msg, MSG_WAITALL | MSG_NOSIGNAL);
     io_uring_sqe_set_data(sqe, o);
+    sq_send_queued();
 }
 
 /* Submit the sends waiting on c: one SENDMSG, or, for several, one SENDMSG
@@ -410,6 +437,7 @@ void ur_flush_sends(struct conn *c)
     struct io_uring_sqe *sqe = ur_get_sqe();
     io_uring_prep_sendmsg(sqe, c->fd, &g->msg, MSG_WAITALL | MSG_NOSIGNAL);
     io_uring_sqe_set_data(sqe, g);
+    sq_send_queued();
     c->sending++;
 }
 
@@ -513,6 +541,7 @@ static void recv_over(struct urecv *rv, int err)
     free(rv->tmp);
     uint32_t i = rv->node;
     if (rv->big) __atomic_sub_fetch(&nbig, 1, __ATOMIC_RELAXED);
+    if (rv->wire) __atomic_sub_fetch(&nbig_wire, 1, __ATOMIC_RELAXED);
     free(rv);
     kumi_sched_msg_done(s, i, err);
 }
@@ -762,6 +791,7 @@ static void done_op(struct uop *o, int res)
             struct io_uring_sqe *sqe = ur_get_sqe();
             io_uring_prep_sendmsg(sqe, c->fd, &o->msg, MSG_WAITALL | MSG_NOSIGNAL);
             io_uring_sqe_set_data(sqe, o);
+            sq_send_queued();
             return;
         }
         c->sending--;
@@ -846,6 +876,13 @@ static int fds(struct pollfd *f, int max)
  * (engine.c, "The uring engine's thread").  Without the library it reads
  * only the rings' indexes (the kernel's shared memory) and polls the
  * ring's descriptor; the ring is torn down only after the thread stopped. */
+/* (see kumi_sched_uring_may_hold) */
+static bool wire_quiet(void)
+{
+    return kumi_sched_unsent() == 0 && __atomic_load_n(&ndirty, __ATOMIC_RELAXED) == 0 &&
+           __atomic_load_n(&nsq_sends, __ATOMIC_RELAXED) == 0 && __atomic_load_n(&nbig_wire, __ATOMIC_RELAXED) == 0;
+}
+
 bool kumi_sched_uring_quiet(void)
 {
     return up && io_uring_sq_ready(&ring) == 0 && __atomic_load_n(&ndirty, __ATOMIC_RELAXED) == 0;
@@ -987,6 +1024,8 @@ bool kumi_sched_uring_take(struct kumi_sched *s, uint32_t i)
         rv->big = bytes > STREAM_BUF - sizeof(struct ur_hdr);
         if (rv->big) __atomic_add_fetch(&nbig, 1, __ATOMIC_RELAXED);
         __atomic_store_n(&last_big, rv->big, __ATOMIC_RELAXED);
+        rv->wire = rv->big && (c->state != C_UP || (c->remote && bytes + sizeof(struct ur_hdr) > c->rcvroom));
+        if (rv->wire) __atomic_add_fetch(&nbig_wire, 1, __ATOMIC_RELAXED);
         if (dt->contig || !bytes) {
             rv->buf = (char *)(uintptr_t)nd->buf + (bytes ? dt->true_lb : 0);
         } else {

@@ -14,7 +14,7 @@
  * tcp transport's (p2p_tcp_loopback_cc; p2p_tcp.c says why: the system's
  * BBR, after a ping-pong phase, held a loopback connection's window at a
  * few segments), so the engine's transfers and the transport's run alike. */
-static void sock_opts(int fd)
+static void sock_opts(struct conn *c, int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -22,6 +22,12 @@ static void sock_opts(int fd)
     socklen_t sl = sizeof sa;
     bool known = getpeername(fd, (struct sockaddr *)&sa, &sl) == 0;
     bool local = known && kumi_netif_is_loopback((struct sockaddr *)&sa);
+    c->remote = !local;
+    if (c->remote) {                    /* the window the peer may fill without this rank reading */
+        int rb = 0;
+        socklen_t rl = sizeof rb;
+        c->rcvroom = getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, &rl) == 0 && rb > 0 ? (size_t)rb / 2 : 0;
+    }
     __atomic_add_fetch(local ? &ur_nlocal : &ur_nremote, 1, __ATOMIC_RELAXED);    /* (not known: remote) */
     if (!known || !ur_loopback_cc || !*ur_loopback_cc) return;
     if (kumi_netif_loopback_cc(fd, (struct sockaddr *)&sa, ur_loopback_cc) != 0)
@@ -70,7 +76,7 @@ void ur_conn_up(struct conn *c, int fd)
 {
     c->fd = fd;
     c->state = C_UP;
-    sock_opts(fd);
+    sock_opts(c, fd);
     char cc[24] = "?";
     socklen_t cl = sizeof cc - 1;
     (void)getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &cl);

@@ -75,6 +75,7 @@ struct urecv {
     void *tmp;                          /* non-contiguous type: unpacked at the end */
     uint64_t len;                       /* the matched message's length */
     bool big;                           /* counted in nbig (see there) */
+    bool wire;                          /* counted in nbig_wire (see there) */
 };
 
 /* A message that arrived before its RECV node was posted. */
@@ -105,6 +106,8 @@ struct conn {
     int lowat;                          /* SO_RCVLOWAT set for a payload (0: the default) */
     bool dirty;                         /* sends queued by a start call, not flushed yet (see flush_dirty) */
     struct conn *dnext;
+    bool remote;                        /* up, to a peer that is not at a loopback address */
+    size_t rcvroom;                     /* then: what its socket takes in unread (half its SO_RCVBUF at the start) */
 };
 
 /* uring.c: parameters, state, the ring's helpers, the operations */

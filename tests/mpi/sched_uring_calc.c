@@ -25,9 +25,10 @@
  * at a completion on the ring: engine.c, esleep_wait).  "loop1": the same
  * with one double per operation (sched_uring.sh checks that the completion
  * threads, taking the operations over from the ring, doze less than once
- * per operation: engine.c, "A take-over from the ring").
+ * per operation: engine.c, "A take-over from the ring").  "loop N": N
+ * doubles per operation instead of LOOP_COUNT.
  *
- * usage: sched_uring_calc sleep|busy [noprogress|small|loop|loop1] */
+ * usage: sched_uring_calc sleep|busy [noprogress|small|loop [N]|loop1] */
 #include "kt.h"
 #include <errno.h>
 #include <unistd.h>
@@ -55,8 +56,9 @@ int main(int argc, char **argv)
     int count = argc > 2 && !strcmp(argv[2], "small") ? 1 : COUNT;
     if (argc > 2 && (!strcmp(argv[2], "loop") || !strcmp(argv[2], "loop1"))) {
         volatile double x = 0;
-        int lc = !strcmp(argv[2], "loop1") ? 1 : LOOP_COUNT;
-        double *a = malloc(LOOP_COUNT * sizeof *a), *b = malloc(LOOP_COUNT * sizeof *b);
+        int lc = !strcmp(argv[2], "loop1") ? 1 : argc > 3 ? atoi(argv[3]) : LOOP_COUNT;
+        KT_CHECK(lc > 0, "loop: a count of doubles > 0, not \"%s\"", argv[3]);
+        double *a = malloc((size_t)lc * sizeof *a), *b = malloc((size_t)lc * sizeof *b);
         KT_CHECK(a && b, "out of memory");
         for (int it = 0; it < LOOP_OPS; it++) {
             MPI_Request lr;
