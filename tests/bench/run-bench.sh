@@ -88,8 +88,8 @@
 #   kaccvm   the same inside a QEMU (TCG) VM with 2 vCPUs booting Debian's kernel
 #            with the KACC module (kacc-bench.sh vm, through tests/scripts/kmod_vm.sh):
 #            loop (k = 0, 1, 16), thread, uring and kmod engines (k = 0), the
-#            module's counters; about 5 min; skipped with the reason where QEMU, the
-#            kernel image or its headers are missing
+#            module's counters; KUMI_BENCH_KACCVM_REPS rounds (default 3); about 10 min;
+#            skipped with the reason where QEMU, the kernel image or its headers are missing
 #   kaccwire the same with the 2 ranks on a wire in the VM (two network namespaces,
 #            a veth pair, tbf at KUMI_BENCH_KACCWIRE_RATE, default 300mbit: to the VM's
 #            CPUs what 10 Gbit/s is to the host's) as KACC's were: the kmod target
@@ -117,7 +117,9 @@
 #                           default: collbench.c's 8,65536,1048576)
 #   KUMI_BENCH_PEERS="ompi mpich"          which peers (none: Kumi only)
 #   KUMI_BENCH_KACC_REPS=N  launches of each kacc case (default 3; KUMI_BENCH_REPS does not apply
-#                           there): the engines' medians differ by less than 3 launches spread
+#                           there): the engines' medians differ by less than 3 launches spread;
+#                           KUMI_BENCH_KACCVM_REPS, KUMI_BENCH_KACCWIRE_REPS the same for kaccvm and
+#                           kaccwire (default 3 each: one launch in the VM decided a row by its noise)
 #   KUMI_BENCH_KEEP=1       the configurations built on bench-common.sh (kacc, io, match, mem) keep their
 #                           launches' raw outputs in $KUMI_BENCH_OUT/CONFIG.work
 #   KUMI_BENCH_TIMEOUT=S    limit of one 2-rank run, and of one coll4 run (default 240 s)
@@ -721,7 +723,8 @@ for cfg in $configs; do
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit KUMI_BENCH_PEERS="$want_peers" bash "$here/kacc-bench.sh" ;;
     kaccvm)
         echo; echo "==== the same inside a QEMU VM with the KACC kernel module (tests/bench/kacc-bench.sh vm)"
-        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out KUMI_BENCH_REPS=1 \
+        top_srcdir=$top_srcdir top_builddir=$top_builddir KUMI_BENCH_OUT=$out \
+            KUMI_BENCH_REPS=${KUMI_BENCH_KACCVM_REPS:-$([ "$quick" = 1 ] && echo 1 || echo 3)} \
             KUMI_BENCH_QUICK=$quick KUMI_BENCH_TIMEOUT=$limit bash "$here/kacc-bench.sh" vm ;;
     kaccwire)
         echo; echo "==== the same in the VM with the two ranks on a wire (tests/bench/kacc-bench.sh wire)"
