@@ -103,6 +103,7 @@ struct kctx {
     int cpu;
     struct task_struct *owner;          /* the thread of the first ioctl (a reference) */
     bool progressing;                   /* in progress(), or about to call it (START, NODE_DONE) */
+    atomic_t inioctl;                   /* threads of the rank in an ioctl that changes state (see kick) */
     u32 events;
     wait_queue_head_t wq;
     void *scratch;                      /* 2 pages: CALC / COPY */

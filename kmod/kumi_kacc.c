@@ -96,8 +96,9 @@ static struct {
      * on the owning rank's CPU (taken from its computation when it runs) and on other CPUs */
     atomic64_t work_own, work_other, work_ns_own, work_ns_other;
     /* work handed to a rank in a blocking wait (kick_rank) and the runs it did itself (PROGRESS,
-     * poll: progress_rank): see struct kacc_area_hdr's waiting */
-    atomic64_t kick_rank, progress_rank;
+     * poll: progress_rank): see struct kacc_area_hdr's waiting; work that came while the rank was
+     * in an ioctl, run by that ioctl before it returned (kick_ioctl): see kick */
+    atomic64_t kick_rank, progress_rank, kick_ioctl;
 } st;
 
 /* A RUNPIN schedule's pages: at the end of its run, or when its START could not pin them all
@@ -128,6 +129,18 @@ void kick(struct kctx *c)
             atomic64_inc(&st.kick_rank);
             wake_up_interruptible_all(&c->wq);
             KT(c, KT_KICK, 3, 1);
+            return;
+        }
+    }
+    /* the rank is in an ioctl (START: a peer's message came as its own went out): that ioctl runs
+     * the work before it returns (ioctl_leave), where a worker queued on the rank's CPU would
+     * interrupt it and then wait for c->lock, which it holds, and switch to it after it returns
+     * (kaccwire, 8 B MPI_Iallreduce: most kicks came during the START of the peer's message) */
+    if (h && atomic_read(&c->inioctl)) {
+        WRITE_ONCE(h->kpend, 1);
+        smp_mb();                       /* kpend before inioctl is read again: pairs with ioctl_leave */
+        if (atomic_read(&c->inioctl)) {
+            KT(c, KT_KICK, 4, 1);
             return;
         }
     }
@@ -907,6 +920,19 @@ static void stats_get(struct kacc_stats *o)
 
 static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg);
 
+/* The end of an ioctl that changes state: work a kick left to it (kpend, while inioctl was
+ * not 0) runs now, once; what comes after goes to the worker or a waiting rank as before.
+ * atomic_dec_and_test orders the count before kpend is read: pairs with kick. */
+static void ioctl_leave(struct kctx *c)
+{
+    struct kacc_area_hdr *h = smp_load_acquire(&c->area);
+    if (!atomic_dec_and_test(&c->inioctl) || !h || !READ_ONCE(h->kpend)) return;
+    atomic64_inc(&st.kick_ioctl);
+    mutex_lock(&c->lock);
+    progress(c);
+    mutex_unlock(&c->lock);
+}
+
 /* The ioctls, timed in the timeline (trace=1): "ioctl NR NS" at their end. */
 static long kacc_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
@@ -965,6 +991,7 @@ static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
         get_task_struct(current);
         if (cmpxchg(&c->owner, NULL, current)) put_task_struct(current);
     }
+    atomic_inc(&c->inioctl);
     mutex_lock(&c->lock);
     switch (cmd) {
     case KACC_IOC_ADD_SOCKET:
@@ -996,6 +1023,7 @@ static long kacc_ioctl_do(struct file *f, unsigned int cmd, unsigned long arg)
         break;
     }
     mutex_unlock(&c->lock);
+    ioctl_leave(c);
     return rc;
 }
 
@@ -1120,8 +1148,8 @@ static int stats_show(struct seq_file *m, void *v)
     seq_printf(m, "steer %d\nwork_own %lld\nwork_other %lld\nwork_us_own %lld\nwork_us_other %lld\n", READ_ONCE(steer),
                atomic64_read(&st.work_own), atomic64_read(&st.work_other),
                atomic64_read(&st.work_ns_own) / 1000, atomic64_read(&st.work_ns_other) / 1000);
-    seq_printf(m, "kick_rank %lld\nprogress_rank %lld\n", atomic64_read(&st.kick_rank),
-               atomic64_read(&st.progress_rank));
+    seq_printf(m, "kick_rank %lld\nprogress_rank %lld\nkick_ioctl %lld\n", atomic64_read(&st.kick_rank),
+               atomic64_read(&st.progress_rank), atomic64_read(&st.kick_ioctl));
     kacc_direct_show(m);
     return 0;
 }

@@ -132,7 +132,7 @@ def main():
                 extra = {'node': lambda: KIND.get(y >> 24, '?') + str(y & 0xffffff),
                          'recvd': lambda: f'+{x} ={acc_r // 1024}K', 'sent': lambda: f'+{x} ={acc_s // 1024}K' + (' EAGAIN' if y else ''),
                          'wend': lambda: f'{y / 1e6:.2f} ms {"own" if x else "other"}',
-                         'kick': lambda: ['own', 'unbound', 'any', 'the waiting rank'][x] + ('' if y else ' (pending)')}.get(name, lambda: '')()
+                         'kick': lambda: ['own', 'unbound', 'any', 'the waiting rank', 'the rank in an ioctl'][x] + ('' if y else ' (pending)')}.get(name, lambda: '')()
                 print(f'    {rel:8.2f} cpu{cpu} {name} {extra}')
 
 

@@ -9,7 +9,8 @@
 # at 2 ranks only: its derived datatypes and user-defined op took node steps of the ranks), a
 # rank killed while its schedules run (no context or pinned page left), nbc_reuse at 2 ranks
 # (registrations of non-blocking collectives reused, their buffers pinned per run: values right
-# on memory mapped anew; work handed to waiting ranks), the fall-back when the
+# on memory mapped anew; work handed to waiting ranks), work left to a rank's ioctl in the runs on
+# sockets (kick-ioctl), the fall-back when the
 # module's ABI is not the library's, the module alone (kacc_probe: CALC / COPY / messages,
 # bad input and random node arrays refused, rmmod refused while a schedule runs, a killed
 # owner's schedule freed), a clean kernel log and rmmod.  The host parses the verdicts
@@ -158,8 +159,8 @@ if ! grep -a -q '^KMODVM: DONE' "$work/console.log"; then
     echo "FAIL: the VM did not finish (timeout or crash)"; exit 1
 fi
 # the tests at each size (nbc_types at the first only), again with direct copies off at the
-# first size, the probe's 5 direct-copy checks, its runpin check, reg-reuse and wait-runs
-nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 + $(echo "$TESTS" | wc -w) + 8 ))
+# first size and kick-ioctl, the probe's 5 direct-copy checks, its runpin check, reg-reuse and wait-runs
+nruns=$(( $(echo "${KUMI_KMOD_VM_NS:-2 4}" | wc -w) * $(echo "$TESTS" | wc -w) - 1 + $(echo "$TESTS" | wc -w) + 9 ))
 # bench only: insmod, kernel-clean, nothing-left, rmmod
 [ "$bench_only" = 1 ] && nruns=-5
 if [ "$nfail" -gt 0 ] || [ "$npass" -lt $((nruns + 9)) ]; then
