@@ -165,9 +165,11 @@ void kumi_sched_register_params(void)
                             KUMI_LEVEL_TUNER, &shared_doze_max_us);
     kumi_param_register_int("kumi", "base", "sched_uring_hold_doze_us", 50000,
                             "The uring engine's completion thread, while it holds off (kumi_base_sched_uring_hold: "
-                            "every CPU of the host busy, every peer on it), looks again after this long "
-                            "(microseconds), not after the doubling dozes of sched_thread_doze_max_us: each "
-                            "look wakes it in a computing rank's place; at least sched_thread_delay_us",
+                            "every CPU of the host busy, and every peer on it or nothing for the thread to move "
+                            "across a wire), looks again after this long (microseconds), not after the doubling "
+                            "dozes of sched_thread_doze_max_us: each look wakes it in a computing rank's place "
+                            "(a start or a completion that gives it work across a wire wakes it at once); at "
+                            "least sched_thread_delay_us",
                             KUMI_LEVEL_TUNER, &hold_doze_us);
     kumi_param_register_int("kumi", "base", "sched_thread_anycpu", 1,
                             "Where the progress thread of a rank bound to cores may run: 1: on the CPUs "
@@ -890,9 +892,10 @@ void kumi_sched_engine_started(void)
         __atomic_add_fetch(&n_start_wakes, 1, __ATOMIC_RELAXED);
 }
 
-/* The start call has run its schedule's first nodes: a uring thread in a
- * held doze (doze_held) that may no longer hold off is woken now, not at
- * the doze's end (up to hold_doze_us later). */
+/* The start call has run its schedule's first nodes (or the application's
+ * progress round reaped completions, which may have started more): a uring
+ * thread in a held doze (doze_held) that may no longer hold off is woken
+ * now, not at the doze's end (up to hold_doze_us later). */
 void kumi_sched_engine_ran(void)
 {
     if (!use_uring || !thr_started) return;

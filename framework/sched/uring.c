@@ -250,7 +250,7 @@ void ur_submit(void)
         flight_by[who]++;
     }
     io_uring_submit(&ring);
-    __atomic_store_n(&nsq_sends, 0, __ATOMIC_RELAXED);
+    if (!io_uring_sq_ready(&ring)) __atomic_store_n(&nsq_sends, 0, __ATOMIC_RELAXED);
 }
 
 /* A linked chain must go to the kernel in one submission: room for n SQEs first. */
@@ -853,6 +853,9 @@ static int complete(void)
     }
     flush_dirty();
     if (io_uring_sq_ready(&ring)) ur_submit();
+    /* what the completions started (a send behind a CALC, a receive larger than its socket
+     * takes in unread) may end a held doze of the thread (engine.c, kumi_sched_engine_ran) */
+    if (n > 0 && !mine) kumi_sched_engine_ran();
     return n;
 }
 
