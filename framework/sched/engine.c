@@ -462,14 +462,24 @@ static double now_secs(void)
 static long long doze_us;
 static double last_own = -1e9;          /* when the thread last took a schedule over */
 
-static void doze_for(long long us)
+/* A doze of us in state E_DOZING, or E_HELD (doze_held: then only while
+ * the thread may still hold off, read after the state is written) */
+static void doze_in(int state, long long us)
 {
     struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
     n_dozes++;
     if (us > longest_doze) longest_doze = us;
-    __atomic_store_n(&esleep, E_DOZING, __ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST)) esleep_wait(E_DOZING, &ts);
+    __atomic_store_n(&esleep, state, __ATOMIC_SEQ_CST);
+    if (state == E_HELD) __atomic_thread_fence(__ATOMIC_SEQ_CST);  /* the state, then the counts: pairs with
+                                                                       kumi_sched_engine_ran */
+    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST) && (state != E_HELD || kumi_sched_uring_may_hold()))
+        esleep_wait(state, &ts);
     __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
+}
+
+static void doze_for(long long us)
+{
+    doze_in(E_DOZING, us);
 }
 
 static void doze(void)
@@ -733,14 +743,7 @@ static bool uring_holds(void)
  * write, fence, then read the other's state, as for E_ASLEEP. */
 static void doze_held(void)
 {
-    long long us = hold_doze_us > delay_us ? hold_doze_us : delay_us;
-    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
-    n_dozes++;
-    if (us > longest_doze) longest_doze = us;
-    __atomic_store_n(&esleep, E_HELD, __ATOMIC_SEQ_CST);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&thr_stop, __ATOMIC_SEQ_CST) && kumi_sched_uring_may_hold()) esleep_wait(E_HELD, &ts);
-    __atomic_store_n(&esleep, E_AWAKE, __ATOMIC_RELAXED);
+    doze_in(E_HELD, hold_doze_us > delay_us ? hold_doze_us : delay_us);
 }
 
 static unsigned long long declined_mark;    /* kumi_sched_uring_declined() when last idle */
