@@ -634,11 +634,11 @@ static void apply_selection(void)
     }
 }
 
-static void open_components(void)
+static void open_components(int fwi)   /* -1: every framework's */
 {
     for (int i = 0; i < nentries; i++) {
         struct reg_entry *r = entries[i];
-        if (r->e.status != KUMI_COMP_FOUND) continue;
+        if (r->e.status != KUMI_COMP_FOUND || (fwi >= 0 && fw_index(r->e.framework) != fwi)) continue;
         const struct kumi_component *c = r->e.comp;
         char why[256] = "";
         int rc = c->open ? c->open(why, sizeof why) : KUMI_OK;
@@ -707,8 +707,18 @@ KUMI_EXPORT int kumi_registry_open(int do_open)
     if (open_rc != MPI_SUCCESS) return open_rc;
     if (do_open && !opened) {
         opened = 1;
-        open_components();
+        open_components(-1);
     }
+    return MPI_SUCCESS;
+}
+
+KUMI_EXPORT int kumi_registry_open_framework(const char *framework)
+{
+    int rc = kumi_registry_open(0), fwi = fw_index(framework);
+    if (rc != MPI_SUCCESS) return rc;
+    if (fwi < 0) return kumi_error(MPI_ERR_ARG, "kumi_registry_open_framework: unknown framework '%s'",
+                                   framework ? framework : "(null)");
+    if (!opened) open_components(fwi);   /* a later kumi_registry_open(1) opens the others */
     return MPI_SUCCESS;
 }
 

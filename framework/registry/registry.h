@@ -49,6 +49,11 @@ int kumi_registry_contract(const char *framework, unsigned *major, unsigned *min
  * explains a bad MPI_COMPONENTS (unknown framework or component: the message
  * lists what exists).  Safe to call twice (second call is a no-op). */
 int kumi_registry_open(int do_open);
+/* kumi_registry_open(0), then open() on the components of one framework
+ * only (mpiexec: the launchers; a launcher has no use for a GPU driver's or
+ * a network library's start-up, nor for the threads they leave).  A later
+ * kumi_registry_open(1) opens the rest. */
+int kumi_registry_open_framework(const char *framework);
 /* kumi_info: components' open() is asked for a listing (kumi_registry_listing()). */
 void kumi_registry_set_listing(void);
 void kumi_registry_close(void);

@@ -81,7 +81,7 @@ step() { # NAME LIMIT CMD...: runs CMD under the limit, log in OUTDIR/NAME.log
     local name=$1 lim=$2 t0 rc
     shift 2
     t0=$(date +%s)
-    timeout "$lim" "$@" > "$out/$name.log" 2>&1
+    timeout -k 5 "$lim" "$@" > "$out/$name.log" 2>&1
     rc=$?
     [ $rc -eq 124 ] && say "== $name: TIMED OUT after $lim s" || say "== $name: exit $rc in $(( $(date +%s) - t0 )) s"
     return $rc
@@ -92,8 +92,12 @@ say "== machine ($(date -u +%FT%TZ), commit $(git -C "$top" rev-parse --short HE
     sed 's/^/   gpu: /' | tee -a "$sum"
 say "   nvcc: $(nvcc --version 2> /dev/null | tail -2 | head -1 || echo none)"
 say "   cores: $(nproc), $(uname -r)${bundle:+; Kumi from .gpubundle (built elsewhere)}"
+# signals this shell was started with ignored (inherited across exec): an
+# ignored SIGCHLD once made every mpiexec wait forever (it resets it now)
+say "   ignored signals at start: $(awk '/^SigIgn/ { print $2 }' /proc/$$/status)"
 
-if "$PREFIX/bin/mpiexec" -n 1 true > /dev/null 2>&1; then
+# bounded: a launcher that hangs here would take the whole device call
+if timeout -k 5 30 "$PREFIX/bin/mpiexec" -n 1 true > /dev/null 2>&1; then
     say "== build: $PREFIX/bin/mpiexec runs: not rebuilt"
 else
     missing=
@@ -106,7 +110,7 @@ else
         exit 1
     fi
 fi
-"$PREFIX/bin/kumi_info" --parsable 2> /dev/null | grep '^component:accel:cuda:' | sed 's/^/   /' | tee -a "$sum"
+timeout -k 5 30 "$PREFIX/bin/kumi_info" --parsable 2> /dev/null | grep '^component:accel:cuda:' | sed 's/^/   /' | tee -a "$sum"
 
 step tests "${GPURUN_TESTS_LIMIT:-300}" "$top/tests/gpu/run-gpu.sh"
 grep -E '^(PASS|FAIL|SKIP): |^# built|^[0-9]+ passed, ' "$out/tests.log" | sed 's/^/   /' | tee -a "$sum"

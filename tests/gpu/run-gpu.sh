@@ -92,7 +92,7 @@ echo "# MPS: $mps"
 run() { # NAME NP PROG
     local log=$out/$1.log t0 rc
     t0=$(date +%s)
-    timeout "$limit" "$PREFIX/bin/mpiexec" --oversubscribe --timeout "$limit" -n "$2" "$out/$3" > "$log" 2>&1
+    timeout -k 5 "$limit" "$PREFIX/bin/mpiexec" --oversubscribe --timeout "$limit" -n "$2" "$out/$3" > "$log" 2>&1
     rc=$?
     if [ $rc = 0 ]; then
         echo "PASS: $1 ($(( $(date +%s) - t0 )) s)"; pass=$((pass+1))
@@ -101,7 +101,7 @@ run() { # NAME NP PROG
         echo "    (under MPS: exit $rc, $(( $(date +%s) - t0 )) s; its last lines:)"
         tail -8 "$log" | awk '{ print "    | " $0 }'
         t0=$(date +%s)
-        CUDA_MPS_PIPE_DIRECTORY=/nonexistent-kumi-mps timeout "$limit" "$PREFIX/bin/mpiexec" --oversubscribe \
+        CUDA_MPS_PIPE_DIRECTORY=/nonexistent-kumi-mps timeout -k 5 "$limit" "$PREFIX/bin/mpiexec" --oversubscribe \
             --timeout "$limit" -n "$2" "$out/$3" > "$log" 2>&1
         rc=$?
         if [ $rc = 0 ]; then echo "PASS: $1 (without MPS; it failed under MPS) ($(( $(date +%s) - t0 )) s)"; pass=$((pass+1))
@@ -113,11 +113,11 @@ run() { # NAME NP PROG
 }
 if [ "${1:-}" = --bench ]; then
     [ -x "$out/bench_gpu" ] || exit 1
-    timeout $((2 * limit)) "$PREFIX/bin/mpiexec" --timeout $((2 * limit)) -n 2 "$out/bench_gpu" 2>&1 | tee "$out/bench_gpu.log"
+    timeout -k 5 $((2 * limit)) "$PREFIX/bin/mpiexec" --timeout $((2 * limit)) -n 2 "$out/bench_gpu" 2>&1 | tee "$out/bench_gpu.log"
     rc=${PIPESTATUS[0]}
     if [ "$rc" != 0 ] && [ "${mps#a private}" != "$mps" ]; then
         echo "# (it failed under MPS, exit $rc: again without MPS)"
-        CUDA_MPS_PIPE_DIRECTORY=/nonexistent-kumi-mps timeout $((2 * limit)) "$PREFIX/bin/mpiexec" --timeout $((2 * limit)) \
+        CUDA_MPS_PIPE_DIRECTORY=/nonexistent-kumi-mps timeout -k 5 $((2 * limit)) "$PREFIX/bin/mpiexec" --timeout $((2 * limit)) \
             -n 2 "$out/bench_gpu" 2>&1 | tee "$out/bench_gpu.log"
         rc=${PIPESTATUS[0]}
     fi

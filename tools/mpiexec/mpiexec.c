@@ -652,11 +652,19 @@ static int run_loop(int sigfd, double t_start)
     size_t cap = 16;
     struct pollfd *pfd = mx_xcalloc(cap, sizeof *pfd);
     struct tag *tags = mx_xcalloc(cap, sizeof *tags);
-    double all_exited_at = -1;
+    double all_exited_at = -1, sweep_at = mx_now() + MX_REAP_SWEEP;
 
     for (;;) {
         double now = mx_now();
         double next = mx_ctl_housekeeping(&job, now);
+        /* Children are also looked for without a SIGCHLD: a thread that
+         * existed before main blocked the signals (a preloaded library's)
+         * may take the signal and drop it. */
+        if (now >= sweep_at) {
+            reap();
+            sweep_at = now + MX_REAP_SWEEP;
+        }
+        if (sweep_at < next) next = sweep_at;
         {
             double t = mx_spawn_timers(now);
             if (t < next) next = t;
@@ -962,6 +970,29 @@ int main(int argc, char **argv)
                 close(n);
             }
         }
+    /* Signals: through a signalfd (run_loop); children get a clean mask
+     * from spawn.  Blocked here, first, so that every thread of mpiexec
+     * has them blocked: a thread started before (a library's, such as the
+     * CUDA driver's when a component's open calls cuInit) that has SIGCHLD
+     * unblocked takes it and drops it (its action is to ignore it), and
+     * the job never ends: every GPU program's mpiexec hung after its ranks
+     * exited.  SIGCHLD as the default: a parent that ran mpiexec with it
+     * ignored (a disposition exec keeps) would have the kernel reap the
+     * ranks unseen and send no SIGCHLD at all. */
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGCHLD);
+    sigaddset(&ss, SIGTERM);
+    sigaddset(&ss, SIGQUIT);               /* a checkpoint request (ckpt.c) */
+    /* SIGINT and SIGHUP ignored when mpiexec started (a background job of
+     * a shell, nohup) stay ignored, as for any program */
+    static const int opt_sigs[] = { SIGINT, SIGHUP };
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        if (sigaction(opt_sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaddset(&ss, opt_sigs[i]);
+    }
+    sigprocmask(SIG_BLOCK, &ss, NULL);
     mx_sinks_init();
     atexit(mx_sinks_at_exit);
     mx_parse_args(argc, argv);
@@ -1017,7 +1048,7 @@ int main(int argc, char **argv)
         }
 
     /* the launcher */
-    int rc = kumi_registry_open(1), nrpim = 0;
+    int rc = kumi_registry_open_framework("rpim"), nrpim = 0;
     struct kumi_comp_entry **rpims = kumi_registry_available("rpim", &nrpim);
     const struct kumi_rpim_ops *ops = NULL;
     for (int i = 0; i < nrpim && !ops; i++) {
@@ -1064,20 +1095,6 @@ int main(int argc, char **argv)
         if (mx_impi_startup(job.n) < 0) return 1;
     }
 
-    /* signals: through a signalfd; children get a clean mask from spawn */
-    sigset_t ss;
-    sigemptyset(&ss);
-    sigaddset(&ss, SIGCHLD);
-    sigaddset(&ss, SIGTERM);
-    sigaddset(&ss, SIGQUIT);               /* a checkpoint request (ckpt.c) */
-    /* SIGINT and SIGHUP ignored when mpiexec started (a background job of
-     * a shell, nohup) stay ignored, as for any program */
-    static const int opt_sigs[] = { SIGINT, SIGHUP };
-    for (int i = 0; i < 2; i++) {
-        struct sigaction old;
-        if (sigaction(opt_sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaddset(&ss, opt_sigs[i]);
-    }
-    sigprocmask(SIG_BLOCK, &ss, NULL);
     int sigfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sigfd < 0) {
         mx_msg("signalfd: %s", strerror(errno));

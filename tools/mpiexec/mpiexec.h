@@ -50,6 +50,7 @@
 #include "hosts.h"
 
 #define MX_MAX_STRANGERS    64          /* unauthenticated connections at once, beyond the job's size */
+#define MX_REAP_SWEEP       0.25        /* seconds between looks for exited children without a SIGCHLD */
 
 struct mx_conn {
     int fd;

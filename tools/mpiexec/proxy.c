@@ -682,6 +682,7 @@ static void reap(void)
 
 int main(int argc, char **argv)
 {
+    signal(SIGCHLD, SIG_DFL);              /* as mpiexec: an ignored SIGCHLD would hide the ranks' ends */
     if (gethostname(hostname, sizeof hostname - 1) != 0) strcpy(hostname, "?");
     if (argc == 3 && strcmp(argv[1], "--slurm") == 0 && mx_proxy_slurm_connect(argv[2]) < 0)
         return 1;                          /* started by srun: the link is a connection to mpiexec */
@@ -702,7 +703,7 @@ int main(int argc, char **argv)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    double now = mx_now(), last_ping = now, end_at = -1;
+    double now = mx_now(), last_ping = now, end_at = -1, sweep_at = now + MX_REAP_SWEEP;
     up.last_rx = now;
     size_t cap = 64;
     struct pollfd *pfd = mx_xcalloc(cap, sizeof *pfd);
@@ -718,6 +719,11 @@ int main(int argc, char **argv)
             send_frame(MX_P_PONG, NULL);
         }
         if (now + PX_PING_EVERY < next) next = now + PX_PING_EVERY;
+        if (now >= sweep_at) {              /* as mpiexec's: a SIGCHLD another thread took */
+            reap();
+            sweep_at = now + MX_REAP_SWEEP;
+        }
+        if (sweep_at < next) next = sweep_at;
         if (ending) {
             int open = 0, alive = 0;
             for (int i = 0; i < nloc; i++) {

@@ -74,6 +74,7 @@ static int rpim_fork_spawn(const struct kumi_spawn *sp, pid_t *pid)
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGPIPE, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);          /* ignored where the launcher's parent had it so: the rank's waitpid would fail */
         int src[3] = { sp->stdin_fd, sp->stdout_fd, sp->stderr_fd };
         if (src[0] < 0) {
             src[0] = open("/dev/null", O_RDONLY);
