@@ -16,11 +16,14 @@
  * memory; MPIX_GPU_CUDA asks the accel framework (kumi/accel.h) for
  * host-mapped memory (ring, completion records) and device memory (the
  * ticket counter). */
+#define _GNU_SOURCE                     /* cpu_set_t, pthread_attr_setaffinity_np */
 #include "mpi/mpi_front.h"
+#include "core/cpus.h"
 #include <kumi/accel.h>
 #include <kumi_gpu.h>
 #include <kumi/param.h>
 #include <mpi-ext.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -243,6 +246,7 @@ static void drain(struct kumi_mpix_gpu *g)
 }
 
 static long long spin_us = 1000;     /* kumi_base_gpu_proxy_spin_us */
+static long long proxy_anycpu = 1;   /* kumi_base_gpu_proxy_anycpu */
 
 void kumi_gpu_register_params(void)
 {
@@ -250,6 +254,13 @@ void kumi_gpu_register_params(void)
                             "Time (microseconds) the device proxy of MPIX_Gpu_start keeps polling "
                             "(yielding the CPU) after its last request or completion before it sleeps "
                             "20 us between polls (-1: never sleeps)", KUMI_LEVEL_TUNER, &spin_us);
+    kumi_param_register_int("kumi", "base", "gpu_proxy_anycpu", 1,
+                            "Where the device proxy of MPIX_Gpu_start runs in a rank mpiexec bound to a core: "
+                            "0, on the rank's core (where a CUDA application's thread spins in "
+                            "cudaDeviceSynchronize while its kernel runs, and the proxy waits for a time slice "
+                            "at each request); 1, on the CPUs of the rank's NUMA nodes, those bound to no rank "
+                            "where there are any; 2, on every online CPU, likewise", KUMI_LEVEL_TUNER,
+                            &proxy_anycpu);
 }
 
 static long long now_us(void)
@@ -280,6 +291,35 @@ static void *proxy_main(void *arg)
     }
     drain(g);
     return NULL;
+}
+
+/* The proxy thread, off the rank's core where mpiexec bound the rank
+ * (core/cpus.c; kumi_base_gpu_proxy_anycpu): the CPUs found once, at the
+ * first start, the launch's bindings known by then. */
+static int start_proxy(struct kumi_mpix_gpu *g)
+{
+    static int found;          /* 0: not looked; 1: a set; -1: none (the rank's CPUs) */
+    static cpu_set_t set;
+    if (!found) {
+        cpu_set_t free_set;
+        found = kumi_cpus_helper((int)proxy_anycpu, &set) ? 1 : -1;
+        if (found > 0 && kumi_cpus_free(&set, &free_set)) set = free_set;
+        if (found > 0) kumi_log(2, "MPIX_Gpu: the proxy thread runs on %d CPUs, not only the rank's", CPU_COUNT(&set));
+    }
+    pthread_attr_t at;
+    if (pthread_attr_init(&at)) return -1;
+    if (found > 0 && pthread_attr_setaffinity_np(&at, sizeof set, &set))
+        kumi_log(2, "MPIX_Gpu: the proxy thread keeps the rank's CPUs");
+    int rc = pthread_create(&g->thr, &at, proxy_main, g);
+    if (rc == EINVAL && found > 0) {           /* a set the cgroup refuses: the rank's CPUs */
+        found = -1;
+        pthread_attr_destroy(&at);
+        pthread_attr_init(&at);
+        rc = pthread_create(&g->thr, &at, proxy_main, g);
+    }
+    pthread_attr_destroy(&at);
+    if (!rc) pthread_setname_np(g->thr, "kumi-gpuproxy");   /* for top -H, ps -L, a debugger */
+    return rc;
 }
 
 /* ------------------------------------------------------- memory */
@@ -437,7 +477,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
         g->next = live;
         live = g;
         if (nothread) {}
-        else if (pthread_create(&g->thr, NULL, proxy_main, g))
+        else if (start_proxy(g))
             rc = kumi_error(MPI_ERR_OTHER, "%s: cannot start the proxy thread", fn);
         else
             g->running = 1;

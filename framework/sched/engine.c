@@ -64,6 +64,7 @@
  * so a start is never missed.  The stop wakes it in every state. */
 #define _GNU_SOURCE                     /* CPU_SET, pthread_setaffinity_np */
 #include "sched/sched.h"
+#include "core/cpus.h"
 #include <kumi/param.h>
 #include <kumi/rpim.h>
 #include <kumi/p2p.h>
@@ -261,111 +262,25 @@ static void short_slice(void)
 
 /* A rank bound to cores (mpiexec's binding: KUMI_ENV_BIND_CPUS) would keep
  * its progress thread on them, next to the computation; the thread may run
- * on more CPUs instead (the kernel intersects the set with the cgroup's),
- * so it lands on a free core when there is one: those of the NUMA nodes
- * that hold one of the rank's cores (anycpu 1: the thread touches the
- * rank's buffers and the node's shared segments), or every online CPU
- * (anycpu 2, and where sysfs says nothing about nodes). */
-static bool parse_cpulist(const char *buf, cpu_set_t *set)
-{
-    bool any = false;
-    for (const char *p = buf; *p && *p != '\n';) {
-        char *e;
-        long a = strtol(p, &e, 10), b = a;
-        if (e == p) break;
-        if (*e == '-') { p = e + 1; b = strtol(p, &e, 10); if (e == p) break; }
-        for (long c = a; c <= b && c < CPU_SETSIZE; c++) if (c >= 0) { CPU_SET((int)c, set); any = true; }
-        p = *e == ',' ? e + 1 : e;
-    }
-    return any;
-}
-
-static bool add_cpulist(const char *path, cpu_set_t *set)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return parse_cpulist(buf, set);
-}
-
-/* The CPUs of the NUMA nodes holding one of mine; false if sysfs has none. */
-static bool node_cpus(const cpu_set_t *mine, cpu_set_t *out)
-{
-    CPU_ZERO(out);
-    bool found = false;
-    for (int node = 0, misses = 0; node < 4096 && misses < 64; node++) {
-        char path[96];
-        cpu_set_t nset;
-        CPU_ZERO(&nset);
-        snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
-        if (!add_cpulist(path, &nset)) { misses++; continue; }
-        misses = 0;
-        cpu_set_t both;
-        CPU_AND(&both, &nset, mine);
-        if (CPU_COUNT(&both) > 0) { CPU_OR(out, out, &nset); found = true; }
-    }
-    return found;
-}
-
+ * on more CPUs instead, and keeps to those bound to no rank where there are
+ * any (core/cpus.c: anycpu 1, the CPUs of the rank's NUMA nodes; 2, every
+ * online CPU).  The application thread sets the thread engine's CPUs at the
+ * end of the start-up, the thread asleep until a schedule starts
+ * (kumi_sched_engine_ready); the uring engine's thread sets its own
+ * (unbind_thread) as it starts. */
 static bool unbind_thread(pthread_t t)
 {
-    if (!anycpu || !getenv(KUMI_ENV_BIND_CPUS)) return false;
-    cpu_set_t mine, set;
-    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return false;
-    if (anycpu == 1 && node_cpus(&mine, &set)) {
-        CPU_OR(&set, &set, &mine);
-    } else {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        CPU_ZERO(&set);
-        for (long i = 0; i < n && i < CPU_SETSIZE; i++) CPU_SET((int)i, &set);
-        if (n <= 0) return false;
-    }
+    cpu_set_t set;
+    if (!kumi_cpus_helper((int)anycpu, &set)) return false;
     if (pthread_setaffinity_np(t, sizeof set, &set) == 0) return true;
     kumi_log(2, "kumi_base_sched_engine=%s: the progress thread keeps the rank's CPUs (%s)", engine_name, strerror(errno));
     return false;
 }
 
-/* anycpu 1: where CPUs of that set are bound to no rank of the launch on
- * this host, the thread keeps to those: its dozes and take-overs then never
- * land on a core that a rank computes or waits on (the kernel otherwise
- * places a woken thread on the core it last ran on when that one is idle
- * for a moment, and a rank's core often is between two polls).  Where every
- * CPU of the set holds a rank, the set stays.  The application thread sets
- * the thread engine's CPUs at the end of the start-up, the thread asleep
- * until a schedule starts (kumi_sched_engine_ready: the launch's bindings
- * are in the key-value exchange once its fence is behind; two look-ups in
- * the local table per rank, ending once every CPU of the set holds a rank);
- * not for a rank that shares its core with others (oversubscribed: no core
- * is free), nor for launches of more than KUMI_FREE_CPUS_RANKS ranks (the
- * look-ups scan a table that grows with the ranks: some milliseconds at
- * that size).  The uring engine's thread sets
- * its own (unbind_thread) as it starts. */
-#define KUMI_FREE_CPUS_RANKS 128
 static void keep_to_free_cpus(void)
 {
-    cpu_set_t set, used, free_set;
-    /* other ranks on this rank's core (oversubscribed): no core is free */
-    if (getenv(KUMI_ENV_BIND_SHARED) || kumi_rpim_launch_size() > KUMI_FREE_CPUS_RANKS) return;
-    if (pthread_getaffinity_np(thr, sizeof set, &set) != 0 || sched_getaffinity(0, sizeof used, &used) != 0) return;
-    int n = kumi_world_size(), me = kumi_world_rank();
-    for (int r = 0; r < n; r++) {
-        char v[KUMI_KVS_VAL_MAX];
-        if (r == me || !kumi_rpim_in_launch(r)) continue;
-        /* a rank whose host or binding is not known: keep the set */
-        if (kumi_rpim_get(r, "kumi.hostid", v, sizeof v) != MPI_SUCCESS) return;
-        if (strcmp(v, kumi_host_id()) != 0) continue;
-        if (kumi_rpim_get(r, KUMI_KVS_BIND_CPUS, v, sizeof v) != MPI_SUCCESS) return;
-        parse_cpulist(v, &used);
-        CPU_OR(&free_set, &set, &used);
-        if (CPU_EQUAL(&free_set, &used)) return;    /* every CPU of the set holds a rank */
-    }
-    CPU_ZERO(&free_set);
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set) && !CPU_ISSET(c, &used)) CPU_SET(c, &free_set);
-    if (CPU_COUNT(&free_set) == 0) return;
+    cpu_set_t set, free_set;
+    if (pthread_getaffinity_np(thr, sizeof set, &set) != 0 || !kumi_cpus_free(&set, &free_set)) return;
     if (pthread_setaffinity_np(thr, sizeof free_set, &free_set) != 0)
         kumi_log(2, "kumi_base_sched_engine=thread: the progress thread keeps its CPUs (%s)", strerror(errno));
 }

@@ -18,13 +18,21 @@
  *    reports a failure makes MPIX_Gpu_stop return it (with or without proxy
  *    thread); MPIX_Gpu_progress refuses a proxy with thread and a null one;
  * 4. a 1-D three-point stencil whose halos the edge blocks exchange with the
- *    neighbour ranks, against a serial reference; a checksum by allreduce. */
+ *    neighbour ranks, against a serial reference; a checksum by allreduce;
+ * 5. where the proxy thread runs ("kumi-gpuproxy" in /proc/self/task): in a
+ *    rank mpiexec bound to a core, not only there (a CUDA application's
+ *    thread spins on that core in cudaDeviceSynchronize: the proxy then
+ *    waited a time slice, about 4 ms, at each request), and off that core
+ *    where the rank is alone on a machine of several CPUs. */
+#define _GNU_SOURCE
 #include "kt.h"
 #include <mpi-ext.h>
 #include <kumi_gpu.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <unistd.h>
 
 static int rank, size, QS = 1024, DEPTH = 4, KIND = MPIX_GPU_CPU;
 static kumi_gpu_t G;
@@ -284,6 +292,40 @@ static void stencil(void)
     free(sv);
 }
 
+/* The CPUs the proxy thread may run on; 0 if no thread is so named. */
+static int proxy_cpus(cpu_set_t *set)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *de;
+    int found = 0;
+    while (d && !found && (de = readdir(d))) {
+        char path[300], name[32] = "";
+        pid_t tid = (pid_t)atoi(de->d_name);
+        if (tid <= 0) continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (!fgets(name, sizeof name, f)) name[0] = 0;
+        fclose(f);
+        if (strncmp(name, "kumi-gpuproxy", 13) == 0) found = sched_getaffinity(tid, sizeof *set, set) == 0;
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+static void check_proxy_cpus(void)
+{
+    cpu_set_t mine, px, both;
+    KT_CHECK(proxy_cpus(&px), "no thread named kumi-gpuproxy while a proxy runs");
+    if (!getenv("KUMI_INTERNAL_BIND_CPUS") || sysconf(_SC_NPROCESSORS_ONLN) < 2) return;   /* not bound */
+    KT_CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    KT_CHECK(!CPU_EQUAL(&px, &mine), "the proxy thread keeps the rank's %d CPU(s)", CPU_COUNT(&mine));
+    CPU_AND(&both, &px, &mine);
+    if (size == 1 && !getenv("KUMI_INTERNAL_BIND_SHARED"))
+        KT_CHECK(CPU_COUNT(&both) == 0, "one rank alone: its proxy may still run on its core (%d of %d CPUs shared)",
+                 CPU_COUNT(&both), CPU_COUNT(&px));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -296,6 +338,7 @@ int main(int argc, char **argv)
 
     /* 1. order */
     KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, OB, DEPTH, QS, &G, &P));
+    check_proxy_cpus();                    /* 5. */
     run_blocks(OB, order_block);
     KT_MPI(MPIX_Gpu_stop(&P));
     KT_CHECK(P == MPIX_GPU_NULL);
