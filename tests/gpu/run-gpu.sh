@@ -89,11 +89,42 @@ done
 echo "# built in $(( $(date +%s) - t_build )) s with $NVCC ($("$NVCC" --version 2> /dev/null | tail -2 | head -1))"
 if [ $build_only = 1 ]; then echo "$((failc == 0)) passed, $((failc > 0)) failed (build only)"; [ "$failc" -eq 0 ]; exit; fi
 echo "# MPS: $mps"
+# What each thread of a job's processes (those whose command line holds
+# PATTERN) is doing: pid, tid, name, state, kernel wait channel, system call
+# number (x86-64: 7 poll, 16 ioctl, 24 sched_yield, 35 nanosleep, 61 wait4,
+# 202 futex, 230 clock_nanosleep, 271 ppoll; "running": none).  Taken by a
+# watcher a few seconds before a run's limit, so that a hang says where.
+threads_of() { # PATTERN
+    local d t
+    for d in /proc/[0-9]*; do
+        [ "$d" = "/proc/$$" ] && continue
+        tr '\0' ' ' < "$d/cmdline" 2> /dev/null | grep -qF -- "$1" || continue
+        for t in "$d"/task/*; do
+            echo "${d#/proc/} ${t##*/} $(cat "$t/comm" 2> /dev/null) $(sed 's/.*) //' "$t/stat" 2> /dev/null | cut -d' ' -f1)" \
+                "wchan=$(cat "$t/wchan" 2> /dev/null) syscall=$(cut -d' ' -f1 "$t/syscall" 2> /dev/null)"
+        done
+    done
+}
+watch_start() { # SECONDS PATTERN FILE
+    rm -f "$3"
+    ( sleep "$1"; threads_of "$2" > "$3" ) > /dev/null 2>&1 &    # (no pipe held open by its sleep)
+    watcher=$!
+}
+watch_end() { # FILE: stops the watcher; prints what it took, if it did
+    kill "$watcher" 2> /dev/null
+    wait "$watcher" 2> /dev/null
+    if [ -s "$1" ]; then
+        echo "    (its processes' threads near the limit: pid tid name state wchan syscall)"
+        head -60 "$1" | awk '{ print "    : " $0 }'
+    fi
+}
 run() { # NAME NP PROG
     local log=$out/$1.log t0 rc
     t0=$(date +%s)
+    watch_start $((limit > 6 ? limit - 3 : limit)) "$out/$3" "$log.threads"
     timeout -k 5 "$limit" "$PREFIX/bin/mpiexec" --oversubscribe --timeout "$limit" -n "$2" "$out/$3" > "$log" 2>&1
     rc=$?
+    watch_end "$log.threads"
     if [ $rc = 0 ]; then
         echo "PASS: $1 ($(( $(date +%s) - t0 )) s)"; pass=$((pass+1))
     elif [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ "${mps#a private}" != "$mps" ]; then
@@ -101,9 +132,11 @@ run() { # NAME NP PROG
         echo "    (under MPS: exit $rc, $(( $(date +%s) - t0 )) s; its last lines:)"
         tail -8 "$log" | awk '{ print "    | " $0 }'
         t0=$(date +%s)
+        watch_start $((limit > 6 ? limit - 3 : limit)) "$out/$3" "$log.threads"
         CUDA_MPS_PIPE_DIRECTORY=/nonexistent-kumi-mps timeout -k 5 "$limit" "$PREFIX/bin/mpiexec" --oversubscribe \
             --timeout "$limit" -n "$2" "$out/$3" > "$log" 2>&1
         rc=$?
+        watch_end "$log.threads"
         if [ $rc = 0 ]; then echo "PASS: $1 (without MPS; it failed under MPS) ($(( $(date +%s) - t0 )) s)"; pass=$((pass+1))
         else echo "FAIL: $1 (under MPS and without; exit $rc, $(( $(date +%s) - t0 )) s)"; failc=$((failc+1)); fi
     else
@@ -113,8 +146,10 @@ run() { # NAME NP PROG
 }
 if [ "${1:-}" = --bench ]; then
     [ -x "$out/bench_gpu" ] || exit 1
+    watch_start $((2 * limit - 3)) "$out/bench_gpu" "$out/bench_gpu.threads"
     timeout -k 5 $((2 * limit)) "$PREFIX/bin/mpiexec" --timeout $((2 * limit)) -n 2 "$out/bench_gpu" 2>&1 | tee "$out/bench_gpu.log"
     rc=${PIPESTATUS[0]}
+    watch_end "$out/bench_gpu.threads" | sed 's/^    /# /'
     if [ "$rc" != 0 ] && [ "${mps#a private}" != "$mps" ]; then
         echo "# (it failed under MPS, exit $rc: again without MPS)"
         CUDA_MPS_PIPE_DIRECTORY=/nonexistent-kumi-mps timeout -k 5 $((2 * limit)) "$PREFIX/bin/mpiexec" --timeout $((2 * limit)) \
