@@ -183,16 +183,17 @@ static int cuda_open(char *why, size_t whylen)
     cu_result r = cu.Init(0);
     if (r) {
         snprintf(why, whylen, "cuInit failed (CUDA error %d): no CUDA device usable", r);
-        goto fail;
+        goto keep;
     }
     if (cu.DeviceGetCount(&ndev) || ndev < 1) {
         snprintf(why, whylen, "no CUDA device");
-        goto fail;
+        goto keep;
     }
     snprintf(why, whylen, "%d CUDA device%s", ndev, ndev > 1 ? "s" : "");
     return KUMI_OK;
 fail:
-    dlclose(lib);
+    dlclose(lib);       /* before cuInit: nothing of the driver runs yet */
+keep:                   /* after: it may have started threads (cuda_close) */
     lib = NULL;
     return KUMI_UNAVAILABLE;
 }
@@ -200,11 +201,13 @@ fail:
 static void ipc_cache_drop(void);
 static void own_drop(void);
 
+/* The driver library stays mapped: cuInit started threads of its own,
+ * which would run on in unmapped code (the handle is dropped, so the next
+ * open's dlopen finds it loaded). */
 static void cuda_close(void)
 {
     ipc_cache_drop();
     own_drop();
-    if (lib) dlclose(lib);
     lib = NULL;
 }
 

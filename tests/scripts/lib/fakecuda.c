@@ -100,7 +100,29 @@ static struct region *find(uintptr_t p)
     return NULL;
 }
 
-int cuInit(unsigned f) { (void)f; return 0; }
+/* cuInit starts threads of the driver's own, as the real one does: they
+ * leave every signal unblocked (a process-directed signal that another
+ * thread waits for with a signalfd may land here and be dropped: mpiexec
+ * lost its SIGCHLD so on a GPU machine), and they stay (the library is not
+ * to be unloaded under them: accel/cuda never dlcloses it). */
+static void *driver_thread(void *a)
+{
+    (void)a;
+    for (;;) pause();
+    return NULL;
+}
+static void driver_threads(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, driver_thread, NULL) == 0) pthread_detach(t);
+}
+int cuInit(unsigned f)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    (void)f;
+    pthread_once(&once, driver_threads);
+    return 0;
+}
 int cuDeviceGetCount(int *n) { *n = getenv("FAKECUDA_NODEV") ? 0 : 1; return 0; }
 int cuDeviceGet(int *d, int i) { *d = i; return 0; }
 int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)0x1; return 0; }
