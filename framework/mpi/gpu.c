@@ -59,6 +59,7 @@ struct kumi_mpix_gpu {
     int fail_class, fail_block;  /* the first kumi_gpu_fail */
     int bad_entries;             /* entries naming no block / record (no completion possible) */
     int held;                    /* the accel component holds its frees for this proxy */
+    int blocking;                /* the application's waits for the device sleep (accel 1.4) */
     struct kumi_mpix_gpu *next;
 };
 
@@ -247,6 +248,7 @@ static void drain(struct kumi_mpix_gpu *g)
 
 static long long spin_us = 1000;     /* kumi_base_gpu_proxy_spin_us */
 static long long proxy_anycpu = 1;   /* kumi_base_gpu_proxy_anycpu */
+static long long blocking_sync = 1;  /* kumi_base_gpu_proxy_blocking_sync */
 
 void kumi_gpu_register_params(void)
 {
@@ -254,6 +256,11 @@ void kumi_gpu_register_params(void)
                             "Time (microseconds) the device proxy of MPIX_Gpu_start keeps polling "
                             "(yielding the CPU) after its last request or completion before it sleeps "
                             "20 us between polls (-1: never sleeps)", KUMI_LEVEL_TUNER, &spin_us);
+    kumi_param_register_int("kumi", "base", "gpu_proxy_blocking_sync", 1,
+                            "While a device proxy of kind MPIX_GPU_CUDA runs (with its thread), the "
+                            "application's waits for the device (cudaDeviceSynchronize...) sleep instead of "
+                            "spinning (the context's blocking synchronization, put back at MPIX_Gpu_stop; "
+                            "CUDA 12.1 or later): 0 leaves them as they are", KUMI_LEVEL_TUNER, &blocking_sync);
     kumi_param_register_int("kumi", "base", "gpu_proxy_anycpu", 1,
                             "Where the device proxy of MPIX_Gpu_start runs in a rank mpiexec bound to a core: "
                             "0, on the rank's core (where a CUDA application's thread spins in "
@@ -381,6 +388,21 @@ static void hold_frees(struct kumi_mpix_gpu *g, int on)
     g->held = on;
 }
 
+/* While a proxy thread of kind MPIX_GPU_CUDA runs, the application's
+ * thread waits for its kernel (cudaDeviceSynchronize) asleep, not spinning
+ * (accel contract 1.4; kumi_base_gpu_proxy_blocking_sync): where the proxy
+ * finds no free core it shares one with such a thread, and a spinning one
+ * held the core for a whole time slice at each request (4 ms). */
+static void wait_blocking(struct kumi_mpix_gpu *g, int on)
+{
+    const struct kumi_accel_ops *a = g->kind == MPIX_GPU_CUDA ? kumi_accel() : NULL;
+    if (!a || a->hdr.size <= offsetof(struct kumi_accel_ops, wait_blocking) || !a->wait_blocking ||
+        g->blocking == on || (on && (!blocking_sync || g->nothread)))
+        return;
+    if (a->wait_blocking(on) == 0 || !on) g->blocking = on;
+    else kumi_log(2, "MPIX_Gpu: the application's waits for the device stay as they are (driver too old)");
+}
+
 static int is_live(struct kumi_mpix_gpu *g)
 {
     struct kumi_mpix_gpu *p;
@@ -415,6 +437,7 @@ static int gpu_end(struct kumi_mpix_gpu *g)
     kumi_comm_release(g->comm);
     unlink_live(g);
     hold_frees(g, 0);
+    wait_blocking(g, 0);
     return rc;
 }
 
@@ -473,6 +496,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
         kumi_gpu_host_init(g->ring, (uint32_t)qsize);
         if (g->kind == MPIX_GPU_CPU) *g->tail = 0;   /* the accel component zeroes the device memory it gives */
         hold_frees(g, 1);
+        wait_blocking(g, 1);
         if (g->kind == MPIX_GPU_CUDA) kumi_accel_warm();   /* pinned memory made before the kernel */
         g->next = live;
         live = g;

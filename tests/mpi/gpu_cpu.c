@@ -23,12 +23,15 @@
  *    rank mpiexec bound to a core, not only there (a CUDA application's
  *    thread spins on that core in cudaDeviceSynchronize: the proxy then
  *    waited a time slice, about 4 ms, at each request), and off that core
- *    where the rank is alone on a machine of several CPUs. */
+ *    where the rank is alone on a machine of several CPUs; with kind cuda
+ *    (the stand-in driver), the context's scheduling flags say blocking
+ *    synchronization while the proxy runs and are put back at the stop. */
 #define _GNU_SOURCE
 #include "kt.h"
 #include <mpi-ext.h>
 #include <kumi_gpu.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -326,6 +329,25 @@ static void check_proxy_cpus(void)
                  CPU_COUNT(&both), CPU_COUNT(&px));
 }
 
+/* The stand-in driver's context flags (kind cuda): NULL where it has none. */
+static int (*ctx_flags(int set))(unsigned *)
+{
+    static int (*get)(unsigned *);
+    static int (*put)(unsigned);
+    static int looked;
+    if (!looked) {
+        const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
+        void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+        if (h) {
+            *(void **)&get = dlsym(h, "cuCtxGetFlags");
+            *(void **)&put = dlsym(h, "cuCtxSetFlags");
+        }
+        looked = 1;
+    }
+    if (set >= 0 && put) put((unsigned)set);
+    return put ? get : NULL;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -337,10 +359,21 @@ int main(int argc, char **argv)
     MPIX_Gpu g;
 
     /* 1. order */
+    int (*getf)(unsigned *) = KIND == MPIX_GPU_CUDA ? ctx_flags(0x11) : NULL;   /* spin (1), and a flag beside */
+    unsigned fl = 0;
     KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, OB, DEPTH, QS, &G, &P));
     check_proxy_cpus();                    /* 5. */
+    if (getf) {
+        getf(&fl);
+        KT_CHECK(fl == 0x14, "context flags %#x while the proxy runs, expected 0x14 (blocking synchronization)", fl);
+    }
     run_blocks(OB, order_block);
     KT_MPI(MPIX_Gpu_stop(&P));
+    if (getf) {
+        getf(&fl);
+        KT_CHECK(fl == 0x11, "context flags %#x after MPIX_Gpu_stop, expected 0x11 as before", fl);
+        ctx_flags(0);
+    }
     KT_CHECK(P == MPIX_GPU_NULL);
 
     /* 1b. the same served by this thread: a proxy without thread */

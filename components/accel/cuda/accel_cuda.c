@@ -92,6 +92,9 @@ static struct {
     cu_result (*MemGetAddressRange)(cu_ptr *, size_t *, cu_ptr);
     cu_result (*MemcpyDtoD)(cu_ptr, cu_ptr, size_t);
     cu_result (*CtxSynchronize)(void);
+    /* optional (cuCtxSetFlags: CUDA 12.1): wait_blocking */
+    cu_result (*CtxGetFlags)(unsigned *);
+    cu_result (*CtxSetFlags)(unsigned);
 } cu;
 static bool async_ok;                   /* every optional symbol was found */
 static bool ipc_ok;
@@ -180,6 +183,9 @@ static int cuda_open(char *why, size_t whylen)
         if (!f) ipc_ok = false;
         memcpy((char *)&cu + ipc_syms[i].off, &f, sizeof f);
     }
+    void *gf = dlsym(lib, "cuCtxGetFlags"), *sf = dlsym(lib, "cuCtxSetFlags");
+    memcpy(&cu.CtxGetFlags, &gf, sizeof gf);
+    memcpy(&cu.CtxSetFlags, &sf, sizeof sf);
     cu_result r = cu.Init(0);
     if (r) {
         snprintf(why, whylen, "cuInit failed (CUDA error %d): no CUDA device usable", r);
@@ -323,6 +329,43 @@ static bool held(void *p, int kind)
     }
     pthread_mutex_unlock(&held_mu);
     return h != NULL;
+}
+
+/* wait_blocking: the context's scheduling flags (CUDA's CU_CTX_SCHED_*) set
+ * to blocking synchronization while held, those found put back at the end. */
+#define CU_CTX_SCHED_MASK 0x07
+#define CU_CTX_SCHED_BLOCKING_SYNC 0x04
+static pthread_mutex_t blk_mu = PTHREAD_MUTEX_INITIALIZER;
+static int blk_holds;
+static bool blk_set;
+static unsigned blk_saved;
+
+static int cuda_wait_blocking(int on)
+{
+    int rc;
+    pthread_mutex_lock(&blk_mu);
+    if (on) {
+        if (blk_holds++ == 0) {
+            unsigned f = 0;
+            blk_set = cu.CtxGetFlags && cu.CtxSetFlags && !current() && !cu.CtxGetFlags(&f) &&
+                      !cu.CtxSetFlags((f & ~CU_CTX_SCHED_MASK) | CU_CTX_SCHED_BLOCKING_SYNC);
+            blk_saved = f;
+            if (blk_set)
+                kumi_log(2, "accel/cuda: waits for the device block while a proxy runs (scheduling flags %#x before)",
+                         f & CU_CTX_SCHED_MASK);
+        }
+        rc = blk_set ? 0 : -1;
+    } else {
+        if (blk_holds > 0 && --blk_holds == 0 && blk_set) {
+            unsigned f = 0;
+            if (!current() && !cu.CtxGetFlags(&f))
+                cu.CtxSetFlags((f & ~CU_CTX_SCHED_MASK) | (blk_saved & CU_CTX_SCHED_MASK));
+            blk_set = false;
+        }
+        rc = 0;
+    }
+    pthread_mutex_unlock(&blk_mu);
+    return rc;
 }
 
 static void cuda_hold_frees(int on)
@@ -601,6 +644,7 @@ static const struct kumi_accel_ops cuda_ops = {
     .ipc_close = cuda_ipc_close,
     .copy_dtod = cuda_dtod,
     .hold_frees = cuda_hold_frees,
+    .wait_blocking = cuda_wait_blocking,
 };
 
 KUMI_EXPORT const struct kumi_component kumi_accel_cuda_component = {

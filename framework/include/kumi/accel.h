@@ -46,6 +46,13 @@
  *                                 free may wait for every kernel of the device, and
  *                                 a persistent kernel waits for the proxy that
  *                                 would free)
+ * Optional (contract 1.4; NULL: the application's waits stay as they are):
+ *   wait_blocking(on)             on (1) / off (0), nested, from a thread of
+ *                                 the application: its device's host threads
+ *                                 that wait for device work sleep until it is
+ *                                 done instead of spinning (CUDA: the context's
+ *                                 CU_CTX_SCHED_BLOCKING_SYNC); the last off puts
+ *                                 back what was there.  0, or -1 (not possible)
  */
 #ifndef KUMI_ACCEL_H
 #define KUMI_ACCEL_H
@@ -59,7 +66,7 @@ extern "C" {
 #endif
 
 #define KUMI_ACCEL_CONTRACT_MAJOR 1
-#define KUMI_ACCEL_CONTRACT_MINOR 3
+#define KUMI_ACCEL_CONTRACT_MINOR 4
 #define KUMI_ACCEL_IPC_SIZE 64
 #define KUMI_ACCEL_OPS_HDR \
     KUMI_OPS_HDR(struct kumi_accel_ops, KUMI_ACCEL_CONTRACT_MAJOR, KUMI_ACCEL_CONTRACT_MINOR)
@@ -97,6 +104,8 @@ struct kumi_accel_ops {
     int (*copy_dtod)(void *dst, const void *src, size_t n);
     /* contract 1.3 */
     void (*hold_frees)(int on);
+    /* contract 1.4 */
+    int (*wait_blocking)(int on);
 };
 
 #ifdef __cplusplus

@@ -17,6 +17,9 @@
 #ifndef KUMI_TEST_CUDA_RUNTIME_CPU_H
 #define KUMI_TEST_CUDA_RUNTIME_CPU_H
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -44,6 +47,7 @@ struct kumi_cpu_cu_ {
     int (*host_alloc)(void **, size_t, unsigned);
     int (*host_free)(void *);
     unsigned long long (*kernel)(int);
+    int (*get_flags)(unsigned *);   /* cuCtxGetFlags (optional) */
 };
 static inline kumi_cpu_cu_ &kumi_cpu_cu(void)
 {
@@ -62,6 +66,7 @@ static inline kumi_cpu_cu_ &kumi_cpu_cu(void)
         *(void **)&c.host_alloc = dlsym(h, "cuMemHostAlloc");
         *(void **)&c.host_free = dlsym(h, "cuMemFreeHost");
         *(void **)&c.kernel = dlsym(h, "fakecuda_kernel");
+        *(void **)&c.get_flags = dlsym(h, "cuCtxGetFlags");
         if (!c.alloc || !c.free_ || !c.htod || !c.dtoh || !c.dtod || !c.memset8 || !c.host_alloc || !c.host_free ||
             !c.kernel) {
             fprintf(stderr, "cuda_runtime (CPU): the driver at %s lacks a call\n", lib);
@@ -125,9 +130,66 @@ static inline cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned)
 }
 
 /* the launches (gpu_testset_cpu.sh rewrites the sources to call them) */
-static inline unsigned long long kumi_cpu_kernel_begin(void) { return kumi_cpu_cu().kernel(1); }
+/* GPUCPU_SPIN=1: a launch leaves the CPUs as a GPU's does: the kernel's
+ * threads run on every CPU (a GPU's kernel takes none of the rank's), and a
+ * thread of the rank spins on the rank's CPUs until the kernel ends, as the
+ * application's thread does in cudaDeviceSynchronize (CUDA's default where
+ * CPUs outnumber contexts): what a helper thread left on the rank's core
+ * (the MPIX_Gpu proxy) must share it with.  Unless the stand-in's context
+ * flags say blocking synchronization (4): then that thread sleeps, as it
+ * would on a GPU. */
+struct kumi_cpu_spin_ {
+    pthread_t thr;
+    cpu_set_t mine;
+    volatile int stop;
+    bool on;
+};
+static inline kumi_cpu_spin_ &kumi_cpu_spin(void)
+{
+    static kumi_cpu_spin_ s;
+    return s;
+}
+static inline void *kumi_cpu_spinner_(void *)
+{
+    while (!__atomic_load_n(&kumi_cpu_spin().stop, __ATOMIC_RELAXED)) {}
+    return NULL;
+}
+static inline void kumi_cpu_spin_begin_(void)
+{
+    kumi_cpu_spin_ &s = kumi_cpu_spin();
+    const char *e = getenv("GPUCPU_SPIN");
+    unsigned flags = 0;
+    if (kumi_cpu_cu().get_flags) kumi_cpu_cu().get_flags(&flags);
+    s.on = e && atoi(e) > 0 && (flags & 7) != 4 && sched_getaffinity(0, sizeof s.mine, &s.mine) == 0;
+    if (!s.on) return;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setaffinity_np(&at, sizeof s.mine, &s.mine);
+    s.stop = 0;
+    if (pthread_create(&s.thr, &at, kumi_cpu_spinner_, NULL)) s.on = false;
+    pthread_attr_destroy(&at);
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++) CPU_SET((int)c, &all);
+    sched_setaffinity(0, sizeof all, &all);   /* the kernel's threads inherit it */
+}
+static inline void kumi_cpu_spin_end_(void)
+{
+    kumi_cpu_spin_ &s = kumi_cpu_spin();
+    if (!s.on) return;
+    __atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(s.thr, NULL);
+    sched_setaffinity(0, sizeof s.mine, &s.mine);
+    s.on = false;
+}
+static inline unsigned long long kumi_cpu_kernel_begin(void)
+{
+    kumi_cpu_spin_begin_();
+    return kumi_cpu_cu().kernel(1);
+}
 static inline void kumi_cpu_kernel_end(unsigned long long w0, const char *name)
 {
+    kumi_cpu_spin_end_();
     unsigned long long w = kumi_cpu_cu().kernel(0) - w0;
     if (w) {
         fprintf(stderr, "FAIL: %llu driver call(s) during kernel %s would have waited for it on a GPU (named above)\n",

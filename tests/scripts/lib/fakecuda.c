@@ -127,6 +127,10 @@ int cuDeviceGetCount(int *n) { *n = getenv("FAKECUDA_NODEV") ? 0 : 1; return 0; 
 int cuDeviceGet(int *d, int i) { *d = i; return 0; }
 int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)0x1; return 0; }
 int cuCtxGetCurrent(void **c) { *c = cur; return 0; }
+/* the context's scheduling flags (tests/gpu/cpu/cuda_runtime.h's GPUCPU_SPIN reads them) */
+static unsigned ctx_flags;
+int cuCtxGetFlags(unsigned *f) { *f = __atomic_load_n(&ctx_flags, __ATOMIC_RELAXED); return 0; }
+int cuCtxSetFlags(unsigned f) { __atomic_store_n(&ctx_flags, f, __ATOMIC_RELAXED); return 0; }
 int cuCtxSetCurrent(void *c) { cur = c; return 0; }
 int cuPointerGetAttribute(void *out, int attr, unsigned long long p)
 {
