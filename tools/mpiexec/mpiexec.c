@@ -1092,7 +1092,13 @@ int main(int argc, char **argv)
                    "--launcher here)");
             return 1;
         }
-        if (mx_impi_startup(job.n) < 0) return 1;
+        /* it may wait minutes for the IMPI server and its other clients:
+         * meanwhile the signals act as for any program (^C ends mpiexec;
+         * no rank runs yet), blocked again for the job */
+        sigprocmask(SIG_UNBLOCK, &ss, NULL);
+        int irc = mx_impi_startup(job.n);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        if (irc < 0) return 1;
     }
 
     int sigfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);

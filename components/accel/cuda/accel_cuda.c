@@ -28,6 +28,7 @@
 #include <mpi.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,9 +93,10 @@ static struct {
     cu_result (*MemGetAddressRange)(cu_ptr *, size_t *, cu_ptr);
     cu_result (*MemcpyDtoD)(cu_ptr, cu_ptr, size_t);
     cu_result (*CtxSynchronize)(void);
-    /* optional (cuCtxSetFlags: CUDA 12.1): wait_blocking */
+    /* optional (cuCtxSetFlags: CUDA 12.1): wait_blocking; cuStreamQuery: own_sync meanwhile */
     cu_result (*CtxGetFlags)(unsigned *);
     cu_result (*CtxSetFlags)(unsigned);
+    cu_result (*StreamQuery)(cu_stream);
 } cu;
 static bool async_ok;                   /* every optional symbol was found */
 static bool ipc_ok;
@@ -183,9 +185,10 @@ static int cuda_open(char *why, size_t whylen)
         if (!f) ipc_ok = false;
         memcpy((char *)&cu + ipc_syms[i].off, &f, sizeof f);
     }
-    void *gf = dlsym(lib, "cuCtxGetFlags"), *sf = dlsym(lib, "cuCtxSetFlags");
+    void *gf = dlsym(lib, "cuCtxGetFlags"), *sf = dlsym(lib, "cuCtxSetFlags"), *qf = dlsym(lib, "cuStreamQuery");
     memcpy(&cu.CtxGetFlags, &gf, sizeof gf);
     memcpy(&cu.CtxSetFlags, &sf, sizeof sf);
+    memcpy(&cu.StreamQuery, &qf, sizeof qf);
     cu_result r = cu.Init(0);
     if (r) {
         snprintf(why, whylen, "cuInit failed (CUDA error %d): no CUDA device usable", r);
@@ -294,11 +297,26 @@ static cu_stream own_stream(void)
     return s;
 }
 
+/* The wait for a copy on an own stream.  While wait_blocking holds the
+ * context's waits asleep, a cuStreamSynchronize would sleep too (the flags
+ * are the context's, every thread's) and the proxy's staging copy would pay
+ * a wake-up each: the component polls the stream instead, yielding. */
+static bool blk_set;
+static cu_result own_sync(cu_stream s)
+{
+    if (!__atomic_load_n(&blk_set, __ATOMIC_RELAXED) || !cu.StreamQuery) return cu.StreamSynchronize(s);
+    for (unsigned i = 0;; i++) {
+        cu_result r = cu.StreamQuery(s);
+        if (r != CUDA_ERROR_NOT_READY) return r;
+        if (i >= 64) sched_yield();
+    }
+}
+
 static int cuda_to_host(void *dst, const void *src, size_t n)
 {
     if (current()) return -1;
     cu_stream s = own_stream();
-    if (s) return cu.MemcpyDtoHAsync(dst, (cu_ptr)(uintptr_t)src, n, s) || cu.StreamSynchronize(s) ? -1 : 0;
+    if (s) return cu.MemcpyDtoHAsync(dst, (cu_ptr)(uintptr_t)src, n, s) || own_sync(s) ? -1 : 0;
     return cu.MemcpyDtoH(dst, (cu_ptr)(uintptr_t)src, n) ? -1 : 0;
 }
 
@@ -306,7 +324,7 @@ static int cuda_to_dev(void *dst, const void *src, size_t n)
 {
     if (current()) return -1;
     cu_stream s = own_stream();
-    if (s) return cu.MemcpyHtoDAsync((cu_ptr)(uintptr_t)dst, src, n, s) || cu.StreamSynchronize(s) ? -1 : 0;
+    if (s) return cu.MemcpyHtoDAsync((cu_ptr)(uintptr_t)dst, src, n, s) || own_sync(s) ? -1 : 0;
     return cu.MemcpyHtoD((cu_ptr)(uintptr_t)dst, src, n) ? -1 : 0;
 }
 
@@ -337,7 +355,6 @@ static bool held(void *p, int kind)
 #define CU_CTX_SCHED_BLOCKING_SYNC 0x04
 static pthread_mutex_t blk_mu = PTHREAD_MUTEX_INITIALIZER;
 static int blk_holds;
-static bool blk_set;
 static unsigned blk_saved;
 
 static int cuda_wait_blocking(int on)
@@ -347,8 +364,9 @@ static int cuda_wait_blocking(int on)
     if (on) {
         if (blk_holds++ == 0) {
             unsigned f = 0;
-            blk_set = cu.CtxGetFlags && cu.CtxSetFlags && !current() && !cu.CtxGetFlags(&f) &&
-                      !cu.CtxSetFlags((f & ~CU_CTX_SCHED_MASK) | CU_CTX_SCHED_BLOCKING_SYNC);
+            bool set = cu.CtxGetFlags && cu.CtxSetFlags && !current() && !cu.CtxGetFlags(&f) &&
+                       !cu.CtxSetFlags((f & ~CU_CTX_SCHED_MASK) | CU_CTX_SCHED_BLOCKING_SYNC);
+            __atomic_store_n(&blk_set, set, __ATOMIC_RELAXED);
             blk_saved = f;
             if (blk_set)
                 kumi_log(2, "accel/cuda: waits for the device block while a proxy runs (scheduling flags %#x before)",
@@ -360,7 +378,7 @@ static int cuda_wait_blocking(int on)
             unsigned f = 0;
             if (!current() && !cu.CtxGetFlags(&f))
                 cu.CtxSetFlags((f & ~CU_CTX_SCHED_MASK) | (blk_saved & CU_CTX_SCHED_MASK));
-            blk_set = false;
+            __atomic_store_n(&blk_set, false, __ATOMIC_RELAXED);
         }
         rc = 0;
     }
@@ -614,7 +632,7 @@ static int cuda_dtod(void *dst, const void *src, size_t n)
        before a device-to-device copy is over, and cuCtxSynchronize would wait for every kernel) */
     cu_stream s = own_stream();
     if (s)
-        return cu.MemcpyDtoDAsync((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n, s) || cu.StreamSynchronize(s)
+        return cu.MemcpyDtoDAsync((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n, s) || own_sync(s)
                    ? -1 : 0;
     return cu.MemcpyDtoD((cu_ptr)(uintptr_t)dst, (cu_ptr)(uintptr_t)src, n) || cu.CtxSynchronize() ? -1 : 0;
 }

@@ -365,6 +365,20 @@ int cuStreamSynchronize(void *sp)
     pthread_mutex_unlock(&mu);
     return 0;
 }
+/* one queued copy per query, as cuEventQuery: 600 (not ready) while any was left */
+int cuStreamQuery(void *sp)
+{
+    struct fstream *s = sp;
+    int r = 0;
+    pthread_mutex_lock(&mu);
+    if (s->head) {
+        run_one(s, 1);
+        n_notready++;
+        r = 600;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
 int cuStreamDestroy_v2(void *s)
 {
     cuStreamSynchronize(s);
