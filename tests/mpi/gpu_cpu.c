@@ -316,12 +316,32 @@ static int proxy_cpus(cpu_set_t *set)
     return found;
 }
 
+static void *idle_thread(void *a) { return a; }
+
+/* Can a thread of this process run off the rank's CPUs (a cgroup may allow no other)? */
+static int other_cpus_allowed(const cpu_set_t *mine)
+{
+    cpu_set_t other;
+    CPU_ZERO(&other);
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+        if (!CPU_ISSET((int)c, mine)) CPU_SET((int)c, &other);
+    pthread_attr_t at;
+    pthread_t t;
+    pthread_attr_init(&at);
+    int ok = CPU_COUNT(&other) > 0 && pthread_attr_setaffinity_np(&at, sizeof other, &other) == 0 &&
+             pthread_create(&t, &at, idle_thread, NULL) == 0;
+    if (ok) pthread_join(t, NULL);
+    pthread_attr_destroy(&at);
+    return ok;
+}
+
 static void check_proxy_cpus(void)
 {
     cpu_set_t mine, px, both;
     KT_CHECK(proxy_cpus(&px), "no thread named kumi-gpuproxy while a proxy runs");
     if (!getenv("KUMI_INTERNAL_BIND_CPUS") || sysconf(_SC_NPROCESSORS_ONLN) < 2) return;   /* not bound */
     KT_CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    if (!other_cpus_allowed(&mine)) return;
     KT_CHECK(!CPU_EQUAL(&px, &mine), "the proxy thread keeps the rank's %d CPU(s)", CPU_COUNT(&mine));
     CPU_AND(&both, &px, &mine);
     if (size == 1 && !getenv("KUMI_INTERNAL_BIND_SHARED"))
