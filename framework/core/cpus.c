@@ -26,7 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-bool kumi_cpus_parse(const char *buf, cpu_set_t *set)
+/* Adds the CPUs of a list such as "0-3,8" to *set; false if it named none. */
+static bool cpus_parse(const char *buf, cpu_set_t *set)
 {
     bool any = false;
     for (const char *p = buf; *p && *p != '\n';) {
@@ -48,7 +49,7 @@ static bool add_cpulist(const char *path, cpu_set_t *set)
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    return kumi_cpus_parse(buf, set);
+    return cpus_parse(buf, set);
 }
 
 /* The CPUs of the NUMA nodes holding one of mine; false if sysfs has none. */
@@ -105,7 +106,7 @@ bool kumi_cpus_free(const cpu_set_t *set, cpu_set_t *free_set)
         if (kumi_rpim_get(r, "kumi.hostid", v, sizeof v) != MPI_SUCCESS) return false;
         if (strcmp(v, kumi_host_id()) != 0) continue;
         if (kumi_rpim_get(r, KUMI_KVS_BIND_CPUS, v, sizeof v) != MPI_SUCCESS) return false;
-        kumi_cpus_parse(v, &used);
+        cpus_parse(v, &used);
         CPU_OR(&both, set, &used);
         if (CPU_EQUAL(&both, &used)) return false;    /* every CPU of the set holds a rank */
     }

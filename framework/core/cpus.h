@@ -6,8 +6,6 @@
 #include <sched.h>
 #include <stdbool.h>
 
-/* Adds the CPUs of a list such as "0-3,8" to *set; false if it named none. */
-bool kumi_cpus_parse(const char *list, cpu_set_t *set);
 /* The CPUs a helper thread of this rank may run on: false when mpiexec did
  * not bind the rank (or anycpu is 0: the thread keeps the rank's CPUs);
  * anycpu 1: the rank's CPUs and those of its NUMA nodes, 2: every online CPU. */

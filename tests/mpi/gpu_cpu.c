@@ -349,23 +349,17 @@ static void check_proxy_cpus(void)
                  CPU_COUNT(&both), CPU_COUNT(&px));
 }
 
-/* The stand-in driver's context flags (kind cuda): NULL where it has none. */
-static int (*ctx_flags(int set))(unsigned *)
+/* The stand-in driver's context flags (kind cuda; NULL where it has none). */
+static int (*flags_get)(unsigned *);
+static int (*flags_set)(unsigned);
+static void stand_in_flags(void)
 {
-    static int (*get)(unsigned *);
-    static int (*put)(unsigned);
-    static int looked;
-    if (!looked) {
-        const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
-        void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
-        if (h) {
-            *(void **)&get = dlsym(h, "cuCtxGetFlags");
-            *(void **)&put = dlsym(h, "cuCtxSetFlags");
-        }
-        looked = 1;
-    }
-    if (set >= 0 && put) put((unsigned)set);
-    return put ? get : NULL;
+    const char *lib = getenv("KUMI_ACCEL_CUDA_LIBRARY");
+    void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+    if (!h) return;
+    *(void **)&flags_get = dlsym(h, "cuCtxGetFlags");
+    *(void **)&flags_set = dlsym(h, "cuCtxSetFlags");
+    if (!flags_get || !flags_set) flags_get = NULL, flags_set = NULL;
 }
 
 int main(int argc, char **argv)
@@ -379,20 +373,21 @@ int main(int argc, char **argv)
     MPIX_Gpu g;
 
     /* 1. order */
-    int (*getf)(unsigned *) = KIND == MPIX_GPU_CUDA ? ctx_flags(0x11) : NULL;   /* spin (1), and a flag beside */
     unsigned fl = 0;
+    if (KIND == MPIX_GPU_CUDA) stand_in_flags();
+    if (flags_set) flags_set(0x11);        /* spin (1), and a flag beside */
     KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, OB, DEPTH, QS, &G, &P));
     check_proxy_cpus();                    /* 5. */
-    if (getf) {
-        getf(&fl);
+    if (flags_get) {
+        flags_get(&fl);
         KT_CHECK(fl == 0x14, "context flags %#x while the proxy runs, expected 0x14 (blocking synchronization)", fl);
     }
     run_blocks(OB, order_block);
     KT_MPI(MPIX_Gpu_stop(&P));
-    if (getf) {
-        getf(&fl);
+    if (flags_get) {
+        flags_get(&fl);
         KT_CHECK(fl == 0x11, "context flags %#x after MPIX_Gpu_stop, expected 0x11 as before", fl);
-        ctx_flags(0);
+        flags_set(0);
     }
     KT_CHECK(P == MPIX_GPU_NULL);
 
