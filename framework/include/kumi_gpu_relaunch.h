@@ -12,14 +12,22 @@
  * launches, so the MPI calls are made by the thread that launches the kernel
  * and no kernel ever has to stay resident.
  *
- * Thread states (kumi_rl_t.thr[tid].state), written by the thread as it returns:
+ * Where a thread stopped, said by the thread each time it returns from a
+ * launch (kumi_rl_state / kumi_rl_block; every thread of every block, every
+ * launch, exactly once):
  *   KUMI_RL_DONE        the thread has ended
  *   KUMI_RL_BLOCKED     waiting for completion record idx to reach gen
  *   KUMI_RL_YIELD       at a kumi_gpu_test that was not complete: resumes at the next launch
  *   KUMI_RL_SYNC_BLOCK  at __syncthreads(): resumes when every live thread of its block is there
  *   KUMI_RL_SYNC_GRID   at grid.sync(): resumes when every live thread of the grid is there
- * The host relaunches as soon as one thread can go on; a launch where a
- * thread is not released returns at once for that thread.
+ * The threads of a block count themselves in counters of the block in device
+ * memory, and the block's last thread to return writes the counts into the
+ * block's summary in host-mapped memory (BLOCKED threads also write what
+ * they wait for): after a launch the host reads one summary per block, not a
+ * word per thread (101 376 threads, 396 blocks in the benchmark's stencil).
+ * The host relaunches as soon as one thread can go on, releasing at once
+ * every barrier that all the live threads of its block (of the grid) reached;
+ * a launch where a thread is not released returns at once for that thread.
  *
  * Compiles as CUDA C++ (nvcc) and, with kumi_gpu_cpu.h included first, as
  * host C++ for the CPU device (a launch is a loop over the threads). */
@@ -33,16 +41,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KUMI_RL_RUNNING = 0, KUMI_RL_DONE, KUMI_RL_BLOCKED, KUMI_RL_YIELD, KUMI_RL_SYNC_BLOCK, KUMI_RL_SYNC_GRID };
+enum { KUMI_RL_RUNNING = 0, KUMI_RL_DONE, KUMI_RL_BLOCKED, KUMI_RL_YIELD, KUMI_RL_SYNC_BLOCK, KUMI_RL_SYNC_GRID,
+       KUMI_RL_NSTATES };
 #define KUMI_RL_PC_DONE (-1)
+#define KUMI_RL_EXITED KUMI_RL_NSTATES   /* counter: the block's threads that returned in this launch */
+#define KUMI_RL_NCNT 8                   /* counters per block */
 
-struct kumi_rl_thread { uint32_t state, idx, gen, pad; };
+/* What the threads of one block returned with in one launch: how many in
+ * each state, written by the block's last thread to return. */
+struct kumi_rl_sum { uint32_t n[KUMI_RL_NSTATES], launch, pad; };
+/* What a BLOCKED thread waits for: completion record idx reaching gen. */
+struct kumi_rl_wait { uint32_t idx, gen; };
 
 typedef struct kumi_rl {
-    struct kumi_rl_thread *thr;   /* per thread, host-mapped */
-    unsigned char *rel;           /* per block: 1 = its threads at a sync go on (host-mapped); rel[nblocks]: grid */
+    uint32_t *cnt;                /* per block, KUMI_RL_NCNT counters of the launch (device memory) */
+    struct kumi_rl_sum *sum;      /* per block (host-mapped) */
+    struct kumi_rl_wait *wait;    /* per block, tpb slots: its BLOCKED threads', in the launch (host-mapped) */
+    unsigned char *rel;           /* per block: 1 = its threads at __syncthreads() go on (host-mapped) */
     void *states;                 /* per thread state records (device memory) */
     uint32_t nthreads, nblocks, tpb;
+    uint32_t launch;              /* the launch's number (from 1) */
+    uint32_t grid_rel;            /* 1: the threads at grid.sync() go on in this launch */
 } kumi_rl_t;
 
 /* ------------------------------------------------ device side */
@@ -61,19 +80,42 @@ KUMI_GPU_FN int kumi_rl_ready(kumi_gpu_t g, int blk, const kumi_gpu_request *req
     if (!req || req->slot == KUMI_GPU_REQUEST_NULL_SLOT || blk < 0 || (uint32_t)blk >= g.nblocks) return 1;
     return kumi_gpu_load_acq32(&kumi_gpu_rec_(g, blk, req->slot)->done) == req->gen;
 }
+/* Every thread, as it returns from a launch, counts itself in its block's
+ * counters (device memory: device-scope atomics only); the block's last
+ * thread to return moves the counts into the block's summary for the host
+ * and clears them for the next launch.  The host reads nblocks summaries
+ * (and the waits of the BLOCKED threads) instead of a word per thread. */
+KUMI_GPU_FN void kumi_rl_exit_(kumi_rl_t rl, unsigned b)
+{
+    uint32_t *c = rl.cnt + (size_t)b * KUMI_RL_NCNT;
+    __threadfence();                                    /* its count (and wait) before its exit */
+    if (atomicAdd(&c[KUMI_RL_EXITED], 1u) != rl.tpb - 1) return;
+    __threadfence();
+    struct kumi_rl_sum *s = &rl.sum[b];
+    for (int k = 0; k < KUMI_RL_NSTATES; k++) s->n[k] = atomicExch(&c[k], 0u);
+    atomicExch(&c[KUMI_RL_EXITED], 0u);
+    s->launch = rl.launch;
+}
 KUMI_GPU_FN void kumi_rl_block(kumi_rl_t rl, unsigned tid, kumi_gpu_t g, int blk, const kumi_gpu_request *req)
 {
-    rl.thr[tid].idx = (uint32_t)blk * g.depth + (uint32_t)req->slot;
-    rl.thr[tid].gen = req->gen;
-    rl.thr[tid].state = KUMI_RL_BLOCKED;
+    (void)tid;
+    unsigned b = kumi_rl_bid();
+    uint32_t k = atomicAdd(&rl.cnt[(size_t)b * KUMI_RL_NCNT + KUMI_RL_BLOCKED], 1u);
+    struct kumi_rl_wait *w = &rl.wait[(size_t)b * rl.tpb + k];
+    w->idx = (uint32_t)blk * g.depth + (uint32_t)req->slot;
+    w->gen = req->gen;
+    kumi_rl_exit_(rl, b);
 }
 KUMI_GPU_FN void kumi_rl_state(kumi_rl_t rl, unsigned tid, uint32_t state)
 {
-    rl.thr[tid].state = state;
+    (void)tid;
+    unsigned b = kumi_rl_bid();
+    atomicAdd(&rl.cnt[(size_t)b * KUMI_RL_NCNT + state], 1u);
+    kumi_rl_exit_(rl, b);
 }
 KUMI_GPU_FN int kumi_rl_released(kumi_rl_t rl, int grid)
 {
-    return rl.rel[grid ? rl.nblocks : kumi_rl_bid()];
+    return grid ? (int)rl.grid_rel : rl.rel[kumi_rl_bid()];
 }
 
 /* ------------------------------------------------ host side (host functions: nvcc's device pass skips them) */
@@ -151,31 +193,39 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
     MPIX_Gpu p = MPIX_GPU_NULL;
     int rc = MPIX_Gpu_start(comm, kind, (int)nblocks, depth, (int)qsize, &g, &p);
     if (rc != MPI_SUCCESS) return rc;
-    struct kumi_rl_thread *thr = (struct kumi_rl_thread *)kumi_rl_alloc_mapped_(nthreads * sizeof *thr);
-    unsigned char *rel = (unsigned char *)kumi_rl_alloc_mapped_(nblocks + 1);
-    void *states = NULL;
+    struct kumi_rl_sum *sum = (struct kumi_rl_sum *)kumi_rl_alloc_mapped_(nblocks * sizeof *sum);
+    struct kumi_rl_wait *wait = (struct kumi_rl_wait *)kumi_rl_alloc_mapped_(nthreads * sizeof *wait);
+    unsigned char *rel = (unsigned char *)kumi_rl_alloc_mapped_(nblocks);
+    void *states = NULL, *cnt = NULL;
     const char *err = NULL;
     kumi_rl_t rl;
     memset(&rl, 0, sizeof rl);
+    size_t cntsize = (size_t)nblocks * KUMI_RL_NCNT * sizeof(uint32_t);
 #if defined(__CUDACC__)
     if (cudaMalloc(&states, nthreads * state_size) != cudaSuccess ||
         cudaMemset(states, 0, nthreads * state_size) != cudaSuccess)
         states = NULL;
+    if (cudaMalloc(&cnt, cntsize) != cudaSuccess || cudaMemset(cnt, 0, cntsize) != cudaSuccess) cnt = NULL;
 #else
     states = calloc(nthreads, state_size);
+    cnt = calloc(1, cntsize);
 #endif
-    if (!thr || !rel || !states) err = "out of memory for the threads' state";
+    if (!sum || !wait || !rel || !states || !cnt) err = "out of memory for the threads' state";
     else {
-        rl.thr = (struct kumi_rl_thread *)kumi_rl_devptr_(thr);
+        rl.cnt = (uint32_t *)cnt;
+        rl.sum = (struct kumi_rl_sum *)kumi_rl_devptr_(sum);
+        rl.wait = (struct kumi_rl_wait *)kumi_rl_devptr_(wait);
         rl.rel = (unsigned char *)kumi_rl_devptr_(rel);
         rl.states = states;
         rl.nthreads = (uint32_t)nthreads;
         rl.nblocks = nblocks;
         rl.tpb = tpb;
-        if (!rl.thr || !rl.rel) err = "no device address of host-mapped memory";
+        if (!rl.sum || !rl.wait || !rl.rel) err = "no device address of host-mapped memory";
     }
+    /* per block: threads not returned for good, and of them at __syncthreads(); the waits of the BLOCKED */
     unsigned *nlive = (unsigned *)calloc(nblocks, sizeof(unsigned)), *nsync = (unsigned *)calloc(nblocks, sizeof(unsigned));
-    if (!err && (!nlive || !nsync)) err = "out of memory";
+    struct kumi_rl_wait *blocked = (struct kumi_rl_wait *)malloc(nthreads * sizeof *blocked);
+    if (!err && (!nlive || !nsync || !blocked)) err = "out of memory";
     /* the completion records as the host sees them */
     struct kumi_gpu_completion *hcomp = g.comp;
 #if defined(__CUDACC__)
@@ -187,8 +237,10 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
             hcomp = (struct kumi_gpu_completion *)pa.hostPointer;
     }
 #endif
+    const unsigned long long nrec = (unsigned long long)nblocks * (unsigned)depth;
     unsigned long long launches = 0;
     while (!err) {
+        rl.launch = (uint32_t)(launches % 0xffffffffull) + 1;
         launch(ctx, g, rl);
         launches++;
 #if defined(__CUDACC__)
@@ -196,51 +248,59 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
         if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
         if (ce != cudaSuccess) { err = cudaGetErrorString(ce); break; }
 #endif
-        memset(rel, 0, nblocks + 1);
-        int ev = 1;
+        memset(rel, 0, nblocks);
+        rl.grid_rel = 0;
+        /* where the launch left the threads: the blocks' summaries */
+        unsigned long long done = 0, yield = 0, glive = 0, gsync = 0;
+        size_t nblocked = 0;
+        for (unsigned b = 0; b < nblocks && !err; b++) {
+            const struct kumi_rl_sum *s = &sum[b];
+            unsigned long long all = 0;
+            for (int k = 0; k < KUMI_RL_NSTATES; k++) all += s->n[k];
+            if (__atomic_load_n(&s->launch, __ATOMIC_ACQUIRE) != rl.launch || all != tpb || s->n[KUMI_RL_RUNNING] ||
+                s->n[KUMI_RL_BLOCKED] > tpb) {
+                err = "a thread returned from the launch without saying where it stopped (a kernel kumi-gpucc did not split?)";
+                break;
+            }
+            done += s->n[KUMI_RL_DONE];
+            nlive[b] = tpb - s->n[KUMI_RL_DONE];
+            nsync[b] = s->n[KUMI_RL_SYNC_BLOCK];
+            glive += nlive[b];
+            gsync += s->n[KUMI_RL_SYNC_GRID];
+            yield += s->n[KUMI_RL_YIELD];
+            memcpy(&blocked[nblocked], &wait[(size_t)b * tpb], s->n[KUMI_RL_BLOCKED] * sizeof *blocked);
+            nblocked += s->n[KUMI_RL_BLOCKED];
+        }
+        if (err || done == nthreads) break;
+        /* released: the threads at a barrier that every live thread of its block (the grid) reached */
+        int go = yield > 0;
+        if (gsync && gsync == glive) rl.grid_rel = go = 1;
+        for (unsigned b = 0; b < nblocks; b++)
+            if (nlive[b] && nsync[b] == nlive[b]) rel[b] = 1, go = 1;
         MPIX_Gpu_progress(p, NULL);            /* start what the launch published */
         unsigned spins = 0;
-        int again = 0, finished = 0;
-        while (!again && !finished) {
-            if (!ev) {                          /* nothing new: serve MPI, then look again */
-                MPIX_Gpu_progress(p, &ev);
-                if (!ev) kumi_gpu_pause(&spins);
-                continue;
+        for (int ev = 1; !go; ) {
+            if (ev) {                          /* a blocked thread whose record was written goes on */
+                for (size_t i = 0; i < nblocked && !go; i++)
+                    go = blocked[i].idx >= nrec || kumi_gpu_load_acq32(&hcomp[blocked[i].idx].done) == blocked[i].gen;
+                if (go) break;
             }
-            ev = 0;
-            unsigned long long done = 0, go = 0, glive = 0, gsync = 0;
-            memset(nlive, 0, nblocks * sizeof *nlive);
-            memset(nsync, 0, nblocks * sizeof *nsync);
-            for (unsigned long long t = 0; t < nthreads; t++) {
-                const struct kumi_rl_thread *s = &thr[t];
-                uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-                unsigned b = (unsigned)(t / tpb);
-                if (st == KUMI_RL_DONE) { done++; continue; }
-                nlive[b]++;
-                glive++;
-                if (st == KUMI_RL_SYNC_BLOCK) nsync[b]++;
-                else if (st == KUMI_RL_SYNC_GRID) gsync++;
-                else if (st == KUMI_RL_BLOCKED) {
-                    if (s->idx >= (uint64_t)nblocks * (unsigned)depth ||
-                        kumi_gpu_load_acq32(&hcomp[s->idx].done) == s->gen) go++;
-                } else go++;                      /* yielded (or never ran) */
-            }
-            if (done == nthreads) { finished = 1; break; }
-            if (go) { again = 1; break; }
-            if (gsync && gsync == glive) { rel[nblocks] = 1; again = 1; }
-            for (unsigned b = 0; b < nblocks; b++)
-                if (nlive[b] && nsync[b] == nlive[b]) { rel[b] = 1; again = 1; }
+            MPIX_Gpu_progress(p, &ev);         /* nothing new: serve MPI, then look again */
+            if (!ev) kumi_gpu_pause(&spins);
         }
-        if (finished) break;
     }
     free(nlive);
     free(nsync);
-    kumi_rl_free_mapped_(thr);
+    free(blocked);
+    kumi_rl_free_mapped_(sum);
+    kumi_rl_free_mapped_(wait);
     kumi_rl_free_mapped_(rel);
 #if defined(__CUDACC__)
     if (states) cudaFree(states);
+    if (cnt) cudaFree(cnt);
 #else
     free(states);
+    free(cnt);
 #endif
     int rs = MPIX_Gpu_stop(&p);
     if (getenv("GPUCC_VERBOSE")) fprintf(stderr, "kumi-gpucc relaunch: %llu launches\n", launches);

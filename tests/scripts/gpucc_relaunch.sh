@@ -72,6 +72,24 @@ if ${CXX:-g++} -std=c++17 -O1 -Wall -Wextra -Werror -pthread -x c++ -include kum
             fail "rl_kernels at $np ranks:"; sed 's/^/    /' "$TMP/run" | tail -15
         fi
     done
+    # the host loop reads one summary per block, made by the block's last thread to return: a
+    # thread that returns without saying where it stopped (here: the stencil's threads kept at
+    # its first grid.sync() as the code generated before the summaries did) is an error of the
+    # loop, said, not a relaunch that waits forever or ends the kernel early
+    sed '0,/if (!kumi_rl_released(__rl, 1)) { kumi_rl_state(__rl, __tid, KUMI_RL_SYNC_GRID); return; }/s//if (!kumi_rl_released(__rl, 1)) return;/' \
+        "$TMP/rl.cu" > "$TMP/rlbad.cu"
+    if cmp -s "$TMP/rl.cu" "$TMP/rlbad.cu"; then
+        fail "the not-released return of a grid.sync() not found in the generated code"
+    elif ! ${CXX:-g++} -std=c++17 -O1 -pthread -x c++ -include kumi_gpu_cpu.h $INC "$TMP/rlbad.cu" -x none \
+            -o "$TMP/rlbad" -L"$top_builddir/framework/.libs" -Wl,-rpath,"$top_builddir/framework/.libs" -lmpi 2> "$TMP/err"; then
+        fail "the altered code does not build:"; head -10 "$TMP/err"
+    elif (cd "$TMP" && "$MPIEXEC" --timeout 60 -n 2 ./rlbad) > "$TMP/run" 2>&1; then
+        fail "a thread returning without its state went unnoticed: $(tail -3 "$TMP/run")"
+    elif grep -q "kumi-gpucc relaunch: launch: a thread returned from the launch without saying where it stopped" "$TMP/run"; then
+        ok "a thread returning without its state: $(grep -m1 'without saying' "$TMP/run")"
+    else
+        fail "a thread returning without its state: not the loop's error:"; tail -8 "$TMP/run" | sed 's/^/    /'
+    fi
 else
     fail "the generated code does not build for the CPU device:"; head -30 "$TMP/err"
 fi
