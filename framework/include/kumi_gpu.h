@@ -46,6 +46,14 @@
  *            the block waits until acquire-load rec.done == gen, reads the record.
  * A block has at most depth requests outstanding (issued, not yet waited or
  * tested complete); one more returns MPI_ERR_NO_MEM at once.
+ * Small messages travel in the record: a send or receive of at most g.inl
+ * bytes (KUMI_GPU_INLINE, 32; 0 with kumi_base_gpu_inline = 0) is flagged
+ * KUMI_GPU_F_INLINE; the block copies a send's data into the record before
+ * it publishes the entry, the proxy sends from there; the proxy receives
+ * into the record and the block copies the data to its buffer when it
+ * waits (or tests) the request complete.  So a halo of a few numbers in
+ * device memory costs the host no staging copy through a copy engine (two
+ * per message otherwise, one on each side, each several microseconds).
  */
 #ifndef KUMI_GPU_H
 #define KUMI_GPU_H
@@ -93,8 +101,10 @@ struct kumi_gpu_entry {
     int64_t count;
     int16_t op, type, redop, comm;
     int32_t peer, tag, block, slot;
-    uint32_t gen, pad;
+    uint32_t gen, flags;      /* flags: KUMI_GPU_F_INLINE */
 };
+#define KUMI_GPU_F_INLINE 1u  /* a send's data is in its completion record, a receive's goes there */
+#define KUMI_GPU_INLINE 32    /* bytes a completion record carries */
 
 /* One completion record (64 bytes).  done, err, source, tag, count: written
  * by the proxy; gen, busy: the block's own bookkeeping (only it writes them). */
@@ -103,7 +113,8 @@ struct kumi_gpu_completion {
     int32_t err, source, tag;
     int64_t count;            /* elements received */
     uint32_t gen, busy;
-    uint32_t pad[8];
+    uint64_t data[KUMI_GPU_INLINE / 8];   /* a small message (KUMI_GPU_F_INLINE): written by the block for a
+                                             send, by the proxy for a receive */
 };
 
 typedef struct kumi_gpu {
@@ -111,9 +122,11 @@ typedef struct kumi_gpu {
     struct kumi_gpu_completion *comp;     /* nblocks * depth records, host-mapped */
     unsigned long long *tail;             /* ticket counter, device memory */
     uint32_t nblocks, depth, qsize, magic;
+    uint32_t inl, pad;                    /* inl: the largest message carried in the records (0: none) */
 } kumi_gpu_t;
 
-typedef struct kumi_gpu_request { int32_t slot; uint32_t gen; } kumi_gpu_request;
+/* ibuf, isize: where the data of a receive carried in the record goes, and its element size */
+typedef struct kumi_gpu_request { int32_t slot; uint32_t gen; void *ibuf; uint32_t isize, pad; } kumi_gpu_request;
 #define KUMI_GPU_REQUEST_NULL_SLOT (-1)
 
 typedef struct kumi_gpu_status { int32_t source, tag, error; int64_t count; } kumi_gpu_status;
@@ -191,6 +204,30 @@ KUMI_GPU_FN struct kumi_gpu_completion *kumi_gpu_rec_(kumi_gpu_t g, int blk, int
     return &g.comp[(size_t)blk * g.depth + (size_t)slot];
 }
 
+/* The size of a datatype's element (0: not a datatype; the proxy reports it). */
+KUMI_GPU_HD uint32_t kumi_gpu_type_size_(int t)
+{
+    switch (t) {
+    case KUMI_GPU_BYTE: case KUMI_GPU_CHAR: return 1;
+    case KUMI_GPU_INT: case KUMI_GPU_UNSIGNED: case KUMI_GPU_FLOAT: case KUMI_GPU_INT32: return 4;
+    case KUMI_GPU_LONG_LONG: case KUMI_GPU_DOUBLE: case KUMI_GPU_INT64: case KUMI_GPU_UINT64: return 8;
+    default: return 0;
+    }
+}
+/* Copies a small message to or from a completion record (host-mapped: on a
+ * GPU each access crosses the bus, so by words where the addresses allow;
+ * volatile, so that a record written by the host is read from memory). */
+KUMI_GPU_HD void kumi_gpu_copy_(volatile void *dst, const volatile void *src, size_t n)
+{
+    uintptr_t a = (uintptr_t)dst | (uintptr_t)src | (uintptr_t)n;
+    if (!(a & 7))
+        for (size_t i = 0; i < n / 8; i++) ((volatile uint64_t *)dst)[i] = ((const volatile uint64_t *)src)[i];
+    else if (!(a & 3))
+        for (size_t i = 0; i < n / 4; i++) ((volatile uint32_t *)dst)[i] = ((const volatile uint32_t *)src)[i];
+    else
+        for (size_t i = 0; i < n; i++) ((volatile unsigned char *)dst)[i] = ((const volatile unsigned char *)src)[i];
+}
+
 /* Issue one request on communicator index comm (0: the one of MPIX_Gpu_start);
  * *req names its completion record. */
 KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, const void *buf2, int64_t count,
@@ -198,6 +235,8 @@ KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, 
 {
     req->slot = KUMI_GPU_REQUEST_NULL_SLOT;
     req->gen = 0;
+    req->ibuf = 0;
+    req->isize = 0;
     if (blk < 0 || (uint32_t)blk >= g.nblocks || g.magic != KUMI_GPU_MAGIC) return KUMI_GPU_ERR_ARG;
     int slot = -1;
     for (uint32_t i = 0; i < g.depth; i++)
@@ -208,6 +247,14 @@ KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, 
     if (gen == 0) gen = 1;
     c->gen = gen;
     c->busy = 1;
+    /* a small send or receive: its data travels in the record (no copy of
+     * device memory by the host, which stages it through a copy engine) */
+    uint32_t flags = 0, tsz = kumi_gpu_type_size_(type);
+    if ((op == KUMI_GPU_OP_SEND || op == KUMI_GPU_OP_RECV) && buf && tsz && count > 0 &&
+        (uint64_t)count * tsz <= g.inl && g.inl <= KUMI_GPU_INLINE) {
+        flags = KUMI_GPU_F_INLINE;
+        if (op == KUMI_GPU_OP_SEND) kumi_gpu_copy_(c->data, buf, (size_t)count * tsz);
+    }
     uint64_t t = kumi_gpu_ticket(g.tail);
     struct kumi_gpu_entry *e = &g.ring[t & (uint64_t)(g.qsize - 1)];
     unsigned spins = 0;
@@ -224,9 +271,14 @@ KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, 
     e->block = blk;
     e->slot = slot;
     e->gen = gen;
+    e->flags = flags;
     kumi_gpu_store_rel64(&e->seq, t + 1);
     req->slot = slot;
     req->gen = gen;
+    if (flags && op == KUMI_GPU_OP_RECV) {
+        req->ibuf = (void *)buf;
+        req->isize = tsz;
+    }
     return KUMI_GPU_SUCCESS;
 }
 
@@ -236,14 +288,20 @@ KUMI_GPU_FN int kumi_gpu_finish_(kumi_gpu_t g, int blk, kumi_gpu_request *req, k
 {
     volatile struct kumi_gpu_completion *c = kumi_gpu_rec_(g, blk, req->slot);
     int err = c->err;
+    int64_t count = c->count;
     if (st) {
         st->source = c->source;
         st->tag = c->tag;
         st->error = err;
-        st->count = c->count;
+        st->count = count;
+    }
+    if (req->ibuf && !err && count > 0) {      /* a receive carried in the record */
+        uint64_t n = (uint64_t)count * req->isize;
+        kumi_gpu_copy_(req->ibuf, c->data, (size_t)(n < KUMI_GPU_INLINE ? n : KUMI_GPU_INLINE));
     }
     c->busy = 0;
     req->slot = KUMI_GPU_REQUEST_NULL_SLOT;
+    req->ibuf = 0;
     return err;
 }
 

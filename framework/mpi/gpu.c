@@ -137,6 +137,13 @@ static int start_op(struct kumi_mpix_gpu *g, struct gop *op)
     if (!dt) return bad(MPI_ERR_TYPE, "MPIX_Gpu: unknown datatype %d", e->type);
     op->elsize = dt->size;
     if (e->count < 0) return bad(MPI_ERR_COUNT, "MPIX_Gpu: count %d is negative", (int)e->count);
+    if (e->flags & KUMI_GPU_F_INLINE) {         /* the data is (goes) in the request's record */
+        if (e->op != KUMI_GPU_OP_SEND && e->op != KUMI_GPU_OP_RECV)
+            return bad(MPI_ERR_ARG, "MPIX_Gpu: request kind %d with its data in the record", e->op);
+        if ((uint64_t)e->count * dt->size > g->dev.inl)
+            return bad(MPI_ERR_ARG, "MPIX_Gpu: %d bytes in a record: more than it carries", (int)(e->count * dt->size));
+        buf = g->comp[(size_t)e->block * g->dev.depth + (size_t)e->slot].data;
+    }
     if (!buf && e->count > 0 && e->op != KUMI_GPU_OP_ALLREDUCE)
         return bad(MPI_ERR_BUFFER, "MPIX_Gpu: NULL buffer with count %d", (int)e->count);
     switch (e->op) {
@@ -249,6 +256,7 @@ static void drain(struct kumi_mpix_gpu *g)
 static long long spin_us = 1000;     /* kumi_base_gpu_proxy_spin_us */
 static long long proxy_anycpu = 1;   /* kumi_base_gpu_proxy_anycpu */
 static long long blocking_sync = 1;  /* kumi_base_gpu_proxy_blocking_sync */
+static int inline_small = 1;         /* kumi_base_gpu_inline */
 
 void kumi_gpu_register_params(void)
 {
@@ -261,6 +269,11 @@ void kumi_gpu_register_params(void)
                             "application's waits for the device (cudaDeviceSynchronize...) sleep instead of "
                             "spinning (the context's blocking synchronization, put back at MPIX_Gpu_stop; "
                             "CUDA 12.1 or later): 0 leaves them as they are", KUMI_LEVEL_TUNER, &blocking_sync);
+    kumi_param_register_bool("kumi", "base", "gpu_inline", 1,
+                             "Device-initiated sends and receives of at most 32 bytes carry their data in "
+                             "their completion record (host-mapped memory) instead of having the proxy "
+                             "copy a device buffer through host memory (kumi_gpu.h, KUMI_GPU_F_INLINE)",
+                             KUMI_LEVEL_TUNER, &inline_small);
     kumi_param_register_int("kumi", "base", "gpu_proxy_anycpu", 1,
                             "Where the device proxy of MPIX_Gpu_start runs in a rank mpiexec bound to a core: "
                             "0, on the rank's core (where a CUDA application's thread spins in "
@@ -486,6 +499,7 @@ KUMI_EXPORT int MPIX_Gpu_start(MPI_Comm comm, int kind, int nblocks, int depth, 
     g->dev.depth = (uint32_t)depth;
     g->dev.qsize = (uint32_t)qsize;
     g->dev.magic = KUMI_GPU_MAGIC;
+    g->dev.inl = inline_small ? KUMI_GPU_INLINE : 0;
     g->bcomm = malloc((size_t)nblocks * sizeof *g->bcomm);
     if (!g->bcomm) rc = kumi_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
     for (int b = 0; g->bcomm && b < nblocks; b++) g->bcomm[b] = MPI_COMM_NULL;

@@ -102,7 +102,7 @@ int main(int argc, char **argv)
     MPICHK(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CUDA, 2, 4, 1024, &g, &p));
     if (rank == 0)
         printf("# size_B  device_us  devmem_us  host_us  cudaaware_us  relaunch_us  (round trip / 2; device: host-mapped "
-               "buffer, devmem: cudaMalloc)\n");
+               "buffer, devmem: cudaMalloc; device-side messages of <= %u B in the completion records)\n", g.inl);
     double worst_map = -1e9, worst_dev = -1e9;
     for (size_t n = 4; n <= max; n *= 4) {
         int iters = small ? 5 : n <= 65536 ? 200 : 20;

@@ -25,7 +25,14 @@
  *    waited a time slice, about 4 ms, at each request), and off that core
  *    where the rank is alone on a machine of several CPUs; with kind cuda
  *    (the stand-in driver), the context's scheduling flags say blocking
- *    synchronization while the proxy runs and are put back at the stop. */
+ *    synchronization while the proxy runs and are put back at the stop;
+ * 6. small messages in the completion records (KUMI_GPU_F_INLINE, up to
+ *    32 bytes; none with KUMI_BASE_GPU_INLINE=0): block 0 sends 1 .. 33 bytes
+ *    to the next rank's main thread (MPI_Recv, any source), and receives 1 ..
+ *    33 bytes from the previous rank's main thread (MPI_Send), the data, the
+ *    counts and (white box) the records' copies checked; entries that carry
+ *    their data in the record wrongly (a broadcast; 40 bytes) come back as
+ *    MPI_ERR_ARG. */
 #define _GNU_SOURCE
 #include "kt.h"
 #include <mpi-ext.h>
@@ -162,6 +169,37 @@ static void *many_block(void *arg)
 }
 
 /* ------------------------------------------------------------ 3. errors */
+/* An entry written by hand, flags included (the protocol of kumi_gpu.h's
+ * issue, without its choice of flags): the proxy's own checks. */
+static int raw_request(int blk, int op, void *buf, int64_t count, int type, int peer, uint32_t flags)
+{
+    int slot = -1;
+    for (uint32_t i = 0; i < G.depth && slot < 0; i++)
+        if (!G.comp[(size_t)blk * G.depth + i].busy) slot = (int)i;
+    if (slot < 0) return -1;
+    struct kumi_gpu_completion *c = &G.comp[(size_t)blk * G.depth + slot];
+    uint32_t gen = c->gen + 1 ? c->gen + 1 : 1;
+    c->gen = gen;
+    c->busy = 1;
+    uint64_t t = kumi_gpu_ticket(G.tail);
+    struct kumi_gpu_entry *e = &G.ring[t & (G.qsize - 1)];
+    unsigned spins = 0;
+    while (kumi_gpu_load_acq64(&e->seq) != t) kumi_gpu_pause(&spins);
+    memset((char *)e + sizeof e->seq, 0, sizeof *e - sizeof e->seq);
+    e->buf = (uint64_t)(uintptr_t)buf;
+    e->count = count;
+    e->op = (int16_t)op;
+    e->type = (int16_t)type;
+    e->peer = peer;
+    e->block = blk;
+    e->slot = slot;
+    e->gen = gen;
+    e->flags = flags;
+    kumi_gpu_store_rel64(&e->seq, t + 1);
+    kumi_gpu_request r = { slot, gen, NULL, 0, 0 };
+    return kumi_gpu_wait(G, blk, &r, NULL);
+}
+
 static void *error_block(void *arg)
 {
     int blk = (int)(intptr_t)arg;
@@ -196,6 +234,12 @@ static void *error_block(void *arg)
     for (int i = 0; i < DEPTH; i++) DOK(kumi_gpu_wait(G, blk, &q[i], NULL));
     DOK(kumi_gpu_recv(G, blk, &x, 1, KUMI_GPU_INT, KUMI_GPU_PROC_NULL, 0, &st));
     DCHECK(st.source == KUMI_GPU_PROC_NULL && st.count == 0, "proc_null status %d", st.source);
+    /* data in the record where the proxy takes none: a broadcast, 40 bytes */
+    int64_t five[5] = { 0 };
+    DCHECK(raw_request(blk, KUMI_GPU_OP_BCAST, five, 1, KUMI_GPU_INT64, 0, KUMI_GPU_F_INLINE) == MPI_ERR_ARG,
+           "broadcast with its data in the record");
+    DCHECK(raw_request(blk, KUMI_GPU_OP_SEND, five, 5, KUMI_GPU_INT64, KUMI_GPU_PROC_NULL, KUMI_GPU_F_INLINE) ==
+           MPI_ERR_ARG, "40 bytes in a record");
     /* after all that, the block still works */
     DOK(kumi_gpu_barrier(G, blk));
     return NULL;
@@ -206,6 +250,65 @@ static void *fail_block(void *arg)
     int blk = (int)(intptr_t)arg;
     if (blk == 1) DOK(kumi_gpu_fail(G, blk, MPI_ERR_INTERN));
     return NULL;
+}
+
+/* ------------------------------------------------------------ 6. small messages */
+#define SMAX 33
+static int inl_expected;
+
+static void *small_block(void *arg)
+{
+    int blk = (int)(intptr_t)arg;
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    DCHECK(G.inl == (uint32_t)inl_expected, "kumi_gpu_t.inl = %u, expected %d", G.inl, inl_expected);
+    unsigned char out[SMAX], in[SMAX + 2];
+    for (int n = 1; n <= SMAX; n++) {
+        for (int i = 0; i < n; i++) out[i] = (unsigned char)(rank * 31 + n * 7 + i);
+        memset(in, 0xee, sizeof in);
+        kumi_gpu_request s, r;
+        kumi_gpu_status st = { 0, 0, 0, 0 };
+        DOK(kumi_gpu_isend(G, blk, out, n, KUMI_GPU_BYTE, right, 300 + n, &s));
+        const struct kumi_gpu_completion *sc = &G.comp[(size_t)blk * G.depth + s.slot];
+        DOK(kumi_gpu_wait(G, blk, &s, NULL));
+        if (n <= inl_expected) DCHECK(!memcmp(sc->data, out, n), "%d bytes sent: not in the record", n);
+        DOK(kumi_gpu_irecv(G, blk, in + (n & 1), n, KUMI_GPU_BYTE, left, 400 + n, &r));   /* odd addresses too */
+        const struct kumi_gpu_completion *rc = &G.comp[(size_t)blk * G.depth + r.slot];
+        DOK(kumi_gpu_wait(G, blk, &r, &st));
+        DCHECK(st.source == left && st.tag == 400 + n && st.count == n, "%d bytes: status %d %d %lld", n, st.source,
+               st.tag, (long long)st.count);
+        for (int i = 0; i < n; i++)
+            DCHECK(in[(n & 1) + i] == (unsigned char)(left * 31 + n * 11 + i), "%d bytes received, byte %d", n, i);
+        DCHECK(in[(n & 1) + n] == 0xee && ((n & 1) == 0 || in[0] == 0xee), "%d bytes: written past the message", n);
+        if (n <= inl_expected) DCHECK(!memcmp(rc->data, in + (n & 1), n), "%d bytes received: not through the record", n);
+    }
+    return NULL;
+}
+
+static void small_messages(void)
+{
+    const char *e = getenv("KUMI_BASE_GPU_INLINE");
+    inl_expected = e && !atoi(e) ? 0 : KUMI_GPU_INLINE;
+    MPIX_Gpu g;
+    KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, KIND, 1, DEPTH, QS, &G, &g));
+    pthread_t t;
+    KT_CHECK(!pthread_create(&t, NULL, small_block, (void *)(intptr_t)0));
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    unsigned char buf[SMAX];
+    for (int n = 1; n <= SMAX; n++) {
+        for (int i = 0; i < n; i++) buf[i] = (unsigned char)(rank * 31 + n * 11 + i);
+        KT_MPI(MPI_Send(buf, n, MPI_BYTE, right, 400 + n, MPI_COMM_WORLD));
+        MPI_Status st;
+        KT_MPI(MPI_Recv(buf, SMAX, MPI_BYTE, MPI_ANY_SOURCE, 300 + n, MPI_COMM_WORLD, &st));
+        int cnt = -1;
+        MPI_Get_count(&st, MPI_BYTE, &cnt);
+        KT_CHECK(st.MPI_SOURCE == left && cnt == n, "from the device: source %d, %d bytes, expected %d", st.MPI_SOURCE,
+                 cnt, n);
+        for (int i = 0; i < n; i++)
+            KT_CHECK(buf[i] == (unsigned char)(left * 31 + n * 7 + i), "%d bytes from the device, byte %d", n, i);
+    }
+    pthread_join(t, NULL);
+    KT_CHECK(!failed, "a device block failed (small messages)");
+    KT_MPI(MPIX_Gpu_stop(&g));
 }
 
 /* ------------------------------------------------------------ 4. stencil */
@@ -432,6 +535,9 @@ int main(int argc, char **argv)
 
     /* 4. stencil */
     stencil();
+
+    /* 6. small messages */
+    small_messages();
 
     /* a proxy left running is stopped by MPI_Finalize */
     KT_MPI(MPIX_Gpu_start(MPI_COMM_WORLD, MPIX_GPU_CPU, 1, DEPTH, QS, &G, &g));

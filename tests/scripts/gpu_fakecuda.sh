@@ -93,11 +93,13 @@ done
 # component refused a stream of its own (FAKECUDA_NOSTREAM) such waits are seen: the check can fail
 [ -x "$TESTBIN/gpu_devbuf" ] || { echo "FAIL: no $TESTBIN/gpu_devbuf (make check-programs)"; exit 1; }
 # (nocache: no IPC handle kept open, so each message's is closed while the kernel runs: held too)
-for a in "1" "2" "3" "2 nocache" "2 legacy"; do
+# (noinline: small messages staged as larger ones, KUMI_BASE_GPU_INLINE=0: the check of the records can fail)
+for a in "1" "2" "3" "2 nocache" "2 legacy" "2 noinline"; do
     set -- $a
     extra=() note= arg=${2:-}
     [ "$arg" = nocache ] && arg=
     [ "${2:-}" = legacy ] && extra=(-x FAKECUDA_NOSTREAM=1) note=" (legacy-stream copies: the waits seen)"
+    [ "${2:-}" = noinline ] && extra=(-x KUMI_BASE_GPU_INLINE=0) note=" (small messages staged)"
     [ "${2:-}" = nocache ] && extra=(-x KUMI_ACCEL_CUDA_IPC_CACHE=0) note=" (no IPC cache: the closes held)"
     if (cd "$TESTBIN" && "$MPIEXEC" --timeout 120 -x KUMI_ACCEL_CUDA_LIBRARY="$TMP/libcuda.so.1" -x FAKECUDA_DEVRW=1 \
         "${extra[@]}" -n $1 ./gpu_devbuf $arg) > "$TMP/run" 2>&1; then
