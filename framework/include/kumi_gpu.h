@@ -250,7 +250,7 @@ KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, 
     /* a small send or receive: its data travels in the record (no copy of
      * device memory by the host, which stages it through a copy engine) */
     uint32_t flags = 0, tsz = kumi_gpu_type_size_(type);
-    if ((op == KUMI_GPU_OP_SEND || op == KUMI_GPU_OP_RECV) && buf && tsz && count > 0 &&
+    if ((op == KUMI_GPU_OP_SEND || op == KUMI_GPU_OP_RECV) && buf && tsz && count > 0 && count <= (int64_t)g.inl &&
         (uint64_t)count * tsz <= g.inl && g.inl <= KUMI_GPU_INLINE) {
         flags = KUMI_GPU_F_INLINE;
         if (op == KUMI_GPU_OP_SEND) kumi_gpu_copy_(c->data, buf, (size_t)count * tsz);

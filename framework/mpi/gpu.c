@@ -140,8 +140,9 @@ static int start_op(struct kumi_mpix_gpu *g, struct gop *op)
     if (e->flags & KUMI_GPU_F_INLINE) {         /* the data is (goes) in the request's record */
         if (e->op != KUMI_GPU_OP_SEND && e->op != KUMI_GPU_OP_RECV)
             return bad(MPI_ERR_ARG, "MPIX_Gpu: request kind %d with its data in the record", e->op);
-        if ((uint64_t)e->count * dt->size > g->dev.inl)
-            return bad(MPI_ERR_ARG, "MPIX_Gpu: %d bytes in a record: more than it carries", (int)(e->count * dt->size));
+        if (e->count > (int64_t)g->dev.inl || (uint64_t)e->count * dt->size > g->dev.inl)   /* (no wrap-around) */
+            return kumi_error(MPI_ERR_ARG, "MPIX_Gpu: %lld elements of %zu bytes in a record: more than its %u bytes",
+                              (long long)e->count, dt->size, g->dev.inl);
         buf = g->comp[(size_t)e->block * g->dev.depth + (size_t)e->slot].data;
     }
     if (!buf && e->count > 0 && e->op != KUMI_GPU_OP_ALLREDUCE)

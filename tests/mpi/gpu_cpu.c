@@ -31,8 +31,8 @@
  *    to the next rank's main thread (MPI_Recv, any source), and receives 1 ..
  *    33 bytes from the previous rank's main thread (MPI_Send), the data, the
  *    counts and (white box) the records' copies checked; entries that carry
- *    their data in the record wrongly (a broadcast; 40 bytes) come back as
- *    MPI_ERR_ARG. */
+ *    their data in the record wrongly (a broadcast; 40 bytes; 2^61 + 1
+ *    8-byte integers, whose size wraps around to 8 bytes) come back as MPI_ERR_ARG. */
 #define _GNU_SOURCE
 #include "kt.h"
 #include <mpi-ext.h>
@@ -240,6 +240,8 @@ static void *error_block(void *arg)
            "broadcast with its data in the record");
     DCHECK(raw_request(blk, KUMI_GPU_OP_SEND, five, 5, KUMI_GPU_INT64, KUMI_GPU_PROC_NULL, KUMI_GPU_F_INLINE) ==
            MPI_ERR_ARG, "40 bytes in a record");
+    DCHECK(raw_request(blk, KUMI_GPU_OP_RECV, five, ((int64_t)1 << 61) + 1, KUMI_GPU_INT64, KUMI_GPU_PROC_NULL,
+                       KUMI_GPU_F_INLINE) == MPI_ERR_ARG, "2^61 + 1 elements of 8 bytes (8 bytes, wrapped) in a record");
     /* after all that, the block still works */
     DOK(kumi_gpu_barrier(G, blk));
     return NULL;
