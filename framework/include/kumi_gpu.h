@@ -228,6 +228,46 @@ KUMI_GPU_HD void kumi_gpu_copy_(volatile void *dst, const volatile void *src, si
         for (size_t i = 0; i < n; i++) ((volatile unsigned char *)dst)[i] = ((const volatile unsigned char *)src)[i];
 }
 
+/* Take a free completion record of block blk (busy, with a new
+ * generation, in *gen): its slot, or -1 when all depth are outstanding. */
+KUMI_GPU_FN int kumi_gpu_take_rec_(kumi_gpu_t g, int blk, uint32_t *gen)
+{
+    for (uint32_t i = 0; i < g.depth; i++) {
+        struct kumi_gpu_completion *c = kumi_gpu_rec_(g, blk, (int)i);
+        if (c->busy) continue;
+        uint32_t n = c->gen + 1;
+        if (n == 0) n = 1;
+        c->gen = *gen = n;
+        c->busy = 1;
+        return (int)i;
+    }
+    return -1;
+}
+/* Publish the request x (every field but seq) in the ring: a ticket, the
+ * entry once free (a full ring makes the block wait for the proxy), then
+ * the release store of its sequence number. */
+KUMI_GPU_FN void kumi_gpu_post_(kumi_gpu_t g, const struct kumi_gpu_entry *x)
+{
+    uint64_t t = kumi_gpu_ticket(g.tail);
+    struct kumi_gpu_entry *e = &g.ring[t & (uint64_t)(g.qsize - 1)];
+    unsigned spins = 0;
+    while (kumi_gpu_load_acq64(&e->seq) != t) kumi_gpu_pause(&spins);
+    e->buf = x->buf;
+    e->buf2 = x->buf2;
+    e->count = x->count;
+    e->op = x->op;
+    e->type = x->type;
+    e->redop = x->redop;
+    e->comm = x->comm;
+    e->peer = x->peer;
+    e->tag = x->tag;
+    e->block = x->block;
+    e->slot = x->slot;
+    e->gen = x->gen;
+    e->flags = x->flags;
+    kumi_gpu_store_rel64(&e->seq, t + 1);
+}
+
 /* Issue one request on communicator index comm (0: the one of MPIX_Gpu_start);
  * *req names its completion record. */
 KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, const void *buf2, int64_t count,
@@ -238,41 +278,33 @@ KUMI_GPU_FN int kumi_gpu_issue_(kumi_gpu_t g, int blk, int op, const void *buf, 
     req->ibuf = 0;
     req->isize = 0;
     if (blk < 0 || (uint32_t)blk >= g.nblocks || g.magic != KUMI_GPU_MAGIC) return KUMI_GPU_ERR_ARG;
-    int slot = -1;
-    for (uint32_t i = 0; i < g.depth; i++)
-        if (!kumi_gpu_rec_(g, blk, (int)i)->busy) { slot = (int)i; break; }
+    uint32_t gen = 0;
+    int slot = kumi_gpu_take_rec_(g, blk, &gen);
     if (slot < 0) return KUMI_GPU_ERR_NO_MEM;
-    struct kumi_gpu_completion *c = kumi_gpu_rec_(g, blk, slot);
-    uint32_t gen = c->gen + 1;
-    if (gen == 0) gen = 1;
-    c->gen = gen;
-    c->busy = 1;
     /* a small send or receive: its data travels in the record (no copy of
      * device memory by the host, which stages it through a copy engine) */
     uint32_t flags = 0, tsz = kumi_gpu_type_size_(type);
     if ((op == KUMI_GPU_OP_SEND || op == KUMI_GPU_OP_RECV) && buf && tsz && count > 0 && count <= (int64_t)g.inl &&
         (uint64_t)count * tsz <= g.inl && g.inl <= KUMI_GPU_INLINE) {
         flags = KUMI_GPU_F_INLINE;
-        if (op == KUMI_GPU_OP_SEND) kumi_gpu_copy_(c->data, buf, (size_t)count * tsz);
+        if (op == KUMI_GPU_OP_SEND) kumi_gpu_copy_(kumi_gpu_rec_(g, blk, slot)->data, buf, (size_t)count * tsz);
     }
-    uint64_t t = kumi_gpu_ticket(g.tail);
-    struct kumi_gpu_entry *e = &g.ring[t & (uint64_t)(g.qsize - 1)];
-    unsigned spins = 0;
-    while (kumi_gpu_load_acq64(&e->seq) != t) kumi_gpu_pause(&spins);   /* full: wait for the proxy */
-    e->buf = (uint64_t)(uintptr_t)buf;
-    e->buf2 = (uint64_t)(uintptr_t)buf2;
-    e->count = count;
-    e->op = (int16_t)op;
-    e->type = (int16_t)type;
-    e->peer = peer;
-    e->tag = tag;
-    e->redop = (int16_t)redop;
-    e->comm = (int16_t)comm;
-    e->block = blk;
-    e->slot = slot;
-    e->gen = gen;
-    e->flags = flags;
-    kumi_gpu_store_rel64(&e->seq, t + 1);
+    struct kumi_gpu_entry x;
+    x.seq = 0;
+    x.buf = (uint64_t)(uintptr_t)buf;
+    x.buf2 = (uint64_t)(uintptr_t)buf2;
+    x.count = count;
+    x.op = (int16_t)op;
+    x.type = (int16_t)type;
+    x.redop = (int16_t)redop;
+    x.comm = (int16_t)comm;
+    x.peer = peer;
+    x.tag = tag;
+    x.block = blk;
+    x.slot = slot;
+    x.gen = gen;
+    x.flags = flags;
+    kumi_gpu_post_(g, &x);
     req->slot = slot;
     req->gen = gen;
     if (flags && op == KUMI_GPU_OP_RECV) {

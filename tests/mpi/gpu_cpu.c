@@ -169,33 +169,25 @@ static void *many_block(void *arg)
 }
 
 /* ------------------------------------------------------------ 3. errors */
-/* An entry written by hand, flags included (the protocol of kumi_gpu.h's
- * issue, without its choice of flags): the proxy's own checks. */
+/* A request published with the flags given (kumi_gpu.h's issue, without
+ * its choice of flags): the proxy's own checks. */
 static int raw_request(int blk, int op, void *buf, int64_t count, int type, int peer, uint32_t flags)
 {
-    int slot = -1;
-    for (uint32_t i = 0; i < G.depth && slot < 0; i++)
-        if (!G.comp[(size_t)blk * G.depth + i].busy) slot = (int)i;
+    uint32_t gen = 0;
+    int slot = kumi_gpu_take_rec_(G, blk, &gen);
     if (slot < 0) return -1;
-    struct kumi_gpu_completion *c = &G.comp[(size_t)blk * G.depth + slot];
-    uint32_t gen = c->gen + 1 ? c->gen + 1 : 1;
-    c->gen = gen;
-    c->busy = 1;
-    uint64_t t = kumi_gpu_ticket(G.tail);
-    struct kumi_gpu_entry *e = &G.ring[t & (G.qsize - 1)];
-    unsigned spins = 0;
-    while (kumi_gpu_load_acq64(&e->seq) != t) kumi_gpu_pause(&spins);
-    memset((char *)e + sizeof e->seq, 0, sizeof *e - sizeof e->seq);
-    e->buf = (uint64_t)(uintptr_t)buf;
-    e->count = count;
-    e->op = (int16_t)op;
-    e->type = (int16_t)type;
-    e->peer = peer;
-    e->block = blk;
-    e->slot = slot;
-    e->gen = gen;
-    e->flags = flags;
-    kumi_gpu_store_rel64(&e->seq, t + 1);
+    struct kumi_gpu_entry x;
+    memset(&x, 0, sizeof x);
+    x.buf = (uint64_t)(uintptr_t)buf;
+    x.count = count;
+    x.op = (int16_t)op;
+    x.type = (int16_t)type;
+    x.peer = peer;
+    x.block = blk;
+    x.slot = slot;
+    x.gen = gen;
+    x.flags = flags;
+    kumi_gpu_post_(G, &x);
     kumi_gpu_request r = { slot, gen, NULL, 0, 0 };
     return kumi_gpu_wait(G, blk, &r, NULL);
 }
