@@ -73,7 +73,8 @@
 extern "C" {
 #endif
 
-#define KUMI_GPU_MAGIC 0x4b474e31u   /* "KGN1" */
+#define KUMI_GPU_MAGIC 0x4b474e32u   /* "KGN2": the layout of this header (2: messages in the records); a kernel built
+                                        against another finds no request accepted (MPI_ERR_ARG) */
 
 /* Request kinds. */
 enum { KUMI_GPU_OP_SEND = 1, KUMI_GPU_OP_RECV, KUMI_GPU_OP_BARRIER, KUMI_GPU_OP_BCAST, KUMI_GPU_OP_ALLREDUCE,
