@@ -277,6 +277,11 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
         if (gsync && gsync == glive) rl.grid_rel = go = 1;
         for (unsigned b = 0; b < nblocks; b++)
             if (nlive[b] && nsync[b] == nlive[b]) rel[b] = 1, go = 1;
+        if (!go && !nblocked) {                /* nothing can release any thread: a launch would change nothing */
+            err = "every live thread waits at a barrier that cannot be released (threads of one block at "
+                  "__syncthreads() and others at grid.sync())";
+            break;
+        }
         MPIX_Gpu_progress(p, NULL);            /* start what the launch published */
         unsigned spins = 0;
         for (int ev = 1; !go; ) {

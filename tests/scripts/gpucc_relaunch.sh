@@ -90,6 +90,42 @@ if ${CXX:-g++} -std=c++17 -O1 -Wall -Wextra -Werror -pthread -x c++ -include kum
     else
         fail "a thread returning without its state: not the loop's error:"; tail -8 "$TMP/run" | sed 's/^/    /'
     fi
+    # threads of one block at __syncthreads() and others at grid.sync(): nothing can release
+    # them (on a GPU the kernel would hang); the host loop says so instead of waiting for ever
+    cat > "$TMP/stall.cu" <<'EOF2'
+#include "rl_common.h"
+namespace cg = cooperative_groups;
+__global__ void stall(kumi_gpu_t g, int *out)
+{
+    cg::grid_group grid = cg::this_grid();
+    if (threadIdx.x == 0) kumi_gpu_barrier(g, blockIdx.x);
+    if (threadIdx.x == 1) __syncthreads();
+    else grid.sync();
+    out[threadIdx.x] = 1;
+}
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int *out = rl_alloc<int>(4);
+    int rc = stall_relaunch(MPI_COMM_WORLD, 2, 4, 0, out);
+    printf("stall_relaunch returned %d\n", rc);
+    MPI_Finalize();
+    return rc == MPI_SUCCESS;
+}
+EOF2
+    if ! python3 "$TOOL" --relaunch "$TMP/stall.cu" -o "$TMP/stall_rl.cu" 2> "$TMP/err"; then
+        fail "kumi-gpucc --relaunch stall.cu: $(cat "$TMP/err")"
+    elif ! ${CXX:-g++} -std=c++17 -O1 -pthread -x c++ -include kumi_gpu_cpu.h $INC "$TMP/stall_rl.cu" -x none \
+            -o "$TMP/stall" -L"$top_builddir/framework/.libs" -Wl,-rpath,"$top_builddir/framework/.libs" -lmpi 2> "$TMP/err"; then
+        fail "stall.cu does not build:"; head -10 "$TMP/err"
+    elif (cd "$TMP" && "$MPIEXEC" --timeout 60 -n 1 ./stall) > "$TMP/run" 2>&1 &&
+            grep -q "kumi-gpucc relaunch: launch: every live thread waits at a barrier that cannot be released" "$TMP/run" &&
+            grep -q "stall_relaunch returned [1-9]" "$TMP/run"; then
+        ok "barriers that cannot be released: $(grep -m1 'cannot be released' "$TMP/run")"
+    else
+        fail "barriers that cannot be released: not the loop's error:"; tail -8 "$TMP/run" | sed 's/^/    /'
+    fi
 else
     fail "the generated code does not build for the CPU device:"; head -30 "$TMP/err"
 fi
