@@ -194,7 +194,7 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
     int rc = MPIX_Gpu_start(comm, kind, (int)nblocks, depth, (int)qsize, &g, &p);
     if (rc != MPI_SUCCESS) return rc;
     struct kumi_rl_sum *sum = (struct kumi_rl_sum *)kumi_rl_alloc_mapped_(nblocks * sizeof *sum);
-    struct kumi_rl_wait *wait = (struct kumi_rl_wait *)kumi_rl_alloc_mapped_(nthreads * sizeof *wait);
+    struct kumi_rl_wait *waits = (struct kumi_rl_wait *)kumi_rl_alloc_mapped_(nthreads * sizeof *waits);
     unsigned char *rel = (unsigned char *)kumi_rl_alloc_mapped_(nblocks);
     void *states = NULL, *cnt = NULL;
     const char *err = NULL;
@@ -210,11 +210,11 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
     states = calloc(nthreads, state_size);
     cnt = calloc(1, cntsize);
 #endif
-    if (!sum || !wait || !rel || !states || !cnt) err = "out of memory for the threads' state";
+    if (!sum || !waits || !rel || !states || !cnt) err = "out of memory for the threads' state";
     else {
         rl.cnt = (uint32_t *)cnt;
         rl.sum = (struct kumi_rl_sum *)kumi_rl_devptr_(sum);
-        rl.wait = (struct kumi_rl_wait *)kumi_rl_devptr_(wait);
+        rl.wait = (struct kumi_rl_wait *)kumi_rl_devptr_(waits);
         rl.rel = (unsigned char *)kumi_rl_devptr_(rel);
         rl.states = states;
         rl.nthreads = (uint32_t)nthreads;
@@ -268,7 +268,7 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
             glive += nlive[b];
             gsync += s->n[KUMI_RL_SYNC_GRID];
             yield += s->n[KUMI_RL_YIELD];
-            memcpy(&blocked[nblocked], &wait[(size_t)b * tpb], s->n[KUMI_RL_BLOCKED] * sizeof *blocked);
+            memcpy(&blocked[nblocked], &waits[(size_t)b * tpb], s->n[KUMI_RL_BLOCKED] * sizeof *blocked);
             nblocked += s->n[KUMI_RL_BLOCKED];
         }
         if (err || done == nthreads) break;
@@ -298,7 +298,7 @@ static inline int kumi_rl_run(MPI_Comm comm, unsigned nblocks, unsigned tpb, siz
     free(nsync);
     free(blocked);
     kumi_rl_free_mapped_(sum);
-    kumi_rl_free_mapped_(wait);
+    kumi_rl_free_mapped_(waits);
     kumi_rl_free_mapped_(rel);
 #if defined(__CUDACC__)
     if (states) cudaFree(states);
